@@ -1,0 +1,138 @@
+# Which engine runs a call: backend, threads and device, shared by every
+# method (see DESIGN.md, "Backends").
+
+gpu_status <- function(details = FALSE) {
+  s <- .Call(ffi_gpu_info, details)
+  names(s) <- c("cuda", "availability", "message", "driver", "runtime", "nDevices", "devices")
+  s
+}
+
+cuda_version_string <- function(v) {
+  ifelse(v > 0, sprintf("%d.%d", v %/% 1000L, (v %% 1000L) %/% 10L), NA_character_)
+}
+
+#' GPUs that sysbioGPU can use
+#'
+#' Lists the CUDA devices visible to the package, one row per device.
+#'
+#' @return A data.frame with one row per device (zero rows when there is no
+#'   usable GPU, or when the package was built without CUDA) and columns
+#'   `index` (the CUDA device number, from 0, as used by the `device`
+#'   argument of every method), `name`, `memoryGiB` and `freeGiB` (total and
+#'   free device memory), `computeCapability`, `multiprocessors`,
+#'   `driverVersion` (the CUDA version the driver supports) and
+#'   `runtimeVersion` (the CUDA runtime the package was built with).
+#'   Attributes: `cuda` (`TRUE` when the package was built with CUDA) and
+#'   `reason` (why no GPU can be used, `""` when one can).
+#' @seealso [hasGPU()], [resolveBackend()]
+#' @examples
+#' gpuInfo()
+#' attr(gpuInfo(), "cuda")
+#' @export
+gpuInfo <- function() {
+  s <- gpu_status(details = TRUE)
+  d <- s$devices
+  n <- length(d$index)
+  out <- data.frame(
+    index = d$index,
+    name = d$name,
+    memoryGiB = d$total / 2^30,
+    freeGiB = d$free / 2^30,
+    computeCapability = ifelse(is.na(d$ccMajor), NA_character_, paste0(d$ccMajor, ".", d$ccMinor)),
+    multiprocessors = d$multiprocessors,
+    driverVersion = rep(cuda_version_string(s$driver), n),
+    runtimeVersion = rep(cuda_version_string(s$runtime), n),
+    stringsAsFactors = FALSE
+  )
+  attr(out, "cuda") <- s$cuda
+  attr(out, "reason") <- s$message
+  out
+}
+
+#' Is a GPU usable?
+#'
+#' @return `TRUE` when the package was built with CUDA and at least one
+#'   device can be used, else `FALSE`.
+#' @seealso [gpuInfo()]
+#' @examples
+#' hasGPU()
+#' @export
+hasGPU <- function() {
+  gpu_status()$availability == 0L
+}
+
+threads_available <- function() .Call(ffi_threads_info)[[1L]]
+
+#' Resolve the backend, threads and device of a call
+#'
+#' Every method of the package takes `backend`, `threads` and `device` and
+#' resolves them with this function, which is exported so that you can see
+#' what a call would use.
+#'
+#' @param backend `"auto"` (the GPU when the package was built with CUDA and
+#'   a device is usable, else the CPU), `"cpu"` or `"gpu"` (an error when no
+#'   GPU can be used, saying why). Default: `getOption("sysbioGPU.backend",
+#'   "auto")`.
+#' @param threads CPU threads, a whole number >= 1, capped at the processors
+#'   available (and at `OMP_THREAD_LIMIT`). `NULL`, the default unless
+#'   `getOption("sysbioGPU.threads")` is set, uses them all.
+#' @param device The CUDA device number (from 0, as in [gpuInfo()]). Default:
+#'   `getOption("sysbioGPU.device", 0)`.
+#' @return A list of class `sysbioGPU_backend`: `backend` (`"cpu"` or
+#'   `"gpu"`), `requested`, `threads`, `device` (`NA` on the CPU),
+#'   `deviceName` and `reason` (why `"auto"` chose the CPU, else `""`).
+#' @seealso [gpuInfo()]
+#' @examples
+#' resolveBackend("cpu", threads = 1)
+#' resolveBackend()  # what "auto" picks on this machine
+#' @export
+resolveBackend <- function(backend = getOption("sysbioGPU.backend", "auto"),
+                           threads = getOption("sysbioGPU.threads"),
+                           device = getOption("sysbioGPU.device", 0L)) {
+  backend <- check_choice(backend, c("auto", "cpu", "gpu"), "backend")
+  threads <- if (is.null(threads)) threads_available()
+             else min(check_whole(threads, "threads", min = 1, max = 2^31 - 1), threads_available())
+  device <- check_whole(device, "device", min = 0, max = 2^31 - 1)
+  s <- gpu_status()
+  use_gpu <- FALSE
+  reason <- ""
+  if (s$availability != 0L) {
+    if (backend == "gpu") stop_backend('backend = "gpu" cannot be used: ', s$message)
+    reason <- s$message
+  } else if (device >= s$nDevices) {
+    msg <- sprintf("`device` = %d does not exist: %d GPU(s), numbered from 0", device, s$nDevices)
+    if (backend == "gpu") stop_backend(msg)
+    reason <- msg
+  } else {
+    use_gpu <- backend != "cpu"
+  }
+  structure(
+    list(
+      backend = if (use_gpu) "gpu" else "cpu",
+      requested = backend,
+      threads = as.integer(threads),
+      device = if (use_gpu) as.integer(device) else NA_integer_,
+      deviceName = if (use_gpu) s$devices$name[[device + 1L]] else "",
+      reason = if (backend == "cpu") "" else reason
+    ),
+    class = "sysbioGPU_backend"
+  )
+}
+
+#' @export
+print.sysbioGPU_backend <- function(x, ...) {
+  if (x$backend == "gpu") {
+    cat(sprintf("<sysbioGPU backend> GPU %d (%s), %d CPU thread(s) for host work\n",
+                x$device, x$deviceName, x$threads))
+  } else {
+    cat(sprintf("<sysbioGPU backend> CPU, %d thread(s)\n", x$threads))
+    if (nzchar(x$reason)) cat("  (no GPU: ", x$reason, ")\n", sep = "")
+  }
+  invisible(x)
+}
+
+# What .Call glue expects from a resolved backend.
+backend_args <- function(b) {
+  list(gpu = b$backend == "gpu", threads = b$threads,
+       device = if (is.na(b$device)) 0L else b$device)
+}

@@ -1,0 +1,89 @@
+/* Device query and checked device memory (reached from gpuInfo() and from
+ * every GPU engine). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_check.cuh"
+#include "device.h"
+
+extern "C" void sbg_gpu_summary_get(sbg_gpu_summary *out) {
+  memset(out, 0, sizeof(*out));
+  out->built_with_cuda = 1;
+  cudaRuntimeGetVersion(&out->runtime_version);
+  /* Returns 0 (and success) when no driver can be loaded. */
+  if (cudaDriverGetVersion(&out->driver_version) != cudaSuccess)
+    out->driver_version = 0;
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  cudaGetLastError(); /* a failed query must not stick to later calls */
+  int rt = out->runtime_version, drv = out->driver_version;
+  if (e == cudaSuccess && n > 0) {
+    out->availability = SBG_GPU_USABLE;
+    out->n_devices = n;
+  } else if (drv == 0) {
+    out->availability = SBG_GPU_NO_DRIVER;
+    snprintf(out->message, SBG_ERRBUF,
+             "no NVIDIA driver could be loaded (libcuda.so.1 is missing), so no GPU can be used");
+  } else if (drv < rt || e == cudaErrorInsufficientDriver) {
+    out->availability = SBG_GPU_DRIVER_TOO_OLD;
+    snprintf(out->message, SBG_ERRBUF,
+             "the NVIDIA driver supports CUDA %d.%d but sysbioGPU was built with CUDA %d.%d; update the driver",
+             drv / 1000, (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10);
+  } else if (e == cudaSuccess || e == cudaErrorNoDevice) {
+    out->availability = SBG_GPU_NO_DEVICE;
+    snprintf(out->message, SBG_ERRBUF,
+             "the NVIDIA driver reports no CUDA device (check CUDA_VISIBLE_DEVICES)");
+  } else {
+    out->availability = SBG_GPU_QUERY_FAILED;
+    snprintf(out->message, SBG_ERRBUF, "CUDA cannot list the devices: %s (%s)",
+             cudaGetErrorName(e), cudaGetErrorString(e));
+  }
+}
+
+extern "C" sbg_status sbg_device_select(int device, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int n = 0;
+  SBG_CUDA_CHECK(cudaGetDeviceCount(&n));
+  if (device < 0 || device >= n) {
+    st = sbg_fail(ctx, SBG_ERR_NO_DEVICE, "GPU %d does not exist: %d device(s), numbered from 0",
+                  device, n);
+    goto done;
+  }
+  SBG_CUDA_CHECK(cudaSetDevice(device));
+done:
+  return st;
+}
+
+extern "C" sbg_status sbg_gpu_device_info(int device, int with_memory, sbg_device_info *info,
+                                          sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  cudaDeviceProp prop;
+  size_t free_b = 0, total_b = 0;
+  memset(info, 0, sizeof(*info));
+  SBG_TRY(sbg_device_select(device, ctx));
+  SBG_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  if (with_memory) SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  snprintf(info->name, sizeof(info->name), "%s", prop.name);
+  info->total_bytes = (double)total_b;
+  info->free_bytes = (double)free_b;
+  info->cc_major = prop.major;
+  info->cc_minor = prop.minor;
+  info->multiprocessors = prop.multiProcessorCount;
+done:
+  return st;
+}
+
+extern "C" sbg_status sbg_device_alloc(void **ptr, size_t bytes, const char *what, sbg_ctx *ctx) {
+  *ptr = NULL;
+  if (bytes == 0) return SBG_OK;
+  cudaError_t e = cudaMalloc(ptr, bytes);
+  if (e == cudaSuccess) return SBG_OK;
+  *ptr = NULL;
+  cudaGetLastError(); /* out-of-memory is not sticky; clear it */
+  size_t free_b = 0, total_b = 0;
+  cudaMemGetInfo(&free_b, &total_b);
+  return sbg_fail(ctx, SBG_ERR_DEVICE_ALLOC,
+                  "cannot allocate %.1f MiB on GPU %d for %s: %.1f of %.1f MiB free (%s)",
+                  bytes / 1048576.0, ctx->device, what, free_b / 1048576.0,
+                  total_b / 1048576.0, cudaGetErrorString(e));
+}
