@@ -1,0 +1,4 @@
+library(testthat)
+library(sysbioGPU)
+
+test_check("sysbioGPU")

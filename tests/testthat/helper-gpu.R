@@ -1,0 +1,17 @@
+# GPU tests run where a device is usable. With SYSBIOGPU_TEST_GPU=1 (set by
+# tools/gpu-check.sh on the GPU machine) a missing GPU is a failure, so a
+# broken GPU build cannot pass as "skipped".
+skip_if_no_gpu <- function() {
+  if (hasGPU()) return(invisible(TRUE))
+  if (identical(Sys.getenv("SYSBIOGPU_TEST_GPU"), "1")) {
+    testthat::fail(paste("SYSBIOGPU_TEST_GPU=1 but no GPU is usable:",
+                         attr(gpuInfo(), "reason")))
+  }
+  testthat::skip("no usable GPU")
+}
+
+# Sends Ctrl-C (SIGINT) to this R process after `after` seconds.
+interrupt_after <- function(after) {
+  cmd <- sprintf("sleep %s; kill -INT %d", format(after), Sys.getpid())
+  system2("sh", c("-c", shQuote(cmd)), wait = FALSE)
+}

@@ -1,0 +1,99 @@
+# ---- gpuInfo -----------------------------------------------------------------
+
+test_that("gpuInfo() returns one row per device, or none, and says how it was built", {
+  g <- gpuInfo()
+  expect_s3_class(g, "data.frame")
+  expect_named(g, c("index", "name", "memoryGiB", "freeGiB", "computeCapability",
+                    "multiprocessors", "driverVersion", "runtimeVersion"))
+  expect_type(attr(g, "cuda"), "logical")
+  expect_type(attr(g, "reason"), "character")
+  expect_equal(nrow(g) > 0, hasGPU())
+  if (!hasGPU()) expect_true(nzchar(attr(g, "reason")))
+})
+
+test_that("gpuInfo() lists a usable device with its properties", {
+  skip_if_no_gpu()
+  g <- gpuInfo()
+  expect_gte(nrow(g), 1)
+  expect_equal(g$index, seq_len(nrow(g)) - 1L)
+  expect_true(all(g$memoryGiB > 1 & g$freeGiB > 0 & g$freeGiB <= g$memoryGiB))
+  expect_true(all(g$multiprocessors > 0))
+  expect_match(g$computeCapability, "^[0-9]+\\.[0-9]+$")
+  expect_match(g$runtimeVersion, "^1[0-9]\\.[0-9]$")
+  expect_false(nzchar(attr(g, "reason")))
+})
+
+# ---- resolution --------------------------------------------------------------
+
+test_that("the CPU backend always resolves, threads are capped at what exists", {
+  b <- resolveBackend("cpu", threads = 1)
+  expect_s3_class(b, "sysbioGPU_backend")
+  expect_equal(b$backend, "cpu")
+  expect_identical(b$threads, 1L)
+  expect_true(is.na(b$device))
+  n <- sysbioGPU:::threads_available()
+  expect_identical(resolveBackend("cpu", threads = 10000)$threads, as.integer(n))
+  expect_identical(resolveBackend("cpu", threads = NULL)$threads, as.integer(n))
+  expect_output(print(b), "CPU, 1 thread")
+})
+
+test_that("auto picks the GPU exactly when one is usable, and says why not", {
+  b <- resolveBackend("auto")
+  expect_equal(b$backend, if (hasGPU()) "gpu" else "cpu")
+  if (!hasGPU()) expect_equal(b$reason, attr(gpuInfo(), "reason"))
+})
+
+test_that("asking for the GPU where none is usable is an error that says why", {
+  skip_if(hasGPU())
+  expect_error(resolveBackend("gpu"), 'backend = "gpu" cannot be used',
+               class = "sysbioGPU_error_backend")
+  why <- if (attr(gpuInfo(), "cuda")) "driver|device" else "built without CUDA"
+  expect_error(resolveBackend("gpu"), why)
+  expect_error(philoxDraws(3, 1, backend = "gpu"), class = "sysbioGPU_error_backend")
+})
+
+test_that("a device number that does not exist is refused for the GPU, ignored for auto", {
+  skip_if_no_gpu()
+  n <- nrow(gpuInfo())
+  expect_error(resolveBackend("gpu", device = n), "does not exist", class = "sysbioGPU_error_backend")
+  b <- resolveBackend("auto", device = n)
+  expect_equal(b$backend, "cpu")
+  expect_match(b$reason, "does not exist")
+  g <- resolveBackend("gpu", device = 0)
+  expect_equal(g$backend, "gpu")
+  expect_identical(g$device, 0L)
+  expect_equal(g$deviceName, gpuInfo()$name[1])
+})
+
+test_that("options set the defaults", {
+  old <- options(sysbioGPU.backend = "cpu", sysbioGPU.threads = 1, sysbioGPU.device = 0)
+  on.exit(options(old))
+  b <- resolveBackend()
+  expect_equal(b$backend, "cpu")
+  expect_equal(b$requested, "cpu")
+  expect_identical(b$threads, 1L)
+  options(sysbioGPU.backend = "fast")
+  expect_error(resolveBackend(), '`backend` must be one of "auto", "cpu", "gpu", not "fast"',
+               class = "sysbioGPU_error_input")
+})
+
+test_that("bad threads and device values are named", {
+  expect_error(resolveBackend("cpu", threads = 0), "`threads`", class = "sysbioGPU_error_input")
+  expect_error(resolveBackend("cpu", threads = NA), "`threads`")
+  expect_error(resolveBackend("cpu", threads = "2"), "`threads`")
+  expect_error(resolveBackend("cpu", device = -1), "`device`")
+  expect_error(resolveBackend("cpu", device = c(0, 1)), "`device`")
+  expect_error(resolveBackend(c(1, 2)), "`backend`")
+})
+
+# ---- seeds -------------------------------------------------------------------
+
+test_that("a missing seed comes from R's RNG, so set.seed() repeats it", {
+  set.seed(1)
+  a <- sysbioGPU:::resolve_seed(NULL)
+  set.seed(1)
+  expect_identical(sysbioGPU:::resolve_seed(NULL), a)
+  expect_identical(sysbioGPU:::resolve_seed(12), 12)
+  expect_error(sysbioGPU:::resolve_seed(-1), "`seed`")
+  expect_error(sysbioGPU:::resolve_seed(NA), "`seed`")
+})

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The one script for the lent GPU machine (see ../shared/device/README.md).
+#
+# Here (this machine: nvcc, no GPU):
+#   bash tools/gpu-check.sh pack
+#     builds the package with CUDA into .device/lib and packs R with the
+#     packages the GPU run needs into .device/ (about 35 MB).
+# There (through the device tool, carrying .device):
+#   bash tools/gpu-check.sh run
+#     sets up R, prints gpuInfo(), runs the whole test suite with
+#     SYSBIOGPU_TEST_GPU=1 (a missing GPU fails), then compute-sanitizer on
+#     the GPU self-tests (SANITIZE=0 skips it), then every inst/bench/*.R;
+#     logs and tables go to $OUT, a short summary is printed last.
+# For example, with the device tool:
+#   command: bash tools/gpu-check.sh run     carry: [".device"]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-}
+
+pack() {
+  set -e
+  rm -rf .device/lib && mkdir -p .device/lib
+  SYSBIOGPU_CUDA=yes R CMD INSTALL --no-test-load --no-docs -l .device/lib . > .device/install.log 2>&1 ||
+    { tail -30 .device/install.log; echo "gpu-check: build failed (.device/install.log)" >&2; exit 1; }
+  grep "sysbioGPU configure" .device/install.log
+  if [ ! -f .device/r-runtime.tar.xz ] || [ "${REPACK:-0}" = 1 ]; then
+    bash ../shared/device/pack-r-runtime.sh testthat
+  fi
+  du -sh .device
+}
+
+run() {
+  out=${OUT:-/tmp/gpu-check}
+  mkdir -p "$out"
+  export R_LIBS="$PWD/.device/lib"
+  export SYSBIOGPU_TEST_GPU=1
+  bash .device/setup-r.sh > "$out/setup.log" 2>&1 || { cat "$out/setup.log"; echo "gpu-check: R setup failed"; exit 1; }
+  nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
+
+  Rscript -e 'library(sysbioGPU); print(gpuInfo()); print(resolveBackend("gpu"))' > "$out/gpuinfo.txt" 2>&1
+  gpuinfo_rc=$?
+
+  OUT_DIR="$out" Rscript -e '
+    res <- as.data.frame(testthat::test_dir("tests/testthat", package = "sysbioGPU",
+      load_package = "installed", reporter = "summary", stop_on_failure = FALSE))
+    write.csv(res[, c("file", "test", "nb", "failed", "skipped", "error", "warning", "real")],
+              file.path(Sys.getenv("OUT_DIR"), "tests.csv"), row.names = FALSE)
+    cat(sprintf("tests: %d expectations in %d tests, %d failed, %d errors, %d skipped\n",
+                sum(res$nb), nrow(res), sum(res$failed), sum(res$error), sum(res$skipped)),
+        file = file.path(Sys.getenv("OUT_DIR"), "tests-summary.txt"))
+    quit(status = as.integer(sum(res$failed) + sum(res$error) > 0))
+  ' > "$out/tests.log" 2>&1
+  tests_rc=$?
+
+  sanitize_rc=skipped
+  if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
+    # memcheck (with leak check) over the GPU self-tests. The deliberate
+    # out-of-memory case of the test suite stays out: the sanitizer counts
+    # every failed CUDA call as an error.
+    compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+      Rscript -e 'library(sysbioGPU)
+        invisible(philoxShuffle(100, 1, streams = 1000, backend = "gpu"))
+        invisible(philoxDraws(1000, 1, streams = 100, type = "integer", max = 7, backend = "gpu"))
+        invisible(sysbioGPU:::busy_run(0.2, 2^24, backend = "gpu"))' > "$out/sanitizer.log" 2>&1
+    sanitize_rc=$?
+  fi
+
+  : > "$out/bench.txt"
+  for b in inst/bench/*.R; do
+    [ -e "$b" ] || continue
+    echo "== $b" >> "$out/bench.txt"
+    Rscript "$b" >> "$out/bench.txt" 2>&1 || echo "(failed: $?)" >> "$out/bench.txt"
+  done
+
+  echo "==================== gpu-check summary ===================="
+  date -u '+%Y-%m-%d %H:%M UTC'
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
+  echo "-- gpuInfo() (rc $gpuinfo_rc)"; cat "$out/gpuinfo.txt"
+  echo "-- $(cat "$out/tests-summary.txt" 2>/dev/null || echo "tests did not finish") (rc $tests_rc)"
+  if [ "$tests_rc" != 0 ]; then grep -E "Failure|Error" -A6 "$out/tests.log" | head -60; fi
+  echo "-- compute-sanitizer: rc $sanitize_rc; $(grep -E "ERROR SUMMARY|LEAK SUMMARY" "$out/sanitizer.log" 2>/dev/null | tr '\n' ' ')"
+  echo "-- benchmarks"; cat "$out/bench.txt"
+  [ "$tests_rc" = 0 ] && [ "$gpuinfo_rc" = 0 ]
+}
+
+case "$mode" in
+  pack) pack ;;
+  run) run ;;
+  *) echo "usage: bash tools/gpu-check.sh pack|run (see the comment at the top)" >&2; exit 2 ;;
+esac
