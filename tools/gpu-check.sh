@@ -24,7 +24,7 @@ pack() {
     { tail -30 .device/install.log; echo "gpu-check: build failed (.device/install.log)" >&2; exit 1; }
   grep "sysbioGPU configure" .device/install.log
   if [ ! -f .device/r-runtime.tar.xz ] || [ "${REPACK:-0}" = 1 ]; then
-    bash ../shared/device/pack-r-runtime.sh testthat
+    bash ../shared/device/pack-r-runtime.sh ${PACK_PKGS:-testthat Matrix}
   fi
   du -sh .device
 }
