@@ -21,13 +21,14 @@ demoReport <- function(outputDir = tempdir(), backend = getOption("sysbioGPU.bac
   }
   b <- resolveBackend(backend, threads, device)
   dir.create(outputDir, showWarnings = FALSE, recursive = TRUE)
-  rmd <- system.file("report", "sysbioGPU-demo.Rmd", package = "sysbioGPU", mustWork = TRUE)
-  # Render from a copy: the installed package folder may be read-only.
+  src <- system.file("report", package = "sysbioGPU", mustWork = TRUE)
+  # Render from a copy: the installed package folder may be read-only. The
+  # method sections are child documents next to the main one.
   work <- tempfile("sysbioGPU-demo-")
   dir.create(work)
   on.exit(unlink(work, recursive = TRUE), add = TRUE)
-  file.copy(rmd, work)
-  out <- rmarkdown::render(file.path(work, basename(rmd)),
+  file.copy(list.files(src, full.names = TRUE), work)
+  out <- rmarkdown::render(file.path(work, "sysbioGPU-demo.Rmd"),
                            output_dir = normalizePath(outputDir),
                            params = list(backend = b$backend, threads = b$threads,
                                          device = if (is.na(b$device)) 0L else b$device),
