@@ -5,6 +5,7 @@
 #   make demo     install the package and render the demonstration report
 #                 into demo-report/sysbioGPU-demo.html
 #   make docs     regenerate man/ and NAMESPACE with roxygen2
+#   make valgrind run the test suite under valgrind (CPU paths), after make install
 #   make gpu-pack build for the GPU machine (see tools/gpu-check.sh)
 R ?= R
 RSCRIPT ?= Rscript
@@ -14,7 +15,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 LIB := $(CURDIR)/.lib
 CHECKDIR := $(CURDIR)/check
 
-.PHONY: all deps build check test test-nocuda install demo docs gpu-pack clean
+.PHONY: all deps build check test test-nocuda install demo docs valgrind gpu-pack clean
 
 all: test
 
@@ -47,6 +48,10 @@ install: deps
 
 demo: install
 	R_LIBS=$(LIB) $(RSCRIPT) -e 'sysbioGPU::demoReport("demo-report")'
+
+valgrind: install
+	R_LIBS=$(LIB) $(R) -d "valgrind --leak-check=full --errors-for-leak-kinds=definite,possible --error-exitcode=1 --suppressions=tools/valgrind.supp" \
+	  --vanilla -e 'testthat::test_dir("tests/testthat", package = "$(PKG)", load_package = "installed", stop_on_failure = TRUE)'
 
 docs:
 	$(RSCRIPT) -e 'roxygen2::roxygenise()'
