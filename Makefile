@@ -44,7 +44,7 @@ test: check test-nocuda
 
 install: deps
 	mkdir -p $(LIB)
-	$(R) CMD INSTALL -l $(LIB) .
+	$(R) CMD INSTALL --preclean -l $(LIB) .
 
 demo: install
 	R_LIBS=$(LIB) $(RSCRIPT) -e 'sysbioGPU::demoReport("demo-report")'

@@ -20,7 +20,7 @@ mode=${1:-}
 pack() {
   set -e
   rm -rf .device/lib && mkdir -p .device/lib
-  SYSBIOGPU_CUDA=yes R CMD INSTALL --no-test-load --no-docs -l .device/lib . > .device/install.log 2>&1 ||
+  SYSBIOGPU_CUDA=yes R CMD INSTALL --preclean --no-test-load --no-docs -l .device/lib . > .device/install.log 2>&1 ||
     { tail -30 .device/install.log; echo "gpu-check: build failed (.device/install.log)" >&2; exit 1; }
   grep "sysbioGPU configure" .device/install.log
   if [ ! -f .device/r-runtime.tar.xz ] || [ "${REPACK:-0}" = 1 ]; then
