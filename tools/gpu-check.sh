@@ -23,6 +23,8 @@ pack() {
   SYSBIOGPU_CUDA=yes R CMD INSTALL --preclean --no-test-load --no-docs -l .device/lib . > .device/install.log 2>&1 ||
     { tail -30 .device/install.log; echo "gpu-check: build failed (.device/install.log)" >&2; exit 1; }
   grep "sysbioGPU configure" .device/install.log
+  grep -q "wrote src/Makevars (CUDA: yes)" .device/install.log ||
+    { echo "gpu-check: the build has no CUDA engines" >&2; exit 1; }
   if [ ! -f .device/r-runtime.tar.xz ] || [ "${REPACK:-0}" = 1 ]; then
     bash ../shared/device/pack-r-runtime.sh ${PACK_PKGS:-testthat Matrix}
   fi
