@@ -149,7 +149,9 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
 
   r <- .Call(ffi_gsea_run, d$expr, labels, d$ranking, gs$start, gs$index,
              match(metric, gsea_metrics) - 1L, as.double(weight),
-             permutation == "gene", seed, nperm, 0, keepNull,
+             permutation == "gene", seed, nperm,
+             as.double(getOption("sysbioGPU.gseaBatch", 0)), # permutations per batch; tests only
+             keepNull,
              a$gpu, a$threads, a$device, verbose)
   names(r) <- c("metric", "order", "es", "nes", "pval", "fdr", "fwer", "pos", "null", "seconds")
 

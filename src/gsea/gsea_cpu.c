@@ -540,7 +540,7 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   if (B < CHUNK) B = CHUNK;
   if (B > 65536) B = 65536;
   if (use_gpu) {
-    st = sbg_gsea_gpu_open(in, p, &sh.prep, 1 << 16, &gpu, ctx);
+    st = sbg_gsea_gpu_open(in, p, &sh.prep, 1 << 15, &gpu, ctx); /* grid y <= 65535 */
     if (st != SBG_OK) goto done;
     B = sbg_gsea_gpu_max_batch(gpu);
   }

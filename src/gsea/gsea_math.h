@@ -88,8 +88,12 @@ GSEA_HD double gsea_weight(double m, double q) {
 /* Ascending unsigned order of this key = descending metric; a stable sort
  * of genes in index order then breaks ties by gene index. */
 GSEA_HD uint64_t gsea_sort_key(double m) {
+#ifdef __CUDA_ARCH__
+  uint64_t u = (uint64_t)__double_as_longlong(m);
+#else
   uint64_t u;
   memcpy(&u, &m, sizeof u);
+#endif
   u = (u >> 63) ? ~u : (u | 0x8000000000000000ull);
   return ~u;
 }
