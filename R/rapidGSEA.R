@@ -159,15 +159,17 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
   ranking <- stats::setNames(r$metric[ord], genes[ord])
   rank_of <- integer(length(genes))
   rank_of[ord] <- seq_along(ord) - 1L
-  members <- lapply(seq_along(gs$sets), function(i) {
-    idx <- gs$index[(gs$start[[i]] + 1L):gs$start[[i + 1L]]] + 1L
-    idx[order(rank_of[idx])]
-  })
-  lead <- lapply(seq_along(members), function(i) {
-    idx <- members[[i]]
-    keep <- if (r$es[[i]] >= 0) rank_of[idx] <= r$pos[[i]] else rank_of[idx] > r$pos[[i]]
-    genes[idx[keep]]
-  })
+  # members in rank order, and the leading edge, for all sets at once
+  set_of <- rep.int(seq_along(gs$sets), diff(gs$start))
+  gi <- gs$index + 1L
+  o <- order(set_of, rank_of[gi])
+  set_of <- set_of[o]
+  gi <- gi[o]
+  rk <- rank_of[gi]
+  in_lead <- ifelse(r$es[set_of] >= 0, rk <= r$pos[set_of], rk > r$pos[set_of])
+  f <- factor(set_of, levels = seq_along(gs$sets))
+  members <- unname(split(gi, f))
+  lead <- unname(split(genes[gi[in_lead]], f[in_lead]))
   out <- data.frame(set = names(gs$sets), size = lengths(members), ES = r$es,
                     NES = r$nes, pval = r$pval, FDR = r$fdr, FWER = r$fwer,
                     rankAtMax = r$pos + 1L, stringsAsFactors = FALSE)
@@ -279,11 +281,14 @@ gsea_sets <- function(geneSets, genes, minSize, maxSize) {
   if (anyDuplicated(names(geneSets))) {
     stop_input("`geneSets` has duplicated names, e.g. '", names(geneSets)[duplicated(names(geneSets))][[1L]], "'")
   }
-  key <- toupper(genes)
-  idx <- lapply(geneSets, function(s) {
-    i <- match(unique(toupper(as.character(s))), key)
-    sort(i[!is.na(i)]) - 1L
-  })
+  # one match() for all memberships (a match() per set rebuilds the hash)
+  up <- lapply(geneSets, function(s) unique(toupper(as.character(s))))
+  hit <- match(unlist(up, use.names = FALSE), toupper(genes))
+  grp <- rep.int(seq_along(up), lengths(up))
+  ok <- !is.na(hit)
+  idx <- split(hit[ok] - 1L, factor(grp[ok], levels = seq_along(up)))
+  idx <- lapply(idx, sort)
+  names(idx) <- names(geneSets)
   k <- lengths(idx)
   keep <- k >= minSize & k <= maxSize & k < length(genes)
   if (!any(keep)) {
