@@ -289,3 +289,22 @@ test_that("GPU and CPU: identical permutations, ES within 1e-9", {
   expect_equal(g[c("ES", "NES", "pval", "FDR", "FWER")], a[c("ES", "NES", "pval", "FDR", "FWER")],
                tolerance = 1e-9)
 })
+
+# ---- Bioconductor containers ------------------------------------------
+
+test_that("ExpressionSet, SummarizedExperiment and GeneSetCollection inputs", {
+  d <- gsea_toy(G = 200)
+  ref <- cpu(d$x, d$y, d$sets, nperm = 50, minSize = 5, seed = 1, threads = 1)
+  if (requireNamespace("Biobase", quietly = TRUE)) {
+    es <- Biobase::ExpressionSet(d$x)
+    expect_identical(cpu(es, d$y, d$sets, nperm = 50, minSize = 5, seed = 1, threads = 1)$NES, ref$NES)
+  }
+  if (requireNamespace("SummarizedExperiment", quietly = TRUE)) {
+    se <- SummarizedExperiment::SummarizedExperiment(list(counts = d$x))
+    expect_identical(cpu(se, d$y, d$sets, nperm = 50, minSize = 5, seed = 1, threads = 1)$NES, ref$NES)
+  }
+  skip_if_not_installed("GSEABase")
+  gsc <- GSEABase::GeneSetCollection(mapply(function(g, n) GSEABase::GeneSet(g, setName = n),
+                                            d$sets, names(d$sets)))
+  expect_identical(cpu(d$x, d$y, gsc, nperm = 50, minSize = 5, seed = 1, threads = 1)$NES, ref$NES)
+})
