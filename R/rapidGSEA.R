@@ -339,6 +339,8 @@ gseaStats <- function(es, esNull, threads = getOption("sysbioGPU.threads")) {
 
 #' @export
 print.rapidGSEA <- function(x, n = 10L, ...) {
+  # a subset (x[i, ]) keeps the class but not the run's attributes
+  if (is.null(attr(x, "nperm"))) return(NextMethod())
   cat(sprintf("<rapidGSEA> %d gene sets, %d genes, %s permutations (%s), metric %s, weight %g\n",
               nrow(x), length(attr(x, "ranking")), format(attr(x, "nperm"), big.mark = ","),
               attr(x, "permutation"), attr(x, "metric"), attr(x, "weight")))
@@ -356,6 +358,7 @@ print.rapidGSEA <- function(x, n = 10L, ...) {
 
 #' @export
 summary.rapidGSEA <- function(object, ...) {
+  if (is.null(attr(object, "nperm"))) return(NextMethod())
   s <- list(
     sets = nrow(object), genes = length(attr(object, "ranking")), nperm = attr(object, "nperm"),
     up = sum(object$NES > 0, na.rm = TRUE), down = sum(object$NES < 0, na.rm = TRUE),
@@ -402,6 +405,7 @@ print.summary.rapidGSEA <- function(x, ...) {
 #' plot(res, "up")
 #' @export
 plot.rapidGSEA <- function(x, set = NULL, main = NULL, ...) {
+  if (is.null(attr(x, "ranking"))) stop_input("`x` has lost its ranking: plot the whole rapidGSEA result, not a subset")
   if (is.null(set)) set <- x$set[[order(x$pval, -abs(x$NES))[[1L]]]]
   i <- if (is.numeric(set)) as.integer(set) else match(set, x$set)
   if (length(i) != 1L || is.na(i) || i < 1L || i > nrow(x)) stop_input("`set` is not a set of this result: ", arg_label(set))

@@ -36,7 +36,7 @@ typedef struct ws {
   double *s, *ss, *m, *w; /* per gene: sums, metric, weight */
   uint64_t *key, *key2;
   int32_t *ord, *ord2;
-  double *nr;             /* per set: total hit weight */
+  double *nr;             /* per set: 1 / total hit weight */
   gsea_es_state *st;      /* per set: running sum */
   unsigned char *unit;    /* per set: all weights 0, use unit weights */
 } ws;
@@ -75,6 +75,7 @@ typedef struct shared {
   const sbg_gsea_params *p;
   sbg_gsea_prep prep;
   int32_t *gs_start, *gs_sets; /* gene -> sets index (CSR) */
+  double *inv_nmiss;           /* per set: 1 / (N - k) */
 } shared;
 
 /* Stable LSD radix sort of the keys, genes in index order on input, so
@@ -160,15 +161,14 @@ static void perm_es(const shared *sh, ws *w, int64_t j, double *es, int32_t *pos
     double nr = 0;
     for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++) nr += w->w[in->set_genes[i]];
     w->unit[s] = nr == 0;
-    w->nr[s] = nr == 0 ? (double)(in->set_start[s + 1] - in->set_start[s]) : nr;
+    w->nr[s] = 1.0 / (nr == 0 ? (double)(in->set_start[s + 1] - in->set_start[s]) : nr);
     gsea_es_init(&w->st[s]);
   }
   for (int32_t r = 0; r < G; r++) {
     int32_t g = w->ord[r];
     for (int32_t i = sh->gs_start[g]; i < sh->gs_start[g + 1]; i++) {
       int32_t s = sh->gs_sets[i];
-      double k = (double)(in->set_start[s + 1] - in->set_start[s]);
-      gsea_es_hit(&w->st[s], r, w->unit[s] ? 1.0 : w->w[g], w->nr[s], (double)G - k);
+      gsea_es_hit(&w->st[s], r, w->unit[s] ? 1.0 : w->w[g], w->nr[s], sh->inv_nmiss[s]);
     }
   }
   for (int32_t s = 0; s < S; s++) {
@@ -439,6 +439,7 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   int nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
   double *xc = NULL, *mu = NULL, *t1 = NULL, *t2 = NULL, *nb = NULL;
   int32_t *gs_start = NULL, *gs_sets = NULL;
+  double *inv_nmiss = NULL;
   ws *wss = NULL;
   stats t;
   memset(&t, 0, sizeof t);
@@ -505,6 +506,10 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   }
   sh.gs_start = gs_start;
   sh.gs_sets = gs_sets;
+  inv_nmiss = malloc((size_t)S * sizeof(double));
+  if (!inv_nmiss) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the gene set index"); goto done; }
+  for (int32_t s = 0; s < S; s++) inv_nmiss[s] = 1.0 / ((double)G - (double)(in->set_start[s + 1] - in->set_start[s]));
+  sh.inv_nmiss = inv_nmiss;
   for (int i = 0; i < nth; i++)
     if (!ws_alloc(&wss[i], G, P, S)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the work space"); goto done; }
 
@@ -585,7 +590,7 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
 done:
   if (gpu) sbg_gsea_gpu_close(gpu);
   if (wss) for (int i = 0; i < nth; i++) ws_free(&wss[i]);
-  free(wss); free(xc); free(mu); free(t1); free(t2); free(nb); free(gs_start); free(gs_sets);
+  free(wss); free(xc); free(mu); free(t1); free(t2); free(nb); free(gs_start); free(gs_sets); free(inv_nmiss);
   stats_free(&t);
   return st;
 }

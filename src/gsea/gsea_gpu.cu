@@ -120,7 +120,9 @@ static __global__ void k_es(const sbg_gsea_gpu h, const uint64_t *hk, const int3
   for (int32_t i = lo; i < hi; i++) nr = G_ADD(nr, gsea_weight(m[h.d_set_genes[i]], h.weight));
   int unit = nr == 0;
   if (unit) nr = (double)(hi - lo);
-  double nmiss = G_SUB((double)h.G, (double)(hi - lo));
+  /* the CPU's reciprocals, exactly: 1.0 / x rounded once */
+  double inv_nr = G_DIV(1.0, nr);
+  double inv_nmiss = G_DIV(1.0, G_SUB((double)h.G, (double)(hi - lo)));
   gsea_es_state st;
   gsea_es_init(&st);
   const uint64_t mask = (1ull << h.rbits) - 1ull;
@@ -129,7 +131,7 @@ static __global__ void k_es(const sbg_gsea_gpu h, const uint64_t *hk, const int3
   for (int32_t i = lo; i < hi; i++) {
     int32_t r = (int32_t)(k[i] & mask);
     double w = unit ? 1.0 : gsea_weight(m[o[r]], h.weight);
-    gsea_es_hit(&st, r, w, nr, nmiss);
+    gsea_es_hit(&st, r, w, inv_nr, inv_nmiss);
   }
   h.d_es[b * h.S + s] = st.best;
 }

@@ -14,6 +14,8 @@
 
 #ifdef __CUDACC__
 #define GSEA_HD __host__ __device__ __forceinline__
+#elif defined(__GNUC__)
+#define GSEA_HD static inline __attribute__((always_inline))
 #else
 #define GSEA_HD static inline
 #endif
@@ -116,17 +118,19 @@ GSEA_HD void gsea_es_init(gsea_es_state *s) {
   s->pos = 0;
 }
 
-/* Hit at 0-based rank r with weight w; nr = total hit weight, nmiss = N - k. */
-GSEA_HD void gsea_es_hit(gsea_es_state *s, int32_t r, double w, double nr, double nmiss) {
-  double miss = G_DIV((double)(r - s->nh), nmiss);
-  double bottom = G_SUB(G_DIV(s->cum, nr), miss); /* at position r - 1 */
+/* Hit at 0-based rank r with weight w; inv_nr = 1 / total hit weight,
+ * inv_nmiss = 1 / (N - k).  Reciprocals, not divisions: the divisions were
+ * most of the CPU engine's time; both engines use this same function. */
+GSEA_HD void gsea_es_hit(gsea_es_state *s, int32_t r, double w, double inv_nr, double inv_nmiss) {
+  double miss = G_MUL((double)(r - s->nh), inv_nmiss);
+  double bottom = G_SUB(G_MUL(s->cum, inv_nr), miss); /* at position r - 1 */
   if (fabs(bottom) > fabs(s->best)) {
     s->best = bottom;
     s->pos = r - 1;
   }
   s->cum = G_ADD(s->cum, w);
   s->nh++;
-  double top = G_SUB(G_DIV(s->cum, nr), miss);    /* at position r */
+  double top = G_SUB(G_MUL(s->cum, inv_nr), miss);    /* at position r */
   if (fabs(top) > fabs(s->best)) {
     s->best = top;
     s->pos = r;

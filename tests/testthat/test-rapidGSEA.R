@@ -308,3 +308,10 @@ test_that("ExpressionSet, SummarizedExperiment and GeneSetCollection inputs", {
                                             d$sets, names(d$sets)))
   expect_identical(cpu(d$x, d$y, gsc, nperm = 50, minSize = 5, seed = 1, threads = 1)$NES, ref$NES)
 })
+
+test_that("subsets of a result print as data frames", {
+  d <- gsea_toy(G = 200)
+  res <- cpu(d$x, d$y, d$sets, nperm = 20, minSize = 5, seed = 1, threads = 1)
+  expect_output(print(res[1:2, c("set", "NES")]), "NES")
+  expect_error(plot(res[1:2, ]), "lost its ranking", class = "sysbioGPU_error_input")
+})
