@@ -411,7 +411,8 @@ plot.rapidGSEA <- function(x, set = NULL, main = NULL, ...) {
   if (length(i) != 1L || is.na(i) || i < 1L || i > nrow(x)) stop_input("`set` is not a set of this result: ", arg_label(set))
   ranking <- attr(x, "ranking")
   N <- length(ranking)
-  hits <- match(toupper(attr(x, "members")[[i]]), toupper(names(ranking)))
+  # by name: a row subset keeps the attributes but not the row numbers
+  hits <- match(toupper(attr(x, "members")[[x$set[[i]]]]), toupper(names(ranking)))
   hit <- logical(N)
   hit[hits] <- TRUE
   w <- abs(ranking)^attr(x, "weight")

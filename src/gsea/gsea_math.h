@@ -118,20 +118,26 @@ GSEA_HD void gsea_es_init(gsea_es_state *s) {
   s->pos = 0;
 }
 
+/* Running-sum values within 1e-12 (relative) of each other are ties: the
+ * arithmetic carries rounding errors far above that, and an exact tie
+ * (common with q = 0) must go to the first position, as Broad's rule does
+ * on exact values. */
+#define GSEA_TIE 1.000000000001
+
 /* Hit at 0-based rank r with weight w; inv_nr = 1 / total hit weight,
  * inv_nmiss = 1 / (N - k).  Reciprocals, not divisions: the divisions were
  * most of the CPU engine's time; both engines use this same function. */
 GSEA_HD void gsea_es_hit(gsea_es_state *s, int32_t r, double w, double inv_nr, double inv_nmiss) {
   double miss = G_MUL((double)(r - s->nh), inv_nmiss);
   double bottom = G_SUB(G_MUL(s->cum, inv_nr), miss); /* at position r - 1 */
-  if (fabs(bottom) > fabs(s->best)) {
+  if (fabs(bottom) > G_MUL(fabs(s->best), GSEA_TIE)) {
     s->best = bottom;
     s->pos = r - 1;
   }
   s->cum = G_ADD(s->cum, w);
   s->nh++;
   double top = G_SUB(G_MUL(s->cum, inv_nr), miss);    /* at position r */
-  if (fabs(top) > fabs(s->best)) {
+  if (fabs(top) > G_MUL(fabs(s->best), GSEA_TIE)) {
     s->best = top;
     s->pos = r;
   }

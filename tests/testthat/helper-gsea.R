@@ -25,7 +25,9 @@ gsea_ref_es <- function(ranked, set, q = 1) {
   if (sum(w[hit]) == 0) w[] <- 1
   step <- ifelse(hit, w / sum(w[hit]), -1 / (length(ranked) - sum(hit)))
   rs <- cumsum(step)
-  i <- which.max(abs(rs)) # the first position of the largest |running sum|
+  # the first position of the largest |running sum|; values within 1e-12
+  # (relative) are ties, as in the engine, since both carry rounding errors
+  i <- which(abs(rs) >= max(abs(rs)) * (1 - 1e-12))[[1L]]
   c(ES = rs[[i]], pos = i)
 }
 
