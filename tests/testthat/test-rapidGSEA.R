@@ -318,3 +318,18 @@ test_that("subsets of a result print as data frames", {
   on.exit(grDevices::dev.off())
   expect_silent(plot(res[3:1, ], "up")) # rows reordered: members found by name
 })
+
+# ---- long runs ---------------------------------------------------------
+
+test_that("Ctrl-C stops a long rapidGSEA run", {
+  skip_on_os("windows")
+  d <- gsea_toy(G = 2000, n = c(10, 10))
+  sets <- lapply(1:300, function(i) sample(rownames(d$x), 100))
+  names(sets) <- paste0("s", 1:300)
+  interrupt_after(0.5)
+  t0 <- Sys.time()
+  expect_error(cpu(d$x, d$y, sets, nperm = 1e6, seed = 1, threads = 2),
+               "interrupted by the user", class = "sysbioGPU_error_interrupted")
+  expect_lt(as.numeric(difftime(Sys.time(), t0, units = "secs")), 15)
+  expect_s3_class(cpu(d$x, d$y, sets[1:2], nperm = 10, seed = 1, threads = 1), "rapidGSEA")
+})
