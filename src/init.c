@@ -10,6 +10,11 @@ SEXP ffi_philox_block(SEXP, SEXP);
 SEXP ffi_rng_fill(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_busy(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
+/* rapidGSEA (src/gsea) */
+SEXP ffi_gsea_run(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
+                  SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_gsea_stats(SEXP, SEXP, SEXP);
+
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
 static const R_CallMethodDef call_methods[] = {
@@ -18,6 +23,9 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_philox_block, 2),
     CALLDEF(ffi_rng_fill, 10),
     CALLDEF(ffi_busy, 6),
+    /* rapidGSEA */
+    CALLDEF(ffi_gsea_run, 16),
+    CALLDEF(ffi_gsea_stats, 3),
     {NULL, NULL, 0}};
 
 void R_init_sysbioGPU(DllInfo *dll) {

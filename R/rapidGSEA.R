@@ -1,0 +1,440 @@
+# rapidGSEA(): gene set enrichment analysis with phenotype or gene
+# permutations and the Broad GSEA statistics, on the CPU or the GPU
+# (src/gsea/); gseaStats(); the "rapidGSEA" S3 class and its methods.
+
+gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes",
+                  "log2_ratio_of_classes")
+
+#' Gene set enrichment analysis (Broad GSEA), fast
+#'
+#' Ranks the genes by a two-class metric, scores every gene set with the
+#' weighted Kolmogorov-Smirnov running sum, and assesses the scores against
+#' permutations of the phenotype labels (or of the genes), with the
+#' statistics of the Broad GSEA tool. The permutations run on the GPU when
+#' one is usable (`backend`), otherwise on all CPU cores; both give the same
+#' answer for the same `seed`.
+#'
+#' @section Algorithm:
+#' - **Metric** (class A, the first class, is the numerator): `signal2noise`
+#'   \eqn{(\mu_A-\mu_B)/(\sigma_A+\sigma_B)}, `t_test`
+#'   \eqn{(\mu_A-\mu_B)/\sqrt{\sigma_A^2/n_A+\sigma_B^2/n_B}},
+#'   `diff_of_classes` \eqn{\mu_A-\mu_B}, `ratio_of_classes`
+#'   \eqn{\mu_A/\mu_B}, `log2_ratio_of_classes` \eqn{\log_2(\mu_A/\mu_B)}.
+#'   \eqn{\sigma} is the unbiased standard deviation raised to at least
+#'   \eqn{0.2|\mu|} (to 0.2 when \eqn{\mu = 0}), Broad's fix-low rule.
+#' - **Ranking**: descending metric, ties broken by the gene's row (the
+#'   first row first).
+#' - **ES**: hits weigh \eqn{|metric|^q / N_R} (\eqn{q} = `weight`,
+#'   \eqn{N_R} the sum over the set), misses \eqn{-1/(N-k)}; the ES is the
+#'   first running-sum value of largest magnitude. It is computed from the
+#'   set's hits alone. If every hit has weight 0 the hits weigh equally.
+#' - **Permutations**: permutation 0 is the identity (the observed ES, not
+#'   part of the null); permutation \eqn{j} is a Fisher-Yates shuffle of
+#'   the labels (or genes) drawn from Philox4x32-10 subsequence \eqn{j} of
+#'   `seed`, so results do not depend on threads, batches or backend.
+#' - **NES** = ES / mean of the null ES of the same sign (\eqn{\ge 0} or
+#'   \eqn{\le 0}) of that set; the null ES are normalised the same way.
+#' - **pval** (nominal): fraction of the same-sign null ES strictly beyond
+#'   the ES.
+#' - **FWER**: fraction of permutations whose largest null NES over all
+#'   sets is > NES (smallest < NES for negative NES).
+#' - **FDR**: for NES \eqn{\ge 0}, the mean over permutations of
+#'   #\{null NES \eqn{\ge} NES\} / #\{null NES \eqn{\ge 0}\} (permutations
+#'   without a null NES \eqn{\ge 0} left out), divided by #\{observed NES
+#'   \eqn{\ge} NES\} / #\{observed NES \eqn{\ge 0}\}, capped at 1; mirrored
+#'   for negative NES.
+#' - The statistics are computed in two streaming passes over the
+#'   permutations (the second regenerates them from the seed), so the sets
+#'   x permutations table is held only with `keepNull = TRUE`.
+#'
+#' @param expr Expression: a numeric matrix (genes x samples, gene symbols
+#'   as row names), an `ExpressionSet`, a `SummarizedExperiment` (first
+#'   assay) or a GCT file path. For a preranked analysis, a named numeric
+#'   vector (the metric of each gene) or an `.rnk` file path; permutation is
+#'   then `"gene"`.
+#' @param phenotype The two classes of the samples: a factor (its first
+#'   level is class A), a character vector (the first value seen is class
+#'   A), a logical vector (`TRUE` is class A) or a CLS file path. Not used
+#'   for a preranked analysis.
+#' @param geneSets A named list of character vectors, a GSEABase
+#'   `GeneSetCollection`, or a GMT file path. Genes are matched to the row
+#'   names ignoring case; sets are restricted to the genes present.
+#' @param nperm Number of permutations, >= 1 (default 1000).
+#' @param metric Ranking metric (default `"signal2noise"`), see Algorithm.
+#' @param weight Exponent \eqn{q \ge 0} of the weighted running sum (default
+#'   1; 0 is the classic Kolmogorov-Smirnov statistic).
+#' @param permutation `"phenotype"` (default for expression data) or
+#'   `"gene"` (the default and only choice for a preranked analysis).
+#' @param minSize,maxSize Sets with fewer or more genes present are dropped
+#'   (defaults 15 and 500).
+#' @param seed Seed of the permutations (whole number); `NULL` draws one
+#'   from R's generator, so `set.seed()` makes runs repeatable.
+#' @param backend,threads,device Where to run, see [resolveBackend()].
+#' @param verbose Show a progress bar for long runs (default
+#'   `interactive()`).
+#' @param keepNull Return the null ES (sets x permutations) in the
+#'   attribute `nullES` (default `FALSE`; needs 8 bytes per entry).
+#' @return A data.frame of class `"rapidGSEA"`, one row per gene set kept,
+#'   in the order given: `set`, `size` (genes present), `ES`, `NES`, `pval`
+#'   (nominal), `FDR` (q-value), `FWER`, `rankAtMax` (1-based position of
+#'   the ES in the ranked list; Broad's RANK_AT_ES + 1) and `leadingEdge`
+#'   (list of the genes before the peak, or after the trough). Attributes:
+#'   `ranking` (the metric in rank order, named by gene), `members` (each
+#'   set's genes), `nperm`, `seed`, `metric`, `weight`, `permutation`,
+#'   `classes`, `backend`, `device`, `deviceName`, `time` (seconds, call to
+#'   table), `stageTime` (engine seconds: observed + pass 1, pass 2,
+#'   statistics) and `nullES` when `keepNull`.
+#' @seealso [gseaStats()], [readGCT()], [readCLS()], [readGMT()],
+#'   [plot.rapidGSEA()]
+#' @examples
+#' set.seed(1)
+#' x <- matrix(rnorm(2000 * 10), 2000, dimnames = list(paste0("g", 1:2000), NULL))
+#' x[1:40, 1:5] <- x[1:40, 1:5] + 1.5
+#' sets <- list(up = paste0("g", 1:40), random = paste0("g", sample(2000, 40)))
+#' res <- rapidGSEA(x, rep(c("A", "B"), each = 5), sets, nperm = 200,
+#'                  seed = 1, backend = "cpu", threads = 1)
+#' res
+#' plot(res, "up")
+#' @export
+rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
+                      metric = "signal2noise", weight = 1,
+                      permutation = c("phenotype", "gene"),
+                      minSize = 15, maxSize = 500, seed = NULL,
+                      backend = getOption("sysbioGPU.backend", "auto"),
+                      threads = getOption("sysbioGPU.threads"),
+                      device = getOption("sysbioGPU.device", 0L),
+                      verbose = interactive(), keepNull = FALSE) {
+  t_start <- proc.time()[["elapsed"]]
+  if (missing(expr)) stop_input("`expr` is missing")
+  if (missing(geneSets)) stop_input("`geneSets` is missing")
+  metric <- check_choice(metric, gsea_metrics, "metric")
+  perm_given <- !missing(permutation)
+  permutation <- check_choice(permutation, c("phenotype", "gene"), "permutation")
+  nperm <- check_whole(nperm, "nperm", min = 1, max = 2^31 - 1)
+  if (!is.numeric(weight) || length(weight) != 1L || !is.finite(weight) || weight < 0) {
+    stop_input("`weight` must be a single number >= 0, not ", arg_label(weight))
+  }
+  minSize <- check_whole(minSize, "minSize", min = 1, max = 2^31 - 1)
+  maxSize <- check_whole(maxSize, "maxSize", min = 1, max = 2^31 - 1)
+  if (minSize > maxSize) stop_input("`minSize` (", minSize, ") is larger than `maxSize` (", maxSize, ")")
+  keepNull <- check_flag(keepNull, "keepNull")
+  verbose <- check_flag(verbose, "verbose")
+
+  d <- gsea_data(expr)
+  preranked <- is.null(d$expr)
+  if (preranked) {
+    if (perm_given && permutation == "phenotype") {
+      stop_input("`permutation` = \"phenotype\" needs an expression matrix; a preranked `expr` permutes genes")
+    }
+    permutation <- "gene"
+    genes <- names(d$ranking)
+    labels <- NULL
+    classes <- NULL
+  } else {
+    genes <- rownames(d$expr)
+    ph <- gsea_phenotype(phenotype, ncol(d$expr))
+    labels <- ph$labels
+    classes <- ph$classes
+    if (metric %in% c("ratio_of_classes", "log2_ratio_of_classes") && any(d$expr <= 0)) {
+      stop_input("`metric` = \"", metric, "\" needs positive expression values; `expr` has values <= 0")
+    }
+  }
+  gs <- gsea_sets(geneSets, genes, minSize, maxSize)
+  if (keepNull && nperm * length(gs$sets) > 2^31 - 1) {
+    stop_input("`keepNull` = TRUE would hold ", length(gs$sets), " x ", nperm, " ES: too many for one matrix")
+  }
+  seed <- resolve_seed(seed)
+  b <- resolveBackend(backend, threads, device)
+  a <- backend_args(b)
+
+  r <- .Call(ffi_gsea_run, d$expr, labels, d$ranking, gs$start, gs$index,
+             match(metric, gsea_metrics) - 1L, as.double(weight),
+             permutation == "gene", seed, nperm,
+             as.double(getOption("sysbioGPU.gseaBatch", 0)), # permutations per batch; tests only
+             keepNull,
+             a$gpu, a$threads, a$device, verbose)
+  names(r) <- c("metric", "order", "es", "nes", "pval", "fdr", "fwer", "pos", "null", "seconds")
+
+  ord <- r$order + 1L
+  ranking <- stats::setNames(r$metric[ord], genes[ord])
+  rank_of <- integer(length(genes))
+  rank_of[ord] <- seq_along(ord) - 1L
+  # members in rank order, and the leading edge, for all sets at once
+  set_of <- rep.int(seq_along(gs$sets), diff(gs$start))
+  gi <- gs$index + 1L
+  o <- order(set_of, rank_of[gi])
+  set_of <- set_of[o]
+  gi <- gi[o]
+  rk <- rank_of[gi]
+  in_lead <- ifelse(r$es[set_of] >= 0, rk <= r$pos[set_of], rk > r$pos[set_of])
+  f <- factor(set_of, levels = seq_along(gs$sets))
+  members <- unname(split(gi, f))
+  lead <- unname(split(genes[gi[in_lead]], f[in_lead]))
+  out <- data.frame(set = names(gs$sets), size = lengths(members), ES = r$es,
+                    NES = r$nes, pval = r$pval, FDR = r$fdr, FWER = r$fwer,
+                    rankAtMax = r$pos + 1L, stringsAsFactors = FALSE)
+  out$leadingEdge <- lead
+  members <- lapply(members, function(idx) genes[idx])
+  names(members) <- names(gs$sets)
+  if (keepNull) {
+    null <- r$null
+    dimnames(null) <- list(names(gs$sets), NULL)
+  }
+  structure(out,
+            class = c("rapidGSEA", "data.frame"),
+            ranking = ranking, members = members, nperm = nperm, seed = seed,
+            metric = if (preranked) "preranked" else metric, weight = weight,
+            permutation = permutation, classes = classes,
+            backend = b$backend, device = b$device, deviceName = b$deviceName,
+            stageTime = stats::setNames(r$seconds, c("observed+pass1", "pass2", "statistics")),
+            time = proc.time()[["elapsed"]] - t_start,
+            nullES = if (keepNull) null else NULL)
+}
+
+# expr -> list(expr = numeric matrix or NULL, ranking = named vector or NULL)
+gsea_data <- function(expr) {
+  if (is.character(expr) && length(expr) == 1L && is.null(dim(expr))) {
+    if (grepl("\\.rnk$", expr, ignore.case = TRUE)) expr <- read_rnk(expr)
+    else expr <- readGCT(expr)
+  } else if (methods::is(expr, "ExpressionSet")) {
+    if (!requireNamespace("Biobase", quietly = TRUE)) stop_input("`expr` is an ExpressionSet but Biobase is not installed")
+    expr <- Biobase::exprs(expr)
+  } else if (methods::is(expr, "SummarizedExperiment")) {
+    if (!requireNamespace("SummarizedExperiment", quietly = TRUE)) {
+      stop_input("`expr` is a SummarizedExperiment but SummarizedExperiment is not installed")
+    }
+    expr <- as.matrix(SummarizedExperiment::assay(expr, 1L))
+  } else if (is.data.frame(expr)) {
+    expr <- as.matrix(expr)
+  }
+  if (is.numeric(expr) && is.null(dim(expr))) {
+    if (is.null(names(expr))) stop_input("a preranked `expr` must be a named numeric vector (names = genes)")
+    if (length(expr) < 2L) stop_input("`expr` must rank at least 2 genes")
+    if (any(!is.finite(expr))) stop_input("`expr` has NA, NaN or infinite values (", sum(!is.finite(expr)), ")")
+    if (anyNA(names(expr)) || any(!nzchar(names(expr)))) stop_input("`expr` has missing gene names")
+    dup <- duplicated(toupper(names(expr)))
+    if (any(dup)) stop_input("`expr` has duplicated gene names, e.g. '", names(expr)[dup][[1L]], "'")
+    ranking <- as.double(expr)
+    names(ranking) <- names(expr)
+    return(list(expr = NULL, ranking = ranking))
+  }
+  if (!is.matrix(expr) || !is.numeric(expr)) {
+    stop_input("`expr` must be a numeric matrix (genes x samples), an ExpressionSet, a SummarizedExperiment, ",
+               "a GCT file path or a named numeric vector, not ", class(expr)[[1L]])
+  }
+  if (nrow(expr) < 2L) stop_input("`expr` must have at least 2 genes (rows)")
+  if (any(!is.finite(expr))) stop_input("`expr` has NA, NaN or infinite values (", sum(!is.finite(expr)), ")")
+  rn <- rownames(expr)
+  if (is.null(rn) || anyNA(rn) || any(!nzchar(rn))) stop_input("`expr` needs gene names as row names")
+  dup <- duplicated(toupper(rn))
+  if (any(dup)) stop_input("`expr` has duplicated gene names, e.g. '", rn[dup][[1L]], "'")
+  storage.mode(expr) <- "double"
+  list(expr = expr, ranking = NULL)
+}
+
+# phenotype -> list(labels = 0/1 integer (0 = class A), classes = c(A, B))
+gsea_phenotype <- function(phenotype, n) {
+  if (is.null(phenotype)) stop_input("`phenotype` is missing: give the two classes of the samples")
+  if (is.character(phenotype) && length(phenotype) == 1L && n != 1L) phenotype <- readCLS(phenotype)
+  if (is.logical(phenotype)) {
+    if (anyNA(phenotype)) stop_input("`phenotype` has NA values")
+    phenotype <- factor(ifelse(phenotype, "TRUE", "FALSE"), levels = c("TRUE", "FALSE"))
+  } else if (is.character(phenotype) || is.numeric(phenotype)) {
+    if (anyNA(phenotype)) stop_input("`phenotype` has NA values")
+    phenotype <- factor(phenotype, levels = unique(phenotype))
+  } else if (!is.factor(phenotype)) {
+    stop_input("`phenotype` must be a factor, character or logical vector or a CLS file path, not ",
+               class(phenotype)[[1L]])
+  }
+  if (anyNA(phenotype)) stop_input("`phenotype` has NA values")
+  if (length(phenotype) != n) {
+    stop_input("`phenotype` has ", length(phenotype), " labels but `expr` has ", n, " samples")
+  }
+  lev <- levels(droplevels(phenotype))
+  if (length(lev) != 2L) {
+    stop_input("`phenotype` must have exactly 2 classes, it has ", length(lev),
+               if (length(lev)) paste0(" (", paste(lev, collapse = ", "), ")") else "")
+  }
+  tab <- table(factor(phenotype, levels = lev))
+  if (any(tab < 3L)) {
+    stop_input("`phenotype`: each class needs at least 3 samples; class '", names(tab)[tab < 3L][[1L]],
+               "' has ", min(tab))
+  }
+  list(labels = as.integer(phenotype == lev[[2L]]), classes = lev)
+}
+
+# geneSets -> list(sets (named list of 0-based indices), start, index)
+gsea_sets <- function(geneSets, genes, minSize, maxSize) {
+  if (is.character(geneSets) && length(geneSets) == 1L) {
+    geneSets <- readGMT(geneSets)
+  } else if (methods::is(geneSets, "GeneSetCollection")) {
+    if (!requireNamespace("GSEABase", quietly = TRUE)) stop_input("`geneSets` is a GeneSetCollection but GSEABase is not installed")
+    geneSets <- GSEABase::geneIds(geneSets)
+  }
+  if (!is.list(geneSets) || length(geneSets) == 0L || is.null(names(geneSets)) ||
+      anyNA(names(geneSets)) || any(!nzchar(names(geneSets)))) {
+    stop_input("`geneSets` must be a non-empty named list of character vectors, a GeneSetCollection or a GMT file path")
+  }
+  if (!all(vapply(geneSets, function(s) is.character(s) || is.factor(s), TRUE))) {
+    stop_input("`geneSets` must hold character vectors of gene names")
+  }
+  if (anyDuplicated(names(geneSets))) {
+    stop_input("`geneSets` has duplicated names, e.g. '", names(geneSets)[duplicated(names(geneSets))][[1L]], "'")
+  }
+  # one match() for all memberships (a match() per set rebuilds the hash)
+  up <- lapply(geneSets, function(s) unique(toupper(as.character(s))))
+  hit <- match(unlist(up, use.names = FALSE), toupper(genes))
+  grp <- rep.int(seq_along(up), lengths(up))
+  ok <- !is.na(hit)
+  idx <- split(hit[ok] - 1L, factor(grp[ok], levels = seq_along(up)))
+  idx <- lapply(idx, sort)
+  names(idx) <- names(geneSets)
+  k <- lengths(idx)
+  keep <- k >= minSize & k <= maxSize & k < length(genes)
+  if (!any(keep)) {
+    stop_input("no gene set left after filtering: ", length(geneSets), " sets, sizes ",
+               "(genes present) from ", min(k), " to ", max(k), ", but `minSize` = ", minSize,
+               " and `maxSize` = ", maxSize, if (any(k >= length(genes))) " (a set cannot hold every gene)" else "")
+  }
+  idx <- idx[keep]
+  list(sets = idx, start = c(0L, cumsum(lengths(idx))), index = as.integer(unlist(idx, use.names = FALSE)))
+}
+
+#' Broad GSEA statistics from observed and null enrichment scores
+#'
+#' Computes NES, nominal p-values, FDR q-values and FWER p-values with the
+#' rules of the Broad GSEA tool (see [rapidGSEA()], Algorithm), from the
+#' observed ES of each set and a matrix of null ES. Useful to combine runs
+#' (`cbind` their `nullES`) or to reproduce results of other tools.
+#'
+#' @param es Observed ES, one per set.
+#' @param esNull Null ES, a numeric matrix with one row per set and one
+#'   column per permutation.
+#' @param threads CPU threads (default: all).
+#' @return A data.frame with columns `ES`, `NES`, `pval`, `FDR`, `FWER`,
+#'   one row per set (row names from `es` or `esNull`).
+#' @examples
+#' f <- system.file("extdata", "gsea_edb", "results.edb", package = "sysbioGPU")
+#' set.seed(2)
+#' es <- c(a = 0.6, b = -0.5, c = 0.2)
+#' null <- matrix(runif(3 * 1000, -0.5, 0.5), 3)
+#' gseaStats(es, null)
+#' @export
+gseaStats <- function(es, esNull, threads = getOption("sysbioGPU.threads")) {
+  if (!is.numeric(es) || length(es) < 1L || any(!is.finite(es))) {
+    stop_input("`es` must be a numeric vector of finite enrichment scores")
+  }
+  if (!is.matrix(esNull) || !is.numeric(esNull) || nrow(esNull) != length(es) || ncol(esNull) < 1L) {
+    stop_input("`esNull` must be a numeric matrix with one row per element of `es` (", length(es),
+               ") and at least one column")
+  }
+  if (any(!is.finite(esNull))) stop_input("`esNull` has NA or infinite values")
+  b <- resolveBackend("cpu", threads)
+  storage.mode(esNull) <- "double"
+  r <- .Call(ffi_gsea_stats, as.double(es), esNull, b$threads)
+  nm <- if (!is.null(names(es))) names(es) else rownames(esNull)
+  data.frame(ES = as.double(es), NES = r[[1L]], pval = r[[2L]], FDR = r[[3L]], FWER = r[[4L]],
+             row.names = nm)
+}
+
+#' @export
+print.rapidGSEA <- function(x, n = 10L, ...) {
+  # a subset (x[i, ]) keeps the class but not the run's attributes
+  if (is.null(attr(x, "nperm"))) return(NextMethod())
+  cat(sprintf("<rapidGSEA> %d gene sets, %d genes, %s permutations (%s), metric %s, weight %g\n",
+              nrow(x), length(attr(x, "ranking")), format(attr(x, "nperm"), big.mark = ","),
+              attr(x, "permutation"), attr(x, "metric"), attr(x, "weight")))
+  if (!is.null(attr(x, "classes"))) cat(sprintf("  classes: %s (A) vs %s (B)\n", attr(x, "classes")[[1L]], attr(x, "classes")[[2L]]))
+  dev <- if (attr(x, "backend") == "gpu") sprintf("GPU %d (%s)", attr(x, "device"), attr(x, "deviceName")) else "CPU"
+  cat(sprintf("  %s, %.2f s, seed %s\n", dev, attr(x, "time"), format(attr(x, "seed"), scientific = FALSE)))
+  if (nrow(x) == 0L) return(invisible(x))
+  o <- order(x$pval, -abs(x$NES))
+  top <- as.data.frame(unclass(x)[c("set", "size", "ES", "NES", "pval", "FDR", "FWER")])[o[seq_len(min(n, nrow(x)))], ]
+  top$set <- ifelse(nchar(top$set) > 40, paste0(substr(top$set, 1, 37), "..."), top$set)
+  print(top, digits = 3, row.names = FALSE)
+  if (nrow(x) > n) cat(sprintf("  ... %d more sets\n", nrow(x) - n))
+  invisible(x)
+}
+
+#' @export
+summary.rapidGSEA <- function(object, ...) {
+  if (is.null(attr(object, "nperm"))) return(NextMethod())
+  s <- list(
+    sets = nrow(object), genes = length(attr(object, "ranking")), nperm = attr(object, "nperm"),
+    up = sum(object$NES > 0, na.rm = TRUE), down = sum(object$NES < 0, na.rm = TRUE),
+    fdr25 = c(up = sum(object$FDR < 0.25 & object$NES > 0, na.rm = TRUE),
+              down = sum(object$FDR < 0.25 & object$NES < 0, na.rm = TRUE)),
+    p05 = c(up = sum(object$pval < 0.05 & object$NES > 0, na.rm = TRUE),
+            down = sum(object$pval < 0.05 & object$NES < 0, na.rm = TRUE)),
+    minP = 1 / attr(object, "nperm"),
+    backend = attr(object, "backend"), time = attr(object, "time"), stageTime = attr(object, "stageTime")
+  )
+  class(s) <- "summary.rapidGSEA"
+  s
+}
+
+#' @export
+print.summary.rapidGSEA <- function(x, ...) {
+  cat(sprintf("rapidGSEA: %d sets over %d genes, %s permutations on the %s in %.2f s\n",
+              x$sets, x$genes, format(x$nperm, big.mark = ","), toupper(x$backend), x$time))
+  cat(sprintf("  enriched in class A (NES > 0): %d, FDR < 0.25: %d, nominal p < 0.05: %d\n",
+              x$up, x$fdr25[["up"]], x$p05[["up"]]))
+  cat(sprintf("  enriched in class B (NES < 0): %d, FDR < 0.25: %d, nominal p < 0.05: %d\n",
+              x$down, x$fdr25[["down"]], x$p05[["down"]]))
+  cat(sprintf("  smallest nonzero nominal p-value resolvable: about %.2g\n", x$minP))
+  invisible(x)
+}
+
+#' Enrichment plot of one gene set
+#'
+#' Broad's enrichment plot: the running enrichment score, a tick for each
+#' gene of the set in the ranked list, and the ranked metric.
+#'
+#' @param x A `rapidGSEA` result.
+#' @param set Name (or row number) of the set; default the set with the
+#'   smallest nominal p-value.
+#' @param main Title.
+#' @param ... Unused.
+#' @return `x`, invisibly.
+#' @examples
+#' set.seed(1)
+#' x <- matrix(rnorm(500 * 8), 500, dimnames = list(paste0("g", 1:500), NULL))
+#' x[1:30, 1:4] <- x[1:30, 1:4] + 2
+#' res <- rapidGSEA(x, rep(c("A", "B"), each = 4), list(up = paste0("g", 1:30)),
+#'                  nperm = 50, seed = 1, backend = "cpu", threads = 1)
+#' plot(res, "up")
+#' @export
+plot.rapidGSEA <- function(x, set = NULL, main = NULL, ...) {
+  if (is.null(attr(x, "ranking"))) stop_input("`x` has lost its ranking: plot the whole rapidGSEA result, not a subset")
+  if (is.null(set)) set <- x$set[[order(x$pval, -abs(x$NES))[[1L]]]]
+  i <- if (is.numeric(set)) as.integer(set) else match(set, x$set)
+  if (length(i) != 1L || is.na(i) || i < 1L || i > nrow(x)) stop_input("`set` is not a set of this result: ", arg_label(set))
+  ranking <- attr(x, "ranking")
+  N <- length(ranking)
+  # by name: a row subset keeps the attributes but not the row numbers
+  hits <- match(toupper(attr(x, "members")[[x$set[[i]]]]), toupper(names(ranking)))
+  hit <- logical(N)
+  hit[hits] <- TRUE
+  w <- abs(ranking)^attr(x, "weight")
+  if (sum(w[hit]) == 0) w[] <- 1
+  step <- ifelse(hit, w / sum(w[hit]), -1 / (N - sum(hit)))
+  rs <- cumsum(step)
+  op <- graphics::par(no.readonly = TRUE)
+  on.exit(graphics::par(op))
+  graphics::layout(matrix(1:3), heights = c(3, 0.8, 2))
+  graphics::par(mar = c(0, 4.5, 3, 1))
+  if (is.null(main)) main <- sprintf("%s\nES %.3f, NES %.3f, p %.3g, FDR %.3g", x$set[[i]], x$ES[[i]],
+                                     x$NES[[i]], x$pval[[i]], x$FDR[[i]])
+  graphics::plot(seq_len(N), rs, type = "l", col = "forestgreen", lwd = 2, xaxt = "n", xlab = "",
+                 ylab = "Enrichment score", main = main, xaxs = "i", cex.main = 0.9)
+  graphics::abline(h = 0, col = "grey50")
+  graphics::abline(v = x$rankAtMax[[i]], col = "red", lty = 2)
+  graphics::par(mar = c(0, 4.5, 0, 1))
+  graphics::plot(NA, xlim = c(1, N), ylim = c(0, 1), xaxt = "n", yaxt = "n", xlab = "", ylab = "", xaxs = "i")
+  graphics::segments(hits, 0, hits, 1, col = "black")
+  graphics::par(mar = c(4, 4.5, 0, 1))
+  graphics::plot(seq_len(N), ranking, type = "h", col = "grey60", xlab = "Rank in ordered gene list",
+                 ylab = "Ranked metric", xaxs = "i")
+  graphics::abline(h = 0, col = "grey30")
+  invisible(x)
+}

@@ -1,0 +1,89 @@
+/* Engine interface of rapidGSEA(): ranking metrics, hits-only enrichment
+ * scores over batches of permutations, and the streaming Broad statistics.
+ * Plain C, no R; reached from R through ffi_gsea_run (gsea_call.c). */
+#ifndef SBG_GSEA_H
+#define SBG_GSEA_H
+
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum sbg_gsea_metric {
+  SBG_GSEA_S2N = 0,        /* (muA - muB) / (sdA + sdB) */
+  SBG_GSEA_TTEST = 1,      /* (muA - muB) / sqrt(sdA^2/nA + sdB^2/nB) */
+  SBG_GSEA_DIFF = 2,       /* muA - muB */
+  SBG_GSEA_RATIO = 3,      /* muA / muB */
+  SBG_GSEA_LOG2RATIO = 4   /* log2(muA / muB) */
+} sbg_gsea_metric;
+
+typedef struct sbg_gsea_input {
+  int32_t n_genes;
+  int32_t n_samples;
+  const double *expr;      /* n_genes x n_samples, column-major; NULL when preranked */
+  const int32_t *labels;   /* n_samples: 0 = class A (numerator), 1 = class B */
+  const double *ranking;   /* preranked: n_genes metric values; else NULL */
+  int32_t n_sets;
+  const int32_t *set_start;/* n_sets + 1 offsets into set_genes */
+  const int32_t *set_genes;/* 0-based gene indices, distinct within a set */
+} sbg_gsea_input;
+
+typedef struct sbg_gsea_params {
+  int metric;              /* an sbg_gsea_metric (phenotype permutation) */
+  double weight;           /* exponent q >= 0 of the weighted running sum */
+  int gene_perm;           /* 1: permute genes (fixed metric), 0: labels */
+  uint64_t seed;
+  int64_t nperm;           /* >= 1 null permutations, numbered 1..nperm */
+  int64_t batch;           /* permutations per batch (multiple of 64); 0 = auto */
+} sbg_gsea_params;
+
+typedef struct sbg_gsea_result {
+  double *metric;          /* n_genes: observed metric */
+  int32_t *order;          /* n_genes: 0-based genes in rank order */
+  double *es, *nes, *pval, *fdr, *fwer; /* n_sets each */
+  int32_t *rank_at_max;    /* n_sets: 0-based position of the ES */
+  double *null_es;         /* n_sets x nperm (column j-1 = permutation j), or NULL */
+  double seconds[3];       /* observed + pass 1, pass 2, statistics */
+} sbg_gsea_result;
+
+/* The whole run: observed ES, null ES in batches, Broad statistics.  With
+ * use_gpu the batches of null ES come from the GPU engine. */
+sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
+                        sbg_gsea_result *out, int use_gpu, sbg_ctx *ctx);
+
+/* What the driver prepares once on the host for both engines. */
+typedef struct sbg_gsea_prep {
+  const double *xc;        /* n_genes x n_samples, each gene centred on its mean */
+  const double *mu;        /* n_genes: gene means */
+  const double *t1, *t2;   /* n_genes: sums of xc and xc^2 over all samples */
+  const double *metric0;   /* n_genes: observed metric (gene permutation) */
+  int32_t n_a, n_b;        /* class sizes */
+  int32_t small_label;     /* the class (0/1) summed per permutation */
+} sbg_gsea_prep;
+
+/* GPU engine: an opaque handle computing the ES of permutations
+ * [first, first + n) into es (n_sets x n, column per permutation). */
+typedef struct sbg_gsea_gpu sbg_gsea_gpu;
+sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea_params *p,
+                             const sbg_gsea_prep *prep, int64_t max_batch,
+                             sbg_gsea_gpu **h, sbg_ctx *ctx);
+sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t n,
+                              double *es, sbg_ctx *ctx);
+/* Largest batch the device holds (multiple of 64, >= 64), after open. */
+int64_t sbg_gsea_gpu_max_batch(const sbg_gsea_gpu *h);
+void sbg_gsea_gpu_close(sbg_gsea_gpu *h);
+
+/* Broad statistics from an ES table (n_sets x nperm, column-major), the
+ * same code the streaming engine uses: reached from gseaStats(). */
+sbg_status sbg_gsea_stats_table(int32_t n_sets, int64_t nperm, const double *es,
+                                const double *null_es, double *nes, double *pval,
+                                double *fdr, double *fwer, sbg_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBG_GSEA_H */

@@ -1,0 +1,603 @@
+/* CPU engine and driver of rapidGSEA(): observed and permuted metrics,
+ * ranking (LSD radix sort, ties by gene index), hits-only ES by a sweep over
+ * a gene -> sets index, and the Broad statistics in two streaming passes
+ * (the permutations are regenerated from the seed in the second pass, so
+ * the sets x permutations table is never held unless asked for).  Reached
+ * from rapidGSEA() and gseaStats() through gsea_call.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gsea.h"
+#include "gsea_math.h"
+#include "omp_compat.h"
+#include "philox.h"
+
+#define CHUNK 64
+#define SBG_TRY(expr)                                                         \
+  do {                                                                        \
+    st = (expr);                                                              \
+    if (st != SBG_OK) goto done;                                              \
+  } while (0) /* permutations per deterministic reduction chunk */
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Per-thread workspace of the CPU engine */
+
+/* Everything the sweep touches for one set, in one place: the sweep visits
+ * sets in random order, so one cache line per visit instead of four. */
+typedef struct set_state {
+  gsea_es_state es;
+  double inv_nr;     /* 1 / total hit weight */
+  double inv_nmiss;  /* 1 / (N - k) */
+  int32_t unit;      /* all weights 0: unit weights */
+} set_state;
+
+typedef struct ws {
+  int32_t *lab, *small;   /* permuted labels, samples of the summed class */
+  int32_t *perm;          /* gene permutation */
+  double *s, *ss, *m, *w; /* per gene: sums, metric, weight */
+  uint64_t *key, *key2;
+  int32_t *ord, *ord2;
+  set_state *st;          /* per set: running sum and its constants */
+} ws;
+
+static void ws_free(ws *w) {
+  if (!w) return;
+  free(w->lab); free(w->small); free(w->perm); free(w->s); free(w->ss); free(w->m);
+  free(w->w); free(w->key); free(w->key2); free(w->ord); free(w->ord2); free(w->st);
+}
+
+static int ws_alloc(ws *w, int32_t G, int32_t P, int32_t S) {
+  memset(w, 0, sizeof *w);
+  size_t g = (size_t)G, p = (size_t)(P > 0 ? P : 1), s = (size_t)(S > 0 ? S : 1);
+  w->lab = malloc(p * sizeof(int32_t));
+  w->small = malloc(p * sizeof(int32_t));
+  w->perm = malloc(g * sizeof(int32_t));
+  w->s = malloc(g * sizeof(double));
+  w->ss = malloc(g * sizeof(double));
+  w->m = malloc(g * sizeof(double));
+  w->w = malloc(g * sizeof(double));
+  w->key = malloc(g * sizeof(uint64_t));
+  w->key2 = malloc(g * sizeof(uint64_t));
+  w->ord = malloc(g * sizeof(int32_t));
+  w->ord2 = malloc(g * sizeof(int32_t));
+  w->st = malloc(s * sizeof(set_state));
+  return w->lab && w->small && w->perm && w->s && w->ss && w->m && w->w && w->key &&
+         w->key2 && w->ord && w->ord2 && w->st;
+}
+
+/* Everything the workers share, read-only during a batch. */
+typedef struct shared {
+  const sbg_gsea_input *in;
+  const sbg_gsea_params *p;
+  sbg_gsea_prep prep;
+  int32_t *gs_start, *gs_sets; /* gene -> sets index (CSR) */
+  double *inv_nmiss;           /* per set: 1 / (N - k) */
+} shared;
+
+/* Stable LSD radix sort of the keys, genes in index order on input, so
+ * ties keep the smaller index first.  Result in w->ord. */
+static void rank_genes(ws *w, int32_t G) {
+  for (int32_t g = 0; g < G; g++) {
+    w->key[g] = gsea_sort_key(w->m[g]);
+    w->ord[g] = g;
+  }
+  uint64_t *ka = w->key, *kb = w->key2;
+  int32_t *oa = w->ord, *ob = w->ord2;
+  for (int shift = 0; shift < 64; shift += 8) {
+    size_t cnt[257] = {0};
+    for (int32_t i = 0; i < G; i++) cnt[((ka[i] >> shift) & 255u) + 1]++;
+    int skip = 0;
+    for (int b = 1; b <= 256; b++) if (cnt[b] == (size_t)G) skip = 1;
+    if (skip) continue; /* every key has this digit: the pass is a no-op */
+    for (int b = 1; b <= 256; b++) cnt[b] += cnt[b - 1];
+    for (int32_t i = 0; i < G; i++) {
+      size_t d = (ka[i] >> shift) & 255u;
+      size_t at = cnt[d]++;
+      kb[at] = ka[i];
+      ob[at] = oa[i];
+    }
+    uint64_t *kt = ka; ka = kb; kb = kt;
+    int32_t *ot = oa; oa = ob; ob = ot;
+  }
+  if (oa != w->ord) memcpy(w->ord, oa, (size_t)G * sizeof(int32_t));
+}
+
+/* The metric of every gene under permutation j (0 = observed) into w->m. */
+static void permuted_metric(const shared *sh, ws *w, int64_t j) {
+  const sbg_gsea_input *in = sh->in;
+  const sbg_gsea_params *p = sh->p;
+  int32_t G = in->n_genes, P = in->n_samples;
+  if (p->gene_perm) {
+    for (int32_t g = 0; g < G; g++) w->perm[g] = g;
+    if (j > 0) {
+      sbg_philox r;
+      sbg_philox_init(&r, p->seed, (uint64_t)j, 0);
+      sbg_philox_shuffle(&r, w->perm, (uint32_t)G);
+    }
+    for (int32_t g = 0; g < G; g++) w->m[g] = sh->prep.metric0[w->perm[g]];
+    return;
+  }
+  memcpy(w->lab, in->labels, (size_t)P * sizeof(int32_t));
+  if (j > 0) {
+    sbg_philox r;
+    sbg_philox_init(&r, p->seed, (uint64_t)j, 0);
+    sbg_philox_shuffle(&r, w->lab, (uint32_t)P);
+  }
+  int32_t ns = 0;
+  for (int32_t i = 0; i < P; i++) if (w->lab[i] == sh->prep.small_label) w->small[ns++] = i;
+  /* Sums over the smaller class only, in sample order; the other class
+   * follows from the totals (the data are centred, so no cancellation). */
+  for (int32_t g = 0; g < G; g++) { w->s[g] = 0; w->ss[g] = 0; }
+  for (int32_t t = 0; t < ns; t++) {
+    const double *x = sh->prep.xc + (size_t)w->small[t] * (size_t)G;
+    for (int32_t g = 0; g < G; g++) {
+      w->s[g] += x[g];
+      w->ss[g] += x[g] * x[g];
+    }
+  }
+  double na = sh->prep.n_a, nb = sh->prep.n_b;
+  int small_is_b = sh->prep.small_label == 1;
+  for (int32_t g = 0; g < G; g++) {
+    double so = sh->prep.t1[g] - w->s[g], sso = sh->prep.t2[g] - w->ss[g];
+    double sa = small_is_b ? so : w->s[g], ssa = small_is_b ? sso : w->ss[g];
+    double sb = small_is_b ? w->s[g] : so, ssb = small_is_b ? w->ss[g] : sso;
+    w->m[g] = gsea_metric(p->metric, sa, ssa, sb, ssb, na, nb, sh->prep.mu[g]);
+  }
+}
+
+/* ES of every set for permutation j into es[0..S-1] (and the positions of
+ * the ES into pos when not NULL). */
+static void perm_es(const shared *sh, ws *w, int64_t j, double *es, int32_t *pos) {
+  const sbg_gsea_input *in = sh->in;
+  int32_t G = in->n_genes, S = in->n_sets;
+  permuted_metric(sh, w, j);
+  rank_genes(w, G);
+  for (int32_t g = 0; g < G; g++) w->w[g] = gsea_weight(w->m[g], sh->p->weight);
+  for (int32_t s = 0; s < S; s++) {
+    double nr = 0;
+    for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++) nr += w->w[in->set_genes[i]];
+    set_state *t = &w->st[s];
+    t->unit = nr == 0;
+    t->inv_nr = 1.0 / (nr == 0 ? (double)(in->set_start[s + 1] - in->set_start[s]) : nr);
+    t->inv_nmiss = sh->inv_nmiss[s];
+    gsea_es_init(&t->es);
+  }
+  for (int32_t r = 0; r < G; r++) {
+    int32_t g = w->ord[r];
+    double wg = w->w[g];
+    for (int32_t i = sh->gs_start[g]; i < sh->gs_start[g + 1]; i++) {
+      set_state *t = &w->st[sh->gs_sets[i]];
+      gsea_es_hit(&t->es, r, t->unit ? 1.0 : wg, t->inv_nr, t->inv_nmiss);
+    }
+  }
+  for (int32_t s = 0; s < S; s++) {
+    es[s] = w->st[s].es.best;
+    if (pos) pos[s] = w->st[s].es.pos;
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Streaming statistics */
+
+typedef struct stats {
+  int32_t S;
+  int64_t nperm;
+  const double *es;          /* observed ES */
+  /* pass 1 */
+  double *sum_pos, *sum_neg;
+  int64_t *n_pos, *n_neg, *n_ext;
+  double *mpos, *mneg, *nes;
+  /* pass 2 */
+  double *opos, *oneg;       /* observed NES >= 0 ascending; -NES for NES <= 0 ascending */
+  int32_t kp, kn;
+  double *hp, *hn;           /* FDR numerators by bin */
+  double *chp, *chn;         /* per-chunk partials of the current batch */
+  int64_t valid_pos, valid_neg;
+  double *pmax, *pmin;       /* per permutation max / min null NES */
+} stats;
+
+static void stats_free(stats *t) {
+  free(t->sum_pos); free(t->sum_neg); free(t->n_pos); free(t->n_neg); free(t->n_ext);
+  free(t->mpos); free(t->mneg); free(t->nes); free(t->opos); free(t->oneg);
+  free(t->hp); free(t->hn); free(t->chp); free(t->chn); free(t->pmax); free(t->pmin);
+}
+
+static int stats_alloc(stats *t, int32_t S, int64_t nperm, const double *es) {
+  memset(t, 0, sizeof *t);
+  t->S = S;
+  t->nperm = nperm;
+  t->es = es;
+  size_t s = (size_t)S;
+  t->sum_pos = calloc(s, sizeof(double));
+  t->sum_neg = calloc(s, sizeof(double));
+  t->n_pos = calloc(s, sizeof(int64_t));
+  t->n_neg = calloc(s, sizeof(int64_t));
+  t->n_ext = calloc(s, sizeof(int64_t));
+  t->mpos = malloc(s * sizeof(double));
+  t->mneg = malloc(s * sizeof(double));
+  t->nes = malloc(s * sizeof(double));
+  t->opos = malloc(s * sizeof(double));
+  t->oneg = malloc(s * sizeof(double));
+  t->hp = calloc(s + 1, sizeof(double));
+  t->hn = calloc(s + 1, sizeof(double));
+  t->pmax = malloc((size_t)nperm * sizeof(double));
+  t->pmin = malloc((size_t)nperm * sizeof(double));
+  return t->sum_pos && t->sum_neg && t->n_pos && t->n_neg && t->n_ext && t->mpos &&
+         t->mneg && t->nes && t->opos && t->oneg && t->hp && t->hn && t->pmax && t->pmin;
+}
+
+/* Pass 1 over permutations [first, first + n): sign-separated sums and the
+ * nominal p-value counts.  Parallel over sets; each set's sums run in
+ * permutation order, so the result does not depend on threads or batches. */
+static void stats_pass1(stats *t, const double *nb, int64_t n, int nth) {
+  int32_t S = t->S;
+#pragma omp parallel for num_threads(nth) schedule(static)
+  for (int32_t s = 0; s < S; s++) {
+    double e = t->es[s];
+    for (int64_t b = 0; b < n; b++) {
+      double v = nb[(size_t)b * S + s];
+      if (v >= 0) {
+        t->sum_pos[s] += v;
+        t->n_pos[s]++;
+        if (e >= 0 && v > e) t->n_ext[s]++;
+      }
+      if (v <= 0) {
+        t->sum_neg[s] += v;
+        t->n_neg[s]++;
+        if (e < 0 && v < e) t->n_ext[s]++;
+      }
+    }
+  }
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* NES normalisers, observed NES and nominal p-values; sorted observed NES
+ * for the FDR bins. */
+static void stats_end_pass1(stats *t, double *nes, double *pval) {
+  int32_t S = t->S;
+  t->kp = t->kn = 0;
+  for (int32_t s = 0; s < S; s++) {
+    t->mpos[s] = t->n_pos[s] ? t->sum_pos[s] / (double)t->n_pos[s] : NAN;
+    t->mneg[s] = t->n_neg[s] ? -t->sum_neg[s] / (double)t->n_neg[s] : NAN;
+    double e = t->es[s];
+    double v = e >= 0 ? e / t->mpos[s] : e / t->mneg[s];
+    if (!isfinite(v)) v = NAN; /* no null ES of that sign (or only zeros) */
+    t->nes[s] = nes[s] = v;
+    int64_t den = e >= 0 ? t->n_pos[s] : t->n_neg[s];
+    pval[s] = den ? (double)t->n_ext[s] / (double)den : NAN;
+    if (!isnan(v) && v >= 0) t->opos[t->kp++] = v;
+    if (!isnan(v) && v <= 0) t->oneg[t->kn++] = -v;
+  }
+  qsort(t->opos, (size_t)t->kp, sizeof(double), cmp_double);
+  qsort(t->oneg, (size_t)t->kn, sizeof(double), cmp_double);
+}
+
+/* Number of a[0..n) <= x, a ascending. */
+static int32_t count_le(const double *a, int32_t n, double x) {
+  int32_t lo = 0, hi = n;
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (a[mid] <= x) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+/* Number of a[0..n) < x, a ascending. */
+static int32_t count_lt(const double *a, int32_t n, double x) {
+  int32_t lo = 0, hi = n;
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < x) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+/* Pass 2 over permutations [first, first + n), first - 1 a multiple of
+ * CHUNK except in a final short batch: normalised null ES, the per
+ * permutation max/min (FWER) and the FDR numerators.  A null NES v >= 0
+ * adds 1/#{null NES >= 0 in its permutation} to every observed NES <= v;
+ * that weight goes into bin #{observed <= v} and suffix sums finish it.
+ * Chunks of CHUNK permutations are reduced in order: deterministic. */
+static void stats_pass2(stats *t, const double *nb, int64_t first, int64_t n, int nth) {
+  int32_t S = t->S;
+  int64_t nch = (n + CHUNK - 1) / CHUNK;
+  size_t wp = (size_t)t->kp + 1, wn = (size_t)t->kn + 1;
+  int64_t vpos = 0, vneg = 0;
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1) reduction(+ : vpos, vneg)
+  for (int64_t c = 0; c < nch; c++) {
+    double *hp = t->chp + (size_t)c * wp, *hn = t->chn + (size_t)c * wn;
+    memset(hp, 0, wp * sizeof(double));
+    memset(hn, 0, wn * sizeof(double));
+    int64_t b1 = (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n;
+    for (int64_t b = c * CHUNK; b < b1; b++) {
+      const double *col = nb + (size_t)b * S;
+      double mx = -INFINITY, mn = INFINITY;
+      int32_t mp = 0, mm = 0;
+      for (int32_t s = 0; s < S; s++) {
+        double v = col[s];
+        double z = v >= 0 ? v / t->mpos[s] : v / t->mneg[s];
+        if (isnan(z)) continue;
+        if (z > mx) mx = z;
+        if (z < mn) mn = z;
+        if (z >= 0) mp++;
+        if (z <= 0) mm++;
+      }
+      t->pmax[first - 1 + b] = mx;
+      t->pmin[first - 1 + b] = mn;
+      if (mp) vpos++;
+      if (mm) vneg++;
+      double wpv = mp ? 1.0 / mp : 0, wnv = mm ? 1.0 / mm : 0;
+      for (int32_t s = 0; s < S; s++) {
+        double v = col[s];
+        double z = v >= 0 ? v / t->mpos[s] : v / t->mneg[s];
+        if (isnan(z)) continue;
+        if (z >= 0) hp[count_le(t->opos, t->kp, z)] += wpv;
+        if (z <= 0) hn[count_le(t->oneg, t->kn, -z)] += wnv;
+      }
+    }
+  }
+  for (int64_t c = 0; c < nch; c++) {
+    for (size_t i = 0; i < wp; i++) t->hp[i] += t->chp[(size_t)c * wp + i];
+    for (size_t i = 0; i < wn; i++) t->hn[i] += t->chn[(size_t)c * wn + i];
+  }
+  t->valid_pos += vpos;
+  t->valid_neg += vneg;
+}
+
+/* FDR and FWER of every set once all permutations have passed. */
+static int stats_finish(stats *t, double *fdr, double *fwer) {
+  int32_t S = t->S, kp = t->kp, kn = t->kn;
+  int64_t N = t->nperm;
+  /* suffix sums: cp[i] = sum of bins > i, the numerator of the i-th
+   * smallest observed value */
+  double *cp = malloc(((size_t)kp + 1) * sizeof(double));
+  double *cn = malloc(((size_t)kn + 1) * sizeof(double));
+  double *smax = malloc((size_t)N * sizeof(double));
+  double *smin = malloc((size_t)N * sizeof(double));
+  if (!cp || !cn || !smax || !smin) {
+    free(cp); free(cn); free(smax); free(smin);
+    return 0;
+  }
+  cp[kp] = 0;
+  for (int32_t i = kp - 1; i >= 0; i--) cp[i] = cp[i + 1] + t->hp[i + 1];
+  cn[kn] = 0;
+  for (int32_t i = kn - 1; i >= 0; i--) cn[i] = cn[i + 1] + t->hn[i + 1];
+  for (int64_t b = 0; b < N; b++) { smax[b] = t->pmax[b]; smin[b] = -t->pmin[b]; }
+  qsort(smax, (size_t)N, sizeof(double), cmp_double);
+  qsort(smin, (size_t)N, sizeof(double), cmp_double);
+  for (int32_t s = 0; s < S; s++) {
+    double v = t->nes[s];
+    if (isnan(v)) { fdr[s] = NAN; fwer[s] = NAN; continue; }
+    if (v >= 0) {
+      int32_t i = count_lt(t->opos, kp, v);              /* first observed == v */
+      double num = t->valid_pos ? cp[i] / (double)t->valid_pos : 0;
+      double den = (double)(kp - i) / (double)kp;          /* observed >= v */
+      double q = num / den;
+      fdr[s] = q < 1 ? q : 1;
+      fwer[s] = (double)(N - count_le(smax, (int32_t)N, v)) / (double)N; /* max > v */
+    } else {
+      int32_t i = count_lt(t->oneg, kn, -v);
+      double num = t->valid_neg ? cn[i] / (double)t->valid_neg : 0;
+      double den = (double)(kn - i) / (double)kn;
+      double q = num / den;
+      fdr[s] = q < 1 ? q : 1;
+      fwer[s] = (double)(N - count_le(smin, (int32_t)N, -v)) / (double)N; /* min < v */
+    }
+  }
+  free(cp); free(cn); free(smax); free(smin);
+  return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+
+sbg_status sbg_gsea_stats_table(int32_t n_sets, int64_t nperm, const double *es,
+                                const double *null_es, double *nes, double *pval,
+                                double *fdr, double *fwer, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  stats t;
+  int ok = stats_alloc(&t, n_sets, nperm, es);
+  int64_t nch = (nperm + CHUNK - 1) / CHUNK;
+  if (ok) {
+    t.chp = malloc((size_t)nch * ((size_t)n_sets + 1) * sizeof(double));
+    t.chn = malloc((size_t)nch * ((size_t)n_sets + 1) * sizeof(double));
+    ok = t.chp && t.chn;
+  }
+  if (!ok) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics of %d sets x %lld permutations",
+                  (int)n_sets, (long long)nperm);
+    goto done;
+  }
+  stats_pass1(&t, null_es, nperm, ctx->n_threads);
+  stats_end_pass1(&t, nes, pval);
+  stats_pass2(&t, null_es, 1, nperm, ctx->n_threads);
+  if (!stats_finish(&t, fdr, fwer)) st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the FWER tables");
+done:
+  stats_free(&t);
+  return st;
+}
+
+/* ES of permutations [first, first + n) on the CPU into nb (S x n). */
+static sbg_status cpu_batch(const shared *sh, ws *wss, int64_t first, int64_t n, double *nb,
+                            sbg_ctx *ctx) {
+  int32_t S = sh->in->n_sets;
+#pragma omp parallel for num_threads(ctx->n_threads) schedule(dynamic, 1)
+  for (int64_t b = 0; b < n; b++) {
+    perm_es(sh, &wss[omp_get_thread_num()], first + b, nb + (size_t)b * S, NULL);
+  }
+  return SBG_OK;
+}
+
+sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
+                        sbg_gsea_result *out, int use_gpu, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t G = in->n_genes, P = in->n_samples, S = in->n_sets;
+  int nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
+  double *xc = NULL, *mu = NULL, *t1 = NULL, *t2 = NULL, *nb = NULL;
+  int32_t *gs_start = NULL, *gs_sets = NULL;
+  double *inv_nmiss = NULL;
+  ws *wss = NULL;
+  stats t;
+  memset(&t, 0, sizeof t);
+  sbg_gsea_gpu *gpu = NULL;
+  shared sh;
+  memset(&sh, 0, sizeof sh);
+  int64_t nperm = p->nperm;
+  double t0 = now_s();
+
+  if (G < 2 || S < 1 || nperm < 1 || (!p->gene_perm && (P < 2 || !in->expr)) ||
+      (p->gene_perm && !in->expr && !in->ranking))
+    return sbg_fail(ctx, SBG_ERR_INPUT, "gsea engine: inconsistent input");
+  int64_t M = in->set_start[S];
+  for (int32_t s = 0; s < S; s++) {
+    int32_t k = in->set_start[s + 1] - in->set_start[s];
+    if (k < 1 || k >= G) return sbg_fail(ctx, SBG_ERR_INPUT, "gene set %d has %d genes of %d", s + 1, k, G);
+  }
+  for (int64_t i = 0; i < M; i++)
+    if (in->set_genes[i] < 0 || in->set_genes[i] >= G)
+      return sbg_fail(ctx, SBG_ERR_INPUT, "gene index out of range in the gene sets");
+
+  sh.in = in;
+  sh.p = p;
+  /* centred data and the totals every permutation shares */
+  if (in->expr) {
+    xc = malloc((size_t)G * (size_t)P * sizeof(double));
+    mu = calloc((size_t)G, sizeof(double));
+    t1 = calloc((size_t)G, sizeof(double));
+    t2 = calloc((size_t)G, sizeof(double));
+    if (!xc || !mu || !t1 || !t2) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the centred data"); goto done; }
+    for (int32_t i = 0; i < P; i++)
+      for (int32_t g = 0; g < G; g++) mu[g] += in->expr[(size_t)i * G + g];
+    for (int32_t g = 0; g < G; g++) mu[g] /= P;
+    for (int32_t i = 0; i < P; i++)
+      for (int32_t g = 0; g < G; g++) {
+        double x = in->expr[(size_t)i * G + g] - mu[g];
+        xc[(size_t)i * G + g] = x;
+        t1[g] += x;
+        t2[g] += x * x;
+      }
+    int32_t na = 0;
+    for (int32_t i = 0; i < P; i++) na += in->labels[i] == 0;
+    sh.prep.n_a = na;
+    sh.prep.n_b = P - na;
+    sh.prep.small_label = P - na <= na ? 1 : 0;
+  }
+  sh.prep.xc = xc; sh.prep.mu = mu; sh.prep.t1 = t1; sh.prep.t2 = t2;
+  sh.prep.metric0 = out->metric;
+
+  /* gene -> sets index for the sweep */
+  gs_start = calloc((size_t)G + 1, sizeof(int32_t));
+  gs_sets = malloc((size_t)(M > 0 ? M : 1) * sizeof(int32_t));
+  wss = calloc((size_t)nth, sizeof(ws));
+  if (!gs_start || !gs_sets || !wss) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the gene set index"); goto done; }
+  for (int64_t i = 0; i < M; i++) gs_start[in->set_genes[i] + 1]++;
+  for (int32_t g = 0; g < G; g++) gs_start[g + 1] += gs_start[g];
+  {
+    int32_t *fill = malloc((size_t)G * sizeof(int32_t));
+    if (!fill) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the gene set index"); goto done; }
+    memcpy(fill, gs_start, (size_t)G * sizeof(int32_t));
+    for (int32_t s = 0; s < S; s++)
+      for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++) gs_sets[fill[in->set_genes[i]]++] = s;
+    free(fill);
+  }
+  sh.gs_start = gs_start;
+  sh.gs_sets = gs_sets;
+  inv_nmiss = malloc((size_t)S * sizeof(double));
+  if (!inv_nmiss) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the gene set index"); goto done; }
+  for (int32_t s = 0; s < S; s++) inv_nmiss[s] = 1.0 / ((double)G - (double)(in->set_start[s + 1] - in->set_start[s]));
+  sh.inv_nmiss = inv_nmiss;
+  for (int i = 0; i < nth; i++)
+    if (!ws_alloc(&wss[i], G, P, S)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the work space"); goto done; }
+
+  /* observed: metric, ranking, ES and its position */
+  if (in->ranking) {
+    for (int32_t g = 0; g < G; g++) out->metric[g] = in->ranking[g] == 0 ? 0.0 : in->ranking[g];
+  } else {
+    sbg_gsea_params p0 = *p;
+    p0.gene_perm = 0;
+    sh.p = &p0;
+    permuted_metric(&sh, &wss[0], 0);
+    sh.p = p;
+    memcpy(out->metric, wss[0].m, (size_t)G * sizeof(double));
+  }
+  {
+    /* perm 0 through the same path as the null (gene_perm reads metric0) */
+    sbg_gsea_params p0 = *p;
+    p0.gene_perm = 1;
+    sh.p = &p0;
+    perm_es(&sh, &wss[0], 0, out->es, out->rank_at_max);
+    sh.p = p;
+    memcpy(out->order, wss[0].ord, (size_t)G * sizeof(int32_t));
+  }
+
+  /* batch size: about 0.1 s of CPU work per batch, for polling */
+  int64_t B = p->batch;
+  if (B <= 0) {
+    double ops = (double)G * (p->gene_perm ? 20.0 : 2.0 * (sh.prep.n_a < sh.prep.n_b ? sh.prep.n_a : sh.prep.n_b) + 20.0) +
+                 6.0 * (double)M;
+    B = (int64_t)(2e8 * nth / ops);
+  }
+  B = (B + CHUNK - 1) / CHUNK * CHUNK;
+  if (B < CHUNK) B = CHUNK;
+  if (B > 65536) B = 65536;
+  if (use_gpu) {
+    st = sbg_gsea_gpu_open(in, p, &sh.prep, 1 << 15, &gpu, ctx); /* grid y <= 65535 */
+    if (st != SBG_OK) goto done;
+    B = sbg_gsea_gpu_max_batch(gpu);
+  }
+  if (B > nperm) B = (nperm + CHUNK - 1) / CHUNK * CHUNK;
+  if (!out->null_es) {
+    nb = malloc((size_t)B * (size_t)S * sizeof(double));
+    if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)B, (int)S); goto done; }
+  }
+  if (!stats_alloc(&t, S, nperm, out->es)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
+  t.chp = malloc((size_t)(B / CHUNK) * ((size_t)S + 1) * sizeof(double));
+  t.chn = malloc((size_t)(B / CHUNK) * ((size_t)S + 1) * sizeof(double));
+  if (!t.chp || !t.chn) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
+
+  /* pass 1, then pass 2 regenerating the same permutations (or reading the
+   * kept table) */
+  int passes = out->null_es ? 1 : 2;
+  double work = (double)nperm * passes, doneW = 0;
+  for (int pass = 1; pass <= 2; pass++) {
+    for (int64_t first = 1; first <= nperm; first += B) {
+      int64_t n = nperm - first + 1 < B ? nperm - first + 1 : B;
+      double *batch = out->null_es ? out->null_es + (size_t)(first - 1) * S : nb;
+      if (pass == 1 || !out->null_es) {
+        if (gpu) SBG_TRY(sbg_gsea_gpu_batch(gpu, first, n, batch, ctx));
+        else SBG_TRY(cpu_batch(&sh, wss, first, n, batch, ctx));
+        doneW += (double)n;
+      }
+      if (pass == 1) stats_pass1(&t, batch, n, nth);
+      else stats_pass2(&t, batch, first, n, nth);
+      SBG_TRY(sbg_poll(ctx, doneW / work));
+    }
+    if (pass == 1) {
+      stats_end_pass1(&t, out->nes, out->pval);
+      out->seconds[0] = now_s() - t0;
+      t0 = now_s();
+    }
+  }
+  out->seconds[1] = now_s() - t0;
+  t0 = now_s();
+  if (!stats_finish(&t, out->fdr, out->fwer)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the FWER tables"); goto done; }
+  out->seconds[2] = now_s() - t0;
+
+done:
+  if (gpu) sbg_gsea_gpu_close(gpu);
+  if (wss) for (int i = 0; i < nth; i++) ws_free(&wss[i]);
+  free(wss); free(xc); free(mu); free(t1); free(t2); free(nb); free(gs_start); free(gs_sets); free(inv_nmiss);
+  stats_free(&t);
+  return st;
+}

@@ -1,0 +1,146 @@
+/* Per-gene arithmetic shared by the CPU and GPU engines of rapidGSEA(): the
+ * Broad ranking metrics from class sums, the running-sum weight and the
+ * sort key.  One source so both engines compute bit-identical metrics: on
+ * the device every operation is an explicitly rounded intrinsic, so nvcc
+ * cannot contract a*b+c into an FMA that the CPU does not do. */
+#ifndef SBG_GSEA_MATH_H
+#define SBG_GSEA_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gsea.h"
+
+#ifdef __CUDACC__
+#define GSEA_HD __host__ __device__ __forceinline__
+#elif defined(__GNUC__)
+#define GSEA_HD static inline __attribute__((always_inline))
+#else
+#define GSEA_HD static inline
+#endif
+
+#ifdef __CUDA_ARCH__
+#define G_ADD(a, b) __dadd_rn((a), (b))
+#define G_SUB(a, b) __dsub_rn((a), (b))
+#define G_MUL(a, b) __dmul_rn((a), (b))
+#define G_DIV(a, b) __ddiv_rn((a), (b))
+#define G_SQRT(a) __dsqrt_rn(a)
+#else
+#define G_ADD(a, b) ((a) + (b))
+#define G_SUB(a, b) ((a) - (b))
+#define G_MUL(a, b) ((a) * (b))
+#define G_DIV(a, b) ((a) / (b))
+#define G_SQRT(a) sqrt(a)
+#endif
+
+/* Broad's standard deviation: unbiased, then the fix-low rule raises it to
+ * 0.2 * |mean| (0.2 when the mean is 0), which keeps nearly constant genes
+ * from dominating signal2noise and the t-test. */
+GSEA_HD double gsea_sd_fixlow(double sum_c, double ss_c, double n, double mu) {
+  double m = G_DIV(sum_c, n);
+  double v = G_DIV(G_SUB(ss_c, G_MUL(G_MUL(n, m), m)), G_SUB(n, 1.0));
+  if (!(v > 0)) v = 0;
+  double sd = G_SQRT(v);
+  double mean = G_ADD(mu, m);
+  double lo = mean == 0 ? 0.2 : G_MUL(0.2, fabs(mean));
+  return sd < lo ? lo : sd;
+}
+
+/* The metric of one gene from the centred sums of class A and class B;
+ * mu is the gene's mean (added back for the ratio metrics).  -0 becomes +0
+ * so that the ranking does not depend on the sign of a zero. */
+GSEA_HD double gsea_metric(int metric, double sa, double ssa, double sb, double ssb,
+                           double na, double nb, double mu) {
+  double ma = G_DIV(sa, na), mb = G_DIV(sb, nb);
+  double r;
+  switch (metric) {
+  case SBG_GSEA_S2N: {
+    double da = gsea_sd_fixlow(sa, ssa, na, mu), db = gsea_sd_fixlow(sb, ssb, nb, mu);
+    r = G_DIV(G_SUB(ma, mb), G_ADD(da, db));
+    break;
+  }
+  case SBG_GSEA_TTEST: {
+    double da = gsea_sd_fixlow(sa, ssa, na, mu), db = gsea_sd_fixlow(sb, ssb, nb, mu);
+    r = G_DIV(G_SUB(ma, mb), G_SQRT(G_ADD(G_DIV(G_MUL(da, da), na), G_DIV(G_MUL(db, db), nb))));
+    break;
+  }
+  case SBG_GSEA_DIFF:
+    r = G_SUB(ma, mb);
+    break;
+  case SBG_GSEA_RATIO:
+    r = G_DIV(G_ADD(mu, ma), G_ADD(mu, mb));
+    break;
+  default: /* SBG_GSEA_LOG2RATIO */
+    r = log2(G_DIV(G_ADD(mu, ma), G_ADD(mu, mb)));
+    break;
+  }
+  return r == 0 ? 0.0 : r;
+}
+
+/* |m|^q with the common exponents exact. */
+GSEA_HD double gsea_weight(double m, double q) {
+  double a = fabs(m);
+  if (q == 0) return 1.0;
+  if (q == 1) return a;
+  if (q == 2) return G_MUL(a, a);
+  return pow(a, q);
+}
+
+/* Ascending unsigned order of this key = descending metric; a stable sort
+ * of genes in index order then breaks ties by gene index. */
+GSEA_HD uint64_t gsea_sort_key(double m) {
+#ifdef __CUDA_ARCH__
+  uint64_t u = (uint64_t)__double_as_longlong(m);
+#else
+  uint64_t u;
+  memcpy(&u, &m, sizeof u);
+#endif
+  u = (u >> 63) ? ~u : (u | 0x8000000000000000ull);
+  return ~u;
+}
+
+/* Running-sum state of one set in one permutation, fed its hits in rank
+ * order.  The running sum peaks at hits and bottoms out just before them,
+ * so the hits alone give Broad's ES: the first position of the largest
+ * |running sum| (strict >, positions visited in order). */
+typedef struct gsea_es_state {
+  double cum;   /* weight of the hits so far */
+  double best;  /* running sum of largest magnitude so far */
+  int32_t nh;   /* hits so far */
+  int32_t pos;  /* 0-based position of best */
+} gsea_es_state;
+
+GSEA_HD void gsea_es_init(gsea_es_state *s) {
+  s->cum = 0;
+  s->best = 0;
+  s->nh = 0;
+  s->pos = 0;
+}
+
+/* Running-sum values within 1e-12 (relative) of each other are ties: the
+ * arithmetic carries rounding errors far above that, and an exact tie
+ * (common with q = 0) must go to the first position, as Broad's rule does
+ * on exact values. */
+#define GSEA_TIE 1.000000000001
+
+/* Hit at 0-based rank r with weight w; inv_nr = 1 / total hit weight,
+ * inv_nmiss = 1 / (N - k).  Reciprocals, not divisions: the divisions were
+ * most of the CPU engine's time; both engines use this same function. */
+GSEA_HD void gsea_es_hit(gsea_es_state *s, int32_t r, double w, double inv_nr, double inv_nmiss) {
+  double miss = G_MUL((double)(r - s->nh), inv_nmiss);
+  double bottom = G_SUB(G_MUL(s->cum, inv_nr), miss); /* at position r - 1 */
+  if (fabs(bottom) > G_MUL(fabs(s->best), GSEA_TIE)) {
+    s->best = bottom;
+    s->pos = r - 1;
+  }
+  s->cum = G_ADD(s->cum, w);
+  s->nh++;
+  double top = G_SUB(G_MUL(s->cum, inv_nr), miss);    /* at position r */
+  if (fabs(top) > G_MUL(fabs(s->best), GSEA_TIE)) {
+    s->best = top;
+    s->pos = r;
+  }
+}
+
+#endif /* SBG_GSEA_MATH_H */

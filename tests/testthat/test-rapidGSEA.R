@@ -1,0 +1,335 @@
+# rapidGSEA(), gseaStats() and the GCT/CLS/GMT readers.
+
+cpu <- function(...) rapidGSEA(..., backend = "cpu", verbose = FALSE)
+
+# ---- readers -----------------------------------------------------------
+
+test_that("GCT, CLS and GMT files are read; GMT round-trips", {
+  x <- readGCT(system.file("extdata", "leukemia_small.gct", package = "sysbioGPU"))
+  expect_equal(dim(x), c(2000L, 48L))
+  expect_false(anyNA(x))
+  y <- readCLS(system.file("extdata", "leukemia_small.cls", package = "sysbioGPU"))
+  expect_equal(levels(y), c("ALL", "AML"))
+  expect_equal(as.vector(table(y)), c(24L, 24L))
+  sets <- readGMT(system.file("extdata", "gsea_edb", "gene_sets.gmt", package = "sysbioGPU"))
+  expect_length(sets, 7L)
+  expect_equal(sets[["ES-SPECIFIC"]][1:3], c("ACTA1", "CALML4", "CORO1A"))
+  f <- tempfile(fileext = ".gmt")
+  writeGMT(sets, f)
+  expect_identical(readGMT(f), sets)
+  cls <- tempfile(fileext = ".cls")
+  writeLines(c("6 2 1", "# a b", "0 0 1 1 1 0"), cls)
+  expect_equal(as.character(readCLS(cls)), c("a", "a", "b", "b", "b", "a"))
+})
+
+test_that("malformed files give errors naming the file and line", {
+  bad <- function(lines, ext) {
+    f <- tempfile(fileext = ext)
+    writeLines(lines, f)
+    f
+  }
+  f <- bad(c("#1.3", "1\t2", "NAME\tDescription\ta\tb", "g1\tx\t1\t2"), ".gct")
+  expect_error(readGCT(f), "line 1: the first line must be '#1.2'", class = "sysbioGPU_error_input")
+  f <- bad(c("#1.2", "2\t2", "NAME\tDescription\ta\tb", "g1\tx\t1\t2", "g2\tx\t1"), ".gct")
+  expect_error(readGCT(f), "line 5: has 3 fields, expected 4", class = "sysbioGPU_error_input")
+  f <- bad(c("#1.2", "2\t2", "NAME\tDescription\ta\tb", "g1\tx\t1\t2", "g2\tx\t1\tzz"), ".gct")
+  expect_error(readGCT(f), "line 5: value 'zz' is not a number", class = "sysbioGPU_error_input")
+  f <- bad(c("#1.2", "3\t2", "NAME\tDescription\ta\tb", "g1\tx\t1\t2"), ".gct")
+  expect_error(readGCT(f), "announces 3 rows but the file has 1", class = "sysbioGPU_error_input")
+  f <- bad(c("6 2 1", "# a b", "a a b b b"), ".cls")
+  expect_error(readCLS(f), "line 3: has 5 labels, line 1 announces 6", class = "sysbioGPU_error_input")
+  f <- bad(c("6 2 1", "# a b", "a a b b b c"), ".cls")
+  expect_error(readCLS(f), "label 'c' is not one of the classes", class = "sysbioGPU_error_input")
+  f <- bad(c("6 2", "# a b", "a a b b b a"), ".cls")
+  expect_error(readCLS(f), basename(f), class = "sysbioGPU_error_input")
+  f <- bad(c("s1\td\tA\tB", "s2 d A B"), ".gmt")
+  expect_error(readGMT(f), "line 2: a gene set line needs", class = "sysbioGPU_error_input")
+  f <- bad(c("s1\td\tA\tB", "s1\td\tC"), ".gmt")
+  expect_error(readGMT(f), "line 2: gene set 's1' appears twice", class = "sysbioGPU_error_input")
+  expect_error(readGMT(tempfile()), "does not exist", class = "sysbioGPU_error_input")
+})
+
+# ---- enrichment scores -------------------------------------------------
+
+test_that("analytic ES: members at the top give 1, at the bottom -1, reversal negates", {
+  r <- stats::setNames(seq(2, 0.01, length.out = 200), paste0("g", 1:200))
+  sets <- list(top = paste0("g", 1:20), bottom = paste0("g", 181:200),
+               mid = paste0("g", seq(3, 200, by = 7)))
+  res <- cpu(r, geneSets = sets, nperm = 10, minSize = 1, seed = 1)
+  expect_equal(res$ES[1:2], c(1, -1), tolerance = 1e-12)
+  expect_equal(res$rankAtMax[1:2], c(20L, 180L))
+  rev <- cpu(stats::setNames(-rev(r), rev(names(r))), geneSets = sets, nperm = 10, minSize = 1, seed = 1)
+  expect_equal(rev$ES, -res$ES, tolerance = 1e-12)
+})
+
+test_that("hits-only ES equals the full running sum on random cases", {
+  set.seed(42)
+  G <- 150
+  for (q in c(0, 1, 1.5, 2)) {
+    r <- stats::setNames(stats::rnorm(G), paste0("g", 1:G))
+    sets <- lapply(1:100, function(i) paste0("g", sample(G, sample(2:60, 1))))
+    names(sets) <- paste0("s", 1:100)
+    res <- cpu(r, geneSets = sets, nperm = 1, minSize = 1, weight = q, seed = 1)
+    ranked <- sort(r, decreasing = TRUE)
+    ref <- vapply(sets, function(s) gsea_ref_es(ranked, s, q), numeric(2))
+    expect_equal(res$ES, unname(ref["ES", ]), tolerance = 1e-12)
+    expect_equal(res$rankAtMax, unname(as.integer(ref["pos", ])))
+    le <- mapply(function(s, e, p) {
+      pos <- match(s, names(ranked))
+      sort(names(ranked)[if (e >= 0) pos[pos <= p] else pos[pos > p]])
+    }, sets, res$ES, res$rankAtMax, SIMPLIFY = FALSE)
+    expect_equal(lapply(res$leadingEdge, sort), unname(le))
+  }
+})
+
+test_that("each metric equals a plain R computation of Broad's formula", {
+  set.seed(3)
+  x <- matrix(stats::rexp(200 * 9) + 0.1, 200, dimnames = list(paste0("g", 1:200), NULL))
+  x[5, ] <- 1              # constant gene: the fix-low rule decides
+  x[6, 1:4] <- 0.5
+  lab <- c(0, 0, 0, 0, 1, 1, 1, 1, 1)
+  sets <- list(a = paste0("g", 1:30))
+  for (m in c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes", "log2_ratio_of_classes")) {
+    res <- cpu(x, ifelse(lab == 0, "A", "B"), sets, nperm = 1, metric = m, seed = 1)
+    ref <- gsea_ref_metric(x, lab, m)
+    got <- attr(res, "ranking")[rownames(x)]
+    expect_equal(unname(got), unname(ref), tolerance = 1e-10, info = m)
+    # ranking: descending, ties by row
+    o <- order(-round(ref, 10), seq_along(ref))
+    expect_equal(names(attr(res, "ranking")), rownames(x)[o], info = m)
+  }
+  # a mean of exactly 0 raises the sd to 0.2
+  z <- rbind(g1 = c(0, 0, 0, 1, 2, 3), g2 = c(1, 2, 3, 1, 1, 1), g3 = 3:8)
+  res <- cpu(z, c(0, 0, 0, 1, 1, 1) == 0, list(s = "g1"), minSize = 1, nperm = 1, seed = 1)
+  expect_equal(attr(res, "ranking")[["g1"]], (0 - 2) / (0.2 + 1))
+})
+
+# ---- Broad's own run ---------------------------------------------------
+
+test_that("the Broad tool's run (edb) is reproduced", {
+  e <- gsea_edb()
+  rnk <- sysbioGPU:::read_rnk(file.path(e$dir, "gsea_data.gsea_data.rnk"))
+  sets <- file.path(e$dir, "gene_sets.gmt")
+  res <- cpu(rnk, geneSets = sets, nperm = 100, minSize = 1, seed = 1)
+  i <- match(e$set, res$set)
+  expect_equal(round(res$ES[i], 4), e$ES)
+  expect_equal(res$rankAtMax[i] - 1, e$rank)
+  st <- gseaStats(e$ES, e$rnd)
+  expect_equal(st$NES, e$NES, tolerance = 5e-4)   # RND_ES are printed to 4 decimals
+  expect_equal(round(st$pval, 4), e$NP)
+  expect_equal(round(st$FDR, 4), e$FDR)
+  expect_equal(round(st$FWER, 4), e$FWER)
+  # file paths work too
+  res2 <- cpu(file.path(e$dir, "gsea_data.gsea_data.rnk"), geneSets = sets, nperm = 100,
+              minSize = 1, seed = 1)
+  expect_identical(res2$ES, res$ES)
+})
+
+test_that("streaming statistics equal gseaStats() on the kept null", {
+  d <- gsea_toy(G = 400)
+  res <- cpu(d$x, d$y, d$sets, nperm = 300, minSize = 5, seed = 7, keepNull = TRUE, threads = 2)
+  null <- attr(res, "nullES")
+  expect_equal(dim(null), c(4L, 300L))
+  st <- gseaStats(res$ES, null)
+  expect_identical(res$NES, st$NES)
+  expect_identical(res$pval, st$pval)
+  expect_identical(res$FDR, st$FDR)
+  expect_identical(res$FWER, st$FWER)
+  res2 <- cpu(d$x, d$y, d$sets, nperm = 300, minSize = 5, seed = 7, keepNull = FALSE, threads = 2)
+  expect_identical(res2[c("ES", "NES", "pval", "FDR", "FWER")], res[c("ES", "NES", "pval", "FDR", "FWER")])
+  expect_null(attr(res2, "nullES"))
+  expect_lt(res$pval[[1L]], 0.05)
+})
+
+# ---- permutations ------------------------------------------------------
+
+test_that("4 vs 4: Monte Carlo p-values fall in the binomial interval of the exact ones", {
+  set.seed(11)
+  x <- matrix(stats::rnorm(60 * 8), 60, dimnames = list(paste0("g", 1:60), NULL))
+  x[1:10, 1:4] <- x[1:10, 1:4] + 0.8
+  sets <- list(a = paste0("g", 1:10), b = paste0("g", c(3:6, 30:40)), c = paste0("g", 41:55))
+  y <- rep(c("A", "B"), each = 4)
+  splits <- utils::combn(8, 4)
+  es_split <- apply(splits, 2, function(idx) {
+    lab <- rep(1, 8); lab[idx] <- 0
+    m <- gsea_ref_metric(x, lab, "signal2noise")
+    ranked <- sort(m, decreasing = TRUE)
+    vapply(sets, function(s) gsea_ref_es(ranked, s)[["ES"]], 0)
+  })
+  res <- cpu(x, y, sets, nperm = 4000, minSize = 5, seed = 5, threads = 2, keepNull = TRUE)
+  es0 <- es_split[, 1] # combn's first split is samples 1:4 = class A
+  expect_equal(res$ES, unname(es0), tolerance = 1e-12)
+  for (s in 1:3) {
+    v <- es_split[s, ]
+    e <- es0[[s]]
+    exact <- if (e >= 0) sum(v > e & v >= 0) / sum(v >= 0) else sum(v < e & v <= 0) / sum(v <= 0)
+    null <- attr(res, "nullES")[s, ]
+    n <- if (e >= 0) sum(null >= 0) else sum(null <= 0)
+    ci <- stats::qbinom(c(0.0005, 0.9995), n, exact) / n
+    expect_true(res$pval[[s]] >= ci[[1]] && res$pval[[s]] <= ci[[2]], info = s)
+  }
+  # every permutation is one of the 70 splits, each drawn about equally often
+  key <- apply(round(es_split, 9), 2, paste, collapse = ",")
+  got <- apply(round(attr(res, "nullES"), 9), 2, paste, collapse = ",")
+  expect_true(all(got %in% key))
+  expect_gt(stats::chisq.test(table(factor(got, levels = unique(key))))$p.value, 0.001)
+})
+
+test_that("random labels on the leukemia data give uniform nominal p-values", {
+  x <- readGCT(system.file("extdata", "leukemia_small.gct", package = "sysbioGPU"))
+  set.seed(123)
+  y <- sample(rep(c("a", "b"), 24))
+  sets <- lapply(1:200, function(i) sample(rownames(x), 20))
+  names(sets) <- paste0("r", 1:200)
+  res <- cpu(x, y, sets, nperm = 200, seed = 9, threads = 2)
+  # p-values are discrete (multiples of 1/#same-sign nulls): ties are expected
+  expect_gt(suppressWarnings(stats::ks.test(res$pval, "punif"))$p.value, 0.01)
+})
+
+test_that("same seed, same table; threads and batches do not matter", {
+  d <- gsea_toy(G = 300, n = c(5, 7))
+  a <- cpu(d$x, d$y, d$sets, nperm = 200, minSize = 5, seed = 3, threads = 1)
+  b <- cpu(d$x, d$y, d$sets, nperm = 200, minSize = 5, seed = 3, threads = 2)
+  old <- options(sysbioGPU.gseaBatch = 64)
+  on.exit(options(old))
+  c <- cpu(d$x, d$y, d$sets, nperm = 200, minSize = 5, seed = 3, threads = 2)
+  options(old)
+  cols <- c("ES", "NES", "pval", "FDR", "FWER", "rankAtMax")
+  expect_identical(a[cols], b[cols])
+  expect_identical(a[cols], c[cols])
+  d2 <- cpu(d$x, d$y, d$sets, nperm = 200, minSize = 5, seed = 4, threads = 2)
+  expect_false(identical(a$pval, d2$pval))
+  set.seed(1); e1 <- cpu(d$x, d$y, d$sets, nperm = 50, minSize = 5, threads = 1)
+  set.seed(1); e2 <- cpu(d$x, d$y, d$sets, nperm = 50, minSize = 5, threads = 1)
+  expect_identical(e1$NES, e2$NES)
+  # gene permutation on a matrix: the metric is fixed, genes are shuffled
+  g <- cpu(d$x, d$y, d$sets, nperm = 100, minSize = 5, seed = 3, permutation = "gene", threads = 2)
+  expect_identical(g$ES, a$ES)
+  expect_equal(attr(g, "permutation"), "gene")
+})
+
+# ---- result object -----------------------------------------------------
+
+test_that("result, print, summary and plot", {
+  d <- gsea_toy(G = 300)
+  res <- cpu(d$x, factor(d$y), d$sets, nperm = 100, minSize = 5, seed = 1, threads = 1)
+  expect_s3_class(res, "rapidGSEA")
+  expect_named(res, c("set", "size", "ES", "NES", "pval", "FDR", "FWER", "rankAtMax", "leadingEdge"))
+  expect_equal(res$size, c(20L, 24L, 25L, 40L))
+  expect_equal(attr(res, "backend"), "cpu")
+  expect_equal(attr(res, "seed"), 1)
+  expect_equal(attr(res, "classes"), c("A", "B"))
+  expect_true(all(res$leadingEdge[[1L]] %in% d$sets$up))
+  expect_output(print(res), "rapidGSEA")
+  expect_output(print(summary(res)), "enriched in class A")
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  expect_silent(plot(res, "up"))
+  expect_silent(plot(res))
+  expect_error(plot(res, "nope"), "not a set", class = "sysbioGPU_error_input")
+  # logical phenotype: TRUE is class A
+  res2 <- cpu(d$x, d$y == "A", d$sets, nperm = 10, minSize = 5, seed = 1)
+  expect_equal(res2$ES, res$ES)
+})
+
+# ---- bad input ---------------------------------------------------------
+
+test_that("bad input gives errors naming the problem", {
+  d <- gsea_toy(G = 100)
+  e <- function(..., msg) expect_error(cpu(...), msg, class = "sysbioGPU_error_input")
+  e(d$x, d$y[-1], d$sets, msg = "11 labels but `expr` has 12 samples")
+  e(d$x, rep("A", 12), d$sets, msg = "exactly 2 classes, it has 1")
+  e(d$x, rep(c("A", "B"), c(10, 2)), d$sets, msg = "at least 3 samples; class 'B' has 2")
+  x <- d$x; x[3, 2] <- NA
+  e(x, d$y, d$sets, msg = "NA, NaN or infinite")
+  x <- d$x; x[3, 2] <- Inf
+  e(x, d$y, d$sets, msg = "NA, NaN or infinite")
+  x <- d$x; rownames(x)[2] <- "G1"
+  e(x, d$y, d$sets, msg = "duplicated gene names")
+  e(d$x, d$y, list(a = c("zz", "yy")), msg = "no gene set left after filtering")
+  e(d$x, d$y, d$sets, minSize = 50, msg = "no gene set left after filtering")
+  e(d$x, d$y, d$sets, nperm = 0, msg = "`nperm` must be a single whole number")
+  e(d$x, d$y, d$sets, metric = "foo", msg = "`metric` must be one of")
+  e(d$x, d$y, d$sets, weight = -1, msg = "`weight` must be a single number >= 0")
+  e(d$x, d$y, d$sets, metric = "log2_ratio_of_classes", msg = "needs positive expression values")
+  e(d$x, d$y, "no-such-file.gmt", msg = "does not exist")
+  e(stats::setNames(1:3 + 0, c("a", "b", "c")), geneSets = list(s = "a"), permutation = "phenotype",
+    msg = "preranked")
+  e(d$x, d$y, unname(d$sets), msg = "named list")
+  e("not-there.gct", d$y, d$sets, msg = "does not exist")
+  expect_error(gseaStats(1:2 + 0.1, matrix(0, 3, 5)), "one row per element", class = "sysbioGPU_error_input")
+})
+
+# ---- GPU ---------------------------------------------------------------
+
+test_that("GPU and CPU: identical permutations, ES within 1e-9", {
+  skip_if_no_gpu()
+  d <- gsea_toy(G = 3000, n = c(9, 14))
+  sets <- lapply(1:200, function(i) sample(rownames(d$x), sample(15:200, 1)))
+  names(sets) <- paste0("s", 1:200)
+  for (m in c("signal2noise", "t_test", "diff_of_classes")) {
+    a <- cpu(d$x, d$y, sets, nperm = 500, metric = m, seed = 2, keepNull = TRUE, threads = 2)
+    g <- rapidGSEA(d$x, d$y, sets, nperm = 500, metric = m, seed = 2, keepNull = TRUE,
+                   backend = "gpu", verbose = FALSE)
+    expect_equal(attr(g, "backend"), "gpu")
+    expect_equal(attr(g, "nullES"), attr(a, "nullES"), tolerance = 1e-9, info = m)
+    expect_identical(g$ES, a$ES)
+    expect_equal(g[c("NES", "pval", "FDR", "FWER")], a[c("NES", "pval", "FDR", "FWER")], tolerance = 1e-9)
+  }
+  xp <- abs(d$x) + 1
+  a <- cpu(xp, d$y, sets, nperm = 300, metric = "log2_ratio_of_classes", weight = 1.5, seed = 2,
+           keepNull = TRUE, threads = 2)
+  g <- rapidGSEA(xp, d$y, sets, nperm = 300, metric = "log2_ratio_of_classes", weight = 1.5, seed = 2,
+                 keepNull = TRUE, backend = "gpu", verbose = FALSE)
+  expect_equal(attr(g, "nullES"), attr(a, "nullES"), tolerance = 1e-9)
+  # gene permutation, streaming (no kept table), several batches
+  r <- stats::setNames(stats::rnorm(3000), rownames(d$x))
+  a <- cpu(r, geneSets = sets, nperm = 1000, seed = 4, threads = 2)
+  g <- rapidGSEA(r, geneSets = sets, nperm = 1000, seed = 4, backend = "gpu", verbose = FALSE)
+  expect_equal(g[c("ES", "NES", "pval", "FDR", "FWER")], a[c("ES", "NES", "pval", "FDR", "FWER")],
+               tolerance = 1e-9)
+})
+
+# ---- Bioconductor containers ------------------------------------------
+
+test_that("ExpressionSet, SummarizedExperiment and GeneSetCollection inputs", {
+  d <- gsea_toy(G = 200)
+  ref <- cpu(d$x, d$y, d$sets, nperm = 50, minSize = 5, seed = 1, threads = 1)
+  if (requireNamespace("Biobase", quietly = TRUE)) {
+    es <- Biobase::ExpressionSet(d$x)
+    expect_identical(cpu(es, d$y, d$sets, nperm = 50, minSize = 5, seed = 1, threads = 1)$NES, ref$NES)
+  }
+  if (requireNamespace("SummarizedExperiment", quietly = TRUE)) {
+    se <- SummarizedExperiment::SummarizedExperiment(list(counts = d$x))
+    expect_identical(cpu(se, d$y, d$sets, nperm = 50, minSize = 5, seed = 1, threads = 1)$NES, ref$NES)
+  }
+  skip_if_not_installed("GSEABase")
+  gsc <- GSEABase::GeneSetCollection(mapply(function(g, n) GSEABase::GeneSet(g, setName = n),
+                                            d$sets, names(d$sets)))
+  expect_identical(cpu(d$x, d$y, gsc, nperm = 50, minSize = 5, seed = 1, threads = 1)$NES, ref$NES)
+})
+
+test_that("subsets of a result print as data frames", {
+  d <- gsea_toy(G = 200)
+  res <- cpu(d$x, d$y, d$sets, nperm = 20, minSize = 5, seed = 1, threads = 1)
+  expect_output(print(res[, c("set", "NES")]), "NES")
+  expect_error(plot(res[, c("set", "NES")]), "lost its ranking", class = "sysbioGPU_error_input")
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  expect_silent(plot(res[3:1, ], "up")) # rows reordered: members found by name
+})
+
+# ---- long runs ---------------------------------------------------------
+
+test_that("Ctrl-C stops a long rapidGSEA run", {
+  skip_on_os("windows")
+  d <- gsea_toy(G = 2000, n = c(10, 10))
+  sets <- lapply(1:300, function(i) sample(rownames(d$x), 100))
+  names(sets) <- paste0("s", 1:300)
+  interrupt_after(0.5)
+  t0 <- Sys.time()
+  expect_error(cpu(d$x, d$y, sets, nperm = 1e6, seed = 1, threads = 2),
+               "interrupted by the user", class = "sysbioGPU_error_interrupted")
+  expect_lt(as.numeric(difftime(Sys.time(), t0, units = "secs")), 15)
+  expect_s3_class(cpu(d$x, d$y, sets[1:2], nperm = 10, seed = 1, threads = 1), "rapidGSEA")
+})
