@@ -9,6 +9,9 @@ SEXP ffi_threads_info(void);
 SEXP ffi_philox_block(SEXP, SEXP);
 SEXP ffi_rng_fill(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_busy(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+/* parCosnet */
+SEXP ffi_cosnet(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_cosnet_learn(SEXP, SEXP, SEXP);
 
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
@@ -18,6 +21,9 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_philox_block, 2),
     CALLDEF(ffi_rng_fill, 10),
     CALLDEF(ffi_busy, 6),
+    /* parCosnet */
+    CALLDEF(ffi_cosnet, 13),
+    CALLDEF(ffi_cosnet_learn, 3),
     {NULL, NULL, 0}};
 
 void R_init_sysbioGPU(DllInfo *dll) {

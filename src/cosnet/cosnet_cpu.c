@@ -1,0 +1,389 @@
+/* CPU engine of parCosnet() and cvParCosnet(): Jones-Plassmann colouring
+ * with Philox priorities, then for every (class, fold) job the training
+ * points, the learned (alpha, c), the thresholds and the colour-parallel
+ * Hopfield dynamics.  OpenMP over jobs when there are enough of them, else
+ * over the nodes of a colour; results do not depend on the thread count. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cosnet.h"
+#include "omp_compat.h"
+
+/* The canonical row sum (see SBG_COSNET_LANES): 32 strided partials, then
+ * the butterfly tree.  No contraction into fused multiply-adds, which the
+ * GPU engine does not use either (it rounds products with __dmul_rn). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("fp-contract=off")))
+#endif
+static double row_sum(const sbg_cosnet_graph *g, int32_t v, const double *val) {
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  double part[SBG_COSNET_LANES] = {0};
+  int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
+  for (int64_t k = b; k < e; k++) {
+    double prod = g->v_w[k] * val[g->v_col[k]];
+    part[(k - b) & (SBG_COSNET_LANES - 1)] += prod;
+  }
+  for (int off = SBG_COSNET_LANES / 2; off > 0; off >>= 1)
+    for (int l = 0; l < off; l++) part[l] = part[l] + part[l + off];
+  return part[0];
+}
+
+/* ---- colouring ---------------------------------------------------------- */
+
+static int higher(uint64_t pa, int32_t a, uint64_t pb, int32_t b) {
+  return pa > pb || (pa == pb && a > b);
+}
+
+/* Jones-Plassmann: in each round every uncoloured node whose priority beats
+ * all its uncoloured neighbours takes the smallest colour its neighbours do
+ * not have.  This is the greedy colouring in decreasing priority order, so
+ * it does not depend on threads or backend. */
+static sbg_status colour_graph(const sbg_cosnet_graph *g, uint64_t seed, int32_t *colour,
+                               int32_t *n_colours, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t n = g->n;
+  int nt = ctx->n_threads;
+  uint64_t *prio = (uint64_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof(uint64_t));
+  int32_t *todo = (int32_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+  char *is_max = (char *)malloc((size_t)(n > 0 ? n : 1));
+  int64_t maxdeg = 0;
+  for (int32_t v = 0; v < n; v++) {
+    int64_t d = g->v_rowptr[v + 1] - g->v_rowptr[v];
+    if (d > maxdeg) maxdeg = d;
+  }
+  int32_t *mark = (int32_t *)malloc((size_t)nt * (size_t)(maxdeg + 2) * sizeof(int32_t));
+  if (!prio || !todo || !is_max || !mark) { st = SBG_ERR_ALLOC; goto done; }
+
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int32_t v = 0; v < n; v++) {
+    prio[v] = sbg_cosnet_priority(seed, v);
+    colour[v] = -1;
+    todo[v] = v;
+  }
+  for (int64_t i = 0; i < (int64_t)nt * (maxdeg + 2); i++) mark[i] = -1;
+  int32_t left = n, ncol = 0;
+  while (left > 0) {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
+    for (int32_t t = 0; t < left; t++) {
+      int32_t v = todo[t];
+      char top = 1;
+      for (int64_t k = g->v_rowptr[v]; k < g->v_rowptr[v + 1] && top; k++) {
+        int32_t u = g->v_col[k];
+        if (u != v && colour[u] < 0 && higher(prio[u], u, prio[v], v)) top = 0;
+      }
+      is_max[v] = top;
+    }
+    /* The round's maxima are pairwise non-adjacent, so each reads only
+     * colours fixed in earlier rounds. */
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
+    for (int32_t t = 0; t < left; t++) {
+      int32_t v = todo[t];
+      if (!is_max[v]) continue;
+      int32_t *mk = mark + (size_t)omp_get_thread_num() * (size_t)(maxdeg + 2);
+      int64_t deg = g->v_rowptr[v + 1] - g->v_rowptr[v];
+      for (int64_t k = g->v_rowptr[v]; k < g->v_rowptr[v + 1]; k++) {
+        int32_t cu = colour[g->v_col[k]];
+        if (cu >= 0 && cu <= deg) mk[cu] = v;
+      }
+      int32_t cv = 0;
+      while (mk[cv] == v) cv++;
+      colour[v] = cv;
+    }
+    int32_t kept = 0;
+    for (int32_t t = 0; t < left; t++) {
+      int32_t v = todo[t];
+      if (colour[v] < 0) todo[kept++] = v;
+      else if (colour[v] + 1 > ncol) ncol = colour[v] + 1;
+    }
+    left = kept;
+    st = sbg_poll(ctx, 0.0);
+    if (st != SBG_OK) goto done;
+  }
+  *n_colours = ncol;
+done:
+  free(prio);
+  free(todo);
+  free(is_max);
+  free(mark);
+  return st;
+}
+
+/* ---- one job ------------------------------------------------------------- */
+
+/* Node codes of a job. */
+enum { LAB_POS = 1, LAB_NEG = -1, U_REPORT = 0, U_QUIET = 2 };
+
+typedef struct work {
+  int8_t *jl;      /* n: node codes */
+  double *val;     /* n: value each node contributes to a row sum */
+  double *theta;   /* n: thresholds of U nodes */
+  double *score;   /* n: last field of U nodes */
+  int8_t *state;   /* n: +1 / -1 / 0 (not yet set) */
+  double *px, *py; /* labelled points */
+  int8_t *plab;    /* their labels 1/0 */
+  int32_t *ulist;  /* U nodes by colour */
+  int64_t *uptr;   /* n_colours + 1 */
+} work;
+
+static void work_free(work *w) {
+  free(w->jl); free(w->val); free(w->theta); free(w->score); free(w->state);
+  free(w->px); free(w->py); free(w->plab); free(w->ulist); free(w->uptr);
+  memset(w, 0, sizeof(*w));
+}
+
+static sbg_status work_alloc(work *w, int32_t n, int32_t n_colours) {
+  size_t nn = (size_t)(n > 0 ? n : 1);
+  memset(w, 0, sizeof(*w));
+  w->jl = (int8_t *)malloc(nn);
+  w->val = (double *)malloc(nn * sizeof(double));
+  w->theta = (double *)malloc(nn * sizeof(double));
+  w->score = (double *)malloc(nn * sizeof(double));
+  w->state = (int8_t *)malloc(nn);
+  w->px = (double *)malloc(nn * sizeof(double));
+  w->py = (double *)malloc(nn * sizeof(double));
+  w->plab = (int8_t *)malloc(nn);
+  w->ulist = (int32_t *)malloc(nn * sizeof(int32_t));
+  w->uptr = (int64_t *)malloc((size_t)(n_colours + 1) * sizeof(int64_t));
+  if (!w->jl || !w->val || !w->theta || !w->score || !w->state || !w->px || !w->py ||
+      !w->plab || !w->ulist || !w->uptr) {
+    work_free(w);
+    return SBG_ERR_ALLOC;
+  }
+  return SBG_OK;
+}
+
+/* The node codes of job j (see sbg_cosnet_input). */
+static void job_codes(const sbg_cosnet_input *in, int32_t j, int8_t *jl) {
+  int32_t n = in->g.n;
+  int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
+  int32_t k = j / nf, f = in->n_folds > 0 ? 1 + j % nf : 0;
+  const int8_t *lab = in->v_labels + (size_t)k * n;
+  const int32_t *fold = in->v_folds ? in->v_folds + (size_t)k * n : NULL;
+  for (int32_t v = 0; v < n; v++) {
+    if (f == 0) jl[v] = lab[v] == 0 ? U_REPORT : lab[v];
+    else if (fold[v] == f) jl[v] = U_REPORT;
+    else jl[v] = lab[v] == 0 ? U_QUIET : lab[v];
+  }
+}
+
+/* Runs job j with `nt` threads inside (1 when jobs run in parallel);
+ * polls only when `poll` (the calling thread outside parallel regions). */
+static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
+                          const int32_t *cptr_nodes, const int64_t *cptr, int32_t n_colours,
+                          int32_t j, int nt, work *w, sbg_cosnet_result *out, sbg_ctx *ctx,
+                          int poll, double done_before, double done_share) {
+  const sbg_cosnet_graph *g = &in->g;
+  int32_t n = g->n;
+  int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
+  int32_t k = j / nf;
+  job_codes(in, j, w->jl);
+  int8_t *jl = w->jl;
+  double *val = w->val;
+
+  /* Training points: weight to labelled positives, then to negatives. */
+  int64_t m = 0, npos = 0;
+  for (int32_t v = 0; v < n; v++)
+    if (jl[v] == LAB_POS || jl[v] == LAB_NEG) {
+      w->plab[m] = jl[v] == LAB_POS;
+      npos += jl[v] == LAB_POS;
+      w->ulist[m++] = v; /* scratch: the labelled nodes in order */
+    }
+  if (npos == 0 || npos == m)
+    return sbg_fail(ctx, SBG_ERR_INPUT, "job %d (class %d): the training set needs labelled positives and negatives",
+                    (int)j + 1, (int)k + 1);
+  for (int32_t v = 0; v < n; v++) val[v] = jl[v] == LAB_POS ? 1.0 : 0.0;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 256)
+  for (int64_t i = 0; i < m; i++) w->px[i] = row_sum(g, w->ulist[i], val);
+  for (int32_t v = 0; v < n; v++) val[v] = jl[v] == LAB_NEG ? 1.0 : 0.0;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 256)
+  for (int64_t i = 0; i < m; i++) w->py[i] = row_sum(g, w->ulist[i], val);
+
+  double alpha, c, fs;
+  sbg_status st = sbg_cosnet_learn(w->px, w->py, w->plab, m, &alpha, &c, &fs);
+  if (st != SBG_OK) return sbg_fail(ctx, st, "out of memory while learning job %d", (int)j + 1);
+  double hi = sin(alpha), lo = -cos(alpha);
+
+  /* U nodes in colour order. */
+  int64_t nu = 0;
+  for (int32_t cl = 0; cl < n_colours; cl++) {
+    w->uptr[cl] = nu;
+    for (int64_t t = cptr[cl]; t < cptr[cl + 1]; t++) {
+      int32_t v = cptr_nodes[t];
+      if (jl[v] == U_REPORT || jl[v] == U_QUIET) w->ulist[nu++] = v;
+    }
+  }
+  w->uptr[n_colours] = nu;
+  sbg_cosnet_reg reg = sbg_cosnet_regularisation(p->cost, alpha, npos, m, nu);
+
+  /* Thresholds: c minus the pull of the labelled neighbours. */
+  for (int32_t v = 0; v < n; v++) val[v] = jl[v] == LAB_POS ? hi : jl[v] == LAB_NEG ? lo : 0.0;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 256)
+  for (int64_t i = 0; i < nu; i++) {
+    int32_t v = w->ulist[i];
+    double th = c - row_sum(g, v, val);
+    if (reg.on) th = th + reg.theta_add;
+    w->theta[v] = th;
+  }
+
+  /* Dynamics from the all-unset state; val holds each U node's state value
+   * (labelled nodes contribute through their thresholds only). */
+  for (int32_t v = 0; v < n; v++) { val[v] = 0.0; w->state[v] = 0; }
+  int64_t tot_pos = 0, tot_neg = 0;
+  int32_t sweep = 0, converged = 0;
+  while (sweep < p->max_sweeps && !converged) {
+    sweep++;
+    int64_t changed = 0;
+    for (int32_t cl = 0; cl < n_colours; cl++) {
+      int64_t b = w->uptr[cl], e = w->uptr[cl + 1];
+      if (b == e) continue;
+      double pen = 0;
+      int64_t col_pos = 0, col_neg = 0;
+      if (reg.on) {
+        /* The dense penalty seen by a node of this colour: r times the
+         * states of the U nodes of the other colours, which stay fixed
+         * while this colour updates (exact dynamics on W - r(J - B)). */
+        for (int64_t i = b; i < e; i++) {
+          int8_t s = w->state[w->ulist[i]];
+          col_pos += s > 0; col_neg += s < 0;
+        }
+        pen = reg.r * ((double)(tot_pos - col_pos) * hi + (double)(tot_neg - col_neg) * lo);
+      }
+      int64_t ch = 0;
+#pragma omp parallel for num_threads(nt) if (nt > 1 && e - b > 512) schedule(dynamic, 128) reduction(+ : ch)
+      for (int64_t i = b; i < e; i++) {
+        int32_t v = w->ulist[i];
+        double h = row_sum(g, v, val);
+        if (reg.on) h = h - pen;
+        h = h - w->theta[v];
+        /* COSNet's rule: positive only for a strictly positive field. */
+        int8_t s = h > 0 ? 1 : -1;
+        if (s != w->state[v]) ch++;
+        w->state[v] = s;
+        val[v] = s > 0 ? hi : lo;
+        w->score[v] = h;
+      }
+      changed += ch;
+      if (reg.on) {
+        int64_t np2 = 0, nn2 = 0;
+        for (int64_t i = b; i < e; i++) {
+          int8_t s = w->state[w->ulist[i]];
+          np2 += s > 0; nn2 += s < 0;
+        }
+        tot_pos += np2 - col_pos;
+        tot_neg += nn2 - col_neg;
+      }
+      if (poll) {
+        st = sbg_poll(ctx, done_before + done_share * (1.0 - 1.0 / (sweep + 1.0)));
+        if (st != SBG_OK) return st;
+      }
+    }
+    if (changed == 0) converged = 1;
+  }
+
+  out->v_alpha[j] = alpha;
+  out->v_c[j] = c;
+  out->v_fscore[j] = fs;
+  out->v_sweeps[j] = sweep;
+  out->v_converged[j] = converged;
+  double *sc = out->v_scores + (size_t)k * n;
+  int32_t *pr = out->v_pred + (size_t)k * n;
+  for (int64_t i = 0; i < nu; i++) {
+    int32_t v = w->ulist[i];
+    if (jl[v] != U_REPORT) continue;
+    sc[v] = w->score[v];
+    pr[v] = w->state[v] > 0;
+  }
+  return SBG_OK;
+}
+
+/* Nodes sorted by colour (counting sort, by index within a colour). */
+static sbg_status colour_order(const int32_t *colour, int32_t n, int32_t n_colours,
+                               int32_t **nodes, int64_t **cptr) {
+  *nodes = (int32_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+  *cptr = (int64_t *)calloc((size_t)n_colours + 2, sizeof(int64_t));
+  if (!*nodes || !*cptr) return SBG_ERR_ALLOC;
+  for (int32_t v = 0; v < n; v++) (*cptr)[colour[v] + 1]++;
+  for (int32_t cl = 0; cl < n_colours; cl++) (*cptr)[cl + 1] += (*cptr)[cl];
+  int64_t *fill = (int64_t *)malloc(((size_t)n_colours + 1) * sizeof(int64_t));
+  if (!fill) return SBG_ERR_ALLOC;
+  memcpy(fill, *cptr, ((size_t)n_colours + 1) * sizeof(int64_t));
+  for (int32_t v = 0; v < n; v++) (*nodes)[fill[colour[v]]++] = v;
+  free(fill);
+  return SBG_OK;
+}
+
+sbg_status sbg_cosnet_cpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
+                          sbg_cosnet_result *out, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t *nodes = NULL;
+  int64_t *cptr = NULL;
+  work *ws = NULL;
+  sbg_status *jst = NULL;
+  int nt = ctx->n_threads > 0 ? ctx->n_threads : 1;
+  int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
+  int32_t n_jobs = in->n_classes * nf;
+  int par_jobs = nt > 1 && n_jobs >= nt;
+  int n_ws = 0;
+
+  st = colour_graph(&in->g, p->seed, out->v_colour, &out->n_colours, ctx);
+  if (st != SBG_OK) {
+    if (st == SBG_ERR_ALLOC) sbg_fail(ctx, st, "out of memory while colouring the network");
+    goto done;
+  }
+  if (colour_order(out->v_colour, in->g.n, out->n_colours, &nodes, &cptr) != SBG_OK) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory while ordering the colours");
+    goto done;
+  }
+
+  n_ws = par_jobs ? nt : 1;
+  ws = (work *)calloc((size_t)n_ws, sizeof(work));
+  jst = (sbg_status *)calloc((size_t)(n_jobs > 0 ? n_jobs : 1), sizeof(sbg_status));
+  if (!ws || !jst) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory for the job workspaces"); goto done; }
+  for (int t = 0; t < n_ws; t++)
+    if (work_alloc(&ws[t], in->g.n, out->n_colours) != SBG_OK) {
+      st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory for the job workspaces");
+      goto done;
+    }
+
+  if (!par_jobs) {
+    for (int32_t j = 0; j < n_jobs; j++) {
+      st = run_job(in, p, nodes, cptr, out->n_colours, j, nt, &ws[0], out, ctx, 1,
+                   (double)j / n_jobs, 1.0 / n_jobs);
+      if (st != SBG_OK) goto done;
+    }
+  } else {
+    /* Jobs in parallel, a block at a time, polling between blocks.  Each
+     * job writes only its own outputs; messages go to per-job contexts. */
+    int32_t block = 4 * nt;
+    sbg_ctx *jctx = (sbg_ctx *)calloc((size_t)block, sizeof(sbg_ctx));
+    if (!jctx) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
+    for (int32_t j0 = 0; j0 < n_jobs && st == SBG_OK; j0 += block) {
+      int32_t j1 = j0 + block < n_jobs ? j0 + block : n_jobs;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+      for (int32_t j = j0; j < j1; j++) {
+        sbg_ctx *cj = &jctx[j - j0];
+        cj->n_threads = 1;
+        jst[j] = run_job(in, p, nodes, cptr, out->n_colours, j, 1, &ws[omp_get_thread_num()],
+                         out, cj, 0, 0, 0);
+      }
+      for (int32_t j = j0; j < j1; j++)
+        if (jst[j] != SBG_OK) {
+          st = sbg_fail(ctx, jst[j], "%s", jctx[j - j0].errbuf);
+          break;
+        }
+      if (st == SBG_OK) st = sbg_poll(ctx, (double)j1 / n_jobs);
+    }
+    free(jctx);
+  }
+done:
+  if (ws)
+    for (int t = 0; t < n_ws; t++) work_free(&ws[t]);
+  free(ws);
+  free(jst);
+  free(nodes);
+  free(cptr);
+  return st;
+}
