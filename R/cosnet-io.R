@@ -84,9 +84,13 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W") {
     stop_input("`", arg, "` must have a zero diagonal (self-loops are not allowed)")
   }
   tM <- Matrix::t(M)
-  if (!identical(M@p, tM@p) || !identical(M@i, tM@i) || !identical(M@x, tM@x)) {
+  # Symmetric up to rounding (as left by, say, D^-1/2 W D^-1/2 computed in
+  # two products) is accepted and made exact by averaging the two halves.
+  if (!identical(M@p, tM@p) || !identical(M@i, tM@i) ||
+      any(abs(M@x - tM@x) > 64 * .Machine$double.eps * pmax(abs(M@x), abs(tM@x)))) {
     stop_input("`", arg, "` must be symmetric (an undirected network)")
   }
+  if (!identical(M@x, tM@x)) M@x <- (M@x + tM@x) / 2
   rn <- rownames(M); cn <- colnames(M)
   if (!is.null(rn) && !is.null(cn) && !identical(rn, cn)) {
     stop_input("the row and column names of `", arg, "` differ")

@@ -216,6 +216,7 @@ print.summary.parCosnet <- function(x, ...) {
 # Philox from the seed (one subsequence each) and dealt round robin, the
 # negatives continuing where the positives stopped.  0 for unlabelled.
 cosnet_folds <- function(lab, nfolds, seed, k) {
+  nfolds <- as.integer(nfolds)
   f <- integer(length(lab))
   pos <- which(lab == 1L); neg <- which(lab == -1L)
   deal <- function(idx, sub, start) {
