@@ -87,6 +87,25 @@ typedef struct sbg_cosnet_reg {
 sbg_cosnet_reg sbg_cosnet_regularisation(double cost, double alpha, int64_t n_pos_train,
                                          int64_t n_train, int64_t n_unlab);
 
+/* Node codes of a job. */
+enum { SBG_COSNET_POS = 1, SBG_COSNET_NEG = -1, SBG_COSNET_REPORT = 0, SBG_COSNET_QUIET = 2 };
+
+/* jl[0..n-1]: the codes of job j: labelled +1 / -1, or unlabelled and
+ * reported (0) or predicted but not reported (2). */
+void sbg_cosnet_job_codes(const sbg_cosnet_input *in, int32_t j, int8_t *jl);
+
+/* Nodes sorted by colour (by index within a colour) and the colour
+ * offsets (n_colours + 1); both malloc'ed, caller frees (also on error). */
+sbg_status sbg_cosnet_colour_order(const int32_t *colour, int32_t n, int32_t n_colours,
+                                   int32_t **nodes, int64_t **cptr);
+
+/* Learning for a batch of jobs on the host (OpenMP over jobs): codes,
+ * x and y are n_jobs x n (x, y read at labelled nodes). */
+sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
+                                 const double *x, const double *y, double *alpha,
+                                 double *c, double *fscore, int64_t *n_pos, int64_t *n_lab,
+                                 int n_threads);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,8 +5,10 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cosnet.h"
+#include "omp_compat.h"
 #include "philox.h"
 
 #ifndef M_PI
@@ -216,4 +218,72 @@ sbg_cosnet_reg sbg_cosnet_regularisation(double cost, double alpha, int64_t n_po
   r.theta_add = eta * a * (2 * b * (double)(n_unlab - 1) - 2 * k + 1);
   r.r = 2 * eta * (a * a);
   return r;
+}
+
+/* The node codes of job j (see sbg_cosnet_input). */
+void sbg_cosnet_job_codes(const sbg_cosnet_input *in, int32_t j, int8_t *jl) {
+  int32_t n = in->g.n;
+  int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
+  int32_t k = j / nf, f = in->n_folds > 0 ? 1 + j % nf : 0;
+  const int8_t *lab = in->v_labels + (size_t)k * n;
+  const int32_t *fold = in->v_folds ? in->v_folds + (size_t)k * n : NULL;
+  for (int32_t v = 0; v < n; v++) {
+    if (f == 0) jl[v] = lab[v] == 0 ? SBG_COSNET_REPORT : lab[v];
+    else if (fold[v] == f) jl[v] = SBG_COSNET_REPORT;
+    else jl[v] = lab[v] == 0 ? SBG_COSNET_QUIET : lab[v];
+  }
+}
+
+/* Nodes sorted by colour (counting sort, by index within a colour). */
+sbg_status sbg_cosnet_colour_order(const int32_t *colour, int32_t n, int32_t n_colours,
+                               int32_t **nodes, int64_t **cptr) {
+  *nodes = (int32_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+  *cptr = (int64_t *)calloc((size_t)n_colours + 2, sizeof(int64_t));
+  if (!*nodes || !*cptr) return SBG_ERR_ALLOC;
+  for (int32_t v = 0; v < n; v++) (*cptr)[colour[v] + 1]++;
+  for (int32_t cl = 0; cl < n_colours; cl++) (*cptr)[cl + 1] += (*cptr)[cl];
+  int64_t *fill = (int64_t *)malloc(((size_t)n_colours + 1) * sizeof(int64_t));
+  if (!fill) return SBG_ERR_ALLOC;
+  memcpy(fill, *cptr, ((size_t)n_colours + 1) * sizeof(int64_t));
+  for (int32_t v = 0; v < n; v++) (*nodes)[fill[colour[v]]++] = v;
+  free(fill);
+  return SBG_OK;
+}
+
+
+sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
+                                 const double *x, const double *y, double *alpha,
+                                 double *c, double *fscore, int64_t *n_pos, int64_t *n_lab,
+                                 int n_threads) {
+  sbg_status st = SBG_OK;
+#pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
+  for (int32_t j = 0; j < n_jobs; j++) {
+    sbg_status sj = SBG_OK;
+    const int8_t *jl = codes + (size_t)j * n;
+    double *px = (double *)malloc((size_t)n * sizeof(double));
+    double *py = (double *)malloc((size_t)n * sizeof(double));
+    int8_t *pl = (int8_t *)malloc((size_t)n);
+    int64_t m = 0, np = 0;
+    if (!px || !py || !pl) sj = SBG_ERR_ALLOC;
+    else {
+      for (int32_t v = 0; v < n; v++)
+        if (jl[v] == SBG_COSNET_POS || jl[v] == SBG_COSNET_NEG) {
+          px[m] = x[(size_t)j * n + v];
+          py[m] = y[(size_t)j * n + v];
+          pl[m] = jl[v] == SBG_COSNET_POS;
+          np += pl[m];
+          m++;
+        }
+      n_pos[j] = np;
+      n_lab[j] = m;
+      if (np == 0 || np == m) sj = SBG_ERR_INPUT;
+      else sj = sbg_cosnet_learn(px, py, pl, m, &alpha[j], &c[j], &fscore[j]);
+    }
+    free(px); free(py); free(pl);
+    if (sj != SBG_OK) {
+#pragma omp critical(sbg_cosnet_learn_jobs)
+      if (st == SBG_OK || sj == SBG_ERR_ALLOC) st = sj;
+    }
+  }
+  return st;
 }

@@ -10,6 +10,11 @@
 #include "cosnet.h"
 #include "omp_compat.h"
 
+/* Products and sums rounded one by one, as on the GPU (no FMA). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 /* The canonical row sum (see SBG_COSNET_LANES): 32 strided partials, then
  * the butterfly tree.  No contraction into fused multiply-adds, which the
  * GPU engine does not use either (it rounds products with __dmul_rn). */
@@ -113,8 +118,6 @@ done:
 
 /* ---- one job ------------------------------------------------------------- */
 
-/* Node codes of a job. */
-enum { LAB_POS = 1, LAB_NEG = -1, U_REPORT = 0, U_QUIET = 2 };
 
 typedef struct work {
   int8_t *jl;      /* n: node codes */
@@ -155,20 +158,6 @@ static sbg_status work_alloc(work *w, int32_t n, int32_t n_colours) {
   return SBG_OK;
 }
 
-/* The node codes of job j (see sbg_cosnet_input). */
-static void job_codes(const sbg_cosnet_input *in, int32_t j, int8_t *jl) {
-  int32_t n = in->g.n;
-  int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
-  int32_t k = j / nf, f = in->n_folds > 0 ? 1 + j % nf : 0;
-  const int8_t *lab = in->v_labels + (size_t)k * n;
-  const int32_t *fold = in->v_folds ? in->v_folds + (size_t)k * n : NULL;
-  for (int32_t v = 0; v < n; v++) {
-    if (f == 0) jl[v] = lab[v] == 0 ? U_REPORT : lab[v];
-    else if (fold[v] == f) jl[v] = U_REPORT;
-    else jl[v] = lab[v] == 0 ? U_QUIET : lab[v];
-  }
-}
-
 /* Runs job j with `nt` threads inside (1 when jobs run in parallel);
  * polls only when `poll` (the calling thread outside parallel regions). */
 static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
@@ -179,25 +168,25 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   int32_t n = g->n;
   int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
   int32_t k = j / nf;
-  job_codes(in, j, w->jl);
+  sbg_cosnet_job_codes(in, j, w->jl);
   int8_t *jl = w->jl;
   double *val = w->val;
 
   /* Training points: weight to labelled positives, then to negatives. */
   int64_t m = 0, npos = 0;
   for (int32_t v = 0; v < n; v++)
-    if (jl[v] == LAB_POS || jl[v] == LAB_NEG) {
-      w->plab[m] = jl[v] == LAB_POS;
-      npos += jl[v] == LAB_POS;
+    if (jl[v] == SBG_COSNET_POS || jl[v] == SBG_COSNET_NEG) {
+      w->plab[m] = jl[v] == SBG_COSNET_POS;
+      npos += jl[v] == SBG_COSNET_POS;
       w->ulist[m++] = v; /* scratch: the labelled nodes in order */
     }
   if (npos == 0 || npos == m)
     return sbg_fail(ctx, SBG_ERR_INPUT, "job %d (class %d): the training set needs labelled positives and negatives",
                     (int)j + 1, (int)k + 1);
-  for (int32_t v = 0; v < n; v++) val[v] = jl[v] == LAB_POS ? 1.0 : 0.0;
+  for (int32_t v = 0; v < n; v++) val[v] = jl[v] == SBG_COSNET_POS ? 1.0 : 0.0;
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 256)
   for (int64_t i = 0; i < m; i++) w->px[i] = row_sum(g, w->ulist[i], val);
-  for (int32_t v = 0; v < n; v++) val[v] = jl[v] == LAB_NEG ? 1.0 : 0.0;
+  for (int32_t v = 0; v < n; v++) val[v] = jl[v] == SBG_COSNET_NEG ? 1.0 : 0.0;
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 256)
   for (int64_t i = 0; i < m; i++) w->py[i] = row_sum(g, w->ulist[i], val);
 
@@ -212,14 +201,14 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
     w->uptr[cl] = nu;
     for (int64_t t = cptr[cl]; t < cptr[cl + 1]; t++) {
       int32_t v = cptr_nodes[t];
-      if (jl[v] == U_REPORT || jl[v] == U_QUIET) w->ulist[nu++] = v;
+      if (jl[v] == SBG_COSNET_REPORT || jl[v] == SBG_COSNET_QUIET) w->ulist[nu++] = v;
     }
   }
   w->uptr[n_colours] = nu;
   sbg_cosnet_reg reg = sbg_cosnet_regularisation(p->cost, alpha, npos, m, nu);
 
   /* Thresholds: c minus the pull of the labelled neighbours. */
-  for (int32_t v = 0; v < n; v++) val[v] = jl[v] == LAB_POS ? hi : jl[v] == LAB_NEG ? lo : 0.0;
+  for (int32_t v = 0; v < n; v++) val[v] = jl[v] == SBG_COSNET_POS ? hi : jl[v] == SBG_COSNET_NEG ? lo : 0.0;
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 256)
   for (int64_t i = 0; i < nu; i++) {
     int32_t v = w->ulist[i];
@@ -292,26 +281,10 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   int32_t *pr = out->v_pred + (size_t)k * n;
   for (int64_t i = 0; i < nu; i++) {
     int32_t v = w->ulist[i];
-    if (jl[v] != U_REPORT) continue;
+    if (jl[v] != SBG_COSNET_REPORT) continue;
     sc[v] = w->score[v];
     pr[v] = w->state[v] > 0;
   }
-  return SBG_OK;
-}
-
-/* Nodes sorted by colour (counting sort, by index within a colour). */
-static sbg_status colour_order(const int32_t *colour, int32_t n, int32_t n_colours,
-                               int32_t **nodes, int64_t **cptr) {
-  *nodes = (int32_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
-  *cptr = (int64_t *)calloc((size_t)n_colours + 2, sizeof(int64_t));
-  if (!*nodes || !*cptr) return SBG_ERR_ALLOC;
-  for (int32_t v = 0; v < n; v++) (*cptr)[colour[v] + 1]++;
-  for (int32_t cl = 0; cl < n_colours; cl++) (*cptr)[cl + 1] += (*cptr)[cl];
-  int64_t *fill = (int64_t *)malloc(((size_t)n_colours + 1) * sizeof(int64_t));
-  if (!fill) return SBG_ERR_ALLOC;
-  memcpy(fill, *cptr, ((size_t)n_colours + 1) * sizeof(int64_t));
-  for (int32_t v = 0; v < n; v++) (*nodes)[fill[colour[v]]++] = v;
-  free(fill);
   return SBG_OK;
 }
 
@@ -333,7 +306,7 @@ sbg_status sbg_cosnet_cpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p
     if (st == SBG_ERR_ALLOC) sbg_fail(ctx, st, "out of memory while colouring the network");
     goto done;
   }
-  if (colour_order(out->v_colour, in->g.n, out->n_colours, &nodes, &cptr) != SBG_OK) {
+  if (sbg_cosnet_colour_order(out->v_colour, in->g.n, out->n_colours, &nodes, &cptr) != SBG_OK) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory while ordering the colours");
     goto done;
   }
