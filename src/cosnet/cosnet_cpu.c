@@ -16,24 +16,40 @@
 #endif
 
 /* The canonical row sum (see SBG_COSNET_LANES): 32 strided partials, then
- * the butterfly tree.  No contraction into fused multiply-adds, which the
- * GPU engine does not use either (it rounds products with __dmul_rn). */
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("fp-contract=off")))
-#endif
-static double row_sum(const sbg_cosnet_graph *g, int32_t v, const double *val) {
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#endif
+ * the butterfly tree.  Node u contributes tab[code[u] + 1] (codes -1, 0, 1,
+ * 2): int8 codes keep the randomly accessed working set small. */
+static double row_sum(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
+                      const double *tab) {
   double part[SBG_COSNET_LANES] = {0};
   int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
   for (int64_t k = b; k < e; k++) {
-    double prod = g->v_w[k] * val[g->v_col[k]];
+    double prod = g->v_w[k] * tab[code[g->v_col[k]] + 1];
     part[(k - b) & (SBG_COSNET_LANES - 1)] += prod;
   }
   for (int off = SBG_COSNET_LANES / 2; off > 0; off >>= 1)
     for (int l = 0; l < off; l++) part[l] = part[l] + part[l + off];
   return part[0];
+}
+
+/* Two row sums in one pass (the training points). */
+static void row_sum2(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
+                     const double *tab1, const double *tab2, double *s1, double *s2) {
+  double p1[SBG_COSNET_LANES] = {0}, p2[SBG_COSNET_LANES] = {0};
+  int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
+  for (int64_t k = b; k < e; k++) {
+    int c = code[g->v_col[k]] + 1;
+    double w = g->v_w[k];
+    double q1 = w * tab1[c], q2 = w * tab2[c];
+    p1[(k - b) & (SBG_COSNET_LANES - 1)] += q1;
+    p2[(k - b) & (SBG_COSNET_LANES - 1)] += q2;
+  }
+  for (int off = SBG_COSNET_LANES / 2; off > 0; off >>= 1)
+    for (int l = 0; l < off; l++) {
+      p1[l] = p1[l] + p1[l + off];
+      p2[l] = p2[l] + p2[l + off];
+    }
+  *s1 = p1[0];
+  *s2 = p2[0];
 }
 
 /* ---- colouring ---------------------------------------------------------- */
@@ -45,48 +61,51 @@ static int higher(uint64_t pa, int32_t a, uint64_t pb, int32_t b) {
 /* Jones-Plassmann: in each round every uncoloured node whose priority beats
  * all its uncoloured neighbours takes the smallest colour its neighbours do
  * not have.  This is the greedy colouring in decreasing priority order, so
- * it does not depend on threads or backend. */
+ * it does not depend on threads or backend.  Each node counts its
+ * higher-priority neighbours; a round colours the nodes whose count is 0
+ * and counts down their lower-priority neighbours, O(edges) in all. */
 static sbg_status colour_graph(const sbg_cosnet_graph *g, uint64_t seed, int32_t *colour,
                                int32_t *n_colours, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   int32_t n = g->n;
   int nt = ctx->n_threads;
-  uint64_t *prio = (uint64_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof(uint64_t));
-  int32_t *todo = (int32_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
-  char *is_max = (char *)malloc((size_t)(n > 0 ? n : 1));
+  size_t nn = (size_t)(n > 0 ? n : 1);
+  uint64_t *prio = (uint64_t *)malloc(nn * sizeof(uint64_t));
+  int32_t *wait = (int32_t *)malloc(nn * sizeof(int32_t));
+  int32_t *front = (int32_t *)malloc(nn * sizeof(int32_t));
+  int32_t *next = (int32_t *)malloc(nn * sizeof(int32_t));
   int64_t maxdeg = 0;
   for (int32_t v = 0; v < n; v++) {
     int64_t d = g->v_rowptr[v + 1] - g->v_rowptr[v];
     if (d > maxdeg) maxdeg = d;
   }
   int32_t *mark = (int32_t *)malloc((size_t)nt * (size_t)(maxdeg + 2) * sizeof(int32_t));
-  if (!prio || !todo || !is_max || !mark) { st = SBG_ERR_ALLOC; goto done; }
+  if (!prio || !wait || !front || !next || !mark) { st = SBG_ERR_ALLOC; goto done; }
 
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int32_t v = 0; v < n; v++) {
     prio[v] = sbg_cosnet_priority(seed, v);
     colour[v] = -1;
-    todo[v] = v;
+  }
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
+  for (int32_t v = 0; v < n; v++) {
+    int32_t cnt = 0;
+    for (int64_t k = g->v_rowptr[v]; k < g->v_rowptr[v + 1]; k++) {
+      int32_t u = g->v_col[k];
+      cnt += higher(prio[u], u, prio[v], v);
+    }
+    wait[v] = cnt;
   }
   for (int64_t i = 0; i < (int64_t)nt * (maxdeg + 2); i++) mark[i] = -1;
-  int32_t left = n, ncol = 0;
-  while (left > 0) {
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
-    for (int32_t t = 0; t < left; t++) {
-      int32_t v = todo[t];
-      char top = 1;
-      for (int64_t k = g->v_rowptr[v]; k < g->v_rowptr[v + 1] && top; k++) {
-        int32_t u = g->v_col[k];
-        if (u != v && colour[u] < 0 && higher(prio[u], u, prio[v], v)) top = 0;
-      }
-      is_max[v] = top;
-    }
-    /* The round's maxima are pairwise non-adjacent, so each reads only
-     * colours fixed in earlier rounds. */
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
-    for (int32_t t = 0; t < left; t++) {
-      int32_t v = todo[t];
-      if (!is_max[v]) continue;
+  int32_t n_front = 0, ncol = 0, n_done = 0;
+  for (int32_t v = 0; v < n; v++)
+    if (wait[v] == 0) front[n_front++] = v;
+  while (n_front > 0) {
+    /* The frontier is independent: its nodes read only colours fixed in
+     * earlier rounds.  Small frontiers stay on one thread. */
+#pragma omp parallel for num_threads(nt) if (nt > 1 && n_front > 4096) schedule(dynamic, 256)
+    for (int32_t t = 0; t < n_front; t++) {
+      int32_t v = front[t];
       int32_t *mk = mark + (size_t)omp_get_thread_num() * (size_t)(maxdeg + 2);
       int64_t deg = g->v_rowptr[v + 1] - g->v_rowptr[v];
       for (int64_t k = g->v_rowptr[v]; k < g->v_rowptr[v + 1]; k++) {
@@ -97,21 +116,39 @@ static sbg_status colour_graph(const sbg_cosnet_graph *g, uint64_t seed, int32_t
       while (mk[cv] == v) cv++;
       colour[v] = cv;
     }
-    int32_t kept = 0;
-    for (int32_t t = 0; t < left; t++) {
-      int32_t v = todo[t];
-      if (colour[v] < 0) todo[kept++] = v;
-      else if (colour[v] + 1 > ncol) ncol = colour[v] + 1;
+    int32_t n_next = 0;
+#pragma omp parallel for num_threads(nt) if (nt > 1 && n_front > 4096) schedule(dynamic, 256)
+    for (int32_t t = 0; t < n_front; t++) {
+      int32_t v = front[t];
+      for (int64_t k = g->v_rowptr[v]; k < g->v_rowptr[v + 1]; k++) {
+        int32_t u = g->v_col[k];
+        if (!higher(prio[v], v, prio[u], u)) continue;
+        int32_t left;
+#pragma omp atomic capture
+        left = --wait[u];
+        if (left == 0) {
+          int32_t at;
+#pragma omp atomic capture
+          at = n_next++;
+          next[at] = u;
+        }
+      }
     }
-    left = kept;
+    for (int32_t t = 0; t < n_front; t++)
+      if (colour[front[t]] + 1 > ncol) ncol = colour[front[t]] + 1;
+    n_done += n_front;
+    int32_t *sw = front; front = next; next = sw;
+    n_front = n_next;
     st = sbg_poll(ctx, 0.0);
     if (st != SBG_OK) goto done;
   }
+  if (n_done != n) { st = sbg_fail(ctx, SBG_ERR_INTERNAL, "colouring left %d node(s)", (int)(n - n_done)); goto done; }
   *n_colours = ncol;
 done:
   free(prio);
-  free(todo);
-  free(is_max);
+  free(wait);
+  free(front);
+  free(next);
   free(mark);
   return st;
 }
@@ -121,7 +158,6 @@ done:
 
 typedef struct work {
   int8_t *jl;      /* n: node codes */
-  double *val;     /* n: value each node contributes to a row sum */
   double *theta;   /* n: thresholds of U nodes */
   double *score;   /* n: last field of U nodes */
   int8_t *state;   /* n: +1 / -1 / 0 (not yet set) */
@@ -132,7 +168,7 @@ typedef struct work {
 } work;
 
 static void work_free(work *w) {
-  free(w->jl); free(w->val); free(w->theta); free(w->score); free(w->state);
+  free(w->jl); free(w->theta); free(w->score); free(w->state);
   free(w->px); free(w->py); free(w->plab); free(w->ulist); free(w->uptr);
   memset(w, 0, sizeof(*w));
 }
@@ -141,7 +177,6 @@ static sbg_status work_alloc(work *w, int32_t n, int32_t n_colours) {
   size_t nn = (size_t)(n > 0 ? n : 1);
   memset(w, 0, sizeof(*w));
   w->jl = (int8_t *)malloc(nn);
-  w->val = (double *)malloc(nn * sizeof(double));
   w->theta = (double *)malloc(nn * sizeof(double));
   w->score = (double *)malloc(nn * sizeof(double));
   w->state = (int8_t *)malloc(nn);
@@ -150,7 +185,7 @@ static sbg_status work_alloc(work *w, int32_t n, int32_t n_colours) {
   w->plab = (int8_t *)malloc(nn);
   w->ulist = (int32_t *)malloc(nn * sizeof(int32_t));
   w->uptr = (int64_t *)malloc((size_t)(n_colours + 1) * sizeof(int64_t));
-  if (!w->jl || !w->val || !w->theta || !w->score || !w->state || !w->px || !w->py ||
+  if (!w->jl || !w->theta || !w->score || !w->state || !w->px || !w->py ||
       !w->plab || !w->ulist || !w->uptr) {
     work_free(w);
     return SBG_ERR_ALLOC;
@@ -170,7 +205,6 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   int32_t k = j / nf;
   sbg_cosnet_job_codes(in, j, w->jl);
   int8_t *jl = w->jl;
-  double *val = w->val;
 
   /* Training points: weight to labelled positives, then to negatives. */
   int64_t m = 0, npos = 0;
@@ -183,12 +217,13 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   if (npos == 0 || npos == m)
     return sbg_fail(ctx, SBG_ERR_INPUT, "job %d (class %d): the training set needs labelled positives and negatives",
                     (int)j + 1, (int)k + 1);
-  for (int32_t v = 0; v < n; v++) val[v] = jl[v] == SBG_COSNET_POS ? 1.0 : 0.0;
+  {
+    /* codes -1, 0, 1, 2 index tab[code + 1] */
+    const double tab_pos[4] = {0.0, 0.0, 1.0, 0.0}, tab_neg[4] = {1.0, 0.0, 0.0, 0.0};
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 256)
-  for (int64_t i = 0; i < m; i++) w->px[i] = row_sum(g, w->ulist[i], val);
-  for (int32_t v = 0; v < n; v++) val[v] = jl[v] == SBG_COSNET_NEG ? 1.0 : 0.0;
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 256)
-  for (int64_t i = 0; i < m; i++) w->py[i] = row_sum(g, w->ulist[i], val);
+    for (int64_t i = 0; i < m; i++)
+      row_sum2(g, w->ulist[i], jl, tab_pos, tab_neg, &w->px[i], &w->py[i]);
+  }
 
   double alpha, c, fs;
   sbg_status st = sbg_cosnet_learn(w->px, w->py, w->plab, m, &alpha, &c, &fs);
@@ -208,18 +243,18 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   sbg_cosnet_reg reg = sbg_cosnet_regularisation(p->cost, alpha, npos, m, nu);
 
   /* Thresholds: c minus the pull of the labelled neighbours. */
-  for (int32_t v = 0; v < n; v++) val[v] = jl[v] == SBG_COSNET_POS ? hi : jl[v] == SBG_COSNET_NEG ? lo : 0.0;
+  const double tab[4] = {lo, 0.0, hi, 0.0};
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 256)
   for (int64_t i = 0; i < nu; i++) {
     int32_t v = w->ulist[i];
-    double th = c - row_sum(g, v, val);
+    double th = c - row_sum(g, v, jl, tab);
     if (reg.on) th = th + reg.theta_add;
     w->theta[v] = th;
   }
 
-  /* Dynamics from the all-unset state; val holds each U node's state value
-   * (labelled nodes contribute through their thresholds only). */
-  for (int32_t v = 0; v < n; v++) { val[v] = 0.0; w->state[v] = 0; }
+  /* Dynamics from the all-unset state (0); labelled nodes keep state 0 and
+   * act through the thresholds only. */
+  for (int32_t v = 0; v < n; v++) w->state[v] = 0;
   int64_t tot_pos = 0, tot_neg = 0;
   int32_t sweep = 0, converged = 0;
   while (sweep < p->max_sweeps && !converged) {
@@ -244,14 +279,13 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
 #pragma omp parallel for num_threads(nt) if (nt > 1 && e - b > 512) schedule(dynamic, 128) reduction(+ : ch)
       for (int64_t i = b; i < e; i++) {
         int32_t v = w->ulist[i];
-        double h = row_sum(g, v, val);
+        double h = row_sum(g, v, w->state, tab);
         if (reg.on) h = h - pen;
         h = h - w->theta[v];
         /* COSNet's rule: positive only for a strictly positive field. */
         int8_t s = h > 0 ? 1 : -1;
         if (s != w->state[v]) ch++;
         w->state[v] = s;
-        val[v] = s > 0 ? hi : lo;
         w->score[v] = h;
       }
       changed += ch;

@@ -30,30 +30,30 @@ static __global__ void k_prio(int32_t n, uint64_t seed, uint64_t *prio, int32_t 
   colour[v] = -1;
 }
 
-/* Marks the uncoloured nodes whose priority beats every uncoloured
- * neighbour, and counts the uncoloured nodes. */
-static __global__ void k_jp_max(int32_t n, const int64_t *rowptr, const int32_t *col,
-                                const uint64_t *prio, const int32_t *colour, int8_t *is_max,
-                                unsigned long long *left) {
+/* Counts each node's higher-priority neighbours; nodes with none form the
+ * first frontier. */
+static __global__ void k_jp_wait(int32_t n, const int64_t *rowptr, const int32_t *col,
+                                 const uint64_t *prio, int32_t *wait, int32_t *front,
+                                 int32_t *n_front) {
   int32_t v = blockIdx.x * blockDim.x + threadIdx.x;
   if (v >= n) return;
-  if (colour[v] >= 0) { is_max[v] = 0; return; }
-  atomicAdd(left, 1ull);
-  int8_t top = 1;
+  int32_t cnt = 0;
   uint64_t pv = prio[v];
   for (int64_t k = rowptr[v]; k < rowptr[v + 1]; k++) {
     int32_t u = col[k];
-    if (u != v && colour[u] < 0 && higher(prio[u], u, pv, v)) { top = 0; break; }
+    cnt += higher(prio[u], u, pv, v);
   }
-  is_max[v] = top;
+  wait[v] = cnt;
+  if (cnt == 0) front[atomicAdd(n_front, 1)] = v;
 }
 
-/* The round's maxima take the smallest colour absent among their
- * neighbours, found 64 colours at a time. */
-static __global__ void k_jp_assign(int32_t n, const int64_t *rowptr, const int32_t *col,
-                                   const int8_t *is_max, int32_t *colour) {
-  int32_t v = blockIdx.x * blockDim.x + threadIdx.x;
-  if (v >= n || !is_max[v]) return;
+/* The frontier (pairwise non-adjacent) takes the smallest colours absent
+ * among its neighbours, found 64 colours at a time. */
+static __global__ void k_jp_assign(int32_t n_front, const int32_t *front, const int64_t *rowptr,
+                                   const int32_t *col, int32_t *colour) {
+  int32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n_front) return;
+  int32_t v = front[t];
   for (int32_t base = 0;; base += 64) {
     unsigned long long used = 0;
     for (int64_t k = rowptr[v]; k < rowptr[v + 1]; k++) {
@@ -64,6 +64,22 @@ static __global__ void k_jp_assign(int32_t n, const int64_t *rowptr, const int32
       colour[v] = base + __ffsll((long long)~used) - 1;
       return;
     }
+  }
+}
+
+/* Counts down the lower-priority neighbours of the frontier; those that
+ * reach 0 form the next frontier. */
+static __global__ void k_jp_release(int32_t n_front, const int32_t *front, const int64_t *rowptr,
+                                    const int32_t *col, const uint64_t *prio, int32_t *wait,
+                                    int32_t *next, int32_t *n_next) {
+  int32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n_front) return;
+  int32_t v = front[t];
+  uint64_t pv = prio[v];
+  for (int64_t k = rowptr[v]; k < rowptr[v + 1]; k++) {
+    int32_t u = col[k];
+    if (!higher(pv, v, prio[u], u)) continue;
+    if (atomicSub(&wait[u], 1) == 1) next[atomicAdd(n_next, 1)] = u;
   }
 }
 
@@ -207,8 +223,9 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   int32_t *d_col = NULL, *d_colour = NULL, *d_item_job = NULL, *d_item_node = NULL;
   double *d_w = NULL, *d_x = NULL, *d_y = NULL;
   uint64_t *d_prio = NULL;
-  int8_t *d_is_max = NULL, *d_codes = NULL, *d_state = NULL, *d_done = NULL;
-  unsigned long long *d_left = NULL, *d_cnt_b = NULL, *d_cnt_a = NULL;
+  int32_t *d_wait = NULL, *d_front = NULL, *d_next = NULL, *d_counts = NULL;
+  int8_t *d_codes = NULL, *d_state = NULL, *d_done = NULL;
+  unsigned long long *d_cnt_b = NULL, *d_cnt_a = NULL;
   long long *d_tot = NULL;
   int *d_changed = NULL;
   job_consts *d_jc = NULL;
@@ -227,28 +244,45 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   SBG_TRY(sbg_device_alloc((void **)&d_w, (size_t)(nnz > 0 ? nnz : 1) * sizeof(double), "the network's weights", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_colour, (size_t)n * sizeof(int32_t), "the colours", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_prio, (size_t)n * sizeof(uint64_t), "the priorities", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_is_max, (size_t)n, "the colouring flags", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_left, sizeof(unsigned long long), "a counter", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_wait, (size_t)n * sizeof(int32_t), "the colouring counts", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_front, (size_t)n * sizeof(int32_t), "the colouring frontier", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_next, (size_t)n * sizeof(int32_t), "the colouring frontier", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_counts, 2 * sizeof(int32_t), "counters", ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(d_rowptr, g->v_rowptr, (size_t)(n + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
   if (nnz > 0) {
     SBG_CUDA_CHECK(cudaMemcpyAsync(d_col, g->v_col, (size_t)nnz * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
     SBG_CUDA_CHECK(cudaMemcpyAsync(d_w, g->v_w, (size_t)nnz * sizeof(double), cudaMemcpyHostToDevice, stream));
   }
 
-  /* Colouring: Jones-Plassmann rounds until no node is left. */
+  /* Colouring: Jones-Plassmann rounds, frontier after frontier. */
   k_prio<<<blocks_for(n, 256), 256, 0, stream>>>(n, p->seed, d_prio, d_colour);
   SBG_CUDA_CHECK(cudaGetLastError());
-  for (;;) {
-    unsigned long long left = 0;
-    SBG_CUDA_CHECK(cudaMemsetAsync(d_left, 0, sizeof(unsigned long long), stream));
-    k_jp_max<<<blocks_for(n, 256), 256, 0, stream>>>(n, d_rowptr, d_col, d_prio, d_colour, d_is_max, d_left);
-    SBG_CUDA_CHECK(cudaGetLastError());
-    SBG_CUDA_CHECK(cudaMemcpyAsync(&left, d_left, sizeof(left), cudaMemcpyDeviceToHost, stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(d_counts, 0, 2 * sizeof(int32_t), stream));
+  k_jp_wait<<<blocks_for(n, 256), 256, 0, stream>>>(n, d_rowptr, d_col, d_prio, d_wait, d_front, d_counts);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  {
+    int32_t counts[2] = {0, 0}, coloured = 0;
+    SBG_CUDA_CHECK(cudaMemcpyAsync(counts, d_counts, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
     SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (left == 0) break;
-    k_jp_assign<<<blocks_for(n, 256), 256, 0, stream>>>(n, d_rowptr, d_col, d_is_max, d_colour);
-    SBG_CUDA_CHECK(cudaGetLastError());
-    SBG_TRY(sbg_poll(ctx, 0.0));
+    int32_t n_front = counts[0];
+    while (n_front > 0) {
+      k_jp_assign<<<blocks_for(n_front, 256), 256, 0, stream>>>(n_front, d_front, d_rowptr, d_col, d_colour);
+      SBG_CUDA_CHECK(cudaGetLastError());
+      SBG_CUDA_CHECK(cudaMemsetAsync(d_counts + 1, 0, sizeof(int32_t), stream));
+      k_jp_release<<<blocks_for(n_front, 256), 256, 0, stream>>>(n_front, d_front, d_rowptr, d_col,
+                                                                  d_prio, d_wait, d_next, d_counts + 1);
+      SBG_CUDA_CHECK(cudaGetLastError());
+      SBG_CUDA_CHECK(cudaMemcpyAsync(counts + 1, d_counts + 1, sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+      SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+      coloured += n_front;
+      int32_t *sw = d_front; d_front = d_next; d_next = sw;
+      n_front = counts[1];
+      SBG_TRY(sbg_poll(ctx, 0.0));
+    }
+    if (coloured != n) {
+      st = sbg_fail(ctx, SBG_ERR_INTERNAL, "colouring left %d node(s)", (int)(n - coloured));
+      goto done;
+    }
   }
   SBG_CUDA_CHECK(cudaMemcpyAsync(out->v_colour, d_colour, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
   SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -260,7 +294,9 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     goto done;
   }
   cudaFree(d_prio); d_prio = NULL;
-  cudaFree(d_is_max); d_is_max = NULL;
+  cudaFree(d_wait); d_wait = NULL;
+  cudaFree(d_front); d_front = NULL;
+  cudaFree(d_next); d_next = NULL;
 
   {
     /* Jobs per batch: about 30 bytes per node and job on the device, within
@@ -436,7 +472,7 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
 
 done:
   cudaFree(d_rowptr); cudaFree(d_col); cudaFree(d_w); cudaFree(d_colour); cudaFree(d_prio);
-  cudaFree(d_is_max); cudaFree(d_left); cudaFree(d_codes); cudaFree(d_state); cudaFree(d_x);
+  cudaFree(d_wait); cudaFree(d_front); cudaFree(d_next); cudaFree(d_counts); cudaFree(d_codes); cudaFree(d_state); cudaFree(d_x);
   cudaFree(d_y); cudaFree(d_item_job); cudaFree(d_item_node); cudaFree(d_done);
   cudaFree(d_changed); cudaFree(d_cnt_b); cudaFree(d_cnt_a); cudaFree(d_tot); cudaFree(d_jc);
   if (stream) cudaStreamDestroy(stream);
