@@ -6,7 +6,7 @@
 #                                5e5 and 50, what builds in R within the
 #                                GPU check's time)
 #   COSNET_MOUSE_CLASSES         classes of the mouse-like CV (default 1000)
-#   COSNET_CPU_CLASSES           of them on the CPU (default 50; CPU time is
+#   COSNET_CPU_CLASSES           of them on the CPU (default 32; CPU time is
 #                                scaled to all classes)
 #   COSNET_PEER=1                also time Bioconductor COSNet (if installed)
 #                                on a 6,391-node, degree-314 graph
@@ -45,7 +45,11 @@ peak_rss_gb <- function() {
 }
 
 rows <- list()
-add <- function(...) rows[[length(rows) + 1L]] <<- data.frame(..., stringsAsFactors = FALSE)
+add <- function(...) {
+  r <- data.frame(..., stringsAsFactors = FALSE)
+  rows[[length(rows) + 1L]] <<- r
+  cat("# ", paste(names(r), unlist(r), sep = ": ", collapse = " | "), "\n", sep = "")
+}
 gpu <- hasGPU()
 backends <- c(if (gpu) "gpu", "cpu")
 dev <- if (gpu) gpuInfo()$name[1] else "none"
@@ -76,7 +80,7 @@ add(workload = "ER input dgCMatrix / peak RSS of the R process", backend = "-", 
 rm(W); invisible(gc())
 
 # ---- 2. mouse-like: 21,151 nodes, degree 596, many classes, 5-fold CV ----
-nm <- 21151; K <- env_num("COSNET_MOUSE_CLASSES", 1000); Kc <- env_num("COSNET_CPU_CLASSES", 50)
+nm <- 21151; K <- env_num("COSNET_MOUSE_CLASSES", 1000); Kc <- env_num("COSNET_CPU_CLASSES", 32)
 W <- er_graph(nm, 596, 3)
 set.seed(4)
 Y <- vapply(seq_len(K), function(k) { y <- numeric(nm); y[sample.int(nm, sample(50:500, 1))] <- 1; y }, numeric(nm))
