@@ -120,12 +120,18 @@ if (Sys.getenv("COSNET_PEER") == "1" && requireNamespace(peer, quietly = TRUE)) 
   Wd <- as.matrix(W); dimnames(Wd) <- list(paste0("g", 1:ny), paste0("g", 1:ny))
   set.seed(6)
   y <- numeric(ny); y[sample.int(ny, 120)] <- 1
-  tp <- system.time(utils::capture.output(cosnet_cv(ifelse(y > 0, 1, -1), Wd, nfolds = 5, cost = 0)))[[3]]
-  cv <- cvParCosnet(W, y, nfolds = 5, seed = 1, backend = "cpu", verbose = FALSE)
-  add(workload = "yeast-like n=6391 deg=314, 1 class, 5-fold CV", backend = "cpu",
-      threads = cv$threads, seconds = round(cv$seconds, 3),
-      reference = sprintf("COSNet %.2f s (same machine)", tp),
-      note = sprintf("%.0fx faster", tp / cv$seconds))
+  lab <- matrix(ifelse(y > 0, 1, -1), ncol = 1, dimnames = list(rownames(Wd), "c1"))
+  tp <- system.time(utils::capture.output(cosnet_cv(lab, Wd, nfolds = 5, cost = 0)))[[3]]
+  # ours per class: 20 classes in one call (the colouring is shared)
+  Yc <- cbind(y, vapply(1:19, function(k) { z <- numeric(ny); z[sample.int(ny, 120)] <- 1; z }, numeric(ny)))
+  cv <- cvParCosnet(W, Yc, nfolds = 5, seed = 1, backend = "cpu", verbose = FALSE)
+  cv1 <- cvParCosnet(W, y, nfolds = 5, seed = 1, backend = "cpu", verbose = FALSE)
+  per <- cv$seconds / ncol(Yc)
+  add(workload = "yeast-like n=6391 deg=314, 5-fold CV, seconds per class", backend = "cpu",
+      threads = cv$threads, seconds = round(per, 4),
+      reference = sprintf("COSNet %.2f s per class (same machine, same graph)", tp),
+      note = sprintf("%.0fx faster (20 classes in one call; one class alone: %.3f s, %.0fx)",
+                     tp / per, cv1$seconds, tp / cv1$seconds))
 }
 
 tab <- do.call(rbind, rows)

@@ -22,10 +22,15 @@ static double row_sum(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
                       const double *tab) {
   double part[SBG_COSNET_LANES] = {0};
   int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
-  for (int64_t k = b; k < e; k++) {
-    double prod = g->v_w[k] * tab[code[g->v_col[k]] + 1];
-    part[(k - b) & (SBG_COSNET_LANES - 1)] += prod;
-  }
+  const int32_t *col = g->v_col;
+  const double *w = g->v_w;
+  int64_t k = b;
+  /* whole groups of 32 with fixed lane indices, so the partials can live in
+   * registers; each lane still adds its entries in row order */
+  for (; k + SBG_COSNET_LANES <= e; k += SBG_COSNET_LANES)
+    for (int l = 0; l < SBG_COSNET_LANES; l++)
+      part[l] += w[k + l] * tab[code[col[k + l]] + 1];
+  for (int l = 0; k < e; k++, l++) part[l] += w[k] * tab[code[col[k]] + 1];
   for (int off = SBG_COSNET_LANES / 2; off > 0; off >>= 1)
     for (int l = 0; l < off; l++) part[l] = part[l] + part[l + off];
   return part[0];
@@ -36,12 +41,19 @@ static void row_sum2(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
                      const double *tab1, const double *tab2, double *s1, double *s2) {
   double p1[SBG_COSNET_LANES] = {0}, p2[SBG_COSNET_LANES] = {0};
   int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
-  for (int64_t k = b; k < e; k++) {
-    int c = code[g->v_col[k]] + 1;
-    double w = g->v_w[k];
-    double q1 = w * tab1[c], q2 = w * tab2[c];
-    p1[(k - b) & (SBG_COSNET_LANES - 1)] += q1;
-    p2[(k - b) & (SBG_COSNET_LANES - 1)] += q2;
+  const int32_t *col = g->v_col;
+  const double *w = g->v_w;
+  int64_t k = b;
+  for (; k + SBG_COSNET_LANES <= e; k += SBG_COSNET_LANES)
+    for (int l = 0; l < SBG_COSNET_LANES; l++) {
+      int c = code[col[k + l]] + 1;
+      p1[l] += w[k + l] * tab1[c];
+      p2[l] += w[k + l] * tab2[c];
+    }
+  for (int l = 0; k < e; k++, l++) {
+    int c = code[col[k]] + 1;
+    p1[l] += w[k] * tab1[c];
+    p2[l] += w[k] * tab2[c];
   }
   for (int off = SBG_COSNET_LANES / 2; off > 0; off >>= 1)
     for (int l = 0; l < off; l++) {
