@@ -77,20 +77,35 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W") {
                "edge data.frame (from, to, weight), not ", class(W)[1])
   }
   if (nrow(M) < 1L) stop_input("`", arg, "` has no nodes")
-  if (anyNA(M@x) || any(!is.finite(M@x))) stop_input("`", arg, "` has NA or infinite weights")
-  if (any(M@x < 0)) stop_input("`", arg, "` has negative weights")
-  M <- Matrix::drop0(M)
-  if (any(Matrix::diag(M) != 0)) {
-    stop_input("`", arg, "` must have a zero diagonal (self-loops are not allowed)")
-  }
-  tM <- Matrix::t(M)
+  # One pass in C, no copy of W (a large network is checked in place).
   # Symmetric up to rounding (as left by, say, D^-1/2 W D^-1/2 computed in
   # two products) is accepted and made exact by averaging the two halves.
-  if (!identical(M@p, tM@p) || !identical(M@i, tM@i) ||
-      any(abs(M@x - tM@x) > 64 * .Machine$double.eps * pmax(abs(M@x), abs(tM@x)))) {
-    stop_input("`", arg, "` must be symmetric (an undirected network)")
-  }
-  if (!identical(M@x, tM@x)) M@x <- (M@x + tM@x) / 2
+  chk <- .Call(ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps)
+  at <- if (!is.null(colnames(M))) paste0(" (node ", colnames(M)[chk[2]], ")") else paste0(" (node ", chk[2], ")")
+  switch(chk[1] + 1L,
+    NULL,
+    stop_input("`", arg, "` has NA or infinite weights", at),
+    stop_input("`", arg, "` has negative weights", at),
+    stop_input("`", arg, "` must have a zero diagonal (self-loops are not allowed)", at),
+    stop_input("`", arg, "` must be symmetric (an undirected network)", at),
+    {
+      M <- Matrix::drop0(M)
+      tM <- Matrix::t(M)
+      if (!identical(M@i, tM@i)) stop_input("`", arg, "` must be symmetric (an undirected network)")
+      M@x <- (M@x + tM@x) / 2
+      rm(tM)
+    },
+    {
+      M <- Matrix::drop0(M)
+      chk <- .Call(ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps)
+      if (chk[1] == 4L) stop_input("`", arg, "` must be symmetric (an undirected network)")
+      if (chk[1] == 5L) {
+        tM <- Matrix::t(M)
+        M@x <- (M@x + tM@x) / 2
+        rm(tM)
+      }
+    })
+  M <- methods::as(M, "generalMatrix")
   rn <- rownames(M); cn <- colnames(M)
   if (!is.null(rn) && !is.null(cn) && !identical(rn, cn)) {
     stop_input("the row and column names of `", arg, "` differ")

@@ -12,6 +12,7 @@ SEXP ffi_busy(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 /* parCosnet */
 SEXP ffi_cosnet(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_learn(SEXP, SEXP, SEXP);
+SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP);
 
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
@@ -24,6 +25,7 @@ static const R_CallMethodDef call_methods[] = {
     /* parCosnet */
     CALLDEF(ffi_cosnet, 13),
     CALLDEF(ffi_cosnet_learn, 3),
+    CALLDEF(ffi_cosnet_check, 4),
     {NULL, NULL, 0}};
 
 void R_init_sysbioGPU(DllInfo *dll) {

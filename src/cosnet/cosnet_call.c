@@ -1,6 +1,7 @@
 /* .Call glue of parCosnet() and cvParCosnet() (R/parCosnet.R): R vectors
  * to the engine structs of cosnet.h, the backend's engine, and the result
  * as an R list.  R has validated the arguments. */
+#include <math.h>
 #include <stdint.h>
 
 #include "cosnet.h"
@@ -117,6 +118,56 @@ SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab) {
     UNPROTECT(1);
     sbg_stop(st, "out of memory while learning");
   }
+  UNPROTECT(1);
+  return ans;
+}
+
+/* Checks a dgCMatrix for parCosnet() without copying it (R/cosnet-io.R):
+ * returns c(code, column) where code is 0 fine, 1 NA or infinite weight,
+ * 2 negative weight, 3 non-zero diagonal, 4 not symmetric, 5 symmetric up
+ * to rounding (|a - b| <= tol * max(|a|, |b|)), 6 stored zeros; the first
+ * problem found wins except 5 and 6, which are reported only when nothing
+ * worse is.  Row indices within a column are sorted (dgCMatrix validity). */
+SEXP ffi_cosnet_check(SEXP p, SEXP i, SEXP x, SEXP tol) {
+  SBG_ASSERT(TYPEOF(p) == INTSXP && TYPEOF(i) == INTSXP && TYPEOF(x) == REALSXP);
+  SBG_ASSERT(TYPEOF(tol) == REALSXP && XLENGTH(i) == XLENGTH(x) && XLENGTH(p) >= 1);
+  const int *cp = INTEGER(p), *ci = INTEGER(i);
+  const double *cx = REAL(x);
+  double t = REAL(tol)[0];
+  int n = (int)(XLENGTH(p) - 1), code = 0, where = 0, soft = 0, soft_at = 0;
+  for (int j = 0; j < n && code == 0; j++) {
+    for (int k = cp[j]; k < cp[j + 1]; k++) {
+      double a = cx[k];
+      int r = ci[k];
+      if (ISNAN(a) || !R_FINITE(a)) { code = 1; where = j + 1; break; }
+      if (a < 0) { code = 2; where = j + 1; break; }
+      if (r == j) {
+        if (a != 0) { code = 3; where = j + 1; break; }
+        continue;
+      }
+      if (a == 0 && soft == 0) { soft = 6; soft_at = j + 1; }
+      /* the mirror entry (j, r) lives in column r */
+      int lo = cp[r], hi = cp[r + 1] - 1, found = -1;
+      while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (ci[mid] == j) { found = mid; break; }
+        if (ci[mid] < j) lo = mid + 1; else hi = mid - 1;
+      }
+      if (found < 0) {
+        if (a != 0) { code = 4; where = j + 1; break; }
+        continue;
+      }
+      double b = cx[found];
+      if (a != b) {
+        double m = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+        if (fabs(a - b) > t * m) { code = 4; where = j + 1; break; }
+        if (soft != 5) { soft = 5; soft_at = j + 1; }
+      }
+    }
+  }
+  SEXP ans = PROTECT(Rf_allocVector(INTSXP, 2));
+  INTEGER(ans)[0] = code ? code : soft;
+  INTEGER(ans)[1] = code ? where : soft_at;
   UNPROTECT(1);
   return ans;
 }

@@ -182,6 +182,12 @@ test_that("dgCMatrix, dsCMatrix, dense matrix and edge data.frame give the same 
   expect_identical(run(both), ref$scores)
   once <- both[both$from < both$to, ]
   expect_identical(run(once), ref$scores)
+  # stored zeros are dropped; symmetric up to rounding is averaged
+  Z <- W; Z@x[c(1, 2)] <- 0
+  expect_identical(run(Z), parCosnet(Matrix::drop0(Z), y, seed = 1, backend = "cpu", threads = 1,
+                                     verbose = FALSE)$scores)
+  R <- W; R@x[1] <- R@x[1] * (1 + 4 * .Machine$double.eps)
+  expect_equal(run(R), ref$scores, tolerance = 1e-12)
   # normalisation: D^-1/2 W D^-1/2
   d <- Matrix::rowSums(W)
   Wn <- Matrix::Diagonal(x = 1 / sqrt(d)) %*% W %*% Matrix::Diagonal(x = 1 / sqrt(d))
