@@ -39,10 +39,14 @@ er_graph <- function(n, deg, seed) {
   methods::new("dgCMatrix", i = as.integer(i - 1L), p = as.integer(p), x = x, Dim = as.integer(c(n, n)))
 }
 
-peak_rss_gb <- function() {
+proc_gb <- function(field) {
   s <- readLines("/proc/self/status")
-  as.numeric(gsub("[^0-9]", "", s[startsWith(s, "VmHWM")])) / 2^20
+  as.numeric(gsub("[^0-9]", "", s[startsWith(s, field)])) / 2^20
 }
+peak_rss_gb <- function() proc_gb("VmHWM")
+# Linux: writing 5 to clear_refs resets the peak, so that the peak of the
+# runs alone can be read afterwards.
+reset_peak <- function() invisible(tryCatch(writeLines("5", "/proc/self/clear_refs"), error = function(e) NULL))
 
 rows <- list()
 add <- function(...) {
@@ -77,7 +81,9 @@ t_build <- proc.time()[[3]] - t0
 set.seed(2)
 y <- as.numeric(runif(n) < 0.01)
 input_gb <- (length(W@x) * 12 + length(W@p) * 4) / 2^30
-rss0 <- peak_rss_gb()
+invisible(gc())
+rss0 <- proc_gb("VmRSS")
+reset_peak()
 for (be in backends) {
   cv <- cvParCosnet(W, y, nfolds = 5, seed = 1, backend = be, verbose = FALSE)
   paper <- if (n == 5e5 && deg == 50) 45.3 else if (n == 1.5e6 && deg == 300) 609 else NA
@@ -90,7 +96,8 @@ for (be in backends) {
 }
 add(workload = "ER input dgCMatrix / peak RSS of the R process", backend = "-", threads = NA,
     seconds = round(t_build, 1),
-    reference = sprintf("input %.2f GB, peak RSS %.2f GB (before the runs %.2f GB)", input_gb, peak_rss_gb(), rss0),
+    reference = sprintf("input dgCMatrix %.2f GB; RSS before the runs %.2f GB, peak during them %.2f GB (+%.2f GB, %.2fx the input)",
+                        input_gb, rss0, peak_rss_gb(), peak_rss_gb() - rss0, (peak_rss_gb() - rss0) / input_gb),
     note = "seconds = building the graph in R")
 rm(W); invisible(gc())
 
