@@ -300,12 +300,16 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
 
   {
     /* Jobs per batch: about 30 bytes per node and job on the device, within
-     * half of the free memory. */
+     * half of the free memory.  A network that does not fit the device at
+     * all fails above with a message naming what could not be allocated. */
     size_t free_b = 0, total_b = 0;
     SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     double per_job = 30.0 * (double)n + 64;
     double fit = (double)free_b * 0.5 / per_job;
     B = fit < 1 ? 1 : fit > n_jobs ? n_jobs : (int32_t)fit;
+    /* the host mirrors (about 26 bytes per node and job) stay near 4 GB */
+    double host_cap = 1.5e8 / (double)n;
+    if (B > host_cap) B = (int32_t)host_cap;
     if (B > 4096) B = 4096;
     if (B < 1) B = 1;
   }
