@@ -53,7 +53,10 @@ cosnet_engine <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, verbo
   a <- backend_args(b)
   t0 <- proc.time()[["elapsed"]]
   r <- .Call(ffi_cosnet, W@p, W@i, W@x, lab, folds, as.integer(nfolds), cost,
-             as.integer(maxSweeps), seed, a$gpu, a$threads, a$device, verbose)
+             as.integer(maxSweeps), seed,
+             # jobs per GPU batch, for tests of the batching; 0 = automatic
+             as.integer(getOption("sysbioGPU.cosnetBatch", 0L)),
+             a$gpu, a$threads, a$device, verbose)
   r$seconds <- proc.time()[["elapsed"]] - t0
   r
 }

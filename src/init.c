@@ -10,7 +10,7 @@ SEXP ffi_philox_block(SEXP, SEXP);
 SEXP ffi_rng_fill(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_busy(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 /* parCosnet */
-SEXP ffi_cosnet(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_cosnet(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_learn(SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP);
 
@@ -23,7 +23,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_rng_fill, 10),
     CALLDEF(ffi_busy, 6),
     /* parCosnet */
-    CALLDEF(ffi_cosnet, 13),
+    CALLDEF(ffi_cosnet, 14),
     CALLDEF(ffi_cosnet_learn, 3),
     CALLDEF(ffi_cosnet_check, 4),
     {NULL, NULL, 0}};

@@ -45,6 +45,7 @@ typedef struct sbg_cosnet_params {
   double cost;             /* COSNet's regularisation (beta); 0 = none */
   int32_t max_sweeps;      /* stop after this many sweeps, converged or not */
   uint64_t seed;           /* colouring priorities */
+  int32_t max_batch;       /* GPU: most jobs per batch, 0 = as memory allows (tests) */
 } sbg_cosnet_params;
 
 /* Outputs, allocated by the caller.  n_jobs = n_classes * max(1, n_folds),

@@ -11,14 +11,14 @@
  * its rows.  labels: n x K integer (1, -1, 0); folds: n x K integer or
  * NULL. */
 SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, SEXP cost,
-                SEXP max_sweeps, SEXP seed, SEXP gpu, SEXP threads, SEXP device,
-                SEXP verbose) {
+                SEXP max_sweeps, SEXP seed, SEXP max_batch, SEXP gpu, SEXP threads,
+                SEXP device, SEXP verbose) {
   int nprot = 0;
   SBG_ASSERT(TYPEOF(p) == INTSXP && TYPEOF(i) == INTSXP && TYPEOF(x) == REALSXP);
   SBG_ASSERT(XLENGTH(i) == XLENGTH(x) && XLENGTH(p) >= 1);
   SBG_ASSERT(TYPEOF(labels) == INTSXP && TYPEOF(n_folds) == INTSXP);
   SBG_ASSERT(TYPEOF(cost) == REALSXP && TYPEOF(max_sweeps) == INTSXP);
-  SBG_ASSERT(TYPEOF(seed) == REALSXP && TYPEOF(gpu) == LGLSXP);
+  SBG_ASSERT(TYPEOF(seed) == REALSXP && TYPEOF(gpu) == LGLSXP && TYPEOF(max_batch) == INTSXP);
   int32_t n = (int32_t)(XLENGTH(p) - 1);
   SBG_ASSERT(n >= 1 && XLENGTH(labels) % n == 0);
   SBG_ASSERT(INTEGER(p)[n] == XLENGTH(i));
@@ -52,6 +52,7 @@ SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, S
   par.cost = REAL(cost)[0];
   par.max_sweeps = INTEGER(max_sweeps)[0];
   par.seed = (uint64_t)REAL(seed)[0];
+  par.max_batch = INTEGER(max_batch)[0];
 
   SEXP scores = PROTECT(Rf_allocMatrix(REALSXP, n, K)); nprot++;
   SEXP pred = PROTECT(Rf_allocMatrix(LGLSXP, n, K)); nprot++;

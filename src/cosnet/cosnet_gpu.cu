@@ -311,6 +311,7 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     double host_cap = 1.5e8 / (double)n;
     if (B > host_cap) B = (int32_t)host_cap;
     if (B > 4096) B = 4096;
+    if (p->max_batch > 0 && B > p->max_batch) B = p->max_batch;
     if (B < 1) B = 1;
   }
   SBG_TRY(sbg_device_alloc((void **)&d_codes, (size_t)B * n, "the job labels", ctx));

@@ -329,6 +329,12 @@ test_that("GPU and CPU give identical results (cost = 0 and cost > 0)", {
   cvg <- cvParCosnet(W, Y[, 1:3], seed = 2, backend = "gpu", verbose = FALSE)
   expect_identical(cvg$scores, cvc$scores)
   expect_identical(cvg$jobs, cvc$jobs)
+  # several GPU batches of jobs give the same answer
+  old <- options(sysbioGPU.cosnetBatch = 4L)
+  cvb <- cvParCosnet(W, Y[, 1:3], seed = 2, backend = "gpu", verbose = FALSE)
+  options(old)
+  expect_identical(cvb$scores, cvc$scores)
+  expect_identical(cvb$jobs, cvc$jobs)
   # a hub (warp-strided row of thousands of entries)
   H <- W; H[1, 2:3000] <- H[2:3000, 1] <- 0.5
   H <- methods::as(H, "generalMatrix")
