@@ -9,6 +9,10 @@ SEXP ffi_threads_info(void);
 SEXP ffi_philox_block(SEXP, SEXP);
 SEXP ffi_rng_fill(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_busy(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+/* parCosnet */
+SEXP ffi_cosnet(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_cosnet_learn(SEXP, SEXP, SEXP);
+SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP);
 
 /* rapidGSEA (src/gsea) */
 SEXP ffi_gsea_run(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
@@ -26,6 +30,10 @@ static const R_CallMethodDef call_methods[] = {
     /* rapidGSEA */
     CALLDEF(ffi_gsea_run, 16),
     CALLDEF(ffi_gsea_stats, 3),
+    /* parCosnet */
+    CALLDEF(ffi_cosnet, 14),
+    CALLDEF(ffi_cosnet_learn, 3),
+    CALLDEF(ffi_cosnet_check, 4),
     {NULL, NULL, 0}};
 
 void R_init_sysbioGPU(DllInfo *dll) {

@@ -4,6 +4,7 @@
 # be unreachable). A no-op when everything is present.
 set -u
 pkgs="r-base-core r-base-dev r-cran-testthat r-cran-knitr r-cran-rmarkdown pandoc r-bioc-biobase r-bioc-summarizedexperiment r-bioc-gseabase"
+pkgs="r-base-core r-base-dev r-cran-testthat r-cran-knitr r-cran-rmarkdown pandoc r-cran-matrix"
 
 missing=""
 for p in $pkgs; do

@@ -1,0 +1,176 @@
+# Networks for parCosnet(): coercion of W (sparse, dense or an edge list)
+# to one symmetric dgCMatrix, and readNetwork() for edge-list files.
+
+# Edges (from, to, weight) to a symmetric dgCMatrix.  An unordered pair
+# listed more than once (for instance in both directions, as STRING files
+# do) is stored once; its weights must agree.
+edges_to_matrix <- function(from, to, weight, nodes = NULL, what = "edge list",
+                            lines = NULL) {
+  if (is.factor(from)) from <- as.character(from)
+  if (is.factor(to)) to <- as.character(to)
+  if (is.null(nodes)) {
+    nodes <- if (is.character(from) || is.character(to)) unique(c(as.character(from), as.character(to)))
+             else NULL
+  }
+  if (is.null(nodes)) {
+    if (!is.numeric(from) || !is.numeric(to) || anyNA(from) || anyNA(to) ||
+        any(from < 1 | to < 1 | from != round(from) | to != round(to))) {
+      stop_input("the ", what, " must name nodes by character names or by whole numbers >= 1")
+    }
+    n <- max(c(from, to, 0))
+    i <- as.integer(from); j <- as.integer(to)
+  } else {
+    n <- length(nodes)
+    i <- match(as.character(from), nodes); j <- match(as.character(to), nodes)
+    if (anyNA(i) || anyNA(j)) stop_input("the ", what, " has missing node names")
+  }
+  if (!is.numeric(weight) || anyNA(weight) || any(!is.finite(weight)) || any(weight < 0)) {
+    bad <- which(!is.finite(weight) | is.na(weight) | weight < 0)[1]
+    where <- if (!is.null(lines)) paste0(" (line ", lines[bad], ")") else paste0(" (row ", bad, ")")
+    stop_input("the weights of the ", what, " must be finite and >= 0", where)
+  }
+  keep <- i != j & weight > 0
+  i <- i[keep]; j <- j[keep]; weight <- as.double(weight[keep])
+  a <- pmin(i, j); b <- pmax(i, j)
+  key <- (as.double(a) - 1) * n + b
+  o <- order(key)
+  a <- a[o]; b <- b[o]; weight <- weight[o]; key <- key[o]
+  dup <- c(FALSE, key[-1] == key[-length(key)])
+  if (any(dup)) {
+    same <- weight[dup] == weight[which(dup) - 1L]
+    if (!all(same)) {
+      k <- which(dup)[!same][1]
+      nm <- if (is.null(nodes)) c(a[k], b[k]) else nodes[c(a[k], b[k])]
+      stop_input("the ", what, " lists the edge ", nm[1], " - ", nm[2],
+                 " more than once with different weights (", weight[k - 1L], " and ", weight[k], ")")
+    }
+    a <- a[!dup]; b <- b[!dup]; weight <- weight[!dup]
+  }
+  dn <- if (is.null(nodes)) NULL else list(nodes, nodes)
+  W <- Matrix::sparseMatrix(i = c(a, b), j = c(b, a), x = c(weight, weight),
+                            dims = c(n, n), dimnames = dn)
+  methods::as(W, "generalMatrix")
+}
+
+# W in any accepted form to a symmetric dgCMatrix with zero diagonal,
+# non-negative finite weights and no stored zeros (checked, never densified
+# when sparse).
+as_cosnet_network <- function(W, normalize = FALSE, arg = "W") {
+  if (is.data.frame(W)) {
+    if (ncol(W) < 2L) stop_input("`", arg, "` as a data.frame needs columns from, to (and weight)")
+    cols <- if (all(c("from", "to") %in% names(W))) c("from", "to") else names(W)[1:2]
+    wcol <- if ("weight" %in% names(W)) "weight" else if (ncol(W) >= 3L) setdiff(names(W), cols)[1] else NULL
+    wt <- if (is.null(wcol)) rep(1, nrow(W)) else W[[wcol]]
+    M <- edges_to_matrix(W[[cols[1]]], W[[cols[2]]], wt, what = paste0("edge data.frame `", arg, "`"))
+  } else if (is.matrix(W) || methods::is(W, "Matrix")) {
+    if (is.matrix(W) && !is.numeric(W) && !is.logical(W)) {
+      stop_input("`", arg, "` must be numeric, not a ", typeof(W), " matrix")
+    }
+    if (nrow(W) != ncol(W)) {
+      stop_input("`", arg, "` must be square, not ", nrow(W), " x ", ncol(W))
+    }
+    M <- methods::as(methods::as(W, "CsparseMatrix"), "generalMatrix")
+    if (!methods::is(M, "dgCMatrix")) M <- methods::as(M, "dMatrix")
+    if (!methods::is(M, "dgCMatrix")) stop_input("`", arg, "` cannot be turned into a dgCMatrix")
+  } else {
+    stop_input("`", arg, "` must be a Matrix (dgCMatrix, dsCMatrix), a numeric matrix or an ",
+               "edge data.frame (from, to, weight), not ", class(W)[1])
+  }
+  if (nrow(M) < 1L) stop_input("`", arg, "` has no nodes")
+  # One pass in C, no copy of W (a large network is checked in place).
+  # Symmetric up to rounding (as left by, say, D^-1/2 W D^-1/2 computed in
+  # two products) is accepted and made exact by averaging the two halves.
+  chk <- .Call(ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps)
+  at <- if (!is.null(colnames(M))) paste0(" (node ", colnames(M)[chk[2]], ")") else paste0(" (node ", chk[2], ")")
+  switch(chk[1] + 1L,
+    NULL,
+    stop_input("`", arg, "` has NA or infinite weights", at),
+    stop_input("`", arg, "` has negative weights", at),
+    stop_input("`", arg, "` must have a zero diagonal (self-loops are not allowed)", at),
+    stop_input("`", arg, "` must be symmetric (an undirected network)", at),
+    {
+      M <- Matrix::drop0(M)
+      tM <- Matrix::t(M)
+      if (!identical(M@i, tM@i)) stop_input("`", arg, "` must be symmetric (an undirected network)")
+      M@x <- (M@x + tM@x) / 2
+      rm(tM)
+    },
+    {
+      M <- Matrix::drop0(M)
+      chk <- .Call(ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps)
+      if (chk[1] == 4L) stop_input("`", arg, "` must be symmetric (an undirected network)")
+      if (chk[1] == 5L) {
+        tM <- Matrix::t(M)
+        M@x <- (M@x + tM@x) / 2
+        rm(tM)
+      }
+    })
+  M <- methods::as(M, "generalMatrix")
+  rn <- rownames(M); cn <- colnames(M)
+  if (!is.null(rn) && !is.null(cn) && !identical(rn, cn)) {
+    stop_input("the row and column names of `", arg, "` differ")
+  }
+  if (is.null(rn) && !is.null(cn)) rownames(M) <- cn
+  if (!is.null(rn) && is.null(cn)) colnames(M) <- rn
+  if (normalize) {
+    d <- Matrix::rowSums(M)
+    s <- ifelse(d > 0, 1 / sqrt(d), 0)
+    col <- rep.int(seq_len(ncol(M)), diff(M@p))
+    # s_i * s_j first: the product is symmetric to the last bit.
+    M@x <- M@x * (s[M@i + 1L] * s[col])
+  }
+  M
+}
+
+#' Read a weighted network from an edge-list file
+#'
+#' Reads a STRING-style edge list, one edge per line as `a b weight`
+#' (separated by spaces, tabs or commas), with or without a header line,
+#' into a symmetric sparse matrix for [parCosnet()]. An edge listed in both
+#' directions (as STRING files do) is stored once, not summed; its two
+#' weights must agree. Self-loops and zero weights are dropped.
+#'
+#' @param file Path to the file (may be gzip-compressed).
+#' @param header `NA` (the default) detects a header: the first line is one
+#'   when its third field is not a number. `TRUE` or `FALSE` forces it.
+#' @return A symmetric `dgCMatrix` with the node names as dimnames, in order
+#'   of first appearance.
+#' @seealso [parCosnet()]
+#' @examples
+#' f <- tempfile(fileext = ".txt")
+#' writeLines(c("protein1 protein2 combined_score", "a b 0.9", "b a 0.9",
+#'              "b c 0.4"), f)
+#' readNetwork(f)
+#' @export
+readNetwork <- function(file, header = NA) {
+  if (!is.character(file) || length(file) != 1L || is.na(file)) {
+    stop_input("`file` must be a single file path")
+  }
+  if (!file.exists(file)) stop_input("`file` does not exist: ", file)
+  if (!is.logical(header) || length(header) != 1L) stop_input("`header` must be NA, TRUE or FALSE")
+  lines <- readLines(file, warn = FALSE)
+  lineno <- seq_along(lines)
+  keep <- nzchar(trimws(lines)) & !startsWith(trimws(lines), "#")
+  lines <- lines[keep]; lineno <- lineno[keep]
+  if (!length(lines)) stop_input("`file` has no edges: ", file)
+  fields <- strsplit(trimws(lines), "[[:space:],]+")
+  nf <- lengths(fields)
+  if (is.na(header)) {
+    header <- nf[1] >= 3L && is.na(suppressWarnings(as.numeric(fields[[1]][3])))
+  }
+  if (header) { fields <- fields[-1]; nf <- nf[-1]; lineno <- lineno[-1] }
+  if (!length(fields)) stop_input("`file` has no edges: ", file)
+  bad <- which(nf != 3L)
+  if (length(bad)) {
+    stop_input("line ", lineno[bad[1]], " of ", file, " must have 3 fields `a b weight`, not ",
+               nf[bad[1]])
+  }
+  m <- matrix(unlist(fields, use.names = FALSE), ncol = 3L, byrow = TRUE)
+  w <- suppressWarnings(as.numeric(m[, 3]))
+  bad <- which(is.na(w))
+  if (length(bad)) {
+    stop_input("line ", lineno[bad[1]], " of ", file, ": the weight '", m[bad[1], 3],
+               "' is not a number")
+  }
+  edges_to_matrix(m[, 1], m[, 2], w, what = paste0("file ", file), lines = lineno)
+}

@@ -1,0 +1,406 @@
+# parCosnet() and cvParCosnet(): COSNet node label prediction (Frasca,
+# Bertoni, Valentini) with colour-parallel Hopfield dynamics as in
+# ParCOSNet (Frasca et al., BMC Bioinformatics 2018); engines in src/cosnet/.
+
+# Labels (vector or nodes x classes matrix; 1/0/NA or TRUE/FALSE/NA) to an
+# integer matrix of 1 / -1 / 0 (unlabelled) in the node order of W.
+as_cosnet_labels <- function(labels, W, arg = "labels") {
+  n <- nrow(W)
+  is_mat <- is.matrix(labels) || is.data.frame(labels)
+  if (is.data.frame(labels)) labels <- as.matrix(labels)
+  if (!(is.logical(labels) || is.numeric(labels))) {
+    stop_input("`", arg, "` must be logical or numeric (1/0/NA), not ", class(labels)[1])
+  }
+  L <- if (is_mat) labels else matrix(labels, ncol = 1L, dimnames = list(names(labels), NULL))
+  if (nrow(L) != n) {
+    stop_input("`", arg, "` must have one ", if (is_mat) "row" else "element", " per node of `W` (",
+               n, "), not ", nrow(L))
+  }
+  if (ncol(L) < 1L) stop_input("`", arg, "` has no classes")
+  v <- as.vector(L)
+  if (any(!is.na(v) & !(v %in% c(0, 1)))) {
+    stop_input("`", arg, "` must hold 1 (positive), 0 (negative) or NA (unlabelled), ",
+               "or TRUE/FALSE/NA; found ", paste(utils::head(unique(v[!is.na(v) & !(v %in% c(0, 1))]), 3),
+                                               collapse = ", "))
+  }
+  rn <- rownames(L); wn <- rownames(W)
+  if (!is.null(rn) && !is.null(wn)) {
+    if (anyDuplicated(rn) || !setequal(rn, wn)) {
+      stop_input("the names of `", arg, "` must be the node names of `W` (",
+                 sum(!rn %in% wn), " not in `W`)")
+    }
+    L <- L[match(wn, rn), , drop = FALSE]
+  }
+  out <- matrix(0L, n, ncol(L))
+  out[!is.na(L) & L == 1] <- 1L
+  out[!is.na(L) & L == 0] <- -1L
+  cl <- colnames(L)
+  if (is.null(cl)) cl <- if (ncol(L) == 1L) "class" else paste0("class", seq_len(ncol(L)))
+  colnames(out) <- cl
+  rownames(out) <- wn
+  out
+}
+
+check_cost <- function(cost) {
+  if (!is.numeric(cost) || length(cost) != 1L || is.na(cost) || !is.finite(cost) || cost < 0) {
+    stop_input("`cost` must be a single number >= 0, not ", arg_label(cost), call = sys.call(-1))
+  }
+  as.double(cost)
+}
+
+# One engine call; returns the engine's list and the timing.
+cosnet_engine <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, verbose) {
+  a <- backend_args(b)
+  t0 <- proc.time()[["elapsed"]]
+  r <- .Call(ffi_cosnet, W@p, W@i, W@x, lab, folds, as.integer(nfolds), cost,
+             as.integer(maxSweeps), seed,
+             # jobs per GPU batch, for tests of the batching; 0 = automatic
+             as.integer(getOption("sysbioGPU.cosnetBatch", 0L)),
+             a$gpu, a$threads, a$device, verbose)
+  r$seconds <- proc.time()[["elapsed"]] - t0
+  r
+}
+
+#' COSNet label prediction on large sparse networks (ParCOSNet)
+#'
+#' Predicts the unlabelled nodes of a network for one or many classes with
+#' COSNet (Frasca, Bertoni, Valentini), a cost-sensitive Hopfield network
+#' for unbalanced labels, run colour-parallel as in ParCOSNet (Frasca et
+#' al., BMC Bioinformatics 2018), on the CPU or the GPU.
+#'
+#' For each class: every labelled node becomes a point (summed weights to
+#' labelled positives, to labelled negatives); COSNet's learning step finds
+#' the line through the origin (angle `alpha`) and then the intercept `c`
+#' that maximise the F-score on these points, with COSNet's tie handling
+#' (groups of equal angles or intercepts enter together; a line must
+#' strictly beat the best F so far; angles from 1.57 on are not tried; when
+#' positives lie above the line, COSNet's `optimize_pos_above` branch).
+#' Neurons take the states `sin(alpha)` (positive) and `-cos(alpha)`; the
+#' thresholds of the unlabelled nodes are `c` minus the pull of their
+#' labelled neighbours. The dynamics on the unlabelled subnetwork start from
+#' all states unset and update the nodes colour after colour (a proper
+#' Jones-Plassmann colouring with Philox priorities from `seed`), all nodes
+#' of a colour at once, until a sweep changes nothing. A node becomes
+#' positive when its field is strictly positive (COSNet's tie rule). With
+#' `cost = 0` this is exactly the sequential asynchronous dynamics in colour
+#' order, so the result depends on the seed only through that order.
+#'
+#' With `cost > 0` (and `alpha > pi/4`, as in COSNet) the regularisation of
+#' COSNet adds the penalty `eta * (number of positives - k)^2`, `eta =
+#' cost * |tan(2 (alpha - pi/4))|`, `k` the expected number of positives,
+#' which couples all unlabelled nodes. Both engines then use the same
+#' colour-synchronous scheme: a node of colour `h` sees the penalty of the
+#' states of the other colours, taken before colour `h` updates; this is the
+#' exact asynchronous dynamics of the network `W - r (J - B)`, where `B`
+#' joins the nodes of one colour, so it converges, but its fixed point
+#' depends on the colouring.
+#'
+#' Both engines sum every row in one fixed order (32 strided partial sums,
+#' then a butterfly tree), in double precision, so the CPU and the GPU give
+#' identical predictions and scores. Classes run concurrently (CPU threads
+#' over classes when there are at least as many classes as threads, else
+#' over the nodes of a colour).
+#'
+#' @param W The network: symmetric, non-negative, zero diagonal. A `Matrix`
+#'   `dgCMatrix` or `dsCMatrix` (never densified), a numeric matrix, or an
+#'   edge `data.frame` with columns `from`, `to` and `weight` (an edge listed
+#'   in both directions is stored once). See also [readNetwork()].
+#' @param labels A vector over the nodes, 1 / 0 / `NA` or `TRUE` / `FALSE` /
+#'   `NA` (`NA` = unlabelled, to be predicted), or a nodes x classes matrix
+#'   of them for many classes in one call. When both `labels` and `W` have
+#'   node names, the names must match (the order may differ).
+#' @param cost COSNet's regularisation parameter, >= 0 (default 0: none).
+#' @param normalize `TRUE` uses `D^-1/2 W D^-1/2` (isolated nodes keep zero
+#'   rows). Default `FALSE`.
+#' @param maxSweeps Maximum number of sweeps of the dynamics (default 1000);
+#'   a class that has not converged by then gets a warning and
+#'   `converged = FALSE`.
+#' @param seed Seed of the colouring priorities (whole number; `NULL` draws
+#'   one from R's generator, so `set.seed()` works).
+#' @param backend,threads,device See [resolveBackend()].
+#' @param verbose Show a progress bar for long runs.
+#' @return An object of class `parCosnet`, a list with `scores` (nodes x
+#'   classes: the final field of each unlabelled node, for ranking; `NA` for
+#'   labelled nodes), `predictions` (nodes x classes, logical, `NA` for
+#'   labelled nodes), `classes` (a data.frame with one row per class:
+#'   `class`, `alpha`, `c`, `F` (training F-score of the learned line),
+#'   `sweeps`, `converged`, `unlabelled`, `predictedPositive`), `colours`
+#'   (the colour of each node, from 1) and `nColours`, and the run's
+#'   `cost`, `normalize`, `seed`, `backend`, `device`, `deviceName`,
+#'   `threads` and `seconds`.
+#' @seealso [cvParCosnet()], [readNetwork()]
+#' @examples
+#' set.seed(1)
+#' n <- 200
+#' W <- Matrix::rsparsematrix(n, n, density = 0.05, symmetric = TRUE,
+#'                            rand.x = function(k) runif(k))
+#' Matrix::diag(W) <- 0
+#' y <- rep(0, n); y[1:20] <- 1; y[sample(n, 40)] <- NA
+#' fit <- parCosnet(W, y, seed = 1, backend = "cpu", threads = 1)
+#' fit
+#' head(summary(fit)$classes)
+#' @export
+parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
+                      seed = NULL, backend = getOption("sysbioGPU.backend", "auto"),
+                      threads = getOption("sysbioGPU.threads"),
+                      device = getOption("sysbioGPU.device", 0L), verbose = interactive()) {
+  call <- match.call()
+  normalize <- check_flag(normalize, "normalize")
+  verbose <- check_flag(verbose, "verbose")
+  cost <- check_cost(cost)
+  maxSweeps <- check_whole(maxSweeps, "maxSweeps", min = 1, max = 2^31 - 1)
+  W <- as_cosnet_network(W, normalize)
+  lab <- as_cosnet_labels(labels, W)
+  for (k in seq_len(ncol(lab))) {
+    cl <- colnames(lab)[k]
+    if (!any(lab[, k] == 0L)) stop_input("class '", cl, "' of `labels` has nothing to predict (no NA)")
+    if (!any(lab[, k] == 1L)) stop_input("class '", cl, "' of `labels` has no labelled positives")
+    if (!any(lab[, k] == -1L)) stop_input("class '", cl, "' of `labels` has no labelled negatives")
+  }
+  seed <- resolve_seed(seed)
+  b <- resolveBackend(backend, threads, device)
+  r <- cosnet_engine(W, lab, NULL, 0L, cost, maxSweeps, seed, b, verbose)
+  dimnames(r$scores) <- dimnames(r$pred) <- list(rownames(W), colnames(lab))
+  classes <- data.frame(class = colnames(lab), alpha = r$alpha, c = r$c, F = r$fscore,
+                        sweeps = r$sweeps, converged = r$converged,
+                        unlabelled = colSums(lab == 0L),
+                        predictedPositive = colSums(r$pred, na.rm = TRUE),
+                        stringsAsFactors = FALSE, row.names = NULL)
+  if (!all(r$converged)) {
+    warning(sprintf("parCosnet: %d class(es) did not converge within %d sweeps; see $classes$converged",
+                    sum(!r$converged), as.integer(maxSweeps)), call. = FALSE)
+  }
+  structure(list(scores = r$scores, predictions = r$pred, classes = classes,
+                 colours = r$colour + 1L, nColours = r$nColours, cost = cost,
+                 normalize = normalize, seed = seed, backend = b$backend, device = b$device,
+                 deviceName = b$deviceName, threads = b$threads, seconds = r$seconds,
+                 nodes = nrow(W), edges = length(W@x) / 2, call = call),
+            class = "parCosnet")
+}
+
+#' @export
+print.parCosnet <- function(x, ...) {
+  cat(sprintf("<parCosnet> %d node(s), %.0f edge(s), %d class(es), %d colour(s)\n",
+              x$nodes, x$edges, nrow(x$classes), x$nColours))
+  dev <- if (x$backend == "gpu") sprintf("GPU %d (%s)", x$device, x$deviceName)
+         else sprintf("CPU, %d thread(s)", x$threads)
+  cat(sprintf("  %s, %.3f s, seed %.0f, cost %g%s\n", dev, x$seconds, x$seed, x$cost,
+              if (x$normalize) ", normalized" else ""))
+  cl <- x$classes
+  show <- utils::head(cl, 6L)
+  show$alpha <- signif(show$alpha, 4); show$c <- signif(show$c, 4); show$F <- signif(show$F, 3)
+  print(show, row.names = FALSE)
+  if (nrow(cl) > 6L) cat(sprintf("  ... and %d more class(es)\n", nrow(cl) - 6L))
+  invisible(x)
+}
+
+#' @export
+summary.parCosnet <- function(object, ...) {
+  cl <- object$classes
+  structure(list(classes = cl, nodes = object$nodes, edges = object$edges,
+                 nColours = object$nColours, meanF = mean(cl$F),
+                 meanSweeps = mean(cl$sweeps), converged = all(cl$converged),
+                 backend = object$backend, seconds = object$seconds),
+            class = "summary.parCosnet")
+}
+
+#' @export
+print.summary.parCosnet <- function(x, ...) {
+  cat(sprintf("parCosnet: %d node(s), %.0f edge(s), %d colour(s), %d class(es) on the %s in %.3f s\n",
+              x$nodes, x$edges, x$nColours, nrow(x$classes), toupper(x$backend), x$seconds))
+  cat(sprintf("  training F: mean %.3f (range %.3f - %.3f); sweeps: mean %.1f; all converged: %s\n",
+              x$meanF, min(x$classes$F), max(x$classes$F), x$meanSweeps, x$converged))
+  cat(sprintf("  predicted positives: %d of %d unlabelled node-class pairs\n",
+              sum(x$classes$predictedPositive), sum(x$classes$unlabelled)))
+  invisible(x)
+}
+
+# Stratified folds of one class: positives, then negatives, shuffled by
+# Philox from the seed (one subsequence each) and dealt round robin, the
+# negatives continuing where the positives stopped.  0 for unlabelled.
+cosnet_folds <- function(lab, nfolds, seed, k) {
+  nfolds <- as.integer(nfolds)
+  f <- integer(length(lab))
+  pos <- which(lab == 1L); neg <- which(lab == -1L)
+  deal <- function(idx, sub, start) {
+    if (!length(idx)) return(start)
+    perm <- if (length(idx) > 1L) philoxShuffle(length(idx), seed, subsequence = sub, backend = "cpu")
+            else 1L
+    f[idx[perm]] <<- ((start + seq_along(idx) - 1L) %% nfolds) + 1L
+    start + length(idx)
+  }
+  base <- 2^40 + 2 * (k - 1)
+  s <- deal(pos, base, 0L)
+  deal(neg, base + 1, s)
+  f
+}
+
+# Average precision: sum over score thresholds of (recall step) x precision;
+# tied scores enter together.
+average_precision <- function(score, truth) {
+  P <- sum(truth)
+  if (P == 0) return(NA_real_)
+  o <- order(score, decreasing = TRUE)
+  s <- score[o]; t <- truth[o]
+  last <- c(s[-1] != s[-length(s)], TRUE)
+  tp <- cumsum(t)[last]; np <- seq_along(t)[last]
+  rec <- tp / P; prec <- tp / np
+  sum(diff(c(0, rec)) * prec)
+}
+
+pr_metrics <- function(pred, score, truth) {
+  tp <- sum(pred & truth); fp <- sum(pred & !truth); fn <- sum(!pred & truth)
+  prec <- if (tp + fp > 0) tp / (tp + fp) else 0
+  rec <- if (tp + fn > 0) tp / (tp + fn) else NA_real_
+  f <- if (!is.na(rec) && prec + rec > 0) 2 * prec * rec / (prec + rec) else if (is.na(rec)) NA_real_ else 0
+  c(precision = prec, recall = rec, F = f, AUPRC = average_precision(score, truth))
+}
+
+#' Cross-validated COSNet predictions
+#'
+#' Runs [parCosnet()] in `nfolds`-fold cross-validation of every class in
+#' one engine call: one colouring of the network serves all folds, and all
+#' (class, fold) jobs run concurrently. Folds are stratified per class: the
+#' labelled positives, then the negatives, are shuffled from the seed
+#' (Philox) and dealt round robin. In fold `f` the nodes of fold `f` lose
+#' their labels and are predicted; unlabelled (`NA`) nodes take part in the
+#' dynamics of every fold but are never evaluated.
+#'
+#' @inheritParams parCosnet
+#' @param nfolds Number of folds, >= 2 (default 5). Every class needs at
+#'   least 2 labelled positives and 2 labelled negatives.
+#' @return An object of class `cvParCosnet`: `scores` and `predictions`
+#'   (nodes x classes, out of fold; `NA` for unlabelled nodes), `folds`
+#'   (nodes x classes, 0 for unlabelled nodes), `labels` (the labels used,
+#'   logical), `metrics` (a data.frame, one row per class: `class`,
+#'   `positives`, and `precision`, `recall`, `F` and `AUPRC`, each the mean
+#'   over the folds of the fold's values; folds without positives are left
+#'   out of the recall, F and AUPRC means), `jobs` (one row per class and
+#'   fold: `alpha`, `c`, training `F`, `sweeps`, `converged`), `nColours`,
+#'   and the run's `seed`, `backend`, `device`, `deviceName`, `threads`
+#'   and `seconds`.
+#' @seealso [parCosnet()], [plot.cvParCosnet()]
+#' @examples
+#' set.seed(2)
+#' n <- 300
+#' W <- Matrix::rsparsematrix(n, n, density = 0.04, symmetric = TRUE,
+#'                            rand.x = function(k) runif(k))
+#' Matrix::diag(W) <- 0
+#' Y <- cbind(a = rbinom(n, 1, 0.1), b = rbinom(n, 1, 0.2))
+#' cv <- cvParCosnet(W, Y, nfolds = 3, seed = 1, backend = "cpu", threads = 1)
+#' cv$metrics
+#' @export
+cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxSweeps = 1000L,
+                        seed = NULL, backend = getOption("sysbioGPU.backend", "auto"),
+                        threads = getOption("sysbioGPU.threads"),
+                        device = getOption("sysbioGPU.device", 0L), verbose = interactive()) {
+  call <- match.call()
+  normalize <- check_flag(normalize, "normalize")
+  verbose <- check_flag(verbose, "verbose")
+  cost <- check_cost(cost)
+  nfolds <- check_whole(nfolds, "nfolds", min = 2, max = 1000)
+  maxSweeps <- check_whole(maxSweeps, "maxSweeps", min = 1, max = 2^31 - 1)
+  W <- as_cosnet_network(W, normalize)
+  lab <- as_cosnet_labels(labels, W)
+  for (k in seq_len(ncol(lab))) {
+    cl <- colnames(lab)[k]
+    if (sum(lab[, k] == 1L) < 2L) stop_input("class '", cl, "' of `labels` needs at least 2 labelled positives for cross-validation")
+    if (sum(lab[, k] == -1L) < 2L) stop_input("class '", cl, "' of `labels` needs at least 2 labelled negatives for cross-validation")
+    if (sum(lab[, k] != 0L) < nfolds) stop_input("class '", cl, "' of `labels` has fewer labelled nodes than `nfolds`")
+  }
+  seed <- resolve_seed(seed)
+  folds <- vapply(seq_len(ncol(lab)), function(k) cosnet_folds(lab[, k], nfolds, seed, k),
+                  integer(nrow(lab)))
+  dim(folds) <- dim(lab)
+  b <- resolveBackend(backend, threads, device)
+  r <- cosnet_engine(W, lab, folds, nfolds, cost, maxSweeps, seed, b, verbose)
+  dimnames(r$scores) <- dimnames(r$pred) <- dimnames(folds) <- list(rownames(W), colnames(lab))
+  truth <- lab == 1L
+  truth[lab == 0L] <- NA
+  met <- t(vapply(seq_len(ncol(lab)), function(k) {
+    m <- vapply(seq_len(nfolds), function(f) {
+      i <- which(folds[, k] == f)
+      pr_metrics(r$pred[i, k], r$scores[i, k], truth[i, k])
+    }, numeric(4))
+    rowMeans(m, na.rm = TRUE)
+  }, numeric(4)))
+  metrics <- data.frame(class = colnames(lab), positives = colSums(lab == 1L), met,
+                        stringsAsFactors = FALSE, row.names = NULL)
+  jobs <- data.frame(class = rep(colnames(lab), each = nfolds), fold = rep(seq_len(nfolds), ncol(lab)),
+                     alpha = r$alpha, c = r$c, F = r$fscore, sweeps = r$sweeps,
+                     converged = r$converged, stringsAsFactors = FALSE)
+  if (!all(r$converged)) {
+    warning(sprintf("cvParCosnet: %d job(s) did not converge within %d sweeps; see $jobs$converged",
+                    sum(!r$converged), as.integer(maxSweeps)), call. = FALSE)
+  }
+  structure(list(scores = r$scores, predictions = r$pred, folds = folds, labels = truth,
+                 metrics = metrics, jobs = jobs, nfolds = nfolds, nColours = r$nColours,
+                 cost = cost, normalize = normalize, seed = seed, backend = b$backend,
+                 device = b$device, deviceName = b$deviceName, threads = b$threads,
+                 seconds = r$seconds, nodes = nrow(W), edges = length(W@x) / 2, call = call),
+            class = "cvParCosnet")
+}
+
+#' @export
+print.cvParCosnet <- function(x, ...) {
+  cat(sprintf("<cvParCosnet> %d-fold CV, %d node(s), %.0f edge(s), %d class(es), %d colour(s)\n",
+              x$nfolds, x$nodes, x$edges, nrow(x$metrics), x$nColours))
+  dev <- if (x$backend == "gpu") sprintf("GPU %d (%s)", x$device, x$deviceName)
+         else sprintf("CPU, %d thread(s)", x$threads)
+  cat(sprintf("  %s, %.3f s, seed %.0f\n", dev, x$seconds, x$seed))
+  m <- x$metrics
+  cat(sprintf("  mean over classes: precision %.3f, recall %.3f, F %.3f, AUPRC %.3f\n",
+              mean(m$precision, na.rm = TRUE), mean(m$recall, na.rm = TRUE),
+              mean(m$F, na.rm = TRUE), mean(m$AUPRC, na.rm = TRUE)))
+  show <- utils::head(m, 6L)
+  show[, 3:6] <- signif(show[, 3:6], 3)
+  print(show, row.names = FALSE)
+  if (nrow(m) > 6L) cat(sprintf("  ... and %d more class(es)\n", nrow(m) - 6L))
+  invisible(x)
+}
+
+#' @export
+summary.cvParCosnet <- function(object, ...) {
+  object$metrics
+}
+
+#' Precision-recall curves of a cross-validation
+#'
+#' Draws, for each chosen class, the precision-recall curve of the pooled
+#' out-of-fold scores.
+#'
+#' @param x A `cvParCosnet` object.
+#' @param classes Classes to draw (names or indices); default the first 6.
+#' @param ... Passed to [graphics::plot()].
+#' @return `x`, invisibly.
+#' @examples
+#' set.seed(2)
+#' n <- 300
+#' W <- Matrix::rsparsematrix(n, n, density = 0.04, symmetric = TRUE,
+#'                            rand.x = function(k) runif(k))
+#' Matrix::diag(W) <- 0
+#' Y <- cbind(a = rbinom(n, 1, 0.1), b = rbinom(n, 1, 0.2))
+#' cv <- cvParCosnet(W, Y, nfolds = 3, seed = 1, backend = "cpu", threads = 1)
+#' plot(cv)
+#' @export
+plot.cvParCosnet <- function(x, classes = utils::head(seq_len(nrow(x$metrics)), 6L), ...) {
+  if (is.character(classes)) classes <- match(classes, x$metrics$class)
+  if (anyNA(classes) || any(classes < 1 | classes > nrow(x$metrics))) {
+    stop_input("`classes` must name or index classes of `x`")
+  }
+  cols <- grDevices::hcl.colors(max(length(classes), 2L), "Dark 3")
+  graphics::plot(NA, xlim = c(0, 1), ylim = c(0, 1), xlab = "recall", ylab = "precision",
+                 main = "cvParCosnet: precision-recall", ...)
+  for (h in seq_along(classes)) {
+    k <- classes[h]
+    ok <- !is.na(x$labels[, k])
+    s <- x$scores[ok, k]; t <- x$labels[ok, k]
+    o <- order(s, decreasing = TRUE)
+    tp <- cumsum(t[o]); np <- seq_along(o)
+    graphics::lines(tp / sum(t), tp / np, col = cols[h], type = "s")
+  }
+  graphics::legend("topright", legend = sprintf("%s (AUPRC %.2f)", x$metrics$class[classes],
+                                                x$metrics$AUPRC[classes]),
+                   col = cols[seq_along(classes)], lty = 1, bty = "n", cex = 0.8)
+  invisible(x)
+}

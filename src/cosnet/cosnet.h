@@ -1,0 +1,114 @@
+/* COSNet engines (Frasca et al.; ParCOSNet, BMC Bioinformatics 2018): the
+ * interface shared by the CPU (cosnet_cpu.c) and GPU (cosnet_gpu.cu) engines
+ * behind parCosnet() and cvParCosnet().  Plain C, no R. */
+#ifndef SBG_COSNET_H
+#define SBG_COSNET_H
+
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A symmetric weighted graph in compressed rows.  64-bit row offsets, so
+ * more than 2^32 stored entries work; entries of a row in a fixed order
+ * (the order defines the summation order, see SBG_COSNET_LANES). */
+typedef struct sbg_cosnet_graph {
+  int32_t n;              /* nodes */
+  const int64_t *v_rowptr;/* n + 1 offsets */
+  const int32_t *v_col;   /* rowptr[n] column indices, 0-based */
+  const double *v_w;      /* rowptr[n] weights > 0 */
+} sbg_cosnet_graph;
+
+/* Every weighted row sum of both engines is computed in one canonical
+ * order, so that CPU and GPU agree to the last bit: entry k of a row goes to
+ * partial sum k mod 32 (in row order), then the 32 partials are added by the
+ * butterfly tree of a warp (offsets 16, 8, 4, 2, 1).  Products and sums are
+ * rounded separately (no fused multiply-add). */
+#define SBG_COSNET_LANES 32
+
+/* The jobs of one call.  Labels are per class; a job is (class, fold).
+ * fold 0: the unlabelled nodes of the class are predicted and reported.
+ * fold f >= 1: nodes with folds == f lose their label and are predicted and
+ * reported; unlabelled nodes join the dynamics but are not reported. */
+typedef struct sbg_cosnet_input {
+  sbg_cosnet_graph g;
+  int32_t n_classes;
+  const int8_t *v_labels;  /* n x n_classes: +1 positive, -1 negative, 0 unlabelled */
+  const int32_t *v_folds;  /* n x n_classes fold ids 1..n_folds (0 = unlabelled), or NULL */
+  int32_t n_folds;         /* 0 when v_folds is NULL */
+} sbg_cosnet_input;
+
+typedef struct sbg_cosnet_params {
+  double cost;             /* COSNet's regularisation (beta); 0 = none */
+  int32_t max_sweeps;      /* stop after this many sweeps, converged or not */
+  uint64_t seed;           /* colouring priorities */
+  int32_t max_batch;       /* GPU: most jobs per batch, 0 = as memory allows (tests) */
+} sbg_cosnet_params;
+
+/* Outputs, allocated by the caller.  n_jobs = n_classes * max(1, n_folds),
+ * job j = class j / max(1, n_folds), fold 1 + j % n_folds (or 0). */
+typedef struct sbg_cosnet_result {
+  double *v_scores;        /* n x n_classes: final field of each reported node */
+  int32_t *v_pred;         /* n x n_classes: 1 positive, 0 negative (reported nodes) */
+  double *v_alpha;         /* n_jobs */
+  double *v_c;             /* n_jobs */
+  double *v_fscore;        /* n_jobs: training F of the learned line */
+  int32_t *v_sweeps;       /* n_jobs: sweeps run (the last one changed nothing) */
+  int32_t *v_converged;    /* n_jobs: 1 when a sweep changed nothing */
+  int32_t *v_colour;       /* n: colour of each node, 0-based */
+  int32_t n_colours;
+} sbg_cosnet_result;
+
+sbg_status sbg_cosnet_cpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
+                          sbg_cosnet_result *out, sbg_ctx *ctx);
+sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
+                          sbg_cosnet_result *out, sbg_ctx *ctx);
+
+/* ---- shared host pieces (cosnet_common.c) ---- */
+
+/* COSNet's learning step on m labelled points (x = weight to positives,
+ * y = weight to negatives, lab 1/0): angle sweep, intercept sweep, and the
+ * "positives above the line" branch, with COSNet's tie handling. */
+sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
+                            int64_t m, double *alpha, double *c, double *fscore);
+
+/* Colouring priority of a node: Philox(seed, subsequence = node), first two
+ * words; ties (never in practice) go to the larger index. */
+uint64_t sbg_cosnet_priority(uint64_t seed, int32_t node);
+
+/* Regularisation constants of COSNet for the learned alpha, c. */
+typedef struct sbg_cosnet_reg {
+  int on;         /* cost > 0 and alpha > pi/4 */
+  double theta_add; /* added to every threshold */
+  double r;         /* subtracted from every off-diagonal weight of W_U */
+} sbg_cosnet_reg;
+sbg_cosnet_reg sbg_cosnet_regularisation(double cost, double alpha, int64_t n_pos_train,
+                                         int64_t n_train, int64_t n_unlab);
+
+/* Node codes of a job. */
+enum { SBG_COSNET_POS = 1, SBG_COSNET_NEG = -1, SBG_COSNET_REPORT = 0, SBG_COSNET_QUIET = 2 };
+
+/* jl[0..n-1]: the codes of job j: labelled +1 / -1, or unlabelled and
+ * reported (0) or predicted but not reported (2). */
+void sbg_cosnet_job_codes(const sbg_cosnet_input *in, int32_t j, int8_t *jl);
+
+/* Nodes sorted by colour (by index within a colour) and the colour
+ * offsets (n_colours + 1); both malloc'ed, caller frees (also on error). */
+sbg_status sbg_cosnet_colour_order(const int32_t *colour, int32_t n, int32_t n_colours,
+                                   int32_t **nodes, int64_t **cptr);
+
+/* Learning for a batch of jobs on the host (OpenMP over jobs): codes,
+ * x and y are n_jobs x n (x, y read at labelled nodes). */
+sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
+                                 const double *x, const double *y, double *alpha,
+                                 double *c, double *fscore, int64_t *n_pos, int64_t *n_lab,
+                                 int n_threads);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBG_COSNET_H */

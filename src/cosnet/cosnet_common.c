@@ -1,0 +1,289 @@
+/* Host pieces shared by both COSNet engines (parCosnet(), cvParCosnet()):
+ * the learning of (alpha, c) from the labelled points, which always runs on
+ * the host so that both engines learn the same line, the colouring
+ * priorities and the regularisation constants. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cosnet.h"
+#include "omp_compat.h"
+#include "philox.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+/* F-score with COSNet's conventions: an empty precision or recall is 0. */
+static double f_score(int64_t tp, int64_t fn, int64_t fp) {
+  double prec = tp + fp != 0 ? (double)tp / (double)(tp + fp) : 0.0;
+  double rec = tp + fn != 0 ? (double)tp / (double)(tp + fn) : 0.0;
+  return prec + rec != 0 ? (2 * prec * rec) / (prec + rec) : 0.0;
+}
+
+/* Sorting keys with their original position: the position breaks ties, so
+ * the order is that of R's (stable) order(). */
+typedef struct keyed {
+  double v;
+  int64_t i;
+} keyed;
+
+static int cmp_keyed(const void *a, const void *b) {
+  const keyed *x = (const keyed *)a, *y = (const keyed *)b;
+  if (x->v < y->v) return -1;
+  if (x->v > y->v) return 1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+/* Best intercept for the slope `slope`: points with y - slope * x at or
+ * below the line are positive; groups of equal intercepts enter together;
+ * a later line wins only with a strictly larger F. */
+static void intercept_sweep(const double *x, const double *y, const int8_t *lab, int64_t m,
+                            int64_t n_pos, double slope, keyed *k, double *q_best,
+                            double *f_best) {
+  for (int64_t i = 0; i < m; i++) {
+    k[i].v = y[i] - slope * x[i];
+    k[i].i = i;
+  }
+  qsort(k, (size_t)m, sizeof(keyed), cmp_keyed);
+  int64_t tp = 0, fp = 0, fn = n_pos;
+  double best = f_score(tp, fn, fp), qb = 0;
+  for (int64_t i = 0; i < m;) {
+    int64_t j = i;
+    while (j < m && k[j].v == k[i].v) {
+      if (lab[k[j].i] > 0) { tp++; fn--; } else fp++;
+      j++;
+    }
+    double f = f_score(tp, fn, fp);
+    if (f > best) { best = f; qb = k[i].v; }
+    i = j;
+  }
+  *q_best = qb;
+  *f_best = best;
+}
+
+/* COSNet's branch for a positive half-plane above the line (its
+ * optimize_pos_above): the line passes through the best positive point on
+ * the y axis, its slope (at most -1) is chosen among the lines through the
+ * other points, and then the intercept; no grouping of ties here, points in
+ * their stable order.  Changes nothing when no positive lies on the y axis. */
+static sbg_status pos_above(const double *x, const double *y, const int8_t *lab, int64_t m,
+                            int64_t n_pos_all, double *alpha, double *c, double *fscore) {
+  sbg_status st = SBG_OK;
+  keyed *z = NULL, *s = NULL;
+  int64_t nz = 0, nz_pos = 0;
+  for (int64_t i = 0; i < m; i++)
+    if (x[i] == 0) { nz++; if (lab[i] > 0) nz_pos++; }
+  if (nz_pos == 0) return SBG_OK;
+  z = (keyed *)malloc((size_t)nz * sizeof(keyed));
+  s = (keyed *)malloc((size_t)m * sizeof(keyed));
+  if (!z || !s) { st = SBG_ERR_ALLOC; goto done; }
+
+  /* Step 1: points on the y axis by ordinate; for the line through the
+   * r-th positive (position pos, 1-based), TP = r, FP = pos - r. */
+  int64_t t = 0;
+  for (int64_t i = 0; i < m; i++)
+    if (x[i] == 0) { z[t].v = y[i]; z[t].i = i; t++; }
+  qsort(z, (size_t)nz, sizeof(keyed), cmp_keyed);
+  double best = 0;
+  int64_t best_pos = 0, best_rank = 0, rank = 0;
+  for (int64_t p = 0; p < nz; p++) {
+    if (lab[z[p].i] <= 0) continue;
+    rank++;
+    double f = f_score(rank, nz_pos - rank, (p + 1) - rank);
+    if (f > best) { best = f; best_pos = p + 1; best_rank = rank; }
+  }
+  double y1 = z[best_pos - 1].v;
+
+  /* Step 2: slopes from that point to the points off the axis, ascending;
+   * only slopes <= -1 are lines; each adds its point below the line. */
+  int64_t nn = 0, up_pos = 0;
+  for (int64_t i = 0; i < m; i++) {
+    if (x[i] == 0) continue;
+    s[nn].v = (y[i] - y1) / (x[i] - 0.0);
+    s[nn].i = i;
+    if (lab[i] > 0) up_pos++;
+    nn++;
+  }
+  qsort(s, (size_t)nn, sizeof(keyed), cmp_keyed);
+  int64_t tp = best_rank, fn = nz_pos - best_rank, fp = best_pos - best_rank;
+  best = f_score(tp, fn, fp); /* COSNet scores the start without the off-axis positives */
+  fn += up_pos;
+  double slope = tan(1.58);   /* COSNet's default: an almost vertical line */
+  for (int64_t j = 0; j < nn; j++) {
+    if (s[j].v > -1) continue;
+    if (lab[s[j].i] > 0) { tp++; fn--; } else fp++;
+    double f = f_score(tp, fn, fp);
+    if (f > best) { best = f; slope = s[j].v; }
+  }
+
+  /* Step 3: intercept for that slope, points in stable order, no grouping. */
+  for (int64_t i = 0; i < m; i++) {
+    s[i].v = y[i] - slope * x[i];
+    s[i].i = i;
+  }
+  qsort(s, (size_t)m, sizeof(keyed), cmp_keyed);
+  tp = 0; fp = 0; fn = n_pos_all;
+  best = 0;
+  double q = 0;
+  for (int64_t j = 0; j < m; j++) {
+    if (lab[s[j].i] > 0) { tp++; fn--; } else fp++;
+    double f = tp > 0 ? f_score(tp, fn, fp) : 0.0;
+    if (f > best) { best = f; q = s[j].v; }
+  }
+  *alpha = atan(slope) + M_PI;
+  *c = -q * cos(*alpha);
+  *fscore = best;
+done:
+  free(z);
+  free(s);
+  return st;
+}
+
+sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
+                            int64_t m, double *alpha, double *c, double *fscore) {
+  sbg_status st = SBG_OK;
+  keyed *k = (keyed *)malloc((size_t)(m > 0 ? m : 1) * sizeof(keyed));
+  if (!k) return SBG_ERR_ALLOC;
+  int64_t n_pos = 0;
+  for (int64_t i = 0; i < m; i++) n_pos += lab[i] > 0;
+  int64_t n_neg = m - n_pos;
+
+  /* Step 1: angles of the lines through the origin and each point; a point
+   * on the y axis gets pi/2 (COSNet: pi/2 - DBL_MIN, the same double). */
+  for (int64_t i = 0; i < m; i++) {
+    k[i].v = x[i] != 0 ? atan(y[i] / x[i]) : M_PI / 2 - DBL_MIN;
+    k[i].i = i;
+  }
+  qsort(k, (size_t)m, sizeof(keyed), cmp_keyed);
+  /* Sweep the angles upwards, a group of equal angles at a time; the
+   * points at or below the line are positive ("under") or those above it
+   * ("over").  As COSNet: the sweep stops at angles >= 1.57, a line must
+   * strictly beat the best F so far, and a last point standing alone at the
+   * end of the order is not counted. */
+  int64_t tp_u = 0, fp_u = 0, fn_u = n_pos;
+  int64_t tp_o = n_pos, fp_o = n_neg, fn_o = 0;
+  double best_u = 0, best_o = 0, ang_u = 0, ang_o = 0;
+  for (int64_t i = 0; i < m;) {
+    if (k[i].v >= 1.57) break;
+    int64_t j = i + 1;
+    while (j < m && k[j].v == k[i].v) j++;
+    int64_t pos = 0, neg = 0;
+    if (i != m - 1)
+      for (int64_t h = i; h < j; h++) {
+        if (lab[k[h].i] > 0) pos++; else neg++;
+      }
+    tp_u += pos; fn_u -= pos; fp_u += neg;
+    tp_o -= pos; fn_o += pos; fp_o -= neg;
+    double fu = f_score(tp_u, fn_u, fp_u), fo = f_score(tp_o, fn_o, fp_o);
+    if (fu > best_u) { best_u = fu; ang_u = k[i].v; }
+    if (fo > best_o) { best_o = fo; ang_o = k[i].v; }
+    i = j;
+  }
+  int above = best_o > best_u;
+  double theta = above ? ang_o : ang_u;
+
+  /* Step 2: the intercept, with the positive half-plane below the line. */
+  double q = 0, f = 0;
+  intercept_sweep(x, y, lab, m, n_pos, tan(theta), k, &q, &f);
+  *alpha = theta + DBL_MIN;
+  *c = -q * cos(*alpha);
+  *fscore = f;
+  if (above) st = pos_above(x, y, lab, m, n_pos, alpha, c, fscore);
+  free(k);
+  return st;
+}
+
+uint64_t sbg_cosnet_priority(uint64_t seed, int32_t node) {
+  sbg_philox g;
+  sbg_philox_init(&g, seed, (uint64_t)node, 0);
+  uint64_t hi = sbg_philox_next(&g);
+  uint64_t lo = sbg_philox_next(&g);
+  return (hi << 32) | lo;
+}
+
+sbg_cosnet_reg sbg_cosnet_regularisation(double cost, double alpha, int64_t n_pos_train,
+                                         int64_t n_train, int64_t n_unlab) {
+  sbg_cosnet_reg r = {0, 0.0, 0.0};
+  if (!(cost > 0) || !(alpha > M_PI / 4)) return r;
+  /* The penalty eta * (sum of z - k)^2 on the 0/1 form z of the states,
+   * written out as COSNet's reg_data() does. */
+  double hi = sin(alpha), lo = -cos(alpha);
+  double eta = cost * fabs(tan((alpha - M_PI / 4) * 2));
+  double a = 1 / (hi - lo);
+  double b = -lo / (hi - lo);
+  double k = ceil(((double)n_pos_train / (double)n_train) * (double)n_unlab);
+  r.on = 1;
+  r.theta_add = eta * a * (2 * b * (double)(n_unlab - 1) - 2 * k + 1);
+  r.r = 2 * eta * (a * a);
+  return r;
+}
+
+/* The node codes of job j (see sbg_cosnet_input). */
+void sbg_cosnet_job_codes(const sbg_cosnet_input *in, int32_t j, int8_t *jl) {
+  int32_t n = in->g.n;
+  int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
+  int32_t k = j / nf, f = in->n_folds > 0 ? 1 + j % nf : 0;
+  const int8_t *lab = in->v_labels + (size_t)k * n;
+  const int32_t *fold = in->v_folds ? in->v_folds + (size_t)k * n : NULL;
+  for (int32_t v = 0; v < n; v++) {
+    if (f == 0) jl[v] = lab[v] == 0 ? SBG_COSNET_REPORT : lab[v];
+    else if (fold[v] == f) jl[v] = SBG_COSNET_REPORT;
+    else jl[v] = lab[v] == 0 ? SBG_COSNET_QUIET : lab[v];
+  }
+}
+
+/* Nodes sorted by colour (counting sort, by index within a colour). */
+sbg_status sbg_cosnet_colour_order(const int32_t *colour, int32_t n, int32_t n_colours,
+                               int32_t **nodes, int64_t **cptr) {
+  *nodes = (int32_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+  *cptr = (int64_t *)calloc((size_t)n_colours + 2, sizeof(int64_t));
+  if (!*nodes || !*cptr) return SBG_ERR_ALLOC;
+  for (int32_t v = 0; v < n; v++) (*cptr)[colour[v] + 1]++;
+  for (int32_t cl = 0; cl < n_colours; cl++) (*cptr)[cl + 1] += (*cptr)[cl];
+  int64_t *fill = (int64_t *)malloc(((size_t)n_colours + 1) * sizeof(int64_t));
+  if (!fill) return SBG_ERR_ALLOC;
+  memcpy(fill, *cptr, ((size_t)n_colours + 1) * sizeof(int64_t));
+  for (int32_t v = 0; v < n; v++) (*nodes)[fill[colour[v]]++] = v;
+  free(fill);
+  return SBG_OK;
+}
+
+
+sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
+                                 const double *x, const double *y, double *alpha,
+                                 double *c, double *fscore, int64_t *n_pos, int64_t *n_lab,
+                                 int n_threads) {
+  sbg_status st = SBG_OK;
+#pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
+  for (int32_t j = 0; j < n_jobs; j++) {
+    sbg_status sj = SBG_OK;
+    const int8_t *jl = codes + (size_t)j * n;
+    double *px = (double *)malloc((size_t)n * sizeof(double));
+    double *py = (double *)malloc((size_t)n * sizeof(double));
+    int8_t *pl = (int8_t *)malloc((size_t)n);
+    int64_t m = 0, np = 0;
+    if (!px || !py || !pl) sj = SBG_ERR_ALLOC;
+    else {
+      for (int32_t v = 0; v < n; v++)
+        if (jl[v] == SBG_COSNET_POS || jl[v] == SBG_COSNET_NEG) {
+          px[m] = x[(size_t)j * n + v];
+          py[m] = y[(size_t)j * n + v];
+          pl[m] = jl[v] == SBG_COSNET_POS;
+          np += pl[m];
+          m++;
+        }
+      n_pos[j] = np;
+      n_lab[j] = m;
+      if (np == 0 || np == m) sj = SBG_ERR_INPUT;
+      else sj = sbg_cosnet_learn(px, py, pl, m, &alpha[j], &c[j], &fscore[j]);
+    }
+    free(px); free(py); free(pl);
+    if (sj != SBG_OK) {
+#pragma omp critical(sbg_cosnet_learn_jobs)
+      if (st == SBG_OK || sj == SBG_ERR_ALLOC) st = sj;
+    }
+  }
+  return st;
+}

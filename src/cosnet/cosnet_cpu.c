@@ -1,0 +1,408 @@
+/* CPU engine of parCosnet() and cvParCosnet(): Jones-Plassmann colouring
+ * with Philox priorities, then for every (class, fold) job the training
+ * points, the learned (alpha, c), the thresholds and the colour-parallel
+ * Hopfield dynamics.  OpenMP over jobs when there are enough of them, else
+ * over the nodes of a colour; results do not depend on the thread count. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cosnet.h"
+#include "omp_compat.h"
+
+/* Products and sums rounded one by one, as on the GPU (no FMA). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+/* The canonical row sum (see SBG_COSNET_LANES): 32 strided partials, then
+ * the butterfly tree.  Node u contributes tab[code[u] + 1] (codes -1, 0, 1,
+ * 2): int8 codes keep the randomly accessed working set small. */
+static double row_sum(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
+                      const double *tab) {
+  double part[SBG_COSNET_LANES] = {0};
+  int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
+  const int32_t *col = g->v_col;
+  const double *w = g->v_w;
+  int64_t k = b;
+  /* whole groups of 32 with fixed lane indices, so the partials can live in
+   * registers; each lane still adds its entries in row order */
+  for (; k + SBG_COSNET_LANES <= e; k += SBG_COSNET_LANES)
+    for (int l = 0; l < SBG_COSNET_LANES; l++)
+      part[l] += w[k + l] * tab[code[col[k + l]] + 1];
+  for (int l = 0; k < e; k++, l++) part[l] += w[k] * tab[code[col[k]] + 1];
+  for (int off = SBG_COSNET_LANES / 2; off > 0; off >>= 1)
+    for (int l = 0; l < off; l++) part[l] = part[l] + part[l + off];
+  return part[0];
+}
+
+/* Two row sums in one pass (the training points). */
+static void row_sum2(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
+                     const double *tab1, const double *tab2, double *s1, double *s2) {
+  double p1[SBG_COSNET_LANES] = {0}, p2[SBG_COSNET_LANES] = {0};
+  int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
+  const int32_t *col = g->v_col;
+  const double *w = g->v_w;
+  int64_t k = b;
+  for (; k + SBG_COSNET_LANES <= e; k += SBG_COSNET_LANES)
+    for (int l = 0; l < SBG_COSNET_LANES; l++) {
+      int c = code[col[k + l]] + 1;
+      p1[l] += w[k + l] * tab1[c];
+      p2[l] += w[k + l] * tab2[c];
+    }
+  for (int l = 0; k < e; k++, l++) {
+    int c = code[col[k]] + 1;
+    p1[l] += w[k] * tab1[c];
+    p2[l] += w[k] * tab2[c];
+  }
+  for (int off = SBG_COSNET_LANES / 2; off > 0; off >>= 1)
+    for (int l = 0; l < off; l++) {
+      p1[l] = p1[l] + p1[l + off];
+      p2[l] = p2[l] + p2[l + off];
+    }
+  *s1 = p1[0];
+  *s2 = p2[0];
+}
+
+/* ---- colouring ---------------------------------------------------------- */
+
+static int higher(uint64_t pa, int32_t a, uint64_t pb, int32_t b) {
+  return pa > pb || (pa == pb && a > b);
+}
+
+/* Jones-Plassmann: in each round every uncoloured node whose priority beats
+ * all its uncoloured neighbours takes the smallest colour its neighbours do
+ * not have.  This is the greedy colouring in decreasing priority order, so
+ * it does not depend on threads or backend.  Each node counts its
+ * higher-priority neighbours; a round colours the nodes whose count is 0
+ * and counts down their lower-priority neighbours, O(edges) in all. */
+static sbg_status colour_graph(const sbg_cosnet_graph *g, uint64_t seed, int32_t *colour,
+                               int32_t *n_colours, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t n = g->n;
+  int nt = ctx->n_threads;
+  size_t nn = (size_t)(n > 0 ? n : 1);
+  uint64_t *prio = (uint64_t *)malloc(nn * sizeof(uint64_t));
+  int32_t *wait = (int32_t *)malloc(nn * sizeof(int32_t));
+  int32_t *front = (int32_t *)malloc(nn * sizeof(int32_t));
+  int32_t *next = (int32_t *)malloc(nn * sizeof(int32_t));
+  int64_t maxdeg = 0;
+  for (int32_t v = 0; v < n; v++) {
+    int64_t d = g->v_rowptr[v + 1] - g->v_rowptr[v];
+    if (d > maxdeg) maxdeg = d;
+  }
+  int32_t *mark = (int32_t *)malloc((size_t)nt * (size_t)(maxdeg + 2) * sizeof(int32_t));
+  if (!prio || !wait || !front || !next || !mark) { st = SBG_ERR_ALLOC; goto done; }
+
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int32_t v = 0; v < n; v++) {
+    prio[v] = sbg_cosnet_priority(seed, v);
+    colour[v] = -1;
+  }
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
+  for (int32_t v = 0; v < n; v++) {
+    int32_t cnt = 0;
+    for (int64_t k = g->v_rowptr[v]; k < g->v_rowptr[v + 1]; k++) {
+      int32_t u = g->v_col[k];
+      cnt += higher(prio[u], u, prio[v], v);
+    }
+    wait[v] = cnt;
+  }
+  for (int64_t i = 0; i < (int64_t)nt * (maxdeg + 2); i++) mark[i] = -1;
+  int32_t n_front = 0, ncol = 0, n_done = 0;
+  for (int32_t v = 0; v < n; v++)
+    if (wait[v] == 0) front[n_front++] = v;
+  while (n_front > 0) {
+    /* The frontier is independent: its nodes read only colours fixed in
+     * earlier rounds.  Small frontiers stay on one thread. */
+#pragma omp parallel for num_threads(nt) if (nt > 1 && n_front > 4096) schedule(dynamic, 256)
+    for (int32_t t = 0; t < n_front; t++) {
+      int32_t v = front[t];
+      int32_t *mk = mark + (size_t)omp_get_thread_num() * (size_t)(maxdeg + 2);
+      int64_t deg = g->v_rowptr[v + 1] - g->v_rowptr[v];
+      for (int64_t k = g->v_rowptr[v]; k < g->v_rowptr[v + 1]; k++) {
+        int32_t cu = colour[g->v_col[k]];
+        if (cu >= 0 && cu <= deg) mk[cu] = v;
+      }
+      int32_t cv = 0;
+      while (mk[cv] == v) cv++;
+      colour[v] = cv;
+    }
+    int32_t n_next = 0;
+#pragma omp parallel for num_threads(nt) if (nt > 1 && n_front > 4096) schedule(dynamic, 256)
+    for (int32_t t = 0; t < n_front; t++) {
+      int32_t v = front[t];
+      for (int64_t k = g->v_rowptr[v]; k < g->v_rowptr[v + 1]; k++) {
+        int32_t u = g->v_col[k];
+        if (!higher(prio[v], v, prio[u], u)) continue;
+        int32_t left;
+#pragma omp atomic capture
+        left = --wait[u];
+        if (left == 0) {
+          int32_t at;
+#pragma omp atomic capture
+          at = n_next++;
+          next[at] = u;
+        }
+      }
+    }
+    for (int32_t t = 0; t < n_front; t++)
+      if (colour[front[t]] + 1 > ncol) ncol = colour[front[t]] + 1;
+    n_done += n_front;
+    int32_t *sw = front; front = next; next = sw;
+    n_front = n_next;
+    st = sbg_poll(ctx, 0.0);
+    if (st != SBG_OK) goto done;
+  }
+  if (n_done != n) { st = sbg_fail(ctx, SBG_ERR_INTERNAL, "colouring left %d node(s)", (int)(n - n_done)); goto done; }
+  *n_colours = ncol;
+done:
+  free(prio);
+  free(wait);
+  free(front);
+  free(next);
+  free(mark);
+  return st;
+}
+
+/* ---- one job ------------------------------------------------------------- */
+
+
+typedef struct work {
+  int8_t *jl;      /* n: node codes */
+  double *theta;   /* n: thresholds of U nodes */
+  double *score;   /* n: last field of U nodes */
+  int8_t *state;   /* n: +1 / -1 / 0 (not yet set) */
+  double *px, *py; /* labelled points */
+  int8_t *plab;    /* their labels 1/0 */
+  int32_t *ulist;  /* U nodes by colour */
+  int64_t *uptr;   /* n_colours + 1 */
+} work;
+
+static void work_free(work *w) {
+  free(w->jl); free(w->theta); free(w->score); free(w->state);
+  free(w->px); free(w->py); free(w->plab); free(w->ulist); free(w->uptr);
+  memset(w, 0, sizeof(*w));
+}
+
+static sbg_status work_alloc(work *w, int32_t n, int32_t n_colours) {
+  size_t nn = (size_t)(n > 0 ? n : 1);
+  memset(w, 0, sizeof(*w));
+  w->jl = (int8_t *)malloc(nn);
+  w->theta = (double *)malloc(nn * sizeof(double));
+  w->score = (double *)malloc(nn * sizeof(double));
+  w->state = (int8_t *)malloc(nn);
+  w->px = (double *)malloc(nn * sizeof(double));
+  w->py = (double *)malloc(nn * sizeof(double));
+  w->plab = (int8_t *)malloc(nn);
+  w->ulist = (int32_t *)malloc(nn * sizeof(int32_t));
+  w->uptr = (int64_t *)malloc((size_t)(n_colours + 1) * sizeof(int64_t));
+  if (!w->jl || !w->theta || !w->score || !w->state || !w->px || !w->py ||
+      !w->plab || !w->ulist || !w->uptr) {
+    work_free(w);
+    return SBG_ERR_ALLOC;
+  }
+  return SBG_OK;
+}
+
+/* Runs job j with `nt` threads inside (1 when jobs run in parallel);
+ * polls only when `poll` (the calling thread outside parallel regions). */
+static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
+                          const int32_t *cptr_nodes, const int64_t *cptr, int32_t n_colours,
+                          int32_t j, int nt, work *w, sbg_cosnet_result *out, sbg_ctx *ctx,
+                          int poll, double done_before, double done_share) {
+  const sbg_cosnet_graph *g = &in->g;
+  int32_t n = g->n;
+  int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
+  int32_t k = j / nf;
+  sbg_cosnet_job_codes(in, j, w->jl);
+  int8_t *jl = w->jl;
+
+  /* Training points: weight to labelled positives, then to negatives. */
+  int64_t m = 0, npos = 0;
+  for (int32_t v = 0; v < n; v++)
+    if (jl[v] == SBG_COSNET_POS || jl[v] == SBG_COSNET_NEG) {
+      w->plab[m] = jl[v] == SBG_COSNET_POS;
+      npos += jl[v] == SBG_COSNET_POS;
+      w->ulist[m++] = v; /* scratch: the labelled nodes in order */
+    }
+  if (npos == 0 || npos == m)
+    return sbg_fail(ctx, SBG_ERR_INPUT, "job %d (class %d): the training set needs labelled positives and negatives",
+                    (int)j + 1, (int)k + 1);
+  {
+    /* codes -1, 0, 1, 2 index tab[code + 1] */
+    const double tab_pos[4] = {0.0, 0.0, 1.0, 0.0}, tab_neg[4] = {1.0, 0.0, 0.0, 0.0};
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 256)
+    for (int64_t i = 0; i < m; i++)
+      row_sum2(g, w->ulist[i], jl, tab_pos, tab_neg, &w->px[i], &w->py[i]);
+  }
+
+  double alpha, c, fs;
+  sbg_status st = sbg_cosnet_learn(w->px, w->py, w->plab, m, &alpha, &c, &fs);
+  if (st != SBG_OK) return sbg_fail(ctx, st, "out of memory while learning job %d", (int)j + 1);
+  double hi = sin(alpha), lo = -cos(alpha);
+
+  /* U nodes in colour order. */
+  int64_t nu = 0;
+  for (int32_t cl = 0; cl < n_colours; cl++) {
+    w->uptr[cl] = nu;
+    for (int64_t t = cptr[cl]; t < cptr[cl + 1]; t++) {
+      int32_t v = cptr_nodes[t];
+      if (jl[v] == SBG_COSNET_REPORT || jl[v] == SBG_COSNET_QUIET) w->ulist[nu++] = v;
+    }
+  }
+  w->uptr[n_colours] = nu;
+  sbg_cosnet_reg reg = sbg_cosnet_regularisation(p->cost, alpha, npos, m, nu);
+
+  /* Thresholds: c minus the pull of the labelled neighbours. */
+  const double tab[4] = {lo, 0.0, hi, 0.0};
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 256)
+  for (int64_t i = 0; i < nu; i++) {
+    int32_t v = w->ulist[i];
+    double th = c - row_sum(g, v, jl, tab);
+    if (reg.on) th = th + reg.theta_add;
+    w->theta[v] = th;
+  }
+
+  /* Dynamics from the all-unset state (0); labelled nodes keep state 0 and
+   * act through the thresholds only. */
+  for (int32_t v = 0; v < n; v++) w->state[v] = 0;
+  int64_t tot_pos = 0, tot_neg = 0;
+  int32_t sweep = 0, converged = 0;
+  while (sweep < p->max_sweeps && !converged) {
+    sweep++;
+    int64_t changed = 0;
+    for (int32_t cl = 0; cl < n_colours; cl++) {
+      int64_t b = w->uptr[cl], e = w->uptr[cl + 1];
+      if (b == e) continue;
+      double pen = 0;
+      int64_t col_pos = 0, col_neg = 0;
+      if (reg.on) {
+        /* The dense penalty seen by a node of this colour: r times the
+         * states of the U nodes of the other colours, which stay fixed
+         * while this colour updates (exact dynamics on W - r(J - B)). */
+        for (int64_t i = b; i < e; i++) {
+          int8_t s = w->state[w->ulist[i]];
+          col_pos += s > 0; col_neg += s < 0;
+        }
+        pen = reg.r * ((double)(tot_pos - col_pos) * hi + (double)(tot_neg - col_neg) * lo);
+      }
+      int64_t ch = 0;
+#pragma omp parallel for num_threads(nt) if (nt > 1 && e - b > 512) schedule(dynamic, 128) reduction(+ : ch)
+      for (int64_t i = b; i < e; i++) {
+        int32_t v = w->ulist[i];
+        double h = row_sum(g, v, w->state, tab);
+        if (reg.on) h = h - pen;
+        h = h - w->theta[v];
+        /* COSNet's rule: positive only for a strictly positive field. */
+        int8_t s = h > 0 ? 1 : -1;
+        if (s != w->state[v]) ch++;
+        w->state[v] = s;
+        w->score[v] = h;
+      }
+      changed += ch;
+      if (reg.on) {
+        int64_t np2 = 0, nn2 = 0;
+        for (int64_t i = b; i < e; i++) {
+          int8_t s = w->state[w->ulist[i]];
+          np2 += s > 0; nn2 += s < 0;
+        }
+        tot_pos += np2 - col_pos;
+        tot_neg += nn2 - col_neg;
+      }
+      if (poll) {
+        st = sbg_poll(ctx, done_before + done_share * (1.0 - 1.0 / (sweep + 1.0)));
+        if (st != SBG_OK) return st;
+      }
+    }
+    if (changed == 0) converged = 1;
+  }
+
+  out->v_alpha[j] = alpha;
+  out->v_c[j] = c;
+  out->v_fscore[j] = fs;
+  out->v_sweeps[j] = sweep;
+  out->v_converged[j] = converged;
+  double *sc = out->v_scores + (size_t)k * n;
+  int32_t *pr = out->v_pred + (size_t)k * n;
+  for (int64_t i = 0; i < nu; i++) {
+    int32_t v = w->ulist[i];
+    if (jl[v] != SBG_COSNET_REPORT) continue;
+    sc[v] = w->score[v];
+    pr[v] = w->state[v] > 0;
+  }
+  return SBG_OK;
+}
+
+sbg_status sbg_cosnet_cpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
+                          sbg_cosnet_result *out, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t *nodes = NULL;
+  int64_t *cptr = NULL;
+  work *ws = NULL;
+  sbg_status *jst = NULL;
+  int nt = ctx->n_threads > 0 ? ctx->n_threads : 1;
+  int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
+  int32_t n_jobs = in->n_classes * nf;
+  int par_jobs = nt > 1 && n_jobs >= nt;
+  int n_ws = 0;
+
+  st = colour_graph(&in->g, p->seed, out->v_colour, &out->n_colours, ctx);
+  if (st != SBG_OK) {
+    if (st == SBG_ERR_ALLOC) sbg_fail(ctx, st, "out of memory while colouring the network");
+    goto done;
+  }
+  if (sbg_cosnet_colour_order(out->v_colour, in->g.n, out->n_colours, &nodes, &cptr) != SBG_OK) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory while ordering the colours");
+    goto done;
+  }
+
+  n_ws = par_jobs ? nt : 1;
+  ws = (work *)calloc((size_t)n_ws, sizeof(work));
+  jst = (sbg_status *)calloc((size_t)(n_jobs > 0 ? n_jobs : 1), sizeof(sbg_status));
+  if (!ws || !jst) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory for the job workspaces"); goto done; }
+  for (int t = 0; t < n_ws; t++)
+    if (work_alloc(&ws[t], in->g.n, out->n_colours) != SBG_OK) {
+      st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory for the job workspaces");
+      goto done;
+    }
+
+  if (!par_jobs) {
+    for (int32_t j = 0; j < n_jobs; j++) {
+      st = run_job(in, p, nodes, cptr, out->n_colours, j, nt, &ws[0], out, ctx, 1,
+                   (double)j / n_jobs, 1.0 / n_jobs);
+      if (st != SBG_OK) goto done;
+    }
+  } else {
+    /* Jobs in parallel, a block at a time, polling between blocks.  Each
+     * job writes only its own outputs; messages go to per-job contexts. */
+    int32_t block = 4 * nt;
+    sbg_ctx *jctx = (sbg_ctx *)calloc((size_t)block, sizeof(sbg_ctx));
+    if (!jctx) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
+    for (int32_t j0 = 0; j0 < n_jobs && st == SBG_OK; j0 += block) {
+      int32_t j1 = j0 + block < n_jobs ? j0 + block : n_jobs;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+      for (int32_t j = j0; j < j1; j++) {
+        sbg_ctx *cj = &jctx[j - j0];
+        cj->n_threads = 1;
+        jst[j] = run_job(in, p, nodes, cptr, out->n_colours, j, 1, &ws[omp_get_thread_num()],
+                         out, cj, 0, 0, 0);
+      }
+      for (int32_t j = j0; j < j1; j++)
+        if (jst[j] != SBG_OK) {
+          st = sbg_fail(ctx, jst[j], "%s", jctx[j - j0].errbuf);
+          break;
+        }
+      if (st == SBG_OK) st = sbg_poll(ctx, (double)j1 / n_jobs);
+    }
+    free(jctx);
+  }
+done:
+  if (ws)
+    for (int t = 0; t < n_ws; t++) work_free(&ws[t]);
+  free(ws);
+  free(jst);
+  free(nodes);
+  free(cptr);
+  return st;
+}

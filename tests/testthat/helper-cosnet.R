@@ -1,0 +1,78 @@
+# Plain-R references for the parCosnet() tests: random networks, the
+# training points, and the sequential Hopfield sweep in colour order.
+
+cosnet_random_graph <- function(n, density, seed) {
+  set.seed(seed)
+  W <- Matrix::rsparsematrix(n, n, density = density, symmetric = TRUE,
+                             rand.x = function(k) runif(k, 0.01, 1))
+  Matrix::diag(W) <- 0
+  W <- Matrix::drop0(W)
+  methods::as(W, "generalMatrix")
+}
+
+# Labels 1/0/NA: `pos` positives with homophily-free random placement.
+cosnet_random_labels <- function(n, pos, unl, seed) {
+  set.seed(seed)
+  y <- rep(0, n)
+  y[sample(n, pos)] <- 1
+  y[sample(n, unl)] <- NA
+  y
+}
+
+# The sequential dynamics in colour order (by colour, then node index) from
+# the all-unset state, with plain R sums: states, last fields, sweeps and
+# the energy after each sweep.  pen_r: the regularisation's r (0 = none);
+# theta_add: its threshold shift.
+cosnet_sequential <- function(W, y, alpha, c, colours, max_sweeps = 1000,
+                              pen_r = 0, theta_add = 0) {
+  U <- which(is.na(y))
+  S <- which(!is.na(y))
+  hi <- sin(alpha); lo <- -cos(alpha)
+  s_lab <- ifelse(y[S] == 1, hi, lo)
+  theta <- c - as.vector(W[U, S, drop = FALSE] %*% s_lab) + theta_add
+  WU <- as.matrix(W[U, U, drop = FALSE])
+  cu <- colours[U]
+  ord <- order(cu, U)
+  x <- numeric(length(U)); h <- numeric(length(U))
+  energy <- numeric(0)
+  sweeps <- 0
+  repeat {
+    sweeps <- sweeps + 1
+    changed <- 0
+    for (t in ord) {
+      pen <- if (pen_r > 0) pen_r * sum(x[cu != cu[t]]) else 0
+      f <- sum(WU[t, ] * x) - pen - theta[t]
+      new <- if (f > 0) hi else lo
+      if (new != x[t]) changed <- changed + 1
+      x[t] <- new
+      h[t] <- f
+    }
+    energy <- c(energy, -0.5 * sum(x * (WU %*% x)) + sum(theta * x))
+    if (changed == 0 || sweeps >= max_sweeps) break
+  }
+  list(U = U, pred = x == hi, scores = h, sweeps = sweeps, energy = energy, theta = theta)
+}
+
+# Greedy colouring in decreasing Philox priority (what Jones-Plassmann
+# computes): priority of node v (1-based) = Philox(seed, subsequence v - 1),
+# first two 32-bit words, ties to the larger index.
+cosnet_greedy_colours <- function(W, seed) {
+  n <- nrow(W)
+  words <- philoxDraws(2, seed, subsequence = 0, streams = n, backend = "cpu")
+  ord <- order(words[1, ], words[2, ], seq_len(n), decreasing = TRUE)
+  col <- integer(n)
+  for (v in ord) {
+    nb <- W@i[(W@p[v] + 1L):W@p[v + 1L]] + 1L
+    if (W@p[v] == W@p[v + 1L]) nb <- integer(0)
+    used <- col[nb]
+    k <- 1L
+    while (k %in% used) k <- k + 1L
+    col[v] <- k
+  }
+  col
+}
+
+cosnet_learn <- function(x, y, lab) {
+  r <- .Call(sysbioGPU:::ffi_cosnet_learn, as.double(x), as.double(y), as.integer(lab > 0))
+  list(alpha = r[1], c = r[2], F = r[3])
+}

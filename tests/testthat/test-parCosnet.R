@@ -1,0 +1,344 @@
+# Tests of parCosnet(), cvParCosnet() and readNetwork(): oracles for the
+# learning step (COSNet's own outputs, separable points, scaling), the
+# dynamics (sequential sweep in colour order, energy, fixed point, closed
+# form on an independent set), the colouring, reproducibility, CPU/GPU
+# parity, inputs and errors.
+
+# ---- learning -------------------------------------------------------------
+
+test_that("learning equals COSNet::optimizep on stored cases (incl. the above branch)", {
+  cases <- readRDS(test_path("fixtures", "cosnet-optimizep.rds"))
+  expect_gt(sum(vapply(cases, function(z) z$above, TRUE)), 5)
+  for (z in cases) {
+    r <- cosnet_learn(z$x, z$y, z$labels)
+    expect_identical(c(r$alpha, r$c, r$F), c(z$alpha, z$c, z$F))
+  }
+})
+
+test_that("learning equals COSNet where the package is installed", {
+  peer <- "COSNet"
+  skip_if_not_installed(peer)
+  optimizep <- getExportedValue(peer, "optimizep")
+  set.seed(5)
+  for (it in 1:30) {
+    m <- sample(30:150, 1)
+    l <- ifelse(runif(m) < 0.2, 1, -1); l[1:2] <- c(1, -1)
+    x <- rexp(m); y <- rexp(m)
+    if (it %% 2 == 0) { x[l > 0] <- x[l > 0] * 0.1; x[sample(m, 10)] <- 0 }
+    r <- utils::capture.output(o <- optimizep(x, y, l))
+    expect_identical(unlist(cosnet_learn(x, y, l)), c(alpha = o$alpha, c = o$c, F = o$Fscore))
+  }
+})
+
+test_that("separable points give F = 1, and scaling keeps alpha and scales c", {
+  set.seed(2)
+  x <- c(runif(10, 2, 3), runif(30, 0, 1))
+  y <- c(runif(10, 0, 0.5), runif(30, 1, 2))
+  lab <- rep(c(1, 0), c(10, 30))
+  r <- cosnet_learn(x, y, lab)
+  expect_identical(r$F, 1)
+  for (k in c(4, 0.25)) { # powers of two: scaled points are exact
+    rk <- cosnet_learn(k * x, k * y, lab)
+    expect_identical(rk$alpha, r$alpha)
+    expect_identical(rk$c, k * r$c)
+  }
+  r3 <- cosnet_learn(3 * x, 3 * y, lab)
+  expect_equal(r3$alpha, r$alpha, tolerance = 1e-12)
+  expect_equal(r3$c, 3 * r$c, tolerance = 1e-12)
+})
+
+test_that("scaling W by k keeps alpha, scales c and keeps the predictions", {
+  W <- cosnet_random_graph(150, 0.06, 1)
+  y <- cosnet_random_labels(150, 25, 40, 2)
+  a <- parCosnet(W, y, seed = 3, backend = "cpu", threads = 1, verbose = FALSE)
+  b <- parCosnet(W * 4, y, seed = 3, backend = "cpu", threads = 1, verbose = FALSE)
+  expect_identical(b$classes$alpha, a$classes$alpha)
+  expect_identical(b$classes$c, 4 * a$classes$c)
+  expect_identical(b$predictions, a$predictions)
+  expect_identical(b$scores, 4 * a$scores)
+})
+
+# ---- dynamics ---------------------------------------------------------------
+
+test_that("colour-parallel dynamics equals the sequential sweep in colour order", {
+  for (s in 1:4) {
+    n <- c(120, 200, 300, 80)[s]
+    W <- cosnet_random_graph(n, c(0.08, 0.05, 0.03, 0.2)[s], 10 + s)
+    y <- cosnet_random_labels(n, n %/% 8, n %/% 3, 20 + s)
+    fit <- parCosnet(W, y, seed = s, backend = "cpu", threads = 2, verbose = FALSE)
+    ref <- cosnet_sequential(W, y, fit$classes$alpha, fit$classes$c, fit$colours)
+    expect_identical(unname(fit$predictions[ref$U, 1]), ref$pred)
+    expect_equal(unname(fit$scores[ref$U, 1]), ref$scores, tolerance = 1e-12)
+    expect_identical(fit$classes$sweeps, as.integer(ref$sweeps))
+    expect_true(fit$classes$converged)
+    expect_true(all(is.na(fit$scores[-ref$U, 1])))
+  }
+})
+
+test_that("the fixed point agrees with the fields and the energy never increases", {
+  W <- cosnet_random_graph(400, 0.03, 7)
+  y <- cosnet_random_labels(400, 60, 200, 8)
+  fit <- parCosnet(W, y, seed = 9, backend = "cpu", threads = 2, verbose = FALSE)
+  U <- which(is.na(y))
+  expect_identical(unname(fit$predictions[U, 1]), unname(fit$scores[U, 1] > 0))
+  ref <- cosnet_sequential(W, y, fit$classes$alpha, fit$classes$c, fit$colours)
+  expect_true(all(diff(ref$energy) <= 1e-12))
+  # the engine's own states after each sweep, through maxSweeps
+  hi <- sin(fit$classes$alpha); lo <- -cos(fit$classes$alpha)
+  WU <- as.matrix(W[U, U])
+  e <- vapply(seq_len(fit$classes$sweeps), function(k) {
+    f <- suppressWarnings(parCosnet(W, y, maxSweeps = k, seed = 9, backend = "cpu", threads = 1,
+                                    verbose = FALSE))
+    x <- ifelse(f$predictions[U, 1], hi, lo)
+    -0.5 * sum(x * (WU %*% x)) + sum(ref$theta * x)
+  }, 0)
+  expect_true(all(diff(e) <= 1e-12))
+  expect_equal(e, ref$energy, tolerance = 1e-10)
+  expect_warning(parCosnet(W, y, maxSweeps = 1, seed = 9, backend = "cpu", verbose = FALSE),
+                 "did not converge")
+})
+
+test_that("an independent set of unlabelled nodes has the closed-form answer", {
+  n <- 150
+  W <- cosnet_random_graph(n, 0.1, 31)
+  U <- 1:40
+  W[U, U] <- 0
+  W <- methods::as(Matrix::drop0(W), "generalMatrix")
+  y <- cosnet_random_labels(n, 30, 0, 32)
+  y[U] <- NA
+  fit <- parCosnet(W, y, seed = 1, backend = "cpu", threads = 1, verbose = FALSE)
+  a <- fit$classes$alpha; cc <- fit$classes$c
+  S <- which(!is.na(y))
+  field <- as.vector(W[U, S] %*% ifelse(y[S] == 1, sin(a), -cos(a))) - cc
+  expect_equal(unname(fit$scores[U, 1]), field, tolerance = 1e-12)
+  expect_identical(unname(fit$predictions[U, 1]), field > 0)
+  expect_identical(fit$classes$sweeps, 2L)
+})
+
+test_that("the colouring is proper and is the greedy colouring in priority order", {
+  W <- cosnet_random_graph(250, 0.05, 41)
+  y <- cosnet_random_labels(250, 30, 80, 42)
+  fit <- parCosnet(W, y, seed = 77, backend = "cpu", threads = 2, verbose = FALSE)
+  T <- Matrix::summary(W)
+  expect_true(all(fit$colours[T$i] != fit$colours[T$j]))
+  expect_identical(fit$colours, cosnet_greedy_colours(W, 77))
+  expect_identical(fit$nColours, max(fit$colours))
+})
+
+test_that("regularisation (cost > 0) follows the colour-synchronous scheme", {
+  W <- cosnet_random_graph(200, 0.05, 51)
+  set.seed(52)
+  y <- rep(0, 200); y[1:40] <- 1; y[sample(200, 70)] <- NA
+  # make positives cluster so that alpha > pi/4 and the penalty is on
+  W[1:40, 1:40] <- W[1:40, 1:40] + 0.5 * (Matrix::rsparsematrix(40, 40, 0.3, symmetric = TRUE) != 0)
+  Matrix::diag(W) <- 0
+  W <- methods::as(Matrix::drop0(W), "generalMatrix")
+  cost <- 1e-3
+  fit <- parCosnet(W, y, cost = cost, seed = 4, backend = "cpu", threads = 2, verbose = FALSE)
+  a <- fit$classes$alpha
+  expect_gt(a, pi / 4)
+  hi <- sin(a); lo <- -cos(a)
+  U <- which(is.na(y)); nl <- sum(!is.na(y)); np <- sum(y == 1, na.rm = TRUE)
+  eta <- cost * abs(tan((a - pi / 4) * 2)); A <- 1 / (hi - lo); B <- -lo / (hi - lo)
+  k <- ceiling((np / nl) * length(U))
+  ref <- cosnet_sequential(W, y, a, fit$classes$c, fit$colours, pen_r = 2 * eta * A^2,
+                           theta_add = eta * A * (2 * B * (length(U) - 1) - 2 * k + 1))
+  expect_identical(unname(fit$predictions[U, 1]), ref$pred)
+  expect_equal(unname(fit$scores[U, 1]), ref$scores, tolerance = 1e-10)
+  expect_identical(fit$classes$sweeps, as.integer(ref$sweeps))
+  plain <- parCosnet(W, y, seed = 4, backend = "cpu", threads = 2, verbose = FALSE)
+  expect_false(identical(plain$scores, fit$scores))
+})
+
+# ---- reproducibility and inputs ---------------------------------------------
+
+test_that("same seed same result; threads do not change it; classes are independent", {
+  W <- cosnet_random_graph(300, 0.04, 61)
+  Y <- sapply(1:5, function(k) cosnet_random_labels(300, 20 + 5 * k, 90, 60 + k))
+  colnames(Y) <- paste0("c", 1:5)
+  f1 <- parCosnet(W, Y, seed = 5, backend = "cpu", threads = 1, verbose = FALSE)
+  f2 <- parCosnet(W, Y, seed = 5, backend = "cpu", threads = 2, verbose = FALSE)
+  f1$seconds <- f2$seconds <- 0; f1$threads <- f2$threads <- 0L; f1$call <- f2$call <- NULL
+  expect_identical(f1, f2)
+  one <- parCosnet(W, Y[, 3], seed = 5, backend = "cpu", threads = 2, verbose = FALSE)
+  expect_identical(unname(one$scores[, 1]), unname(f1$scores[, 3]))
+  f3 <- parCosnet(W, Y, seed = 6, backend = "cpu", threads = 2, verbose = FALSE)
+  expect_false(identical(f3$colours, f1$colours))
+  set.seed(9); a <- parCosnet(W, Y[, 1], backend = "cpu", verbose = FALSE)
+  set.seed(9); b <- parCosnet(W, Y[, 1], backend = "cpu", verbose = FALSE)
+  expect_identical(a$seed, b$seed)
+  expect_identical(a$scores, b$scores)
+})
+
+test_that("dgCMatrix, dsCMatrix, dense matrix and edge data.frame give the same answer", {
+  W <- cosnet_random_graph(100, 0.08, 71)
+  y <- cosnet_random_labels(100, 15, 30, 72)
+  ref <- parCosnet(W, y, seed = 1, backend = "cpu", threads = 1, verbose = FALSE)
+  run <- function(x) parCosnet(x, y, seed = 1, backend = "cpu", threads = 1, verbose = FALSE)$scores
+  expect_identical(run(methods::as(W, "symmetricMatrix")), ref$scores)
+  expect_identical(run(as.matrix(W)), ref$scores)
+  T <- Matrix::summary(W)
+  both <- data.frame(from = T$i, to = T$j, weight = T$x)
+  expect_identical(run(both), ref$scores)
+  once <- both[both$from < both$to, ]
+  expect_identical(run(once), ref$scores)
+  # stored zeros are dropped; symmetric up to rounding is averaged
+  Z <- W
+  colj <- rep(seq_len(ncol(W)), diff(W@p)); rowi <- W@i + 1L
+  mirror <- which(rowi == colj[1] & colj == rowi[1])
+  Z@x[c(1, mirror)] <- 0
+  expect_identical(length(Z@x), length(W@x))
+  expect_identical(run(Z), parCosnet(Matrix::drop0(Z), y, seed = 1, backend = "cpu", threads = 1,
+                                     verbose = FALSE)$scores)
+  R <- W; R@x[1] <- R@x[1] * (1 + 4 * .Machine$double.eps)
+  expect_equal(run(R), ref$scores, tolerance = 1e-12)
+  # normalisation: D^-1/2 W D^-1/2
+  d <- Matrix::rowSums(W)
+  Wn <- Matrix::Diagonal(x = 1 / sqrt(d)) %*% W %*% Matrix::Diagonal(x = 1 / sqrt(d))
+  a <- parCosnet(W, y, normalize = TRUE, seed = 1, backend = "cpu", verbose = FALSE)
+  b <- parCosnet(methods::as(Wn, "generalMatrix"), y, seed = 1, backend = "cpu", verbose = FALSE)
+  expect_equal(a$scores, b$scores, tolerance = 1e-10)
+})
+
+test_that("labels: logical, names matched to W, matrix of classes", {
+  W <- cosnet_random_graph(80, 0.1, 81)
+  nm <- paste0("g", 1:80)
+  dimnames(W) <- list(nm, nm)
+  y <- cosnet_random_labels(80, 12, 20, 82)
+  names(y) <- nm
+  a <- parCosnet(W, y, seed = 2, backend = "cpu", verbose = FALSE)
+  b <- parCosnet(W, as.logical(y), seed = 2, backend = "cpu", verbose = FALSE)
+  expect_identical(unname(a$scores), unname(b$scores))
+  perm <- sample(80)
+  c2 <- parCosnet(W, y[perm], seed = 2, backend = "cpu", verbose = FALSE)
+  expect_identical(a$scores, c2$scores)
+  expect_identical(rownames(a$scores), nm)
+  expect_output(print(a), "parCosnet")
+  expect_output(print(summary(a)), "training F")
+})
+
+test_that("bad input gives classed errors naming the argument", {
+  W <- cosnet_random_graph(50, 0.1, 91)
+  y <- cosnet_random_labels(50, 8, 10, 92)
+  err <- function(expr, msg) expect_error(expr, msg, class = "sysbioGPU_error_input")
+  err(parCosnet(W[, 1:49], y), "`W` must be square")
+  A <- W; A[1, 2] <- A[1, 2] + 1
+  err(parCosnet(A, y), "must be symmetric")
+  A <- W; A[3, 4] <- A[4, 3] <- -1
+  err(parCosnet(A, y), "negative weights")
+  A <- as.matrix(W); A[3, 4] <- A[4, 3] <- NA
+  err(parCosnet(A, y), "NA or infinite")
+  A <- W; A[5, 5] <- 1
+  err(parCosnet(A, y), "zero diagonal")
+  err(parCosnet(W, y[-1]), "one element per node")
+  err(parCosnet(W, y * 2), "must hold 1")
+  err(parCosnet(W, "a"), "logical or numeric")
+  z <- y; z[!is.na(z)] <- 0
+  err(parCosnet(W, z), "no labelled positives")
+  z <- y; z[!is.na(z)] <- 1
+  err(parCosnet(W, z), "no labelled negatives")
+  err(parCosnet(W, ifelse(is.na(y), 0, y)), "nothing to predict")
+  nm <- paste0("g", 1:50); dimnames(W) <- list(nm, nm)
+  z <- y; names(z) <- paste0("h", 1:50)
+  err(parCosnet(W, z), "names of `labels`")
+  err(parCosnet(W, y, cost = -1), "`cost`")
+  err(parCosnet(W, y, maxSweeps = 0), "`maxSweeps`")
+  err(parCosnet(list(), y), "`W` must be")
+  err(parCosnet(data.frame(from = 1:2, to = c(2, 1), weight = c(1, 2)), c(1, NA)),
+      "different weights")
+  err(cvParCosnet(W, y, nfolds = 1), "`nfolds`")
+  z <- ifelse(is.na(y), 0, y); z[which(z == 1)[-1]] <- 0
+  err(cvParCosnet(W, z), "at least 2 labelled positives")
+})
+
+# ---- cross-validation -----------------------------------------------------------
+
+test_that("cvParCosnet: stratified folds, out-of-fold predictions, metrics", {
+  W <- cosnet_random_graph(300, 0.04, 101)
+  Y <- cbind(a = cosnet_random_labels(300, 40, 30, 102), b = cosnet_random_labels(300, 25, 0, 103))
+  cv <- cvParCosnet(W, Y, nfolds = 4, seed = 3, backend = "cpu", threads = 2, verbose = FALSE)
+  for (k in 1:2) {
+    f <- cv$folds[, k]
+    expect_true(all(f[is.na(Y[, k])] == 0))
+    pos <- table(f[which(Y[, k] == 1)]); neg <- table(f[which(Y[, k] == 0)])
+    expect_lte(diff(range(pos)), 1)
+    expect_lte(diff(range(table(f[f > 0]))), 1)
+    expect_identical(is.na(cv$scores[, k]), is.na(Y[, k]))
+  }
+  # fold 2 of class a is parCosnet() with that fold masked
+  y2 <- Y[, "a"]; y2[cv$folds[, "a"] == 2] <- NA
+  one <- parCosnet(W, y2, seed = 3, backend = "cpu", threads = 1, verbose = FALSE)
+  i <- which(cv$folds[, "a"] == 2)
+  expect_identical(unname(cv$scores[i, "a"]), unname(one$scores[i, 1]))
+  expect_identical(cv$jobs$alpha[2], one$classes$alpha)
+  expect_true(all(cv$metrics$AUPRC >= 0 & cv$metrics$AUPRC <= 1))
+  cv2 <- cvParCosnet(W, Y, nfolds = 4, seed = 3, backend = "cpu", threads = 1, verbose = FALSE)
+  expect_identical(cv2$scores, cv$scores)
+  expect_identical(cv2$folds, cv$folds)
+  expect_output(print(cv), "4-fold")
+  pdf(NULL); on.exit(grDevices::dev.off())
+  expect_invisible(plot(cv))
+})
+
+test_that("average precision: known values", {
+  ap <- sysbioGPU:::average_precision
+  expect_equal(ap(c(3, 2, 1), c(TRUE, FALSE, TRUE)), (1 + 2 / 3) / 2)
+  expect_equal(ap(c(1, 1, 1), c(TRUE, FALSE, FALSE)), 1 / 3)
+  expect_equal(ap(c(3, 2, 1), c(TRUE, TRUE, FALSE)), 1)
+})
+
+# ---- readNetwork --------------------------------------------------------------
+
+test_that("readNetwork: header detection, both directions stored once, bad lines", {
+  f <- tempfile(fileext = ".txt")
+  writeLines(c("protein1 protein2 combined_score", "a b 0.9", "b a 0.9", "b c 0.4", "", "c d 1"), f)
+  W <- readNetwork(f)
+  expect_s4_class(W, "dgCMatrix")
+  expect_identical(rownames(W), c("a", "b", "c", "d"))
+  expect_identical(W["a", "b"], 0.9)
+  expect_identical(W["b", "a"], 0.9)
+  expect_identical(length(W@x), 6L)
+  writeLines(c("a b 0.9", "b c x"), f)
+  expect_error(readNetwork(f), "line 2 .*not a number", class = "sysbioGPU_error_input")
+  writeLines(c("a b 0.9", "b c"), f)
+  expect_error(readNetwork(f), "line 2 .*3 fields", class = "sysbioGPU_error_input")
+  writeLines(c("a b 0.9", "b a 0.5"), f)
+  expect_error(readNetwork(f), "different weights", class = "sysbioGPU_error_input")
+  writeLines(c("a\tb\t2", "b\tc\t-1"), f)
+  expect_error(readNetwork(f), "line 2", class = "sysbioGPU_error_input")
+  expect_error(readNetwork(tempfile()), "does not exist", class = "sysbioGPU_error_input")
+})
+
+# ---- GPU ------------------------------------------------------------------------
+
+test_that("GPU and CPU give identical results (cost = 0 and cost > 0)", {
+  skip_if_no_gpu()
+  W <- cosnet_random_graph(3000, 0.01, 111)
+  Y <- sapply(1:6, function(k) cosnet_random_labels(3000, 60 + 20 * k, 900, 110 + k))
+  cpu <- parCosnet(W, Y, seed = 8, backend = "cpu", verbose = FALSE)
+  gpu <- parCosnet(W, Y, seed = 8, backend = "gpu", verbose = FALSE)
+  expect_identical(gpu$colours, cpu$colours)
+  expect_identical(gpu$classes, cpu$classes)
+  expect_identical(gpu$predictions, cpu$predictions)
+  expect_identical(gpu$scores, cpu$scores)
+  cpu <- parCosnet(W, Y, cost = 1e-3, seed = 8, backend = "cpu", verbose = FALSE)
+  gpu <- parCosnet(W, Y, cost = 1e-3, seed = 8, backend = "gpu", verbose = FALSE)
+  expect_identical(gpu$predictions, cpu$predictions)
+  expect_identical(gpu$scores, cpu$scores)
+  cvc <- cvParCosnet(W, Y[, 1:3], seed = 2, backend = "cpu", verbose = FALSE)
+  cvg <- cvParCosnet(W, Y[, 1:3], seed = 2, backend = "gpu", verbose = FALSE)
+  expect_identical(cvg$scores, cvc$scores)
+  expect_identical(cvg$jobs, cvc$jobs)
+  # several GPU batches of jobs give the same answer
+  old <- options(sysbioGPU.cosnetBatch = 4L)
+  cvb <- cvParCosnet(W, Y[, 1:3], seed = 2, backend = "gpu", verbose = FALSE)
+  options(old)
+  expect_identical(cvb$scores, cvc$scores)
+  expect_identical(cvb$jobs, cvc$jobs)
+  # a hub (warp-strided row of thousands of entries)
+  H <- W; H[1, 2:3000] <- H[2:3000, 1] <- 0.5
+  H <- methods::as(H, "generalMatrix")
+  y <- Y[, 1]; y[1] <- NA
+  expect_identical(parCosnet(H, y, seed = 1, backend = "gpu", verbose = FALSE)$scores,
+                   parCosnet(H, y, seed = 1, backend = "cpu", verbose = FALSE)$scores)
+})
