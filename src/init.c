@@ -10,6 +10,11 @@ SEXP ffi_philox_block(SEXP, SEXP);
 SEXP ffi_rng_fill(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_busy(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
+/* pbnSteadyState(), pbnSimulate() */
+SEXP ffi_pbn_steady(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_pbn_simulate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_pbn_exact(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
 static const R_CallMethodDef call_methods[] = {
@@ -18,6 +23,10 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_philox_block, 2),
     CALLDEF(ffi_rng_fill, 10),
     CALLDEF(ffi_busy, 6),
+    /* pbnSteadyState(), pbnSimulate() */
+    CALLDEF(ffi_pbn_steady, 7),
+    CALLDEF(ffi_pbn_simulate, 8),
+    CALLDEF(ffi_pbn_exact, 6),
     {NULL, NULL, 0}};
 
 void R_init_sysbioGPU(DllInfo *dll) {
