@@ -44,7 +44,8 @@ static sbg_status pbn_cpu_advance(sbg_pbn_engine *eng, int64_t steps, int count,
     int64_t len = steps - done < chunk ? steps - done : chunk;
 #pragma omp parallel for schedule(static) num_threads(ctx->n_threads)
     for (int64_t c = 0; c < nc; c++) {
-      uint64_t *a = e->states + c * W;
+      uint64_t *home = e->states + c * W;
+      uint64_t *a = home;
       uint64_t *b = e->scratch + (int64_t)omp_get_thread_num() * W;
       uint32_t *k = e->cnt + c * S * 3;
       sbg_philox g = e->rng[c];
@@ -58,8 +59,9 @@ static sbg_status pbn_cpu_advance(sbg_pbn_engine *eng, int64_t steps, int count,
             k[3 * s + 2] += (uint32_t)(x0 & !x1);
           }
         }
-        memcpy(a, b, sizeof(uint64_t) * W);
+        uint64_t *tmp = a; a = b; b = tmp;  /* the new state becomes current */
       }
+      if (a != home) memcpy(home, a, sizeof(uint64_t) * W);
       e->rng[c] = g;
     }
     sbg_status st = sbg_poll(ctx, lo + (hi - lo) * (double)(done + len) / (double)steps);

@@ -9,15 +9,25 @@
 #include "philox.h"
 #include "pbn.h"
 
+/* Inlined into the chain loops so that the CPU's stride of 1 is a
+ * constant there. */
+#ifdef __CUDACC__
+#define PBN_HD __host__ __device__ __forceinline__
+#elif defined(__GNUC__)
+#define PBN_HD static inline __attribute__((always_inline))
+#else
+#define PBN_HD static inline
+#endif
+
 /* Position of the next word in the chain's stream, and a jump to any
  * position (the step's function-selection block is read by rank, so that a
  * reduced network consumes the stream exactly as the full one). */
-SBG_HD uint64_t pbn_rng_pos(const sbg_philox *g) {
+PBN_HD uint64_t pbn_rng_pos(const sbg_philox *g) {
   uint64_t block = ((uint64_t)g->ctr[1] << 32) | g->ctr[0];
   return (block << 2) + g->lane;
 }
 
-SBG_HD void pbn_rng_seek(sbg_philox *g, uint64_t pos) {
+PBN_HD void pbn_rng_seek(sbg_philox *g, uint64_t pos) {
   uint64_t block = pos >> 2;
   uint64_t cur = ((uint64_t)g->ctr[1] << 32) | g->ctr[0];
   g->lane = (uint32_t)(pos & 3u);
@@ -30,7 +40,7 @@ SBG_HD void pbn_rng_seek(sbg_philox *g, uint64_t pos) {
 
 /* Smallest g in [1, rem] with u >= T[g] (T non-increasing): the gap to the
  * next flipped perturbable position; 0 when none of the next rem flips. */
-SBG_HD int32_t pbn_gap(const uint64_t *T, uint64_t u, int32_t rem) {
+PBN_HD int32_t pbn_gap(const uint64_t *T, uint64_t u, int32_t rem) {
   if (u < T[rem]) return 0;
   int32_t lo = 1, hi = rem;
   while (lo < hi) {
@@ -40,13 +50,13 @@ SBG_HD int32_t pbn_gap(const uint64_t *T, uint64_t u, int32_t rem) {
   return lo;
 }
 
-SBG_HD int32_t pbn_pick(const sbg_pbn_net *net, int32_t i, uint32_t u) {
+PBN_HD int32_t pbn_pick(const sbg_pbn_net *net, int32_t i, uint32_t u) {
   int32_t f = net->fun_start[i];
   while ((uint64_t)u >= net->fun_thresh[f]) f++;
   return f;
 }
 
-SBG_HD uint64_t pbn_eval(const sbg_pbn_net *net, int32_t f, const uint64_t *x, int64_t stride) {
+PBN_HD uint64_t pbn_eval(const sbg_pbn_net *net, int32_t f, const uint64_t *x, int64_t stride) {
   int32_t k = net->fun_k[f];
   const int32_t *in = net->inputs + net->in_start[f];
   uint32_t idx = 0;
@@ -58,7 +68,7 @@ SBG_HD uint64_t pbn_eval(const sbg_pbn_net *net, int32_t f, const uint64_t *x, i
 }
 
 /* Uniform random start: two draws per word. */
-SBG_HD void pbn_random_state(const sbg_pbn_net *net, sbg_philox *g, uint64_t *x, int64_t stride) {
+PBN_HD void pbn_random_state(const sbg_pbn_net *net, sbg_philox *g, uint64_t *x, int64_t stride) {
   for (int32_t w = 0; w < net->n_words; w++) {
     uint64_t lo = sbg_philox_next(g);
     uint64_t hi = sbg_philox_next(g);
@@ -75,7 +85,7 @@ SBG_HD void pbn_random_state(const sbg_pbn_net *net, sbg_philox *g, uint64_t *x,
  * Otherwise (synchronous) every node applies a function to the old state;
  * nodes with several functions read their selection draw from the step's
  * block by rank.  Asynchronous: one uniformly chosen node is updated. */
-SBG_HD void pbn_step(const sbg_pbn_net *net, const uint64_t *cur, uint64_t *nxt,
+PBN_HD void pbn_step(const sbg_pbn_net *net, const uint64_t *cur, uint64_t *nxt,
                      int64_t stride, sbg_philox *g) {
   const int32_t W = net->n_words;
   const int32_t NP = net->n_pert_total;
@@ -124,7 +134,7 @@ SBG_HD void pbn_step(const sbg_pbn_net *net, const uint64_t *cur, uint64_t *nxt,
   pbn_rng_seek(g, base + (uint64_t)net->n_sel_total);
 }
 
-SBG_HD int pbn_in_set(const sbg_pbn_sets *S, int32_t s, const uint64_t *x, int64_t stride) {
+PBN_HD int pbn_in_set(const sbg_pbn_sets *S, int32_t s, const uint64_t *x, int64_t stride) {
   for (int32_t e = S->set_start[s]; e < S->set_start[s + 1]; e++) {
     uint64_t v = x[(int64_t)S->word[e] * stride];
     if ((v & S->pos[e]) != S->pos[e] || (v & S->neg[e]) != 0) return 0;
