@@ -67,14 +67,41 @@ pbn_expr_vars <- function(tree) {
          unique(unlist(lapply(tree[[2L]], pbn_expr_vars))))
 }
 
-# Evaluates the tree on vectors of input values (env: name -> logical).
-pbn_expr_eval <- function(tree, env, len) {
+# Truth tables are kept packed, 16 rows per integer word (row j in bit
+# j %% 16 of word j %/% 16): R's bitw* functions work on them without
+# meeting NA_integer_'s bit pattern, and a 24-input table takes 4 MB.
+pbn_pack16 <- function(bits) {
+  n <- length(bits)
+  nw <- (n + 15L) %/% 16L
+  b <- c(as.integer(bits), integer(nw * 16L - n))
+  as.integer(colSums(matrix(b, nrow = 16L) * 2^(0:15)))
+}
+
+pbn_unpack16 <- function(words, n) {
+  as.logical(as.vector(outer(0:15, words, function(j, w) (w %/% 2^j) %% 2)))[seq_len(n)]
+}
+
+# Truth table of one function as a logical vector (row j + 1 = inputs
+# given by the bits of j, first input most significant).
+pbn_fun_table <- function(f) pbn_unpack16(f$words, 2^length(f$inputs))
+
+# Packed column of input v of k (first input = most significant row bit).
+pbn_var_words <- function(v, k) {
+  nw <- max(1L, 2^k %/% 16L)
+  shift <- k - v
+  if (shift < 4L) return(rep(c(43690L, 52428L, 61680L, 65280L)[shift + 1L], nw))
+  w <- seq_len(nw) - 1
+  ifelse((w %/% 2^(shift - 4L)) %% 2 == 1, 65535L, 0L)
+}
+
+# Evaluates the tree on packed columns (env: name -> words).
+pbn_expr_eval <- function(tree, env, nw) {
   switch(tree[[1L]],
          var = env[[tree[[2L]]]],
-         const = rep(tree[[2L]], len),
-         not = !pbn_expr_eval(tree[[2L]], env, len),
-         and = Reduce(`&`, lapply(tree[[2L]], pbn_expr_eval, env = env, len = len)),
-         or = Reduce(`|`, lapply(tree[[2L]], pbn_expr_eval, env = env, len = len)))
+         const = rep(if (tree[[2L]]) 65535L else 0L, nw),
+         not = bitwXor(pbn_expr_eval(tree[[2L]], env, nw), 65535L),
+         and = Reduce(bitwAnd, lapply(tree[[2L]], pbn_expr_eval, env = env, nw = nw)),
+         or = Reduce(bitwOr, lapply(tree[[2L]], pbn_expr_eval, env = env, nw = nw)))
 }
 
 pbn_max_inputs <- 24L
@@ -88,11 +115,12 @@ pbn_expr_function <- function(text, where) {
   k <- length(vars)
   if (k > pbn_max_inputs)
     stop_input(where, ": a function may have at most ", pbn_max_inputs, " inputs, not ", k, call = NULL)
-  idx <- seq_len(2^k) - 1
+  nw <- max(1L, 2^k %/% 16L)
   env <- list()
-  for (v in seq_len(k)) env[[vars[[v]]]] <- (idx %/% 2^(k - v)) %% 2 == 1
-  tab <- pbn_expr_eval(tree, env, length(idx))
-  list(inputs = vars, table = as.logical(tab), expression = text)
+  for (v in seq_len(k)) env[[vars[[v]]]] <- pbn_var_words(v, k)
+  words <- pbn_expr_eval(tree, env, nw)
+  if (k < 4L) words <- bitwAnd(words, as.integer(2^(2^k) - 1))
+  list(inputs = vars, words = as.integer(words), expression = text)
 }
 
 pbn_table_expression <- function(inputs, table) {
@@ -139,8 +167,10 @@ pbn_table_expression <- function(inputs, table) {
 #'   node of their own become input nodes with the identity function (as
 #'   BoolNet does when reading files); if `FALSE` (default) they are an error.
 #' @return An object of class `pbn`: a list with `nodes` (names), `functions`
-#'   (per node, a list of functions, each a list of `inputs`, `table` and
-#'   `expression`), `probabilities` (per node) and `perturbable`.
+#'   (per node, a list of functions, each a list of `inputs`, `words` (the
+#'   truth table packed 16 rows per integer, row `j` in bit `j %% 16` of
+#'   word `j %/% 16`) and `expression`), `probabilities` (per node),
+#'   `perturbable` and `p` (a perturbation read from a file, else `NULL`).
 #' @seealso [readPBN()], [pbnSteadyState()], [pbnSimulate()]
 #' @examples
 #' net <- pbn(list(
@@ -215,7 +245,7 @@ pbn_table_function <- function(x, where) {
     stop_input(where, ": `table` has ", length(tab), " entries, but ", length(inputs),
                " inputs need ", 2^length(inputs), call = NULL)
   tab <- as.logical(tab)
-  list(inputs = inputs, table = tab, expression = pbn_table_expression(inputs, tab))
+  list(inputs = inputs, words = pbn_pack16(tab), expression = pbn_table_expression(inputs, tab))
 }
 
 # Checks and completes a network: input names, probabilities, identity
@@ -228,7 +258,7 @@ pbn_build <- function(nm, funs, probs, perturbable = TRUE, identityForMissing = 
     if (!identityForMissing)
       stop_input(where, ": unknown node name(s) in functions: ", paste(missing, collapse = ", "), call = NULL)
     for (v in missing) {
-      funs[[v]] <- list(list(inputs = v, table = c(FALSE, TRUE), expression = v))
+      funs[[v]] <- list(list(inputs = v, words = 2L, expression = v))
       probs[[v]] <- 1
     }
     nm <- c(nm, missing)
@@ -455,11 +485,11 @@ as.pbn.default <- function(x, ...) {
 
 pbn_from_boolnet_fun <- function(input, func, genes) {
   if (length(input) == 1L && input[[1L]] == 0L) {
-    return(list(inputs = character(), table = as.logical(func[[1L]]), expression = if (func[[1L]] == 1) "1" else "0"))
+    return(list(inputs = character(), words = as.integer(func[[1L]] == 1), expression = if (func[[1L]] == 1) "1" else "0"))
   }
   inputs <- genes[input]
   tab <- as.logical(func)
-  list(inputs = inputs, table = tab, expression = pbn_table_expression(inputs, tab))
+  list(inputs = inputs, words = pbn_pack16(tab), expression = pbn_table_expression(inputs, tab))
 }
 
 #' @rdname as.pbn
@@ -489,7 +519,7 @@ pbn_boolnet_fixed <- function(genes, funs, pl, fixed) {
   pert <- rep(TRUE, length(genes))
   if (!is.null(fixed)) {
     for (i in which(fixed >= 0)) {
-      funs[[i]] <- list(list(inputs = character(), table = fixed[[i]] == 1, expression = as.character(fixed[[i]])))
+      funs[[i]] <- list(list(inputs = character(), words = as.integer(fixed[[i]] == 1), expression = as.character(fixed[[i]])))
       pl[[i]] <- 1
       pert[[i]] <- FALSE
     }

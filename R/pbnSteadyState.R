@@ -16,6 +16,15 @@ pbn_pack32 <- function(bits) {
   out
 }
 
+# 16-bit packed table words -> the engines' 32-bit words (as R integers
+# with the same bits).
+pbn_words32 <- function(w16) {
+  if (length(w16) %% 2L) w16 <- c(w16, 0L)
+  m <- matrix(as.numeric(w16), nrow = 2L)
+  v <- m[1L, ] + m[2L, ] * 65536
+  suppressWarnings(as.integer(ifelse(v >= 2^31, v - 2^32, v)))
+}
+
 # 64-bit masks as (low, high) 32-bit integer pairs.
 pbn_mask_pairs <- function(bit_sets) {
   unlist(lapply(bit_sets, function(bits) {
@@ -59,7 +68,7 @@ pbn_flatten <- function(net, keep, p, async) {
   inputs <- unlist(lapply(fl, function(f) new_of[match(f$inputs, net$nodes)]))
   if (is.null(inputs)) inputs <- integer()
   in_start <- c(0L, cumsum(k))[seq_along(fl)]
-  tabs <- lapply(fl, function(f) pbn_pack32(f$table))
+  tabs <- lapply(fl, function(f) pbn_words32(f$words))
   tw <- lengths(tabs)
   tab_start <- c(0, cumsum(as.numeric(tw)))[seq_along(fl)]
   thresh <- unlist(lapply(probs, function(pr) {

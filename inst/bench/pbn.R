@@ -57,14 +57,14 @@ for (nm in names(nets)) {
   net <- nets[[nm]]
   s <- summary(net)
   n <- s$nodes
-  cpu1 <- throughput(net, "cpu", 1, (if (quick) 2e6 else 1e7) * 100 / n)
-  cpuN <- throughput(net, "cpu", ncores, (if (quick) 4e6 else 4e7) * ncores / 16 * 100 / n)
+  cpu1 <- throughput(net, "cpu", 1, (if (quick) 2e5 else 1e6) * 100 / n)
+  cpuN <- throughput(net, "cpu", ncores, (if (quick) 2e5 else 1e6) * ncores * 100 / n)
   row <- data.frame(network = nm, nodes = n, density = round(s$density, 2),
                     cpu1_steps_per_s = cpu1[["steps"]] / cpu1[["seconds"]],
                     cpu_threads = ncores, cpuN_steps_per_s = cpuN[["steps"]] / cpuN[["seconds"]],
                     gpu_steps_per_s = NA_real_, gpu_trajectories = NA_real_)
   if (gpu) {
-    g <- throughput(net, "gpu", NULL, (if (quick) 4e8 else 4e9) * 100 / n)
+    g <- throughput(net, "gpu", NULL, (if (quick) 2e8 else 2e9) * 100 / n)
     row$gpu_steps_per_s <- g[["steps"]] / g[["seconds"]]
     row$gpu_trajectories <- g[["trajectories"]]
   }
@@ -96,7 +96,7 @@ if (file.exists(path)) {
   be <- if (gpu) "gpu" else "cpu"
   t0 <- proc.time()[["elapsed"]]
   res <- suppressWarnings(pbnSteadyState(tlgl, sets, p = 0.001, r = r, s = 0.95, seed = 1,
-                                         backend = be, maxSteps = 2e11, verbose = FALSE))
+                                         backend = be, maxSteps = if (gpu) 4e10 else 2e9, verbose = FALSE))
   el <- proc.time()[["elapsed"]] - t0
   cat(sprintf("\nT-LGL 2011 (bbm025), %d sets, r = %g, backend %s: %.2f s in total, %.3g steps (%.3g steps/s), %d node(s) simulated\n",
               length(sets), r, be, el, res$steps[[1]], res$steps[[1]] / el, attr(res, "nodesSimulated")))

@@ -8,7 +8,7 @@ pbn_brute_q <- function(net, s_bits) {
       f <- net$functions[[i]][[j]]
       k <- length(f$inputs)
       row <- if (k == 0) 0 else sum(s_bits[match(f$inputs, net$nodes)] * 2^(k - seq_len(k)))
-      f$table[[row + 1]] * net$probabilities[[i]][[j]]
+      pbn_fun_table(f)[[row + 1]] * net$probabilities[[i]][[j]]
     }, 0))
   }, 0)
 }

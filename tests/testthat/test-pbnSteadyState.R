@@ -5,11 +5,27 @@ test_that("expressions become truth tables with the first input most significant
   fA <- net$functions$A[[1]]
   expect_equal(fA$inputs, c("B", "C"))
   # rows (B, C) = 00, 01, 10, 11
-  expect_equal(fA$table, c(FALSE, FALSE, TRUE, FALSE))
+  expect_equal(pbn_fun_table(fA), c(FALSE, FALSE, TRUE, FALSE))
   expect_equal(net$functions$C[[1]]$inputs, character())
-  expect_equal(net$functions$C[[1]]$table, TRUE)
+  expect_equal(pbn_fun_table(net$functions$C[[1]]), TRUE)
   net2 <- pbn(list(A = "!(B | C) & (B | !C)", B = "B", C = "C"))
-  expect_equal(net2$functions$A[[1]]$table, c(TRUE, FALSE, FALSE, FALSE))
+  expect_equal(pbn_fun_table(net2$functions$A[[1]]), c(TRUE, FALSE, FALSE, FALSE))
+})
+
+test_that("tables of many inputs are right in every row (no off-by-one at row 32)", {
+  net <- pbn(list(A = "(B & C) | (!D & E) | (F & !G)"), identityForMissing = TRUE)
+  tab <- pbn_fun_table(net$functions$A[[1]])
+  j <- 0:63
+  bit <- function(v) (j %/% 2^(6 - v)) %% 2 == 1  # B is the most significant of 6
+  expect_equal(tab, (bit(1) & bit(2)) | (!bit(3) & bit(4)) | (bit(5) & !bit(6)))
+  big <- pbn(list(A = paste0("x", 1:20, collapse = " & ")), identityForMissing = TRUE)
+  t20 <- pbn_fun_table(big$functions$A[[1]])
+  expect_equal(length(t20), 2^20)
+  expect_equal(which(t20), 2^20)
+  x <- pbnSimulate(big, 1, from = c(rep(FALSE, 1), rep(TRUE, 20)), p = 0, seed = 1, backend = "cpu")
+  expect_true(x[2, "A"])
+  expect_error(pbn(list(A = paste0("x", 1:25, collapse = " | ")), identityForMissing = TRUE),
+               "at most 24 inputs", class = "sysbioGPU_error_input")
 })
 
 test_that("pbn() takes truth tables and probabilities; print and summary work", {
@@ -36,7 +52,7 @@ test_that("bad PBN definitions are input errors naming the problem", {
   # unknown names become identity inputs only where asked (as readPBN does)
   net <- pbn(list(A = "B"), identityForMissing = TRUE)
   expect_equal(net$nodes, c("A", "B"))
-  expect_equal(net$functions$B[[1]]$table, c(FALSE, TRUE))
+  expect_equal(pbn_fun_table(net$functions$B[[1]]), c(FALSE, TRUE))
 })
 
 # ---- files -------------------------------------------------------------------
@@ -53,7 +69,7 @@ test_that("readPBN reads .bnet with several rules per target and reports syntax 
   net <- readPBN(tf)
   expect_equal(net$probabilities$B, c(0.5, 0.5))
   expect_equal(net$nodes, c("A", "B", "D"))  # D: an input, becomes identity
-  expect_equal(net$functions$D[[1]]$table, c(FALSE, TRUE))
+  expect_equal(pbn_fun_table(net$functions$D[[1]]), c(FALSE, TRUE))
 })
 
 test_that("readPBN reads ASSA-PBN .pbn files", {
