@@ -68,6 +68,8 @@ pbn_flatten <- function(net, keep, p, async) {
   inputs <- unlist(lapply(fl, function(f) new_of[match(f$inputs, net$nodes)]))
   if (is.null(inputs)) inputs <- integer()
   in_start <- c(0L, cumsum(k))[seq_along(fl)]
+  ok <- vapply(fl, function(f) is.integer(f$words) && length(f$words) == max(1, 2^length(f$inputs) %/% 16), TRUE)
+  if (!all(ok)) stop_input("`pbn` is not a valid pbn object (malformed truth tables); build it with pbn() or readPBN()", call = NULL)
   tabs <- lapply(fl, function(f) pbn_words32(f$words))
   tw <- lengths(tabs)
   tab_start <- c(0, cumsum(as.numeric(tw)))[seq_along(fl)]
