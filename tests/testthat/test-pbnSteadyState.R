@@ -300,3 +300,22 @@ test_that("GPU trajectories and estimates are identical to the CPU's", {
   m2 <- pbnSteadyState(net, "marginals", p = 0.01, r = 0.01, seed = 1, trajectories = 128, backend = "gpu", verbose = FALSE)
   expect_identical(m1$probability, m2$probability)
 })
+
+# ---- interrupts -------------------------------------------------------------------
+
+test_that("Ctrl-C stops a long pbnSteadyState run (CPU and GPU)", {
+  skip_on_os("windows")
+  f <- system.file("extdata", "pbn-example.bnet", package = "sysbioGPU")
+  net <- readPBN(f)
+  backends <- "cpu"
+  if (hasGPU()) backends <- c(backends, "gpu")
+  for (be in backends) {
+    interrupt_after(1)
+    t0 <- Sys.time()
+    expect_error(pbnSteadyState(net, c(Apoptosis = TRUE), p = 0.01, r = 1e-7, seed = 1, backend = be,
+                                maxSteps = 1e15, verbose = FALSE),
+                 "interrupted by the user", class = "sysbioGPU_error_interrupted")
+    expect_lt(as.numeric(difftime(Sys.time(), t0, units = "secs")), 15)
+  }
+  expect_equal(nrow(pbnSteadyState(net, c(Apoptosis = TRUE), method = "exact")), 1)
+})
