@@ -17,6 +17,7 @@ typedef struct pbn_cpu {
   sbg_philox *rng;    /* n_chains */
   uint32_t *cnt;      /* n_chains * n_sets * 3: n1, n01, n10 of this advance */
   uint64_t *scratch;  /* threads * W: the other half of each step */
+  unsigned char *prev;/* threads * n_sets: indicators of the current state */
 } pbn_cpu;
 
 /* Steps per chunk between polls: about 2e7 node updates per thread (a step
@@ -49,15 +50,23 @@ static sbg_status pbn_cpu_advance(sbg_pbn_engine *eng, int64_t steps, int count,
       uint64_t *a = home;
       uint64_t *b = e->scratch + (int64_t)omp_get_thread_num() * W;
       uint32_t *k = e->cnt + c * S * 3;
+      /* each set's indicator of the current state, carried from step to
+       * step; an unchanged state (common at fixed points) keeps them all */
+      unsigned char *prev = e->prev + (int64_t)omp_get_thread_num() * S;
+      if (count)
+        for (int32_t s = 0; s < S; s++) prev[s] = (unsigned char)pbn_in_set(sets, s, a, 1);
       sbg_philox g = e->rng[c];
       for (int64_t t = 0; t < len; t++) {
         pbn_step(net, a, b, 1, &g);
         if (count) {
+          int same = 1;
+          for (int32_t w = 0; w < W; w++) same &= a[w] == b[w];
           for (int32_t s = 0; s < S; s++) {
-            int x0 = pbn_in_set(sets, s, a, 1), x1 = pbn_in_set(sets, s, b, 1);
+            int x0 = prev[s], x1 = same ? x0 : pbn_in_set(sets, s, b, 1);
             k[3 * s] += (uint32_t)x1;
             k[3 * s + 1] += (uint32_t)(!x0 & x1);
             k[3 * s + 2] += (uint32_t)(x0 & !x1);
+            prev[s] = (unsigned char)x1;
           }
         }
         uint64_t *tmp = a; a = b; b = tmp;  /* the new state becomes current */
@@ -98,7 +107,8 @@ sbg_status sbg_pbn_steady_cpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
   e.rng = (sbg_philox *)malloc(sizeof(sbg_philox) * (size_t)p->n_chains);
   e.cnt = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)p->n_chains * (sets->n_sets > 0 ? sets->n_sets : 1) * 3);
   e.scratch = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)ctx->n_threads * W);
-  if (!e.states || !e.rng || !e.cnt || !e.scratch) {
+  e.prev = (unsigned char *)malloc((size_t)ctx->n_threads * (sets->n_sets > 0 ? sets->n_sets : 1));
+  if (!e.states || !e.rng || !e.cnt || !e.scratch || !e.prev) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the state of %lld trajectories",
                   (long long)p->n_chains);
     goto done;
@@ -113,6 +123,7 @@ done:
   free(e.rng);
   free(e.cnt);
   free(e.scratch);
+  free(e.prev);
   return st;
 }
 
