@@ -204,7 +204,7 @@ pbn_check_net <- function(pbn) {
 #' @param epsilon Burn-in precision of the two-state method, in (0, 1).
 #' @param method `"two-state"` (trajectories) or `"exact"`.
 #' @param trajectories Number of chains (>= 2), or `"auto"`: on the CPU
-#'   `max(16, 4 * threads)`, on the GPU 512 per multiprocessor (fewer when
+#'   `max(16, 4 * threads)`, on the GPU 2048 per multiprocessor (fewer when
 #'   many sets need counters).  Results for a seed are reproducible for a
 #'   given number of trajectories.
 #' @param reduce Drop nodes that cannot influence the sets (see Reduction).
@@ -301,7 +301,7 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   if (identical(trajectories, "auto")) {
     if (a$gpu) {
       sm <- gpuInfo()$multiprocessors[[b$device + 1L]]
-      trajectories <- 512 * sm
+      trajectories <- 2048 * sm  # a full SM of threads: the burn-in is cheap on a GPU
       trajectories <- max(2, min(trajectories, floor(2^29 / (12 * n_sets))))
     } else {
       trajectories <- max(16, 4 * b$threads)
