@@ -36,9 +36,13 @@ static void pbn_raftery_lewis(const uint64_t *pool, double samples, const sbg_pb
   *beta = b;
   *ok = pool[1] >= (uint64_t)p->min_switches && pool[2] >= (uint64_t)p->min_switches;
   if (!*ok) {
-    /* too few switches to estimate alpha and beta: ask for twice the data */
+    /* Too few switches to estimate alpha and beta: ask for twice the data;
+     * but an indicator that never switched in 16 (z/r)^2 samples (16 times
+     * the independent-sample size) is taken as constant, so that a set on
+     * a fixed node does not run to maxSteps.  It stays not converged. */
+    double zr = p->z / p->r;
     *M = 0;
-    *N = 2.0 * samples;
+    *N = (pool[1] == 0 && pool[2] == 0 && samples >= 16.0 * zr * zr) ? samples : 2.0 * samples;
     return;
   }
   double lam = fabs(1.0 - a - b);
@@ -91,13 +95,11 @@ sbg_status sbg_pbn_two_state(sbg_pbn_engine *e, const sbg_pbn_params *p, int32_t
 
   for (;;) {
     double samples = (double)per_chain * omega, need = 0, m_need = 0;
-    int all_ok = 1;
     for (int32_t s = 0; s < S; s++) {
       pbn_raftery_lewis(pool + s * 3, samples, p, &out->alpha[s], &out->beta[s],
                         &out->burnin_req[s], &out->n_req[s], &ok[s]);
       if (out->n_req[s] > need) need = out->n_req[s];
       if (out->burnin_req[s] > m_need) m_need = out->burnin_req[s];
-      all_ok &= ok[s];
     }
     if (m_need > (double)burnin) {
       /* The burn-in check failed (also after extending: the re-check the
@@ -117,8 +119,8 @@ sbg_status sbg_pbn_two_state(sbg_pbn_engine *e, const sbg_pbn_params *p, int32_t
       memset(pool, 0, sizeof(uint64_t) * (size_t)S * 3);
       samples = 0;
       if (len >= p->max_len) break;
-    } else if (all_ok && need <= samples) {
-      break;
+    } else if (need <= samples) {
+      break;  /* sets still !ok here are the constant ones (see above) */
     }
     if (len >= p->max_len) break;
     double ext_d = ceil((need - samples) / omega);

@@ -253,6 +253,16 @@ test_that("a run that hits maxSteps warns and reports converged = FALSE", {
   expect_lte(x$steps, 4000)
 })
 
+test_that("a set that never switches (a fixed node) stops early, not converged", {
+  net <- pbn(list(A = "A", B = "!B"), perturbable = c(A = FALSE))
+  expect_warning(x <- pbnSteadyState(net, list(c(A = TRUE), c(B = TRUE)), p = 0.1, r = 0.01, seed = 1,
+                                     trajectories = 16, backend = "cpu", verbose = FALSE), "did not reach")
+  expect_equal(x$converged, c(FALSE, TRUE))
+  expect_equal(x$probability[[2]], 0.5)
+  # stopped at 16 (z/r)^2 samples, far below maxSteps
+  expect_lt(x$steps[[1]], 2e6)
+})
+
 test_that("bad arguments of pbnSteadyState are input errors naming the argument", {
   net <- pbn(list(A = "!B", B = "A"))
   err <- function(expr, msg) expect_error(expr, msg, class = "sysbioGPU_error_input")
