@@ -322,9 +322,14 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
                     rhat = ifelse(is.nan(o[[4L]]), NA_real_, o[[4L]]),
                     steps = o[[9L]][[1L]] * trajectories, seconds = secs,
                     converged = o[[8L]], stringsAsFactors = FALSE)
-  if (!all(res$converged))
-    warning(sprintf("pbnSteadyState: %d set(s) did not reach the requested accuracy (maxSteps = %g reached, too few transitions, or R-hat above 1.01); see column `converged`",
-                    sum(!res$converged), maxSteps), call. = FALSE)
+  if (!all(res$converged)) {
+    bad <- !res$converged
+    why <- if (res$steps[[1L]] >= max_len * trajectories) sprintf("maxSteps = %g reached", maxSteps)
+           else if (any(res$alpha[bad] == 0 | res$beta[bad] == 0)) "the indicator (almost) never switched: a constant or very rare set?"
+           else "R-hat above 1.01 or too few transitions"
+    warning(sprintf("pbnSteadyState: %d set(s) did not reach the requested accuracy (%s); see column `converged`",
+                    sum(bad), why), call. = FALSE)
+  }
   pbn_result(res, list(backend = b$backend, device = b$device, deviceName = b$deviceName, seed = seed,
                        method = "two-state", p = p, update = update, burnin = o[[9L]][[2L]],
                        nodesSimulated = flat$n))
