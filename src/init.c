@@ -19,6 +19,11 @@ SEXP ffi_gsea_run(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SE
                   SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_gsea_stats(SEXP, SEXP, SEXP);
 
+/* pbnSteadyState(), pbnSimulate() */
+SEXP ffi_pbn_steady(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_pbn_simulate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_pbn_exact(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
 static const R_CallMethodDef call_methods[] = {
@@ -34,6 +39,10 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_cosnet, 14),
     CALLDEF(ffi_cosnet_learn, 3),
     CALLDEF(ffi_cosnet_check, 4),
+    /* pbnSteadyState(), pbnSimulate() */
+    CALLDEF(ffi_pbn_steady, 7),
+    CALLDEF(ffi_pbn_simulate, 8),
+    CALLDEF(ffi_pbn_exact, 6),
     {NULL, NULL, 0}};
 
 void R_init_sysbioGPU(DllInfo *dll) {

@@ -1,0 +1,438 @@
+# pbnSteadyState() and pbnSimulate(): argument checks, the reduction to the
+# ancestors of the nodes of interest, flattening a pbn object for the C
+# engines (src/pbn/), and the result's print method.
+
+# ---- flattening -----------------------------------------------------------
+
+# Packs a logical vector into 32-bit words (bit j of word w = entry 32 w + j)
+# as R integers with the same bits (0x80000000 is NA_integer_'s pattern).
+pbn_pack32 <- function(bits) {
+  n <- length(bits)
+  nw <- (n + 31L) %/% 32L
+  b <- c(as.numeric(bits), numeric(nw * 32L - n))
+  v <- colSums(matrix(b, nrow = 32L) * 2^(0:31))
+  out <- ifelse(v >= 2^31, v - 2^32, v)
+  out <- suppressWarnings(as.integer(out))  # -2^31 becomes NA: the right bits
+  out
+}
+
+# 16-bit packed table words -> the engines' 32-bit words (as R integers
+# with the same bits).
+pbn_words32 <- function(w16) {
+  if (length(w16) %% 2L) w16 <- c(w16, 0L)
+  m <- matrix(as.numeric(w16), nrow = 2L)
+  v <- m[1L, ] + m[2L, ] * 65536
+  suppressWarnings(as.integer(ifelse(v >= 2^31, v - 2^32, v)))
+}
+
+# 64-bit masks as (low, high) 32-bit integer pairs.
+pbn_mask_pairs <- function(bit_sets) {
+  unlist(lapply(bit_sets, function(bits) {
+    lo <- bits[bits < 32L]; hi <- bits[bits >= 32L] - 32L
+    w <- function(b) { if (!length(b)) return(0L); pbn_pack32(seq_len(32L) %in% (b + 1L)) }
+    c(w(lo), w(hi))
+  }), use.names = FALSE)
+}
+
+# Nodes that can influence `targets` (their ancestors, themselves included).
+pbn_ancestors <- function(net, targets) {
+  idx <- match(net$nodes, net$nodes)
+  parents <- lapply(net$functions, function(fl) unique(match(unlist(lapply(fl, `[[`, "inputs")), net$nodes)))
+  keep <- logical(length(idx))
+  queue <- match(targets, net$nodes)
+  keep[queue] <- TRUE
+  while (length(queue)) {
+    pa <- unique(unlist(parents[queue]))
+    pa <- pa[!keep[pa]]
+    keep[pa] <- TRUE
+    queue <- pa
+  }
+  keep
+}
+
+# The list the engines read (order fixed by src/pbn/pbn_call.c).
+pbn_flatten <- function(net, keep, p, async) {
+  full_n <- length(net$nodes)
+  kept <- which(keep)
+  new_of <- rep(-1L, full_n)
+  new_of[kept] <- seq_along(kept) - 1L
+  nf_full <- lengths(net$functions)
+  multi <- nf_full > 1L
+  rank_full <- ifelse(multi, cumsum(multi) - 1L, -1L)
+  funs <- net$functions[kept]
+  probs <- net$probabilities[kept]
+  nf <- lengths(funs)
+  fun_start <- c(0L, cumsum(nf))
+  fl <- unlist(funs, recursive = FALSE)
+  k <- vapply(fl, function(f) length(f$inputs), 0L)
+  inputs <- unlist(lapply(fl, function(f) new_of[match(f$inputs, net$nodes)]))
+  if (is.null(inputs)) inputs <- integer()
+  in_start <- c(0L, cumsum(k))[seq_along(fl)]
+  ok <- vapply(fl, function(f) is.integer(f$words) && length(f$words) == max(1, 2^length(f$inputs) %/% 16), TRUE)
+  if (!all(ok)) stop_input("`pbn` is not a valid pbn object (malformed truth tables); build it with pbn() or readPBN()", call = NULL)
+  tabs <- lapply(fl, function(f) pbn_words32(f$words))
+  tw <- lengths(tabs)
+  tab_start <- c(0, cumsum(as.numeric(tw)))[seq_along(fl)]
+  thresh <- unlist(lapply(probs, function(pr) {
+    t <- pmin(round(cumsum(pr) * 2^32), 2^32)
+    t[length(t)] <- 2^32
+    cummax(t)
+  }))
+  pert_full <- which(net$perturbable)
+  list(
+    n = length(kept),
+    fun_start = as.integer(fun_start),
+    fun_thresh = as.numeric(thresh),
+    fun_k = as.integer(k),
+    in_start = as.integer(in_start),
+    inputs = as.integer(inputs),
+    tab_start = as.numeric(tab_start),
+    tables = as.integer(unlist(tabs)),
+    sel_rank = as.integer(rank_full[kept]),
+    n_sel_total = as.integer(sum(multi)),
+    pert_node = as.integer(new_of[pert_full]),
+    gap_thresh = round(2^32 * (1 - p)^(0:length(pert_full))),
+    node_of_full = as.integer(new_of),
+    async = as.integer(async),
+    fun_prob = as.numeric(unlist(probs))
+  )
+}
+
+# states -> list of named logical vectors (validated), with labels.
+pbn_states <- function(states, net) {
+  if (identical(states, "marginals")) {
+    st <- lapply(net$nodes, function(v) stats::setNames(TRUE, v))
+    names(st) <- net$nodes
+    return(st)
+  }
+  one <- function(x, where) {
+    if (!is.logical(x) && !(is.numeric(x) && all(x %in% c(0, 1))))
+      stop_input("`states`", where, " must be a named logical vector over nodes, not ", arg_label(x), call = NULL)
+    x <- stats::setNames(as.logical(x), names(x))
+    if (length(x) == 0L || is.null(names(x)) || anyNA(x) || any(!nzchar(names(x))))
+      stop_input("`states`", where, " must be a named logical vector over nodes, without NA", call = NULL)
+    unk <- setdiff(names(x), net$nodes)
+    if (length(unk)) stop_input("`states`", where, ": unknown node(s) ", paste(unk, collapse = ", "), call = NULL)
+    if (anyDuplicated(names(x))) stop_input("`states`", where, ": node '", names(x)[anyDuplicated(names(x))], "' given twice", call = NULL)
+    x
+  }
+  if (is.list(states)) {
+    if (!length(states)) stop_input("`states` is an empty list", call = NULL)
+    out <- lapply(seq_along(states), function(i) one(states[[i]], sprintf("[[%d]]", i)))
+    lab <- names(states)
+    auto <- vapply(out, function(x) paste0(names(x), "=", as.integer(x), collapse = ","), "")
+    if (is.null(lab)) lab <- auto else lab[!nzchar(lab)] <- auto[!nzchar(lab)]
+    names(out) <- lab
+    return(out)
+  }
+  x <- one(states, "")
+  out <- list(x)
+  names(out) <- paste0(names(x), "=", as.integer(x), collapse = ",")
+  out
+}
+
+pbn_sets_list <- function(sets, new_of, nodes) {
+  start <- 0L; word <- integer(); pos <- list(); neg <- list()
+  for (x in sets) {
+    idx <- new_of[match(names(x), nodes)]
+    w <- idx %/% 64L
+    for (ww in sort(unique(w))) {
+      word <- c(word, ww)
+      pos[[length(pos) + 1L]] <- idx[w == ww & x] %% 64L
+      neg[[length(neg) + 1L]] <- idx[w == ww & !x] %% 64L
+    }
+    start <- c(start, length(word))
+  }
+  list(as.integer(start), as.integer(word), as.integer(pbn_mask_pairs(pos)), as.integer(pbn_mask_pairs(neg)))
+}
+
+check_prob_open <- function(x, arg, lo, hi, lo_open, hi_open) {
+  ok <- is.numeric(x) && length(x) == 1L && !is.na(x) &&
+    (if (lo_open) x > lo else x >= lo) && (if (hi_open) x < hi else x <= hi)
+  if (!ok) stop_input("`", arg, "` must be a number in ", if (lo_open) "(" else "[", lo, ", ", hi,
+                      if (hi_open) ")" else "]", ", not ", arg_label(x), call = NULL)
+  as.double(x)
+}
+
+pbn_check_net <- function(pbn) {
+  if (inherits(pbn, c("BooleanNetwork", "ProbabilisticBooleanNetwork"))) pbn <- as.pbn(pbn)
+  if (!inherits(pbn, "pbn")) stop_input("`pbn` must be a pbn object (see pbn(), readPBN(), as.pbn()), not ", arg_label(pbn), call = NULL)
+  pbn
+}
+
+# ---- pbnSteadyState -------------------------------------------------------
+
+#' Steady-state probabilities of a probabilistic Boolean network
+#'
+#' Estimates the long-run probability that a PBN is in given sets of states
+#' from many trajectories simulated in parallel (Mizera, Pang and Yuan
+#' 2018): Gelman-Rubin burn-in on the meta-state indicators, then the
+#' two-state Markov chain method of Raftery and Lewis, which sets the burn-in
+#' M and the sample size N for the accuracy `r` at confidence `s`; the
+#' chains are extended until N samples are pooled, and the burn-in is
+#' checked again at the end.  `method = "exact"` computes the stationary
+#' distribution itself for small networks.
+#'
+#' @section Dynamics: Synchronous (as in the paper): in each step each
+#'   perturbable node flips with probability `p`; if any node flips, no
+#'   function is applied in that step; otherwise every node picks one of its
+#'   functions by their probabilities and all are applied to the old state.
+#'   Asynchronous: the same perturbations, otherwise one uniformly chosen
+#'   node is updated.  Random numbers: chain `c` draws from Philox
+#'   subsequence `c` of `seed` (one draw per step decides whether any node
+#'   flips; nodes with one function draw nothing), so results depend on
+#'   `seed` and `trajectories` only, not on the backend or threads.
+#' @section Reduction: With `reduce = TRUE`, nodes that cannot influence
+#'   the nodes of interest are not simulated; their perturbations still
+#'   block updates, and their random draws are skipped, so the estimate is
+#'   identical to the unreduced run with the same seed.
+#' @section Exact method: Power iteration of the lazy chain `(I + P) / 2`
+#'   over all `2^n` states of the (reduced) network, `n <= 20` simulated
+#'   nodes, and at most 2^25 transitions from function updates; larger
+#'   networks are refused with an error.  CPU only (`backend` is ignored).
+#'   Uses the exact selection probabilities.
+#'
+#' @param pbn A [pbn] object (or a BoolNet network, converted by [as.pbn()]).
+#' @param states The set(s) of interest: a named logical vector over some
+#'   nodes (a sub-cube, e.g. `c(Apoptosis = TRUE)`), a list of them
+#'   (estimated from the same trajectories; names label the rows), or
+#'   `"marginals"` (default) for every node's probability of being on.
+#' @param p Perturbation probability per node and step, in \[0, 1).
+#' @param update `"synchronous"` or `"asynchronous"`.
+#' @param r Accuracy: half-width of the interval, > 0.
+#' @param s Confidence of the interval, in (0, 1).
+#' @param epsilon Burn-in precision of the two-state method, in (0, 1).
+#' @param method `"two-state"` (trajectories) or `"exact"`.
+#' @param trajectories Number of chains (>= 2), or `"auto"`: on the CPU
+#'   `max(16, 4 * threads)`, on the GPU 2048 per multiprocessor (fewer when
+#'   many sets need counters).  Results for a seed are reproducible for a
+#'   given number of trajectories.
+#' @param reduce Drop nodes that cannot influence the sets (see Reduction).
+#' @param maxSteps Most steps per trajectory times trajectories; a run that
+#'   reaches it returns with `converged = FALSE` and a warning.
+#' @param seed Whole number; `NULL` draws one from R's generator.
+#' @param backend,threads,device See [resolveBackend()].
+#' @param verbose Show a progress bar for long runs.
+#' @return A data.frame of class `pbnSteadyState`, one row per set:
+#'   `set`, `probability`, `lower` and `upper` (`probability -+ r`, clipped
+#'   to \[0, 1\]), `N` (sample size the two-state method asked for), `M`
+#'   (burn-in it asked for), `alpha`, `beta` (estimated 0->1 and 1->0
+#'   transition probabilities of the meta-state), `samples` (pooled samples
+#'   used), `trajectories`, `rhat` (Gelman-Rubin on the indicator, NA when no
+#'   chain varied), `steps` (all steps simulated), `seconds`, `converged`.
+#'   Attributes: `backend`, `device`, `seed`, `method`, `p`, `update`,
+#'   `burnin` (steps per chain discarded), `nodesSimulated`.  For
+#'   `method = "exact"` the two-state columns are NA and attribute
+#'   `stationary` holds the distribution (state index bit `i - 1` = node
+#'   `attr(, "simulatedNodes")[i]`).
+#' @references Mizera A, Pang J, Yuan Q (2018). GPU-accelerated steady-state
+#'   computation of large probabilistic Boolean networks. Formal Aspects of
+#'   Computing 31, 27-46.  Raftery AE, Lewis SM (1992). How many iterations
+#'   in the Gibbs sampler? Bayesian Statistics 4.
+#' @seealso [pbn()], [readPBN()], [pbnSimulate()]
+#' @examples
+#' f <- system.file("extdata", "pbn-example.bnet", package = "sysbioGPU")
+#' net <- readPBN(f)
+#' pbnSteadyState(net, c(Apoptosis = TRUE), r = 0.01, seed = 1,
+#'                backend = "cpu", threads = 1, verbose = FALSE)
+#' pbnSteadyState(net, c(Apoptosis = TRUE), method = "exact")
+#' @export
+pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
+                           update = c("synchronous", "asynchronous"),
+                           r = 1e-4, s = 0.95, epsilon = 1e-10,
+                           method = c("two-state", "exact"), trajectories = "auto",
+                           reduce = TRUE, maxSteps = 1e11,
+                           seed = NULL, backend = getOption("sysbioGPU.backend", "auto"),
+                           threads = getOption("sysbioGPU.threads"),
+                           device = getOption("sysbioGPU.device", 0L),
+                           verbose = interactive()) {
+  net <- pbn_check_net(pbn)
+  sets <- pbn_states(states, net)
+  p <- check_prob_open(p, "p", 0, 1, FALSE, TRUE)
+  update <- check_choice(update, c("synchronous", "asynchronous"), "update")
+  r <- check_prob_open(r, "r", 0, 1, TRUE, TRUE)
+  s <- check_prob_open(s, "s", 0, 1, TRUE, TRUE)
+  epsilon <- check_prob_open(epsilon, "epsilon", 0, 1, TRUE, TRUE)
+  method <- check_choice(method, c("two-state", "exact"), "method")
+  reduce <- check_flag(reduce, "reduce")
+  maxSteps <- check_whole(maxSteps, "maxSteps", min = 1, max = 1e18)
+  verbose <- check_flag(verbose, "verbose")
+  async <- update == "asynchronous"
+  interest <- unique(unlist(lapply(sets, names)))
+  keep <- if (reduce) pbn_ancestors(net, interest) else rep(TRUE, length(net$nodes))
+  flat <- pbn_flatten(net, keep, p, async)
+  new_of <- flat$node_of_full
+  sets_l <- pbn_sets_list(sets, new_of, net$nodes)
+  labels <- names(sets)
+
+  if (method == "exact") {
+    if (flat$n > 20L)
+      stop_input("`method = \"exact\"` handles at most 20 simulated nodes (2^20 states); this network has ",
+                 flat$n, if (reduce) " after reduction" else "", ": use method = \"two-state\"", call = NULL)
+    b <- resolveBackend("cpu", threads, device)
+    t0 <- proc.time()[["elapsed"]]
+    ex <- .Call(ffi_pbn_exact, flat, p, 1e-13, 2e6, b$threads, verbose)
+    secs <- proc.time()[["elapsed"]] - t0
+    pi <- ex[[1L]]
+    st_idx <- seq_along(pi) - 1
+    prob <- vapply(sets, function(x) {
+      idx <- new_of[match(names(x), net$nodes)]
+      sel <- rep(TRUE, length(pi))
+      for (j in seq_along(idx)) sel <- sel & (((st_idx %/% 2^idx[[j]]) %% 2 == 1) == x[[j]])
+      sum(pi[sel])
+    }, 0)
+    conv <- ex[[2L]][[2L]] < 1e-13
+    if (!conv) warning(sprintf("exact method: power iteration stopped after %d iterations (change %.3g)",
+                               as.integer(ex[[2L]][[1L]]), ex[[2L]][[2L]]), call. = FALSE)
+    res <- data.frame(set = labels, probability = prob, lower = prob, upper = prob,
+                      N = NA_real_, M = NA_real_, alpha = NA_real_, beta = NA_real_,
+                      samples = NA_real_, trajectories = NA_real_, rhat = NA_real_,
+                      steps = ex[[2L]][[1L]], seconds = secs, converged = conv,
+                      stringsAsFactors = FALSE)
+    return(pbn_result(res, list(backend = "cpu", device = NA_integer_, seed = NA_real_, method = "exact",
+                                p = p, update = update, burnin = NA_real_, nodesSimulated = flat$n,
+                                stationary = pi, simulatedNodes = net$nodes[keep])))
+  }
+
+  b <- resolveBackend(backend, threads, device)
+  a <- backend_args(b)
+  seed <- resolve_seed(seed)
+  n_sets <- length(sets)
+  if (identical(trajectories, "auto")) {
+    if (a$gpu) {
+      sm <- gpuInfo()$multiprocessors[[b$device + 1L]]
+      trajectories <- 2048 * sm  # a full SM of threads: the burn-in is cheap on a GPU
+      trajectories <- max(2, min(trajectories, floor(2^29 / (12 * n_sets))))
+    } else {
+      trajectories <- max(16, 4 * b$threads)
+    }
+  }
+  trajectories <- check_whole(trajectories, "trajectories", min = 2, max = 2^31 - 1)
+  max_len <- floor(maxSteps / trajectories)
+  if (max_len < 4) stop_input("`maxSteps` = ", maxSteps, " allows fewer than 4 steps per trajectory", call = NULL)
+  params <- c(seed, trajectories, r, stats::qnorm((1 + s) / 2), epsilon, 128, 1.01, max_len, 20)
+  t0 <- proc.time()[["elapsed"]]
+  o <- .Call(ffi_pbn_steady, flat, sets_l, params, a$gpu, a$threads, a$device, verbose)
+  secs <- proc.time()[["elapsed"]] - t0
+  prob <- o[[1L]]
+  res <- data.frame(set = labels, probability = prob,
+                    lower = pmax(0, prob - r), upper = pmin(1, prob + r),
+                    N = o[[5L]], M = o[[6L]], alpha = o[[2L]], beta = o[[3L]],
+                    samples = o[[7L]], trajectories = trajectories,
+                    rhat = ifelse(is.nan(o[[4L]]), NA_real_, o[[4L]]),
+                    steps = o[[9L]][[1L]] * trajectories, seconds = secs,
+                    converged = o[[8L]], stringsAsFactors = FALSE)
+  if (!all(res$converged)) {
+    bad <- !res$converged
+    why <- if (res$steps[[1L]] >= max_len * trajectories) sprintf("maxSteps = %g reached", maxSteps)
+           else if (any(res$alpha[bad] == 0 | res$beta[bad] == 0)) "the indicator (almost) never switched: a constant or very rare set?"
+           else "R-hat above 1.01 or too few transitions"
+    warning(sprintf("pbnSteadyState: %d set(s) did not reach the requested accuracy (%s); see column `converged`",
+                    sum(bad), why), call. = FALSE)
+  }
+  pbn_result(res, list(backend = b$backend, device = b$device, deviceName = b$deviceName, seed = seed,
+                       method = "two-state", p = p, update = update, burnin = o[[9L]][[2L]],
+                       nodesSimulated = flat$n))
+}
+
+pbn_result <- function(res, attrs) {
+  rownames(res) <- NULL
+  for (nm in names(attrs)) attr(res, nm) <- attrs[[nm]]
+  class(res) <- c("pbnSteadyState", "data.frame")
+  res
+}
+
+#' @rdname pbnSteadyState
+#' @param x A `pbnSteadyState` result.
+#' @param ... Passed to the data.frame print method.
+#' @export
+print.pbnSteadyState <- function(x, ...) {
+  a <- attributes(x)
+  if (identical(a$method, "exact")) {
+    cat(sprintf("<pbnSteadyState> exact stationary distribution over %d simulated node(s), p = %g, %s\n",
+                a$nodesSimulated, a$p, a$update))
+  } else {
+    cat(sprintf("<pbnSteadyState> two-state Markov chain, %s, p = %g, %s, seed %s, %d node(s) simulated, burn-in %g\n",
+                if (a$backend == "gpu") sprintf("GPU %d (%s)", a$device, a$deviceName) else "CPU",
+                a$p, a$update, format(a$seed, scientific = FALSE), a$nodesSimulated, a$burnin))
+  }
+  y <- x
+  class(y) <- "data.frame"
+  for (nm in setdiff(names(a), c("names", "row.names", "class"))) attr(y, nm) <- NULL
+  print(y, ...)
+  invisible(x)
+}
+
+# ---- pbnSimulate ----------------------------------------------------------
+
+#' Simulate trajectories of a probabilistic Boolean network
+#'
+#' Runs the dynamics of [pbnSteadyState()] (same steps, same random
+#' numbers: trajectory `i` uses Philox subsequence `i - 1` of `seed`).
+#'
+#' @inheritParams pbnSteadyState
+#' @param steps Number of steps (>= 0).
+#' @param from Start state: a logical vector over all nodes (in node order
+#'   or named), or `NULL` for a uniformly random start drawn from each
+#'   trajectory's own stream (as pbnSteadyState() starts its chains).
+#' @param trajectories Number of trajectories.
+#' @return With one trajectory, a logical matrix of `steps + 1` rows (the
+#'   start first) and one column per node; with several, a logical array
+#'   `[step, node, trajectory]`.  Attributes `seed` and `backend`.
+#' @examples
+#' net <- pbn(list(A = "!B", B = "A"))
+#' pbnSimulate(net, 6, from = c(A = TRUE, B = FALSE), p = 0, seed = 1, backend = "cpu")
+#' @export
+pbnSimulate <- function(pbn, steps, from = NULL, trajectories = 1, p = 0.001,
+                        update = c("synchronous", "asynchronous"),
+                        seed = NULL, backend = getOption("sysbioGPU.backend", "auto"),
+                        threads = getOption("sysbioGPU.threads"),
+                        device = getOption("sysbioGPU.device", 0L)) {
+  net <- pbn_check_net(pbn)
+  steps <- check_whole(steps, "steps", min = 0, max = 2^31 - 1)
+  trajectories <- check_whole(trajectories, "trajectories", min = 1, max = 2^31 - 1)
+  p <- check_prob_open(p, "p", 0, 1, FALSE, TRUE)
+  update <- check_choice(update, c("synchronous", "asynchronous"), "update")
+  n <- length(net$nodes)
+  W <- (n + 63L) %/% 64L
+  if ((steps + 1) * trajectories * n > 2^31 - 1)
+    stop_input("`steps` x `trajectories` x nodes is too large for a logical array", call = NULL)
+  from_pairs <- NULL
+  if (!is.null(from)) {
+    if (!(is.logical(from) || is.numeric(from)) || anyNA(from) || length(from) != n)
+      stop_input("`from` must be a logical vector over the ", n, " nodes, not ", arg_label(from), call = NULL)
+    if (!is.null(names(from))) {
+      if (!setequal(names(from), net$nodes)) stop_input("`from` must name every node once", call = NULL)
+      from <- from[net$nodes]
+    }
+    bits <- lapply(seq_len(W), function(w) which(as.logical(from[(64L * (w - 1L) + 1L):min(n, 64L * w)])) - 1L)
+    from_pairs <- pbn_mask_pairs(bits)
+  }
+  b <- resolveBackend(backend, threads, device)
+  a <- backend_args(b)
+  seed <- resolve_seed(seed)
+  flat <- pbn_flatten(net, rep(TRUE, n), p, update == "asynchronous")
+  v <- .Call(ffi_pbn_simulate, flat, seed, trajectories, steps, from_pairs, a$gpu, a$threads, a$device)
+  # v: per (chain, step, word) a low and a high 32-bit half
+  nrow_all <- trajectories * (steps + 1)
+  bitsm <- matrix(FALSE, nrow_all, n)
+  halves <- matrix(v, nrow = 2L * W)
+  for (j in seq_len(n)) {
+    h <- (j - 1L) %/% 32L + 1L
+    bit <- (j - 1L) %% 32L
+    x <- halves[h, ]
+    y <- bitwAnd(bitwShiftR(x, bit), 1L) == 1L
+    y[is.na(x)] <- bit == 31L  # NA_integer_ is the pattern 0x80000000
+    bitsm[, j] <- y
+  }
+  colnames(bitsm) <- net$nodes
+  out <- if (trajectories == 1) bitsm else {
+    arr <- array(bitsm, c(steps + 1, trajectories, n))
+    arr <- aperm(arr, c(1L, 3L, 2L))
+    dimnames(arr) <- list(NULL, net$nodes, NULL)
+    arr
+  }
+  attr(out, "seed") <- seed
+  attr(out, "backend") <- b$backend
+  out
+}

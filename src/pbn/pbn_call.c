@@ -1,0 +1,218 @@
+/* .Call glue of pbnSteadyState() and pbnSimulate(): the flattened network
+ * and sets built by R (R/pbnSteadyState.R, pbn_flatten()) become the plain C
+ * structs of pbn.h; results are written into R vectors. */
+#include <stdint.h>
+#include <string.h>
+
+#include "glue.h"
+#include "pbn.h"
+
+/* Order of the flattened network list (pbn_flatten() in R). */
+enum {
+  NET_N, NET_FUN_START, NET_FUN_THRESH, NET_FUN_K, NET_IN_START, NET_INPUTS, NET_TAB_START,
+  NET_TABLES, NET_SEL_RANK, NET_N_SEL_TOTAL, NET_PERT_NODE, NET_GAP_THRESH, NET_NODE_OF_FULL,
+  NET_ASYNC, NET_FUN_PROB, NET_LEN
+};
+
+static const int32_t *int_el(SEXP l, int i, R_xlen_t len) {
+  SEXP x = VECTOR_ELT(l, i);
+  SBG_ASSERT(TYPEOF(x) == INTSXP && (len < 0 || XLENGTH(x) == len));
+  return (const int32_t *)INTEGER(x);
+}
+
+static const double *real_el(SEXP l, int i, R_xlen_t len) {
+  SEXP x = VECTOR_ELT(l, i);
+  SBG_ASSERT(TYPEOF(x) == REALSXP && (len < 0 || XLENGTH(x) == len));
+  return REAL(x);
+}
+
+static uint64_t *u64_from_real(const double *x, R_xlen_t n) {
+  uint64_t *o = (uint64_t *)R_alloc((size_t)(n > 0 ? n : 1), sizeof(uint64_t));
+  for (R_xlen_t i = 0; i < n; i++) {
+    SBG_ASSERT(x[i] >= 0 && x[i] <= 4294967296.0);
+    o[i] = (uint64_t)x[i];
+  }
+  return o;
+}
+
+/* 64-bit words given by R as pairs of 32-bit integers (low, high). */
+static uint64_t *u64_from_pairs(SEXP x) {
+  SBG_ASSERT(TYPEOF(x) == INTSXP && XLENGTH(x) % 2 == 0);
+  R_xlen_t n = XLENGTH(x) / 2;
+  uint64_t *o = (uint64_t *)R_alloc((size_t)(n > 0 ? n : 1), sizeof(uint64_t));
+  const uint32_t *v = (const uint32_t *)INTEGER(x);
+  for (R_xlen_t i = 0; i < n; i++) o[i] = (uint64_t)v[2 * i] | ((uint64_t)v[2 * i + 1] << 32);
+  return o;
+}
+
+static void net_from_list(SEXP l, sbg_pbn_net *net) {
+  SBG_ASSERT(TYPEOF(l) == VECSXP && XLENGTH(l) == NET_LEN);
+  memset(net, 0, sizeof *net);
+  net->n = int_el(l, NET_N, 1)[0];
+  SBG_ASSERT(net->n >= 1);
+  net->n_words = (net->n + 63) / 64;
+  net->fun_start = int_el(l, NET_FUN_START, net->n + 1);
+  int32_t nf = net->fun_start[net->n];
+  net->fun_thresh = u64_from_real(real_el(l, NET_FUN_THRESH, nf), nf);
+  net->fun_k = int_el(l, NET_FUN_K, nf);
+  net->in_start = int_el(l, NET_IN_START, nf);
+  net->inputs = int_el(l, NET_INPUTS, -1);
+  R_xlen_t n_in = XLENGTH(VECTOR_ELT(l, NET_INPUTS));
+  const double *ts = real_el(l, NET_TAB_START, nf);
+  int64_t *tab_start = (int64_t *)R_alloc((size_t)(nf > 0 ? nf : 1), sizeof(int64_t));
+  R_xlen_t n_tab = XLENGTH(VECTOR_ELT(l, NET_TABLES));
+  for (int32_t f = 0; f < nf; f++) {
+    tab_start[f] = (int64_t)ts[f];
+    int32_t k = net->fun_k[f];
+    SBG_ASSERT(k >= 0 && k <= 24);
+    SBG_ASSERT(net->in_start[f] >= 0 && net->in_start[f] + k <= n_in);
+    SBG_ASSERT(tab_start[f] >= 0 && tab_start[f] + ((((int64_t)1 << k) + 31) / 32) <= n_tab);
+    SBG_ASSERT(net->fun_thresh[f] <= 4294967296ULL);
+  }
+  for (int32_t i = 0; i < net->n; i++) {
+    SBG_ASSERT(net->fun_start[i] < net->fun_start[i + 1]);
+    SBG_ASSERT(net->fun_thresh[net->fun_start[i + 1] - 1] == 4294967296ULL);
+  }
+  for (R_xlen_t j = 0; j < n_in; j++) SBG_ASSERT(net->inputs[j] >= 0 && net->inputs[j] < net->n);
+  net->tab_start = tab_start;
+  net->tables = (const uint32_t *)int_el(l, NET_TABLES, -1);
+  net->sel_rank = int_el(l, NET_SEL_RANK, net->n);
+  net->n_sel_total = int_el(l, NET_N_SEL_TOTAL, 1)[0];
+  for (int32_t i = 0; i < net->n; i++) SBG_ASSERT(net->sel_rank[i] < net->n_sel_total);
+  SEXP pn = VECTOR_ELT(l, NET_PERT_NODE);
+  net->n_pert_total = (int32_t)XLENGTH(pn);
+  net->pert_node = int_el(l, NET_PERT_NODE, -1);
+  for (int32_t j = 0; j < net->n_pert_total; j++) SBG_ASSERT(net->pert_node[j] < net->n);
+  net->gap_thresh = u64_from_real(real_el(l, NET_GAP_THRESH, net->n_pert_total + 1), net->n_pert_total + 1);
+  SEXP nof = VECTOR_ELT(l, NET_NODE_OF_FULL);
+  net->n_total = (int32_t)XLENGTH(nof);
+  SBG_ASSERT(net->n_total >= net->n);
+  net->node_of_full = int_el(l, NET_NODE_OF_FULL, -1);
+  for (int32_t j = 0; j < net->n_total; j++) SBG_ASSERT(net->node_of_full[j] < net->n);
+  net->async = int_el(l, NET_ASYNC, 1)[0];
+}
+
+static void sets_from_list(SEXP l, int32_t n_words, sbg_pbn_sets *s) {
+  SBG_ASSERT(TYPEOF(l) == VECSXP && XLENGTH(l) == 4);
+  SEXP st = VECTOR_ELT(l, 0);
+  SBG_ASSERT(TYPEOF(st) == INTSXP && XLENGTH(st) >= 1);
+  s->n_sets = (int32_t)XLENGTH(st) - 1;
+  s->set_start = INTEGER(st);
+  int32_t ne = s->set_start[s->n_sets];
+  s->word = int_el(l, 1, ne);
+  for (int32_t e = 0; e < ne; e++) SBG_ASSERT(s->word[e] >= 0 && s->word[e] < n_words);
+  SBG_ASSERT(XLENGTH(VECTOR_ELT(l, 2)) == 2 * ne && XLENGTH(VECTOR_ELT(l, 3)) == 2 * ne);
+  s->pos = u64_from_pairs(VECTOR_ELT(l, 2));
+  s->neg = u64_from_pairs(VECTOR_ELT(l, 3));
+}
+
+/* params: seed, chains, r, z, epsilon, psi0, rhat_max, max_len, min_switches */
+SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads, SEXP device,
+                    SEXP verbose) {
+  int nprot = 0;
+  sbg_pbn_net net;
+  sbg_pbn_sets sets;
+  net_from_list(net_l, &net);
+  sets_from_list(sets_l, net.n_words, &sets);
+  SBG_ASSERT(TYPEOF(params) == REALSXP && XLENGTH(params) == 9);
+  SBG_ASSERT(TYPEOF(gpu) == LGLSXP);
+  const double *pv = REAL(params);
+  sbg_pbn_params p;
+  p.seed = (uint64_t)pv[0];
+  p.n_chains = (int64_t)pv[1];
+  p.r = pv[2];
+  p.z = pv[3];
+  p.epsilon = pv[4];
+  p.psi0 = (int64_t)pv[5];
+  p.rhat_max = pv[6];
+  p.max_len = (int64_t)pv[7];
+  p.min_switches = (int64_t)pv[8];
+  SBG_ASSERT(p.n_chains >= 2 && p.psi0 >= 2 && p.max_len >= 4);
+
+  int32_t S = sets.n_sets;
+  /* prob, alpha, beta, rhat, N, M, samples, converged, c(steps, burnin, psi) */
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 9)); nprot++;
+  double *cols[7];
+  for (int j = 0; j < 7; j++) {
+    SET_VECTOR_ELT(ans, j, Rf_allocVector(REALSXP, S));
+    cols[j] = REAL(VECTOR_ELT(ans, j));
+  }
+  SET_VECTOR_ELT(ans, 7, Rf_allocVector(LGLSXP, S));
+  SET_VECTOR_ELT(ans, 8, Rf_allocVector(REALSXP, 3));
+  sbg_pbn_result out;
+  out.prob = cols[0]; out.alpha = cols[1]; out.beta = cols[2]; out.rhat = cols[3];
+  out.n_req = cols[4]; out.burnin_req = cols[5]; out.samples = cols[6];
+  out.converged = LOGICAL(VECTOR_ELT(ans, 7));
+
+  sbg_ctx ctx;
+  sbg_progress pr;
+  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "pbnSteadyState");
+  sbg_status st = LOGICAL(gpu)[0] ? sbg_pbn_steady_gpu(&net, &sets, &p, &out, &ctx)
+                                  : sbg_pbn_steady_cpu(&net, &sets, &p, &out, &ctx);
+  sbg_progress_end(&pr);
+  if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
+  double *g = REAL(VECTOR_ELT(ans, 8));
+  g[0] = out.steps_per_chain;
+  g[1] = out.burnin;
+  g[2] = out.psi;
+  UNPROTECT(nprot);
+  return ans;
+}
+
+/* States as pairs of 32-bit integers: (steps+1) * n_chains * n_words * 2. */
+SEXP ffi_pbn_simulate(SEXP net_l, SEXP seed, SEXP chains, SEXP steps, SEXP from, SEXP gpu,
+                      SEXP threads, SEXP device) {
+  sbg_pbn_net net;
+  net_from_list(net_l, &net);
+  SBG_ASSERT(TYPEOF(seed) == REALSXP && TYPEOF(chains) == REALSXP && TYPEOF(steps) == REALSXP);
+  SBG_ASSERT(TYPEOF(gpu) == LGLSXP);
+  int64_t nc = (int64_t)REAL(chains)[0], ns = (int64_t)REAL(steps)[0];
+  SBG_ASSERT(nc >= 1 && ns >= 0);
+  const uint64_t *f = NULL;
+  if (!Rf_isNull(from)) {
+    SBG_ASSERT(XLENGTH(from) == 2 * net.n_words);
+    f = u64_from_pairs(from);
+  }
+  R_xlen_t words = (R_xlen_t)(nc * (ns + 1) * net.n_words);
+  SEXP ans = PROTECT(Rf_allocVector(INTSXP, 2 * words));
+  SEXP verbose = PROTECT(Rf_ScalarLogical(FALSE));
+  sbg_ctx ctx;
+  sbg_progress pr;
+  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "pbnSimulate");
+  uint64_t *out = (uint64_t *)R_alloc((size_t)words, sizeof(uint64_t));
+  sbg_status st = LOGICAL(gpu)[0]
+                      ? sbg_pbn_simulate_gpu(&net, (uint64_t)REAL(seed)[0], nc, ns, f, out, &ctx)
+                      : sbg_pbn_simulate_cpu(&net, (uint64_t)REAL(seed)[0], nc, ns, f, out, &ctx);
+  sbg_progress_end(&pr);
+  if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
+  uint32_t *v = (uint32_t *)INTEGER(ans);
+  for (R_xlen_t i = 0; i < words; i++) {
+    v[2 * i] = (uint32_t)out[i];
+    v[2 * i + 1] = (uint32_t)(out[i] >> 32);
+  }
+  UNPROTECT(2);
+  return ans;
+}
+
+/* list(pi, c(iterations, delta)) */
+SEXP ffi_pbn_exact(SEXP net_l, SEXP p, SEXP tol, SEXP max_iter, SEXP threads, SEXP verbose) {
+  sbg_pbn_net net;
+  net_from_list(net_l, &net);
+  SBG_ASSERT(TYPEOF(p) == REALSXP && TYPEOF(tol) == REALSXP && TYPEOF(max_iter) == REALSXP);
+  SBG_ASSERT(net.n <= SBG_PBN_EXACT_MAX_N);
+  const double *fun_prob = real_el(net_l, NET_FUN_PROB, net.fun_start[net.n]);
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 2));
+  SET_VECTOR_ELT(ans, 0, Rf_allocVector(REALSXP, (R_xlen_t)1 << net.n));
+  SET_VECTOR_ELT(ans, 1, Rf_allocVector(REALSXP, 2));
+  SEXP device = PROTECT(Rf_ScalarInteger(0));
+  sbg_ctx ctx;
+  sbg_progress pr;
+  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "exact");
+  double *it = REAL(VECTOR_ELT(ans, 1));
+  sbg_status st = sbg_pbn_exact_cpu(&net, fun_prob, REAL(p)[0], REAL(tol)[0], (int64_t)REAL(max_iter)[0],
+                                    REAL(VECTOR_ELT(ans, 0)), &it[0], &it[1], &ctx);
+  sbg_progress_end(&pr);
+  if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
+  UNPROTECT(2);
+  return ans;
+}

@@ -1,0 +1,144 @@
+/* CPU trajectory engine of pbnSteadyState() and pbnSimulate(): OpenMP over
+ * chains, each chain on its own Philox subsequence, the step code shared
+ * with the GPU engine (pbn_step.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "omp_compat.h"
+#include "pbn.h"
+#include "pbn_step.h"
+
+typedef struct pbn_cpu {
+  sbg_pbn_engine base;
+  const sbg_pbn_net *net;
+  const sbg_pbn_sets *sets;
+  int64_t n_chains;
+  uint64_t *states;   /* n_chains * W */
+  sbg_philox *rng;    /* n_chains */
+  uint32_t *cnt;      /* n_chains * n_sets * 3: n1, n01, n10 of this advance */
+  uint64_t *scratch;  /* threads * W: the other half of each step */
+  unsigned char *prev;/* threads * n_sets: indicators of the current state */
+} pbn_cpu;
+
+/* Steps per chunk between polls: about 2e7 node updates per thread (a step
+ * costs about 40 node updates more, for its draws), ~0.1 s. */
+static int64_t pbn_chunk(const sbg_pbn_net *net, const sbg_pbn_sets *sets, int64_t n_chains,
+                         int threads) {
+  double work = (double)net->n + 40.0 + (sets ? 2.0 * sets->set_start[sets->n_sets] : 0.0);
+  double per = (double)n_chains / threads;
+  if (per < 1) per = 1;
+  double c = 2e7 / (work * per);
+  if (c < 1) c = 1;
+  if (c > 1 << 24) c = 1 << 24;
+  return (int64_t)c;
+}
+
+static sbg_status pbn_cpu_advance(sbg_pbn_engine *eng, int64_t steps, int count, uint64_t *sums,
+                                  double lo, double hi, sbg_ctx *ctx) {
+  pbn_cpu *e = (pbn_cpu *)eng;
+  const sbg_pbn_net *net = e->net;
+  const sbg_pbn_sets *sets = e->sets;
+  const int32_t W = net->n_words, S = sets->n_sets;
+  const int64_t nc = e->n_chains;
+  if (count) memset(e->cnt, 0, sizeof(uint32_t) * (size_t)nc * S * 3);
+  int64_t chunk = pbn_chunk(net, sets, nc, ctx->n_threads);
+  for (int64_t done = 0; done < steps; done += chunk) {
+    int64_t len = steps - done < chunk ? steps - done : chunk;
+#pragma omp parallel for schedule(static) num_threads(ctx->n_threads)
+    for (int64_t c = 0; c < nc; c++) {
+      uint64_t *home = e->states + c * W;
+      uint64_t *a = home;
+      uint64_t *b = e->scratch + (int64_t)omp_get_thread_num() * W;
+      uint32_t *k = e->cnt + c * S * 3;
+      /* each set's indicator of the current state, carried from step to
+       * step; an unchanged state (common at fixed points) keeps them all */
+      unsigned char *prev = e->prev + (int64_t)omp_get_thread_num() * S;
+      if (count)
+        for (int32_t s = 0; s < S; s++) prev[s] = (unsigned char)pbn_in_set(sets, s, a, 1);
+      sbg_philox g = e->rng[c];
+      for (int64_t t = 0; t < len; t++) {
+        pbn_step(net, a, b, 1, &g);
+        if (count) {
+          int same = 1;
+          for (int32_t w = 0; w < W; w++) same &= a[w] == b[w];
+          for (int32_t s = 0; s < S; s++) {
+            int x0 = prev[s], x1 = same ? x0 : pbn_in_set(sets, s, b, 1);
+            k[3 * s] += (uint32_t)x1;
+            k[3 * s + 1] += (uint32_t)(!x0 & x1);
+            k[3 * s + 2] += (uint32_t)(x0 & !x1);
+            prev[s] = (unsigned char)x1;
+          }
+        }
+        uint64_t *tmp = a; a = b; b = tmp;  /* the new state becomes current */
+      }
+      if (a != home) memcpy(home, a, sizeof(uint64_t) * W);
+      e->rng[c] = g;
+    }
+    sbg_status st = sbg_poll(ctx, lo + (hi - lo) * (double)(done + len) / (double)steps);
+    if (st != SBG_OK) return st;
+  }
+  if (count) {
+    memset(sums, 0, sizeof(uint64_t) * (size_t)S * SBG_PBN_NSUM);
+    /* integer sums: exact, so the order (and the backend) cannot matter */
+    for (int64_t c = 0; c < nc; c++)
+      for (int32_t s = 0; s < S; s++) {
+        const uint32_t *k = e->cnt + (c * S + s) * 3;
+        sums[s * SBG_PBN_NSUM] += k[0];
+        sums[s * SBG_PBN_NSUM + 1] += k[1];
+        sums[s * SBG_PBN_NSUM + 2] += k[2];
+        sums[s * SBG_PBN_NSUM + 3] += (uint64_t)k[0] * k[0];
+      }
+  }
+  return SBG_OK;
+}
+
+sbg_status sbg_pbn_steady_cpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
+                              const sbg_pbn_params *p, sbg_pbn_result *out, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  pbn_cpu e;
+  memset(&e, 0, sizeof e);
+  const int32_t W = net->n_words;
+  e.base.self = &e;
+  e.base.advance = pbn_cpu_advance;
+  e.net = net;
+  e.sets = sets;
+  e.n_chains = p->n_chains;
+  e.states = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)p->n_chains * W);
+  e.rng = (sbg_philox *)malloc(sizeof(sbg_philox) * (size_t)p->n_chains);
+  e.cnt = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)p->n_chains * (sets->n_sets > 0 ? sets->n_sets : 1) * 3);
+  e.scratch = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)ctx->n_threads * W);
+  e.prev = (unsigned char *)malloc((size_t)ctx->n_threads * (sets->n_sets > 0 ? sets->n_sets : 1));
+  if (!e.states || !e.rng || !e.cnt || !e.scratch || !e.prev) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the state of %lld trajectories",
+                  (long long)p->n_chains);
+    goto done;
+  }
+  for (int64_t c = 0; c < p->n_chains; c++) {
+    sbg_philox_init(&e.rng[c], p->seed, (uint64_t)c, 0);
+    pbn_random_state(net, &e.rng[c], e.states + c * W, 1);
+  }
+  st = sbg_pbn_two_state(&e.base, p, sets->n_sets, out, ctx);
+done:
+  free(e.states);
+  free(e.rng);
+  free(e.cnt);
+  free(e.scratch);
+  free(e.prev);
+  return st;
+}
+
+sbg_status sbg_pbn_simulate_cpu(const sbg_pbn_net *net, uint64_t seed, int64_t n_chains,
+                                int64_t steps, const uint64_t *from, uint64_t *out, sbg_ctx *ctx) {
+  const int32_t W = net->n_words;
+  const int64_t rows = steps + 1;
+#pragma omp parallel for schedule(static) num_threads(ctx->n_threads)
+  for (int64_t c = 0; c < n_chains; c++) {
+    sbg_philox g;
+    sbg_philox_init(&g, seed, (uint64_t)c, 0);
+    uint64_t *o = out + c * rows * W;
+    if (from) memcpy(o, from, sizeof(uint64_t) * W);
+    else pbn_random_state(net, &g, o, 1);
+    for (int64_t t = 0; t < steps; t++) pbn_step(net, o + t * W, o + (t + 1) * W, 1, &g);
+  }
+  return sbg_poll(ctx, 1.0);
+}

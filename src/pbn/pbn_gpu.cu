@@ -1,0 +1,400 @@
+/* GPU trajectory engine of pbnSteadyState() and pbnSimulate(): one thread
+ * per trajectory, the step code of pbn_step.h (identical to the CPU's), the
+ * network in shared memory where it fits, states and counters in shared
+ * memory for small networks; exact integer reductions per set. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_check.cuh"
+#include "pbn.h"
+#include "pbn_step.h"
+
+#define PBN_BLOCK 128
+#define PBN_SMEM_BUDGET (48 * 1024)
+
+/* The network as one blob of 8-byte aligned sections, so a kernel can copy
+ * it into shared memory in one loop and rebuild the pointers. */
+typedef struct pbn_layout {
+  size_t fun_start, fun_thresh, fun_k, in_start, inputs, tab_start, tables, sel_rank,
+      pert_node, gap_thresh, node_of_full, set_start, word, pos, neg, bytes;
+} pbn_layout;
+
+typedef struct pbn_dev_args {
+  sbg_pbn_net net;     /* scalars; pointers are rebuilt from the blob */
+  int32_t n_sets;
+  pbn_layout lay;
+  const uint64_t *blob;
+  int blob_shared;     /* copy the blob into shared memory */
+  int state_shared;    /* keep the chains' states in shared memory */
+  int cnt_shared;      /* keep the counters in shared memory */
+  int64_t n_chains;
+  uint64_t *state;     /* W * n_chains, word w of chain c at w * n_chains + c */
+  sbg_philox *rng;     /* n_chains */
+  uint32_t *cnt;       /* 3 * n_sets * n_chains: (3 s + j) * n_chains + c */
+} pbn_dev_args;
+
+static size_t lay_add(size_t *off, size_t bytes) {
+  size_t at = *off;
+  *off += (bytes + 7) & ~(size_t)7;
+  return at;
+}
+
+static void pbn_make_layout(const sbg_pbn_net *net, const sbg_pbn_sets *sets, pbn_layout *L,
+                            int64_t *n_inputs, int64_t *n_tables) {
+  int32_t nf = net->fun_start[net->n];
+  int64_t ni = 0, nt = 0;
+  for (int32_t f = 0; f < nf; f++) {
+    int64_t e = net->in_start[f] + net->fun_k[f];
+    if (e > ni) ni = e;
+    int64_t t = net->tab_start[f] + ((((int64_t)1 << net->fun_k[f]) + 31) / 32);
+    if (t > nt) nt = t;
+  }
+  *n_inputs = ni;
+  *n_tables = nt;
+  int32_t ne = sets ? sets->set_start[sets->n_sets] : 0;
+  size_t off = 0;
+  L->fun_start = lay_add(&off, 4 * (size_t)(net->n + 1));
+  L->fun_thresh = lay_add(&off, 8 * (size_t)nf);
+  L->fun_k = lay_add(&off, 4 * (size_t)nf);
+  L->in_start = lay_add(&off, 4 * (size_t)nf);
+  L->inputs = lay_add(&off, 4 * (size_t)ni);
+  L->tab_start = lay_add(&off, 8 * (size_t)nf);
+  L->tables = lay_add(&off, 4 * (size_t)nt);
+  L->sel_rank = lay_add(&off, 4 * (size_t)net->n);
+  L->pert_node = lay_add(&off, 4 * (size_t)net->n_pert_total);
+  L->gap_thresh = lay_add(&off, 8 * (size_t)(net->n_pert_total + 1));
+  L->node_of_full = lay_add(&off, 4 * (size_t)net->n_total);
+  L->set_start = lay_add(&off, 4 * (size_t)((sets ? sets->n_sets : 0) + 1));
+  L->word = lay_add(&off, 4 * (size_t)ne);
+  L->pos = lay_add(&off, 8 * (size_t)ne);
+  L->neg = lay_add(&off, 8 * (size_t)ne);
+  L->bytes = off;
+}
+
+static void pbn_fill_blob(const sbg_pbn_net *net, const sbg_pbn_sets *sets, const pbn_layout *L,
+                          int64_t ni, int64_t nt, unsigned char *b) {
+  int32_t nf = net->fun_start[net->n];
+  memcpy(b + L->fun_start, net->fun_start, 4 * (size_t)(net->n + 1));
+  memcpy(b + L->fun_thresh, net->fun_thresh, 8 * (size_t)nf);
+  memcpy(b + L->fun_k, net->fun_k, 4 * (size_t)nf);
+  memcpy(b + L->in_start, net->in_start, 4 * (size_t)nf);
+  memcpy(b + L->inputs, net->inputs, 4 * (size_t)ni);
+  memcpy(b + L->tab_start, net->tab_start, 8 * (size_t)nf);
+  memcpy(b + L->tables, net->tables, 4 * (size_t)nt);
+  memcpy(b + L->sel_rank, net->sel_rank, 4 * (size_t)net->n);
+  memcpy(b + L->pert_node, net->pert_node, 4 * (size_t)net->n_pert_total);
+  memcpy(b + L->gap_thresh, net->gap_thresh, 8 * (size_t)(net->n_pert_total + 1));
+  memcpy(b + L->node_of_full, net->node_of_full, 4 * (size_t)net->n_total);
+  if (sets) {
+    int32_t ne = sets->set_start[sets->n_sets];
+    memcpy(b + L->set_start, sets->set_start, 4 * (size_t)(sets->n_sets + 1));
+    memcpy(b + L->word, sets->word, 4 * (size_t)ne);
+    memcpy(b + L->pos, sets->pos, 8 * (size_t)ne);
+    memcpy(b + L->neg, sets->neg, 8 * (size_t)ne);
+  } else {
+    memset(b + L->set_start, 0, 4);
+  }
+}
+
+static __device__ void pbn_bind(const pbn_dev_args &a, const unsigned char *b, sbg_pbn_net *net,
+                                sbg_pbn_sets *sets) {
+  *net = a.net;
+  const pbn_layout &L = a.lay;
+  net->fun_start = (const int32_t *)(b + L.fun_start);
+  net->fun_thresh = (const uint64_t *)(b + L.fun_thresh);
+  net->fun_k = (const int32_t *)(b + L.fun_k);
+  net->in_start = (const int32_t *)(b + L.in_start);
+  net->inputs = (const int32_t *)(b + L.inputs);
+  net->tab_start = (const int64_t *)(b + L.tab_start);
+  net->tables = (const uint32_t *)(b + L.tables);
+  net->sel_rank = (const int32_t *)(b + L.sel_rank);
+  net->pert_node = (const int32_t *)(b + L.pert_node);
+  net->gap_thresh = (const uint64_t *)(b + L.gap_thresh);
+  net->node_of_full = (const int32_t *)(b + L.node_of_full);
+  sets->n_sets = a.n_sets;
+  sets->set_start = (const int32_t *)(b + L.set_start);
+  sets->word = (const int32_t *)(b + L.word);
+  sets->pos = (const uint64_t *)(b + L.pos);
+  sets->neg = (const uint64_t *)(b + L.neg);
+}
+
+/* Shared memory of a block: [blob][states: 2 W x blockDim][counters: 3 S x blockDim]. */
+static __global__ void pbn_advance_kernel(pbn_dev_args a, int64_t steps, int count) {
+  extern __shared__ uint64_t smem[];
+  const int tid = threadIdx.x;
+  const int64_t c = (int64_t)blockIdx.x * blockDim.x + tid;
+  const int32_t W = a.net.n_words, S = a.n_sets;
+  size_t blob_words = a.blob_shared ? a.lay.bytes / 8 : 0;
+  if (a.blob_shared) {
+    for (size_t i = tid; i < blob_words; i += blockDim.x) smem[i] = a.blob[i];
+    __syncthreads();
+  }
+  if (c >= a.n_chains) return;
+  sbg_pbn_net net;
+  sbg_pbn_sets sets;
+  pbn_bind(a, a.blob_shared ? (const unsigned char *)smem : (const unsigned char *)a.blob, &net, &sets);
+
+  uint64_t *sa, *sb;
+  int64_t sst;
+  uint64_t *sh_state = smem + blob_words;
+  if (a.state_shared) {
+    sa = sh_state + tid;
+    sb = sh_state + (size_t)W * blockDim.x + tid;
+    sst = blockDim.x;
+    for (int32_t w = 0; w < W; w++) sa[w * sst] = a.state[(int64_t)w * a.n_chains + c];
+  } else {
+    /* the second buffer is the upper half of the state array */
+    sa = a.state + c;
+    sb = a.state + (int64_t)W * a.n_chains + c;
+    sst = a.n_chains;
+  }
+  uint32_t *k;
+  int64_t kst;
+  if (a.cnt_shared) {
+    uint32_t *sh_cnt = (uint32_t *)(sh_state + (a.state_shared ? 2 * (size_t)W * blockDim.x : 0));
+    k = sh_cnt + tid;
+    kst = blockDim.x;
+    for (int32_t j = 0; j < 3 * S; j++) k[j * kst] = a.cnt[(int64_t)j * a.n_chains + c];
+  } else {
+    k = a.cnt + c;
+    kst = a.n_chains;
+  }
+  sbg_philox g = a.rng[c];
+  for (int64_t t = 0; t < steps; t++) {
+    pbn_step(&net, sa, sb, sst, &g);
+    if (count) {
+      for (int32_t s = 0; s < S; s++) {
+        int x0 = pbn_in_set(&sets, s, sa, sst), x1 = pbn_in_set(&sets, s, sb, sst);
+        k[(3 * s) * kst] += (uint32_t)x1;
+        k[(3 * s + 1) * kst] += (uint32_t)(!x0 & x1);
+        k[(3 * s + 2) * kst] += (uint32_t)(x0 & !x1);
+      }
+    }
+    uint64_t *tmp = sa; sa = sb; sb = tmp;
+  }
+  a.rng[c] = g;
+  if (a.state_shared) {
+    for (int32_t w = 0; w < W; w++) a.state[(int64_t)w * a.n_chains + c] = sa[w * sst];
+  } else if (sa != a.state + c) {
+    for (int32_t w = 0; w < W; w++) a.state[(int64_t)w * a.n_chains + c] = sa[w * sst];
+  }
+  if (a.cnt_shared)
+    for (int32_t j = 0; j < 3 * S; j++) a.cnt[(int64_t)j * a.n_chains + c] = k[j * kst];
+}
+
+static __global__ void pbn_init_kernel(pbn_dev_args a, uint64_t seed) {
+  const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= a.n_chains) return;
+  sbg_philox g;
+  sbg_philox_init(&g, seed, (uint64_t)c, 0);
+  sbg_pbn_net net = a.net;  /* only n and n_words are read */
+  pbn_random_state(&net, &g, a.state + c, a.n_chains);
+  a.rng[c] = g;
+}
+
+/* One block per set: exact 64-bit sums over chains. */
+static __global__ void pbn_reduce_kernel(const uint32_t *cnt, int64_t nc, uint64_t *sums) {
+  __shared__ unsigned long long part[4][PBN_BLOCK];
+  const int s = blockIdx.x;
+  unsigned long long v0 = 0, v1 = 0, v2 = 0, v3 = 0;
+  for (int64_t c = threadIdx.x; c < nc; c += blockDim.x) {
+    uint64_t n1 = cnt[(int64_t)(3 * s) * nc + c];
+    v0 += n1;
+    v1 += cnt[(int64_t)(3 * s + 1) * nc + c];
+    v2 += cnt[(int64_t)(3 * s + 2) * nc + c];
+    v3 += n1 * n1;
+  }
+  part[0][threadIdx.x] = v0; part[1][threadIdx.x] = v1;
+  part[2][threadIdx.x] = v2; part[3][threadIdx.x] = v3;
+  __syncthreads();
+  for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+    if ((int)threadIdx.x < h)
+      for (int j = 0; j < 4; j++) part[j][threadIdx.x] += part[j][threadIdx.x + h];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    for (int j = 0; j < 4; j++) sums[(int64_t)s * SBG_PBN_NSUM + j] = part[j][0];
+}
+
+typedef struct pbn_gpu {
+  sbg_pbn_engine base;
+  pbn_dev_args a;
+  size_t smem;
+  unsigned blocks;
+  cudaStream_t stream;
+  uint64_t *d_sums;
+  double chunk;        /* steps per launch, adapted to ~0.1 s */
+  double work;         /* per chain-step, for the first guess */
+} pbn_gpu;
+
+static sbg_status pbn_gpu_advance(sbg_pbn_engine *eng, int64_t steps, int count, uint64_t *sums,
+                                  double lo, double hi, sbg_ctx *ctx) {
+  pbn_gpu *e = (pbn_gpu *)eng;
+  sbg_status st = SBG_OK;
+  cudaEvent_t t0 = NULL, t1 = NULL;
+  const int32_t S = e->a.n_sets;
+  SBG_CUDA_CHECK(cudaEventCreate(&t0));
+  SBG_CUDA_CHECK(cudaEventCreate(&t1));
+  if (count && S > 0)
+    SBG_CUDA_CHECK(cudaMemsetAsync(e->a.cnt, 0, sizeof(uint32_t) * 3 * (size_t)S * e->a.n_chains, e->stream));
+  for (int64_t done = 0; done < steps;) {
+    int64_t len = (int64_t)e->chunk;
+    if (len < 1) len = 1;
+    if (len > steps - done) len = steps - done;
+    SBG_CUDA_CHECK(cudaEventRecord(t0, e->stream));
+    pbn_advance_kernel<<<e->blocks, PBN_BLOCK, e->smem, e->stream>>>(e->a, len, count);
+    SBG_CUDA_CHECK(cudaGetLastError());
+    SBG_CUDA_CHECK(cudaEventRecord(t1, e->stream));
+    SBG_CUDA_CHECK(cudaEventSynchronize(t1));
+    float ms = 0;
+    SBG_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
+    /* aim at ~100 ms per launch, so Ctrl-C is seen quickly */
+    double f = ms > 0.01 ? 100.0 / ms : 16.0;
+    if (f > 16) f = 16;
+    if (f < 0.25) f = 0.25;
+    e->chunk = e->chunk * f;
+    if (e->chunk > 1e9) e->chunk = 1e9;
+    done += len;
+    SBG_TRY(sbg_poll(ctx, lo + (hi - lo) * (double)done / (double)steps));
+  }
+  if (count && S > 0) {
+    pbn_reduce_kernel<<<S, PBN_BLOCK, 0, e->stream>>>(e->a.cnt, e->a.n_chains, e->d_sums);
+    SBG_CUDA_CHECK(cudaGetLastError());
+    SBG_CUDA_CHECK(cudaMemcpyAsync(sums, e->d_sums, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)S,
+                                   cudaMemcpyDeviceToHost, e->stream));
+    SBG_CUDA_CHECK(cudaStreamSynchronize(e->stream));
+  }
+done:
+  if (t0) cudaEventDestroy(t0);
+  if (t1) cudaEventDestroy(t1);
+  return st;
+}
+
+extern "C" sbg_status sbg_pbn_steady_gpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
+                                         const sbg_pbn_params *p, sbg_pbn_result *out,
+                                         sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  pbn_gpu e;
+  memset(&e, 0, sizeof e);
+  unsigned char *h_blob = NULL;
+  uint64_t *d_blob = NULL;
+  const int32_t W = net->n_words, S = sets->n_sets;
+  const int64_t nc = p->n_chains;
+  int64_t ni = 0, nt = 0;
+  int optin = 0;
+  size_t state_b, cnt_b, smem;
+
+  SBG_TRY(sbg_device_select(ctx->device, ctx));
+  SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&e.stream, cudaStreamNonBlocking));
+  pbn_make_layout(net, sets, &e.a.lay, &ni, &nt);
+  h_blob = (unsigned char *)calloc(e.a.lay.bytes > 0 ? e.a.lay.bytes : 8, 1);
+  if (!h_blob) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the network blob"); goto done; }
+  pbn_fill_blob(net, sets, &e.a.lay, ni, nt, h_blob);
+  SBG_TRY(sbg_device_alloc((void **)&d_blob, e.a.lay.bytes, "the network", ctx));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d_blob, h_blob, e.a.lay.bytes, cudaMemcpyHostToDevice, e.stream));
+  SBG_TRY(sbg_device_alloc((void **)&e.a.state, sizeof(uint64_t) * 2 * (size_t)W * nc, "the states", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&e.a.rng, sizeof(sbg_philox) * (size_t)nc, "the generators", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&e.a.cnt, sizeof(uint32_t) * 3 * (size_t)(S > 0 ? S : 1) * nc,
+                           "the counters", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&e.d_sums, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)(S > 0 ? S : 1),
+                           "the sums", ctx));
+  e.a.net = *net;
+  e.a.n_sets = S;
+  e.a.blob = d_blob;
+  e.a.n_chains = nc;
+
+  /* shared memory: states first (fastest win), then counters, then the
+   * network, within a budget that keeps several blocks per SM */
+  state_b = 2 * (size_t)W * PBN_BLOCK * 8;
+  cnt_b = 3 * (size_t)S * PBN_BLOCK * 4;
+  smem = 0;
+  if (state_b <= 16 * 1024) { e.a.state_shared = 1; smem += state_b; }
+  if (smem + cnt_b <= 32 * 1024) { e.a.cnt_shared = 1; smem += cnt_b; }
+  SBG_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx->device));
+  if (smem + e.a.lay.bytes <= PBN_SMEM_BUDGET) { e.a.blob_shared = 1; smem += e.a.lay.bytes; }
+  if (smem > 48 * 1024) {
+    if ((int)smem > optin) { e.a.blob_shared = 0; smem -= e.a.lay.bytes; }
+    SBG_CUDA_CHECK(cudaFuncSetAttribute(pbn_advance_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  }
+  e.smem = smem;
+  e.blocks = (unsigned)((nc + PBN_BLOCK - 1) / PBN_BLOCK);
+  e.chunk = 1e8 / ((double)nc * ((double)net->n + 8.0));
+  if (e.chunk < 1) e.chunk = 1;
+  e.base.self = &e;
+  e.base.advance = pbn_gpu_advance;
+
+  pbn_init_kernel<<<e.blocks, PBN_BLOCK, 0, e.stream>>>(e.a, p->seed);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  SBG_CUDA_CHECK(cudaStreamSynchronize(e.stream));
+  SBG_TRY(sbg_pbn_two_state(&e.base, p, S, out, ctx));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(e.stream));
+done:
+  free(h_blob);
+  cudaFree(d_blob);
+  cudaFree(e.a.state);
+  cudaFree(e.a.rng);
+  cudaFree(e.a.cnt);
+  cudaFree(e.d_sums);
+  if (e.stream) cudaStreamDestroy(e.stream);
+  return st;
+}
+
+/* Trajectories straight into the output: out[(c (steps+1) + t) W + w]. */
+static __global__ void pbn_simulate_kernel(pbn_dev_args a, uint64_t seed, int64_t steps,
+                                           const uint64_t *from, uint64_t *out) {
+  const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= a.n_chains) return;
+  sbg_pbn_net net;
+  sbg_pbn_sets sets;
+  pbn_bind(a, (const unsigned char *)a.blob, &net, &sets);
+  const int32_t W = net.n_words;
+  sbg_philox g;
+  sbg_philox_init(&g, seed, (uint64_t)c, 0);
+  uint64_t *o = out + c * (steps + 1) * W;
+  if (from) for (int32_t w = 0; w < W; w++) o[w] = from[w];
+  else pbn_random_state(&net, &g, o, 1);
+  for (int64_t t = 0; t < steps; t++) pbn_step(&net, o + t * W, o + (t + 1) * W, 1, &g);
+}
+
+extern "C" sbg_status sbg_pbn_simulate_gpu(const sbg_pbn_net *net, uint64_t seed, int64_t n_chains,
+                                           int64_t steps, const uint64_t *from, uint64_t *out,
+                                           sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  cudaStream_t stream = NULL;
+  unsigned char *h_blob = NULL;
+  uint64_t *d_blob = NULL, *d_out = NULL, *d_from = NULL;
+  pbn_dev_args a;
+  memset(&a, 0, sizeof a);
+  int64_t ni = 0, nt = 0;
+  const int32_t W = net->n_words;
+  size_t out_b = sizeof(uint64_t) * (size_t)n_chains * (size_t)(steps + 1) * W;
+
+  SBG_TRY(sbg_device_select(ctx->device, ctx));
+  SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  pbn_make_layout(net, NULL, &a.lay, &ni, &nt);
+  h_blob = (unsigned char *)calloc(a.lay.bytes, 1);
+  if (!h_blob) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the network blob"); goto done; }
+  pbn_fill_blob(net, NULL, &a.lay, ni, nt, h_blob);
+  SBG_TRY(sbg_device_alloc((void **)&d_blob, a.lay.bytes, "the network", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_out, out_b, "the trajectories", ctx));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d_blob, h_blob, a.lay.bytes, cudaMemcpyHostToDevice, stream));
+  if (from) {
+    SBG_TRY(sbg_device_alloc((void **)&d_from, sizeof(uint64_t) * W, "the start state", ctx));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(d_from, from, sizeof(uint64_t) * W, cudaMemcpyHostToDevice, stream));
+  }
+  a.net = *net;
+  a.blob = d_blob;
+  a.n_chains = n_chains;
+  pbn_simulate_kernel<<<(unsigned)((n_chains + PBN_BLOCK - 1) / PBN_BLOCK), PBN_BLOCK, 0, stream>>>(
+      a, seed, steps, d_from, d_out);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  SBG_CUDA_CHECK(cudaMemcpyAsync(out, d_out, out_b, cudaMemcpyDeviceToHost, stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+done:
+  free(h_blob);
+  cudaFree(d_blob);
+  cudaFree(d_out);
+  cudaFree(d_from);
+  if (stream) cudaStreamDestroy(stream);
+  return st;
+}

@@ -1,0 +1,145 @@
+/* One PBN step, the random start state and set membership, shared verbatim
+ * by the CPU (pbn_cpu.c) and GPU (pbn_gpu.cu) engines of pbnSteadyState()
+ * and pbnSimulate(): same code, same Philox draws, same trajectories.
+ * States are read through a stride (1 on the CPU, the chain count on the
+ * GPU, where chains are interleaved for coalesced access). */
+#ifndef SBG_PBN_STEP_H
+#define SBG_PBN_STEP_H
+
+#include "philox.h"
+#include "pbn.h"
+
+/* Inlined into the chain loops so that the CPU's stride of 1 is a
+ * constant there. */
+#ifdef __CUDACC__
+#define PBN_HD __host__ __device__ __forceinline__
+#elif defined(__GNUC__)
+#define PBN_HD static inline __attribute__((always_inline))
+#else
+#define PBN_HD static inline
+#endif
+
+/* Position of the next word in the chain's stream, and a jump to any
+ * position (the step's function-selection block is read by rank, so that a
+ * reduced network consumes the stream exactly as the full one). */
+PBN_HD uint64_t pbn_rng_pos(const sbg_philox *g) {
+  uint64_t block = ((uint64_t)g->ctr[1] << 32) | g->ctr[0];
+  return (block << 2) + g->lane;
+}
+
+PBN_HD void pbn_rng_seek(sbg_philox *g, uint64_t pos) {
+  uint64_t block = pos >> 2;
+  uint64_t cur = ((uint64_t)g->ctr[1] << 32) | g->ctr[0];
+  g->lane = (uint32_t)(pos & 3u);
+  if (block != cur) {
+    g->ctr[0] = (uint32_t)block;
+    g->ctr[1] = (uint32_t)(block >> 32);
+    sbg_philox_refill(g);
+  }
+}
+
+/* Smallest g in [1, rem] with u >= T[g] (T non-increasing): the gap to the
+ * next flipped perturbable position; 0 when none of the next rem flips. */
+PBN_HD int32_t pbn_gap(const uint64_t *T, uint64_t u, int32_t rem) {
+  if (u < T[rem]) return 0;
+  int32_t lo = 1, hi = rem;
+  while (lo < hi) {
+    int32_t mid = (lo + hi) >> 1;
+    if (u >= T[mid]) hi = mid; else lo = mid + 1;
+  }
+  return lo;
+}
+
+PBN_HD int32_t pbn_pick(const sbg_pbn_net *net, int32_t i, uint32_t u) {
+  int32_t f = net->fun_start[i];
+  while ((uint64_t)u >= net->fun_thresh[f]) f++;
+  return f;
+}
+
+PBN_HD uint64_t pbn_eval(const sbg_pbn_net *net, int32_t f, const uint64_t *x, int64_t stride) {
+  int32_t k = net->fun_k[f];
+  const int32_t *in = net->inputs + net->in_start[f];
+  uint32_t idx = 0;
+  for (int32_t j = 0; j < k; j++) {
+    int32_t v = in[j];
+    idx = (idx << 1) | (uint32_t)((x[(int64_t)(v >> 6) * stride] >> (v & 63)) & 1u);
+  }
+  return (net->tables[net->tab_start[f] + (idx >> 5)] >> (idx & 31u)) & 1u;
+}
+
+/* Uniform random start: two draws per word. */
+PBN_HD void pbn_random_state(const sbg_pbn_net *net, sbg_philox *g, uint64_t *x, int64_t stride) {
+  for (int32_t w = 0; w < net->n_words; w++) {
+    uint64_t lo = sbg_philox_next(g);
+    uint64_t hi = sbg_philox_next(g);
+    uint64_t v = lo | (hi << 32);
+    int32_t left = net->n - 64 * w;
+    if (left < 64) v &= (((uint64_t)1) << left) - 1u;
+    x[(int64_t)w * stride] = v;
+  }
+}
+
+/* One step from cur to nxt.  One draw decides whether any perturbable
+ * node flips (u >= T[n_pert]) and, if so, the first one; further flips
+ * follow by geometric gaps.  A flip blocks every function update.
+ * Otherwise (synchronous) every node applies a function to the old state;
+ * nodes with several functions read their selection draw from the step's
+ * block by rank.  Asynchronous: one uniformly chosen node is updated. */
+PBN_HD void pbn_step(const sbg_pbn_net *net, const uint64_t *cur, uint64_t *nxt,
+                     int64_t stride, sbg_philox *g) {
+  const int32_t W = net->n_words;
+  const int32_t NP = net->n_pert_total;
+  const uint64_t *T = net->gap_thresh;
+  uint64_t u = sbg_philox_next(g);
+  if (u >= T[NP]) {
+    for (int32_t w = 0; w < W; w++) nxt[(int64_t)w * stride] = cur[(int64_t)w * stride];
+    int32_t pos = pbn_gap(T, u, NP) - 1;
+    for (;;) {
+      int32_t node = net->pert_node[pos];
+      if (node >= 0) nxt[(int64_t)(node >> 6) * stride] ^= ((uint64_t)1) << (node & 63);
+      int32_t rem = NP - 1 - pos;
+      if (rem <= 0) break;
+      int32_t gap = pbn_gap(T, sbg_philox_next(g), rem);
+      if (gap == 0) break;
+      pos += gap;
+    }
+    return;
+  }
+  if (net->async) {
+    uint32_t j = sbg_philox_below(g, (uint32_t)net->n_total);
+    uint32_t uf = sbg_philox_next(g);
+    for (int32_t w = 0; w < W; w++) nxt[(int64_t)w * stride] = cur[(int64_t)w * stride];
+    int32_t i = net->node_of_full[j];
+    if (i < 0) return;
+    uint64_t b = pbn_eval(net, pbn_pick(net, i, uf), cur, stride);
+    uint64_t *wp = nxt + (int64_t)(i >> 6) * stride;
+    *wp = (*wp & ~(((uint64_t)1) << (i & 63))) | (b << (i & 63));
+    return;
+  }
+  uint64_t base = pbn_rng_pos(g);
+  for (int32_t w = 0; w < W; w++) {
+    uint64_t acc = 0;
+    int32_t i0 = 64 * w, i1 = i0 + 64 < net->n ? i0 + 64 : net->n;
+    for (int32_t i = i0; i < i1; i++) {
+      int32_t f = net->fun_start[i];
+      int32_t rank = net->sel_rank[i];
+      if (rank >= 0) {
+        pbn_rng_seek(g, base + (uint64_t)rank);
+        f = pbn_pick(net, i, sbg_philox_next(g));
+      }
+      acc |= pbn_eval(net, f, cur, stride) << (i - i0);
+    }
+    nxt[(int64_t)w * stride] = acc;
+  }
+  pbn_rng_seek(g, base + (uint64_t)net->n_sel_total);
+}
+
+PBN_HD int pbn_in_set(const sbg_pbn_sets *S, int32_t s, const uint64_t *x, int64_t stride) {
+  for (int32_t e = S->set_start[s]; e < S->set_start[s + 1]; e++) {
+    uint64_t v = x[(int64_t)S->word[e] * stride];
+    if ((v & S->pos[e]) != S->pos[e] || (v & S->neg[e]) != 0) return 0;
+  }
+  return 1;
+}
+
+#endif /* SBG_PBN_STEP_H */

@@ -1,0 +1,331 @@
+# ---- PBN objects and the expression parser ---------------------------------
+
+test_that("expressions become truth tables with the first input most significant", {
+  net <- pbn(list(A = "B & !C", B = "A | C", C = "1"))
+  fA <- net$functions$A[[1]]
+  expect_equal(fA$inputs, c("B", "C"))
+  # rows (B, C) = 00, 01, 10, 11
+  expect_equal(pbn_fun_table(fA), c(FALSE, FALSE, TRUE, FALSE))
+  expect_equal(net$functions$C[[1]]$inputs, character())
+  expect_equal(pbn_fun_table(net$functions$C[[1]]), TRUE)
+  net2 <- pbn(list(A = "!(B | C) & (B | !C)", B = "B", C = "C"))
+  expect_equal(pbn_fun_table(net2$functions$A[[1]]), c(TRUE, FALSE, FALSE, FALSE))
+})
+
+test_that("tables of many inputs are right in every row (no off-by-one at row 32)", {
+  net <- pbn(list(A = "(B & C) | (!D & E) | (F & !G)"), identityForMissing = TRUE)
+  tab <- pbn_fun_table(net$functions$A[[1]])
+  j <- 0:63
+  bit <- function(v) (j %/% 2^(6 - v)) %% 2 == 1  # B is the most significant of 6
+  expect_equal(tab, (bit(1) & bit(2)) | (!bit(3) & bit(4)) | (bit(5) & !bit(6)))
+  big <- pbn(list(A = paste0("x", 1:20, collapse = " & ")), identityForMissing = TRUE)
+  t20 <- pbn_fun_table(big$functions$A[[1]])
+  expect_equal(length(t20), 2^20)
+  expect_equal(which(t20), 2^20)
+  x <- pbnSimulate(big, 1, from = c(rep(FALSE, 1), rep(TRUE, 20)), p = 0, seed = 1, backend = "cpu")
+  expect_true(x[2, "A"])
+  expect_error(pbn(list(A = paste0("x", 1:25, collapse = " | ")), identityForMissing = TRUE),
+               "at most 24 inputs", class = "sysbioGPU_error_input")
+})
+
+test_that("pbn() takes truth tables and probabilities; print and summary work", {
+  net <- pbn(list(
+    A = c("B & C" = 0.6, "!B" = 0.4),
+    B = list(functions = list("A", list(inputs = "C", table = c(1, 0))), probabilities = c(0.5, 0.5)),
+    C = list(inputs = "A", table = c(TRUE, FALSE))
+  ), perturbable = c(C = FALSE))
+  expect_s3_class(net, "pbn")
+  expect_equal(net$probabilities$A, c(0.6, 0.4))
+  expect_equal(unname(net$perturbable), c(TRUE, TRUE, FALSE))
+  expect_output(print(net), "3 node\\(s\\), 5 function")
+  expect_output(print(summary(net)), "2 node\\(s\\) with several functions")
+})
+
+test_that("bad PBN definitions are input errors naming the problem", {
+  expect_error(pbn(list(A = c("B" = 0.5, "!B" = 0.4), B = "B")), "sum to 0.9", class = "sysbioGPU_error_input")
+  expect_error(pbn(list(A = "B & Z", B = "B")), "unknown node name.*Z", class = "sysbioGPU_error_input")
+  expect_error(pbn(list(A = "B &", B = "B")), "unexpected end", class = "sysbioGPU_error_input")
+  expect_error(pbn(list(A = "(B", B = "B")), "missing '\\)'", class = "sysbioGPU_error_input")
+  expect_error(pbn(list(A = "B + B", B = "B")), "unexpected character '\\+'", class = "sysbioGPU_error_input")
+  expect_error(pbn(list(A = list(inputs = "B", table = c(1, 0, 1)), B = "B")), "needs? 2", class = "sysbioGPU_error_input")
+  expect_error(pbn(list("B")), "named", class = "sysbioGPU_error_input")
+  # unknown names become identity inputs only where asked (as readPBN does)
+  net <- pbn(list(A = "B"), identityForMissing = TRUE)
+  expect_equal(net$nodes, c("A", "B"))
+  expect_equal(pbn_fun_table(net$functions$B[[1]]), c(FALSE, TRUE))
+})
+
+# ---- files -------------------------------------------------------------------
+
+test_that("readPBN reads .bnet with several rules per target and reports syntax errors with the line", {
+  f <- system.file("extdata", "pbn-example.bnet", package = "sysbioGPU")
+  net <- readPBN(f)
+  expect_equal(length(net$nodes), 7)
+  expect_equal(net$probabilities$Survival, c(0.8, 0.2))
+  tf <- tempfile(fileext = ".bnet")
+  writeLines(c("targets, factors", "A, B & C", "B, A", "B, !A", "C, (A | B"), tf)
+  expect_error(readPBN(tf), "line 5.*missing '\\)'", class = "sysbioGPU_error_input")
+  writeLines(c("targets, factors", "A, B & D", "B, A", "B, !A"), tf)
+  net <- readPBN(tf)
+  expect_equal(net$probabilities$B, c(0.5, 0.5))
+  expect_equal(net$nodes, c("A", "B", "D"))  # D: an input, becomes identity
+  expect_equal(pbn_fun_table(net$functions$D[[1]]), c(FALSE, TRUE))
+})
+
+test_that("readPBN reads ASSA-PBN .pbn files", {
+  tf <- tempfile(fileext = ".pbn")
+  writeLines(c("type=synchronous", "n=2", "perturbation=0.01",
+               "nodeNames", "x1", "x2", "endNodeNames",
+               "node x1", "0.3 : x2", "0.6 : !x2", "endNode",
+               "node x2", "1 : x1 & x2", "endNode",
+               "npNode", "x2", "endNpNode"), tf)
+  net <- readPBN(tf)
+  expect_equal(net$p, 0.01)
+  expect_equal(net$probabilities$x1, c(1, 2) / 3)
+  expect_equal(unname(net$perturbable), c(TRUE, FALSE))
+  writeLines(c("node x1", "0.3 x2", "endNode"), tf)
+  expect_error(readPBN(tf), "line 2", class = "sysbioGPU_error_input")
+})
+
+test_that("as.pbn converts BoolNet networks", {
+  skip_if_not_installed("BoolNet")
+  data(examplePBN, package = "BoolNet", envir = environment())
+  net <- as.pbn(examplePBN)
+  expect_equal(net$nodes, examplePBN$genes)
+  expect_equal(net$probabilities[[1]], vapply(examplePBN$interactions[[1]], `[[`, 0, "probability"))
+  data(cellcycle, package = "BoolNet", envir = environment())
+  cc <- as.pbn(cellcycle)
+  expect_equal(length(cc$nodes), 10)
+})
+
+# ---- simulation -----------------------------------------------------------
+
+test_that("pbnSimulate follows the functions at p = 0 and is reproducible", {
+  net <- pbn(list(A = "!B", B = "A"))
+  x <- pbnSimulate(net, 4, from = c(A = TRUE, B = FALSE), p = 0, seed = 1, backend = "cpu")
+  expect_equal(unname(x[, "A"]), c(TRUE, TRUE, FALSE, FALSE, TRUE))
+  expect_equal(unname(x[, "B"]), c(FALSE, TRUE, TRUE, FALSE, FALSE))
+  f <- system.file("extdata", "pbn-example.bnet", package = "sysbioGPU")
+  ex <- readPBN(f)
+  a <- pbnSimulate(ex, 200, trajectories = 3, p = 0.05, seed = 7, backend = "cpu", threads = 1)
+  b <- pbnSimulate(ex, 200, trajectories = 3, p = 0.05, seed = 7, backend = "cpu", threads = 2)
+  expect_identical(a, b)
+  expect_equal(dim(a), c(201, 7, 3))
+  # trajectory i is the same whatever the number of trajectories
+  one <- pbnSimulate(ex, 200, trajectories = 1, p = 0.05, seed = 7, backend = "cpu")
+  expect_identical(unname(unclass(one)[, ]), unname(a[, , 1]))
+  # asynchronous: at most one node changes per unperturbed step
+  as <- pbnSimulate(ex, 300, p = 0, update = "asynchronous", seed = 3, backend = "cpu")
+  expect_true(all(rowSums(abs(diff(as * 1))) <= 1))
+})
+
+test_that("a network with more than 64 nodes simulates correctly (multi-word states)", {
+  n <- 150
+  nodes <- c(list(x1 = "x150"), setNames(as.list(paste0("x", 1:(n - 1))), paste0("x", 2:n)))
+  net <- pbn(nodes)  # a shift register
+  start <- rep(FALSE, n); start[1] <- TRUE
+  x <- pbnSimulate(net, 130, from = start, p = 0, seed = 1, backend = "cpu")
+  expect_true(x[131, 131])
+  expect_equal(sum(x[131, ]), 1)
+})
+
+# ---- exact method ------------------------------------------------------------
+
+test_that("exact method matches a brute-force stationary distribution on random PBNs", {
+  for (sd in 1:4) {
+    net <- pbn_random(4, sd)
+    for (async in c(FALSE, TRUE)) {
+      p <- c(0.01, 0.2)[1 + async]
+      P <- pbn_brute_P(net, p, async)
+      pi <- pbn_brute_pi(P)
+      ex <- pbnSteadyState(net, "marginals", p = p, method = "exact",
+                           update = if (async) "asynchronous" else "synchronous", verbose = FALSE)
+      expect_equal(attr(ex, "stationary"), pi, tolerance = 1e-9)
+      states <- 0:15
+      marg <- vapply(1:4, function(i) sum(pi[(states %/% 2^(i - 1)) %% 2 == 1]), 0)
+      expect_equal(ex$probability, marg, tolerance = 1e-9)
+    }
+  }
+})
+
+test_that("constant nodes: P(on) = a / (a + b); identity nodes: uniform", {
+  p <- 0.1; c <- 0.3; n <- 3
+  net <- pbn(list(A = c("1" = c, "0" = 1 - c), B = c("1" = 0.5, "0" = 0.5), C = c("1" = 0.9, "0" = 0.1)))
+  a <- p + (1 - p)^n * c; b <- p + (1 - p)^n * (1 - c)
+  ex <- pbnSteadyState(net, c(A = TRUE), p = p, method = "exact", verbose = FALSE)
+  expect_equal(ex$probability, a / (a + b), tolerance = 1e-10)
+  expect_equal(a / (a + b), 0.3430570506, tolerance = 1e-9)
+  idn <- pbn(list(A = "A", B = "B", C = "C", D = "D"))
+  ex2 <- pbnSteadyState(idn, "marginals", p = 0.05, method = "exact", verbose = FALSE)
+  expect_equal(attr(ex2, "stationary"), rep(1 / 16, 16), tolerance = 1e-10)
+  tr <- pbnSteadyState(idn, c(A = TRUE, B = FALSE), p = 0.05, r = 0.01, seed = 3, backend = "cpu", threads = 1, verbose = FALSE)
+  expect_lt(abs(tr$probability - 0.25), 0.01)
+})
+
+test_that("exact method agrees with BoolNet's markovSimulation at p = 0", {
+  skip_if_not_installed("BoolNet")
+  data(examplePBN, package = "BoolNet", envir = environment())
+  sim <- BoolNet::markovSimulation(examplePBN, returnTable = FALSE)
+  ref <- sim$reachedStates
+  net <- as.pbn(examplePBN)
+  ex <- pbnSteadyState(net, "marginals", p = 0, method = "exact", verbose = FALSE)
+  pi <- attr(ex, "stationary")
+  # BoolNet's state columns are genes; rows are reached states with probabilities
+  for (i in seq_len(nrow(ref))) {
+    bits <- unlist(ref[i, examplePBN$genes])
+    idx <- sum(bits * 2^(seq_along(bits) - 1))
+    expect_equal(pi[idx + 1], ref$Probability[i], tolerance = 1e-6)
+  }
+})
+
+test_that("the exact method refuses networks that are too large", {
+  big <- pbn(setNames(as.list(paste0("x", c(2:21, 1))), paste0("x", 1:21)))
+  expect_error(pbnSteadyState(big, c(x1 = TRUE), method = "exact"), "at most 20 simulated nodes",
+               class = "sysbioGPU_error_input")
+})
+
+# ---- two-state estimate ----------------------------------------------------
+
+test_that("two-state estimates cover the exact value (coverage over 50 seeds)", {
+  p <- 0.1; c <- 0.3
+  net <- pbn(list(A = c("1" = c, "0" = 1 - c), B = c("1" = 0.5, "0" = 0.5), C = c("1" = 0.9, "0" = 0.1)))
+  a <- p + (1 - p)^3 * c; b <- p + (1 - p)^3 * (1 - c)
+  truth <- a / (a + b)
+  r <- 0.01
+  est <- vapply(1:50, function(sd) {
+    pbnSteadyState(net, c(A = TRUE), p = p, r = r, seed = sd, trajectories = 8,
+                   backend = "cpu", threads = 1, verbose = FALSE)$probability
+  }, 0)
+  expect_gte(mean(abs(est - truth) <= r), 0.9)
+  one <- pbnSteadyState(net, c(A = TRUE), p = p, r = r, seed = 1, trajectories = 8, backend = "cpu", verbose = FALSE)
+  # alpha and beta of this meta-state are exactly a and b
+  expect_lt(abs(one$alpha - a), 0.03)
+  expect_lt(abs(one$beta - b), 0.03)
+})
+
+test_that("two-state agrees with the exact method on the example network", {
+  f <- system.file("extdata", "pbn-example.bnet", package = "sysbioGPU")
+  net <- readPBN(f)
+  sets <- list(apoptosis = c(Apoptosis = TRUE), c(Survival = TRUE, Death = FALSE))
+  # The two-state method treats the indicator as a first-order Markov chain;
+  # slow modes (identity inputs flipping at rate p) make its N optimistic,
+  # so, as the paper does, the check is |estimate - exact| <= 2 r.
+  ex <- pbnSteadyState(net, sets, p = 0.1, method = "exact", verbose = FALSE)
+  tr <- pbnSteadyState(net, sets, p = 0.1, r = 0.01, seed = 11, backend = "cpu", verbose = FALSE)
+  expect_equal(tr$set, c("apoptosis", "Survival=1,Death=0"))
+  expect_true(all(abs(tr$probability - ex$probability) < 0.02))
+  expect_true(all(tr$converged))
+  expect_true(all(tr$samples >= tr$N))
+  expect_s3_class(tr, "pbnSteadyState")
+  expect_output(print(tr), "two-state Markov chain")
+  exa <- pbnSteadyState(net, sets, p = 0.1, update = "asynchronous", method = "exact", verbose = FALSE)
+  tra <- pbnSteadyState(net, sets, p = 0.1, update = "asynchronous", r = 0.01, seed = 2,
+                        backend = "cpu", verbose = FALSE)
+  expect_true(all(abs(tra$probability - exa$probability) < 0.02))
+})
+
+test_that("same seed, same result; threads do not change it; reduction does not change it", {
+  f <- system.file("extdata", "pbn-example.bnet", package = "sysbioGPU")
+  net <- readPBN(f)
+  run <- function(...) {
+    x <- pbnSteadyState(net, c(Survival = TRUE), p = 0.01, r = 0.01, seed = 5, trajectories = 12,
+                        backend = "cpu", verbose = FALSE, ...)
+    as.data.frame(unclass(x)[setdiff(names(x), "seconds")])
+  }
+  a <- run(threads = 1)
+  expect_identical(a, run(threads = 2))
+  # Survival's ancestors exclude Inhibitor (two functions) and Apoptosis
+  red <- pbnSteadyState(net, c(Survival = TRUE), p = 0.01, r = 0.01, seed = 5, trajectories = 12,
+                        backend = "cpu", verbose = FALSE)
+  expect_equal(attr(red, "nodesSimulated"), 5)
+  expect_identical(a, run(threads = 1, reduce = FALSE))
+  set.seed(3); s1 <- pbnSteadyState(net, c(Survival = TRUE), r = 0.02, backend = "cpu", verbose = FALSE)
+  set.seed(3); s2 <- pbnSteadyState(net, c(Survival = TRUE), r = 0.02, backend = "cpu", verbose = FALSE)
+  expect_identical(s1$probability, s2$probability)
+})
+
+test_that("a run that hits maxSteps warns and reports converged = FALSE", {
+  net <- pbn(list(A = "A", B = "B"))
+  expect_warning(x <- pbnSteadyState(net, c(A = TRUE), p = 0.001, r = 1e-4, maxSteps = 4000, seed = 1,
+                                     trajectories = 4, backend = "cpu", verbose = FALSE),
+                 "did not reach")
+  expect_false(x$converged)
+  expect_lte(x$steps, 4000)
+})
+
+test_that("a set that never switches (a fixed node) stops early, not converged", {
+  net <- pbn(list(A = "A", B = "!B"), perturbable = c(A = FALSE))
+  expect_warning(x <- pbnSteadyState(net, list(c(A = TRUE), c(B = TRUE)), p = 0.1, r = 0.01, seed = 1,
+                                     trajectories = 16, backend = "cpu", verbose = FALSE), "did not reach")
+  expect_equal(x$converged, c(FALSE, TRUE))
+  expect_equal(x$probability[[2]], 0.5)
+  # stopped at 16 (z/r)^2 samples, far below maxSteps
+  expect_lt(x$steps[[1]], 2e6)
+})
+
+test_that("bad arguments of pbnSteadyState are input errors naming the argument", {
+  net <- pbn(list(A = "!B", B = "A"))
+  err <- function(expr, msg) expect_error(expr, msg, class = "sysbioGPU_error_input")
+  err(pbnSteadyState(net, c(Z = TRUE)), "unknown node\\(s\\) Z")
+  err(pbnSteadyState(net, c(TRUE)), "named logical")
+  err(pbnSteadyState(net, c(A = TRUE), p = 1), "`p` must be a number in \\[0, 1\\)")
+  err(pbnSteadyState(net, c(A = TRUE), p = -0.1), "`p`")
+  err(pbnSteadyState(net, c(A = TRUE), r = 0), "`r`")
+  err(pbnSteadyState(net, c(A = TRUE), s = 1), "`s`")
+  err(pbnSteadyState(net, c(A = TRUE), trajectories = 1), "`trajectories`")
+  err(pbnSteadyState(net, c(A = TRUE), method = "foo"), "`method`")
+  err(pbnSteadyState(list(), c(A = TRUE)), "`pbn` must be a pbn object")
+  err(pbnSimulate(net, -1), "`steps`")
+  err(pbnSimulate(net, 3, from = c(TRUE)), "`from`")
+  err(readPBN(tempfile()), "`file`")
+})
+
+# ---- GPU parity -----------------------------------------------------------------
+
+test_that("GPU trajectories and estimates are identical to the CPU's", {
+  skip_if_no_gpu()
+  f <- system.file("extdata", "pbn-example.bnet", package = "sysbioGPU")
+  net <- readPBN(f)
+  for (upd in c("synchronous", "asynchronous")) {
+    a <- pbnSimulate(net, 500, trajectories = 5, p = 0.05, update = upd, seed = 9, backend = "cpu")
+    g <- pbnSimulate(net, 500, trajectories = 5, p = 0.05, update = upd, seed = 9, backend = "gpu")
+    expect_identical(unclass(a)[seq_along(a)], unclass(g)[seq_along(g)])
+  }
+  sets <- list(c(Apoptosis = TRUE), c(Survival = TRUE, Death = FALSE))
+  for (traj in c(64, 300)) {
+    cpu <- pbnSteadyState(net, sets, p = 0.01, r = 0.005, seed = 4, trajectories = traj, backend = "cpu", verbose = FALSE)
+    gpu <- pbnSteadyState(net, sets, p = 0.01, r = 0.005, seed = 4, trajectories = traj, backend = "gpu", verbose = FALSE)
+    cols <- setdiff(names(cpu), "seconds")
+    expect_identical(as.data.frame(unclass(cpu)[cols]), as.data.frame(unclass(gpu)[cols]))
+  }
+  # every node's marginal, reduction off, a multi-word network (state in global memory)
+  big <- pbn_random(300, 1)
+  cpu <- pbnSteadyState(big, list(c(x1 = TRUE), c(x2 = TRUE, x3 = FALSE)), p = 0.001, r = 0.01, seed = 2,
+                        trajectories = 256, backend = "cpu", verbose = FALSE)
+  gpu <- pbnSteadyState(big, list(c(x1 = TRUE), c(x2 = TRUE, x3 = FALSE)), p = 0.001, r = 0.01, seed = 2,
+                        trajectories = 256, backend = "gpu", verbose = FALSE)
+  expect_identical(cpu$probability, gpu$probability)
+  expect_identical(cpu$steps, gpu$steps)
+  m1 <- pbnSteadyState(net, "marginals", p = 0.01, r = 0.01, seed = 1, trajectories = 128, backend = "cpu", verbose = FALSE)
+  m2 <- pbnSteadyState(net, "marginals", p = 0.01, r = 0.01, seed = 1, trajectories = 128, backend = "gpu", verbose = FALSE)
+  expect_identical(m1$probability, m2$probability)
+})
+
+# ---- interrupts -------------------------------------------------------------------
+
+test_that("Ctrl-C stops a long pbnSteadyState run (CPU and GPU)", {
+  skip_on_os("windows")
+  f <- system.file("extdata", "pbn-example.bnet", package = "sysbioGPU")
+  net <- readPBN(f)
+  backends <- "cpu"
+  if (hasGPU()) backends <- c(backends, "gpu")
+  for (be in backends) {
+    interrupt_after(1)
+    t0 <- Sys.time()
+    expect_error(pbnSteadyState(net, c(Apoptosis = TRUE), p = 0.01, r = 1e-7, seed = 1, backend = be,
+                                maxSteps = 1e15, verbose = FALSE),
+                 "interrupted by the user", class = "sysbioGPU_error_interrupted")
+    expect_lt(as.numeric(difftime(Sys.time(), t0, units = "secs")), 15)
+  }
+  expect_equal(nrow(pbnSteadyState(net, c(Apoptosis = TRUE), method = "exact")), 1)
+})
