@@ -10,6 +10,12 @@ SEXP ffi_philox_block(SEXP, SEXP);
 SEXP ffi_rng_fill(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_busy(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
+/* grnEvolve */
+SEXP ffi_grn_evolve(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_grn_simulate(SEXP, SEXP);
+SEXP ffi_grn_evaluate(SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_grn_bench(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
 static const R_CallMethodDef call_methods[] = {
@@ -18,6 +24,11 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_philox_block, 2),
     CALLDEF(ffi_rng_fill, 10),
     CALLDEF(ffi_busy, 6),
+    /* grnEvolve */
+    CALLDEF(ffi_grn_evolve, 6),
+    CALLDEF(ffi_grn_simulate, 2),
+    CALLDEF(ffi_grn_evaluate, 4),
+    CALLDEF(ffi_grn_bench, 7),
     {NULL, NULL, 0}};
 
 void R_init_sysbioGPU(DllInfo *dll) {
