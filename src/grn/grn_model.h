@@ -14,7 +14,11 @@
 #ifdef __CUDACC__
 #define GRN_HD __host__ __device__ __forceinline__
 #define GRN_HOT GRN_HD
+#ifdef __CUDA_ARCH__
 #define GRN_POPC(x) __popc(x)
+#else
+#define GRN_POPC(x) __builtin_popcount(x)
+#endif
 #else
 #define GRN_HD static inline
 /* Forced inline: the CPU engine compiles the evaluation a second time for
