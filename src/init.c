@@ -24,6 +24,12 @@ SEXP ffi_pbn_steady(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_pbn_simulate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_pbn_exact(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
+/* grnEvolve */
+SEXP ffi_grn_evolve(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_grn_simulate(SEXP, SEXP);
+SEXP ffi_grn_evaluate(SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_grn_bench(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
 static const R_CallMethodDef call_methods[] = {
@@ -43,6 +49,11 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_pbn_steady, 7),
     CALLDEF(ffi_pbn_simulate, 8),
     CALLDEF(ffi_pbn_exact, 6),
+    /* grnEvolve */
+    CALLDEF(ffi_grn_evolve, 6),
+    CALLDEF(ffi_grn_simulate, 2),
+    CALLDEF(ffi_grn_evaluate, 4),
+    CALLDEF(ffi_grn_bench, 7),
     {NULL, NULL, 0}};
 
 void R_init_sysbioGPU(DllInfo *dll) {

@@ -1,0 +1,459 @@
+# grnEvolve(): island-model genetic algorithm that finds the links and rules
+# taking a gene regulatory network from one state to another (Garcia-Calvo
+# et al. 2018, cuEVOGENET), and grnSimulate(), the model's dynamics.
+# Engines: src/grn/ (grn_cpu.c, grn_gpu.cu, shared operators in grn_model.h).
+
+grn_rule_names <- c("most", "abs", "jact", "jrep")
+
+# A signed network as an integer matrix with gene names (row = target,
+# column = source), from a matrix or an edge data.frame.
+grn_network <- function(network, arg = "network") {
+  if (is.data.frame(network)) {
+    need <- c("source", "target", "sign")
+    if (!all(need %in% names(network))) {
+      stop_input("`", arg, "` as a data.frame needs columns source, target and sign", call = sys.call(-1))
+    }
+    src <- as.character(network$source)
+    tgt <- as.character(network$target)
+    sgn <- network$sign
+    if (anyNA(src) || anyNA(tgt) || !is.numeric(sgn) || anyNA(sgn) || !all(sgn %in% c(-1, 1))) {
+      stop_input("`", arg, "`: sign must be 1 or -1 and source/target must not be NA", call = sys.call(-1))
+    }
+    genes <- unique(c(src, tgt))
+    m <- matrix(0L, length(genes), length(genes), dimnames = list(genes, genes))
+    if (anyDuplicated(paste(src, tgt, sep = "\r"))) {
+      stop_input("`", arg, "` lists the same link twice", call = sys.call(-1))
+    }
+    m[cbind(match(tgt, genes), match(src, genes))] <- as.integer(sgn)
+    return(m)
+  }
+  if (!is.matrix(network) || !(is.numeric(network) || is.logical(network))) {
+    stop_input("`", arg, "` must be a square numeric matrix or an edge data.frame", call = sys.call(-1))
+  }
+  if (nrow(network) != ncol(network) || nrow(network) < 1L) {
+    stop_input("`", arg, "` must be a square matrix, not ", nrow(network), " x ", ncol(network),
+               call = sys.call(-1))
+  }
+  if (anyNA(network) || !all(network %in% c(-1, 0, 1))) {
+    stop_input("`", arg, "` must hold only -1, 0 and 1 (row = target, column = source)",
+               call = sys.call(-1))
+  }
+  n <- nrow(network)
+  rn <- rownames(network)
+  cn <- colnames(network)
+  if (is.null(rn) && is.null(cn)) rn <- cn <- paste0("g", seq_len(n))
+  if (is.null(rn)) rn <- cn
+  if (is.null(cn)) cn <- rn
+  if (!identical(rn, cn)) {
+    stop_input("`", arg, "`: row and column names must be the same genes in the same order",
+               call = sys.call(-1))
+  }
+  if (anyDuplicated(rn) || anyNA(rn)) stop_input("`", arg, "`: gene names must be unique", call = sys.call(-1))
+  if (n > 2048L) stop_input("`", arg, "` has ", n, " genes; at most 2048 are supported", call = sys.call(-1))
+  m <- matrix(as.integer(network), n, n, dimnames = list(rn, rn))
+  m
+}
+
+# A gene state named by `genes`, as 0/1 integers in gene order.
+grn_state <- function(x, genes, arg) {
+  if (!is.logical(x) && !(is.numeric(x) && all(x %in% c(0, 1)))) {
+    stop_input("`", arg, "` must be a logical vector named by gene", call = sys.call(-1))
+  }
+  if (anyNA(x)) stop_input("`", arg, "` must not contain NA", call = sys.call(-1))
+  nm <- names(x)
+  if (is.null(nm)) {
+    if (length(x) != length(genes)) {
+      stop_input("`", arg, "` must name the ", length(genes), " genes of `network`", call = sys.call(-1))
+    }
+    nm <- genes
+  }
+  if (length(x) != length(genes) || anyDuplicated(nm) || !setequal(nm, genes)) {
+    miss <- setdiff(genes, nm)
+    extra <- setdiff(nm, genes)
+    stop_input("gene names of `", arg, "` do not match those of `network`",
+               if (length(miss)) paste0("; missing: ", paste(utils::head(miss, 5), collapse = ", ")),
+               if (length(extra)) paste0("; unknown: ", paste(utils::head(extra, 5), collapse = ", ")),
+               call = sys.call(-1))
+  }
+  as.integer(as.logical(x[match(genes, nm)]))
+}
+
+grn_rules <- function(rules, genes, arg = "rules") {
+  if (!is.character(rules) || anyNA(rules) || !all(tolower(rules) %in% grn_rule_names)) {
+    stop_input("`", arg, "` must be rule names among ", paste0('"', grn_rule_names, '"', collapse = ", "),
+               call = sys.call(-1))
+  }
+  n <- length(genes)
+  if (!is.null(names(rules)) && length(rules) == n) {
+    if (!setequal(names(rules), genes)) stop_input("names of `", arg, "` do not match the genes", call = sys.call(-1))
+    rules <- rules[genes]
+  } else if (length(rules) == 1L) {
+    rules <- rep(rules, n)
+  } else if (length(rules) != n) {
+    stop_input("`", arg, "` must have length 1 or one rule per gene (", n, ")", call = sys.call(-1))
+  }
+  match(tolower(rules), grn_rule_names) - 1L
+}
+
+# lambda as the fraction p/q with the smallest q <= 1e6 (continued
+# fractions), so that the fitness has the exact integer form
+# p*N*dn + (q-p)*dl = q*N^2*fitness.
+grn_lambda_fraction <- function(lambda) {
+  if (lambda == 0) return(c(0, 1))
+  if (lambda == 1) return(c(1, 1))
+  h0 <- 0; h1 <- 1; k0 <- 1; k1 <- 0
+  x <- lambda
+  best <- c(round(lambda * 1e6), 1e6)
+  for (it in 1:64) {
+    a <- floor(x)
+    h2 <- a * h1 + h0; k2 <- a * k1 + k0
+    if (k2 > 1e6) break
+    best <- c(h2, k2)
+    if (abs(h2 / k2 - lambda) <= 1e-12 * max(1, lambda)) break
+    h0 <- h1; h1 <- h2; k0 <- k1; k1 <- k2
+    frac <- x - a
+    if (frac < 1e-15) break
+    x <- 1 / frac
+  }
+  best
+}
+
+grn_problem <- function(network, from, to, steps, lambda = 0.9, maxIn = NULL, allowed = 0:3) {
+  n <- nrow(network)
+  pq <- grn_lambda_fraction(lambda)
+  list(network = network, from = from, to = to, steps = as.integer(steps),
+       wn = pq[[1]] * n, wl = pq[[2]] - pq[[1]],
+       maxIn = as.integer(if (is.null(maxIn)) n else maxIn),
+       allowed = as.integer(allowed), q = pq[[2]])
+}
+
+#' Simulate the Boolean dynamics of a signed gene regulatory network
+#'
+#' The model of Aguilar-Hidalgo et al. (2012) that [grnEvolve()] searches:
+#' all genes update together (synchronously), each by its rule, counting
+#' only the sources that are on. With `a` active activators and `r` active
+#' repressors of a gene:
+#' * `"most"`: on if `a > r`, off if `r > a`, else unchanged;
+#' * `"abs"` (absolute repressor): off if `r >= 1`, else unchanged;
+#' * `"jact"` (joint activators): on if `a >= 2`, else unchanged;
+#' * `"jrep"` (joint repressors): off if `r >= 2`, else unchanged.
+#'
+#' States are bit-packed and inputs counted by popcount, the same code as
+#' the search's CPU engine.
+#'
+#' @param network Signed network: a square matrix (row = target, column =
+#'   source; 1 activates, -1 represses, 0 no link; self links allowed) with
+#'   gene names as dimnames (default `g1`, `g2`, ...), or a data.frame with
+#'   columns `source`, `target`, `sign` (1 or -1).
+#' @param rules One rule name for all genes, or one per gene (named by gene,
+#'   or in gene order).
+#' @param from Start state: a logical vector named by gene.
+#' @param steps Number of synchronous steps, >= 1. Default 5.
+#' @return A logical matrix of `steps + 1` rows (the states at steps
+#'   0..`steps`) and one column per gene.
+#' @seealso [grnEvolve()]
+#' @references Aguilar-Hidalgo D, Lemos MC, Cordoba A (2012). Evolutionary
+#'   dynamics in gene networks and inference algorithms. International
+#'   Journal of Bifurcation and Chaos 22(7), 1250156.
+#' @examples
+#' net <- matrix(c(0, 1, 0,
+#'                 0, 0, 1,
+#'                 -1, 0, 0), 3, byrow = TRUE,
+#'               dimnames = list(c("a", "b", "c"), c("a", "b", "c")))
+#' grnSimulate(net, "most", c(a = TRUE, b = FALSE, c = FALSE), steps = 4)
+#' @export
+grnSimulate <- function(network, rules, from, steps = 5) {
+  network <- grn_network(network)
+  genes <- rownames(network)
+  from <- grn_state(from, genes, "from")
+  steps <- check_whole(steps, "steps", min = 1, max = 1e6)
+  codes <- grn_rules(rules, genes)
+  pb <- grn_problem(network, from, from, steps)
+  s <- .Call(ffi_grn_simulate, pb, codes)
+  out <- t(s) == 1L
+  dimnames(out) <- list(as.character(0:steps), genes)
+  out
+}
+
+#' Find the links and rules that drive a gene network from one state to another
+#'
+#' An island-model genetic algorithm (Garcia-Calvo et al. 2018, cuEVOGENET)
+#' over signed networks and per-gene rules of the model of [grnSimulate()].
+#' It looks for the network closest to `network` whose dynamics take `from`
+#' to `to` in `steps` synchronous steps, minimising
+#' \deqn{f = \lambda \, dn / N + (1 - \lambda) \, dl / N^2}{f = lambda dn / N + (1 - lambda) dl / N^2}
+#' where `dn` counts the genes whose state after `steps` steps differs from
+#' `to` and `dl` the links that differ from `network`.
+#'
+#' **The search.** The initial individuals place the reference's links in
+#' random cells (a shuffle of the matrix, keeping the number of activating
+#' and repressing links) with random rules. Each generation, in each island
+#' sorted by fitness (ties by index): the two best are kept (the elite);
+#' the others are replaced by the children of adjacent sorted pairs
+#' (`selection = "elitist"`) or of parents drawn with probability
+#' proportional to `1 / (1 + s)`, with `s = q N^2 f` the integer score
+#' (`"roulette"`). One-point crossover cuts the row-major list of links and
+#' the rules at the same place; a child with a gene of more than
+#' `maxInDegree` inputs is replaced by its parent. Each child then changes
+#' one random link with probability `pLink` and one rule with probability
+#' `pRule` (per individual). Every `migrationInterval` generations the
+#' `migrants` best of each island replace the worst of the next one on a
+#' ring. `islands = 1` is the master-slave model.
+#'
+#' **Exact and reproducible.** Fitness is compared in the integer form
+#' `p N dn + (q - p) dl`, with `lambda = p / q` (the nearest fraction with
+#' `q <= 1e6`: exact for up to six decimals). Every random choice comes from
+#' the Philox stream of (seed, generation, island, individual), so the same
+#' seed gives the same run on any number of threads and on CPU or GPU.
+#' Runs bounded by `generations` or `target` are reproducible; a run that
+#' stops at `timeLimit` depends on the speed of the machine.
+#'
+#' @param network The reference signed network (see [grnSimulate()]): a
+#'   square matrix, row = target, column = source, values -1, 0, 1, or an
+#'   edge data.frame (`source`, `target`, `sign`).
+#' @param from,to Start and goal states: logical vectors named by gene.
+#' @param steps Synchronous steps from `from`, scored on the last state
+#'   (default 5).
+#' @param lambda Weight of state mismatches against link changes, in
+#'   \[0, 1\] (default 0.9).
+#' @param rules The rules a gene may take (default all four).
+#' @param popSize Individuals in all (default 4096); a multiple of
+#'   `islands`, with an even island size of at least 4.
+#' @param islands Islands on the ring (default 4).
+#' @param migrationInterval Generations between migrations (default 4).
+#' @param migrants Individuals each island sends (default 2), smaller than
+#'   an island.
+#' @param selection `"elitist"` (default) or `"roulette"`.
+#' @param pLink,pRule Probabilities, per individual and generation, of a
+#'   link and of a rule mutation (default 0.001 each).
+#' @param maxInDegree Largest number of inputs of a gene (default 7).
+#' @param generations Largest number of generations (default 1e5).
+#' @param target Stop when the best fitness is at most this (default
+#'   `NULL`: never).
+#' @param timeLimit Seconds after which to stop (default `Inf`).
+#' @param seed Whole number; `NULL` (default) draws it from R's generator.
+#' @param backend,threads,device See [resolveBackend()].
+#' @param verbose Show a progress bar for long runs (default
+#'   `interactive()`).
+#' @return An object of class `"grnEvolve"`: `network` (the best network),
+#'   `rules` (its rule per gene), `fitness`, `dn`, `dl`, `changes` (a
+#'   data.frame of the changed links: `source`, `target`, `reference`,
+#'   `best`), `trajectory` (its states over the steps, a logical matrix),
+#'   `mismatches` (genes that end away from `to`), `history` (best fitness
+#'   per generation, one column per island, row 1 = the initial
+#'   population), `generations` (run), `stopReason`, `seconds`, `seed`,
+#'   `backend`, `device`, `deviceName`, `threads`, and the settings.
+#' @seealso [grnSimulate()], [grnMouseEye()]
+#' @references Garcia-Calvo R, Guisado JL, Diaz-del-Rio F, Cordoba A,
+#'   Jimenez-Morales F (2018). Graphics processing unit-enhanced genetic
+#'   algorithms for solving the temporal dynamics of gene regulatory
+#'   networks. Evolutionary Bioinformatics 14.
+#' @examples
+#' eye <- grnMouseEye()
+#' fit <- grnEvolve(eye$network, eye$from, eye$to, popSize = 256, islands = 2,
+#'                  generations = 50, seed = 1, backend = "cpu", threads = 1)
+#' fit
+#' head(fit$changes)
+#' @export
+grnEvolve <- function(network, from, to, steps = 5, lambda = 0.9,
+                      rules = c("most", "abs", "jact", "jrep"), popSize = 4096,
+                      islands = 4, migrationInterval = 4, migrants = 2,
+                      selection = c("elitist", "roulette"), pLink = 0.001, pRule = 0.001,
+                      maxInDegree = 7, generations = 1e5, target = NULL, timeLimit = Inf,
+                      seed = NULL, backend = getOption("sysbioGPU.backend", "auto"),
+                      threads = getOption("sysbioGPU.threads"),
+                      device = getOption("sysbioGPU.device", 0L), verbose = interactive()) {
+  cl <- match.call()
+  network <- grn_network(network)
+  genes <- rownames(network)
+  n <- length(genes)
+  from_i <- grn_state(from, genes, "from")
+  to_i <- grn_state(to, genes, "to")
+  steps <- check_whole(steps, "steps", min = 1, max = 1e6)
+  check_prob <- function(x, arg) {
+    if (!is.numeric(x) || length(x) != 1L || is.na(x) || x < 0 || x > 1) {
+      stop_input("`", arg, "` must be a probability in [0, 1], not ", arg_label(x), call = sys.call(-2))
+    }
+    as.double(x)
+  }
+  lambda <- check_prob(lambda, "lambda")
+  if (!is.character(rules) || !length(rules) || anyNA(rules) ||
+      !all(tolower(rules) %in% grn_rule_names)) {
+    stop_input("`rules` must be among ", paste0('"', grn_rule_names, '"', collapse = ", "))
+  }
+  allowed <- sort(unique(match(tolower(rules), grn_rule_names) - 1L))
+  popSize <- check_whole(popSize, "popSize", min = 4, max = 2^24)
+  islands <- check_whole(islands, "islands", min = 1, max = 2^16)
+  if (popSize %% islands != 0) {
+    stop_input("`popSize` (", popSize, ") must be divisible by `islands` (", islands, ")")
+  }
+  size <- popSize / islands
+  if (size %% 2 != 0 || size < 4) {
+    stop_input("each island must hold an even number of individuals, at least 4 (`popSize` / `islands` = ",
+               size, ")")
+  }
+  migrationInterval <- check_whole(migrationInterval, "migrationInterval", min = 1, max = 2^31 - 1)
+  migrants <- check_whole(migrants, "migrants", min = 0, max = 2^31 - 1)
+  if (migrants >= size) {
+    stop_input("`migrants` (", migrants, ") must be smaller than an island (", size, " individuals)")
+  }
+  selection <- match.arg(selection)
+  pLink <- check_prob(pLink, "pLink")
+  pRule <- check_prob(pRule, "pRule")
+  maxInDegree <- check_whole(maxInDegree, "maxInDegree", min = 0, max = n)
+  indeg <- rowSums(network != 0)
+  if (any(indeg > maxInDegree)) {
+    stop_input("`network` has genes with more than `maxInDegree` = ", maxInDegree, " inputs: ",
+               paste(utils::head(genes[indeg > maxInDegree], 5), collapse = ", "))
+  }
+  generations <- check_whole(generations, "generations", min = 0, max = 1e9)
+  if ((generations + 1) * islands > 2^31 - 1) {
+    stop_input("`generations` x `islands` is too large for the fitness history")
+  }
+  if (!is.null(target) && (!is.numeric(target) || length(target) != 1L || is.na(target) || target < 0)) {
+    stop_input("`target` must be NULL or a fitness >= 0, not ", arg_label(target))
+  }
+  if (!is.numeric(timeLimit) || length(timeLimit) != 1L || is.na(timeLimit) || timeLimit <= 0) {
+    stop_input("`timeLimit` must be a positive number of seconds (or Inf), not ", arg_label(timeLimit))
+  }
+  verbose <- check_flag(verbose)
+  seed <- resolve_seed(seed)
+  pb <- grn_problem(network, from_i, to_i, steps, lambda, maxInDegree, allowed)
+  scale <- pb$q * n^2 # score = scale * fitness
+  if (scale * size >= 2^62) stop_input("`network` is too large for the exact fitness with this `lambda`")
+  target_score <- if (is.null(target)) -1 else floor(target * scale * (1 + 1e-12) + 1e-9)
+  ga <- list(pop = popSize, islands = as.integer(islands),
+             migrationInterval = as.integer(min(migrationInterval, 2^31 - 1)),
+             migrants = as.integer(migrants), roulette = as.integer(selection == "roulette"),
+             pLink = pLink, pRule = pRule, generations = generations, target = target_score,
+             timeLimit = if (is.finite(timeLimit)) as.double(timeLimit) else 0, seed = seed)
+  b <- resolveBackend(backend, threads, device)
+  a <- backend_args(b)
+  t0 <- proc.time()[["elapsed"]]
+  r <- .Call(ffi_grn_evolve, pb, ga, a$gpu, a$threads, a$device, verbose)
+  seconds <- proc.time()[["elapsed"]] - t0
+  new_grnEvolve(r, network, genes, from_i, to_i, pb, scale, b, seconds, seed,
+                settings = list(steps = steps, lambda = lambda, rules = grn_rule_names[allowed + 1L],
+                                popSize = popSize, islands = islands,
+                                migrationInterval = migrationInterval, migrants = migrants,
+                                selection = selection, pLink = pLink, pRule = pRule,
+                                maxInDegree = maxInDegree, maxGenerations = generations,
+                                target = target, timeLimit = timeLimit),
+                call = cl)
+}
+
+new_grnEvolve <- function(r, network, genes, from, to, pb, scale, b, seconds, seed, settings, call) {
+  best <- r$links
+  dimnames(best) <- dimnames(network)
+  rules <- stats::setNames(grn_rule_names[r$rules + 1L], genes)
+  g <- r$generations
+  hist <- r$history[seq_len(g + 1), , drop = FALSE] / scale
+  dimnames(hist) <- list(as.character(0:g), paste0("island", seq_len(ncol(hist))))
+  diff <- which(best != network, arr.ind = TRUE)
+  diff <- diff[order(diff[, "col"], diff[, "row"]), , drop = FALSE]
+  changes <- data.frame(source = genes[diff[, "col"]], target = genes[diff[, "row"]],
+                        reference = network[diff], best = best[diff], stringsAsFactors = FALSE)
+  traj <- grnSimulate(best, rules, stats::setNames(from == 1L, genes), settings$steps)
+  goal <- stats::setNames(to == 1L, genes)
+  structure(list(
+    network = best, rules = rules,
+    fitness = r$score / scale, dn = r$dn, dl = r$dl,
+    changes = changes, trajectory = traj, goal = goal,
+    mismatches = genes[traj[nrow(traj), ] != goal],
+    history = hist, generations = g,
+    stopReason = c("generations", "target", "timeLimit")[r$stop + 1L],
+    seconds = seconds, seed = seed,
+    backend = b$backend, device = b$device, deviceName = b$deviceName, threads = b$threads,
+    settings = settings, reference = network, call = call),
+    class = "grnEvolve")
+}
+
+#' @rdname grnEvolve
+#' @param x,object A `"grnEvolve"` result.
+#' @param ... Unused.
+#' @export
+print.grnEvolve <- function(x, ...) {
+  n <- nrow(x$network)
+  cat(sprintf("<grnEvolve> %d genes, %s selection, %d individuals on %d island(s)\n",
+              n, x$settings$selection, as.integer(x$settings$popSize), as.integer(x$settings$islands)))
+  cat(sprintf("  best fitness %.6g: %d gene(s) off the goal, %d link(s) changed\n",
+              x$fitness, x$dn, x$dl))
+  cat(sprintf("  %s generations (stopped by %s) in %.2f s, seed %s, %s\n",
+              format(x$generations, big.mark = ","), x$stopReason, x$seconds,
+              format(x$seed, scientific = FALSE),
+              if (x$backend == "gpu") sprintf("GPU %d (%s)", x$device, x$deviceName)
+              else sprintf("CPU, %d thread(s)", x$threads)))
+  invisible(x)
+}
+
+#' @rdname grnEvolve
+#' @export
+summary.grnEvolve <- function(object, ...) {
+  structure(list(fit = object,
+                 rules = table(factor(object$rules, grn_rule_names)),
+                 changes = object$changes,
+                 mismatches = object$mismatches,
+                 bestByIsland = object$history[nrow(object$history), ]),
+            class = "summary.grnEvolve")
+}
+
+#' @export
+print.summary.grnEvolve <- function(x, ...) {
+  print(x$fit)
+  cat("Rules of the best network:\n")
+  print(x$rules)
+  if (nrow(x$changes)) {
+    cat("Changed links (reference -> best):\n")
+    print(x$changes, row.names = FALSE)
+  } else {
+    cat("No link changed.\n")
+  }
+  cat("Genes off the goal:", if (length(x$mismatches)) paste(x$mismatches, collapse = ", ") else "none", "\n")
+  cat("Best fitness per island at the end:", format(x$bestByIsland, digits = 4), "\n")
+  invisible(x)
+}
+
+#' @rdname grnEvolve
+#' @param log Draw the fitness axis on a log scale (`"y"`) or not (`""`).
+#' @export
+plot.grnEvolve <- function(x, log = "", ...) {
+  h <- x$history
+  gen <- as.numeric(rownames(h))
+  if (identical(log, "y")) h[h <= 0] <- NA
+  graphics::matplot(gen, h, type = "s", lty = 1, col = seq_len(ncol(h)), log = log,
+                    xlab = "generation", ylab = "best fitness",
+                    main = sprintf("grnEvolve: best fitness %.4g", x$fitness), ...)
+  if (ncol(h) > 1L) {
+    graphics::legend("topright", legend = colnames(h), col = seq_len(ncol(h)), lty = 1, bty = "n",
+                     cex = 0.8)
+  }
+  invisible(x)
+}
+
+# dn and dl of many networks (tests and checks): links an n x n x count
+# array, rules an n x count matrix of rule codes 0..3.
+grn_evaluate <- function(network, from, to, steps, links, rules, threads = 1L) {
+  network <- grn_network(network)
+  genes <- rownames(network)
+  pb <- grn_problem(network, grn_state(from, genes, "from"), grn_state(to, genes, "to"), steps)
+  storage.mode(links) <- "integer"
+  storage.mode(rules) <- "integer"
+  r <- .Call(ffi_grn_evaluate, pb, links, rules, as.integer(threads))
+  names(r) <- c("dn", "dl")
+  r
+}
+
+# Evaluation throughput of one engine (inst/bench/grn.R).
+grn_bench_eval <- function(network, from, to, steps = 5, pop = 2^16, reps = 5L, seed = 1,
+                           backend = "cpu", threads = NULL, device = 0L) {
+  network <- grn_network(network)
+  genes <- rownames(network)
+  pb <- grn_problem(network, grn_state(from, genes, "from"), grn_state(to, genes, "to"), steps,
+                    maxIn = nrow(network))
+  b <- resolveBackend(backend, threads, device)
+  a <- backend_args(b)
+  r <- .Call(ffi_grn_bench, pb, as.double(pop), as.integer(reps), as.double(seed), a$gpu,
+             a$threads, a$device)
+  list(seconds = r[[1]], checksum = r[[2]], perSecond = pop * reps / r[[1]], backend = b$backend,
+       threads = b$threads, deviceName = b$deviceName)
+}

@@ -1,0 +1,111 @@
+# Benchmark of grnEvolve() (issue 6): evaluation throughput (32 genes, 5
+# steps), time to the best fitness on the mouse eye network over seeds, and
+# a planted 256-gene network on the GPU.  Prints tables.
+#   Rscript inst/bench/grn.R
+# Environment: GRN_BENCH_SEEDS (mouse eye seeds, default 10),
+# GRN_BENCH_CPU_SEEDS (of those, run on the CPU too; default 3, 0 = none),
+# GRN_BENCH_CPU_LIMIT (seconds per CPU run, default 300), GRN_BENCH_BIG
+# (0 skips the 256-gene run), GRN_BENCH_BIG_LIMIT (its seconds, default 60),
+# GRN_BENCH_GPU_LIMIT (seconds per mouse eye GPU run, default 20).
+suppressPackageStartupMessages(library(sysbioGPU))
+env_num <- function(name, default) {
+  v <- Sys.getenv(name)
+  if (nzchar(v)) as.numeric(v) else default
+}
+seeds <- seq_len(env_num("GRN_BENCH_SEEDS", 10))
+cpu_seeds <- seq_len(min(env_num("GRN_BENCH_CPU_SEEDS", 3), length(seeds)))
+cpu_limit <- env_num("GRN_BENCH_CPU_LIMIT", 300)
+gpu <- hasGPU()
+cores <- resolveBackend("cpu")$threads
+dev <- if (gpu) resolveBackend("gpu")$deviceName else "none"
+cat(sprintf("grnEvolve benchmark, %s; CPU: %d thread(s); GPU: %s\n",
+            format(Sys.time(), "%Y-%m-%d %H:%M UTC", tz = "UTC"), cores, dev))
+
+eye <- grnMouseEye()
+
+# ---- 1. evaluation throughput -----------------------------------------------
+ev <- list()
+ev[["cpu, 1 thread"]] <- sysbioGPU:::grn_bench_eval(eye$network, eye$from, eye$to, pop = 2^16,
+                                                   reps = 3, backend = "cpu", threads = 1)
+if (cores > 1) {
+  ev[[sprintf("cpu, %d threads", cores)]] <- sysbioGPU:::grn_bench_eval(
+    eye$network, eye$from, eye$to, pop = 2^18, reps = 3, backend = "cpu", threads = cores)
+}
+if (gpu) {
+  ev[["gpu"]] <- sysbioGPU:::grn_bench_eval(eye$network, eye$from, eye$to, pop = 2^22, reps = 10,
+                                           backend = "gpu")
+}
+tab <- data.frame(
+  engine = names(ev),
+  individuals = vapply(ev, function(e) e$perSecond * e$seconds, 0),
+  seconds = vapply(ev, `[[`, 0, "seconds"),
+  perSecond = vapply(ev, `[[`, 0, "perSecond"),
+  perSecondPerCore = vapply(seq_along(ev), function(i)
+    if (ev[[i]]$backend == "cpu") ev[[i]]$perSecond / ev[[i]]$threads else NA, 0),
+  checksumEqualsCPU = vapply(ev, function(e) e$checksum == ev[[1]]$checksum || e$backend == "cpu", TRUE),
+  row.names = NULL)
+cat("\n## Evaluation throughput: mouse eye, 32 genes, 5 steps (issue: GPU >= 2e9/s, CPU >= 5e6/s per core)\n")
+print(tab, digits = 4, row.names = FALSE)
+
+# ---- 2. time to the best fitness on the mouse eye network -------------------
+# The best fitness found on this network: dn = 0 with 8 link changes, the
+# fewest that long runs found (GRN_FSTAR overrides it).
+fstar <- env_num("GRN_FSTAR", 0.1 * 8 / 32^2)
+eye_limit <- env_num("GRN_BENCH_GPU_LIMIT", 20)
+# Mutation rates 0.05 (per individual and generation) rather than the
+# paper's 0.001: on this network they reach the best fitness in about 30
+# times fewer generations.
+run_eye <- function(seed, backend, limit) {
+  big <- backend == "gpu"
+  fit <- grnEvolve(eye$network, eye$from, eye$to,
+                   popSize = if (big) 16384 else 4096, islands = if (big) 8 else 4,
+                   migrationInterval = 4, migrants = 2, pLink = 0.05, pRule = 0.05,
+                   generations = 2e5, target = fstar,
+                   timeLimit = limit, seed = seed, backend = backend, verbose = FALSE)
+  best <- apply(fit$history, 1, min)
+  first <- function(dl) unname(which(best <= 0.1 * dl / 32^2 + 1e-12)[1] - 1)
+  data.frame(backend = backend, seed = seed, popSize = fit$settings$popSize,
+             islands = fit$settings$islands, fitness = fit$fitness, dn = fit$dn, dl = fit$dl,
+             reached = fit$fitness <= fstar + 1e-12, generations = fit$generations,
+             seconds = fit$seconds, genToDl10 = first(10), genToDl9 = first(9))
+}
+rows <- list()
+if (gpu) for (s in seeds) rows[[length(rows) + 1]] <- run_eye(s, "gpu", eye_limit)
+for (s in cpu_seeds) rows[[length(rows) + 1]] <- run_eye(s, "cpu", cpu_limit)
+if (length(rows)) {
+  runs <- do.call(rbind, rows)
+  cat(sprintf("\n## Time to fitness %.6g (dn 0, dl %g) on the mouse eye network, E9 -> E10.5\n",
+              fstar, fstar * 32^2 / 0.1))
+  print(runs, digits = 4, row.names = FALSE)
+  agg <- do.call(rbind, lapply(split(runs, runs$backend), function(r)
+    data.frame(backend = r$backend[1], runs = nrow(r), reached = sum(r$reached),
+               medianSeconds = stats::median(r$seconds),
+               medianGenerations = stats::median(r$generations))))
+  cat("\n(issue: GPU median <= 5 s, CPU median <= 300 s on 2 cores; paper: 80 to 600 s on a GTX 660)\n")
+  print(agg, digits = 4, row.names = FALSE)
+}
+
+# ---- 3. beyond the paper: planted 256-gene network ---------------------------
+if (gpu && env_num("GRN_BENCH_BIG", 1) != 0) {
+  set.seed(256)
+  n <- 256
+  genes <- paste0("g", seq_len(n))
+  net <- matrix(0L, n, n, dimnames = list(genes, genes))
+  for (i in seq_len(n)) {
+    k <- sample(0:7, 1)
+    if (k) net[i, sample.int(n, k)] <- sample(c(-1L, 1L), k, replace = TRUE, prob = c(0.25, 0.75))
+  }
+  rules <- sample(c("most", "abs", "jact", "jrep"), n, replace = TRUE)
+  from <- stats::setNames(stats::runif(n) < 0.5, genes)
+  to <- grnSimulate(net, rules, from, 5)[6, ]
+  t0 <- proc.time()[["elapsed"]]
+  fit <- grnEvolve(net, from, to, popSize = 131072, islands = 16, pLink = 0.05, pRule = 0.05,
+                   generations = 1e5, target = 0, timeLimit = env_num("GRN_BENCH_BIG_LIMIT", 60),
+                   seed = 1, backend = "gpu", verbose = FALSE)
+  cat(sprintf("\n## Planted 256-gene network (%d links, in-degree <= 7), 131072 individuals on 16 islands, GPU\n",
+              sum(net != 0)))
+  print(data.frame(fitness = fit$fitness, dn = fit$dn, dl = fit$dl, generations = fit$generations,
+                   seconds = fit$seconds, stopReason = fit$stopReason,
+                   secondsPerGeneration = fit$seconds / max(1, fit$generations)), digits = 4,
+        row.names = FALSE)
+}

@@ -1,0 +1,99 @@
+/* Engine interface of grnEvolve() and grnSimulate(): the problem (reference
+ * network as bit masks, start and goal states), the genetic algorithm's
+ * settings and its results.  Shared by grn_cpu.c, grn_gpu.cu and the glue
+ * grn_call.c; no R here. */
+#ifndef SBG_GRN_H
+#define SBG_GRN_H
+
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest network: states and mask rows of at most 64 words of 32 bits. */
+#define SBG_GRN_MAX_WORDS 64
+#define SBG_GRN_MAX_GENES (32 * SBG_GRN_MAX_WORDS)
+
+/* Rule codes, as in the paper: per gene, counting active sources only. */
+enum { SBG_GRN_MOST = 0, SBG_GRN_ABS = 1, SBG_GRN_JACT = 2, SBG_GRN_JREP = 3 };
+
+/* The model and the goal.  A network is two bit matrices, n rows of w
+ * words: bit j of row i of `act` is set when source j activates target i,
+ * of `rep` when it represses it (never both). */
+typedef struct sbg_grn_problem {
+  int n;                   /* genes */
+  int w;                   /* words per row and per state: (n + 31) / 32 */
+  int steps;               /* synchronous steps from `from`, >= 1 */
+  const uint32_t *ref_act; /* n * w: the reference network */
+  const uint32_t *ref_rep;
+  const uint32_t *from;    /* w: start state, bit i = gene i */
+  const uint32_t *to;      /* w: goal state */
+  int n_ref_act;           /* links of the reference, by sign (the */
+  int n_ref_rep;           /*   initial population keeps these counts) */
+  int64_t wn, wl;          /* integer fitness: score = wn * dn + wl * dl */
+  int max_in;              /* largest in-degree a network may have */
+  int n_allowed;           /* rules a gene may take, 1..4 */
+  uint8_t allowed[4];
+} sbg_grn_problem;
+
+typedef struct sbg_grn_params {
+  int64_t pop;             /* individuals in all */
+  int islands;             /* pop / islands per island, even, >= 4 */
+  int migration_interval;  /* generations between migrations */
+  int migrants;            /* individuals sent to the next island */
+  int roulette;            /* 0 elitist pairs, 1 roulette selection */
+  double p_link, p_rule;   /* mutation probabilities per individual */
+  int64_t generations;     /* breeding generations at most */
+  int64_t target;          /* stop once the best score <= target; -1: never */
+  double time_limit;       /* seconds; <= 0 or infinite: none */
+  uint64_t seed;
+} sbg_grn_params;
+
+/* Why a run stopped. */
+enum { SBG_GRN_STOP_GENERATIONS = 0, SBG_GRN_STOP_TARGET = 1, SBG_GRN_STOP_TIME = 2 };
+
+typedef struct sbg_grn_result {
+  int *best_links;         /* n * n, column-major as an R matrix: [i + j n] is
+                              the link from source j to target i (-1, 0, 1) */
+  int *best_rules;         /* n rule codes */
+  double *history;         /* (generations + 1) x islands, column-major: the
+                              best score of each island after each generation
+                              (row 0: the initial population) */
+  int64_t generations_run;
+  int64_t best_score;
+  int best_dn, best_dl;
+  int stop_reason;
+} sbg_grn_result;
+
+/* The island genetic algorithm (grnEvolve()). */
+sbg_status sbg_grn_evolve_cpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
+                              sbg_grn_result *out, sbg_ctx *ctx);
+sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
+                              sbg_grn_result *out, sbg_ctx *ctx);
+
+/* Evaluation throughput (inst/bench/grn.R): a random population of `pop`
+ * individuals from `seed` is evaluated `reps` times; `seconds` is the time
+ * of the evaluations alone, `checksum` the sum of the scores of one pass
+ * (equal on both engines). */
+sbg_status sbg_grn_bench_cpu(const sbg_grn_problem *pb, int64_t pop, int reps, uint64_t seed,
+                             double *seconds, double *checksum, sbg_ctx *ctx);
+sbg_status sbg_grn_bench_gpu(const sbg_grn_problem *pb, int64_t pop, int reps, uint64_t seed,
+                             double *seconds, double *checksum, sbg_ctx *ctx);
+
+/* grnSimulate() and the tests' evaluator (CPU only, no randomness). */
+/* Trajectory of one network: states[(t * n) + i] for t = 0..steps. */
+void sbg_grn_simulate(const sbg_grn_problem *pb, const uint32_t *act, const uint32_t *rep,
+                      const uint8_t *rules, int *states);
+/* dn and dl of `count` networks given as masks (n * w words each) and rules. */
+void sbg_grn_evaluate(const sbg_grn_problem *pb, int64_t count, const uint32_t *act,
+                      const uint32_t *rep, const uint8_t *rules, int *dn, int *dl,
+                      int n_threads);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBG_GRN_H */

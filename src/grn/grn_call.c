@@ -1,0 +1,211 @@
+/* .Call glue of grnEvolve(), grnSimulate() and their internal helpers
+ * (R/grnEvolve.R): R vectors -> sbg_grn_problem / sbg_grn_params, engine
+ * call, results back as R vectors.  R has validated every argument. */
+#include <stdint.h>
+#include <string.h>
+
+#include "glue.h"
+#include "grn.h"
+
+static SEXP list_elt(SEXP list, const char *name) {
+  SEXP names = Rf_getAttrib(list, R_NamesSymbol);
+  for (R_xlen_t i = 0; i < XLENGTH(list); i++)
+    if (strcmp(CHAR(STRING_ELT(names, i)), name) == 0) return VECTOR_ELT(list, i);
+  Rf_error("sysbioGPU internal error: no element '%s'; please report it", name);
+  return R_NilValue; /* # nocov */
+}
+
+static int int_elt(SEXP list, const char *name) {
+  SEXP x = list_elt(list, name);
+  SBG_ASSERT(TYPEOF(x) == INTSXP && XLENGTH(x) == 1);
+  return INTEGER(x)[0];
+}
+
+static double real_elt(SEXP list, const char *name) {
+  SEXP x = list_elt(list, name);
+  SBG_ASSERT(TYPEOF(x) == REALSXP && XLENGTH(x) == 1);
+  return REAL(x)[0];
+}
+
+/* Signed n x n integer matrices (column-major, [i + j n] = link from j to
+ * target i) to the engines' activator and repressor masks. */
+static void links_to_masks(const int *links, int n, int w, uint32_t *act, uint32_t *rep,
+                           int *n_act, int *n_rep) {
+  memset(act, 0, (size_t)n * w * sizeof(uint32_t));
+  memset(rep, 0, (size_t)n * w * sizeof(uint32_t));
+  for (int j = 0; j < n; j++)
+    for (int i = 0; i < n; i++) {
+      int v = links[i + (R_xlen_t)j * n];
+      uint32_t bit = 1u << (j & 31);
+      if (v == 1) { act[i * w + (j >> 5)] |= bit; if (n_act) (*n_act)++; }
+      if (v == -1) { rep[i * w + (j >> 5)] |= bit; if (n_rep) (*n_rep)++; }
+    }
+}
+
+static void state_to_bits(SEXP x, int n, int w, uint32_t *bits) {
+  SBG_ASSERT(TYPEOF(x) == INTSXP && XLENGTH(x) == n);
+  memset(bits, 0, (size_t)w * sizeof(uint32_t));
+  for (int i = 0; i < n; i++)
+    if (INTEGER(x)[i]) bits[i >> 5] |= 1u << (i & 31);
+}
+
+/* list(network, from, to, steps, wn, wl, maxIn, allowed) -> problem; the
+ * arrays live in R_alloc memory until the .Call returns. */
+static void problem_from_list(SEXP p, sbg_grn_problem *pb) {
+  SEXP net = list_elt(p, "network");
+  SBG_ASSERT(TYPEOF(net) == INTSXP);
+  int n = Rf_nrows(net);
+  SBG_ASSERT(n >= 1 && n <= SBG_GRN_MAX_GENES && Rf_ncols(net) == n);
+  int w = (n + 31) / 32;
+  uint32_t *act = (uint32_t *)R_alloc((size_t)n * w, sizeof(uint32_t));
+  uint32_t *rep = (uint32_t *)R_alloc((size_t)n * w, sizeof(uint32_t));
+  uint32_t *from = (uint32_t *)R_alloc(w, sizeof(uint32_t));
+  uint32_t *to = (uint32_t *)R_alloc(w, sizeof(uint32_t));
+  memset(pb, 0, sizeof(*pb));
+  pb->n = n;
+  pb->w = w;
+  links_to_masks(INTEGER(net), n, w, act, rep, &pb->n_ref_act, &pb->n_ref_rep);
+  state_to_bits(list_elt(p, "from"), n, w, from);
+  state_to_bits(list_elt(p, "to"), n, w, to);
+  pb->ref_act = act;
+  pb->ref_rep = rep;
+  pb->from = from;
+  pb->to = to;
+  pb->steps = int_elt(p, "steps");
+  SBG_ASSERT(pb->steps >= 1);
+  pb->wn = (int64_t)real_elt(p, "wn");
+  pb->wl = (int64_t)real_elt(p, "wl");
+  pb->max_in = int_elt(p, "maxIn");
+  SEXP allowed = list_elt(p, "allowed");
+  SBG_ASSERT(TYPEOF(allowed) == INTSXP && XLENGTH(allowed) >= 1 && XLENGTH(allowed) <= 4);
+  pb->n_allowed = (int)XLENGTH(allowed);
+  for (int a = 0; a < pb->n_allowed; a++) {
+    SBG_ASSERT(INTEGER(allowed)[a] >= 0 && INTEGER(allowed)[a] <= 3);
+    pb->allowed[a] = (uint8_t)INTEGER(allowed)[a];
+  }
+}
+
+SEXP ffi_grn_evolve(SEXP problem, SEXP ga, SEXP gpu, SEXP threads, SEXP device, SEXP verbose) {
+  int nprot = 0;
+  sbg_grn_problem pb;
+  sbg_grn_params gp;
+  problem_from_list(problem, &pb);
+  SBG_ASSERT(TYPEOF(gpu) == LGLSXP && XLENGTH(gpu) == 1);
+  gp.pop = (int64_t)real_elt(ga, "pop");
+  gp.islands = int_elt(ga, "islands");
+  gp.migration_interval = int_elt(ga, "migrationInterval");
+  gp.migrants = int_elt(ga, "migrants");
+  gp.roulette = int_elt(ga, "roulette");
+  gp.p_link = real_elt(ga, "pLink");
+  gp.p_rule = real_elt(ga, "pRule");
+  gp.generations = (int64_t)real_elt(ga, "generations");
+  gp.target = (int64_t)real_elt(ga, "target");
+  gp.time_limit = real_elt(ga, "timeLimit");
+  gp.seed = (uint64_t)real_elt(ga, "seed");
+  SBG_ASSERT(gp.islands >= 1 && gp.pop % gp.islands == 0);
+  SBG_ASSERT((gp.pop / gp.islands) % 2 == 0 && gp.pop / gp.islands >= 4);
+  SBG_ASSERT(gp.migrants >= 0 && gp.migrants < gp.pop / gp.islands);
+  SBG_ASSERT(gp.migration_interval >= 1 && gp.generations >= 0);
+
+  int n = pb.n;
+  SEXP links = PROTECT(Rf_allocMatrix(INTSXP, n, n)); nprot++;
+  SEXP rules = PROTECT(Rf_allocVector(INTSXP, n)); nprot++;
+  SEXP hist = PROTECT(Rf_allocMatrix(REALSXP, (int)(gp.generations + 1), gp.islands)); nprot++;
+  sbg_grn_result out;
+  memset(&out, 0, sizeof(out));
+  out.best_links = INTEGER(links);
+  out.best_rules = INTEGER(rules);
+  out.history = REAL(hist);
+
+  sbg_ctx ctx;
+  sbg_progress pr;
+  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "grnEvolve");
+  sbg_status st = LOGICAL(gpu)[0] ? sbg_grn_evolve_gpu(&pb, &gp, &out, &ctx)
+                                  : sbg_grn_evolve_cpu(&pb, &gp, &out, &ctx);
+  sbg_progress_end(&pr);
+  if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
+
+  const char *nm[] = {"links", "rules", "history", "generations", "score", "dn", "dl", "stop"};
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 8)); nprot++;
+  SET_VECTOR_ELT(ans, 0, links);
+  SET_VECTOR_ELT(ans, 1, rules);
+  SET_VECTOR_ELT(ans, 2, hist);
+  SET_VECTOR_ELT(ans, 3, Rf_ScalarReal((double)out.generations_run));
+  SET_VECTOR_ELT(ans, 4, Rf_ScalarReal((double)out.best_score));
+  SET_VECTOR_ELT(ans, 5, Rf_ScalarInteger(out.best_dn));
+  SET_VECTOR_ELT(ans, 6, Rf_ScalarInteger(out.best_dl));
+  SET_VECTOR_ELT(ans, 7, Rf_ScalarInteger(out.stop_reason));
+  SEXP names = Rf_allocVector(STRSXP, 8);
+  Rf_setAttrib(ans, R_NamesSymbol, names);
+  for (int i = 0; i < 8; i++) SET_STRING_ELT(names, i, Rf_mkChar(nm[i]));
+  UNPROTECT(nprot);
+  return ans;
+}
+
+/* Rule codes 0..3, one per gene, as engine bytes. */
+static uint8_t *rules_bytes(SEXP rules, R_xlen_t count) {
+  SBG_ASSERT(TYPEOF(rules) == INTSXP && XLENGTH(rules) == count);
+  uint8_t *r = (uint8_t *)R_alloc(count > 0 ? count : 1, 1);
+  for (R_xlen_t i = 0; i < count; i++) {
+    SBG_ASSERT(INTEGER(rules)[i] >= 0 && INTEGER(rules)[i] <= 3);
+    r[i] = (uint8_t)INTEGER(rules)[i];
+  }
+  return r;
+}
+
+/* Trajectory of `network` (the problem's) under `rules`: (steps+1) x n. */
+SEXP ffi_grn_simulate(SEXP problem, SEXP rules) {
+  sbg_grn_problem pb;
+  problem_from_list(problem, &pb);
+  uint8_t *r = rules_bytes(rules, pb.n);
+  SEXP ans = PROTECT(Rf_allocMatrix(INTSXP, pb.n, pb.steps + 1));
+  sbg_grn_simulate(&pb, pb.ref_act, pb.ref_rep, r, INTEGER(ans));
+  UNPROTECT(1);
+  return ans;
+}
+
+/* dn and dl of `count` networks: links an n x n x count integer array,
+ * rules an n x count integer matrix of codes. */
+SEXP ffi_grn_evaluate(SEXP problem, SEXP links, SEXP rules, SEXP threads) {
+  sbg_grn_problem pb;
+  problem_from_list(problem, &pb);
+  SBG_ASSERT(TYPEOF(links) == INTSXP && TYPEOF(threads) == INTSXP);
+  int n = pb.n, w = pb.w;
+  R_xlen_t count = XLENGTH(links) / ((R_xlen_t)n * n);
+  SBG_ASSERT(count * n * n == XLENGTH(links));
+  uint8_t *r = rules_bytes(rules, count * n);
+  uint32_t *act = (uint32_t *)R_alloc(count * n * w + 1, sizeof(uint32_t));
+  uint32_t *rep = (uint32_t *)R_alloc(count * n * w + 1, sizeof(uint32_t));
+  for (R_xlen_t k = 0; k < count; k++)
+    links_to_masks(INTEGER(links) + k * n * n, n, w, act + k * n * w, rep + k * n * w, NULL, NULL);
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 2));
+  SEXP dn = Rf_allocVector(INTSXP, count);
+  SET_VECTOR_ELT(ans, 0, dn);
+  SEXP dl = Rf_allocVector(INTSXP, count);
+  SET_VECTOR_ELT(ans, 1, dl);
+  sbg_grn_evaluate(&pb, count, act, rep, r, INTEGER(dn), INTEGER(dl), INTEGER(threads)[0]);
+  UNPROTECT(1);
+  return ans;
+}
+
+/* c(seconds, checksum) of `reps` evaluations of a random population. */
+SEXP ffi_grn_bench(SEXP problem, SEXP pop, SEXP reps, SEXP seed, SEXP gpu, SEXP threads,
+                   SEXP device) {
+  sbg_grn_problem pb;
+  problem_from_list(problem, &pb);
+  SBG_ASSERT(TYPEOF(pop) == REALSXP && TYPEOF(reps) == INTSXP && TYPEOF(seed) == REALSXP);
+  SEXP ans = PROTECT(Rf_allocVector(REALSXP, 2));
+  SEXP verbose = PROTECT(Rf_ScalarLogical(FALSE));
+  sbg_ctx ctx;
+  sbg_progress pr;
+  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "grn bench");
+  int64_t np = (int64_t)REAL(pop)[0];
+  uint64_t s = (uint64_t)REAL(seed)[0];
+  sbg_status st = LOGICAL(gpu)[0]
+                      ? sbg_grn_bench_gpu(&pb, np, INTEGER(reps)[0], s, REAL(ans), REAL(ans) + 1, &ctx)
+                      : sbg_grn_bench_cpu(&pb, np, INTEGER(reps)[0], s, REAL(ans), REAL(ans) + 1, &ctx);
+  sbg_progress_end(&pr);
+  if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
+  UNPROTECT(2);
+  return ans;
+}

@@ -1,0 +1,350 @@
+# grnSimulate() and grnEvolve(): the model against plain R and BoolNet, the
+# search against exhaustive optima and planted problems, reproducibility,
+# bad input, and CPU/GPU parity.
+
+# ---- grnSimulate ------------------------------------------------------------
+
+test_that("grnSimulate equals a plain R implementation of the rules", {
+  set.seed(11)
+  for (n in c(1, 3, 7, 32, 33, 70)) {
+    for (rep in 1:3) {
+      net <- grn_random_network(n, maxIn = min(n, 6), pLink = 0.25)
+      rules <- sample(c("most", "abs", "jact", "jrep"), n, replace = TRUE)
+      from <- grn_random_state(n)
+      steps <- sample(1:6, 1)
+      got <- grnSimulate(net, rules, from, steps)
+      want <- grn_oracle_simulate(net, rules, from, steps)
+      expect_equal(unname(got), want, info = sprintf("n = %d, rep %d", n, rep))
+      expect_identical(colnames(got), rownames(net))
+    }
+  }
+})
+
+test_that("each rule does what the paper says on hand-made cases", {
+  # gene c with sources a (activator) and b (repressor), both on
+  net <- matrix(0, 3, 3, dimnames = list(c("a", "b", "c"), c("a", "b", "c")))
+  net["c", "a"] <- 1
+  net["c", "b"] <- -1
+  s <- c(a = TRUE, b = TRUE, c = TRUE)
+  rules <- function(r) c(a = "most", b = "most", c = r)
+  expect_true(grnSimulate(net, rules("most"), s, 1)[2, "c"])   # tie keeps on
+  expect_false(grnSimulate(net, rules("abs"), s, 1)[2, "c"])   # a repressor on
+  expect_true(grnSimulate(net, rules("jact"), s, 1)[2, "c"])   # keeps
+  expect_true(grnSimulate(net, rules("jrep"), s, 1)[2, "c"])   # one repressor only
+  s0 <- c(a = TRUE, b = FALSE, c = FALSE)
+  expect_true(grnSimulate(net, rules("most"), s0, 1)[2, "c"])  # 1 > 0
+  expect_false(grnSimulate(net, rules("jact"), s0, 1)[2, "c"]) # needs two
+  # inactive sources do not count: repressor off
+  net2 <- net
+  net2["c", "c"] <- -1
+  expect_false(grnSimulate(net2, rules("jrep"), s, 1)[2, "c"]) # two repressors
+  expect_true(grnSimulate(net2, rules("jrep"), c(a = TRUE, b = FALSE, c = TRUE), 1)[2, "c"])
+})
+
+test_that("grnSimulate agrees with BoolNet's synchronous simulation", {
+  skip_if_not_installed("BoolNet")
+  set.seed(5)
+  for (rep in 1:6) {
+    n <- sample(4:12, 1)
+    net <- grn_random_network(n, maxIn = 4, pLink = 0.3)
+    rules <- sample(c("most", "abs", "jact", "jrep"), n, replace = TRUE)
+    genes <- rownames(net)
+    # each gene's rule as a truth table over its sources and itself
+    interactions <- lapply(seq_len(n), function(i) {
+      inp <- sort(unique(c(which(net[i, ] != 0), i)))
+      k <- length(inp)
+      # BoolNet's truth tables take the first input as the most significant bit
+      grid <- as.matrix(expand.grid(rep(list(c(FALSE, TRUE)), k)))[, k:1, drop = FALSE]
+      func <- apply(grid, 1, function(v) {
+        s <- rep(FALSE, n)
+        s[inp] <- v
+        as.integer(grn_oracle_step(net, rules, s)[i])
+      })
+      list(input = inp, func = func, expression = "")
+    })
+    names(interactions) <- genes
+    bn <- structure(list(interactions = interactions, genes = genes,
+                         fixed = stats::setNames(rep(-1L, n), genes)),
+                    class = "BooleanNetwork")
+    from <- grn_random_state(n)
+    s <- as.integer(from)
+    for (t in 1:5) s <- BoolNet::stateTransition(bn, s, type = "synchronous")
+    got <- grnSimulate(net, rules, from, 5)
+    expect_equal(as.integer(got[6, ]), as.integer(s), info = paste("rep", rep))
+  }
+})
+
+# ---- fitness ----------------------------------------------------------------
+
+test_that("the engine's dn and dl equal plain R counts on random networks", {
+  set.seed(3)
+  for (n in c(4, 31, 45)) {
+    net <- grn_random_network(n, maxIn = 5)
+    from <- grn_random_state(n)
+    to <- grn_random_state(n)
+    count <- 20
+    links <- array(sample(c(-1L, 0L, 1L), n * n * count, replace = TRUE, prob = c(0.1, 0.8, 0.1)),
+                   c(n, n, count))
+    codes <- matrix(sample(0:3, n * count, replace = TRUE), n, count)
+    ev <- sysbioGPU:::grn_evaluate(net, from, to, 5, links, codes, threads = 2)
+    for (k in seq_len(count)) {
+      rules <- c("most", "abs", "jact", "jrep")[codes[, k] + 1]
+      tr <- grn_oracle_simulate(links[, , k], rules, unname(from), 5)
+      expect_equal(ev$dn[k], sum(tr[6, ] != to))
+      expect_equal(ev$dl[k], sum(links[, , k] != net))
+    }
+  }
+})
+
+# ---- grnEvolve: optimum, planted problems -----------------------------------
+
+test_that("with 3 genes grnEvolve reaches the exhaustive optimum", {
+  set.seed(21)
+  genes <- c("g1", "g2", "g3")
+  net <- matrix(c(0, 1, 0,
+                  0, 0, -1,
+                  1, 0, 1), 3, byrow = TRUE, dimnames = list(genes, genes))
+  from <- c(g1 = TRUE, g2 = FALSE, g3 = FALSE)
+  to <- c(g1 = FALSE, g2 = TRUE, g3 = TRUE)
+  # all 3^9 networks x 4^3 rule vectors
+  cells <- as.matrix(expand.grid(rep(list(-1:1), 9)))
+  links <- array(t(cells), c(3, 3, nrow(cells)))
+  best <- Inf
+  for (r in 0:63) {
+    codes <- matrix(c(r %% 4, (r %/% 4) %% 4, r %/% 16), 3, nrow(cells))
+    ev <- sysbioGPU:::grn_evaluate(net, from, to, 5, links, codes, threads = 2)
+    best <- min(best, grn_fitness(ev$dn, ev$dl, 3))
+  }
+  expect_gt(best, 0) # the goal cannot be reached without changing links
+  fit <- grnEvolve(net, from, to, popSize = 256, islands = 2, pLink = 0.3, pRule = 0.3,
+                   maxInDegree = 3, generations = 200, seed = 1, backend = "cpu",
+                   threads = 2, verbose = FALSE)
+  expect_equal(fit$fitness, best)
+  expect_equal(fit$fitness, grn_fitness(fit$dn, fit$dl, 3))
+  # the reported network really scores that
+  tr <- grn_oracle_simulate(fit$network, fit$rules, from, 5)
+  expect_equal(fit$dn, sum(tr[6, ] != to))
+  expect_equal(fit$dl, sum(fit$network != net))
+  expect_equal(nrow(fit$changes), fit$dl)
+})
+
+test_that("planted problems reach fitness 0", {
+  set.seed(8)
+  for (rep in 1:2) {
+    n <- 7
+    net <- grn_random_network(n, maxIn = 3, pLink = 0.3)
+    rules <- sample(c("most", "abs", "jact", "jrep"), n, replace = TRUE)
+    from <- grn_random_state(n)
+    to <- grnSimulate(net, rules, from, 5)[6, ]
+    fit <- grnEvolve(net, from, to, popSize = 512, islands = 4, pLink = 0.3, pRule = 0.3,
+                     maxInDegree = 3, generations = 400, target = 0, seed = rep,
+                     backend = "cpu", threads = 2, verbose = FALSE)
+    expect_equal(fit$fitness, 0, info = paste("rep", rep))
+    expect_equal(fit$stopReason, "target")
+    expect_identical(fit$network, net)
+    expect_equal(unname(fit$trajectory[6, ]), unname(to))
+    expect_lt(fit$generations, 400)
+    expect_equal(nrow(fit$history), fit$generations + 1)
+  }
+})
+
+test_that("the mouse eye network is read and a short run improves on the start", {
+  eye <- grnMouseEye()
+  expect_equal(dim(eye$network), c(32L, 32L))
+  expect_equal(sum(eye$network == 1), 75)
+  expect_equal(sum(eye$network == -1), 16)
+  expect_equal(max(rowSums(eye$network != 0)), 7)
+  expect_equal(sum(eye$from), 21)
+  expect_equal(sum(eye$to), 27)
+  fit <- grnEvolve(eye$network, eye$from, eye$to, popSize = 256, islands = 4, generations = 60,
+                   seed = 3, backend = "cpu", threads = 2, verbose = FALSE)
+  h <- fit$history
+  expect_true(all(diff(apply(h, 1, min)) <= 0)) # elitism: the best never gets worse
+  expect_lt(min(h[nrow(h), ]), min(h[1, ]))
+  expect_equal(fit$fitness, min(h[nrow(h), ]))
+  expect_true(all(rowSums(fit$network != 0) <= 7))
+  expect_s3_class(fit, "grnEvolve")
+  expect_output(print(fit), "best fitness")
+  expect_output(print(summary(fit)), "Rules of the best network")
+  pdf(NULL)
+  expect_invisible(plot(fit))
+  dev.off()
+})
+
+test_that("roulette selection and master-slave runs work and keep the elite", {
+  eye <- grnMouseEye()
+  for (sel in c("roulette", "elitist")) {
+    fit <- grnEvolve(eye$network, eye$from, eye$to, popSize = 128, islands = 1, generations = 40,
+                     selection = sel, pLink = 0.05, pRule = 0.05, seed = 9, backend = "cpu",
+                     threads = 1, verbose = FALSE)
+    expect_true(all(diff(fit$history[, 1]) <= 0), info = sel)
+    expect_equal(ncol(fit$history), 1)
+  }
+})
+
+test_that("only allowed rules are used", {
+  eye <- grnMouseEye()
+  fit <- grnEvolve(eye$network, eye$from, eye$to, rules = c("most", "jact"), popSize = 64,
+                   islands = 2, generations = 20, pRule = 0.5, seed = 2, backend = "cpu",
+                   threads = 1, verbose = FALSE)
+  expect_true(all(fit$rules %in% c("most", "jact")))
+})
+
+# ---- reproducibility --------------------------------------------------------
+
+test_that("same seed same run, whatever the threads; another seed differs", {
+  eye <- grnMouseEye()
+  run <- function(seed, threads, sel = "elitist")
+    grnEvolve(eye$network, eye$from, eye$to, popSize = 128, islands = 4, generations = 30,
+              selection = sel, pLink = 0.1, pRule = 0.1, seed = seed, backend = "cpu",
+              threads = threads, verbose = FALSE)
+  for (sel in c("elitist", "roulette")) {
+    a <- run(5, 1, sel)
+    b <- run(5, 2, sel)
+    expect_identical(a$history, b$history)
+    expect_identical(a$network, b$network)
+    expect_identical(a$rules, b$rules)
+    c <- run(6, 2, sel)
+    expect_false(identical(a$history, c$history))
+  }
+  set.seed(1); x <- grnEvolve(eye$network, eye$from, eye$to, popSize = 64, generations = 5,
+                              backend = "cpu", verbose = FALSE)
+  set.seed(1); y <- grnEvolve(eye$network, eye$from, eye$to, popSize = 64, generations = 5,
+                              backend = "cpu", verbose = FALSE)
+  expect_identical(x$seed, y$seed)
+  expect_identical(x$history, y$history)
+})
+
+test_that("an edge data.frame gives the same run as the matrix", {
+  eye <- grnMouseEye()
+  idx <- which(eye$network != 0, arr.ind = TRUE)
+  genes <- rownames(eye$network)
+  edges <- data.frame(source = genes[idx[, 2]], target = genes[idx[, 1]],
+                      sign = eye$network[idx])
+  # the edge list orders genes by first appearance: reorder to compare
+  a <- grnSimulate(edges, "most", eye$from)
+  b <- grnSimulate(eye$network, "most", eye$from)
+  expect_equal(a[, genes], b)
+})
+
+# ---- bad input --------------------------------------------------------------
+
+test_that("bad input gives clear errors naming the argument", {
+  eye <- grnMouseEye()
+  net <- eye$network
+  f <- eye$from
+  g <- eye$to
+  ev <- function(..., popSize = 64) grnEvolve(net, f, g, popSize = popSize, generations = 1,
+                                              backend = "cpu", verbose = FALSE, ...)
+  cls <- "sysbioGPU_error_input"
+  expect_error(grnEvolve(net[, -1], f, g), "square", class = cls)
+  bad <- net
+  bad[1, 2] <- 2
+  expect_error(grnEvolve(bad, f, g), "only -1, 0 and 1", class = cls)
+  bad[1, 2] <- NA
+  expect_error(grnEvolve(bad, f, g), "only -1, 0 and 1", class = cls)
+  f2 <- f
+  names(f2)[1] <- "nope"
+  expect_error(grnEvolve(net, f2, g), "gene names of `from`", class = cls)
+  expect_error(grnEvolve(net, f, g[-1]), "gene names of `to`", class = cls)
+  expect_error(ev(popSize = 100, islands = 3), "divisible by `islands`", class = cls)
+  expect_error(ev(popSize = 64, islands = 4, migrants = 16), "`migrants`", class = cls)
+  expect_error(ev(pLink = 1.5), "`pLink` must be a probability", class = cls)
+  expect_error(ev(pRule = -0.1), "`pRule` must be a probability", class = cls)
+  expect_error(ev(lambda = 2), "`lambda` must be a probability", class = cls)
+  expect_error(grnEvolve(net, f, g, steps = 0), "`steps`", class = cls)
+  expect_error(grnSimulate(net, "most", f, steps = 0), "`steps`", class = cls)
+  expect_error(ev(maxInDegree = 3), "more than `maxInDegree`", class = cls)
+  expect_error(ev(rules = "any"), "`rules`", class = cls)
+  expect_error(ev(popSize = 10, islands = 2), "even number", class = cls)
+  expect_error(ev(target = -1), "`target`", class = cls)
+  expect_error(ev(timeLimit = 0), "`timeLimit`", class = cls)
+  expect_error(grnSimulate(net, c("most", "abs"), f), "`rules`", class = cls)
+})
+
+# ---- long runs ---------------------------------------------------------------
+
+test_that("timeLimit stops a run", {
+  eye <- grnMouseEye()
+  fit <- grnEvolve(eye$network, eye$from, eye$to, popSize = 1024, generations = 1e6,
+                   timeLimit = 0.3, seed = 1, backend = "cpu", threads = 2, verbose = FALSE)
+  expect_equal(fit$stopReason, "timeLimit")
+  expect_lt(fit$generations, 1e6)
+  expect_lt(fit$seconds, 10)
+})
+
+test_that("Ctrl-C stops a long CPU run", {
+  skip_on_os("windows")
+  eye <- grnMouseEye()
+  interrupt_after(0.5)
+  expect_error(grnEvolve(eye$network, eye$from, eye$to, popSize = 1024, generations = 1e6,
+                         seed = 1, backend = "cpu", threads = 2, verbose = FALSE),
+               "interrupted", class = "sysbioGPU_error_interrupted")
+})
+
+# ---- CPU/GPU parity ----------------------------------------------------------
+
+test_that("CPU and GPU give identical runs for the same seed", {
+  skip_if_no_gpu()
+  eye <- grnMouseEye()
+  set.seed(4)
+  big <- grn_random_network(40, maxIn = 5)
+  cases <- list(
+    list(eye$network, eye$from, eye$to, selection = "elitist", islands = 4),
+    list(eye$network, eye$from, eye$to, selection = "roulette", islands = 4),
+    list(eye$network, eye$from, eye$to, selection = "elitist", islands = 1),
+    list(big, grn_random_state(40), grn_random_state(40), selection = "roulette", islands = 2))
+  for (cs in cases) {
+    run <- function(backend)
+      grnEvolve(cs[[1]], cs[[2]], cs[[3]], popSize = 512, islands = cs$islands,
+                selection = cs$selection, generations = 60, pLink = 0.05, pRule = 0.05,
+                maxInDegree = 7, seed = 17, backend = backend, verbose = FALSE)
+    cpu <- run("cpu")
+    gpu <- run("gpu")
+    expect_equal(gpu$backend, "gpu")
+    expect_identical(gpu$history, cpu$history, info = cs$selection)
+    expect_identical(gpu$network, cpu$network)
+    expect_identical(gpu$rules, cpu$rules)
+    expect_identical(gpu$generations, cpu$generations)
+  }
+})
+
+test_that("a GPU run stops at the same generation as the CPU on target", {
+  skip_if_no_gpu()
+  set.seed(8)
+  n <- 7
+  net <- grn_random_network(n, maxIn = 3, pLink = 0.3)
+  rules <- sample(c("most", "abs", "jact", "jrep"), n, replace = TRUE)
+  from <- grn_random_state(n)
+  to <- grnSimulate(net, rules, from, 5)[6, ]
+  run <- function(backend)
+    grnEvolve(net, from, to, popSize = 512, islands = 4, pLink = 0.3, pRule = 0.3,
+              maxInDegree = 3, generations = 400, target = 0, seed = 1, backend = backend,
+              verbose = FALSE)
+  cpu <- run("cpu")
+  gpu <- run("gpu")
+  expect_equal(gpu$stopReason, "target")
+  expect_identical(gpu$generations, cpu$generations)
+  expect_identical(gpu$history, cpu$history)
+  expect_identical(gpu$network, cpu$network)
+})
+
+test_that("GPU and CPU evaluate a population identically", {
+  skip_if_no_gpu()
+  eye <- grnMouseEye()
+  cpu <- sysbioGPU:::grn_bench_eval(eye$network, eye$from, eye$to, pop = 5000, reps = 1,
+                                    backend = "cpu")
+  gpu <- sysbioGPU:::grn_bench_eval(eye$network, eye$from, eye$to, pop = 5000, reps = 1,
+                                    backend = "gpu")
+  expect_identical(gpu$checksum, cpu$checksum)
+})
+
+test_that("Ctrl-C stops a long GPU run", {
+  skip_on_os("windows")
+  skip_if_no_gpu()
+  eye <- grnMouseEye()
+  interrupt_after(1)
+  expect_error(grnEvolve(eye$network, eye$from, eye$to, popSize = 4096, generations = 1e6,
+                         seed = 1, backend = "gpu", verbose = FALSE),
+               "interrupted", class = "sysbioGPU_error_interrupted")
+})
