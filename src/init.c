@@ -10,6 +10,12 @@ SEXP ffi_philox_block(SEXP, SEXP);
 SEXP ffi_rng_fill(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_busy(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
+/* lassieSimulate */
+SEXP ffi_lassie_simulate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
+                         SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_lassie_rhs(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_lassie_jacobian(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
 static const R_CallMethodDef call_methods[] = {
@@ -18,6 +24,10 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_philox_block, 2),
     CALLDEF(ffi_rng_fill, 10),
     CALLDEF(ffi_busy, 6),
+    /* lassieSimulate */
+    CALLDEF(ffi_lassie_simulate, 18),
+    CALLDEF(ffi_lassie_rhs, 8),
+    CALLDEF(ffi_lassie_jacobian, 8),
     {NULL, NULL, 0}};
 
 void R_init_sysbioGPU(DllInfo *dll) {
