@@ -175,39 +175,56 @@ readBioNetGen <- function(file) {
 
   rx <- block("reactions")
   if (is.null(rx) || !length(rx$text)) stop_input(fname, ": no `begin reactions` block")
-  ri <- integer(); rj <- integer(); rv <- numeric()
-  pi_ <- integer(); pj <- integer(); pv <- numeric()
-  rates <- numeric(); names_r <- character()
-  nr <- 0L
-  add_side <- function(l) {
-    if (!length(l$j)) return(NULL)
-    tab <- table(l$j)
-    list(j = as.integer(names(tab)), n = as.double(tab))
+  nl <- length(rx$text)
+  # per output reaction: reactant and product species (with repetition)
+  re_l <- vector("list", nl); pr_l <- vector("list", nl)
+  rates <- numeric(); names_r <- character(); nr <- 0L
+  rate_cache <- new.env(hash = TRUE, parent = emptyenv())
+  side <- function(s, ln, what) {
+    if (s == "0") return(integer())
+    if (grepl("^[0-9]+(,[0-9]+)*$", s)) {
+      j <- as.integer(strsplit(s, ",", fixed = TRUE)[[1]])
+      bad <- j[j < 1L | j > N]
+      if (length(bad)) err(ln, "unknown species ", bad[1], " in ", what, " (the file has ", N, " species)")
+      return(j)
+    }
+    l <- parse_list(s, ln, what)
+    if (any(l$w != 1)) err(ln, "stoichiometric factors are written by repeating species")
+    l$j
   }
-  for (k in seq_along(rx$text)) {
+  for (k in seq_len(nl)) {
     ln <- rx$line[k]
     f <- fields(rx$text[k])
     if (length(f) < 4L) err(ln, "a reaction needs an index, reactants, products and a rate law")
-    side <- function(s, what) if (s == "0") list(j = integer(), w = numeric()) else parse_list(s, ln, what)
-    re <- side(f[2], "the reactants"); pr <- side(f[3], "the products")
-    if (any(re$w != 1) || any(pr$w != 1)) err(ln, "stoichiometric factors are written by repeating species")
-    poly <- to_poly(parse_expr(paste(f[-(1:3)], collapse = " "), ln), ln)
-    # merge equal terms
-    keys <- vapply(poly, function(x) paste(x$s, collapse = ","), "")
-    for (key in unique(keys)) {
-      cf <- sum(vapply(poly[keys == key], function(x) x$c, 0))
+    re <- side(f[2], ln, "the reactants"); pr <- side(f[3], ln, "the products")
+    rtxt <- paste(f[-(1:3)], collapse = " ")
+    terms <- rate_cache[[rtxt]]
+    if (is.null(terms)) {
+      poly <- to_poly(parse_expr(rtxt, ln), ln)
+      # merge equal terms: list of (coefficient, catalyst species)
+      keys <- vapply(poly, function(x) paste(x$s, collapse = ","), "")
+      terms <- lapply(unique(keys), function(key) {
+        list(c = sum(vapply(poly[keys == key], function(x) x$c, 0)), s = poly[keys == key][[1]]$s)
+      })
+      assign(rtxt, terms, envir = rate_cache)
+    }
+    nt <- length(terms)
+    for (ti in seq_len(nt)) {
+      cf <- terms[[ti]]$c
       if (cf == 0) next
       if (!is.finite(cf) || cf < 0) err(ln, "the rate constant evaluates to ", cf, " (must be finite and >= 0)")
-      cat_s <- poly[keys == key][[1]]$s
+      cat_s <- terms[[ti]]$s
       nr <- nr + 1L
-      a <- add_side(list(j = c(re$j, cat_s)))
-      b <- add_side(list(j = c(pr$j, cat_s)))
-      if (!is.null(a)) { ri <- c(ri, rep(nr, length(a$j))); rj <- c(rj, a$j); rv <- c(rv, a$n) }
-      if (!is.null(b)) { pi_ <- c(pi_, rep(nr, length(b$j))); pj <- c(pj, b$j); pv <- c(pv, b$n) }
+      if (nr > length(re_l)) { length(re_l) <- 2L * nr; length(pr_l) <- 2L * nr }
+      re_l[[nr]] <- c(re, cat_s); pr_l[[nr]] <- c(pr, cat_s)
       rates[nr] <- cf
-      names_r[nr] <- if (length(unique(keys)) > 1L) paste0("R", f[1], ".", match(key, unique(keys))) else paste0("R", f[1])
+      names_r[nr] <- if (nt > 1L) paste0("R", f[1], ".", ti) else paste0("R", f[1])
     }
   }
+  re_l <- re_l[seq_len(nr)]; pr_l <- pr_l[seq_len(nr)]
+  ri <- rep.int(seq_len(nr), lengths(re_l)); rj <- unlist(re_l, use.names = FALSE)
+  pi_ <- rep.int(seq_len(nr), lengths(pr_l)); pj <- unlist(pr_l, use.names = FALSE)
+  rv <- rep(1, length(ri)); pv <- rep(1, length(pi_))
   A <- Matrix::sparseMatrix(i = ri, j = rj, x = rv, dims = c(nr, N))
   B <- Matrix::sparseMatrix(i = pi_, j = pj, x = pv, dims = c(nr, N))
   m <- reactionModel(A, B, rates = rates, initial = initial, species = species,
