@@ -30,6 +30,12 @@ SEXP ffi_grn_simulate(SEXP, SEXP);
 SEXP ffi_grn_evaluate(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_grn_bench(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
+/* lassieSimulate */
+SEXP ffi_lassie_simulate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
+                         SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_lassie_rhs(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_lassie_jacobian(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
 static const R_CallMethodDef call_methods[] = {
@@ -54,6 +60,10 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_grn_simulate, 2),
     CALLDEF(ffi_grn_evaluate, 4),
     CALLDEF(ffi_grn_bench, 7),
+    /* lassieSimulate */
+    CALLDEF(ffi_lassie_simulate, 18),
+    CALLDEF(ffi_lassie_rhs, 8),
+    CALLDEF(ffi_lassie_jacobian, 8),
     {NULL, NULL, 0}};
 
 void R_init_sysbioGPU(DllInfo *dll) {

@@ -6,6 +6,7 @@ set -u
 pkgs="r-base-core r-base-dev r-cran-testthat r-cran-knitr r-cran-rmarkdown pandoc r-bioc-biobase r-bioc-summarizedexperiment r-bioc-gseabase"
 pkgs="r-base-core r-base-dev r-cran-testthat r-cran-knitr r-cran-rmarkdown pandoc r-cran-matrix"
 pkgs="r-base-core r-base-dev r-cran-testthat r-cran-knitr r-cran-rmarkdown pandoc r-cran-boolnet"
+pkgs="r-base-core r-base-dev r-cran-testthat r-cran-knitr r-cran-rmarkdown pandoc r-cran-matrix r-cran-desolve"
 
 missing=""
 for p in $pkgs; do

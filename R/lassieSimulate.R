@@ -1,0 +1,398 @@
+# lassieSimulate(): deterministic simulation of mass-action reaction
+# networks (LASSIE, Tangherloni et al. 2017), the reactionModel() class it
+# runs on, and the result class with its print/plot methods.  Engines:
+# src/lassie/ (ffi_lassie_simulate).
+
+#' A mass-action reaction network
+#'
+#' Builds the model that [lassieSimulate()] runs: `M` reactions over `N`
+#' species, reaction `i` being `sum_j a_ij S_j -> sum_j b_ij S_j` with rate
+#' constant `k_i`.
+#'
+#' Rates follow mass action, `v_i = k_i prod_j X_j^a_ij`, and
+#' `dX/dt = H v` with `H = (products - reactants)^T`.  A homodimerisation
+#' `2A -> ...` therefore has rate `k A^2` and changes `A` by `-2 k A^2` (the
+#' convention of LASSIE and of BioNetGen's `.net` files, which include any
+#' symmetry factor in the rate constant).  A reaction without reactants is a
+#' zero-order source of rate `k`.
+#'
+#' @param reactants,products Reactions x species matrices of non-negative
+#'   whole stoichiometric coefficients, dense or sparse (any `Matrix`).
+#' @param rates Rate constants, one per reaction, finite and `>= 0`.
+#' @param initial Initial amounts, one per species, finite and `>= 0`.
+#' @param species Species names (default: the column names, else
+#'   `S1`, `S2`, ...).
+#' @param fixed Species held at their initial amount (clamped, BioNetGen's
+#'   `$` species, LASSIE's feed): a logical vector, species names or
+#'   indices; `NULL` for none.
+#' @param observables Optional weighted sums of species reported next to
+#'   them: an observables x species matrix with row names (BioNetGen's
+#'   groups).
+#' @param reactions Optional reaction names.
+#' @return An object of class `reactionModel`: a list with `reactants`,
+#'   `products` (sparse `dgCMatrix`), `rates`, `initial`, `species`,
+#'   `reactions`, `fixed` (logical) and `observables` (`NULL` or a
+#'   `dgCMatrix`).
+#' @seealso [lassieSimulate()], [readBioNetGen()], [readLASSIE()]
+#' @examples
+#' # A <-> B
+#' m <- reactionModel(reactants = rbind(c(1, 0), c(0, 1)),
+#'                    products = rbind(c(0, 1), c(1, 0)),
+#'                    rates = c(2, 1), initial = c(1, 0), species = c("A", "B"))
+#' m
+#' summary(m)
+#' @export
+reactionModel <- function(reactants, products, rates, initial, species = NULL,
+                          fixed = NULL, observables = NULL, reactions = NULL) {
+  A <- as_stoich(reactants, "reactants")
+  B <- as_stoich(products, "products")
+  if (!identical(dim(A), dim(B))) {
+    stop_input("`reactants` (", nrow(A), " x ", ncol(A), ") and `products` (",
+               nrow(B), " x ", ncol(B), ") must have the same dimensions (reactions x species)")
+  }
+  M <- nrow(A); N <- ncol(A)
+  if (M < 1L || N < 1L) stop_input("`reactants` must have at least one reaction and one species")
+  if (is.null(species)) species <- colnames(reactants)
+  if (is.null(species)) species <- colnames(products)
+  if (is.null(species)) species <- paste0("S", seq_len(N))
+  species <- as.character(species)
+  if (length(species) != N || anyNA(species) || anyDuplicated(species)) {
+    stop_input("`species` must be ", N, " distinct names (one per column of `reactants`)")
+  }
+  rates <- check_values(rates, M, "rates", "reaction")
+  initial <- check_values(initial, N, "initial", "species", species)
+  if (is.null(reactions)) reactions <- rownames(reactants)
+  if (is.null(reactions)) reactions <- paste0("R", seq_len(M))
+  reactions <- as.character(reactions)
+  if (length(reactions) != M) stop_input("`reactions` must have ", M, " names, one per reaction")
+  fx <- rep(FALSE, N)
+  if (!is.null(fixed)) {
+    if (is.logical(fixed) && length(fixed) == N && !anyNA(fixed)) fx <- fixed
+    else if (is.character(fixed)) {
+      bad <- setdiff(fixed, species)
+      if (length(bad)) stop_input("`fixed` names unknown species: ", paste(bad, collapse = ", "))
+      fx[match(fixed, species)] <- TRUE
+    } else if (is.numeric(fixed) && all(is.finite(fixed)) && all(fixed == round(fixed)) &&
+               all(fixed >= 1 & fixed <= N)) fx[fixed] <- TRUE
+    else stop_input("`fixed` must be a logical vector of length ", N, ", species names or indices in 1..", N)
+  }
+  obs <- NULL
+  if (!is.null(observables)) {
+    obs <- methods::as(methods::as(Matrix::Matrix(observables, sparse = TRUE), "generalMatrix"), "CsparseMatrix")
+    obs <- methods::as(obs, "dMatrix")
+    if (ncol(obs) != N || is.null(rownames(obs)) || anyNA(obs@x) || any(!is.finite(obs@x))) {
+      stop_input("`observables` must be a matrix with ", N, " columns (one per species), finite weights and row names")
+    }
+    colnames(obs) <- species
+  }
+  dimnames(A) <- dimnames(B) <- list(reactions, species)
+  names(rates) <- reactions
+  names(initial) <- species
+  structure(list(reactants = A, products = B, rates = rates, initial = initial,
+                 species = species, reactions = reactions, fixed = fx,
+                 observables = obs), class = "reactionModel")
+}
+
+as_stoich <- function(x, arg) {
+  if (!((is.matrix(x) && (is.numeric(x) || is.logical(x))) || methods::is(x, "Matrix"))) {
+    stop_input("`", arg, "` must be a numeric matrix (reactions x species), dense or sparse")
+  }
+  s <- methods::as(methods::as(methods::as(Matrix::Matrix(x, sparse = TRUE), "generalMatrix"),
+                               "CsparseMatrix"), "dMatrix")
+  v <- s@x
+  if (anyNA(v) || any(!is.finite(v))) stop_input("`", arg, "` must not contain NA, NaN or Inf")
+  if (any(v < 0)) stop_input("`", arg, "` must not contain negative stoichiometric coefficients")
+  if (any(v != round(v))) stop_input("`", arg, "` must contain whole stoichiometric coefficients")
+  Matrix::drop0(s)
+}
+
+check_values <- function(x, n, arg, what, nms = NULL) {
+  if (!is.numeric(x) || is.matrix(x)) stop_input("`", arg, "` must be a numeric vector, one value per ", what)
+  if (length(x) != n) stop_input("`", arg, "` must have ", n, " values (one per ", what, "), not ", length(x))
+  if (!is.null(nms) && !is.null(names(x)) && all(names(x) %in% nms) && !anyDuplicated(names(x))) {
+    x <- x[nms]
+  }
+  if (anyNA(x) || any(!is.finite(x))) stop_input("`", arg, "` must not contain NA, NaN or Inf")
+  if (any(x < 0)) stop_input("`", arg, "` must not be negative (", what, " ", which(x < 0)[1], ")")
+  as.double(unname(x))
+}
+
+#' @export
+print.reactionModel <- function(x, ...) {
+  cat(sprintf("<reactionModel> %d species, %d reactions", length(x$species), length(x$reactions)))
+  if (any(x$fixed)) cat(sprintf(", %d fixed", sum(x$fixed)))
+  if (!is.null(x$observables)) cat(sprintf(", %d observables", nrow(x$observables)))
+  cat("\n")
+  n <- min(length(x$reactions), 6L)
+  for (i in seq_len(n)) cat("  ", reaction_string(x, i), "\n", sep = "")
+  if (length(x$reactions) > n) cat("  ... and", length(x$reactions) - n, "more reactions\n")
+  invisible(x)
+}
+
+reaction_string <- function(x, i) {
+  side <- function(S) {
+    r <- S[i, ]
+    nz <- which(r != 0)
+    if (!length(nz)) return("0")
+    paste(ifelse(r[nz] == 1, "", paste0(r[nz], " ")), x$species[nz], sep = "", collapse = " + ")
+  }
+  sprintf("%s: %s -> %s  (k = %s)", x$reactions[i], side(x$reactants), side(x$products),
+          format(x$rates[i], digits = 4))
+}
+
+#' @export
+summary.reactionModel <- function(object, ...) {
+  A <- object$reactants
+  ord <- Matrix::rowSums(A)
+  out <- list(species = length(object$species), reactions = length(object$reactions),
+              fixed = object$species[object$fixed],
+              observables = if (is.null(object$observables)) character() else rownames(object$observables),
+              order = table(factor(ord, levels = sort(unique(ord)))),
+              nnzH = length(Matrix::drop0(object$products - object$reactants)@x),
+              rates = summary(object$rates), initial = summary(object$initial))
+  class(out) <- "summary.reactionModel"
+  out
+}
+
+#' @export
+print.summary.reactionModel <- function(x, ...) {
+  cat(sprintf("Mass-action model: %d species, %d reactions, %d nonzeros in H\n",
+              x$species, x$reactions, x$nnzH))
+  cat("Reactions by order (reactant molecules):\n")
+  print(x$order)
+  if (length(x$fixed)) cat("Fixed species:", paste(utils::head(x$fixed, 10), collapse = ", "),
+                           if (length(x$fixed) > 10) "...", "\n")
+  if (length(x$observables)) cat("Observables:", paste(utils::head(x$observables, 10), collapse = ", "),
+                                 if (length(x$observables) > 10) "...", "\n")
+  cat("Rate constants:\n"); print(x$rates)
+  cat("Initial amounts:\n"); print(x$initial)
+  invisible(x)
+}
+
+# The engine's arrays (0-based): reactants per reaction and H per species,
+# with the rows of H of fixed species left empty.
+lassie_arrays <- function(model) {
+  At <- methods::as(Matrix::t(model$reactants), "CsparseMatrix")
+  H <- Matrix::drop0(model$products - model$reactants)
+  if (any(model$fixed)) {
+    H[, model$fixed] <- 0
+    H <- Matrix::drop0(H)
+  }
+  H <- methods::as(H, "CsparseMatrix")
+  list(r_ptr = as.integer(At@p), r_sp = as.integer(At@i), r_ord = as.integer(At@x),
+       h_ptr = as.integer(H@p), h_rx = as.integer(H@i), h_val = as.double(H@x))
+}
+
+check_model <- function(model) {
+  if (!inherits(model, "reactionModel")) {
+    stop_input("`model` must be a reactionModel (see reactionModel(), readBioNetGen()), not ",
+               class(model)[1])
+  }
+  model
+}
+
+#' Simulate a mass-action reaction network (LASSIE)
+#'
+#' Integrates `dX/dt = H v(X)` of a [reactionModel()] with the scheme of
+#' LASSIE (Tangherloni et al. 2017): explicit Runge-Kutta-Fehlberg 4(5)
+#' steps, and implicit backward differentiation (BDF) steps once the
+#' problem turns stiff, on the CPU (OpenMP over simulations) or on a GPU.
+#'
+#' The explicit steps accept when `|err_j| <= atol + rtol |x_j|` for every
+#' species (LASSIE's own code used an absolute test only) and grow the step
+#' by at most 5x.  With `method = "auto"` the solver switches to BDF when 6
+#' of the last 16 explicit attempts were rejected or the step collapses
+#' below `1e-7` of the time span, and back to RKF45 only after 20 implicit
+#' steps followed by 10 in a row with `h rho(J) < 1` (`rho` bounded by
+#' Gershgorin): a hysteresis that keeps it from flipping.  Implicit steps are
+#' variable-step BDF of order 1 then 2, solved by modified Newton iterations
+#' that reuse the analytic Jacobian `J = H D` (sparse, from the reactant
+#' lists) and its factorisation while they converge.  In this version the
+#' linear solver is a dense LU that skips zeros (so its cost follows the
+#' fill); it keeps an `N x N` matrix, which limits implicit steps to 16,384
+#' species.  Steps land exactly on the requested `times`.
+#'
+#' @param model A [reactionModel()] (or from [readBioNetGen()],
+#'   [readLASSIE()]).
+#' @param times Output times, at least two, strictly increasing; the first
+#'   is the start, where the state is `initial`.
+#' @param rtol,atol Relative and absolute tolerances of the error test.
+#' @param method `"auto"` (RKF45, BDF on stiffness), `"rkf45"` (explicit
+#'   only) or `"bdf"` (implicit only).
+#' @param rates,initial `NULL` (the model's), a vector replacing the
+#'   model's, or a matrix with one row per simulation (rate constants x
+#'   reactions, initial amounts x species) to run a batch in one call.
+#' @param maxSteps Most steps (accepted or not) per simulation; exhausting
+#'   them is an error that names the time reached.
+#' @param backend,threads,device See [resolveBackend()].
+#' @param verbose Show a progress bar for long runs.
+#' @return For one simulation, a matrix of class `lassieSimulation` with a
+#'   `time` column, one column per species and one per observable of the
+#'   model, like deSolve's `ode()`; attributes `stats` (steps, rejected
+#'   steps, stiffness switches, implicit steps, Newton iterations,
+#'   factorisations, Jacobian evaluations, right-hand-side evaluations),
+#'   `method`, `rtol`, `atol`, `backend`, `device`, `elapsed` (seconds).  For
+#'   a batch, a list of such matrices, one per row of `rates`/`initial`.
+#' @seealso [reactionModel()], [readBioNetGen()], [plot.lassieSimulation()]
+#' @references Tangherloni A, Nobile MS, Besozzi D, Mauri G, Cazzaniga P
+#'   (2017). LASSIE: simulating large-scale models of biochemical systems on
+#'   GPUs. BMC Bioinformatics 18:246.
+#' @examples
+#' # 2A -> 0 against its closed form A0 / (1 + 2 k A0 t)
+#' m <- reactionModel(matrix(2), matrix(0), rates = 0.5, initial = 1, species = "A")
+#' out <- lassieSimulate(m, times = c(0, 1, 2, 5), backend = "cpu")
+#' cbind(out[, "A"], 1 / (1 + 2 * 0.5 * out[, "time"]))
+#' attr(out, "stats")
+#'
+#' # Robertson's stiff problem
+#' rob <- reactionModel(
+#'   reactants = rbind(c(1, 0, 0), c(0, 2, 0), c(0, 1, 1)),
+#'   products  = rbind(c(0, 1, 0), c(0, 1, 1), c(1, 0, 1)),
+#'   rates = c(0.04, 3e7, 1e4), initial = c(1, 0, 0), species = c("y1", "y2", "y3"))
+#' lassieSimulate(rob, times = c(0, 0.4, 4, 40), backend = "cpu")
+#' @export
+lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
+                           method = c("auto", "rkf45", "bdf"), rates = NULL,
+                           initial = NULL, maxSteps = 1e6,
+                           backend = getOption("sysbioGPU.backend", "auto"),
+                           threads = getOption("sysbioGPU.threads"),
+                           device = getOption("sysbioGPU.device", 0L),
+                           verbose = interactive()) {
+  check_model(model)
+  M <- length(model$reactions); N <- length(model$species)
+  if (!is.numeric(times) || length(times) < 2L || anyNA(times) || any(!is.finite(times))) {
+    stop_input("`times` must be at least two finite numbers")
+  }
+  if (any(diff(times) <= 0)) stop_input("`times` must be strictly increasing")
+  chk_tol <- function(x, arg, lo) {
+    if (!is.numeric(x) || length(x) != 1L || is.na(x) || !is.finite(x) || x < lo) {
+      stop_input("`", arg, "` must be a single finite number >= ", lo, ", not ", arg_label(x), call = sys.call(-1))
+    }
+    as.double(x)
+  }
+  rtol <- chk_tol(rtol, "rtol", 0)
+  atol <- chk_tol(atol, "atol", 0)
+  if (rtol == 0 && atol == 0) stop_input("`rtol` and `atol` must not both be 0")
+  if (is.character(method) && length(method) == 3L && identical(method, c("auto", "rkf45", "bdf"))) method <- "auto"
+  method <- check_choice(method, c("auto", "rkf45", "bdf"))
+  maxSteps <- check_whole(maxSteps, "maxSteps", 1, 2^53)
+  check_flag(verbose)
+  rt <- batch_values(rates, model$rates, M, "rates", "reaction")
+  it <- batch_values(initial, model$initial, N, "initial", "species")
+  if (rt$n > 1L && it$n > 1L && rt$n != it$n) {
+    stop_input("`rates` (", rt$n, " rows) and `initial` (", it$n, " rows) must have as many rows, or one of them one row")
+  }
+  n_sims <- max(rt$n, it$n)
+  b <- resolveBackend(backend, threads, device)
+  a <- backend_args(b)
+  arr <- lassie_arrays(model)
+  t0 <- proc.time()[["elapsed"]]
+  res <- .Call(ffi_lassie_simulate, arr$r_ptr, arr$r_sp, arr$r_ord, arr$h_ptr, arr$h_rx,
+               arr$h_val, rt$values, it$values, as.double(times), rtol, atol,
+               match(method, c("auto", "rkf45", "bdf")) - 1L, maxSteps, 0,
+               a$gpu, a$threads, a$device, verbose)
+  elapsed <- proc.time()[["elapsed"]] - t0
+  nt <- length(times)
+  stat_names <- c("steps", "rejected", "switches", "implicitSteps", "newtonIterations",
+                  "factorisations", "jacobians", "rhsEvaluations")
+  one <- function(s) {
+    x <- matrix(res[[1]][(s - 1) * nt * N + seq_len(nt * N)], nt, N)
+    out <- cbind(times, x)
+    cn <- c("time", model$species)
+    if (!is.null(model$observables)) {
+      out <- cbind(out, as.matrix(x %*% Matrix::t(model$observables)))
+      cn <- c(cn, rownames(model$observables))
+    }
+    dimnames(out) <- list(NULL, cn)
+    st <- res[[2]][, s]
+    names(st) <- stat_names
+    structure(out, class = c("lassieSimulation", "matrix", "array"), stats = st,
+              method = method, rtol = rtol, atol = atol, backend = b$backend,
+              device = if (identical(b$backend, "gpu")) b$deviceName else NA_character_,
+              elapsed = elapsed, nSpecies = N)
+  }
+  if (n_sims == 1L && !rt$batch && !it$batch) return(one(1L))
+  lapply(seq_len(n_sims), one)
+}
+
+# NULL -> the model's; a vector -> one simulation; a matrix -> one row per
+# simulation.  Returns the values column-major (one column per simulation).
+batch_values <- function(x, default, n, arg, what) {
+  if (is.null(x)) return(list(values = default, n = 1L, batch = FALSE))
+  if (is.matrix(x) || is.data.frame(x)) {
+    x <- as.matrix(x)
+    if (!is.numeric(x)) stop_input("`", arg, "` must be numeric")
+    if (ncol(x) != n) stop_input("`", arg, "` must have ", n, " columns (one per ", what, "), not ", ncol(x))
+    if (nrow(x) < 1L) stop_input("`", arg, "` must have at least one row")
+    if (anyNA(x) || any(!is.finite(x))) stop_input("`", arg, "` must not contain NA, NaN or Inf")
+    if (any(x < 0)) stop_input("`", arg, "` must not be negative")
+    return(list(values = as.double(t(x)), n = nrow(x), batch = TRUE))
+  }
+  list(values = check_values(x, n, arg, what), n = 1L, batch = FALSE)
+}
+
+#' @export
+print.lassieSimulation <- function(x, ...) {
+  st <- attr(x, "stats")
+  cat(sprintf("<lassieSimulation> %d times x %d columns; %s on %s; %g steps (%g implicit), %g rejected, %g switches\n",
+              nrow(x), ncol(x) - 1L, attr(x, "method"), attr(x, "backend"),
+              st[["steps"]], st[["implicitSteps"]], st[["rejected"]], st[["switches"]]))
+  y <- x
+  attributes(y) <- list(dim = dim(x), dimnames = dimnames(x))
+  print(y, ...)
+  invisible(x)
+}
+
+#' Plot a lassieSimulation like deSolve's plot method
+#'
+#' One panel per variable against time.
+#'
+#' @param x A result of [lassieSimulate()].
+#' @param which Columns to plot (names or indices, `time` excluded);
+#'   default: the observables when the model has them, else the species (at
+#'   most 16).
+#' @param mfrow Panel layout; chosen from the number of panels by default.
+#' @param ... Further arguments for [graphics::plot()] (e.g. `log = "y"`).
+#' @return `x`, invisibly.
+#' @examples
+#' m <- reactionModel(rbind(c(1, 0), c(0, 1)), rbind(c(0, 1), c(1, 0)),
+#'                    rates = c(2, 1), initial = c(1, 0), species = c("A", "B"))
+#' plot(lassieSimulate(m, seq(0, 3, by = 0.1), backend = "cpu"))
+#' @export
+plot.lassieSimulation <- function(x, which = NULL, mfrow = NULL, ...) {
+  cn <- colnames(x)
+  N <- attr(x, "nSpecies")
+  if (is.null(which)) {
+    which <- if (!is.null(N) && length(cn) > N + 1L) cn[-(1:(N + 1L))] else cn[-1L]
+    which <- utils::head(which, 16L)
+  }
+  if (is.numeric(which)) which <- cn[-1L][which]
+  bad <- setdiff(which, cn[-1L])
+  if (length(bad)) stop_input("`which` names unknown columns: ", paste(bad, collapse = ", "))
+  np <- length(which)
+  if (is.null(mfrow)) {
+    nc <- ceiling(sqrt(np)); mfrow <- c(ceiling(np / nc), nc)
+  }
+  op <- graphics::par(mfrow = mfrow)
+  on.exit(graphics::par(op))
+  for (w in which) {
+    graphics::plot(x[, "time"], x[, w], type = "l", xlab = "time", ylab = "", main = w, ...)
+  }
+  invisible(x)
+}
+
+# Internal helpers for tests and benchmarks: the right-hand side and the
+# sparse analytic Jacobian of a model at state x.
+lassie_rhs <- function(model, x, rates = model$rates) {
+  arr <- lassie_arrays(model)
+  .Call(ffi_lassie_rhs, arr$r_ptr, arr$r_sp, arr$r_ord, arr$h_ptr, arr$h_rx, arr$h_val,
+        as.double(rates), as.double(x))
+}
+
+lassie_jacobian <- function(model, x, rates = model$rates) {
+  arr <- lassie_arrays(model)
+  tr <- .Call(ffi_lassie_jacobian, arr$r_ptr, arr$r_sp, arr$r_ord, arr$h_ptr, arr$h_rx,
+              arr$h_val, as.double(rates), as.double(x))
+  N <- length(model$species)
+  Matrix::sparseMatrix(i = tr[[1]], j = tr[[2]], x = tr[[3]], dims = c(N, N))
+}

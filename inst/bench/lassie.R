@@ -1,0 +1,111 @@
+# Benchmark of lassieSimulate() (issue 7): the LASSIE paper's synthetic
+# mass-action models against deSolve's lsoda (right-hand side compiled in
+# C, called from R), CPU and GPU engines in the same run; a batch of
+# parameter sets; and, where the shared data are present, BCR (stiff)
+# against lsodes.  Usage: Rscript inst/bench/lassie.R [quick]
+# Environment: LASSIE_SIZES (comma list), LASSIE_LSODA_MAX (largest size
+# given to lsoda, default 4096), LASSIE_BATCH (parameter sets, default 1000).
+suppressPackageStartupMessages(library(sysbioGPU))
+args <- commandArgs(trailingOnly = TRUE)
+quick <- "quick" %in% args
+env_num <- function(v, d) { x <- Sys.getenv(v); if (nzchar(x)) as.numeric(strsplit(x, ",")[[1]]) else d }
+sizes <- env_num("LASSIE_SIZES", if (quick) c(64, 256, 1024) else c(64, 256, 1024, 4096, 8192, 16384, 65536))
+lsoda_max <- env_num("LASSIE_LSODA_MAX", 4096)
+n_batch <- env_num("LASSIE_BATCH", if (quick) 100 else 1000)
+has_desolve <- requireNamespace("deSolve", quietly = TRUE)
+gpu <- hasGPU()
+cat(sprintf("lassieSimulate benchmark, %s; CPU threads %d; GPU: %s; deSolve: %s\n",
+            format(Sys.time(), "%Y-%m-%d %H:%M"), parallel::detectCores(),
+            if (gpu) gpuInfo()$name[1] else "none",
+            if (has_desolve) as.character(utils::packageVersion("deSolve")) else "absent"))
+
+# The paper's generator: reactants A, A+B or 2A; products none, one or two;
+# distinct species within a reaction; k log-uniform in [1e-8, 1); initial
+# amounts uniform in [0, 1).
+synthetic <- function(n, seed) {
+  set.seed(seed)
+  ri <- rj <- rv <- pi_ <- pj <- pv <- numeric()
+  for (i in seq_len(n)) {
+    sp <- sample.int(n, 4)
+    rt <- sample.int(3, 1); pt <- sample.int(3, 1) - 1L
+    if (rt == 1) { ri <- c(ri, i); rj <- c(rj, sp[1]); rv <- c(rv, 1) }
+    if (rt == 2) { ri <- c(ri, i, i); rj <- c(rj, sp[1:2]); rv <- c(rv, 1, 1) }
+    if (rt == 3) { ri <- c(ri, i); rj <- c(rj, sp[1]); rv <- c(rv, 2) }
+    if (pt > 0) { pi_ <- c(pi_, rep(i, pt)); pj <- c(pj, sp[2 + seq_len(pt)]); pv <- c(pv, rep(1, pt)) }
+  }
+  A <- Matrix::sparseMatrix(i = ri, j = rj, x = rv, dims = c(n, n))
+  B <- Matrix::sparseMatrix(i = pi_, j = pj, x = pv, dims = c(n, n))
+  reactionModel(A, B, rates = 10^runif(n, -8, 0), initial = runif(n), species = paste0("S", seq_len(n)))
+}
+
+timed <- function(expr) { t0 <- proc.time()[["elapsed"]]; v <- force(expr); list(v = v, s = proc.time()[["elapsed"]] - t0) }
+
+lsoda_run <- function(m, times, fun = deSolve::lsoda, ...) {
+  arr <- sysbioGPU:::lassie_arrays(m)
+  k <- m$rates
+  rhs <- function(t, y, p) list(.Call(sysbioGPU:::ffi_lassie_rhs, arr$r_ptr, arr$r_sp, arr$r_ord,
+                                      arr$h_ptr, arr$h_rx, arr$h_val, k, y))
+  fun(m$initial, times, rhs, NULL, rtol = 1e-6, atol = 1e-12, maxsteps = 1e6, ...)
+}
+
+rows <- list()
+add <- function(...) rows[[length(rows) + 1L]] <<- data.frame(..., stringsAsFactors = FALSE)
+for (n in sizes) {
+  m <- synthetic(n, seed = n)
+  for (ns in c(10, 1000)) {
+    tt <- seq(0, 50, length.out = ns)
+    cpu <- timed(lassieSimulate(m, tt, backend = "cpu", verbose = FALSE))
+    st <- attr(cpu$v, "stats")
+    ls <- if (has_desolve && n <= lsoda_max) timed(lsoda_run(m, tt)) else NULL
+    g <- if (gpu) timed(lassieSimulate(m, tt, backend = "gpu", verbose = FALSE)) else NULL
+    agree <- if (!is.null(ls)) max(abs(cpu$v[, -1] - ls$v[, -1]) / pmax(abs(ls$v[, -1]), 1e-6)) else NA
+    gdiff <- if (!is.null(g)) max(abs(cpu$v[, -1] - g$v[, -1]) / pmax(abs(cpu$v[, -1]), 1e-300)) else NA
+    add(model = sprintf("synthetic %d", n), samples = ns, steps = st[["steps"]],
+        implicit = st[["implicitSteps"]], cpu_s = cpu$s, lsoda_s = if (is.null(ls)) NA else ls$s,
+        cpu_speedup = if (is.null(ls)) NA else ls$s / cpu$s, gpu_s = if (is.null(g)) NA else g$s,
+        rel_vs_lsoda = agree, gpu_vs_cpu = gdiff)
+    cat(sprintf("  %-16s %5d samples: cpu %.3f s, lsoda %s s, gpu %s s\n", sprintf("synthetic %d", n), ns, cpu$s,
+                if (is.null(ls)) "-" else format(ls$s, digits = 3), if (is.null(g)) "-" else format(g$s, digits = 3)))
+  }
+}
+
+# The LASSIE repository's 4096 model, when the shared data are here
+# (LASSIE's SBML uses the stochastic propensity; not read in this version).
+
+# Batch: Haugh2b with rates scaled log-uniformly by up to 2x
+m <- readBioNetGen(system.file("extdata", "lassie", "Haugh2b.net", package = "sysbioGPU"))
+set.seed(7)
+K <- t(replicate(n_batch, m$rates * 2^runif(length(m$rates), -1, 1)))
+tt <- seq(0, 50, by = 1)
+cpu <- timed(lassieSimulate(m, tt, rates = K, backend = "cpu", verbose = FALSE))
+g <- if (gpu) timed(lassieSimulate(m, tt, rates = K, backend = "gpu", verbose = FALSE)) else NULL
+n1 <- min(n_batch, 100)
+ls <- if (has_desolve) timed(for (s in seq_len(n1)) { mm <- m; mm$rates <- K[s, ]; lsoda_run(mm, tt) }) else NULL
+add(model = sprintf("Haugh2b batch %d", n_batch), samples = length(tt), steps = NA, implicit = NA,
+    cpu_s = cpu$s, lsoda_s = if (is.null(ls)) NA else ls$s * n_batch / n1,
+    cpu_speedup = if (is.null(ls)) NA else ls$s * n_batch / n1 / cpu$s, gpu_s = if (is.null(g)) NA else g$s,
+    rel_vs_lsoda = NA,
+    gpu_vs_cpu = if (is.null(g)) NA else max(mapply(function(a, b) max(abs(a[, -1] - b[, -1]) / pmax(abs(a[, -1]), 1e-300)), cpu$v, g$v)))
+
+# BCR (stiff; 1,122 species, 24,388 reactions) over BioNetGen's time span
+bcr <- "../shared/data/lassie/bionetgen/bcr.net"
+if (!quick && file.exists(bcr)) {
+  m <- readBioNetGen(bcr)
+  tt <- seq(0, 10000, length.out = 101)
+  cpu <- timed(lassieSimulate(m, tt, backend = "cpu", verbose = FALSE))
+  st <- attr(cpu$v, "stats")
+  ls <- if (has_desolve) timed(lsoda_run(m, tt, fun = deSolve::lsodes)) else NULL
+  add(model = "BCR (stiff)", samples = length(tt), steps = st[["steps"]], implicit = st[["implicitSteps"]],
+      cpu_s = cpu$s, lsoda_s = if (is.null(ls)) NA else ls$s,
+      cpu_speedup = if (is.null(ls)) NA else ls$s / cpu$s, gpu_s = NA,
+      rel_vs_lsoda = if (is.null(ls)) NA else max(abs(cpu$v[, 2:(1 + length(m$species))] - ls$v[, -1]) /
+                                                  pmax(abs(ls$v[, -1]), 1e-3)),
+      gpu_vs_cpu = NA)
+}
+
+tab <- do.call(rbind, rows)
+cat("\n(lsoda_s: deSolve lsoda, lsodes for BCR, same rtol 1e-6 / atol 1e-12, RHS in C;",
+    "for the batch, lsoda's time for the first", n1, "sets scaled to all)\n")
+print(format(tab, digits = 3), row.names = FALSE)
+out <- Sys.getenv("OUT")
+if (nzchar(out)) utils::write.csv(tab, file.path(out, "bench-lassie.csv"), row.names = FALSE)

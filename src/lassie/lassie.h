@@ -1,0 +1,81 @@
+/* Engine interface of lassieSimulate(): deterministic simulation of
+ * mass-action reaction networks (RKF45 with a switch to BDF on stiffness),
+ * shared by the CPU engine (lassie_cpu.c) and the GPU engine (lassie_gpu.cu).
+ * Reached from R through ffi_lassie_simulate() in lassie_call.c. */
+#ifndef SBG_LASSIE_H
+#define SBG_LASSIE_H
+
+#include <stdint.h>
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The network.  Species and reactions are 0-based.  Reactants are stored
+ * per reaction (CSR, each species once with its order a_ij >= 1); the net
+ * stoichiometry H = (products - reactants)^T per species (CSR), with the
+ * rows of fixed (clamped) species left empty, so they never change. */
+typedef struct sbg_lassie_model {
+  int n_species, n_reactions;
+  const int *r_ptr;     /* n_reactions + 1 */
+  const int *r_sp;      /* r_ptr[M]: reactant species */
+  const int *r_ord;     /* r_ptr[M]: its order (stoichiometric coefficient) */
+  const int *h_ptr;     /* n_species + 1 */
+  const int *h_rx;      /* h_ptr[N]: reaction */
+  const double *h_val;  /* h_ptr[N]: net coefficient */
+} sbg_lassie_model;
+
+enum { SBG_LASSIE_AUTO = 0, SBG_LASSIE_RKF45 = 1, SBG_LASSIE_BDF = 2 };
+
+/* Solver statistics, per simulation, in this order (lassieSimulate()
+ * returns them as the "stats" attribute). */
+enum {
+  SBG_LASSIE_ST_STEPS = 0,    /* accepted steps (explicit + implicit) */
+  SBG_LASSIE_ST_REJECTED,     /* rejected steps (error test or Newton) */
+  SBG_LASSIE_ST_SWITCHES,     /* switches between RKF45 and BDF */
+  SBG_LASSIE_ST_IMPLICIT,     /* accepted BDF steps */
+  SBG_LASSIE_ST_NEWTON,       /* Newton iterations */
+  SBG_LASSIE_ST_FACTOR,       /* LU factorisations of I - gamma J */
+  SBG_LASSIE_ST_JAC,          /* Jacobian evaluations */
+  SBG_LASSIE_ST_RHS,          /* right-hand-side evaluations */
+  SBG_LASSIE_N_STATS
+};
+
+typedef struct sbg_lassie_params {
+  int n_sims;             /* simulations in the batch, >= 1 */
+  int rates_per_sim;      /* 1: rates is M x n_sims; 0: one column shared */
+  int initial_per_sim;    /* 1: initial is N x n_sims; 0: one column shared */
+  const double *rates;    /* rate constants, >= 0 */
+  const double *initial;  /* initial amounts */
+  int n_times;            /* >= 2; times[0] is the start */
+  const double *times;    /* strictly increasing */
+  double rtol, atol;      /* error test |err_j| <= atol + rtol |x_j| */
+  int method;             /* SBG_LASSIE_AUTO / _RKF45 / _BDF */
+  double max_steps;       /* attempted steps per simulation */
+  double h_init;          /* first step; <= 0: chosen from the problem */
+} sbg_lassie_params;
+
+typedef struct sbg_lassie_result {
+  double *out;            /* n_sims blocks of n_times x N, column-major */
+  double *stats;          /* SBG_LASSIE_N_STATS x n_sims */
+} sbg_lassie_result;
+
+sbg_status sbg_lassie_cpu(const sbg_lassie_model *m, const sbg_lassie_params *p,
+                          sbg_lassie_result *r, sbg_ctx *ctx);
+sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie_params *p,
+                          sbg_lassie_result *r, sbg_ctx *ctx);
+
+/* Reaction rates v (length M) at state x with constants k. */
+void sbg_lassie_rates(const sbg_lassie_model *m, const double *k,
+                      const double *x, double *v);
+/* dv_i/dx_j for every reactant entry e of reaction i (length r_ptr[M]):
+ * the sparse factor D of the Jacobian J = H D. */
+void sbg_lassie_dvdx(const sbg_lassie_model *m, const double *k,
+                     const double *x, double *dv);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBG_LASSIE_H */

@@ -1,0 +1,127 @@
+/* .Call glue of lassieSimulate() (ffi_lassie_simulate) and of the internal
+ * helpers behind its tests and benchmark: right-hand side and sparse
+ * analytic Jacobian (ffi_lassie_rhs, ffi_lassie_jacobian).  R has checked
+ * and converted every argument (R/lassieSimulate.R); here only sizes. */
+#include <string.h>
+
+#include "glue.h"
+#include "lassie.h"
+
+static void model_from_sexp(sbg_lassie_model *m, SEXP r_ptr, SEXP r_sp, SEXP r_ord,
+                            SEXP h_ptr, SEXP h_rx, SEXP h_val) {
+  SBG_ASSERT(TYPEOF(r_ptr) == INTSXP && TYPEOF(r_sp) == INTSXP && TYPEOF(r_ord) == INTSXP);
+  SBG_ASSERT(TYPEOF(h_ptr) == INTSXP && TYPEOF(h_rx) == INTSXP && TYPEOF(h_val) == REALSXP);
+  SBG_ASSERT(XLENGTH(r_ptr) >= 1 && XLENGTH(h_ptr) >= 1);
+  m->n_reactions = (int)XLENGTH(r_ptr) - 1;
+  m->n_species = (int)XLENGTH(h_ptr) - 1;
+  m->r_ptr = INTEGER(r_ptr); m->r_sp = INTEGER(r_sp); m->r_ord = INTEGER(r_ord);
+  m->h_ptr = INTEGER(h_ptr); m->h_rx = INTEGER(h_rx); m->h_val = REAL(h_val);
+  int M = m->n_reactions, N = m->n_species;
+  SBG_ASSERT(m->r_ptr[0] == 0 && m->r_ptr[M] == XLENGTH(r_sp) && XLENGTH(r_sp) == XLENGTH(r_ord));
+  SBG_ASSERT(m->h_ptr[0] == 0 && m->h_ptr[N] == XLENGTH(h_rx) && XLENGTH(h_rx) == XLENGTH(h_val));
+  for (int i = 0; i < M; i++) SBG_ASSERT(m->r_ptr[i] <= m->r_ptr[i + 1]);
+  for (int l = 0; l < N; l++) SBG_ASSERT(m->h_ptr[l] <= m->h_ptr[l + 1]);
+  for (R_xlen_t e = 0; e < XLENGTH(r_sp); e++)
+    SBG_ASSERT(m->r_sp[e] >= 0 && m->r_sp[e] < N && m->r_ord[e] >= 1);
+  for (R_xlen_t e = 0; e < XLENGTH(h_rx); e++) SBG_ASSERT(m->h_rx[e] >= 0 && m->h_rx[e] < M);
+}
+
+SEXP ffi_lassie_simulate(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_rx,
+                         SEXP h_val, SEXP rates, SEXP initial, SEXP times, SEXP rtol,
+                         SEXP atol, SEXP method, SEXP max_steps, SEXP h_init, SEXP gpu,
+                         SEXP threads, SEXP device, SEXP verbose) {
+  int nprot = 0;
+  sbg_lassie_model m;
+  model_from_sexp(&m, r_ptr, r_sp, r_ord, h_ptr, h_rx, h_val);
+  int N = m.n_species, M = m.n_reactions;
+  SBG_ASSERT(TYPEOF(rates) == REALSXP && TYPEOF(initial) == REALSXP && TYPEOF(times) == REALSXP);
+  SBG_ASSERT(TYPEOF(method) == INTSXP && TYPEOF(gpu) == LGLSXP);
+  SBG_ASSERT(M > 0 && XLENGTH(rates) % M == 0 && XLENGTH(initial) % (N > 0 ? N : 1) == 0);
+  SBG_ASSERT(N > 0 && XLENGTH(times) >= 2);
+  sbg_lassie_params p;
+  int sr = (int)(XLENGTH(rates) / M), si = (int)(XLENGTH(initial) / N);
+  SBG_ASSERT(sr == 1 || si == 1 || sr == si);
+  p.n_sims = sr > si ? sr : si;
+  p.rates_per_sim = sr > 1;
+  p.initial_per_sim = si > 1;
+  p.rates = REAL(rates);
+  p.initial = REAL(initial);
+  p.n_times = (int)XLENGTH(times);
+  p.times = REAL(times);
+  p.rtol = Rf_asReal(rtol);
+  p.atol = Rf_asReal(atol);
+  p.method = INTEGER(method)[0];
+  p.max_steps = Rf_asReal(max_steps);
+  p.h_init = Rf_asReal(h_init);
+
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)p.n_times * N * p.n_sims)); nprot++;
+  SEXP stats = PROTECT(Rf_allocMatrix(REALSXP, SBG_LASSIE_N_STATS, p.n_sims)); nprot++;
+  sbg_lassie_result r = {REAL(out), REAL(stats)};
+  memset(r.stats, 0, sizeof(double) * SBG_LASSIE_N_STATS * p.n_sims);
+  sbg_ctx ctx;
+  sbg_progress pr;
+  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "lassieSimulate");
+  sbg_status st = LOGICAL(gpu)[0] ? sbg_lassie_gpu(&m, &p, &r, &ctx)
+                                  : sbg_lassie_cpu(&m, &p, &r, &ctx);
+  sbg_progress_end(&pr);
+  if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 2)); nprot++;
+  SET_VECTOR_ELT(ans, 0, out);
+  SET_VECTOR_ELT(ans, 1, stats);
+  UNPROTECT(nprot);
+  return ans;
+}
+
+/* dX/dt at x (one state) */
+SEXP ffi_lassie_rhs(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_rx,
+                    SEXP h_val, SEXP rates, SEXP x) {
+  sbg_lassie_model m;
+  model_from_sexp(&m, r_ptr, r_sp, r_ord, h_ptr, h_rx, h_val);
+  SBG_ASSERT(TYPEOF(rates) == REALSXP && XLENGTH(rates) == m.n_reactions);
+  SBG_ASSERT(TYPEOF(x) == REALSXP && XLENGTH(x) == m.n_species);
+  SEXP v = PROTECT(Rf_allocVector(REALSXP, m.n_reactions));
+  SEXP f = PROTECT(Rf_allocVector(REALSXP, m.n_species));
+  sbg_lassie_rates(&m, REAL(rates), REAL(x), REAL(v));
+  for (int l = 0; l < m.n_species; l++) {
+    double s = 0;
+    for (int q = m.h_ptr[l]; q < m.h_ptr[l + 1]; q++) s += m.h_val[q] * REAL(v)[m.h_rx[q]];
+    REAL(f)[l] = s;
+  }
+  UNPROTECT(2);
+  return f;
+}
+
+/* The analytic Jacobian J = H D at x as triplets (i, j, value), 1-based,
+ * duplicates to be summed (Matrix::sparseMatrix does). */
+SEXP ffi_lassie_jacobian(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_rx,
+                         SEXP h_val, SEXP rates, SEXP x) {
+  sbg_lassie_model m;
+  model_from_sexp(&m, r_ptr, r_sp, r_ord, h_ptr, h_rx, h_val);
+  SBG_ASSERT(TYPEOF(rates) == REALSXP && XLENGTH(rates) == m.n_reactions);
+  SBG_ASSERT(TYPEOF(x) == REALSXP && XLENGTH(x) == m.n_species);
+  int nnzA = m.r_ptr[m.n_reactions];
+  R_xlen_t n = 0;
+  for (int l = 0; l < m.n_species; l++)
+    for (int q = m.h_ptr[l]; q < m.h_ptr[l + 1]; q++) {
+      int i = m.h_rx[q];
+      n += m.r_ptr[i + 1] - m.r_ptr[i];
+    }
+  SEXP dv = PROTECT(Rf_allocVector(REALSXP, nnzA > 0 ? nnzA : 1));
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 3));
+  SEXP I = Rf_allocVector(INTSXP, n); SET_VECTOR_ELT(ans, 0, I);
+  SEXP J = Rf_allocVector(INTSXP, n); SET_VECTOR_ELT(ans, 1, J);
+  SEXP V = Rf_allocVector(REALSXP, n); SET_VECTOR_ELT(ans, 2, V);
+  sbg_lassie_dvdx(&m, REAL(rates), REAL(x), REAL(dv));
+  R_xlen_t c = 0;
+  for (int l = 0; l < m.n_species; l++)
+    for (int q = m.h_ptr[l]; q < m.h_ptr[l + 1]; q++) {
+      int i = m.h_rx[q];
+      for (int e = m.r_ptr[i]; e < m.r_ptr[i + 1]; e++, c++) {
+        INTEGER(I)[c] = l + 1;
+        INTEGER(J)[c] = m.r_sp[e] + 1;
+        REAL(V)[c] = m.h_val[q] * REAL(dv)[e];
+      }
+    }
+  UNPROTECT(2);
+  return ans;
+}

@@ -1,0 +1,356 @@
+/* GPU engine of lassieSimulate(): the RKF45 steps of a batch of simulations
+ * run on the device (one thread per reaction and simulation for the rates,
+ * one per species for H v, one block per simulation for the error test and
+ * step control, mirroring lassie_cpu.c); a simulation that turns stiff is
+ * handed to the CPU's implicit steps.  Reached through ffi_lassie_simulate(). */
+#include <math.h>
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_check.cuh"
+#include "lassie.h"
+#include "lassie_common.h"
+
+namespace {
+
+struct dmodel {
+  int N, M;
+  const int *r_ptr, *r_sp, *r_ord, *h_ptr, *h_rx;
+  const double *h_val;
+};
+
+/* Per-simulation step control, on the device. */
+struct simstate {
+  double t, h, hs, attempts, prev_h;
+  double st[SBG_LASSIE_N_STATS];
+  unsigned rej;
+  int stiff_count, calm_rk;
+  int next, hits, active, flag;  /* flag: LASSIE_OK running/done, else why it stopped */
+  int accepted;
+};
+enum { FLAG_RUN = 0, FLAG_DONE = 1, FLAG_TO_CPU = 2, FLAG_MAXSTEPS = 3, FLAG_HMIN = 4 };
+
+__device__ __host__ inline void next_step_size(simstate *s, const double *times) {
+  double tout = times[s->next];
+  s->hs = s->h; s->hits = 0;
+  if (s->t + 1.05 * s->h >= tout) { s->hs = tout - s->t; s->hits = 1; }
+  else if (s->t + 2 * s->h > tout) s->hs = 0.5 * (tout - s->t);
+}
+
+/* stage input ys = x + hs * sum_l a_{stage,l} K_l; stage 0 reads x itself */
+__global__ void k_stage(int S, int N, const double *x, const double *K, int stage,
+                        double *ys, const simstate *ss) {
+  size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= (size_t)S * N) return;
+  int s = (int)(idx / N), j = (int)(idx % N);
+  if (!ss[s].active) return;
+  double h = ss[s].hs;
+  size_t SN = (size_t)S * N, o = (size_t)s * N + j;
+  const double *K0 = K, *K1 = K + SN, *K2 = K + 2 * SN, *K3 = K + 3 * SN, *K4 = K + 4 * SN;
+  double xv = x[o], y;
+  switch (stage) {
+    case 1: y = xv + h * RKF_A21 * K0[o]; break;
+    case 2: y = xv + h * (RKF_A31 * K0[o] + RKF_A32 * K1[o]); break;
+    case 3: y = xv + h * (RKF_A41 * K0[o] + RKF_A42 * K1[o] + RKF_A43 * K2[o]); break;
+    case 4: y = xv + h * (RKF_A51 * K0[o] + RKF_A52 * K1[o] + RKF_A53 * K2[o] + RKF_A54 * K3[o]); break;
+    default: y = xv + h * (RKF_A61 * K0[o] + RKF_A62 * K1[o] + RKF_A63 * K2[o] +
+                           RKF_A64 * K3[o] + RKF_A65 * K4[o]); break;
+  }
+  ys[(stage == 4 ? SN : 0) + o] = y;
+}
+
+__global__ void k_rates(int S, dmodel m, const double *k, int k_per_sim, const double *y,
+                        double *v, const simstate *ss) {
+  size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= (size_t)S * m.M) return;
+  int s = (int)(idx / m.M), i = (int)(idx % m.M);
+  if (!ss[s].active) return;
+  v[idx] = lassie_rate(m.r_ptr, m.r_sp, m.r_ord, k + (k_per_sim ? (size_t)s * m.M : 0),
+                       y + (size_t)s * m.N, i);
+}
+
+/* f = H v, summed in the order of the CPU engine */
+__global__ void k_spmv(int S, dmodel m, const double *v, double *f, const simstate *ss) {
+  size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= (size_t)S * m.N) return;
+  int s = (int)(idx / m.N), l = (int)(idx % m.N);
+  if (!ss[s].active) return;
+  const double *vs = v + (size_t)s * m.M;
+  double acc = 0;
+  for (int q = m.h_ptr[l]; q < m.h_ptr[l + 1]; q++) acc += m.h_val[q] * vs[m.h_rx[q]];
+  f[idx] = acc;
+}
+
+/* One block per simulation: the 5th-order solution, the error test and the
+ * step control of lassie_cpu.c's explicit branch. */
+__global__ void k_control(int S, int N, int nt, const double *times, double rtol, double atol,
+                          double max_steps, int method, double *x, const double *K,
+                          double *xn, double *out, simstate *ss) {
+  int s = blockIdx.x;
+  if (s >= S || !ss[s].active) return;
+  __shared__ double red[256];
+  __shared__ int nanflag;
+  if (threadIdx.x == 0) nanflag = 0;
+  __syncthreads();
+  simstate *st = &ss[s];
+  double h = st->hs;
+  size_t SN = (size_t)S * N;
+  double err = 0;
+  for (int j = threadIdx.x; j < N; j += blockDim.x) {
+    size_t o = (size_t)s * N + j;
+    double k0 = K[o], k2 = K[2 * SN + o], k3 = K[3 * SN + o], k4 = K[4 * SN + o], k5 = K[5 * SN + o];
+    double xv = x[o];
+    double y = xv + h * (RKF_B1 * k0 + RKF_B3 * k2 + RKF_B4 * k3 + RKF_B5 * k4 + RKF_B6 * k5);
+    double e = h * (RKF_E1 * k0 + RKF_E3 * k2 + RKF_E4 * k3 + RKF_E5 * k4 + RKF_E6 * k5);
+    double r = fabs(e) / (atol + rtol * fmax(fabs(xv), fabs(y)));
+    if (!(r <= err)) { if (r != r) nanflag = 1; else err = r; }
+    xn[o] = y;
+  }
+  red[threadIdx.x] = err;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+    if (threadIdx.x < w && red[threadIdx.x + w] > red[threadIdx.x]) red[threadIdx.x] = red[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    err = nanflag ? NAN : red[0];
+    double tend = times[nt - 1], span = tend - times[0];
+    double hmin = 64 * DBL_EPSILON * fmax(fabs(st->t), fabs(tend));
+    st->st[SBG_LASSIE_ST_RHS] += 6;
+    st->accepted = 0;
+    if (err <= 1.0) {
+      st->accepted = 1;
+      double tout = times[st->next];
+      st->t = st->hits ? tout : st->t + h;
+      st->st[SBG_LASSIE_ST_STEPS]++;
+      st->rej <<= 1;
+      double fac = err > 0 ? 0.9 * pow(err, -0.2) : 5.0;
+      if (fac > 5.0) fac = 5.0;
+      double hn = h * fac;
+      st->h = (st->hits && hn < st->h) ? st->h : hn;
+      if (st->hits) st->next++;
+      st->prev_h = h;
+    } else {
+      st->prev_h = 0;
+      st->st[SBG_LASSIE_ST_REJECTED]++;
+      st->rej = (st->rej << 1) | 1u;
+      double fac = isfinite(err) ? 0.9 * pow(err, -0.25) : 0.1;
+      if (fac < 0.1) fac = 0.1;
+      if (fac > 0.9) fac = 0.9;
+      st->h = h * fac;
+      unsigned v = st->rej & 0xFFFFu;
+      int c = 0;
+      while (v) { c += v & 1u; v >>= 1; }
+      int repeated = c >= LASSIE_STIFF_REJECTIONS;
+      int collapsed = st->h < LASSIE_STIFF_COLLAPSE * span;
+      if (method == SBG_LASSIE_AUTO && (repeated || collapsed)) {
+        st->st[SBG_LASSIE_ST_SWITCHES]++;
+        st->flag = FLAG_TO_CPU; st->active = 0;
+      } else if (st->h < hmin) {
+        st->flag = FLAG_HMIN; st->active = 0;
+      }
+    }
+  }
+  __syncthreads();
+  if (st->accepted) {
+    int row = st->hits ? st->next - 1 : -1;
+    for (int j = threadIdx.x; j < N; j += blockDim.x) {
+      size_t o = (size_t)s * N + j;
+      x[o] = xn[o];
+      if (row >= 0) out[(size_t)s * nt * N + (size_t)j * nt + row] = xn[o];
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0 && st->active) {
+    if (st->next >= nt) { st->flag = FLAG_DONE; st->active = 0; return; }
+    if (++st->attempts > max_steps) { st->flag = FLAG_MAXSTEPS; st->active = 0; return; }
+    next_step_size(st, times);
+  }
+}
+
+/* Before a step: the stiffness estimate of the last accepted step,
+ * h |f(x) - f(stage 5)| / |x - stage 5|, and the switch of lassie_cpu.c. */
+__global__ void k_stiff(int S, int N, int method, const double *x, const double *K,
+                        const double *ys5, simstate *ss) {
+  int s = blockIdx.x;
+  if (s >= S || !ss[s].active || !(ss[s].prev_h > 0)) return;
+  __shared__ double rnum[256], rden[256];
+  size_t SN = (size_t)S * N;
+  double num = 0, den = 0;
+  for (int j = threadIdx.x; j < N; j += blockDim.x) {
+    size_t o = (size_t)s * N + j;
+    double dk = K[o] - K[4 * SN + o], dy = x[o] - ys5[o];
+    num += dk * dk; den += dy * dy;
+  }
+  rnum[threadIdx.x] = num; rden[threadIdx.x] = den;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+    if (threadIdx.x < w) { rnum[threadIdx.x] += rnum[threadIdx.x + w]; rden[threadIdx.x] += rden[threadIdx.x + w]; }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    simstate *st = &ss[s];
+    double hrho = rden[0] > 0 ? st->prev_h * sqrt(rnum[0] / rden[0]) : 0.0;
+    if (hrho > LASSIE_STIFF_HRHO) { st->stiff_count++; st->calm_rk = 0; }
+    else if (++st->calm_rk >= LASSIE_NONSTIFF_RESET) st->stiff_count = 0;
+    if (method == SBG_LASSIE_AUTO && st->stiff_count >= LASSIE_STIFF_COUNT) {
+      st->st[SBG_LASSIE_ST_SWITCHES]++;
+      st->st[SBG_LASSIE_ST_RHS] += 1;   /* f(x) of this step */
+      st->flag = FLAG_TO_CPU; st->active = 0;
+      st->attempts -= 1;                /* the CPU counts this attempt again */
+    }
+  }
+}
+
+__global__ void k_count_active(int S, const simstate *ss, int *n) {
+  int s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s < S && ss[s].active) atomicAdd(n, 1);
+}
+
+inline unsigned blocks(size_t n, int b) { return (unsigned)((n + b - 1) / b); }
+
+}  // namespace
+
+extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie_params *p,
+                                     sbg_lassie_result *r, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int N = m->n_species, M = m->n_reactions, S = p->n_sims, nt = p->n_times;
+  const int nnzA = m->r_ptr[M], nnzH = m->h_ptr[N];
+  const size_t SN = (size_t)S * N, SM = (size_t)S * M;
+  const size_t nk = p->rates_per_sim ? SM : (size_t)M;
+  cudaStream_t stream = NULL;
+  int *d_rptr = NULL, *d_rsp = NULL, *d_rord = NULL, *d_hptr = NULL, *d_hrx = NULL, *d_n = NULL;
+  double *d_hval = NULL, *d_k = NULL, *d_x = NULL, *d_K = NULL, *d_ys = NULL, *d_v = NULL,
+         *d_out = NULL, *d_times = NULL;
+  simstate *d_ss = NULL, *hs = NULL;
+  double *hx = NULL, *f = NULL, *v = NULL;
+  dmodel dm;
+  int done_count = 0, active = 0;
+  long iter = 0;
+  const int TB = 256;
+
+  hs = (simstate *)calloc((size_t)S, sizeof(simstate));
+  hx = (double *)malloc(sizeof(double) * SN);
+  f = (double *)malloc(sizeof(double) * (size_t)N);
+  v = (double *)malloc(sizeof(double) * (size_t)M);
+  if (!hs || !hx || !f || !v) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
+  for (int s = 0; s < S; s++) {
+    const double *x0 = p->initial + (p->initial_per_sim ? (size_t)s * N : 0);
+    memcpy(hx + (size_t)s * N, x0, sizeof(double) * N);
+    for (int j = 0; j < N; j++) r->out[(size_t)s * nt * N + (size_t)j * nt] = x0[j];
+  }
+  /* method = "bdf": every simulation goes to the implicit steps at once */
+  for (int s = 0; s < S; s++) {
+    const double *k = p->rates + (p->rates_per_sim ? (size_t)s * M : 0);
+    simstate *q = &hs[s];
+    q->t = p->times[0];
+    q->h = sbg_lassie_initial_step(m, p, k, hx + (size_t)s * N, f, v);
+    if (!(p->h_init > 0)) q->st[SBG_LASSIE_ST_RHS] = 1;
+    q->next = 1; q->attempts = 1;
+    q->active = p->method != SBG_LASSIE_BDF;
+    q->flag = q->active ? FLAG_RUN : FLAG_TO_CPU;
+    next_step_size(q, p->times);
+  }
+
+  SBG_TRY(sbg_device_select(ctx->device, ctx));
+  SBG_CUDA_CHECK(cudaStreamCreate(&stream));
+  SBG_TRY(sbg_device_alloc((void **)&d_rptr, sizeof(int) * (M + 1), "the reactant offsets", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_rsp, sizeof(int) * (nnzA ? nnzA : 1), "the reactants", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_rord, sizeof(int) * (nnzA ? nnzA : 1), "the reactant orders", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_hptr, sizeof(int) * (N + 1), "the offsets of H", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_hrx, sizeof(int) * (nnzH ? nnzH : 1), "the columns of H", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_hval, sizeof(double) * (nnzH ? nnzH : 1), "the values of H", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_k, sizeof(double) * nk, "the rate constants", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_x, sizeof(double) * SN, "the states", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_ys, sizeof(double) * SN * 2, "the stage states", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_K, sizeof(double) * SN * 6, "the RKF stages", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_v, sizeof(double) * SM, "the reaction rates", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_out, sizeof(double) * SN * nt, "the output", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_times, sizeof(double) * nt, "the times", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_ss, sizeof(simstate) * S, "the step control", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_n, sizeof(int), "a counter", ctx));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d_rptr, m->r_ptr, sizeof(int) * (M + 1), cudaMemcpyHostToDevice, stream));
+  if (nnzA) {
+    SBG_CUDA_CHECK(cudaMemcpyAsync(d_rsp, m->r_sp, sizeof(int) * nnzA, cudaMemcpyHostToDevice, stream));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(d_rord, m->r_ord, sizeof(int) * nnzA, cudaMemcpyHostToDevice, stream));
+  }
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d_hptr, m->h_ptr, sizeof(int) * (N + 1), cudaMemcpyHostToDevice, stream));
+  if (nnzH) {
+    SBG_CUDA_CHECK(cudaMemcpyAsync(d_hrx, m->h_rx, sizeof(int) * nnzH, cudaMemcpyHostToDevice, stream));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(d_hval, m->h_val, sizeof(double) * nnzH, cudaMemcpyHostToDevice, stream));
+  }
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d_k, p->rates, sizeof(double) * nk, cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d_x, hx, sizeof(double) * SN, cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d_times, p->times, sizeof(double) * nt, cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d_ss, hs, sizeof(simstate) * S, cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(d_out, 0, sizeof(double) * SN * nt, stream));
+  dm.N = N; dm.M = M; dm.r_ptr = d_rptr; dm.r_sp = d_rsp; dm.r_ord = d_rord;
+  dm.h_ptr = d_hptr; dm.h_rx = d_hrx; dm.h_val = d_hval;
+
+  for (int s = 0; s < S; s++) active += hs[s].active;
+  /* Steps are queued without waiting; every 64 steps the host counts the
+   * simulations still running and polls for an interrupt. */
+  while (active > 0) {
+    for (int rep = 0; rep < 64; rep++, iter++) {
+      for (int stage = 0; stage < 6; stage++) {
+        const double *y = d_x;
+        if (stage > 0) {
+          k_stage<<<blocks(SN, TB), TB, 0, stream>>>(S, N, d_x, d_K, stage, d_ys, d_ss);
+          y = stage == 4 ? d_ys + SN : d_ys;
+        }
+        k_rates<<<blocks(SM, TB), TB, 0, stream>>>(S, dm, d_k, p->rates_per_sim, y, d_v, d_ss);
+        k_spmv<<<blocks(SN, TB), TB, 0, stream>>>(S, dm, d_v, d_K + (size_t)stage * SN, d_ss);
+        if (stage == 0) k_stiff<<<S, TB, 0, stream>>>(S, N, p->method, d_x, d_K, d_ys + SN, d_ss);
+      }
+      k_control<<<S, TB, 0, stream>>>(S, N, nt, d_times, p->rtol, p->atol, p->max_steps,
+                                       p->method, d_x, d_K, d_ys, d_out, d_ss);
+    }
+    SBG_CUDA_CHECK(cudaGetLastError());
+    SBG_CUDA_CHECK(cudaMemsetAsync(d_n, 0, sizeof(int), stream));
+    k_count_active<<<blocks(S, TB), TB, 0, stream>>>(S, d_ss, d_n);
+    SBG_CUDA_CHECK(cudaMemcpyAsync(&active, d_n, sizeof(int), cudaMemcpyDeviceToHost, stream));
+    SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+    SBG_TRY(sbg_poll(ctx, (double)(S - active) / S));
+  }
+  SBG_CUDA_CHECK(cudaMemcpyAsync(hs, d_ss, sizeof(simstate) * S, cudaMemcpyDeviceToHost, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(hx, d_x, sizeof(double) * SN, cudaMemcpyDeviceToHost, stream));
+  for (int s = 0; s < S; s++) {
+    /* rows 1.. written by the device; row 0 is already in r->out */
+    SBG_CUDA_CHECK(cudaMemcpyAsync(r->out + (size_t)s * nt * N, d_out + (size_t)s * nt * N,
+                                   sizeof(double) * (size_t)nt * N, cudaMemcpyDeviceToHost, stream));
+  }
+  SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (int s = 0; s < S; s++) {
+    const double *x0 = p->initial + (p->initial_per_sim ? (size_t)s * N : 0);
+    for (int j = 0; j < N; j++) r->out[(size_t)s * nt * N + (size_t)j * nt] = x0[j];
+  }
+  /* stiff simulations: implicit steps on the host, from where the device
+   * left them */
+  for (int s = 0; s < S && st == SBG_OK; s++) {
+    simstate *q = &hs[s];
+    double *stats = r->stats + (size_t)s * SBG_LASSIE_N_STATS;
+    memcpy(stats, q->st, sizeof(q->st));
+    if (q->flag == FLAG_DONE) { done_count++; continue; }
+    if (q->flag == FLAG_MAXSTEPS || q->flag == FLAG_HMIN) {
+      st = lassie_fail(ctx, SBG_ERR_NUMERIC, q->flag == FLAG_MAXSTEPS ? LASSIE_FAIL_MAXSTEPS : LASSIE_FAIL_HMIN,
+                       q->t, s, S, p->max_steps, N);
+      break;
+    }
+    sbg_lassie_start start;
+    start.t = q->t; start.h = q->h; start.attempts = q->attempts; start.next = q->next;
+    st = sbg_lassie_cpu_continue(m, p, s, hx + (size_t)s * N, r->out + (size_t)s * nt * N,
+                                 stats, &start, ctx);
+    if (st == SBG_OK) st = sbg_poll(ctx, (double)(s + 1) / S);
+  }
+  (void)done_count;
+
+done:
+  if (stream) cudaStreamSynchronize(stream);
+  cudaFree(d_rptr); cudaFree(d_rsp); cudaFree(d_rord); cudaFree(d_hptr); cudaFree(d_hrx);
+  cudaFree(d_hval); cudaFree(d_k); cudaFree(d_x); cudaFree(d_ys); cudaFree(d_K); cudaFree(d_v);
+  cudaFree(d_out); cudaFree(d_times); cudaFree(d_ss); cudaFree(d_n);
+  if (stream) cudaStreamDestroy(stream);
+  free(hs); free(hx); free(f); free(v);
+  return st;
+}

@@ -1,0 +1,25 @@
+# Helpers of test-lassieSimulate.R: small models and BioNetGen's .gdat files.
+lassie_model <- function(reactants, products, rates, initial, species, ...) {
+  reactionModel(rbind(reactants), rbind(products), rates = rates, initial = initial,
+                species = species, ...)
+}
+
+lassie_extdata <- function(name) system.file("extdata", "lassie", name, package = "sysbioGPU")
+
+read_gdat <- function(f) {
+  l <- readLines(f)
+  hdr <- strsplit(trimws(sub("^#", "", l[1])), "\\s+")[[1]]
+  g <- utils::read.table(text = l[-1])
+  colnames(g) <- hdr
+  g
+}
+
+robertson_model <- function() {
+  reactionModel(
+    reactants = rbind(c(1, 0, 0), c(0, 2, 0), c(0, 1, 1)),
+    products  = rbind(c(0, 1, 0), c(0, 1, 1), c(1, 0, 1)),
+    rates = c(0.04, 3e7, 1e4), initial = c(1, 0, 0), species = c("y1", "y2", "y3"))
+}
+
+# relative error with a floor, elementwise max
+max_rel <- function(a, b, floor = 0) max(abs(a - b) / pmax(abs(b), floor))

@@ -1,0 +1,271 @@
+# lassieSimulate(), reactionModel() and the readers: closed forms, stiff
+# reference values, BioNetGen's own trajectories, deSolve, the Jacobian,
+# batches, threads, bad input, and CPU/GPU parity.
+
+sim <- function(m, times, ...) lassieSimulate(m, times, backend = "cpu", verbose = FALSE, ...)
+
+test_that("A -> 0 decays exponentially", {
+  m <- lassie_model(1, 0, rates = 0.7, initial = 2, species = "A")
+  tt <- seq(0, 10, by = 0.5)
+  out <- sim(m, tt)
+  expect_s3_class(out, "lassieSimulation")
+  expect_equal(colnames(out), c("time", "A"))
+  expect_equal(unname(out[, "time"]), tt)
+  expect_lt(max_rel(out[, "A"], 2 * exp(-0.7 * tt)), 1e-5)
+  st <- attr(out, "stats")
+  expect_named(st, c("steps", "rejected", "switches", "implicitSteps", "newtonIterations",
+                     "factorisations", "jacobians", "rhsEvaluations"))
+  expect_gt(st[["steps"]], 0)
+})
+
+test_that("A <-> B relaxes to equilibrium", {
+  m <- reactionModel(rbind(c(1, 0), c(0, 1)), rbind(c(0, 1), c(1, 0)),
+                     rates = c(2, 1), initial = c(1, 0.5), species = c("A", "B"))
+  tt <- seq(0, 4, by = 0.25)
+  out <- sim(m, tt, rtol = 1e-8)
+  tot <- 1.5; aeq <- tot * 1 / 3
+  a <- aeq + (1 - aeq) * exp(-3 * tt)
+  expect_lt(max_rel(out[, "A"], a), 1e-7)
+  expect_lt(max_rel(out[, "B"], tot - a), 1e-7)
+})
+
+test_that("a Bateman chain A -> B -> C matches its closed form", {
+  m <- reactionModel(rbind(c(1, 0, 0), c(0, 1, 0)), rbind(c(0, 1, 0), c(0, 0, 1)),
+                     rates = c(1.3, 0.4), initial = c(1, 0, 0), species = c("A", "B", "C"))
+  tt <- seq(0, 8, by = 0.5)
+  for (meth in c("auto", "rkf45", "bdf")) {
+    out <- sim(m, tt, rtol = if (meth == "bdf") 1e-9 else 1e-8, method = meth)
+    k1 <- 1.3; k2 <- 0.4
+    b <- k1 / (k2 - k1) * (exp(-k1 * tt) - exp(-k2 * tt))
+    expect_lt(max(abs(out[, "A"] - exp(-k1 * tt))), 1e-6)
+    expect_lt(max(abs(out[, "B"] - b)), 1e-6)
+    expect_lt(max(abs(out[, "C"] - (1 - exp(-k1 * tt) - b))), 1e-6)
+  }
+})
+
+test_that("2A -> 0 follows A0 / (1 + 2 k A0 t) (LASSIE's homodimer convention)", {
+  m <- lassie_model(2, 0, rates = 0.5, initial = 3, species = "A")
+  tt <- c(0, 0.1, 1, 2, 5, 20)
+  out <- sim(m, tt, rtol = 1e-8)
+  expect_lt(max_rel(out[, "A"], 3 / (1 + 2 * 0.5 * 3 * tt)), 1e-7)
+})
+
+test_that("A + B -> C matches its closed form", {
+  m <- lassie_model(c(1, 1, 0), c(0, 0, 1), rates = 0.8, initial = c(1, 0.6, 0),
+                    species = c("A", "B", "C"))
+  tt <- seq(0, 10, by = 1)
+  out <- sim(m, tt, rtol = 1e-8)
+  a0 <- 1; b0 <- 0.6; k <- 0.8
+  a <- (a0 - b0) * a0 / (a0 - b0 * exp(-(a0 - b0) * k * tt))
+  expect_lt(max_rel(out[, "A"], a), 1e-7)
+  expect_lt(max_rel(out[, "C"], a0 - a, floor = 1e-12), 1e-6)
+})
+
+test_that("a zero-order source grows linearly and fixed species stay fixed", {
+  # 0 -> A (k = 2); F -> F + B (F fixed); F -> 0 would empty F if not fixed
+  m <- reactionModel(rbind(c(0, 0, 0), c(0, 1, 0), c(0, 1, 0)),
+                     rbind(c(1, 0, 0), c(0, 1, 1), c(0, 0, 0)),
+                     rates = c(2, 0.5, 3), initial = c(0, 4, 0), species = c("A", "F", "B"),
+                     fixed = "F")
+  tt <- seq(0, 3, by = 0.5)
+  out <- sim(m, tt)
+  expect_lt(max(abs(out[, "A"] - 2 * tt)), 1e-9)
+  expect_equal(unname(out[, "F"]), rep(4, length(tt)))
+  expect_lt(max(abs(out[, "B"] - 0.5 * 4 * tt)), 1e-9)
+})
+
+test_that("Robertson's stiff problem at t = 40 (auto and bdf)", {
+  ref <- c(0.7158271, 9.185535e-6, 0.2841637)
+  for (meth in c("auto", "bdf")) {
+    out <- sim(robertson_model(), c(0, 0.4, 4, 40), method = meth)
+    expect_lt(max_rel(out[4, 2:4], ref), 1e-4)
+  }
+  out <- sim(robertson_model(), c(0, 40))
+  expect_gte(attr(out, "stats")[["switches"]], 1)
+  expect_gt(attr(out, "stats")[["implicitSteps"]], 0)
+  expect_gt(attr(out, "stats")[["factorisations"]], 0)
+})
+
+test_that("conservation laws (left null space of H) hold", {
+  m <- readBioNetGen(lassie_extdata("Haugh2b.net"))
+  H <- as.matrix(Matrix::t(m$products - m$reactants))
+  s <- svd(t(H), nu = 0, nv = ncol(t(H)))
+  null <- s$v[, (sum(s$d > 1e-10 * max(s$d)) + 1):nrow(H), drop = FALSE]
+  expect_gte(ncol(null), 3)
+  out <- sim(m, seq(0, 50, by = 5))
+  x <- out[, 1 + seq_along(m$species)]
+  tot <- x %*% null
+  drift <- sweep(tot, 2, tot[1, ])
+  expect_lt(max(abs(drift)), 1e-5)
+  expect_lt(max(abs(out[, "R_total"] - 1)), 1e-6)
+})
+
+test_that("BioNetGen's own trajectories are reproduced (Repressilator, Haugh2b, test_fixed)", {
+  # BioNetGen's CVODE ran with atol 1e-8, so its values carry an absolute
+  # error of that order (test_fixed's D1 near 1e-6 is off by 3e-9 there,
+  # where deSolve at rtol 1e-12 agrees with us): 1e-4 relative plus 2e-8
+  for (nm in c("Repressilator", "Haugh2b", "test_fixed")) {
+    m <- readBioNetGen(lassie_extdata(paste0(nm, ".net")))
+    g <- read_gdat(lassie_extdata(paste0(nm, ".gdat")))
+    out <- sim(m, g$time, rtol = 1e-8)
+    obs <- setdiff(colnames(g), "time")
+    expect_true(all(obs %in% colnames(out)), label = nm)
+    G <- as.matrix(g[, obs]); O <- out[, obs]
+    expect_true(all(abs(O - G) <= 1e-4 * abs(G) + 2e-8), label = nm)
+    big <- abs(G) > 1e-3 * max(abs(G))
+    expect_lt(max(abs(O - G)[big] / abs(G)[big]), 1e-5, label = nm)
+  }
+})
+
+test_that("readBioNetGen reads fixed species, groups and functional rate laws", {
+  m <- readBioNetGen(lassie_extdata("test_fixed.net"))
+  expect_s3_class(m, "reactionModel")
+  expect_equal(length(m$species), 12)
+  expect_equal(m$species[m$fixed], c("A()", "Degr()", "Trash()"))
+  expect_equal(nrow(m$observables), 11)
+  expect_equal(unname(m$observables["D_tot", c(9, 10, 11, 12)]), c(1, 2, 3, 3))
+  # _rateLaw1() = k_synthcat * B_tot became B -> B + C(n~0)
+  i <- which(m$reactions == "R2")
+  expect_equal(unname(m$reactants[i, "B()"]), 1)
+  expect_equal(unname(m$products[i, "B()"]), 1)
+  expect_equal(unname(m$rates[i]), 1)
+  expect_equal(unname(attr(m, "parameters")[["_rateLaw3"]]), 20)
+  expect_output(print(m), "12 species, 18 reactions, 3 fixed, 11 observables")
+  expect_output(print(summary(m)), "Fixed species")
+})
+
+test_that("the analytic Jacobian equals finite differences", {
+  m <- readBioNetGen(lassie_extdata("test_fixed.net"))
+  set.seed(1)
+  x <- runif(length(m$species), 0.1, 2)
+  J <- as.matrix(sysbioGPU:::lassie_jacobian(m, x))
+  f <- function(x) sysbioGPU:::lassie_rhs(m, x)
+  Jn <- vapply(seq_along(x), function(j) {
+    e <- 1e-6 * max(1, abs(x[j])); xp <- x; xm <- x; xp[j] <- x[j] + e; xm[j] <- x[j] - e
+    (f(xp) - f(xm)) / (2 * e)
+  }, numeric(length(x)))
+  expect_lt(max(abs(J - Jn)), 1e-6 * max(abs(J)))
+})
+
+test_that("deSolve's lsoda agrees within the tolerances", {
+  skip_if_not_installed("deSolve")
+  m <- readBioNetGen(lassie_extdata("Haugh2b.net"))
+  tt <- seq(0, 50, by = 5)
+  rhs <- function(t, y, p) list(sysbioGPU:::lassie_rhs(m, y))
+  ref <- deSolve::lsoda(m$initial, tt, rhs, NULL, rtol = 1e-10, atol = 1e-14)
+  out <- sim(m, tt, rtol = 1e-9)
+  expect_lt(max(abs(out[, 1 + seq_along(m$species)] - ref[, -1])), 1e-7)
+  rob <- robertson_model()
+  rhs2 <- function(t, y, p) list(sysbioGPU:::lassie_rhs(rob, y))
+  ref2 <- deSolve::lsoda(rob$initial, c(0, 1, 10, 40), rhs2, NULL, rtol = 1e-10, atol = 1e-14)
+  out2 <- sim(rob, c(0, 1, 10, 40), rtol = 1e-7)
+  expect_lt(max_rel(out2[, 2:4], ref2[, -1], floor = 1e-12), 1e-4)
+})
+
+test_that("batches equal one-by-one runs, for any number of threads", {
+  m <- readBioNetGen(lassie_extdata("Haugh2b.net"))
+  set.seed(2)
+  K <- t(replicate(5, m$rates * exp(runif(length(m$rates), -0.5, 0.5))))
+  tt <- seq(0, 20, by = 2)
+  b1 <- lassieSimulate(m, tt, rates = K, backend = "cpu", threads = 1, verbose = FALSE)
+  b2 <- lassieSimulate(m, tt, rates = K, backend = "cpu", threads = 2, verbose = FALSE)
+  expect_length(b1, 5)
+  for (s in 1:5) {
+    one <- sim(m, tt, rates = K[s, ])
+    expect_identical(unclass(b1[[s]])[, ], unclass(one)[, ])
+    expect_identical(unclass(b2[[s]])[, ], unclass(one)[, ])
+  }
+  X0 <- rbind(m$initial, m$initial * 2)
+  bi <- lassieSimulate(m, tt, initial = X0, backend = "cpu", verbose = FALSE)
+  expect_length(bi, 2)
+  expect_equal(bi[[1]][, "S2_total"], rep(0.25, length(tt)), tolerance = 1e-8)
+  expect_equal(bi[[2]][, "S2_total"], rep(0.5, length(tt)), tolerance = 1e-8)
+})
+
+test_that("readLASSIE reads LASSIE's input folder", {
+  d <- tempfile("lassie")
+  dir.create(d)
+  A <- rbind(c(1, 0, 0), c(0, 2, 0), c(0, 1, 1)); B <- rbind(c(0, 1, 0), c(0, 1, 1), c(1, 0, 1))
+  utils::write.table(A, file.path(d, "left_side"), sep = "\t", row.names = FALSE, col.names = FALSE)
+  utils::write.table(B, file.path(d, "right_side"), sep = "\t", row.names = FALSE, col.names = FALSE)
+  writeLines(c("0.04", "3e7", "1e4"), file.path(d, "c_vector"))
+  writeLines(c("1", "0", "0"), file.path(d, "M_0"))
+  writeLines(c("0", "0.4", "4", "40"), file.path(d, "t_vector"))
+  m <- readLASSIE(d)
+  expect_equal(attr(m, "times"), c(0, 0.4, 4, 40))
+  out <- sim(m, attr(m, "times"))
+  ref <- sim(robertson_model(), c(0, 0.4, 4, 40))
+  expect_equal(unname(out[, -1]), unname(ref[, -1]))
+  writeLines(c("0", "0", "2"), file.path(d, "M_feed"))
+  m2 <- readLASSIE(d)
+  expect_equal(m2$species[m2$fixed], "S3")
+  expect_equal(unname(sim(m2, c(0, 1))[2, "S3"]), 2)
+  unlink(d, recursive = TRUE)
+})
+
+test_that("print and plot work", {
+  out <- sim(readBioNetGen(lassie_extdata("Haugh2b.net")), seq(0, 10, by = 1))
+  expect_output(print(out), "lassieSimulation")
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  expect_invisible(plot(out))
+  expect_invisible(plot(out, which = c("S2_P_tot", "R_total"), log = ""))
+  expect_error(plot(out, which = "nope"), "unknown columns", class = "sysbioGPU_error_input")
+})
+
+test_that("bad input gives clear errors", {
+  m <- robertson_model()
+  err <- function(expr, msg) expect_error(expr, msg, class = "sysbioGPU_error_input")
+  err(reactionModel(matrix(1), matrix(0), rates = -1, initial = 1), "`rates` must not be negative")
+  err(reactionModel(matrix(-1), matrix(0), rates = 1, initial = 1), "negative stoichiometric")
+  err(reactionModel(matrix(1.5), matrix(0), rates = 1, initial = 1), "whole stoichiometric")
+  err(reactionModel(matrix(1, 1, 2), matrix(0), rates = 1, initial = 1), "same dimensions")
+  err(reactionModel(matrix(1), matrix(0), rates = c(1, 2), initial = 1), "`rates` must have 1 values")
+  err(reactionModel(matrix(1), matrix(0), rates = 1, initial = NaN), "`initial` must not contain NA")
+  err(reactionModel(matrix(1), matrix(0), rates = 1, initial = 1, fixed = "Q"), "unknown species")
+  err(lassieSimulate(m, c(0, 2, 1), backend = "cpu"), "strictly increasing")
+  err(lassieSimulate(m, 1, backend = "cpu"), "at least two")
+  err(lassieSimulate(m, c(0, NA), backend = "cpu"), "`times`")
+  err(lassieSimulate(m, c(0, 1), rtol = -1, backend = "cpu"), "`rtol`")
+  err(lassieSimulate(m, c(0, 1), method = "euler", backend = "cpu"), "`method`")
+  err(lassieSimulate(m, c(0, 1), rates = c(1, 2), backend = "cpu"), "`rates` must have 3 values")
+  err(lassieSimulate(m, c(0, 1), rates = matrix(1, 2, 2), backend = "cpu"), "`rates` must have 3 columns")
+  err(lassieSimulate(m, c(0, 1), initial = matrix(-1, 1, 3), backend = "cpu"), "`initial` must not be negative")
+  err(lassieSimulate(m, c(0, 1), rates = matrix(1, 2, 3), initial = matrix(1, 3, 3), backend = "cpu"),
+      "as many rows")
+  err(lassieSimulate(list(), c(0, 1), backend = "cpu"), "`model` must be a reactionModel")
+  expect_error(lassieSimulate(m, c(0, 40), maxSteps = 50, backend = "cpu", verbose = FALSE),
+               "`maxSteps` \\(50\\) exhausted at t = ", class = "sysbioGPU_error_numeric")
+  f <- tempfile(fileext = ".net")
+  writeLines(c("begin parameters", "1 k 1", "end parameters", "begin species", "1 A() 1", "2 B() 0",
+               "end species", "begin reactions", "1 1 3 k", "end reactions"), f)
+  err(readBioNetGen(f), ":9: unknown species 3 in the products")
+  writeLines(c("begin species", "1 A() 1", "end species", "begin reactions", "1 1 0 exp(A)",
+               "end reactions"), f)
+  err(readBioNetGen(f), ":5: unknown name `A`")
+  err(readBioNetGen(tempfile()), "does not exist")
+  err(readLASSIE(tempfile()), "existing folder")
+})
+
+test_that("the GPU agrees with the CPU within 1e-9", {
+  skip_if_no_gpu()
+  gpu <- function(m, times, ...) lassieSimulate(m, times, backend = "gpu", verbose = FALSE, ...)
+  for (nm in c("Haugh2b", "Repressilator", "test_fixed")) {
+    m <- readBioNetGen(lassie_extdata(paste0(nm, ".net")))
+    tt <- read_gdat(lassie_extdata(paste0(nm, ".gdat")))$time
+    a <- sim(m, tt, rtol = 1e-8); b <- gpu(m, tt, rtol = 1e-8)
+    expect_equal(attr(b, "backend"), "gpu")
+    expect_lt(max_rel(b[, -1], a[, -1], floor = 1e-300), 1e-9, label = nm)
+  }
+  a <- sim(robertson_model(), c(0, 0.4, 4, 40)); b <- gpu(robertson_model(), c(0, 0.4, 4, 40))
+  expect_lt(max_rel(b[, -1], a[, -1], floor = 1e-300), 1e-9)
+  expect_equal(attr(b, "stats")[["switches"]], attr(a, "stats")[["switches"]])
+  m <- readBioNetGen(lassie_extdata("Haugh2b.net"))
+  set.seed(3)
+  K <- t(replicate(40, m$rates * exp(runif(length(m$rates), -0.7, 0.7))))
+  bc <- lassieSimulate(m, seq(0, 50, 5), rates = K, backend = "cpu", verbose = FALSE)
+  bg <- gpu(m, seq(0, 50, 5), rates = K)
+  for (s in seq_along(bc)) expect_lt(max_rel(bg[[s]][, -1], bc[[s]][, -1], floor = 1e-300), 1e-9)
+  expect_error(gpu(robertson_model(), c(0, 40), maxSteps = 20), "exhausted",
+               class = "sysbioGPU_error_numeric")
+})
