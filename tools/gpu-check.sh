@@ -9,7 +9,8 @@
 #   bash tools/gpu-check.sh run
 #     sets up R, prints gpuInfo(), runs the whole test suite with
 #     SYSBIOGPU_TEST_GPU=1 (a missing GPU fails), then compute-sanitizer on
-#     the GPU self-tests (SANITIZE=0 skips it), then every inst/bench/*.R;
+#     the GPU self-tests (SANITIZE=0 skips it), then every inst/bench/*.R
+#     (BENCH="gsea pbn" picks scripts by name, BENCH=none skips them);
 #     logs and tables go to $OUT, a short summary is printed last.
 # For example, with the device tool:
 #   command: bash tools/gpu-check.sh run     carry: [".device"]
@@ -68,8 +69,11 @@ run() {
   fi
 
   : > "$out/bench.txt"
+  # BENCH="pbn grn" runs only those scripts, BENCH=none none of them.
   for b in inst/bench/*.R; do
     [ -e "$b" ] || continue
+    name=$(basename "$b" .R)
+    case " ${BENCH:-all} " in *" all "*|*" $name "*) ;; *) continue ;; esac
     echo "== $b" >> "$out/bench.txt"
     Rscript "$b" >> "$out/bench.txt" 2>&1 || echo "(failed: $?)" >> "$out/bench.txt"
   done
