@@ -10,9 +10,14 @@
 #include "cosnet.h"
 #include "omp_compat.h"
 
-/* Products and sums rounded one by one, as on the GPU (no FMA). */
-#if defined(__GNUC__) && !defined(__clang__)
+/* Products and sums rounded one by one, as on the GPU: no contraction into
+ * fused multiply-adds where the target has them (x86-64 without -mfma has
+ * none; the pragma would also switch off GCC's vectoriser, so only here). */
+#if defined(__GNUC__) && !defined(__clang__) && (defined(__FMA__) || defined(__ARM_FEATURE_FMA))
 #pragma GCC optimize("fp-contract=off")
+#endif
+#if defined(__clang__)
+#pragma clang fp contract(off)
 #endif
 
 /* The canonical row sum (see SBG_COSNET_LANES): 32 strided partials, then
