@@ -433,12 +433,13 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
       rhs_abs(m, k, y, w->v, g, w->fa);
       st[SBG_LASSIE_ST_RHS]++; st[SBG_LASSIE_ST_NEWTON]++;
       for (int j = 0; j < N; j++) {
-        double c = a1 * x[j] + (q == 2 ? a2 * w->yprev[j] : 0.0);
+        double older = q == 2 ? a2 * w->yprev[j] : 0.0;   /* yprev unset at order 1 */
+        double c = a1 * x[j] + older;
         /* weights of the Newton and error tests: the tolerance, but never
          * below the roundoff of the residual (atol = 1e-12 next to amounts
          * of 1e6 would otherwise ask for the impossible) */
         double floor = LASSIE_ROUNDOFF * DBL_EPSILON *
-                       (fabs(y[j]) + fabs(a1 * x[j]) + fabs(a2 * w->yprev[j]) + gamma * w->fa[j]);
+                       (fabs(y[j]) + fabs(a1 * x[j]) + fabs(older) + gamma * w->fa[j]);
         double wj = atol + rtol * fabs(x[j]);
         w->wt[j] = wj > floor ? wj : floor;
         g[j] = -(y[j] - c - gamma * g[j]);
