@@ -208,9 +208,18 @@ check_model <- function(model) {
 #' variable-step BDF of order 1 then 2, solved by modified Newton iterations
 #' that reuse the analytic Jacobian `J = H D` (sparse, from the reactant
 #' lists) and its factorisation while they converge.  In this version the
-#' linear solver is a dense LU that skips zeros (so its cost follows the
-#' fill); it keeps an `N x N` matrix, which limits implicit steps to 16,384
-#' species.  Steps land exactly on the requested `times`.
+#' linear solver is a dense LU in a minimum-degree order that skips zeros
+#' (so its cost follows the fill, not `N^3`); it keeps an `N x N` matrix,
+#' which limits implicit steps to 16,384 species.  Steps land exactly on
+#' the requested `times`.
+#'
+#' On the GPU (`backend = "gpu"`) the explicit steps of every simulation of
+#' a batch run on the device, one thread per reaction and simulation for the
+#' rates, one per species for `H v`, one block per simulation for the error
+#' test and step control, with the CPU engine's arithmetic (no fused
+#' multiply-adds), so both agree to rounding.  A simulation that turns stiff
+#' continues on the host with the CPU's implicit steps from where the device
+#' left it (and `method = "bdf"` runs entirely there) in this version.
 #'
 #' @param model A [reactionModel()] (or from [readBioNetGen()],
 #'   [readLASSIE()]).

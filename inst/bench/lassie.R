@@ -12,6 +12,7 @@ env_num <- function(v, d) { x <- Sys.getenv(v); if (nzchar(x)) as.numeric(strspl
 sizes <- env_num("LASSIE_SIZES", if (quick) c(64, 256, 1024) else c(64, 256, 1024, 4096, 8192, 16384, 65536))
 lsoda_max <- env_num("LASSIE_LSODA_MAX", 4096)
 n_batch <- env_num("LASSIE_BATCH", if (quick) 100 else 1000)
+cpu_work <- env_num("LASSIE_CPU_WORK", Inf)   # skip the CPU where species x samples exceed it
 has_desolve <- requireNamespace("deSolve", quietly = TRUE)
 gpu <- hasGPU()
 cat(sprintf("lassieSimulate benchmark, %s; CPU threads %d; GPU: %s; deSolve: %s\n",
@@ -24,17 +25,16 @@ cat(sprintf("lassieSimulate benchmark, %s; CPU threads %d; GPU: %s; deSolve: %s\
 # amounts uniform in [0, 1).
 synthetic <- function(n, seed) {
   set.seed(seed)
-  ri <- rj <- rv <- pi_ <- pj <- pv <- numeric()
-  for (i in seq_len(n)) {
-    sp <- sample.int(n, 4)
-    rt <- sample.int(3, 1); pt <- sample.int(3, 1) - 1L
-    if (rt == 1) { ri <- c(ri, i); rj <- c(rj, sp[1]); rv <- c(rv, 1) }
-    if (rt == 2) { ri <- c(ri, i, i); rj <- c(rj, sp[1:2]); rv <- c(rv, 1, 1) }
-    if (rt == 3) { ri <- c(ri, i); rj <- c(rj, sp[1]); rv <- c(rv, 2) }
-    if (pt > 0) { pi_ <- c(pi_, rep(i, pt)); pj <- c(pj, sp[2 + seq_len(pt)]); pv <- c(pv, rep(1, pt)) }
-  }
+  sp <- matrix(sample.int(n, 4L * n, replace = TRUE), n, 4)
+  dup <- function(sp) apply(sp, 1, anyDuplicated) > 0
+  while (any(d <- dup(sp))) sp[d, ] <- sample.int(n, 4L * sum(d), replace = TRUE)
+  rt <- sample.int(3L, n, replace = TRUE)          # A, A + B, 2A
+  pt <- sample.int(3L, n, replace = TRUE) - 1L     # none, one, two products
+  ri <- c(seq_len(n), which(rt == 2L)); rj <- c(sp[, 1], sp[rt == 2L, 2])
+  rv <- c(ifelse(rt == 3L, 2, 1), rep(1, sum(rt == 2L)))
+  pi_ <- c(which(pt >= 1L), which(pt == 2L)); pj <- c(sp[pt >= 1L, 3], sp[pt == 2L, 4])
   A <- Matrix::sparseMatrix(i = ri, j = rj, x = rv, dims = c(n, n))
-  B <- Matrix::sparseMatrix(i = pi_, j = pj, x = pv, dims = c(n, n))
+  B <- Matrix::sparseMatrix(i = pi_, j = pj, x = 1, dims = c(n, n))
   reactionModel(A, B, rates = 10^runif(n, -8, 0), initial = runif(n), species = paste0("S", seq_len(n)))
 }
 
@@ -54,17 +54,20 @@ for (n in sizes) {
   m <- synthetic(n, seed = n)
   for (ns in c(10, 1000)) {
     tt <- seq(0, 50, length.out = ns)
-    cpu <- timed(lassieSimulate(m, tt, backend = "cpu", verbose = FALSE))
+    g <- if (gpu) timed(lassieSimulate(m, tt, backend = "gpu", verbose = FALSE)) else NULL
+    cpu <- if (n * ns <= cpu_work) timed(lassieSimulate(m, tt, backend = "cpu", verbose = FALSE)) else g
+    if (is.null(cpu)) next
     st <- attr(cpu$v, "stats")
     ls <- if (has_desolve && n <= lsoda_max) timed(lsoda_run(m, tt)) else NULL
-    g <- if (gpu) timed(lassieSimulate(m, tt, backend = "gpu", verbose = FALSE)) else NULL
+    cpu_ran <- n * ns <= cpu_work
     agree <- if (!is.null(ls)) max(abs(cpu$v[, -1] - ls$v[, -1]) / pmax(abs(ls$v[, -1]), 1e-6)) else NA
-    gdiff <- if (!is.null(g)) max(abs(cpu$v[, -1] - g$v[, -1]) / pmax(abs(cpu$v[, -1]), 1e-300)) else NA
+    gdiff <- if (!is.null(g) && cpu_ran) max(abs(cpu$v[, -1] - g$v[, -1]) / pmax(abs(cpu$v[, -1]), 1e-300)) else NA
     add(model = sprintf("synthetic %d", n), samples = ns, steps = st[["steps"]],
-        implicit = st[["implicitSteps"]], cpu_s = cpu$s, lsoda_s = if (is.null(ls)) NA else ls$s,
-        cpu_speedup = if (is.null(ls)) NA else ls$s / cpu$s, gpu_s = if (is.null(g)) NA else g$s,
-        rel_vs_lsoda = agree, gpu_vs_cpu = gdiff)
-    cat(sprintf("  %-16s %5d samples: cpu %.3f s, lsoda %s s, gpu %s s\n", sprintf("synthetic %d", n), ns, cpu$s,
+        implicit = st[["implicitSteps"]], cpu_s = if (cpu_ran) cpu$s else NA, lsoda_s = if (is.null(ls)) NA else ls$s,
+        cpu_speedup = if (is.null(ls) || !cpu_ran) NA else ls$s / cpu$s, gpu_s = if (is.null(g)) NA else g$s,
+        gpu_speedup = if (is.null(ls) || is.null(g)) NA else ls$s / g$s, rel_vs_lsoda = agree, gpu_vs_cpu = gdiff)
+    cat(sprintf("  %-16s %5d samples: cpu %s s, lsoda %s s, gpu %s s\n", sprintf("synthetic %d", n), ns,
+                if (cpu_ran) format(cpu$s, digits = 3) else "-",
                 if (is.null(ls)) "-" else format(ls$s, digits = 3), if (is.null(g)) "-" else format(g$s, digits = 3)))
   }
 }
@@ -84,7 +87,7 @@ ls <- if (has_desolve) timed(for (s in seq_len(n1)) { mm <- m; mm$rates <- K[s, 
 add(model = sprintf("Haugh2b batch %d", n_batch), samples = length(tt), steps = NA, implicit = NA,
     cpu_s = cpu$s, lsoda_s = if (is.null(ls)) NA else ls$s * n_batch / n1,
     cpu_speedup = if (is.null(ls)) NA else ls$s * n_batch / n1 / cpu$s, gpu_s = if (is.null(g)) NA else g$s,
-    rel_vs_lsoda = NA,
+    gpu_speedup = if (is.null(ls) || is.null(g)) NA else ls$s * n_batch / n1 / g$s, rel_vs_lsoda = NA,
     gpu_vs_cpu = if (is.null(g)) NA else max(mapply(function(a, b) max(abs(a[, -1] - b[, -1]) / pmax(abs(a[, -1]), 1e-300)), cpu$v, g$v)))
 
 # BCR (stiff; 1,122 species, 24,388 reactions) over BioNetGen's time span
@@ -97,7 +100,7 @@ if (!quick && file.exists(bcr)) {
   ls <- if (has_desolve) timed(lsoda_run(m, tt, fun = deSolve::lsodes)) else NULL
   add(model = "BCR (stiff)", samples = length(tt), steps = st[["steps"]], implicit = st[["implicitSteps"]],
       cpu_s = cpu$s, lsoda_s = if (is.null(ls)) NA else ls$s,
-      cpu_speedup = if (is.null(ls)) NA else ls$s / cpu$s, gpu_s = NA,
+      cpu_speedup = if (is.null(ls)) NA else ls$s / cpu$s, gpu_s = NA, gpu_speedup = NA,
       rel_vs_lsoda = if (is.null(ls)) NA else max(abs(cpu$v[, 2:(1 + length(m$species))] - ls$v[, -1]) /
                                                   pmax(abs(ls$v[, -1]), 1e-3)),
       gpu_vs_cpu = NA)

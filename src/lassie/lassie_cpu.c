@@ -5,6 +5,7 @@
  * a batch run in parallel (OpenMP).  Reached through ffi_lassie_simulate(). */
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,13 +68,14 @@ typedef struct ws {
   double *x, *xn, *ks[6], *ys, *ys5, *v, *fa, *wt, *yprev, *fn, *ypred, *y, *g, *dv;
   double *P;
   int *piv, *nzbuf;
+  int *pos;          /* species -> row of P (fill-reducing order) */
 } ws;
 
 static void ws_free(ws *w) {
   if (!w) return;
   free(w->x); free(w->xn); for (int i = 0; i < 6; i++) free(w->ks[i]);
   free(w->ys); free(w->ys5); free(w->v); free(w->fa); free(w->wt); free(w->yprev); free(w->fn); free(w->ypred);
-  free(w->y); free(w->g); free(w->dv); free(w->P); free(w->piv); free(w->nzbuf);
+  free(w->y); free(w->g); free(w->dv); free(w->P); free(w->piv); free(w->nzbuf); free(w->pos);
   memset(w, 0, sizeof(*w));
 }
 
@@ -89,6 +91,66 @@ static int ws_alloc(ws *w, int N, int M, int nnzA) {
 #undef A
   if (!ok) ws_free(w);
   return ok;
+}
+
+/* Minimum-degree order of the pattern of I - gamma J (symmetrised), by
+ * explicit elimination on bitsets: eliminating species in this order keeps
+ * the fill of the LU small (on BCR, 1,122 species, it makes the
+ * factorisation ~100x cheaper than the natural order).  pos[species] =
+ * its row.  Returns 0, or -1 without memory. */
+static int min_degree_order(const sbg_lassie_model *m, int *pos) {
+  const int N = m->n_species;
+  const size_t W = ((size_t)N + 63) / 64;
+  uint64_t *adj = calloc((size_t)N * W, sizeof(uint64_t));
+  uint64_t *alive = malloc(W * sizeof(uint64_t));
+  int *deg = malloc(sizeof(int) * (size_t)N), *nb = malloc(sizeof(int) * (size_t)N);
+  char *gone = calloc((size_t)N, 1);
+  if (!adj || !alive || !deg || !nb || !gone) {
+    free(adj); free(alive); free(deg); free(nb); free(gone);
+    return -1;
+  }
+#define SET(a, b) adj[(size_t)(a) * W + (size_t)(b) / 64] |= (uint64_t)1 << ((b) % 64)
+  for (int l = 0; l < N; l++)
+    for (int q = m->h_ptr[l]; q < m->h_ptr[l + 1]; q++) {
+      int i = m->h_rx[q];
+      for (int e = m->r_ptr[i]; e < m->r_ptr[i + 1]; e++) {
+        int j = m->r_sp[e];
+        if (j != l) { SET(l, j); SET(j, l); }
+      }
+    }
+#undef SET
+  for (size_t b = 0; b < W; b++) alive[b] = ~(uint64_t)0;
+  if (N % 64) alive[W - 1] = ((uint64_t)1 << (N % 64)) - 1;
+  for (int v = 0; v < N; v++) {
+    int d = 0;
+    for (size_t b = 0; b < W; b++) d += __builtin_popcountll(adj[(size_t)v * W + b]);
+    deg[v] = d;
+  }
+  for (int step = 0; step < N; step++) {
+    int v = -1;
+    for (int u = 0; u < N; u++) if (!gone[u] && (v < 0 || deg[u] < deg[v])) v = u;
+    pos[v] = step;
+    gone[v] = 1;
+    alive[v / 64] &= ~((uint64_t)1 << (v % 64));
+    uint64_t *av = adj + (size_t)v * W;
+    int nn = 0;
+    for (size_t b = 0; b < W; b++) {
+      uint64_t x = av[b] & alive[b];
+      while (x) { int t = __builtin_ctzll(x); nb[nn++] = (int)(b * 64 + t); x &= x - 1; }
+    }
+    /* the neighbours of v become a clique */
+    for (int t = 0; t < nn; t++) {
+      int u = nb[t];
+      uint64_t *au = adj + (size_t)u * W;
+      int d = 0;
+      for (size_t b = 0; b < W; b++) { au[b] = (au[b] | av[b]) & alive[b]; }
+      au[u / 64] &= ~((uint64_t)1 << (u % 64));
+      for (size_t b = 0; b < W; b++) d += __builtin_popcountll(au[b]);
+      deg[u] = d;
+    }
+  }
+  free(adj); free(alive); free(deg); free(nb); free(gone);
+  return 0;
 }
 
 /* LU with partial pivoting (the diagonal is kept while it is within a
@@ -147,17 +209,19 @@ static void lu_solve(const double *a, int n, const int *piv, double *b) {
   }
 }
 
-/* P = I - gamma J from the stored factor D (w->dv); J = H D. */
+/* P = I - gamma J from the stored factor D (w->dv); J = H D; rows and
+ * columns in the order w->pos. */
 static void build_iteration_matrix(const sbg_lassie_model *m, double gamma, ws *w) {
   int N = m->n_species;
+  const int *pos = w->pos;
   memset(w->P, 0, sizeof(double) * (size_t)N * N);
   for (int l = 0; l < N; l++) {
-    double *row = w->P + (size_t)l * N;
-    row[l] = 1.0;
+    double *row = w->P + (size_t)pos[l] * N;
+    row[pos[l]] = 1.0;
     for (int q = m->h_ptr[l]; q < m->h_ptr[l + 1]; q++) {
       int i = m->h_rx[q];
       double gh = gamma * m->h_val[q];
-      for (int e = m->r_ptr[i]; e < m->r_ptr[i + 1]; e++) row[m->r_sp[e]] -= gh * w->dv[e];
+      for (int e = m->r_ptr[i]; e < m->r_ptr[i + 1]; e++) row[pos[m->r_sp[e]]] -= gh * w->dv[e];
     }
   }
 }
@@ -320,7 +384,12 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
         so->st = SBG_ERR_INPUT; so->what = LASSIE_FAIL_DENSE; so->t = t; break;
       }
       w->P = malloc(sizeof(double) * (size_t)N * N);
-      if (!w->P) { so->st = SBG_ERR_ALLOC; so->what = LASSIE_FAIL_ALLOC; so->t = t; break; }
+      w->pos = malloc(sizeof(int) * (size_t)N);
+      if (w->P && w->pos && min_degree_order(m, w->pos) != 0) { free(w->pos); w->pos = NULL; }
+      if (!w->P || !w->pos) {
+        free(w->P); w->P = NULL; free(w->pos); w->pos = NULL;
+        so->st = SBG_ERR_ALLOC; so->what = LASSIE_FAIL_ALLOC; so->t = t; break;
+      }
     }
     if (!fn_valid) { rhs(m, k, x, w->v, w->fn); st[SBG_LASSIE_ST_RHS]++; fn_valid = 1; }
     int q = have_prev ? 2 : 1;
@@ -364,17 +433,20 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
       rhs_abs(m, k, y, w->v, g, w->fa);
       st[SBG_LASSIE_ST_RHS]++; st[SBG_LASSIE_ST_NEWTON]++;
       for (int j = 0; j < N; j++) {
-        double c = a1 * x[j] + (q == 2 ? a2 * w->yprev[j] : 0.0);
+        double older = q == 2 ? a2 * w->yprev[j] : 0.0;   /* yprev unset at order 1 */
+        double c = a1 * x[j] + older;
         /* weights of the Newton and error tests: the tolerance, but never
          * below the roundoff of the residual (atol = 1e-12 next to amounts
          * of 1e6 would otherwise ask for the impossible) */
         double floor = LASSIE_ROUNDOFF * DBL_EPSILON *
-                       (fabs(y[j]) + fabs(a1 * x[j]) + fabs(a2 * w->yprev[j]) + gamma * w->fa[j]);
+                       (fabs(y[j]) + fabs(a1 * x[j]) + fabs(older) + gamma * w->fa[j]);
         double wj = atol + rtol * fabs(x[j]);
         w->wt[j] = wj > floor ? wj : floor;
         g[j] = -(y[j] - c - gamma * g[j]);
       }
-      lu_solve(w->P, N, w->piv, g);
+      for (int j = 0; j < N; j++) w->ys[w->pos[j]] = g[j];
+      lu_solve(w->P, N, w->piv, w->ys);
+      for (int j = 0; j < N; j++) g[j] = w->ys[w->pos[j]];
       /* root-mean-square norm: a max norm would ask species near zero to
        * converge below the roundoff of the large ones */
       double dn = 0;

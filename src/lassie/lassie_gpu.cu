@@ -31,6 +31,12 @@ struct simstate {
 };
 enum { FLAG_RUN = 0, FLAG_DONE = 1, FLAG_TO_CPU = 2, FLAG_MAXSTEPS = 3, FLAG_HMIN = 4 };
 
+/* Products and sums rounded one by one: nvcc would contract a*b + c into
+ * one fused multiply-add, which the CPU engine does not do, and the
+ * engines are to agree to the last bits wherever they can. */
+__device__ inline double M_(double a, double b) { return __dmul_rn(a, b); }
+__device__ inline double A_(double a, double b) { return __dadd_rn(a, b); }
+
 __device__ __host__ inline void next_step_size(simstate *s, const double *times) {
   double tout = times[s->next];
   s->hs = s->h; s->hits = 0;
@@ -49,13 +55,15 @@ __global__ void k_stage(int S, int N, const double *x, const double *K, int stag
   size_t SN = (size_t)S * N, o = (size_t)s * N + j;
   const double *K0 = K, *K1 = K + SN, *K2 = K + 2 * SN, *K3 = K + 3 * SN, *K4 = K + 4 * SN;
   double xv = x[o], y;
+  /* the CPU's order of operations (lassie_rkf45_step) */
   switch (stage) {
-    case 1: y = xv + h * RKF_A21 * K0[o]; break;
-    case 2: y = xv + h * (RKF_A31 * K0[o] + RKF_A32 * K1[o]); break;
-    case 3: y = xv + h * (RKF_A41 * K0[o] + RKF_A42 * K1[o] + RKF_A43 * K2[o]); break;
-    case 4: y = xv + h * (RKF_A51 * K0[o] + RKF_A52 * K1[o] + RKF_A53 * K2[o] + RKF_A54 * K3[o]); break;
-    default: y = xv + h * (RKF_A61 * K0[o] + RKF_A62 * K1[o] + RKF_A63 * K2[o] +
-                           RKF_A64 * K3[o] + RKF_A65 * K4[o]); break;
+    case 1: y = A_(xv, M_(M_(h, RKF_A21), K0[o])); break;
+    case 2: y = A_(xv, M_(h, A_(M_(RKF_A31, K0[o]), M_(RKF_A32, K1[o])))); break;
+    case 3: y = A_(xv, M_(h, A_(A_(M_(RKF_A41, K0[o]), M_(RKF_A42, K1[o])), M_(RKF_A43, K2[o])))); break;
+    case 4: y = A_(xv, M_(h, A_(A_(A_(M_(RKF_A51, K0[o]), M_(RKF_A52, K1[o])), M_(RKF_A53, K2[o])),
+                                M_(RKF_A54, K3[o])))); break;
+    default: y = A_(xv, M_(h, A_(A_(A_(A_(M_(RKF_A61, K0[o]), M_(RKF_A62, K1[o])), M_(RKF_A63, K2[o])),
+                                     M_(RKF_A64, K3[o])), M_(RKF_A65, K4[o])))); break;
   }
   ys[(stage == 4 ? SN : 0) + o] = y;
 }
@@ -78,7 +86,7 @@ __global__ void k_spmv(int S, dmodel m, const double *v, double *f, const simsta
   if (!ss[s].active) return;
   const double *vs = v + (size_t)s * m.M;
   double acc = 0;
-  for (int q = m.h_ptr[l]; q < m.h_ptr[l + 1]; q++) acc += m.h_val[q] * vs[m.h_rx[q]];
+  for (int q = m.h_ptr[l]; q < m.h_ptr[l + 1]; q++) acc = A_(acc, M_(m.h_val[q], vs[m.h_rx[q]]));
   f[idx] = acc;
 }
 
@@ -101,9 +109,11 @@ __global__ void k_control(int S, int N, int nt, const double *times, double rtol
     size_t o = (size_t)s * N + j;
     double k0 = K[o], k2 = K[2 * SN + o], k3 = K[3 * SN + o], k4 = K[4 * SN + o], k5 = K[5 * SN + o];
     double xv = x[o];
-    double y = xv + h * (RKF_B1 * k0 + RKF_B3 * k2 + RKF_B4 * k3 + RKF_B5 * k4 + RKF_B6 * k5);
-    double e = h * (RKF_E1 * k0 + RKF_E3 * k2 + RKF_E4 * k3 + RKF_E5 * k4 + RKF_E6 * k5);
-    double r = fabs(e) / (atol + rtol * fmax(fabs(xv), fabs(y)));
+    double y = A_(xv, M_(h, A_(A_(A_(A_(M_(RKF_B1, k0), M_(RKF_B3, k2)), M_(RKF_B4, k3)),
+                                   M_(RKF_B5, k4)), M_(RKF_B6, k5))));
+    double e = M_(h, A_(A_(A_(A_(M_(RKF_E1, k0), M_(RKF_E3, k2)), M_(RKF_E4, k3)),
+                           M_(RKF_E5, k4)), M_(RKF_E6, k5)));
+    double r = fabs(e) / A_(atol, M_(rtol, fmax(fabs(xv), fabs(y))));
     if (!(r <= err)) { if (r != r) nanflag = 1; else err = r; }
     xn[o] = y;
   }
@@ -181,7 +191,7 @@ __global__ void k_stiff(int S, int N, int method, const double *x, const double 
   for (int j = threadIdx.x; j < N; j += blockDim.x) {
     size_t o = (size_t)s * N + j;
     double dk = K[o] - K[4 * SN + o], dy = x[o] - ys5[o];
-    num += dk * dk; den += dy * dy;
+    num = A_(num, M_(dk, dk)); den = A_(den, M_(dy, dy));
   }
   rnum[threadIdx.x] = num; rden[threadIdx.x] = den;
   __syncthreads();
@@ -247,7 +257,8 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
     q->t = p->times[0];
     q->h = sbg_lassie_initial_step(m, p, k, hx + (size_t)s * N, f, v);
     if (!(p->h_init > 0)) q->st[SBG_LASSIE_ST_RHS] = 1;
-    q->next = 1; q->attempts = 1;
+    q->next = 1;
+    q->attempts = p->method == SBG_LASSIE_BDF ? 0 : 1;   /* the CPU counts its own */
     q->active = p->method != SBG_LASSIE_BDF;
     q->flag = q->active ? FLAG_RUN : FLAG_TO_CPU;
     next_step_size(q, p->times);
