@@ -301,8 +301,11 @@ GRN_HD void grn_mutate(const sbg_grn_problem *pb, double p_link, double p_rule, 
   }
 }
 
+/* At least 1, so that an island's total weight is never 0 (scores above
+ * 2^40 arise only for networks of over a thousand genes). */
 GRN_HD uint64_t grn_weight(int64_t score) {
-  return GRN_WEIGHT_ONE / (uint64_t)(score + 1);
+  uint64_t w = GRN_WEIGHT_ONE / (uint64_t)(score + 1);
+  return w ? w : 1u;
 }
 
 /* Uniform integer in [0, total), total >= 1, by rejection on masked 64-bit
