@@ -200,6 +200,11 @@ grnSimulate <- function(network, rules, from, steps = 5) {
 #' `migrants` best of each island replace the worst of the next one on a
 #' ring. `islands = 1` is the master-slave model.
 #'
+#' **Settings.** The defaults are the paper's. On the mouse eye network
+#' ([grnMouseEye()]) mutation rates of 0.05 reach the best known fitness
+#' (no gene off the goal, 8 links changed) in about a thousand generations,
+#' some 30 times fewer than the paper's 0.001.
+#'
 #' **Exact and reproducible.** Fitness is compared in the integer form
 #' `p N dn + (q - p) dl`, with `lambda = p / q` (the nearest fraction with
 #' `q <= 1e6`: exact for up to six decimals). Every random choice comes from

@@ -37,6 +37,8 @@ typedef struct sbg_grn_problem {
   int max_in;              /* largest in-degree a network may have */
   int n_allowed;           /* rules a gene may take, 1..4 */
   uint8_t allowed[4];
+  const uint8_t *lut;      /* CPU engine, w == 1 only: the rules' outcome
+                              table (grn_fill_lut), or NULL; engines set it */
 } sbg_grn_problem;
 
 typedef struct sbg_grn_params {

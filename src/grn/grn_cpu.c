@@ -64,6 +64,20 @@ static void eval_all(const sbg_grn_problem *pb, const grn_pop *pop, int64_t coun
   }
 }
 
+/* A copy of the problem with the rules' outcome table, for networks of up
+ * to 32 genes (the caller frees *lut; NULL where the table does not apply
+ * or cannot be allocated: the evaluation then computes the rules). */
+static sbg_grn_problem with_lut(const sbg_grn_problem *pb, uint8_t **lut) {
+  sbg_grn_problem p = *pb;
+  p.lut = NULL;
+  *lut = NULL;
+  if (pb->w == 1 && (*lut = malloc(GRN_LUT_SIZE)) != NULL) {
+    grn_fill_lut(*lut);
+    p.lut = *lut;
+  }
+  return p;
+}
+
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -103,9 +117,11 @@ static void pop_free(grn_pop *p) {
   p->act = p->rep = NULL; p->rule = NULL;
 }
 
-sbg_status sbg_grn_evolve_cpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
+sbg_status sbg_grn_evolve_cpu(const sbg_grn_problem *pb_in, const sbg_grn_params *gp,
                               sbg_grn_result *out, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
+  uint8_t *lut = NULL;
+  const sbg_grn_problem pbl = with_lut(pb_in, &lut), *pb = &pbl;
   const int n = pb->n, w = pb->w, nt = ctx->n_threads;
   const int64_t P = gp->pop;
   const int I = gp->islands, size = (int)(P / I), K = gp->migrants;
@@ -213,12 +229,15 @@ sbg_status sbg_grn_evolve_cpu(const sbg_grn_problem *pb, const sbg_grn_params *g
 done:
   pop_free(&cur); pop_free(&nxt); pop_free(&mig);
   free(score); free(keys); free(cum); free(ord); free(mig_score);
+  free(lut);
   return st;
 }
 
-sbg_status sbg_grn_bench_cpu(const sbg_grn_problem *pb, int64_t pop, int reps, uint64_t seed,
+sbg_status sbg_grn_bench_cpu(const sbg_grn_problem *pb_in, int64_t pop, int reps, uint64_t seed,
                              double *seconds, double *checksum, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
+  uint8_t *lut = NULL;
+  const sbg_grn_problem pbl = with_lut(pb_in, &lut), *pb = &pbl;
   const int n = pb->n, w = pb->w, nt = ctx->n_threads;
   const int popcnt = cpu_has_popcnt();
   grn_pop p = {0};
@@ -243,6 +262,7 @@ sbg_status sbg_grn_bench_cpu(const sbg_grn_problem *pb, int64_t pop, int reps, u
 done:
   pop_free(&p);
   free(score);
+  free(lut);
   return st;
 }
 
@@ -260,16 +280,19 @@ void sbg_grn_simulate(const sbg_grn_problem *pb, const uint32_t *act, const uint
   }
 }
 
-void sbg_grn_evaluate(const sbg_grn_problem *pb, int64_t count, const uint32_t *act,
+void sbg_grn_evaluate(const sbg_grn_problem *pb_in, int64_t count, const uint32_t *act,
                       const uint32_t *rep, const uint8_t *rules, int *dn, int *dl,
                       int n_threads) {
   grn_pop p = {(uint32_t *)act, (uint32_t *)rep, (uint8_t *)rules, count, 0};
+  uint8_t *lut = NULL;
+  const sbg_grn_problem pbl = with_lut(pb_in, &lut), *pb = &pbl;
   int64_t *score = malloc((size_t)count * sizeof(int64_t) + 1);
   if (!score) { /* scores are optional here: evaluate without them */
     for (int64_t k = 0; k < count; k++)
       grn_evaluate(pb, grn_view_at(&p, pb->n, pb->w, k), dn + k, dl + k);
-    return;
+  } else {
+    eval_all(pb, &p, count, score, dn, dl, n_threads, cpu_has_popcnt());
   }
-  eval_all(pb, &p, count, score, dn, dl, n_threads, cpu_has_popcnt());
   free(score);
+  free(lut);
 }

@@ -176,6 +176,7 @@ static sbg_status problem_to_device(const sbg_grn_problem *pb, sbg_grn_problem *
   size_t nw = (size_t)pb->n * pb->w;
   size_t words = 2 * nw + 2 * (size_t)pb->w;
   *d = *pb;
+  d->lut = NULL; /* the GPU computes the rules */
   SBG_TRY(sbg_device_alloc((void **)buf, words * sizeof(uint32_t), "the reference network", ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(*buf, pb->ref_act, nw * 4, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(*buf + nw, pb->ref_rep, nw * 4, cudaMemcpyHostToDevice, stream));

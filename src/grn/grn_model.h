@@ -85,6 +85,20 @@ GRN_HOT uint32_t grn_rule_apply(int rule, uint32_t a, uint32_t r, uint32_t cur) 
   return (v >> rule) & 1u;
 }
 
+/* The rules' outcomes as a table, for the CPU's evaluation of networks of
+ * up to 32 genes (a, r <= 32): entry (rule << 12) | (a << 6) | r has bit 0
+ * set when the gene turns on whatever its value, bit 1 when it keeps its
+ * value.  A load replaces the ~30 instructions of grn_rule_apply. */
+#define GRN_LUT_SIZE (4 << 12)
+GRN_HD void grn_fill_lut(uint8_t *lut) {
+  for (int rule = 0; rule < 4; rule++)
+    for (uint32_t a = 0; a < 64; a++)
+      for (uint32_t r = 0; r < 64; r++) {
+        uint32_t off = grn_rule_apply(rule, a, r, 0), on = grn_rule_apply(rule, a, r, 1);
+        lut[(rule << 12) | (a << 6) | r] = (uint8_t)(off | ((on & ~off) << 1));
+      }
+}
+
 /* One synchronous step from s to t (w words each, distinct arrays). */
 GRN_HOT void grn_step(const sbg_grn_problem *pb, grn_view v, const uint32_t *s, uint32_t *t) {
   const int n = pb->n, w = pb->w;
@@ -116,14 +130,31 @@ GRN_HOT int64_t grn_evaluate(const sbg_grn_problem *pb, grn_view v, int *dn_out,
   if (w == 1) {
     /* Networks of up to 32 genes: the state fits in one register. */
     uint32_t s = pb->from[0];
-    for (int step = 0; step < pb->steps; step++) {
-      uint32_t t = 0;
-      for (int i = 0; i < n; i++) {
-        uint32_t a = GRN_POPC(GRN_ACT(v, i) & s);
-        uint32_t r = GRN_POPC(GRN_REP(v, i) & s);
-        t |= grn_rule_apply(GRN_RULE(v, i), a, r, (s >> i) & 1u) << i;
+#ifndef __CUDA_ARCH__
+    if (pb->lut) {
+      const uint8_t *lut = pb->lut;
+      for (int step = 0; step < pb->steps; step++) {
+        uint32_t t = 0;
+        for (int i = 0; i < n; i++) {
+          uint32_t a = GRN_POPC(GRN_ACT(v, i) & s);
+          uint32_t r = GRN_POPC(GRN_REP(v, i) & s);
+          uint32_t o = lut[((uint32_t)GRN_RULE(v, i) << 12) | (a << 6) | r];
+          t |= ((o & 1u) | ((o >> 1) & (s >> i))) << i;
+        }
+        s = t;
       }
-      s = t;
+    } else
+#endif
+    {
+      for (int step = 0; step < pb->steps; step++) {
+        uint32_t t = 0;
+        for (int i = 0; i < n; i++) {
+          uint32_t a = GRN_POPC(GRN_ACT(v, i) & s);
+          uint32_t r = GRN_POPC(GRN_REP(v, i) & s);
+          t |= grn_rule_apply(GRN_RULE(v, i), a, r, (s >> i) & 1u) << i;
+        }
+        s = t;
+      }
     }
     dn = GRN_POPC(s ^ pb->to[0]);
   } else {
@@ -270,8 +301,11 @@ GRN_HD void grn_mutate(const sbg_grn_problem *pb, double p_link, double p_rule, 
   }
 }
 
+/* At least 1, so that an island's total weight is never 0 (scores above
+ * 2^40 arise only for networks of over a thousand genes). */
 GRN_HD uint64_t grn_weight(int64_t score) {
-  return GRN_WEIGHT_ONE / (uint64_t)(score + 1);
+  uint64_t w = GRN_WEIGHT_ONE / (uint64_t)(score + 1);
+  return w ? w : 1u;
 }
 
 /* Uniform integer in [0, total), total >= 1, by rejection on masked 64-bit
