@@ -43,17 +43,34 @@ run() {
   Rscript -e 'library(sysbioGPU); print(gpuInfo()); print(resolveBackend("gpu"))' > "$out/gpuinfo.txt" 2>&1
   gpuinfo_rc=$?
 
-  OUT_DIR="$out" Rscript -e '
-    res <- as.data.frame(testthat::test_dir("tests/testthat", package = "sysbioGPU",
-      load_package = "installed", reporter = "summary", stop_on_failure = FALSE))
-    write.csv(res[, c("file", "test", "nb", "failed", "skipped", "error", "warning", "real")],
-              file.path(Sys.getenv("OUT_DIR"), "tests.csv"), row.names = FALSE)
+  # One R process per test file, each under a time limit (TEST_TIMEOUT
+  # seconds, default 300), so a hang names its file; TESTS="pbn gsea" runs
+  # the files whose names contain those words.
+  tests_rc=0
+  : > "$out/tests.csv"; : > "$out/tests-files.txt"
+  for f in tests/testthat/test-*.R; do
+    name=$(basename "$f" .R)
+    if [ -n "${TESTS:-}" ]; then
+      hit=0; for w in $TESTS; do case "$name" in *"$w"*) hit=1 ;; esac; done
+      [ "$hit" = 1 ] || continue
+    fi
+    OUT_DIR="$out" timeout "${TEST_TIMEOUT:-300}" Rscript -e '
+      f <- commandArgs(TRUE)[1]
+      res <- as.data.frame(testthat::test_file(f, package = "sysbioGPU",
+        load_package = "installed", reporter = "progress", stop_on_failure = FALSE))
+      write.table(res[, c("file", "test", "nb", "failed", "skipped", "error", "real")],
+                  file.path(Sys.getenv("OUT_DIR"), "tests.csv"), append = TRUE, sep = ",",
+                  col.names = FALSE, row.names = FALSE)
+      quit(status = as.integer(sum(res$failed) + sum(res$error) > 0))
+    ' "$f" > "$out/$name.log" 2>&1
+    rc=$?
+    echo "$name: rc $rc ($( [ $rc = 124 ] && echo "timed out" || echo "finished"))" >> "$out/tests-files.txt"
+    [ $rc = 0 ] || tests_rc=1
+  done
+  OUT_DIR="$out" Rscript -e 'r <- read.csv(file.path(Sys.getenv("OUT_DIR"), "tests.csv"), header = FALSE)
     cat(sprintf("tests: %d expectations in %d tests, %d failed, %d errors, %d skipped\n",
-                sum(res$nb), nrow(res), sum(res$failed), sum(res$error), sum(res$skipped)),
-        file = file.path(Sys.getenv("OUT_DIR"), "tests-summary.txt"))
-    quit(status = as.integer(sum(res$failed) + sum(res$error) > 0))
-  ' > "$out/tests.log" 2>&1
-  tests_rc=$?
+        sum(r[[3]]), nrow(r), sum(r[[4]]), sum(r[[6]]), sum(r[[5]])))' > "$out/tests-summary.txt" 2>&1
+  cat "$out/tests-files.txt" >> "$out/tests-summary.txt"
 
   sanitize_rc=skipped
   if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
@@ -83,7 +100,12 @@ run() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
   echo "-- gpuInfo() (rc $gpuinfo_rc)"; cat "$out/gpuinfo.txt"
   echo "-- $(cat "$out/tests-summary.txt" 2>/dev/null || echo "tests did not finish") (rc $tests_rc)"
-  if [ "$tests_rc" != 0 ]; then grep -E "Failure|Error" -A6 "$out/tests.log" | head -60; fi
+  if [ "$tests_rc" != 0 ]; then
+    for l in "$out"/test-*.log; do
+      grep -qE "FAIL [1-9]|Failure|Error \(" "$l" && { echo "---- $(basename "$l")"; grep -E "^(Failure|Error) \(" -A12 "$l" | head -80; }
+    done
+    grep "timed out" "$out/tests-files.txt" | while read -r t; do echo "---- $t"; tail -5 "$out/${t%%:*}.log"; done
+  fi
   echo "-- compute-sanitizer: rc $sanitize_rc; $(grep -E "ERROR SUMMARY|LEAK SUMMARY" "$out/sanitizer.log" 2>/dev/null | tr '\n' ' ')"
   echo "-- benchmarks"; cat "$out/bench.txt"
   [ "$tests_rc" = 0 ] && [ "$gpuinfo_rc" = 0 ]
