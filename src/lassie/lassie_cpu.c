@@ -12,6 +12,7 @@
 
 #include "lassie.h"
 #include "lassie_common.h"
+#include "portable_math.h"
 #include "omp_compat.h"
 
 /* Largest N for the dense iteration matrix of the implicit steps (2 GiB). */
@@ -351,7 +352,7 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
         st[SBG_LASSIE_ST_STEPS]++;
         rej_hist <<= 1;
         prev_h = hs;
-        double fac = err > 0 ? 0.9 * pow(err, -0.2) : 5.0;
+        double fac = err > 0 ? 0.9 * sbg_pow(err, -0.2) : 5.0;
         if (fac > 5.0) fac = 5.0;
         double hn = hs * fac;
         h = (hits && hn < h) ? h : hn;
@@ -360,7 +361,7 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
         st[SBG_LASSIE_ST_REJECTED]++;
         rej_hist = (rej_hist << 1) | 1u;
         prev_h = 0;
-        double fac = isfinite(err) ? 0.9 * pow(err, -0.25) : 0.1;
+        double fac = isfinite(err) ? 0.9 * sbg_pow(err, -0.25) : 0.1;
         if (fac < 0.1) fac = 0.1;
         if (fac > 0.9) fac = 0.9;
         h = hs * fac;
@@ -482,7 +483,7 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
     double expo = -1.0 / (q + 1);
     if (!(err <= 1.0)) {
       st[SBG_LASSIE_ST_REJECTED]++;
-      double fac = isfinite(err) ? 0.9 * pow(err, expo) : 0.1;
+      double fac = isfinite(err) ? 0.9 * sbg_pow(err, expo) : 0.1;
       if (fac < 0.1) fac = 0.1;
       if (fac > 0.9) fac = 0.9;
       h = hs * fac;
@@ -495,7 +496,7 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
     h_prev = hs; have_prev = 1; fn_valid = 0; jac_fresh = 0;
     t = hits ? tout : t + hs;
     st[SBG_LASSIE_ST_STEPS]++; st[SBG_LASSIE_ST_IMPLICIT]++;
-    double fac = err > 0 ? 0.9 * pow(err, expo) : 2.0;
+    double fac = err > 0 ? 0.9 * sbg_pow(err, expo) : 2.0;
     if (fac > 2.0) fac = 2.0;
     if (fac < 0.2) fac = 0.2;
     double hn = hs * fac;

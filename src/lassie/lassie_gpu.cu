@@ -11,6 +11,7 @@
 #include "cuda_check.cuh"
 #include "lassie.h"
 #include "lassie_common.h"
+#include "portable_math.h"
 
 namespace {
 
@@ -135,7 +136,7 @@ __global__ void k_control(int S, int N, int nt, const double *times, double rtol
       st->t = st->hits ? tout : st->t + h;
       st->st[SBG_LASSIE_ST_STEPS]++;
       st->rej <<= 1;
-      double fac = err > 0 ? 0.9 * pow(err, -0.2) : 5.0;
+      double fac = err > 0 ? 0.9 * sbg_pow(err, -0.2) : 5.0;
       if (fac > 5.0) fac = 5.0;
       double hn = h * fac;
       st->h = (st->hits && hn < st->h) ? st->h : hn;
@@ -145,7 +146,7 @@ __global__ void k_control(int S, int N, int nt, const double *times, double rtol
       st->prev_h = 0;
       st->st[SBG_LASSIE_ST_REJECTED]++;
       st->rej = (st->rej << 1) | 1u;
-      double fac = isfinite(err) ? 0.9 * pow(err, -0.25) : 0.1;
+      double fac = isfinite(err) ? 0.9 * sbg_pow(err, -0.25) : 0.1;
       if (fac < 0.1) fac = 0.1;
       if (fac > 0.9) fac = 0.9;
       st->h = h * fac;

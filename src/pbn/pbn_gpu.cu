@@ -249,10 +249,14 @@ static sbg_status pbn_gpu_advance(sbg_pbn_engine *eng, int64_t steps, int count,
     float ms = 0;
     SBG_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
     /* aim at ~100 ms per launch, so Ctrl-C is seen quickly */
-    double f = ms > 0.01 ? 100.0 / ms : 16.0;
-    if (f > 16) f = 16;
+    double f = ms > 0.01 ? 100.0 / ms : 4.0;
+    if (f > 4) f = 4;
     if (f < 0.25) f = 0.25;
     e->chunk = e->chunk * f;
+    /* A launch that ran fast (little work left in it) must not let the next
+     * one grow without bound: at most ~4e9 chain-steps, well under a second. */
+    double cap = 4e9 / (double)e->a.n_chains;
+    if (e->chunk > cap) e->chunk = cap;
     if (e->chunk > 1e9) e->chunk = 1e9;
     done += len;
     SBG_TRY(sbg_poll(ctx, lo + (hi - lo) * (double)done / (double)steps));
