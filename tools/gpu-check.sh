@@ -72,17 +72,29 @@ run() {
         sum(r[[3]]), nrow(r), sum(r[[4]]), sum(r[[6]]), sum(r[[5]])))' > "$out/tests-summary.txt" 2>&1
   cat "$out/tests-files.txt" >> "$out/tests-summary.txt"
 
+  # compute-sanitizer memcheck (with leak check) over the GPU self-tests and
+  # then each method's test file (SANITIZE_TIMEOUT seconds each, default 70).
+  # API errors are not counted: the suites provoke failed allocations on
+  # purpose; out-of-bounds accesses, races on memory and leaks are.
   sanitize_rc=skipped
+  : > "$out/sanitizer-summary.txt"
   if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
-    # memcheck (with leak check) over the GPU self-tests. The deliberate
-    # out-of-memory case of the test suite stays out: the sanitizer counts
-    # every failed CUDA call as an error.
-    compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
-      Rscript -e 'library(sysbioGPU)
+    sanitize_rc=0
+    san="compute-sanitizer --tool memcheck --leak-check full --report-api-errors no --error-exitcode 9"
+    timeout "${SANITIZE_TIMEOUT:-70}" $san Rscript -e 'library(sysbioGPU)
         invisible(philoxShuffle(100, 1, streams = 1000, backend = "gpu"))
         invisible(philoxDraws(1000, 1, streams = 100, type = "integer", max = 7, backend = "gpu"))
         invisible(sysbioGPU:::busy_run(0.2, 2^24, backend = "gpu"))' > "$out/sanitizer.log" 2>&1
-    sanitize_rc=$?
+    echo "selftest: rc $? $(grep -E "ERROR SUMMARY" "$out/sanitizer.log" | tail -1)" >> "$out/sanitizer-summary.txt"
+    for f in tests/testthat/test-*.R; do
+      name=$(basename "$f" .R)
+      case "$name" in test-backend|test-interrupt|test-philox) continue ;; esac
+      timeout "${SANITIZE_TIMEOUT:-70}" $san Rscript -e 'testthat::test_file(commandArgs(TRUE)[1],
+        package = "sysbioGPU", load_package = "installed", reporter = "summary")' "$f" > "$out/sanitizer-$name.log" 2>&1
+      rc=$?
+      echo "$name: rc $rc$( [ $rc = 124 ] && echo " (timed out)") $(grep -E "ERROR SUMMARY|LEAK SUMMARY" "$out/sanitizer-$name.log" | tr '\n' ' ')" >> "$out/sanitizer-summary.txt"
+      [ $rc = 9 ] && sanitize_rc=9
+    done
   fi
 
   : > "$out/bench.txt"
@@ -106,7 +118,7 @@ run() {
     done
     grep "timed out" "$out/tests-files.txt" | while read -r t; do echo "---- $t"; tail -5 "$out/${t%%:*}.log"; done
   fi
-  echo "-- compute-sanitizer: rc $sanitize_rc; $(grep -E "ERROR SUMMARY|LEAK SUMMARY" "$out/sanitizer.log" 2>/dev/null | tr '\n' ' ')"
+  echo "-- compute-sanitizer: rc $sanitize_rc"; cat "$out/sanitizer-summary.txt"
   echo "-- benchmarks"; cat "$out/bench.txt"
   [ "$tests_rc" = 0 ] && [ "$gpuinfo_rc" = 0 ]
 }
