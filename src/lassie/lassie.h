@@ -67,6 +67,9 @@ sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie_params *p,
                           sbg_lassie_result *r, sbg_ctx *ctx);
 
 /* Reaction rates v (length M) at state x with constants k. */
+/* dX/dt = H v(x) into f (n_species), with the rates v (n_reactions) as scratch. */
+void sbg_lassie_rhs(const sbg_lassie_model *m, const double *k, const double *x,
+                    double *v, double *f);
 void sbg_lassie_rates(const sbg_lassie_model *m, const double *k,
                       const double *x, double *v);
 /* dv_i/dx_j for every reactant entry e of reaction i (length r_ptr[M]):

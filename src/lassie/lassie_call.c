@@ -81,12 +81,7 @@ SEXP ffi_lassie_rhs(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_rx,
   SBG_ASSERT(TYPEOF(x) == REALSXP && XLENGTH(x) == m.n_species);
   SEXP v = PROTECT(Rf_allocVector(REALSXP, m.n_reactions));
   SEXP f = PROTECT(Rf_allocVector(REALSXP, m.n_species));
-  sbg_lassie_rates(&m, REAL(rates), REAL(x), REAL(v));
-  for (int l = 0; l < m.n_species; l++) {
-    double s = 0;
-    for (int q = m.h_ptr[l]; q < m.h_ptr[l + 1]; q++) s += m.h_val[q] * REAL(v)[m.h_rx[q]];
-    REAL(f)[l] = s;
-  }
+  sbg_lassie_rhs(&m, REAL(rates), REAL(x), REAL(v), REAL(f));
   UNPROTECT(2);
   return f;
 }

@@ -38,8 +38,8 @@ void sbg_lassie_dvdx(const sbg_lassie_model *m, const double *k,
   }
 }
 
-static void rhs(const sbg_lassie_model *m, const double *k, const double *x,
-                double *v, double *f) {
+void sbg_lassie_rhs(const sbg_lassie_model *m, const double *k, const double *x,
+                    double *v, double *f) {
   sbg_lassie_rates(m, k, x, v);
   for (int l = 0; l < m->n_species; l++) {
     double s = 0;
@@ -255,7 +255,7 @@ double sbg_lassie_initial_step(const sbg_lassie_model *m, const sbg_lassie_param
   if (p->h_init > 0) return p->h_init;
   /* 1% of the time the fastest species needs to change by its own
    * tolerance scale */
-  rhs(m, k, x, v, f);
+  sbg_lassie_rhs(m, k, x, v, f);
   double d0 = 0, d1 = 0;
   for (int j = 0; j < N; j++) {
     double sc = p->atol + p->rtol * fabs(x[j]);
@@ -324,7 +324,7 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
     if (mode == SBG_LASSIE_BDF && have_prev && hs > 2 * h_prev) { hs = 2 * h_prev; hits = 0; }
 
     if (mode == SBG_LASSIE_RKF45) {
-      rhs(m, k, x, w->v, K[0]);
+      sbg_lassie_rhs(m, k, x, w->v, K[0]);
       st[SBG_LASSIE_ST_RHS]++;
       if (prev_h > 0) {
         double num = 0, den = 0;
@@ -344,7 +344,7 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
       }
     }
     if (mode == SBG_LASSIE_RKF45) {
-      double err = lassie_rkf45_step(m, k, x, hs, K, w->ys, w->ys5, xn, w->v, rtol, atol, rhs);
+      double err = lassie_rkf45_step(m, k, x, hs, K, w->ys, w->ys5, xn, w->v, rtol, atol, sbg_lassie_rhs);
       st[SBG_LASSIE_ST_RHS] += 5;
       if (err <= 1.0) {
         t = hits ? tout : t + hs;
@@ -392,7 +392,7 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
         so->st = SBG_ERR_ALLOC; so->what = LASSIE_FAIL_ALLOC; so->t = t; break;
       }
     }
-    if (!fn_valid) { rhs(m, k, x, w->v, w->fn); st[SBG_LASSIE_ST_RHS]++; fn_valid = 1; }
+    if (!fn_valid) { sbg_lassie_rhs(m, k, x, w->v, w->fn); st[SBG_LASSIE_ST_RHS]++; fn_valid = 1; }
     int q = have_prev ? 2 : 1;
     double gamma, a1 = 1, a2 = 0;
     if (q == 1) {
