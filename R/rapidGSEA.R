@@ -43,9 +43,17 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   without a null NES \eqn{\ge 0} left out), divided by #\{observed NES
 #'   \eqn{\ge} NES\} / #\{observed NES \eqn{\ge 0}\}, capped at 1; mirrored
 #'   for negative NES.
+#' - The FDR numerators are summed as integers in units of
+#'   \eqn{2^{-f}} (\eqn{f} = 52 for up to 511 permutations, one bit less
+#'   per doubling, 40 at \eqn{2^{20}}), so they do not depend on the order
+#'   of the permutations, threads or backend (relative rounding below
+#'   \eqn{10^{-8}}).
 #' - The statistics are computed in two streaming passes over the
 #'   permutations (the second regenerates them from the seed), so the sets
-#'   x permutations table is held only with `keepNull = TRUE`.
+#'   x permutations table is held only with `keepNull = TRUE`; on the GPU
+#'   both passes run on the device and only per-set sums come back.
+#' - The GPU engine takes gene sets of up to 8,192 genes (sets are sorted
+#'   by rank in thread blocks' shared memory); use the CPU for larger ones.
 #'
 #' @param expr Expression: a numeric matrix (genes x samples, gene symbols
 #'   as row names), an `ExpressionSet`, a `SummarizedExperiment` (first

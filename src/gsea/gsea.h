@@ -65,7 +65,8 @@ typedef struct sbg_gsea_prep {
 } sbg_gsea_prep;
 
 /* GPU engine: an opaque handle computing the ES of permutations
- * [first, first + n) into es (n_sets x n, column per permutation). */
+ * [first, first + n) into its device buffer, copied into es (n_sets x n,
+ * column per permutation) unless es is NULL. */
 typedef struct sbg_gsea_gpu sbg_gsea_gpu;
 sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea_params *p,
                              const sbg_gsea_prep *prep, int64_t max_batch,
@@ -75,6 +76,28 @@ sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t n,
 /* Largest batch the device holds (multiple of 64, >= 64), after open. */
 int64_t sbg_gsea_gpu_max_batch(const sbg_gsea_gpu *h);
 void sbg_gsea_gpu_close(sbg_gsea_gpu *h);
+
+/* The streaming statistics on the device, on the batch just computed, so
+ * the ES table never crosses to the host.  The same arithmetic as the host
+ * passes in gsea_cpu.c (see there), with the same bits as the result.
+ * Pass 1 accumulates the sign-separated sums and the nominal p counts of
+ * the observed ES es_obs; pass1_result adds them into the host arrays. */
+sbg_status sbg_gsea_gpu_pass1(sbg_gsea_gpu *h, const double *es_obs, int64_t n, sbg_ctx *ctx);
+sbg_status sbg_gsea_gpu_pass1_result(sbg_gsea_gpu *h, double *sum_pos, double *sum_neg,
+                                     int64_t *n_pos, int64_t *n_neg, int64_t *n_ext,
+                                     sbg_ctx *ctx);
+/* Whether pass 2 fits the device's shared memory for kp + kn observed NES. */
+int sbg_gsea_gpu_pass2_fits(const sbg_gsea_gpu *h, int32_t kp, int32_t kn);
+/* Pass 2 over the batch [first, first + n): per permutation max/min null
+ * NES into pmax/pmin[first - 1 ...], FDR numerators kept on the device. */
+sbg_status sbg_gsea_gpu_pass2(sbg_gsea_gpu *h, int64_t first, int64_t n, const double *mpos,
+                              const double *mneg, const double *opos, int32_t kp,
+                              const double *oneg, int32_t kn, int fbits, double *pmax,
+                              double *pmin, sbg_ctx *ctx);
+/* Adds the FDR numerators (kp + 1, kn + 1 bins) and valid permutation
+ * counts into the host's. */
+sbg_status sbg_gsea_gpu_pass2_result(sbg_gsea_gpu *h, uint64_t *hp, uint64_t *hn,
+                                     int64_t *valid_pos, int64_t *valid_neg, sbg_ctx *ctx);
 
 /* Broad statistics from an ES table (n_sets x nperm, column-major), the
  * same code the streaming engine uses: reached from gseaStats(). */

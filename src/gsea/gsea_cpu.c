@@ -14,12 +14,12 @@
 #include "omp_compat.h"
 #include "philox.h"
 
-#define CHUNK 64
+#define CHUNK 64 /* batches are multiples of this many permutations */
 #define SBG_TRY(expr)                                                         \
   do {                                                                        \
     st = (expr);                                                              \
     if (st != SBG_OK) goto done;                                              \
-  } while (0) /* permutations per deterministic reduction chunk */
+  } while (0)
 
 static double now_s(void) {
   struct timespec t;
@@ -190,6 +190,7 @@ static void perm_es(const shared *sh, ws *w, int64_t j, double *es, int32_t *pos
 typedef struct stats {
   int32_t S;
   int64_t nperm;
+  int nth;
   const double *es;          /* observed ES */
   /* pass 1 */
   double *sum_pos, *sum_neg;
@@ -198,8 +199,9 @@ typedef struct stats {
   /* pass 2 */
   double *opos, *oneg;       /* observed NES >= 0 ascending; -NES for NES <= 0 ascending */
   int32_t kp, kn;
-  double *hp, *hn;           /* FDR numerators by bin */
-  double *chp, *chn;         /* per-chunk partials of the current batch */
+  int fbits;                 /* FDR numerators in units of 2^-fbits */
+  uint64_t *hp, *hn;         /* FDR numerators by bin (kp + 1, kn + 1) */
+  uint64_t *thp, *thn;       /* per-thread partials of the current batch */
   int64_t valid_pos, valid_neg;
   double *pmax, *pmin;       /* per permutation max / min null NES */
 } stats;
@@ -207,14 +209,16 @@ typedef struct stats {
 static void stats_free(stats *t) {
   free(t->sum_pos); free(t->sum_neg); free(t->n_pos); free(t->n_neg); free(t->n_ext);
   free(t->mpos); free(t->mneg); free(t->nes); free(t->opos); free(t->oneg);
-  free(t->hp); free(t->hn); free(t->chp); free(t->chn); free(t->pmax); free(t->pmin);
+  free(t->hp); free(t->hn); free(t->thp); free(t->thn); free(t->pmax); free(t->pmin);
 }
 
-static int stats_alloc(stats *t, int32_t S, int64_t nperm, const double *es) {
+static int stats_alloc(stats *t, int32_t S, int64_t nperm, const double *es, int nth) {
   memset(t, 0, sizeof *t);
   t->S = S;
   t->nperm = nperm;
+  t->nth = nth;
   t->es = es;
+  t->fbits = gsea_fdr_bits(nperm);
   size_t s = (size_t)S;
   t->sum_pos = calloc(s, sizeof(double));
   t->sum_neg = calloc(s, sizeof(double));
@@ -226,12 +230,15 @@ static int stats_alloc(stats *t, int32_t S, int64_t nperm, const double *es) {
   t->nes = malloc(s * sizeof(double));
   t->opos = malloc(s * sizeof(double));
   t->oneg = malloc(s * sizeof(double));
-  t->hp = calloc(s + 1, sizeof(double));
-  t->hn = calloc(s + 1, sizeof(double));
+  t->hp = calloc(s + 1, sizeof(uint64_t));
+  t->hn = calloc(s + 1, sizeof(uint64_t));
+  t->thp = malloc((size_t)nth * (s + 1) * sizeof(uint64_t));
+  t->thn = malloc((size_t)nth * (s + 1) * sizeof(uint64_t));
   t->pmax = malloc((size_t)nperm * sizeof(double));
   t->pmin = malloc((size_t)nperm * sizeof(double));
   return t->sum_pos && t->sum_neg && t->n_pos && t->n_neg && t->n_ext && t->mpos &&
-         t->mneg && t->nes && t->opos && t->oneg && t->hp && t->hn && t->pmax && t->pmin;
+         t->mneg && t->nes && t->opos && t->oneg && t->hp && t->hn && t->thp && t->thn &&
+         t->pmax && t->pmin;
 }
 
 /* Pass 1 over permutations [first, first + n): sign-separated sums and the
@@ -284,16 +291,6 @@ static void stats_end_pass1(stats *t, double *nes, double *pval) {
   qsort(t->oneg, (size_t)t->kn, sizeof(double), cmp_double);
 }
 
-/* Number of a[0..n) <= x, a ascending. */
-static int32_t count_le(const double *a, int32_t n, double x) {
-  int32_t lo = 0, hi = n;
-  while (lo < hi) {
-    int32_t mid = lo + (hi - lo) / 2;
-    if (a[mid] <= x) lo = mid + 1; else hi = mid;
-  }
-  return lo;
-}
-
 /* Number of a[0..n) < x, a ascending. */
 static int32_t count_lt(const double *a, int32_t n, double x) {
   int32_t lo = 0, hi = n;
@@ -304,53 +301,48 @@ static int32_t count_lt(const double *a, int32_t n, double x) {
   return lo;
 }
 
-/* Pass 2 over permutations [first, first + n), first - 1 a multiple of
- * CHUNK except in a final short batch: normalised null ES, the per
+/* Pass 2 over permutations [first, first + n): normalised null ES, the per
  * permutation max/min (FWER) and the FDR numerators.  A null NES v >= 0
  * adds 1/#{null NES >= 0 in its permutation} to every observed NES <= v;
  * that weight goes into bin #{observed <= v} and suffix sums finish it.
- * Chunks of CHUNK permutations are reduced in order: deterministic. */
+ * The weights are integers (gsea_fdr_weight), so the sums do not depend on
+ * the order: the GPU's pass gives the same bits. */
 static void stats_pass2(stats *t, const double *nb, int64_t first, int64_t n, int nth) {
   int32_t S = t->S;
-  int64_t nch = (n + CHUNK - 1) / CHUNK;
   size_t wp = (size_t)t->kp + 1, wn = (size_t)t->kn + 1;
   int64_t vpos = 0, vneg = 0;
-#pragma omp parallel for num_threads(nth) schedule(dynamic, 1) reduction(+ : vpos, vneg)
-  for (int64_t c = 0; c < nch; c++) {
-    double *hp = t->chp + (size_t)c * wp, *hn = t->chn + (size_t)c * wn;
-    memset(hp, 0, wp * sizeof(double));
-    memset(hn, 0, wn * sizeof(double));
-    int64_t b1 = (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n;
-    for (int64_t b = c * CHUNK; b < b1; b++) {
-      const double *col = nb + (size_t)b * S;
-      double mx = -INFINITY, mn = INFINITY;
-      int32_t mp = 0, mm = 0;
-      for (int32_t s = 0; s < S; s++) {
-        double v = col[s];
-        double z = v >= 0 ? v / t->mpos[s] : v / t->mneg[s];
-        if (isnan(z)) continue;
-        if (z > mx) mx = z;
-        if (z < mn) mn = z;
-        if (z >= 0) mp++;
-        if (z <= 0) mm++;
-      }
-      t->pmax[first - 1 + b] = mx;
-      t->pmin[first - 1 + b] = mn;
-      if (mp) vpos++;
-      if (mm) vneg++;
-      double wpv = mp ? 1.0 / mp : 0, wnv = mm ? 1.0 / mm : 0;
-      for (int32_t s = 0; s < S; s++) {
-        double v = col[s];
-        double z = v >= 0 ? v / t->mpos[s] : v / t->mneg[s];
-        if (isnan(z)) continue;
-        if (z >= 0) hp[count_le(t->opos, t->kp, z)] += wpv;
-        if (z <= 0) hn[count_le(t->oneg, t->kn, -z)] += wnv;
-      }
+  memset(t->thp, 0, (size_t)nth * wp * sizeof(uint64_t));
+  memset(t->thn, 0, (size_t)nth * wn * sizeof(uint64_t));
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 64) reduction(+ : vpos, vneg)
+  for (int64_t b = 0; b < n; b++) {
+    uint64_t *hp = t->thp + (size_t)omp_get_thread_num() * wp;
+    uint64_t *hn = t->thn + (size_t)omp_get_thread_num() * wn;
+    const double *col = nb + (size_t)b * S;
+    double mx = -INFINITY, mn = INFINITY;
+    int32_t mp = 0, mm = 0;
+    for (int32_t s = 0; s < S; s++) {
+      double z = gsea_null_nes(col[s], t->mpos[s], t->mneg[s]);
+      if (isnan(z)) continue;
+      if (z > mx) mx = z;
+      if (z < mn) mn = z;
+      if (z >= 0) mp++;
+      if (z <= 0) mm++;
+    }
+    t->pmax[first - 1 + b] = mx;
+    t->pmin[first - 1 + b] = mn;
+    if (mp) vpos++;
+    if (mm) vneg++;
+    uint64_t wpv = mp ? gsea_fdr_weight(mp, t->fbits) : 0, wnv = mm ? gsea_fdr_weight(mm, t->fbits) : 0;
+    for (int32_t s = 0; s < S; s++) {
+      double z = gsea_null_nes(col[s], t->mpos[s], t->mneg[s]);
+      if (isnan(z)) continue;
+      if (z >= 0) hp[gsea_count_le(t->opos, t->kp, z)] += wpv;
+      if (z <= 0) hn[gsea_count_le(t->oneg, t->kn, -z)] += wnv;
     }
   }
-  for (int64_t c = 0; c < nch; c++) {
-    for (size_t i = 0; i < wp; i++) t->hp[i] += t->chp[(size_t)c * wp + i];
-    for (size_t i = 0; i < wn; i++) t->hn[i] += t->chn[(size_t)c * wn + i];
+  for (int i = 0; i < nth; i++) {
+    for (size_t k = 0; k < wp; k++) t->hp[k] += t->thp[(size_t)i * wp + k];
+    for (size_t k = 0; k < wn; k++) t->hn[k] += t->thn[(size_t)i * wn + k];
   }
   t->valid_pos += vpos;
   t->valid_neg += vneg;
@@ -362,8 +354,8 @@ static int stats_finish(stats *t, double *fdr, double *fwer) {
   int64_t N = t->nperm;
   /* suffix sums: cp[i] = sum of bins > i, the numerator of the i-th
    * smallest observed value */
-  double *cp = malloc(((size_t)kp + 1) * sizeof(double));
-  double *cn = malloc(((size_t)kn + 1) * sizeof(double));
+  uint64_t *cp = malloc(((size_t)kp + 1) * sizeof(uint64_t));
+  uint64_t *cn = malloc(((size_t)kn + 1) * sizeof(uint64_t));
   double *smax = malloc((size_t)N * sizeof(double));
   double *smin = malloc((size_t)N * sizeof(double));
   if (!cp || !cn || !smax || !smin) {
@@ -382,18 +374,18 @@ static int stats_finish(stats *t, double *fdr, double *fwer) {
     if (isnan(v)) { fdr[s] = NAN; fwer[s] = NAN; continue; }
     if (v >= 0) {
       int32_t i = count_lt(t->opos, kp, v);              /* first observed == v */
-      double num = t->valid_pos ? cp[i] / (double)t->valid_pos : 0;
+      double num = t->valid_pos ? ldexp((double)cp[i], -t->fbits) / (double)t->valid_pos : 0;
       double den = (double)(kp - i) / (double)kp;          /* observed >= v */
       double q = num / den;
       fdr[s] = q < 1 ? q : 1;
-      fwer[s] = (double)(N - count_le(smax, (int32_t)N, v)) / (double)N; /* max > v */
+      fwer[s] = (double)(N - gsea_count_le(smax, (int32_t)N, v)) / (double)N; /* max > v */
     } else {
       int32_t i = count_lt(t->oneg, kn, -v);
-      double num = t->valid_neg ? cn[i] / (double)t->valid_neg : 0;
+      double num = t->valid_neg ? ldexp((double)cn[i], -t->fbits) / (double)t->valid_neg : 0;
       double den = (double)(kn - i) / (double)kn;
       double q = num / den;
       fdr[s] = q < 1 ? q : 1;
-      fwer[s] = (double)(N - count_le(smin, (int32_t)N, -v)) / (double)N; /* min < v */
+      fwer[s] = (double)(N - gsea_count_le(smin, (int32_t)N, -v)) / (double)N; /* min < v */
     }
   }
   free(cp); free(cn); free(smax); free(smin);
@@ -407,21 +399,15 @@ sbg_status sbg_gsea_stats_table(int32_t n_sets, int64_t nperm, const double *es,
                                 double *fdr, double *fwer, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   stats t;
-  int ok = stats_alloc(&t, n_sets, nperm, es);
-  int64_t nch = (nperm + CHUNK - 1) / CHUNK;
-  if (ok) {
-    t.chp = malloc((size_t)nch * ((size_t)n_sets + 1) * sizeof(double));
-    t.chn = malloc((size_t)nch * ((size_t)n_sets + 1) * sizeof(double));
-    ok = t.chp && t.chn;
-  }
-  if (!ok) {
+  int nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
+  if (!stats_alloc(&t, n_sets, nperm, es, nth)) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics of %d sets x %lld permutations",
                   (int)n_sets, (long long)nperm);
     goto done;
   }
-  stats_pass1(&t, null_es, nperm, ctx->n_threads);
+  stats_pass1(&t, null_es, nperm, nth);
   stats_end_pass1(&t, nes, pval);
-  stats_pass2(&t, null_es, 1, nperm, ctx->n_threads);
+  stats_pass2(&t, null_es, 1, nperm, nth);
   if (!stats_finish(&t, fdr, fwer)) st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the FWER tables");
 done:
   stats_free(&t);
@@ -557,38 +543,52 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
     B = sbg_gsea_gpu_max_batch(gpu);
   }
   if (B > nperm) B = (nperm + CHUNK - 1) / CHUNK * CHUNK;
-  if (!out->null_es) {
+  if (!out->null_es && !gpu) {
     nb = malloc((size_t)B * (size_t)S * sizeof(double));
     if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)B, (int)S); goto done; }
   }
-  if (!stats_alloc(&t, S, nperm, out->es)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
-  t.chp = malloc((size_t)(B / CHUNK) * ((size_t)S + 1) * sizeof(double));
-  t.chn = malloc((size_t)(B / CHUNK) * ((size_t)S + 1) * sizeof(double));
-  if (!t.chp || !t.chn) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
+  if (!stats_alloc(&t, S, nperm, out->es, nth)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
 
   /* pass 1, then pass 2 regenerating the same permutations (or reading the
-   * kept table) */
+   * kept table).  On the GPU the statistics run on the device unless the
+   * table is kept or pass 2's observed NES do not fit its shared memory. */
   int passes = out->null_es ? 1 : 2;
+  int dev_stats = gpu && !out->null_es;
   double work = (double)nperm * passes, doneW = 0;
   for (int pass = 1; pass <= 2; pass++) {
     for (int64_t first = 1; first <= nperm; first += B) {
       int64_t n = nperm - first + 1 < B ? nperm - first + 1 : B;
       double *batch = out->null_es ? out->null_es + (size_t)(first - 1) * S : nb;
       if (pass == 1 || !out->null_es) {
-        if (gpu) SBG_TRY(sbg_gsea_gpu_batch(gpu, first, n, batch, ctx));
+        if (gpu) SBG_TRY(sbg_gsea_gpu_batch(gpu, first, n, dev_stats ? NULL : batch, ctx));
         else SBG_TRY(cpu_batch(&sh, wss, first, n, batch, ctx));
         doneW += (double)n;
       }
-      if (pass == 1) stats_pass1(&t, batch, n, nth);
-      else stats_pass2(&t, batch, first, n, nth);
+      if (dev_stats && pass == 1) {
+        SBG_TRY(sbg_gsea_gpu_pass1(gpu, out->es, n, ctx));
+      } else if (dev_stats) {
+        SBG_TRY(sbg_gsea_gpu_pass2(gpu, first, n, t.mpos, t.mneg, t.opos, t.kp, t.oneg, t.kn, t.fbits,
+                                   t.pmax, t.pmin, ctx));
+      } else if (pass == 1) {
+        stats_pass1(&t, batch, n, nth);
+      } else {
+        stats_pass2(&t, batch, first, n, nth);
+      }
       SBG_TRY(sbg_poll(ctx, doneW / work));
     }
     if (pass == 1) {
+      if (dev_stats) SBG_TRY(sbg_gsea_gpu_pass1_result(gpu, t.sum_pos, t.sum_neg, t.n_pos, t.n_neg, t.n_ext, ctx));
       stats_end_pass1(&t, out->nes, out->pval);
+      if (dev_stats && !sbg_gsea_gpu_pass2_fits(gpu, t.kp, t.kn)) dev_stats = 0;
+      if (!dev_stats && !nb && !out->null_es) {
+        nb = malloc((size_t)B * (size_t)S * sizeof(double));
+        if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)B, (int)S); goto done; }
+      }
       out->seconds[0] = now_s() - t0;
       t0 = now_s();
     }
   }
+  if (dev_stats) SBG_TRY(sbg_gsea_gpu_pass2_result(gpu, t.hp, t.hn, &t.valid_pos, &t.valid_neg, ctx));
   out->seconds[1] = now_s() - t0;
   t0 = now_s();
   if (!stats_finish(&t, out->fdr, out->fwer)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the FWER tables"); goto done; }

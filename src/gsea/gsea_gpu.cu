@@ -1,35 +1,74 @@
 /* GPU engine of rapidGSEA(): for a batch of permutations, the permuted
- * labels (Philox, as on the CPU), every gene's metric, the ranking (CUB
- * segmented radix sort, stable, so ties keep gene order), the members of
- * every set sorted by rank (one CUB radix sort of (permutation, set, rank)
- * keys) and the hits-only ES; the driver in gsea_cpu.c does the rest.
- * Reached from rapidGSEA(backend = "gpu") through sbg_gsea_run(). */
-#include <cub/device/device_radix_sort.cuh>
+ * labels (Philox, as on the CPU), every gene's metric and weight, the
+ * ranking (CUB segmented radix sort of float keys, stable, exact ties put
+ * right afterwards), then per tile of gene sets one thread block that sorts
+ * the tile's hits by (set, rank) in shared memory and runs each set's
+ * hits-only running sum in a thread, with the CPU's arithmetic (same bits);
+ * the streaming statistics of both passes run on the device too, so the
+ * sets x permutations table never crosses to the host.  Reached from
+ * rapidGSEA(backend = "gpu") through sbg_gsea_run() (gsea_cpu.c). */
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_segmented_radix_sort.cuh>
+
+#include <algorithm>
+#include <vector>
 
 #include "cuda_check.cuh"
 #include "gsea.h"
 #include "gsea_math.h"
 #include "philox.h"
 
+/* A tile: consecutive sets (in tile order, sets sorted by size) whose hits
+ * fit one block's sort: 4,096 hits with 256 threads, or 8,192 with 512
+ * for large sets.  Sort keys: (hit index << 32) | (set within tile, rank). */
+#define TILE_RADIX_BITS 5
+#define STATS_THREADS 256
+
+/* What the hits of a set need of a gene in one permutation: one 16-byte
+ * record, so one gather serves both. */
+struct gene_rec {
+  double w;      /* running-sum weight |metric|^q */
+  int32_t rank;  /* 0-based position in the ranking */
+  int32_t pad;
+};
+
 struct sbg_gsea_gpu {
   cudaStream_t stream;
   int32_t G, P, S, n_small, small_label, n_a, n_b, rbits, metric, gene_perm;
   int64_t M, B;
-  int kbits;              /* bits of the (permutation, set, rank) keys */
   double weight;
   uint64_t seed;
+  /* tiles */
+  int32_t T, big;          /* tiles of the other sets; 1: the 512-thread tiles */
+  size_t tile_smem;
+  int32_t *d_tile_first;   /* T + 1 offsets into the tile-ordered sets */
+  int32_t *d_tset;         /* S: set of each tile-ordered slot */
+  int32_t *d_tmem;         /* S + 1: first member of each slot (tile order) */
+  int32_t *d_tgene;        /* M: members, slot after slot, each set's own order */
+  uint32_t *d_tkey;        /* M: (slot within its tile) << rbits */
+  /* inputs */
   double *d_xc, *d_mu, *d_t1, *d_t2, *d_metric0;
-  int32_t *d_labels, *d_set_start, *d_set_genes, *d_member_set;
-  int32_t *d_lab, *d_small, *d_perm, *d_ord0, *d_ord1, *d_rank, *d_seg;
-  double *d_m, *d_es;
-  uint64_t *d_key0, *d_key1, *d_hk0, *d_hk1;
+  int32_t *d_labels;
+  /* per batch */
+  int32_t *d_lab, *d_small, *d_perm, *d_ord0, *d_ord1, *d_seg;
+  gene_rec *d_rec;
+  double *d_es;
+  uint64_t *d_key64;         /* exact sort key of every gene (ties of the float keys) */
+  uint32_t *d_key0, *d_key1; /* float sort keys */
   void *d_temp;
   size_t temp_bytes;
+  /* statistics */
+  double *d_es_obs, *d_sum_pos, *d_sum_neg;
+  unsigned long long *d_n_pos, *d_n_neg, *d_n_ext;
+  double *d_obs;                 /* mpos, mneg (S each), opos (kp), oneg (kn) */
+  unsigned long long *d_hist;    /* hp (kp + 1), hn (kn + 1), valid_pos, valid_neg */
+  double *d_pext;                /* per permutation max, min (2 x B) */
+  int32_t kp, kn;
+  int max_smem;
 };
 
 /* ---------------------------------------------------------------------- */
-/* kernels */
+/* kernels: permutation, metric, ranking */
 
 /* One thread per permutation: shuffle the labels (Philox subsequence j,
  * exactly as the CPU), list the samples of the summed class in order. */
@@ -59,9 +98,18 @@ static __global__ void k_geneperm(int32_t G, uint64_t seed, int64_t first, int64
   sbg_philox_shuffle(&r, v, (uint32_t)G);
 }
 
+/* The metric rounded to float, ordered as gsea_sort_key: a monotone map, so
+ * sorting these 32-bit keys (half the radix passes) leaves only genes whose
+ * metrics round to the same float to be put in exact order (k_fix_ties). */
+static __device__ __forceinline__ uint32_t float_sort_key(double m) {
+  uint32_t u = (uint32_t)__float_as_uint(__double2float_rn(m));
+  u = (u >> 31) ? ~u : (u | 0x80000000u);
+  return ~u;
+}
+
 /* One thread per (gene, permutation): the class sums over the smaller
- * class in sample order (the CPU's order), then the metric and sort key.
- * The data are sample-major, so a warp reads consecutive genes. */
+ * class in sample order (the CPU's order), then the metric, its weight and
+ * sort key.  The data are sample-major, so a warp reads consecutive genes. */
 static __global__ void k_metric(const sbg_gsea_gpu h, int64_t n) {
   int32_t g = blockIdx.x * blockDim.x + threadIdx.x;
   int64_t b = blockIdx.y;
@@ -84,61 +132,233 @@ static __global__ void k_metric(const sbg_gsea_gpu h, int64_t n) {
     m = gsea_metric(h.metric, sa, ssa, sb, ssb, (double)h.n_a, (double)h.n_b, h.d_mu[g]);
   }
   size_t at = (size_t)b * h.G + g;
-  h.d_m[at] = m;
-  h.d_key0[at] = gsea_sort_key(m);
+  h.d_rec[at].w = gsea_weight(m, h.weight);
+  h.d_key64[at] = gsea_sort_key(m);
+  h.d_key0[at] = float_sort_key(m);
   h.d_ord0[at] = g;
 }
 
-/* rank[b][gene] from the sorted order */
-static __global__ void k_rank(const int32_t *ord, int32_t G, int64_t n, int32_t *rank) {
+/* One thread per run of equal float keys in the sorted order: the run's
+ * genes are in index order (stable sort); an insertion sort on the exact
+ * keys gives the CPU's ranking (exact key, then gene index). */
+static __global__ void k_fix_ties(const sbg_gsea_gpu h, const uint32_t *fk, int32_t *ord, int64_t n) {
   int32_t r = blockIdx.x * blockDim.x + threadIdx.x;
   int64_t b = blockIdx.y;
-  if (r >= G || b >= n) return;
-  rank[b * G + ord[b * G + r]] = r;
-}
-
-/* One key per (membership, permutation): (b * S + set) above the rank, so
- * one radix sort puts every set's hits in rank order, in place. */
-static __global__ void k_hitkeys(const sbg_gsea_gpu h, int64_t n) {
-  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  int64_t b = blockIdx.y;
-  if (i >= h.M || b >= n) return;
-  int32_t s = h.d_member_set[i], g = h.d_set_genes[i];
-  uint64_t grp = (uint64_t)b * (uint64_t)h.S + (uint64_t)s;
-  h.d_hk0[b * h.M + i] = (grp << h.rbits) | (uint64_t)h.d_rank[b * h.G + g];
-}
-
-/* One thread per (set, permutation): total hit weight in member order (as
- * the CPU), then the running sum over the hits in rank order. */
-static __global__ void k_es(const sbg_gsea_gpu h, const uint64_t *hk, const int32_t *ord, int64_t n) {
-  int32_t s = blockIdx.x * blockDim.x + threadIdx.x;
-  int64_t b = blockIdx.y;
-  if (s >= h.S || b >= n) return;
-  const double *m = h.d_m + b * h.G;
-  int32_t lo = h.d_set_start[s], hi = h.d_set_start[s + 1];
-  double nr = 0;
-  for (int32_t i = lo; i < hi; i++) nr = G_ADD(nr, gsea_weight(m[h.d_set_genes[i]], h.weight));
-  int unit = nr == 0;
-  if (unit) nr = (double)(hi - lo);
-  /* the CPU's reciprocals, exactly: 1.0 / x rounded once */
-  double inv_nr = G_DIV(1.0, nr);
-  double inv_nmiss = G_DIV(1.0, G_SUB((double)h.G, (double)(hi - lo)));
-  gsea_es_state st;
-  gsea_es_init(&st);
-  const uint64_t mask = (1ull << h.rbits) - 1ull;
-  const uint64_t *k = hk + b * h.M;
-  const int32_t *o = ord + b * h.G;
-  for (int32_t i = lo; i < hi; i++) {
-    int32_t r = (int32_t)(k[i] & mask);
-    double w = unit ? 1.0 : gsea_weight(m[o[r]], h.weight);
-    gsea_es_hit(&st, r, w, inv_nr, inv_nmiss);
+  if (r + 1 >= h.G || b >= n) return;
+  size_t at = (size_t)b * h.G;
+  fk += at;
+  ord += at;
+  if (fk[r + 1] != fk[r] || (r > 0 && fk[r - 1] == fk[r])) return; /* not a run's start */
+  const uint64_t *k = h.d_key64 + at;
+  int32_t end = r + 2;
+  while (end < h.G && fk[end] == fk[r]) end++;
+  for (int32_t i = r + 1; i < end; i++) {
+    int32_t g = ord[i], j = i;
+    uint64_t kg = k[g];
+    while (j > r && (k[ord[j - 1]] > kg || (k[ord[j - 1]] == kg && ord[j - 1] > g))) {
+      ord[j] = ord[j - 1];
+      j--;
+    }
+    ord[j] = g;
   }
-  h.d_es[b * h.S + s] = st.best;
+}
+
+/* rank of every gene, from the sorted order */
+static __global__ void k_rank(const sbg_gsea_gpu h, const int32_t *ord, int64_t n) {
+  int32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+  int64_t b = blockIdx.y;
+  if (r >= h.G || b >= n) return;
+  size_t at = (size_t)b * h.G;
+  h.d_rec[at + ord[at + r]].rank = r;
 }
 
 static __global__ void k_seg(int32_t *seg, int32_t G, int64_t B) {
   int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (b <= B) seg[b] = (int32_t)(b * G);
+}
+
+/* ---------------------------------------------------------------------- */
+/* kernel: the ES of one tile of sets in one permutation */
+
+template <int THREADS, int IPT>
+struct tile_sort {
+  typedef cub::BlockRadixSort<uint64_t, THREADS, IPT, cub::NullType, TILE_RADIX_BITS> sort;
+  enum { HITS = THREADS * IPT };
+  /* the sort's storage, later the hit list (rank, hit index); the weights */
+  static size_t smem() {
+    size_t a = sizeof(typename sort::TempStorage), b = (size_t)HITS * (sizeof(uint32_t) + sizeof(uint16_t));
+    a = a > b ? a : b;
+    return (a + 15) / 16 * 16 + (size_t)HITS * sizeof(double);
+  }
+};
+
+/* Block (tile, permutation).  Each hit gathers its gene's record (rank and
+ * weight); one block-wide radix sort of (set within tile, rank) puts every
+ * set's hits in rank order in shared memory; then one thread per set sums
+ * its weights in member order (as the CPU) and runs the running sum over
+ * its hits in rank order, all from shared memory. */
+template <int THREADS, int IPT>
+static __global__ void __launch_bounds__(THREADS, THREADS <= 256 ? 3 : 1)
+k_es_tile(const sbg_gsea_gpu h, int64_t n) {
+  typedef tile_sort<THREADS, IPT> ts;
+  typedef typename ts::sort sort_t;
+  extern __shared__ __align__(16) unsigned char smem[];
+  typename sort_t::TempStorage &tmp = *reinterpret_cast<typename sort_t::TempStorage *>(smem);
+  uint32_t *hit_rank = reinterpret_cast<uint32_t *>(smem);
+  uint16_t *hit_at = reinterpret_cast<uint16_t *>(hit_rank + ts::HITS);
+  size_t off = sizeof(typename sort_t::TempStorage);
+  size_t lists = (size_t)ts::HITS * (sizeof(uint32_t) + sizeof(uint16_t));
+  off = ((off > lists ? off : lists) + 15) / 16 * 16;
+  double *wt = reinterpret_cast<double *>(smem + off);
+  int32_t t = blockIdx.x;
+  int64_t b = blockIdx.y;
+  if (b >= n) return;
+  int32_t u0 = h.d_tile_first[t], u1 = h.d_tile_first[t + 1];
+  int32_t m0 = h.d_tmem[u0], cnt = h.d_tmem[u1] - m0;
+  const gene_rec *rec = h.d_rec + (size_t)b * h.G;
+  uint64_t keys[IPT];
+#pragma unroll
+  for (int j = 0; j < IPT; j++) {
+    int32_t p = j * THREADS + threadIdx.x; /* striped: coalesced reads */
+    if (p < cnt) {
+      gene_rec r = rec[h.d_tgene[m0 + p]];
+      wt[p] = r.w;
+      keys[j] = ((uint64_t)p << 32) | h.d_tkey[m0 + p] | (uint32_t)r.rank;
+    } else {
+      keys[j] = ~0ull;
+    }
+  }
+  int32_t sbits = 1;
+  while ((1 << sbits) <= u1 - u0) sbits++; /* no real key is all ones, as the padding */
+  sort_t(tmp).SortBlockedToStriped(keys, 0, h.rbits + sbits);
+  __syncthreads(); /* the sort's storage becomes the hit list */
+  const uint32_t rmask = (1u << h.rbits) - 1u;
+#pragma unroll
+  for (int j = 0; j < IPT; j++) {
+    int32_t p = j * THREADS + threadIdx.x;
+    if (p < cnt) {
+      hit_rank[p] = (uint32_t)keys[j] & rmask;
+      hit_at[p] = (uint16_t)(keys[j] >> 32);
+    }
+  }
+  __syncthreads();
+  for (int32_t u = u0 + threadIdx.x; u < u1; u += THREADS) {
+    int32_t lo = h.d_tmem[u] - m0, hi = h.d_tmem[u + 1] - m0;
+    double nr = 0;
+    for (int32_t i = lo; i < hi; i++) nr = G_ADD(nr, wt[i]);
+    int unit = nr == 0;
+    if (unit) nr = (double)(hi - lo);
+    /* the CPU's reciprocals, exactly: 1.0 / x rounded once */
+    double inv_nr = G_DIV(1.0, nr);
+    double inv_nmiss = G_DIV(1.0, G_SUB((double)h.G, (double)(hi - lo)));
+    gsea_es_state st;
+    gsea_es_init(&st);
+    for (int32_t i = lo; i < hi; i++)
+      gsea_es_hit(&st, (int32_t)hit_rank[i], unit ? 1.0 : wt[hit_at[i]], inv_nr, inv_nmiss);
+    h.d_es[(size_t)b * h.S + h.d_tset[u]] = st.best;
+  }
+}
+
+#define TILE_SMALL 256, 16
+#define TILE_BIG 512, 16
+
+/* ---------------------------------------------------------------------- */
+/* kernels: statistics (the host passes' arithmetic, see gsea_cpu.c) */
+
+/* One thread per set, permutations in order: the same sums as the host. */
+static __global__ void k_pass1(const sbg_gsea_gpu h, int64_t n) {
+  int32_t s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s >= h.S) return;
+  double e = h.d_es_obs[s], sp = h.d_sum_pos[s], sn = h.d_sum_neg[s];
+  unsigned long long np = 0, nn = 0, ne = 0;
+  for (int64_t b = 0; b < n; b++) {
+    double v = h.d_es[(size_t)b * h.S + s];
+    if (v >= 0) {
+      sp = G_ADD(sp, v);
+      np++;
+      if (e >= 0 && v > e) ne++;
+    }
+    if (v <= 0) {
+      sn = G_ADD(sn, v);
+      nn++;
+      if (e < 0 && v < e) ne++;
+    }
+  }
+  h.d_sum_pos[s] = sp;
+  h.d_sum_neg[s] = sn;
+  h.d_n_pos[s] += np;
+  h.d_n_neg[s] += nn;
+  h.d_n_ext[s] += ne;
+}
+
+/* Blocks over permutations: max/min null NES, same-sign counts, then each
+ * null NES adds its permutation's integer weight to its bin, in shared
+ * memory (integers: the order does not matter), flushed at the end. */
+static __global__ void __launch_bounds__(STATS_THREADS)
+k_pass2(const sbg_gsea_gpu h, int64_t n, int fbits) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int32_t S = h.S, kp = h.kp, kn = h.kn;
+  unsigned long long *hp = reinterpret_cast<unsigned long long *>(smem);
+  unsigned long long *hn = hp + kp + 1;
+  double *opos = reinterpret_cast<double *>(hn + kn + 1), *oneg = opos + kp;
+  __shared__ double rmax[STATS_THREADS / 32], rmin[STATS_THREADS / 32];
+  __shared__ int32_t rp[STATS_THREADS / 32], rm[STATS_THREADS / 32];
+  __shared__ unsigned long long vpos, vneg;
+  const double *mpos = h.d_obs, *mneg = h.d_obs + S;
+  for (int32_t i = threadIdx.x; i <= kp; i++) hp[i] = 0;
+  for (int32_t i = threadIdx.x; i <= kn; i++) hn[i] = 0;
+  for (int32_t i = threadIdx.x; i < kp; i += blockDim.x) opos[i] = h.d_obs[2 * S + i];
+  for (int32_t i = threadIdx.x; i < kn; i += blockDim.x) oneg[i] = h.d_obs[2 * S + kp + i];
+  if (threadIdx.x == 0) vpos = vneg = 0;
+  __syncthreads();
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+  for (int64_t b = blockIdx.x; b < n; b += gridDim.x) {
+    const double *col = h.d_es + (size_t)b * S;
+    double mx = -INFINITY, mn = INFINITY;
+    int32_t mp = 0, mm = 0;
+    for (int32_t s = threadIdx.x; s < S; s += blockDim.x) {
+      double z = gsea_null_nes(col[s], mpos[s], mneg[s]);
+      if (isnan(z)) continue;
+      mx = fmax(mx, z);
+      mn = fmin(mn, z);
+      mp += z >= 0;
+      mm += z <= 0;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      mn = fmin(mn, __shfl_xor_sync(0xffffffffu, mn, o));
+      mp += __shfl_xor_sync(0xffffffffu, mp, o);
+      mm += __shfl_xor_sync(0xffffffffu, mm, o);
+    }
+    if (lane == 0) { rmax[wid] = mx; rmin[wid] = mn; rp[wid] = mp; rm[wid] = mm; }
+    __syncthreads();
+    mx = rmax[0]; mn = rmin[0]; mp = rp[0]; mm = rm[0];
+    for (int i = 1; i < STATS_THREADS / 32; i++) {
+      mx = fmax(mx, rmax[i]); mn = fmin(mn, rmin[i]); mp += rp[i]; mm += rm[i];
+    }
+    __syncthreads(); /* every thread has read the partials */
+    if (threadIdx.x == 0) {
+      h.d_pext[b] = mx;
+      h.d_pext[h.B + b] = mn;
+      if (mp) vpos++;
+      if (mm) vneg++;
+    }
+    unsigned long long wpv = mp ? gsea_fdr_weight(mp, fbits) : 0, wnv = mm ? gsea_fdr_weight(mm, fbits) : 0;
+    for (int32_t s = threadIdx.x; s < S; s += blockDim.x) {
+      double z = gsea_null_nes(col[s], mpos[s], mneg[s]);
+      if (isnan(z)) continue;
+      if (z >= 0) atomicAdd(&hp[gsea_count_le(opos, kp, z)], wpv);
+      if (z <= 0) atomicAdd(&hn[gsea_count_le(oneg, kn, -z)], wnv);
+    }
+  }
+  __syncthreads();
+  unsigned long long *gh = h.d_hist;
+  for (int32_t i = threadIdx.x; i <= kp; i += blockDim.x) if (hp[i]) atomicAdd(&gh[i], hp[i]);
+  for (int32_t i = threadIdx.x; i <= kn; i += blockDim.x) if (hn[i]) atomicAdd(&gh[kp + 1 + i], hn[i]);
+  if (threadIdx.x == 0) {
+    atomicAdd(&gh[kp + kn + 2], vpos);
+    atomicAdd(&gh[kp + kn + 3], vneg);
+  }
 }
 
 /* ---------------------------------------------------------------------- */
@@ -151,13 +371,12 @@ static int bits_for(uint64_t n) { /* bits to hold 0..n-1 */
 
 extern "C" void sbg_gsea_gpu_close(sbg_gsea_gpu *h) {
   if (!h) return;
-  cudaFree(h->d_xc); cudaFree(h->d_mu); cudaFree(h->d_t1); cudaFree(h->d_t2);
-  cudaFree(h->d_metric0); cudaFree(h->d_labels); cudaFree(h->d_set_start);
-  cudaFree(h->d_set_genes); cudaFree(h->d_member_set); cudaFree(h->d_lab);
-  cudaFree(h->d_small); cudaFree(h->d_perm); cudaFree(h->d_ord0); cudaFree(h->d_ord1);
-  cudaFree(h->d_rank); cudaFree(h->d_seg); cudaFree(h->d_m); cudaFree(h->d_es);
-  cudaFree(h->d_key0); cudaFree(h->d_key1); cudaFree(h->d_hk0); cudaFree(h->d_hk1);
-  cudaFree(h->d_temp);
+  void *p[] = {h->d_tile_first, h->d_tset, h->d_tmem, h->d_tgene, h->d_tkey, h->d_xc, h->d_mu,
+               h->d_t1, h->d_t2, h->d_metric0, h->d_labels, h->d_lab, h->d_small, h->d_perm,
+               h->d_ord0, h->d_ord1, h->d_rec, h->d_seg, h->d_key64, h->d_es, h->d_key0,
+               h->d_key1, h->d_temp, h->d_es_obs, h->d_sum_pos, h->d_sum_neg, h->d_n_pos,
+               h->d_n_neg, h->d_n_ext, h->d_obs, h->d_hist, h->d_pext};
+  for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) cudaFree(p[i]);
   if (h->stream) cudaStreamDestroy(h->stream);
   free(h);
 }
@@ -166,21 +385,68 @@ extern "C" int64_t sbg_gsea_gpu_max_batch(const sbg_gsea_gpu *h) { return h->B; 
 
 #define ALLOC(ptr, count, what) \
   SBG_TRY(sbg_device_alloc((void **)&(ptr), (size_t)(count) * sizeof(*(ptr)), what, ctx))
+#define TO_DEVICE(dst, src, count) \
+  SBG_CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)(count) * sizeof(*(dst)), cudaMemcpyHostToDevice, h->stream))
+
+/* Sets sorted by size, packed greedily into tiles of at most `cap` hits
+ * and fewer than 2^(32 - rbits) sets, so (set within tile, rank) fits 32
+ * bits; threads of a warp then run sets of similar length. */
+static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t S = h->S;
+  int64_t cap = h->big ? tile_sort<TILE_BIG>::HITS : tile_sort<TILE_SMALL>::HITS;
+  int64_t max_sets = ((int64_t)1 << (32 - h->rbits < 20 ? 32 - h->rbits : 20)) - 1;
+  std::vector<int32_t> order(S), first, tmem(S + 1), tgene((size_t)h->M);
+  std::vector<uint32_t> tkey((size_t)h->M);
+  for (int32_t s = 0; s < S; s++) order[s] = s;
+  std::stable_sort(order.begin(), order.end(), [in](int32_t a, int32_t b) {
+    return in->set_start[a + 1] - in->set_start[a] < in->set_start[b + 1] - in->set_start[b];
+  });
+  int64_t hits = 0, m = 0;
+  for (int32_t u = 0; u < S; u++) {
+    int32_t s = order[u], k = in->set_start[s + 1] - in->set_start[s];
+    if (first.empty() || hits + k > cap || u - first.back() >= max_sets) {
+      first.push_back(u);
+      hits = 0;
+    }
+    tmem[u] = (int32_t)m;
+    for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++, m++) {
+      tgene[m] = in->set_genes[i];
+      tkey[m] = (uint32_t)(u - first.back()) << h->rbits;
+    }
+    hits += k;
+  }
+  tmem[S] = (int32_t)m;
+  first.push_back(S);
+  h->T = (int32_t)first.size() - 1;
+  ALLOC(h->d_tile_first, h->T + 1, "the gene set tiles");
+  ALLOC(h->d_tset, S, "the gene set tiles");
+  ALLOC(h->d_tmem, S + 1, "the gene set tiles");
+  ALLOC(h->d_tgene, h->M, "the gene set members");
+  ALLOC(h->d_tkey, h->M, "the gene set members");
+  TO_DEVICE(h->d_tile_first, first.data(), h->T + 1);
+  TO_DEVICE(h->d_tset, order.data(), S);
+  TO_DEVICE(h->d_tmem, tmem.data(), S + 1);
+  TO_DEVICE(h->d_tgene, tgene.data(), h->M);
+  TO_DEVICE(h->d_tkey, tkey.data(), h->M);
+  SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream)); /* the vectors go out of scope */
+done:
+  return st;
+}
 
 extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea_params *p,
                                         const sbg_gsea_prep *prep, int64_t max_batch,
                                         sbg_gsea_gpu **out, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   sbg_gsea_gpu *h = (sbg_gsea_gpu *)calloc(1, sizeof(sbg_gsea_gpu));
-  int32_t *member_set = NULL;
   int64_t B = 0, M = in->set_start[in->n_sets];
-  int32_t G = in->n_genes, S = in->n_sets;
+  int32_t G = in->n_genes, S = in->n_sets, kmax = 0;
   *out = NULL;
   if (!h) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the GPU engine");
   h->G = in->n_genes;
   h->P = in->n_samples;
   h->S = in->n_sets;
-  h->M = in->set_start[in->n_sets];
+  h->M = M;
   h->metric = p->metric;
   h->gene_perm = p->gene_perm;
   h->weight = p->weight;
@@ -190,21 +456,40 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   h->small_label = prep->small_label;
   h->n_small = prep->small_label == 1 ? prep->n_b : prep->n_a;
   h->rbits = bits_for((uint64_t)h->G);
+  for (int32_t s = 0; s < S; s++) {
+    int32_t k = in->set_start[s + 1] - in->set_start[s];
+    if (k > kmax) kmax = k;
+  }
+  h->big = kmax > tile_sort<TILE_SMALL>::HITS;
+  if (kmax > tile_sort<TILE_BIG>::HITS || h->rbits > 30) {
+    sbg_gsea_gpu_close(h);
+    return sbg_fail(ctx, SBG_ERR_INPUT, "the GPU engine takes gene sets of up to %d genes and fewer than 2^30 genes "
+                    "(the largest set has %d): use backend = \"cpu\"", (int)tile_sort<TILE_BIG>::HITS, (int)kmax);
+  }
+  h->tile_smem = h->big ? tile_sort<TILE_BIG>::smem() : tile_sort<TILE_SMALL>::smem();
   SBG_TRY(sbg_device_select(ctx->device, ctx));
   SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&h->stream, cudaStreamNonBlocking));
+  SBG_CUDA_CHECK(cudaDeviceGetAttribute(&h->max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx->device));
+  if (h->tile_smem > (size_t)h->max_smem) {
+    st = sbg_fail(ctx, SBG_ERR_CUDA, "the GPU has %d bytes of shared memory per block; the gene set tiles need %zu",
+                  h->max_smem, h->tile_smem);
+    goto done;
+  }
+  if (h->big)
+    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_es_tile<TILE_BIG>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)h->tile_smem));
+  else
+    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_es_tile<TILE_SMALL>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)h->tile_smem));
+  SBG_CUDA_CHECK(cudaFuncSetAttribute(k_pass2, cudaFuncAttributeMaxDynamicSharedMemorySize, h->max_smem - 1024));
   {
     /* batch size from the free memory: what one permutation needs */
     size_t free_b = 0, total_b = 0;
     SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    double per = (double)h->G * (8 + 16 + 12 + (h->gene_perm ? 4 : 0)) +
-                 (double)h->M * 16 + (double)h->S * 8 + (double)h->P * 8 + 64;
-    double fixed = (double)h->G * h->P * 8 + (double)h->M * 8 + (double)h->G * 40;
+    double per = (double)h->G * (16 + 8 + 8 + 8 + (h->gene_perm ? 4 : 0)) + (double)h->S * 8 +
+                 (double)h->P * 8 + 64;
+    double fixed = (double)h->G * h->P * 8 + (double)h->M * 8 + (double)h->G * 40 + (double)h->S * 64;
     B = (int64_t)((0.6 * (double)free_b - fixed) / (per * 1.1));
     if (B > max_batch) B = max_batch;
-    /* CUB takes int item counts; keys need (B * S) above the rank bits */
-    while (B > 64 && ((double)B * h->M > 2147483647.0 || (double)B * h->G > 2147483647.0 ||
-                      bits_for((uint64_t)B * h->S) + h->rbits > 64))
-      B /= 2;
+    while (B > 64 && (double)B * h->G > 2147483647.0) B /= 2; /* CUB's int item counts */
     B = B / 64 * 64;
     if (B < 64) {
       st = sbg_fail(ctx, SBG_ERR_DEVICE_ALLOC, "the GPU has %.1f GiB free: too little for a batch of 64 permutations",
@@ -212,23 +497,12 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
       goto done;
     }
     h->B = B;
-    h->kbits = bits_for((uint64_t)B * h->S) + h->rbits;
   }
-  /* inputs */
-  ALLOC(h->d_set_start, S + 1, "the gene set offsets");
-  ALLOC(h->d_set_genes, M, "the gene set members");
-  ALLOC(h->d_member_set, M, "the gene set members");
-  member_set = (int32_t *)malloc((size_t)M * sizeof(int32_t));
-  if (!member_set) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the membership index"); goto done; }
-  for (int32_t s = 0; s < S; s++)
-    for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++) member_set[i] = s;
-  SBG_CUDA_CHECK(cudaMemcpyAsync(h->d_set_start, in->set_start, (S + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, h->stream));
-  SBG_CUDA_CHECK(cudaMemcpyAsync(h->d_set_genes, in->set_genes, M * sizeof(int32_t), cudaMemcpyHostToDevice, h->stream));
-  SBG_CUDA_CHECK(cudaMemcpyAsync(h->d_member_set, member_set, M * sizeof(int32_t), cudaMemcpyHostToDevice, h->stream));
+  SBG_TRY(build_tiles(h, in, ctx));
   if (h->gene_perm) {
     ALLOC(h->d_metric0, G, "the observed metric");
     ALLOC(h->d_perm, B * G, "the gene permutations");
-    SBG_CUDA_CHECK(cudaMemcpyAsync(h->d_metric0, prep->metric0, G * sizeof(double), cudaMemcpyHostToDevice, h->stream));
+    TO_DEVICE(h->d_metric0, prep->metric0, G);
   } else {
     ALLOC(h->d_xc, (size_t)G * h->P, "the centred expression matrix");
     ALLOC(h->d_mu, G, "the gene means");
@@ -237,39 +511,49 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
     ALLOC(h->d_labels, h->P, "the labels");
     ALLOC(h->d_lab, B * h->P, "the permuted labels");
     ALLOC(h->d_small, B * (h->n_small > 0 ? h->n_small : 1), "the permuted classes");
-    SBG_CUDA_CHECK(cudaMemcpyAsync(h->d_xc, prep->xc, (size_t)G * h->P * sizeof(double), cudaMemcpyHostToDevice, h->stream));
-    SBG_CUDA_CHECK(cudaMemcpyAsync(h->d_mu, prep->mu, G * sizeof(double), cudaMemcpyHostToDevice, h->stream));
-    SBG_CUDA_CHECK(cudaMemcpyAsync(h->d_t1, prep->t1, G * sizeof(double), cudaMemcpyHostToDevice, h->stream));
-    SBG_CUDA_CHECK(cudaMemcpyAsync(h->d_t2, prep->t2, G * sizeof(double), cudaMemcpyHostToDevice, h->stream));
-    SBG_CUDA_CHECK(cudaMemcpyAsync(h->d_labels, in->labels, h->P * sizeof(int32_t), cudaMemcpyHostToDevice, h->stream));
+    TO_DEVICE(h->d_xc, prep->xc, (size_t)G * h->P);
+    TO_DEVICE(h->d_mu, prep->mu, G);
+    TO_DEVICE(h->d_t1, prep->t1, G);
+    TO_DEVICE(h->d_t2, prep->t2, G);
+    TO_DEVICE(h->d_labels, in->labels, h->P);
   }
   /* per batch */
-  ALLOC(h->d_m, B * G, "the permuted metrics");
+  ALLOC(h->d_rec, B * G, "the permuted weights and ranks");
+  ALLOC(h->d_key64, B * G, "the sort keys");
   ALLOC(h->d_key0, B * G, "the sort keys");
   ALLOC(h->d_key1, B * G, "the sort keys");
   ALLOC(h->d_ord0, B * G, "the rankings");
   ALLOC(h->d_ord1, B * G, "the rankings");
-  ALLOC(h->d_rank, B * G, "the ranks");
   ALLOC(h->d_seg, B + 1, "the segment offsets");
-  ALLOC(h->d_hk0, B * M, "the hit keys");
-  ALLOC(h->d_hk1, B * M, "the hit keys");
   ALLOC(h->d_es, B * S, "the batch of ES");
+  /* statistics */
+  ALLOC(h->d_es_obs, S, "the statistics");
+  ALLOC(h->d_sum_pos, S, "the statistics");
+  ALLOC(h->d_sum_neg, S, "the statistics");
+  ALLOC(h->d_n_pos, S, "the statistics");
+  ALLOC(h->d_n_neg, S, "the statistics");
+  ALLOC(h->d_n_ext, S, "the statistics");
+  ALLOC(h->d_obs, 4 * (size_t)S, "the statistics");
+  ALLOC(h->d_hist, 2 * (size_t)S + 4, "the statistics");
+  ALLOC(h->d_pext, 2 * B, "the statistics");
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_sum_pos, 0, S * sizeof(double), h->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_sum_neg, 0, S * sizeof(double), h->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_n_pos, 0, S * sizeof(unsigned long long), h->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_n_neg, 0, S * sizeof(unsigned long long), h->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_n_ext, 0, S * sizeof(unsigned long long), h->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_hist, 0, (2 * (size_t)S + 4) * sizeof(unsigned long long), h->stream));
+  h->kp = h->kn = -1;
   k_seg<<<(unsigned)((B + 256) / 256), 256, 0, h->stream>>>(h->d_seg, G, B);
   SBG_CUDA_CHECK(cudaGetLastError());
   {
-    size_t t1 = 0, t2 = 0;
-    cub::DoubleBuffer<uint64_t> k(h->d_key0, h->d_key1);
+    cub::DoubleBuffer<uint32_t> k(h->d_key0, h->d_key1);
     cub::DoubleBuffer<int32_t> v(h->d_ord0, h->d_ord1);
-    SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(NULL, t1, k, v, (int)(B * G), (int)B,
-                                                            h->d_seg, h->d_seg + 1, 0, 64, h->stream));
-    cub::DoubleBuffer<uint64_t> hk(h->d_hk0, h->d_hk1);
-    SBG_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(NULL, t2, hk, (int)(B * M), 0, h->kbits, h->stream));
-    h->temp_bytes = t1 > t2 ? t1 : t2;
+    SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(NULL, h->temp_bytes, k, v, (int)(B * G), (int)B,
+                                                            h->d_seg, h->d_seg + 1, 0, 32, h->stream));
     SBG_TRY(sbg_device_alloc(&h->d_temp, h->temp_bytes, "the sort work space", ctx));
   }
   SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
 done:
-  free(member_set);
   if (st != SBG_OK) {
     sbg_gsea_gpu_close(h);
     return st;
@@ -282,7 +566,6 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
                                          sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   int32_t G = h->G, S = h->S;
-  int64_t M = h->M;
   if (n < 1 || n > h->B) return sbg_fail(ctx, SBG_ERR_INTERNAL, "GPU batch of %lld permutations", (long long)n);
   SBG_TRY(sbg_device_select(ctx->device, ctx));
   {
@@ -297,27 +580,122 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
     dim3 gg((unsigned)((G + 255) / 256), (unsigned)n);
     k_metric<<<gg, 256, 0, h->stream>>>(*h, n);
     SBG_CUDA_CHECK(cudaGetLastError());
-    cub::DoubleBuffer<uint64_t> k(h->d_key0, h->d_key1);
+    cub::DoubleBuffer<uint32_t> k(h->d_key0, h->d_key1);
     cub::DoubleBuffer<int32_t> v(h->d_ord0, h->d_ord1);
     size_t tb = h->temp_bytes;
     SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(h->d_temp, tb, k, v, (int)(n * G), (int)n,
-                                                            h->d_seg, h->d_seg + 1, 0, 64, h->stream));
-    const int32_t *ord = v.Current();
-    k_rank<<<gg, 256, 0, h->stream>>>(ord, G, n, h->d_rank);
+                                                            h->d_seg, h->d_seg + 1, 0, 32, h->stream));
+    k_fix_ties<<<gg, 256, 0, h->stream>>>(*h, k.Current(), v.Current(), n);
     SBG_CUDA_CHECK(cudaGetLastError());
-    dim3 gm((unsigned)((M + 255) / 256), (unsigned)n);
-    k_hitkeys<<<gm, 256, 0, h->stream>>>(*h, n);
+    k_rank<<<gg, 256, 0, h->stream>>>(*h, v.Current(), n);
     SBG_CUDA_CHECK(cudaGetLastError());
-    cub::DoubleBuffer<uint64_t> hk(h->d_hk0, h->d_hk1);
-    tb = h->temp_bytes;
-    SBG_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(h->d_temp, tb, hk, (int)(n * M), 0,
-                                                  bits_for((uint64_t)n * S) + h->rbits, h->stream));
-    dim3 gs((unsigned)((S + 127) / 128), (unsigned)n);
-    k_es<<<gs, 128, 0, h->stream>>>(*h, hk.Current(), ord, n);
+    dim3 gt((unsigned)h->T, (unsigned)n);
+    if (h->big) k_es_tile<TILE_BIG><<<gt, 512, h->tile_smem, h->stream>>>(*h, n);
+    else k_es_tile<TILE_SMALL><<<gt, 256, h->tile_smem, h->stream>>>(*h, n);
     SBG_CUDA_CHECK(cudaGetLastError());
-    SBG_CUDA_CHECK(cudaMemcpyAsync(es, h->d_es, (size_t)n * S * sizeof(double), cudaMemcpyDeviceToHost, h->stream));
-    SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
+    if (es) {
+      SBG_CUDA_CHECK(cudaMemcpyAsync(es, h->d_es, (size_t)n * S * sizeof(double), cudaMemcpyDeviceToHost, h->stream));
+      SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
+    }
   }
 done:
+  return st;
+}
+
+extern "C" sbg_status sbg_gsea_gpu_pass1(sbg_gsea_gpu *h, const double *es_obs, int64_t n, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  SBG_TRY(sbg_device_select(ctx->device, ctx));
+  TO_DEVICE(h->d_es_obs, es_obs, h->S);
+  k_pass1<<<(unsigned)((h->S + 127) / 128), 128, 0, h->stream>>>(*h, n);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream)); /* polls between batches */
+done:
+  return st;
+}
+
+extern "C" sbg_status sbg_gsea_gpu_pass1_result(sbg_gsea_gpu *h, double *sum_pos, double *sum_neg,
+                                                int64_t *n_pos, int64_t *n_neg, int64_t *n_ext,
+                                                sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t S = h->S;
+  double *d = NULL;
+  unsigned long long *c = NULL;
+  SBG_TRY(sbg_device_select(ctx->device, ctx));
+  d = (double *)malloc(2 * (size_t)S * sizeof(double));
+  c = (unsigned long long *)malloc(3 * (size_t)S * sizeof(unsigned long long));
+  if (!d || !c) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d, h->d_sum_pos, S * sizeof(double), cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d + S, h->d_sum_neg, S * sizeof(double), cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(c, h->d_n_pos, S * sizeof(*c), cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(c + S, h->d_n_neg, S * sizeof(*c), cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(c + 2 * S, h->d_n_ext, S * sizeof(*c), cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
+  /* the device started from zero: its sums continue the host's (zero) */
+  for (int32_t s = 0; s < S; s++) {
+    sum_pos[s] += d[s];
+    sum_neg[s] += d[S + s];
+    n_pos[s] += (int64_t)c[s];
+    n_neg[s] += (int64_t)c[S + s];
+    n_ext[s] += (int64_t)c[2 * S + s];
+  }
+done:
+  free(d);
+  free(c);
+  return st;
+}
+
+static size_t pass2_smem(int32_t kp, int32_t kn) {
+  return ((size_t)kp + kn + 2) * sizeof(unsigned long long) + ((size_t)kp + kn) * sizeof(double);
+}
+
+extern "C" int sbg_gsea_gpu_pass2_fits(const sbg_gsea_gpu *h, int32_t kp, int32_t kn) {
+  return pass2_smem(kp, kn) + 1024 <= (size_t)h->max_smem;
+}
+
+extern "C" sbg_status sbg_gsea_gpu_pass2(sbg_gsea_gpu *h, int64_t first, int64_t n, const double *mpos,
+                                         const double *mneg, const double *opos, int32_t kp,
+                                         const double *oneg, int32_t kn, int fbits, double *pmax,
+                                         double *pmin, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t S = h->S;
+  int sms = 0;
+  SBG_TRY(sbg_device_select(ctx->device, ctx));
+  if (h->kp < 0) { /* the observed side, once */
+    h->kp = kp;
+    h->kn = kn;
+    TO_DEVICE(h->d_obs, mpos, S);
+    TO_DEVICE(h->d_obs + S, mneg, S);
+    TO_DEVICE(h->d_obs + 2 * S, opos, kp);
+    TO_DEVICE(h->d_obs + 2 * S + kp, oneg, kn);
+  }
+  SBG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->device));
+  {
+    int64_t blocks = (int64_t)sms * 4 < n ? (int64_t)sms * 4 : n;
+    k_pass2<<<(unsigned)blocks, STATS_THREADS, pass2_smem(kp, kn), h->stream>>>(*h, n, fbits);
+    SBG_CUDA_CHECK(cudaGetLastError());
+  }
+  SBG_CUDA_CHECK(cudaMemcpyAsync(pmax + first - 1, h->d_pext, n * sizeof(double), cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(pmin + first - 1, h->d_pext + h->B, n * sizeof(double), cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
+done:
+  return st;
+}
+
+extern "C" sbg_status sbg_gsea_gpu_pass2_result(sbg_gsea_gpu *h, uint64_t *hp, uint64_t *hn,
+                                                int64_t *valid_pos, int64_t *valid_neg, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t kp = h->kp < 0 ? 0 : h->kp, kn = h->kn < 0 ? 0 : h->kn;
+  size_t nh = (size_t)kp + kn + 4;
+  unsigned long long *c = (unsigned long long *)malloc(nh * sizeof(unsigned long long));
+  if (!c) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics");
+  SBG_TRY(sbg_device_select(ctx->device, ctx));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(c, h->d_hist, nh * sizeof(*c), cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
+  for (int32_t i = 0; i <= kp; i++) hp[i] += c[i];
+  for (int32_t i = 0; i <= kn; i++) hn[i] += c[kp + 1 + i];
+  *valid_pos += (int64_t)c[kp + kn + 2];
+  *valid_neg += (int64_t)c[kp + kn + 3];
+done:
+  free(c);
   return st;
 }

@@ -143,4 +143,42 @@ GSEA_HD void gsea_es_hit(gsea_es_state *s, int32_t r, double w, double inv_nr, d
   }
 }
 
+
+/* ---------------------------------------------------------------------- */
+/* Statistics shared by the host and the device passes */
+
+/* A null ES normalised by the mean of its sign's nulls (NaN when that
+ * sign has no usable mean: the caller skips it). */
+GSEA_HD double gsea_null_nes(double v, double mpos, double mneg) {
+  return v >= 0 ? G_DIV(v, mpos) : G_DIV(v, mneg);
+}
+
+/* Number of a[0..n) <= x, a ascending. */
+GSEA_HD int32_t gsea_count_le(const double *a, int32_t n, double x) {
+  int32_t lo = 0, hi = n;
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (a[mid] <= x) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+/* The FDR numerators add 1 / (same-sign nulls of a permutation) per null
+ * NES.  They are summed as integers in units of 2^-fbits, so the sum is
+ * exact and independent of the order of the permutations, threads and
+ * devices; round(2^fbits / k) is off by at most k * 2^-(fbits+1) relative,
+ * fbits is as large as the permutation count allows (gsea_fdr_bits). */
+GSEA_HD uint64_t gsea_fdr_weight(int32_t k, int fbits) {
+  return (((uint64_t)1 << (fbits + 1)) / (uint64_t)k + 1u) >> 1;
+}
+
+/* Each permutation adds at most 2^fbits + k/2 to a numerator: keep the
+ * total of nperm permutations below 2^63. */
+static inline int gsea_fdr_bits(int64_t nperm) {
+  int b = 0;
+  while (b < 62 && ((int64_t)1 << b) <= nperm) b++; /* 2^b > nperm */
+  int f = 61 - b;
+  return f > 52 ? 52 : f;
+}
+
 #endif /* SBG_GSEA_MATH_H */

@@ -288,6 +288,25 @@ test_that("GPU and CPU: identical permutations, ES within 1e-9", {
   g <- rapidGSEA(r, geneSets = sets, nperm = 1000, seed = 4, backend = "gpu", verbose = FALSE)
   expect_equal(g[c("ES", "NES", "pval", "FDR", "FWER")], a[c("ES", "NES", "pval", "FDR", "FWER")],
                tolerance = 1e-9)
+  # phenotype permutation, streaming: both passes' statistics on the device
+  cols <- c("ES", "NES", "pval", "FDR", "FWER", "rankAtMax")
+  a <- cpu(d$x, d$y, sets, nperm = 3000, seed = 5, threads = 2)
+  g <- rapidGSEA(d$x, d$y, sets, nperm = 3000, seed = 5, backend = "gpu", verbose = FALSE)
+  expect_equal(g[cols], a[cols], tolerance = 1e-9)
+  expect_equal(g$pval, a$pval) # counts of nulls: exact when the ES agree
+})
+
+test_that("GPU: sets for both tile sizes (4,096 and 8,192 hits)", {
+  skip_if_no_gpu()
+  d <- gsea_toy(G = 12000, n = c(6, 7))
+  sets <- c(list(big = sample(rownames(d$x), 6000), mid = sample(rownames(d$x), 3000)),
+            lapply(1:300, function(i) sample(rownames(d$x), 15)))
+  names(sets)[-(1:2)] <- paste0("t", 1:300)
+  a <- cpu(d$x, d$y, sets, nperm = 200, seed = 8, maxSize = 10000, keepNull = TRUE, threads = 2)
+  g <- rapidGSEA(d$x, d$y, sets, nperm = 200, seed = 8, maxSize = 10000, keepNull = TRUE,
+                 backend = "gpu", verbose = FALSE)
+  expect_equal(attr(g, "nullES"), attr(a, "nullES"), tolerance = 1e-9)
+  expect_equal(g$NES, a$NES, tolerance = 1e-9)
 })
 
 # ---- Bioconductor containers ------------------------------------------
