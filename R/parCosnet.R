@@ -149,7 +149,7 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
   verbose <- check_flag(verbose, "verbose")
   cost <- check_cost(cost)
   maxSweeps <- check_whole(maxSweeps, "maxSweeps", min = 1, max = 2^31 - 1)
-  W <- as_cosnet_network(W, normalize)
+  W <- as_cosnet_network(W, normalize, threads = threads)
   lab <- as_cosnet_labels(labels, W)
   for (k in seq_len(ncol(lab))) {
     cl <- colnames(lab)[k]
@@ -300,7 +300,7 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
   cost <- check_cost(cost)
   nfolds <- check_whole(nfolds, "nfolds", min = 2, max = 1000)
   maxSweeps <- check_whole(maxSweeps, "maxSweeps", min = 1, max = 2^31 - 1)
-  W <- as_cosnet_network(W, normalize)
+  W <- as_cosnet_network(W, normalize, threads = threads)
   lab <- as_cosnet_labels(labels, W)
   for (k in seq_len(ncol(lab))) {
     cl <- colnames(lab)[k]
@@ -403,4 +403,28 @@ plot.cvParCosnet <- function(x, classes = utils::head(seq_len(nrow(x$metrics)), 
                                                 x$metrics$AUPRC[classes]),
                    col = cols[seq_along(classes)], lty = 1, bty = "n", cex = 0.8)
   invisible(x)
+}
+
+# A random network for the benchmark (inst/bench/cosnet.R) and the tests:
+# Erdos-Renyi G(n, p) with p = degree / (n - 1) (mean degree `degree`),
+# U(0,1) weights, built as compressed rows in C by `threads` threads; the
+# graph depends on (n, degree, seed) only.  A symmetric dgCMatrix, so at
+# most 2^31 - 1 stored entries.
+cosnet_random_network <- function(n, degree, seed = 1, threads = NULL) {
+  check_whole(n, "n", 2, .Machine$integer.max)
+  if (!is.numeric(degree) || length(degree) != 1L || is.na(degree) || degree < 0) {
+    stop_input("`degree` must be a single number >= 0")
+  }
+  th <- resolveBackend("cpu", threads)$threads
+  r <- .Call(ffi_cosnet_random_network, as.integer(n), min(1, degree / (n - 1)),
+             as.double(seed), as.integer(th))
+  W <- methods::new(methods::getClass("dgCMatrix", where = asNamespace("Matrix")))
+  W@Dim <- c(as.integer(n), as.integer(n))
+  # slots assigned one by one: no copy, and no validity pass over the
+  # (possibly hundreds of millions of) entries, which are sorted by
+  # construction
+  W@p <- r$p
+  W@i <- r$i
+  W@x <- r$x
+  W
 }

@@ -12,7 +12,8 @@ SEXP ffi_busy(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 /* parCosnet */
 SEXP ffi_cosnet(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_learn(SEXP, SEXP, SEXP);
-SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_cosnet_random_network(SEXP, SEXP, SEXP, SEXP);
 
 /* rapidGSEA (src/gsea) */
 SEXP ffi_gsea_run(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
@@ -50,7 +51,8 @@ static const R_CallMethodDef call_methods[] = {
     /* parCosnet */
     CALLDEF(ffi_cosnet, 14),
     CALLDEF(ffi_cosnet_learn, 3),
-    CALLDEF(ffi_cosnet_check, 4),
+    CALLDEF(ffi_cosnet_check, 5),
+    CALLDEF(ffi_cosnet_random_network, 4),
     /* pbnSteadyState(), pbnSimulate() */
     CALLDEF(ffi_pbn_steady, 7),
     CALLDEF(ffi_pbn_simulate, 8),

@@ -107,6 +107,35 @@ sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
                                  double *c, double *fscore, int64_t *n_pos, int64_t *n_lab,
                                  int n_threads);
 
+/* Checks the compressed columns of a dgCMatrix (n columns) for
+ * parCosnet(): res = (code, 1-based column); code 0 fine, 1 NA or
+ * infinite weight, 2 negative weight, 3 non-zero diagonal, 4 not
+ * symmetric, 5 symmetric up to rounding (|a - b| <= tol * max(|a|, |b|)),
+ * 6 stored zeros; a column with code 1-4 wins, else 5, else 6. */
+void sbg_cosnet_check(int32_t n, const int32_t *cp, const int32_t *ci, const double *cx,
+                      double tol, int n_threads, int32_t *res);
+
+/* ---- random networks for the benchmark (cosnet_gen.c) ---- */
+
+/* Erdos-Renyi G(n, prob) with U(0,1) weights, straight into compressed
+ * rows: init, count (rowptr, n + 1), fill (col, w of rowptr[n] entries),
+ * free.  Rows are sorted; the graph depends on (n, prob, seed) only. */
+typedef struct sbg_cosnet_er {
+  int32_t n;
+  uint64_t seed;
+  double log_q;     /* log(1 - prob) */
+  int n_chunks;     /* one per thread */
+  int32_t *bounds;  /* n_chunks + 1 row bounds */
+  int32_t *up;      /* n: upper degree of each row */
+  int32_t *cnt;     /* n_chunks x n: lower entries of each row per chunk */
+} sbg_cosnet_er;
+sbg_status sbg_cosnet_er_init(sbg_cosnet_er *er, int32_t n, double prob, uint64_t seed,
+                              int n_threads);
+sbg_status sbg_cosnet_er_count(sbg_cosnet_er *er, int64_t *rowptr);
+sbg_status sbg_cosnet_er_fill(sbg_cosnet_er *er, const int64_t *rowptr, int32_t *col,
+                              double *w);
+void sbg_cosnet_er_free(sbg_cosnet_er *er);
+
 #ifdef __cplusplus
 }
 #endif

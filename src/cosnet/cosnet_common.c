@@ -287,3 +287,77 @@ sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
   }
   return st;
 }
+
+/* The problem of column j (0 fine, 1..4 hard, 5/6 soft: the first hard
+ * one, else 5 if any entry is symmetric only up to rounding, else 6 for a
+ * stored zero). */
+static int check_column(int32_t j, const int32_t *cp, const int32_t *ci, const double *cx,
+                        double tol) {
+  int soft = 0;
+  for (int32_t k = cp[j]; k < cp[j + 1]; k++) {
+    double a = cx[k];
+    int32_t r = ci[k];
+    if (isnan(a) || !isfinite(a)) return 1;
+    if (a < 0) return 2;
+    if (r == j) {
+      if (a != 0) return 3;
+      continue;
+    }
+    if (a == 0 && soft == 0) soft = 6;
+    /* the mirror entry (j, r) lives in column r (rows sorted in a column) */
+    int32_t lo = cp[r], hi = cp[r + 1] - 1, found = -1;
+    while (lo <= hi) {
+      int32_t mid = lo + (hi - lo) / 2;
+      if (ci[mid] == j) { found = mid; break; }
+      if (ci[mid] < j) lo = mid + 1; else hi = mid - 1;
+    }
+    if (found < 0) {
+      if (a != 0) return 4;
+      continue;
+    }
+    double b = cx[found];
+    if (a != b) {
+      double m = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+      if (fabs(a - b) > tol * m) return 4;
+      soft = 5;
+    }
+  }
+  return soft;
+}
+
+void sbg_cosnet_check(int32_t n, const int32_t *cp, const int32_t *ci, const double *cx,
+                      double tol, int n_threads, int32_t *res) {
+  /* The first column (in column order) with a hard problem wins; else the
+   * first with a rounding asymmetry; else the first with a stored zero.
+   * Columns are checked in parallel, so the answer does not depend on the
+   * thread count. */
+  int32_t first[7];
+  for (int t = 0; t < 7; t++) first[t] = n;
+#pragma omp parallel num_threads(n_threads > 0 ? n_threads : 1)
+  {
+    int32_t mine[7];
+    for (int t = 0; t < 7; t++) mine[t] = n;
+#pragma omp for schedule(dynamic, 1024)
+    for (int32_t j = 0; j < n; j++) {
+      if (j > mine[0]) continue; /* a hard problem earlier already */
+      int c = check_column(j, cp, ci, cx, tol);
+      if (c >= 1 && c <= 4) { if (j < mine[0]) { mine[0] = j; mine[c] = j; } }
+      else if (c > 0 && j < mine[c]) mine[c] = j;
+    }
+#pragma omp critical(sbg_cosnet_check)
+    for (int t = 0; t < 7; t++)
+      if (mine[t] < first[t]) first[t] = mine[t];
+  }
+  res[0] = 0;
+  res[1] = 0;
+  if (first[0] < n) {
+    res[0] = check_column(first[0], cp, ci, cx, tol);
+    res[1] = first[0] + 1;
+  } else if (first[5] < n) {
+    res[0] = 5;
+    res[1] = first[5] + 1;
+  } else if (first[6] < n) {
+    res[0] = 6;
+    res[1] = first[6] + 1;
+  }
+}
