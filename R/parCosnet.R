@@ -56,6 +56,9 @@ cosnet_engine <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, verbo
              as.integer(maxSweeps), seed,
              # jobs per GPU batch, for tests of the batching; 0 = automatic
              as.integer(getOption("sysbioGPU.cosnetBatch", 0L)),
+             # device memory budget in bytes (0 = what is free); a smaller
+             # one forces the streamed (partitioned) GPU path in the tests
+             as.double(getOption("sysbioGPU.cosnetDeviceBytes", 0)),
              a$gpu, a$threads, a$device, verbose)
   r$seconds <- proc.time()[["elapsed"]] - t0
   r
@@ -96,10 +99,15 @@ cosnet_engine <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, verbo
 #' depends on the colouring.
 #'
 #' Both engines sum every row in one fixed order (32 strided partial sums,
-#' then a butterfly tree), in double precision, so the CPU and the GPU give
-#' identical predictions and scores. Classes run concurrently (CPU threads
-#' over classes when there are at least as many classes as threads, else
-#' over the nodes of a colour).
+#' then a butterfly tree; 256 partial sums for hubs of more than 1024
+#' neighbours, which the GPU gives a thread block each), in double
+#' precision, so the CPU and the GPU give identical predictions and scores.
+#' Classes run concurrently (CPU threads over classes when there are at
+#' least as many classes as threads, else over the nodes of a colour; GPU
+#' batches of (class, fold) jobs). A network too large for the GPU's memory
+#' is kept on the host and streamed to the device in parts (runs of nodes
+#' of one colour, through pinned buffers) at every sweep, with the same
+#' results; `deviceParts` in the result says how many parts.
 #'
 #' @param W The network: symmetric, non-negative, zero diagonal. A `Matrix`
 #'   `dgCMatrix` or `dsCMatrix` (never densified), a numeric matrix, or an
@@ -127,7 +135,8 @@ cosnet_engine <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, verbo
 #'   `sweeps`, `converged`, `unlabelled`, `predictedPositive`), `colours`
 #'   (the colour of each node, from 1) and `nColours`, and the run's
 #'   `cost`, `normalize`, `seed`, `backend`, `device`, `deviceName`,
-#'   `threads` and `seconds`.
+#'   `threads`, `seconds` and `deviceParts` (0 unless the GPU streamed the
+#'   network in parts).
 #' @seealso [cvParCosnet()], [readNetwork()]
 #' @examples
 #' set.seed(1)
@@ -174,7 +183,7 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
                  colours = r$colour + 1L, nColours = r$nColours, cost = cost,
                  normalize = normalize, seed = seed, backend = b$backend, device = b$device,
                  deviceName = b$deviceName, threads = b$threads, seconds = r$seconds,
-                 nodes = nrow(W), edges = length(W@x) / 2, call = call),
+                 deviceParts = r$parts, nodes = nrow(W), edges = length(W@x) / 2, call = call),
             class = "parCosnet")
 }
 
@@ -277,8 +286,8 @@ pr_metrics <- function(pred, score, truth) {
 #'   over the folds of the fold's values; folds without positives are left
 #'   out of the recall, F and AUPRC means), `jobs` (one row per class and
 #'   fold: `alpha`, `c`, training `F`, `sweeps`, `converged`), `nColours`,
-#'   and the run's `seed`, `backend`, `device`, `deviceName`, `threads`
-#'   and `seconds`.
+#'   and the run's `seed`, `backend`, `device`, `deviceName`, `threads`,
+#'   `seconds` and `deviceParts`.
 #' @seealso [parCosnet()], [plot.cvParCosnet()]
 #' @examples
 #' set.seed(2)
@@ -337,7 +346,8 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
                  metrics = metrics, jobs = jobs, nfolds = nfolds, nColours = r$nColours,
                  cost = cost, normalize = normalize, seed = seed, backend = b$backend,
                  device = b$device, deviceName = b$deviceName, threads = b$threads,
-                 seconds = r$seconds, nodes = nrow(W), edges = length(W@x) / 2, call = call),
+                 seconds = r$seconds, deviceParts = r$parts, nodes = nrow(W),
+                 edges = length(W@x) / 2, call = call),
             class = "cvParCosnet")
 }
 

@@ -10,7 +10,7 @@ SEXP ffi_philox_block(SEXP, SEXP);
 SEXP ffi_rng_fill(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_busy(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 /* parCosnet */
-SEXP ffi_cosnet(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_cosnet(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_learn(SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_random_network(SEXP, SEXP, SEXP, SEXP);
@@ -49,7 +49,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_gsea_run, 16),
     CALLDEF(ffi_gsea_stats, 3),
     /* parCosnet */
-    CALLDEF(ffi_cosnet, 14),
+    CALLDEF(ffi_cosnet, 15),
     CALLDEF(ffi_cosnet_learn, 3),
     CALLDEF(ffi_cosnet_check, 5),
     CALLDEF(ffi_cosnet_random_network, 4),

@@ -13,14 +13,15 @@
  * its rows.  labels: n x K integer (1, -1, 0); folds: n x K integer or
  * NULL. */
 SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, SEXP cost,
-                SEXP max_sweeps, SEXP seed, SEXP max_batch, SEXP gpu, SEXP threads,
-                SEXP device, SEXP verbose) {
+                SEXP max_sweeps, SEXP seed, SEXP max_batch, SEXP device_budget, SEXP gpu,
+                SEXP threads, SEXP device, SEXP verbose) {
   int nprot = 0;
   SBG_ASSERT(TYPEOF(p) == INTSXP && TYPEOF(i) == INTSXP && TYPEOF(x) == REALSXP);
   SBG_ASSERT(XLENGTH(i) == XLENGTH(x) && XLENGTH(p) >= 1);
   SBG_ASSERT(TYPEOF(labels) == INTSXP && TYPEOF(n_folds) == INTSXP);
   SBG_ASSERT(TYPEOF(cost) == REALSXP && TYPEOF(max_sweeps) == INTSXP);
   SBG_ASSERT(TYPEOF(seed) == REALSXP && TYPEOF(gpu) == LGLSXP && TYPEOF(max_batch) == INTSXP);
+  SBG_ASSERT(TYPEOF(device_budget) == REALSXP);
   int32_t n = (int32_t)(XLENGTH(p) - 1);
   SBG_ASSERT(n >= 1 && XLENGTH(labels) % n == 0);
   SBG_ASSERT(INTEGER(p)[n] == XLENGTH(i));
@@ -55,6 +56,7 @@ SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, S
   par.max_sweeps = INTEGER(max_sweeps)[0];
   par.seed = (uint64_t)REAL(seed)[0];
   par.max_batch = INTEGER(max_batch)[0];
+  par.device_budget = REAL(device_budget)[0];
 
   SEXP scores = PROTECT(Rf_allocMatrix(REALSXP, n, K)); nprot++;
   SEXP pred = PROTECT(Rf_allocMatrix(LGLSXP, n, K)); nprot++;
@@ -79,6 +81,7 @@ SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, S
   out.v_converged = LOGICAL(conv);
   out.v_colour = INTEGER(colour);
   out.n_colours = 0;
+  out.n_parts = 0;
 
   sbg_ctx ctx;
   sbg_progress pr;
@@ -89,8 +92,8 @@ SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, S
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
 
   const char *nm[] = {"scores", "pred", "alpha", "c", "fscore", "sweeps", "converged",
-                      "colour", "nColours"};
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 9)); nprot++;
+                      "colour", "nColours", "parts"};
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 10)); nprot++;
   SET_VECTOR_ELT(ans, 0, scores);
   SET_VECTOR_ELT(ans, 1, pred);
   SET_VECTOR_ELT(ans, 2, alpha);
@@ -100,8 +103,9 @@ SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, S
   SET_VECTOR_ELT(ans, 6, conv);
   SET_VECTOR_ELT(ans, 7, colour);
   SET_VECTOR_ELT(ans, 8, Rf_ScalarInteger(out.n_colours));
-  SEXP names = PROTECT(Rf_allocVector(STRSXP, 9)); nprot++;
-  for (int t = 0; t < 9; t++) SET_STRING_ELT(names, t, Rf_mkChar(nm[t]));
+  SET_VECTOR_ELT(ans, 9, Rf_ScalarInteger(out.n_parts));
+  SEXP names = PROTECT(Rf_allocVector(STRSXP, 10)); nprot++;
+  for (int t = 0; t < 10; t++) SET_STRING_ELT(names, t, Rf_mkChar(nm[t]));
   Rf_setAttrib(ans, R_NamesSymbol, names);
   UNPROTECT(nprot);
   return ans;

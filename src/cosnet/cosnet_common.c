@@ -361,3 +361,15 @@ void sbg_cosnet_check(int32_t n, const int32_t *cp, const int32_t *ci, const dou
     res[1] = first[6] + 1;
   }
 }
+
+void sbg_cosnet_gather(const sbg_cosnet_graph *g, const int32_t *nodes, int64_t t0, int64_t t1,
+                       const int64_t *cro, int32_t *col, double *w, int n_threads) {
+  int64_t base = cro[t0];
+#pragma omp parallel for num_threads(n_threads > 0 ? n_threads : 1) schedule(dynamic, 64) if (t1 - t0 > 256)
+  for (int64_t t = t0; t < t1; t++) {
+    int32_t v = nodes[t];
+    int64_t b = g->v_rowptr[v], d = g->v_rowptr[v + 1] - b;
+    memcpy(col + (cro[t] - base), g->v_col + b, (size_t)d * sizeof(int32_t));
+    memcpy(w + (cro[t] - base), g->v_w + b, (size_t)d * sizeof(double));
+  }
+}

@@ -20,6 +20,28 @@
 #pragma clang fp contract(off)
 #endif
 
+/* The canonical sum of a hub row (more than SBG_COSNET_HUB_DEGREE
+ * entries): 256 strided partials, then the halving tree.  ntab tables
+ * give ntab sums in one pass. */
+static void row_sum_hub(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
+                        const double *tab1, const double *tab2, double *s1, double *s2) {
+  double p1[SBG_COSNET_HUB_LANES] = {0}, p2[SBG_COSNET_HUB_LANES] = {0};
+  int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
+  for (int64_t k = b; k < e; k++) {
+    int l = (int)((k - b) % SBG_COSNET_HUB_LANES);
+    int c = code[g->v_col[k]] + 1;
+    p1[l] += g->v_w[k] * tab1[c];
+    if (tab2) p2[l] += g->v_w[k] * tab2[c];
+  }
+  for (int off = SBG_COSNET_HUB_LANES / 2; off > 0; off >>= 1)
+    for (int l = 0; l < off; l++) {
+      p1[l] = p1[l] + p1[l + off];
+      p2[l] = p2[l] + p2[l + off];
+    }
+  *s1 = p1[0];
+  if (s2) *s2 = p2[0];
+}
+
 /* The canonical row sum (see SBG_COSNET_LANES): 32 strided partials, then
  * the butterfly tree.  Node u contributes tab[code[u] + 1] (codes -1, 0, 1,
  * 2): int8 codes keep the randomly accessed working set small. */
@@ -27,6 +49,11 @@ static double row_sum(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
                       const double *tab) {
   double part[SBG_COSNET_LANES] = {0};
   int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
+  if (e - b > SBG_COSNET_HUB_DEGREE) {
+    double s;
+    row_sum_hub(g, v, code, tab, NULL, &s, NULL);
+    return s;
+  }
   const int32_t *col = g->v_col;
   const double *w = g->v_w;
   int64_t k = b;
@@ -46,6 +73,10 @@ static void row_sum2(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
                      const double *tab1, const double *tab2, double *s1, double *s2) {
   double p1[SBG_COSNET_LANES] = {0}, p2[SBG_COSNET_LANES] = {0};
   int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
+  if (e - b > SBG_COSNET_HUB_DEGREE) {
+    row_sum_hub(g, v, code, tab1, tab2, s1, s2);
+    return;
+  }
   const int32_t *col = g->v_col;
   const double *w = g->v_w;
   int64_t k = b;
@@ -81,8 +112,8 @@ static int higher(uint64_t pa, int32_t a, uint64_t pb, int32_t b) {
  * it does not depend on threads or backend.  Each node counts its
  * higher-priority neighbours; a round colours the nodes whose count is 0
  * and counts down their lower-priority neighbours, O(edges) in all. */
-static sbg_status colour_graph(const sbg_cosnet_graph *g, uint64_t seed, int32_t *colour,
-                               int32_t *n_colours, sbg_ctx *ctx) {
+sbg_status sbg_cosnet_colour_host(const sbg_cosnet_graph *g, uint64_t seed, int32_t *colour,
+                                  int32_t *n_colours, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   int32_t n = g->n;
   int nt = ctx->n_threads;
@@ -352,7 +383,8 @@ sbg_status sbg_cosnet_cpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   int par_jobs = nt > 1 && n_jobs >= nt;
   int n_ws = 0;
 
-  st = colour_graph(&in->g, p->seed, out->v_colour, &out->n_colours, ctx);
+  out->n_parts = 0;
+  st = sbg_cosnet_colour_host(&in->g, p->seed, out->v_colour, &out->n_colours, ctx);
   if (st != SBG_OK) {
     if (st == SBG_ERR_ALLOC) sbg_fail(ctx, st, "out of memory while colouring the network");
     goto done;
