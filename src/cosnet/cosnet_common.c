@@ -36,17 +36,69 @@ static int cmp_keyed(const void *a, const void *b) {
   return (x->i > y->i) - (x->i < y->i);
 }
 
+/* Sorts k[0..m) by value, ties by position (k[i].i must be increasing on
+ * entry, as everywhere here), i.e. as cmp_keyed and R's stable order():
+ * a least-significant-digit radix sort on the order-preserving bit pattern
+ * of the doubles (-0 taken as +0, so that it ties with 0 as in a
+ * comparison), 8 bits a pass, passes where every key has the same digit
+ * skipped.  tmp: m scratch entries.  Values must not be NaN. */
+static void sort_keyed(keyed *k, int64_t m, keyed *tmp) {
+  if (m < 2) return;
+  if (m <= 32) { /* insertion sort, stable */
+    for (int64_t i = 1; i < m; i++) {
+      keyed x = k[i];
+      int64_t j = i;
+      while (j > 0 && k[j - 1].v > x.v) { k[j] = k[j - 1]; j--; }
+      k[j] = x;
+    }
+    return;
+  }
+  uint64_t *key = (uint64_t *)malloc((size_t)m * 2 * sizeof(uint64_t));
+  if (!key) { qsort(k, (size_t)m, sizeof(keyed), cmp_keyed); return; }
+  uint64_t *key2 = key + m;
+  static const int passes = 8;
+  int64_t cnt[8][256];
+  memset(cnt, 0, sizeof cnt);
+  for (int64_t i = 0; i < m; i++) {
+    double d = k[i].v == 0 ? 0.0 : k[i].v;
+    uint64_t b;
+    memcpy(&b, &d, sizeof b);
+    b = (b >> 63) ? ~b : (b | 0x8000000000000000ull);
+    key[i] = b;
+    for (int p = 0; p < passes; p++) cnt[p][(b >> (8 * p)) & 255]++;
+  }
+  keyed *src = k, *dst = tmp;
+  uint64_t *ks = key, *kd = key2;
+  for (int p = 0; p < passes; p++) {
+    int trivial = 0;
+    for (int d = 0; d < 256; d++)
+      if (cnt[p][d] == m) { trivial = 1; break; }
+    if (trivial) continue;
+    int64_t off = 0;
+    for (int d = 0; d < 256; d++) { int64_t c = cnt[p][d]; cnt[p][d] = off; off += c; }
+    for (int64_t i = 0; i < m; i++) {
+      int64_t at = cnt[p][(ks[i] >> (8 * p)) & 255]++;
+      dst[at] = src[i];
+      kd[at] = ks[i];
+    }
+    keyed *t = src; src = dst; dst = t;
+    uint64_t *u = ks; ks = kd; kd = u;
+  }
+  if (src != k) memcpy(k, src, (size_t)m * sizeof(keyed));
+  free(key);
+}
+
 /* Best intercept for the slope `slope`: points with y - slope * x at or
  * below the line are positive; groups of equal intercepts enter together;
  * a later line wins only with a strictly larger F. */
 static void intercept_sweep(const double *x, const double *y, const int8_t *lab, int64_t m,
-                            int64_t n_pos, double slope, keyed *k, double *q_best,
+                            int64_t n_pos, double slope, keyed *k, keyed *tmp, double *q_best,
                             double *f_best) {
   for (int64_t i = 0; i < m; i++) {
     k[i].v = y[i] - slope * x[i];
     k[i].i = i;
   }
-  qsort(k, (size_t)m, sizeof(keyed), cmp_keyed);
+  sort_keyed(k, m, tmp);
   int64_t tp = 0, fp = 0, fn = n_pos;
   double best = f_score(tp, fn, fp), qb = 0;
   for (int64_t i = 0; i < m;) {
@@ -144,8 +196,9 @@ done:
 sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
                             int64_t m, double *alpha, double *c, double *fscore) {
   sbg_status st = SBG_OK;
-  keyed *k = (keyed *)malloc((size_t)(m > 0 ? m : 1) * sizeof(keyed));
+  keyed *k = (keyed *)malloc((size_t)(m > 0 ? m : 1) * 2 * sizeof(keyed));
   if (!k) return SBG_ERR_ALLOC;
+  keyed *tmp = k + (m > 0 ? m : 1);
   int64_t n_pos = 0;
   for (int64_t i = 0; i < m; i++) n_pos += lab[i] > 0;
   int64_t n_neg = m - n_pos;
@@ -156,7 +209,7 @@ sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
     k[i].v = x[i] != 0 ? atan(y[i] / x[i]) : M_PI / 2 - DBL_MIN;
     k[i].i = i;
   }
-  qsort(k, (size_t)m, sizeof(keyed), cmp_keyed);
+  sort_keyed(k, m, tmp);
   /* Sweep the angles upwards, a group of equal angles at a time; the
    * points at or below the line are positive ("under") or those above it
    * ("over").  As COSNet: the sweep stops at angles >= 1.57, a line must
@@ -186,7 +239,7 @@ sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
 
   /* Step 2: the intercept, with the positive half-plane below the line. */
   double q = 0, f = 0;
-  intercept_sweep(x, y, lab, m, n_pos, tan(theta), k, &q, &f);
+  intercept_sweep(x, y, lab, m, n_pos, tan(theta), k, tmp, &q, &f);
   *alpha = theta + DBL_MIN;
   *c = -q * cos(*alpha);
   *fscore = f;

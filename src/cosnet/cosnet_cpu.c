@@ -21,17 +21,17 @@
 #endif
 
 /* The canonical sum of a hub row (more than SBG_COSNET_HUB_DEGREE
- * entries): 256 strided partials, then the halving tree.  ntab tables
- * give ntab sums in one pass. */
-static void row_sum_hub(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
-                        const double *tab1, const double *tab2, double *s1, double *s2) {
+ * entries): 256 strided partials, then the halving tree; val2 (may be
+ * NULL) gives a second sum in the same pass. */
+static void row_sum_hub(const sbg_cosnet_graph *g, int32_t v, const double *val1,
+                        const double *val2, double *s1, double *s2) {
   double p1[SBG_COSNET_HUB_LANES] = {0}, p2[SBG_COSNET_HUB_LANES] = {0};
   int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
   for (int64_t k = b; k < e; k++) {
     int l = (int)((k - b) % SBG_COSNET_HUB_LANES);
-    int c = code[g->v_col[k]] + 1;
-    p1[l] += g->v_w[k] * tab1[c];
-    if (tab2) p2[l] += g->v_w[k] * tab2[c];
+    int32_t u = g->v_col[k];
+    p1[l] += g->v_w[k] * val1[u];
+    if (val2) p2[l] += g->v_w[k] * val2[u];
   }
   for (int off = SBG_COSNET_HUB_LANES / 2; off > 0; off >>= 1)
     for (int l = 0; l < off; l++) {
@@ -43,15 +43,15 @@ static void row_sum_hub(const sbg_cosnet_graph *g, int32_t v, const int8_t *code
 }
 
 /* The canonical row sum (see SBG_COSNET_LANES): 32 strided partials, then
- * the butterfly tree.  Node u contributes tab[code[u] + 1] (codes -1, 0, 1,
- * 2): int8 codes keep the randomly accessed working set small. */
-static double row_sum(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
-                      const double *tab) {
+ * the butterfly tree.  Node u contributes w * val[u], where val holds the
+ * value of each node's state (or label) for this job: one random load per
+ * entry (val of a job stays in the cache). */
+static double row_sum(const sbg_cosnet_graph *g, int32_t v, const double *val) {
   double part[SBG_COSNET_LANES] = {0};
   int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
   if (e - b > SBG_COSNET_HUB_DEGREE) {
     double s;
-    row_sum_hub(g, v, code, tab, NULL, &s, NULL);
+    row_sum_hub(g, v, val, NULL, &s, NULL);
     return s;
   }
   const int32_t *col = g->v_col;
@@ -61,20 +61,20 @@ static double row_sum(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
    * registers; each lane still adds its entries in row order */
   for (; k + SBG_COSNET_LANES <= e; k += SBG_COSNET_LANES)
     for (int l = 0; l < SBG_COSNET_LANES; l++)
-      part[l] += w[k + l] * tab[code[col[k + l]] + 1];
-  for (int l = 0; k < e; k++, l++) part[l] += w[k] * tab[code[col[k]] + 1];
+      part[l] += w[k + l] * val[col[k + l]];
+  for (int l = 0; k < e; k++, l++) part[l] += w[k] * val[col[k]];
   for (int off = SBG_COSNET_LANES / 2; off > 0; off >>= 1)
     for (int l = 0; l < off; l++) part[l] = part[l] + part[l + off];
   return part[0];
 }
 
 /* Two row sums in one pass (the training points). */
-static void row_sum2(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
-                     const double *tab1, const double *tab2, double *s1, double *s2) {
+static void row_sum2(const sbg_cosnet_graph *g, int32_t v, const double *val1,
+                     const double *val2, double *s1, double *s2) {
   double p1[SBG_COSNET_LANES] = {0}, p2[SBG_COSNET_LANES] = {0};
   int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
   if (e - b > SBG_COSNET_HUB_DEGREE) {
-    row_sum_hub(g, v, code, tab1, tab2, s1, s2);
+    row_sum_hub(g, v, val1, val2, s1, s2);
     return;
   }
   const int32_t *col = g->v_col;
@@ -82,14 +82,14 @@ static void row_sum2(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
   int64_t k = b;
   for (; k + SBG_COSNET_LANES <= e; k += SBG_COSNET_LANES)
     for (int l = 0; l < SBG_COSNET_LANES; l++) {
-      int c = code[col[k + l]] + 1;
-      p1[l] += w[k + l] * tab1[c];
-      p2[l] += w[k + l] * tab2[c];
+      int32_t u = col[k + l];
+      p1[l] += w[k + l] * val1[u];
+      p2[l] += w[k + l] * val2[u];
     }
   for (int l = 0; k < e; k++, l++) {
-    int c = code[col[k]] + 1;
-    p1[l] += w[k] * tab1[c];
-    p2[l] += w[k] * tab2[c];
+    int32_t u = col[k];
+    p1[l] += w[k] * val1[u];
+    p2[l] += w[k] * val2[u];
   }
   for (int off = SBG_COSNET_LANES / 2; off > 0; off >>= 1)
     for (int l = 0; l < off; l++) {
@@ -209,6 +209,7 @@ typedef struct work {
   double *theta;   /* n: thresholds of U nodes */
   double *score;   /* n: last field of U nodes */
   int8_t *state;   /* n: +1 / -1 / 0 (not yet set) */
+  double *val1, *val2; /* n: the value each node adds to its neighbours' sums */
   double *px, *py; /* labelled points */
   int8_t *plab;    /* their labels 1/0 */
   int32_t *ulist;  /* U nodes by colour */
@@ -218,6 +219,7 @@ typedef struct work {
 static void work_free(work *w) {
   free(w->jl); free(w->theta); free(w->score); free(w->state);
   free(w->px); free(w->py); free(w->plab); free(w->ulist); free(w->uptr);
+  free(w->val1); free(w->val2);
   memset(w, 0, sizeof(*w));
 }
 
@@ -233,7 +235,9 @@ static sbg_status work_alloc(work *w, int32_t n, int32_t n_colours) {
   w->plab = (int8_t *)malloc(nn);
   w->ulist = (int32_t *)malloc(nn * sizeof(int32_t));
   w->uptr = (int64_t *)malloc((size_t)(n_colours + 1) * sizeof(int64_t));
-  if (!w->jl || !w->theta || !w->score || !w->state || !w->px || !w->py ||
+  w->val1 = (double *)malloc(nn * sizeof(double));
+  w->val2 = (double *)malloc(nn * sizeof(double));
+  if (!w->val1 || !w->val2 || !w->jl || !w->theta || !w->score || !w->state || !w->px || !w->py ||
       !w->plab || !w->ulist || !w->uptr) {
     work_free(w);
     return SBG_ERR_ALLOC;
@@ -266,11 +270,20 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
     return sbg_fail(ctx, SBG_ERR_INPUT, "job %d (class %d): the training set needs labelled positives and negatives",
                     (int)j + 1, (int)k + 1);
   {
-    /* codes -1, 0, 1, 2 index tab[code + 1] */
-    const double tab_pos[4] = {0.0, 0.0, 1.0, 0.0}, tab_neg[4] = {1.0, 0.0, 0.0, 0.0};
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 256)
-    for (int64_t i = 0; i < m; i++)
-      row_sum2(g, w->ulist[i], jl, tab_pos, tab_neg, &w->px[i], &w->py[i]);
+    /* value of each node in the sums to positives (val1) and negatives */
+    for (int32_t v = 0; v < n; v++) {
+      w->val1[v] = jl[v] == SBG_COSNET_POS ? 1.0 : 0.0;
+      w->val2[v] = jl[v] == SBG_COSNET_NEG ? 1.0 : 0.0;
+    }
+    /* (a parallel region only with threads: entering one costs even then) */
+    if (nt > 1) {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
+      for (int64_t i = 0; i < m; i++)
+        row_sum2(g, w->ulist[i], w->val1, w->val2, &w->px[i], &w->py[i]);
+    } else {
+      for (int64_t i = 0; i < m; i++)
+        row_sum2(g, w->ulist[i], w->val1, w->val2, &w->px[i], &w->py[i]);
+    }
   }
 
   double alpha, c, fs;
@@ -291,18 +304,33 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   sbg_cosnet_reg reg = sbg_cosnet_regularisation(p->cost, alpha, npos, m, nu);
 
   /* Thresholds: c minus the pull of the labelled neighbours. */
-  const double tab[4] = {lo, 0.0, hi, 0.0};
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 256)
-  for (int64_t i = 0; i < nu; i++) {
-    int32_t v = w->ulist[i];
-    double th = c - row_sum(g, v, jl, tab);
-    if (reg.on) th = th + reg.theta_add;
-    w->theta[v] = th;
+  double *val = w->val1;
+  for (int32_t v = 0; v < n; v++)
+    val[v] = jl[v] == SBG_COSNET_POS ? hi : jl[v] == SBG_COSNET_NEG ? lo : 0.0;
+  if (nt > 1) {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
+    for (int64_t i = 0; i < nu; i++) {
+      int32_t v = w->ulist[i];
+      double th = c - row_sum(g, v, val);
+      if (reg.on) th = th + reg.theta_add;
+      w->theta[v] = th;
+    }
+  } else {
+    for (int64_t i = 0; i < nu; i++) {
+      int32_t v = w->ulist[i];
+      double th = c - row_sum(g, v, val);
+      if (reg.on) th = th + reg.theta_add;
+      w->theta[v] = th;
+    }
   }
 
   /* Dynamics from the all-unset state (0); labelled nodes keep state 0 and
-   * act through the thresholds only. */
-  for (int32_t v = 0; v < n; v++) w->state[v] = 0;
+   * act through the thresholds only.  val: the value of each state (0, hi
+   * or lo), kept with the states. */
+  for (int32_t v = 0; v < n; v++) {
+    w->state[v] = 0;
+    val[v] = 0.0;
+  }
   int64_t tot_pos = 0, tot_neg = 0;
   int32_t sweep = 0, converged = 0;
   while (sweep < p->max_sweeps && !converged) {
@@ -324,18 +352,30 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
         pen = reg.r * ((double)(tot_pos - col_pos) * hi + (double)(tot_neg - col_neg) * lo);
       }
       int64_t ch = 0;
-#pragma omp parallel for num_threads(nt) if (nt > 1 && e - b > 512) schedule(dynamic, 128) reduction(+ : ch)
-      for (int64_t i = b; i < e; i++) {
-        int32_t v = w->ulist[i];
-        double h = row_sum(g, v, w->state, tab);
-        if (reg.on) h = h - pen;
-        h = h - w->theta[v];
-        /* COSNet's rule: positive only for a strictly positive field. */
-        int8_t s = h > 0 ? 1 : -1;
-        if (s != w->state[v]) ch++;
-        w->state[v] = s;
-        w->score[v] = h;
+      /* The nodes of a colour are not adjacent: each reads only the values
+       * of other colours, so they may update in any order, in parallel. */
+#define SBG_COSNET_UPDATE(i)                                                 \
+  do {                                                                       \
+    int32_t v_ = w->ulist[i];                                                \
+    double h_ = row_sum(g, v_, val);                                         \
+    if (reg.on) h_ = h_ - pen;                                               \
+    h_ = h_ - w->theta[v_];                                                  \
+    /* COSNet's rule: positive only for a strictly positive field. */        \
+    int8_t s_ = h_ > 0 ? 1 : -1;                                             \
+    if (s_ != w->state[v_]) {                                                \
+      ch++;                                                                  \
+      w->state[v_] = s_;                                                     \
+      val[v_] = s_ > 0 ? hi : lo;                                            \
+    }                                                                        \
+    w->score[v_] = h_;                                                       \
+  } while (0)
+      if (nt > 1 && e - b > 512) {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 128) reduction(+ : ch)
+        for (int64_t i = b; i < e; i++) SBG_COSNET_UPDATE(i);
+      } else {
+        for (int64_t i = b; i < e; i++) SBG_COSNET_UPDATE(i);
       }
+#undef SBG_COSNET_UPDATE
       changed += ch;
       if (reg.on) {
         int64_t np2 = 0, nn2 = 0;
