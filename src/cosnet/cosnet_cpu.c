@@ -106,6 +106,18 @@ static int higher(uint64_t pa, int32_t a, uint64_t pb, int32_t b) {
   return pa > pb || (pa == pb && a > b);
 }
 
+typedef struct prio_node {
+  uint64_t p;
+  int32_t v;
+} prio_node;
+
+/* Decreasing priority, ties to the larger index (as higher()). */
+static int cmp_prio_desc(const void *a, const void *b) {
+  const prio_node *x = (const prio_node *)a, *y = (const prio_node *)b;
+  if (x->p != y->p) return x->p < y->p ? 1 : -1;
+  return (x->v < y->v) - (x->v > y->v);
+}
+
 /* Jones-Plassmann: in each round every uncoloured node whose priority beats
  * all its uncoloured neighbours takes the smallest colour its neighbours do
  * not have.  This is the greedy colouring in decreasing priority order, so
@@ -129,6 +141,40 @@ sbg_status sbg_cosnet_colour_host(const sbg_cosnet_graph *g, uint64_t seed, int3
   }
   int32_t *mark = (int32_t *)malloc((size_t)nt * (size_t)(maxdeg + 2) * sizeof(int32_t));
   if (!prio || !wait || !front || !next || !mark) { st = SBG_ERR_ALLOC; goto done; }
+
+  if (nt == 1) {
+    /* One thread: the greedy colouring in decreasing priority order
+     * directly (what the rounds below compute), one pass over the edges. */
+    prio_node *ord = (prio_node *)malloc(nn * sizeof(prio_node));
+    if (!ord) { st = SBG_ERR_ALLOC; goto done; }
+    for (int32_t v = 0; v < n; v++) {
+      ord[v].p = sbg_cosnet_priority(seed, v);
+      ord[v].v = v;
+      colour[v] = -1;
+    }
+    qsort(ord, nn, sizeof(prio_node), cmp_prio_desc);
+    for (int64_t i = 0; i < maxdeg + 2; i++) mark[i] = -1;
+    int32_t ncol = 0;
+    for (int32_t t = 0; t < n; t++) {
+      int32_t v = ord[t].v;
+      int64_t deg = g->v_rowptr[v + 1] - g->v_rowptr[v];
+      for (int64_t k = g->v_rowptr[v]; k < g->v_rowptr[v + 1]; k++) {
+        int32_t cu = colour[g->v_col[k]];
+        if (cu >= 0 && cu <= deg) mark[cu] = v;
+      }
+      int32_t cv = 0;
+      while (mark[cv] == v) cv++;
+      colour[v] = cv;
+      if (cv + 1 > ncol) ncol = cv + 1;
+      if ((t & 65535) == 65535) {
+        st = sbg_poll(ctx, 0.0);
+        if (st != SBG_OK) { free(ord); goto done; }
+      }
+    }
+    free(ord);
+    *n_colours = n > 0 ? ncol : 0;
+    goto done;
+  }
 
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int32_t v = 0; v < n; v++) {

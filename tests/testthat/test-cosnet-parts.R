@@ -72,3 +72,13 @@ test_that("GPU: hubs and the streamed path give the CPU's answer bit for bit", {
   expect_identical(cvs$scores, cvc$scores)
   expect_identical(cvs$jobs, cvc$jobs)
 })
+
+test_that("the one-thread greedy colouring equals the parallel Jones-Plassmann rounds", {
+  W <- sysbioGPU:::cosnet_random_network(3000, 40, seed = 9, threads = 2)
+  y <- cosnet_random_labels(3000, 200, 1000, 10)
+  f1 <- parCosnet(W, y, seed = 4, backend = "cpu", threads = 1, verbose = FALSE)
+  f2 <- parCosnet(W, y, seed = 4, backend = "cpu", threads = 2, verbose = FALSE)
+  expect_identical(f1$colours, f2$colours)
+  expect_identical(f1$colours, cosnet_greedy_colours(W, 4))
+  expect_identical(f1$scores, f2$scores)
+})
