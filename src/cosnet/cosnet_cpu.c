@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cosnet.h"
 #include "omp_compat.h"
@@ -45,9 +46,12 @@ static void row_sum_hub(const sbg_cosnet_graph *g, int32_t v, const double *val1
 /* The canonical row sum (see SBG_COSNET_LANES): 32 strided partials, then
  * the butterfly tree.  Node u contributes w * val[u], where val holds the
  * value of each node's state (or label) for this job: one random load per
- * entry (val of a job stays in the cache). */
+ * entry (val of a job stays in the cache).  The lanes are taken 8 at a
+ * time over the whole row, so that their partials stay in registers; each
+ * lane still adds its own entries in row order, so the result is the same
+ * as lane by lane. */
 static double row_sum(const sbg_cosnet_graph *g, int32_t v, const double *val) {
-  double part[SBG_COSNET_LANES] = {0};
+  double part[SBG_COSNET_LANES];
   int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
   if (e - b > SBG_COSNET_HUB_DEGREE) {
     double s;
@@ -56,22 +60,32 @@ static double row_sum(const sbg_cosnet_graph *g, int32_t v, const double *val) {
   }
   const int32_t *col = g->v_col;
   const double *w = g->v_w;
-  int64_t k = b;
-  /* whole groups of 32 with fixed lane indices, so the partials can live in
-   * registers; each lane still adds its entries in row order */
-  for (; k + SBG_COSNET_LANES <= e; k += SBG_COSNET_LANES)
-    for (int l = 0; l < SBG_COSNET_LANES; l++)
-      part[l] += w[k + l] * val[col[k + l]];
-  for (int l = 0; k < e; k++, l++) part[l] += w[k] * val[col[k]];
+  int64_t full = b + (e - b) / SBG_COSNET_LANES * SBG_COSNET_LANES;
+  for (int lb = 0; lb < SBG_COSNET_LANES; lb += 8) {
+    double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+    for (int64_t k = b + lb; k < full; k += SBG_COSNET_LANES) {
+      a0 += w[k] * val[col[k]];
+      a1 += w[k + 1] * val[col[k + 1]];
+      a2 += w[k + 2] * val[col[k + 2]];
+      a3 += w[k + 3] * val[col[k + 3]];
+      a4 += w[k + 4] * val[col[k + 4]];
+      a5 += w[k + 5] * val[col[k + 5]];
+      a6 += w[k + 6] * val[col[k + 6]];
+      a7 += w[k + 7] * val[col[k + 7]];
+    }
+    part[lb] = a0; part[lb + 1] = a1; part[lb + 2] = a2; part[lb + 3] = a3;
+    part[lb + 4] = a4; part[lb + 5] = a5; part[lb + 6] = a6; part[lb + 7] = a7;
+  }
+  for (int l = 0; full + l < e; l++) part[l] += w[full + l] * val[col[full + l]];
   for (int off = SBG_COSNET_LANES / 2; off > 0; off >>= 1)
     for (int l = 0; l < off; l++) part[l] = part[l] + part[l + off];
   return part[0];
 }
 
-/* Two row sums in one pass (the training points). */
+/* Two row sums in one pass (the training points), 4 lanes at a time. */
 static void row_sum2(const sbg_cosnet_graph *g, int32_t v, const double *val1,
                      const double *val2, double *s1, double *s2) {
-  double p1[SBG_COSNET_LANES] = {0}, p2[SBG_COSNET_LANES] = {0};
+  double p1[SBG_COSNET_LANES], p2[SBG_COSNET_LANES];
   int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
   if (e - b > SBG_COSNET_HUB_DEGREE) {
     row_sum_hub(g, v, val1, val2, s1, s2);
@@ -79,17 +93,27 @@ static void row_sum2(const sbg_cosnet_graph *g, int32_t v, const double *val1,
   }
   const int32_t *col = g->v_col;
   const double *w = g->v_w;
-  int64_t k = b;
-  for (; k + SBG_COSNET_LANES <= e; k += SBG_COSNET_LANES)
-    for (int l = 0; l < SBG_COSNET_LANES; l++) {
-      int32_t u = col[k + l];
-      p1[l] += w[k + l] * val1[u];
-      p2[l] += w[k + l] * val2[u];
+  int64_t full = b + (e - b) / SBG_COSNET_LANES * SBG_COSNET_LANES;
+  for (int lb = 0; lb < SBG_COSNET_LANES; lb += 4) {
+    double a0 = 0, a1 = 0, a2 = 0, a3 = 0, c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+    for (int64_t k = b + lb; k < full; k += SBG_COSNET_LANES) {
+      int32_t u0 = col[k], u1 = col[k + 1], u2 = col[k + 2], u3 = col[k + 3];
+      a0 += w[k] * val1[u0];
+      c0 += w[k] * val2[u0];
+      a1 += w[k + 1] * val1[u1];
+      c1 += w[k + 1] * val2[u1];
+      a2 += w[k + 2] * val1[u2];
+      c2 += w[k + 2] * val2[u2];
+      a3 += w[k + 3] * val1[u3];
+      c3 += w[k + 3] * val2[u3];
     }
-  for (int l = 0; k < e; k++, l++) {
-    int32_t u = col[k];
-    p1[l] += w[k] * val1[u];
-    p2[l] += w[k] * val2[u];
+    p1[lb] = a0; p1[lb + 1] = a1; p1[lb + 2] = a2; p1[lb + 3] = a3;
+    p2[lb] = c0; p2[lb + 1] = c1; p2[lb + 2] = c2; p2[lb + 3] = c3;
+  }
+  for (int l = 0; full + l < e; l++) {
+    int32_t u = col[full + l];
+    p1[l] += w[full + l] * val1[u];
+    p2[l] += w[full + l] * val2[u];
   }
   for (int off = SBG_COSNET_LANES / 2; off > 0; off >>= 1)
     for (int l = 0; l < off; l++) {
@@ -98,6 +122,13 @@ static void row_sum2(const sbg_cosnet_graph *g, int32_t v, const double *val1,
     }
   *s1 = p1[0];
   *s2 = p2[0];
+}
+
+/* Monotonic-enough wall clock for sizing blocks of jobs. */
+static double now_s(void) {
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ---- colouring ---------------------------------------------------------- */
@@ -499,11 +530,15 @@ sbg_status sbg_cosnet_cpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   } else {
     /* Jobs in parallel, a block at a time, polling between blocks.  Each
      * job writes only its own outputs; messages go to per-job contexts. */
-    int32_t block = 4 * nt;
-    sbg_ctx *jctx = (sbg_ctx *)calloc((size_t)block, sizeof(sbg_ctx));
+    /* Blocks of about 0.2 s, so that polls stay frequent while the
+     * threads rarely wait for the slowest job of a block. */
+    int32_t max_block = n_jobs < 1024 ? n_jobs : 1024;
+    int32_t block = 2 * nt < max_block ? 2 * nt : max_block;
+    sbg_ctx *jctx = (sbg_ctx *)calloc((size_t)max_block, sizeof(sbg_ctx));
     if (!jctx) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
-    for (int32_t j0 = 0; j0 < n_jobs && st == SBG_OK; j0 += block) {
-      int32_t j1 = j0 + block < n_jobs ? j0 + block : n_jobs;
+    for (int32_t j0 = 0, j1 = 0; j0 < n_jobs && st == SBG_OK; j0 = j1) {
+      j1 = j0 + block < n_jobs ? j0 + block : n_jobs;
+      double t_start = now_s();
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
       for (int32_t j = j0; j < j1; j++) {
         sbg_ctx *cj = &jctx[j - j0];
@@ -517,6 +552,12 @@ sbg_status sbg_cosnet_cpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p
           break;
         }
       if (st == SBG_OK) st = sbg_poll(ctx, (double)j1 / n_jobs);
+      double per_job = (now_s() - t_start) / (double)(j1 - j0);
+      double want = per_job > 0 ? 0.2 / per_job : (double)max_block;
+      block = want > max_block ? max_block : (int32_t)want;
+      block = (block + nt - 1) / nt * nt;
+      if (block < nt) block = nt;
+      if (block > max_block) block = max_block;
     }
     free(jctx);
   }
