@@ -286,6 +286,7 @@ typedef struct work {
   double *theta;   /* n: thresholds of U nodes */
   double *score;   /* n: last field of U nodes */
   int8_t *state;   /* n: +1 / -1 / 0 (not yet set) */
+  uint8_t *dirty;  /* n: a neighbour changed state since the node's last update */
   double *val1, *val2; /* n: the value each node adds to its neighbours' sums */
   double *px, *py; /* labelled points */
   int8_t *plab;    /* their labels 1/0 */
@@ -296,7 +297,7 @@ typedef struct work {
 static void work_free(work *w) {
   free(w->jl); free(w->theta); free(w->score); free(w->state);
   free(w->px); free(w->py); free(w->plab); free(w->ulist); free(w->uptr);
-  free(w->val1); free(w->val2);
+  free(w->val1); free(w->val2); free(w->dirty);
   memset(w, 0, sizeof(*w));
 }
 
@@ -307,6 +308,7 @@ static sbg_status work_alloc(work *w, int32_t n, int32_t n_colours) {
   w->theta = (double *)malloc(nn * sizeof(double));
   w->score = (double *)malloc(nn * sizeof(double));
   w->state = (int8_t *)malloc(nn);
+  w->dirty = (uint8_t *)malloc(nn);
   w->px = (double *)malloc(nn * sizeof(double));
   w->py = (double *)malloc(nn * sizeof(double));
   w->plab = (int8_t *)malloc(nn);
@@ -314,7 +316,7 @@ static sbg_status work_alloc(work *w, int32_t n, int32_t n_colours) {
   w->uptr = (int64_t *)malloc((size_t)(n_colours + 1) * sizeof(int64_t));
   w->val1 = (double *)malloc(nn * sizeof(double));
   w->val2 = (double *)malloc(nn * sizeof(double));
-  if (!w->val1 || !w->val2 || !w->jl || !w->theta || !w->score || !w->state || !w->px || !w->py ||
+  if (!w->val1 || !w->val2 || !w->dirty || !w->jl || !w->theta || !w->score || !w->state || !w->px || !w->py ||
       !w->plab || !w->ulist || !w->uptr) {
     work_free(w);
     return SBG_ERR_ALLOC;
@@ -407,6 +409,7 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   for (int32_t v = 0; v < n; v++) {
     w->state[v] = 0;
     val[v] = 0.0;
+    w->dirty[v] = 0;
   }
   int64_t tot_pos = 0, tot_neg = 0;
   int32_t sweep = 0, converged = 0;
@@ -431,9 +434,18 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
       int64_t ch = 0;
       /* The nodes of a colour are not adjacent: each reads only the values
        * of other colours, so they may update in any order, in parallel. */
+      /* Without the penalty a node's field changes only when a neighbour's
+       * state does: from the third sweep on, a node none of whose
+       * neighbours changed since its last update keeps its state and score
+       * (the same sum of the same values) and is skipped.  Changes from the
+       * second sweep on mark the neighbours (of other colours: never one
+       * being updated now); every node is updated in sweeps 1 and 2. */
+      int skip_clean = !reg.on && sweep >= 3, mark = !reg.on && sweep >= 2;
 #define SBG_COSNET_UPDATE(i)                                                 \
   do {                                                                       \
     int32_t v_ = w->ulist[i];                                                \
+    if (skip_clean && !w->dirty[v_]) break;                                  \
+    w->dirty[v_] = 0;                                                        \
     double h_ = row_sum(g, v_, val);                                         \
     if (reg.on) h_ = h_ - pen;                                               \
     h_ = h_ - w->theta[v_];                                                  \
@@ -443,14 +455,22 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
       ch++;                                                                  \
       w->state[v_] = s_;                                                     \
       val[v_] = s_ > 0 ? hi : lo;                                            \
+      if (mark)                                                              \
+        for (int64_t k_ = g->v_rowptr[v_]; k_ < g->v_rowptr[v_ + 1]; k_++) { \
+          SBG_COSNET_MARK(w->dirty[g->v_col[k_]]);                           \
+        }                                                                    \
     }                                                                        \
     w->score[v_] = h_;                                                       \
   } while (0)
       if (nt > 1 && e - b > 512) {
+#define SBG_COSNET_MARK(x) _Pragma("omp atomic write") x = 1
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 128) reduction(+ : ch)
         for (int64_t i = b; i < e; i++) SBG_COSNET_UPDATE(i);
+#undef SBG_COSNET_MARK
       } else {
+#define SBG_COSNET_MARK(x) x = 1
         for (int64_t i = b; i < e; i++) SBG_COSNET_UPDATE(i);
+#undef SBG_COSNET_MARK
       }
 #undef SBG_COSNET_UPDATE
       changed += ch;
