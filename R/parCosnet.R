@@ -233,7 +233,9 @@ cosnet_folds <- function(lab, nfolds, seed, k) {
   pos <- which(lab == 1L); neg <- which(lab == -1L)
   deal <- function(idx, sub, start) {
     if (!length(idx)) return(start)
-    perm <- if (length(idx) > 1L) philoxShuffle(length(idx), seed, subsequence = sub, backend = "cpu")
+    # one stream: one thread (a multi-threaded call costs ~10 ms of start-up)
+    perm <- if (length(idx) > 1L) philoxShuffle(length(idx), seed, subsequence = sub, backend = "cpu",
+                                                threads = 1L)
             else 1L
     f[idx[perm]] <<- ((start + seq_along(idx) - 1L) %% nfolds) + 1L
     start + length(idx)
