@@ -498,6 +498,9 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     if (!P.resident) {
       /* two buffers in half of the budget */
       P.cap = (int64_t)(0.5 * budget / (2.0 * 12.0));
+      /* at most 2^27 entries (1.5 GB) a buffer: the pinned host copies
+       * stay modest, and parts stay many enough to overlap */
+      if (P.cap > ((int64_t)1 << 27)) P.cap = (int64_t)1 << 27;
       if (P.cap > nnz) P.cap = nnz;
       if (P.cap < maxdeg || P.cap < 1) {
         P.cap = maxdeg > 0 ? maxdeg : 1;
