@@ -55,7 +55,8 @@ edges_to_matrix <- function(from, to, weight, nodes = NULL, what = "edge list",
 # W in any accepted form to a symmetric dgCMatrix with zero diagonal,
 # non-negative finite weights and no stored zeros (checked, never densified
 # when sparse).
-as_cosnet_network <- function(W, normalize = FALSE, arg = "W") {
+as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
+  check_threads <- resolveBackend("cpu", threads)$threads
   if (is.data.frame(W)) {
     if (ncol(W) < 2L) stop_input("`", arg, "` as a data.frame needs columns from, to (and weight)")
     cols <- if (all(c("from", "to") %in% names(W))) c("from", "to") else names(W)[1:2]
@@ -80,7 +81,7 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W") {
   # One pass in C, no copy of W (a large network is checked in place).
   # Symmetric up to rounding (as left by, say, D^-1/2 W D^-1/2 computed in
   # two products) is accepted and made exact by averaging the two halves.
-  chk <- .Call(ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps)
+  chk <- .Call(ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps, check_threads)
   at <- if (!is.null(colnames(M))) paste0(" (node ", colnames(M)[chk[2]], ")") else paste0(" (node ", chk[2], ")")
   switch(chk[1] + 1L,
     NULL,
@@ -97,7 +98,7 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W") {
     },
     {
       M <- Matrix::drop0(M)
-      chk <- .Call(ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps)
+      chk <- .Call(ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps, check_threads)
       if (chk[1] == 4L) stop_input("`", arg, "` must be symmetric (an undirected network)")
       if (chk[1] == 5L) {
         tM <- Matrix::t(M)

@@ -56,6 +56,9 @@ cosnet_engine <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, verbo
              as.integer(maxSweeps), seed,
              # jobs per GPU batch, for tests of the batching; 0 = automatic
              as.integer(getOption("sysbioGPU.cosnetBatch", 0L)),
+             # device memory budget in bytes (0 = what is free); a smaller
+             # one forces the streamed (partitioned) GPU path in the tests
+             as.double(getOption("sysbioGPU.cosnetDeviceBytes", 0)),
              a$gpu, a$threads, a$device, verbose)
   r$seconds <- proc.time()[["elapsed"]] - t0
   r
@@ -96,10 +99,15 @@ cosnet_engine <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, verbo
 #' depends on the colouring.
 #'
 #' Both engines sum every row in one fixed order (32 strided partial sums,
-#' then a butterfly tree), in double precision, so the CPU and the GPU give
-#' identical predictions and scores. Classes run concurrently (CPU threads
-#' over classes when there are at least as many classes as threads, else
-#' over the nodes of a colour).
+#' then a butterfly tree; 256 partial sums for hubs of more than 1024
+#' neighbours, which the GPU gives a thread block each), in double
+#' precision, so the CPU and the GPU give identical predictions and scores.
+#' Classes run concurrently (CPU threads over classes when there are at
+#' least as many classes as threads, else over the nodes of a colour; GPU
+#' batches of (class, fold) jobs). A network too large for the GPU's memory
+#' is kept on the host and streamed to the device in parts (runs of nodes
+#' of one colour, through pinned buffers) at every sweep, with the same
+#' results; `deviceParts` in the result says how many parts.
 #'
 #' @param W The network: symmetric, non-negative, zero diagonal. A `Matrix`
 #'   `dgCMatrix` or `dsCMatrix` (never densified), a numeric matrix, or an
@@ -127,7 +135,8 @@ cosnet_engine <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, verbo
 #'   `sweeps`, `converged`, `unlabelled`, `predictedPositive`), `colours`
 #'   (the colour of each node, from 1) and `nColours`, and the run's
 #'   `cost`, `normalize`, `seed`, `backend`, `device`, `deviceName`,
-#'   `threads` and `seconds`.
+#'   `threads`, `seconds` and `deviceParts` (0 unless the GPU streamed the
+#'   network in parts).
 #' @seealso [cvParCosnet()], [readNetwork()]
 #' @examples
 #' set.seed(1)
@@ -149,7 +158,7 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
   verbose <- check_flag(verbose, "verbose")
   cost <- check_cost(cost)
   maxSweeps <- check_whole(maxSweeps, "maxSweeps", min = 1, max = 2^31 - 1)
-  W <- as_cosnet_network(W, normalize)
+  W <- as_cosnet_network(W, normalize, threads = threads)
   lab <- as_cosnet_labels(labels, W)
   for (k in seq_len(ncol(lab))) {
     cl <- colnames(lab)[k]
@@ -174,7 +183,7 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
                  colours = r$colour + 1L, nColours = r$nColours, cost = cost,
                  normalize = normalize, seed = seed, backend = b$backend, device = b$device,
                  deviceName = b$deviceName, threads = b$threads, seconds = r$seconds,
-                 nodes = nrow(W), edges = length(W@x) / 2, call = call),
+                 deviceParts = r$parts, nodes = nrow(W), edges = length(W@x) / 2, call = call),
             class = "parCosnet")
 }
 
@@ -224,7 +233,9 @@ cosnet_folds <- function(lab, nfolds, seed, k) {
   pos <- which(lab == 1L); neg <- which(lab == -1L)
   deal <- function(idx, sub, start) {
     if (!length(idx)) return(start)
-    perm <- if (length(idx) > 1L) philoxShuffle(length(idx), seed, subsequence = sub, backend = "cpu")
+    # one stream: one thread (a multi-threaded call costs ~10 ms of start-up)
+    perm <- if (length(idx) > 1L) philoxShuffle(length(idx), seed, subsequence = sub, backend = "cpu",
+                                                threads = 1L)
             else 1L
     f[idx[perm]] <<- ((start + seq_along(idx) - 1L) %% nfolds) + 1L
     start + length(idx)
@@ -277,8 +288,8 @@ pr_metrics <- function(pred, score, truth) {
 #'   over the folds of the fold's values; folds without positives are left
 #'   out of the recall, F and AUPRC means), `jobs` (one row per class and
 #'   fold: `alpha`, `c`, training `F`, `sweeps`, `converged`), `nColours`,
-#'   and the run's `seed`, `backend`, `device`, `deviceName`, `threads`
-#'   and `seconds`.
+#'   and the run's `seed`, `backend`, `device`, `deviceName`, `threads`,
+#'   `seconds` and `deviceParts`.
 #' @seealso [parCosnet()], [plot.cvParCosnet()]
 #' @examples
 #' set.seed(2)
@@ -300,7 +311,7 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
   cost <- check_cost(cost)
   nfolds <- check_whole(nfolds, "nfolds", min = 2, max = 1000)
   maxSweeps <- check_whole(maxSweeps, "maxSweeps", min = 1, max = 2^31 - 1)
-  W <- as_cosnet_network(W, normalize)
+  W <- as_cosnet_network(W, normalize, threads = threads)
   lab <- as_cosnet_labels(labels, W)
   for (k in seq_len(ncol(lab))) {
     cl <- colnames(lab)[k]
@@ -337,7 +348,8 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
                  metrics = metrics, jobs = jobs, nfolds = nfolds, nColours = r$nColours,
                  cost = cost, normalize = normalize, seed = seed, backend = b$backend,
                  device = b$device, deviceName = b$deviceName, threads = b$threads,
-                 seconds = r$seconds, nodes = nrow(W), edges = length(W@x) / 2, call = call),
+                 seconds = r$seconds, deviceParts = r$parts, nodes = nrow(W),
+                 edges = length(W@x) / 2, call = call),
             class = "cvParCosnet")
 }
 
@@ -403,4 +415,28 @@ plot.cvParCosnet <- function(x, classes = utils::head(seq_len(nrow(x$metrics)), 
                                                 x$metrics$AUPRC[classes]),
                    col = cols[seq_along(classes)], lty = 1, bty = "n", cex = 0.8)
   invisible(x)
+}
+
+# A random network for the benchmark (inst/bench/cosnet.R) and the tests:
+# Erdos-Renyi G(n, p) with p = degree / (n - 1) (mean degree `degree`),
+# U(0,1) weights, built as compressed rows in C by `threads` threads; the
+# graph depends on (n, degree, seed) only.  A symmetric dgCMatrix, so at
+# most 2^31 - 1 stored entries.
+cosnet_random_network <- function(n, degree, seed = 1, threads = NULL) {
+  check_whole(n, "n", 2, .Machine$integer.max)
+  if (!is.numeric(degree) || length(degree) != 1L || is.na(degree) || degree < 0) {
+    stop_input("`degree` must be a single number >= 0")
+  }
+  th <- resolveBackend("cpu", threads)$threads
+  r <- .Call(ffi_cosnet_random_network, as.integer(n), min(1, degree / (n - 1)),
+             as.double(seed), as.integer(th))
+  W <- methods::new(methods::getClass("dgCMatrix", where = asNamespace("Matrix")))
+  W@Dim <- c(as.integer(n), as.integer(n))
+  # slots assigned one by one: no copy, and no validity pass over the
+  # (possibly hundreds of millions of) entries, which are sorted by
+  # construction
+  W@p <- r$p
+  W@i <- r$i
+  W@x <- r$x
+  W
 }

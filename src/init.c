@@ -10,9 +10,10 @@ SEXP ffi_philox_block(SEXP, SEXP);
 SEXP ffi_rng_fill(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_busy(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 /* parCosnet */
-SEXP ffi_cosnet(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_cosnet(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_learn(SEXP, SEXP, SEXP);
-SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_cosnet_random_network(SEXP, SEXP, SEXP, SEXP);
 
 /* rapidGSEA (src/gsea) */
 SEXP ffi_gsea_run(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
@@ -48,9 +49,10 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_gsea_run, 16),
     CALLDEF(ffi_gsea_stats, 3),
     /* parCosnet */
-    CALLDEF(ffi_cosnet, 14),
+    CALLDEF(ffi_cosnet, 15),
     CALLDEF(ffi_cosnet_learn, 3),
-    CALLDEF(ffi_cosnet_check, 4),
+    CALLDEF(ffi_cosnet_check, 5),
+    CALLDEF(ffi_cosnet_random_network, 4),
     /* pbnSteadyState(), pbnSimulate() */
     CALLDEF(ffi_pbn_steady, 7),
     CALLDEF(ffi_pbn_simulate, 8),

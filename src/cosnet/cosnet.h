@@ -24,10 +24,16 @@ typedef struct sbg_cosnet_graph {
 
 /* Every weighted row sum of both engines is computed in one canonical
  * order, so that CPU and GPU agree to the last bit: entry k of a row goes to
- * partial sum k mod 32 (in row order), then the 32 partials are added by the
- * butterfly tree of a warp (offsets 16, 8, 4, 2, 1).  Products and sums are
- * rounded separately (no fused multiply-add). */
+ * partial sum k mod L (in row order), then the L partials are added by a
+ * halving tree (offsets L/2, ..., 2, 1: partial l += partial l + off).
+ * L = 32 (a warp, butterfly offsets 16..1) for rows of at most
+ * SBG_COSNET_HUB_DEGREE entries, and L = 256 (a block of 8 warps: shared
+ * memory for offsets 128, 64, 32, then the warp butterfly) for the hubs
+ * above, which the GPU gives a block each.  Products and sums are rounded
+ * separately (no fused multiply-add). */
 #define SBG_COSNET_LANES 32
+#define SBG_COSNET_HUB_LANES 256
+#define SBG_COSNET_HUB_DEGREE 1024
 
 /* The jobs of one call.  Labels are per class; a job is (class, fold).
  * fold 0: the unlabelled nodes of the class are predicted and reported.
@@ -46,6 +52,9 @@ typedef struct sbg_cosnet_params {
   int32_t max_sweeps;      /* stop after this many sweeps, converged or not */
   uint64_t seed;           /* colouring priorities */
   int32_t max_batch;       /* GPU: most jobs per batch, 0 = as memory allows (tests) */
+  double device_budget;    /* GPU: bytes of device memory to use, 0 = what is free; a
+                            * network that does not fit is streamed in parts (a small
+                            * budget forces that path in the tests) */
 } sbg_cosnet_params;
 
 /* Outputs, allocated by the caller.  n_jobs = n_classes * max(1, n_folds),
@@ -60,6 +69,8 @@ typedef struct sbg_cosnet_result {
   int32_t *v_converged;    /* n_jobs: 1 when a sweep changed nothing */
   int32_t *v_colour;       /* n: colour of each node, 0-based */
   int32_t n_colours;
+  int32_t n_parts;         /* GPU: parts of the network streamed from the host per
+                            * sweep; 0 when it stays on the device (and on the CPU) */
 } sbg_cosnet_result;
 
 sbg_status sbg_cosnet_cpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
@@ -95,6 +106,18 @@ enum { SBG_COSNET_POS = 1, SBG_COSNET_NEG = -1, SBG_COSNET_REPORT = 0, SBG_COSNE
  * reported (0) or predicted but not reported (2). */
 void sbg_cosnet_job_codes(const sbg_cosnet_input *in, int32_t j, int8_t *jl);
 
+/* The colouring of cosnet_cpu.c (Jones-Plassmann = greedy in decreasing
+ * Philox priority), also used by the GPU engine when the network does not
+ * fit the device. */
+sbg_status sbg_cosnet_colour_host(const sbg_cosnet_graph *g, uint64_t seed, int32_t *colour,
+                                  int32_t *n_colours, sbg_ctx *ctx);
+
+/* Copies the rows of nodes[t0..t1) (colour order) one after the other into
+ * col, w (the GPU engine's parts); cro: the offsets of the rows in that
+ * order (cro[t] - cro[t0] is where row nodes[t] goes). */
+void sbg_cosnet_gather(const sbg_cosnet_graph *g, const int32_t *nodes, int64_t t0, int64_t t1,
+                       const int64_t *cro, int32_t *col, double *w, int n_threads);
+
 /* Nodes sorted by colour (by index within a colour) and the colour
  * offsets (n_colours + 1); both malloc'ed, caller frees (also on error). */
 sbg_status sbg_cosnet_colour_order(const int32_t *colour, int32_t n, int32_t n_colours,
@@ -106,6 +129,35 @@ sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
                                  const double *x, const double *y, double *alpha,
                                  double *c, double *fscore, int64_t *n_pos, int64_t *n_lab,
                                  int n_threads);
+
+/* Checks the compressed columns of a dgCMatrix (n columns) for
+ * parCosnet(): res = (code, 1-based column); code 0 fine, 1 NA or
+ * infinite weight, 2 negative weight, 3 non-zero diagonal, 4 not
+ * symmetric, 5 symmetric up to rounding (|a - b| <= tol * max(|a|, |b|)),
+ * 6 stored zeros; a column with code 1-4 wins, else 5, else 6. */
+void sbg_cosnet_check(int32_t n, const int32_t *cp, const int32_t *ci, const double *cx,
+                      double tol, int n_threads, int32_t *res);
+
+/* ---- random networks for the benchmark (cosnet_gen.c) ---- */
+
+/* Erdos-Renyi G(n, prob) with U(0,1) weights, straight into compressed
+ * rows: init, count (rowptr, n + 1), fill (col, w of rowptr[n] entries),
+ * free.  Rows are sorted; the graph depends on (n, prob, seed) only. */
+typedef struct sbg_cosnet_er {
+  int32_t n;
+  uint64_t seed;
+  double log_q;     /* log(1 - prob) */
+  int n_chunks;     /* one per thread */
+  int32_t *bounds;  /* n_chunks + 1 row bounds */
+  int32_t *up;      /* n: upper degree of each row */
+  int32_t *cnt;     /* n_chunks x n: lower entries of each row per chunk */
+} sbg_cosnet_er;
+sbg_status sbg_cosnet_er_init(sbg_cosnet_er *er, int32_t n, double prob, uint64_t seed,
+                              int n_threads);
+sbg_status sbg_cosnet_er_count(sbg_cosnet_er *er, int64_t *rowptr);
+sbg_status sbg_cosnet_er_fill(sbg_cosnet_er *er, const int64_t *rowptr, int32_t *col,
+                              double *w);
+void sbg_cosnet_er_free(sbg_cosnet_er *er);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,8 @@
  * as an R list.  R has validated the arguments. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "cosnet.h"
 #include "glue.h"
@@ -11,14 +13,15 @@
  * its rows.  labels: n x K integer (1, -1, 0); folds: n x K integer or
  * NULL. */
 SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, SEXP cost,
-                SEXP max_sweeps, SEXP seed, SEXP max_batch, SEXP gpu, SEXP threads,
-                SEXP device, SEXP verbose) {
+                SEXP max_sweeps, SEXP seed, SEXP max_batch, SEXP device_budget, SEXP gpu,
+                SEXP threads, SEXP device, SEXP verbose) {
   int nprot = 0;
   SBG_ASSERT(TYPEOF(p) == INTSXP && TYPEOF(i) == INTSXP && TYPEOF(x) == REALSXP);
   SBG_ASSERT(XLENGTH(i) == XLENGTH(x) && XLENGTH(p) >= 1);
   SBG_ASSERT(TYPEOF(labels) == INTSXP && TYPEOF(n_folds) == INTSXP);
   SBG_ASSERT(TYPEOF(cost) == REALSXP && TYPEOF(max_sweeps) == INTSXP);
   SBG_ASSERT(TYPEOF(seed) == REALSXP && TYPEOF(gpu) == LGLSXP && TYPEOF(max_batch) == INTSXP);
+  SBG_ASSERT(TYPEOF(device_budget) == REALSXP);
   int32_t n = (int32_t)(XLENGTH(p) - 1);
   SBG_ASSERT(n >= 1 && XLENGTH(labels) % n == 0);
   SBG_ASSERT(INTEGER(p)[n] == XLENGTH(i));
@@ -53,6 +56,7 @@ SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, S
   par.max_sweeps = INTEGER(max_sweeps)[0];
   par.seed = (uint64_t)REAL(seed)[0];
   par.max_batch = INTEGER(max_batch)[0];
+  par.device_budget = REAL(device_budget)[0];
 
   SEXP scores = PROTECT(Rf_allocMatrix(REALSXP, n, K)); nprot++;
   SEXP pred = PROTECT(Rf_allocMatrix(LGLSXP, n, K)); nprot++;
@@ -77,6 +81,7 @@ SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, S
   out.v_converged = LOGICAL(conv);
   out.v_colour = INTEGER(colour);
   out.n_colours = 0;
+  out.n_parts = 0;
 
   sbg_ctx ctx;
   sbg_progress pr;
@@ -87,8 +92,8 @@ SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, S
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
 
   const char *nm[] = {"scores", "pred", "alpha", "c", "fscore", "sweeps", "converged",
-                      "colour", "nColours"};
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 9)); nprot++;
+                      "colour", "nColours", "parts"};
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 10)); nprot++;
   SET_VECTOR_ELT(ans, 0, scores);
   SET_VECTOR_ELT(ans, 1, pred);
   SET_VECTOR_ELT(ans, 2, alpha);
@@ -98,8 +103,9 @@ SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, S
   SET_VECTOR_ELT(ans, 6, conv);
   SET_VECTOR_ELT(ans, 7, colour);
   SET_VECTOR_ELT(ans, 8, Rf_ScalarInteger(out.n_colours));
-  SEXP names = PROTECT(Rf_allocVector(STRSXP, 9)); nprot++;
-  for (int t = 0; t < 9; t++) SET_STRING_ELT(names, t, Rf_mkChar(nm[t]));
+  SET_VECTOR_ELT(ans, 9, Rf_ScalarInteger(out.n_parts));
+  SEXP names = PROTECT(Rf_allocVector(STRSXP, 10)); nprot++;
+  for (int t = 0; t < 10; t++) SET_STRING_ELT(names, t, Rf_mkChar(nm[t]));
   Rf_setAttrib(ans, R_NamesSymbol, names);
   UNPROTECT(nprot);
   return ans;
@@ -123,52 +129,68 @@ SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab) {
   return ans;
 }
 
-/* Checks a dgCMatrix for parCosnet() without copying it (R/cosnet-io.R):
- * returns c(code, column) where code is 0 fine, 1 NA or infinite weight,
- * 2 negative weight, 3 non-zero diagonal, 4 not symmetric, 5 symmetric up
- * to rounding (|a - b| <= tol * max(|a|, |b|)), 6 stored zeros; the first
- * problem found wins except 5 and 6, which are reported only when nothing
- * worse is.  Row indices within a column are sorted (dgCMatrix validity). */
-SEXP ffi_cosnet_check(SEXP p, SEXP i, SEXP x, SEXP tol) {
+/* Checks a dgCMatrix for parCosnet() without copying it (R/cosnet-io.R);
+ * see sbg_cosnet_check() for the codes. */
+SEXP ffi_cosnet_check(SEXP p, SEXP i, SEXP x, SEXP tol, SEXP threads) {
   SBG_ASSERT(TYPEOF(p) == INTSXP && TYPEOF(i) == INTSXP && TYPEOF(x) == REALSXP);
   SBG_ASSERT(TYPEOF(tol) == REALSXP && XLENGTH(i) == XLENGTH(x) && XLENGTH(p) >= 1);
-  const int *cp = INTEGER(p), *ci = INTEGER(i);
-  const double *cx = REAL(x);
-  double t = REAL(tol)[0];
-  int n = (int)(XLENGTH(p) - 1), code = 0, where = 0, soft = 0, soft_at = 0;
-  for (int j = 0; j < n && code == 0; j++) {
-    for (int k = cp[j]; k < cp[j + 1]; k++) {
-      double a = cx[k];
-      int r = ci[k];
-      if (ISNAN(a) || !R_FINITE(a)) { code = 1; where = j + 1; break; }
-      if (a < 0) { code = 2; where = j + 1; break; }
-      if (r == j) {
-        if (a != 0) { code = 3; where = j + 1; break; }
-        continue;
-      }
-      if (a == 0 && soft == 0) { soft = 6; soft_at = j + 1; }
-      /* the mirror entry (j, r) lives in column r */
-      int lo = cp[r], hi = cp[r + 1] - 1, found = -1;
-      while (lo <= hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (ci[mid] == j) { found = mid; break; }
-        if (ci[mid] < j) lo = mid + 1; else hi = mid - 1;
-      }
-      if (found < 0) {
-        if (a != 0) { code = 4; where = j + 1; break; }
-        continue;
-      }
-      double b = cx[found];
-      if (a != b) {
-        double m = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
-        if (fabs(a - b) > t * m) { code = 4; where = j + 1; break; }
-        if (soft != 5) { soft = 5; soft_at = j + 1; }
-      }
-    }
-  }
+  SBG_ASSERT(TYPEOF(threads) == INTSXP);
+  int32_t res[2];
+  sbg_cosnet_check((int32_t)(XLENGTH(p) - 1), INTEGER(p), INTEGER(i), REAL(x), REAL(tol)[0],
+                   INTEGER(threads)[0], res);
   SEXP ans = PROTECT(Rf_allocVector(INTSXP, 2));
-  INTEGER(ans)[0] = code ? code : soft;
-  INTEGER(ans)[1] = code ? where : soft_at;
+  INTEGER(ans)[0] = res[0];
+  INTEGER(ans)[1] = res[1];
   UNPROTECT(1);
+  return ans;
+}
+
+/* The benchmark's random network (cosnet_random_network(), R/parCosnet.R):
+ * list(p, i, x) of a symmetric dgCMatrix, G(n, prob) with U(0,1) weights.
+ * A dgCMatrix holds at most 2^31 - 1 entries (integer p): larger networks
+ * are refused here, although the engines themselves use 64-bit offsets. */
+SEXP ffi_cosnet_random_network(SEXP n_, SEXP prob_, SEXP seed_, SEXP threads_) {
+  SBG_ASSERT(TYPEOF(n_) == INTSXP && TYPEOF(prob_) == REALSXP && TYPEOF(seed_) == REALSXP);
+  SBG_ASSERT(TYPEOF(threads_) == INTSXP);
+  int32_t n = INTEGER(n_)[0];
+  double prob = REAL(prob_)[0];
+  SBG_ASSERT(n >= 1 && prob >= 0 && prob <= 1);
+  sbg_cosnet_er er;
+  if (sbg_cosnet_er_init(&er, n, prob, (uint64_t)REAL(seed_)[0], INTEGER(threads_)[0]) != SBG_OK)
+    sbg_stop(SBG_ERR_ALLOC, "out of memory for the random network");
+  int64_t *rowptr = (int64_t *)malloc(((size_t)n + 1) * sizeof(int64_t));
+  if (!rowptr) {
+    sbg_cosnet_er_free(&er);
+    sbg_stop(SBG_ERR_ALLOC, "out of memory for the random network");
+  }
+  sbg_cosnet_er_count(&er, rowptr);
+  int64_t nnz = rowptr[n];
+  if (nnz > 2147483647) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "the random network has %.0f stored entries; a dgCMatrix holds at most 2^31 - 1",
+             (double)nnz);
+    free(rowptr);
+    sbg_cosnet_er_free(&er);
+    sbg_stop(SBG_ERR_INPUT, msg);
+  }
+  /* (an R allocation failure here leaks the C buffers: an error path only) */
+  SEXP p = NULL, i = NULL, x = NULL;
+  p = PROTECT(Rf_allocVector(INTSXP, (R_xlen_t)n + 1));
+  i = PROTECT(Rf_allocVector(INTSXP, (R_xlen_t)nnz));
+  x = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)nnz));
+  for (int32_t v = 0; v <= n; v++) INTEGER(p)[v] = (int)rowptr[v];
+  sbg_cosnet_er_fill(&er, rowptr, INTEGER(i), REAL(x));
+  free(rowptr);
+  sbg_cosnet_er_free(&er);
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 3));
+  SET_VECTOR_ELT(ans, 0, p);
+  SET_VECTOR_ELT(ans, 1, i);
+  SET_VECTOR_ELT(ans, 2, x);
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, 3));
+  SET_STRING_ELT(nm, 0, Rf_mkChar("p"));
+  SET_STRING_ELT(nm, 1, Rf_mkChar("i"));
+  SET_STRING_ELT(nm, 2, Rf_mkChar("x"));
+  Rf_setAttrib(ans, R_NamesSymbol, nm);
+  UNPROTECT(5);
   return ans;
 }

@@ -36,17 +36,69 @@ static int cmp_keyed(const void *a, const void *b) {
   return (x->i > y->i) - (x->i < y->i);
 }
 
+/* Sorts k[0..m) by value, ties by position (k[i].i must be increasing on
+ * entry, as everywhere here), i.e. as cmp_keyed and R's stable order():
+ * a least-significant-digit radix sort on the order-preserving bit pattern
+ * of the doubles (-0 taken as +0, so that it ties with 0 as in a
+ * comparison), 8 bits a pass, passes where every key has the same digit
+ * skipped.  tmp: m scratch entries.  Values must not be NaN. */
+static void sort_keyed(keyed *k, int64_t m, keyed *tmp) {
+  if (m < 2) return;
+  if (m <= 32) { /* insertion sort, stable */
+    for (int64_t i = 1; i < m; i++) {
+      keyed x = k[i];
+      int64_t j = i;
+      while (j > 0 && k[j - 1].v > x.v) { k[j] = k[j - 1]; j--; }
+      k[j] = x;
+    }
+    return;
+  }
+  uint64_t *key = (uint64_t *)malloc((size_t)m * 2 * sizeof(uint64_t));
+  if (!key) { qsort(k, (size_t)m, sizeof(keyed), cmp_keyed); return; }
+  uint64_t *key2 = key + m;
+  static const int passes = 8;
+  int64_t cnt[8][256];
+  memset(cnt, 0, sizeof cnt);
+  for (int64_t i = 0; i < m; i++) {
+    double d = k[i].v == 0 ? 0.0 : k[i].v;
+    uint64_t b;
+    memcpy(&b, &d, sizeof b);
+    b = (b >> 63) ? ~b : (b | 0x8000000000000000ull);
+    key[i] = b;
+    for (int p = 0; p < passes; p++) cnt[p][(b >> (8 * p)) & 255]++;
+  }
+  keyed *src = k, *dst = tmp;
+  uint64_t *ks = key, *kd = key2;
+  for (int p = 0; p < passes; p++) {
+    int trivial = 0;
+    for (int d = 0; d < 256; d++)
+      if (cnt[p][d] == m) { trivial = 1; break; }
+    if (trivial) continue;
+    int64_t off = 0;
+    for (int d = 0; d < 256; d++) { int64_t c = cnt[p][d]; cnt[p][d] = off; off += c; }
+    for (int64_t i = 0; i < m; i++) {
+      int64_t at = cnt[p][(ks[i] >> (8 * p)) & 255]++;
+      dst[at] = src[i];
+      kd[at] = ks[i];
+    }
+    keyed *t = src; src = dst; dst = t;
+    uint64_t *u = ks; ks = kd; kd = u;
+  }
+  if (src != k) memcpy(k, src, (size_t)m * sizeof(keyed));
+  free(key);
+}
+
 /* Best intercept for the slope `slope`: points with y - slope * x at or
  * below the line are positive; groups of equal intercepts enter together;
  * a later line wins only with a strictly larger F. */
 static void intercept_sweep(const double *x, const double *y, const int8_t *lab, int64_t m,
-                            int64_t n_pos, double slope, keyed *k, double *q_best,
+                            int64_t n_pos, double slope, keyed *k, keyed *tmp, double *q_best,
                             double *f_best) {
   for (int64_t i = 0; i < m; i++) {
     k[i].v = y[i] - slope * x[i];
     k[i].i = i;
   }
-  qsort(k, (size_t)m, sizeof(keyed), cmp_keyed);
+  sort_keyed(k, m, tmp);
   int64_t tp = 0, fp = 0, fn = n_pos;
   double best = f_score(tp, fn, fp), qb = 0;
   for (int64_t i = 0; i < m;) {
@@ -144,8 +196,9 @@ done:
 sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
                             int64_t m, double *alpha, double *c, double *fscore) {
   sbg_status st = SBG_OK;
-  keyed *k = (keyed *)malloc((size_t)(m > 0 ? m : 1) * sizeof(keyed));
+  keyed *k = (keyed *)malloc((size_t)(m > 0 ? m : 1) * 2 * sizeof(keyed));
   if (!k) return SBG_ERR_ALLOC;
+  keyed *tmp = k + (m > 0 ? m : 1);
   int64_t n_pos = 0;
   for (int64_t i = 0; i < m; i++) n_pos += lab[i] > 0;
   int64_t n_neg = m - n_pos;
@@ -156,7 +209,7 @@ sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
     k[i].v = x[i] != 0 ? atan(y[i] / x[i]) : M_PI / 2 - DBL_MIN;
     k[i].i = i;
   }
-  qsort(k, (size_t)m, sizeof(keyed), cmp_keyed);
+  sort_keyed(k, m, tmp);
   /* Sweep the angles upwards, a group of equal angles at a time; the
    * points at or below the line are positive ("under") or those above it
    * ("over").  As COSNet: the sweep stops at angles >= 1.57, a line must
@@ -186,7 +239,7 @@ sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
 
   /* Step 2: the intercept, with the positive half-plane below the line. */
   double q = 0, f = 0;
-  intercept_sweep(x, y, lab, m, n_pos, tan(theta), k, &q, &f);
+  intercept_sweep(x, y, lab, m, n_pos, tan(theta), k, tmp, &q, &f);
   *alpha = theta + DBL_MIN;
   *c = -q * cos(*alpha);
   *fscore = f;
@@ -286,4 +339,90 @@ sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
     }
   }
   return st;
+}
+
+/* The problem of column j (0 fine, 1..4 hard, 5/6 soft: the first hard
+ * one, else 5 if any entry is symmetric only up to rounding, else 6 for a
+ * stored zero). */
+static int check_column(int32_t j, const int32_t *cp, const int32_t *ci, const double *cx,
+                        double tol) {
+  int soft = 0;
+  for (int32_t k = cp[j]; k < cp[j + 1]; k++) {
+    double a = cx[k];
+    int32_t r = ci[k];
+    if (isnan(a) || !isfinite(a)) return 1;
+    if (a < 0) return 2;
+    if (r == j) {
+      if (a != 0) return 3;
+      continue;
+    }
+    if (a == 0 && soft == 0) soft = 6;
+    /* the mirror entry (j, r) lives in column r (rows sorted in a column) */
+    int32_t lo = cp[r], hi = cp[r + 1] - 1, found = -1;
+    while (lo <= hi) {
+      int32_t mid = lo + (hi - lo) / 2;
+      if (ci[mid] == j) { found = mid; break; }
+      if (ci[mid] < j) lo = mid + 1; else hi = mid - 1;
+    }
+    if (found < 0) {
+      if (a != 0) return 4;
+      continue;
+    }
+    double b = cx[found];
+    if (a != b) {
+      double m = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+      if (fabs(a - b) > tol * m) return 4;
+      soft = 5;
+    }
+  }
+  return soft;
+}
+
+void sbg_cosnet_check(int32_t n, const int32_t *cp, const int32_t *ci, const double *cx,
+                      double tol, int n_threads, int32_t *res) {
+  /* The first column (in column order) with a hard problem wins; else the
+   * first with a rounding asymmetry; else the first with a stored zero.
+   * Columns are checked in parallel, so the answer does not depend on the
+   * thread count. */
+  int32_t first[7];
+  for (int t = 0; t < 7; t++) first[t] = n;
+#pragma omp parallel num_threads(n_threads > 0 ? n_threads : 1)
+  {
+    int32_t mine[7];
+    for (int t = 0; t < 7; t++) mine[t] = n;
+#pragma omp for schedule(dynamic, 1024)
+    for (int32_t j = 0; j < n; j++) {
+      if (j > mine[0]) continue; /* a hard problem earlier already */
+      int c = check_column(j, cp, ci, cx, tol);
+      if (c >= 1 && c <= 4) { if (j < mine[0]) { mine[0] = j; mine[c] = j; } }
+      else if (c > 0 && j < mine[c]) mine[c] = j;
+    }
+#pragma omp critical(sbg_cosnet_check)
+    for (int t = 0; t < 7; t++)
+      if (mine[t] < first[t]) first[t] = mine[t];
+  }
+  res[0] = 0;
+  res[1] = 0;
+  if (first[0] < n) {
+    res[0] = check_column(first[0], cp, ci, cx, tol);
+    res[1] = first[0] + 1;
+  } else if (first[5] < n) {
+    res[0] = 5;
+    res[1] = first[5] + 1;
+  } else if (first[6] < n) {
+    res[0] = 6;
+    res[1] = first[6] + 1;
+  }
+}
+
+void sbg_cosnet_gather(const sbg_cosnet_graph *g, const int32_t *nodes, int64_t t0, int64_t t1,
+                       const int64_t *cro, int32_t *col, double *w, int n_threads) {
+  int64_t base = cro[t0];
+#pragma omp parallel for num_threads(n_threads > 0 ? n_threads : 1) schedule(dynamic, 64) if (t1 - t0 > 256)
+  for (int64_t t = t0; t < t1; t++) {
+    int32_t v = nodes[t];
+    int64_t b = g->v_rowptr[v], d = g->v_rowptr[v + 1] - b;
+    memcpy(col + (cro[t] - base), g->v_col + b, (size_t)d * sizeof(int32_t));
+    memcpy(w + (cro[t] - base), g->v_w + b, (size_t)d * sizeof(double));
+  }
 }

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cosnet.h"
 #include "omp_compat.h"
@@ -20,45 +21,99 @@
 #pragma clang fp contract(off)
 #endif
 
-/* The canonical row sum (see SBG_COSNET_LANES): 32 strided partials, then
- * the butterfly tree.  Node u contributes tab[code[u] + 1] (codes -1, 0, 1,
- * 2): int8 codes keep the randomly accessed working set small. */
-static double row_sum(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
-                      const double *tab) {
-  double part[SBG_COSNET_LANES] = {0};
+/* The canonical sum of a hub row (more than SBG_COSNET_HUB_DEGREE
+ * entries): 256 strided partials, then the halving tree; val2 (may be
+ * NULL) gives a second sum in the same pass. */
+static void row_sum_hub(const sbg_cosnet_graph *g, int32_t v, const double *val1,
+                        const double *val2, double *s1, double *s2) {
+  double p1[SBG_COSNET_HUB_LANES] = {0}, p2[SBG_COSNET_HUB_LANES] = {0};
   int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
+  for (int64_t k = b; k < e; k++) {
+    int l = (int)((k - b) % SBG_COSNET_HUB_LANES);
+    int32_t u = g->v_col[k];
+    p1[l] += g->v_w[k] * val1[u];
+    if (val2) p2[l] += g->v_w[k] * val2[u];
+  }
+  for (int off = SBG_COSNET_HUB_LANES / 2; off > 0; off >>= 1)
+    for (int l = 0; l < off; l++) {
+      p1[l] = p1[l] + p1[l + off];
+      p2[l] = p2[l] + p2[l + off];
+    }
+  *s1 = p1[0];
+  if (s2) *s2 = p2[0];
+}
+
+/* The canonical row sum (see SBG_COSNET_LANES): 32 strided partials, then
+ * the butterfly tree.  Node u contributes w * val[u], where val holds the
+ * value of each node's state (or label) for this job: one random load per
+ * entry (val of a job stays in the cache).  The lanes are taken 8 at a
+ * time over the whole row, so that their partials stay in registers; each
+ * lane still adds its own entries in row order, so the result is the same
+ * as lane by lane. */
+static double row_sum(const sbg_cosnet_graph *g, int32_t v, const double *val) {
+  double part[SBG_COSNET_LANES];
+  int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
+  if (e - b > SBG_COSNET_HUB_DEGREE) {
+    double s;
+    row_sum_hub(g, v, val, NULL, &s, NULL);
+    return s;
+  }
   const int32_t *col = g->v_col;
   const double *w = g->v_w;
-  int64_t k = b;
-  /* whole groups of 32 with fixed lane indices, so the partials can live in
-   * registers; each lane still adds its entries in row order */
-  for (; k + SBG_COSNET_LANES <= e; k += SBG_COSNET_LANES)
-    for (int l = 0; l < SBG_COSNET_LANES; l++)
-      part[l] += w[k + l] * tab[code[col[k + l]] + 1];
-  for (int l = 0; k < e; k++, l++) part[l] += w[k] * tab[code[col[k]] + 1];
+  int64_t full = b + (e - b) / SBG_COSNET_LANES * SBG_COSNET_LANES;
+  for (int lb = 0; lb < SBG_COSNET_LANES; lb += 8) {
+    double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+    for (int64_t k = b + lb; k < full; k += SBG_COSNET_LANES) {
+      a0 += w[k] * val[col[k]];
+      a1 += w[k + 1] * val[col[k + 1]];
+      a2 += w[k + 2] * val[col[k + 2]];
+      a3 += w[k + 3] * val[col[k + 3]];
+      a4 += w[k + 4] * val[col[k + 4]];
+      a5 += w[k + 5] * val[col[k + 5]];
+      a6 += w[k + 6] * val[col[k + 6]];
+      a7 += w[k + 7] * val[col[k + 7]];
+    }
+    part[lb] = a0; part[lb + 1] = a1; part[lb + 2] = a2; part[lb + 3] = a3;
+    part[lb + 4] = a4; part[lb + 5] = a5; part[lb + 6] = a6; part[lb + 7] = a7;
+  }
+  for (int l = 0; full + l < e; l++) part[l] += w[full + l] * val[col[full + l]];
   for (int off = SBG_COSNET_LANES / 2; off > 0; off >>= 1)
     for (int l = 0; l < off; l++) part[l] = part[l] + part[l + off];
   return part[0];
 }
 
-/* Two row sums in one pass (the training points). */
-static void row_sum2(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
-                     const double *tab1, const double *tab2, double *s1, double *s2) {
-  double p1[SBG_COSNET_LANES] = {0}, p2[SBG_COSNET_LANES] = {0};
+/* Two row sums in one pass (the training points), 4 lanes at a time. */
+static void row_sum2(const sbg_cosnet_graph *g, int32_t v, const double *val1,
+                     const double *val2, double *s1, double *s2) {
+  double p1[SBG_COSNET_LANES], p2[SBG_COSNET_LANES];
   int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
+  if (e - b > SBG_COSNET_HUB_DEGREE) {
+    row_sum_hub(g, v, val1, val2, s1, s2);
+    return;
+  }
   const int32_t *col = g->v_col;
   const double *w = g->v_w;
-  int64_t k = b;
-  for (; k + SBG_COSNET_LANES <= e; k += SBG_COSNET_LANES)
-    for (int l = 0; l < SBG_COSNET_LANES; l++) {
-      int c = code[col[k + l]] + 1;
-      p1[l] += w[k + l] * tab1[c];
-      p2[l] += w[k + l] * tab2[c];
+  int64_t full = b + (e - b) / SBG_COSNET_LANES * SBG_COSNET_LANES;
+  for (int lb = 0; lb < SBG_COSNET_LANES; lb += 4) {
+    double a0 = 0, a1 = 0, a2 = 0, a3 = 0, c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+    for (int64_t k = b + lb; k < full; k += SBG_COSNET_LANES) {
+      int32_t u0 = col[k], u1 = col[k + 1], u2 = col[k + 2], u3 = col[k + 3];
+      a0 += w[k] * val1[u0];
+      c0 += w[k] * val2[u0];
+      a1 += w[k + 1] * val1[u1];
+      c1 += w[k + 1] * val2[u1];
+      a2 += w[k + 2] * val1[u2];
+      c2 += w[k + 2] * val2[u2];
+      a3 += w[k + 3] * val1[u3];
+      c3 += w[k + 3] * val2[u3];
     }
-  for (int l = 0; k < e; k++, l++) {
-    int c = code[col[k]] + 1;
-    p1[l] += w[k] * tab1[c];
-    p2[l] += w[k] * tab2[c];
+    p1[lb] = a0; p1[lb + 1] = a1; p1[lb + 2] = a2; p1[lb + 3] = a3;
+    p2[lb] = c0; p2[lb + 1] = c1; p2[lb + 2] = c2; p2[lb + 3] = c3;
+  }
+  for (int l = 0; full + l < e; l++) {
+    int32_t u = col[full + l];
+    p1[l] += w[full + l] * val1[u];
+    p2[l] += w[full + l] * val2[u];
   }
   for (int off = SBG_COSNET_LANES / 2; off > 0; off >>= 1)
     for (int l = 0; l < off; l++) {
@@ -69,10 +124,29 @@ static void row_sum2(const sbg_cosnet_graph *g, int32_t v, const int8_t *code,
   *s2 = p2[0];
 }
 
+/* Monotonic-enough wall clock for sizing blocks of jobs. */
+static double now_s(void) {
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* ---- colouring ---------------------------------------------------------- */
 
 static int higher(uint64_t pa, int32_t a, uint64_t pb, int32_t b) {
   return pa > pb || (pa == pb && a > b);
+}
+
+typedef struct prio_node {
+  uint64_t p;
+  int32_t v;
+} prio_node;
+
+/* Decreasing priority, ties to the larger index (as higher()). */
+static int cmp_prio_desc(const void *a, const void *b) {
+  const prio_node *x = (const prio_node *)a, *y = (const prio_node *)b;
+  if (x->p != y->p) return x->p < y->p ? 1 : -1;
+  return (x->v < y->v) - (x->v > y->v);
 }
 
 /* Jones-Plassmann: in each round every uncoloured node whose priority beats
@@ -81,8 +155,8 @@ static int higher(uint64_t pa, int32_t a, uint64_t pb, int32_t b) {
  * it does not depend on threads or backend.  Each node counts its
  * higher-priority neighbours; a round colours the nodes whose count is 0
  * and counts down their lower-priority neighbours, O(edges) in all. */
-static sbg_status colour_graph(const sbg_cosnet_graph *g, uint64_t seed, int32_t *colour,
-                               int32_t *n_colours, sbg_ctx *ctx) {
+sbg_status sbg_cosnet_colour_host(const sbg_cosnet_graph *g, uint64_t seed, int32_t *colour,
+                                  int32_t *n_colours, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   int32_t n = g->n;
   int nt = ctx->n_threads;
@@ -98,6 +172,40 @@ static sbg_status colour_graph(const sbg_cosnet_graph *g, uint64_t seed, int32_t
   }
   int32_t *mark = (int32_t *)malloc((size_t)nt * (size_t)(maxdeg + 2) * sizeof(int32_t));
   if (!prio || !wait || !front || !next || !mark) { st = SBG_ERR_ALLOC; goto done; }
+
+  if (nt == 1) {
+    /* One thread: the greedy colouring in decreasing priority order
+     * directly (what the rounds below compute), one pass over the edges. */
+    prio_node *ord = (prio_node *)malloc(nn * sizeof(prio_node));
+    if (!ord) { st = SBG_ERR_ALLOC; goto done; }
+    for (int32_t v = 0; v < n; v++) {
+      ord[v].p = sbg_cosnet_priority(seed, v);
+      ord[v].v = v;
+      colour[v] = -1;
+    }
+    qsort(ord, nn, sizeof(prio_node), cmp_prio_desc);
+    for (int64_t i = 0; i < maxdeg + 2; i++) mark[i] = -1;
+    int32_t ncol = 0;
+    for (int32_t t = 0; t < n; t++) {
+      int32_t v = ord[t].v;
+      int64_t deg = g->v_rowptr[v + 1] - g->v_rowptr[v];
+      for (int64_t k = g->v_rowptr[v]; k < g->v_rowptr[v + 1]; k++) {
+        int32_t cu = colour[g->v_col[k]];
+        if (cu >= 0 && cu <= deg) mark[cu] = v;
+      }
+      int32_t cv = 0;
+      while (mark[cv] == v) cv++;
+      colour[v] = cv;
+      if (cv + 1 > ncol) ncol = cv + 1;
+      if ((t & 65535) == 65535) {
+        st = sbg_poll(ctx, 0.0);
+        if (st != SBG_OK) { free(ord); goto done; }
+      }
+    }
+    free(ord);
+    *n_colours = n > 0 ? ncol : 0;
+    goto done;
+  }
 
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int32_t v = 0; v < n; v++) {
@@ -178,6 +286,8 @@ typedef struct work {
   double *theta;   /* n: thresholds of U nodes */
   double *score;   /* n: last field of U nodes */
   int8_t *state;   /* n: +1 / -1 / 0 (not yet set) */
+  uint8_t *dirty;  /* n: a neighbour changed state since the node's last update */
+  double *val1, *val2; /* n: the value each node adds to its neighbours' sums */
   double *px, *py; /* labelled points */
   int8_t *plab;    /* their labels 1/0 */
   int32_t *ulist;  /* U nodes by colour */
@@ -187,6 +297,7 @@ typedef struct work {
 static void work_free(work *w) {
   free(w->jl); free(w->theta); free(w->score); free(w->state);
   free(w->px); free(w->py); free(w->plab); free(w->ulist); free(w->uptr);
+  free(w->val1); free(w->val2); free(w->dirty);
   memset(w, 0, sizeof(*w));
 }
 
@@ -197,12 +308,15 @@ static sbg_status work_alloc(work *w, int32_t n, int32_t n_colours) {
   w->theta = (double *)malloc(nn * sizeof(double));
   w->score = (double *)malloc(nn * sizeof(double));
   w->state = (int8_t *)malloc(nn);
+  w->dirty = (uint8_t *)malloc(nn);
   w->px = (double *)malloc(nn * sizeof(double));
   w->py = (double *)malloc(nn * sizeof(double));
   w->plab = (int8_t *)malloc(nn);
   w->ulist = (int32_t *)malloc(nn * sizeof(int32_t));
   w->uptr = (int64_t *)malloc((size_t)(n_colours + 1) * sizeof(int64_t));
-  if (!w->jl || !w->theta || !w->score || !w->state || !w->px || !w->py ||
+  w->val1 = (double *)malloc(nn * sizeof(double));
+  w->val2 = (double *)malloc(nn * sizeof(double));
+  if (!w->val1 || !w->val2 || !w->dirty || !w->jl || !w->theta || !w->score || !w->state || !w->px || !w->py ||
       !w->plab || !w->ulist || !w->uptr) {
     work_free(w);
     return SBG_ERR_ALLOC;
@@ -235,11 +349,20 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
     return sbg_fail(ctx, SBG_ERR_INPUT, "job %d (class %d): the training set needs labelled positives and negatives",
                     (int)j + 1, (int)k + 1);
   {
-    /* codes -1, 0, 1, 2 index tab[code + 1] */
-    const double tab_pos[4] = {0.0, 0.0, 1.0, 0.0}, tab_neg[4] = {1.0, 0.0, 0.0, 0.0};
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 256)
-    for (int64_t i = 0; i < m; i++)
-      row_sum2(g, w->ulist[i], jl, tab_pos, tab_neg, &w->px[i], &w->py[i]);
+    /* value of each node in the sums to positives (val1) and negatives */
+    for (int32_t v = 0; v < n; v++) {
+      w->val1[v] = jl[v] == SBG_COSNET_POS ? 1.0 : 0.0;
+      w->val2[v] = jl[v] == SBG_COSNET_NEG ? 1.0 : 0.0;
+    }
+    /* (a parallel region only with threads: entering one costs even then) */
+    if (nt > 1) {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
+      for (int64_t i = 0; i < m; i++)
+        row_sum2(g, w->ulist[i], w->val1, w->val2, &w->px[i], &w->py[i]);
+    } else {
+      for (int64_t i = 0; i < m; i++)
+        row_sum2(g, w->ulist[i], w->val1, w->val2, &w->px[i], &w->py[i]);
+    }
   }
 
   double alpha, c, fs;
@@ -260,18 +383,34 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   sbg_cosnet_reg reg = sbg_cosnet_regularisation(p->cost, alpha, npos, m, nu);
 
   /* Thresholds: c minus the pull of the labelled neighbours. */
-  const double tab[4] = {lo, 0.0, hi, 0.0};
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, 256)
-  for (int64_t i = 0; i < nu; i++) {
-    int32_t v = w->ulist[i];
-    double th = c - row_sum(g, v, jl, tab);
-    if (reg.on) th = th + reg.theta_add;
-    w->theta[v] = th;
+  double *val = w->val1;
+  for (int32_t v = 0; v < n; v++)
+    val[v] = jl[v] == SBG_COSNET_POS ? hi : jl[v] == SBG_COSNET_NEG ? lo : 0.0;
+  if (nt > 1) {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
+    for (int64_t i = 0; i < nu; i++) {
+      int32_t v = w->ulist[i];
+      double th = c - row_sum(g, v, val);
+      if (reg.on) th = th + reg.theta_add;
+      w->theta[v] = th;
+    }
+  } else {
+    for (int64_t i = 0; i < nu; i++) {
+      int32_t v = w->ulist[i];
+      double th = c - row_sum(g, v, val);
+      if (reg.on) th = th + reg.theta_add;
+      w->theta[v] = th;
+    }
   }
 
   /* Dynamics from the all-unset state (0); labelled nodes keep state 0 and
-   * act through the thresholds only. */
-  for (int32_t v = 0; v < n; v++) w->state[v] = 0;
+   * act through the thresholds only.  val: the value of each state (0, hi
+   * or lo), kept with the states. */
+  for (int32_t v = 0; v < n; v++) {
+    w->state[v] = 0;
+    val[v] = 0.0;
+    w->dirty[v] = 0;
+  }
   int64_t tot_pos = 0, tot_neg = 0;
   int32_t sweep = 0, converged = 0;
   while (sweep < p->max_sweeps && !converged) {
@@ -293,18 +432,47 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
         pen = reg.r * ((double)(tot_pos - col_pos) * hi + (double)(tot_neg - col_neg) * lo);
       }
       int64_t ch = 0;
-#pragma omp parallel for num_threads(nt) if (nt > 1 && e - b > 512) schedule(dynamic, 128) reduction(+ : ch)
-      for (int64_t i = b; i < e; i++) {
-        int32_t v = w->ulist[i];
-        double h = row_sum(g, v, w->state, tab);
-        if (reg.on) h = h - pen;
-        h = h - w->theta[v];
-        /* COSNet's rule: positive only for a strictly positive field. */
-        int8_t s = h > 0 ? 1 : -1;
-        if (s != w->state[v]) ch++;
-        w->state[v] = s;
-        w->score[v] = h;
+      /* The nodes of a colour are not adjacent: each reads only the values
+       * of other colours, so they may update in any order, in parallel. */
+      /* Without the penalty a node's field changes only when a neighbour's
+       * state does: from the third sweep on, a node none of whose
+       * neighbours changed since its last update keeps its state and score
+       * (the same sum of the same values) and is skipped.  Changes from the
+       * second sweep on mark the neighbours (of other colours: never one
+       * being updated now); every node is updated in sweeps 1 and 2. */
+      int skip_clean = !reg.on && sweep >= 3, mark = !reg.on && sweep >= 2;
+#define SBG_COSNET_UPDATE(i)                                                 \
+  do {                                                                       \
+    int32_t v_ = w->ulist[i];                                                \
+    if (skip_clean && !w->dirty[v_]) break;                                  \
+    w->dirty[v_] = 0;                                                        \
+    double h_ = row_sum(g, v_, val);                                         \
+    if (reg.on) h_ = h_ - pen;                                               \
+    h_ = h_ - w->theta[v_];                                                  \
+    /* COSNet's rule: positive only for a strictly positive field. */        \
+    int8_t s_ = h_ > 0 ? 1 : -1;                                             \
+    if (s_ != w->state[v_]) {                                                \
+      ch++;                                                                  \
+      w->state[v_] = s_;                                                     \
+      val[v_] = s_ > 0 ? hi : lo;                                            \
+      if (mark)                                                              \
+        for (int64_t k_ = g->v_rowptr[v_]; k_ < g->v_rowptr[v_ + 1]; k_++) { \
+          SBG_COSNET_MARK(w->dirty[g->v_col[k_]]);                           \
+        }                                                                    \
+    }                                                                        \
+    w->score[v_] = h_;                                                       \
+  } while (0)
+      if (nt > 1 && e - b > 512) {
+#define SBG_COSNET_MARK(x) _Pragma("omp atomic write") x = 1
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 128) reduction(+ : ch)
+        for (int64_t i = b; i < e; i++) SBG_COSNET_UPDATE(i);
+#undef SBG_COSNET_MARK
+      } else {
+#define SBG_COSNET_MARK(x) x = 1
+        for (int64_t i = b; i < e; i++) SBG_COSNET_UPDATE(i);
+#undef SBG_COSNET_MARK
       }
+#undef SBG_COSNET_UPDATE
       changed += ch;
       if (reg.on) {
         int64_t np2 = 0, nn2 = 0;
@@ -352,7 +520,8 @@ sbg_status sbg_cosnet_cpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   int par_jobs = nt > 1 && n_jobs >= nt;
   int n_ws = 0;
 
-  st = colour_graph(&in->g, p->seed, out->v_colour, &out->n_colours, ctx);
+  out->n_parts = 0;
+  st = sbg_cosnet_colour_host(&in->g, p->seed, out->v_colour, &out->n_colours, ctx);
   if (st != SBG_OK) {
     if (st == SBG_ERR_ALLOC) sbg_fail(ctx, st, "out of memory while colouring the network");
     goto done;
@@ -381,11 +550,15 @@ sbg_status sbg_cosnet_cpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   } else {
     /* Jobs in parallel, a block at a time, polling between blocks.  Each
      * job writes only its own outputs; messages go to per-job contexts. */
-    int32_t block = 4 * nt;
-    sbg_ctx *jctx = (sbg_ctx *)calloc((size_t)block, sizeof(sbg_ctx));
+    /* Blocks of about 0.2 s, so that polls stay frequent while the
+     * threads rarely wait for the slowest job of a block. */
+    int32_t max_block = n_jobs < 1024 ? n_jobs : 1024;
+    int32_t block = 2 * nt < max_block ? 2 * nt : max_block;
+    sbg_ctx *jctx = (sbg_ctx *)calloc((size_t)max_block, sizeof(sbg_ctx));
     if (!jctx) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
-    for (int32_t j0 = 0; j0 < n_jobs && st == SBG_OK; j0 += block) {
-      int32_t j1 = j0 + block < n_jobs ? j0 + block : n_jobs;
+    for (int32_t j0 = 0, j1 = 0; j0 < n_jobs && st == SBG_OK; j0 = j1) {
+      j1 = j0 + block < n_jobs ? j0 + block : n_jobs;
+      double t_start = now_s();
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
       for (int32_t j = j0; j < j1; j++) {
         sbg_ctx *cj = &jctx[j - j0];
@@ -399,6 +572,12 @@ sbg_status sbg_cosnet_cpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p
           break;
         }
       if (st == SBG_OK) st = sbg_poll(ctx, (double)j1 / n_jobs);
+      double per_job = (now_s() - t_start) / (double)(j1 - j0);
+      double want = per_job > 0 ? 0.2 / per_job : (double)max_block;
+      block = want > max_block ? max_block : (int32_t)want;
+      block = (block + nt - 1) / nt * nt;
+      if (block < nt) block = nt;
+      if (block > max_block) block = max_block;
     }
     free(jctx);
   }

@@ -2,7 +2,11 @@
  * cosnet_cpu.c (same colouring, same learning on the host, the same
  * canonical row sums), with Jones-Plassmann rounds on the device and the
  * dynamics as one launch per colour for a batch of (class, fold) jobs, a
- * warp per (job, node). */
+ * warp per (job, node) and a block of 8 warps per (job, hub).  A network
+ * larger than the device's memory stays on the host: it is coloured there
+ * and streamed in parts (runs of nodes of one colour) through two pinned
+ * buffers, the gather of a part on the host overlapping the work on the
+ * previous one. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +89,38 @@ static __global__ void k_jp_release(int32_t n_front, const int32_t *front, const
 
 /* ---- canonical row sums -------------------------------------------------- */
 
+/* The rows the kernels read: by node (the whole network on the device,
+ * pos = NULL, base = 0), or by colour-order position (a part streamed from
+ * the host: rowptr = offsets in colour order, pos = position of each node,
+ * base = offset of the part's first row). */
+struct csr_view {
+  const int64_t *rowptr;
+  const int32_t *pos;
+  int64_t base;
+  const int32_t *col;
+  const double *w;
+};
+
+static __device__ __forceinline__ void row_bounds(const csr_view &g, int32_t v, int64_t *b,
+                                                  int64_t *e) {
+  int64_t r = g.pos ? (int64_t)g.pos[v] : (int64_t)v;
+  *b = g.rowptr[r] - g.base;
+  *e = g.rowptr[r + 1] - g.base;
+}
+
+/* Partial sum of one lane of `stride` lanes over a row: neighbour u counts
+ * w * tm when code[u] == -1, w * tp when code[u] == 1, nothing otherwise. */
+static __device__ __forceinline__ double lane_sum(const csr_view &g, int64_t b, int64_t e,
+                                                  int lane, int stride, const int8_t *code,
+                                                  double tm, double tp) {
+  double part = 0.0;
+  for (int64_t k = b + lane; k < e; k += stride) {
+    int8_t s = code[g.col[k]];
+    part = __dadd_rn(part, __dmul_rn(g.w[k], s == 1 ? tp : s == -1 ? tm : 0.0));
+  }
+  return part;
+}
+
 /* The butterfly of SBG_COSNET_LANES partials; every lane ends with the sum. */
 static __device__ __forceinline__ double warp_tree(double part) {
   for (int off = 16; off > 0; off >>= 1)
@@ -92,25 +128,61 @@ static __device__ __forceinline__ double warp_tree(double part) {
   return part;
 }
 
-/* Training points of every labelled node of every job of the batch. */
-static __global__ void k_points(int32_t n, int32_t n_jobs, const int64_t *rowptr,
-                                const int32_t *col, const double *w, const int8_t *codes,
-                                double *x, double *y) {
+/* The halving tree of SBG_COSNET_HUB_LANES (= blockDim.x) partials: offsets
+ * 128, 64, 32 in shared memory, then the warp butterfly; thread 0 gets the
+ * sum.  All threads of the block must call it. */
+static __device__ __forceinline__ double block_tree(double part, double *sh) {
+  int t = threadIdx.x;
+  __syncthreads();
+  sh[t] = part;
+  __syncthreads();
+  for (int off = SBG_COSNET_HUB_LANES / 2; off >= 32; off >>= 1) {
+    if (t < off) sh[t] = __dadd_rn(sh[t], sh[t + off]);
+    __syncthreads();
+  }
+  double r = 0.0;
+  if (t < 32) r = warp_tree(sh[t]);
+  return r;
+}
+
+#define HUB_THREADS SBG_COSNET_HUB_LANES
+
+/* Training points of the labelled nodes: a warp per (job, node) of the m
+ * nodes `nodes` (or 0..m-1 when NULL), hubs left to k_points_hub. */
+static __global__ void k_points(int32_t n, int32_t n_jobs, int32_t m, const int32_t *nodes,
+                                csr_view g, const int8_t *codes, double *x, double *y) {
   int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   int lane = threadIdx.x & 31;
-  if (warp >= (int64_t)n * n_jobs) return;
-  int32_t b = (int32_t)(warp / n), v = (int32_t)(warp % n);
+  if (warp >= (int64_t)m * n_jobs) return;
+  int32_t b = (int32_t)(warp / m), t = (int32_t)(warp % m);
+  int32_t v = nodes ? nodes[t] : t;
   const int8_t *jl = codes + (size_t)b * n;
   if (jl[v] != SBG_COSNET_POS && jl[v] != SBG_COSNET_NEG) return;
-  double px = 0.0, py = 0.0;
-  for (int64_t k = rowptr[v] + lane; k < rowptr[v + 1]; k += 32) {
-    int8_t s = jl[col[k]];
-    px = __dadd_rn(px, __dmul_rn(w[k], s == SBG_COSNET_POS ? 1.0 : 0.0));
-    py = __dadd_rn(py, __dmul_rn(w[k], s == SBG_COSNET_NEG ? 1.0 : 0.0));
-  }
-  px = warp_tree(px);
-  py = warp_tree(py);
+  int64_t rb, re;
+  row_bounds(g, v, &rb, &re);
+  if (re - rb > SBG_COSNET_HUB_DEGREE) return;
+  double px = warp_tree(lane_sum(g, rb, re, lane, 32, jl, 0.0, 1.0));
+  double py = warp_tree(lane_sum(g, rb, re, lane, 32, jl, 1.0, 0.0));
   if (lane == 0) {
+    x[(size_t)b * n + v] = px;
+    y[(size_t)b * n + v] = py;
+  }
+}
+
+/* The same for the hubs: a block per (job, hub). */
+static __global__ void k_points_hub(int32_t n, int32_t n_jobs, int32_t m, const int32_t *hubs,
+                                    csr_view g, const int8_t *codes, double *x, double *y) {
+  __shared__ double sh[HUB_THREADS];
+  int64_t item = blockIdx.x;
+  if (item >= (int64_t)m * n_jobs) return;
+  int32_t b = (int32_t)(item / m), v = hubs[item % m];
+  const int8_t *jl = codes + (size_t)b * n;
+  if (jl[v] != SBG_COSNET_POS && jl[v] != SBG_COSNET_NEG) return; /* whole block */
+  int64_t rb, re;
+  row_bounds(g, v, &rb, &re);
+  double px = block_tree(lane_sum(g, rb, re, threadIdx.x, HUB_THREADS, jl, 0.0, 1.0), sh);
+  double py = block_tree(lane_sum(g, rb, re, threadIdx.x, HUB_THREADS, jl, 1.0, 0.0), sh);
+  if (threadIdx.x == 0) {
     x[(size_t)b * n + v] = px;
     y[(size_t)b * n + v] = py;
   }
@@ -122,27 +194,43 @@ struct job_consts {
   double theta_add, r;
 };
 
-/* Thresholds of the unlabelled nodes. */
-static __global__ void k_thresholds(int32_t n, int32_t n_jobs, const int64_t *rowptr,
-                                    const int32_t *col, const double *w, const int8_t *codes,
-                                    const job_consts *jc, double *theta) {
+static __device__ __forceinline__ double threshold_of(const job_consts &jc, double pull) {
+  double th = __dsub_rn(jc.c, pull);
+  if (jc.reg) th = __dadd_rn(th, jc.theta_add);
+  return th;
+}
+
+/* Thresholds of the unlabelled nodes (warp per (job, node), hubs apart). */
+static __global__ void k_thresholds(int32_t n, int32_t n_jobs, int32_t m, const int32_t *nodes,
+                                    csr_view g, const int8_t *codes, const job_consts *jc,
+                                    double *theta) {
   int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   int lane = threadIdx.x & 31;
-  if (warp >= (int64_t)n * n_jobs) return;
-  int32_t b = (int32_t)(warp / n), v = (int32_t)(warp % n);
+  if (warp >= (int64_t)m * n_jobs) return;
+  int32_t b = (int32_t)(warp / m), t = (int32_t)(warp % m);
+  int32_t v = nodes ? nodes[t] : t;
   const int8_t *jl = codes + (size_t)b * n;
   if (jl[v] != SBG_COSNET_REPORT && jl[v] != SBG_COSNET_QUIET) return;
-  double hi = jc[b].hi, lo = jc[b].lo, part = 0.0;
-  for (int64_t k = rowptr[v] + lane; k < rowptr[v + 1]; k += 32) {
-    int8_t s = jl[col[k]];
-    part = __dadd_rn(part, __dmul_rn(w[k], s == SBG_COSNET_POS ? hi : s == SBG_COSNET_NEG ? lo : 0.0));
-  }
-  part = warp_tree(part);
-  if (lane == 0) {
-    double th = __dsub_rn(jc[b].c, part);
-    if (jc[b].reg) th = __dadd_rn(th, jc[b].theta_add);
-    theta[(size_t)b * n + v] = th;
-  }
+  int64_t rb, re;
+  row_bounds(g, v, &rb, &re);
+  if (re - rb > SBG_COSNET_HUB_DEGREE) return;
+  double part = warp_tree(lane_sum(g, rb, re, lane, 32, jl, jc[b].lo, jc[b].hi));
+  if (lane == 0) theta[(size_t)b * n + v] = threshold_of(jc[b], part);
+}
+
+static __global__ void k_thresholds_hub(int32_t n, int32_t n_jobs, int32_t m, const int32_t *hubs,
+                                        csr_view g, const int8_t *codes, const job_consts *jc,
+                                        double *theta) {
+  __shared__ double sh[HUB_THREADS];
+  int64_t item = blockIdx.x;
+  if (item >= (int64_t)m * n_jobs) return;
+  int32_t b = (int32_t)(item / m), v = hubs[item % m];
+  const int8_t *jl = codes + (size_t)b * n;
+  if (jl[v] != SBG_COSNET_REPORT && jl[v] != SBG_COSNET_QUIET) return; /* whole block */
+  int64_t rb, re;
+  row_bounds(g, v, &rb, &re);
+  double part = block_tree(lane_sum(g, rb, re, threadIdx.x, HUB_THREADS, jl, jc[b].lo, jc[b].hi), sh);
+  if (threadIdx.x == 0) theta[(size_t)b * n + v] = threshold_of(jc[b], part);
 }
 
 /* State counts of the (job, node) items of one colour: cnt[2b] positives,
@@ -165,12 +253,32 @@ static __global__ void k_totals(int32_t n_jobs, const unsigned long long *before
   tot[2 * b + 1] += (long long)after[2 * b + 1] - (long long)before[2 * b + 1];
 }
 
-/* One colour of one sweep: every (job, node) item of the colour at once,
+/* The update of one (job b, node v) from its summed field `part`. */
+static __device__ __forceinline__ void update_node(int32_t b, int32_t v, double part, int32_t n,
+                                                   const job_consts &jc, const double *theta,
+                                                   const unsigned long long *cnt_col,
+                                                   const long long *tot, int8_t *state,
+                                                   double *score, int *changed) {
+  double h = part;
+  if (jc.reg) {
+    double np = (double)(tot[2 * b] - (long long)cnt_col[2 * b]);
+    double nn = (double)(tot[2 * b + 1] - (long long)cnt_col[2 * b + 1]);
+    double pen = __dmul_rn(jc.r, __dadd_rn(__dmul_rn(np, jc.hi), __dmul_rn(nn, jc.lo)));
+    h = __dsub_rn(h, pen);
+  }
+  h = __dsub_rn(h, theta[(size_t)b * n + v]);
+  int8_t s = h > 0 ? 1 : -1;
+  size_t at = (size_t)b * n + v;
+  if (s != state[at]) changed[b] = 1;
+  state[at] = s;
+  score[at] = h;
+}
+
+/* One colour (or part of one) of one sweep: every (job, node) item at once,
  * a warp each.  Nodes of a colour are not adjacent, so this is the
  * sequential update in any order. */
 static __global__ void k_sweep(int64_t n_items, const int32_t *item_job, const int32_t *item_node,
-                               int32_t n, const int64_t *rowptr, const int32_t *col,
-                               const double *w, const job_consts *jc, const double *theta,
+                               int32_t n, csr_view g, const job_consts *jc, const double *theta,
                                const int8_t *done, const unsigned long long *cnt_col,
                                const long long *tot, int8_t *state, double *score,
                                int *changed) {
@@ -180,32 +288,89 @@ static __global__ void k_sweep(int64_t n_items, const int32_t *item_job, const i
   int32_t b = item_job[warp];
   if (done[b]) return;
   int32_t v = item_node[warp];
-  const int8_t *st = state + (size_t)b * n;
-  double hi = jc[b].hi, lo = jc[b].lo, part = 0.0;
-  for (int64_t k = rowptr[v] + lane; k < rowptr[v + 1]; k += 32) {
-    int8_t s = st[col[k]];
-    part = __dadd_rn(part, __dmul_rn(w[k], s > 0 ? hi : s < 0 ? lo : 0.0));
-  }
-  part = warp_tree(part);
-  if (lane == 0) {
-    double h = part;
-    if (jc[b].reg) {
-      double np = (double)(tot[2 * b] - (long long)cnt_col[2 * b]);
-      double nn = (double)(tot[2 * b + 1] - (long long)cnt_col[2 * b + 1]);
-      double pen = __dmul_rn(jc[b].r, __dadd_rn(__dmul_rn(np, hi), __dmul_rn(nn, lo)));
-      h = __dsub_rn(h, pen);
-    }
-    h = __dsub_rn(h, theta[(size_t)b * n + v]);
-    int8_t s = h > 0 ? 1 : -1;
-    size_t at = (size_t)b * n + v;
-    if (s != state[at]) changed[b] = 1;
-    state[at] = s;
-    score[at] = h;
-  }
+  int64_t rb, re;
+  row_bounds(g, v, &rb, &re);
+  double part = warp_tree(lane_sum(g, rb, re, lane, 32, state + (size_t)b * n, jc[b].lo, jc[b].hi));
+  if (lane == 0) update_node(b, v, part, n, jc[b], theta, cnt_col, tot, state, score, changed);
+}
+
+/* The same for hub items, a block each. */
+static __global__ void k_sweep_hub(int64_t n_items, const int32_t *item_job,
+                                   const int32_t *item_node, int32_t n, csr_view g,
+                                   const job_consts *jc, const double *theta, const int8_t *done,
+                                   const unsigned long long *cnt_col, const long long *tot,
+                                   int8_t *state, double *score, int *changed) {
+  __shared__ double sh[HUB_THREADS];
+  int64_t item = blockIdx.x;
+  if (item >= n_items) return;
+  int32_t b = item_job[item];
+  if (done[b]) return; /* whole block */
+  int32_t v = item_node[item];
+  int64_t rb, re;
+  row_bounds(g, v, &rb, &re);
+  double part = block_tree(lane_sum(g, rb, re, threadIdx.x, HUB_THREADS, state + (size_t)b * n,
+                                    jc[b].lo, jc[b].hi), sh);
+  if (threadIdx.x == 0) update_node(b, v, part, n, jc[b], theta, cnt_col, tot, state, score, changed);
 }
 
 static unsigned blocks_for(int64_t threads, int per_block) {
   return (unsigned)((threads + per_block - 1) / per_block);
+}
+
+/* ---- the network on the device, whole or in parts ------------------------- */
+
+/* Parts: runs of consecutive nodes in colour order, never across a colour
+ * boundary.  When the network is resident there is one part per colour and
+ * all rows are on the device; otherwise each part's rows are gathered on
+ * the host into a pinned buffer and copied to the device before use. */
+struct parts {
+  int resident;
+  int32_t n_parts;
+  int64_t *t0;          /* n_parts + 1: first colour-order position */
+  int32_t *colour;      /* n_parts: colour of the part */
+  int64_t *hub0;        /* n_parts + 1: the part's hubs in the hub list */
+  /* streaming */
+  int64_t cap;          /* entries per buffer */
+  int64_t *cro;         /* host: n + 1 offsets of the rows in colour order */
+  int32_t *h_col[2];
+  double *h_w[2];
+  int32_t *d_col[2];
+  double *d_w[2];
+  cudaEvent_t ev[2];
+  int ev_ok[2];
+  int slot;
+  int32_t loaded;       /* the part in the current slot, -1 none */
+};
+
+/* Makes part s readable by the kernels through *view (streaming mode). */
+static sbg_status load_part(parts *P, int32_t s, const sbg_cosnet_graph *g, const int32_t *nodes,
+                            const int64_t *d_cro, const int32_t *d_pos, csr_view *view,
+                            cudaStream_t stream, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  if (P->resident || P->loaded == s) return SBG_OK;
+  {
+    int sl = P->slot = 1 - P->slot;
+    int64_t a = P->t0[s], e = P->t0[s + 1];
+    int64_t base = P->cro[a], len = P->cro[e] - base;
+    /* the previous copy out of this pinned buffer must be over */
+    SBG_CUDA_CHECK(cudaEventSynchronize(P->ev[sl]));
+    sbg_cosnet_gather(g, nodes, a, e, P->cro, P->h_col[sl], P->h_w[sl], ctx->n_threads);
+    if (len > 0) {
+      SBG_CUDA_CHECK(cudaMemcpyAsync(P->d_col[sl], P->h_col[sl], (size_t)len * sizeof(int32_t),
+                                     cudaMemcpyHostToDevice, stream));
+      SBG_CUDA_CHECK(cudaMemcpyAsync(P->d_w[sl], P->h_w[sl], (size_t)len * sizeof(double),
+                                     cudaMemcpyHostToDevice, stream));
+    }
+    SBG_CUDA_CHECK(cudaEventRecord(P->ev[sl], stream));
+    view->rowptr = d_cro;
+    view->pos = d_pos;
+    view->base = base;
+    view->col = P->d_col[sl];
+    view->w = P->d_w[sl];
+    P->loaded = s;
+  }
+done:
+  return st;
 }
 
 /* ---- entry ---------------------------------------------------------------- */
@@ -219,8 +384,9 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
   int32_t n_jobs = in->n_classes * nf;
   cudaStream_t stream = NULL;
-  int64_t *d_rowptr = NULL;
+  int64_t *d_rowptr = NULL, *d_cro = NULL;
   int32_t *d_col = NULL, *d_colour = NULL, *d_item_job = NULL, *d_item_node = NULL;
+  int32_t *d_nodes = NULL, *d_pos = NULL, *d_hubs = NULL;
   double *d_w = NULL, *d_x = NULL, *d_y = NULL;
   uint64_t *d_prio = NULL;
   int32_t *d_wait = NULL, *d_front = NULL, *d_next = NULL, *d_counts = NULL;
@@ -230,82 +396,213 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   int *d_changed = NULL;
   job_consts *d_jc = NULL;
   /* host */
-  int32_t *nodes = NULL, *item_job = NULL, *item_node = NULL, *changed = NULL;
-  int64_t *cptr = NULL, *iptr = NULL, *npos = NULL, *nlab = NULL;
+  int32_t *nodes = NULL, *item_job = NULL, *item_node = NULL, *changed = NULL, *pos = NULL;
+  int32_t *hubs = NULL;
+  int64_t *cptr = NULL, *iptr = NULL, *hptr = NULL, *npos = NULL, *nlab = NULL;
   int8_t *codes = NULL, *state = NULL, *done = NULL;
   double *hx = NULL, *hy = NULL, *alpha = NULL, *cc = NULL, *fs = NULL;
   job_consts *jc = NULL;
   int32_t B = 1;
+  int64_t n_hubs = 0, maxdeg = 0;
+  parts P;
+  memset(&P, 0, sizeof(P));
+  P.loaded = -1;
+  csr_view view;
+  memset(&view, 0, sizeof(view));
+  double budget = 0;
 
   SBG_TRY(sbg_device_select(ctx->device, ctx));
   SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  SBG_TRY(sbg_device_alloc((void **)&d_rowptr, (size_t)(n + 1) * sizeof(int64_t), "the network's row offsets", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_col, (size_t)(nnz > 0 ? nnz : 1) * sizeof(int32_t), "the network's columns", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_w, (size_t)(nnz > 0 ? nnz : 1) * sizeof(double), "the network's weights", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_colour, (size_t)n * sizeof(int32_t), "the colours", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_prio, (size_t)n * sizeof(uint64_t), "the priorities", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_wait, (size_t)n * sizeof(int32_t), "the colouring counts", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_front, (size_t)n * sizeof(int32_t), "the colouring frontier", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_next, (size_t)n * sizeof(int32_t), "the colouring frontier", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_counts, 2 * sizeof(int32_t), "counters", ctx));
-  SBG_CUDA_CHECK(cudaMemcpyAsync(d_rowptr, g->v_rowptr, (size_t)(n + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
-  if (nnz > 0) {
-    SBG_CUDA_CHECK(cudaMemcpyAsync(d_col, g->v_col, (size_t)nnz * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
-    SBG_CUDA_CHECK(cudaMemcpyAsync(d_w, g->v_w, (size_t)nnz * sizeof(double), cudaMemcpyHostToDevice, stream));
+  for (int32_t v = 0; v < n; v++) {
+    int64_t d = g->v_rowptr[v + 1] - g->v_rowptr[v];
+    if (d > maxdeg) maxdeg = d;
+    n_hubs += d > SBG_COSNET_HUB_DEGREE;
+  }
+  {
+    /* Whole network on the device when it fits with room for the
+     * colouring and one job (about 60 bytes per node), else streamed. */
+    size_t free_b = 0, total_b = 0;
+    SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    budget = p->device_budget > 0 ? p->device_budget : 0.9 * (double)free_b;
+    double whole = 8.0 * (n + 1) + 12.0 * (double)nnz + 64.0 * n;
+    P.resident = whole <= budget;
   }
 
-  /* Colouring: Jones-Plassmann rounds, frontier after frontier. */
-  k_prio<<<blocks_for(n, 256), 256, 0, stream>>>(n, p->seed, d_prio, d_colour);
-  SBG_CUDA_CHECK(cudaGetLastError());
-  SBG_CUDA_CHECK(cudaMemsetAsync(d_counts, 0, 2 * sizeof(int32_t), stream));
-  k_jp_wait<<<blocks_for(n, 256), 256, 0, stream>>>(n, d_rowptr, d_col, d_prio, d_wait, d_front, d_counts);
-  SBG_CUDA_CHECK(cudaGetLastError());
-  {
-    int32_t counts[2] = {0, 0}, coloured = 0;
-    SBG_CUDA_CHECK(cudaMemcpyAsync(counts, d_counts, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
-    SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-    int32_t n_front = counts[0];
-    while (n_front > 0) {
-      k_jp_assign<<<blocks_for(n_front, 256), 256, 0, stream>>>(n_front, d_front, d_rowptr, d_col, d_colour);
-      SBG_CUDA_CHECK(cudaGetLastError());
-      SBG_CUDA_CHECK(cudaMemsetAsync(d_counts + 1, 0, sizeof(int32_t), stream));
-      k_jp_release<<<blocks_for(n_front, 256), 256, 0, stream>>>(n_front, d_front, d_rowptr, d_col,
-                                                                  d_prio, d_wait, d_next, d_counts + 1);
-      SBG_CUDA_CHECK(cudaGetLastError());
-      SBG_CUDA_CHECK(cudaMemcpyAsync(counts + 1, d_counts + 1, sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+  if (P.resident) {
+    SBG_TRY(sbg_device_alloc((void **)&d_rowptr, (size_t)(n + 1) * sizeof(int64_t), "the network's row offsets", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_col, (size_t)(nnz > 0 ? nnz : 1) * sizeof(int32_t), "the network's columns", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_w, (size_t)(nnz > 0 ? nnz : 1) * sizeof(double), "the network's weights", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_colour, (size_t)n * sizeof(int32_t), "the colours", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_prio, (size_t)n * sizeof(uint64_t), "the priorities", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_wait, (size_t)n * sizeof(int32_t), "the colouring counts", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_front, (size_t)n * sizeof(int32_t), "the colouring frontier", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_next, (size_t)n * sizeof(int32_t), "the colouring frontier", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_counts, 2 * sizeof(int32_t), "counters", ctx));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(d_rowptr, g->v_rowptr, (size_t)(n + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+    if (nnz > 0) {
+      SBG_CUDA_CHECK(cudaMemcpyAsync(d_col, g->v_col, (size_t)nnz * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+      SBG_CUDA_CHECK(cudaMemcpyAsync(d_w, g->v_w, (size_t)nnz * sizeof(double), cudaMemcpyHostToDevice, stream));
+    }
+
+    /* Colouring: Jones-Plassmann rounds, frontier after frontier. */
+    k_prio<<<blocks_for(n, 256), 256, 0, stream>>>(n, p->seed, d_prio, d_colour);
+    SBG_CUDA_CHECK(cudaGetLastError());
+    SBG_CUDA_CHECK(cudaMemsetAsync(d_counts, 0, 2 * sizeof(int32_t), stream));
+    k_jp_wait<<<blocks_for(n, 256), 256, 0, stream>>>(n, d_rowptr, d_col, d_prio, d_wait, d_front, d_counts);
+    SBG_CUDA_CHECK(cudaGetLastError());
+    {
+      int32_t counts[2] = {0, 0}, coloured = 0;
+      SBG_CUDA_CHECK(cudaMemcpyAsync(counts, d_counts, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
       SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-      coloured += n_front;
-      int32_t *sw = d_front; d_front = d_next; d_next = sw;
-      n_front = counts[1];
-      SBG_TRY(sbg_poll(ctx, 0.0));
+      int32_t n_front = counts[0];
+      while (n_front > 0) {
+        k_jp_assign<<<blocks_for(n_front, 256), 256, 0, stream>>>(n_front, d_front, d_rowptr, d_col, d_colour);
+        SBG_CUDA_CHECK(cudaGetLastError());
+        SBG_CUDA_CHECK(cudaMemsetAsync(d_counts + 1, 0, sizeof(int32_t), stream));
+        k_jp_release<<<blocks_for(n_front, 256), 256, 0, stream>>>(n_front, d_front, d_rowptr, d_col,
+                                                                    d_prio, d_wait, d_next, d_counts + 1);
+        SBG_CUDA_CHECK(cudaGetLastError());
+        SBG_CUDA_CHECK(cudaMemcpyAsync(counts + 1, d_counts + 1, sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+        SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+        coloured += n_front;
+        int32_t *sw = d_front; d_front = d_next; d_next = sw;
+        n_front = counts[1];
+        SBG_TRY(sbg_poll(ctx, 0.0));
+      }
+      if (coloured != n) {
+        st = sbg_fail(ctx, SBG_ERR_INTERNAL, "colouring left %d node(s)", (int)(n - coloured));
+        goto done;
+      }
     }
-    if (coloured != n) {
-      st = sbg_fail(ctx, SBG_ERR_INTERNAL, "colouring left %d node(s)", (int)(n - coloured));
-      goto done;
-    }
+    SBG_CUDA_CHECK(cudaMemcpyAsync(out->v_colour, d_colour, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+    SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+    out->n_colours = 0;
+    for (int32_t v = 0; v < n; v++)
+      if (out->v_colour[v] + 1 > out->n_colours) out->n_colours = out->v_colour[v] + 1;
+    cudaFree(d_prio); d_prio = NULL;
+    cudaFree(d_wait); d_wait = NULL;
+    cudaFree(d_front); d_front = NULL;
+    cudaFree(d_next); d_next = NULL;
+  } else {
+    /* The same colouring on the host (greedy in priority order either way). */
+    SBG_TRY(sbg_cosnet_colour_host(g, p->seed, out->v_colour, &out->n_colours, ctx));
   }
-  SBG_CUDA_CHECK(cudaMemcpyAsync(out->v_colour, d_colour, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
-  SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-  out->n_colours = 0;
-  for (int32_t v = 0; v < n; v++)
-    if (out->v_colour[v] + 1 > out->n_colours) out->n_colours = out->v_colour[v] + 1;
   if (sbg_cosnet_colour_order(out->v_colour, n, out->n_colours, &nodes, &cptr) != SBG_OK) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory while ordering the colours");
     goto done;
   }
-  cudaFree(d_prio); d_prio = NULL;
-  cudaFree(d_wait); d_wait = NULL;
-  cudaFree(d_front); d_front = NULL;
-  cudaFree(d_next); d_next = NULL;
+
+  {
+    /* Parts: one per colour, or runs of at most P.cap entries in a colour. */
+    int32_t nc = out->n_colours;
+    if (!P.resident) {
+      /* two buffers in half of the budget */
+      P.cap = (int64_t)(0.5 * budget / (2.0 * 12.0));
+      /* at most 2^27 entries (1.5 GB) a buffer: the pinned host copies
+       * stay modest, and parts stay many enough to overlap */
+      if (P.cap > ((int64_t)1 << 27)) P.cap = (int64_t)1 << 27;
+      if (P.cap > nnz) P.cap = nnz;
+      if (P.cap < maxdeg || P.cap < 1) {
+        P.cap = maxdeg > 0 ? maxdeg : 1;
+        if (p->device_budget <= 0) {
+          st = sbg_fail(ctx, SBG_ERR_DEVICE_ALLOC, "the device cannot hold two rows of %lld entries",
+                        (long long)maxdeg);
+          goto done;
+        }
+      }
+      P.cro = (int64_t *)malloc(((size_t)n + 1) * sizeof(int64_t));
+      if (!P.cro) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory"); goto done; }
+      P.cro[0] = 0;
+      for (int32_t t = 0; t < n; t++) {
+        int32_t v = nodes[t];
+        P.cro[t + 1] = P.cro[t] + (g->v_rowptr[v + 1] - g->v_rowptr[v]);
+      }
+    }
+    /* count, then fill */
+    int32_t np = 0;
+    for (int pass = 0; pass < 2; pass++) {
+      np = 0;
+      for (int32_t cl = 0; cl < nc; cl++) {
+        int64_t a = cptr[cl];
+        while (a < cptr[cl + 1]) {
+          int64_t e = cptr[cl + 1];
+          if (!P.resident) {
+            /* as many rows as fit (at least one) */
+            e = a + 1;
+            while (e < cptr[cl + 1] && P.cro[e + 1] - P.cro[a] <= P.cap) e++;
+          }
+          if (pass == 1) { P.t0[np] = a; P.colour[np] = cl; }
+          np++;
+          a = e;
+        }
+      }
+      if (pass == 0) {
+        P.t0 = (int64_t *)malloc(((size_t)np + 1) * sizeof(int64_t));
+        P.colour = (int32_t *)malloc(((size_t)np + 1) * sizeof(int32_t));
+        P.hub0 = (int64_t *)malloc(((size_t)np + 1) * sizeof(int64_t));
+        if (!P.t0 || !P.colour || !P.hub0) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory"); goto done; }
+      }
+    }
+    P.t0[np] = n;
+    P.n_parts = np;
+    out->n_parts = P.resident ? 0 : np;
+
+    /* hubs in colour order, so that each part's hubs are contiguous */
+    hubs = (int32_t *)malloc((size_t)(n_hubs > 0 ? n_hubs : 1) * sizeof(int32_t));
+    pos = (int32_t *)malloc((size_t)n * sizeof(int32_t));
+    if (!hubs || !pos) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory"); goto done; }
+    int64_t h = 0;
+    for (int32_t s = 0; s < np; s++) {
+      P.hub0[s] = h;
+      for (int64_t t = P.t0[s]; t < P.t0[s + 1]; t++) {
+        int32_t v = nodes[t];
+        pos[v] = (int32_t)t;
+        if (g->v_rowptr[v + 1] - g->v_rowptr[v] > SBG_COSNET_HUB_DEGREE) hubs[h++] = v;
+      }
+    }
+    P.hub0[np] = h;
+    SBG_TRY(sbg_device_alloc((void **)&d_hubs, (size_t)(n_hubs > 0 ? n_hubs : 1) * sizeof(int32_t), "the hub list", ctx));
+    if (n_hubs > 0)
+      SBG_CUDA_CHECK(cudaMemcpyAsync(d_hubs, hubs, (size_t)n_hubs * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+    if (P.resident) {
+      view.rowptr = d_rowptr;
+      view.pos = NULL;
+      view.base = 0;
+      view.col = d_col;
+      view.w = d_w;
+    } else {
+      SBG_TRY(sbg_device_alloc((void **)&d_cro, (size_t)(n + 1) * sizeof(int64_t), "the row offsets in colour order", ctx));
+      SBG_TRY(sbg_device_alloc((void **)&d_pos, (size_t)n * sizeof(int32_t), "the colour positions", ctx));
+      SBG_TRY(sbg_device_alloc((void **)&d_nodes, (size_t)n * sizeof(int32_t), "the colour order", ctx));
+      SBG_CUDA_CHECK(cudaMemcpyAsync(d_cro, P.cro, (size_t)(n + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+      SBG_CUDA_CHECK(cudaMemcpyAsync(d_pos, pos, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+      SBG_CUDA_CHECK(cudaMemcpyAsync(d_nodes, nodes, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+      for (int sl = 0; sl < 2; sl++) {
+        SBG_CUDA_CHECK(cudaHostAlloc((void **)&P.h_col[sl], (size_t)P.cap * sizeof(int32_t), cudaHostAllocDefault));
+        SBG_CUDA_CHECK(cudaHostAlloc((void **)&P.h_w[sl], (size_t)P.cap * sizeof(double), cudaHostAllocDefault));
+        SBG_TRY(sbg_device_alloc((void **)&P.d_col[sl], (size_t)P.cap * sizeof(int32_t), "a part of the network", ctx));
+        SBG_TRY(sbg_device_alloc((void **)&P.d_w[sl], (size_t)P.cap * sizeof(double), "a part of the network", ctx));
+        SBG_CUDA_CHECK(cudaEventCreateWithFlags(&P.ev[sl], cudaEventDisableTiming));
+        P.ev_ok[sl] = 1;
+        SBG_CUDA_CHECK(cudaEventRecord(P.ev[sl], stream));
+      }
+    }
+  }
 
   {
     /* Jobs per batch: about 30 bytes per node and job on the device, within
-     * half of the free memory.  A network that does not fit the device at
-     * all fails above with a message naming what could not be allocated. */
+     * half of the free memory (and of what the budget leaves). */
     size_t free_b = 0, total_b = 0;
     SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    double avail = (double)free_b;
+    if (p->device_budget > 0) {
+      double used = P.resident ? 8.0 * (n + 1) + 12.0 * (double)nnz
+                               : 24.0 * (double)P.cap + 16.0 * n;
+      double left = p->device_budget - used;
+      if (left < avail) avail = left;
+    }
     double per_job = 30.0 * (double)n + 64;
-    double fit = (double)free_b * 0.5 / per_job;
+    double fit = avail * 0.5 / per_job;
     B = fit < 1 ? 1 : fit > n_jobs ? n_jobs : (int32_t)fit;
     /* the host mirrors (about 26 bytes per node and job) stay near 4 GB */
     double host_cap = 1.5e8 / (double)n;
@@ -333,7 +630,8 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   hy = (double *)malloc((size_t)B * n * sizeof(double));
   item_job = (int32_t *)malloc((size_t)B * n * sizeof(int32_t));
   item_node = (int32_t *)malloc((size_t)B * n * sizeof(int32_t));
-  iptr = (int64_t *)malloc(((size_t)out->n_colours + 1) * sizeof(int64_t));
+  /* items of part s: light ones iptr[2s] .. iptr[2s+1], hubs .. iptr[2s+2] */
+  iptr = (int64_t *)malloc((2 * (size_t)P.n_parts + 1) * sizeof(int64_t));
   npos = (int64_t *)malloc((size_t)B * sizeof(int64_t));
   nlab = (int64_t *)malloc((size_t)B * sizeof(int64_t));
   alpha = (double *)malloc((size_t)B * sizeof(double));
@@ -353,11 +651,23 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     for (int32_t b = 0; b < nb; b++) sbg_cosnet_job_codes(in, j0 + b, codes + (size_t)b * n);
     SBG_CUDA_CHECK(cudaMemcpyAsync(d_codes, codes, (size_t)nb * n, cudaMemcpyHostToDevice, stream));
 
-    /* Points on the device, learning on the host (as the CPU engine). */
+    /* Points on the device, learning on the host (as the CPU engine).
+     * Resident: all nodes at once; streamed: part after part. */
     int64_t nw = (int64_t)nb * n;
-    k_points<<<blocks_for(nw * 32, 32 * WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, 0, stream>>>(
-        n, nb, d_rowptr, d_col, d_w, d_codes, d_x, d_y);
-    SBG_CUDA_CHECK(cudaGetLastError());
+    for (int32_t s = 0; s < (P.resident ? 1 : P.n_parts); s++) {
+      int32_t m = P.resident ? n : (int32_t)(P.t0[s + 1] - P.t0[s]);
+      const int32_t *nd = P.resident ? NULL : d_nodes + P.t0[s];
+      int64_t h0 = P.resident ? 0 : P.hub0[s], mh = P.resident ? n_hubs : P.hub0[s + 1] - P.hub0[s];
+      SBG_TRY(load_part(&P, s, g, nodes, d_cro, d_pos, &view, stream, ctx));
+      k_points<<<blocks_for((int64_t)m * nb * 32, 32 * WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, 0, stream>>>(
+          n, nb, m, nd, view, d_codes, d_x, d_y);
+      SBG_CUDA_CHECK(cudaGetLastError());
+      if (mh > 0) {
+        k_points_hub<<<(unsigned)(mh * nb), HUB_THREADS, 0, stream>>>(n, nb, (int32_t)mh, d_hubs + h0,
+                                                                     view, d_codes, d_x, d_y);
+        SBG_CUDA_CHECK(cudaGetLastError());
+      }
+    }
     SBG_CUDA_CHECK(cudaMemcpyAsync(hx, d_x, (size_t)nw * sizeof(double), cudaMemcpyDeviceToHost, stream));
     SBG_CUDA_CHECK(cudaMemcpyAsync(hy, d_y, (size_t)nw * sizeof(double), cudaMemcpyDeviceToHost, stream));
     SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -368,23 +678,29 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     }
     if (st != SBG_OK) { st = sbg_fail(ctx, st, "out of memory while learning"); goto done; }
 
-    /* Work items: (job, unlabelled node) by colour, then job, then node. */
+    /* Work items: (job, unlabelled node) by part, then light before hubs,
+     * then job, then node.  The parts of a colour follow each other, so
+     * the items of a colour are contiguous too. */
     int64_t ni = 0;
-    for (int32_t cl = 0; cl < out->n_colours; cl++) {
-      iptr[cl] = ni;
-      for (int32_t b = 0; b < nb; b++) {
-        const int8_t *jl = codes + (size_t)b * n;
-        for (int64_t t = cptr[cl]; t < cptr[cl + 1]; t++) {
-          int32_t v = nodes[t];
-          if (jl[v] == SBG_COSNET_REPORT || jl[v] == SBG_COSNET_QUIET) {
-            item_job[ni] = b;
-            item_node[ni] = v;
-            ni++;
+    for (int32_t s = 0; s < P.n_parts; s++) {
+      for (int hub = 0; hub < 2; hub++) {
+        iptr[2 * s + hub] = ni;
+        for (int32_t b = 0; b < nb; b++) {
+          const int8_t *jl = codes + (size_t)b * n;
+          for (int64_t t = P.t0[s]; t < P.t0[s + 1]; t++) {
+            int32_t v = nodes[t];
+            int is_hub = g->v_rowptr[v + 1] - g->v_rowptr[v] > SBG_COSNET_HUB_DEGREE;
+            if (is_hub != hub) continue;
+            if (jl[v] == SBG_COSNET_REPORT || jl[v] == SBG_COSNET_QUIET) {
+              item_job[ni] = b;
+              item_node[ni] = v;
+              ni++;
+            }
           }
         }
       }
     }
-    iptr[out->n_colours] = ni;
+    iptr[2 * P.n_parts] = ni;
     int any_reg = 0;
     for (int32_t b = 0; b < nb; b++) {
       int64_t nu = 0;
@@ -408,33 +724,65 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     SBG_CUDA_CHECK(cudaMemsetAsync(d_tot, 0, (size_t)2 * nb * sizeof(long long), stream));
     SBG_CUDA_CHECK(cudaMemsetAsync(d_cnt_b, 0, (size_t)2 * nb * sizeof(unsigned long long), stream));
     /* thresholds into d_y (the points are no longer needed), fields in d_x */
-    k_thresholds<<<blocks_for(nw * 32, 32 * WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, 0, stream>>>(
-        n, nb, d_rowptr, d_col, d_w, d_codes, d_jc, d_y);
-    SBG_CUDA_CHECK(cudaGetLastError());
+    for (int32_t s = 0; s < (P.resident ? 1 : P.n_parts); s++) {
+      if (!P.resident && iptr[2 * s + 2] == iptr[2 * s]) continue; /* no unlabelled node here */
+      int32_t m = P.resident ? n : (int32_t)(P.t0[s + 1] - P.t0[s]);
+      const int32_t *nd = P.resident ? NULL : d_nodes + P.t0[s];
+      int64_t h0 = P.resident ? 0 : P.hub0[s], mh = P.resident ? n_hubs : P.hub0[s + 1] - P.hub0[s];
+      SBG_TRY(load_part(&P, s, g, nodes, d_cro, d_pos, &view, stream, ctx));
+      k_thresholds<<<blocks_for((int64_t)m * nb * 32, 32 * WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, 0, stream>>>(
+          n, nb, m, nd, view, d_codes, d_jc, d_y);
+      SBG_CUDA_CHECK(cudaGetLastError());
+      if (mh > 0) {
+        k_thresholds_hub<<<(unsigned)(mh * nb), HUB_THREADS, 0, stream>>>(n, nb, (int32_t)mh, d_hubs + h0,
+                                                                         view, d_codes, d_jc, d_y);
+        SBG_CUDA_CHECK(cudaGetLastError());
+      }
+    }
 
     int32_t n_left = nb, sweep = 0;
     while (n_left > 0 && sweep < p->max_sweeps) {
       sweep++;
       SBG_CUDA_CHECK(cudaMemsetAsync(d_changed, 0, (size_t)nb * sizeof(int), stream));
-      for (int32_t cl = 0; cl < out->n_colours; cl++) {
-        int64_t i0 = iptr[cl], cnt = iptr[cl + 1] - iptr[cl];
-        if (cnt == 0) continue;
-        if (any_reg) {
-          SBG_CUDA_CHECK(cudaMemsetAsync(d_cnt_b, 0, (size_t)2 * nb * sizeof(unsigned long long), stream));
-          k_count<<<blocks_for(cnt, 256), 256, 0, stream>>>(cnt, d_item_job + i0, d_item_node + i0, n, d_state, d_cnt_b);
-          SBG_CUDA_CHECK(cudaGetLastError());
+      for (int32_t s0 = 0; s0 < P.n_parts;) {
+        /* the parts s0 .. s1 - 1 of one colour; its items i0 .. i1 */
+        int32_t s1 = s0 + 1;
+        while (s1 < P.n_parts && P.colour[s1] == P.colour[s0]) s1++;
+        int64_t i0 = iptr[2 * s0], i1 = iptr[2 * s1];
+        if (i1 > i0) {
+          if (any_reg) {
+            /* the penalty reads the other colours' states before this
+             * colour updates: count this colour's states first */
+            SBG_CUDA_CHECK(cudaMemsetAsync(d_cnt_b, 0, (size_t)2 * nb * sizeof(unsigned long long), stream));
+            k_count<<<blocks_for(i1 - i0, 256), 256, 0, stream>>>(i1 - i0, d_item_job + i0, d_item_node + i0, n, d_state, d_cnt_b);
+            SBG_CUDA_CHECK(cudaGetLastError());
+          }
+          for (int32_t s = s0; s < s1; s++) {
+            int64_t a = iptr[2 * s], hb = iptr[2 * s + 1], e = iptr[2 * s + 2];
+            if (e == a) continue;
+            SBG_TRY(load_part(&P, s, g, nodes, d_cro, d_pos, &view, stream, ctx));
+            if (hb > a) {
+              k_sweep<<<blocks_for((hb - a) * 32, 32 * WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, 0, stream>>>(
+                  hb - a, d_item_job + a, d_item_node + a, n, view, d_jc, d_y, d_done, d_cnt_b, d_tot,
+                  d_state, d_x, d_changed);
+              SBG_CUDA_CHECK(cudaGetLastError());
+            }
+            if (e > hb) {
+              k_sweep_hub<<<(unsigned)(e - hb), HUB_THREADS, 0, stream>>>(
+                  e - hb, d_item_job + hb, d_item_node + hb, n, view, d_jc, d_y, d_done, d_cnt_b, d_tot,
+                  d_state, d_x, d_changed);
+              SBG_CUDA_CHECK(cudaGetLastError());
+            }
+          }
+          if (any_reg) {
+            SBG_CUDA_CHECK(cudaMemsetAsync(d_cnt_a, 0, (size_t)2 * nb * sizeof(unsigned long long), stream));
+            k_count<<<blocks_for(i1 - i0, 256), 256, 0, stream>>>(i1 - i0, d_item_job + i0, d_item_node + i0, n, d_state, d_cnt_a);
+            SBG_CUDA_CHECK(cudaGetLastError());
+            k_totals<<<blocks_for(nb, 128), 128, 0, stream>>>(nb, d_cnt_b, d_cnt_a, d_tot);
+            SBG_CUDA_CHECK(cudaGetLastError());
+          }
         }
-        k_sweep<<<blocks_for(cnt * 32, 32 * WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, 0, stream>>>(
-            cnt, d_item_job + i0, d_item_node + i0, n, d_rowptr, d_col, d_w, d_jc, d_y, d_done,
-            d_cnt_b, d_tot, d_state, d_x, d_changed);
-        SBG_CUDA_CHECK(cudaGetLastError());
-        if (any_reg) {
-          SBG_CUDA_CHECK(cudaMemsetAsync(d_cnt_a, 0, (size_t)2 * nb * sizeof(unsigned long long), stream));
-          k_count<<<blocks_for(cnt, 256), 256, 0, stream>>>(cnt, d_item_job + i0, d_item_node + i0, n, d_state, d_cnt_a);
-          SBG_CUDA_CHECK(cudaGetLastError());
-          k_totals<<<blocks_for(nb, 128), 128, 0, stream>>>(nb, d_cnt_b, d_cnt_a, d_tot);
-          SBG_CUDA_CHECK(cudaGetLastError());
-        }
+        s0 = s1;
       }
       SBG_CUDA_CHECK(cudaMemcpyAsync(changed, d_changed, (size_t)nb * sizeof(int), cudaMemcpyDeviceToHost, stream));
       SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -476,13 +824,24 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   }
 
 done:
+  /* the pinned buffers may still be read by a copy in flight */
+  if (stream) cudaStreamSynchronize(stream);
   cudaFree(d_rowptr); cudaFree(d_col); cudaFree(d_w); cudaFree(d_colour); cudaFree(d_prio);
   cudaFree(d_wait); cudaFree(d_front); cudaFree(d_next); cudaFree(d_counts); cudaFree(d_codes); cudaFree(d_state); cudaFree(d_x);
   cudaFree(d_y); cudaFree(d_item_job); cudaFree(d_item_node); cudaFree(d_done);
   cudaFree(d_changed); cudaFree(d_cnt_b); cudaFree(d_cnt_a); cudaFree(d_tot); cudaFree(d_jc);
+  cudaFree(d_cro); cudaFree(d_pos); cudaFree(d_nodes); cudaFree(d_hubs);
+  for (int sl = 0; sl < 2; sl++) {
+    if (P.h_col[sl]) cudaFreeHost(P.h_col[sl]);
+    if (P.h_w[sl]) cudaFreeHost(P.h_w[sl]);
+    cudaFree(P.d_col[sl]);
+    cudaFree(P.d_w[sl]);
+    if (P.ev_ok[sl]) cudaEventDestroy(P.ev[sl]);
+  }
   if (stream) cudaStreamDestroy(stream);
+  free(P.t0); free(P.colour); free(P.hub0); free(P.cro);
   free(nodes); free(cptr); free(codes); free(state); free(hx); free(hy); free(item_job);
-  free(item_node); free(iptr); free(npos); free(nlab); free(alpha); free(cc); free(fs);
-  free(jc); free(done); free(changed);
+  free(item_node); free(iptr); free(hptr); free(npos); free(nlab); free(alpha); free(cc); free(fs);
+  free(jc); free(done); free(changed); free(pos); free(hubs);
   return st;
 }
