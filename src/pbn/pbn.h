@@ -120,6 +120,15 @@ sbg_status sbg_pbn_simulate_gpu(const sbg_pbn_net *net, uint64_t seed, int64_t n
 sbg_status sbg_pbn_exact_cpu(const sbg_pbn_net *net, const double *fun_prob, double p,
                              double tol, int64_t max_iter,
                              double *pi, double *iterations, double *delta, sbg_ctx *ctx);
+/* The same iteration on the GPU (pbn_exact_gpu.cu): same structure, same
+ * stopping rule; equal to the CPU's up to rounding (sums in another order). */
+sbg_status sbg_pbn_exact_gpu(const sbg_pbn_net *net, const double *fun_prob, double p,
+                             double tol, int64_t max_iter,
+                             double *pi, double *iterations, double *delta, sbg_ctx *ctx);
+/* The function-update transitions by source state (CSR: row NS+1, col and
+ * val of row[NS] entries; malloc'ed, the caller frees). */
+sbg_status sbg_pbn_exact_structure(const sbg_pbn_net *net, const double *fun_prob, int64_t **row,
+                                   uint32_t **col, double **val, sbg_ctx *ctx);
 
 #ifdef __cplusplus
 }

@@ -195,24 +195,26 @@ SEXP ffi_pbn_simulate(SEXP net_l, SEXP seed, SEXP chains, SEXP steps, SEXP from,
 }
 
 /* list(pi, c(iterations, delta)) */
-SEXP ffi_pbn_exact(SEXP net_l, SEXP p, SEXP tol, SEXP max_iter, SEXP threads, SEXP verbose) {
+SEXP ffi_pbn_exact(SEXP net_l, SEXP p, SEXP tol, SEXP max_iter, SEXP gpu, SEXP threads, SEXP device,
+                   SEXP verbose) {
   sbg_pbn_net net;
   net_from_list(net_l, &net);
   SBG_ASSERT(TYPEOF(p) == REALSXP && TYPEOF(tol) == REALSXP && TYPEOF(max_iter) == REALSXP);
   SBG_ASSERT(net.n <= SBG_PBN_EXACT_MAX_N);
+  SBG_ASSERT(TYPEOF(gpu) == LGLSXP);
   const double *fun_prob = real_el(net_l, NET_FUN_PROB, net.fun_start[net.n]);
   SEXP ans = PROTECT(Rf_allocVector(VECSXP, 2));
   SET_VECTOR_ELT(ans, 0, Rf_allocVector(REALSXP, (R_xlen_t)1 << net.n));
   SET_VECTOR_ELT(ans, 1, Rf_allocVector(REALSXP, 2));
-  SEXP device = PROTECT(Rf_ScalarInteger(0));
   sbg_ctx ctx;
   sbg_progress pr;
   sbg_ctx_init(&ctx, &pr, threads, device, verbose, "exact");
   double *it = REAL(VECTOR_ELT(ans, 1));
-  sbg_status st = sbg_pbn_exact_cpu(&net, fun_prob, REAL(p)[0], REAL(tol)[0], (int64_t)REAL(max_iter)[0],
-                                    REAL(VECTOR_ELT(ans, 0)), &it[0], &it[1], &ctx);
+  sbg_status st = (LOGICAL(gpu)[0] ? sbg_pbn_exact_gpu : sbg_pbn_exact_cpu)(
+      &net, fun_prob, REAL(p)[0], REAL(tol)[0], (int64_t)REAL(max_iter)[0], REAL(VECTOR_ELT(ans, 0)),
+      &it[0], &it[1], &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-  UNPROTECT(2);
+  UNPROTECT(1);
   return ans;
 }
