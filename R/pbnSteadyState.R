@@ -312,7 +312,10 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   trajectories <- check_whole(trajectories, "trajectories", min = 2, max = 2^31 - 1)
   max_len <- floor(maxSteps / trajectories)
   if (max_len < 4) stop_input("`maxSteps` = ", maxSteps, " allows fewer than 4 steps per trajectory", call = NULL)
-  params <- c(seed, trajectories, r, stats::qnorm((1 + s) / 2), epsilon, 128, 1.01, max_len, 20)
+  # the last entry: the register step for <= 128 nodes (the tests switch
+  # it off to check that the general step gives the same result)
+  params <- c(seed, trajectories, r, stats::qnorm((1 + s) / 2), epsilon, 128, 1.01, max_len, 20,
+              !isTRUE(getOption("sysbioGPU.pbnGeneralStep")))
   t0 <- proc.time()[["elapsed"]]
   o <- .Call(ffi_pbn_steady, flat, sets_l, params, a$gpu, a$threads, a$device, verbose)
   secs <- proc.time()[["elapsed"]] - t0

@@ -39,9 +39,13 @@ random_pbn <- function(n, cls, seed) {
 # simulated (reduce = FALSE).  With n nodes a step is a perturbation-only
 # step with probability 1 - (1 - p)^n, so the 10,000-node network runs at
 # p = 1e-5 (else 99.995% of its steps would only flip bits).
+# The CPU runs 64 trajectories per thread (their states stay in cache), the
+# GPU the default count (2^18 at this r).
 throughput <- function(net, backend, threads, steps) {
   p <- if (length(net$nodes) >= 5000) 1e-5 else 0.001
+  traj <- if (backend == "cpu") 64 * threads else "auto"
   x <- suppressWarnings(pbnSteadyState(net, setNames(TRUE, net$nodes[[1]]), p = p, r = 1e-9,
+                                       trajectories = traj,
                                        maxSteps = round(steps), reduce = FALSE, seed = 1, backend = backend,
                                        threads = threads, verbose = FALSE))
   c(steps = x$steps, seconds = x$seconds, trajectories = x$trajectories)

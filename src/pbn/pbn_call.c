@@ -106,7 +106,7 @@ static void sets_from_list(SEXP l, int32_t n_words, sbg_pbn_sets *s) {
   s->neg = u64_from_pairs(VECTOR_ELT(l, 3));
 }
 
-/* params: seed, chains, r, z, epsilon, psi0, rhat_max, max_len, min_switches */
+/* params: seed, chains, r, z, epsilon, psi0, rhat_max, max_len, min_switches, small */
 SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads, SEXP device,
                     SEXP verbose) {
   int nprot = 0;
@@ -114,7 +114,7 @@ SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads
   sbg_pbn_sets sets;
   net_from_list(net_l, &net);
   sets_from_list(sets_l, net.n_words, &sets);
-  SBG_ASSERT(TYPEOF(params) == REALSXP && XLENGTH(params) == 9);
+  SBG_ASSERT(TYPEOF(params) == REALSXP && XLENGTH(params) == 10);
   SBG_ASSERT(TYPEOF(gpu) == LGLSXP);
   const double *pv = REAL(params);
   sbg_pbn_params p;
@@ -127,6 +127,7 @@ SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads
   p.rhat_max = pv[6];
   p.max_len = (int64_t)pv[7];
   p.min_switches = (int64_t)pv[8];
+  p.small = pv[9] != 0;
   SBG_ASSERT(p.n_chains >= 2 && p.psi0 >= 2 && p.max_len >= 4);
 
   int32_t S = sets.n_sets;

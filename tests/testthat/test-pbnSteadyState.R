@@ -146,6 +146,28 @@ test_that("the default trajectory count depends on r, s and the sets only: threa
   expect_equal(pbn_auto_trajectories(1e-6, 0.95, 10000), 4096)  # counter memory
 })
 
+test_that("the register step (<= 128 nodes) gives exactly the general step's results", {
+  f <- system.file("extdata", "pbn-example.bnet", package = "sysbioGPU")
+  ex <- readPBN(f)
+  sets <- list(c(Apoptosis = TRUE), c(Survival = TRUE, Death = FALSE))
+  big <- pbn_random(100, 4, maxfun = 3, maxk = 7)  # two words, functions of up to 7 inputs
+  wide <- pbn_random(70, 8, maxfun = 2, maxk = 6)
+  cases <- list(list(ex, sets, "synchronous"), list(ex, sets, "asynchronous"),
+                list(big, list(c(x1 = TRUE), c(x70 = TRUE, x3 = FALSE), c(x99 = FALSE)), "synchronous"),
+                list(big, list(c(x2 = TRUE)), "asynchronous"),
+                list(wide, "marginals", "synchronous"))  # 70 sets: the per-step counting
+  for (cs in cases) {
+    run <- function() pbnSteadyState(cs[[1]], cs[[2]], p = 0.01, update = cs[[3]], r = 0.02, seed = 11,
+                                     trajectories = 40, backend = "cpu", threads = 2, verbose = FALSE)
+    a <- run()
+    old <- options(sysbioGPU.pbnGeneralStep = TRUE)
+    b <- run()
+    options(old)
+    cols <- setdiff(names(a), "seconds")
+    expect_identical(as.data.frame(unclass(a)[cols]), as.data.frame(unclass(b)[cols]))
+  }
+})
+
 # ---- exact method ------------------------------------------------------------
 
 test_that("exact method matches a brute-force stationary distribution on random PBNs", {
@@ -323,6 +345,19 @@ test_that("GPU trajectories and estimates are identical to the CPU's", {
                         trajectories = 256, backend = "gpu", verbose = FALSE)
   expect_identical(cpu$probability, gpu$probability)
   expect_identical(cpu$steps, gpu$steps)
+  # the register kernels: two words, functions of up to 7 inputs, > 64 sets
+  big2 <- pbn_random(100, 4, maxfun = 3, maxk = 7)
+  wide <- pbn_random(70, 8, maxfun = 2, maxk = 6)
+  for (cs in list(list(big2, list(c(x1 = TRUE), c(x70 = TRUE, x3 = FALSE), c(x99 = FALSE)), "synchronous"),
+                  list(big2, list(c(x2 = TRUE)), "asynchronous"),
+                  list(wide, "marginals", "synchronous"))) {
+    cpu <- pbnSteadyState(cs[[1]], cs[[2]], p = 0.01, update = cs[[3]], r = 0.02, seed = 11, trajectories = 300,
+                          backend = "cpu", verbose = FALSE)
+    gpu <- pbnSteadyState(cs[[1]], cs[[2]], p = 0.01, update = cs[[3]], r = 0.02, seed = 11, trajectories = 300,
+                          backend = "gpu", verbose = FALSE)
+    cols <- setdiff(names(cpu), "seconds")
+    expect_identical(as.data.frame(unclass(cpu)[cols]), as.data.frame(unclass(gpu)[cols]))
+  }
   m1 <- pbnSteadyState(net, "marginals", p = 0.01, r = 0.01, seed = 1, trajectories = 128, backend = "cpu", verbose = FALSE)
   m2 <- pbnSteadyState(net, "marginals", p = 0.01, r = 0.01, seed = 1, trajectories = 128, backend = "gpu", verbose = FALSE)
   expect_identical(m1$probability, m2$probability)
