@@ -212,8 +212,8 @@ pbn_check_net <- function(pbn) {
 #'   2)`, so that each chain contributes thousands of samples and the burn-in
 #'   stays a small part of the work), clamped to \[64, 2^18\] (2^18 fills
 #'   a large GPU), and at most `2^29 / (12 * number of sets)` (counter
-#'   memory).  E.g. 64 for `r = 0.01`, 65,536 for `r = 1e-4`, 2^18 for
-#'   `r <= 5e-5` (`s = 0.95`).  Results for a seed are reproducible for a
+#'   memory).  E.g. 64 for r = 0.01, 65,536 for r = 1e-4, 2^18 for
+#'   r <= 5e-5 (s = 0.95).  Results for a seed are reproducible for a
 #'   given number of trajectories.
 #' @param reduce Drop nodes that cannot influence the sets (see Reduction).
 #' @param maxSteps Most steps per trajectory times trajectories; a run that
