@@ -401,7 +401,7 @@ test_that("Ctrl-C stops a long pbnSteadyState run (CPU and GPU)", {
     interrupt_after(1)
     t0 <- Sys.time()
     expect_error(pbnSteadyState(net, c(Apoptosis = TRUE), p = 0.01, r = 1e-7, seed = 1, backend = be,
-                                maxSteps = 1e15, verbose = FALSE),
+                                trajectories = if (be == "cpu") 16 else "auto", maxSteps = 1e15, verbose = FALSE),
                  "interrupted by the user", class = "sysbioGPU_error_interrupted")
     expect_lt(as.numeric(difftime(Sys.time(), t0, units = "secs")), 15)
   }
