@@ -189,8 +189,10 @@ pbn_check_net <- function(pbn) {
 #' @section Exact method: Power iteration of the lazy chain `(I + P) / 2`
 #'   over all `2^n` states of the (reduced) network, `n <= 20` simulated
 #'   nodes, and at most 2^25 transitions from function updates; larger
-#'   networks are refused with an error.  CPU only (`backend` is ignored).
-#'   Uses the exact selection probabilities.
+#'   networks are refused with an error.  On the CPU and the GPU (the GPU
+#'   gathers each state's inflow from the transposed transitions; the two
+#'   agree up to rounding, about 1e-15 per state).  Uses the exact selection
+#'   probabilities.
 #'
 #' @param pbn A [pbn] object (or a BoolNet network, converted by [as.pbn()]).
 #' @param states The set(s) of interest: a named logical vector over some
@@ -203,9 +205,15 @@ pbn_check_net <- function(pbn) {
 #' @param s Confidence of the interval, in (0, 1).
 #' @param epsilon Burn-in precision of the two-state method, in (0, 1).
 #' @param method `"two-state"` (trajectories) or `"exact"`.
-#' @param trajectories Number of chains (>= 2), or `"auto"`: on the CPU
-#'   `max(16, 4 * threads)`, on the GPU 2048 per multiprocessor (fewer when
-#'   many sets need counters).  Results for a seed are reproducible for a
+#' @param trajectories Number of chains (>= 2), or `"auto"`: a count that
+#'   depends only on the requested accuracy and the number of sets, never on
+#'   the backend or threads, so that a seed gives the same result everywhere:
+#'   the power of two at or below `(z / r)^2 / 4096` (`z = qnorm((1 + s) /
+#'   2)`, so that each chain contributes thousands of samples and the burn-in
+#'   stays a small part of the work), clamped to \[64, 2^18\] (2^18 fills
+#'   a large GPU), and at most `2^29 / (12 * number of sets)` (counter
+#'   memory).  E.g. 64 for r = 0.01, 65,536 for r = 1e-4, 2^18 for
+#'   r <= 5e-5 (s = 0.95).  Results for a seed are reproducible for a
 #'   given number of trajectories.
 #' @param reduce Drop nodes that cannot influence the sets (see Reduction).
 #' @param maxSteps Most steps per trajectory times trajectories; a run that
@@ -269,9 +277,10 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
     if (flat$n > 20L)
       stop_input("`method = \"exact\"` handles at most 20 simulated nodes (2^20 states); this network has ",
                  flat$n, if (reduce) " after reduction" else "", ": use method = \"two-state\"", call = NULL)
-    b <- resolveBackend("cpu", threads, device)
+    b <- resolveBackend(backend, threads, device)
+    a <- backend_args(b)
     t0 <- proc.time()[["elapsed"]]
-    ex <- .Call(ffi_pbn_exact, flat, p, 1e-13, 2e6, b$threads, verbose)
+    ex <- .Call(ffi_pbn_exact, flat, p, 1e-13, 2e6, a$gpu, a$threads, a$device, verbose)
     secs <- proc.time()[["elapsed"]] - t0
     pi <- ex[[1L]]
     st_idx <- seq_along(pi) - 1
@@ -289,7 +298,8 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
                       samples = NA_real_, trajectories = NA_real_, rhat = NA_real_,
                       steps = ex[[2L]][[1L]], seconds = secs, converged = conv,
                       stringsAsFactors = FALSE)
-    return(pbn_result(res, list(backend = "cpu", device = NA_integer_, seed = NA_real_, method = "exact",
+    return(pbn_result(res, list(backend = b$backend, device = b$device, deviceName = b$deviceName,
+                                seed = NA_real_, method = "exact",
                                 p = p, update = update, burnin = NA_real_, nodesSimulated = flat$n,
                                 stationary = pi, simulatedNodes = net$nodes[keep])))
   }
@@ -298,19 +308,14 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   a <- backend_args(b)
   seed <- resolve_seed(seed)
   n_sets <- length(sets)
-  if (identical(trajectories, "auto")) {
-    if (a$gpu) {
-      sm <- gpuInfo()$multiprocessors[[b$device + 1L]]
-      trajectories <- 2048 * sm  # a full SM of threads: the burn-in is cheap on a GPU
-      trajectories <- max(2, min(trajectories, floor(2^29 / (12 * n_sets))))
-    } else {
-      trajectories <- max(16, 4 * b$threads)
-    }
-  }
+  if (identical(trajectories, "auto")) trajectories <- pbn_auto_trajectories(r, s, n_sets)
   trajectories <- check_whole(trajectories, "trajectories", min = 2, max = 2^31 - 1)
   max_len <- floor(maxSteps / trajectories)
   if (max_len < 4) stop_input("`maxSteps` = ", maxSteps, " allows fewer than 4 steps per trajectory", call = NULL)
-  params <- c(seed, trajectories, r, stats::qnorm((1 + s) / 2), epsilon, 128, 1.01, max_len, 20)
+  # the last entry: the register step for <= 128 nodes (the tests switch
+  # it off to check that the general step gives the same result)
+  params <- c(seed, trajectories, r, stats::qnorm((1 + s) / 2), epsilon, 128, 1.01, max_len, 20,
+              !isTRUE(getOption("sysbioGPU.pbnGeneralStep")))
   t0 <- proc.time()[["elapsed"]]
   o <- .Call(ffi_pbn_steady, flat, sets_l, params, a$gpu, a$threads, a$device, verbose)
   secs <- proc.time()[["elapsed"]] - t0
@@ -335,6 +340,16 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
                        nodesSimulated = flat$n))
 }
 
+# The default trajectory count: a function of r, s and the number of sets
+# only (documented under `trajectories`), identical on every backend.
+pbn_auto_trajectories <- function(r, s, n_sets) {
+  zr2 <- (stats::qnorm((1 + s) / 2) / r)^2
+  t <- 2^floor(log2(max(1, zr2 / 4096)))
+  t <- min(max(t, 64), 2^18)
+  cap <- 2^floor(log2(2^29 / (12 * n_sets)))
+  max(2, min(t, cap))
+}
+
 pbn_result <- function(res, attrs) {
   rownames(res) <- NULL
   for (nm in names(attrs)) attr(res, nm) <- attrs[[nm]]
@@ -349,8 +364,9 @@ pbn_result <- function(res, attrs) {
 print.pbnSteadyState <- function(x, ...) {
   a <- attributes(x)
   if (identical(a$method, "exact")) {
-    cat(sprintf("<pbnSteadyState> exact stationary distribution over %d simulated node(s), p = %g, %s\n",
-                a$nodesSimulated, a$p, a$update))
+    cat(sprintf("<pbnSteadyState> exact stationary distribution over %d simulated node(s), p = %g, %s, %s\n",
+                a$nodesSimulated, a$p, a$update,
+                if (a$backend == "gpu") sprintf("GPU %d (%s)", a$device, a$deviceName) else "CPU"))
   } else {
     cat(sprintf("<pbnSteadyState> two-state Markov chain, %s, p = %g, %s, seed %s, %d node(s) simulated, burn-in %g\n",
                 if (a$backend == "gpu") sprintf("GPU %d (%s)", a$device, a$deviceName) else "CPU",

@@ -23,7 +23,7 @@ SEXP ffi_gsea_stats(SEXP, SEXP, SEXP);
 /* pbnSteadyState(), pbnSimulate() */
 SEXP ffi_pbn_steady(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_pbn_simulate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-SEXP ffi_pbn_exact(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_pbn_exact(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
 /* grnEvolve */
 SEXP ffi_grn_evolve(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -56,7 +56,7 @@ static const R_CallMethodDef call_methods[] = {
     /* pbnSteadyState(), pbnSimulate() */
     CALLDEF(ffi_pbn_steady, 7),
     CALLDEF(ffi_pbn_simulate, 8),
-    CALLDEF(ffi_pbn_exact, 6),
+    CALLDEF(ffi_pbn_exact, 8),
     /* grnEvolve */
     CALLDEF(ffi_grn_evolve, 6),
     CALLDEF(ffi_grn_simulate, 2),

@@ -43,6 +43,30 @@ typedef struct sbg_pbn_net {
   int async;               /* 0 synchronous, 1 asynchronous */
 } sbg_pbn_net;
 
+/* A function of a network of at most 128 simulated nodes in the compact
+ * form of pbn_step2() (pbn_step.h).  Packed (in_start < 0; k <= the
+ * packing width, at most SBG_PBN_FREC_K): input j of the function's row
+ * index (bit j; the last input is bit 0) is node (pos >> 7 j) & 127,
+ * positions k.. are node 0, and tab is the truth table replicated to 64
+ * rows.  Otherwise: inputs from net->inputs[in_start..], the table at
+ * net->tables[tab..]. */
+#define SBG_PBN_FREC_K 6
+#define SBG_PBN_SMALL_N 128
+typedef struct sbg_pbn_frec {
+  uint64_t pos;
+  uint64_t tab;
+  int32_t k;
+  int32_t in_start;
+} sbg_pbn_frec;
+
+/* Fills rec (one per function) for a network of at most SBG_PBN_SMALL_N
+ * nodes, packing the functions of at most kp inputs; -1 when it cannot
+ * (then the general step is used), else 0. */
+int32_t sbg_pbn_frecs(const sbg_pbn_net *net, sbg_pbn_frec *rec, int32_t kp);
+/* The CPU's packing width (packed functions all gather that many inputs:
+ * no mispredicted loop exits; the rest take a branch), by a cost model. */
+int32_t sbg_pbn_frec_width(const sbg_pbn_net *net);
+
 /* Sets of interest (sub-cubes): set s holds the state when, for each of its
  * entries e in set_start[s] .. set_start[s+1]-1, (x[word[e]] & pos[e]) ==
  * pos[e] and (x[word[e]] & neg[e]) == 0. */
@@ -79,6 +103,8 @@ typedef struct sbg_pbn_params {
   double rhat_max;        /* R-hat accepted below this */
   int64_t max_len;        /* steps per chain at most */
   int64_t min_switches;   /* transitions 0->1 and 1->0 needed before trusting alpha, beta */
+  int small;              /* use the register step pbn_step2() for <= 128 nodes (1; 0 for
+                             tests: the general step, which must give the same result) */
 } sbg_pbn_params;
 
 /* Results per set (arrays of n_sets), filled by the driver. */
@@ -120,6 +146,15 @@ sbg_status sbg_pbn_simulate_gpu(const sbg_pbn_net *net, uint64_t seed, int64_t n
 sbg_status sbg_pbn_exact_cpu(const sbg_pbn_net *net, const double *fun_prob, double p,
                              double tol, int64_t max_iter,
                              double *pi, double *iterations, double *delta, sbg_ctx *ctx);
+/* The same iteration on the GPU (pbn_exact_gpu.cu): same structure, same
+ * stopping rule; equal to the CPU's up to rounding (sums in another order). */
+sbg_status sbg_pbn_exact_gpu(const sbg_pbn_net *net, const double *fun_prob, double p,
+                             double tol, int64_t max_iter,
+                             double *pi, double *iterations, double *delta, sbg_ctx *ctx);
+/* The function-update transitions by source state (CSR: row NS+1, col and
+ * val of row[NS] entries; malloc'ed, the caller frees). */
+sbg_status sbg_pbn_exact_structure(const sbg_pbn_net *net, const double *fun_prob, int64_t **row,
+                                   uint32_t **col, double **val, sbg_ctx *ctx);
 
 #ifdef __cplusplus
 }

@@ -106,7 +106,7 @@ static void sets_from_list(SEXP l, int32_t n_words, sbg_pbn_sets *s) {
   s->neg = u64_from_pairs(VECTOR_ELT(l, 3));
 }
 
-/* params: seed, chains, r, z, epsilon, psi0, rhat_max, max_len, min_switches */
+/* params: seed, chains, r, z, epsilon, psi0, rhat_max, max_len, min_switches, small */
 SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads, SEXP device,
                     SEXP verbose) {
   int nprot = 0;
@@ -114,7 +114,7 @@ SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads
   sbg_pbn_sets sets;
   net_from_list(net_l, &net);
   sets_from_list(sets_l, net.n_words, &sets);
-  SBG_ASSERT(TYPEOF(params) == REALSXP && XLENGTH(params) == 9);
+  SBG_ASSERT(TYPEOF(params) == REALSXP && XLENGTH(params) == 10);
   SBG_ASSERT(TYPEOF(gpu) == LGLSXP);
   const double *pv = REAL(params);
   sbg_pbn_params p;
@@ -127,6 +127,7 @@ SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads
   p.rhat_max = pv[6];
   p.max_len = (int64_t)pv[7];
   p.min_switches = (int64_t)pv[8];
+  p.small = pv[9] != 0;
   SBG_ASSERT(p.n_chains >= 2 && p.psi0 >= 2 && p.max_len >= 4);
 
   int32_t S = sets.n_sets;
@@ -195,24 +196,26 @@ SEXP ffi_pbn_simulate(SEXP net_l, SEXP seed, SEXP chains, SEXP steps, SEXP from,
 }
 
 /* list(pi, c(iterations, delta)) */
-SEXP ffi_pbn_exact(SEXP net_l, SEXP p, SEXP tol, SEXP max_iter, SEXP threads, SEXP verbose) {
+SEXP ffi_pbn_exact(SEXP net_l, SEXP p, SEXP tol, SEXP max_iter, SEXP gpu, SEXP threads, SEXP device,
+                   SEXP verbose) {
   sbg_pbn_net net;
   net_from_list(net_l, &net);
   SBG_ASSERT(TYPEOF(p) == REALSXP && TYPEOF(tol) == REALSXP && TYPEOF(max_iter) == REALSXP);
   SBG_ASSERT(net.n <= SBG_PBN_EXACT_MAX_N);
+  SBG_ASSERT(TYPEOF(gpu) == LGLSXP);
   const double *fun_prob = real_el(net_l, NET_FUN_PROB, net.fun_start[net.n]);
   SEXP ans = PROTECT(Rf_allocVector(VECSXP, 2));
   SET_VECTOR_ELT(ans, 0, Rf_allocVector(REALSXP, (R_xlen_t)1 << net.n));
   SET_VECTOR_ELT(ans, 1, Rf_allocVector(REALSXP, 2));
-  SEXP device = PROTECT(Rf_ScalarInteger(0));
   sbg_ctx ctx;
   sbg_progress pr;
   sbg_ctx_init(&ctx, &pr, threads, device, verbose, "exact");
   double *it = REAL(VECTOR_ELT(ans, 1));
-  sbg_status st = sbg_pbn_exact_cpu(&net, fun_prob, REAL(p)[0], REAL(tol)[0], (int64_t)REAL(max_iter)[0],
-                                    REAL(VECTOR_ELT(ans, 0)), &it[0], &it[1], &ctx);
+  sbg_status st = (LOGICAL(gpu)[0] ? sbg_pbn_exact_gpu : sbg_pbn_exact_cpu)(
+      &net, fun_prob, REAL(p)[0], REAL(tol)[0], (int64_t)REAL(max_iter)[0], REAL(VECTOR_ELT(ans, 0)),
+      &it[0], &it[1], &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-  UNPROTECT(2);
+  UNPROTECT(1);
   return ans;
 }

@@ -18,6 +18,8 @@ typedef struct pbn_cpu {
   uint32_t *cnt;      /* n_chains * n_sets * 3: n1, n01, n10 of this advance */
   uint64_t *scratch;  /* threads * W: the other half of each step */
   unsigned char *prev;/* threads * n_sets: indicators of the current state */
+  sbg_pbn_frec *rec;  /* compact functions for the register step, or NULL */
+  int32_t kw;         /* their gather width (pbn_eval2) */
 } pbn_cpu;
 
 /* Steps per chunk between polls: about 2e7 node updates per thread (a step
@@ -33,6 +35,18 @@ static int64_t pbn_chunk(const sbg_pbn_net *net, const sbg_pbn_sets *sets, int64
   return (int64_t)c;
 }
 
+/* len steps of chain c with the register step (at most 128 nodes), the
+ * state in two words; kw and two are constants at each call site. */
+PBN_HD void pbn_chain2(pbn_cpu *e, int64_t c, int64_t len, int count, uint32_t *k, int32_t kw, int two) {
+  uint64_t *home = e->states + c * (two ? 2 : 1);
+  uint64_t x0 = home[0], x1 = two ? home[1] : 0;
+  sbg_philox g = e->rng[c];
+  pbn_run2(e->net, e->rec, kw, two, e->sets, len, count, &x0, &x1, &g, k, 1);
+  home[0] = x0;
+  if (two) home[1] = x1;
+  e->rng[c] = g;
+}
+
 static sbg_status pbn_cpu_advance(sbg_pbn_engine *eng, int64_t steps, int count, uint64_t *sums,
                                   double lo, double hi, sbg_ctx *ctx) {
   pbn_cpu *e = (pbn_cpu *)eng;
@@ -44,6 +58,29 @@ static sbg_status pbn_cpu_advance(sbg_pbn_engine *eng, int64_t steps, int count,
   int64_t chunk = pbn_chunk(net, sets, nc, ctx->n_threads);
   for (int64_t done = 0; done < steps; done += chunk) {
     int64_t len = steps - done < chunk ? steps - done : chunk;
+    if (e->rec) {
+      const int32_t kw = e->kw;
+      const int two = W > 1;
+      /* constant gather widths and word counts for the compiler */
+#pragma omp parallel for schedule(static) num_threads(ctx->n_threads)
+      for (int64_t c = 0; c < nc; c++) {
+        uint32_t *k = e->cnt + c * S * 3;
+        switch (kw * 2 + two) {  /* kw in 1..SBG_PBN_FREC_K */
+          case 2: pbn_chain2(e, c, len, count, k, 1, 0); break;
+          case 3: pbn_chain2(e, c, len, count, k, 1, 1); break;
+          case 4: pbn_chain2(e, c, len, count, k, 2, 0); break;
+          case 5: pbn_chain2(e, c, len, count, k, 2, 1); break;
+          case 6: pbn_chain2(e, c, len, count, k, 3, 0); break;
+          case 7: pbn_chain2(e, c, len, count, k, 3, 1); break;
+          case 8: pbn_chain2(e, c, len, count, k, 4, 0); break;
+          case 9: pbn_chain2(e, c, len, count, k, 4, 1); break;
+          case 10: pbn_chain2(e, c, len, count, k, 5, 0); break;
+          case 11: pbn_chain2(e, c, len, count, k, 5, 1); break;
+          case 12: pbn_chain2(e, c, len, count, k, 6, 0); break;
+          default: pbn_chain2(e, c, len, count, k, 6, 1); break;
+        }
+      }
+    } else {
 #pragma omp parallel for schedule(static) num_threads(ctx->n_threads)
     for (int64_t c = 0; c < nc; c++) {
       uint64_t *home = e->states + c * W;
@@ -73,6 +110,7 @@ static sbg_status pbn_cpu_advance(sbg_pbn_engine *eng, int64_t steps, int count,
       }
       if (a != home) memcpy(home, a, sizeof(uint64_t) * W);
       e->rng[c] = g;
+    }
     }
     sbg_status st = sbg_poll(ctx, lo + (hi - lo) * (double)(done + len) / (double)steps);
     if (st != SBG_OK) return st;
@@ -108,7 +146,16 @@ sbg_status sbg_pbn_steady_cpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
   e.cnt = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)p->n_chains * (sets->n_sets > 0 ? sets->n_sets : 1) * 3);
   e.scratch = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)ctx->n_threads * W);
   e.prev = (unsigned char *)malloc((size_t)ctx->n_threads * (sets->n_sets > 0 ? sets->n_sets : 1));
-  if (!e.states || !e.rng || !e.cnt || !e.scratch || !e.prev) {
+  int rec_failed = 0;
+  if (p->small && net->n <= SBG_PBN_SMALL_N) {
+    e.rec = (sbg_pbn_frec *)malloc(sizeof(sbg_pbn_frec) * (size_t)net->fun_start[net->n]);
+    if (!e.rec) rec_failed = 1;
+    else if (sbg_pbn_frecs(net, e.rec, (e.kw = sbg_pbn_frec_width(net))) < 0) {
+      free(e.rec);  /* a table offset beyond 32 bits: the general step */
+      e.rec = NULL;
+    }
+  }
+  if (!e.states || !e.rng || !e.cnt || !e.scratch || !e.prev || rec_failed) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the state of %lld trajectories",
                   (long long)p->n_chains);
     goto done;
@@ -124,6 +171,7 @@ done:
   free(e.cnt);
   free(e.scratch);
   free(e.prev);
+  free(e.rec);
   return st;
 }
 

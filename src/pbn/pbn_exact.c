@@ -23,27 +23,29 @@ static double pbn_q(const sbg_pbn_net *net, const double *fun_prob, int32_t i, u
   return q;
 }
 
-sbg_status sbg_pbn_exact_cpu(const sbg_pbn_net *net, const double *fun_prob, double p,
-                             double tol, int64_t max_iter,
-                             double *pi, double *iterations, double *delta, sbg_ctx *ctx) {
+/* The update matrix G (no perturbation) in rows by source state:
+ * synchronous, the product of the nodes' Bernoulli(q_i(s)); asynchronous,
+ * one node among n_total.  Shared by the CPU and GPU power iterations. */
+sbg_status sbg_pbn_exact_structure(const sbg_pbn_net *net, const double *fun_prob, int64_t **row_out,
+                                   uint32_t **col_out, double **val_out, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   const int32_t n = net->n;
   if (n > SBG_PBN_EXACT_MAX_N) return sbg_fail(ctx, SBG_ERR_INPUT, "exact method: %d nodes, at most %d", n, SBG_PBN_EXACT_MAX_N);
   const int64_t NS = (int64_t)1 << n;
   int64_t *row = NULL;
   uint32_t *col = NULL;
-  double *val = NULL, *next = NULL, *q = NULL;
+  double *val = NULL, *q = NULL;
   int32_t *unc = NULL;
   int64_t nnz = 0, cap = 0;
+  *row_out = NULL;
+  *col_out = NULL;
+  *val_out = NULL;
 
   row = (int64_t *)malloc(sizeof(int64_t) * (size_t)(NS + 1));
-  next = (double *)malloc(sizeof(double) * (size_t)NS);
   q = (double *)malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
   unc = (int32_t *)malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
-  if (!row || !next || !q || !unc) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "exact method: out of memory"); goto done; }
+  if (!row || !q || !unc) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "exact method: out of memory"); goto done; }
 
-  /* The update matrix G (no perturbation): synchronous, the product of the
-   * nodes' Bernoulli(q_i(s)); asynchronous, one node among n_total. */
   for (int64_t s = 0; s < NS; s++) {
     row[s] = nnz;
     int64_t need;
@@ -92,6 +94,32 @@ sbg_status sbg_pbn_exact_cpu(const sbg_pbn_net *net, const double *fun_prob, dou
     }
   }
   row[NS] = nnz;
+  *row_out = row;
+  *col_out = col;
+  *val_out = val;
+  row = NULL;
+  col = NULL;
+  val = NULL;
+done:
+  free(row);
+  free(col);
+  free(val);
+  free(q);
+  free(unc);
+  return st;
+}
+
+sbg_status sbg_pbn_exact_cpu(const sbg_pbn_net *net, const double *fun_prob, double p,
+                             double tol, int64_t max_iter,
+                             double *pi, double *iterations, double *delta, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int64_t NS = (int64_t)1 << net->n;
+  int64_t *row = NULL;
+  uint32_t *col = NULL;
+  double *val = NULL, *next = NULL;
+  if ((st = sbg_pbn_exact_structure(net, fun_prob, &row, &col, &val, ctx)) != SBG_OK) goto done;
+  next = (double *)malloc(sizeof(double) * (size_t)NS);
+  if (!next) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "exact method: out of memory"); goto done; }
 
   {
     const double q0 = pow(1.0 - p, (double)net->n_pert_total);
@@ -140,7 +168,5 @@ done:
   free(col);
   free(val);
   free(next);
-  free(q);
-  free(unc);
   return st;
 }

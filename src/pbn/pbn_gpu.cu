@@ -1,7 +1,8 @@
 /* GPU trajectory engine of pbnSteadyState() and pbnSimulate(): one thread
  * per trajectory, the step code of pbn_step.h (identical to the CPU's), the
- * network in shared memory where it fits, states and counters in shared
- * memory for small networks; exact integer reductions per set. */
+ * network in shared memory where it fits; networks of at most 128 nodes keep
+ * the state in registers (pbn_step2), larger ones in shared memory where it
+ * fits; counters in shared memory; exact integer reductions per set. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,7 @@
  * it into shared memory in one loop and rebuild the pointers. */
 typedef struct pbn_layout {
   size_t fun_start, fun_thresh, fun_k, in_start, inputs, tab_start, tables, sel_rank,
-      pert_node, gap_thresh, node_of_full, set_start, word, pos, neg, bytes;
+      pert_node, gap_thresh, node_of_full, set_start, word, pos, neg, frec, bytes;
 } pbn_layout;
 
 typedef struct pbn_dev_args {
@@ -27,6 +28,7 @@ typedef struct pbn_dev_args {
   int blob_shared;     /* copy the blob into shared memory */
   int state_shared;    /* keep the chains' states in shared memory */
   int cnt_shared;      /* keep the counters in shared memory */
+  int small;           /* <= 128 nodes: register states, compact functions (frec) */
   int64_t n_chains;
   uint64_t *state;     /* W * n_chains, word w of chain c at w * n_chains + c */
   sbg_philox *rng;     /* n_chains */
@@ -39,8 +41,8 @@ static size_t lay_add(size_t *off, size_t bytes) {
   return at;
 }
 
-static void pbn_make_layout(const sbg_pbn_net *net, const sbg_pbn_sets *sets, pbn_layout *L,
-                            int64_t *n_inputs, int64_t *n_tables) {
+static void pbn_make_layout(const sbg_pbn_net *net, const sbg_pbn_sets *sets, int small,
+                            pbn_layout *L, int64_t *n_inputs, int64_t *n_tables) {
   int32_t nf = net->fun_start[net->n];
   int64_t ni = 0, nt = 0;
   for (int32_t f = 0; f < nf; f++) {
@@ -68,11 +70,12 @@ static void pbn_make_layout(const sbg_pbn_net *net, const sbg_pbn_sets *sets, pb
   L->word = lay_add(&off, 4 * (size_t)ne);
   L->pos = lay_add(&off, 8 * (size_t)ne);
   L->neg = lay_add(&off, 8 * (size_t)ne);
+  L->frec = lay_add(&off, small ? sizeof(sbg_pbn_frec) * (size_t)nf : 0);
   L->bytes = off;
 }
 
-static void pbn_fill_blob(const sbg_pbn_net *net, const sbg_pbn_sets *sets, const pbn_layout *L,
-                          int64_t ni, int64_t nt, unsigned char *b) {
+static int pbn_fill_blob(const sbg_pbn_net *net, const sbg_pbn_sets *sets, const pbn_layout *L,
+                         int64_t ni, int64_t nt, int small, unsigned char *b) {
   int32_t nf = net->fun_start[net->n];
   memcpy(b + L->fun_start, net->fun_start, 4 * (size_t)(net->n + 1));
   memcpy(b + L->fun_thresh, net->fun_thresh, 8 * (size_t)nf);
@@ -94,6 +97,9 @@ static void pbn_fill_blob(const sbg_pbn_net *net, const sbg_pbn_sets *sets, cons
   } else {
     memset(b + L->set_start, 0, 4);
   }
+  /* the GPU packs every function it can: its loops run exactly k */
+  if (small) return sbg_pbn_frecs(net, (sbg_pbn_frec *)(b + L->frec), SBG_PBN_FREC_K) == 0;
+  return 1;
 }
 
 static __device__ void pbn_bind(const pbn_dev_args &a, const unsigned char *b, sbg_pbn_net *net,
@@ -182,6 +188,46 @@ static __global__ void pbn_advance_kernel(pbn_dev_args a, int64_t steps, int cou
     for (int32_t j = 0; j < 3 * S; j++) a.cnt[(int64_t)j * a.n_chains + c] = k[j * kst];
 }
 
+/* Networks of at most 128 simulated nodes: the state in registers (two
+ * words; TWO = 0 for one), compact functions (pbn_step2).  Shared memory:
+ * [blob][counters: 3 S x blockDim]. */
+template <int TWO>
+static __global__ void __launch_bounds__(PBN_BLOCK, TWO ? 7 : 8) pbn_advance2_kernel(pbn_dev_args a, int64_t steps, int count) {
+  extern __shared__ uint64_t smem[];
+  const int tid = threadIdx.x;
+  const int64_t c = (int64_t)blockIdx.x * blockDim.x + tid;
+  const int32_t S = a.n_sets;
+  size_t blob_words = a.blob_shared ? a.lay.bytes / 8 : 0;
+  if (a.blob_shared) {
+    for (size_t i = tid; i < blob_words; i += blockDim.x) smem[i] = a.blob[i];
+    __syncthreads();
+  }
+  if (c >= a.n_chains) return;
+  sbg_pbn_net net;
+  sbg_pbn_sets sets;
+  const unsigned char *bl = a.blob_shared ? (const unsigned char *)smem : (const unsigned char *)a.blob;
+  pbn_bind(a, bl, &net, &sets);
+  const sbg_pbn_frec *rec = (const sbg_pbn_frec *)(bl + a.lay.frec);
+  uint32_t *k;
+  int64_t kst;
+  if (a.cnt_shared) {
+    k = (uint32_t *)(smem + blob_words) + tid;
+    kst = blockDim.x;
+    for (int32_t j = 0; j < 3 * S; j++) k[j * kst] = a.cnt[(int64_t)j * a.n_chains + c];
+  } else {
+    k = a.cnt + c;
+    kst = a.n_chains;
+  }
+  uint64_t x0 = a.state[c], x1 = TWO ? a.state[a.n_chains + c] : 0;
+  sbg_philox g = a.rng[c];
+  pbn_run2(&net, rec, 0, TWO, &sets, steps, count, &x0, &x1, &g, k, kst);
+  a.rng[c] = g;
+  a.state[c] = x0;
+  if (TWO) a.state[a.n_chains + c] = x1;
+  if (a.cnt_shared)
+    for (int32_t j = 0; j < 3 * S; j++) a.cnt[(int64_t)j * a.n_chains + c] = k[j * kst];
+}
+
 static __global__ void pbn_init_kernel(pbn_dev_args a, uint64_t seed) {
   const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= a.n_chains) return;
@@ -242,7 +288,12 @@ static sbg_status pbn_gpu_advance(sbg_pbn_engine *eng, int64_t steps, int count,
     if (len < 1) len = 1;
     if (len > steps - done) len = steps - done;
     SBG_CUDA_CHECK(cudaEventRecord(t0, e->stream));
-    pbn_advance_kernel<<<e->blocks, PBN_BLOCK, e->smem, e->stream>>>(e->a, len, count);
+    if (!e->a.small)
+      pbn_advance_kernel<<<e->blocks, PBN_BLOCK, e->smem, e->stream>>>(e->a, len, count);
+    else if (e->a.net.n_words > 1)
+      pbn_advance2_kernel<1><<<e->blocks, PBN_BLOCK, e->smem, e->stream>>>(e->a, len, count);
+    else
+      pbn_advance2_kernel<0><<<e->blocks, PBN_BLOCK, e->smem, e->stream>>>(e->a, len, count);
     SBG_CUDA_CHECK(cudaGetLastError());
     SBG_CUDA_CHECK(cudaEventRecord(t1, e->stream));
     SBG_CUDA_CHECK(cudaEventSynchronize(t1));
@@ -290,10 +341,11 @@ extern "C" sbg_status sbg_pbn_steady_gpu(const sbg_pbn_net *net, const sbg_pbn_s
 
   SBG_TRY(sbg_device_select(ctx->device, ctx));
   SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&e.stream, cudaStreamNonBlocking));
-  pbn_make_layout(net, sets, &e.a.lay, &ni, &nt);
+  e.a.small = p->small && net->n <= SBG_PBN_SMALL_N;
+  pbn_make_layout(net, sets, e.a.small, &e.a.lay, &ni, &nt);
   h_blob = (unsigned char *)calloc(e.a.lay.bytes > 0 ? e.a.lay.bytes : 8, 1);
   if (!h_blob) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the network blob"); goto done; }
-  pbn_fill_blob(net, sets, &e.a.lay, ni, nt, h_blob);
+  if (!pbn_fill_blob(net, sets, &e.a.lay, ni, nt, e.a.small, h_blob)) e.a.small = 0;
   SBG_TRY(sbg_device_alloc((void **)&d_blob, e.a.lay.bytes, "the network", ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(d_blob, h_blob, e.a.lay.bytes, cudaMemcpyHostToDevice, e.stream));
   SBG_TRY(sbg_device_alloc((void **)&e.a.state, sizeof(uint64_t) * 2 * (size_t)W * nc, "the states", ctx));
@@ -312,13 +364,15 @@ extern "C" sbg_status sbg_pbn_steady_gpu(const sbg_pbn_net *net, const sbg_pbn_s
   state_b = 2 * (size_t)W * PBN_BLOCK * 8;
   cnt_b = 3 * (size_t)S * PBN_BLOCK * 4;
   smem = 0;
-  if (state_b <= 16 * 1024) { e.a.state_shared = 1; smem += state_b; }
+  if (!e.a.small && state_b <= 16 * 1024) { e.a.state_shared = 1; smem += state_b; }
   if (smem + cnt_b <= 32 * 1024) { e.a.cnt_shared = 1; smem += cnt_b; }
   SBG_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx->device));
   if (smem + e.a.lay.bytes <= PBN_SMEM_BUDGET) { e.a.blob_shared = 1; smem += e.a.lay.bytes; }
   if (smem > 48 * 1024) {
     if ((int)smem > optin) { e.a.blob_shared = 0; smem -= e.a.lay.bytes; }
     SBG_CUDA_CHECK(cudaFuncSetAttribute(pbn_advance_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    SBG_CUDA_CHECK(cudaFuncSetAttribute(pbn_advance2_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    SBG_CUDA_CHECK(cudaFuncSetAttribute(pbn_advance2_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   }
   e.smem = smem;
   e.blocks = (unsigned)((nc + PBN_BLOCK - 1) / PBN_BLOCK);
@@ -375,10 +429,10 @@ extern "C" sbg_status sbg_pbn_simulate_gpu(const sbg_pbn_net *net, uint64_t seed
 
   SBG_TRY(sbg_device_select(ctx->device, ctx));
   SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  pbn_make_layout(net, NULL, &a.lay, &ni, &nt);
+  pbn_make_layout(net, NULL, 0, &a.lay, &ni, &nt);
   h_blob = (unsigned char *)calloc(a.lay.bytes, 1);
   if (!h_blob) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the network blob"); goto done; }
-  pbn_fill_blob(net, NULL, &a.lay, ni, nt, h_blob);
+  pbn_fill_blob(net, NULL, &a.lay, ni, nt, 0, h_blob);
   SBG_TRY(sbg_device_alloc((void **)&d_blob, a.lay.bytes, "the network", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_out, out_b, "the trajectories", ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(d_blob, h_blob, a.lay.bytes, cudaMemcpyHostToDevice, stream));

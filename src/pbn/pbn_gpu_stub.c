@@ -1,5 +1,5 @@
 /* Stand-in for pbn_gpu.cu in a build without CUDA: the GPU entry points of
- * pbnSteadyState() and pbnSimulate() report SBG_ERR_NO_CUDA. */
+ * pbnSteadyState() (both methods) and pbnSimulate() report SBG_ERR_NO_CUDA. */
 #include "pbn.h"
 
 sbg_status sbg_pbn_steady_gpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
@@ -11,5 +11,12 @@ sbg_status sbg_pbn_steady_gpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
 sbg_status sbg_pbn_simulate_gpu(const sbg_pbn_net *net, uint64_t seed, int64_t n_chains,
                                 int64_t steps, const uint64_t *from, uint64_t *out, sbg_ctx *ctx) {
   (void)net; (void)seed; (void)n_chains; (void)steps; (void)from; (void)out;
+  return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
+}
+
+sbg_status sbg_pbn_exact_gpu(const sbg_pbn_net *net, const double *fun_prob, double p,
+                             double tol, int64_t max_iter,
+                             double *pi, double *iterations, double *delta, sbg_ctx *ctx) {
+  (void)net; (void)fun_prob; (void)p; (void)tol; (void)max_iter; (void)pi; (void)iterations; (void)delta;
   return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
 }

@@ -50,9 +50,12 @@ PBN_HD int32_t pbn_gap(const uint64_t *T, uint64_t u, int32_t rem) {
   return lo;
 }
 
+/* The first function f of node i with u < thresh[f]: the thresholds are
+ * non-decreasing, so that is the count of the node's thresholds (the last,
+ * 2^32, excepted) that u reaches; counted without a data-dependent branch. */
 PBN_HD int32_t pbn_pick(const sbg_pbn_net *net, int32_t i, uint32_t u) {
-  int32_t f = net->fun_start[i];
-  while ((uint64_t)u >= net->fun_thresh[f]) f++;
+  int32_t f0 = net->fun_start[i], f1 = net->fun_start[i + 1] - 1, f = f0;
+  for (int32_t j = f0; j < f1; j++) f += (uint64_t)u >= net->fun_thresh[j];
   return f;
 }
 
@@ -140,6 +143,165 @@ PBN_HD int pbn_in_set(const sbg_pbn_sets *S, int32_t s, const uint64_t *x, int64
     if ((v & S->pos[e]) != S->pos[e] || (v & S->neg[e]) != 0) return 0;
   }
   return 1;
+}
+
+/* ---- networks of at most 128 simulated nodes -------------------------
+ * The state is two 64-bit words passed by value (registers on the GPU),
+ * and each function is a compact record (sbg_pbn_frec, built by
+ * sbg_pbn_frecs): up to 5 inputs packed 7 bits each with the truth table
+ * inline.  Same draws in the same order as pbn_step(), same result. */
+
+/* two: the network has a second word (a constant at the CPU's call sites,
+ * so that a one-word network reads no second register) */
+PBN_HD uint32_t pbn_bit2(uint64_t a, uint64_t b, uint32_t v, int two) {
+  return (uint32_t)(((two && (v & 64u)) ? b : a) >> (v & 63u)) & 1u;
+}
+
+/* kw: inputs gathered for a packed function: 0 = exactly its k (GPU: the
+ * warp runs the same function, a uniform loop); else the CPU's packing
+ * width, the same count for every packed function (no mispredicted loop
+ * exits; the padding inputs read node 0 and the replicated table ignores
+ * them). */
+PBN_HD uint32_t pbn_eval2(const sbg_pbn_net *net, const sbg_pbn_frec *r, int32_t kw, int two,
+                          uint64_t a, uint64_t b) {
+  uint32_t idx = 0;
+  if (r->in_start < 0) {
+    const int32_t m = kw ? kw : r->k;
+    const uint64_t pos = r->pos;
+    for (int32_t j = 0; j < m; j++) idx |= pbn_bit2(a, b, (uint32_t)(pos >> (7 * j)) & 127u, two) << j;
+    return (uint32_t)(r->tab >> idx) & 1u;
+  }
+  const int32_t k = r->k;
+  const int32_t *in = net->inputs + r->in_start;
+  for (int32_t j = 0; j < k; j++) idx = (idx << 1) | pbn_bit2(a, b, (uint32_t)in[j], two);
+  return (net->tables[r->tab + (idx >> 5)] >> (idx & 31u)) & 1u;
+}
+
+PBN_HD void pbn_step2(const sbg_pbn_net *net, const sbg_pbn_frec *rec, int32_t kw, int two,
+                      uint64_t *x0, uint64_t *x1, sbg_philox *g) {
+  const int32_t NP = net->n_pert_total;
+  const uint64_t *T = net->gap_thresh;
+  const uint64_t a = *x0, b = *x1;
+  uint64_t u = sbg_philox_next(g);
+  if (u >= T[NP]) {
+    uint64_t fa = 0, fb = 0;
+    int32_t pos = pbn_gap(T, u, NP) - 1;
+    for (;;) {
+      int32_t node = net->pert_node[pos];
+      if (node >= 0) {
+        uint64_t m = ((uint64_t)1) << (node & 63);
+        if (node & 64) fb ^= m; else fa ^= m;
+      }
+      int32_t rem = NP - 1 - pos;
+      if (rem <= 0) break;
+      int32_t gap = pbn_gap(T, sbg_philox_next(g), rem);
+      if (gap == 0) break;
+      pos += gap;
+    }
+    *x0 = a ^ fa;
+    *x1 = b ^ fb;
+    return;
+  }
+  if (net->async) {
+    uint32_t j = sbg_philox_below(g, (uint32_t)net->n_total);
+    uint32_t uf = sbg_philox_next(g);
+    int32_t i = net->node_of_full[j];
+    if (i < 0) return;
+    uint64_t v = pbn_eval2(net, rec + pbn_pick(net, i, uf), kw, two, a, b);
+    uint64_t m = ((uint64_t)1) << (i & 63);
+    if (i & 64) *x1 = (b & ~m) | (v << (i & 63));
+    else *x0 = (a & ~m) | (v << (i & 63));
+    return;
+  }
+  const uint64_t base = pbn_rng_pos(g);
+  uint64_t na = 0, nb = 0;
+  const int32_t n = net->n, n0 = n < 64 ? n : 64;
+  for (int32_t i = 0; i < n0; i++) {
+    int32_t f = net->fun_start[i];
+    int32_t rank = net->sel_rank[i];
+    if (rank >= 0) {
+      pbn_rng_seek(g, base + (uint64_t)rank);
+      f = pbn_pick(net, i, sbg_philox_next(g));
+    }
+    na |= (uint64_t)pbn_eval2(net, rec + f, kw, two, a, b) << i;
+  }
+  if (two)
+  for (int32_t i = 64; i < n; i++) {
+    int32_t f = net->fun_start[i];
+    int32_t rank = net->sel_rank[i];
+    if (rank >= 0) {
+      pbn_rng_seek(g, base + (uint64_t)rank);
+      f = pbn_pick(net, i, sbg_philox_next(g));
+    }
+    nb |= (uint64_t)pbn_eval2(net, rec + f, kw, two, a, b) << (i - 64);
+  }
+  pbn_rng_seek(g, base + (uint64_t)net->n_sel_total);
+  *x0 = na;
+  *x1 = nb;
+}
+
+PBN_HD int pbn_in_set2(const sbg_pbn_sets *S, int32_t s, uint64_t a, uint64_t b) {
+  for (int32_t e = S->set_start[s]; e < S->set_start[s + 1]; e++) {
+    uint64_t v = S->word[e] ? b : a;
+    if ((v & S->pos[e]) != S->pos[e] || (v & S->neg[e]) != 0) return 0;
+  }
+  return 1;
+}
+
+/* `steps` steps of one chain with pbn_step2(); with `count`, adds to its
+ * counters k[(3 s + j) kst] (j: n1, n01, n10 of set s) over the samples
+ * after the start state.  Up to 64 sets the indicators are a bit mask,
+ * recomputed only when the state changes (rare near attractors), and the
+ * counters are touched only at switches: n1 gets the steps left at a switch
+ * on and loses them at a switch off (exact modulo 2^32; the total fits). */
+PBN_HD void pbn_run2(const sbg_pbn_net *net, const sbg_pbn_frec *rec, int32_t kw, int two,
+                     const sbg_pbn_sets *sets, int64_t steps, int count, uint64_t *x0p, uint64_t *x1p,
+                     sbg_philox *g, uint32_t *k, int64_t kst) {
+  const int32_t S = sets->n_sets;
+  uint64_t x0 = *x0p, x1 = *x1p;
+  if (count && S <= 64) {
+    uint64_t m = 0;
+    for (int32_t s = 0; s < S; s++)
+      if (pbn_in_set2(sets, s, x0, x1)) {
+        m |= ((uint64_t)1) << s;
+        k[(3 * s) * kst] += (uint32_t)steps;
+      }
+    for (int64_t t = 0; t < steps; t++) {
+      const uint64_t o0 = x0, o1 = x1;
+      pbn_step2(net, rec, kw, two, &x0, &x1, g);
+      if (o0 == x0 && o1 == x1) continue;
+      uint64_t m2 = 0;
+      for (int32_t s = 0; s < S; s++) m2 |= (uint64_t)pbn_in_set2(sets, s, x0, x1) << s;
+      for (uint64_t d = m ^ m2; d; d &= d - 1) {
+        int32_t s = 0;
+        while (!((d >> s) & 1u)) s++;
+        const uint32_t left = (uint32_t)(steps - t);
+        if ((m2 >> s) & 1u) {
+          k[(3 * s + 1) * kst] += 1u;
+          k[(3 * s) * kst] += left;
+        } else {
+          k[(3 * s + 2) * kst] += 1u;
+          k[(3 * s) * kst] -= left;
+        }
+      }
+      m = m2;
+    }
+  } else {
+    for (int64_t t = 0; t < steps; t++) {
+      const uint64_t o0 = x0, o1 = x1;
+      pbn_step2(net, rec, kw, two, &x0, &x1, g);
+      if (count) {
+        const int same = o0 == x0 && o1 == x1;
+        for (int32_t s = 0; s < S; s++) {
+          int y0 = pbn_in_set2(sets, s, o0, o1), y1 = same ? y0 : pbn_in_set2(sets, s, x0, x1);
+          k[(3 * s) * kst] += (uint32_t)y1;
+          if (y0 != y1) k[(3 * s + 1 + y0) * kst] += 1u;  /* 0 -> 1 or 1 -> 0 */
+        }
+      }
+    }
+  }
+  *x0p = x0;
+  *x1p = x1;
 }
 
 #endif /* SBG_PBN_STEP_H */

@@ -129,6 +129,45 @@ test_that("a network with more than 64 nodes simulates correctly (multi-word sta
   expect_equal(sum(x[131, ]), 1)
 })
 
+test_that("the default trajectory count depends on r, s and the sets only: threads do not change results", {
+  f <- system.file("extdata", "pbn-example.bnet", package = "sysbioGPU")
+  net <- readPBN(f)
+  sets <- list(c(Apoptosis = TRUE), c(Survival = TRUE, Death = FALSE))
+  a <- pbnSteadyState(net, sets, p = 0.01, r = 0.01, seed = 3, backend = "cpu", threads = 1, verbose = FALSE)
+  b <- pbnSteadyState(net, sets, p = 0.01, r = 0.01, seed = 3, backend = "cpu", threads = 2, verbose = FALSE)
+  cols <- setdiff(names(a), "seconds")
+  expect_identical(as.data.frame(unclass(a)[cols]), as.data.frame(unclass(b)[cols]))
+  expect_equal(a$trajectories, c(64, 64))
+  # the documented rule: 2^floor(log2((z / r)^2 / 4096)) in [64, 2^18]
+  expect_equal(pbn_auto_trajectories(1e-4, 0.95, 1), 65536)
+  expect_equal(pbn_auto_trajectories(1e-3, 0.95, 1), 512)
+  expect_equal(pbn_auto_trajectories(5e-6, 0.95, 7), 2^18)
+  expect_equal(pbn_auto_trajectories(0.1, 0.95, 1), 64)
+  expect_equal(pbn_auto_trajectories(1e-6, 0.95, 10000), 4096)  # counter memory
+})
+
+test_that("the register step (<= 128 nodes) gives exactly the general step's results", {
+  f <- system.file("extdata", "pbn-example.bnet", package = "sysbioGPU")
+  ex <- readPBN(f)
+  sets <- list(c(Apoptosis = TRUE), c(Survival = TRUE, Death = FALSE))
+  big <- pbn_random(100, 4, maxfun = 3, maxk = 7)  # two words, functions of up to 7 inputs
+  wide <- pbn_random(70, 8, maxfun = 2, maxk = 6)
+  cases <- list(list(ex, sets, "synchronous"), list(ex, sets, "asynchronous"),
+                list(big, list(c(x1 = TRUE), c(x70 = TRUE, x3 = FALSE), c(x99 = FALSE)), "synchronous"),
+                list(big, list(c(x2 = TRUE)), "asynchronous"),
+                list(wide, "marginals", "synchronous"))  # 70 sets: the per-step counting
+  for (cs in cases) {
+    run <- function() pbnSteadyState(cs[[1]], cs[[2]], p = 0.01, update = cs[[3]], r = 0.02, seed = 11,
+                                     trajectories = 40, backend = "cpu", threads = 2, verbose = FALSE)
+    a <- run()
+    old <- options(sysbioGPU.pbnGeneralStep = TRUE)
+    b <- run()
+    options(old)
+    cols <- setdiff(names(a), "seconds")
+    expect_identical(as.data.frame(unclass(a)[cols]), as.data.frame(unclass(b)[cols]))
+  }
+})
+
 # ---- exact method ------------------------------------------------------------
 
 test_that("exact method matches a brute-force stationary distribution on random PBNs", {
@@ -306,9 +345,48 @@ test_that("GPU trajectories and estimates are identical to the CPU's", {
                         trajectories = 256, backend = "gpu", verbose = FALSE)
   expect_identical(cpu$probability, gpu$probability)
   expect_identical(cpu$steps, gpu$steps)
+  # the register kernels: two words, functions of up to 7 inputs, > 64 sets
+  big2 <- pbn_random(100, 4, maxfun = 3, maxk = 7)
+  wide <- pbn_random(70, 8, maxfun = 2, maxk = 6)
+  for (cs in list(list(big2, list(c(x1 = TRUE), c(x70 = TRUE, x3 = FALSE), c(x99 = FALSE)), "synchronous"),
+                  list(big2, list(c(x2 = TRUE)), "asynchronous"),
+                  list(wide, "marginals", "synchronous"))) {
+    cpu <- pbnSteadyState(cs[[1]], cs[[2]], p = 0.01, update = cs[[3]], r = 0.02, seed = 11, trajectories = 300,
+                          backend = "cpu", verbose = FALSE)
+    gpu <- pbnSteadyState(cs[[1]], cs[[2]], p = 0.01, update = cs[[3]], r = 0.02, seed = 11, trajectories = 300,
+                          backend = "gpu", verbose = FALSE)
+    cols <- setdiff(names(cpu), "seconds")
+    expect_identical(as.data.frame(unclass(cpu)[cols]), as.data.frame(unclass(gpu)[cols]))
+  }
   m1 <- pbnSteadyState(net, "marginals", p = 0.01, r = 0.01, seed = 1, trajectories = 128, backend = "cpu", verbose = FALSE)
   m2 <- pbnSteadyState(net, "marginals", p = 0.01, r = 0.01, seed = 1, trajectories = 128, backend = "gpu", verbose = FALSE)
   expect_identical(m1$probability, m2$probability)
+})
+
+test_that("the exact method gives the CPU's distribution on the GPU", {
+  skip_if_no_gpu()
+  f <- system.file("extdata", "pbn-example.bnet", package = "sysbioGPU")
+  ex <- readPBN(f)
+  cases <- list(
+    list(net = ex, p = 0.01, update = "synchronous"),
+    list(net = ex, p = 0.1, update = "asynchronous"),
+    list(net = pbn_random(6, 2), p = 0, update = "synchronous"),
+    # more than 10 nodes: bits above the shared-memory tile are separate passes
+    list(net = pbn_random(13, 5), p = 0.02, update = "synchronous"),
+    list(net = pbn_random(12, 6), p = 0.05, update = "asynchronous"))
+  for (cs in cases) {
+    a <- pbnSteadyState(cs$net, "marginals", p = cs$p, update = cs$update, method = "exact",
+                        backend = "cpu", verbose = FALSE)
+    g <- pbnSteadyState(cs$net, "marginals", p = cs$p, update = cs$update, method = "exact",
+                        backend = "gpu", verbose = FALSE)
+    expect_equal(attr(g, "backend"), "gpu")
+    expect_lt(max(abs(attr(a, "stationary") - attr(g, "stationary"))), 1e-12)
+    expect_lt(max(abs(a$probability - g$probability)), 1e-12)
+    expect_lt(abs(a$steps - g$steps), 0.01 * a$steps + 5)  # iterations to the same tolerance
+  }
+  big <- pbn(setNames(as.list(paste0("x", c(2:21, 1))), paste0("x", 1:21)))
+  expect_error(pbnSteadyState(big, c(x1 = TRUE), method = "exact", backend = "gpu"), "at most 20 simulated nodes",
+               class = "sysbioGPU_error_input")
 })
 
 # ---- interrupts -------------------------------------------------------------------
@@ -323,7 +401,7 @@ test_that("Ctrl-C stops a long pbnSteadyState run (CPU and GPU)", {
     interrupt_after(1)
     t0 <- Sys.time()
     expect_error(pbnSteadyState(net, c(Apoptosis = TRUE), p = 0.01, r = 1e-7, seed = 1, backend = be,
-                                maxSteps = 1e15, verbose = FALSE),
+                                trajectories = if (be == "cpu") 16 else "auto", maxSteps = 1e15, verbose = FALSE),
                  "interrupted by the user", class = "sysbioGPU_error_interrupted")
     expect_lt(as.numeric(difftime(Sys.time(), t0, units = "secs")), 15)
   }
