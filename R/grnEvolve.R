@@ -436,29 +436,37 @@ plot.grnEvolve <- function(x, log = "", ...) {
 }
 
 # dn and dl of many networks (tests and checks): links an n x n x count
-# array, rules an n x count matrix of rule codes 0..3.
-grn_evaluate <- function(network, from, to, steps, links, rules, threads = 1L) {
+# array, rules an n x count matrix of rule codes 0..3.  `path` picks the
+# CPU evaluation code (0 the fastest the CPU has, 1 plain C, 2 popcnt, 3
+# AVX2, 4 AVX-512; one the CPU lacks falls back); `path` in the result is
+# the one used.
+grn_evaluate <- function(network, from, to, steps, links, rules, threads = 1L, path = 0L) {
   network <- grn_network(network)
   genes <- rownames(network)
   pb <- grn_problem(network, grn_state(from, genes, "from"), grn_state(to, genes, "to"), steps)
+  pb$evalPath <- as.integer(path)
   storage.mode(links) <- "integer"
   storage.mode(rules) <- "integer"
   r <- .Call(ffi_grn_evaluate, pb, links, rules, as.integer(threads))
-  names(r) <- c("dn", "dl")
+  names(r) <- c("dn", "dl", "path")
   r
 }
 
-# Evaluation throughput of one engine (inst/bench/grn.R).
+# Evaluation throughput of one engine (inst/bench/grn.R); `path` as in
+# grn_evaluate() (CPU only).
 grn_bench_eval <- function(network, from, to, steps = 5, pop = 2^16, reps = 5L, seed = 1,
-                           backend = "cpu", threads = NULL, device = 0L) {
+                           backend = "cpu", threads = NULL, device = 0L, path = 0L) {
   network <- grn_network(network)
   genes <- rownames(network)
   pb <- grn_problem(network, grn_state(from, genes, "from"), grn_state(to, genes, "to"), steps,
                     maxIn = nrow(network))
+  pb$evalPath <- as.integer(path)
   b <- resolveBackend(backend, threads, device)
   a <- backend_args(b)
   r <- .Call(ffi_grn_bench, pb, as.double(pop), as.integer(reps), as.double(seed), a$gpu,
              a$threads, a$device)
+  paths <- c("plain", "popcnt", "avx2", "avx512")
   list(seconds = r[[1]], checksum = r[[2]], perSecond = pop * reps / r[[1]], backend = b$backend,
-       threads = b$threads, deviceName = b$deviceName)
+       threads = b$threads, deviceName = b$deviceName,
+       path = if (b$backend == "cpu") paths[r[[3]]] else NA_character_)
 }

@@ -96,6 +96,41 @@ test_that("the engine's dn and dl equal plain R counts on random networks", {
   }
 })
 
+test_that("every CPU evaluation path gives the same dn and dl", {
+  # 1 plain C, 2 popcnt, 3 AVX2, 4 AVX-512 (a path the CPU lacks falls back
+  # to the one below it); dense and sparse networks, counts that leave
+  # remainders after the vectorised code's groups of individuals, and sizes
+  # around the 16- and 32-gene boundaries.
+  set.seed(31)
+  for (n in c(1, 3, 16, 17, 31, 32, 45)) {
+    net <- grn_random_network(n, maxIn = 7)
+    from <- grn_random_state(n)
+    to <- grn_random_state(n)
+    count <- 263
+    dens <- stats::runif(count, 0.02, 0.6)
+    links <- array(0L, c(n, n, count))
+    for (k in seq_len(count)) {
+      links[, , k] <- sample(c(-1L, 0L, 1L), n * n, replace = TRUE,
+                             prob = c(dens[k] / 2, 1 - dens[k], dens[k] / 2))
+    }
+    codes <- matrix(sample(0:3, n * count, replace = TRUE), n, count)
+    ref <- sysbioGPU:::grn_evaluate(net, from, to, 5, links, codes, threads = 1, path = 1)
+    expect_equal(ref$path, 1L)
+    for (path in 2:4) {
+      ev <- sysbioGPU:::grn_evaluate(net, from, to, 5, links, codes, threads = 2, path = path)
+      expect_equal(ev$dn, ref$dn, info = paste("n", n, "path", ev$path))
+      expect_equal(ev$dl, ref$dl, info = paste("n", n, "path", ev$path))
+      if (n > 32) expect_lte(ev$path, 2L)
+    }
+    # the plain path itself against the R oracle, on a few individuals
+    for (k in c(1, 2, count)) {
+      rules <- c("most", "abs", "jact", "jrep")[codes[, k] + 1]
+      tr <- grn_oracle_simulate(matrix(links[, , k], n, n), rules, unname(from), 5)
+      expect_equal(ref$dn[k], sum(tr[6, ] != to))
+    }
+  }
+})
+
 # ---- grnEvolve: optimum, planted problems -----------------------------------
 
 test_that("with 3 genes grnEvolve reaches the exhaustive optimum", {
