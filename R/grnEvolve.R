@@ -201,9 +201,10 @@ grnSimulate <- function(network, rules, from, steps = 5) {
 #' ring. `islands = 1` is the master-slave model.
 #'
 #' **Settings.** The defaults are the paper's. On the mouse eye network
-#' ([grnMouseEye()]) mutation rates of 0.05 reach the best known fitness
-#' (no gene off the goal, 8 links changed) in about a thousand generations,
-#' some 30 times fewer than the paper's 0.001.
+#' ([grnMouseEye()]) mutation rates of 0.05 reach the optimum (no gene off
+#' the goal, 6 links changed: a SAT search, `inst/bench/grn_optimum.py`,
+#' proves that no network within 5 changes reaches the goal) in one to two
+#' thousand generations, far fewer than with the paper's 0.001.
 #'
 #' **Exact and reproducible.** Fitness is compared in the integer form
 #' `p N dn + (q - p) dl`, with `lambda = p / q` (the nearest fraction with

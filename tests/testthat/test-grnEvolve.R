@@ -206,6 +206,34 @@ test_that("the mouse eye network is read and a short run improves on the start",
   dev.off()
 })
 
+test_that("the mouse eye optimum: a network with 6 changed links reaches E10.5", {
+  # Found by inst/bench/grn_optimum.py, which also proves by SAT that no
+  # network within 5 changes (any rules, any in-degree) reaches E10.5: the
+  # optimum fitness is 0.1 * 6 / 32^2, the target of inst/bench/grn.R.
+  eye <- grnMouseEye()
+  net <- eye$network
+  net["g4", "g7"] <- -1L
+  net["g6", "g8"] <- -1L
+  net["g11", "g2"] <- 1L
+  net["g16", "g32"] <- -1L
+  net["g17", "g11"] <- -1L
+  net["g23", "g32"] <- -1L
+  rules <- c("jact", "most", "most", "abs", "most", "abs", "most", "most", "jrep", "abs",
+             "jact", "most", "jact", "most", "abs", "most", "most", "most", "most", "most",
+             "abs", "jact", "most", "most", "jact", "jact", "abs", "jact", "abs", "abs",
+             "most", "most")
+  expect_equal(sum(net != eye$network), 6)
+  expect_lte(max(rowSums(net != 0)), 7) # within grnEvolve's default maxInDegree
+  tr <- grnSimulate(net, rules, eye$from, 5)
+  expect_equal(unname(tr[6, ]), unname(eye$to))
+  expect_equal(unname(grn_oracle_simulate(net, rules, unname(eye$from), 5)[6, ]), unname(eye$to))
+  ev <- sysbioGPU:::grn_evaluate(eye$network, eye$from, eye$to, 5, array(net, c(32, 32, 1)),
+                                 matrix(match(rules, c("most", "abs", "jact", "jrep")) - 1L))
+  expect_equal(c(ev$dn, ev$dl), c(0L, 6L))
+  # with the same rules, the reference network does not get there
+  expect_gt(sum(grnSimulate(eye$network, rules, eye$from, 5)[6, ] != eye$to), 0)
+})
+
 test_that("roulette selection and master-slave runs work and keep the elite", {
   eye <- grnMouseEye()
   for (sel in c("roulette", "elitist")) {
