@@ -133,13 +133,14 @@ grn_problem <- function(network, from, to, steps, lambda = 0.9, maxIn = NULL, al
 #' all genes update together (synchronously), each by its rule, counting
 #' only the sources that are on. With `a` active activators and `r` active
 #' repressors of a gene:
-#' * `"most"`: on if `a > r`, off if `r > a`, else unchanged;
-#' * `"abs"` (absolute repressor): off if `r >= 1`, else unchanged;
+#' * `"most"`: on if `a > r`, off if `a < r`, else unchanged;
+#' * `"abs"` (absolute repressor): off if `1 <= r`, else unchanged;
 #' * `"jact"` (joint activators): on if `a >= 2`, else unchanged;
-#' * `"jrep"` (joint repressors): off if `r >= 2`, else unchanged.
+#' * `"jrep"` (joint repressors): off if `2 <= r`, else unchanged.
 #'
-#' States are bit-packed and inputs counted by popcount, the same code as
-#' the search's CPU engine.
+#' States are bit-packed and inputs counted by popcount, in the model code
+#' that the search's engines share (the CPU engine's vectorised evaluation
+#' is tested against it).
 #'
 #' @param network Signed network: a square matrix (row = target, column =
 #'   source; 1 activates, -1 represses, 0 no link; self links allowed) with
