@@ -4,7 +4,8 @@
 #   Rscript inst/bench/grn.R
 # Environment: GRN_BENCH_SEEDS (mouse eye seeds, default 10),
 # GRN_BENCH_CPU_SEEDS (of those, run on the CPU too; default 3, 0 = none),
-# GRN_BENCH_CPU_LIMIT (seconds per CPU run, default 300), GRN_BENCH_BIG
+# GRN_BENCH_CPU_LIMIT (seconds per CPU run, default 300),
+# GRN_BENCH_CPU_THREADS (threads of those runs, default all), GRN_BENCH_BIG
 # (0 skips the 256-gene run), GRN_BENCH_BIG_LIMIT (its seconds, default 60),
 # GRN_BENCH_GPU_LIMIT (seconds per mouse eye GPU run, default 20), GRN_FSTAR
 # (the fitness to reach, default the optimum 0.1 * 6 / 32^2).
@@ -16,6 +17,9 @@ env_num <- function(name, default) {
 seeds <- seq_len(env_num("GRN_BENCH_SEEDS", 10))
 cpu_seeds <- seq_len(min(env_num("GRN_BENCH_CPU_SEEDS", 3), length(seeds)))
 cpu_limit <- env_num("GRN_BENCH_CPU_LIMIT", 300)
+# Threads of the mouse eye CPU runs (default: all); on a loaded machine one
+# thread avoids OpenMP's waits for a descheduled thread.
+cpu_threads <- if (nzchar(Sys.getenv("GRN_BENCH_CPU_THREADS"))) env_num("GRN_BENCH_CPU_THREADS", 1) else NULL
 gpu <- hasGPU()
 cores <- resolveBackend("cpu")$threads
 dev <- if (gpu) resolveBackend("gpu")$deviceName else "none"
@@ -84,10 +88,12 @@ run_eye <- function(seed, backend, limit) {
                    popSize = if (big) 16384 else 4096, islands = if (big) 8 else 4,
                    migrationInterval = 4, migrants = 2, pLink = 0.05, pRule = 0.05,
                    generations = 2e5, target = fstar,
-                   timeLimit = limit, seed = seed, backend = backend, verbose = FALSE)
+                   timeLimit = limit, seed = seed, backend = backend,
+                   threads = if (big) NULL else cpu_threads, verbose = FALSE)
   best <- apply(fit$history, 1, min)
   first <- function(dl) unname(which(best <= 0.1 * dl / 32^2 + 1e-12)[1] - 1)
-  data.frame(backend = backend, seed = seed, popSize = fit$settings$popSize,
+  data.frame(backend = backend, threads = if (big) NA else fit$threads, seed = seed,
+             popSize = fit$settings$popSize,
              islands = fit$settings$islands, fitness = fit$fitness, dn = fit$dn, dl = fit$dl,
              reached = fit$fitness <= fstar + 1e-12, generations = fit$generations,
              seconds = fit$seconds, genToDl8 = first(8), genToDl7 = first(7))
