@@ -17,7 +17,7 @@ out <- tempfile(fileext = ".csv")
 t0 <- proc.time()[["elapsed"]]
 status <- system2("python3", c(shQuote(script), shQuote(file.path(dir, "mouse_eye_network.csv")),
                                shQuote(file.path(dir, "mouse_eye_states.csv")),
-                               "--kmax", "8", "--out", shQuote(out)))
+                               "--kmax", "8", "--rows", "--out", shQuote(out)))
 cat(sprintf("SAT search: %.1f s\n", proc.time()[["elapsed"]] - t0))
 stopifnot(status == 0, file.exists(out))
 

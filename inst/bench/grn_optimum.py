@@ -21,8 +21,9 @@ No bound on in-degree is imposed (grnEvolve's maxInDegree only shrinks the
 space), so UNSAT at K means no network of any in-degree does it.
 
 Usage:
-  grn_optimum.py NETWORK.csv STATES.csv [--steps 5] [--kmax 8] [--from E9]
-                 [--to E10.5] [--cnf-dir DIR]
+  grn_optimum.py NETWORK.csv STATES.csv [--steps 5] [--kmin 0] [--kmax 8]
+                 [--from E9] [--to E10.5] [--cnf-dir DIR] [--out FILE]
+                 [--rows] [--enumerate MAX]
   grn_optimum.py --self-test      (the encoding against brute force)
 Network CSV: N x N of -1/0/1, row = target, column = source, '#' comments.
 States CSV: gene,<from column>,<to column> with 0/1.
@@ -406,6 +407,9 @@ def main():
     ap.add_argument("--to", dest="col_to", default="E10.5")
     ap.add_argument("--cnf-dir", default=None, help="keep the CNF files here")
     ap.add_argument("--out", default=None, help="write the network found (CSV) here")
+    ap.add_argument("--rows", action="store_true",
+                    help="then test, for each gene whose inputs the optimum changed, whether "
+                         "keeping its reference inputs still allows the optimum")
     ap.add_argument("--enumerate", type=int, default=0, metavar="MAX",
                     help="then count the distinct sets of changed links (up to MAX) at the optimum")
     args = ap.parse_args()
@@ -432,6 +436,16 @@ def main():
             for ch in changes:
                 print("  %s -> %s: %d -> %d" % ch)
             print("rules: " + " ".join("%s=%s" % (g, RULES[r]) for g, r in zip(genes, rules)))
+            if args.rows:
+                for i in sorted({i for i in range(n) for j in range(n) if links[i][j] != ref[i][j]}):
+                    c2, A2, R2, _ = encode(ref, s_from, s_to, args.steps, K)
+                    for j in range(n):
+                        c2.add(A2[i][j] if ref[i][j] == 1 else -A2[i][j])
+                        c2.add(R2[i][j] if ref[i][j] == -1 else -R2[i][j])
+                    sat2, _, dt2 = solve(c2)
+                    print("inputs of %s kept as in the reference, K = %d: %s (%.1f s)" %
+                          (genes[i], K, "SAT" if sat2 else "UNSAT: every optimum changes them", dt2),
+                          flush=True)
             if args.enumerate:
                 enumerate_sets(c, A, R, ref, genes, links, args.enumerate)
             if args.out:
