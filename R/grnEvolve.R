@@ -468,7 +468,9 @@ grn_bench_eval <- function(network, from, to, steps = 5, pop = 2^16, reps = 5L, 
   r <- .Call(ffi_grn_bench, pb, as.double(pop), as.integer(reps), as.double(seed), a$gpu,
              a$threads, a$device)
   paths <- c("plain", "popcnt", "avx2", "avx512")
+  cpu <- b$backend == "cpu"
   list(seconds = r[[1]], checksum = r[[2]], perSecond = pop * reps / r[[1]], backend = b$backend,
        threads = b$threads, deviceName = b$deviceName,
-       path = if (b$backend == "cpu") paths[r[[3]]] else NA_character_)
+       path = if (cpu) paths[r[[3]]] else NA_character_,
+       cpuSeconds = r[[4]], perCpuSecond = if (cpu) pop * reps / r[[4]] else NA_real_)
 }

@@ -60,6 +60,9 @@ tab <- data.frame(
   perSecond = vapply(ev, `[[`, 0, "perSecond"),
   perSecondPerCore = vapply(seq_along(ev), function(i)
     if (ev[[i]]$backend == "cpu") ev[[i]]$perSecond / ev[[i]]$threads else NA, 0),
+  # per second of CPU time: the rate of a core of its own, even on a loaded
+  # machine (1 thread; with more, OpenMP's waiting threads count too)
+  perCpuSecond = vapply(ev, `[[`, 0, "perCpuSecond"),
   row.names = NULL)
 # The timed runs differ in size; parity is checked on the CPU's population.
 if (gpu) {

@@ -82,9 +82,11 @@ sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_grn_params *g
 /* Evaluation throughput (inst/bench/grn.R): a random population of `pop`
  * individuals from `seed` is evaluated `reps` times; `seconds` is the time
  * of the evaluations alone, `checksum` the sum of the scores of one pass
- * (equal on both engines). */
+ * (equal on both engines).  The CPU's `cpu_seconds` is the process's CPU
+ * time over the same evaluations: the rate per core on a loaded machine. */
 sbg_status sbg_grn_bench_cpu(const sbg_grn_problem *pb, int64_t pop, int reps, uint64_t seed,
-                             double *seconds, double *checksum, sbg_ctx *ctx);
+                             double *seconds, double *checksum, double *cpu_seconds,
+                             sbg_ctx *ctx);
 sbg_status sbg_grn_bench_gpu(const sbg_grn_problem *pb, int64_t pop, int reps, uint64_t seed,
                              double *seconds, double *checksum, sbg_ctx *ctx);
 

@@ -202,15 +202,16 @@ SEXP ffi_grn_evaluate(SEXP problem, SEXP links, SEXP rules, SEXP threads) {
   return ans;
 }
 
-/* c(seconds, checksum, CPU evaluation path) of `reps` evaluations of a
- * random population. */
+/* c(seconds, checksum, CPU evaluation path, CPU seconds) of `reps`
+ * evaluations of a random population (the last two: CPU engine only). */
 SEXP ffi_grn_bench(SEXP problem, SEXP pop, SEXP reps, SEXP seed, SEXP gpu, SEXP threads,
                    SEXP device) {
   sbg_grn_problem pb;
   problem_from_list(problem, &pb);
   SBG_ASSERT(TYPEOF(pop) == REALSXP && TYPEOF(reps) == INTSXP && TYPEOF(seed) == REALSXP);
-  SEXP ans = PROTECT(Rf_allocVector(REALSXP, 3));
+  SEXP ans = PROTECT(Rf_allocVector(REALSXP, 4));
   REAL(ans)[2] = sbg_grn_cpu_eval_path(&pb);
+  REAL(ans)[3] = NA_REAL;
   SEXP verbose = PROTECT(Rf_ScalarLogical(FALSE));
   sbg_ctx ctx;
   sbg_progress pr;
@@ -219,7 +220,8 @@ SEXP ffi_grn_bench(SEXP problem, SEXP pop, SEXP reps, SEXP seed, SEXP gpu, SEXP 
   uint64_t s = (uint64_t)REAL(seed)[0];
   sbg_status st = LOGICAL(gpu)[0]
                       ? sbg_grn_bench_gpu(&pb, np, INTEGER(reps)[0], s, REAL(ans), REAL(ans) + 1, &ctx)
-                      : sbg_grn_bench_cpu(&pb, np, INTEGER(reps)[0], s, REAL(ans), REAL(ans) + 1, &ctx);
+                      : sbg_grn_bench_cpu(&pb, np, INTEGER(reps)[0], s, REAL(ans), REAL(ans) + 1,
+                                          REAL(ans) + 3, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
   UNPROTECT(2);
