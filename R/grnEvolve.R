@@ -133,13 +133,14 @@ grn_problem <- function(network, from, to, steps, lambda = 0.9, maxIn = NULL, al
 #' all genes update together (synchronously), each by its rule, counting
 #' only the sources that are on. With `a` active activators and `r` active
 #' repressors of a gene:
-#' * `"most"`: on if `a > r`, off if `r > a`, else unchanged;
-#' * `"abs"` (absolute repressor): off if `r >= 1`, else unchanged;
+#' * `"most"`: on if `a > r`, off if `a < r`, else unchanged;
+#' * `"abs"` (absolute repressor): off if `1 <= r`, else unchanged;
 #' * `"jact"` (joint activators): on if `a >= 2`, else unchanged;
-#' * `"jrep"` (joint repressors): off if `r >= 2`, else unchanged.
+#' * `"jrep"` (joint repressors): off if `2 <= r`, else unchanged.
 #'
-#' States are bit-packed and inputs counted by popcount, the same code as
-#' the search's CPU engine.
+#' States are bit-packed and inputs counted by popcount, in the model code
+#' that the search's engines share (the CPU engine's vectorised evaluation
+#' is tested against it).
 #'
 #' @param network Signed network: a square matrix (row = target, column =
 #'   source; 1 activates, -1 represses, 0 no link; self links allowed) with
@@ -201,9 +202,10 @@ grnSimulate <- function(network, rules, from, steps = 5) {
 #' ring. `islands = 1` is the master-slave model.
 #'
 #' **Settings.** The defaults are the paper's. On the mouse eye network
-#' ([grnMouseEye()]) mutation rates of 0.05 reach the best known fitness
-#' (no gene off the goal, 8 links changed) in about a thousand generations,
-#' some 30 times fewer than the paper's 0.001.
+#' ([grnMouseEye()]) mutation rates of 0.05 reach the optimum (no gene off
+#' the goal, 6 links changed: a SAT search, `inst/bench/grn_optimum.py`,
+#' proves that no network within 5 changes reaches the goal) in one to two
+#' thousand generations, far fewer than with the paper's 0.001.
 #'
 #' **Exact and reproducible.** Fitness is compared in the integer form
 #' `p N dn + (q - p) dl`, with `lambda = p / q` (the nearest fraction with
@@ -436,29 +438,39 @@ plot.grnEvolve <- function(x, log = "", ...) {
 }
 
 # dn and dl of many networks (tests and checks): links an n x n x count
-# array, rules an n x count matrix of rule codes 0..3.
-grn_evaluate <- function(network, from, to, steps, links, rules, threads = 1L) {
+# array, rules an n x count matrix of rule codes 0..3.  `path` picks the
+# CPU evaluation code (0 the fastest the CPU has, 1 plain C, 2 popcnt, 3
+# AVX2, 4 AVX-512; one the CPU lacks falls back); `path` in the result is
+# the one used.
+grn_evaluate <- function(network, from, to, steps, links, rules, threads = 1L, path = 0L) {
   network <- grn_network(network)
   genes <- rownames(network)
   pb <- grn_problem(network, grn_state(from, genes, "from"), grn_state(to, genes, "to"), steps)
+  pb$evalPath <- as.integer(path)
   storage.mode(links) <- "integer"
   storage.mode(rules) <- "integer"
   r <- .Call(ffi_grn_evaluate, pb, links, rules, as.integer(threads))
-  names(r) <- c("dn", "dl")
+  names(r) <- c("dn", "dl", "path")
   r
 }
 
-# Evaluation throughput of one engine (inst/bench/grn.R).
+# Evaluation throughput of one engine (inst/bench/grn.R); `path` as in
+# grn_evaluate() (CPU only).
 grn_bench_eval <- function(network, from, to, steps = 5, pop = 2^16, reps = 5L, seed = 1,
-                           backend = "cpu", threads = NULL, device = 0L) {
+                           backend = "cpu", threads = NULL, device = 0L, path = 0L) {
   network <- grn_network(network)
   genes <- rownames(network)
   pb <- grn_problem(network, grn_state(from, genes, "from"), grn_state(to, genes, "to"), steps,
                     maxIn = nrow(network))
+  pb$evalPath <- as.integer(path)
   b <- resolveBackend(backend, threads, device)
   a <- backend_args(b)
   r <- .Call(ffi_grn_bench, pb, as.double(pop), as.integer(reps), as.double(seed), a$gpu,
              a$threads, a$device)
+  paths <- c("plain", "popcnt", "avx2", "avx512")
+  cpu <- b$backend == "cpu"
   list(seconds = r[[1]], checksum = r[[2]], perSecond = pop * reps / r[[1]], backend = b$backend,
-       threads = b$threads, deviceName = b$deviceName)
+       threads = b$threads, deviceName = b$deviceName,
+       path = if (cpu) paths[r[[3]]] else NA_character_,
+       cpuSeconds = r[[4]], perCpuSecond = if (cpu) pop * reps / r[[4]] else NA_real_)
 }

@@ -39,6 +39,9 @@ typedef struct sbg_grn_problem {
   uint8_t allowed[4];
   const uint8_t *lut;      /* CPU engine, w == 1 only: the rules' outcome
                               table (grn_fill_lut), or NULL; engines set it */
+  int eval_path;           /* CPU engine: 0 the fastest evaluation the CPU
+                              has, else the one to use (grn_simd.h; tests
+                              and benchmarks compare them) */
 } sbg_grn_problem;
 
 typedef struct sbg_grn_params {
@@ -79,11 +82,16 @@ sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_grn_params *g
 /* Evaluation throughput (inst/bench/grn.R): a random population of `pop`
  * individuals from `seed` is evaluated `reps` times; `seconds` is the time
  * of the evaluations alone, `checksum` the sum of the scores of one pass
- * (equal on both engines). */
+ * (equal on both engines).  The CPU's `cpu_seconds` is the process's CPU
+ * time over the same evaluations: the rate per core on a loaded machine. */
 sbg_status sbg_grn_bench_cpu(const sbg_grn_problem *pb, int64_t pop, int reps, uint64_t seed,
-                             double *seconds, double *checksum, sbg_ctx *ctx);
+                             double *seconds, double *checksum, double *cpu_seconds,
+                             sbg_ctx *ctx);
 sbg_status sbg_grn_bench_gpu(const sbg_grn_problem *pb, int64_t pop, int reps, uint64_t seed,
                              double *seconds, double *checksum, sbg_ctx *ctx);
+
+/* The CPU evaluation path (grn_simd.h) that pb->eval_path gives here. */
+int sbg_grn_cpu_eval_path(const sbg_grn_problem *pb);
 
 /* grnSimulate() and the tests' evaluator (CPU only, no randomness). */
 /* Trajectory of one network: states[(t * n) + i] for t = 0..steps. */

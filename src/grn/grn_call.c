@@ -15,6 +15,14 @@ static SEXP list_elt(SEXP list, const char *name) {
   return R_NilValue; /* # nocov */
 }
 
+/* An optional element: NULL where the list has none. */
+static SEXP list_elt_or_null(SEXP list, const char *name) {
+  SEXP names = Rf_getAttrib(list, R_NamesSymbol);
+  for (R_xlen_t i = 0; i < XLENGTH(list); i++)
+    if (strcmp(CHAR(STRING_ELT(names, i)), name) == 0) return VECTOR_ELT(list, i);
+  return NULL;
+}
+
 static int int_elt(SEXP list, const char *name) {
   SEXP x = list_elt(list, name);
   SBG_ASSERT(TYPEOF(x) == INTSXP && XLENGTH(x) == 1);
@@ -82,6 +90,11 @@ static void problem_from_list(SEXP p, sbg_grn_problem *pb) {
   for (int a = 0; a < pb->n_allowed; a++) {
     SBG_ASSERT(INTEGER(allowed)[a] >= 0 && INTEGER(allowed)[a] <= 3);
     pb->allowed[a] = (uint8_t)INTEGER(allowed)[a];
+  }
+  SEXP path = list_elt_or_null(p, "evalPath"); /* CPU evaluation path, tests only */
+  if (path) {
+    SBG_ASSERT(TYPEOF(path) == INTSXP && XLENGTH(path) == 1);
+    pb->eval_path = INTEGER(path)[0];
   }
 }
 
@@ -178,23 +191,27 @@ SEXP ffi_grn_evaluate(SEXP problem, SEXP links, SEXP rules, SEXP threads) {
   uint32_t *rep = (uint32_t *)R_alloc(count * n * w + 1, sizeof(uint32_t));
   for (R_xlen_t k = 0; k < count; k++)
     links_to_masks(INTEGER(links) + k * n * n, n, w, act + k * n * w, rep + k * n * w, NULL, NULL);
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 2));
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 3));
   SEXP dn = Rf_allocVector(INTSXP, count);
   SET_VECTOR_ELT(ans, 0, dn);
   SEXP dl = Rf_allocVector(INTSXP, count);
   SET_VECTOR_ELT(ans, 1, dl);
+  SET_VECTOR_ELT(ans, 2, Rf_ScalarInteger(sbg_grn_cpu_eval_path(&pb)));
   sbg_grn_evaluate(&pb, count, act, rep, r, INTEGER(dn), INTEGER(dl), INTEGER(threads)[0]);
   UNPROTECT(1);
   return ans;
 }
 
-/* c(seconds, checksum) of `reps` evaluations of a random population. */
+/* c(seconds, checksum, CPU evaluation path, CPU seconds) of `reps`
+ * evaluations of a random population (the last two: CPU engine only). */
 SEXP ffi_grn_bench(SEXP problem, SEXP pop, SEXP reps, SEXP seed, SEXP gpu, SEXP threads,
                    SEXP device) {
   sbg_grn_problem pb;
   problem_from_list(problem, &pb);
   SBG_ASSERT(TYPEOF(pop) == REALSXP && TYPEOF(reps) == INTSXP && TYPEOF(seed) == REALSXP);
-  SEXP ans = PROTECT(Rf_allocVector(REALSXP, 2));
+  SEXP ans = PROTECT(Rf_allocVector(REALSXP, 4));
+  REAL(ans)[2] = sbg_grn_cpu_eval_path(&pb);
+  REAL(ans)[3] = NA_REAL;
   SEXP verbose = PROTECT(Rf_ScalarLogical(FALSE));
   sbg_ctx ctx;
   sbg_progress pr;
@@ -203,7 +220,8 @@ SEXP ffi_grn_bench(SEXP problem, SEXP pop, SEXP reps, SEXP seed, SEXP gpu, SEXP 
   uint64_t s = (uint64_t)REAL(seed)[0];
   sbg_status st = LOGICAL(gpu)[0]
                       ? sbg_grn_bench_gpu(&pb, np, INTEGER(reps)[0], s, REAL(ans), REAL(ans) + 1, &ctx)
-                      : sbg_grn_bench_cpu(&pb, np, INTEGER(reps)[0], s, REAL(ans), REAL(ans) + 1, &ctx);
+                      : sbg_grn_bench_cpu(&pb, np, INTEGER(reps)[0], s, REAL(ans), REAL(ans) + 1,
+                                          REAL(ans) + 3, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
   UNPROTECT(2);

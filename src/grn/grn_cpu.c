@@ -7,11 +7,19 @@
 
 #include "grn.h"
 #include "grn_model.h"
+#include "grn_simd.h"
 #include "omp_compat.h"
 
 static double now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* CPU time of the process, all threads (benchmark only). */
+static double cpu_seconds_now(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
   return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
@@ -48,19 +56,36 @@ static int cpu_has_popcnt(void) {
 #endif
 }
 
-/* All `count` individuals, in fixed blocks over the threads. */
+/* The path asked for (pb->eval_path, 0: the fastest), lowered to one this
+ * CPU and this network allow: the vectorised ones hold a state in one word
+ * (n <= 32). */
+int sbg_grn_cpu_eval_path(const sbg_grn_problem *pb) {
+  int p = pb->eval_path <= GRN_EVAL_AUTO || pb->eval_path > GRN_EVAL_AVX512 ? GRN_EVAL_AVX512
+                                                                             : pb->eval_path;
+  if (pb->w != 1 && p > GRN_EVAL_POPCNT) p = GRN_EVAL_POPCNT;
+  if (p == GRN_EVAL_AVX512 && !grn_simd_supported(GRN_EVAL_AVX512)) p = GRN_EVAL_AVX2;
+  if (p == GRN_EVAL_AVX2 && !grn_simd_supported(GRN_EVAL_AVX2)) p = GRN_EVAL_POPCNT;
+  if (p == GRN_EVAL_POPCNT && !cpu_has_popcnt()) p = GRN_EVAL_PLAIN;
+  return p;
+}
+
+/* All `count` individuals, in fixed blocks over the threads, by `path`
+ * (from sbg_grn_cpu_eval_path). */
 static void eval_all(const sbg_grn_problem *pb, const grn_pop *pop, int64_t count,
-                     int64_t *score, int *dn, int *dl, int n_threads, int popcnt) {
+                     int64_t *score, int *dn, int *dl, int n_threads, int path) {
   const int64_t block = 256;
   const int64_t nblocks = (count + block - 1) / block;
-  (void)popcnt;
 #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 4)
   for (int64_t b = 0; b < nblocks; b++) {
     int64_t k0 = b * block, k1 = k0 + block < count ? k0 + block : count;
+    switch (path) {
+    case GRN_EVAL_AVX512: grn_eval_range_avx512(pb, pop, k0, k1, score, dn, dl); break;
+    case GRN_EVAL_AVX2: grn_eval_range_avx2(pb, pop, k0, k1, score, dn, dl); break;
 #ifdef GRN_HAVE_POPCNT_COPY
-    if (popcnt) { eval_range_popcnt(pb, pop, k0, k1, score, dn, dl); continue; }
+    case GRN_EVAL_POPCNT: eval_range_popcnt(pb, pop, k0, k1, score, dn, dl); break;
 #endif
-    eval_range_plain(pb, pop, k0, k1, score, dn, dl);
+    default: eval_range_plain(pb, pop, k0, k1, score, dn, dl);
+    }
   }
 }
 
@@ -126,7 +151,7 @@ sbg_status sbg_grn_evolve_cpu(const sbg_grn_problem *pb_in, const sbg_grn_params
   const int64_t P = gp->pop;
   const int I = gp->islands, size = (int)(P / I), K = gp->migrants;
   const int64_t G = gp->generations;
-  const int popcnt = cpu_has_popcnt();
+  const int path = sbg_grn_cpu_eval_path(pb);
   grn_pop cur = {0}, nxt = {0}, mig = {0};
   int64_t *score = NULL, *mig_score = NULL;
   uint64_t *keys = NULL, *cum = NULL;
@@ -153,7 +178,7 @@ sbg_status sbg_grn_evolve_cpu(const sbg_grn_problem *pb_in, const sbg_grn_params
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t k = 0; k < P; k++)
     grn_init_individual(pb, grn_view_at(&cur, n, w, k), gp->seed, grn_stream(0, P, k));
-  eval_all(pb, &cur, P, score, NULL, NULL, nt, popcnt);
+  eval_all(pb, &cur, P, score, NULL, NULL, nt, path);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int isl = 0; isl < I; isl++) sort_island(isl, size, score, keys, ord);
   for (int isl = 0; isl < I; isl++) out->history[(int64_t)isl * (G + 1)] = (double)score[ord[(int64_t)isl * size]];
@@ -204,7 +229,7 @@ sbg_status sbg_grn_evolve_cpu(const sbg_grn_problem *pb_in, const sbg_grn_params
       grn_breed_pair(pb, gp, &cur, &nxt, ord, cum, (int)(q / half), (int)(q % half), g);
     grn_pop tmp = cur; cur = nxt; nxt = tmp;
 
-    eval_all(pb, &cur, P, score, NULL, NULL, nt, popcnt);
+    eval_all(pb, &cur, P, score, NULL, NULL, nt, path);
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int isl = 0; isl < I; isl++) sort_island(isl, size, score, keys, ord);
     for (int isl = 0; isl < I; isl++)
@@ -234,16 +259,18 @@ done:
 }
 
 sbg_status sbg_grn_bench_cpu(const sbg_grn_problem *pb_in, int64_t pop, int reps, uint64_t seed,
-                             double *seconds, double *checksum, sbg_ctx *ctx) {
+                             double *seconds, double *checksum, double *cpu_seconds,
+                             sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   uint8_t *lut = NULL;
   const sbg_grn_problem pbl = with_lut(pb_in, &lut), *pb = &pbl;
   const int n = pb->n, w = pb->w, nt = ctx->n_threads;
-  const int popcnt = cpu_has_popcnt();
+  const int path = sbg_grn_cpu_eval_path(pb);
   grn_pop p = {0};
   int64_t *score = NULL;
   *seconds = 0;
   *checksum = 0;
+  *cpu_seconds = 0;
   if (!pop_alloc(&p, pop, n, w) || !(score = malloc((size_t)pop * sizeof(int64_t) + 1))) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate %lld individuals", (long long)pop);
     goto done;
@@ -252,9 +279,10 @@ sbg_status sbg_grn_bench_cpu(const sbg_grn_problem *pb_in, int64_t pop, int reps
   for (int64_t k = 0; k < pop; k++)
     grn_init_individual(pb, grn_view_at(&p, n, w, k), seed, grn_stream(0, pop, k));
   for (int r = 0; r < reps; r++) {
-    double t = now_seconds();
-    eval_all(pb, &p, pop, score, NULL, NULL, nt, popcnt);
+    double t = now_seconds(), c = cpu_seconds_now();
+    eval_all(pb, &p, pop, score, NULL, NULL, nt, path);
     *seconds += now_seconds() - t;
+    *cpu_seconds += cpu_seconds_now() - c;
     st = sbg_poll(ctx, (r + 1.0) / reps);
     if (st != SBG_OK) goto done;
   }
@@ -291,7 +319,7 @@ void sbg_grn_evaluate(const sbg_grn_problem *pb_in, int64_t count, const uint32_
     for (int64_t k = 0; k < count; k++)
       grn_evaluate(pb, grn_view_at(&p, pb->n, pb->w, k), dn + k, dl + k);
   } else {
-    eval_all(pb, &p, count, score, dn, dl, n_threads, cpu_has_popcnt());
+    eval_all(pb, &p, count, score, dn, dl, n_threads, sbg_grn_cpu_eval_path(pb));
   }
   free(score);
   free(lut);

@@ -96,6 +96,41 @@ test_that("the engine's dn and dl equal plain R counts on random networks", {
   }
 })
 
+test_that("every CPU evaluation path gives the same dn and dl", {
+  # 1 plain C, 2 popcnt, 3 AVX2, 4 AVX-512 (a path the CPU lacks falls back
+  # to the one below it); dense and sparse networks, counts that leave
+  # remainders after the vectorised code's groups of individuals, and sizes
+  # around the 16- and 32-gene boundaries.
+  set.seed(31)
+  for (n in c(1, 3, 16, 17, 31, 32, 45)) {
+    net <- grn_random_network(n, maxIn = 7)
+    from <- grn_random_state(n)
+    to <- grn_random_state(n)
+    count <- 263
+    dens <- stats::runif(count, 0.02, 0.6)
+    links <- array(0L, c(n, n, count))
+    for (k in seq_len(count)) {
+      links[, , k] <- sample(c(-1L, 0L, 1L), n * n, replace = TRUE,
+                             prob = c(dens[k] / 2, 1 - dens[k], dens[k] / 2))
+    }
+    codes <- matrix(sample(0:3, n * count, replace = TRUE), n, count)
+    ref <- sysbioGPU:::grn_evaluate(net, from, to, 5, links, codes, threads = 1, path = 1)
+    expect_equal(ref$path, 1L)
+    for (path in 2:4) {
+      ev <- sysbioGPU:::grn_evaluate(net, from, to, 5, links, codes, threads = 2, path = path)
+      expect_equal(ev$dn, ref$dn, info = paste("n", n, "path", ev$path))
+      expect_equal(ev$dl, ref$dl, info = paste("n", n, "path", ev$path))
+      if (n > 32) expect_lte(ev$path, 2L)
+    }
+    # the plain path itself against the R oracle, on a few individuals
+    for (k in c(1, 2, count)) {
+      rules <- c("most", "abs", "jact", "jrep")[codes[, k] + 1]
+      tr <- grn_oracle_simulate(matrix(links[, , k], n, n), rules, unname(from), 5)
+      expect_equal(ref$dn[k], sum(tr[6, ] != to))
+    }
+  }
+})
+
 # ---- grnEvolve: optimum, planted problems -----------------------------------
 
 test_that("with 3 genes grnEvolve reaches the exhaustive optimum", {
@@ -169,6 +204,34 @@ test_that("the mouse eye network is read and a short run improves on the start",
   pdf(NULL)
   expect_invisible(plot(fit))
   dev.off()
+})
+
+test_that("the mouse eye optimum: a network with 6 changed links reaches E10.5", {
+  # Found by inst/bench/grn_optimum.py, which also proves by SAT that no
+  # network within 5 changes (any rules, any in-degree) reaches E10.5: the
+  # optimum fitness is 0.1 * 6 / 32^2, the target of inst/bench/grn.R.
+  eye <- grnMouseEye()
+  net <- eye$network
+  net["g4", "g7"] <- -1L
+  net["g6", "g8"] <- -1L
+  net["g11", "g2"] <- 1L
+  net["g16", "g32"] <- -1L
+  net["g17", "g11"] <- -1L
+  net["g23", "g32"] <- -1L
+  rules <- c("jact", "most", "most", "abs", "most", "abs", "most", "most", "jrep", "abs",
+             "jact", "most", "jact", "most", "abs", "most", "most", "most", "most", "most",
+             "abs", "jact", "most", "most", "jact", "jact", "abs", "jact", "abs", "abs",
+             "most", "most")
+  expect_equal(sum(net != eye$network), 6)
+  expect_lte(max(rowSums(net != 0)), 7) # within grnEvolve's default maxInDegree
+  tr <- grnSimulate(net, rules, eye$from, 5)
+  expect_equal(unname(tr[6, ]), unname(eye$to))
+  expect_equal(unname(grn_oracle_simulate(net, rules, unname(eye$from), 5)[6, ]), unname(eye$to))
+  ev <- sysbioGPU:::grn_evaluate(eye$network, eye$from, eye$to, 5, array(net, c(32, 32, 1)),
+                                 matrix(match(rules, c("most", "abs", "jact", "jrep")) - 1L))
+  expect_equal(c(ev$dn, ev$dl), c(0L, 6L))
+  # with the same rules, the reference network does not get there
+  expect_gt(sum(grnSimulate(eye$network, rules, eye$from, 5)[6, ] != eye$to), 0)
 })
 
 test_that("roulette selection and master-slave runs work and keep the elite", {
