@@ -40,10 +40,12 @@ random_pbn <- function(n, cls, seed) {
 # step with probability 1 - (1 - p)^n, so the 10,000-node network runs at
 # p = 1e-5 (else 99.995% of its steps would only flip bits).
 # The CPU runs 64 trajectories per thread (their states stay in cache), the
-# GPU the default count (2^18 at this r).
+# GPU the default count (2^18 at this r) or PBN_GPU_TRAJ.
+gpu_traj <- Sys.getenv("PBN_GPU_TRAJ", "auto")
+if (gpu_traj != "auto") gpu_traj <- as.numeric(gpu_traj)
 throughput <- function(net, backend, threads, steps) {
   p <- if (length(net$nodes) >= 5000) 1e-5 else 0.001
-  traj <- if (backend == "cpu") 64 * threads else "auto"
+  traj <- if (backend == "cpu") 64 * threads else gpu_traj
   x <- suppressWarnings(pbnSteadyState(net, setNames(TRUE, net$nodes[[1]]), p = p, r = 1e-9,
                                        trajectories = traj,
                                        maxSteps = round(steps), reduce = FALSE, seed = 1, backend = backend,
