@@ -168,7 +168,7 @@ static inline sbg_status lassie_fail(sbg_ctx *ctx, sbg_status st, int what, doub
     case LASSIE_FAIL_NEWTON:
       return sbg_fail(ctx, st, "Newton iterations fail to converge at t = %.10g%s even with the smallest step", t, where);
     case LASSIE_FAIL_DENSE:
-      return sbg_fail(ctx, st, "the model needs implicit steps at t = %.10g%s, and this version keeps a dense %d x %d iteration matrix, above its limit of 16384 species", t, where, N, N);
+      return sbg_fail(ctx, st, "the model needs implicit steps at t = %.10g%s, and this version orders their sparse LU with a %d x %d bitset, above its limit of 16384 species", t, where, N, N);
     case LASSIE_FAIL_ALLOC:
       return sbg_fail(ctx, st, "out of memory for the %d x %d iteration matrix of the implicit steps", N, N);
     default:

@@ -305,7 +305,6 @@ static int lu_symbolic(const sbg_lassie_model *m, ws *w) {
     if (nnz > (size_t)INT32_MAX / 2) goto fail;
     ptr[i + 1] = (int)nnz;
   }
-  if (getenv("LASSIE_DEBUG")) fprintf(stderr, "lu nnz %zu N %d\n", nnz, N);
   w->lu_val = malloc(sizeof(double) * (nnz ? nnz : 1));
   w->lu_x = calloc((size_t)N, sizeof(double));
   if (!w->lu_val || !w->lu_x) { free(w->lu_val); free(w->lu_x); w->lu_val = w->lu_x = NULL; goto fail; }

@@ -112,3 +112,15 @@ test_that("without libSBML, readSBML says so", {
   skip_if(sbmlAvailable(), "built with libSBML")
   expect_error(readSBML(sbml_small()), "libSBML, which was not found", class = "sysbioGPU_error_input")
 })
+
+test_that("the GPU agrees with the CPU on the (stiff) Chen model", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  skip_if_no_gpu()
+  m <- readSBML(lassie_extdata("Chen2009_ErbB_A431.xml.gz"))
+  tt <- c(0, 10, 60, 600)
+  a <- lassieSimulate(m, tt, backend = "cpu", verbose = FALSE)
+  b <- lassieSimulate(m, tt, backend = "gpu", verbose = FALSE)
+  expect_equal(attr(b, "backend"), "gpu")
+  expect_lt(max(abs(b[, -1] - a[, -1]) / pmax(abs(a[, -1]), 1e-300)), 1e-9)
+  expect_equal(attr(b, "stats")[["implicitSteps"]], attr(a, "stats")[["implicitSteps"]])
+})
