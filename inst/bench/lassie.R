@@ -4,7 +4,10 @@
 # parameter sets; and, where the shared data are present, BCR (stiff)
 # against lsodes.  Usage: Rscript inst/bench/lassie.R [quick]
 # Environment: LASSIE_SIZES (comma list), LASSIE_LSODA_MAX (largest size
-# given to lsoda, default 4096), LASSIE_BATCH (parameter sets, default 1000).
+# given to lsoda, default 4096), LASSIE_BATCH (parameter sets, default 1000),
+# LASSIE_CHEN_BATCH (Chen parameter sets, default 100), LASSIE_DATA (folder
+# with sbml/ and bionetgen/, default ../shared/data/lassie), LASSIE_BCR=0
+# skips BCR.
 suppressPackageStartupMessages(library(sysbioGPU))
 args <- commandArgs(trailingOnly = TRUE)
 quick <- "quick" %in% args
@@ -75,7 +78,8 @@ for (n in sizes) {
 # The LASSIE repository's 4096 model (SBML; its homodimerisations are
 # written as stochastic propensities, read by their deterministic limit)
 # and the Chen 2009 ErbB model (shipped), through readSBML().
-sbml4096 <- "../shared/data/lassie/sbml/copasi_test_4096.sbml"
+data_dir <- Sys.getenv("LASSIE_DATA", "../shared/data/lassie")
+sbml4096 <- file.path(data_dir, "sbml", "copasi_test_4096.sbml")
 if (sbmlAvailable() && file.exists(sbml4096)) {
   m <- readSBML(sbml4096, propensities = TRUE)
   for (ns in c(10, 1000)) {
@@ -127,8 +131,8 @@ add(model = sprintf("Haugh2b batch %d", n_batch), samples = length(tt), steps = 
     gpu_vs_cpu = if (is.null(g)) NA else max(mapply(function(a, b) max(abs(a[, -1] - b[, -1]) / pmax(abs(a[, -1]), 1e-300)), cpu$v, g$v)))
 
 # BCR (stiff; 1,122 species, 24,388 reactions) over BioNetGen's time span
-bcr <- "../shared/data/lassie/bionetgen/bcr.net"
-if (!quick && file.exists(bcr)) {
+bcr <- file.path(data_dir, "bionetgen", "bcr.net")
+if (!quick && file.exists(bcr) && Sys.getenv("LASSIE_BCR", "1") != "0") {
   m <- readBioNetGen(bcr)
   tt <- seq(0, 10000, length.out = 101)
   cpu <- timed(lassieSimulate(m, tt, backend = "cpu", verbose = FALSE))

@@ -148,6 +148,13 @@ double sbg_lassie_initial_step(const sbg_lassie_model *m, const sbg_lassie_param
                                const double *k, const double *x, double *f, double *v);
 /* Continues simulation `sim` from `start` (state x, out rows before
  * start->next written, stats so far) with implicit steps, on the CPU. */
+/* The same for the n simulations sims[] (ascending), states x (N per
+ * simulation of the batch), from starts[i], in parallel on ctx->n_threads;
+ * out and stats are the whole batch's. */
+sbg_status sbg_lassie_cpu_continue_many(const sbg_lassie_model *m, const sbg_lassie_params *p,
+                                        int n, const int *sims, const double *x, double *out,
+                                        double *stats, const sbg_lassie_start *starts,
+                                        sbg_ctx *ctx);
 sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_params *p,
                                    int sim, const double *x, double *out, double *stats,
                                    const sbg_lassie_start *start, sbg_ctx *ctx);

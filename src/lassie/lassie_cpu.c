@@ -852,3 +852,43 @@ sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_p
   if (so.st == SBG_OK) return SBG_OK;
   return lassie_fail(ctx, so.st, so.what, so.t, sim, p->n_sims, p->max_steps, m->n_species);
 }
+
+sbg_status sbg_lassie_cpu_continue_many(const sbg_lassie_model *m, const sbg_lassie_params *p,
+                                        int n, const int *sims, const double *x, double *out,
+                                        double *stats, const sbg_lassie_start *starts,
+                                        sbg_ctx *ctx) {
+  const int N = m->n_species, M = m->n_reactions, S = p->n_sims;
+  int nth = ctx->n_threads < n ? ctx->n_threads : n;
+  if (nth < 1) nth = 1;
+  sbg_status st = SBG_OK;
+  const size_t blk = (size_t)p->n_times * N;
+  ws *w = calloc((size_t)nth, sizeof(ws));
+  sim_out *so = calloc((size_t)(n > 0 ? n : 1), sizeof(sim_out));
+  if (!w || !so) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
+  for (int i = 0; i < nth; i++)
+    if (!ws_alloc(&w[i], N, M, m->r_ptr[M])) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
+  /* chunks of simulations between polls (on this thread), each simulation
+   * on one thread: the same arithmetic as one by one */
+  for (int i0 = 0; i0 < n; i0 += 4 * nth) {
+    int i1 = i0 + 4 * nth < n ? i0 + 4 * nth : n;
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
+    for (int i = i0; i < i1; i++) {
+      int s = sims[i];
+      integrate(m, p, p->rates + (p->rates_per_sim ? (size_t)s * M : 0), x + (size_t)s * N,
+                out + (size_t)s * blk, stats + (size_t)s * SBG_LASSIE_N_STATS,
+                &w[omp_get_thread_num()], NULL, s, S, &so[i], &starts[i]);
+    }
+    for (int i = i0; i < i1; i++) {
+      if (so[i].st == SBG_OK) continue;
+      st = lassie_fail(ctx, so[i].st, so[i].what, so[i].t, sims[i], S, p->max_steps, N);
+      goto done;
+    }
+    st = sbg_poll(ctx, (double)i1 / n);
+    if (st != SBG_OK) goto done;
+  }
+done:
+  if (w) for (int i = 0; i < nth; i++) ws_free(&w[i]);
+  free(w);
+  free(so);
+  return st;
+}
