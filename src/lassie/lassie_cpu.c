@@ -867,6 +867,14 @@ sbg_status sbg_lassie_cpu_continue_many(const sbg_lassie_model *m, const sbg_las
   if (!w || !so) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
   for (int i = 0; i < nth; i++)
     if (!ws_alloc(&w[i], N, M, m->r_ptr[M])) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
+  if (n == 1) {   /* one simulation: on this thread, polling inside it */
+    int s = sims[0];
+    integrate(m, p, p->rates + (p->rates_per_sim ? (size_t)s * M : 0), x + (size_t)s * N,
+              out + (size_t)s * blk, stats + (size_t)s * SBG_LASSIE_N_STATS, &w[0], ctx,
+              s, S, &so[0], &starts[0]);
+    if (so[0].st != SBG_OK) st = lassie_fail(ctx, so[0].st, so[0].what, so[0].t, s, S, p->max_steps, N);
+    goto done;
+  }
   /* chunks of simulations between polls (on this thread), each simulation
    * on one thread: the same arithmetic as one by one */
   for (int i0 = 0; i0 < n; i0 += 4 * nth) {
