@@ -67,12 +67,13 @@ SEXP ffi_lassie_read_sbml(SEXP path) {
   /* errors (severity error or fatal): "line: message" */
   unsigned ne = SBMLDocument_getNumErrors(d), nerr = 0;
   for (unsigned i = 0; i < ne; i++) {
-    const SBMLError_t *e = SBMLDocument_getError(d, i);
+    /* an SBMLError is an XMLError (C++ subclass): libSBML's C API asks for the cast */
+    const XMLError_t *e = (const XMLError_t *)SBMLDocument_getError(d, i);
     if (XMLError_isError(e) || XMLError_isFatal(e)) nerr++;
   }
   SEXP errs = PROTECT(Rf_allocVector(STRSXP, nerr)); np++;
   for (unsigned i = 0, k = 0; i < ne; i++) {
-    const SBMLError_t *e = SBMLDocument_getError(d, i);
+    const XMLError_t *e = (const XMLError_t *)SBMLDocument_getError(d, i);
     if (!(XMLError_isError(e) || XMLError_isFatal(e))) continue;
     char buf[600];
     snprintf(buf, sizeof buf, "line %u: %s", XMLError_getLine(e), XMLError_getMessage(e));
