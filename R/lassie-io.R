@@ -304,3 +304,249 @@ readLASSIE <- function(dir) {
   if (file.exists(p("cs_vector"))) attr(m, "saved") <- as.integer(rd_vec("cs_vector"))
   m
 }
+
+#' Read a mass-action SBML model
+#'
+#' Reads an SBML file (any level and version) through libSBML and returns
+#' the [reactionModel()] of its reactions, provided every kinetic law is
+#' mass action: `k * prod(reactants)` (each reactant to the power of its
+#' stoichiometry), for a reversible reaction minus `k' * prod(products)`;
+#' species in the law beyond the reactants (products) are read as
+#' catalysts, present on both sides.  `k` may be any expression of numbers,
+#' parameters (local before global) and compartment sizes.  Laws of another
+#' form are an error that names the reactions.
+#'
+#' Conventions: the state of a species is its concentration
+#' (`initialConcentration`, or `initialAmount` divided by its compartment's
+#' size), or its amount when it has `hasOnlySubstanceUnits`, which is also
+#' what its symbol means in kinetic laws (SBML's semantics).  A kinetic law
+#' is a rate of change of amount, so it is divided by the size of the
+#' compartment of the species it changes (all of those species must share
+#' the same size; compartments without a size count as 1).  Boundary and
+#' constant species are `fixed`.  Rules, events and initial assignments are
+#' not read (an error).  A homodimerisation `2 A -> ...` with law `k A^2`
+#' has `dA/dt = -2 k A^2`, as in [reactionModel()].
+#'
+#' @param file Path of an SBML file.
+#' @param propensities When `TRUE`, laws that are stochastic mass-action
+#'   propensities, `c * prod_j X_j (X_j - 1) ... (X_j - a_j + 1)` (as the
+#'   LASSIE repository's synthetic models write homodimerisations,
+#'   `K * (1/2) * X * (X - 1)`), are read as their deterministic limit
+#'   `c * prod_j X_j^a_j`; when `FALSE` (default), they are an error.
+#' @return A [reactionModel()] whose species and reactions are named by
+#'   their SBML ids (the SBML names in attributes `speciesNames` and
+#'   `reactionNames`), with attribute `parameters`.  A reversible reaction
+#'   `R` becomes `R` and `R_rev`.
+#' @details Needs libSBML when the package is built (Debian:
+#'   `libsbml5-dev`); without it `readSBML()` is an error saying so.
+#' @seealso [lassieSimulate()], [readBioNetGen()]
+#' @examples
+#' f <- system.file("extdata", "lassie", "lassie_small.sbml", package = "sysbioGPU")
+#' if (sbmlAvailable()) {
+#'   m <- readSBML(f)
+#'   print(m)
+#'   out <- lassieSimulate(m, times = c(0, 1, 5, 10), backend = "cpu")
+#'   out
+#' }
+#' @export
+readSBML <- function(file, propensities = FALSE) {
+  if (!is.character(file) || length(file) != 1L || is.na(file)) {
+    stop_input("`file` must be the path of an SBML file")
+  }
+  if (!file.exists(file)) stop_input("`file` does not exist: ", file)
+  check_flag(propensities, "propensities")
+  if (!sbmlAvailable()) {
+    stop_input("readSBML() needs libSBML, which was not found when sysbioGPU was built ",
+               "(install libSBML, e.g. Debian's libsbml5-dev, and reinstall sysbioGPU)")
+  }
+  fname <- basename(file)
+  d <- .Call(ffi_lassie_read_sbml, path.expand(file))
+  if (length(d$errors)) {
+    stop_input(fname, ": libSBML reports ", length(d$errors), " error(s): ",
+               paste(utils::head(d$errors, 3), collapse = "; "))
+  }
+  un <- d$unsupported[c("rules", "events", "initial assignments")]
+  if (any(un > 0)) {
+    stop_input(fname, ": has ", paste(un[un > 0], names(un)[un > 0], collapse = ", "),
+               "; readSBML() reads reactions with mass-action kinetics only")
+  }
+  sp <- d$species
+  N <- length(sp$id)
+  if (N < 1L) stop_input(fname, ": no species")
+  nr_in <- length(d$reactions)
+  if (nr_in < 1L) stop_input(fname, ": no reactions")
+  csize <- stats::setNames(d$compartments$size, d$compartments$id)
+  csize[is.na(csize)] <- 1
+  vol <- unname(csize[sp$compartment])
+  vol[is.na(vol)] <- 1
+  if (any(!is.finite(vol) | vol <= 0)) stop_input(fname, ": compartment sizes must be finite and > 0")
+  # state: concentration unless hasOnlySubstanceUnits
+  init <- ifelse(sp$hasOnlySubstanceUnits,
+                 ifelse(is.na(sp$initialAmount), sp$initialConcentration * vol, sp$initialAmount),
+                 ifelse(is.na(sp$initialConcentration), sp$initialAmount / vol, sp$initialConcentration))
+  if (anyNA(init)) {
+    stop_input(fname, ": species without an initial amount or concentration: ",
+               paste(utils::head(sp$id[is.na(init)], 5), collapse = ", "))
+  }
+  scale <- ifelse(sp$hasOnlySubstanceUnits, 1, vol)   # d(state)/dt = law / scale
+  sidx <- stats::setNames(seq_len(N), sp$id)
+  gpar <- stats::setNames(d$parameters$value, d$parameters$id)
+
+  # Polynomials in the species: named numeric vectors, names the sorted
+  # species indices of a monomial ("" for a constant).
+  pconst <- function(v) c(`.` = v)
+  key <- function(s) if (length(s)) paste(sort(s), collapse = ",") else "."
+  ks <- function(k) if (k == ".") integer() else as.integer(strsplit(k, ",", fixed = TRUE)[[1]])
+  padd <- function(a, b) { n <- union(names(a), names(b)); r <- stats::setNames(numeric(length(n)), n)
+    r[names(a)] <- r[names(a)] + a; r[names(b)] <- r[names(b)] + b; r }
+  pmul <- function(a, b) {
+    r <- numeric()
+    for (i in seq_along(a)) for (j in seq_along(b)) {
+      k <- key(c(ks(names(a)[i]), ks(names(b)[j])))
+      r[k] <- (if (is.na(r[k])) 0 else r[k]) + a[[i]] * b[[j]]
+    }
+    r
+  }
+  is_const <- function(a) all(names(a) == ".")
+  cval <- function(a) sum(a)
+  fns <- list(exp = exp, log = log, ln = log, log10 = log10, sqrt = sqrt, abs = abs)
+  bad <- function() stop("not mass action", call. = FALSE)
+  to_poly <- function(ex, loc) {
+    if (is.numeric(ex)) return(pconst(as.double(ex)))
+    if (is.name(ex)) {
+      nm <- as.character(ex)
+      if (nm %in% names(loc)) return(pconst(loc[[nm]]))
+      if (nm %in% names(gpar)) return(pconst(gpar[[nm]]))
+      if (nm %in% names(csize)) return(pconst(csize[[nm]]))
+      if (nm %in% names(sidx)) return(stats::setNames(1, as.character(sidx[[nm]])))
+      stop("unknown name `", nm, "`", call. = FALSE)
+    }
+    if (!is.call(ex)) bad()
+    op <- as.character(ex[[1]])
+    args <- as.list(ex)[-1]
+    if (op == "(") return(to_poly(args[[1]], loc))
+    ps <- lapply(args, to_poly, loc = loc)
+    if (op == "+") return(if (length(ps) == 1L) ps[[1]] else padd(ps[[1]], ps[[2]]))
+    if (op == "-") return(if (length(ps) == 1L) -ps[[1]] else padd(ps[[1]], -ps[[2]]))
+    if (op == "*") return(pmul(ps[[1]], ps[[2]]))
+    if (op == "/" && is_const(ps[[2]])) return(ps[[1]] / cval(ps[[2]]))
+    if (op == "^" && is_const(ps[[2]])) {
+      e <- cval(ps[[2]])
+      if (is_const(ps[[1]])) return(pconst(cval(ps[[1]])^e))
+      if (e >= 0 && e == round(e)) { r <- pconst(1); for (t in seq_len(e)) r <- pmul(r, ps[[1]]); return(r) }
+    }
+    if (all(vapply(ps, is_const, TRUE)) && !is.null(fns[[op]])) {
+      return(pconst(do.call(fns[[op]], lapply(ps, cval))))
+    }
+    bad()
+  }
+  # identifiers in backquotes (SBML ids may be R keywords or start with _)
+  quote_ids <- function(s) gsub("(?<![A-Za-z0-9_.`])([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_(`])", "`\\1`", s, perl = TRUE)
+  falling <- function(js, c) {   # c * prod over the reactant multiset of X (X-1) ...
+    r <- pconst(c)
+    for (j in unique(js)) for (t in seq_len(sum(js == j)) - 1L) {
+      r <- pmul(r, padd(stats::setNames(1, as.character(j)), pconst(-t)))
+    }
+    r[r != 0]
+  }
+  expand <- function(side) {
+    if (!length(side$species)) return(integer())
+    j <- unname(sidx[side$species])
+    if (anyNA(j)) stop("unknown species ", side$species[is.na(j)][1], call. = FALSE)
+    a <- side$stoichiometry
+    if (anyNA(a) || any(a < 0 | a != round(a))) stop("stoichiometry must be whole numbers (no stoichiometryMath)", call. = FALSE)
+    rep.int(j, a)
+  }
+  sub_multiset <- function(a, b) {   # is a contained in b, and what is left
+    tb <- table(factor(b, levels = unique(c(a, b)))); ta <- table(factor(a, levels = names(tb)))
+    if (any(ta > tb)) return(NULL)
+    left <- tb - ta
+    rep.int(as.integer(names(left)), as.integer(left))
+  }
+  out_re <- list(); out_pr <- list(); out_k <- numeric(); out_id <- character(); out_nm <- character()
+  problems <- character()
+  add <- function(re, pr, k, id, nm) {
+    n <- length(out_k) + 1L
+    out_re[[n]] <<- re; out_pr[[n]] <<- pr; out_k[n] <<- k; out_id[n] <<- id; out_nm[n] <<- nm
+  }
+  for (r in d$reactions) {
+    label <- if (nzchar(r$name) && r$name != r$id) paste0(r$id, " (", r$name, ")") else r$id
+    res <- tryCatch({
+      if (is.na(r$law)) stop("no kinetic law", call. = FALSE)
+      re <- expand(r$reactants); pr <- expand(r$products)
+      loc <- stats::setNames(r$local_value, r$local_id)
+      ex <- tryCatch(parse(text = quote_ids(r$law))[[1]], error = function(e) stop("cannot parse", call. = FALSE))
+      poly <- to_poly(ex, loc)
+      poly <- poly[poly != 0]
+      changed <- unique(c(re, pr))
+      changed <- changed[vapply(changed, function(j) sum(re == j) != sum(pr == j), TRUE)]
+      sc <- unique(scale[changed])
+      if (length(sc) > 1L) stop("its species lie in compartments of different sizes", call. = FALSE)
+      if (!length(sc)) sc <- 1
+      terms <- list()
+      fwd_ok <- FALSE
+      for (t in seq_along(poly)) {
+        mono <- ks(names(poly)[t]); cf <- poly[[t]]
+        cat_f <- sub_multiset(re, mono); cat_b <- sub_multiset(pr, mono)
+        # catalysts must be species the reaction does not change; a
+        # negative term is the reverse reaction of a reversible one
+        if (!is.null(cat_f) && any(cat_f %in% changed)) cat_f <- NULL
+        if (!is.null(cat_b) && any(cat_b %in% changed)) cat_b <- NULL
+        if (cf > 0 && !is.null(cat_f)) {
+          terms[[length(terms) + 1L]] <- list(re = c(re, cat_f), pr = c(pr, cat_f), k = cf / sc, rev = FALSE)
+        } else if (cf < 0 && !is.null(cat_b) && isTRUE(r$reversible)) {
+          terms[[length(terms) + 1L]] <- list(re = c(pr, cat_b), pr = c(re, cat_b), k = -cf / sc, rev = TRUE)
+        } else {
+          terms <- NULL; break
+        }
+      }
+      if (is.null(terms) && propensities && length(poly)) {
+        # c * falling factorials of the reactants (no catalysts)?
+        lead <- key(re)
+        if (!is.na(poly[lead]) && poly[[lead]] > 0) {
+          want <- falling(re, poly[[lead]])
+          if (setequal(names(want), names(poly)) &&
+              all(abs(want[names(poly)] - poly) <= 1e-12 * abs(poly[[lead]]))) {
+            terms <- list(list(re = re, pr = pr, k = poly[[lead]] / sc, rev = FALSE))
+          }
+        }
+      }
+      if (is.null(terms)) stop("not mass action", call. = FALSE)
+      terms
+    }, error = function(e) structure(paste0(label, ": `", r$law, "` (", conditionMessage(e), ")"), class = "bad"))
+    if (inherits(res, "bad")) { problems <- c(problems, unclass(res)); next }
+    nrev <- 0L
+    for (tm in res) {
+      id <- r$id
+      if (tm$rev) { nrev <- nrev + 1L; id <- paste0(r$id, "_rev", if (nrev > 1L) nrev) }
+      else if (sum(!vapply(res, `[[`, TRUE, "rev")) > 1L) id <- paste0(r$id, "_", length(out_k) + 1L)
+      add(tm$re, tm$pr, tm$k, id, r$name)
+    }
+  }
+  if (length(problems)) {
+    stop_input(fname, ": ", length(problems), " reaction(s) without a mass-action kinetic law",
+               if (!propensities && any(grepl("- 1)", problems, fixed = TRUE))) " (stochastic propensities? see `propensities`)",
+               ": ", paste(utils::head(problems, 5), collapse = "; "),
+               if (length(problems) > 5) "; ...")
+  }
+  M <- length(out_k)
+  ri <- rep.int(seq_len(M), lengths(out_re)); pi_ <- rep.int(seq_len(M), lengths(out_pr))
+  A <- Matrix::sparseMatrix(i = ri, j = unlist(out_re), x = rep(1, length(ri)), dims = c(M, N))
+  B <- Matrix::sparseMatrix(i = pi_, j = unlist(out_pr), x = rep(1, length(pi_)), dims = c(M, N))
+  fixed <- sp$boundaryCondition | sp$constant
+  m <- reactionModel(A, B, rates = out_k, initial = init, species = sp$id, fixed = fixed,
+                     reactions = make.unique(out_id))
+  attr(m, "speciesNames") <- sp$name
+  attr(m, "reactionNames") <- out_nm
+  attr(m, "parameters") <- gpar
+  m
+}
+
+#' Is readSBML() available?
+#'
+#' @return `TRUE` when sysbioGPU was built with libSBML, which
+#'   [readSBML()] needs.
+#' @examples
+#' sbmlAvailable()
+#' @export
+sbmlAvailable <- function() .Call(ffi_lassie_sbml_available)

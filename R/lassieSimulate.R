@@ -205,11 +205,15 @@ check_model <- function(model) {
 #' below `1e-7` of the time span, and back to RKF45 only after 20 implicit
 #' steps followed by 10 in a row with `h rho(J) < 1` (`rho` bounded by
 #' Gershgorin): a hysteresis that keeps it from flipping.  Implicit steps are
-#' variable-step BDF of order 1 then 2, solved by modified Newton iterations
-#' that reuse the analytic Jacobian `J = H D` (sparse, from the reactant
-#' lists) and its factorisation while they converge.  In this version the
-#' linear solver is a dense LU in a minimum-degree order that skips zeros
-#' (so its cost follows the fill, not `N^3`); it keeps an `N x N` matrix,
+#' variable-coefficient BDF of orders 1 to 5 (order 1 after a switch, then
+#' the order whose estimated local error allows the largest step, checked
+#' every `q + 1` steps; the step is kept unless it can grow by half), solved
+#' by modified Newton iterations that reuse the analytic Jacobian `J = H D`
+#' (sparse, from the reactant lists) and the factorisation of `I - gamma J`
+#' while they converge.  The linear solver is a sparse LU in a
+#' minimum-degree order whose pattern (fill included) is computed once per
+#' run, with pivots on the diagonal and a dense LU with partial pivoting as
+#' fallback when a pivot is tiny; the ordering keeps an `N x N` bitset,
 #' which limits implicit steps to 16,384 species.  Steps land exactly on
 #' the requested `times`.
 #'

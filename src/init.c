@@ -36,6 +36,8 @@ SEXP ffi_lassie_simulate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, S
                          SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_lassie_rhs(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_lassie_jacobian(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_lassie_read_sbml(SEXP);
+SEXP ffi_lassie_sbml_available(void);
 
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
@@ -66,6 +68,8 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_lassie_simulate, 18),
     CALLDEF(ffi_lassie_rhs, 8),
     CALLDEF(ffi_lassie_jacobian, 8),
+    CALLDEF(ffi_lassie_read_sbml, 1),
+    CALLDEF(ffi_lassie_sbml_available, 0),
     {NULL, NULL, 0}};
 
 void R_init_sysbioGPU(DllInfo *dll) {

@@ -26,6 +26,27 @@ pack() {
   grep "sysbioGPU configure" .device/install.log
   grep -q "wrote src/Makevars (CUDA: yes)" .device/install.log ||
     { echo "gpu-check: the build has no CUDA engines" >&2; exit 1; }
+  # libSBML (readSBML()) is not on the GPU machine: copy it and those of its
+  # libraries that the machine lacks (not glibc's, not in
+  # gpu-host-sonames.txt, not already in the R runtime because libR needs
+  # them, as ICU) next to the package; `run` puts them on LD_LIBRARY_PATH.
+  rm -rf .device/extra-libs && mkdir -p .device/extra-libs
+  so=.device/lib/sysbioGPU/libs/sysbioGPU.so
+  if ldd "$so" | grep -q 'libsbml\.so'; then
+    sbml=$(ldd "$so" | awk '$1 ~ /^libsbml\.so/ {print $3}')
+    { echo "$sbml"; ldd "$sbml" | awk '$2 == "=>" && $3 ~ /^\// {print $3}'; } | sort -u |
+      grep -vE '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libresolv|libutil)\.so' |
+      while read -r lib; do
+        grep -qxF "$(basename "$lib")" ../shared/device/gpu-host-sonames.txt 2>/dev/null ||
+          ldd "$(R RHOME)/lib/libR.so" | grep -qF "$(basename "$lib") =>" ||
+          cp -L "$lib" .device/extra-libs/
+      done
+    echo "gpu-check: bundled for libSBML: $(ls .device/extra-libs | tr '\n' ' ')"
+  fi
+  if LD_LIBRARY_PATH="$PWD/.device/extra-libs" ldd "$so" | grep -q "not found"; then
+    LD_LIBRARY_PATH="$PWD/.device/extra-libs" ldd "$so" | grep "not found"
+    echo "gpu-check: libraries missing here" >&2; exit 1
+  fi
   if [ ! -f .device/r-runtime.tar.xz ] || [ "${REPACK:-0}" = 1 ]; then
     bash ../shared/device/pack-r-runtime.sh ${PACK_PKGS:-testthat Matrix}
   fi
@@ -37,7 +58,14 @@ run() {
   mkdir -p "$out"
   export R_LIBS="$PWD/.device/lib"
   export SYSBIOGPU_TEST_GPU=1
+  # libraries bundled by `pack` (libSBML and what it needs)
+  [ -d .device/extra-libs ] && export LD_LIBRARY_PATH="$PWD/.device/extra-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   bash .device/setup-r.sh > "$out/setup.log" 2>&1 || { cat "$out/setup.log"; echo "gpu-check: R setup failed"; exit 1; }
+  # as R will load it (R's ldpaths adds /opt/r-deps of the runtime)
+  LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:/opt/r-deps" ldd .device/lib/sysbioGPU/libs/sysbioGPU.so > "$out/ldd.txt" 2>&1
+  if grep -q "not found" "$out/ldd.txt"; then
+    echo "gpu-check: sysbioGPU.so lacks libraries here:"; grep "not found" "$out/ldd.txt"
+  fi
   nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
 
   Rscript -e 'library(sysbioGPU); print(gpuInfo()); print(resolveBackend("gpu"))' > "$out/gpuinfo.txt" 2>&1

@@ -4,7 +4,10 @@
 # parameter sets; and, where the shared data are present, BCR (stiff)
 # against lsodes.  Usage: Rscript inst/bench/lassie.R [quick]
 # Environment: LASSIE_SIZES (comma list), LASSIE_LSODA_MAX (largest size
-# given to lsoda, default 4096), LASSIE_BATCH (parameter sets, default 1000).
+# given to lsoda, default 4096), LASSIE_BATCH (parameter sets, default 1000),
+# LASSIE_CHEN_BATCH (Chen parameter sets, default 100), LASSIE_DATA (folder
+# with sbml/ and bionetgen/, default ../shared/data/lassie), LASSIE_BCR=0
+# skips BCR.
 suppressPackageStartupMessages(library(sysbioGPU))
 args <- commandArgs(trailingOnly = TRUE)
 quick <- "quick" %in% args
@@ -72,8 +75,45 @@ for (n in sizes) {
   }
 }
 
-# The LASSIE repository's 4096 model, when the shared data are here
-# (LASSIE's SBML uses the stochastic propensity; not read in this version).
+# The LASSIE repository's 4096 model (SBML; its homodimerisations are
+# written as stochastic propensities, read by their deterministic limit)
+# and the Chen 2009 ErbB model (shipped), through readSBML().
+data_dir <- Sys.getenv("LASSIE_DATA", "../shared/data/lassie")
+sbml4096 <- file.path(data_dir, "sbml", "copasi_test_4096.sbml")
+if (sbmlAvailable() && file.exists(sbml4096)) {
+  m <- readSBML(sbml4096, propensities = TRUE)
+  for (ns in c(10, 1000)) {
+    tt <- seq(0, 50, length.out = ns)
+    g <- if (gpu) timed(lassieSimulate(m, tt, backend = "gpu", verbose = FALSE)) else NULL
+    cpu <- timed(lassieSimulate(m, tt, backend = "cpu", verbose = FALSE))
+    st <- attr(cpu$v, "stats")
+    ls <- if (has_desolve) timed(lsoda_run(m, tt)) else NULL
+    add(model = "LASSIE copasi 4096 (SBML)", samples = ns, steps = st[["steps"]],
+        implicit = st[["implicitSteps"]], cpu_s = cpu$s, lsoda_s = if (is.null(ls)) NA else ls$s,
+        cpu_speedup = if (is.null(ls)) NA else ls$s / cpu$s, gpu_s = if (is.null(g)) NA else g$s,
+        gpu_speedup = if (is.null(ls) || is.null(g)) NA else ls$s / g$s,
+        rel_vs_lsoda = if (is.null(ls)) NA else max(abs(cpu$v[, -1] - ls$v[, -1]) / pmax(abs(ls$v[, -1]), 1e-6)),
+        gpu_vs_cpu = if (is.null(g)) NA else max(abs(cpu$v[, -1] - g$v[, -1]) / pmax(abs(cpu$v[, -1]), 1e-300)))
+  }
+}
+n_chen <- env_num("LASSIE_CHEN_BATCH", if (quick) 10 else 100)
+if (sbmlAvailable() && n_chen > 0) {
+  m <- readSBML(system.file("extdata", "lassie", "Chen2009_ErbB_A431.xml.gz", package = "sysbioGPU"))
+  set.seed(11)
+  K <- t(replicate(n_chen, m$rates * 2^runif(length(m$rates), -1, 1)))
+  tt <- seq(0, 3600, by = 60)
+  cpu <- timed(lassieSimulate(m, tt, rates = K, backend = "cpu", verbose = FALSE))
+  g <- if (gpu) timed(lassieSimulate(m, tt, rates = K, backend = "gpu", verbose = FALSE)) else NULL
+  n1 <- min(n_chen, 5)
+  ls <- if (has_desolve) timed(for (s in seq_len(n1)) { mm <- m; mm$rates <- K[s, ]; lsoda_run(mm, tt) }) else NULL
+  add(model = sprintf("Chen 2009 batch %d", n_chen), samples = length(tt),
+      steps = sum(vapply(cpu$v, function(o) attr(o, "stats")[["steps"]], 0)),
+      implicit = sum(vapply(cpu$v, function(o) attr(o, "stats")[["implicitSteps"]], 0)),
+      cpu_s = cpu$s, lsoda_s = if (is.null(ls)) NA else ls$s * n_chen / n1,
+      cpu_speedup = if (is.null(ls)) NA else ls$s * n_chen / n1 / cpu$s, gpu_s = if (is.null(g)) NA else g$s,
+      gpu_speedup = if (is.null(ls) || is.null(g)) NA else ls$s * n_chen / n1 / g$s, rel_vs_lsoda = NA,
+      gpu_vs_cpu = if (is.null(g)) NA else max(mapply(function(a, b) max(abs(a[, -1] - b[, -1]) / pmax(abs(a[, -1]), 1e-300)), cpu$v, g$v)))
+}
 
 # Batch: Haugh2b with rates scaled log-uniformly by up to 2x
 m <- readBioNetGen(system.file("extdata", "lassie", "Haugh2b.net", package = "sysbioGPU"))
@@ -91,8 +131,8 @@ add(model = sprintf("Haugh2b batch %d", n_batch), samples = length(tt), steps = 
     gpu_vs_cpu = if (is.null(g)) NA else max(mapply(function(a, b) max(abs(a[, -1] - b[, -1]) / pmax(abs(a[, -1]), 1e-300)), cpu$v, g$v)))
 
 # BCR (stiff; 1,122 species, 24,388 reactions) over BioNetGen's time span
-bcr <- "../shared/data/lassie/bionetgen/bcr.net"
-if (!quick && file.exists(bcr)) {
+bcr <- file.path(data_dir, "bionetgen", "bcr.net")
+if (!quick && file.exists(bcr) && Sys.getenv("LASSIE_BCR", "1") != "0") {
   m <- readBioNetGen(bcr)
   tt <- seq(0, 10000, length.out = 101)
   cpu <- timed(lassieSimulate(m, tt, backend = "cpu", verbose = FALSE))
@@ -104,6 +144,18 @@ if (!quick && file.exists(bcr)) {
       rel_vs_lsoda = if (is.null(ls)) NA else max(abs(cpu$v[, 2:(1 + length(m$species))] - ls$v[, -1]) /
                                                   pmax(abs(ls$v[, -1]), 1e-3)),
       gpu_vs_cpu = NA)
+  # against BioNetGen's own trajectories (its CVODE run): relative error
+  # with a floor of 1e-6 of each observable's largest value
+  gd <- sub("\\.net$", ".gdat", bcr)
+  if (file.exists(gd)) {
+    l <- readLines(gd)
+    g <- utils::read.table(text = l[-1], col.names = strsplit(trimws(sub("^#", "", l[1])), "\\s+")[[1]])
+    obs <- colnames(g)[-1]
+    G <- as.matrix(g[match(tt, g$time), obs])
+    fl <- rep(1e-6 * apply(abs(as.matrix(g[, obs])), 2, max), each = nrow(G))
+    cat(sprintf("BCR: %.1f s, %d steps; largest relative error against BioNetGen's .gdat %.3g\n",
+                cpu$s, as.integer(st[["steps"]]), max(abs(cpu$v[, obs] - G) / pmax(abs(G), fl))))
+  }
 }
 
 tab <- do.call(rbind, rows)

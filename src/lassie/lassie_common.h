@@ -148,6 +148,13 @@ double sbg_lassie_initial_step(const sbg_lassie_model *m, const sbg_lassie_param
                                const double *k, const double *x, double *f, double *v);
 /* Continues simulation `sim` from `start` (state x, out rows before
  * start->next written, stats so far) with implicit steps, on the CPU. */
+/* The same for the n simulations sims[] (ascending), states x (N per
+ * simulation of the batch), from starts[i], in parallel on ctx->n_threads;
+ * out and stats are the whole batch's. */
+sbg_status sbg_lassie_cpu_continue_many(const sbg_lassie_model *m, const sbg_lassie_params *p,
+                                        int n, const int *sims, const double *x, double *out,
+                                        double *stats, const sbg_lassie_start *starts,
+                                        sbg_ctx *ctx);
 sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_params *p,
                                    int sim, const double *x, double *out, double *stats,
                                    const sbg_lassie_start *start, sbg_ctx *ctx);
@@ -168,7 +175,7 @@ static inline sbg_status lassie_fail(sbg_ctx *ctx, sbg_status st, int what, doub
     case LASSIE_FAIL_NEWTON:
       return sbg_fail(ctx, st, "Newton iterations fail to converge at t = %.10g%s even with the smallest step", t, where);
     case LASSIE_FAIL_DENSE:
-      return sbg_fail(ctx, st, "the model needs implicit steps at t = %.10g%s, and this version keeps a dense %d x %d iteration matrix, above its limit of 16384 species", t, where, N, N);
+      return sbg_fail(ctx, st, "the model needs implicit steps at t = %.10g%s, and this version orders their sparse LU with a %d x %d bitset, above its limit of 16384 species", t, where, N, N);
     case LASSIE_FAIL_ALLOC:
       return sbg_fail(ctx, st, "out of memory for the %d x %d iteration matrix of the implicit steps", N, N);
     default:

@@ -1,7 +1,8 @@
 /* CPU engine of lassieSimulate(): RKF45 with the error test
  * |err_j| <= atol + rtol |x_j|, stiffness detection with hysteresis, and
  * variable-step BDF (orders 1-2) with modified Newton on I - gamma J, J = H D
- * analytic and sparse, solved by a dense LU that skips zeros.  Simulations of
+ * analytic and sparse, solved by a sparse LU (fill-reducing order and
+ * symbolic pattern computed once; a dense LU with pivoting as fallback).  Simulations of
  * a batch run in parallel (OpenMP).  Reached through ffi_lassie_simulate(). */
 #include <float.h>
 #include <math.h>
@@ -15,8 +16,13 @@
 #include "portable_math.h"
 #include "omp_compat.h"
 
-/* Largest N for the dense iteration matrix of the implicit steps (2 GiB). */
+/* Largest N for the implicit steps (the minimum-degree order keeps an
+ * N x N bitset; the dense fallback LU an N x N matrix, 2 GiB). */
 #define LASSIE_DENSE_MAX 16384
+/* BDF: highest order, and the past states kept (order q needs q + 1 for
+ * its predictor, the estimate for order q + 1 one more) */
+#define LASSIE_BDF_MAXORD 5
+#define LASSIE_BDF_HIST (LASSIE_BDF_MAXORD + 2)
 
 void sbg_lassie_rates(const sbg_lassie_model *m, const double *k,
                       const double *x, double *v) {
@@ -70,6 +76,15 @@ typedef struct ws {
   double *P;
   int *piv, *nzbuf;
   int *pos;          /* species -> row of P (fill-reducing order) */
+  int *ipos;         /* row -> species */
+  /* sparse LU of P in the order pos, pattern from lu_symbolic() (computed
+   * once per workspace and model); per row: L columns ascending, then the
+   * diagonal (lu_diag), then U's columns */
+  int *lu_ptr, *lu_col, *lu_diag;
+  double *lu_val, *lu_x;
+  int dense;         /* 1: the last factorisation is the dense fallback in P */
+  /* BDF history: hist[0] the current state, hist[j] j accepted steps back */
+  double *hist[LASSIE_BDF_HIST], *cvec;
 } ws;
 
 static void ws_free(ws *w) {
@@ -77,6 +92,9 @@ static void ws_free(ws *w) {
   free(w->x); free(w->xn); for (int i = 0; i < 6; i++) free(w->ks[i]);
   free(w->ys); free(w->ys5); free(w->v); free(w->fa); free(w->wt); free(w->yprev); free(w->fn); free(w->ypred);
   free(w->y); free(w->g); free(w->dv); free(w->P); free(w->piv); free(w->nzbuf); free(w->pos);
+  for (int i = 0; i < LASSIE_BDF_HIST; i++) free(w->hist[i]);
+  free(w->cvec);
+  free(w->ipos); free(w->lu_ptr); free(w->lu_col); free(w->lu_diag); free(w->lu_val); free(w->lu_x);
   memset(w, 0, sizeof(*w));
 }
 
@@ -227,6 +245,151 @@ static void build_iteration_matrix(const sbg_lassie_model *m, double gamma, ws *
   }
 }
 
+/* Pattern of the LU factors of P = I - gamma J (rows and columns in the
+ * order pos) without pivoting, row by row: row i of L+U is row i of P plus,
+ * for each k < i in it (ascending, fill included), row k of U.  Computed
+ * once; every factorisation reuses it.  Returns 0, or -1 without memory. */
+static int lu_symbolic(const sbg_lassie_model *m, ws *w) {
+  const int N = m->n_species;
+  const int *pos = w->pos;
+  size_t cap = (size_t)N * 8 + 64, nnz = 0;
+  int *ptr = malloc(sizeof(int) * ((size_t)N + 1)), *diag = malloc(sizeof(int) * (size_t)N);
+  int *col = malloc(sizeof(int) * cap);
+  int *flag = malloc(sizeof(int) * (size_t)N), *lc = malloc(sizeof(int) * (size_t)N),
+      *uc = malloc(sizeof(int) * (size_t)N);
+  if (!ptr || !diag || !col || !flag || !lc || !uc) goto fail;
+  for (int j = 0; j < N; j++) flag[j] = -1;
+  ptr[0] = 0;
+  for (int i = 0; i < N; i++) {
+    int l = w->ipos[i], nl = 0, nu = 0;
+    flag[i] = i;
+    /* row i of P: columns pos[j] of the reactants of the reactions in H's row l */
+    for (int q = m->h_ptr[l]; q < m->h_ptr[l + 1]; q++) {
+      int r = m->h_rx[q];
+      for (int e = m->r_ptr[r]; e < m->r_ptr[r + 1]; e++) {
+        int c = pos[m->r_sp[e]];
+        if (flag[c] == i) continue;
+        flag[c] = i;
+        if (c > i) uc[nu++] = c;
+        else {   /* insert into the ascending list of L columns */
+          int t = nl++;
+          while (t > 0 && lc[t - 1] > c) { lc[t] = lc[t - 1]; t--; }
+          lc[t] = c;
+        }
+      }
+    }
+    /* fill: eliminating with row k brings in U's row k */
+    for (int t = 0; t < nl; t++) {
+      int k = lc[t];
+      for (int p = diag[k] + 1; p < ptr[k + 1]; p++) {
+        int c = col[p];
+        if (flag[c] == i) continue;
+        flag[c] = i;
+        if (c > i) uc[nu++] = c;
+        else {   /* c > k: lands after position t */
+          int u = nl++;
+          while (u > t + 1 && lc[u - 1] > c) { lc[u] = lc[u - 1]; u--; }
+          lc[u] = c;
+        }
+      }
+    }
+    if (nnz + (size_t)nl + (size_t)nu + 1 > cap) {
+      while (nnz + (size_t)nl + (size_t)nu + 1 > cap) cap *= 2;
+      int *c2 = realloc(col, sizeof(int) * cap);
+      if (!c2) goto fail;
+      col = c2;
+    }
+    memcpy(col + nnz, lc, sizeof(int) * (size_t)nl); nnz += (size_t)nl;
+    diag[i] = (int)nnz; col[nnz++] = i;
+    memcpy(col + nnz, uc, sizeof(int) * (size_t)nu); nnz += (size_t)nu;
+    if (nnz > (size_t)INT32_MAX / 2) goto fail;
+    ptr[i + 1] = (int)nnz;
+  }
+  w->lu_val = malloc(sizeof(double) * (nnz ? nnz : 1));
+  w->lu_x = calloc((size_t)N, sizeof(double));
+  if (!w->lu_val || !w->lu_x) { free(w->lu_val); free(w->lu_x); w->lu_val = w->lu_x = NULL; goto fail; }
+  w->lu_ptr = ptr; w->lu_col = col; w->lu_diag = diag;
+  free(flag); free(lc); free(uc);
+  return 0;
+fail:
+  free(ptr); free(diag); free(col); free(flag); free(lc); free(uc);
+  return -1;
+}
+
+/* Numeric LU of P = I - gamma J on the pattern of lu_symbolic(), pivots on
+ * the diagonal (the fill-reducing order stays; I - gamma J of a reaction
+ * network has a diagonal >= 1 wherever a species is only consumed, as in
+ * KPP's static sparse LU for chemistry).  Returns -1 when a pivot is not
+ * finite or tiny next to its row: then the dense LU with pivoting takes
+ * over for this matrix. */
+static int lu_sparse_factor(const sbg_lassie_model *m, double gamma, ws *w) {
+  const int N = m->n_species;
+  const int *pos = w->pos, *ptr = w->lu_ptr, *col = w->lu_col, *diag = w->lu_diag;
+  double *val = w->lu_val, *x = w->lu_x;
+  for (int i = 0; i < N; i++) {
+    int l = w->ipos[i];
+    x[i] += 1.0;
+    for (int q = m->h_ptr[l]; q < m->h_ptr[l + 1]; q++) {
+      int r = m->h_rx[q];
+      double gh = gamma * m->h_val[q];
+      for (int e = m->r_ptr[r]; e < m->r_ptr[r + 1]; e++) x[pos[m->r_sp[e]]] -= gh * w->dv[e];
+    }
+    double amax = 0;
+    for (int p = ptr[i]; p < ptr[i + 1]; p++) { double a = fabs(x[col[p]]); if (a > amax) amax = a; }
+    for (int p = ptr[i]; p < diag[i]; p++) {
+      int k = col[p];
+      double lk = x[k] / val[diag[k]];
+      x[k] = lk;
+      if (lk == 0) continue;
+      for (int p2 = diag[k] + 1; p2 < ptr[k + 1]; p2++) x[col[p2]] -= lk * val[p2];
+    }
+    for (int p = ptr[i]; p < ptr[i + 1]; p++) { val[p] = x[col[p]]; x[col[p]] = 0; }
+    double d = val[diag[i]];
+    if (!isfinite(d) || !(fabs(d) > 1e-10 * amax)) {
+      for (int j = 0; j < N; j++) x[j] = 0;
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Solves P z = b in place, b and z in the order pos. */
+static void lu_sparse_solve(const ws *w, int N, double *b) {
+  const int *ptr = w->lu_ptr, *col = w->lu_col, *diag = w->lu_diag;
+  const double *val = w->lu_val;
+  for (int i = 0; i < N; i++) {
+    double s = b[i];
+    for (int p = ptr[i]; p < diag[i]; p++) s -= val[p] * b[col[p]];
+    b[i] = s;
+  }
+  for (int i = N - 1; i >= 0; i--) {
+    double s = b[i];
+    for (int p = diag[i] + 1; p < ptr[i + 1]; p++) s -= val[p] * b[col[p]];
+    b[i] = s / val[diag[i]];
+  }
+}
+
+/* Factorises P = I - gamma J: sparse first, the dense LU with partial
+ * pivoting when a diagonal pivot fails (allocated then, N <= LASSIE_DENSE_MAX).
+ * Returns 0, -1 when singular, -2 without memory for the dense one. */
+static int iter_factor(const sbg_lassie_model *m, double gamma, ws *w) {
+  const int N = m->n_species;
+  if (lu_sparse_factor(m, gamma, w) == 0) { w->dense = 0; return 0; }
+  if (N > LASSIE_DENSE_MAX) return -1;
+  if (!w->P) {
+    w->P = malloc(sizeof(double) * (size_t)N * N);
+    if (!w->P) return -2;
+  }
+  w->dense = 1;
+  build_iteration_matrix(m, gamma, w);
+  return lu_factor(w->P, N, w->piv, w->nzbuf);
+}
+
+static void iter_solve(const ws *w, int N, double *b) {
+  if (w->dense) lu_solve(w->P, N, w->piv, b);
+  else lu_sparse_solve(w, N, b);
+}
+
 /* Gershgorin bound on the spectral radius of J: the test for leaving the
  * implicit mode (an explicit step of that size would be stable). */
 static double gershgorin(const sbg_lassie_model *m, const ws *w) {
@@ -240,6 +403,46 @@ static double gershgorin(const sbg_lassie_model *m, const ws *w) {
     if (s > rho) rho = s;
   }
   return rho;
+}
+
+/* Variable-coefficient BDF of order q on the nodes tau[0] = t_{n+1} (the new
+ * point) and tau[1..q] (past points): gamma = 1 / l_0'(tau0) and the
+ * weights dl[j] = l_j'(tau0) of the Lagrange basis, so that the formula is
+ * y - gamma f(y) = -gamma sum_{j>=1} dl[j] y_j. */
+static double bdf_coefs(const double *tau, int q, double *dl) {
+  double s = 0;
+  for (int j = 1; j <= q; j++) s += 1.0 / (tau[0] - tau[j]);
+  for (int j = 1; j <= q; j++) {
+    double num = 1, den = 1;
+    for (int mm = 1; mm <= q; mm++) if (mm != j) num *= tau[0] - tau[mm];
+    for (int mm = 0; mm <= q; mm++) if (mm != j) den *= tau[j] - tau[mm];
+    dl[j] = num / den;
+  }
+  return 1.0 / s;
+}
+
+/* Scaled local error that BDF of order kk would make on the step just
+ * accepted, gamma_k prod_{j=1..k}(tau0 - tau_j) |y[tau0..tau_{k+1}]|
+ * (the divided difference of order k + 1 estimates y^(k+1) / (k+1)!),
+ * max over species with weights wt; hist[0] is the new point. */
+static double bdf_err_order(double *const *hist, const double *tau, int kk,
+                            const double *wt, int N) {
+  double c[LASSIE_BDF_HIST];
+  double s = 0, p1 = 1;
+  for (int j = 1; j <= kk; j++) { s += 1.0 / (tau[0] - tau[j]); p1 *= tau[0] - tau[j]; }
+  double gp = p1 / s;
+  for (int i = 0; i <= kk + 1; i++) {
+    double den = 1;
+    for (int j = 0; j <= kk + 1; j++) if (j != i) den *= tau[i] - tau[j];
+    c[i] = gp / den;
+  }
+  double e = 0;
+  for (int l = 0; l < N; l++) {
+    double d = 0;
+    for (int i = 0; i <= kk + 1; i++) d += c[i] * hist[i][l];
+    e = lassie_maxnan(e, fabs(d) / wt[l]);
+  }
+  return e;
 }
 
 typedef struct sim_out {
@@ -301,9 +504,12 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
   int stiff_count = 0, calm_rk = 0;
   double prev_h = 0;                 /* size of the last step if accepted by RKF45 */
   /* BDF state */
-  int have_prev = 0, need_jac = 1, jac_fresh = 0, factored = 0, fn_valid = 0;
-  double h_prev = 0, gamma_fact = 0, rho = 0;
+  int nh = 0;                        /* states in w->hist (0: restart) */
+  int need_jac = 1, jac_fresh = 0, factored = 0, fn_valid = 0;
+  double gamma_fact = 0, rho = 0;
   int bdf_steps = 0, calm = 0, jac_steps = 0;
+  int q = 1, q_steps = 0, err_fails = 0;
+  double ht[LASSIE_BDF_HIST] = {0};  /* times of the history */
 
   while (next < nt) {
     double tout = p->times[next];
@@ -321,7 +527,7 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
     int hits = 0;
     if (t + 1.05 * h >= tout) { hs = tout - t; hits = 1; }
     else if (t + 2 * h > tout) hs = 0.5 * (tout - t);
-    if (mode == SBG_LASSIE_BDF && have_prev && hs > 2 * h_prev) { hs = 2 * h_prev; hits = 0; }
+    if (mode == SBG_LASSIE_BDF && nh >= 2 && hs > 2 * (ht[0] - ht[1])) { hs = 2 * (ht[0] - ht[1]); hits = 0; }
 
     if (mode == SBG_LASSIE_RKF45) {
       sbg_lassie_rhs(m, k, x, w->v, K[0]);
@@ -338,7 +544,7 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
         if (p->method == SBG_LASSIE_AUTO && stiff_count >= LASSIE_STIFF_COUNT) {
           mode = SBG_LASSIE_BDF;
           st[SBG_LASSIE_ST_SWITCHES]++;
-          have_prev = 0; need_jac = 1; factored = 0; fn_valid = 0;
+          nh = 0; need_jac = 1; factored = 0; fn_valid = 0;
           bdf_steps = 0; calm = 0; rej_hist = 0; stiff_count = 0; calm_rk = 0; prev_h = 0;
         }
       }
@@ -370,7 +576,7 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
         if (p->method == SBG_LASSIE_AUTO && (repeated || collapsed)) {
           mode = SBG_LASSIE_BDF;
           st[SBG_LASSIE_ST_SWITCHES]++;
-          have_prev = 0; need_jac = 1; factored = 0; fn_valid = 0;
+          nh = 0; need_jac = 1; factored = 0; fn_valid = 0;
           bdf_steps = 0; calm = 0; rej_hist = 0; stiff_count = 0; calm_rk = 0;
         } else if (h < hmin) {
           so->st = SBG_ERR_NUMERIC; so->what = LASSIE_FAIL_HMIN; so->t = t; break;
@@ -379,32 +585,62 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
       continue;
     }
 
-    /* ---- implicit step (BDF1 after a switch or restart, then BDF2) ---- */
-    if (!w->P) {
+    /* ---- implicit step: variable-coefficient BDF, orders 1 to 5 ---- */
+    if (!w->lu_ptr) {
+      /* once per workspace: fill-reducing order and the LU's pattern */
       if (N > LASSIE_DENSE_MAX) {
         so->st = SBG_ERR_INPUT; so->what = LASSIE_FAIL_DENSE; so->t = t; break;
       }
-      w->P = malloc(sizeof(double) * (size_t)N * N);
+      int ok = 0;
       w->pos = malloc(sizeof(int) * (size_t)N);
-      if (w->P && w->pos && min_degree_order(m, w->pos) != 0) { free(w->pos); w->pos = NULL; }
-      if (!w->P || !w->pos) {
-        free(w->P); w->P = NULL; free(w->pos); w->pos = NULL;
+      w->ipos = malloc(sizeof(int) * (size_t)N);
+      if (w->pos && w->ipos && min_degree_order(m, w->pos) == 0) {
+        for (int j = 0; j < N; j++) w->ipos[w->pos[j]] = j;
+        ok = lu_symbolic(m, w) == 0;
+      }
+      for (int i = 0; ok && i < LASSIE_BDF_HIST; i++) ok = (w->hist[i] = malloc(sizeof(double) * (size_t)N)) != NULL;
+      if (ok) ok = (w->cvec = malloc(sizeof(double) * (size_t)N)) != NULL;
+      if (!ok) {
+        free(w->pos); w->pos = NULL; free(w->ipos); w->ipos = NULL;
         so->st = SBG_ERR_ALLOC; so->what = LASSIE_FAIL_ALLOC; so->t = t; break;
       }
     }
-    if (!fn_valid) { sbg_lassie_rhs(m, k, x, w->v, w->fn); st[SBG_LASSIE_ST_RHS]++; fn_valid = 1; }
-    int q = have_prev ? 2 : 1;
-    double gamma, a1 = 1, a2 = 0;
-    if (q == 1) {
-      gamma = hs;
-      for (int j = 0; j < N; j++) w->ypred[j] = x[j] + hs * w->fn[j];
+    if (nh == 0) {   /* (re)start: order 1 from the current state alone */
+      memcpy(w->hist[0], x, sizeof(double) * N);
+      ht[0] = t; nh = 1; q = 1; q_steps = 0; err_fails = 0;
+    }
+    const double tnew = hits ? tout : t + hs;
+    /* the order usable with the history at hand */
+    int qq = q < nh - 1 ? q : nh - 1;
+    if (qq < 1) qq = 1;
+    double gamma, errc, *c = w->cvec;
+    if (nh == 1) {
+      /* BDF1 with an explicit Euler predictor: error = (y - ypred) / 2 */
+      if (!fn_valid) { sbg_lassie_rhs(m, k, x, w->v, w->fn); st[SBG_LASSIE_ST_RHS]++; fn_valid = 1; }
+      gamma = hs; errc = 0.5;
+      for (int j = 0; j < N; j++) { w->ypred[j] = x[j] + hs * w->fn[j]; c[j] = x[j]; }
     } else {
-      double om = hs / h_prev, den = 1 + 2 * om;
-      a1 = (1 + om) * (1 + om) / den; a2 = -om * om / den;
-      gamma = hs * (1 + om) / den;
+      double tau[LASSIE_BDF_HIST + 1], dl[LASSIE_BDF_HIST + 1], L[LASSIE_BDF_HIST + 1];
+      tau[0] = tnew;
+      for (int j = 1; j <= qq + 1 && j <= nh; j++) tau[j] = ht[j - 1];
+      gamma = bdf_coefs(tau, qq, dl);
+      /* predictor: the polynomial through the qq + 1 last states */
+      double p1 = 1, p2 = 1;
+      for (int j = 1; j <= qq; j++) p1 *= tau[0] - tau[j];
+      for (int j = 1; j <= qq + 1; j++) {
+        double lj = 1;
+        for (int mm = 1; mm <= qq + 1; mm++) if (mm != j) lj *= (tau[0] - tau[mm]) / (tau[j] - tau[mm]);
+        L[j] = lj;
+        p2 *= tau[0] - tau[j];
+      }
+      /* y - ypred = y[tau0..tau_{qq+1}] p2, local error = gamma p1 times it */
+      errc = gamma * p1 / fabs(p2 - gamma * p1);
       for (int j = 0; j < N; j++) {
-        double c = (w->yprev[j] - x[j] + w->fn[j] * h_prev) / (h_prev * h_prev);
-        w->ypred[j] = x[j] + w->fn[j] * hs + c * hs * hs;
+        double pr = 0, cc = 0;
+        for (int i = 1; i <= qq + 1; i++) pr += L[i] * w->hist[i - 1][j];
+        for (int i = 1; i <= qq; i++) cc += dl[i] * w->hist[i - 1][j];
+        w->ypred[j] = pr;
+        c[j] = -gamma * cc;
       }
     }
     if (need_jac) {
@@ -414,9 +650,10 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
       need_jac = 0; jac_fresh = 1; factored = 0; jac_steps = 0;
     }
     if (!factored || fabs(gamma / gamma_fact - 1) > 0.3) {
-      build_iteration_matrix(m, gamma, w);
       st[SBG_LASSIE_ST_FACTOR]++;
-      if (lu_factor(w->P, N, w->piv, w->nzbuf) != 0) {
+      int fr = iter_factor(m, gamma, w);
+      if (fr == -2) { so->st = SBG_ERR_ALLOC; so->what = LASSIE_FAIL_ALLOC; so->t = t; break; }
+      if (fr != 0) {
         factored = 0;
         st[SBG_LASSIE_ST_REJECTED]++;
         h = 0.25 * hs;
@@ -425,7 +662,7 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
       }
       factored = 1; gamma_fact = gamma;
     }
-    /* modified Newton on G(y) = y - c - gamma f(y), c = a1 x + a2 yprev */
+    /* modified Newton on G(y) = y - c - gamma f(y) */
     double *y = w->y, *g = w->g;
     memcpy(y, w->ypred, sizeof(double) * N);
     double scale = 2.0 / (1.0 + gamma / gamma_fact), dn_prev = 0;
@@ -434,19 +671,17 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
       rhs_abs(m, k, y, w->v, g, w->fa);
       st[SBG_LASSIE_ST_RHS]++; st[SBG_LASSIE_ST_NEWTON]++;
       for (int j = 0; j < N; j++) {
-        double older = q == 2 ? a2 * w->yprev[j] : 0.0;   /* yprev unset at order 1 */
-        double c = a1 * x[j] + older;
         /* weights of the Newton and error tests: the tolerance, but never
          * below the roundoff of the residual (atol = 1e-12 next to amounts
          * of 1e6 would otherwise ask for the impossible) */
         double floor = LASSIE_ROUNDOFF * DBL_EPSILON *
-                       (fabs(y[j]) + fabs(a1 * x[j]) + fabs(older) + gamma * w->fa[j]);
+                       (fabs(y[j]) + fabs(c[j]) + gamma * w->fa[j]);
         double wj = atol + rtol * fabs(x[j]);
         w->wt[j] = wj > floor ? wj : floor;
-        g[j] = -(y[j] - c - gamma * g[j]);
+        g[j] = -(y[j] - c[j] - gamma * g[j]);
       }
       for (int j = 0; j < N; j++) w->ys[w->pos[j]] = g[j];
-      lu_solve(w->P, N, w->piv, w->ys);
+      iter_solve(w, N, w->ys);
       for (int j = 0; j < N; j++) g[j] = w->ys[w->pos[j]];
       /* root-mean-square norm: a max norm would ask species near zero to
        * converge below the roundoff of the large ones */
@@ -474,31 +709,63 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
       if (h < hmin) { so->st = SBG_ERR_NUMERIC; so->what = LASSIE_FAIL_NEWTON; so->t = t; break; }
       continue;
     }
-    double cq = q == 1 ? 0.5 : 0.4, err = 0;
+    double err = 0;
     for (int j = 0; j < N; j++) {
       double wj = atol + rtol * fmax(fabs(x[j]), fabs(y[j]));
-      double r = cq * fabs(y[j] - w->ypred[j]) / (wj > w->wt[j] ? wj : w->wt[j]);
-      err = lassie_maxnan(err, r);
+      if (wj < w->wt[j]) wj = w->wt[j];
+      w->wt[j] = wj;   /* kept for the order selection */
+      err = lassie_maxnan(err, errc * fabs(y[j] - w->ypred[j]) / wj);
     }
-    double expo = -1.0 / (q + 1);
+    double expo = -1.0 / (qq + 1);
     if (!(err <= 1.0)) {
       st[SBG_LASSIE_ST_REJECTED]++;
       double fac = isfinite(err) ? 0.9 * sbg_pow(err, expo) : 0.1;
       if (fac < 0.1) fac = 0.1;
       if (fac > 0.9) fac = 0.9;
+      /* repeated failures: a lower order */
+      if (++err_fails >= 2 && qq > 1) { q = qq - 1; q_steps = 0; }
       h = hs * fac;
       if (h < hmin) { so->st = SBG_ERR_NUMERIC; so->what = LASSIE_FAIL_HMIN; so->t = t; break; }
       continue;
     }
-    /* accept */
-    memcpy(w->yprev, x, sizeof(double) * N);
+    /* accept: the new state becomes hist[0] */
+    {
+      double *last = w->hist[LASSIE_BDF_HIST - 1];
+      for (int i = LASSIE_BDF_HIST - 1; i > 0; i--) { w->hist[i] = w->hist[i - 1]; ht[i] = ht[i - 1]; }
+      w->hist[0] = last; ht[0] = tnew;
+      memcpy(last, y, sizeof(double) * N);
+      if (nh < LASSIE_BDF_HIST) nh++;
+    }
     memcpy(x, y, sizeof(double) * N);
-    h_prev = hs; have_prev = 1; fn_valid = 0; jac_fresh = 0;
-    t = hits ? tout : t + hs;
+    fn_valid = 0; jac_fresh = 0; err_fails = 0;
+    t = tnew;
     st[SBG_LASSIE_ST_STEPS]++; st[SBG_LASSIE_ST_IMPLICIT]++;
+    q = qq; q_steps++;
     double fac = err > 0 ? 0.9 * sbg_pow(err, expo) : 2.0;
+    /* order selection, after q + 1 steps at this order: the order whose
+     * estimated error allows the largest next step (biased towards
+     * keeping the order, as CVODE) */
+    if (q_steps > q && nh >= q + 2) {
+      const double *tau = ht;
+      double best = fac;   /* current order: 0.9 err^(-1/(q+1)) */
+      int qn = q;
+      if (q > 1) {
+        double e = bdf_err_order(w->hist, tau, q - 1, w->wt, N);
+        double f = e > 0 ? 1.0 / (1.3 * sbg_pow(e, 1.0 / q)) : 2.0;
+        if (f > best) { best = f; qn = q - 1; }
+      }
+      if (q < LASSIE_BDF_MAXORD && nh >= q + 3) {
+        double e = bdf_err_order(w->hist, tau, q + 1, w->wt, N);
+        double f = e > 0 ? 1.0 / (1.4 * sbg_pow(e, 1.0 / (q + 2))) : 2.0;
+        if (f > best) { best = f; qn = q + 1; }
+      }
+      if (qn != q) { q = qn; q_steps = 0; fac = best; }
+    }
     if (fac > 2.0) fac = 2.0;
     if (fac < 0.2) fac = 0.2;
+    /* keep the step (and so gamma and the factorisation) unless it can
+     * grow by half: small changes cost a factorisation for nothing */
+    if (fac >= 1.0 && fac < 1.5) fac = 1.0;
     double hn = hs * fac;
     h = (hits && hn < h) ? h : hn;
     if (hits) { for (int j = 0; j < N; j++) out[(size_t)j * nt + next] = x[j]; next++; }
@@ -511,7 +778,7 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
       if (calm >= LASSIE_CALM_STEPS) {
         mode = SBG_LASSIE_RKF45;
         st[SBG_LASSIE_ST_SWITCHES]++;
-        rej_hist = 0; calm = 0; have_prev = 0; stiff_count = 0; calm_rk = 0; prev_h = 0;
+        rej_hist = 0; calm = 0; nh = 0; stiff_count = 0; calm_rk = 0; prev_h = 0;
       }
     }
   }
@@ -584,4 +851,52 @@ sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_p
   ws_free(&w);
   if (so.st == SBG_OK) return SBG_OK;
   return lassie_fail(ctx, so.st, so.what, so.t, sim, p->n_sims, p->max_steps, m->n_species);
+}
+
+sbg_status sbg_lassie_cpu_continue_many(const sbg_lassie_model *m, const sbg_lassie_params *p,
+                                        int n, const int *sims, const double *x, double *out,
+                                        double *stats, const sbg_lassie_start *starts,
+                                        sbg_ctx *ctx) {
+  const int N = m->n_species, M = m->n_reactions, S = p->n_sims;
+  int nth = ctx->n_threads < n ? ctx->n_threads : n;
+  if (nth < 1) nth = 1;
+  sbg_status st = SBG_OK;
+  const size_t blk = (size_t)p->n_times * N;
+  ws *w = calloc((size_t)nth, sizeof(ws));
+  sim_out *so = calloc((size_t)(n > 0 ? n : 1), sizeof(sim_out));
+  if (!w || !so) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
+  for (int i = 0; i < nth; i++)
+    if (!ws_alloc(&w[i], N, M, m->r_ptr[M])) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
+  if (n == 1) {   /* one simulation: on this thread, polling inside it */
+    int s = sims[0];
+    integrate(m, p, p->rates + (p->rates_per_sim ? (size_t)s * M : 0), x + (size_t)s * N,
+              out + (size_t)s * blk, stats + (size_t)s * SBG_LASSIE_N_STATS, &w[0], ctx,
+              s, S, &so[0], &starts[0]);
+    if (so[0].st != SBG_OK) st = lassie_fail(ctx, so[0].st, so[0].what, so[0].t, s, S, p->max_steps, N);
+    goto done;
+  }
+  /* chunks of simulations between polls (on this thread), each simulation
+   * on one thread: the same arithmetic as one by one */
+  for (int i0 = 0; i0 < n; i0 += 4 * nth) {
+    int i1 = i0 + 4 * nth < n ? i0 + 4 * nth : n;
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
+    for (int i = i0; i < i1; i++) {
+      int s = sims[i];
+      integrate(m, p, p->rates + (p->rates_per_sim ? (size_t)s * M : 0), x + (size_t)s * N,
+                out + (size_t)s * blk, stats + (size_t)s * SBG_LASSIE_N_STATS,
+                &w[omp_get_thread_num()], NULL, s, S, &so[i], &starts[i]);
+    }
+    for (int i = i0; i < i1; i++) {
+      if (so[i].st == SBG_OK) continue;
+      st = lassie_fail(ctx, so[i].st, so[i].what, so[i].t, sims[i], S, p->max_steps, N);
+      goto done;
+    }
+    st = sbg_poll(ctx, (double)i1 / n);
+    if (st != SBG_OK) goto done;
+  }
+done:
+  if (w) for (int i = 0; i < nth; i++) ws_free(&w[i]);
+  free(w);
+  free(so);
+  return st;
 }

@@ -236,6 +236,8 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
          *d_out = NULL, *d_times = NULL;
   simstate *d_ss = NULL, *hs = NULL;
   double *hx = NULL, *f = NULL, *v = NULL;
+  int *cont_sims = NULL;
+  sbg_lassie_start *cont_start = NULL;
   dmodel dm;
   int done_count = 0, active = 0;
   long iter = 0;
@@ -338,22 +340,30 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
     for (int j = 0; j < N; j++) r->out[(size_t)s * nt * N + (size_t)j * nt] = x0[j];
   }
   /* stiff simulations: implicit steps on the host, from where the device
-   * left them */
-  for (int s = 0; s < S && st == SBG_OK; s++) {
-    simstate *q = &hs[s];
-    double *stats = r->stats + (size_t)s * SBG_LASSIE_N_STATS;
-    memcpy(stats, q->st, sizeof(q->st));
-    if (q->flag == FLAG_DONE) { done_count++; continue; }
-    if (q->flag == FLAG_MAXSTEPS || q->flag == FLAG_HMIN) {
-      st = lassie_fail(ctx, SBG_ERR_NUMERIC, q->flag == FLAG_MAXSTEPS ? LASSIE_FAIL_MAXSTEPS : LASSIE_FAIL_HMIN,
-                       q->t, s, S, p->max_steps, N);
-      break;
+   * left them, in parallel over simulations (each on one thread, as the
+   * CPU engine runs them) */
+  {
+    int n_cont = 0;
+    cont_sims = (int *)malloc(sizeof(int) * (size_t)S);
+    cont_start = (sbg_lassie_start *)malloc(sizeof(sbg_lassie_start) * (size_t)S);
+    if (!cont_sims || !cont_start) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
+    for (int s = 0; s < S && st == SBG_OK; s++) {
+      simstate *q = &hs[s];
+      double *stats = r->stats + (size_t)s * SBG_LASSIE_N_STATS;
+      memcpy(stats, q->st, sizeof(q->st));
+      if (q->flag == FLAG_DONE) { done_count++; continue; }
+      if (q->flag == FLAG_MAXSTEPS || q->flag == FLAG_HMIN) {
+        st = lassie_fail(ctx, SBG_ERR_NUMERIC, q->flag == FLAG_MAXSTEPS ? LASSIE_FAIL_MAXSTEPS : LASSIE_FAIL_HMIN,
+                         q->t, s, S, p->max_steps, N);
+        break;
+      }
+      sbg_lassie_start *start = &cont_start[n_cont];
+      start->t = q->t; start->h = q->h; start->attempts = q->attempts; start->next = q->next;
+      cont_sims[n_cont++] = s;
     }
-    sbg_lassie_start start;
-    start.t = q->t; start.h = q->h; start.attempts = q->attempts; start.next = q->next;
-    st = sbg_lassie_cpu_continue(m, p, s, hx + (size_t)s * N, r->out + (size_t)s * nt * N,
-                                 stats, &start, ctx);
-    if (st == SBG_OK) st = sbg_poll(ctx, (double)(s + 1) / S);
+    if (st == SBG_OK && n_cont > 0)
+      st = sbg_lassie_cpu_continue_many(m, p, n_cont, cont_sims, hx, r->out, r->stats,
+                                        cont_start, ctx);
   }
   (void)done_count;
 
@@ -363,6 +373,6 @@ done:
   cudaFree(d_hval); cudaFree(d_k); cudaFree(d_x); cudaFree(d_ys); cudaFree(d_K); cudaFree(d_v);
   cudaFree(d_out); cudaFree(d_times); cudaFree(d_ss); cudaFree(d_n);
   if (stream) cudaStreamDestroy(stream);
-  free(hs); free(hx); free(f); free(v);
+  free(hs); free(hx); free(f); free(v); free(cont_sims); free(cont_start);
   return st;
 }

@@ -1,0 +1,126 @@
+# readSBML(): mass-action SBML through libSBML, against a model written by
+# hand, against the kinetic laws evaluated directly, against deSolve, and
+# its errors.  Skipped where sysbioGPU was built without libSBML.
+
+sbml_small <- function() lassie_extdata("lassie_small.sbml")
+
+test_that("readSBML reads the small example as the model written by hand", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  m <- readSBML(sbml_small())
+  # laws are multiplied by the compartment (size 2) except `decay`'s, which
+  # is therefore divided by it
+  ref <- reactionModel(
+    reactants = rbind(c(1, 1, 0, 0), c(0, 0, 1, 0), c(0, 0, 1, 1), c(2, 0, 0, 0), c(0, 1, 0, 0)),
+    products  = rbind(c(0, 0, 1, 0), c(1, 1, 0, 0), c(0, 1, 0, 1), c(0, 0, 0, 0), c(0, 0, 0, 0)),
+    rates = c(3, 0.7, 0.5, 0.25, 0.05), initial = c(1, 0.5, 0, 0.2),
+    species = c("A", "B", "C", "E"), fixed = "E")
+  expect_equal(m$reactions, c("bind", "bind_rev", "convert", "dimer", "decay"))
+  expect_equal(unname(m$rates), unname(ref$rates))
+  expect_equal(m$initial, ref$initial)
+  expect_equal(m$fixed, ref$fixed)
+  expect_equal(as.matrix(m$reactants), as.matrix(ref$reactants), ignore_attr = TRUE)
+  expect_equal(as.matrix(m$products), as.matrix(ref$products), ignore_attr = TRUE)
+  expect_equal(attr(m, "speciesNames"), c("ligand", "receptor", "complex", "enzyme"))
+})
+
+test_that("readSBML's model follows SBML's semantics (deSolve)", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  skip_if_not_installed("deSolve")
+  m <- readSBML(sbml_small())
+  # the SBML file's laws (amount per time) divided by the size 2 of `cell`
+  rhs <- function(t, y, p) {
+    A <- y[1]; B <- y[2]; C <- y[3]; E <- y[4]
+    bind <- 2 * (3 * A * B - 0.7 * C); conv <- 2 * 0.5 * E * C
+    dim <- 2 * 0.25 * A^2; dec <- 0.1 * B
+    list(c(-bind - 2 * dim, -bind + conv - dec, bind - conv, 0) / 2)
+  }
+  tt <- c(0, 0.5, 1, 2, 5, 10)
+  ref <- deSolve::lsoda(m$initial, tt, rhs, NULL, rtol = 1e-11, atol = 1e-14)
+  out <- lassieSimulate(m, tt, rtol = 1e-9, backend = "cpu", verbose = FALSE)
+  expect_lt(max(abs(out[, -1] - ref[, -1])), 1e-7)
+  out2 <- lassieSimulate(m, tt, rtol = 1e-9, method = "bdf", backend = "cpu", verbose = FALSE)
+  expect_lt(max(abs(out2[, -1] - ref[, -1])), 1e-5)
+})
+
+test_that("the Chen 2009 ErbB model: right-hand side equals its kinetic laws", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  f <- lassie_extdata("Chen2009_ErbB_A431.xml.gz")
+  m <- readSBML(f)
+  expect_equal(length(m$species), 504L)
+  expect_equal(sum(m$fixed), 4L)
+  # every law evaluated as written, at a random state (compartment size 1)
+  d <- .Call(sysbioGPU:::ffi_lassie_read_sbml, f)
+  env <- list2env(as.list(stats::setNames(d$parameters$value, d$parameters$id)))
+  set.seed(1)
+  x <- stats::setNames(runif(504, 0, 2), d$species$id)
+  list2env(as.list(x), envir = env)
+  f_ref <- stats::setNames(numeric(504), d$species$id)
+  for (r in d$reactions) {
+    v <- eval(parse(text = r$law)[[1]], env)
+    # one entry at a time: a species may be listed twice (A + A)
+    for (e in seq_along(r$reactants$species)) {
+      s <- r$reactants$species[e]; f_ref[s] <- f_ref[s] - r$reactants$stoichiometry[e] * v
+    }
+    for (e in seq_along(r$products$species)) {
+      s <- r$products$species[e]; f_ref[s] <- f_ref[s] + r$products$stoichiometry[e] * v
+    }
+  }
+  f_ref[d$species$constant | d$species$boundaryCondition] <- 0
+  f_ours <- sysbioGPU:::lassie_rhs(m, x)
+  expect_lt(max(abs(f_ours - f_ref)) / max(abs(f_ref)), 1e-12)
+})
+
+test_that("the Chen model simulates like deSolve's lsode", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  skip_if_not_installed("deSolve")
+  m <- readSBML(lassie_extdata("Chen2009_ErbB_A431.xml.gz"))
+  tt <- c(0, 1, 10, 60)
+  rhs <- function(t, y, p) list(sysbioGPU:::lassie_rhs(m, y))
+  jac <- function(t, y, p) as.matrix(sysbioGPU:::lassie_jacobian(m, y))
+  ref <- deSolve::lsode(m$initial, tt, rhs, NULL, jacfunc = jac, rtol = 1e-10, atol = 1e-16)
+  out <- lassieSimulate(m, tt, rtol = 1e-8, atol = 1e-16, backend = "cpu", verbose = FALSE)
+  big <- abs(ref[, -1]) > 1e-6 * max(abs(ref[, -1]))
+  expect_lt(max(abs(out[, -1] - ref[, -1])[big] / abs(ref[, -1])[big]), 1e-4)
+})
+
+test_that("non-mass-action laws are named; propensities read by their limit", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  f <- tempfile(fileext = ".xml")
+  txt <- readLines(sbml_small())
+  # Michaelis-Menten instead of the degradation's law
+  i <- grep("<cn>0.1</cn>", txt, fixed = TRUE)
+  txt2 <- txt
+  txt2[i] <- "<apply><divide/><apply><times/><cn>0.1</cn><ci>B</ci></apply><apply><plus/><cn>1</cn><ci>B</ci></apply></apply>"
+  writeLines(txt2, f)
+  expect_error(readSBML(f), "decay: `0.1 \\* B / \\(1 \\+ B\\)`.*not mass action",
+               class = "sysbioGPU_error_input")
+  # a stochastic propensity for 2A -> 0: c A (A - 1)
+  txt3 <- sub("<apply><power/><ci>A</ci><cn type=\"integer\">2</cn></apply>",
+              "<ci>A</ci><apply><minus/><ci>A</ci><cn>1</cn></apply>", txt, fixed = TRUE)
+  writeLines(txt3, f)
+  expect_error(readSBML(f), "propensities.*dimer", class = "sysbioGPU_error_input")
+  m <- readSBML(f, propensities = TRUE)
+  expect_equal(unname(m$rates[m$reactions == "dimer"]), 0.25)
+  expect_error(readSBML(f, propensities = NA), "`propensities` must be TRUE or FALSE",
+               class = "sysbioGPU_error_input")
+  expect_error(readSBML(tempfile()), "does not exist", class = "sysbioGPU_error_input")
+  writeLines("<sbml>not really", f)
+  expect_error(readSBML(f), "libSBML reports", class = "sysbioGPU_error_input")
+})
+
+test_that("without libSBML, readSBML says so", {
+  skip_if(sbmlAvailable(), "built with libSBML")
+  expect_error(readSBML(sbml_small()), "libSBML, which was not found", class = "sysbioGPU_error_input")
+})
+
+test_that("the GPU agrees with the CPU on the (stiff) Chen model", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  skip_if_no_gpu()
+  m <- readSBML(lassie_extdata("Chen2009_ErbB_A431.xml.gz"))
+  tt <- c(0, 10, 60, 600)
+  a <- lassieSimulate(m, tt, backend = "cpu", verbose = FALSE)
+  b <- lassieSimulate(m, tt, backend = "gpu", verbose = FALSE)
+  expect_equal(attr(b, "backend"), "gpu")
+  expect_lt(max(abs(b[, -1] - a[, -1]) / pmax(abs(a[, -1]), 1e-300)), 1e-9)
+  expect_equal(attr(b, "stats")[["implicitSteps"]], attr(a, "stats")[["implicitSteps"]])
+})
