@@ -124,6 +124,15 @@ static __device__ void pbn_bind(const pbn_dev_args &a, const unsigned char *b, s
   sets->neg = (const uint64_t *)(b + L.neg);
 }
 
+/* The network blob, copied by the whole block into the front of shared
+ * memory when it fits (every thread reaches this before any returns). */
+static __device__ __forceinline__ const unsigned char *pbn_stage_blob(const pbn_dev_args &a, uint64_t *smem) {
+  if (!a.blob_shared) return (const unsigned char *)a.blob;
+  for (size_t i = threadIdx.x; i < a.lay.bytes / 8; i += blockDim.x) smem[i] = a.blob[i];
+  __syncthreads();
+  return (const unsigned char *)smem;
+}
+
 /* Shared memory of a block: [blob][states: 2 W x blockDim][counters: 3 S x blockDim]. */
 static __global__ void pbn_advance_kernel(pbn_dev_args a, int64_t steps, int count) {
   extern __shared__ uint64_t smem[];
@@ -131,14 +140,11 @@ static __global__ void pbn_advance_kernel(pbn_dev_args a, int64_t steps, int cou
   const int64_t c = (int64_t)blockIdx.x * blockDim.x + tid;
   const int32_t W = a.net.n_words, S = a.n_sets;
   size_t blob_words = a.blob_shared ? a.lay.bytes / 8 : 0;
-  if (a.blob_shared) {
-    for (size_t i = tid; i < blob_words; i += blockDim.x) smem[i] = a.blob[i];
-    __syncthreads();
-  }
+  const unsigned char *bl = pbn_stage_blob(a, smem);
   if (c >= a.n_chains) return;
   sbg_pbn_net net;
   sbg_pbn_sets sets;
-  pbn_bind(a, a.blob_shared ? (const unsigned char *)smem : (const unsigned char *)a.blob, &net, &sets);
+  pbn_bind(a, bl, &net, &sets);
 
   uint64_t *sa, *sb;
   int64_t sst;
@@ -198,14 +204,10 @@ static __global__ void __launch_bounds__(PBN_BLOCK, TWO ? 7 : 8) pbn_advance2_ke
   const int64_t c = (int64_t)blockIdx.x * blockDim.x + tid;
   const int32_t S = a.n_sets;
   size_t blob_words = a.blob_shared ? a.lay.bytes / 8 : 0;
-  if (a.blob_shared) {
-    for (size_t i = tid; i < blob_words; i += blockDim.x) smem[i] = a.blob[i];
-    __syncthreads();
-  }
+  const unsigned char *bl = pbn_stage_blob(a, smem);
   if (c >= a.n_chains) return;
   sbg_pbn_net net;
   sbg_pbn_sets sets;
-  const unsigned char *bl = a.blob_shared ? (const unsigned char *)smem : (const unsigned char *)a.blob;
   pbn_bind(a, bl, &net, &sets);
   const sbg_pbn_frec *rec = (const sbg_pbn_frec *)(bl + a.lay.frec);
   uint32_t *k;

@@ -50,6 +50,19 @@ PBN_HD int32_t pbn_gap(const uint64_t *T, uint64_t u, int32_t rem) {
   return lo;
 }
 
+/* The next perturbed position after *pos in a step that perturbs (the
+ * first was drawn from the step's first word): one draw per further
+ * position, 0 when there is none.  Both step functions walk it this way,
+ * so they draw the same words. */
+PBN_HD int pbn_next_pert(const uint64_t *T, sbg_philox *g, int32_t NP, int32_t *pos) {
+  int32_t rem = NP - 1 - *pos;
+  if (rem <= 0) return 0;
+  int32_t gap = pbn_gap(T, sbg_philox_next(g), rem);
+  if (gap == 0) return 0;
+  *pos += gap;
+  return 1;
+}
+
 /* The first function f of node i with u < thresh[f]: the thresholds are
  * non-decreasing, so that is the count of the node's thresholds (the last,
  * 2^32, excepted) that u reaches; counted without a data-dependent branch. */
@@ -97,15 +110,10 @@ PBN_HD void pbn_step(const sbg_pbn_net *net, const uint64_t *cur, uint64_t *nxt,
   if (u >= T[NP]) {
     for (int32_t w = 0; w < W; w++) nxt[(int64_t)w * stride] = cur[(int64_t)w * stride];
     int32_t pos = pbn_gap(T, u, NP) - 1;
-    for (;;) {
+    do {
       int32_t node = net->pert_node[pos];
       if (node >= 0) nxt[(int64_t)(node >> 6) * stride] ^= ((uint64_t)1) << (node & 63);
-      int32_t rem = NP - 1 - pos;
-      if (rem <= 0) break;
-      int32_t gap = pbn_gap(T, sbg_philox_next(g), rem);
-      if (gap == 0) break;
-      pos += gap;
-    }
+    } while (pbn_next_pert(T, g, NP, &pos));
     return;
   }
   if (net->async) {
@@ -186,18 +194,13 @@ PBN_HD void pbn_step2(const sbg_pbn_net *net, const sbg_pbn_frec *rec, int32_t k
   if (u >= T[NP]) {
     uint64_t fa = 0, fb = 0;
     int32_t pos = pbn_gap(T, u, NP) - 1;
-    for (;;) {
+    do {
       int32_t node = net->pert_node[pos];
       if (node >= 0) {
         uint64_t m = ((uint64_t)1) << (node & 63);
         if (node & 64) fb ^= m; else fa ^= m;
       }
-      int32_t rem = NP - 1 - pos;
-      if (rem <= 0) break;
-      int32_t gap = pbn_gap(T, sbg_philox_next(g), rem);
-      if (gap == 0) break;
-      pos += gap;
-    }
+    } while (pbn_next_pert(T, g, NP, &pos));
     *x0 = a ^ fa;
     *x1 = b ^ fb;
     return;
