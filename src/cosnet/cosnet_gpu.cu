@@ -342,6 +342,19 @@ struct parts {
   int32_t loaded;       /* the part in the current slot, -1 none */
 };
 
+/* What the learning-side kernels cover for part s: its nodes (NULL: all n,
+ * the network is resident and handled in one go) and its hubs. */
+struct part_span {
+  int32_t m;
+  const int32_t *nodes;
+  int64_t h0, n_hubs;
+};
+
+static part_span span_of(const parts &P, int32_t s, int32_t n, int64_t n_hubs, const int32_t *d_nodes) {
+  if (P.resident) return part_span{n, NULL, 0, n_hubs};
+  return part_span{(int32_t)(P.t0[s + 1] - P.t0[s]), d_nodes + P.t0[s], P.hub0[s], P.hub0[s + 1] - P.hub0[s]};
+}
+
 /* Makes part s readable by the kernels through *view (streaming mode). */
 static sbg_status load_part(parts *P, int32_t s, const sbg_cosnet_graph *g, const int32_t *nodes,
                             const int64_t *d_cro, const int32_t *d_pos, csr_view *view,
@@ -655,9 +668,10 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
      * Resident: all nodes at once; streamed: part after part. */
     int64_t nw = (int64_t)nb * n;
     for (int32_t s = 0; s < (P.resident ? 1 : P.n_parts); s++) {
-      int32_t m = P.resident ? n : (int32_t)(P.t0[s + 1] - P.t0[s]);
-      const int32_t *nd = P.resident ? NULL : d_nodes + P.t0[s];
-      int64_t h0 = P.resident ? 0 : P.hub0[s], mh = P.resident ? n_hubs : P.hub0[s + 1] - P.hub0[s];
+      part_span sp = span_of(P, s, n, n_hubs, d_nodes);
+      int32_t m = sp.m;
+      const int32_t *nd = sp.nodes;
+      int64_t h0 = sp.h0, mh = sp.n_hubs;
       SBG_TRY(load_part(&P, s, g, nodes, d_cro, d_pos, &view, stream, ctx));
       k_points<<<blocks_for((int64_t)m * nb * 32, 32 * WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, 0, stream>>>(
           n, nb, m, nd, view, d_codes, d_x, d_y);
@@ -726,9 +740,10 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     /* thresholds into d_y (the points are no longer needed), fields in d_x */
     for (int32_t s = 0; s < (P.resident ? 1 : P.n_parts); s++) {
       if (!P.resident && iptr[2 * s + 2] == iptr[2 * s]) continue; /* no unlabelled node here */
-      int32_t m = P.resident ? n : (int32_t)(P.t0[s + 1] - P.t0[s]);
-      const int32_t *nd = P.resident ? NULL : d_nodes + P.t0[s];
-      int64_t h0 = P.resident ? 0 : P.hub0[s], mh = P.resident ? n_hubs : P.hub0[s + 1] - P.hub0[s];
+      part_span sp = span_of(P, s, n, n_hubs, d_nodes);
+      int32_t m = sp.m;
+      const int32_t *nd = sp.nodes;
+      int64_t h0 = sp.h0, mh = sp.n_hubs;
       SBG_TRY(load_part(&P, s, g, nodes, d_cro, d_pos, &view, stream, ctx));
       k_thresholds<<<blocks_for((int64_t)m * nb * 32, 32 * WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, 0, stream>>>(
           n, nb, m, nd, view, d_codes, d_jc, d_y);
