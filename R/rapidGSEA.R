@@ -148,8 +148,8 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
     }
   }
   gs <- gsea_sets(geneSets, genes, minSize, maxSize)
-  if (keepNull && nperm * length(gs$sets) > 2^31 - 1) {
-    stop_input("`keepNull` = TRUE would hold ", length(gs$sets), " x ", nperm, " ES: too many for one matrix")
+  if (keepNull && nperm * length(gs$names) > 2^31 - 1) {
+    stop_input("`keepNull` = TRUE would hold ", length(gs$names), " x ", nperm, " ES: too many for one matrix")
   }
   seed <- resolve_seed(seed)
   b <- resolveBackend(backend, threads, device)
@@ -168,25 +168,25 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
   rank_of <- integer(length(genes))
   rank_of[ord] <- seq_along(ord) - 1L
   # members in rank order, and the leading edge, for all sets at once
-  set_of <- rep.int(seq_along(gs$sets), diff(gs$start))
+  n_sets <- length(gs$names)
+  set_of <- rep.int(seq_len(n_sets), gs$size)
   gi <- gs$index + 1L
-  o <- order(set_of, rank_of[gi])
-  set_of <- set_of[o]
+  o <- order(set_of, rank_of[gi], method = "radix")
   gi <- gi[o]
   rk <- rank_of[gi]
-  in_lead <- ifelse(r$es[set_of] >= 0, rk <= r$pos[set_of], rk > r$pos[set_of])
-  f <- factor(set_of, levels = seq_along(gs$sets))
-  members <- unname(split(gi, f))
-  lead <- unname(split(genes[gi[in_lead]], f[in_lead]))
-  out <- data.frame(set = names(gs$sets), size = lengths(members), ES = r$es,
+  pos <- r$pos[set_of]
+  up <- r$es[set_of] >= 0
+  in_lead <- (up & rk <= pos) | (!up & rk > pos)
+  f <- structure(set_of, levels = as.character(seq_len(n_sets)), class = "factor")
+  members <- split(genes[gi], f)
+  names(members) <- gs$names
+  out <- data.frame(set = gs$names, size = gs$size, ES = r$es,
                     NES = r$nes, pval = r$pval, FDR = r$fdr, FWER = r$fwer,
                     rankAtMax = r$pos + 1L, stringsAsFactors = FALSE)
-  out$leadingEdge <- lead
-  members <- lapply(members, function(idx) genes[idx])
-  names(members) <- names(gs$sets)
+  out$leadingEdge <- unname(split(genes[gi[in_lead]], f[in_lead]))
   if (keepNull) {
     null <- r$null
-    dimnames(null) <- list(names(gs$sets), NULL)
+    dimnames(null) <- list(gs$names, NULL)
   }
   structure(out,
             class = c("rapidGSEA", "data.frame"),
@@ -271,7 +271,8 @@ gsea_phenotype <- function(phenotype, n) {
   list(labels = as.integer(phenotype == lev[[2L]]), classes = lev)
 }
 
-# geneSets -> list(sets (named list of 0-based indices), start, index)
+# geneSets -> list(names, size, start, index): the kept sets' names and
+# sizes, and their 0-based gene indices, set after set (start: offsets)
 gsea_sets <- function(geneSets, genes, minSize, maxSize) {
   if (is.character(geneSets) && length(geneSets) == 1L) {
     geneSets <- readGMT(geneSets)
@@ -289,23 +290,38 @@ gsea_sets <- function(geneSets, genes, minSize, maxSize) {
   if (anyDuplicated(names(geneSets))) {
     stop_input("`geneSets` has duplicated names, e.g. '", names(geneSets)[duplicated(names(geneSets))][[1L]], "'")
   }
-  # one match() for all memberships (a match() per set rebuilds the hash)
-  up <- lapply(geneSets, function(s) unique(toupper(as.character(s))))
-  hit <- match(unlist(up, use.names = FALSE), toupper(genes))
-  grp <- rep.int(seq_along(up), lengths(up))
+  # All memberships at once: match() exactly first (gene names are unique
+  # ignoring case, so this is the case-insensitive match wherever it hits),
+  # toupper() only for the rest; then one radix order by (set, gene) drops
+  # duplicates and gives each set's genes in index order.
+  if (any(vapply(geneSets, is.factor, TRUE))) geneSets <- lapply(geneSets, as.character)
+  all <- unlist(geneSets, use.names = FALSE)
+  grp <- rep.int(seq_along(geneSets), lengths(geneSets))
+  hit <- match(all, genes)
+  miss <- which(is.na(hit))
+  if (length(miss)) hit[miss] <- match(toupper(all[miss]), toupper(genes))
   ok <- !is.na(hit)
-  idx <- split(hit[ok] - 1L, factor(grp[ok], levels = seq_along(up)))
-  idx <- lapply(idx, sort)
-  names(idx) <- names(geneSets)
-  k <- lengths(idx)
+  grp <- grp[ok]
+  hit <- hit[ok]
+  o <- order(grp, hit, method = "radix")
+  grp <- grp[o]
+  hit <- hit[o]
+  n <- length(hit)
+  if (n > 1L) {
+    dup <- c(FALSE, grp[-1L] == grp[-n] & hit[-1L] == hit[-n])
+    grp <- grp[!dup]
+    hit <- hit[!dup]
+  }
+  k <- tabulate(grp, nbins = length(geneSets))
   keep <- k >= minSize & k <= maxSize & k < length(genes)
   if (!any(keep)) {
     stop_input("no gene set left after filtering: ", length(geneSets), " sets, sizes ",
                "(genes present) from ", min(k), " to ", max(k), ", but `minSize` = ", minSize,
                " and `maxSize` = ", maxSize, if (any(k >= length(genes))) " (a set cannot hold every gene)" else "")
   }
-  idx <- idx[keep]
-  list(sets = idx, start = c(0L, cumsum(lengths(idx))), index = as.integer(unlist(idx, use.names = FALSE)))
+  size <- k[keep]
+  list(names = names(geneSets)[keep], size = size, start = c(0L, cumsum(size)),
+       index = hit[keep[grp]] - 1L)
 }
 
 #' Broad GSEA statistics from observed and null enrichment scores

@@ -66,11 +66,13 @@ typedef struct sbg_gsea_prep {
 
 /* GPU engine: an opaque handle computing the ES of permutations
  * [first, first + n) into its device buffer, copied into es (n_sets x n,
- * column per permutation) unless es is NULL. */
+ * column per permutation) unless es is NULL.  With cache_perms > 0 it keeps
+ * the ES of as many of permutations 1..cache_perms as the device holds, and
+ * a second request for a kept batch reads them instead of recomputing. */
 typedef struct sbg_gsea_gpu sbg_gsea_gpu;
 sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea_params *p,
                              const sbg_gsea_prep *prep, int64_t max_batch,
-                             sbg_gsea_gpu **h, sbg_ctx *ctx);
+                             int64_t cache_perms, sbg_gsea_gpu **h, sbg_ctx *ctx);
 sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t n,
                               double *es, sbg_ctx *ctx);
 /* Largest batch the device holds (multiple of 64, >= 64), after open. */

@@ -348,27 +348,34 @@ static void stats_pass2(stats *t, const double *nb, int64_t first, int64_t n, in
   t->valid_neg += vneg;
 }
 
-/* FDR and FWER of every set once all permutations have passed. */
+/* FDR and FWER of every set once all permutations have passed.  FWER:
+ * the fraction of permutations whose max null NES exceeds the set's NES
+ * (min below it); each permutation's max falls into the bin of the observed
+ * NES below it, and suffix sums give every set's count, so the 2^20 maxima
+ * need no sort. */
 static int stats_finish(stats *t, double *fdr, double *fwer) {
   int32_t S = t->S, kp = t->kp, kn = t->kn;
   int64_t N = t->nperm;
   /* suffix sums: cp[i] = sum of bins > i, the numerator of the i-th
-   * smallest observed value */
+   * smallest observed value; gp[i] = permutations whose max exceeds it */
   uint64_t *cp = malloc(((size_t)kp + 1) * sizeof(uint64_t));
   uint64_t *cn = malloc(((size_t)kn + 1) * sizeof(uint64_t));
-  double *smax = malloc((size_t)N * sizeof(double));
-  double *smin = malloc((size_t)N * sizeof(double));
-  if (!cp || !cn || !smax || !smin) {
-    free(cp); free(cn); free(smax); free(smin);
+  int64_t *gp = calloc((size_t)kp + 1, sizeof(int64_t));
+  int64_t *gn = calloc((size_t)kn + 1, sizeof(int64_t));
+  if (!cp || !cn || !gp || !gn) {
+    free(cp); free(cn); free(gp); free(gn);
     return 0;
   }
   cp[kp] = 0;
   for (int32_t i = kp - 1; i >= 0; i--) cp[i] = cp[i + 1] + t->hp[i + 1];
   cn[kn] = 0;
   for (int32_t i = kn - 1; i >= 0; i--) cn[i] = cn[i + 1] + t->hn[i + 1];
-  for (int64_t b = 0; b < N; b++) { smax[b] = t->pmax[b]; smin[b] = -t->pmin[b]; }
-  qsort(smax, (size_t)N, sizeof(double), cmp_double);
-  qsort(smin, (size_t)N, sizeof(double), cmp_double);
+  for (int64_t b = 0; b < N; b++) {
+    gp[count_lt(t->opos, kp, t->pmax[b])]++;  /* max > opos[i] for every i below */
+    gn[count_lt(t->oneg, kn, -t->pmin[b])]++;
+  }
+  for (int32_t i = kp - 1; i >= 0; i--) gp[i] += gp[i + 1]; /* gp[i]: bins >= i */
+  for (int32_t i = kn - 1; i >= 0; i--) gn[i] += gn[i + 1];
   for (int32_t s = 0; s < S; s++) {
     double v = t->nes[s];
     if (isnan(v)) { fdr[s] = NAN; fwer[s] = NAN; continue; }
@@ -378,17 +385,17 @@ static int stats_finish(stats *t, double *fdr, double *fwer) {
       double den = (double)(kp - i) / (double)kp;          /* observed >= v */
       double q = num / den;
       fdr[s] = q < 1 ? q : 1;
-      fwer[s] = (double)(N - gsea_count_le(smax, (int32_t)N, v)) / (double)N; /* max > v */
+      fwer[s] = (double)gp[i + 1] / (double)N;             /* max > v */
     } else {
       int32_t i = count_lt(t->oneg, kn, -v);
       double num = t->valid_neg ? ldexp((double)cn[i], -t->fbits) / (double)t->valid_neg : 0;
       double den = (double)(kn - i) / (double)kn;
       double q = num / den;
       fdr[s] = q < 1 ? q : 1;
-      fwer[s] = (double)(N - gsea_count_le(smin, (int32_t)N, -v)) / (double)N; /* min < v */
+      fwer[s] = (double)gn[i + 1] / (double)N;             /* min < v */
     }
   }
-  free(cp); free(cn); free(smax); free(smin);
+  free(cp); free(cn); free(gp); free(gn);
   return 1;
 }
 
@@ -538,7 +545,11 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   if (B < CHUNK) B = CHUNK;
   if (B > 65536) B = 65536;
   if (use_gpu) {
-    st = sbg_gsea_gpu_open(in, p, &sh.prep, 1 << 15, &gpu, ctx); /* grid y <= 65535 */
+    /* batches of at most 2^15 (grid y <= 65535); without a kept table the
+     * device keeps pass 1's ES for pass 2 where it has room */
+    int64_t max_b = (nperm + CHUNK - 1) / CHUNK * CHUNK;
+    st = sbg_gsea_gpu_open(in, p, &sh.prep, max_b < (1 << 15) ? max_b : 1 << 15, out->null_es ? 0 : nperm,
+                           &gpu, ctx);
     if (st != SBG_OK) goto done;
     B = sbg_gsea_gpu_max_batch(gpu);
   }

@@ -52,7 +52,13 @@ struct sbg_gsea_gpu {
   /* per batch */
   int32_t *d_lab, *d_small, *d_perm, *d_ord0, *d_ord1, *d_seg;
   gene_rec *d_rec;
-  double *d_es;
+  double *d_es;              /* the current batch's ES: d_es_buf or a slice of d_cache */
+  double *d_es_buf;          /* one batch of ES (S x B) */
+  /* Pass 1's ES of permutations 1..cache_cols, kept for pass 2 so that it
+   * reads them instead of recomputing them; as many batches as the free
+   * memory holds (all of them for C2 x 2^20 on an 80 GB card). */
+  double *d_cache;
+  int64_t cache_cols, cache_done;
   uint64_t *d_key64;         /* exact sort key of every gene (ties of the float keys) */
   uint32_t *d_key0, *d_key1; /* float sort keys */
   void *d_temp;
@@ -373,7 +379,7 @@ extern "C" void sbg_gsea_gpu_close(sbg_gsea_gpu *h) {
   if (!h) return;
   void *p[] = {h->d_tile_first, h->d_tset, h->d_tmem, h->d_tgene, h->d_tkey, h->d_xc, h->d_mu,
                h->d_t1, h->d_t2, h->d_metric0, h->d_labels, h->d_lab, h->d_small, h->d_perm,
-               h->d_ord0, h->d_ord1, h->d_rec, h->d_seg, h->d_key64, h->d_es, h->d_key0,
+               h->d_ord0, h->d_ord1, h->d_rec, h->d_seg, h->d_key64, h->d_es_buf, h->d_cache, h->d_key0,
                h->d_key1, h->d_temp, h->d_es_obs, h->d_sum_pos, h->d_sum_neg, h->d_n_pos,
                h->d_n_neg, h->d_n_ext, h->d_obs, h->d_hist, h->d_pext};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) cudaFree(p[i]);
@@ -436,7 +442,7 @@ done:
 
 extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea_params *p,
                                         const sbg_gsea_prep *prep, int64_t max_batch,
-                                        sbg_gsea_gpu **out, sbg_ctx *ctx) {
+                                        int64_t cache_perms, sbg_gsea_gpu **out, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   sbg_gsea_gpu *h = (sbg_gsea_gpu *)calloc(1, sizeof(sbg_gsea_gpu));
   int64_t B = 0, M = in->set_start[in->n_sets];
@@ -489,6 +495,14 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
     double fixed = (double)h->G * h->P * 8 + (double)h->M * 8 + (double)h->G * 40 + (double)h->S * 64;
     B = (int64_t)((0.6 * (double)free_b - fixed) / (per * 1.1));
     if (B > max_batch) B = max_batch;
+    /* Room for the ES cache first (it saves pass 2's recomputation),
+     * with batches of at least 4,096 permutations when they fit. */
+    double cache_b = (double)h->S * sizeof(double) * (double)cache_perms;
+    double batch_room = 0.85 * (double)free_b - fixed - cache_b;
+    if (cache_perms > 0 && (double)B * per * 1.1 > batch_room) {
+      int64_t Bc = batch_room > 0 ? (int64_t)(batch_room / (per * 1.1)) : 0, floor_b = B < 4096 ? B : 4096;
+      B = Bc > floor_b ? (Bc < B ? Bc : B) : floor_b;
+    }
     while (B > 64 && (double)B * h->G > 2147483647.0) B /= 2; /* CUB's int item counts */
     B = B / 64 * 64;
     if (B < 64) {
@@ -525,7 +539,8 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   ALLOC(h->d_ord0, B * G, "the rankings");
   ALLOC(h->d_ord1, B * G, "the rankings");
   ALLOC(h->d_seg, B + 1, "the segment offsets");
-  ALLOC(h->d_es, B * S, "the batch of ES");
+  ALLOC(h->d_es_buf, B * S, "the batch of ES");
+  h->d_es = h->d_es_buf;
   /* statistics */
   ALLOC(h->d_es_obs, S, "the statistics");
   ALLOC(h->d_sum_pos, S, "the statistics");
@@ -552,6 +567,22 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
                                                             h->d_seg, h->d_seg + 1, 0, 32, h->stream));
     SBG_TRY(sbg_device_alloc(&h->d_temp, h->temp_bytes, "the sort work space", ctx));
   }
+  if (cache_perms > 0) {
+    /* whole batches, what the free memory holds beside a margin; a
+     * failed allocation only means less cache */
+    size_t free_b = 0, total_b = 0;
+    SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    double margin = 0.03 * (double)total_b > 268435456.0 ? 0.03 * (double)total_b : 268435456.0;
+    int64_t cols = (double)free_b > margin ? (int64_t)(((double)free_b - margin) / ((double)S * sizeof(double))) : 0;
+    if (cols >= cache_perms) cols = cache_perms;
+    else cols = cols / B * B;
+    while (cols > 0 && cudaMalloc((void **)&h->d_cache, (size_t)cols * S * sizeof(double)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      h->d_cache = NULL;
+      cols = cols > B ? (cols - B) / B * B : 0;
+    }
+    h->cache_cols = cols;
+  }
   SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
 done:
   if (st != SBG_OK) {
@@ -568,6 +599,16 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
   int32_t G = h->G, S = h->S;
   if (n < 1 || n > h->B) return sbg_fail(ctx, SBG_ERR_INTERNAL, "GPU batch of %lld permutations", (long long)n);
   SBG_TRY(sbg_device_select(ctx->device, ctx));
+  {
+    /* a batch inside the cache: computed into it once (pass 1), read from
+     * it afterwards (pass 2); batches arrive in order, so the computed
+     * part is a prefix */
+    int64_t end = first - 1 + n;
+    int cached = end <= h->cache_cols;
+    h->d_es = cached ? h->d_cache + (size_t)(first - 1) * S : h->d_es_buf;
+    if (cached && end <= h->cache_done) goto copy;
+    if (cached && first - 1 == h->cache_done) h->cache_done = end;
+  }
   {
     unsigned pb = (unsigned)((n + 127) / 128);
     if (h->gene_perm) {
@@ -593,10 +634,11 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
     if (h->big) k_es_tile<TILE_BIG><<<gt, 512, h->tile_smem, h->stream>>>(*h, n);
     else k_es_tile<TILE_SMALL><<<gt, 256, h->tile_smem, h->stream>>>(*h, n);
     SBG_CUDA_CHECK(cudaGetLastError());
-    if (es) {
-      SBG_CUDA_CHECK(cudaMemcpyAsync(es, h->d_es, (size_t)n * S * sizeof(double), cudaMemcpyDeviceToHost, h->stream));
-      SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
-    }
+  }
+copy:
+  if (es) {
+    SBG_CUDA_CHECK(cudaMemcpyAsync(es, h->d_es, (size_t)n * S * sizeof(double), cudaMemcpyDeviceToHost, h->stream));
+    SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
   }
 done:
   return st;

@@ -5,9 +5,9 @@
 #include "gsea.h"
 
 sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea_params *p,
-                             const sbg_gsea_prep *prep, int64_t max_batch,
+                             const sbg_gsea_prep *prep, int64_t max_batch, int64_t cache_perms,
                              sbg_gsea_gpu **h, sbg_ctx *ctx) {
-  (void)in; (void)p; (void)prep; (void)max_batch;
+  (void)in; (void)p; (void)prep; (void)max_batch; (void)cache_perms;
   *h = NULL;
   return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
 }

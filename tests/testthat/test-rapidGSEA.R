@@ -104,6 +104,22 @@ test_that("each metric equals a plain R computation of Broad's formula", {
   expect_equal(attr(res, "ranking")[["g1"]], (0 - 2) / (0.2 + 1))
 })
 
+test_that("FWER is the fraction of permutations whose extreme null NES passes the NES", {
+  set.seed(5)
+  es <- c(0.5, -0.4, 0.1, -0.05, 0.3, 0.5)
+  null <- matrix(runif(6 * 400, -0.6, 0.6), 6)
+  st <- gseaStats(es, null)
+  mpos <- apply(null, 1, function(v) mean(v[v >= 0]))
+  mneg <- apply(null, 1, function(v) -mean(v[v <= 0]))
+  z <- ifelse(null >= 0, null / mpos, null / mneg)
+  nes <- ifelse(es >= 0, es / mpos, es / mneg)
+  mx <- apply(z, 2, max)
+  mn <- apply(z, 2, min)
+  ref <- ifelse(nes >= 0, vapply(nes, function(v) mean(mx > v), 0), vapply(nes, function(v) mean(mn < v), 0))
+  expect_equal(st$FWER, ref)
+  expect_true(all(st$FWER > 0 & st$FWER < 1))
+})
+
 # ---- Broad's own run ---------------------------------------------------
 
 test_that("the Broad tool's run (edb) is reproduced", {
