@@ -325,6 +325,30 @@ test_that("GPU: sets for both tile sizes (4,096 and 8,192 hits)", {
   expect_equal(g$NES, a$NES, tolerance = 1e-9)
 })
 
+test_that("GPU: both ranking paths give the CPU's ranking, ties included", {
+  skip_if_no_gpu()
+  # 14,000 genes: one block ranks a permutation; 26,000: the segmented sort.
+  # Constant genes (metric 0), repeated rows (equal metrics) and scaled
+  # rows (signal2noise equal up to rounding: same float key, exact keys
+  # apart) exercise the exact tie order.
+  for (G in c(14000, 26000)) {
+    d <- gsea_toy(G = G, n = c(6, 7), seed = 3)
+    d$x[1:300, ] <- 0
+    d$x[301:600, ] <- d$x[rep(601:630, 10), ]
+    d$x[701:1000, ] <- d$x[1001:1300, ] * 3.7
+    sets <- c(list(const = rownames(d$x)[c(1:40, 2001:2040)], rep = rownames(d$x)[c(301:360, 601:630)],
+                   scaled = rownames(d$x)[c(701:760, 1001:1060)]),
+              lapply(1:30, function(i) sample(rownames(d$x), sample(15:300, 1))))
+    names(sets)[-(1:3)] <- paste0("r", 1:30)
+    a <- cpu(d$x, d$y, sets, nperm = 300, seed = 9, keepNull = TRUE, threads = 2)
+    g <- rapidGSEA(d$x, d$y, sets, nperm = 300, seed = 9, keepNull = TRUE, backend = "gpu", verbose = FALSE)
+    expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = G)
+    s <- cpu(d$x, d$y, sets, nperm = 300, seed = 9, threads = 2)
+    h <- rapidGSEA(d$x, d$y, sets, nperm = 300, seed = 9, backend = "gpu", verbose = FALSE)
+    expect_identical(h[c("ES", "NES", "pval", "FDR", "FWER")], s[c("ES", "NES", "pval", "FDR", "FWER")], info = G)
+  }
+})
+
 # ---- Bioconductor containers ------------------------------------------
 
 test_that("ExpressionSet, SummarizedExperiment and GeneSetCollection inputs", {
