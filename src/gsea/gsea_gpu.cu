@@ -71,7 +71,6 @@ struct sbg_gsea_gpu {
   double *d_pext;                /* per permutation max, min (2 x B) */
   int32_t kp, kn;
   int max_smem;
-  int rank_items;                /* genes per thread of k_rank_block; 0: the segmented sort path */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -114,32 +113,30 @@ static __device__ __forceinline__ uint32_t float_sort_key(double m) {
   return ~u;
 }
 
-/* The metric of gene g in permutation b: for phenotype permutations the
- * class sums over the smaller class in sample order (the CPU's order); the
- * data are sample-major, so a warp reads consecutive genes. */
-static __device__ __forceinline__ double perm_metric(const sbg_gsea_gpu &h, int64_t b, int32_t g) {
-  if (h.gene_perm) return h.d_metric0[h.d_perm[b * h.G + g]];
-  const int32_t *sm = h.d_small + b * h.n_small;
-  double s = 0, ss = 0;
-  for (int32_t t = 0; t < h.n_small; t++) {
-    double x = h.d_xc[(size_t)sm[t] * h.G + g];
-    s = G_ADD(s, x);
-    ss = G_ADD(ss, G_MUL(x, x));
-  }
-  double so = G_SUB(h.d_t1[g], s), sso = G_SUB(h.d_t2[g], ss);
-  int small_is_b = h.small_label == 1;
-  double sa = small_is_b ? so : s, ssa = small_is_b ? sso : ss;
-  double sb = small_is_b ? s : so, ssb = small_is_b ? ss : sso;
-  return gsea_metric(h.metric, sa, ssa, sb, ssb, (double)h.n_a, (double)h.n_b, h.d_mu[g]);
-}
-
-/* One thread per (gene, permutation): metric, weight and sort keys (the
- * path for more genes than one block ranks). */
+/* One thread per (gene, permutation): the class sums over the smaller
+ * class in sample order (the CPU's order), then the metric, its weight and
+ * sort key.  The data are sample-major, so a warp reads consecutive genes. */
 static __global__ void k_metric(const sbg_gsea_gpu h, int64_t n) {
   int32_t g = blockIdx.x * blockDim.x + threadIdx.x;
   int64_t b = blockIdx.y;
   if (g >= h.G || b >= n) return;
-  double m = perm_metric(h, b, g);
+  double m;
+  if (h.gene_perm) {
+    m = h.d_metric0[h.d_perm[b * h.G + g]];
+  } else {
+    const int32_t *sm = h.d_small + b * h.n_small;
+    double s = 0, ss = 0;
+    for (int32_t t = 0; t < h.n_small; t++) {
+      double x = h.d_xc[(size_t)sm[t] * h.G + g];
+      s = G_ADD(s, x);
+      ss = G_ADD(ss, G_MUL(x, x));
+    }
+    double so = G_SUB(h.d_t1[g], s), sso = G_SUB(h.d_t2[g], ss);
+    int small_is_b = h.small_label == 1;
+    double sa = small_is_b ? so : s, ssa = small_is_b ? sso : ss;
+    double sb = small_is_b ? s : so, ssb = small_is_b ? ss : sso;
+    m = gsea_metric(h.metric, sa, ssa, sb, ssb, (double)h.n_a, (double)h.n_b, h.d_mu[g]);
+  }
   size_t at = (size_t)b * h.G + g;
   h.d_rec[at].w = gsea_weight(m, h.weight);
   h.d_key64[at] = gsea_sort_key(m);
@@ -147,11 +144,20 @@ static __global__ void k_metric(const sbg_gsea_gpu h, int64_t n) {
   h.d_ord0[at] = g;
 }
 
-/* Insertion sort of the run ord[r, end) of equal float keys (in gene
- * order, from a stable sort) on the exact keys, ties by gene index: the
- * CPU's ranking.  Runs are short except for genes of identical metric,
- * which are already in order, so this stays linear there. */
-static __device__ __forceinline__ void exact_run(const uint64_t *k, int32_t *ord, int32_t r, int32_t end) {
+/* One thread per run of equal float keys in the sorted order: the run's
+ * genes are in index order (stable sort); an insertion sort on the exact
+ * keys gives the CPU's ranking (exact key, then gene index). */
+static __global__ void k_fix_ties(const sbg_gsea_gpu h, const uint32_t *fk, int32_t *ord, int64_t n) {
+  int32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+  int64_t b = blockIdx.y;
+  if (r + 1 >= h.G || b >= n) return;
+  size_t at = (size_t)b * h.G;
+  fk += at;
+  ord += at;
+  if (fk[r + 1] != fk[r] || (r > 0 && fk[r - 1] == fk[r])) return; /* not a run's start */
+  const uint64_t *k = h.d_key64 + at;
+  int32_t end = r + 2;
+  while (end < h.G && fk[end] == fk[r]) end++;
   for (int32_t i = r + 1; i < end; i++) {
     int32_t g = ord[i], j = i;
     uint64_t kg = k[g];
@@ -161,83 +167,6 @@ static __device__ __forceinline__ void exact_run(const uint64_t *k, int32_t *ord
     }
     ord[j] = g;
   }
-}
-
-/* Ranking of one permutation by one block of 1,024 threads, all in shared
- * memory: metrics (weights to the gene records, exact keys aside), a
- * stable block radix sort of (float key, gene) on the float key, the exact
- * order inside runs of equal float keys, then every gene's rank.  Replaces
- * k_metric, the segmented sort, k_fix_ties and k_rank when the genes fit. */
-#define RANK_THREADS 1024
-template <int ITEMS>
-struct rank_block {
-  typedef cub::BlockRadixSort<uint64_t, RANK_THREADS, ITEMS, cub::NullType, 6> sort;
-  enum { GENES = RANK_THREADS * ITEMS };
-  static size_t smem() {
-    size_t a = sizeof(typename sort::TempStorage), b = (size_t)GENES * (sizeof(uint32_t) + sizeof(int32_t));
-    return a > b ? a : b;
-  }
-};
-
-template <int ITEMS>
-static __global__ void __launch_bounds__(RANK_THREADS, 1) k_rank_block(const sbg_gsea_gpu h, int64_t n) {
-  typedef rank_block<ITEMS> rb;
-  extern __shared__ __align__(16) unsigned char smem[];
-  typename rb::sort::TempStorage &tmp = *reinterpret_cast<typename rb::sort::TempStorage *>(smem);
-  uint32_t *fk = reinterpret_cast<uint32_t *>(smem);      /* float key by gene, then by position */
-  int32_t *ord = reinterpret_cast<int32_t *>(fk + rb::GENES); /* gene by position */
-  const int64_t b = blockIdx.x;
-  const int32_t G = h.G;
-  if (b >= n) return;
-  gene_rec *rec = h.d_rec + (size_t)b * G;
-  uint64_t *k64 = h.d_key64 + (size_t)b * G;
-  for (int32_t g = threadIdx.x; g < G; g += RANK_THREADS) { /* striped: coalesced reads */
-    double m = perm_metric(h, b, g);
-    rec[g].w = gsea_weight(m, h.weight);
-    k64[g] = gsea_sort_key(m);
-    fk[g] = float_sort_key(m);
-  }
-  __syncthreads();
-  uint64_t keys[ITEMS];
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++) { /* blocked = gene order, so the sort is stable by gene */
-    int32_t g = threadIdx.x * ITEMS + i;
-    keys[i] = g < G ? ((uint64_t)fk[g] << 32) | (uint32_t)g : ~0ull;
-  }
-  __syncthreads(); /* fk becomes the sort's storage */
-  typename rb::sort(tmp).Sort(keys, 32, 64);
-  __syncthreads();
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++) {
-    int32_t r = threadIdx.x * ITEMS + i;
-    fk[r] = (uint32_t)(keys[i] >> 32);
-    ord[r] = (int32_t)(uint32_t)keys[i];
-  }
-  __syncthreads();
-  for (int32_t r = threadIdx.x; r + 1 < G; r += RANK_THREADS) {
-    if (fk[r + 1] != fk[r] || (r > 0 && fk[r - 1] == fk[r])) continue; /* not a run's start */
-    int32_t end = r + 2;
-    while (end < G && fk[end] == fk[r]) end++;
-    exact_run(k64, ord, r, end);
-  }
-  __syncthreads();
-  for (int32_t r = threadIdx.x; r < G; r += RANK_THREADS) rec[ord[r]].rank = r;
-}
-
-/* One thread per run of equal float keys in the sorted order: the run's
- * genes are in index order (stable sort); exact_run gives the CPU's
- * ranking. */
-static __global__ void k_fix_ties(const sbg_gsea_gpu h, const uint32_t *fk, int32_t *ord, int64_t n) {
-  int32_t r = blockIdx.x * blockDim.x + threadIdx.x;
-  int64_t b = blockIdx.y;
-  if (r + 1 >= h.G || b >= n) return;
-  size_t at = (size_t)b * h.G;
-  fk += at;
-  ord += at;
-  if (fk[r + 1] != fk[r] || (r > 0 && fk[r - 1] == fk[r])) return; /* not a run's start */
-  int32_t end = r + 2;
-  while (end < h.G && fk[end] == fk[r]) end++;
-  exact_run(h.d_key64 + at, ord, r, end);
 }
 
 /* rank of every gene, from the sorted order */
@@ -557,22 +486,11 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   else
     SBG_CUDA_CHECK(cudaFuncSetAttribute(k_es_tile<TILE_SMALL>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)h->tile_smem));
   SBG_CUDA_CHECK(cudaFuncSetAttribute(k_pass2, cudaFuncAttributeMaxDynamicSharedMemorySize, h->max_smem - 1024));
-  /* one block ranks a permutation when its genes fit shared memory */
-  if (G <= rank_block<13>::GENES && rank_block<13>::smem() <= (size_t)h->max_smem) {
-    h->rank_items = 13;
-    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_rank_block<13>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)rank_block<13>::smem()));
-  } else if (G <= rank_block<21>::GENES && rank_block<21>::smem() <= (size_t)h->max_smem) {
-    h->rank_items = 21;
-    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_rank_block<21>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)rank_block<21>::smem()));
-  } else if (G <= rank_block<25>::GENES && rank_block<25>::smem() <= (size_t)h->max_smem) {
-    h->rank_items = 25;
-    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_rank_block<25>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)rank_block<25>::smem()));
-  }
   {
     /* batch size from the free memory: what one permutation needs */
     size_t free_b = 0, total_b = 0;
     SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    double per = (double)h->G * (16 + 8 + (h->rank_items ? 0 : 16) + (h->gene_perm ? 4 : 0)) + (double)h->S * 8 +
+    double per = (double)h->G * (16 + 8 + 8 + 8 + (h->gene_perm ? 4 : 0)) + (double)h->S * 8 +
                  (double)h->P * 8 + 64;
     double fixed = (double)h->G * h->P * 8 + (double)h->M * 8 + (double)h->G * 40 + (double)h->S * 64;
     B = (int64_t)((0.6 * (double)free_b - fixed) / (per * 1.1));
@@ -616,13 +534,11 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   /* per batch */
   ALLOC(h->d_rec, B * G, "the permuted weights and ranks");
   ALLOC(h->d_key64, B * G, "the sort keys");
-  if (!h->rank_items) {
-    ALLOC(h->d_key0, B * G, "the sort keys");
-    ALLOC(h->d_key1, B * G, "the sort keys");
-    ALLOC(h->d_ord0, B * G, "the rankings");
-    ALLOC(h->d_ord1, B * G, "the rankings");
-    ALLOC(h->d_seg, B + 1, "the segment offsets");
-  }
+  ALLOC(h->d_key0, B * G, "the sort keys");
+  ALLOC(h->d_key1, B * G, "the sort keys");
+  ALLOC(h->d_ord0, B * G, "the rankings");
+  ALLOC(h->d_ord1, B * G, "the rankings");
+  ALLOC(h->d_seg, B + 1, "the segment offsets");
   ALLOC(h->d_es_buf, B * S, "the batch of ES");
   h->d_es = h->d_es_buf;
   /* statistics */
@@ -642,9 +558,9 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   SBG_CUDA_CHECK(cudaMemsetAsync(h->d_n_ext, 0, S * sizeof(unsigned long long), h->stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(h->d_hist, 0, (2 * (size_t)S + 4) * sizeof(unsigned long long), h->stream));
   h->kp = h->kn = -1;
-  if (!h->rank_items) {
-    k_seg<<<(unsigned)((B + 256) / 256), 256, 0, h->stream>>>(h->d_seg, G, B);
-    SBG_CUDA_CHECK(cudaGetLastError());
+  k_seg<<<(unsigned)((B + 256) / 256), 256, 0, h->stream>>>(h->d_seg, G, B);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  {
     cub::DoubleBuffer<uint32_t> k(h->d_key0, h->d_key1);
     cub::DoubleBuffer<int32_t> v(h->d_ord0, h->d_ord1);
     SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(NULL, h->temp_bytes, k, v, (int)(B * G), (int)B,
@@ -702,25 +618,17 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
                                           first, n, h->d_lab, h->d_small);
     }
     SBG_CUDA_CHECK(cudaGetLastError());
-    if (h->rank_items == 13) {
-      k_rank_block<13><<<(unsigned)n, RANK_THREADS, rank_block<13>::smem(), h->stream>>>(*h, n);
-    } else if (h->rank_items == 21) {
-      k_rank_block<21><<<(unsigned)n, RANK_THREADS, rank_block<21>::smem(), h->stream>>>(*h, n);
-    } else if (h->rank_items == 25) {
-      k_rank_block<25><<<(unsigned)n, RANK_THREADS, rank_block<25>::smem(), h->stream>>>(*h, n);
-    } else {
-      dim3 gg((unsigned)((G + 255) / 256), (unsigned)n);
-      k_metric<<<gg, 256, 0, h->stream>>>(*h, n);
-      SBG_CUDA_CHECK(cudaGetLastError());
-      cub::DoubleBuffer<uint32_t> k(h->d_key0, h->d_key1);
-      cub::DoubleBuffer<int32_t> v(h->d_ord0, h->d_ord1);
-      size_t tb = h->temp_bytes;
-      SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(h->d_temp, tb, k, v, (int)(n * G), (int)n,
-                                                              h->d_seg, h->d_seg + 1, 0, 32, h->stream));
-      k_fix_ties<<<gg, 256, 0, h->stream>>>(*h, k.Current(), v.Current(), n);
-      SBG_CUDA_CHECK(cudaGetLastError());
-      k_rank<<<gg, 256, 0, h->stream>>>(*h, v.Current(), n);
-    }
+    dim3 gg((unsigned)((G + 255) / 256), (unsigned)n);
+    k_metric<<<gg, 256, 0, h->stream>>>(*h, n);
+    SBG_CUDA_CHECK(cudaGetLastError());
+    cub::DoubleBuffer<uint32_t> k(h->d_key0, h->d_key1);
+    cub::DoubleBuffer<int32_t> v(h->d_ord0, h->d_ord1);
+    size_t tb = h->temp_bytes;
+    SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(h->d_temp, tb, k, v, (int)(n * G), (int)n,
+                                                            h->d_seg, h->d_seg + 1, 0, 32, h->stream));
+    k_fix_ties<<<gg, 256, 0, h->stream>>>(*h, k.Current(), v.Current(), n);
+    SBG_CUDA_CHECK(cudaGetLastError());
+    k_rank<<<gg, 256, 0, h->stream>>>(*h, v.Current(), n);
     SBG_CUDA_CHECK(cudaGetLastError());
     dim3 gt((unsigned)h->T, (unsigned)n);
     if (h->big) k_es_tile<TILE_BIG><<<gt, 512, h->tile_smem, h->stream>>>(*h, n);
