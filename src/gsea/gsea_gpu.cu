@@ -11,6 +11,7 @@
 #include <cub/device/device_segmented_radix_sort.cuh>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "cuda_check.cuh"
@@ -20,7 +21,11 @@
 
 /* A tile: consecutive sets (in tile order, sets sorted by size) whose hits
  * fit one block's sort: 4,096 hits with 256 threads, or 8,192 with 512
- * for large sets.  Sort keys: (hit index << 32) | (set within tile, rank). */
+ * for large sets.  Sort keys: (set within tile, rank) in the low bits, the
+ * hit's position in the tile above them.  With up to 65,536 genes the key
+ * is 32 bits (position = member index within its set, tiles cut so that
+ * it fits), which halves the sort's shared-memory traffic; otherwise 64
+ * bits (position = hit index within the tile, in the upper half). */
 #define TILE_RADIX_BITS 5
 #define STATS_THREADS 256
 
@@ -45,7 +50,9 @@ struct sbg_gsea_gpu {
   int32_t *d_tset;         /* S: set of each tile-ordered slot */
   int32_t *d_tmem;         /* S + 1: first member of each slot (tile order) */
   int32_t *d_tgene;        /* M: members, slot after slot, each set's own order */
-  uint32_t *d_tkey;        /* M: (slot within its tile) << rbits */
+  uint32_t *d_tkey;        /* M: slot within its tile << rbits, and with key32 the member
+                              index within its set << (rbits + the tile's slot bits) */
+  int key32;
   /* inputs */
   double *d_xc, *d_mu, *d_t1, *d_t2, *d_metric0;
   int32_t *d_labels;
@@ -186,13 +193,23 @@ static __global__ void k_seg(int32_t *seg, int32_t G, int64_t B) {
 /* ---------------------------------------------------------------------- */
 /* kernel: the ES of one tile of sets in one permutation */
 
-template <int THREADS, int IPT>
+/* Bits to tell apart the slots of a tile of `sets` sets, with the all-ones
+ * key left to the padding (host and device agree on it). */
+__host__ __device__ static inline int slot_bits(int32_t sets) {
+  int b = 1;
+  while ((1 << b) <= sets) b++;
+  return b;
+}
+
+template <int THREADS, int IPT, typename KeyT>
 struct tile_sort {
-  typedef cub::BlockRadixSort<uint64_t, THREADS, IPT, cub::NullType, TILE_RADIX_BITS> sort;
+  typedef cub::BlockRadixSort<KeyT, THREADS, IPT, cub::NullType, TILE_RADIX_BITS> sort;
+  /* ranks of up to 65,536 genes (32-bit keys) fit 16 bits */
+  typedef typename std::conditional<sizeof(KeyT) == 4, uint16_t, uint32_t>::type rank_t;
   enum { HITS = THREADS * IPT };
-  /* the sort's storage, later the hit list (rank, hit index); the weights */
+  /* the sort's storage, later the hit list (rank, position); the weights */
   static size_t smem() {
-    size_t a = sizeof(typename sort::TempStorage), b = (size_t)HITS * (sizeof(uint32_t) + sizeof(uint16_t));
+    size_t a = sizeof(typename sort::TempStorage), b = (size_t)HITS * (sizeof(rank_t) + sizeof(uint16_t));
     a = a > b ? a : b;
     return (a + 15) / 16 * 16 + (size_t)HITS * sizeof(double);
   }
@@ -203,17 +220,19 @@ struct tile_sort {
  * set's hits in rank order in shared memory; then one thread per set sums
  * its weights in member order (as the CPU) and runs the running sum over
  * its hits in rank order, all from shared memory. */
-template <int THREADS, int IPT>
-static __global__ void __launch_bounds__(THREADS, THREADS <= 256 ? 3 : 1)
+template <int THREADS, int IPT, typename KeyT>
+static __global__ void __launch_bounds__(THREADS, THREADS <= 256 ? (sizeof(KeyT) == 4 ? 4 : 3) : 1)
 k_es_tile(const sbg_gsea_gpu h, int64_t n) {
-  typedef tile_sort<THREADS, IPT> ts;
+  typedef tile_sort<THREADS, IPT, KeyT> ts;
   typedef typename ts::sort sort_t;
+  const bool key32 = sizeof(KeyT) == 4;
   extern __shared__ __align__(16) unsigned char smem[];
   typename sort_t::TempStorage &tmp = *reinterpret_cast<typename sort_t::TempStorage *>(smem);
-  uint32_t *hit_rank = reinterpret_cast<uint32_t *>(smem);
+  typedef typename ts::rank_t rank_t;
+  rank_t *hit_rank = reinterpret_cast<rank_t *>(smem);
   uint16_t *hit_at = reinterpret_cast<uint16_t *>(hit_rank + ts::HITS);
   size_t off = sizeof(typename sort_t::TempStorage);
-  size_t lists = (size_t)ts::HITS * (sizeof(uint32_t) + sizeof(uint16_t));
+  size_t lists = (size_t)ts::HITS * (sizeof(rank_t) + sizeof(uint16_t));
   off = ((off > lists ? off : lists) + 15) / 16 * 16;
   double *wt = reinterpret_cast<double *>(smem + off);
   int32_t t = blockIdx.x;
@@ -222,34 +241,37 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
   int32_t u0 = h.d_tile_first[t], u1 = h.d_tile_first[t + 1];
   int32_t m0 = h.d_tmem[u0], cnt = h.d_tmem[u1] - m0;
   const gene_rec *rec = h.d_rec + (size_t)b * h.G;
-  uint64_t keys[IPT];
+  const int sorted_bits = h.rbits + slot_bits(u1 - u0);
+  KeyT keys[IPT];
 #pragma unroll
   for (int j = 0; j < IPT; j++) {
     int32_t p = j * THREADS + threadIdx.x; /* striped: coalesced reads */
     if (p < cnt) {
       gene_rec r = rec[h.d_tgene[m0 + p]];
       wt[p] = r.w;
-      keys[j] = ((uint64_t)p << 32) | h.d_tkey[m0 + p] | (uint32_t)r.rank;
+      KeyT k = (KeyT)(h.d_tkey[m0 + p] | (uint32_t)r.rank);
+      if (!key32) k |= (KeyT)p << 16 << 16; /* (two shifts: no warning when KeyT is 32 bits) */
+      keys[j] = k;
     } else {
-      keys[j] = ~0ull;
+      keys[j] = ~(KeyT)0; /* no real key is all ones */
     }
   }
-  int32_t sbits = 1;
-  while ((1 << sbits) <= u1 - u0) sbits++; /* no real key is all ones, as the padding */
-  sort_t(tmp).SortBlockedToStriped(keys, 0, h.rbits + sbits);
+  sort_t(tmp).SortBlockedToStriped(keys, 0, sorted_bits);
   __syncthreads(); /* the sort's storage becomes the hit list */
   const uint32_t rmask = (1u << h.rbits) - 1u;
+  const int at_shift = key32 ? sorted_bits : 32;
 #pragma unroll
   for (int j = 0; j < IPT; j++) {
     int32_t p = j * THREADS + threadIdx.x;
     if (p < cnt) {
-      hit_rank[p] = (uint32_t)keys[j] & rmask;
-      hit_at[p] = (uint16_t)(keys[j] >> 32);
+      hit_rank[p] = (rank_t)((uint32_t)keys[j] & rmask);
+      hit_at[p] = (uint16_t)(keys[j] >> at_shift);
     }
   }
   __syncthreads();
   for (int32_t u = u0 + threadIdx.x; u < u1; u += THREADS) {
     int32_t lo = h.d_tmem[u] - m0, hi = h.d_tmem[u + 1] - m0;
+    int32_t base = key32 ? lo : 0; /* member index or hit index */
     double nr = 0;
     for (int32_t i = lo; i < hi; i++) nr = G_ADD(nr, wt[i]);
     int unit = nr == 0;
@@ -260,7 +282,7 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
     gsea_es_state st;
     gsea_es_init(&st);
     for (int32_t i = lo; i < hi; i++)
-      gsea_es_hit(&st, (int32_t)hit_rank[i], unit ? 1.0 : wt[hit_at[i]], inv_nr, inv_nmiss);
+      gsea_es_hit(&st, (int32_t)hit_rank[i], unit ? 1.0 : wt[base + hit_at[i]], inv_nr, inv_nmiss);
     h.d_es[(size_t)b * h.S + h.d_tset[u]] = st.best;
   }
 }
@@ -396,11 +418,12 @@ extern "C" int64_t sbg_gsea_gpu_max_batch(const sbg_gsea_gpu *h) { return h->B; 
 
 /* Sets sorted by size, packed greedily into tiles of at most `cap` hits
  * and fewer than 2^(32 - rbits) sets, so (set within tile, rank) fits 32
- * bits; threads of a warp then run sets of similar length. */
+ * bits, and with key32 so that the member index fits beside them; threads
+ * of a warp then run sets of similar length. */
 static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   int32_t S = h->S;
-  int64_t cap = h->big ? tile_sort<TILE_BIG>::HITS : tile_sort<TILE_SMALL>::HITS;
+  int64_t cap = h->big ? (int64_t)tile_sort<TILE_BIG, uint64_t>::HITS : (int64_t)tile_sort<TILE_SMALL, uint64_t>::HITS;
   int64_t max_sets = ((int64_t)1 << (32 - h->rbits < 20 ? 32 - h->rbits : 20)) - 1;
   std::vector<int32_t> order(S), first, tmem(S + 1), tgene((size_t)h->M);
   std::vector<uint32_t> tkey((size_t)h->M);
@@ -408,22 +431,32 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
   std::stable_sort(order.begin(), order.end(), [in](int32_t a, int32_t b) {
     return in->set_start[a + 1] - in->set_start[a] < in->set_start[b + 1] - in->set_start[b];
   });
-  int64_t hits = 0, m = 0;
+  int64_t hits = 0;
   for (int32_t u = 0; u < S; u++) {
-    int32_t s = order[u], k = in->set_start[s + 1] - in->set_start[s];
-    if (first.empty() || hits + k > cap || u - first.back() >= max_sets) {
+    int32_t k = in->set_start[order[u] + 1] - in->set_start[order[u]];
+    /* sizes ascend, so k is the tile's largest set once added */
+    int fits_key = !h->key32 || h->rbits + slot_bits(u - (first.empty() ? u : first.back()) + 1) +
+                                        (int)bits_for((uint64_t)k) <= 32;
+    if (first.empty() || hits + k > cap || u - first.back() >= max_sets || !fits_key) {
       first.push_back(u);
       hits = 0;
     }
-    tmem[u] = (int32_t)m;
-    for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++, m++) {
-      tgene[m] = in->set_genes[i];
-      tkey[m] = (uint32_t)(u - first.back()) << h->rbits;
-    }
     hits += k;
   }
-  tmem[S] = (int32_t)m;
   first.push_back(S);
+  for (size_t t = 0, m = 0; t + 1 < first.size(); t++) {
+    int sb = slot_bits(first[t + 1] - first[t]);
+    for (int32_t u = first[t]; u < first[t + 1]; u++) {
+      int32_t s = order[u];
+      tmem[u] = (int32_t)m;
+      for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++, m++) {
+        uint32_t member = (uint32_t)(i - in->set_start[s]);
+        tgene[m] = in->set_genes[i];
+        tkey[m] = ((uint32_t)(u - first[t]) << h->rbits) | (h->key32 ? member << (h->rbits + sb) : 0u);
+      }
+    }
+  }
+  tmem[S] = (int32_t)h->M;
   h->T = (int32_t)first.size() - 1;
   ALLOC(h->d_tile_first, h->T + 1, "the gene set tiles");
   ALLOC(h->d_tset, S, "the gene set tiles");
@@ -462,17 +495,19 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   h->small_label = prep->small_label;
   h->n_small = prep->small_label == 1 ? prep->n_b : prep->n_a;
   h->rbits = bits_for((uint64_t)h->G);
+  h->key32 = h->rbits <= 16;
   for (int32_t s = 0; s < S; s++) {
     int32_t k = in->set_start[s + 1] - in->set_start[s];
     if (k > kmax) kmax = k;
   }
-  h->big = kmax > tile_sort<TILE_SMALL>::HITS;
-  if (kmax > tile_sort<TILE_BIG>::HITS || h->rbits > 30) {
+  h->big = kmax > tile_sort<TILE_SMALL, uint64_t>::HITS;
+  if (kmax > tile_sort<TILE_BIG, uint64_t>::HITS || h->rbits > 30) {
     sbg_gsea_gpu_close(h);
     return sbg_fail(ctx, SBG_ERR_INPUT, "the GPU engine takes gene sets of up to %d genes and fewer than 2^30 genes "
-                    "(the largest set has %d): use backend = \"cpu\"", (int)tile_sort<TILE_BIG>::HITS, (int)kmax);
+                    "(the largest set has %d): use backend = \"cpu\"", (int)tile_sort<TILE_BIG, uint64_t>::HITS, (int)kmax);
   }
-  h->tile_smem = h->big ? tile_sort<TILE_BIG>::smem() : tile_sort<TILE_SMALL>::smem();
+  h->tile_smem = h->big ? (h->key32 ? tile_sort<TILE_BIG, uint32_t>::smem() : tile_sort<TILE_BIG, uint64_t>::smem())
+                         : (h->key32 ? tile_sort<TILE_SMALL, uint32_t>::smem() : tile_sort<TILE_SMALL, uint64_t>::smem());
   SBG_TRY(sbg_device_select(ctx->device, ctx));
   SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&h->stream, cudaStreamNonBlocking));
   SBG_CUDA_CHECK(cudaDeviceGetAttribute(&h->max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx->device));
@@ -481,10 +516,11 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
                   h->max_smem, h->tile_smem);
     goto done;
   }
-  if (h->big)
-    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_es_tile<TILE_BIG>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)h->tile_smem));
-  else
-    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_es_tile<TILE_SMALL>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)h->tile_smem));
+  {
+    const void *f = h->big ? (h->key32 ? (const void *)k_es_tile<TILE_BIG, uint32_t> : (const void *)k_es_tile<TILE_BIG, uint64_t>)
+                           : (h->key32 ? (const void *)k_es_tile<TILE_SMALL, uint32_t> : (const void *)k_es_tile<TILE_SMALL, uint64_t>);
+    SBG_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)h->tile_smem));
+  }
   SBG_CUDA_CHECK(cudaFuncSetAttribute(k_pass2, cudaFuncAttributeMaxDynamicSharedMemorySize, h->max_smem - 1024));
   {
     /* batch size from the free memory: what one permutation needs */
@@ -631,8 +667,10 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
     k_rank<<<gg, 256, 0, h->stream>>>(*h, v.Current(), n);
     SBG_CUDA_CHECK(cudaGetLastError());
     dim3 gt((unsigned)h->T, (unsigned)n);
-    if (h->big) k_es_tile<TILE_BIG><<<gt, 512, h->tile_smem, h->stream>>>(*h, n);
-    else k_es_tile<TILE_SMALL><<<gt, 256, h->tile_smem, h->stream>>>(*h, n);
+    if (h->big && h->key32) k_es_tile<TILE_BIG, uint32_t><<<gt, 512, h->tile_smem, h->stream>>>(*h, n);
+    else if (h->big) k_es_tile<TILE_BIG, uint64_t><<<gt, 512, h->tile_smem, h->stream>>>(*h, n);
+    else if (h->key32) k_es_tile<TILE_SMALL, uint32_t><<<gt, 256, h->tile_smem, h->stream>>>(*h, n);
+    else k_es_tile<TILE_SMALL, uint64_t><<<gt, 256, h->tile_smem, h->stream>>>(*h, n);
     SBG_CUDA_CHECK(cudaGetLastError());
   }
 copy:

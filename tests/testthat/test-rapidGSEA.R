@@ -330,7 +330,9 @@ test_that("GPU: the CPU's ranking, ties included", {
   # Constant genes (metric 0), repeated rows (equal metrics) and scaled
   # rows (signal2noise equal up to rounding: same float key, exact keys
   # apart) exercise the exact tie order.
-  for (G in c(14000, 26000)) {
+  # 70,000 genes: 64-bit sort keys in the tiles (32-bit up to 65,536)
+  for (G in c(14000, 70000)) {
+    np <- if (G > 65536) 100 else 300
     d <- gsea_toy(G = G, n = c(6, 7), seed = 3)
     d$x[1:300, ] <- 0
     d$x[301:600, ] <- d$x[rep(601:630, 10), ]
@@ -339,11 +341,16 @@ test_that("GPU: the CPU's ranking, ties included", {
                    scaled = rownames(d$x)[c(701:760, 1001:1060)]),
               lapply(1:30, function(i) sample(rownames(d$x), sample(15:300, 1))))
     names(sets)[-(1:3)] <- paste0("r", 1:30)
-    a <- cpu(d$x, d$y, sets, nperm = 300, seed = 9, keepNull = TRUE, threads = 2)
-    g <- rapidGSEA(d$x, d$y, sets, nperm = 300, seed = 9, keepNull = TRUE, backend = "gpu", verbose = FALSE)
+    # one-gene sets next to a 3,000-gene one: a tile whose keys need cutting
+    sets <- c(sets, stats::setNames(as.list(sample(rownames(d$x), 200)), paste0("one", 1:200)),
+              list(wide = sample(rownames(d$x), 3000)))
+    a <- cpu(d$x, d$y, sets, nperm = np, seed = 9, minSize = 1, maxSize = 5000, keepNull = TRUE, threads = 2)
+    g <- rapidGSEA(d$x, d$y, sets, nperm = np, seed = 9, minSize = 1, maxSize = 5000, keepNull = TRUE,
+                   backend = "gpu", verbose = FALSE)
     expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = G)
-    s <- cpu(d$x, d$y, sets, nperm = 300, seed = 9, threads = 2)
-    h <- rapidGSEA(d$x, d$y, sets, nperm = 300, seed = 9, backend = "gpu", verbose = FALSE)
+    s <- cpu(d$x, d$y, sets, nperm = np, seed = 9, minSize = 1, maxSize = 5000, threads = 2)
+    h <- rapidGSEA(d$x, d$y, sets, nperm = np, seed = 9, minSize = 1, maxSize = 5000, backend = "gpu",
+                   verbose = FALSE)
     expect_identical(h[c("ES", "NES", "pval", "FDR", "FWER")], s[c("ES", "NES", "pval", "FDR", "FWER")], info = G)
   }
 })
