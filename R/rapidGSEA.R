@@ -50,8 +50,11 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   \eqn{10^{-8}}).
 #' - The statistics are computed in two streaming passes over the
 #'   permutations (the second regenerates them from the seed), so the sets
-#'   x permutations table is held only with `keepNull = TRUE`; on the GPU
-#'   both passes run on the device and only per-set sums come back.
+#'   x permutations table is held in host memory only with
+#'   `keepNull = TRUE`; on the GPU both passes run on the device, only
+#'   per-set sums come back, and the first pass's null ES stay in device
+#'   memory where it has room, so the second pass reads them instead of
+#'   recomputing them (same numbers either way).
 #' - The GPU engine takes gene sets of up to 8,192 genes (sets are sorted
 #'   by rank in thread blocks' shared memory); use the CPU for larger ones.
 #'
@@ -159,6 +162,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
              match(metric, gsea_metrics) - 1L, as.double(weight),
              permutation == "gene", seed, nperm,
              as.double(getOption("sysbioGPU.gseaBatch", 0)), # permutations per batch; tests only
+             as.double(getOption("sysbioGPU.gseaCache", -1)), # GPU: most permutations kept; tests only
              keepNull,
              a$gpu, a$threads, a$device, verbose)
   names(r) <- c("metric", "order", "es", "nes", "pval", "fdr", "fwer", "pos", "null", "seconds")

@@ -16,7 +16,7 @@ SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_random_network(SEXP, SEXP, SEXP, SEXP);
 
 /* rapidGSEA (src/gsea) */
-SEXP ffi_gsea_run(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
+SEXP ffi_gsea_run(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
                   SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_gsea_stats(SEXP, SEXP, SEXP);
 
@@ -48,7 +48,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_rng_fill, 10),
     CALLDEF(ffi_busy, 6),
     /* rapidGSEA */
-    CALLDEF(ffi_gsea_run, 16),
+    CALLDEF(ffi_gsea_run, 17),
     CALLDEF(ffi_gsea_stats, 3),
     /* parCosnet */
     CALLDEF(ffi_cosnet, 15),

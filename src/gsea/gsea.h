@@ -37,7 +37,9 @@ typedef struct sbg_gsea_params {
   int gene_perm;           /* 1: permute genes (fixed metric), 0: labels */
   uint64_t seed;
   int64_t nperm;           /* >= 1 null permutations, numbered 1..nperm */
-  int64_t batch;           /* permutations per batch (multiple of 64); 0 = auto */
+  int64_t batch;           /* permutations per batch (multiple of 64; on the GPU at most); 0 = auto */
+  int64_t cache_max;       /* GPU: at most this many permutations' ES kept on the device
+                              for pass 2; < 0 = as many as fit (tests set it) */
 } sbg_gsea_params;
 
 typedef struct sbg_gsea_result {

@@ -8,7 +8,7 @@
 
 SEXP ffi_gsea_run(SEXP expr, SEXP labels, SEXP ranking, SEXP set_start, SEXP set_genes,
                   SEXP metric, SEXP weight, SEXP gene_perm, SEXP seed, SEXP nperm,
-                  SEXP batch, SEXP keep_null, SEXP gpu, SEXP threads, SEXP device,
+                  SEXP batch, SEXP cache, SEXP keep_null, SEXP gpu, SEXP threads, SEXP device,
                   SEXP verbose) {
   int nprot = 0;
   sbg_gsea_input in;
@@ -18,6 +18,7 @@ SEXP ffi_gsea_run(SEXP expr, SEXP labels, SEXP ranking, SEXP set_start, SEXP set
   SBG_ASSERT(TYPEOF(metric) == INTSXP && TYPEOF(weight) == REALSXP);
   SBG_ASSERT(TYPEOF(gene_perm) == LGLSXP && TYPEOF(keep_null) == LGLSXP && TYPEOF(gpu) == LGLSXP);
   SBG_ASSERT(TYPEOF(seed) == REALSXP && TYPEOF(nperm) == REALSXP && TYPEOF(batch) == REALSXP);
+  SBG_ASSERT(TYPEOF(cache) == REALSXP && XLENGTH(cache) == 1);
   in.n_sets = (int32_t)(XLENGTH(set_start) - 1);
   in.set_start = INTEGER(set_start);
   in.set_genes = INTEGER(set_genes);
@@ -47,6 +48,7 @@ SEXP ffi_gsea_run(SEXP expr, SEXP labels, SEXP ranking, SEXP set_start, SEXP set
   p.seed = (uint64_t)REAL(seed)[0];
   p.nperm = (int64_t)REAL(nperm)[0];
   p.batch = (int64_t)REAL(batch)[0];
+  p.cache_max = (int64_t)REAL(cache)[0];
   SBG_ASSERT(p.nperm >= 1 && p.metric >= 0 && p.metric <= 4 && p.weight >= 0);
   SBG_ASSERT(in.expr || p.gene_perm);
 

@@ -548,8 +548,9 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
     /* batches of at most 2^15 (grid y <= 65535); without a kept table the
      * device keeps pass 1's ES for pass 2 where it has room */
     int64_t max_b = (nperm + CHUNK - 1) / CHUNK * CHUNK;
-    st = sbg_gsea_gpu_open(in, p, &sh.prep, max_b < (1 << 15) ? max_b : 1 << 15, out->null_es ? 0 : nperm,
-                           &gpu, ctx);
+    int64_t keep = out->null_es ? 0 : p->cache_max >= 0 && p->cache_max < nperm ? p->cache_max : nperm;
+    if (p->batch > 0 && p->batch < max_b) max_b = B; /* B: p->batch rounded to CHUNK */
+    st = sbg_gsea_gpu_open(in, p, &sh.prep, max_b < (1 << 15) ? max_b : 1 << 15, keep, &gpu, ctx);
     if (st != SBG_OK) goto done;
     B = sbg_gsea_gpu_max_batch(gpu);
   }

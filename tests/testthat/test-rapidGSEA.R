@@ -325,6 +325,22 @@ test_that("GPU: sets for both tile sizes (4,096 and 8,192 hits)", {
   expect_equal(g$NES, a$NES, tolerance = 1e-9)
 })
 
+test_that("GPU: pass 2 reads kept ES, recomputes the rest, same statistics", {
+  skip_if_no_gpu()
+  d <- gsea_toy(G = 2000, n = c(8, 9))
+  sets <- lapply(1:60, function(i) sample(rownames(d$x), sample(15:150, 1)))
+  names(sets) <- paste0("s", 1:60)
+  cols <- c("ES", "NES", "pval", "FDR", "FWER", "rankAtMax")
+  a <- cpu(d$x, d$y, sets, nperm = 3000, seed = 6, threads = 2)
+  # batches of 512: none kept, the first two kept, all kept
+  for (keep in c(0, 1024, -1)) {
+    old <- options(sysbioGPU.gseaBatch = 512, sysbioGPU.gseaCache = keep)
+    g <- rapidGSEA(d$x, d$y, sets, nperm = 3000, seed = 6, backend = "gpu", verbose = FALSE)
+    options(old)
+    expect_identical(g[cols], a[cols], info = keep)
+  }
+})
+
 test_that("GPU: the CPU's ranking, ties included", {
   skip_if_no_gpu()
   # Constant genes (metric 0), repeated rows (equal metrics) and scaled
