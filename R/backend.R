@@ -76,11 +76,15 @@ threads_available <- function() .Call(ffi_threads_info)[[1L]]
 #' @param threads CPU threads, a whole number >= 1, capped at the processors
 #'   available (and at `OMP_THREAD_LIMIT`). `NULL`, the default unless
 #'   `getOption("sysbioGPU.threads")` is set, uses them all.
-#' @param device The CUDA device number (from 0, as in [gpuInfo()]). Default:
+#' @param device The CUDA device number (from 0, as in [gpuInfo()]), or
+#'   several distinct ones, or `"all"`: methods that split their work over
+#'   several GPUs ([rapidGSEA()] so far) use them all, with the same result
+#'   as one; the others need a single device. Default:
 #'   `getOption("sysbioGPU.device", 0)`.
 #' @return A list of class `sysbioGPU_backend`: `backend` (`"cpu"` or
-#'   `"gpu"`), `requested`, `threads`, `device` (`NA` on the CPU),
-#'   `deviceName` and `reason` (why `"auto"` chose the CPU, else `""`).
+#'   `"gpu"`), `requested`, `threads`, `device` (the first GPU; `NA` on the
+#'   CPU), `devices` (all of them), `deviceName` and `reason` (why `"auto"`
+#'   chose the CPU, else `""`).
 #' @seealso [gpuInfo()]
 #' @examples
 #' resolveBackend("cpu", threads = 1)
@@ -92,27 +96,39 @@ resolveBackend <- function(backend = getOption("sysbioGPU.backend", "auto"),
   backend <- check_choice(backend, c("auto", "cpu", "gpu"), "backend")
   threads <- if (is.null(threads)) threads_available()
              else min(check_whole(threads, "threads", min = 1, max = 2^31 - 1), threads_available())
-  device <- check_whole(device, "device", min = 0, max = 2^31 - 1)
+  all_devices <- identical(device, "all")
+  if (!all_devices) {
+    if (!is.numeric(device) || length(device) < 1L || anyNA(device) || any(device < 0) ||
+        any(device != round(device)) || any(device > 2^31 - 1) || anyDuplicated(device)) {
+      stop_input("`device` must be a GPU index (a whole number >= 0), several distinct ones, or \"all\", not ",
+                 arg_label(device))
+    }
+    device <- as.integer(device)
+  }
   s <- gpu_status()
   use_gpu <- FALSE
   reason <- ""
   if (s$availability != 0L) {
     if (backend == "gpu") stop_backend('backend = "gpu" cannot be used: ', s$message)
     reason <- s$message
-  } else if (device >= s$nDevices) {
-    msg <- sprintf("`device` = %d does not exist: %d GPU(s), numbered from 0", device, s$nDevices)
+  } else if (!all_devices && any(device >= s$nDevices)) {
+    msg <- sprintf("`device` = %d does not exist: %d GPU(s), numbered from 0", device[device >= s$nDevices][[1L]],
+                   s$nDevices)
     if (backend == "gpu") stop_backend(msg)
     reason <- msg
   } else {
     use_gpu <- backend != "cpu"
   }
+  devices <- if (!use_gpu) NA_integer_ else if (all_devices) seq_len(s$nDevices) - 1L else device
+  names <- if (use_gpu) s$devices$name[devices + 1L] else ""
   structure(
     list(
       backend = if (use_gpu) "gpu" else "cpu",
       requested = backend,
       threads = as.integer(threads),
-      device = if (use_gpu) as.integer(device) else NA_integer_,
-      deviceName = if (use_gpu) s$devices$name[[device + 1L]] else "",
+      device = devices[[1L]],
+      devices = devices,
+      deviceName = if (length(names) > 1L) paste0(length(names), " GPUs: ", paste(names, collapse = ", ")) else names,
       reason = if (backend == "cpu") "" else reason
     ),
     class = "sysbioGPU_backend"
@@ -122,8 +138,8 @@ resolveBackend <- function(backend = getOption("sysbioGPU.backend", "auto"),
 #' @export
 print.sysbioGPU_backend <- function(x, ...) {
   if (x$backend == "gpu") {
-    cat(sprintf("<sysbioGPU backend> GPU %d (%s), %d CPU thread(s) for host work\n",
-                x$device, x$deviceName, x$threads))
+    cat(sprintf("<sysbioGPU backend> GPU %s (%s), %d CPU thread(s) for host work\n",
+                paste(x$devices, collapse = ", "), x$deviceName, x$threads))
   } else {
     cat(sprintf("<sysbioGPU backend> CPU, %d thread(s)\n", x$threads))
     if (nzchar(x$reason)) cat("  (no GPU: ", x$reason, ")\n", sep = "")
@@ -131,8 +147,16 @@ print.sysbioGPU_backend <- function(x, ...) {
   invisible(x)
 }
 
-# What .Call glue expects from a resolved backend.
-backend_args <- function(b) {
+# What .Call glue expects from a resolved backend.  Methods that split
+# their work over several GPUs ask for `multi` and read `devices`; the
+# others take one `device`.
+backend_args <- function(b, multi = FALSE) {
+  if (!multi && length(b$devices) > 1L) {
+    caller <- sys.call(-1L)
+    fn <- if (is.null(caller)) "this method" else paste0(deparse(caller[[1L]]), "()")
+    stop_input(fn, " runs on one GPU: give one `device`, not ", length(b$devices))
+  }
   list(gpu = b$backend == "gpu", threads = b$threads,
-       device = if (is.na(b$device)) 0L else b$device)
+       device = if (is.na(b$device)) 0L else b$device,
+       devices = if (is.na(b$device)) 0L else b$devices)
 }

@@ -81,6 +81,9 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #' @param seed Seed of the permutations (whole number); `NULL` draws one
 #'   from R's generator, so `set.seed()` makes runs repeatable.
 #' @param backend,threads,device Where to run, see [resolveBackend()].
+#'   Several GPUs (`device = c(0, 1)` or `"all"`) share the permutations,
+#'   each a contiguous range, with the same result as one GPU (every
+#'   statistic merges exactly).
 #' @param verbose Show a progress bar for long runs (default
 #'   `interactive()`).
 #' @param keepNull Return the null ES (sets x permutations) in the
@@ -156,7 +159,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
   }
   seed <- resolve_seed(seed)
   b <- resolveBackend(backend, threads, device)
-  a <- backend_args(b)
+  a <- backend_args(b, multi = TRUE)
 
   r <- .Call(ffi_gsea_run, d$expr, labels, d$ranking, gs$start, gs$index,
              match(metric, gsea_metrics) - 1L, as.double(weight),
@@ -164,7 +167,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
              as.double(getOption("sysbioGPU.gseaBatch", 0)), # permutations per batch; tests only
              as.double(getOption("sysbioGPU.gseaCache", -1)), # GPU: most permutations kept; tests only
              keepNull,
-             a$gpu, a$threads, a$device, verbose)
+             a$gpu, a$threads, a$devices, verbose)
   names(r) <- c("metric", "order", "es", "nes", "pval", "fdr", "fwer", "pos", "null", "seconds")
 
   ord <- r$order + 1L
@@ -197,7 +200,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
             ranking = ranking, members = members, nperm = nperm, seed = seed,
             metric = if (preranked) "preranked" else metric, weight = weight,
             permutation = permutation, classes = classes,
-            backend = b$backend, device = b$device, deviceName = b$deviceName,
+            backend = b$backend, device = b$devices, deviceName = b$deviceName,
             stageTime = stats::setNames(r$seconds, c("observed+pass1", "pass2", "statistics")),
             time = proc.time()[["elapsed"]] - t_start,
             nullES = if (keepNull) null else NULL)
@@ -373,7 +376,7 @@ print.rapidGSEA <- function(x, n = 10L, ...) {
               nrow(x), length(attr(x, "ranking")), format(attr(x, "nperm"), big.mark = ","),
               attr(x, "permutation"), attr(x, "metric"), attr(x, "weight")))
   if (!is.null(attr(x, "classes"))) cat(sprintf("  classes: %s (A) vs %s (B)\n", attr(x, "classes")[[1L]], attr(x, "classes")[[2L]]))
-  dev <- if (attr(x, "backend") == "gpu") sprintf("GPU %d (%s)", attr(x, "device"), attr(x, "deviceName")) else "CPU"
+  dev <- if (attr(x, "backend") == "gpu") sprintf("GPU %s (%s)", paste(attr(x, "device"), collapse = ", "), attr(x, "deviceName")) else "CPU"
   cat(sprintf("  %s, %.2f s, seed %s\n", dev, attr(x, "time"), format(attr(x, "seed"), scientific = FALSE)))
   if (nrow(x) == 0L) return(invisible(x))
   o <- order(x$pval, -abs(x$NES))

@@ -31,6 +31,14 @@ typedef struct sbg_gsea_input {
   const int32_t *set_genes;/* 0-based gene indices, distinct within a set */
 } sbg_gsea_input;
 
+/* An exact sum of null ES: 128-bit integer in units of 2^-62 (gsea_math.h). */
+typedef struct gsea_acc {
+  uint64_t lo;
+  int64_t hi;
+} gsea_acc;
+
+#define SBG_GSEA_MAX_DEVICES 64
+
 typedef struct sbg_gsea_params {
   int metric;              /* an sbg_gsea_metric (phenotype permutation) */
   double weight;           /* exponent q >= 0 of the weighted running sum */
@@ -38,8 +46,10 @@ typedef struct sbg_gsea_params {
   uint64_t seed;
   int64_t nperm;           /* >= 1 null permutations, numbered 1..nperm */
   int64_t batch;           /* permutations per batch (multiple of 64; on the GPU at most); 0 = auto */
-  int64_t cache_max;       /* GPU: at most this many permutations' ES kept on the device
+  int64_t cache_max;       /* GPU: at most this many permutations' ES kept on each device
                               for pass 2; < 0 = as many as fit (tests set it) */
+  const int32_t *devices;  /* GPU: the devices sharing the permutations ... */
+  int32_t n_devices;       /* ... (0: ctx->device alone) */
 } sbg_gsea_params;
 
 typedef struct sbg_gsea_result {
@@ -73,7 +83,7 @@ typedef struct sbg_gsea_prep {
  * a second request for a kept batch reads them instead of recomputing. */
 typedef struct sbg_gsea_gpu sbg_gsea_gpu;
 sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea_params *p,
-                             const sbg_gsea_prep *prep, int64_t max_batch,
+                             const sbg_gsea_prep *prep, int device, int64_t max_batch,
                              int64_t cache_perms, sbg_gsea_gpu **h, sbg_ctx *ctx);
 sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t n,
                               double *es, sbg_ctx *ctx);
@@ -87,7 +97,7 @@ void sbg_gsea_gpu_close(sbg_gsea_gpu *h);
  * Pass 1 accumulates the sign-separated sums and the nominal p counts of
  * the observed ES es_obs; pass1_result adds them into the host arrays. */
 sbg_status sbg_gsea_gpu_pass1(sbg_gsea_gpu *h, const double *es_obs, int64_t n, sbg_ctx *ctx);
-sbg_status sbg_gsea_gpu_pass1_result(sbg_gsea_gpu *h, double *sum_pos, double *sum_neg,
+sbg_status sbg_gsea_gpu_pass1_result(sbg_gsea_gpu *h, gsea_acc *sum_pos, gsea_acc *sum_neg,
                                      int64_t *n_pos, int64_t *n_neg, int64_t *n_ext,
                                      sbg_ctx *ctx);
 /* Whether pass 2 fits the device's shared memory for kp + kn observed NES. */

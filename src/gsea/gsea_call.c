@@ -49,6 +49,10 @@ SEXP ffi_gsea_run(SEXP expr, SEXP labels, SEXP ranking, SEXP set_start, SEXP set
   p.nperm = (int64_t)REAL(nperm)[0];
   p.batch = (int64_t)REAL(batch)[0];
   p.cache_max = (int64_t)REAL(cache)[0];
+  /* device: one GPU index or several sharing the permutations */
+  SBG_ASSERT(TYPEOF(device) == INTSXP && XLENGTH(device) >= 1 && XLENGTH(device) <= SBG_GSEA_MAX_DEVICES);
+  p.devices = INTEGER(device);
+  p.n_devices = (int32_t)XLENGTH(device);
   SBG_ASSERT(p.nperm >= 1 && p.metric >= 0 && p.metric <= 4 && p.weight >= 0);
   SBG_ASSERT(in.expr || p.gene_perm);
 
@@ -83,7 +87,8 @@ SEXP ffi_gsea_run(SEXP expr, SEXP labels, SEXP ranking, SEXP set_start, SEXP set
 
   sbg_ctx ctx;
   sbg_progress pr;
-  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "rapidGSEA");
+  SEXP first_dev = PROTECT(Rf_ScalarInteger(INTEGER(device)[0])); nprot++;
+  sbg_ctx_init(&ctx, &pr, threads, first_dev, verbose, "rapidGSEA");
   sbg_status st = sbg_gsea_run(&in, &p, &out, LOGICAL(gpu)[0] == TRUE, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);

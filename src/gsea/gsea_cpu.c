@@ -193,7 +193,7 @@ typedef struct stats {
   int nth;
   const double *es;          /* observed ES */
   /* pass 1 */
-  double *sum_pos, *sum_neg;
+  gsea_acc *sum_pos, *sum_neg;  /* exact, order-free (gsea_acc) */
   int64_t *n_pos, *n_neg, *n_ext;
   double *mpos, *mneg, *nes;
   /* pass 2 */
@@ -220,8 +220,8 @@ static int stats_alloc(stats *t, int32_t S, int64_t nperm, const double *es, int
   t->es = es;
   t->fbits = gsea_fdr_bits(nperm);
   size_t s = (size_t)S;
-  t->sum_pos = calloc(s, sizeof(double));
-  t->sum_neg = calloc(s, sizeof(double));
+  t->sum_pos = calloc(s, sizeof(gsea_acc));
+  t->sum_neg = calloc(s, sizeof(gsea_acc));
   t->n_pos = calloc(s, sizeof(int64_t));
   t->n_neg = calloc(s, sizeof(int64_t));
   t->n_ext = calloc(s, sizeof(int64_t));
@@ -242,8 +242,8 @@ static int stats_alloc(stats *t, int32_t S, int64_t nperm, const double *es, int
 }
 
 /* Pass 1 over permutations [first, first + n): sign-separated sums and the
- * nominal p-value counts.  Parallel over sets; each set's sums run in
- * permutation order, so the result does not depend on threads or batches. */
+ * nominal p-value counts, all exact integers, so the result does not
+ * depend on threads, batches or devices.  Parallel over sets. */
 static void stats_pass1(stats *t, const double *nb, int64_t n, int nth) {
   int32_t S = t->S;
 #pragma omp parallel for num_threads(nth) schedule(static)
@@ -252,12 +252,12 @@ static void stats_pass1(stats *t, const double *nb, int64_t n, int nth) {
     for (int64_t b = 0; b < n; b++) {
       double v = nb[(size_t)b * S + s];
       if (v >= 0) {
-        t->sum_pos[s] += v;
+        gsea_acc_add(&t->sum_pos[s], v);
         t->n_pos[s]++;
         if (e >= 0 && v > e) t->n_ext[s]++;
       }
       if (v <= 0) {
-        t->sum_neg[s] += v;
+        gsea_acc_add(&t->sum_neg[s], v);
         t->n_neg[s]++;
         if (e < 0 && v < e) t->n_ext[s]++;
       }
@@ -276,8 +276,8 @@ static void stats_end_pass1(stats *t, double *nes, double *pval) {
   int32_t S = t->S;
   t->kp = t->kn = 0;
   for (int32_t s = 0; s < S; s++) {
-    t->mpos[s] = t->n_pos[s] ? t->sum_pos[s] / (double)t->n_pos[s] : NAN;
-    t->mneg[s] = t->n_neg[s] ? -t->sum_neg[s] / (double)t->n_neg[s] : NAN;
+    t->mpos[s] = t->n_pos[s] ? gsea_acc_value(t->sum_pos[s]) / (double)t->n_pos[s] : NAN;
+    t->mneg[s] = t->n_neg[s] ? -gsea_acc_value(t->sum_neg[s]) / (double)t->n_neg[s] : NAN;
     double e = t->es[s];
     double v = e >= 0 ? e / t->mpos[s] : e / t->mneg[s];
     if (!isfinite(v)) v = NAN; /* no null ES of that sign (or only zeros) */
@@ -443,7 +443,9 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   ws *wss = NULL;
   stats t;
   memset(&t, 0, sizeof t);
-  sbg_gsea_gpu *gpu = NULL;
+  sbg_gsea_gpu *gpus[SBG_GSEA_MAX_DEVICES] = {NULL};
+  int64_t lo[SBG_GSEA_MAX_DEVICES], hi[SBG_GSEA_MAX_DEVICES], bw[SBG_GSEA_MAX_DEVICES];
+  int nw = 0;
   shared sh;
   memset(&sh, 0, sizeof sh);
   int64_t nperm = p->nperm;
@@ -544,70 +546,111 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   B = (B + CHUNK - 1) / CHUNK * CHUNK;
   if (B < CHUNK) B = CHUNK;
   if (B > 65536) B = 65536;
-  if (use_gpu) {
-    /* batches of at most 2^15 (grid y <= 65535); without a kept table the
-     * device keeps pass 1's ES for pass 2 where it has room */
-    int64_t max_b = (nperm + CHUNK - 1) / CHUNK * CHUNK;
-    int64_t keep = out->null_es ? 0 : p->cache_max >= 0 && p->cache_max < nperm ? p->cache_max : nperm;
-    if (p->batch > 0 && p->batch < max_b) max_b = B; /* B: p->batch rounded to CHUNK */
-    st = sbg_gsea_gpu_open(in, p, &sh.prep, max_b < (1 << 15) ? max_b : 1 << 15, keep, &gpu, ctx);
-    if (st != SBG_OK) goto done;
-    B = sbg_gsea_gpu_max_batch(gpu);
-  }
   if (B > nperm) B = (nperm + CHUNK - 1) / CHUNK * CHUNK;
-  if (!out->null_es && !gpu) {
-    nb = malloc((size_t)B * (size_t)S * sizeof(double));
-    if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)B, (int)S); goto done; }
+
+  /* Workers: the CPU, or each GPU with a contiguous range of the
+   * permutations [lo, hi); every statistic merges exactly (integer sums
+   * and counts, per-permutation extremes by index), so the split does not
+   * change a bit. */
+  nw = use_gpu ? (p->n_devices > 0 ? p->n_devices : 1) : 1;
+  if (nw > SBG_GSEA_MAX_DEVICES) nw = SBG_GSEA_MAX_DEVICES;
+  if (nw > nperm) nw = (int)nperm;
+  for (int w = 0; w < nw; w++) {
+    lo[w] = 1 + (int64_t)((double)nperm * w / nw);
+    hi[w] = 1 + (int64_t)((double)nperm * (w + 1) / nw);
+    bw[w] = B;
+  }
+  if (use_gpu) {
+    for (int w = 0; w < nw; w++) {
+      /* batches of at most 2^15 (grid y <= 65535); without a kept table the
+       * device keeps pass 1's ES for pass 2 where it has room */
+      int64_t range = hi[w] - lo[w];
+      int64_t max_b = (range + CHUNK - 1) / CHUNK * CHUNK;
+      int64_t keep = out->null_es ? 0 : p->cache_max >= 0 && p->cache_max < range ? p->cache_max : range;
+      int dev = p->n_devices > 0 ? p->devices[w] : ctx->device;
+      if (p->batch > 0 && B < max_b) max_b = B;
+      st = sbg_gsea_gpu_open(in, p, &sh.prep, dev, max_b < (1 << 15) ? max_b : 1 << 15, keep, &gpus[w], ctx);
+      if (st != SBG_OK) goto done;
+      bw[w] = sbg_gsea_gpu_max_batch(gpus[w]);
+    }
+  }
+  int64_t bmax = 0;
+  for (int w = 0; w < nw; w++) if (bw[w] > bmax) bmax = bw[w];
+  if (!out->null_es && !use_gpu) {
+    nb = malloc((size_t)bmax * (size_t)S * sizeof(double));
+    if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)bmax, (int)S); goto done; }
   }
   if (!stats_alloc(&t, S, nperm, out->es, nth)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
 
   /* pass 1, then pass 2 regenerating the same permutations (or reading the
-   * kept table).  On the GPU the statistics run on the device unless the
-   * table is kept or pass 2's observed NES do not fit its shared memory. */
+   * kept table).  On the GPUs the statistics run on the devices unless the
+   * table is kept or pass 2's observed NES do not fit their shared memory;
+   * there each round launches a batch on every device, then waits for each. */
   int passes = out->null_es ? 1 : 2;
-  int dev_stats = gpu && !out->null_es;
+  int dev_stats = use_gpu && !out->null_es;
   double work = (double)nperm * passes, doneW = 0;
   for (int pass = 1; pass <= 2; pass++) {
-    for (int64_t first = 1; first <= nperm; first += B) {
-      int64_t n = nperm - first + 1 < B ? nperm - first + 1 : B;
-      double *batch = out->null_es ? out->null_es + (size_t)(first - 1) * S : nb;
-      if (pass == 1 || !out->null_es) {
-        if (gpu) SBG_TRY(sbg_gsea_gpu_batch(gpu, first, n, dev_stats ? NULL : batch, ctx));
-        else SBG_TRY(cpu_batch(&sh, wss, first, n, batch, ctx));
-        doneW += (double)n;
+    int64_t next[SBG_GSEA_MAX_DEVICES], n[SBG_GSEA_MAX_DEVICES];
+    for (int w = 0; w < nw; w++) next[w] = lo[w];
+    for (;;) {
+      int any = 0;
+      for (int w = 0; w < nw; w++) {
+        n[w] = hi[w] - next[w] < bw[w] ? hi[w] - next[w] : bw[w];
+        any |= n[w] > 0;
       }
-      if (dev_stats && pass == 1) {
-        SBG_TRY(sbg_gsea_gpu_pass1(gpu, out->es, n, ctx));
-      } else if (dev_stats) {
-        SBG_TRY(sbg_gsea_gpu_pass2(gpu, first, n, t.mpos, t.mneg, t.opos, t.kp, t.oneg, t.kn, t.fbits,
-                                   t.pmax, t.pmin, ctx));
-      } else if (pass == 1) {
-        stats_pass1(&t, batch, n, nth);
+      if (!any) break;
+      if (dev_stats) {
+        for (int w = 0; w < nw; w++)
+          if (n[w] > 0) SBG_TRY(sbg_gsea_gpu_batch(gpus[w], next[w], n[w], NULL, ctx));
+        for (int w = 0; w < nw; w++) {
+          if (n[w] <= 0) continue;
+          if (pass == 1) SBG_TRY(sbg_gsea_gpu_pass1(gpus[w], out->es, n[w], ctx));
+          else SBG_TRY(sbg_gsea_gpu_pass2(gpus[w], next[w], n[w], t.mpos, t.mneg, t.opos, t.kp, t.oneg, t.kn,
+                                          t.fbits, t.pmax, t.pmin, ctx));
+        }
       } else {
-        stats_pass2(&t, batch, first, n, nth);
+        for (int w = 0; w < nw; w++) {
+          if (n[w] <= 0) continue;
+          double *batch = out->null_es ? out->null_es + (size_t)(next[w] - 1) * S : nb;
+          if (pass == 1 || !out->null_es) {
+            if (use_gpu) SBG_TRY(sbg_gsea_gpu_batch(gpus[w], next[w], n[w], batch, ctx));
+            else SBG_TRY(cpu_batch(&sh, wss, next[w], n[w], batch, ctx));
+          }
+          if (pass == 1) stats_pass1(&t, batch, n[w], nth);
+          else stats_pass2(&t, batch, next[w], n[w], nth);
+        }
+      }
+      for (int w = 0; w < nw; w++) {
+        next[w] += n[w];
+        if (pass == 1 || !out->null_es) doneW += (double)n[w];
       }
       SBG_TRY(sbg_poll(ctx, doneW / work));
     }
     if (pass == 1) {
-      if (dev_stats) SBG_TRY(sbg_gsea_gpu_pass1_result(gpu, t.sum_pos, t.sum_neg, t.n_pos, t.n_neg, t.n_ext, ctx));
+      if (dev_stats)
+        for (int w = 0; w < nw; w++)
+          SBG_TRY(sbg_gsea_gpu_pass1_result(gpus[w], t.sum_pos, t.sum_neg, t.n_pos, t.n_neg, t.n_ext, ctx));
       stats_end_pass1(&t, out->nes, out->pval);
-      if (dev_stats && !sbg_gsea_gpu_pass2_fits(gpu, t.kp, t.kn)) dev_stats = 0;
+      for (int w = 0; w < nw && dev_stats; w++)
+        if (!sbg_gsea_gpu_pass2_fits(gpus[w], t.kp, t.kn)) dev_stats = 0;
       if (!dev_stats && !nb && !out->null_es) {
-        nb = malloc((size_t)B * (size_t)S * sizeof(double));
-        if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)B, (int)S); goto done; }
+        nb = malloc((size_t)bmax * (size_t)S * sizeof(double));
+        if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)bmax, (int)S); goto done; }
       }
       out->seconds[0] = now_s() - t0;
       t0 = now_s();
     }
   }
-  if (dev_stats) SBG_TRY(sbg_gsea_gpu_pass2_result(gpu, t.hp, t.hn, &t.valid_pos, &t.valid_neg, ctx));
+  if (dev_stats)
+    for (int w = 0; w < nw; w++)
+      SBG_TRY(sbg_gsea_gpu_pass2_result(gpus[w], t.hp, t.hn, &t.valid_pos, &t.valid_neg, ctx));
   out->seconds[1] = now_s() - t0;
   t0 = now_s();
   if (!stats_finish(&t, out->fdr, out->fwer)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the FWER tables"); goto done; }
   out->seconds[2] = now_s() - t0;
 
 done:
-  if (gpu) sbg_gsea_gpu_close(gpu);
+  for (int w = 0; w < SBG_GSEA_MAX_DEVICES; w++) sbg_gsea_gpu_close(gpus[w]);
   if (wss) for (int i = 0; i < nth; i++) ws_free(&wss[i]);
   free(wss); free(xc); free(mu); free(t1); free(t2); free(nb); free(gs_start); free(gs_sets); free(inv_nmiss);
   stats_free(&t);

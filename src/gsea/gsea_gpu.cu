@@ -71,13 +71,15 @@ struct sbg_gsea_gpu {
   void *d_temp;
   size_t temp_bytes;
   /* statistics */
-  double *d_es_obs, *d_sum_pos, *d_sum_neg;
+  double *d_es_obs;
+  gsea_acc *d_sum_pos, *d_sum_neg;
   unsigned long long *d_n_pos, *d_n_neg, *d_n_ext;
   double *d_obs;                 /* mpos, mneg (S each), opos (kp), oneg (kn) */
   unsigned long long *d_hist;    /* hp (kp + 1), hn (kn + 1), valid_pos, valid_neg */
   double *d_pext;                /* per permutation max, min (2 x B) */
   int32_t kp, kn;
   int max_smem;
+  int device;
 };
 
 /* ---------------------------------------------------------------------- */
@@ -293,21 +295,22 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
 /* ---------------------------------------------------------------------- */
 /* kernels: statistics (the host passes' arithmetic, see gsea_cpu.c) */
 
-/* One thread per set, permutations in order: the same sums as the host. */
+/* One thread per set: the same exact sums and counts as the host. */
 static __global__ void k_pass1(const sbg_gsea_gpu h, int64_t n) {
   int32_t s = blockIdx.x * blockDim.x + threadIdx.x;
   if (s >= h.S) return;
-  double e = h.d_es_obs[s], sp = h.d_sum_pos[s], sn = h.d_sum_neg[s];
+  double e = h.d_es_obs[s];
+  gsea_acc sp = h.d_sum_pos[s], sn = h.d_sum_neg[s];
   unsigned long long np = 0, nn = 0, ne = 0;
   for (int64_t b = 0; b < n; b++) {
     double v = h.d_es[(size_t)b * h.S + s];
     if (v >= 0) {
-      sp = G_ADD(sp, v);
+      gsea_acc_add(&sp, v);
       np++;
       if (e >= 0 && v > e) ne++;
     }
     if (v <= 0) {
-      sn = G_ADD(sn, v);
+      gsea_acc_add(&sn, v);
       nn++;
       if (e < 0 && v < e) ne++;
     }
@@ -399,6 +402,7 @@ static int bits_for(uint64_t n) { /* bits to hold 0..n-1 */
 
 extern "C" void sbg_gsea_gpu_close(sbg_gsea_gpu *h) {
   if (!h) return;
+  cudaSetDevice(h->device); /* its memory and stream */
   void *p[] = {h->d_tile_first, h->d_tset, h->d_tmem, h->d_tgene, h->d_tkey, h->d_xc, h->d_mu,
                h->d_t1, h->d_t2, h->d_metric0, h->d_labels, h->d_lab, h->d_small, h->d_perm,
                h->d_ord0, h->d_ord1, h->d_rec, h->d_seg, h->d_key64, h->d_es_buf, h->d_cache, h->d_key0,
@@ -474,7 +478,7 @@ done:
 }
 
 extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea_params *p,
-                                        const sbg_gsea_prep *prep, int64_t max_batch,
+                                        const sbg_gsea_prep *prep, int device, int64_t max_batch,
                                         int64_t cache_perms, sbg_gsea_gpu **out, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   sbg_gsea_gpu *h = (sbg_gsea_gpu *)calloc(1, sizeof(sbg_gsea_gpu));
@@ -482,6 +486,7 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   int32_t G = in->n_genes, S = in->n_sets, kmax = 0;
   *out = NULL;
   if (!h) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the GPU engine");
+  h->device = device;
   h->G = in->n_genes;
   h->P = in->n_samples;
   h->S = in->n_sets;
@@ -508,9 +513,9 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   }
   h->tile_smem = h->big ? (h->key32 ? tile_sort<TILE_BIG, uint32_t>::smem() : tile_sort<TILE_BIG, uint64_t>::smem())
                          : (h->key32 ? tile_sort<TILE_SMALL, uint32_t>::smem() : tile_sort<TILE_SMALL, uint64_t>::smem());
-  SBG_TRY(sbg_device_select(ctx->device, ctx));
+  SBG_TRY(sbg_device_select(h->device, ctx));
   SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&h->stream, cudaStreamNonBlocking));
-  SBG_CUDA_CHECK(cudaDeviceGetAttribute(&h->max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx->device));
+  SBG_CUDA_CHECK(cudaDeviceGetAttribute(&h->max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, h->device));
   if (h->tile_smem > (size_t)h->max_smem) {
     st = sbg_fail(ctx, SBG_ERR_CUDA, "the GPU has %d bytes of shared memory per block; the gene set tiles need %zu",
                   h->max_smem, h->tile_smem);
@@ -587,8 +592,8 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   ALLOC(h->d_obs, 4 * (size_t)S, "the statistics");
   ALLOC(h->d_hist, 2 * (size_t)S + 4, "the statistics");
   ALLOC(h->d_pext, 2 * B, "the statistics");
-  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_sum_pos, 0, S * sizeof(double), h->stream));
-  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_sum_neg, 0, S * sizeof(double), h->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_sum_pos, 0, S * sizeof(gsea_acc), h->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_sum_neg, 0, S * sizeof(gsea_acc), h->stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(h->d_n_pos, 0, S * sizeof(unsigned long long), h->stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(h->d_n_neg, 0, S * sizeof(unsigned long long), h->stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(h->d_n_ext, 0, S * sizeof(unsigned long long), h->stream));
@@ -634,7 +639,7 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
   sbg_status st = SBG_OK;
   int32_t G = h->G, S = h->S;
   if (n < 1 || n > h->B) return sbg_fail(ctx, SBG_ERR_INTERNAL, "GPU batch of %lld permutations", (long long)n);
-  SBG_TRY(sbg_device_select(ctx->device, ctx));
+  SBG_TRY(sbg_device_select(h->device, ctx));
   {
     /* a batch inside the cache: computed into it once (pass 1), read from
      * it afterwards (pass 2); batches arrive in order, so the computed
@@ -684,7 +689,7 @@ done:
 
 extern "C" sbg_status sbg_gsea_gpu_pass1(sbg_gsea_gpu *h, const double *es_obs, int64_t n, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
-  SBG_TRY(sbg_device_select(ctx->device, ctx));
+  SBG_TRY(sbg_device_select(h->device, ctx));
   TO_DEVICE(h->d_es_obs, es_obs, h->S);
   k_pass1<<<(unsigned)((h->S + 127) / 128), 128, 0, h->stream>>>(*h, n);
   SBG_CUDA_CHECK(cudaGetLastError());
@@ -693,27 +698,27 @@ done:
   return st;
 }
 
-extern "C" sbg_status sbg_gsea_gpu_pass1_result(sbg_gsea_gpu *h, double *sum_pos, double *sum_neg,
+extern "C" sbg_status sbg_gsea_gpu_pass1_result(sbg_gsea_gpu *h, gsea_acc *sum_pos, gsea_acc *sum_neg,
                                                 int64_t *n_pos, int64_t *n_neg, int64_t *n_ext,
                                                 sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   int32_t S = h->S;
-  double *d = NULL;
+  gsea_acc *d = NULL;
   unsigned long long *c = NULL;
-  SBG_TRY(sbg_device_select(ctx->device, ctx));
-  d = (double *)malloc(2 * (size_t)S * sizeof(double));
+  SBG_TRY(sbg_device_select(h->device, ctx));
+  d = (gsea_acc *)malloc(2 * (size_t)S * sizeof(gsea_acc));
   c = (unsigned long long *)malloc(3 * (size_t)S * sizeof(unsigned long long));
   if (!d || !c) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
-  SBG_CUDA_CHECK(cudaMemcpyAsync(d, h->d_sum_pos, S * sizeof(double), cudaMemcpyDeviceToHost, h->stream));
-  SBG_CUDA_CHECK(cudaMemcpyAsync(d + S, h->d_sum_neg, S * sizeof(double), cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d, h->d_sum_pos, S * sizeof(gsea_acc), cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d + S, h->d_sum_neg, S * sizeof(gsea_acc), cudaMemcpyDeviceToHost, h->stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(c, h->d_n_pos, S * sizeof(*c), cudaMemcpyDeviceToHost, h->stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(c + S, h->d_n_neg, S * sizeof(*c), cudaMemcpyDeviceToHost, h->stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(c + 2 * S, h->d_n_ext, S * sizeof(*c), cudaMemcpyDeviceToHost, h->stream));
   SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
-  /* the device started from zero: its sums continue the host's (zero) */
+  /* exact integers: the devices' parts add in any order */
   for (int32_t s = 0; s < S; s++) {
-    sum_pos[s] += d[s];
-    sum_neg[s] += d[S + s];
+    gsea_acc_merge(&sum_pos[s], d[s]);
+    gsea_acc_merge(&sum_neg[s], d[S + s]);
     n_pos[s] += (int64_t)c[s];
     n_neg[s] += (int64_t)c[S + s];
     n_ext[s] += (int64_t)c[2 * S + s];
@@ -739,7 +744,7 @@ extern "C" sbg_status sbg_gsea_gpu_pass2(sbg_gsea_gpu *h, int64_t first, int64_t
   sbg_status st = SBG_OK;
   int32_t S = h->S;
   int sms = 0;
-  SBG_TRY(sbg_device_select(ctx->device, ctx));
+  SBG_TRY(sbg_device_select(h->device, ctx));
   if (h->kp < 0) { /* the observed side, once */
     h->kp = kp;
     h->kn = kn;
@@ -748,7 +753,7 @@ extern "C" sbg_status sbg_gsea_gpu_pass2(sbg_gsea_gpu *h, int64_t first, int64_t
     TO_DEVICE(h->d_obs + 2 * S, opos, kp);
     TO_DEVICE(h->d_obs + 2 * S + kp, oneg, kn);
   }
-  SBG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx->device));
+  SBG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, h->device));
   {
     int64_t blocks = (int64_t)sms * 4 < n ? (int64_t)sms * 4 : n;
     k_pass2<<<(unsigned)blocks, STATS_THREADS, pass2_smem(kp, kn), h->stream>>>(*h, n, fbits);
@@ -768,7 +773,7 @@ extern "C" sbg_status sbg_gsea_gpu_pass2_result(sbg_gsea_gpu *h, uint64_t *hp, u
   size_t nh = (size_t)kp + kn + 4;
   unsigned long long *c = (unsigned long long *)malloc(nh * sizeof(unsigned long long));
   if (!c) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics");
-  SBG_TRY(sbg_device_select(ctx->device, ctx));
+  SBG_TRY(sbg_device_select(h->device, ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(c, h->d_hist, nh * sizeof(*c), cudaMemcpyDeviceToHost, h->stream));
   SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
   for (int32_t i = 0; i <= kp; i++) hp[i] += c[i];

@@ -5,9 +5,9 @@
 #include "gsea.h"
 
 sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea_params *p,
-                             const sbg_gsea_prep *prep, int64_t max_batch, int64_t cache_perms,
+                             const sbg_gsea_prep *prep, int device, int64_t max_batch, int64_t cache_perms,
                              sbg_gsea_gpu **h, sbg_ctx *ctx) {
-  (void)in; (void)p; (void)prep; (void)max_batch; (void)cache_perms;
+  (void)in; (void)p; (void)prep; (void)device; (void)max_batch; (void)cache_perms;
   *h = NULL;
   return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
 }
@@ -30,7 +30,7 @@ sbg_status sbg_gsea_gpu_pass1(sbg_gsea_gpu *h, const double *es_obs, int64_t n, 
   return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
 }
 
-sbg_status sbg_gsea_gpu_pass1_result(sbg_gsea_gpu *h, double *sum_pos, double *sum_neg,
+sbg_status sbg_gsea_gpu_pass1_result(sbg_gsea_gpu *h, gsea_acc *sum_pos, gsea_acc *sum_neg,
                                      int64_t *n_pos, int64_t *n_neg, int64_t *n_ext,
                                      sbg_ctx *ctx) {
   (void)h; (void)sum_pos; (void)sum_neg; (void)n_pos; (void)n_neg; (void)n_ext;

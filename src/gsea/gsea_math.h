@@ -147,6 +147,32 @@ GSEA_HD void gsea_es_hit(gsea_es_state *s, int32_t r, double w, double inv_nr, d
 /* ---------------------------------------------------------------------- */
 /* Statistics shared by the host and the device passes */
 
+/* Sums of null ES (|v| <= 1) for the NES normalisers, exact in units of
+ * 2^-62 in 128 bits: each value is cut to that grid once (truncation, the
+ * same on both engines) and integer sums do not depend on the order, so
+ * the permutations may be split over batches, threads, devices and R
+ * workers with the same bits.  2^24 permutations need 86 bits.  (The
+ * type is in gsea.h.) */
+
+#define GSEA_ACC_ONE 4611686018427387904.0 /* 2^62 */
+
+GSEA_HD void gsea_acc_add(gsea_acc *a, double v) {
+  int64_t x = (int64_t)G_MUL(v, GSEA_ACC_ONE);
+  uint64_t lo = a->lo + (uint64_t)x;
+  a->hi += (x < 0 ? -1 : 0) + (lo < a->lo ? 1 : 0);
+  a->lo = lo;
+}
+
+GSEA_HD void gsea_acc_merge(gsea_acc *a, gsea_acc b) {
+  uint64_t lo = a->lo + b.lo;
+  a->hi += b.hi + (lo < a->lo ? 1 : 0);
+  a->lo = lo;
+}
+
+GSEA_HD double gsea_acc_value(gsea_acc a) {
+  return G_DIV(G_ADD(G_MUL((double)a.hi, 18446744073709551616.0), (double)a.lo), GSEA_ACC_ONE);
+}
+
 /* A null ES normalised by the mean of its sign's nulls (NaN when that
  * sign has no usable mean: the caller skips it). */
 GSEA_HD double gsea_null_nes(double v, double mpos, double mneg) {

@@ -82,8 +82,27 @@ test_that("bad threads and device values are named", {
   expect_error(resolveBackend("cpu", threads = NA), "`threads`")
   expect_error(resolveBackend("cpu", threads = "2"), "`threads`")
   expect_error(resolveBackend("cpu", device = -1), "`device`")
-  expect_error(resolveBackend("cpu", device = c(0, 1)), "`device`")
+  expect_error(resolveBackend("cpu", device = c(0, 0)), "distinct", class = "sysbioGPU_error_input")
+  expect_error(resolveBackend("cpu", device = "first"), "`device`", class = "sysbioGPU_error_input")
   expect_error(resolveBackend(c(1, 2)), "`backend`")
+})
+
+test_that("several devices, or all of them", {
+  b <- resolveBackend("cpu", device = c(0, 1))
+  expect_equal(b$backend, "cpu")
+  expect_true(is.na(b$device))
+  expect_silent(resolveBackend("auto", device = "all"))
+  skip_if_no_gpu()
+  n <- nrow(gpuInfo())
+  g <- resolveBackend("gpu", device = "all")
+  expect_identical(g$devices, seq_len(n) - 1L)
+  expect_identical(g$device, 0L)
+  skip_if(n < 2, "one GPU")
+  g2 <- resolveBackend("gpu", device = c(1, 0))
+  expect_identical(g2$devices, c(1L, 0L))
+  expect_match(g2$deviceName, "^2 GPUs")
+  # methods that run on one GPU say so
+  expect_error(sysbioGPU:::backend_args(g2), "one GPU", class = "sysbioGPU_error_input")
 })
 
 # ---- seeds -------------------------------------------------------------------
