@@ -6,6 +6,7 @@
 #
 #   Rscript inst/bench/gsea.R                      # defaults below
 #   SBG_BENCH_GSEA="c2:10,12,14 h:10,14" SBG_BENCH_BACKEND=cpu Rscript inst/bench/gsea.R
+#   SBG_BENCH_DEVICES="0;0,1" Rscript inst/bench/gsea.R   # 1 GPU, then 2 GPUs
 #
 # The MSigDB files are benchmark inputs only and are never shipped: set
 # SBG_GSEA_MSIGDB to their folder (default ../shared/data/gsea/msigdb-v5 or
@@ -13,6 +14,10 @@
 suppressMessages(library(sysbioGPU))
 
 backend <- Sys.getenv("SBG_BENCH_BACKEND", "auto")
+# device sets to compare, ";"-separated (each a ","-separated list or "all")
+device_sets <- lapply(strsplit(Sys.getenv("SBG_BENCH_DEVICES", "0"), ";")[[1L]], function(d) {
+  if (d == "all") "all" else as.integer(strsplit(d, ",")[[1L]])
+})
 spec <- Sys.getenv("SBG_BENCH_GSEA", if (hasGPU()) "h:10,14,16,18,20 c2:10,14,16,18" else "h:10,12 c2:10")
 dir <- Sys.getenv("SBG_GSEA_MSIGDB", "")
 if (!nzchar(dir)) {
@@ -36,6 +41,8 @@ y <- rep(c("MDS", "control"), c(183, 17))
 paper <- list(
   h = c(`10` = 1.6, `12` = 1.9, `14` = 3.1, `16` = 8.3, `18` = 28.2, `20` = 105.2),
   c2 = c(`10` = 10.3, `12` = 20.8, `14` = 61.9, `16` = 214.0, `18` = 895.9, `20` = 3447.3))
+# cudaGSEA (the paper's code) on an H200, C2, as measured for issue 3; 2^20 extrapolated
+cudagsea_h200 <- c(`10` = 5.9, `14` = 7.8, `16` = 16.2, `20` = 185)
 paper_cpu <- list(
   h = c(`10` = 3.0, `12` = 7.0, `14` = 22.7, `16` = 85.8, `18` = 339.4, `20` = 1357.8),
   c2 = c(`10` = 89.3, `12` = 282.9, `14` = 1084.8, `16` = 4266.2, `18` = 17069.0, `20` = 68682.3))
@@ -45,32 +52,37 @@ paper_cpu <- list(
 budget <- as.numeric(Sys.getenv("SBG_BENCH_BUDGET", "Inf"))
 t_bench <- proc.time()[["elapsed"]]
 rows <- list()
-for (part in strsplit(spec, " ")[[1L]]) {
-  nm <- sub(":.*", "", part)
-  sets <- if (nm == "h") h else c2
-  last <- NULL
-  for (e in as.integer(strsplit(sub(".*:", "", part), ",")[[1L]])) {
-    left <- budget - (proc.time()[["elapsed"]] - t_bench)
-    if (!is.null(last) && last[["t"]] * 2^(e - last[["e"]]) > left) {
-      cat(sprintf("skipped %s 2^%d: about %.0f s expected, %.0f s of budget left\n", nm, e,
-                  last[["t"]] * 2^(e - last[["e"]]), left))
-      next
+for (dev in device_sets) {
+  for (part in strsplit(spec, " ")[[1L]]) {
+    nm <- sub(":.*", "", part)
+    sets <- if (nm == "h") h else c2
+    last <- NULL
+    for (e in as.integer(strsplit(sub(".*:", "", part), ",")[[1L]])) {
+      left <- budget - (proc.time()[["elapsed"]] - t_bench)
+      if (!is.null(last) && last[["t"]] * 2^(e - last[["e"]]) > left) {
+        cat(sprintf("skipped %s 2^%d: about %.0f s expected, %.0f s of budget left\n", nm, e,
+                    last[["t"]] * 2^(e - last[["e"]]), left))
+        next
+      }
+      gc()
+      mem0 <- sum(gc()[, 2])
+      res <- rapidGSEA(x, y, sets, nperm = 2^e, minSize = 1, maxSize = 20638, seed = 1,
+                       backend = backend, device = dev, verbose = FALSE)
+      st <- attr(res, "stageTime")
+      tabref <- if (attr(res, "backend") == "gpu") paper[[nm]] else paper_cpu[[nm]]
+      ref <- if (as.character(e) %in% names(tabref)) tabref[[as.character(e)]] else NA_real_
+      rows[[length(rows) + 1L]] <- data.frame(
+        sets = sprintf("%s (%d)", toupper(nm), nrow(res)), nperm = sprintf("2^%d", e),
+        backend = attr(res, "backend"),
+        device = if (attr(res, "backend") == "gpu") attr(res, "deviceName") else sprintf("%d threads", resolveBackend("cpu")$threads),
+        gpus = if (attr(res, "backend") == "gpu") length(attr(res, "device")) else 0L,
+        seconds = round(attr(res, "time"), 2), pass1 = round(st[[1]], 2), pass2 = round(st[[2]], 2),
+        stats = round(st[[3]], 2), paper_s = ref, speedup = round(ref / attr(res, "time"), 1),
+        vs_cudaGSEA_H200 = if (nm == "c2" && attr(res, "backend") == "gpu" && as.character(e) %in% names(cudagsea_h200))
+          round(cudagsea_h200[[as.character(e)]] / attr(res, "time"), 1) else NA_real_)
+      print(rows[[length(rows)]], row.names = FALSE)
+      last <- c(t = attr(res, "time"), e = e)
     }
-    gc()
-    mem0 <- sum(gc()[, 2])
-    res <- rapidGSEA(x, y, sets, nperm = 2^e, minSize = 1, maxSize = 20638, seed = 1,
-                     backend = backend, verbose = FALSE)
-    st <- attr(res, "stageTime")
-    tabref <- if (attr(res, "backend") == "gpu") paper[[nm]] else paper_cpu[[nm]]
-    ref <- if (as.character(e) %in% names(tabref)) tabref[[as.character(e)]] else NA_real_
-    rows[[length(rows) + 1L]] <- data.frame(
-      sets = sprintf("%s (%d)", toupper(nm), nrow(res)), nperm = sprintf("2^%d", e),
-      backend = attr(res, "backend"),
-      device = if (attr(res, "backend") == "gpu") attr(res, "deviceName") else sprintf("%d threads", resolveBackend("cpu")$threads),
-      seconds = round(attr(res, "time"), 2), pass1 = round(st[[1]], 2), pass2 = round(st[[2]], 2),
-      stats = round(st[[3]], 2), paper_s = ref, speedup = round(ref / attr(res, "time"), 1))
-    print(rows[[length(rows)]], row.names = FALSE)
-    last <- c(t = attr(res, "time"), e = e)
   }
 }
 tab <- do.call(rbind, rows)

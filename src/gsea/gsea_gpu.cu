@@ -61,11 +61,13 @@ struct sbg_gsea_gpu {
   gene_rec *d_rec;
   double *d_es;              /* the current batch's ES: d_es_buf or a slice of d_cache */
   double *d_es_buf;          /* one batch of ES (S x B) */
-  /* Pass 1's ES of permutations 1..cache_cols, kept for pass 2 so that it
-   * reads them instead of recomputing them; as many batches as the free
-   * memory holds (all of them for C2 x 2^20 on an 80 GB card). */
+  /* Pass 1's ES of the handle's first cache_cols permutations (from
+   * cache_first, the first one it was asked for: each device has its own
+   * range), kept for pass 2 so that it reads them instead of recomputing
+   * them; as many batches as the free memory holds (all of them for C2 x
+   * 2^20 on an 80 GB card). */
   double *d_cache;
-  int64_t cache_cols, cache_done;
+  int64_t cache_cols, cache_done, cache_first;
   uint64_t *d_key64;         /* exact sort key of every gene (ties of the float keys) */
   uint32_t *d_key0, *d_key1; /* float sort keys */
   void *d_temp;
@@ -644,11 +646,12 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
     /* a batch inside the cache: computed into it once (pass 1), read from
      * it afterwards (pass 2); batches arrive in order, so the computed
      * part is a prefix */
-    int64_t end = first - 1 + n;
-    int cached = end <= h->cache_cols;
-    h->d_es = cached ? h->d_cache + (size_t)(first - 1) * S : h->d_es_buf;
+    if (h->cache_first == 0) h->cache_first = first;
+    int64_t at = first - h->cache_first, end = at + n;
+    int cached = at >= 0 && end <= h->cache_cols;
+    h->d_es = cached ? h->d_cache + (size_t)at * S : h->d_es_buf;
     if (cached && end <= h->cache_done) goto copy;
-    if (cached && first - 1 == h->cache_done) h->cache_done = end;
+    if (cached && at == h->cache_done) h->cache_done = end;
   }
   {
     unsigned pb = (unsigned)((n + 127) / 128);
