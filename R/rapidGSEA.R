@@ -88,6 +88,11 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   `interactive()`).
 #' @param keepNull Return the null ES (sets x permutations) in the
 #'   attribute `nullES` (default `FALSE`; needs 8 bytes per entry).
+#' @param BPPARAM A BiocParallel back-end (`MulticoreParam`, `SnowParam`,
+#'   `BatchtoolsParam` for a cluster...) to share the permutations among
+#'   R workers, each a contiguous range, on the CPU or each on a GPU of
+#'   `device` (round robin); the result is the one of a single process.
+#'   Default `NULL`: this process alone. See the vignette's "Scaling out".
 #' @return A data.frame of class `"rapidGSEA"`, one row per gene set kept,
 #'   in the order given: `set`, `size` (genes present), `ES`, `NES`, `pval`
 #'   (nominal), `FDR` (q-value), `FWER`, `rankAtMax` (1-based position of
@@ -117,7 +122,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
                       backend = getOption("sysbioGPU.backend", "auto"),
                       threads = getOption("sysbioGPU.threads"),
                       device = getOption("sysbioGPU.device", 0L),
-                      verbose = interactive(), keepNull = FALSE) {
+                      verbose = interactive(), keepNull = FALSE, BPPARAM = NULL) {
   t_start <- proc.time()[["elapsed"]]
   if (missing(expr)) stop_input("`expr` is missing")
   if (missing(geneSets)) stop_input("`geneSets` is missing")
@@ -133,6 +138,10 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
   if (minSize > maxSize) stop_input("`minSize` (", minSize, ") is larger than `maxSize` (", maxSize, ")")
   keepNull <- check_flag(keepNull, "keepNull")
   verbose <- check_flag(verbose, "verbose")
+  check_bpparam(BPPARAM)
+  if (keepNull && !is.null(BPPARAM)) {
+    stop_input("`keepNull` = TRUE keeps the whole table in one process: leave `BPPARAM` out")
+  }
 
   d <- gsea_data(expr)
   preranked <- is.null(d$expr)
@@ -158,17 +167,19 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
     stop_input("`keepNull` = TRUE would hold ", length(gs$names), " x ", nperm, " ES: too many for one matrix")
   }
   seed <- resolve_seed(seed)
+  if (!is.null(BPPARAM) && is.null(threads)) threads <- bp_threads(BPPARAM)
   b <- resolveBackend(backend, threads, device)
   a <- backend_args(b, multi = TRUE)
+  check_bpparam_gpu(BPPARAM, b)
 
-  r <- .Call(ffi_gsea_run, d$expr, labels, d$ranking, gs$start, gs$index,
-             match(metric, gsea_metrics) - 1L, as.double(weight),
-             permutation == "gene", seed, nperm,
-             as.double(getOption("sysbioGPU.gseaBatch", 0)), # permutations per batch; tests only
-             as.double(getOption("sysbioGPU.gseaCache", -1)), # GPU: most permutations kept; tests only
-             keepNull,
-             a$gpu, a$threads, a$devices, verbose)
-  names(r) <- c("metric", "order", "es", "nes", "pval", "fdr", "fwer", "pos", "null", "seconds")
+  job <- list(expr = d$expr, labels = labels, ranking = d$ranking, start = gs$start, index = gs$index,
+              metric = match(metric, gsea_metrics) - 1L, weight = as.double(weight),
+              gene = permutation == "gene", seed = seed, nperm = nperm,
+              batch = as.double(getOption("sysbioGPU.gseaBatch", 0)), # permutations per batch; tests only
+              cache = as.double(getOption("sysbioGPU.gseaCache", -1)), # GPU: most permutations kept; tests only
+              keepNull = keepNull, gpu = a$gpu, threads = a$threads, devices = a$devices)
+  r <- if (is.null(BPPARAM)) gsea_engine(job, 0L, c(0, 0), NULL, a$devices, verbose)
+       else gsea_workers(job, BPPARAM)
 
   ord <- r$order + 1L
   ranking <- stats::setNames(r$metric[ord], genes[ord])
@@ -204,6 +215,45 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
             stageTime = stats::setNames(r$seconds, c("observed+pass1", "pass2", "statistics")),
             time = proc.time()[["elapsed"]] - t_start,
             nullES = if (keepNull) null else NULL)
+}
+
+# One engine call: the whole run (phase 0) or a BPPARAM worker's share of
+# the permutations `range` (phase 1: pass 1; phase 2: pass 2 given norm).
+gsea_engine <- function(job, phase, range, norm, devices, verbose) {
+  r <- .Call(ffi_gsea_run, job$expr, job$labels, job$ranking, job$start, job$index, job$metric,
+             job$weight, job$gene, job$seed, job$nperm, job$batch, job$cache, phase, as.double(range),
+             norm, job$keepNull, job$gpu, job$threads, devices, verbose)
+  names(r) <- c("metric", "order", "es", "nes", "pval", "fdr", "fwer", "pos", "null", "seconds", "part")
+  r
+}
+
+# BPPARAM: each worker a contiguous range of the permutations (and a GPU,
+# round robin over `device`), pass 1 everywhere, the exact sums merged, pass
+# 2 everywhere, the bins and extremes merged: the single-process numbers.
+gsea_workers <- function(job, BPPARAM) {
+  nw <- min(BiocParallel::bpnworkers(BPPARAM), job$nperm)
+  cuts <- 1 + floor(job$nperm * (0:nw) / nw)
+  ranges <- lapply(seq_len(nw), function(w) c(cuts[[w]], cuts[[w + 1L]]))
+  devs <- lapply(seq_len(nw), function(w) job$devices[[(w - 1L) %% length(job$devices) + 1L]])
+  share <- function(range, dev, phase, norm, job) {
+    sysbioGPU:::gsea_engine(job, phase, range, norm, dev, FALSE)
+  }
+  t0 <- proc.time()[["elapsed"]]
+  p1 <- BiocParallel::bpmapply(share, ranges, devs, MoreArgs = list(phase = 1L, norm = NULL, job = job),
+                               BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
+  r <- p1[[1L]]
+  c1 <- .Call(ffi_gsea_combine1, r$es, as.double(job$nperm), lapply(p1, `[[`, "part"))
+  t1 <- proc.time()[["elapsed"]]
+  p2 <- BiocParallel::bpmapply(share, ranges, devs, MoreArgs = list(phase = 2L, norm = c1[[3L]], job = job),
+                               BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
+  t2 <- proc.time()[["elapsed"]]
+  c2 <- .Call(ffi_gsea_combine2, c1[[1L]], as.double(job$nperm), c1[[3L]], lapply(p2, `[[`, "part"))
+  r$nes <- c1[[1L]]
+  r$pval <- c1[[2L]]
+  r$fdr <- c2[[1L]]
+  r$fwer <- c2[[2L]]
+  r$seconds <- c(t1 - t0, t2 - t1, proc.time()[["elapsed"]] - t2)
+  r
 }
 
 # expr -> list(expr = numeric matrix or NULL, ranking = named vector or NULL)

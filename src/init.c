@@ -17,7 +17,9 @@ SEXP ffi_cosnet_random_network(SEXP, SEXP, SEXP, SEXP);
 
 /* rapidGSEA (src/gsea) */
 SEXP ffi_gsea_run(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
-                  SEXP, SEXP, SEXP, SEXP);
+                  SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_gsea_combine1(SEXP, SEXP, SEXP);
+SEXP ffi_gsea_combine2(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_gsea_stats(SEXP, SEXP, SEXP);
 
 /* pbnSteadyState(), pbnSimulate() */
@@ -48,7 +50,9 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_rng_fill, 10),
     CALLDEF(ffi_busy, 6),
     /* rapidGSEA */
-    CALLDEF(ffi_gsea_run, 17),
+    CALLDEF(ffi_gsea_run, 20),
+    CALLDEF(ffi_gsea_combine1, 3),
+    CALLDEF(ffi_gsea_combine2, 4),
     CALLDEF(ffi_gsea_stats, 3),
     /* parCosnet */
     CALLDEF(ffi_cosnet, 15),

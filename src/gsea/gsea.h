@@ -39,6 +39,14 @@ typedef struct gsea_acc {
 
 #define SBG_GSEA_MAX_DEVICES 64
 
+/* What pass 2 needs from the merged pass 1 when R workers (BPPARAM) share
+ * the permutations: sbg_gsea_combine1() gives it. */
+typedef struct sbg_gsea_norm {
+  const double *mpos, *mneg; /* n_sets: mean positive / |mean negative| null ES */
+  const double *opos, *oneg; /* observed NES >= 0, and -NES for NES <= 0, ascending */
+  int32_t kp, kn;
+} sbg_gsea_norm;
+
 typedef struct sbg_gsea_params {
   int metric;              /* an sbg_gsea_metric (phenotype permutation) */
   double weight;           /* exponent q >= 0 of the weighted running sum */
@@ -50,6 +58,13 @@ typedef struct sbg_gsea_params {
                               for pass 2; < 0 = as many as fit (tests set it) */
   const int32_t *devices;  /* GPU: the devices sharing the permutations ... */
   int32_t n_devices;       /* ... (0: ctx->device alone) */
+  /* 0: the whole run.  1: pass 1 of permutations [perm_lo, perm_hi) only,
+   * its sums and counts into the result; 2: pass 2 of them given norm, its
+   * FDR bins and extremes into the result (a worker's share; nperm is
+   * still the run's total). */
+  int phase;
+  int64_t perm_lo, perm_hi;
+  const sbg_gsea_norm *norm;
 } sbg_gsea_params;
 
 typedef struct sbg_gsea_result {
@@ -59,6 +74,15 @@ typedef struct sbg_gsea_result {
   int32_t *rank_at_max;    /* n_sets: 0-based position of the ES */
   double *null_es;         /* n_sets x nperm (column j-1 = permutation j), or NULL */
   double seconds[3];       /* observed + pass 1, pass 2, statistics */
+  /* phase 1: the range's exact sums and counts (n_sets each) */
+  gsea_acc *sum_pos, *sum_neg;
+  int64_t *n_pos, *n_neg, *n_ext;
+  /* phase 2: the range's FDR numerators by bin (kp + 1, kn + 1), the
+   * permutations with a null NES of each sign, and each permutation's
+   * max / min null NES (perm_hi - perm_lo each) */
+  uint64_t *hp, *hn;
+  int64_t valid_pos, valid_neg;
+  double *pmax, *pmin;
 } sbg_gsea_result;
 
 /* The whole run: observed ES, null ES in batches, Broad statistics.  With
@@ -112,6 +136,23 @@ sbg_status sbg_gsea_gpu_pass2(sbg_gsea_gpu *h, int64_t first, int64_t n, const d
  * counts into the host's. */
 sbg_status sbg_gsea_gpu_pass2_result(sbg_gsea_gpu *h, uint64_t *hp, uint64_t *hn,
                                      int64_t *valid_pos, int64_t *valid_neg, sbg_ctx *ctx);
+
+/* Workers' shares merged (BPPARAM): parts of phase 1 (sums and counts,
+ * n_parts of each, added exactly) into NES, nominal p and what pass 2
+ * needs (mpos, mneg: n_sets; opos, oneg: n_sets room, *kp / *kn used). */
+sbg_status sbg_gsea_combine1(int32_t n_sets, int64_t nperm, const double *es, int n_parts,
+                             const gsea_acc *const *sum_pos, const gsea_acc *const *sum_neg,
+                             const int64_t *const *n_pos, const int64_t *const *n_neg,
+                             const int64_t *const *n_ext, double *nes, double *pval, double *mpos,
+                             double *mneg, double *opos, double *oneg, int32_t *kp, int32_t *kn,
+                             sbg_ctx *ctx);
+/* ... and of phase 2 (bins added, extremes of all nperm permutations in
+ * order) into FDR and FWER. */
+sbg_status sbg_gsea_combine2(int32_t n_sets, int64_t nperm, const double *nes, const double *opos,
+                             int32_t kp, const double *oneg, int32_t kn, int n_parts,
+                             const uint64_t *const *hp, const uint64_t *const *hn,
+                             int64_t valid_pos, int64_t valid_neg, const double *pmax,
+                             const double *pmin, double *fdr, double *fwer, sbg_ctx *ctx);
 
 /* Broad statistics from an ES table (n_sets x nperm, column-major), the
  * same code the streaming engine uses: reached from gseaStats(). */

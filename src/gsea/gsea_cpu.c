@@ -421,6 +421,68 @@ done:
   return st;
 }
 
+sbg_status sbg_gsea_combine1(int32_t n_sets, int64_t nperm, const double *es, int n_parts,
+                             const gsea_acc *const *sum_pos, const gsea_acc *const *sum_neg,
+                             const int64_t *const *n_pos, const int64_t *const *n_neg,
+                             const int64_t *const *n_ext, double *nes, double *pval, double *mpos,
+                             double *mneg, double *opos, double *oneg, int32_t *kp, int32_t *kn,
+                             sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  stats t;
+  if (!stats_alloc(&t, n_sets, nperm, es, 1)) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics of %d sets", (int)n_sets);
+    goto done;
+  }
+  for (int i = 0; i < n_parts; i++)
+    for (int32_t s = 0; s < n_sets; s++) {
+      gsea_acc_merge(&t.sum_pos[s], sum_pos[i][s]);
+      gsea_acc_merge(&t.sum_neg[s], sum_neg[i][s]);
+      t.n_pos[s] += n_pos[i][s];
+      t.n_neg[s] += n_neg[i][s];
+      t.n_ext[s] += n_ext[i][s];
+    }
+  stats_end_pass1(&t, nes, pval);
+  memcpy(mpos, t.mpos, (size_t)n_sets * sizeof(double));
+  memcpy(mneg, t.mneg, (size_t)n_sets * sizeof(double));
+  memcpy(opos, t.opos, (size_t)t.kp * sizeof(double));
+  memcpy(oneg, t.oneg, (size_t)t.kn * sizeof(double));
+  *kp = t.kp;
+  *kn = t.kn;
+done:
+  stats_free(&t);
+  return st;
+}
+
+sbg_status sbg_gsea_combine2(int32_t n_sets, int64_t nperm, const double *nes, const double *opos,
+                             int32_t kp, const double *oneg, int32_t kn, int n_parts,
+                             const uint64_t *const *hp, const uint64_t *const *hn,
+                             int64_t valid_pos, int64_t valid_neg, const double *pmax,
+                             const double *pmin, double *fdr, double *fwer, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  stats t;
+  if (!stats_alloc(&t, n_sets, nperm, nes, 1)) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics of %d sets", (int)n_sets);
+    goto done;
+  }
+  memcpy(t.nes, nes, (size_t)n_sets * sizeof(double));
+  memcpy(t.opos, opos, (size_t)kp * sizeof(double));
+  memcpy(t.oneg, oneg, (size_t)kn * sizeof(double));
+  t.kp = kp;
+  t.kn = kn;
+  for (int i = 0; i < n_parts; i++) {
+    for (int32_t k = 0; k <= kp; k++) t.hp[k] += hp[i][k];
+    for (int32_t k = 0; k <= kn; k++) t.hn[k] += hn[i][k];
+  }
+  t.valid_pos = valid_pos;
+  t.valid_neg = valid_neg;
+  memcpy(t.pmax, pmax, (size_t)nperm * sizeof(double));
+  memcpy(t.pmin, pmin, (size_t)nperm * sizeof(double));
+  if (!stats_finish(&t, fdr, fwer)) st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the FWER tables");
+done:
+  stats_free(&t);
+  return st;
+}
+
 /* ES of permutations [first, first + n) on the CPU into nb (S x n). */
 static sbg_status cpu_batch(const shared *sh, ws *wss, int64_t first, int64_t n, double *nb,
                             sbg_ctx *ctx) {
@@ -548,16 +610,22 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   if (B > 65536) B = 65536;
   if (B > nperm) B = (nperm + CHUNK - 1) / CHUNK * CHUNK;
 
-  /* Workers: the CPU, or each GPU with a contiguous range of the
+  /* Workers: the CPU, or each GPU with a contiguous range of this call's
    * permutations [lo, hi); every statistic merges exactly (integer sums
    * and counts, per-permutation extremes by index), so the split does not
-   * change a bit. */
+   * change a bit.  With a phase, the call runs one R worker's share. */
+  int64_t r_lo = p->phase ? p->perm_lo : 1, r_hi = p->phase ? p->perm_hi : nperm + 1;
+  int64_t r_n = r_hi - r_lo;
+  if (r_lo < 1 || r_hi > nperm + 1 || r_n < 1 || (p->phase == 2 && !p->norm) || (p->phase && out->null_es)) {
+    st = sbg_fail(ctx, SBG_ERR_INPUT, "gsea engine: bad permutation range or phase");
+    goto done;
+  }
   nw = use_gpu ? (p->n_devices > 0 ? p->n_devices : 1) : 1;
   if (nw > SBG_GSEA_MAX_DEVICES) nw = SBG_GSEA_MAX_DEVICES;
-  if (nw > nperm) nw = (int)nperm;
+  if (nw > r_n) nw = (int)r_n;
   for (int w = 0; w < nw; w++) {
-    lo[w] = 1 + (int64_t)((double)nperm * w / nw);
-    hi[w] = 1 + (int64_t)((double)nperm * (w + 1) / nw);
+    lo[w] = r_lo + (int64_t)((double)r_n * w / nw);
+    hi[w] = r_lo + (int64_t)((double)r_n * (w + 1) / nw);
     bw[w] = B;
   }
   if (use_gpu) {
@@ -566,7 +634,7 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
        * device keeps pass 1's ES for pass 2 where it has room */
       int64_t range = hi[w] - lo[w];
       int64_t max_b = (range + CHUNK - 1) / CHUNK * CHUNK;
-      int64_t keep = out->null_es ? 0 : p->cache_max >= 0 && p->cache_max < range ? p->cache_max : range;
+      int64_t keep = out->null_es || p->phase ? 0 : p->cache_max >= 0 && p->cache_max < range ? p->cache_max : range;
       int dev = p->n_devices > 0 ? p->devices[w] : ctx->device;
       if (p->batch > 0 && B < max_b) max_b = B;
       st = sbg_gsea_gpu_open(in, p, &sh.prep, dev, max_b < (1 << 15) ? max_b : 1 << 15, keep, &gpus[w], ctx);
@@ -581,15 +649,30 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
     if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)bmax, (int)S); goto done; }
   }
   if (!stats_alloc(&t, S, nperm, out->es, nth)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
+  if (p->phase == 2) { /* pass 1's merged results, from the caller */
+    memcpy(t.mpos, p->norm->mpos, (size_t)S * sizeof(double));
+    memcpy(t.mneg, p->norm->mneg, (size_t)S * sizeof(double));
+    memcpy(t.opos, p->norm->opos, (size_t)p->norm->kp * sizeof(double));
+    memcpy(t.oneg, p->norm->oneg, (size_t)p->norm->kn * sizeof(double));
+    t.kp = p->norm->kp;
+    t.kn = p->norm->kn;
+  }
 
   /* pass 1, then pass 2 regenerating the same permutations (or reading the
    * kept table).  On the GPUs the statistics run on the devices unless the
    * table is kept or pass 2's observed NES do not fit their shared memory;
    * there each round launches a batch on every device, then waits for each. */
-  int passes = out->null_es ? 1 : 2;
+  int passes = out->null_es || p->phase ? 1 : 2;
   int dev_stats = use_gpu && !out->null_es;
-  double work = (double)nperm * passes, doneW = 0;
-  for (int pass = 1; pass <= 2; pass++) {
+  double work = (double)r_n * passes, doneW = 0;
+  if (dev_stats && p->phase == 2)
+    for (int w = 0; w < nw; w++)
+      if (!sbg_gsea_gpu_pass2_fits(gpus[w], t.kp, t.kn)) dev_stats = 0;
+  if (!dev_stats && !nb && !out->null_es) {
+    nb = malloc((size_t)bmax * (size_t)S * sizeof(double));
+    if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)bmax, (int)S); goto done; }
+  }
+  for (int pass = p->phase == 2 ? 2 : 1; pass <= (p->phase == 1 ? 1 : 2); pass++) {
     int64_t next[SBG_GSEA_MAX_DEVICES], n[SBG_GSEA_MAX_DEVICES];
     for (int w = 0; w < nw; w++) next[w] = lo[w];
     for (;;) {
@@ -630,6 +713,15 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
       if (dev_stats)
         for (int w = 0; w < nw; w++)
           SBG_TRY(sbg_gsea_gpu_pass1_result(gpus[w], t.sum_pos, t.sum_neg, t.n_pos, t.n_neg, t.n_ext, ctx));
+      if (p->phase == 1) { /* the share's sums and counts go to the caller */
+        memcpy(out->sum_pos, t.sum_pos, (size_t)S * sizeof(gsea_acc));
+        memcpy(out->sum_neg, t.sum_neg, (size_t)S * sizeof(gsea_acc));
+        memcpy(out->n_pos, t.n_pos, (size_t)S * sizeof(int64_t));
+        memcpy(out->n_neg, t.n_neg, (size_t)S * sizeof(int64_t));
+        memcpy(out->n_ext, t.n_ext, (size_t)S * sizeof(int64_t));
+        out->seconds[0] = now_s() - t0;
+        goto done;
+      }
       stats_end_pass1(&t, out->nes, out->pval);
       for (int w = 0; w < nw && dev_stats; w++)
         if (!sbg_gsea_gpu_pass2_fits(gpus[w], t.kp, t.kn)) dev_stats = 0;
@@ -646,6 +738,15 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
       SBG_TRY(sbg_gsea_gpu_pass2_result(gpus[w], t.hp, t.hn, &t.valid_pos, &t.valid_neg, ctx));
   out->seconds[1] = now_s() - t0;
   t0 = now_s();
+  if (p->phase == 2) { /* the share's bins and extremes go to the caller */
+    memcpy(out->hp, t.hp, ((size_t)t.kp + 1) * sizeof(uint64_t));
+    memcpy(out->hn, t.hn, ((size_t)t.kn + 1) * sizeof(uint64_t));
+    out->valid_pos = t.valid_pos;
+    out->valid_neg = t.valid_neg;
+    memcpy(out->pmax, t.pmax + (r_lo - 1), (size_t)r_n * sizeof(double));
+    memcpy(out->pmin, t.pmin + (r_lo - 1), (size_t)r_n * sizeof(double));
+    goto done;
+  }
   if (!stats_finish(&t, out->fdr, out->fwer)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the FWER tables"); goto done; }
   out->seconds[2] = now_s() - t0;
 

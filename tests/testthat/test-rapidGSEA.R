@@ -276,6 +276,38 @@ test_that("bad input gives errors naming the problem", {
   expect_error(gseaStats(1:2 + 0.1, matrix(0, 3, 5)), "one row per element", class = "sysbioGPU_error_input")
 })
 
+# ---- R workers (BPPARAM) ----------------------------------------------
+
+test_that("R workers share the permutations: the same table as one process", {
+  skip_if_not_installed("BiocParallel")
+  d <- gsea_toy(G = 800, n = c(6, 7))
+  sets <- c(d$sets, lapply(1:30, function(i) sample(rownames(d$x), sample(10:80, 1))))
+  names(sets)[-(1:4)] <- paste0("r", 1:30)
+  cols <- c("ES", "NES", "pval", "FDR", "FWER", "rankAtMax")
+  one <- cpu(d$x, d$y, sets, nperm = 700, minSize = 5, seed = 12, threads = 1)
+  ser <- cpu(d$x, d$y, sets, nperm = 700, minSize = 5, seed = 12, threads = 1,
+             BPPARAM = BiocParallel::SerialParam())
+  expect_identical(ser[cols], one[cols])
+  if (.Platform$OS.type != "windows") {
+    mc <- cpu(d$x, d$y, sets, nperm = 700, minSize = 5, seed = 12, threads = 1,
+              BPPARAM = BiocParallel::MulticoreParam(3))
+    expect_identical(mc[cols], one[cols])
+  }
+  snow <- cpu(d$x, d$y, sets, nperm = 700, minSize = 5, seed = 12, threads = 1,
+              BPPARAM = BiocParallel::SnowParam(2))
+  expect_identical(snow[cols], one[cols])
+  # gene permutation, fewer permutations than workers
+  r <- stats::setNames(stats::rnorm(800), rownames(d$x))
+  g1 <- cpu(r, geneSets = sets, nperm = 2, minSize = 5, seed = 4, threads = 1)
+  g3 <- cpu(r, geneSets = sets, nperm = 2, minSize = 5, seed = 4, threads = 1,
+            BPPARAM = BiocParallel::SerialParam())
+  expect_identical(g3[cols], g1[cols])
+  expect_error(cpu(d$x, d$y, sets, nperm = 10, BPPARAM = 3), "BiocParallel back-end",
+               class = "sysbioGPU_error_input")
+  expect_error(cpu(d$x, d$y, sets, nperm = 10, keepNull = TRUE, BPPARAM = BiocParallel::SerialParam()),
+               "keepNull", class = "sysbioGPU_error_input")
+})
+
 # ---- GPU ---------------------------------------------------------------
 
 test_that("GPU and CPU: identical permutations, ES within 1e-9", {
@@ -362,6 +394,21 @@ test_that("several GPUs share the permutations: the same table as one", {
   expect_identical(k2[cols], one[cols])
   c1 <- rapidGSEA(d$x, d$y, sets, nperm = 5000, seed = 3, backend = "cpu", threads = 2, verbose = FALSE)
   expect_identical(c1[cols], one[cols])
+})
+
+test_that("GPU workers (SnowParam) give the single-process table", {
+  skip_if_no_gpu()
+  skip_if_not_installed("BiocParallel")
+  d <- gsea_toy(G = 3000, n = c(9, 14))
+  sets <- lapply(1:80, function(i) sample(rownames(d$x), sample(15:200, 1)))
+  names(sets) <- paste0("s", 1:80)
+  cols <- c("ES", "NES", "pval", "FDR", "FWER", "rankAtMax")
+  one <- rapidGSEA(d$x, d$y, sets, nperm = 4000, seed = 3, backend = "gpu", verbose = FALSE)
+  two <- rapidGSEA(d$x, d$y, sets, nperm = 4000, seed = 3, backend = "gpu", verbose = FALSE,
+                   device = "all", BPPARAM = BiocParallel::SnowParam(2))
+  expect_identical(two[cols], one[cols])
+  expect_error(rapidGSEA(d$x, d$y, sets, nperm = 100, backend = "gpu", BPPARAM = BiocParallel::MulticoreParam(2)),
+               "SnowParam", class = "sysbioGPU_error_input")
 })
 
 test_that("GPU: the CPU's ranking, ties included", {
