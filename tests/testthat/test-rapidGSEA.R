@@ -300,7 +300,7 @@ test_that("R workers share the permutations: the same table as one process", {
   r <- stats::setNames(stats::rnorm(800), rownames(d$x))
   g1 <- cpu(r, geneSets = sets, nperm = 2, minSize = 5, seed = 4, threads = 1)
   g3 <- cpu(r, geneSets = sets, nperm = 2, minSize = 5, seed = 4, threads = 1,
-            BPPARAM = BiocParallel::SerialParam())
+            BPPARAM = if (.Platform$OS.type == "unix") BiocParallel::MulticoreParam(3) else BiocParallel::SerialParam())
   expect_identical(g3[cols], g1[cols])
   expect_error(cpu(d$x, d$y, sets, nperm = 10, BPPARAM = 3), "BiocParallel back-end",
                class = "sysbioGPU_error_input")
