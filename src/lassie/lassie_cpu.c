@@ -376,18 +376,32 @@ static int lu_sparse_factor(const sbg_lassie_model *m, double gamma, ws *w) {
       double gh = gamma * m->h_val[q];
       for (int e = m->r_ptr[r]; e < m->r_ptr[r + 1]; e++) x[pos[m->r_sp[e]]] -= gh * w->dv[e];
     }
-    double amax = 0;
+    double amax = 0, upd = 0;
     for (int p = ptr[i]; p < ptr[i + 1]; p++) { double a = fabs(x[col[p]]); if (a > amax) amax = a; }
+    /* dterm: the largest term the pivot is made of */
+    double dterm = fabs(x[i]);
     for (int p = ptr[i]; p < diag[i]; p++) {
       int k = col[p];
       double lk = x[k] / val[diag[k]];
       x[k] = lk;
       if (lk == 0) continue;
-      for (int p2 = diag[k] + 1; p2 < ptr[k + 1]; p2++) x[col[p2]] -= lk * val[p2];
+      for (int p2 = diag[k] + 1; p2 < ptr[k + 1]; p2++) {
+        double t = lk * val[p2];
+        x[col[p2]] -= t;
+        t = fabs(t);
+        if (t > upd) upd = t;
+        if (col[p2] == i && t > dterm) dterm = t;
+      }
     }
     for (int p = ptr[i]; p < ptr[i + 1]; p++) { val[p] = x[col[p]]; x[col[p]] = 0; }
     double d = val[diag[i]];
-    if (!isfinite(d) || !(fabs(d) > 1e-10 * amax)) {
+    /* The test is on cancellation, not on the pivot's size next to its
+     * row: rows of species with large amounts carry large off-diagonal
+     * entries (Chen's ligand: 1e11 next to a diagonal of 1), which a row
+     * scaling would remove and which do not harm the elimination.  The
+     * pivot fails when it lost 10 digits to the terms it is made of, or
+     * when the row's updates grew 1e12 beyond its entries. */
+    if (!isfinite(d) || !(fabs(d) > 1e-10 * dterm) || !(upd <= 1e12 * amax)) {
       for (int j = 0; j < N; j++) x[j] = 0;
       return -1;
     }
