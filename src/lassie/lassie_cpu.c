@@ -362,7 +362,7 @@ fail:
  * the diagonal (the fill-reducing order stays; I - gamma J of a reaction
  * network has a diagonal >= 1 wherever a species is only consumed, as in
  * KPP's static sparse LU for chemistry).  Returns -1 when a pivot is not
- * finite or tiny next to its row: then the dense LU with pivoting takes
+ * finite or lost its digits to cancellation: then the dense LU with pivoting takes
  * over for this matrix. */
 static int lu_sparse_factor(const sbg_lassie_model *m, double gamma, ws *w) {
   const int N = m->n_species;
@@ -376,32 +376,29 @@ static int lu_sparse_factor(const sbg_lassie_model *m, double gamma, ws *w) {
       double gh = gamma * m->h_val[q];
       for (int e = m->r_ptr[r]; e < m->r_ptr[r + 1]; e++) x[pos[m->r_sp[e]]] -= gh * w->dv[e];
     }
-    double amax = 0, upd = 0;
-    for (int p = ptr[i]; p < ptr[i + 1]; p++) { double a = fabs(x[col[p]]); if (a > amax) amax = a; }
-    /* dterm: the largest term the pivot is made of */
+    /* dterm: the largest partial sum the pivot went through (at least
+     * half the largest term it is made of), tracked once per eliminated
+     * row and not per update */
     double dterm = fabs(x[i]);
     for (int p = ptr[i]; p < diag[i]; p++) {
       int k = col[p];
       double lk = x[k] / val[diag[k]];
       x[k] = lk;
       if (lk == 0) continue;
-      for (int p2 = diag[k] + 1; p2 < ptr[k + 1]; p2++) {
-        double t = lk * val[p2];
-        x[col[p2]] -= t;
-        t = fabs(t);
-        if (t > upd) upd = t;
-        if (col[p2] == i && t > dterm) dterm = t;
-      }
+      for (int p2 = diag[k] + 1; p2 < ptr[k + 1]; p2++) x[col[p2]] -= lk * val[p2];
+      double a = fabs(x[i]);
+      if (a > dterm) dterm = a;
     }
     for (int p = ptr[i]; p < ptr[i + 1]; p++) { val[p] = x[col[p]]; x[col[p]] = 0; }
     double d = val[diag[i]];
     /* The test is on cancellation, not on the pivot's size next to its
      * row: rows of species with large amounts carry large off-diagonal
      * entries (Chen's ligand: 1e11 next to a diagonal of 1), which a row
-     * scaling would remove and which do not harm the elimination.  The
-     * pivot fails when it lost 10 digits to the terms it is made of, or
-     * when the row's updates grew 1e12 beyond its entries. */
-    if (!isfinite(d) || !(fabs(d) > 1e-10 * dterm) || !(upd <= 1e12 * amax)) {
+     * scaling would remove and which do not harm the elimination, while
+     * the diagonal of I - gamma J is >= 1 before elimination (a species'
+     * own consumption), so a small pivot can only come from cancellation:
+     * it fails when it lost 10 digits to the terms it is made of. */
+    if (!isfinite(d) || !(fabs(d) > 1e-10 * dterm)) {
       for (int j = 0; j < N; j++) x[j] = 0;
       return -1;
     }
