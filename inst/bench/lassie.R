@@ -157,8 +157,16 @@ if (!quick && file.exists(bcr) && Sys.getenv("LASSIE_BCR", "1") != "0") {
     obs <- colnames(g)[-1]
     G <- as.matrix(g[match(tt, g$time), obs])
     fl <- rep(1e-6 * apply(abs(as.matrix(g[, obs])), 2, max), each = nrow(G))
-    cat(sprintf("BCR: %.1f s, %d steps; largest relative error against BioNetGen's .gdat %.3g\n",
-                cpu$s, as.integer(st[["steps"]]), max(abs(cpu$v[, obs] - G) / pmax(abs(G), fl))))
+    # and the measure of the test: a timing allowance of 0.01 s for the
+    # .gdat at steep fronts (its CVODE run is off by 0.0025 s on the
+    # PAG1_Csk switch at t = 9500; see test-lassieSimulate.R)
+    ix <- match(tt, g$time); n <- nrow(g)
+    lo <- pmax(ix - 1, 1); hi <- pmin(ix + 1, n)
+    dG <- (as.matrix(g[hi, obs]) - as.matrix(g[lo, obs])) / (g$time[hi] - g$time[lo])
+    d <- abs(cpu$v[, obs] - G)
+    cat(sprintf("BCR: %.1f s, %d steps; largest relative error against BioNetGen's .gdat %.3g (%.3g with 0.01 s timing allowance)\n",
+                cpu$s, as.integer(st[["steps"]]), max(d / pmax(abs(G), fl)),
+                max(pmax(d - 0.01 * abs(dG), 0) / pmax(abs(G), fl))))
   }
 }
 
