@@ -589,7 +589,11 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
       if (prev_h > 0) {
         double num = 0, den = 0;
         for (int j = 0; j < N; j++) {
-          double dk = K[0][j] - K[4][j], dy = x[j] - w->ys5[j];
+          /* in the norm of the error test (as LSODA's switch): unweighted,
+           * the large slow species hide the fast modes of the small ones
+           * (Chen: h rho 0.002 where the step is stability-bound) */
+          double sc = 1.0 / (atol + rtol * fabs(x[j]));
+          double dk = (K[0][j] - K[4][j]) * sc, dy = (x[j] - w->ys5[j]) * sc;
           num += dk * dk; den += dy * dy;
         }
         double hrho = den > 0 ? prev_h * sqrt(num / den) : 0.0;
