@@ -1,6 +1,6 @@
 /* CPU engine of lassieSimulate(): RKF45 with the error test
  * |err_j| <= atol + rtol |x_j|, stiffness detection with hysteresis, and
- * variable-step BDF (orders 1-2) with modified Newton on I - gamma J, J = H D
+ * variable-step BDF (orders 1-5) with modified Newton on I - gamma J, J = H D
  * analytic and sparse, solved by a sparse LU (fill-reducing order and
  * symbolic pattern computed once; a dense LU with pivoting as fallback).  Simulations of
  * a batch run in parallel (OpenMP).  Reached through ffi_lassie_simulate(). */
