@@ -200,8 +200,10 @@ check_model <- function(model) {
 #'
 #' The explicit steps accept when `|err_j| <= atol + rtol |x_j|` for every
 #' species (LASSIE's own code used an absolute test only) and grow the step
-#' by at most 5x.  With `method = "auto"` the solver switches to BDF when 6
-#' of the last 16 explicit attempts were rejected or the step collapses
+#' by at most 5x.  With `method = "auto"` the solver switches to BDF when the
+#' explicit steps' estimate of `h rho(J)` (from the last two stages, in the
+#' error test's weighted norm) exceeds 3 on 15 accepted steps, when 6 of the
+#' last 16 explicit attempts were rejected, or when the step collapses
 #' below `1e-7` of the time span, and back to RKF45 only after 20 implicit
 #' steps followed by 10 in a row with `h rho(J) < 1` (`rho` bounded by
 #' Gershgorin): a hysteresis that keeps it from flipping.  Implicit steps are
@@ -213,7 +215,7 @@ check_model <- function(model) {
 #' while they converge.  The linear solver is a sparse LU in a
 #' minimum-degree order whose pattern (fill included) is computed once per
 #' run, with pivots on the diagonal and a dense LU with partial pivoting as
-#' fallback when a pivot is tiny; the ordering keeps an `N x N` bitset,
+#' fallback when a pivot lost 10 digits to cancellation; the ordering keeps an `N x N` bitset,
 #' which limits implicit steps to 16,384 species.  Steps land exactly on
 #' the requested `times`.
 #'

@@ -102,9 +102,9 @@ if (sbmlAvailable() && n_chen > 0) {
   set.seed(11)
   K <- t(replicate(n_chen, m$rates * 2^runif(length(m$rates), -1, 1)))
   tt <- seq(0, 3600, by = 60)
-  # Chen is stiff from the start: with method = "auto" the switch to BDF
-  # comes late (tens of thousands of explicit steps; some scaled parameter
-  # sets exhaust maxSteps), so the batch runs BDF unless LASSIE_CHEN_METHOD says
+  # Chen is stiff from the start: the batch runs BDF unless
+  # LASSIE_CHEN_METHOD says otherwise ("auto" switches after a few hundred
+  # explicit steps since the stiffness estimate uses the weighted norm)
   chen_method <- Sys.getenv("LASSIE_CHEN_METHOD", "bdf")
   cpu <- timed(lassieSimulate(m, tt, rates = K, method = chen_method, backend = "cpu", verbose = FALSE))
   g <- if (gpu) timed(lassieSimulate(m, tt, rates = K, method = chen_method, backend = "gpu", verbose = FALSE)) else NULL
@@ -157,8 +157,16 @@ if (!quick && file.exists(bcr) && Sys.getenv("LASSIE_BCR", "1") != "0") {
     obs <- colnames(g)[-1]
     G <- as.matrix(g[match(tt, g$time), obs])
     fl <- rep(1e-6 * apply(abs(as.matrix(g[, obs])), 2, max), each = nrow(G))
-    cat(sprintf("BCR: %.1f s, %d steps; largest relative error against BioNetGen's .gdat %.3g\n",
-                cpu$s, as.integer(st[["steps"]]), max(abs(cpu$v[, obs] - G) / pmax(abs(G), fl))))
+    # and the measure of the test: a timing allowance of 0.01 s for the
+    # .gdat at steep fronts (its CVODE run is off by 0.0025 s on the
+    # PAG1_Csk switch at t = 9500; see test-lassieSimulate.R)
+    ix <- match(tt, g$time); n <- nrow(g)
+    lo <- pmax(ix - 1, 1); hi <- pmin(ix + 1, n)
+    dG <- (as.matrix(g[hi, obs]) - as.matrix(g[lo, obs])) / (g$time[hi] - g$time[lo])
+    d <- abs(cpu$v[, obs] - G)
+    cat(sprintf("BCR: %.1f s, %d steps; largest relative error against BioNetGen's .gdat %.3g (%.3g with 0.01 s timing allowance)\n",
+                cpu$s, as.integer(st[["steps"]]), max(d / pmax(abs(G), fl)),
+                max(pmax(d - 0.01 * abs(dG), 0) / pmax(abs(G), fl))))
   }
 }
 

@@ -1,6 +1,6 @@
 /* CPU engine of lassieSimulate(): RKF45 with the error test
  * |err_j| <= atol + rtol |x_j|, stiffness detection with hysteresis, and
- * variable-step BDF (orders 1-2) with modified Newton on I - gamma J, J = H D
+ * variable-step BDF (orders 1-5) with modified Newton on I - gamma J, J = H D
  * analytic and sparse, solved by a sparse LU (fill-reducing order and
  * symbolic pattern computed once; a dense LU with pivoting as fallback).  Simulations of
  * a batch run in parallel (OpenMP).  Reached through ffi_lassie_simulate(). */
@@ -83,6 +83,12 @@ typedef struct ws {
   int *lu_ptr, *lu_col, *lu_diag;
   double *lu_val, *lu_x;
   int dense;         /* 1: the last factorisation is the dense fallback in P */
+  /* the dense fallback's factors compressed to their nonzeros (same row
+   * layout as the sparse LU: L, diagonal, U), so that each Newton solve
+   * costs the fill of the factors and not N^2 */
+  int *dz_ptr, *dz_col, *dz_diag;
+  double *dz_val;
+  size_t dz_cap;
   /* BDF history: hist[0] the current state, hist[j] j accepted steps back */
   double *hist[LASSIE_BDF_HIST], *cvec;
 } ws;
@@ -95,6 +101,7 @@ static void ws_free(ws *w) {
   for (int i = 0; i < LASSIE_BDF_HIST; i++) free(w->hist[i]);
   free(w->cvec);
   free(w->ipos); free(w->lu_ptr); free(w->lu_col); free(w->lu_diag); free(w->lu_val); free(w->lu_x);
+  free(w->dz_ptr); free(w->dz_col); free(w->dz_diag); free(w->dz_val);
   memset(w, 0, sizeof(*w));
 }
 
@@ -207,7 +214,44 @@ static int lu_factor(double *a, int n, int *piv, int *nzbuf) {
   return 0;
 }
 
-static void lu_solve(const double *a, int n, const int *piv, double *b) {
+/* Compresses the dense factors in a (after lu_factor) to their nonzeros,
+ * row by row in ascending columns.  Returns 0, or -1 without memory. */
+static int lu_compress(const double *a, int n, ws *w) {
+  if (!w->dz_ptr) {
+    w->dz_ptr = malloc(sizeof(int) * ((size_t)n + 1));
+    w->dz_diag = malloc(sizeof(int) * (size_t)n);
+    if (!w->dz_ptr || !w->dz_diag) return -1;
+  }
+  size_t nnz = 0;
+  for (size_t q = 0; q < (size_t)n * n; q++) nnz += a[q] != 0;
+  nnz += (size_t)n;   /* diagonal entries are kept even when zero-valued */
+  if (nnz > w->dz_cap) {
+    free(w->dz_col); free(w->dz_val);
+    w->dz_col = malloc(sizeof(int) * nnz);
+    w->dz_val = malloc(sizeof(double) * nnz);
+    w->dz_cap = nnz;
+    if (!w->dz_col || !w->dz_val) { free(w->dz_col); free(w->dz_val); w->dz_col = NULL; w->dz_val = NULL; w->dz_cap = 0; return -1; }
+  }
+  size_t e = 0;
+  w->dz_ptr[0] = 0;
+  for (int i = 0; i < n; i++) {
+    const double *ai = a + (size_t)i * n;
+    for (int j = 0; j < n; j++) {
+      if (j == i) w->dz_diag[i] = (int)e;
+      else if (ai[j] == 0) continue;
+      w->dz_col[e] = j; w->dz_val[e] = ai[j]; e++;
+    }
+    w->dz_ptr[i + 1] = (int)e;
+  }
+  return 0;
+}
+
+/* Solves with the compressed dense factors.  The sums run over the same
+ * entries in the same order as a dense substitution less its zero terms,
+ * so the result is the dense one's. */
+static void lu_solve(const ws *w, int n, double *b) {
+  const int *piv = w->piv, *ptr = w->dz_ptr, *col = w->dz_col, *diag = w->dz_diag;
+  const double *val = w->dz_val;
   /* whole rows were swapped during the factorisation, so L is in the final
    * row order: permute b completely first, then substitute */
   for (int k = 0; k < n; k++) {
@@ -215,16 +259,14 @@ static void lu_solve(const double *a, int n, const int *piv, double *b) {
     if (p != k) { double t = b[k]; b[k] = b[p]; b[p] = t; }
   }
   for (int i = 1; i < n; i++) {
-    const double *ai = a + (size_t)i * n;
     double s = b[i];
-    for (int k = 0; k < i; k++) s -= ai[k] * b[k];
+    for (int q = ptr[i]; q < diag[i]; q++) s -= val[q] * b[col[q]];
     b[i] = s;
   }
   for (int k = n - 1; k >= 0; k--) {
-    const double *ak = a + (size_t)k * n;
     double s = b[k];
-    for (int j = k + 1; j < n; j++) s -= ak[j] * b[j];
-    b[k] = s / ak[k];
+    for (int q = diag[k] + 1; q < ptr[k + 1]; q++) s -= val[q] * b[col[q]];
+    b[k] = s / val[diag[k]];
   }
 }
 
@@ -320,7 +362,7 @@ fail:
  * the diagonal (the fill-reducing order stays; I - gamma J of a reaction
  * network has a diagonal >= 1 wherever a species is only consumed, as in
  * KPP's static sparse LU for chemistry).  Returns -1 when a pivot is not
- * finite or tiny next to its row: then the dense LU with pivoting takes
+ * finite or lost its digits to cancellation: then the dense LU with pivoting takes
  * over for this matrix. */
 static int lu_sparse_factor(const sbg_lassie_model *m, double gamma, ws *w) {
   const int N = m->n_species;
@@ -334,18 +376,29 @@ static int lu_sparse_factor(const sbg_lassie_model *m, double gamma, ws *w) {
       double gh = gamma * m->h_val[q];
       for (int e = m->r_ptr[r]; e < m->r_ptr[r + 1]; e++) x[pos[m->r_sp[e]]] -= gh * w->dv[e];
     }
-    double amax = 0;
-    for (int p = ptr[i]; p < ptr[i + 1]; p++) { double a = fabs(x[col[p]]); if (a > amax) amax = a; }
+    /* dterm: the largest partial sum the pivot went through (at least
+     * half the largest term it is made of), tracked once per eliminated
+     * row and not per update */
+    double dterm = fabs(x[i]);
     for (int p = ptr[i]; p < diag[i]; p++) {
       int k = col[p];
       double lk = x[k] / val[diag[k]];
       x[k] = lk;
       if (lk == 0) continue;
       for (int p2 = diag[k] + 1; p2 < ptr[k + 1]; p2++) x[col[p2]] -= lk * val[p2];
+      double a = fabs(x[i]);
+      if (a > dterm) dterm = a;
     }
     for (int p = ptr[i]; p < ptr[i + 1]; p++) { val[p] = x[col[p]]; x[col[p]] = 0; }
     double d = val[diag[i]];
-    if (!isfinite(d) || !(fabs(d) > 1e-10 * amax)) {
+    /* The test is on cancellation, not on the pivot's size next to its
+     * row: rows of species with large amounts carry large off-diagonal
+     * entries (Chen's ligand: 1e11 next to a diagonal of 1), which a row
+     * scaling would remove and which do not harm the elimination, while
+     * the diagonal of I - gamma J is >= 1 before elimination (a species'
+     * own consumption), so a small pivot can only come from cancellation:
+     * it fails when it lost 10 digits to the terms it is made of. */
+    if (!isfinite(d) || !(fabs(d) > 1e-10 * dterm)) {
       for (int j = 0; j < N; j++) x[j] = 0;
       return -1;
     }
@@ -382,11 +435,12 @@ static int iter_factor(const sbg_lassie_model *m, double gamma, ws *w) {
   }
   w->dense = 1;
   build_iteration_matrix(m, gamma, w);
-  return lu_factor(w->P, N, w->piv, w->nzbuf);
+  if (lu_factor(w->P, N, w->piv, w->nzbuf) != 0) return -1;
+  return lu_compress(w->P, N, w) == 0 ? 0 : -2;
 }
 
 static void iter_solve(const ws *w, int N, double *b) {
-  if (w->dense) lu_solve(w->P, N, w->piv, b);
+  if (w->dense) lu_solve(w, N, b);
   else lu_sparse_solve(w, N, b);
 }
 
@@ -535,7 +589,11 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
       if (prev_h > 0) {
         double num = 0, den = 0;
         for (int j = 0; j < N; j++) {
-          double dk = K[0][j] - K[4][j], dy = x[j] - w->ys5[j];
+          /* in the norm of the error test (as LSODA's switch): unweighted,
+           * the large slow species hide the fast modes of the small ones
+           * (Chen: h rho 0.002 where the step is stability-bound) */
+          double sc = 1.0 / (atol + rtol * fabs(x[j]));
+          double dk = (K[0][j] - K[4][j]) * sc, dy = (x[j] - w->ys5[j]) * sc;
           num += dk * dk; den += dy * dy;
         }
         double hrho = den > 0 ? prev_h * sqrt(num / den) : 0.0;

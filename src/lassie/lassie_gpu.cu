@@ -181,9 +181,10 @@ __global__ void k_control(int S, int N, int nt, const double *times, double rtol
 }
 
 /* Before a step: the stiffness estimate of the last accepted step,
- * h |f(x) - f(stage 5)| / |x - stage 5|, and the switch of lassie_cpu.c. */
-__global__ void k_stiff(int S, int N, int method, const double *x, const double *K,
-                        const double *ys5, simstate *ss) {
+ * h |f(x) - f(stage 5)| / |x - stage 5| in the error test's weighted norm,
+ * and the switch of lassie_cpu.c. */
+__global__ void k_stiff(int S, int N, int method, double rtol, double atol, const double *x,
+                        const double *K, const double *ys5, simstate *ss) {
   int s = blockIdx.x;
   if (s >= S || !ss[s].active || !(ss[s].prev_h > 0)) return;
   __shared__ double rnum[256], rden[256];
@@ -191,7 +192,9 @@ __global__ void k_stiff(int S, int N, int method, const double *x, const double 
   double num = 0, den = 0;
   for (int j = threadIdx.x; j < N; j += blockDim.x) {
     size_t o = (size_t)s * N + j;
-    double dk = K[o] - K[4 * SN + o], dy = x[o] - ys5[o];
+    /* weighted by the error test's scale, as on the CPU */
+    double sc = 1.0 / A_(atol, M_(rtol, fabs(x[o])));
+    double dk = M_(K[o] - K[4 * SN + o], sc), dy = M_(x[o] - ys5[o], sc);
     num = A_(num, M_(dk, dk)); den = A_(den, M_(dy, dy));
   }
   rnum[threadIdx.x] = num; rden[threadIdx.x] = den;
@@ -315,7 +318,7 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
         }
         k_rates<<<blocks(SM, TB), TB, 0, stream>>>(S, dm, d_k, p->rates_per_sim, y, d_v, d_ss);
         k_spmv<<<blocks(SN, TB), TB, 0, stream>>>(S, dm, d_v, d_K + (size_t)stage * SN, d_ss);
-        if (stage == 0) k_stiff<<<S, TB, 0, stream>>>(S, N, p->method, d_x, d_K, d_ys + SN, d_ss);
+        if (stage == 0) k_stiff<<<S, TB, 0, stream>>>(S, N, p->method, p->rtol, p->atol, d_x, d_K, d_ys + SN, d_ss);
       }
       k_control<<<S, TB, 0, stream>>>(S, N, nt, d_times, p->rtol, p->atol, p->max_steps,
                                        p->method, d_x, d_K, d_ys, d_out, d_ss);
