@@ -200,6 +200,33 @@ test_that("dgCMatrix, dsCMatrix, dense matrix and edge data.frame give the same 
   expect_equal(a$scores, b$scores, tolerance = 1e-10)
 })
 
+test_that("the fast check of W (hashes of the mirrored entries) agrees with an exact oracle", {
+  W <- cosnet_random_graph(200, 0.08, 93)
+  chk <- function(M, th = 2L) .Call(sysbioGPU:::ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps, th)
+  expect_identical(chk(W), c(0L, 0L))
+  colj <- rep(seq_len(ncol(W)), diff(W@p)); rowi <- W@i + 1L
+  up <- which(rowi < colj)
+  mir <- function(k) which(rowi == colj[k] & colj == rowi[k])
+  # first column whose entries differ from their mirrors (the oracle)
+  first_asym <- function(M) which(Matrix::colSums(abs(M - Matrix::t(M)) > 0) > 0)[1]
+  # two pairs with their upper values swapped: same values, same pattern
+  k1 <- up[3]; k2 <- up[which(W@x[up] != W@x[k1])[5]]
+  A <- W; A@x[c(k1, k2)] <- W@x[c(k2, k1)]
+  for (th in 1:2) expect_identical(chk(A, th), c(4L, as.integer(first_asym(A))))
+  # an upper value moved to its mirror's place in another pair of the column
+  A <- W; A@x[k1] <- W@x[mir(k1)] + 0.25
+  expect_identical(chk(A), c(4L, as.integer(first_asym(A))))
+  # rounding only: code 5 (averaged by parCosnet)
+  A <- W; A@x[k1] <- W@x[k1] * (1 + 4 * .Machine$double.eps)
+  expect_identical(chk(A), c(5L, as.integer(first_asym(A))))
+  # a hard problem after an asymmetry: the first column wins, as before
+  A <- W; A@x[k1] <- W@x[k1] + 1; A@x[length(A@x)] <- -1
+  expect_identical(chk(A), c(4L, as.integer(first_asym(A))))
+  # a stored zero with its mirror: code 6 (dropped by parCosnet)
+  A <- W; A@x[c(k1, mir(k1))] <- 0
+  expect_identical(chk(A), c(6L, as.integer(min(colj[c(k1, mir(k1))]))))
+})
+
 test_that("labels: logical, names matched to W, matrix of classes", {
   W <- cosnet_random_graph(80, 0.1, 81)
   nm <- paste0("g", 1:80)
