@@ -307,6 +307,34 @@ test_that("cvParCosnet: stratified folds, out-of-fold predictions, metrics", {
   expect_invisible(plot(cv))
 })
 
+test_that("cvParCosnet: every fold is parCosnet() with that fold masked (batched points, hubs)", {
+  # a hub of more than SBG_COSNET_HUB_DEGREE (1024) neighbours takes the
+  # 256-lane sums; 2 to 8 folds take the per-class batched points (pairs of
+  # folds in vectors: 1 to 4 pairs), 9 folds the per-job sums
+  n <- 1300
+  W <- cosnet_random_graph(n, 0.01, 111)
+  set.seed(112)
+  nb <- sample(2:n, 1100)
+  H <- Matrix::sparseMatrix(i = c(rep(1L, 1100), nb), j = c(nb, rep(1L, 1100)),
+                            x = rep(runif(1100, 0.01, 1), 2), dims = c(n, n))
+  W <- methods::as(W + H, "generalMatrix")
+  Y <- cbind(a = cosnet_random_labels(n, 150, 100, 113), b = cosnet_random_labels(n, 90, 0, 114),
+             c = cosnet_random_labels(n, 200, 300, 115))
+  for (nf in c(2, 3, 5, 7, 9)) {
+    cv <- cvParCosnet(W, Y, nfolds = nf, seed = 4, backend = "cpu", threads = 2, verbose = FALSE)
+    cv1 <- cvParCosnet(W, Y[, "a"], nfolds = nf, seed = 4, backend = "cpu", threads = 1, verbose = FALSE)
+    expect_identical(unname(cv1$scores[, 1]), unname(cv$scores[, "a"]))
+    for (f in seq_len(nf)) {
+      y2 <- Y[, "a"]; y2[cv$folds[, "a"] == f] <- NA
+      one <- parCosnet(W, y2, seed = 4, backend = "cpu", threads = 1, verbose = FALSE)
+      i <- which(cv$folds[, "a"] == f)
+      expect_identical(unname(cv$scores[i, "a"]), unname(one$scores[i, 1]))
+      expect_identical(cv$jobs$alpha[f], one$classes$alpha)
+      expect_identical(cv$jobs$c[f], one$classes$c)
+    }
+  }
+})
+
 test_that("average precision: known values", {
   ap <- sysbioGPU:::average_precision
   expect_equal(ap(c(3, 2, 1), c(TRUE, FALSE, TRUE)), (1 + 2 / 3) / 2)
