@@ -1,8 +1,10 @@
 /* CPU engine of parCosnet() and cvParCosnet(): Jones-Plassmann colouring
  * with Philox priorities, then for every (class, fold) job the training
  * points, the learned (alpha, c), the thresholds and the colour-parallel
- * Hopfield dynamics.  OpenMP over jobs when there are enough of them, else
- * over the nodes of a colour; results do not depend on the thread count. */
+ * Hopfield dynamics.  In cross-validation the training points of all folds
+ * of a class come from one pass over the rows.  OpenMP over classes (or
+ * jobs) when there are enough of them, else over rows and the nodes of a
+ * colour; results do not depend on the thread count. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,20 +130,6 @@ static void row_sum2(const sbg_cosnet_graph *g, int32_t v, const double *val1,
  * vector of this many doubles (padded). */
 #define SBG_COSNET_BATCH_FOLDS 8
 
-/* Cross-validation: the training points of all folds of one class in one
- * pass over the rows, instead of one row_sum2 pass per fold.  code[u]:
- * 0 unlabelled, else +-fv for a labelled positive/negative, fv = 1 + its
- * fold index (or nf + 1: labelled in every job).  M[fv][f] = 1 when a node
- * of fold code fv is labelled in the job of fold f, else 0.  In the job of
- * fold f, neighbour u adds w * 1 to the positive (negative) sum when it is
- * a labelled positive (negative) outside fold f, and w * 0 = +0
- * otherwise, exactly as here; terms that add +0 to both sums (unlabelled
- * u) are skipped, which changes nothing either (a partial sum is never -0:
- * it starts at +0 and only gets terms >= 0).  So each fold gets exactly
- * row_sum2's lanes, each lane adding its entries in row order, and after
- * the same halving tree the same bits.  Lane by lane, the folds of a lane
- * in a short vector (registers).  P, Q: lanes x SBG_COSNET_BATCH_FOLDS
- * scratch; x, y: the sums of row v, one per fold. */
 /* Pairs of doubles (GCC/Clang vector extension: SSE2 on x86-64, NEON on
  * arm64, plain code elsewhere), so that a lane's folds stay in registers;
  * element-wise + and * round as the scalar operations do. */
@@ -171,6 +159,20 @@ lane_points_folds(const int32_t *col, const double *w, int64_t k0, int64_t e, in
   }
 }
 
+/* Cross-validation: the training points of all folds of one class in one
+ * pass over the rows, instead of one row_sum2 pass per fold.  code[u]:
+ * 0 unlabelled, else +-fv for a labelled positive/negative, fv = 1 + its
+ * fold index (or nf + 1: labelled in every job).  M[fv][f] = 1 when a node
+ * of fold code fv is labelled in the job of fold f, else 0.  In the job of
+ * fold f, neighbour u adds w * 1 to the positive (negative) sum when it is
+ * a labelled positive (negative) outside fold f, and w * 0 = +0
+ * otherwise, exactly as here; terms that add +0 to both sums (unlabelled
+ * u) are skipped, which changes nothing either (a partial sum is never -0:
+ * it starts at +0 and only gets terms >= 0).  So each fold gets exactly
+ * row_sum2's lanes, each lane adding its entries in row order, and after
+ * the same halving tree the same bits.  Lane by lane, the folds of a lane
+ * in a short vector (registers).  P, Q: lanes x SBG_COSNET_BATCH_FOLDS
+ * scratch; x, y: the sums of row v, one per fold. */
 static void row_points_folds(const sbg_cosnet_graph *g, int32_t v, const int8_t *code, int nf,
                              const sbg_v2d (*M)[SBG_COSNET_BATCH_FOLDS / 2], double *P, double *Q,
                              double *x, double *y) {
