@@ -78,7 +78,10 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
                "edge data.frame (from, to, weight), not ", class(W)[1])
   }
   if (nrow(M) < 1L) stop_input("`", arg, "` has no nodes")
-  # One pass in C, no copy of W (a large network is checked in place).
+  # In C, threaded, no copy of W (a large network is checked in place): one
+  # streaming pass (values, diagonal, and symmetry by hashes of the
+  # mirrored entries), and the exact entry-by-entry check only for a W that
+  # this pass does not clear, which then names the first bad node.
   # Symmetric up to rounding (as left by, say, D^-1/2 W D^-1/2 computed in
   # two products) is accepted and made exact by averaging the two halves.
   chk <- .Call(ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps, check_threads)

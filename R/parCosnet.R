@@ -329,10 +329,11 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
   truth <- lab == 1L
   truth[lab == 0L] <- NA
   met <- t(vapply(seq_len(ncol(lab)), function(k) {
-    m <- vapply(seq_len(nfolds), function(f) {
-      i <- which(folds[, k] == f)
-      pr_metrics(r$pred[i, k], r$scores[i, k], truth[i, k])
-    }, numeric(4))
+    # the nodes of each fold in one pass (a class's folds are 1..nfolds,
+    # unlabelled nodes 0)
+    by_fold <- split(seq_len(nrow(folds)), factor(folds[, k], levels = seq_len(nfolds)))
+    pk <- r$pred[, k]; sk <- r$scores[, k]; tk <- truth[, k]
+    m <- vapply(by_fold, function(i) pr_metrics(pk[i], sk[i], tk[i]), numeric(4))
     rowMeans(m, na.rm = TRUE)
   }, numeric(4)))
   metrics <- data.frame(class = colnames(lab), positives = colSums(lab == 1L), met,

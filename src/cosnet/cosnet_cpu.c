@@ -1,8 +1,10 @@
 /* CPU engine of parCosnet() and cvParCosnet(): Jones-Plassmann colouring
  * with Philox priorities, then for every (class, fold) job the training
  * points, the learned (alpha, c), the thresholds and the colour-parallel
- * Hopfield dynamics.  OpenMP over jobs when there are enough of them, else
- * over the nodes of a colour; results do not depend on the thread count. */
+ * Hopfield dynamics.  In cross-validation the training points of all folds
+ * of a class come from one pass over the rows.  OpenMP over classes (or
+ * jobs) when there are enough of them, else over rows and the nodes of a
+ * colour; results do not depend on the thread count. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +124,140 @@ static void row_sum2(const sbg_cosnet_graph *g, int32_t v, const double *val1,
     }
   *s1 = p1[0];
   *s2 = p2[0];
+}
+
+/* Most folds for which the points are batched per class: the folds are a
+ * vector of this many doubles (padded). */
+#define SBG_COSNET_BATCH_FOLDS 8
+
+/* Pairs of doubles (GCC/Clang vector extension: SSE2 on x86-64, NEON on
+ * arm64, plain code elsewhere), so that a lane's folds stay in registers;
+ * element-wise + and * round as the scalar operations do. */
+typedef double sbg_v2d __attribute__((vector_size(16)));
+
+/* One lane: its entries k = b + l, b + l + L, ... in order; NV pairs of
+ * folds (a constant at each call, so that the accumulators are registers). */
+static inline __attribute__((always_inline)) void
+lane_points_folds(const int32_t *col, const double *w, int64_t k0, int64_t e, int L,
+                  const int8_t *code, const sbg_v2d (*M)[SBG_COSNET_BATCH_FOLDS / 2], int NV,
+                  double *P, double *Q) {
+  sbg_v2d a[SBG_COSNET_BATCH_FOLDS / 2], c[SBG_COSNET_BATCH_FOLDS / 2];
+  for (int q = 0; q < NV; q++) a[q] = c[q] = (sbg_v2d){0.0, 0.0};
+  for (int64_t k = k0; k < e; k += L) {
+    int cc = code[col[k]];
+    if (cc == 0) continue;
+    sbg_v2d wk = {w[k], w[k]};
+    if (cc > 0) {
+      for (int q = 0; q < NV; q++) a[q] += wk * M[cc][q];
+    } else {
+      for (int q = 0; q < NV; q++) c[q] += wk * M[-cc][q];
+    }
+  }
+  for (int q = 0; q < NV; q++) {
+    P[2 * q] = a[q][0]; P[2 * q + 1] = a[q][1];
+    Q[2 * q] = c[q][0]; Q[2 * q + 1] = c[q][1];
+  }
+}
+
+/* Cross-validation: the training points of all folds of one class in one
+ * pass over the rows, instead of one row_sum2 pass per fold.  code[u]:
+ * 0 unlabelled, else +-fv for a labelled positive/negative, fv = 1 + its
+ * fold index (or nf + 1: labelled in every job).  M[fv][f] = 1 when a node
+ * of fold code fv is labelled in the job of fold f, else 0.  In the job of
+ * fold f, neighbour u adds w * 1 to the positive (negative) sum when it is
+ * a labelled positive (negative) outside fold f, and w * 0 = +0
+ * otherwise, exactly as here; terms that add +0 to both sums (unlabelled
+ * u) are skipped, which changes nothing either (a partial sum is never -0:
+ * it starts at +0 and only gets terms >= 0).  So each fold gets exactly
+ * row_sum2's lanes, each lane adding its entries in row order, and after
+ * the same halving tree the same bits.  Lane by lane, the folds of a lane
+ * in a short vector (registers).  P, Q: lanes x SBG_COSNET_BATCH_FOLDS
+ * scratch; x, y: the sums of row v, one per fold. */
+static void row_points_folds(const sbg_cosnet_graph *g, int32_t v, const int8_t *code, int nf,
+                             const sbg_v2d (*M)[SBG_COSNET_BATCH_FOLDS / 2], double *P, double *Q,
+                             double *x, double *y) {
+  enum { F = SBG_COSNET_BATCH_FOLDS };
+  int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
+  int L = e - b > SBG_COSNET_HUB_DEGREE ? SBG_COSNET_HUB_LANES : SBG_COSNET_LANES;
+  const int32_t *col = g->v_col;
+  const double *w = g->v_w;
+  /* lanes past the row's end stay 0 */
+  if (e - b < L) {
+    memset(P, 0, (size_t)L * F * sizeof(double));
+    memset(Q, 0, (size_t)L * F * sizeof(double));
+  }
+  int nl = e - b < L ? (int)(e - b) : L;
+  if (nf <= 2)
+    for (int l = 0; l < nl; l++) lane_points_folds(col, w, b + l, e, L, code, M, 1, P + l * F, Q + l * F);
+  else if (nf <= 4)
+    for (int l = 0; l < nl; l++) lane_points_folds(col, w, b + l, e, L, code, M, 2, P + l * F, Q + l * F);
+  else if (nf <= 6)
+    for (int l = 0; l < nl; l++) lane_points_folds(col, w, b + l, e, L, code, M, 3, P + l * F, Q + l * F);
+  else
+    for (int l = 0; l < nl; l++) lane_points_folds(col, w, b + l, e, L, code, M, 4, P + l * F, Q + l * F);
+  for (int off = L / 2; off > 0; off >>= 1)
+    for (int l = 0; l < off; l++)
+      for (int f = 0; f < nf; f++) {
+        P[l * F + f] = P[l * F + f] + P[(l + off) * F + f];
+        Q[l * F + f] = Q[l * F + f] + Q[(l + off) * F + f];
+      }
+  for (int f = 0; f < nf; f++) {
+    x[f] = P[f];
+    y[f] = Q[f];
+  }
+}
+
+/* The points of every fold of class k (see row_points_folds): bx, by are
+ * nf x n (fold f at f * n), filled at the labelled nodes; code: n scratch.
+ * Rows in parallel over nt threads (1 when classes run in parallel). */
+static sbg_status class_points(const sbg_cosnet_input *in, int32_t k, int nt, int8_t *code,
+                               double *bx, double *by, sbg_ctx *ctx, int poll, double done) {
+  const sbg_cosnet_graph *g = &in->g;
+  int32_t n = g->n;
+  int nf = in->n_folds;
+  const int8_t *lab = in->v_labels + (size_t)k * n;
+  const int32_t *fold = in->v_folds + (size_t)k * n;
+  for (int32_t v = 0; v < n; v++) {
+    /* a labelled node outside 1..nf is labelled in every job (as in
+     * sbg_cosnet_job_codes): fold index nf, which no job has */
+    int32_t fv = fold[v] >= 1 && fold[v] <= nf ? fold[v] : nf + 1;
+    code[v] = (int8_t)(lab[v] == 0 ? 0 : lab[v] > 0 ? fv : -fv);
+  }
+  /* M[fv][f]: a node of fold code fv is labelled in the job of fold f */
+  sbg_v2d M[SBG_COSNET_BATCH_FOLDS + 2][SBG_COSNET_BATCH_FOLDS / 2];
+  for (int fv = 0; fv < SBG_COSNET_BATCH_FOLDS + 2; fv++)
+    for (int f = 0; f < SBG_COSNET_BATCH_FOLDS; f++) M[fv][f / 2][f % 2] = f != fv - 1 ? 1.0 : 0.0;
+  int failed = 0;
+  /* chunks of rows, so that a large network still polls often */
+  const int32_t chunk = 65536;
+  for (int32_t v0 = 0; v0 < n && !failed; v0 += chunk) {
+    int32_t v1 = n - v0 > chunk ? v0 + chunk : n;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    double *P = (double *)malloc((size_t)SBG_COSNET_HUB_LANES * SBG_COSNET_BATCH_FOLDS * 2 * sizeof(double));
+    double x[SBG_COSNET_BATCH_FOLDS], y[SBG_COSNET_BATCH_FOLDS];
+    if (!P) {
+#pragma omp atomic write
+      failed = 1;
+    }
+#pragma omp for schedule(dynamic, 256)
+    for (int32_t v = v0; v < v1; v++) {
+      if (!P || lab[v] == 0) continue;
+      row_points_folds(g, v, code, nf, (const sbg_v2d (*)[SBG_COSNET_BATCH_FOLDS / 2])M, P,
+                       P + (size_t)SBG_COSNET_HUB_LANES * SBG_COSNET_BATCH_FOLDS, x, y);
+      for (int f = 0; f < nf; f++) {
+        bx[(size_t)f * n + v] = x[f];
+        by[(size_t)f * n + v] = y[f];
+      }
+    }
+    free(P);
+  }
+    if (poll && !failed) {
+      sbg_status st = sbg_poll(ctx, done);
+      if (st != SBG_OK) return st;
+    }
+  }
+  return failed ? sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory for the training points") : SBG_OK;
 }
 
 /* Monotonic-enough wall clock for sizing blocks of jobs. */
@@ -292,16 +428,19 @@ typedef struct work {
   int8_t *plab;    /* their labels 1/0 */
   int32_t *ulist;  /* U nodes by colour */
   int64_t *uptr;   /* n_colours + 1 */
+  int8_t *code;    /* n (batched points only): class_points' node codes */
+  double *bx, *by; /* n_folds x n (batched points only) */
 } work;
 
 static void work_free(work *w) {
   free(w->jl); free(w->theta); free(w->score); free(w->state);
   free(w->px); free(w->py); free(w->plab); free(w->ulist); free(w->uptr);
   free(w->val1); free(w->val2); free(w->dirty);
+  free(w->code); free(w->bx); free(w->by);
   memset(w, 0, sizeof(*w));
 }
 
-static sbg_status work_alloc(work *w, int32_t n, int32_t n_colours) {
+static sbg_status work_alloc(work *w, int32_t n, int32_t n_colours, int32_t batch_folds) {
   size_t nn = (size_t)(n > 0 ? n : 1);
   memset(w, 0, sizeof(*w));
   w->jl = (int8_t *)malloc(nn);
@@ -321,6 +460,15 @@ static sbg_status work_alloc(work *w, int32_t n, int32_t n_colours) {
     work_free(w);
     return SBG_ERR_ALLOC;
   }
+  if (batch_folds > 0) {
+    w->code = (int8_t *)malloc(nn);
+    w->bx = (double *)malloc(nn * (size_t)batch_folds * sizeof(double));
+    w->by = (double *)malloc(nn * (size_t)batch_folds * sizeof(double));
+    if (!w->code || !w->bx || !w->by) {
+      work_free(w);
+      return SBG_ERR_ALLOC;
+    }
+  }
   return SBG_OK;
 }
 
@@ -328,8 +476,9 @@ static sbg_status work_alloc(work *w, int32_t n, int32_t n_colours) {
  * polls only when `poll` (the calling thread outside parallel regions). */
 static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
                           const int32_t *cptr_nodes, const int64_t *cptr, int32_t n_colours,
-                          int32_t j, int nt, work *w, sbg_cosnet_result *out, sbg_ctx *ctx,
-                          int poll, double done_before, double done_share) {
+                          int32_t j, int nt, work *w, const double *bpx, const double *bpy,
+                          sbg_cosnet_result *out, sbg_ctx *ctx, int poll, double done_before,
+                          double done_share) {
   const sbg_cosnet_graph *g = &in->g;
   int32_t n = g->n;
   int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
@@ -348,7 +497,13 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   if (npos == 0 || npos == m)
     return sbg_fail(ctx, SBG_ERR_INPUT, "job %d (class %d): the training set needs labelled positives and negatives",
                     (int)j + 1, (int)k + 1);
-  {
+  if (bpx) {
+    /* computed for all folds of the class at once (class_points) */
+    for (int64_t i = 0; i < m; i++) {
+      w->px[i] = bpx[w->ulist[i]];
+      w->py[i] = bpy[w->ulist[i]];
+    }
+  } else {
     /* value of each node in the sums to positives (val1) and negatives */
     for (int32_t v = 0; v < n; v++) {
       w->val1[v] = jl[v] == SBG_COSNET_POS ? 1.0 : 0.0;
@@ -507,6 +662,27 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   return SBG_OK;
 }
 
+/* A unit of work: one job, or (batched points) all folds of one class. */
+static sbg_status run_unit(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
+                           const int32_t *nodes, const int64_t *cptr, int32_t n_colours, int32_t u,
+                           int batch, int nt, work *w, sbg_cosnet_result *out, sbg_ctx *ctx,
+                           int poll, int32_t n_jobs) {
+  if (!batch)
+    return run_job(in, p, nodes, cptr, n_colours, u, nt, w, NULL, NULL, out, ctx, poll,
+                   (double)u / n_jobs, 1.0 / n_jobs);
+  int32_t n = in->g.n, nf = in->n_folds;
+  sbg_status st = class_points(in, u, nt, w->code, w->bx, w->by, ctx, poll,
+                               (double)u * nf / n_jobs);
+  if (st != SBG_OK) return st;
+  for (int32_t f = 0; f < nf; f++) {
+    int32_t j = u * nf + f;
+    st = run_job(in, p, nodes, cptr, n_colours, j, nt, w, w->bx + (size_t)f * n,
+                 w->by + (size_t)f * n, out, ctx, poll, (double)j / n_jobs, 1.0 / n_jobs);
+    if (st != SBG_OK) return st;
+  }
+  return SBG_OK;
+}
+
 sbg_status sbg_cosnet_cpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
                           sbg_cosnet_result *out, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
@@ -517,7 +693,20 @@ sbg_status sbg_cosnet_cpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   int nt = ctx->n_threads > 0 ? ctx->n_threads : 1;
   int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
   int32_t n_jobs = in->n_classes * nf;
-  int par_jobs = nt > 1 && n_jobs >= nt;
+  int32_t n = in->g.n;
+  /* Cross-validation batches the training points of a class's folds (one
+   * pass over the rows for all folds, same results) when the classes can
+   * keep the threads busy or the jobs could not anyway, and the per-thread
+   * points (folds x nodes) take at most 1 GiB. */
+  int batch = in->n_folds > 1 && in->n_folds <= SBG_COSNET_BATCH_FOLDS &&
+              (nt == 1 || in->n_classes >= nt || n_jobs < nt);
+  int32_t n_units = batch ? in->n_classes : n_jobs;
+  int par = nt > 1 && n_units >= nt;
+  if (batch && (double)(par ? nt : 1) * 2.0 * nf * n * sizeof(double) > 1073741824.0) {
+    batch = 0;
+    n_units = n_jobs;
+    par = nt > 1 && n_units >= nt;
+  }
   int n_ws = 0;
 
   out->n_parts = 0;
@@ -526,54 +715,53 @@ sbg_status sbg_cosnet_cpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p
     if (st == SBG_ERR_ALLOC) sbg_fail(ctx, st, "out of memory while colouring the network");
     goto done;
   }
-  if (sbg_cosnet_colour_order(out->v_colour, in->g.n, out->n_colours, &nodes, &cptr) != SBG_OK) {
+  if (sbg_cosnet_colour_order(out->v_colour, n, out->n_colours, &nodes, &cptr) != SBG_OK) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory while ordering the colours");
     goto done;
   }
 
-  n_ws = par_jobs ? nt : 1;
+  n_ws = par ? nt : 1;
   ws = (work *)calloc((size_t)n_ws, sizeof(work));
-  jst = (sbg_status *)calloc((size_t)(n_jobs > 0 ? n_jobs : 1), sizeof(sbg_status));
+  jst = (sbg_status *)calloc((size_t)(n_units > 0 ? n_units : 1), sizeof(sbg_status));
   if (!ws || !jst) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory for the job workspaces"); goto done; }
   for (int t = 0; t < n_ws; t++)
-    if (work_alloc(&ws[t], in->g.n, out->n_colours) != SBG_OK) {
+    if (work_alloc(&ws[t], n, out->n_colours, batch ? nf : 0) != SBG_OK) {
       st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory for the job workspaces");
       goto done;
     }
 
-  if (!par_jobs) {
-    for (int32_t j = 0; j < n_jobs; j++) {
-      st = run_job(in, p, nodes, cptr, out->n_colours, j, nt, &ws[0], out, ctx, 1,
-                   (double)j / n_jobs, 1.0 / n_jobs);
+  if (!par) {
+    for (int32_t u = 0; u < n_units; u++) {
+      st = run_unit(in, p, nodes, cptr, out->n_colours, u, batch, nt, &ws[0], out, ctx, 1, n_jobs);
       if (st != SBG_OK) goto done;
     }
   } else {
-    /* Jobs in parallel, a block at a time, polling between blocks.  Each
-     * job writes only its own outputs; messages go to per-job contexts. */
+    /* Units in parallel, a block at a time, polling between blocks.  Each
+     * unit writes only its own outputs; messages go to per-unit contexts. */
     /* Blocks of about 0.2 s, so that polls stay frequent while the
-     * threads rarely wait for the slowest job of a block. */
-    int32_t max_block = n_jobs < 1024 ? n_jobs : 1024;
+     * threads rarely wait for the slowest unit of a block. */
+    int32_t max_block = n_units < 1024 ? n_units : 1024;
     int32_t block = 2 * nt < max_block ? 2 * nt : max_block;
     sbg_ctx *jctx = (sbg_ctx *)calloc((size_t)max_block, sizeof(sbg_ctx));
     if (!jctx) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
-    for (int32_t j0 = 0, j1 = 0; j0 < n_jobs && st == SBG_OK; j0 = j1) {
-      j1 = j0 + block < n_jobs ? j0 + block : n_jobs;
+    for (int32_t u0 = 0, u1 = 0; u0 < n_units && st == SBG_OK; u0 = u1) {
+      u1 = u0 + block < n_units ? u0 + block : n_units;
       double t_start = now_s();
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-      for (int32_t j = j0; j < j1; j++) {
-        sbg_ctx *cj = &jctx[j - j0];
+      for (int32_t u = u0; u < u1; u++) {
+        sbg_ctx *cj = &jctx[u - u0];
         cj->n_threads = 1;
-        jst[j] = run_job(in, p, nodes, cptr, out->n_colours, j, 1, &ws[omp_get_thread_num()],
-                         out, cj, 0, 0, 0);
+        jst[u] = run_unit(in, p, nodes, cptr, out->n_colours, u, batch, 1,
+                          &ws[omp_get_thread_num()], out, cj, 0, n_jobs);
       }
-      for (int32_t j = j0; j < j1; j++)
-        if (jst[j] != SBG_OK) {
-          st = sbg_fail(ctx, jst[j], "%s", jctx[j - j0].errbuf);
+      for (int32_t u = u0; u < u1; u++)
+        if (jst[u] != SBG_OK) {
+          st = sbg_fail(ctx, jst[u], "%s", jctx[u - u0].errbuf);
           break;
         }
-      if (st == SBG_OK) st = sbg_poll(ctx, (double)j1 / n_jobs);
-      double per_job = (now_s() - t_start) / (double)(j1 - j0);
-      double want = per_job > 0 ? 0.2 / per_job : (double)max_block;
+      if (st == SBG_OK) st = sbg_poll(ctx, (double)u1 / n_units);
+      double per_unit = (now_s() - t_start) / (double)(u1 - u0);
+      double want = per_unit > 0 ? 0.2 / per_unit : (double)max_block;
       block = want > max_block ? max_block : (int32_t)want;
       block = (block + nt - 1) / nt * nt;
       if (block < nt) block = nt;

@@ -200,6 +200,33 @@ test_that("dgCMatrix, dsCMatrix, dense matrix and edge data.frame give the same 
   expect_equal(a$scores, b$scores, tolerance = 1e-10)
 })
 
+test_that("the fast check of W (hashes of the mirrored entries) agrees with an exact oracle", {
+  W <- cosnet_random_graph(200, 0.08, 93)
+  chk <- function(M, th = 2L) .Call(sysbioGPU:::ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps, th)
+  expect_identical(chk(W), c(0L, 0L))
+  colj <- rep(seq_len(ncol(W)), diff(W@p)); rowi <- W@i + 1L
+  up <- which(rowi < colj)
+  mir <- function(k) which(rowi == colj[k] & colj == rowi[k])
+  # first column whose entries differ from their mirrors (the oracle)
+  first_asym <- function(M) which(Matrix::colSums(abs(M - Matrix::t(M)) > 0) > 0)[1]
+  # two pairs with their upper values swapped: same values, same pattern
+  k1 <- up[3]; k2 <- up[which(W@x[up] != W@x[k1])[5]]
+  A <- W; A@x[c(k1, k2)] <- W@x[c(k2, k1)]
+  for (th in 1:2) expect_identical(chk(A, th), c(4L, as.integer(first_asym(A))))
+  # an upper value moved to its mirror's place in another pair of the column
+  A <- W; A@x[k1] <- W@x[mir(k1)] + 0.25
+  expect_identical(chk(A), c(4L, as.integer(first_asym(A))))
+  # rounding only: code 5 (averaged by parCosnet)
+  A <- W; A@x[k1] <- W@x[k1] * (1 + 4 * .Machine$double.eps)
+  expect_identical(chk(A), c(5L, as.integer(first_asym(A))))
+  # a hard problem after an asymmetry: the first column wins, as before
+  A <- W; A@x[k1] <- W@x[k1] + 1; A@x[length(A@x)] <- -1
+  expect_identical(chk(A), c(4L, as.integer(first_asym(A))))
+  # a stored zero with its mirror: code 6 (dropped by parCosnet)
+  A <- W; A@x[c(k1, mir(k1))] <- 0
+  expect_identical(chk(A), c(6L, as.integer(min(colj[c(k1, mir(k1))]))))
+})
+
 test_that("labels: logical, names matched to W, matrix of classes", {
   W <- cosnet_random_graph(80, 0.1, 81)
   nm <- paste0("g", 1:80)
@@ -278,6 +305,34 @@ test_that("cvParCosnet: stratified folds, out-of-fold predictions, metrics", {
   expect_output(print(cv), "4-fold")
   pdf(NULL); on.exit(grDevices::dev.off())
   expect_invisible(plot(cv))
+})
+
+test_that("cvParCosnet: every fold is parCosnet() with that fold masked (batched points, hubs)", {
+  # a hub of more than SBG_COSNET_HUB_DEGREE (1024) neighbours takes the
+  # 256-lane sums; 2 to 8 folds take the per-class batched points (pairs of
+  # folds in vectors: 1 to 4 pairs), 9 folds the per-job sums
+  n <- 1300
+  W <- cosnet_random_graph(n, 0.01, 111)
+  set.seed(112)
+  nb <- sample(2:n, 1100)
+  H <- Matrix::sparseMatrix(i = c(rep(1L, 1100), nb), j = c(nb, rep(1L, 1100)),
+                            x = rep(runif(1100, 0.01, 1), 2), dims = c(n, n))
+  W <- methods::as(W + H, "generalMatrix")
+  Y <- cbind(a = cosnet_random_labels(n, 150, 100, 113), b = cosnet_random_labels(n, 90, 0, 114),
+             c = cosnet_random_labels(n, 200, 300, 115))
+  for (nf in c(2, 3, 5, 7, 9)) {
+    cv <- cvParCosnet(W, Y, nfolds = nf, seed = 4, backend = "cpu", threads = 2, verbose = FALSE)
+    cv1 <- cvParCosnet(W, Y[, "a"], nfolds = nf, seed = 4, backend = "cpu", threads = 1, verbose = FALSE)
+    expect_identical(unname(cv1$scores[, 1]), unname(cv$scores[, "a"]))
+    for (f in seq_len(nf)) {
+      y2 <- Y[, "a"]; y2[cv$folds[, "a"] == f] <- NA
+      one <- parCosnet(W, y2, seed = 4, backend = "cpu", threads = 1, verbose = FALSE)
+      i <- which(cv$folds[, "a"] == f)
+      expect_identical(unname(cv$scores[i, "a"]), unname(one$scores[i, 1]))
+      expect_identical(cv$jobs$alpha[f], one$classes$alpha)
+      expect_identical(cv$jobs$c[f], one$classes$c)
+    }
+  }
 })
 
 test_that("average precision: known values", {
