@@ -311,11 +311,10 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   stat_names <- c("steps", "rejected", "switches", "implicitSteps", "newtonIterations",
                   "factorisations", "jacobians", "rhsEvaluations")
   one <- function(s) {
-    x <- matrix(res[[1]][(s - 1) * nt * N + seq_len(nt * N)], nt, N)
-    out <- cbind(times, x)
+    out <- res[[1]][[s]] # times x (time, species), built by the glue
     cn <- c("time", model$species)
     if (!is.null(model$observables)) {
-      out <- cbind(out, as.matrix(x %*% Matrix::t(model$observables)))
+      out <- cbind(out, as.matrix(out[, -1L, drop = FALSE] %*% Matrix::t(model$observables)))
       cn <- c(cn, rownames(model$observables))
     }
     dimnames(out) <- list(NULL, cn)

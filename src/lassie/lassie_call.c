@@ -65,8 +65,18 @@ SEXP ffi_lassie_simulate(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_r
                                   : sbg_lassie_cpu(&m, &p, &r, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
+  /* each simulation as the matrix R returns, times x (time, species...):
+   * one copy here instead of R's subset, matrix() and cbind() */
+  SEXP sims = PROTECT(Rf_allocVector(VECSXP, p.n_sims)); nprot++;
+  R_xlen_t nt = p.n_times, block = nt * (R_xlen_t)N;
+  for (int s = 0; s < p.n_sims; s++) {
+    SEXP x = Rf_allocMatrix(REALSXP, p.n_times, N + 1);
+    SET_VECTOR_ELT(sims, s, x);
+    memcpy(REAL(x), p.times, (size_t)nt * sizeof(double));
+    memcpy(REAL(x) + nt, r.out + (R_xlen_t)s * block, (size_t)block * sizeof(double));
+  }
   SEXP ans = PROTECT(Rf_allocVector(VECSXP, 2)); nprot++;
-  SET_VECTOR_ELT(ans, 0, out);
+  SET_VECTOR_ELT(ans, 0, sims);
   SET_VECTOR_ELT(ans, 1, stats);
   UNPROTECT(nprot);
   return ans;
