@@ -19,6 +19,16 @@
 #define PBN_HD static inline
 #endif
 
+#if defined(__CUDACC__)
+#define PBN_UNROLL
+#elif defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+#define PBN_UNROLL _Pragma("GCC unroll 8")
+#elif defined(__clang__)
+#define PBN_UNROLL _Pragma("unroll")
+#else
+#define PBN_UNROLL
+#endif
+
 /* Position of the next word in the chain's stream, and a jump to any
  * position (the step's function-selection block is read by rank, so that a
  * reduced network consumes the stream exactly as the full one). */
@@ -214,6 +224,8 @@ PBN_HD uint32_t pbn_eval2(const sbg_pbn_net *net, const sbg_pbn_frec *r, int32_t
   if (r->in_start < 0) {
     const int32_t m = kw ? kw : r->k;
     const uint64_t pos = r->pos;
+    /* unrolled where kw is a constant (the CPU's call sites) */
+    PBN_UNROLL
     for (int32_t j = 0; j < m; j++) idx |= pbn_bit2(a, b, (uint32_t)(pos >> (7 * j)) & 127u, two) << j;
     return (uint32_t)(r->tab >> idx) & 1u;
   }
