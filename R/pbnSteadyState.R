@@ -207,9 +207,14 @@ pbn_check_net <- function(pbn) {
 #'   functions by their probabilities and all are applied to the old state.
 #'   Asynchronous: the same perturbations, otherwise one uniformly chosen
 #'   node is updated.  Random numbers: chain `c` draws from Philox
-#'   subsequence `c` of `seed` (one draw per step decides whether any node
-#'   flips; nodes with one function draw nothing), so results depend on
-#'   `seed` and `trajectories` only, not on the backend or threads.
+#'   subsequence `c` of `seed`: one draw gives the (geometric) number of
+#'   steps until the next step with a flip, so steps without one draw
+#'   nothing for nodes with one function; results depend on `seed` and
+#'   `trajectories` only, not on the backend or threads.  When every
+#'   simulated node has one function (synchronous update), a step that
+#'   leaves the state unchanged reached a fixed point, and the engines take
+#'   the steps up to the next flip at once (their samples are counted, the
+#'   result is the same as stepping).
 #' @section Reduction: With `reduce = TRUE`, nodes that cannot influence
 #'   the nodes of interest are not simulated; their perturbations still
 #'   block updates, and their random draws are skipped, so the estimate is
