@@ -411,6 +411,22 @@ test_that("GPU trajectories and estimates are identical to the CPU's", {
     cols <- setdiff(names(cpu), "seconds")
     expect_identical(as.data.frame(unclass(cpu)[cols]), as.data.frame(unclass(gpu)[cols]))
   }
+  # one function per node: fixed points skipped to the next perturbation on
+  # both (register kernel, reduced with y's selection block, > 64 sets;
+  # general kernel), and p = 1e-6 (event counts drawn in several pieces)
+  mono <- pbn_monotone(100, 4)
+  mbig <- pbn_monotone(150, 5)
+  for (cs in list(list(mono, list(c(x1 = TRUE), c(x5 = TRUE, x7 = FALSE)), 0.01),
+                  list(mono, lapply(paste0("x", 1:70), function(v) setNames(TRUE, v)), 0.01),
+                  list(mono, list(c(x2 = TRUE)), 1e-6),
+                  list(mbig, list(c(x1 = TRUE), c(x9 = FALSE)), 0.01))) {
+    cpu <- suppressWarnings(pbnSteadyState(cs[[1]], cs[[2]], p = cs[[3]], r = 0.02, seed = 3, trajectories = 300,
+                          maxSteps = 3e6, backend = "cpu", verbose = FALSE))
+    gpu <- suppressWarnings(pbnSteadyState(cs[[1]], cs[[2]], p = cs[[3]], r = 0.02, seed = 3, trajectories = 300,
+                          maxSteps = 3e6, backend = "gpu", verbose = FALSE))
+    cols <- setdiff(names(cpu), "seconds")
+    expect_identical(as.data.frame(unclass(cpu)[cols]), as.data.frame(unclass(gpu)[cols]))
+  }
   m1 <- pbnSteadyState(net, "marginals", p = 0.01, r = 0.01, seed = 1, trajectories = 128, backend = "cpu", verbose = FALSE)
   m2 <- pbnSteadyState(net, "marginals", p = 0.01, r = 0.01, seed = 1, trajectories = 128, backend = "gpu", verbose = FALSE)
   expect_identical(m1$probability, m2$probability)
