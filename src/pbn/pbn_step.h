@@ -48,6 +48,20 @@ PBN_HD void pbn_rng_seek(sbg_philox *g, uint64_t pos) {
   }
 }
 
+/* A function step's selection block (the draws of the nodes with several
+ * functions, by rank) starts at a 4-word boundary and covers whole blocks
+ * of the generator: all chains then compute a new Philox block at the same
+ * ranks, so the threads of a GPU warp do it together instead of each at
+ * its own lane (which made the warp compute about one block per node). */
+PBN_HD uint64_t pbn_sel_base(const sbg_pbn_net *net, const sbg_philox *g) {
+  uint64_t pos = pbn_rng_pos(g);
+  return net->n_sel_total ? (pos + 3u) & ~(uint64_t)3u : pos;
+}
+
+PBN_HD uint64_t pbn_sel_len(const sbg_pbn_net *net) {
+  return ((uint64_t)net->n_sel_total + 3u) & ~(uint64_t)3u;
+}
+
 /* Smallest g in [1, rem] with u >= T[g] (T non-increasing): the gap to the
  * next flipped perturbable position; 0 when none of the next rem flips. */
 PBN_HD int32_t pbn_gap(const uint64_t *T, uint64_t u, int32_t rem) {
@@ -160,7 +174,7 @@ PBN_HD void pbn_step(const sbg_pbn_net *net, const uint64_t *cur, uint64_t *nxt,
     *gs = pbn_gap_advance(net, g, *gs, 1);
     return;
   }
-  uint64_t base = pbn_rng_pos(g);
+  uint64_t base = pbn_sel_base(net, g);
   for (int32_t w = 0; w < W; w++) {
     uint64_t acc = 0;
     int32_t i0 = 64 * w, i1 = i0 + 64 < net->n ? i0 + 64 : net->n;
@@ -175,7 +189,7 @@ PBN_HD void pbn_step(const sbg_pbn_net *net, const uint64_t *cur, uint64_t *nxt,
     }
     nxt[(int64_t)w * stride] = acc;
   }
-  pbn_rng_seek(g, base + (uint64_t)net->n_sel_total);
+  pbn_rng_seek(g, base + pbn_sel_len(net));
   *gs = pbn_gap_advance(net, g, *gs, 1);
 }
 
@@ -188,7 +202,7 @@ PBN_HD int32_t pbn_skip_fixed(const sbg_pbn_net *net, sbg_philox *g, int32_t *gs
   int64_t m = s < 0 ? -(int64_t)s : s;
   if (m > room) m = room;
   if (m <= 0) return 0;
-  if (net->n_sel_total) pbn_rng_seek(g, pbn_rng_pos(g) + (uint64_t)m * (uint64_t)net->n_sel_total);
+  if (net->n_sel_total) pbn_rng_seek(g, pbn_sel_base(net, g) + (uint64_t)m * pbn_sel_len(net));
   *gs = pbn_gap_advance(net, g, s, (int32_t)m);
   return (int32_t)m;
 }
@@ -268,7 +282,7 @@ PBN_HD void pbn_step2(const sbg_pbn_net *net, const sbg_pbn_frec *rec, int32_t k
     *gs = pbn_gap_advance(net, g, *gs, 1);
     return;
   }
-  const uint64_t base = pbn_rng_pos(g);
+  const uint64_t base = pbn_sel_base(net, g);
   uint64_t na = 0, nb = 0;
   const int32_t n = net->n, n0 = n < 64 ? n : 64;
   for (int32_t i = 0; i < n0; i++) {
@@ -290,7 +304,7 @@ PBN_HD void pbn_step2(const sbg_pbn_net *net, const sbg_pbn_frec *rec, int32_t k
     }
     nb |= (uint64_t)pbn_eval2(net, rec + f, kw, two, a, b) << (i - 64);
   }
-  pbn_rng_seek(g, base + (uint64_t)net->n_sel_total);
+  pbn_rng_seek(g, base + pbn_sel_len(net));
   *x0 = na;
   *x1 = nb;
   *gs = pbn_gap_advance(net, g, *gs, 1);
