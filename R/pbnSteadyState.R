@@ -94,8 +94,36 @@ pbn_flatten <- function(net, keep, p, async) {
     gap_thresh = round(2^32 * (1 - p)^(0:length(pert_full))),
     node_of_full = as.integer(new_of),
     async = as.integer(async),
-    fun_prob = as.numeric(unlist(probs))
+    fun_prob = as.numeric(unlist(probs)),
+    first_thresh = pbn_first_thresh(p, length(pert_full)),
+    skip_thresh = pbn_skip_thresh(p, length(pert_full))
   )
+}
+
+# A perturbation step (at least one of np positions flips, each with
+# probability p): round(2^32 P(first flip at a position >= g)), g = 0..np,
+# the last 0.  Computed through log1p/expm1, accurate for tiny p.
+pbn_first_thresh <- function(p, np) {
+  g <- 0:np
+  if (p <= 0 || np == 0) return(c(2^32, rep(0, np)))
+  lq <- np * log1p(-p)
+  # ((1-p)^g - (1-p)^np) / (1 - (1-p)^np)
+  v <- (exp(g * log1p(-p)) - exp(lq)) / -expm1(lq)
+  v <- pmin(pmax(round(2^32 * v), 0), 2^32)
+  v[1] <- 2^32
+  v[np + 1] <- 0
+  v
+}
+
+# The number of function steps before the next perturbation step is
+# geometric: P(>= k) = (1-p)^(np k).  Thresholds round(2^32 (1-p)^(np k)),
+# k = 0..L, L where they reach 0 (at most 4096; beyond, the engines draw
+# again).
+pbn_skip_thresh <- function(p, np) {
+  v <- round(2^32 * exp(np * (0:4096) * log1p(-p)))
+  z <- which(v == 0)
+  if (length(z)) v <- v[seq_len(z[[1]])]
+  v
 }
 
 # states -> list of named logical vectors (validated), with labels.
@@ -179,9 +207,14 @@ pbn_check_net <- function(pbn) {
 #'   functions by their probabilities and all are applied to the old state.
 #'   Asynchronous: the same perturbations, otherwise one uniformly chosen
 #'   node is updated.  Random numbers: chain `c` draws from Philox
-#'   subsequence `c` of `seed` (one draw per step decides whether any node
-#'   flips; nodes with one function draw nothing), so results depend on
-#'   `seed` and `trajectories` only, not on the backend or threads.
+#'   subsequence `c` of `seed`: one draw gives the (geometric) number of
+#'   steps until the next step with a flip, so steps without one draw
+#'   nothing for nodes with one function; results depend on `seed` and
+#'   `trajectories` only, not on the backend or threads.  When every
+#'   simulated node has one function (synchronous update), a step that
+#'   leaves the state unchanged reached a fixed point, and the engines take
+#'   the steps up to the next flip at once (their samples are counted, the
+#'   result is the same as stepping).
 #' @section Reduction: With `reduce = TRUE`, nodes that cannot influence
 #'   the nodes of interest are not simulated; their perturbations still
 #'   block updates, and their random draws are skipped, so the estimate is
@@ -312,10 +345,11 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   trajectories <- check_whole(trajectories, "trajectories", min = 2, max = 2^31 - 1)
   max_len <- floor(maxSteps / trajectories)
   if (max_len < 4) stop_input("`maxSteps` = ", maxSteps, " allows fewer than 4 steps per trajectory", call = NULL)
-  # the last entry: the register step for <= 128 nodes (the tests switch
-  # it off to check that the general step gives the same result)
+  # the last entries: the register step for <= 128 nodes, and taking the
+  # function steps at a fixed point at once (the tests switch them off to
+  # check that the results stay the same)
   params <- c(seed, trajectories, r, stats::qnorm((1 + s) / 2), epsilon, 128, 1.01, max_len, 20,
-              !isTRUE(getOption("sysbioGPU.pbnGeneralStep")))
+              !isTRUE(getOption("sysbioGPU.pbnGeneralStep")), !isTRUE(getOption("sysbioGPU.pbnNoSkip")))
   t0 <- proc.time()[["elapsed"]]
   o <- .Call(ffi_pbn_steady, flat, sets_l, params, a$gpu, a$threads, a$device, verbose)
   secs <- proc.time()[["elapsed"]] - t0

@@ -39,6 +39,10 @@ random_pbn <- function(n, cls, seed) {
 # simulated (reduce = FALSE).  With n nodes a step is a perturbation-only
 # step with probability 1 - (1 - p)^n, so the 10,000-node network runs at
 # p = 1e-5 (else 99.995% of its steps would only flip bits).
+# Networks whose nodes have one function each (the T-LGL and BBM ones) take
+# the steps at a fixed point up to the next perturbation at once: their
+# steps per second count those steps (they are simulated exactly, with the
+# same result as stepping; pbnSteadyState's documentation, Dynamics).
 # The CPU runs 64 trajectories per thread (their states stay in cache), the
 # GPU the default count (2^18 at this r) or PBN_GPU_TRAJ.
 gpu_traj <- Sys.getenv("PBN_GPU_TRAJ", "auto")

@@ -38,6 +38,16 @@ typedef struct sbg_pbn_net {
                               dropped by the reduction (its flip blocks the update
                               but changes nothing simulated) */
   const uint64_t *gap_thresh; /* n_pert_total+1: round(2^32 (1-p)^g), g = 0.. */
+  const uint64_t *first_thresh; /* n_pert_total+1: the first flipped position of a
+                              perturbation step (at least one flips): round(2^32 P(first
+                              flip at a position >= g)), g = 0..; the last is 0 */
+  const uint64_t *skip_thresh; /* n_skip+1: round(2^32 (1-q)^k), q = 1-(1-p)^n_pert_total
+                              the chance that a step perturbs: P(at least k function steps
+                              before the next perturbation step), k = 0..n_skip */
+  int32_t n_skip;          /* 1..4096 */
+  int32_t det;             /* synchronous and no simulated node has several functions:
+                              a function step that keeps the state is at a fixed point, and
+                              so are the function steps up to the next perturbation */
   int32_t n_total;         /* nodes of the full network (asynchronous choice) */
   const int32_t *node_of_full; /* n_total: simulated index of a full-network node, -1 dropped */
   int async;               /* 0 synchronous, 1 asynchronous */

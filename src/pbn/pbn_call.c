@@ -11,7 +11,7 @@
 enum {
   NET_N, NET_FUN_START, NET_FUN_THRESH, NET_FUN_K, NET_IN_START, NET_INPUTS, NET_TAB_START,
   NET_TABLES, NET_SEL_RANK, NET_N_SEL_TOTAL, NET_PERT_NODE, NET_GAP_THRESH, NET_NODE_OF_FULL,
-  NET_ASYNC, NET_FUN_PROB, NET_LEN
+  NET_ASYNC, NET_FUN_PROB, NET_FIRST_THRESH, NET_SKIP_THRESH, NET_LEN
 };
 
 static const int32_t *int_el(SEXP l, int i, R_xlen_t len) {
@@ -90,6 +90,18 @@ static void net_from_list(SEXP l, sbg_pbn_net *net) {
   net->node_of_full = int_el(l, NET_NODE_OF_FULL, -1);
   for (int32_t j = 0; j < net->n_total; j++) SBG_ASSERT(net->node_of_full[j] < net->n);
   net->async = int_el(l, NET_ASYNC, 1)[0];
+  net->first_thresh = u64_from_real(real_el(l, NET_FIRST_THRESH, net->n_pert_total + 1),
+                                    net->n_pert_total + 1);
+  SBG_ASSERT(net->first_thresh[0] == 4294967296ULL && (net->n_pert_total == 0 || net->first_thresh[net->n_pert_total] == 0));
+  SEXP sk = VECTOR_ELT(l, NET_SKIP_THRESH);
+  net->n_skip = (int32_t)XLENGTH(sk) - 1;
+  SBG_ASSERT(net->n_skip >= 1 && net->n_skip <= 4096);
+  net->skip_thresh = u64_from_real(real_el(l, NET_SKIP_THRESH, -1), net->n_skip + 1);
+  SBG_ASSERT(net->skip_thresh[0] == 4294967296ULL);
+  for (int32_t j = 0; j < net->n_skip; j++) SBG_ASSERT(net->skip_thresh[j + 1] <= net->skip_thresh[j]);
+  /* a function step is deterministic: its fixed points hold to the next perturbation */
+  net->det = !net->async;
+  for (int32_t i = 0; i < net->n; i++) if (net->sel_rank[i] >= 0) net->det = 0;
 }
 
 static void sets_from_list(SEXP l, int32_t n_words, sbg_pbn_sets *s) {
@@ -106,7 +118,8 @@ static void sets_from_list(SEXP l, int32_t n_words, sbg_pbn_sets *s) {
   s->neg = u64_from_pairs(VECTOR_ELT(l, 3));
 }
 
-/* params: seed, chains, r, z, epsilon, psi0, rhat_max, max_len, min_switches, small */
+/* params: seed, chains, r, z, epsilon, psi0, rhat_max, max_len, min_switches, small,
+ * skip (0: no fixed-point skip, for the tests: same results) */
 SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads, SEXP device,
                     SEXP verbose) {
   int nprot = 0;
@@ -114,7 +127,7 @@ SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads
   sbg_pbn_sets sets;
   net_from_list(net_l, &net);
   sets_from_list(sets_l, net.n_words, &sets);
-  SBG_ASSERT(TYPEOF(params) == REALSXP && XLENGTH(params) == 10);
+  SBG_ASSERT(TYPEOF(params) == REALSXP && XLENGTH(params) == 11);
   SBG_ASSERT(TYPEOF(gpu) == LGLSXP);
   const double *pv = REAL(params);
   sbg_pbn_params p;
@@ -128,6 +141,7 @@ SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads
   p.max_len = (int64_t)pv[7];
   p.min_switches = (int64_t)pv[8];
   p.small = pv[9] != 0;
+  if (pv[10] == 0) net.det = 0;
   SBG_ASSERT(p.n_chains >= 2 && p.psi0 >= 2 && p.max_len >= 4);
 
   int32_t S = sets.n_sets;

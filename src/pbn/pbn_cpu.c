@@ -15,6 +15,7 @@ typedef struct pbn_cpu {
   int64_t n_chains;
   uint64_t *states;   /* n_chains * W */
   sbg_philox *rng;    /* n_chains */
+  int32_t *gap;       /* n_chains: function steps before the next event (pbn_draw_gap) */
   uint32_t *cnt;      /* n_chains * n_sets * 3: n1, n01, n10 of this advance */
   uint64_t *scratch;  /* threads * W: the other half of each step */
   unsigned char *prev;/* threads * n_sets: indicators of the current state */
@@ -41,10 +42,12 @@ PBN_HD void pbn_chain2(pbn_cpu *e, int64_t c, int64_t len, int count, uint32_t *
   uint64_t *home = e->states + c * (two ? 2 : 1);
   uint64_t x0 = home[0], x1 = two ? home[1] : 0;
   sbg_philox g = e->rng[c];
-  pbn_run2(e->net, e->rec, kw, two, e->sets, len, count, &x0, &x1, &g, k, 1);
+  int32_t gs = e->gap[c];
+  pbn_run2(e->net, e->rec, kw, two, e->sets, len, count, &x0, &x1, &g, &gs, k, 1);
   home[0] = x0;
   if (two) home[1] = x1;
   e->rng[c] = g;
+  e->gap[c] = gs;
 }
 
 static sbg_status pbn_cpu_advance(sbg_pbn_engine *eng, int64_t steps, int count, uint64_t *sums,
@@ -93,14 +96,22 @@ static sbg_status pbn_cpu_advance(sbg_pbn_engine *eng, int64_t steps, int count,
       if (count)
         for (int32_t s = 0; s < S; s++) prev[s] = (unsigned char)pbn_in_set(sets, s, a, 1);
       sbg_philox g = e->rng[c];
+      int32_t gs = e->gap[c];
       for (int64_t t = 0; t < len; t++) {
-        pbn_step(net, a, b, 1, &g);
-        if (count) {
-          int same = 1;
+        const int fstep = gs != 0;
+        pbn_step(net, a, b, 1, &g, &gs);
+        int32_t skipped = 0;
+        int same = 1;
+        if (count || net->det) {
           for (int32_t w = 0; w < W; w++) same &= a[w] == b[w];
+          /* at a fixed point: the function steps up to the next event at once */
+          if (net->det && fstep && same) skipped = pbn_skip_fixed(net, &g, &gs, len - 1 - t);
+          t += skipped;
+        }
+        if (count) {
           for (int32_t s = 0; s < S; s++) {
             int x0 = prev[s], x1 = same ? x0 : pbn_in_set(sets, s, b, 1);
-            k[3 * s] += (uint32_t)x1;
+            k[3 * s] += (uint32_t)x1 * (uint32_t)(1 + skipped);
             k[3 * s + 1] += (uint32_t)(!x0 & x1);
             k[3 * s + 2] += (uint32_t)(x0 & !x1);
             prev[s] = (unsigned char)x1;
@@ -110,6 +121,7 @@ static sbg_status pbn_cpu_advance(sbg_pbn_engine *eng, int64_t steps, int count,
       }
       if (a != home) memcpy(home, a, sizeof(uint64_t) * W);
       e->rng[c] = g;
+      e->gap[c] = gs;
     }
     }
     sbg_status st = sbg_poll(ctx, lo + (hi - lo) * (double)(done + len) / (double)steps);
@@ -143,6 +155,7 @@ sbg_status sbg_pbn_steady_cpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
   e.n_chains = p->n_chains;
   e.states = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)p->n_chains * W);
   e.rng = (sbg_philox *)malloc(sizeof(sbg_philox) * (size_t)p->n_chains);
+  e.gap = (int32_t *)malloc(sizeof(int32_t) * (size_t)p->n_chains);
   e.cnt = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)p->n_chains * (sets->n_sets > 0 ? sets->n_sets : 1) * 3);
   e.scratch = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)ctx->n_threads * W);
   e.prev = (unsigned char *)malloc((size_t)ctx->n_threads * (sets->n_sets > 0 ? sets->n_sets : 1));
@@ -155,7 +168,7 @@ sbg_status sbg_pbn_steady_cpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
       e.rec = NULL;
     }
   }
-  if (!e.states || !e.rng || !e.cnt || !e.scratch || !e.prev || rec_failed) {
+  if (!e.states || !e.rng || !e.gap || !e.cnt || !e.scratch || !e.prev || rec_failed) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the state of %lld trajectories",
                   (long long)p->n_chains);
     goto done;
@@ -163,11 +176,13 @@ sbg_status sbg_pbn_steady_cpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
   for (int64_t c = 0; c < p->n_chains; c++) {
     sbg_philox_init(&e.rng[c], p->seed, (uint64_t)c, 0);
     pbn_random_state(net, &e.rng[c], e.states + c * W, 1);
+    e.gap[c] = pbn_draw_gap(net, &e.rng[c]);
   }
   st = sbg_pbn_two_state(&e.base, p, sets->n_sets, out, ctx);
 done:
   free(e.states);
   free(e.rng);
+  free(e.gap);
   free(e.cnt);
   free(e.scratch);
   free(e.prev);
@@ -186,7 +201,8 @@ sbg_status sbg_pbn_simulate_cpu(const sbg_pbn_net *net, uint64_t seed, int64_t n
     uint64_t *o = out + c * rows * W;
     if (from) memcpy(o, from, sizeof(uint64_t) * W);
     else pbn_random_state(net, &g, o, 1);
-    for (int64_t t = 0; t < steps; t++) pbn_step(net, o + t * W, o + (t + 1) * W, 1, &g);
+    int32_t gs = pbn_draw_gap(net, &g);
+    for (int64_t t = 0; t < steps; t++) pbn_step(net, o + t * W, o + (t + 1) * W, 1, &g, &gs);
   }
   return sbg_poll(ctx, 1.0);
 }

@@ -17,7 +17,7 @@
  * it into shared memory in one loop and rebuild the pointers. */
 typedef struct pbn_layout {
   size_t fun_start, fun_thresh, fun_k, in_start, inputs, tab_start, tables, sel_rank,
-      pert_node, gap_thresh, node_of_full, set_start, word, pos, neg, frec, bytes;
+      pert_node, gap_thresh, first_thresh, skip_thresh, node_of_full, set_start, word, pos, neg, frec, bytes;
 } pbn_layout;
 
 typedef struct pbn_dev_args {
@@ -32,6 +32,7 @@ typedef struct pbn_dev_args {
   int64_t n_chains;
   uint64_t *state;     /* W * n_chains, word w of chain c at w * n_chains + c */
   sbg_philox *rng;     /* n_chains */
+  int32_t *gap;        /* n_chains: function steps before the next event (pbn_draw_gap) */
   uint32_t *cnt;       /* 3 * n_sets * n_chains: (3 s + j) * n_chains + c */
 } pbn_dev_args;
 
@@ -65,6 +66,8 @@ static void pbn_make_layout(const sbg_pbn_net *net, const sbg_pbn_sets *sets, in
   L->sel_rank = lay_add(&off, 4 * (size_t)net->n);
   L->pert_node = lay_add(&off, 4 * (size_t)net->n_pert_total);
   L->gap_thresh = lay_add(&off, 8 * (size_t)(net->n_pert_total + 1));
+  L->first_thresh = lay_add(&off, 8 * (size_t)(net->n_pert_total + 1));
+  L->skip_thresh = lay_add(&off, 8 * (size_t)(net->n_skip + 1));
   L->node_of_full = lay_add(&off, 4 * (size_t)net->n_total);
   L->set_start = lay_add(&off, 4 * (size_t)((sets ? sets->n_sets : 0) + 1));
   L->word = lay_add(&off, 4 * (size_t)ne);
@@ -87,6 +90,8 @@ static int pbn_fill_blob(const sbg_pbn_net *net, const sbg_pbn_sets *sets, const
   memcpy(b + L->sel_rank, net->sel_rank, 4 * (size_t)net->n);
   memcpy(b + L->pert_node, net->pert_node, 4 * (size_t)net->n_pert_total);
   memcpy(b + L->gap_thresh, net->gap_thresh, 8 * (size_t)(net->n_pert_total + 1));
+  memcpy(b + L->first_thresh, net->first_thresh, 8 * (size_t)(net->n_pert_total + 1));
+  memcpy(b + L->skip_thresh, net->skip_thresh, 8 * (size_t)(net->n_skip + 1));
   memcpy(b + L->node_of_full, net->node_of_full, 4 * (size_t)net->n_total);
   if (sets) {
     int32_t ne = sets->set_start[sets->n_sets];
@@ -116,6 +121,8 @@ static __device__ void pbn_bind(const pbn_dev_args &a, const unsigned char *b, s
   net->sel_rank = (const int32_t *)(b + L.sel_rank);
   net->pert_node = (const int32_t *)(b + L.pert_node);
   net->gap_thresh = (const uint64_t *)(b + L.gap_thresh);
+  net->first_thresh = (const uint64_t *)(b + L.first_thresh);
+  net->skip_thresh = (const uint64_t *)(b + L.skip_thresh);
   net->node_of_full = (const int32_t *)(b + L.node_of_full);
   sets->n_sets = a.n_sets;
   sets->set_start = (const int32_t *)(b + L.set_start);
@@ -172,12 +179,22 @@ static __global__ void pbn_advance_kernel(pbn_dev_args a, int64_t steps, int cou
     kst = a.n_chains;
   }
   sbg_philox g = a.rng[c];
+  int32_t gs = a.gap[c];
   for (int64_t t = 0; t < steps; t++) {
-    pbn_step(&net, sa, sb, sst, &g);
+    const int fstep = gs != 0;
+    pbn_step(&net, sa, sb, sst, &g, &gs);
+    int32_t skipped = 0;
+    if (net.det && fstep) {
+      /* at a fixed point: the function steps up to the next event at once */
+      int same = 1;
+      for (int32_t w = 0; w < W; w++) same &= sa[w * sst] == sb[w * sst];
+      if (same) skipped = pbn_skip_fixed(&net, &g, &gs, steps - 1 - t);
+      t += skipped;
+    }
     if (count) {
       for (int32_t s = 0; s < S; s++) {
         int x0 = pbn_in_set(&sets, s, sa, sst), x1 = pbn_in_set(&sets, s, sb, sst);
-        k[(3 * s) * kst] += (uint32_t)x1;
+        k[(3 * s) * kst] += (uint32_t)x1 * (uint32_t)(1 + skipped);
         k[(3 * s + 1) * kst] += (uint32_t)(!x0 & x1);
         k[(3 * s + 2) * kst] += (uint32_t)(x0 & !x1);
       }
@@ -185,6 +202,7 @@ static __global__ void pbn_advance_kernel(pbn_dev_args a, int64_t steps, int cou
     uint64_t *tmp = sa; sa = sb; sb = tmp;
   }
   a.rng[c] = g;
+  a.gap[c] = gs;
   if (a.state_shared) {
     for (int32_t w = 0; w < W; w++) a.state[(int64_t)w * a.n_chains + c] = sa[w * sst];
   } else if (sa != a.state + c) {
@@ -222,8 +240,10 @@ static __global__ void __launch_bounds__(PBN_BLOCK, TWO ? 7 : 8) pbn_advance2_ke
   }
   uint64_t x0 = a.state[c], x1 = TWO ? a.state[a.n_chains + c] : 0;
   sbg_philox g = a.rng[c];
-  pbn_run2(&net, rec, 0, TWO, &sets, steps, count, &x0, &x1, &g, k, kst);
+  int32_t gs = a.gap[c];
+  pbn_run2(&net, rec, 0, TWO, &sets, steps, count, &x0, &x1, &g, &gs, k, kst);
   a.rng[c] = g;
+  a.gap[c] = gs;
   a.state[c] = x0;
   if (TWO) a.state[a.n_chains + c] = x1;
   if (a.cnt_shared)
@@ -235,8 +255,11 @@ static __global__ void pbn_init_kernel(pbn_dev_args a, uint64_t seed) {
   if (c >= a.n_chains) return;
   sbg_philox g;
   sbg_philox_init(&g, seed, (uint64_t)c, 0);
-  sbg_pbn_net net = a.net;  /* only n and n_words are read */
+  sbg_pbn_net net;
+  sbg_pbn_sets sets;
+  pbn_bind(a, (const unsigned char *)a.blob, &net, &sets);
   pbn_random_state(&net, &g, a.state + c, a.n_chains);
+  a.gap[c] = pbn_draw_gap(&net, &g);
   a.rng[c] = g;
 }
 
@@ -352,6 +375,7 @@ extern "C" sbg_status sbg_pbn_steady_gpu(const sbg_pbn_net *net, const sbg_pbn_s
   SBG_CUDA_CHECK(cudaMemcpyAsync(d_blob, h_blob, e.a.lay.bytes, cudaMemcpyHostToDevice, e.stream));
   SBG_TRY(sbg_device_alloc((void **)&e.a.state, sizeof(uint64_t) * 2 * (size_t)W * nc, "the states", ctx));
   SBG_TRY(sbg_device_alloc((void **)&e.a.rng, sizeof(sbg_philox) * (size_t)nc, "the generators", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&e.a.gap, sizeof(int32_t) * (size_t)nc, "the event counts", ctx));
   SBG_TRY(sbg_device_alloc((void **)&e.a.cnt, sizeof(uint32_t) * 3 * (size_t)(S > 0 ? S : 1) * nc,
                            "the counters", ctx));
   SBG_TRY(sbg_device_alloc((void **)&e.d_sums, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)(S > 0 ? S : 1),
@@ -393,6 +417,7 @@ done:
   cudaFree(d_blob);
   cudaFree(e.a.state);
   cudaFree(e.a.rng);
+  cudaFree(e.a.gap);
   cudaFree(e.a.cnt);
   cudaFree(e.d_sums);
   if (e.stream) cudaStreamDestroy(e.stream);
@@ -413,7 +438,8 @@ static __global__ void pbn_simulate_kernel(pbn_dev_args a, uint64_t seed, int64_
   uint64_t *o = out + c * (steps + 1) * W;
   if (from) for (int32_t w = 0; w < W; w++) o[w] = from[w];
   else pbn_random_state(&net, &g, o, 1);
-  for (int64_t t = 0; t < steps; t++) pbn_step(&net, o + t * W, o + (t + 1) * W, 1, &g);
+  int32_t gs = pbn_draw_gap(&net, &g);
+  for (int64_t t = 0; t < steps; t++) pbn_step(&net, o + t * W, o + (t + 1) * W, 1, &g, &gs);
 }
 
 extern "C" sbg_status sbg_pbn_simulate_gpu(const sbg_pbn_net *net, uint64_t seed, int64_t n_chains,

@@ -19,6 +19,16 @@
 #define PBN_HD static inline
 #endif
 
+#if defined(__CUDACC__)
+#define PBN_UNROLL
+#elif defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+#define PBN_UNROLL _Pragma("GCC unroll 8")
+#elif defined(__clang__)
+#define PBN_UNROLL _Pragma("unroll")
+#else
+#define PBN_UNROLL
+#endif
+
 /* Position of the next word in the chain's stream, and a jump to any
  * position (the step's function-selection block is read by rank, so that a
  * reduced network consumes the stream exactly as the full one). */
@@ -36,6 +46,20 @@ PBN_HD void pbn_rng_seek(sbg_philox *g, uint64_t pos) {
     g->ctr[1] = (uint32_t)(block >> 32);
     sbg_philox_refill(g);
   }
+}
+
+/* A function step's selection block (the draws of the nodes with several
+ * functions, by rank) starts at a 4-word boundary and covers whole blocks
+ * of the generator: all chains then compute a new Philox block at the same
+ * ranks, so the threads of a GPU warp do it together instead of each at
+ * its own lane (which made the warp compute about one block per node). */
+PBN_HD uint64_t pbn_sel_base(const sbg_pbn_net *net, const sbg_philox *g) {
+  uint64_t pos = pbn_rng_pos(g);
+  return net->n_sel_total ? (pos + 3u) & ~(uint64_t)3u : pos;
+}
+
+PBN_HD uint64_t pbn_sel_len(const sbg_pbn_net *net) {
+  return ((uint64_t)net->n_sel_total + 3u) & ~(uint64_t)3u;
 }
 
 /* Smallest g in [1, rem] with u >= T[g] (T non-increasing): the gap to the
@@ -61,6 +85,26 @@ PBN_HD int pbn_next_pert(const uint64_t *T, sbg_philox *g, int32_t NP, int32_t *
   if (gap == 0) return 0;
   *pos += gap;
   return 1;
+}
+
+/* The chain's count of function steps before its next event, drawn from
+ * one word: s >= 0: s function steps, then a perturbation step; s < 0: -s
+ * function steps, then a fresh draw (the table covers n_skip steps; memory-
+ * less, so drawing again is exact).  Replaces the per-step draw that
+ * decided whether a step perturbs: a function step of a network whose
+ * nodes have one function each draws nothing. */
+PBN_HD int32_t pbn_draw_gap(const sbg_pbn_net *net, sbg_philox *g) {
+  const int32_t L = net->n_skip;
+  int32_t j = pbn_gap(net->skip_thresh, sbg_philox_next(g), L);
+  return j ? j - 1 : -L;
+}
+
+/* The count after m function steps, 1 <= m <= |s|; at the end of a block
+ * (s < 0 reaching 0) the next count is drawn. */
+PBN_HD int32_t pbn_gap_advance(const sbg_pbn_net *net, sbg_philox *g, int32_t s, int32_t m) {
+  if (s > 0) return s - m;
+  s += m;
+  return s == 0 ? pbn_draw_gap(net, g) : s;
 }
 
 /* The first function f of node i with u < thresh[f]: the thresholds are
@@ -95,25 +139,26 @@ PBN_HD void pbn_random_state(const sbg_pbn_net *net, sbg_philox *g, uint64_t *x,
   }
 }
 
-/* One step from cur to nxt.  One draw decides whether any perturbable
- * node flips (u >= T[n_pert]) and, if so, the first one; further flips
- * follow by geometric gaps.  A flip blocks every function update.
- * Otherwise (synchronous) every node applies a function to the old state;
- * nodes with several functions read their selection draw from the step's
- * block by rank.  Asynchronous: one uniformly chosen node is updated. */
+/* One step from cur to nxt; *gs is the chain's count (pbn_draw_gap).  At
+ * 0 the step perturbs: one draw gives the first flipped perturbable
+ * position, further flips follow by geometric gaps, then the next count
+ * is drawn; a flip blocks every function update.  Otherwise (synchronous)
+ * every node applies a function to the old state; nodes with several
+ * functions read their selection draw from the step's block by rank.
+ * Asynchronous: one uniformly chosen node is updated. */
 PBN_HD void pbn_step(const sbg_pbn_net *net, const uint64_t *cur, uint64_t *nxt,
-                     int64_t stride, sbg_philox *g) {
+                     int64_t stride, sbg_philox *g, int32_t *gs) {
   const int32_t W = net->n_words;
   const int32_t NP = net->n_pert_total;
   const uint64_t *T = net->gap_thresh;
-  uint64_t u = sbg_philox_next(g);
-  if (u >= T[NP]) {
+  if (*gs == 0) {
     for (int32_t w = 0; w < W; w++) nxt[(int64_t)w * stride] = cur[(int64_t)w * stride];
-    int32_t pos = pbn_gap(T, u, NP) - 1;
+    int32_t pos = pbn_gap(net->first_thresh, sbg_philox_next(g), NP) - 1;
     do {
       int32_t node = net->pert_node[pos];
       if (node >= 0) nxt[(int64_t)(node >> 6) * stride] ^= ((uint64_t)1) << (node & 63);
     } while (pbn_next_pert(T, g, NP, &pos));
+    *gs = pbn_draw_gap(net, g);
     return;
   }
   if (net->async) {
@@ -121,13 +166,15 @@ PBN_HD void pbn_step(const sbg_pbn_net *net, const uint64_t *cur, uint64_t *nxt,
     uint32_t uf = sbg_philox_next(g);
     for (int32_t w = 0; w < W; w++) nxt[(int64_t)w * stride] = cur[(int64_t)w * stride];
     int32_t i = net->node_of_full[j];
-    if (i < 0) return;
-    uint64_t b = pbn_eval(net, pbn_pick(net, i, uf), cur, stride);
-    uint64_t *wp = nxt + (int64_t)(i >> 6) * stride;
-    *wp = (*wp & ~(((uint64_t)1) << (i & 63))) | (b << (i & 63));
+    if (i >= 0) {
+      uint64_t b = pbn_eval(net, pbn_pick(net, i, uf), cur, stride);
+      uint64_t *wp = nxt + (int64_t)(i >> 6) * stride;
+      *wp = (*wp & ~(((uint64_t)1) << (i & 63))) | (b << (i & 63));
+    }
+    *gs = pbn_gap_advance(net, g, *gs, 1);
     return;
   }
-  uint64_t base = pbn_rng_pos(g);
+  uint64_t base = pbn_sel_base(net, g);
   for (int32_t w = 0; w < W; w++) {
     uint64_t acc = 0;
     int32_t i0 = 64 * w, i1 = i0 + 64 < net->n ? i0 + 64 : net->n;
@@ -142,7 +189,22 @@ PBN_HD void pbn_step(const sbg_pbn_net *net, const uint64_t *cur, uint64_t *nxt,
     }
     nxt[(int64_t)w * stride] = acc;
   }
-  pbn_rng_seek(g, base + (uint64_t)net->n_sel_total);
+  pbn_rng_seek(g, base + pbn_sel_len(net));
+  *gs = pbn_gap_advance(net, g, *gs, 1);
+}
+
+/* After a function step of a `det` network that kept the state (a fixed
+ * point): the function steps up to the chain's next event (at most `room`)
+ * keep it too; they are taken at once, the stream moved past their
+ * selection blocks exactly as stepping would.  Returns how many. */
+PBN_HD int32_t pbn_skip_fixed(const sbg_pbn_net *net, sbg_philox *g, int32_t *gs, int64_t room) {
+  int32_t s = *gs;
+  int64_t m = s < 0 ? -(int64_t)s : s;
+  if (m > room) m = room;
+  if (m <= 0) return 0;
+  if (net->n_sel_total) pbn_rng_seek(g, pbn_sel_base(net, g) + (uint64_t)m * pbn_sel_len(net));
+  *gs = pbn_gap_advance(net, g, s, (int32_t)m);
+  return (int32_t)m;
 }
 
 PBN_HD int pbn_in_set(const sbg_pbn_sets *S, int32_t s, const uint64_t *x, int64_t stride) {
@@ -176,6 +238,8 @@ PBN_HD uint32_t pbn_eval2(const sbg_pbn_net *net, const sbg_pbn_frec *r, int32_t
   if (r->in_start < 0) {
     const int32_t m = kw ? kw : r->k;
     const uint64_t pos = r->pos;
+    /* unrolled where kw is a constant (the CPU's call sites) */
+    PBN_UNROLL
     for (int32_t j = 0; j < m; j++) idx |= pbn_bit2(a, b, (uint32_t)(pos >> (7 * j)) & 127u, two) << j;
     return (uint32_t)(r->tab >> idx) & 1u;
   }
@@ -186,14 +250,13 @@ PBN_HD uint32_t pbn_eval2(const sbg_pbn_net *net, const sbg_pbn_frec *r, int32_t
 }
 
 PBN_HD void pbn_step2(const sbg_pbn_net *net, const sbg_pbn_frec *rec, int32_t kw, int two,
-                      uint64_t *x0, uint64_t *x1, sbg_philox *g) {
+                      uint64_t *x0, uint64_t *x1, sbg_philox *g, int32_t *gs) {
   const int32_t NP = net->n_pert_total;
   const uint64_t *T = net->gap_thresh;
   const uint64_t a = *x0, b = *x1;
-  uint64_t u = sbg_philox_next(g);
-  if (u >= T[NP]) {
+  if (*gs == 0) {
     uint64_t fa = 0, fb = 0;
-    int32_t pos = pbn_gap(T, u, NP) - 1;
+    int32_t pos = pbn_gap(net->first_thresh, sbg_philox_next(g), NP) - 1;
     do {
       int32_t node = net->pert_node[pos];
       if (node >= 0) {
@@ -203,20 +266,23 @@ PBN_HD void pbn_step2(const sbg_pbn_net *net, const sbg_pbn_frec *rec, int32_t k
     } while (pbn_next_pert(T, g, NP, &pos));
     *x0 = a ^ fa;
     *x1 = b ^ fb;
+    *gs = pbn_draw_gap(net, g);
     return;
   }
   if (net->async) {
     uint32_t j = sbg_philox_below(g, (uint32_t)net->n_total);
     uint32_t uf = sbg_philox_next(g);
     int32_t i = net->node_of_full[j];
-    if (i < 0) return;
-    uint64_t v = pbn_eval2(net, rec + pbn_pick(net, i, uf), kw, two, a, b);
-    uint64_t m = ((uint64_t)1) << (i & 63);
-    if (i & 64) *x1 = (b & ~m) | (v << (i & 63));
-    else *x0 = (a & ~m) | (v << (i & 63));
+    if (i >= 0) {
+      uint64_t v = pbn_eval2(net, rec + pbn_pick(net, i, uf), kw, two, a, b);
+      uint64_t m = ((uint64_t)1) << (i & 63);
+      if (i & 64) *x1 = (b & ~m) | (v << (i & 63));
+      else *x0 = (a & ~m) | (v << (i & 63));
+    }
+    *gs = pbn_gap_advance(net, g, *gs, 1);
     return;
   }
-  const uint64_t base = pbn_rng_pos(g);
+  const uint64_t base = pbn_sel_base(net, g);
   uint64_t na = 0, nb = 0;
   const int32_t n = net->n, n0 = n < 64 ? n : 64;
   for (int32_t i = 0; i < n0; i++) {
@@ -238,9 +304,10 @@ PBN_HD void pbn_step2(const sbg_pbn_net *net, const sbg_pbn_frec *rec, int32_t k
     }
     nb |= (uint64_t)pbn_eval2(net, rec + f, kw, two, a, b) << (i - 64);
   }
-  pbn_rng_seek(g, base + (uint64_t)net->n_sel_total);
+  pbn_rng_seek(g, base + pbn_sel_len(net));
   *x0 = na;
   *x1 = nb;
+  *gs = pbn_gap_advance(net, g, *gs, 1);
 }
 
 PBN_HD int pbn_in_set2(const sbg_pbn_sets *S, int32_t s, uint64_t a, uint64_t b) {
@@ -256,12 +323,16 @@ PBN_HD int pbn_in_set2(const sbg_pbn_sets *S, int32_t s, uint64_t a, uint64_t b)
  * after the start state.  Up to 64 sets the indicators are a bit mask,
  * recomputed only when the state changes (rare near attractors), and the
  * counters are touched only at switches: n1 gets the steps left at a switch
- * on and loses them at a switch off (exact modulo 2^32; the total fits). */
+ * on and loses them at a switch off (exact modulo 2^32; the total fits).
+ * A `det` network takes the function steps at a fixed point at once
+ * (pbn_skip_fixed); with more than 64 sets each skipped step is counted. */
 PBN_HD void pbn_run2(const sbg_pbn_net *net, const sbg_pbn_frec *rec, int32_t kw, int two,
                      const sbg_pbn_sets *sets, int64_t steps, int count, uint64_t *x0p, uint64_t *x1p,
-                     sbg_philox *g, uint32_t *k, int64_t kst) {
+                     sbg_philox *g, int32_t *gsp, uint32_t *k, int64_t kst) {
   const int32_t S = sets->n_sets;
+  const int det = net->det;
   uint64_t x0 = *x0p, x1 = *x1p;
+  int32_t gs = *gsp;
   if (count && S <= 64) {
     uint64_t m = 0;
     for (int32_t s = 0; s < S; s++)
@@ -271,8 +342,12 @@ PBN_HD void pbn_run2(const sbg_pbn_net *net, const sbg_pbn_frec *rec, int32_t kw
       }
     for (int64_t t = 0; t < steps; t++) {
       const uint64_t o0 = x0, o1 = x1;
-      pbn_step2(net, rec, kw, two, &x0, &x1, g);
-      if (o0 == x0 && o1 == x1) continue;
+      const int fstep = gs != 0;
+      pbn_step2(net, rec, kw, two, &x0, &x1, g, &gs);
+      if (o0 == x0 && o1 == x1) {
+        if (det && fstep) t += pbn_skip_fixed(net, g, &gs, steps - 1 - t);
+        continue;
+      }
       uint64_t m2 = 0;
       for (int32_t s = 0; s < S; s++) m2 |= (uint64_t)pbn_in_set2(sets, s, x0, x1) << s;
       for (uint64_t d = m ^ m2; d; d &= d - 1) {
@@ -292,12 +367,15 @@ PBN_HD void pbn_run2(const sbg_pbn_net *net, const sbg_pbn_frec *rec, int32_t kw
   } else {
     for (int64_t t = 0; t < steps; t++) {
       const uint64_t o0 = x0, o1 = x1;
-      pbn_step2(net, rec, kw, two, &x0, &x1, g);
+      const int fstep = gs != 0;
+      pbn_step2(net, rec, kw, two, &x0, &x1, g, &gs);
+      const int same = o0 == x0 && o1 == x1;
+      int32_t skipped = det && fstep && same ? pbn_skip_fixed(net, g, &gs, steps - 1 - t) : 0;
+      t += skipped;
       if (count) {
-        const int same = o0 == x0 && o1 == x1;
         for (int32_t s = 0; s < S; s++) {
           int y0 = pbn_in_set2(sets, s, o0, o1), y1 = same ? y0 : pbn_in_set2(sets, s, x0, x1);
-          k[(3 * s) * kst] += (uint32_t)y1;
+          k[(3 * s) * kst] += (uint32_t)y1 * (uint32_t)(1 + skipped);
           if (y0 != y1) k[(3 * s + 1 + y0) * kst] += 1u;  /* 0 -> 1 or 1 -> 0 */
         }
       }
@@ -305,6 +383,7 @@ PBN_HD void pbn_run2(const sbg_pbn_net *net, const sbg_pbn_frec *rec, int32_t kw
   }
   *x0p = x0;
   *x1p = x1;
+  *gsp = gs;
 }
 
 #endif /* SBG_PBN_STEP_H */

@@ -74,3 +74,20 @@ pbn_random <- function(n, seed, maxfun = 2, maxk = 3) {
   names(nodes) <- nm
   pbn(nodes)
 }
+
+# A PBN whose nodes x1..xn have one function each, an AND or an OR of 1-3
+# random inputs (many fixed points: the steady-state engines take the
+# function steps there at once), and a node y downstream with two
+# functions (dropped by the reduction when the sets are over x's only, so
+# the reduced network still reads a selection block every step).
+pbn_monotone <- function(n, seed) {
+  set.seed(seed)
+  nm <- paste0("x", seq_len(n))
+  nodes <- lapply(seq_len(n), function(i) {
+    inp <- sample(nm, sample.int(3, 1))
+    paste(inp, collapse = if (runif(1) < 0.5) " & " else " | ")
+  })
+  names(nodes) <- nm
+  nodes$y <- list(functions = list("x1", "!x1"), probabilities = c(0.5, 0.5))
+  pbn(nodes)
+}

@@ -168,6 +168,59 @@ test_that("the register step (<= 128 nodes) gives exactly the general step's res
   }
 })
 
+test_that("fixed points take their function steps at once: the same results as stepping", {
+  mono <- pbn_monotone(100, 4)    # two words; y (two functions) dropped by the reduction
+  big <- pbn_monotone(150, 5)     # the general step (more than 128 nodes)
+  cases <- list(list(mono, list(c(x1 = TRUE), c(x5 = TRUE, x7 = FALSE)), TRUE),
+                list(mono, list(c(x3 = TRUE)), FALSE),         # y kept: not skipped
+                list(mono, lapply(paste0("x", 1:70), function(v) setNames(TRUE, v)), TRUE),  # 70 sets
+                list(big, list(c(x1 = TRUE), c(x9 = FALSE)), TRUE))
+  for (cs in cases) {
+    run <- function(...) {
+      x <- pbnSteadyState(cs[[1]], cs[[2]], p = 0.01, r = 0.02, seed = 7, trajectories = 40,
+                          reduce = cs[[3]], backend = "cpu", threads = 2, verbose = FALSE, ...)
+      as.data.frame(unclass(x)[setdiff(names(x), "seconds")])
+    }
+    a <- run()
+    old <- options(sysbioGPU.pbnNoSkip = TRUE)
+    b <- run()
+    options(sysbioGPU.pbnGeneralStep = TRUE)
+    c <- run()
+    options(sysbioGPU.pbnNoSkip = NULL)
+    d <- run()
+    options(old)
+    expect_identical(a, b)
+    expect_identical(a, c)
+    expect_identical(a, d)
+  }
+})
+
+test_that("perturbation steps come at rate 1 - (1 - p)^n, also for tiny p", {
+  flips <- function(x) apply(x, 3, function(m) rowSums(abs(diff(m * 1))))
+  idn <- pbn(list(A = "A", B = "B", C = "C"))  # only perturbations change the state
+  f <- flips(pbnSimulate(idn, 20000, trajectories = 10, p = 0.05, seed = 1, backend = "cpu"))
+  q <- 1 - 0.95^3
+  expect_lt(abs(mean(f > 0) - q), 4 * sqrt(q * (1 - q) / length(f)))
+  expect_lt(abs(mean(f) - 0.15), 4 * sqrt(3 * 0.05 * 0.95 / length(f)))
+  # p = 1e-4: the count table covers 4096 steps, (1 - q)^4096 = 0.44: most
+  # counts take several draws
+  two <- pbn(list(A = "A", B = "B"))
+  f2 <- flips(pbnSimulate(two, 1e5, trajectories = 10, p = 1e-4, seed = 2, backend = "cpu"))
+  ev <- sum(f2 > 0)
+  q2 <- 1 - (1 - 1e-4)^2
+  expect_lt(abs(ev - q2 * length(f2)), 5 * sqrt(q2 * length(f2)))
+  # no perturbation at p = 0
+  expect_equal(sum(flips(pbnSimulate(two, 5000, trajectories = 2, p = 0, seed = 1, backend = "cpu"))), 0)
+})
+
+test_that("two-state estimates on a network with fixed points match the exact method", {
+  net <- pbn_monotone(10, 3)
+  sets <- list(c(x1 = TRUE), c(x2 = TRUE, x4 = FALSE))
+  ex <- pbnSteadyState(net, sets, p = 0.02, method = "exact", verbose = FALSE)
+  tr <- pbnSteadyState(net, sets, p = 0.02, r = 0.01, seed = 4, backend = "cpu", verbose = FALSE)
+  expect_true(all(abs(tr$probability - ex$probability) < 0.02))
+})
+
 # ---- exact method ------------------------------------------------------------
 
 test_that("exact method matches a brute-force stationary distribution on random PBNs", {
@@ -355,6 +408,22 @@ test_that("GPU trajectories and estimates are identical to the CPU's", {
                           backend = "cpu", verbose = FALSE)
     gpu <- pbnSteadyState(cs[[1]], cs[[2]], p = 0.01, update = cs[[3]], r = 0.02, seed = 11, trajectories = 300,
                           backend = "gpu", verbose = FALSE)
+    cols <- setdiff(names(cpu), "seconds")
+    expect_identical(as.data.frame(unclass(cpu)[cols]), as.data.frame(unclass(gpu)[cols]))
+  }
+  # one function per node: fixed points skipped to the next perturbation on
+  # both (register kernel, reduced with y's selection block, > 64 sets;
+  # general kernel), and p = 1e-6 (event counts drawn in several pieces)
+  mono <- pbn_monotone(100, 4)
+  mbig <- pbn_monotone(150, 5)
+  for (cs in list(list(mono, list(c(x1 = TRUE), c(x5 = TRUE, x7 = FALSE)), 0.01),
+                  list(mono, lapply(paste0("x", 1:70), function(v) setNames(TRUE, v)), 0.01),
+                  list(mono, list(c(x2 = TRUE)), 1e-6),
+                  list(mbig, list(c(x1 = TRUE), c(x9 = FALSE)), 0.01))) {
+    cpu <- suppressWarnings(pbnSteadyState(cs[[1]], cs[[2]], p = cs[[3]], r = 0.02, seed = 3, trajectories = 300,
+                          maxSteps = 3e6, backend = "cpu", verbose = FALSE))
+    gpu <- suppressWarnings(pbnSteadyState(cs[[1]], cs[[2]], p = cs[[3]], r = 0.02, seed = 3, trajectories = 300,
+                          maxSteps = 3e6, backend = "gpu", verbose = FALSE))
     cols <- setdiff(names(cpu), "seconds")
     expect_identical(as.data.frame(unclass(cpu)[cols]), as.data.frame(unclass(gpu)[cols]))
   }
