@@ -227,6 +227,10 @@ gsea_engine <- function(job, phase, range, norm, devices, verbose) {
   r
 }
 
+# One worker's share (a function of the namespace, so that a worker
+# process loads the package to run it).
+gsea_share <- function(range, dev, phase, norm, job) gsea_engine(job, phase, range, norm, dev, FALSE)
+
 # BPPARAM: each worker a contiguous range of the permutations (and a GPU,
 # round robin over `device`), pass 1 everywhere, the exact sums merged, pass
 # 2 everywhere, the bins and extremes merged: the single-process numbers.
@@ -235,16 +239,13 @@ gsea_workers <- function(job, BPPARAM) {
   cuts <- 1 + floor(job$nperm * (0:nw) / nw)
   ranges <- lapply(seq_len(nw), function(w) c(cuts[[w]], cuts[[w + 1L]]))
   devs <- lapply(seq_len(nw), function(w) job$devices[[(w - 1L) %% length(job$devices) + 1L]])
-  share <- function(range, dev, phase, norm, job) {
-    sysbioGPU:::gsea_engine(job, phase, range, norm, dev, FALSE)
-  }
   t0 <- proc.time()[["elapsed"]]
-  p1 <- BiocParallel::bpmapply(share, ranges, devs, MoreArgs = list(phase = 1L, norm = NULL, job = job),
+  p1 <- BiocParallel::bpmapply(gsea_share, ranges, devs, MoreArgs = list(phase = 1L, norm = NULL, job = job),
                                BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
   r <- p1[[1L]]
   c1 <- .Call(ffi_gsea_combine1, r$es, as.double(job$nperm), lapply(p1, `[[`, "part"))
   t1 <- proc.time()[["elapsed"]]
-  p2 <- BiocParallel::bpmapply(share, ranges, devs, MoreArgs = list(phase = 2L, norm = c1[[3L]], job = job),
+  p2 <- BiocParallel::bpmapply(gsea_share, ranges, devs, MoreArgs = list(phase = 2L, norm = c1[[3L]], job = job),
                                BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
   t2 <- proc.time()[["elapsed"]]
   c2 <- .Call(ffi_gsea_combine2, c1[[1L]], as.double(job$nperm), c1[[3L]], lapply(p2, `[[`, "part"))
