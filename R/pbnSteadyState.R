@@ -252,7 +252,11 @@ pbn_check_net <- function(pbn) {
 #' @param maxSteps Most steps per trajectory times trajectories; a run that
 #'   reaches it returns with `converged = FALSE` and a warning.
 #' @param seed Whole number; `NULL` draws one from R's generator.
-#' @param backend,threads,device See [resolveBackend()].
+#' @param backend,threads,device See [resolveBackend()]. With several GPUs
+#'   (`device = c(0, 1)` or `"all"`) the trajectories are split into
+#'   contiguous blocks, one per GPU, run together; the transition counts add
+#'   up exactly, so the estimates are those of one GPU. (The exact method and
+#'   `pbnSimulate()` use one GPU.)
 #' @param verbose Show a progress bar for long runs.
 #' @return A data.frame of class `pbnSteadyState`, one row per set:
 #'   `set`, `probability`, `lower` and `upper` (`probability -+ r`, clipped
@@ -311,7 +315,7 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
       stop_input("`method = \"exact\"` handles at most 20 simulated nodes (2^20 states); this network has ",
                  flat$n, if (reduce) " after reduction" else "", ": use method = \"two-state\"", call = NULL)
     b <- resolveBackend(backend, threads, device)
-    a <- backend_args(b)
+    a <- backend_args(b, multi = TRUE) # the exact method uses the first
     t0 <- proc.time()[["elapsed"]]
     ex <- .Call(ffi_pbn_exact, flat, p, 1e-13, 2e6, a$gpu, a$threads, a$device, verbose)
     secs <- proc.time()[["elapsed"]] - t0
@@ -338,7 +342,7 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   }
 
   b <- resolveBackend(backend, threads, device)
-  a <- backend_args(b)
+  a <- backend_args(b, multi = TRUE) # several GPUs share the trajectories
   seed <- resolve_seed(seed)
   n_sets <- length(sets)
   if (identical(trajectories, "auto")) trajectories <- pbn_auto_trajectories(r, s, n_sets)
@@ -351,7 +355,7 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   params <- c(seed, trajectories, r, stats::qnorm((1 + s) / 2), epsilon, 128, 1.01, max_len, 20,
               !isTRUE(getOption("sysbioGPU.pbnGeneralStep")), !isTRUE(getOption("sysbioGPU.pbnNoSkip")))
   t0 <- proc.time()[["elapsed"]]
-  o <- .Call(ffi_pbn_steady, flat, sets_l, params, a$gpu, a$threads, a$device, verbose)
+  o <- .Call(ffi_pbn_steady, flat, sets_l, params, a$gpu, a$threads, a$devices, verbose)
   secs <- proc.time()[["elapsed"]] - t0
   prob <- o[[1L]]
   res <- data.frame(set = labels, probability = prob,
@@ -369,7 +373,7 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
     warning(sprintf("pbnSteadyState: %d set(s) did not reach the requested accuracy (%s); see column `converged`",
                     sum(bad), why), call. = FALSE)
   }
-  pbn_result(res, list(backend = b$backend, device = b$device, deviceName = b$deviceName, seed = seed,
+  pbn_result(res, list(backend = b$backend, device = b$devices, deviceName = b$deviceName, seed = seed,
                        method = "two-state", p = p, update = update, burnin = o[[9L]][[2L]],
                        nodesSimulated = flat$n))
 }
@@ -400,10 +404,10 @@ print.pbnSteadyState <- function(x, ...) {
   if (identical(a$method, "exact")) {
     cat(sprintf("<pbnSteadyState> exact stationary distribution over %d simulated node(s), p = %g, %s, %s\n",
                 a$nodesSimulated, a$p, a$update,
-                if (a$backend == "gpu") sprintf("GPU %d (%s)", a$device, a$deviceName) else "CPU"))
+                if (a$backend == "gpu") sprintf("GPU %s (%s)", paste(a$device, collapse = ", "), a$deviceName) else "CPU"))
   } else {
     cat(sprintf("<pbnSteadyState> two-state Markov chain, %s, p = %g, %s, seed %s, %d node(s) simulated, burn-in %g\n",
-                if (a$backend == "gpu") sprintf("GPU %d (%s)", a$device, a$deviceName) else "CPU",
+                if (a$backend == "gpu") sprintf("GPU %s (%s)", paste(a$device, collapse = ", "), a$deviceName) else "CPU",
                 a$p, a$update, format(a$seed, scientific = FALSE), a$nodesSimulated, a$burnin))
   }
   y <- x

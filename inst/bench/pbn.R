@@ -46,6 +46,9 @@ random_pbn <- function(n, cls, seed) {
 # The CPU runs 64 trajectories per thread (their states stay in cache), the
 # GPU the default count (2^18 at this r) or PBN_GPU_TRAJ.
 gpu_traj <- Sys.getenv("PBN_GPU_TRAJ", "auto")
+# PBN_DEVICE: the GPU(s) of the GPU runs, e.g. "0,1" or "all" (default 0)
+gpu_dev <- Sys.getenv("PBN_DEVICE", "0")
+gpu_dev <- if (gpu_dev == "all") "all" else as.integer(strsplit(gpu_dev, ",")[[1L]])
 if (gpu_traj != "auto") gpu_traj <- as.numeric(gpu_traj)
 throughput <- function(net, backend, threads, steps) {
   p <- if (length(net$nodes) >= 5000) 1e-5 else 0.001
@@ -53,6 +56,7 @@ throughput <- function(net, backend, threads, steps) {
   x <- suppressWarnings(pbnSteadyState(net, setNames(TRUE, net$nodes[[1]]), p = p, r = 1e-9,
                                        trajectories = traj,
                                        maxSteps = round(steps), reduce = FALSE, seed = 1, backend = backend,
+                                       device = if (backend == "gpu") gpu_dev else 0L,
                                        threads = threads, verbose = FALSE))
   c(steps = x$steps, seconds = x$seconds, trajectories = x$trajectories)
 }
@@ -91,7 +95,7 @@ tab <- do.call(rbind, rows)
 rownames(tab) <- NULL
 cat("\nThroughput (PBN steps per second; paper, K80: at most 6.4e7 GPU, 1.6e5 sequential)\n")
 print(tab, digits = 3)
-if (gpu) cat(sprintf("Device: %s\n", gpuInfo()$name[[1]]))
+if (gpu) cat(sprintf("Device: %s; GPU runs on device(s) %s\n", gpuInfo()$name[[1]], paste(gpu_dev, collapse = ",")))
 
 # The analysis of the paper's apoptosis study, on T-LGL 2011 (bbm025):
 # seven steady-state probabilities at r = 5e-6, s = 0.95, p = 0.001.
@@ -113,7 +117,8 @@ if (file.exists(path)) {
   be <- if (gpu) "gpu" else "cpu"
   t0 <- proc.time()[["elapsed"]]
   res <- suppressWarnings(pbnSteadyState(tlgl, sets, p = 0.001, r = r, s = 0.95, seed = 1,
-                                         backend = be, maxSteps = if (gpu) 1e11 else 2e9, verbose = FALSE))
+                                         backend = be, device = if (gpu) gpu_dev else 0L,
+                                         maxSteps = if (gpu) 1e11 else 2e9, verbose = FALSE))
   el <- proc.time()[["elapsed"]] - t0
   cat(sprintf("\nT-LGL 2011 (bbm025), %d sets, r = %g, backend %s: %.2f s in total, %.3g steps (%.3g steps/s), %d node(s) simulated\n",
               length(sets), r, be, el, res$steps[[1]], res$steps[[1]] / el, attr(res, "nodesSimulated")))

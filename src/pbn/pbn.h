@@ -105,6 +105,8 @@ struct sbg_pbn_engine {
                         double prog_lo, double prog_hi, sbg_ctx *ctx);
 };
 
+#define SBG_PBN_MAX_DEVICES 64
+
 typedef struct sbg_pbn_params {
   uint64_t seed;
   int64_t n_chains;       /* trajectories; chain c draws from subsequence c */
@@ -115,6 +117,8 @@ typedef struct sbg_pbn_params {
   int64_t min_switches;   /* transitions 0->1 and 1->0 needed before trusting alpha, beta */
   int small;              /* use the register step pbn_step2() for <= 128 nodes (1; 0 for
                              tests: the general step, which must give the same result) */
+  const int32_t *devices; /* GPU: the devices sharing the chains (contiguous blocks) ... */
+  int32_t n_devices;      /* ... (0: ctx->device alone) */
 } sbg_pbn_params;
 
 /* Results per set (arrays of n_sets), filled by the driver. */

@@ -142,6 +142,10 @@ SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads
   p.min_switches = (int64_t)pv[8];
   p.small = pv[9] != 0;
   if (pv[10] == 0) net.det = 0;
+  /* device: one GPU index or several sharing the chains */
+  SBG_ASSERT(TYPEOF(device) == INTSXP && XLENGTH(device) >= 1 && XLENGTH(device) <= SBG_PBN_MAX_DEVICES);
+  p.devices = INTEGER(device);
+  p.n_devices = (int32_t)XLENGTH(device);
   SBG_ASSERT(p.n_chains >= 2 && p.psi0 >= 2 && p.max_len >= 4);
 
   int32_t S = sets.n_sets;
@@ -161,7 +165,8 @@ SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads
 
   sbg_ctx ctx;
   sbg_progress pr;
-  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "pbnSteadyState");
+  SEXP first_dev = PROTECT(Rf_ScalarInteger(INTEGER(device)[0])); nprot++;
+  sbg_ctx_init(&ctx, &pr, threads, first_dev, verbose, "pbnSteadyState");
   sbg_status st = LOGICAL(gpu)[0] ? sbg_pbn_steady_gpu(&net, &sets, &p, &out, &ctx)
                                   : sbg_pbn_steady_cpu(&net, &sets, &p, &out, &ctx);
   sbg_progress_end(&pr);

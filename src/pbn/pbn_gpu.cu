@@ -29,7 +29,8 @@ typedef struct pbn_dev_args {
   int state_shared;    /* keep the chains' states in shared memory */
   int cnt_shared;      /* keep the counters in shared memory */
   int small;           /* <= 128 nodes: register states, compact functions (frec) */
-  int64_t n_chains;
+  int64_t n_chains;    /* this device's chains ... */
+  int64_t c_base;      /* ... the first of them in the run's numbering (its stream) */
   uint64_t *state;     /* W * n_chains, word w of chain c at w * n_chains + c */
   sbg_philox *rng;     /* n_chains */
   int32_t *gap;        /* n_chains: function steps before the next event (pbn_draw_gap) */
@@ -254,7 +255,7 @@ static __global__ void pbn_init_kernel(pbn_dev_args a, uint64_t seed) {
   const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= a.n_chains) return;
   sbg_philox g;
-  sbg_philox_init(&g, seed, (uint64_t)c, 0);
+  sbg_philox_init(&g, seed, (uint64_t)(a.c_base + c), 0);
   sbg_pbn_net net;
   sbg_pbn_sets sets;
   pbn_bind(a, (const unsigned char *)a.blob, &net, &sets);
@@ -287,140 +288,206 @@ static __global__ void pbn_reduce_kernel(const uint32_t *cnt, int64_t nc, uint64
     for (int j = 0; j < 4; j++) sums[(int64_t)s * SBG_PBN_NSUM + j] = part[j][0];
 }
 
+/* One device's share of the chains. */
 typedef struct pbn_gpu {
-  sbg_pbn_engine base;
   pbn_dev_args a;
   size_t smem;
   unsigned blocks;
+  int device;
   cudaStream_t stream;
-  uint64_t *d_sums;
-  double chunk;        /* steps per launch, adapted to ~0.1 s */
-  double work;         /* per chain-step, for the first guess */
+  cudaEvent_t t0, t1;
+  uint64_t *d_blob, *d_sums;
 } pbn_gpu;
+
+/* The engine the two-state driver sees: the chains split into contiguous
+ * blocks over one or more devices, each block moved by its own stream; the
+ * counts are exact integers, so the sums over the devices are the sums of
+ * one device. */
+typedef struct pbn_gpus {
+  sbg_pbn_engine base;
+  int nd;
+  pbn_gpu dev[SBG_PBN_MAX_DEVICES];
+  double chunk;        /* steps per launch, adapted to ~0.1 s */
+  uint64_t *part;      /* host: one device's sums */
+} pbn_gpus;
+
+static void pbn_launch(pbn_gpu *d, int64_t len, int count) {
+  if (!d->a.small)
+    pbn_advance_kernel<<<d->blocks, PBN_BLOCK, d->smem, d->stream>>>(d->a, len, count);
+  else if (d->a.net.n_words > 1)
+    pbn_advance2_kernel<1><<<d->blocks, PBN_BLOCK, d->smem, d->stream>>>(d->a, len, count);
+  else
+    pbn_advance2_kernel<0><<<d->blocks, PBN_BLOCK, d->smem, d->stream>>>(d->a, len, count);
+}
 
 static sbg_status pbn_gpu_advance(sbg_pbn_engine *eng, int64_t steps, int count, uint64_t *sums,
                                   double lo, double hi, sbg_ctx *ctx) {
-  pbn_gpu *e = (pbn_gpu *)eng;
+  pbn_gpus *e = (pbn_gpus *)eng;
   sbg_status st = SBG_OK;
-  cudaEvent_t t0 = NULL, t1 = NULL;
-  const int32_t S = e->a.n_sets;
-  SBG_CUDA_CHECK(cudaEventCreate(&t0));
-  SBG_CUDA_CHECK(cudaEventCreate(&t1));
-  if (count && S > 0)
-    SBG_CUDA_CHECK(cudaMemsetAsync(e->a.cnt, 0, sizeof(uint32_t) * 3 * (size_t)S * e->a.n_chains, e->stream));
+  const int32_t S = e->dev[0].a.n_sets;
+  int64_t nc = 0;
+  for (int i = 0; i < e->nd; i++) nc += e->dev[i].a.n_chains;
+  for (int i = 0; i < e->nd && count && S > 0; i++) {
+    pbn_gpu *d = &e->dev[i];
+    SBG_TRY(sbg_device_select(d->device, ctx));
+    SBG_CUDA_CHECK(cudaMemsetAsync(d->a.cnt, 0, sizeof(uint32_t) * 3 * (size_t)S * d->a.n_chains, d->stream));
+  }
   for (int64_t done = 0; done < steps;) {
     int64_t len = (int64_t)e->chunk;
     if (len < 1) len = 1;
     if (len > steps - done) len = steps - done;
-    SBG_CUDA_CHECK(cudaEventRecord(t0, e->stream));
-    if (!e->a.small)
-      pbn_advance_kernel<<<e->blocks, PBN_BLOCK, e->smem, e->stream>>>(e->a, len, count);
-    else if (e->a.net.n_words > 1)
-      pbn_advance2_kernel<1><<<e->blocks, PBN_BLOCK, e->smem, e->stream>>>(e->a, len, count);
-    else
-      pbn_advance2_kernel<0><<<e->blocks, PBN_BLOCK, e->smem, e->stream>>>(e->a, len, count);
-    SBG_CUDA_CHECK(cudaGetLastError());
-    SBG_CUDA_CHECK(cudaEventRecord(t1, e->stream));
-    SBG_CUDA_CHECK(cudaEventSynchronize(t1));
+    /* every device's launch first, then the waits: the devices run together */
+    for (int i = 0; i < e->nd; i++) {
+      pbn_gpu *d = &e->dev[i];
+      SBG_TRY(sbg_device_select(d->device, ctx));
+      SBG_CUDA_CHECK(cudaEventRecord(d->t0, d->stream));
+      pbn_launch(d, len, count);
+      SBG_CUDA_CHECK(cudaGetLastError());
+      SBG_CUDA_CHECK(cudaEventRecord(d->t1, d->stream));
+    }
     float ms = 0;
-    SBG_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
+    for (int i = 0; i < e->nd; i++) {
+      pbn_gpu *d = &e->dev[i];
+      float m = 0;
+      SBG_TRY(sbg_device_select(d->device, ctx));
+      SBG_CUDA_CHECK(cudaEventSynchronize(d->t1));
+      SBG_CUDA_CHECK(cudaEventElapsedTime(&m, d->t0, d->t1));
+      if (m > ms) ms = m;
+    }
     /* aim at ~100 ms per launch, so Ctrl-C is seen quickly */
     double f = ms > 0.01 ? 100.0 / ms : 4.0;
     if (f > 4) f = 4;
     if (f < 0.25) f = 0.25;
     e->chunk = e->chunk * f;
     /* A launch that ran fast (little work left in it) must not let the next
-     * one grow without bound: at most ~4e9 chain-steps, well under a second. */
-    double cap = 4e9 / (double)e->a.n_chains;
+     * one grow without bound: at most ~4e9 chain-steps per device, well
+     * under a second. */
+    double cap = 4e9 * e->nd / (double)nc;
     if (e->chunk > cap) e->chunk = cap;
     if (e->chunk > 1e9) e->chunk = 1e9;
     done += len;
     SBG_TRY(sbg_poll(ctx, lo + (hi - lo) * (double)done / (double)steps));
   }
   if (count && S > 0) {
-    pbn_reduce_kernel<<<S, PBN_BLOCK, 0, e->stream>>>(e->a.cnt, e->a.n_chains, e->d_sums);
-    SBG_CUDA_CHECK(cudaGetLastError());
-    SBG_CUDA_CHECK(cudaMemcpyAsync(sums, e->d_sums, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)S,
-                                   cudaMemcpyDeviceToHost, e->stream));
-    SBG_CUDA_CHECK(cudaStreamSynchronize(e->stream));
+    memset(sums, 0, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)S);
+    for (int i = 0; i < e->nd; i++) {
+      pbn_gpu *d = &e->dev[i];
+      SBG_TRY(sbg_device_select(d->device, ctx));
+      pbn_reduce_kernel<<<S, PBN_BLOCK, 0, d->stream>>>(d->a.cnt, d->a.n_chains, d->d_sums);
+      SBG_CUDA_CHECK(cudaGetLastError());
+      SBG_CUDA_CHECK(cudaMemcpyAsync(e->part, d->d_sums, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)S,
+                                     cudaMemcpyDeviceToHost, d->stream));
+      SBG_CUDA_CHECK(cudaStreamSynchronize(d->stream));
+      for (size_t k = 0; k < SBG_PBN_NSUM * (size_t)S; k++) sums[k] += e->part[k];
+    }
   }
 done:
-  if (t0) cudaEventDestroy(t0);
-  if (t1) cudaEventDestroy(t1);
   return st;
 }
 
-extern "C" sbg_status sbg_pbn_steady_gpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
-                                         const sbg_pbn_params *p, sbg_pbn_result *out,
-                                         sbg_ctx *ctx) {
+/* Device `device` with chains [c_base, c_base + nc): the network, states,
+ * generators and counters, and the chains' start (not waited for). */
+static sbg_status pbn_gpu_open(pbn_gpu *d, const sbg_pbn_net *net, const sbg_pbn_sets *sets,
+                               const sbg_pbn_params *p, int device, int64_t c_base, int64_t nc,
+                               sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
-  pbn_gpu e;
-  memset(&e, 0, sizeof e);
   unsigned char *h_blob = NULL;
-  uint64_t *d_blob = NULL;
   const int32_t W = net->n_words, S = sets->n_sets;
-  const int64_t nc = p->n_chains;
   int64_t ni = 0, nt = 0;
   int optin = 0;
   size_t state_b, cnt_b, smem;
-
-  SBG_TRY(sbg_device_select(ctx->device, ctx));
-  SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&e.stream, cudaStreamNonBlocking));
-  e.a.small = p->small && net->n <= SBG_PBN_SMALL_N;
-  pbn_make_layout(net, sets, e.a.small, &e.a.lay, &ni, &nt);
-  h_blob = (unsigned char *)calloc(e.a.lay.bytes > 0 ? e.a.lay.bytes : 8, 1);
+  d->device = device;
+  SBG_TRY(sbg_device_select(device, ctx));
+  SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
+  SBG_CUDA_CHECK(cudaEventCreate(&d->t0));
+  SBG_CUDA_CHECK(cudaEventCreate(&d->t1));
+  d->a.small = p->small && net->n <= SBG_PBN_SMALL_N;
+  pbn_make_layout(net, sets, d->a.small, &d->a.lay, &ni, &nt);
+  h_blob = (unsigned char *)calloc(d->a.lay.bytes > 0 ? d->a.lay.bytes : 8, 1);
   if (!h_blob) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the network blob"); goto done; }
-  if (!pbn_fill_blob(net, sets, &e.a.lay, ni, nt, e.a.small, h_blob)) e.a.small = 0;
-  SBG_TRY(sbg_device_alloc((void **)&d_blob, e.a.lay.bytes, "the network", ctx));
-  SBG_CUDA_CHECK(cudaMemcpyAsync(d_blob, h_blob, e.a.lay.bytes, cudaMemcpyHostToDevice, e.stream));
-  SBG_TRY(sbg_device_alloc((void **)&e.a.state, sizeof(uint64_t) * 2 * (size_t)W * nc, "the states", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&e.a.rng, sizeof(sbg_philox) * (size_t)nc, "the generators", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&e.a.gap, sizeof(int32_t) * (size_t)nc, "the event counts", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&e.a.cnt, sizeof(uint32_t) * 3 * (size_t)(S > 0 ? S : 1) * nc,
+  if (!pbn_fill_blob(net, sets, &d->a.lay, ni, nt, d->a.small, h_blob)) d->a.small = 0;
+  SBG_TRY(sbg_device_alloc((void **)&d->d_blob, d->a.lay.bytes, "the network", ctx));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d->d_blob, h_blob, d->a.lay.bytes, cudaMemcpyHostToDevice, d->stream));
+  SBG_TRY(sbg_device_alloc((void **)&d->a.state, sizeof(uint64_t) * 2 * (size_t)W * nc, "the states", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d->a.rng, sizeof(sbg_philox) * (size_t)nc, "the generators", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d->a.gap, sizeof(int32_t) * (size_t)nc, "the event counts", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d->a.cnt, sizeof(uint32_t) * 3 * (size_t)(S > 0 ? S : 1) * nc,
                            "the counters", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&e.d_sums, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)(S > 0 ? S : 1),
+  SBG_TRY(sbg_device_alloc((void **)&d->d_sums, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)(S > 0 ? S : 1),
                            "the sums", ctx));
-  e.a.net = *net;
-  e.a.n_sets = S;
-  e.a.blob = d_blob;
-  e.a.n_chains = nc;
+  d->a.net = *net;
+  d->a.n_sets = S;
+  d->a.blob = d->d_blob;
+  d->a.n_chains = nc;
+  d->a.c_base = c_base;
 
   /* shared memory: states first (fastest win), then counters, then the
    * network, within a budget that keeps several blocks per SM */
   state_b = 2 * (size_t)W * PBN_BLOCK * 8;
   cnt_b = 3 * (size_t)S * PBN_BLOCK * 4;
   smem = 0;
-  if (!e.a.small && state_b <= 16 * 1024) { e.a.state_shared = 1; smem += state_b; }
-  if (smem + cnt_b <= 32 * 1024) { e.a.cnt_shared = 1; smem += cnt_b; }
-  SBG_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx->device));
-  if (smem + e.a.lay.bytes <= PBN_SMEM_BUDGET) { e.a.blob_shared = 1; smem += e.a.lay.bytes; }
+  if (!d->a.small && state_b <= 16 * 1024) { d->a.state_shared = 1; smem += state_b; }
+  if (smem + cnt_b <= 32 * 1024) { d->a.cnt_shared = 1; smem += cnt_b; }
+  SBG_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (smem + d->a.lay.bytes <= PBN_SMEM_BUDGET) { d->a.blob_shared = 1; smem += d->a.lay.bytes; }
   if (smem > 48 * 1024) {
-    if ((int)smem > optin) { e.a.blob_shared = 0; smem -= e.a.lay.bytes; }
+    if ((int)smem > optin) { d->a.blob_shared = 0; smem -= d->a.lay.bytes; }
     SBG_CUDA_CHECK(cudaFuncSetAttribute(pbn_advance_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     SBG_CUDA_CHECK(cudaFuncSetAttribute(pbn_advance2_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     SBG_CUDA_CHECK(cudaFuncSetAttribute(pbn_advance2_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   }
-  e.smem = smem;
-  e.blocks = (unsigned)((nc + PBN_BLOCK - 1) / PBN_BLOCK);
-  e.chunk = 1e8 / ((double)nc * ((double)net->n + 8.0));
-  if (e.chunk < 1) e.chunk = 1;
-  e.base.self = &e;
-  e.base.advance = pbn_gpu_advance;
-
-  pbn_init_kernel<<<e.blocks, PBN_BLOCK, 0, e.stream>>>(e.a, p->seed);
+  d->smem = smem;
+  d->blocks = (unsigned)((nc + PBN_BLOCK - 1) / PBN_BLOCK);
+  pbn_init_kernel<<<d->blocks, PBN_BLOCK, 0, d->stream>>>(d->a, p->seed);
   SBG_CUDA_CHECK(cudaGetLastError());
-  SBG_CUDA_CHECK(cudaStreamSynchronize(e.stream));
-  SBG_TRY(sbg_pbn_two_state(&e.base, p, S, out, ctx));
-  SBG_CUDA_CHECK(cudaStreamSynchronize(e.stream));
+  /* the host blob may go only after its copy */
+  SBG_CUDA_CHECK(cudaStreamSynchronize(d->stream));
 done:
   free(h_blob);
-  cudaFree(d_blob);
-  cudaFree(e.a.state);
-  cudaFree(e.a.rng);
-  cudaFree(e.a.gap);
-  cudaFree(e.a.cnt);
-  cudaFree(e.d_sums);
-  if (e.stream) cudaStreamDestroy(e.stream);
+  return st;
+}
+
+static void pbn_gpu_close(pbn_gpu *d) {
+  if (!d->stream) return;
+  cudaSetDevice(d->device);
+  cudaFree(d->d_blob);
+  cudaFree(d->a.state);
+  cudaFree(d->a.rng);
+  cudaFree(d->a.gap);
+  cudaFree(d->a.cnt);
+  cudaFree(d->d_sums);
+  if (d->t0) cudaEventDestroy(d->t0);
+  if (d->t1) cudaEventDestroy(d->t1);
+  cudaStreamDestroy(d->stream);
+}
+
+extern "C" sbg_status sbg_pbn_steady_gpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
+                                         const sbg_pbn_params *p, sbg_pbn_result *out,
+                                         sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  pbn_gpus *e = (pbn_gpus *)calloc(1, sizeof(pbn_gpus));
+  const int32_t S = sets->n_sets;
+  const int64_t nc = p->n_chains;
+  if (!e) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the GPU engine");
+  e->nd = p->n_devices > 0 ? p->n_devices : 1;
+  if (e->nd > SBG_PBN_MAX_DEVICES) e->nd = SBG_PBN_MAX_DEVICES;
+  if (e->nd > nc) e->nd = (int)nc;
+  e->part = (uint64_t *)malloc(sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)(S > 0 ? S : 1));
+  if (!e->part) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the sums"); goto done; }
+  for (int i = 0; i < e->nd; i++) {
+    int64_t c0 = nc * i / e->nd, c1 = nc * (i + 1) / e->nd;
+    SBG_TRY(pbn_gpu_open(&e->dev[i], net, sets, p, p->n_devices > 0 ? p->devices[i] : ctx->device, c0,
+                         c1 - c0, ctx));
+  }
+  e->chunk = 1e8 * e->nd / ((double)nc * ((double)net->n + 8.0));
+  if (e->chunk < 1) e->chunk = 1;
+  e->base.self = e;
+  e->base.advance = pbn_gpu_advance;
+  SBG_TRY(sbg_pbn_two_state(&e->base, p, S, out, ctx));
+done:
+  for (int i = 0; i < e->nd; i++) pbn_gpu_close(&e->dev[i]);
+  free(e->part);
+  free(e);
   return st;
 }
 
