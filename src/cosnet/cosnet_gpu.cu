@@ -16,7 +16,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -967,7 +969,9 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   mr.stop.store(0);
   mr.colour_state = 0;
   mr.n_finished = 0;
-  std::vector<dev_worker> ws(nd);
+  /* (no C++ exception may leave this function: R would abort) */
+  std::unique_ptr<dev_worker[]> ws(new (std::nothrow) dev_worker[nd]);
+  if (!ws) return sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory");
   for (int d = 0; d < nd; d++) {
     dev_worker &w = ws[d];
     w.mr = &mr;
@@ -990,6 +994,7 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   std::vector<std::thread> th;
   int started = 0;
   try {
+    th.reserve(nd);
     for (int d = 0; d < nd; d++) {
       th.emplace_back([&, d]() {
         dev_worker &w = ws[d];
