@@ -31,6 +31,10 @@ test_that("R workers (BPPARAM) give the single-process results", {
   expect_identical(one$workers, 1L)
   serial <- run(BiocParallel::SerialParam())
   expect_identical(cosnet_result(serial), cosnet_result(one))
+  # several devices on the CPU backend: the devices play no part
+  expect_identical(cosnet_result(parCosnet(d$W, d$Y, seed = 7, backend = "cpu", threads = 1, device = c(0, 1),
+                                           verbose = FALSE)),
+                   cosnet_result(one))
 
   snow <- BiocParallel::SnowParam(2)
   BiocParallel::bpstart(snow)
