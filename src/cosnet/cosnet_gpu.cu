@@ -433,6 +433,16 @@ static sbg_status dev_poll(dev_worker *w, sbg_ctx *ctx, double f) {
   return SBG_OK;
 }
 
+/* The poll hook of a device thread's ctx (for the host colouring, which
+ * polls through its ctx): the stop flag only, never R. */
+static int dev_stop_hook(void *data, double done) {
+  (void)done;
+  dev_worker *w = (dev_worker *)data;
+  if (!w->mr->stop.load()) return 0;
+  w->stopped = 1;
+  return 1;
+}
+
 /* The owner publishes the colouring (out->v_colour, n_colours); the others
  * wait for it. */
 static sbg_status share_colouring(dev_worker *w, sbg_ctx *ctx) {
@@ -986,8 +996,8 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     /* the host work of each device (learning, gathering parts) gets its
      * share of the threads */
     w.ctx.n_threads = ctx->n_threads / nd > 1 ? ctx->n_threads / nd : 1;
-    w.ctx.poll = NULL;
-    w.ctx.poll_data = NULL;
+    w.ctx.poll = dev_stop_hook;
+    w.ctx.poll_data = &w;
     w.ctx.errbuf[0] = 0;
     w.st = SBG_OK;
   }
