@@ -48,18 +48,70 @@ check_cost <- function(cost) {
   as.double(cost)
 }
 
-# One engine call; returns the engine's list and the timing.
-cosnet_engine <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, verbose) {
-  a <- backend_args(b)
+# One engine call on the classes of `lab` (and their `folds`): `job`
+# holds the network's compressed columns and the settings (cosnet_job()),
+# `devices` the GPU(s) (several share the jobs in this process).
+cosnet_engine <- function(job, lab, folds, devices, verbose) {
+  .Call(ffi_cosnet, job$p, job$i, job$x, lab, folds, job$nfolds, job$cost, job$maxSweeps,
+        job$seed, job$batch, job$budget, job$gpu, job$threads, as.integer(devices), verbose)
+}
+
+# What every engine call of a run shares; options are read here, in the
+# calling process, so that R workers get them too.
+cosnet_job <- function(W, nfolds, cost, maxSweeps, seed, a) {
+  list(p = W@p, i = W@i, x = W@x, nfolds = as.integer(nfolds), cost = cost,
+       maxSweeps = as.integer(maxSweeps), seed = seed,
+       # jobs per GPU batch, for tests of the batching; 0 = automatic
+       batch = as.integer(getOption("sysbioGPU.cosnetBatch", 0L)),
+       # device memory budget in bytes (0 = what is free); a smaller one
+       # forces the streamed (partitioned) GPU path in the tests
+       budget = as.double(getOption("sysbioGPU.cosnetDeviceBytes", 0)),
+       gpu = a$gpu, threads = a$threads)
+}
+
+# A BPPARAM worker's share: its block of classes on its device.  At the top
+# level of the namespace, so that a SnowParam worker receives a reference
+# to the package rather than the caller's frame.
+cosnet_share <- function(lab, folds, dev, job) {
+  cosnet_engine(job, lab, folds, dev, FALSE)
+}
+
+# R workers of a run (1 without BPPARAM).
+cosnet_nworkers <- function(BPPARAM, K) {
+  if (is.null(BPPARAM)) 1L else as.integer(min(BiocParallel::bpnworkers(BPPARAM), K))
+}
+
+# The whole run: in this process (on all of `b$devices`), or over the R
+# workers of BPPARAM, each a contiguous block of classes (and a device,
+# round robin), merged in class order.  Each class is independent and the
+# colouring depends on the network and the seed only, so both give the
+# single-process result.
+cosnet_run <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM, verbose) {
+  a <- backend_args(b, multi = TRUE)
+  job <- cosnet_job(W, nfolds, cost, maxSweeps, seed, a)
   t0 <- proc.time()[["elapsed"]]
-  r <- .Call(ffi_cosnet, W@p, W@i, W@x, lab, folds, as.integer(nfolds), cost,
-             as.integer(maxSweeps), seed,
-             # jobs per GPU batch, for tests of the batching; 0 = automatic
-             as.integer(getOption("sysbioGPU.cosnetBatch", 0L)),
-             # device memory budget in bytes (0 = what is free); a smaller
-             # one forces the streamed (partitioned) GPU path in the tests
-             as.double(getOption("sysbioGPU.cosnetDeviceBytes", 0)),
-             a$gpu, a$threads, a$device, verbose)
+  K <- ncol(lab)
+  nw <- cosnet_nworkers(BPPARAM, K)
+  if (nw <= 1L) {
+    r <- cosnet_engine(job, lab, folds, a$devices, verbose)
+  } else {
+    cuts <- floor(K * (0:nw) / nw)
+    cols <- lapply(seq_len(nw), function(w) seq.int(cuts[[w]] + 1L, cuts[[w + 1L]]))
+    labs <- lapply(cols, function(k) lab[, k, drop = FALSE])
+    fl <- lapply(cols, function(k) if (is.null(folds)) NULL else folds[, k, drop = FALSE])
+    devs <- lapply(seq_len(nw), function(w) a$devices[[(w - 1L) %% length(a$devices) + 1L]])
+    parts <- BiocParallel::bpmapply(cosnet_share, labs, fl, devs, MoreArgs = list(job = job),
+                                    BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
+    r <- parts[[1L]]
+    r$scores <- do.call(cbind, lapply(parts, `[[`, "scores"))
+    r$pred <- do.call(cbind, lapply(parts, `[[`, "pred"))
+    for (nm in c("alpha", "c", "fscore", "sweeps", "converged")) r[[nm]] <- unlist(lapply(parts, `[[`, nm))
+    r$parts <- max(vapply(parts, `[[`, 0L, "parts"))
+    if (!all(vapply(parts, function(q) identical(q$colour, r$colour), NA))) {
+      stop("internal error: the workers coloured the network differently", call. = FALSE)
+    }
+  }
+  r$workers <- nw
   r$seconds <- proc.time()[["elapsed"]] - t0
   r
 }
@@ -125,7 +177,23 @@ cosnet_engine <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, verbo
 #'   `converged = FALSE`.
 #' @param seed Seed of the colouring priorities (whole number; `NULL` draws
 #'   one from R's generator, so `set.seed()` works).
-#' @param backend,threads,device See [resolveBackend()].
+#' @param backend,threads See [resolveBackend()]. With `BPPARAM` and no
+#'   `threads`, each worker uses its share of the processors.
+#' @param device GPU index, or several distinct ones (`c(0, 1)`) or `"all"`:
+#'   the classes (for [cvParCosnet()], the class x fold jobs) are split into
+#'   contiguous blocks, one per device, run concurrently by this process (a
+#'   host thread and a copy of the network per device, one colouring shared
+#'   by all); the results are identical to one device's. See
+#'   [resolveBackend()].
+#' @param BPPARAM `NULL` (default: this process), or a BiocParallel back-end
+#'   (`SerialParam()`, `MulticoreParam()`, `SnowParam()`,
+#'   `BatchtoolsParam()` for a cluster): the R workers each take a
+#'   contiguous block of classes (on the GPU backend, a device each, round
+#'   robin over `device`) and the results are combined in class order,
+#'   identical to one process. Every worker needs the whole network:
+#'   forked workers (`MulticoreParam`) share it, `SnowParam` and batch jobs
+#'   get a copy of `W` each (mind the memory). Forked workers cannot use
+#'   the GPU: use `SnowParam` for GPU workers.
 #' @param verbose Show a progress bar for long runs.
 #' @return An object of class `parCosnet`, a list with `scores` (nodes x
 #'   classes: the final field of each unlabelled node, for ranking; `NA` for
@@ -134,9 +202,9 @@ cosnet_engine <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, verbo
 #'   `class`, `alpha`, `c`, `F` (training F-score of the learned line),
 #'   `sweeps`, `converged`, `unlabelled`, `predictedPositive`), `colours`
 #'   (the colour of each node, from 1) and `nColours`, and the run's
-#'   `cost`, `normalize`, `seed`, `backend`, `device`, `deviceName`,
-#'   `threads`, `seconds` and `deviceParts` (0 unless the GPU streamed the
-#'   network in parts).
+#'   `cost`, `normalize`, `seed`, `backend`, `device`, `devices` (all GPUs
+#'   used), `deviceName`, `workers` (R workers), `threads`, `seconds` and
+#'   `deviceParts` (0 unless the GPU streamed the network in parts).
 #' @seealso [cvParCosnet()], [readNetwork()]
 #' @examples
 #' set.seed(1)
@@ -152,8 +220,10 @@ cosnet_engine <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, verbo
 parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
                       seed = NULL, backend = getOption("sysbioGPU.backend", "auto"),
                       threads = getOption("sysbioGPU.threads"),
-                      device = getOption("sysbioGPU.device", 0L), verbose = interactive()) {
+                      device = getOption("sysbioGPU.device", 0L), BPPARAM = NULL,
+                      verbose = interactive()) {
   call <- match.call()
+  check_bpparam(BPPARAM)
   normalize <- check_flag(normalize, "normalize")
   verbose <- check_flag(verbose, "verbose")
   cost <- check_cost(cost)
@@ -167,8 +237,10 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
     if (!any(lab[, k] == -1L)) stop_input("class '", cl, "' of `labels` has no labelled negatives")
   }
   seed <- resolve_seed(seed)
+  if (!is.null(BPPARAM) && is.null(threads)) threads <- bp_threads(BPPARAM)
   b <- resolveBackend(backend, threads, device)
-  r <- cosnet_engine(W, lab, NULL, 0L, cost, maxSweeps, seed, b, verbose)
+  check_bpparam_gpu(BPPARAM, b)
+  r <- cosnet_run(W, lab, NULL, 0L, cost, maxSweeps, seed, b, BPPARAM, verbose)
   dimnames(r$scores) <- dimnames(r$pred) <- list(rownames(W), colnames(lab))
   classes <- data.frame(class = colnames(lab), alpha = r$alpha, c = r$c, F = r$fscore,
                         sweeps = r$sweeps, converged = r$converged,
@@ -182,17 +254,28 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
   structure(list(scores = r$scores, predictions = r$pred, classes = classes,
                  colours = r$colour + 1L, nColours = r$nColours, cost = cost,
                  normalize = normalize, seed = seed, backend = b$backend, device = b$device,
-                 deviceName = b$deviceName, threads = b$threads, seconds = r$seconds,
+                 devices = b$devices, deviceName = b$deviceName, workers = r$workers, threads = b$threads, seconds = r$seconds,
                  deviceParts = r$parts, nodes = nrow(W), edges = length(W@x) / 2, call = call),
             class = "parCosnet")
+}
+
+# "GPU 0 (name)", "GPUs 0, 1 (name)" or "CPU, 4 thread(s)", and the workers.
+cosnet_where <- function(x) {
+  devs <- if (is.null(x$devices)) x$device else x$devices
+  w <- if (x$backend == "gpu") {
+    sprintf("GPU%s %s (%s)", if (length(devs) > 1L) "s" else "", paste(devs, collapse = ", "), x$deviceName)
+  } else {
+    sprintf("CPU, %d thread(s)", x$threads)
+  }
+  if (!is.null(x$workers) && x$workers > 1L) w <- sprintf("%s, %d R workers", w, x$workers)
+  w
 }
 
 #' @export
 print.parCosnet <- function(x, ...) {
   cat(sprintf("<parCosnet> %d node(s), %.0f edge(s), %d class(es), %d colour(s)\n",
               x$nodes, x$edges, nrow(x$classes), x$nColours))
-  dev <- if (x$backend == "gpu") sprintf("GPU %d (%s)", x$device, x$deviceName)
-         else sprintf("CPU, %d thread(s)", x$threads)
+  dev <- cosnet_where(x)
   cat(sprintf("  %s, %.3f s, seed %.0f, cost %g%s\n", dev, x$seconds, x$seed, x$cost,
               if (x$normalize) ", normalized" else ""))
   cl <- x$classes
@@ -288,8 +371,10 @@ pr_metrics <- function(pred, score, truth) {
 #'   over the folds of the fold's values; folds without positives are left
 #'   out of the recall, F and AUPRC means), `jobs` (one row per class and
 #'   fold: `alpha`, `c`, training `F`, `sweeps`, `converged`), `nColours`,
-#'   and the run's `seed`, `backend`, `device`, `deviceName`, `threads`,
-#'   `seconds` and `deviceParts`.
+#'   and the run's `seed`, `backend`, `device`, `devices`, `deviceName`,
+#'   `workers`, `threads`, `seconds` and `deviceParts`. With several devices
+#'   or `BPPARAM`, the folds are drawn once in the calling process and each
+#'   worker gets those of its classes, so all evaluate the same folds.
 #' @seealso [parCosnet()], [plot.cvParCosnet()]
 #' @examples
 #' set.seed(2)
@@ -304,8 +389,10 @@ pr_metrics <- function(pred, score, truth) {
 cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxSweeps = 1000L,
                         seed = NULL, backend = getOption("sysbioGPU.backend", "auto"),
                         threads = getOption("sysbioGPU.threads"),
-                        device = getOption("sysbioGPU.device", 0L), verbose = interactive()) {
+                        device = getOption("sysbioGPU.device", 0L), BPPARAM = NULL,
+                        verbose = interactive()) {
   call <- match.call()
+  check_bpparam(BPPARAM)
   normalize <- check_flag(normalize, "normalize")
   verbose <- check_flag(verbose, "verbose")
   cost <- check_cost(cost)
@@ -323,8 +410,12 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
   folds <- vapply(seq_len(ncol(lab)), function(k) cosnet_folds(lab[, k], nfolds, seed, k),
                   integer(nrow(lab)))
   dim(folds) <- dim(lab)
+  if (!is.null(BPPARAM) && is.null(threads)) threads <- bp_threads(BPPARAM)
   b <- resolveBackend(backend, threads, device)
-  r <- cosnet_engine(W, lab, folds, nfolds, cost, maxSweeps, seed, b, verbose)
+  check_bpparam_gpu(BPPARAM, b)
+  # the folds are drawn here, once, and handed to the workers with their
+  # classes: a worker evaluates the folds of the single process
+  r <- cosnet_run(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM, verbose)
   dimnames(r$scores) <- dimnames(r$pred) <- dimnames(folds) <- list(rownames(W), colnames(lab))
   truth <- lab == 1L
   truth[lab == 0L] <- NA
@@ -348,7 +439,8 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
   structure(list(scores = r$scores, predictions = r$pred, folds = folds, labels = truth,
                  metrics = metrics, jobs = jobs, nfolds = nfolds, nColours = r$nColours,
                  cost = cost, normalize = normalize, seed = seed, backend = b$backend,
-                 device = b$device, deviceName = b$deviceName, threads = b$threads,
+                 device = b$device, devices = b$devices, deviceName = b$deviceName,
+                 workers = r$workers, threads = b$threads,
                  seconds = r$seconds, deviceParts = r$parts, nodes = nrow(W),
                  edges = length(W@x) / 2, call = call),
             class = "cvParCosnet")
@@ -358,8 +450,7 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
 print.cvParCosnet <- function(x, ...) {
   cat(sprintf("<cvParCosnet> %d-fold CV, %d node(s), %.0f edge(s), %d class(es), %d colour(s)\n",
               x$nfolds, x$nodes, x$edges, nrow(x$metrics), x$nColours))
-  dev <- if (x$backend == "gpu") sprintf("GPU %d (%s)", x$device, x$deviceName)
-         else sprintf("CPU, %d thread(s)", x$threads)
+  dev <- cosnet_where(x)
   cat(sprintf("  %s, %.3f s, seed %.0f\n", dev, x$seconds, x$seed))
   m <- x$metrics
   cat(sprintf("  mean over classes: precision %.3f, recall %.3f, F %.3f, AUPRC %.3f\n",

@@ -15,6 +15,16 @@
 #   COSNET_PEER=1      also time Bioconductor COSNet (if installed) on a
 #                      6,391-node, degree-314 graph
 #   COSNET_PEER_REPS   rounds of that comparison (default 5; medians)
+#   COSNET_ONLY        sections to run, comma separated, among yeast, er,
+#                      mouse, peer (default all)
+#   COSNET_DEVICES     GPU device sets for the mouse-like CV, ';' between
+#                      sets, ',' within one (e.g. "0;0,1"): the CV runs on
+#                      each set (the classes split over its devices, one
+#                      process) instead of the GPU/CPU pair, and the table
+#                      gives the speed-up and efficiency (speed-up per
+#                      device) against the first set.  A 1 -> 2 GPU run in
+#                      under 2 minutes:
+#                        COSNET_ONLY=mouse COSNET_DEVICES="0;0,1" Rscript inst/bench/cosnet.R
 suppressPackageStartupMessages({library(sysbioGPU); library(Matrix)})
 env_num <- function(name, default) as.numeric(Sys.getenv(name, default))
 
@@ -49,6 +59,9 @@ peak_rss_gb <- function() proc_gb("VmHWM")
 # runs alone can be read afterwards.
 reset_peak <- function() invisible(tryCatch(writeLines("5", "/proc/self/clear_refs"), error = function(e) NULL))
 
+only <- strsplit(Sys.getenv("COSNET_ONLY", "yeast,er,mouse,peer"), ",")[[1]]
+section <- function(name) name %in% only
+
 rows <- list()
 add <- function(workload, backend, threads, seconds, reference, note = "", wall = NA) {
   r <- data.frame(workload = workload, backend = backend, threads = threads, seconds = seconds,
@@ -61,6 +74,7 @@ backends <- c(if (gpu) "gpu", "cpu")
 dev <- if (gpu) gpuInfo()$name[1] else "none"
 
 # ---- 0. yeast STRING / FunCat (shipped), all classes, 5-fold CV ----
+if (section("yeast")) {
 Wy <- readNetwork(system.file("extdata", "yeast-string-edges.txt.gz", package = "sysbioGPU"))
 Yy <- readRDS(system.file("extdata", "yeast-funcat.rds", package = "sysbioGPU"))[rownames(Wy), ]
 Yy <- Yy[, colSums(Yy) >= 20 & colSums(!Yy) >= 20]
@@ -75,9 +89,11 @@ for (be in backends) {
       note = if (be == "cpu" && gpu) sprintf("GPU scores identical to CPU: %s",
                                              identical(res_y$gpu$scores, cv$scores)) else "")
 }
+}
 
 # ---- 1. Erdos-Renyi, one class, one full 5-fold CV (paper Table 8) ----
 cases <- strsplit(strsplit(Sys.getenv("COSNET_ER", "5e5:50,1.5e6:300"), ",")[[1]], ":")
+if (!section("er")) cases <- list()
 stream_gb <- env_num("COSNET_STREAM_GB", 2)
 for (ci in seq_along(cases)) {
   n <- as.numeric(cases[[ci]][1]); deg <- as.numeric(cases[[ci]][2])
@@ -138,10 +154,38 @@ for (ci in seq_along(cases)) {
 
 # ---- 2. mouse-like: 21,151 nodes, degree 596, many classes, 5-fold CV ----
 nm <- 21151; K <- env_num("COSNET_MOUSE_CLASSES", 1000); Kc <- env_num("COSNET_CPU_CLASSES", 32)
+dev_sets <- Sys.getenv("COSNET_DEVICES")
+if (section("mouse")) {
 W <- er_graph(nm, 596, 3)
 set.seed(4)
 Y <- vapply(seq_len(K), function(k) { y <- numeric(nm); y[sample.int(nm, sample(50:500, 1))] <- 1; y }, numeric(nm))
-for (be in backends) {
+if (nzchar(dev_sets) && gpu) {
+  # 1 -> several GPUs: the same CV on each device set; seconds = the
+  # engine's (all devices together), wall adds the folds and metrics in R
+  sets <- lapply(strsplit(strsplit(dev_sets, ";")[[1]], ","), as.integer)
+  ref <- NULL
+  for (ds in sets) {
+    # warm-up: CUDA contexts of all devices of the set
+    invisible(cvParCosnet(W, Y[, 1:2], nfolds = 5, seed = 1, backend = "gpu", device = ds, verbose = FALSE))
+    wall <- system.time(cv <- cvParCosnet(W, Y, nfolds = 5, seed = 1, backend = "gpu", device = ds,
+                                          verbose = FALSE))[[3]]
+    if (is.null(ref)) ref <- list(cv = cv, wall = wall, n = length(ds))
+    sp <- ref$cv$seconds / cv$seconds
+    add(workload = sprintf("mouse-like n=%d deg=596, %d classes, 5-fold CV, GPU(s) %s", nm, K,
+                           paste(ds, collapse = ",")),
+        backend = "gpu", threads = cv$threads, seconds = round(cv$seconds, 2), wall = round(wall, 2),
+        reference = sprintf("%d device(s); speed-up %.2fx (wall %.2fx), efficiency %.2f vs GPU(s) %s",
+                            length(ds), sp, ref$wall / wall, sp / (length(ds) / ref$n),
+                            paste(sets[[1]], collapse = ",")),
+        note = sprintf("identical to the first set: %s",
+                       identical(cv$scores, ref$cv$scores) && identical(cv$jobs, ref$cv$jobs) &&
+                         identical(cv$metrics, ref$cv$metrics)))
+  }
+  backends_mouse <- character(0)
+} else {
+  backends_mouse <- backends
+}
+for (be in backends_mouse) {
   kk <- if (be == "cpu") min(Kc, K) else K
   wall <- system.time(cv <- cvParCosnet(W, Y[, seq_len(kk)], nfolds = 5, seed = 1, backend = be,
                                         verbose = FALSE))[[3]]
@@ -153,10 +197,11 @@ for (be in backends) {
              else sprintf("%.4f s/class, colours %d", cv$seconds / K, cv$nColours))
 }
 rm(W, Y); invisible(gc())
+}
 
 # ---- 3. CPU against Bioconductor COSNet (yeast-like graph) ----
 peer <- "COSNet"
-if (Sys.getenv("COSNET_PEER") == "1" && requireNamespace(peer, quietly = TRUE)) {
+if (section("peer") && Sys.getenv("COSNET_PEER") == "1" && requireNamespace(peer, quietly = TRUE)) {
   cosnet_cv <- getExportedValue(peer, "cosnet.cross.validation")
   ny <- 6391
   W <- er_graph(ny, 314, 5)

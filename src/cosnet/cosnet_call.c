@@ -66,6 +66,10 @@ SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, S
   par.seed = (uint64_t)REAL(seed)[0];
   par.max_batch = INTEGER(max_batch)[0];
   par.device_budget = REAL(device_budget)[0];
+  /* device: one GPU index, or several sharing the jobs */
+  SBG_ASSERT(TYPEOF(device) == INTSXP && XLENGTH(device) >= 1 && XLENGTH(device) <= 1024);
+  par.devices = INTEGER(device);
+  par.n_devices = (int32_t)XLENGTH(device);
 
   SEXP scores = PROTECT(Rf_allocMatrix(REALSXP, n, K)); nprot++;
   SEXP pred = PROTECT(Rf_allocMatrix(LGLSXP, n, K)); nprot++;
@@ -94,7 +98,8 @@ SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, S
 
   sbg_ctx ctx;
   sbg_progress pr;
-  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "parCosnet");
+  SEXP first_dev = PROTECT(Rf_ScalarInteger(INTEGER(device)[0])); nprot++;
+  sbg_ctx_init(&ctx, &pr, threads, first_dev, verbose, "parCosnet");
   sbg_status st = LOGICAL(gpu)[0] ? sbg_cosnet_gpu(&in, &par, &out, &ctx)
                                   : sbg_cosnet_cpu(&in, &par, &out, &ctx);
   sbg_progress_end(&pr);

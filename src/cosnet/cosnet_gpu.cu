@@ -6,9 +6,21 @@
  * larger than the device's memory stays on the host: it is coloured there
  * and streamed in parts (runs of nodes of one colour) through two pinned
  * buffers, the gather of a part on the host overlapping the work on the
- * previous one. */
+ * previous one.  Several devices (parCosnet(device = c(0, 1))) take
+ * contiguous ranges of the jobs, one host thread each (CUDA and C only, no
+ * R: the calling thread polls for interrupts); the first colours the
+ * network and shares the colouring. */
 #include <stdlib.h>
 #include <string.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <vector>
 
 #include "cuda_check.cuh"
 #include "philox.h"
@@ -386,16 +398,84 @@ done:
   return st;
 }
 
-/* ---- entry ---------------------------------------------------------------- */
+/* ---- several devices -------------------------------------------------------- */
 
-extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
-                                     sbg_cosnet_result *out, sbg_ctx *ctx) {
+/* Shared by the device threads of one call. */
+struct multi_run {
+  std::atomic<int> stop;      /* a worker failed or the user interrupted */
+  std::mutex m;
+  std::condition_variable cv; /* colour_state and n_finished changes */
+  int colour_state;           /* 0 pending, 1 shared, 2 the owner failed */
+  int n_finished;
+};
+
+/* One device's share of the jobs. */
+struct dev_worker {
+  multi_run *mr;              /* NULL: one device, on the calling thread */
+  int owner;                  /* colours the network (and shares it) */
+  int32_t j_lo, j_hi;         /* its jobs */
+  std::atomic<double> frac;   /* fraction of its jobs done */
+  int stopped;                /* stopped by another worker's failure */
+  int32_t n_parts;
+  sbg_ctx ctx;
+  sbg_status st;
+};
+
+/* sbg_poll() on the calling thread; a device thread only publishes its
+ * progress and looks at the stop flag (the calling thread polls R). */
+static sbg_status dev_poll(dev_worker *w, sbg_ctx *ctx, double f) {
+  if (!w->mr) return sbg_poll(ctx, f);
+  w->frac.store(f);
+  if (w->mr->stop.load()) {
+    w->stopped = 1;
+    return sbg_fail(ctx, SBG_ERR_INTERRUPTED, "stopped");
+  }
+  return SBG_OK;
+}
+
+/* The poll hook of a device thread's ctx (for the host colouring, which
+ * polls through its ctx): the stop flag only, never R. */
+static int dev_stop_hook(void *data, double done) {
+  (void)done;
+  dev_worker *w = (dev_worker *)data;
+  if (!w->mr->stop.load()) return 0;
+  w->stopped = 1;
+  return 1;
+}
+
+/* The owner publishes the colouring (out->v_colour, n_colours); the others
+ * wait for it. */
+static sbg_status share_colouring(dev_worker *w, sbg_ctx *ctx) {
+  multi_run *mr = w->mr;
+  std::unique_lock<std::mutex> lk(mr->m);
+  if (w->owner) {
+    mr->colour_state = 1;
+    mr->cv.notify_all();
+    return SBG_OK;
+  }
+  while (mr->colour_state == 0 && !mr->stop.load())
+    mr->cv.wait_for(lk, std::chrono::milliseconds(50));
+  if (mr->colour_state != 1) {
+    w->stopped = 1;
+    return sbg_fail(ctx, SBG_ERR_INTERRUPTED, "stopped");
+  }
+  return SBG_OK;
+}
+
+/* ---- one device ------------------------------------------------------------ */
+
+/* Jobs w->j_lo .. w->j_hi - 1 on device ctx->device. */
+static sbg_status cosnet_gpu_device(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
+                                    sbg_cosnet_result *out, sbg_ctx *ctx, dev_worker *w) {
   sbg_status st = SBG_OK;
   const sbg_cosnet_graph *g = &in->g;
   int32_t n = g->n;
   int64_t nnz = g->v_rowptr[n];
   int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
-  int32_t n_jobs = in->n_classes * nf;
+  int32_t j_lo = w->j_lo, j_hi = w->j_hi;
+  int32_t n_jobs = j_hi - j_lo;
+  /* one device colours; several share its colouring */
+  int own_colour = !w->mr || w->owner;
   cudaStream_t stream = NULL;
   int64_t *d_rowptr = NULL, *d_cro = NULL;
   int32_t *d_col = NULL, *d_colour = NULL, *d_item_job = NULL, *d_item_node = NULL;
@@ -445,17 +525,19 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     SBG_TRY(sbg_device_alloc((void **)&d_rowptr, (size_t)(n + 1) * sizeof(int64_t), "the network's row offsets", ctx));
     SBG_TRY(sbg_device_alloc((void **)&d_col, (size_t)(nnz > 0 ? nnz : 1) * sizeof(int32_t), "the network's columns", ctx));
     SBG_TRY(sbg_device_alloc((void **)&d_w, (size_t)(nnz > 0 ? nnz : 1) * sizeof(double), "the network's weights", ctx));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(d_rowptr, g->v_rowptr, (size_t)(n + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+    if (nnz > 0) {
+      SBG_CUDA_CHECK(cudaMemcpyAsync(d_col, g->v_col, (size_t)nnz * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+      SBG_CUDA_CHECK(cudaMemcpyAsync(d_w, g->v_w, (size_t)nnz * sizeof(double), cudaMemcpyHostToDevice, stream));
+    }
+  }
+  if (P.resident && own_colour) {
     SBG_TRY(sbg_device_alloc((void **)&d_colour, (size_t)n * sizeof(int32_t), "the colours", ctx));
     SBG_TRY(sbg_device_alloc((void **)&d_prio, (size_t)n * sizeof(uint64_t), "the priorities", ctx));
     SBG_TRY(sbg_device_alloc((void **)&d_wait, (size_t)n * sizeof(int32_t), "the colouring counts", ctx));
     SBG_TRY(sbg_device_alloc((void **)&d_front, (size_t)n * sizeof(int32_t), "the colouring frontier", ctx));
     SBG_TRY(sbg_device_alloc((void **)&d_next, (size_t)n * sizeof(int32_t), "the colouring frontier", ctx));
     SBG_TRY(sbg_device_alloc((void **)&d_counts, 2 * sizeof(int32_t), "counters", ctx));
-    SBG_CUDA_CHECK(cudaMemcpyAsync(d_rowptr, g->v_rowptr, (size_t)(n + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
-    if (nnz > 0) {
-      SBG_CUDA_CHECK(cudaMemcpyAsync(d_col, g->v_col, (size_t)nnz * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
-      SBG_CUDA_CHECK(cudaMemcpyAsync(d_w, g->v_w, (size_t)nnz * sizeof(double), cudaMemcpyHostToDevice, stream));
-    }
 
     /* Colouring: Jones-Plassmann rounds, frontier after frontier. */
     k_prio<<<blocks_for(n, 256), 256, 0, stream>>>(n, p->seed, d_prio, d_colour);
@@ -480,7 +562,7 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
         coloured += n_front;
         int32_t *sw = d_front; d_front = d_next; d_next = sw;
         n_front = counts[1];
-        SBG_TRY(sbg_poll(ctx, 0.0));
+        SBG_TRY(dev_poll(w, ctx, 0.0));
       }
       if (coloured != n) {
         st = sbg_fail(ctx, SBG_ERR_INTERNAL, "colouring left %d node(s)", (int)(n - coloured));
@@ -496,10 +578,11 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     cudaFree(d_wait); d_wait = NULL;
     cudaFree(d_front); d_front = NULL;
     cudaFree(d_next); d_next = NULL;
-  } else {
+  } else if (own_colour) {
     /* The same colouring on the host (greedy in priority order either way). */
     SBG_TRY(sbg_cosnet_colour_host(g, p->seed, out->v_colour, &out->n_colours, ctx));
   }
+  if (w->mr) SBG_TRY(share_colouring(w, ctx));
   if (sbg_cosnet_colour_order(out->v_colour, n, out->n_colours, &nodes, &cptr) != SBG_OK) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory while ordering the colours");
     goto done;
@@ -558,7 +641,7 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     }
     P.t0[np] = n;
     P.n_parts = np;
-    out->n_parts = P.resident ? 0 : np;
+    w->n_parts = P.resident ? 0 : np;
 
     /* hubs in colour order, so that each part's hubs are contiguous */
     hubs = (int32_t *)malloc((size_t)(n_hubs > 0 ? n_hubs : 1) * sizeof(int32_t));
@@ -659,8 +742,8 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     goto done;
   }
 
-  for (int32_t j0 = 0; j0 < n_jobs; j0 += B) {
-    int32_t nb = j0 + B < n_jobs ? B : n_jobs - j0;
+  for (int32_t j0 = j_lo; j0 < j_hi; j0 += B) {
+    int32_t nb = j0 + B < j_hi ? B : j_hi - j0;
     for (int32_t b = 0; b < nb; b++) sbg_cosnet_job_codes(in, j0 + b, codes + (size_t)b * n);
     SBG_CUDA_CHECK(cudaMemcpyAsync(d_codes, codes, (size_t)nb * n, cudaMemcpyHostToDevice, stream));
 
@@ -811,7 +894,7 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
         }
       }
       SBG_CUDA_CHECK(cudaMemcpyAsync(d_done, done, (size_t)nb, cudaMemcpyHostToDevice, stream));
-      SBG_TRY(sbg_poll(ctx, ((double)j0 + nb * (1.0 - 1.0 / (sweep + 1.0))) / n_jobs));
+      SBG_TRY(dev_poll(w, ctx, ((double)(j0 - j_lo) + nb * (1.0 - 1.0 / (sweep + 1.0))) / n_jobs));
     }
     for (int32_t b = 0; b < nb; b++)
       if (!done[b]) {
@@ -839,6 +922,12 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   }
 
 done:
+  if (w->mr && w->owner && st != SBG_OK) {
+    /* the others must not wait for a colouring that will not come */
+    std::lock_guard<std::mutex> lk(w->mr->m);
+    if (w->mr->colour_state == 0) w->mr->colour_state = 2;
+    w->mr->cv.notify_all();
+  }
   /* the pinned buffers may still be read by a copy in flight */
   if (stream) cudaStreamSynchronize(stream);
   cudaFree(d_rowptr); cudaFree(d_col); cudaFree(d_w); cudaFree(d_colour); cudaFree(d_prio);
@@ -859,4 +948,113 @@ done:
   free(item_node); free(iptr); free(hptr); free(npos); free(nlab); free(alpha); free(cc); free(fs);
   free(jc); free(done); free(changed); free(pos); free(hubs);
   return st;
+}
+
+/* ---- entry ---------------------------------------------------------------- */
+
+extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
+                                     sbg_cosnet_result *out, sbg_ctx *ctx) {
+  int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
+  int32_t n_jobs = in->n_classes * nf;
+  int nd = p->n_devices > 1 ? p->n_devices : 1;
+  if (nd > n_jobs) nd = n_jobs;
+  if (nd <= 1) {
+    dev_worker w;
+    w.mr = NULL;
+    w.owner = 1;
+    w.j_lo = 0;
+    w.j_hi = n_jobs;
+    w.frac.store(0.0);
+    w.stopped = 0;
+    w.n_parts = 0;
+    sbg_status st = cosnet_gpu_device(in, p, out, ctx, &w);
+    out->n_parts = w.n_parts;
+    return st;
+  }
+
+  /* Several devices: contiguous ranges of the (class, fold) jobs, a host
+   * thread each.  Every job is independent of the others and of how the
+   * jobs are batched, so the results are those of one device. */
+  multi_run mr;
+  mr.stop.store(0);
+  mr.colour_state = 0;
+  mr.n_finished = 0;
+  /* (no C++ exception may leave this function: R would abort) */
+  std::unique_ptr<dev_worker[]> ws(new (std::nothrow) dev_worker[nd]);
+  if (!ws) return sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory");
+  for (int d = 0; d < nd; d++) {
+    dev_worker &w = ws[d];
+    w.mr = &mr;
+    w.owner = d == 0;
+    w.j_lo = (int32_t)((int64_t)n_jobs * d / nd);
+    w.j_hi = (int32_t)((int64_t)n_jobs * (d + 1) / nd);
+    w.frac.store(0.0);
+    w.stopped = 0;
+    w.n_parts = 0;
+    w.ctx = *ctx;
+    w.ctx.device = p->devices[d];
+    /* the host work of each device (learning, gathering parts) gets its
+     * share of the threads */
+    w.ctx.n_threads = ctx->n_threads / nd > 1 ? ctx->n_threads / nd : 1;
+    w.ctx.poll = dev_stop_hook;
+    w.ctx.poll_data = &w;
+    w.ctx.errbuf[0] = 0;
+    w.st = SBG_OK;
+  }
+  std::vector<std::thread> th;
+  int started = 0;
+  try {
+    th.reserve(nd);
+    for (int d = 0; d < nd; d++) {
+      th.emplace_back([&, d]() {
+        dev_worker &w = ws[d];
+        w.st = cosnet_gpu_device(in, p, out, &w.ctx, &w);
+        if (w.st != SBG_OK) mr.stop.store(1);
+        std::lock_guard<std::mutex> lk(mr.m);
+        mr.n_finished++;
+        mr.cv.notify_all();
+      });
+      started++;
+    }
+  } catch (...) {
+    mr.stop.store(1);
+    {
+      std::lock_guard<std::mutex> lk(mr.m);
+      if (mr.colour_state == 0) mr.colour_state = 2;
+      mr.cv.notify_all();
+    }
+    for (int d = 0; d < started; d++) th[d].join();
+    return sbg_fail(ctx, SBG_ERR_INTERNAL, "could not start a host thread per device");
+  }
+
+  /* The calling thread polls (interrupts, progress) until all are done. */
+  int user_stop = 0;
+  {
+    std::unique_lock<std::mutex> lk(mr.m);
+    while (mr.n_finished < nd) {
+      mr.cv.wait_for(lk, std::chrono::milliseconds(100));
+      if (mr.n_finished >= nd) break;
+      lk.unlock();
+      double f = 0;
+      for (int d = 0; d < nd; d++) f += ws[d].frac.load() * (ws[d].j_hi - ws[d].j_lo);
+      if (!user_stop && sbg_poll(ctx, f / n_jobs) != SBG_OK) {
+        user_stop = 1;
+        mr.stop.store(1);
+        mr.cv.notify_all();
+      }
+      lk.lock();
+    }
+  }
+  for (int d = 0; d < nd; d++) th[d].join();
+
+  out->n_parts = 0;
+  for (int d = 0; d < nd; d++)
+    if (ws[d].n_parts > out->n_parts) out->n_parts = ws[d].n_parts;
+  if (user_stop) return SBG_ERR_INTERRUPTED; /* ctx->errbuf set by sbg_poll */
+  /* the first failure that was not a consequence of another */
+  for (int pass = 0; pass < 2; pass++)
+    for (int d = 0; d < nd; d++)
+      if (ws[d].st != SBG_OK && (pass == 1 || !ws[d].stopped))
+        return sbg_fail(ctx, ws[d].st, "GPU %d: %s", ws[d].ctx.device, ws[d].ctx.errbuf);
+  return SBG_OK;
 }
