@@ -32,18 +32,20 @@ pack() {
   # them, as ICU) next to the package; `run` puts them on LD_LIBRARY_PATH.
   rm -rf .device/extra-libs && mkdir -p .device/extra-libs
   so=.device/lib/sysbioGPU/libs/sysbioGPU.so
-  if ldd "$so" | grep -q 'libsbml\.so'; then
+  # (grep without -q in pipes: with pipefail, -q's early exit can kill ldd
+  # with SIGPIPE and turn a match into a failure)
+  if ldd "$so" | grep 'libsbml\.so' > /dev/null; then
     sbml=$(ldd "$so" | awk '$1 ~ /^libsbml\.so/ {print $3}')
     { echo "$sbml"; ldd "$sbml" | awk '$2 == "=>" && $3 ~ /^\// {print $3}'; } | sort -u |
       grep -vE '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libresolv|libutil)\.so' |
       while read -r lib; do
         grep -qxF "$(basename "$lib")" ../shared/device/gpu-host-sonames.txt 2>/dev/null ||
-          ldd "$(R RHOME)/lib/libR.so" | grep -qF "$(basename "$lib") =>" ||
+          ldd "$(R RHOME)/lib/libR.so" | grep -F "$(basename "$lib") =>" > /dev/null ||
           cp -L "$lib" .device/extra-libs/
       done
     echo "gpu-check: bundled for libSBML: $(ls .device/extra-libs | tr '\n' ' ')"
   fi
-  if LD_LIBRARY_PATH="$PWD/.device/extra-libs" ldd "$so" | grep -q "not found"; then
+  if LD_LIBRARY_PATH="$PWD/.device/extra-libs" ldd "$so" | grep "not found" > /dev/null; then
     LD_LIBRARY_PATH="$PWD/.device/extra-libs" ldd "$so" | grep "not found"
     echo "gpu-check: libraries missing here" >&2; exit 1
   fi
