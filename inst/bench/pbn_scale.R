@@ -1,0 +1,25 @@
+# pbnSteadyState on one and two GPUs (issue 8): the random 100-node network
+# (2^18 and 2^20 trajectories) and the 7-set T-LGL analysis at r = 5e-6.
+#   PBN_DATA=.device/bnet Rscript inst/bench/pbn_scale.R     (needs 2 GPUs)
+suppressMessages(library(sysbioGPU))
+src <- readLines("inst/bench/pbn.R")
+eval(parse(text = src[grep("^random_pbn <- function", src):(grep("^throughput <- function", src) - 1)]))
+net <- random_pbn(100, "2.7", 100)
+tlgl <- readPBN(file.path(Sys.getenv("PBN_DATA", file.path("..", "shared", "data", "pbn", "bnet")), "bbm025.bnet"))
+sets <- list(Apoptosis = c(v_Apoptosis = TRUE), S1P = c(v_S1P = TRUE), Ceramide = c(v_Ceramide = TRUE),
+             "Caspase,!FLIP" = c(v_Caspase = TRUE, v_FLIP = FALSE), "DISC,FasT" = c(v_DISC = TRUE, v_FasT = TRUE),
+             "!Apoptosis,NFKB" = c(v_Apoptosis = FALSE, v_NFKB = TRUE), "BID,!MCL1" = c(v_BID = TRUE, v_MCL1 = FALSE))
+for (dev in list(0L, c(0L, 1L))) {
+  for (traj in c(2^18, 2^20)) {
+    x <- suppressWarnings(pbnSteadyState(net, setNames(TRUE, net$nodes[[1]]), p = 0.001, r = 1e-9, trajectories = traj,
+                                         maxSteps = 2e9 * (traj / 2^18), reduce = FALSE, seed = 1, backend = "gpu",
+                                         device = dev, verbose = FALSE))
+    cat(sprintf("random-100 GPUs %s traj %d: %.3g steps/s (%.2f s)\n", paste(dev, collapse = ","), traj, x$steps / x$seconds, x$seconds))
+  }
+  t0 <- proc.time()[["elapsed"]]
+  res <- suppressWarnings(pbnSteadyState(tlgl, sets, p = 0.001, r = 5e-6, s = 0.95, seed = 1, backend = "gpu",
+                                         device = dev, maxSteps = 1e11, verbose = FALSE))
+  el <- proc.time()[["elapsed"]] - t0
+  cat(sprintf("T-LGL 7 sets r 5e-6 GPUs %s: %.2f s, %.3g steps, all converged %s, Apoptosis %.6f\n",
+              paste(dev, collapse = ","), el, res$steps[[1]], all(res$converged), res$probability[[1]]))
+}
