@@ -2,6 +2,10 @@
 # (2^18 and 2^20 trajectories) and the 7-set T-LGL analysis at r = 5e-6.
 #   PBN_DATA=.device/bnet Rscript inst/bench/pbn_scale.R     (needs 2 GPUs)
 suppressMessages(library(sysbioGPU))
+if (nrow(gpuInfo()) < 2) {
+  cat("pbn_scale.R: needs 2 GPUs; this machine has", nrow(gpuInfo()), "\n")
+  quit(save = "no")
+}
 src <- readLines("inst/bench/pbn.R")
 eval(parse(text = src[grep("^random_pbn <- function", src):(grep("^throughput <- function", src) - 1)]))
 net <- random_pbn(100, "2.7", 100)
