@@ -298,6 +298,26 @@ test_that("R workers share a batch: the results of one process", {
   expect_error(run(BPPARAM = list()), "BiocParallel back-end", class = "sysbioGPU_error_input")
 })
 
+test_that("the GPU engine's split over devices merges to the CPU's results (method = \"bdf\": no device used)", {
+  # With method = "bdf" every simulation goes straight to the host's
+  # implicit steps, so the GPU engine's split into per-device blocks (one
+  # host thread each), its merge and the continuation run without a GPU.
+  skip_if_not(attr(gpuInfo(), "cuda"), "built without CUDA")
+  m <- readBioNetGen(lassie_extdata("Haugh2b.net"))
+  set.seed(5)
+  K <- t(replicate(7, m$rates * 2^runif(length(m$rates), -1, 1)))
+  tt <- seq(0, 20, by = 2)
+  cpu <- lassieSimulate(m, tt, rates = K, method = "bdf", backend = "cpu", threads = 2, verbose = FALSE)
+  job <- list(arr = sysbioGPU:::lassie_arrays(m), times = tt, rtol = 1e-6, atol = 1e-12, method = 2L,
+              maxSteps = 1e6, gpu = TRUE, threads = 2L, total = 7L)
+  N <- length(m$species)
+  for (d in list(0L, c(0L, 1L), c(1L, 0L, 2L))) {
+    r <- sysbioGPU:::lassie_engine(job, as.double(t(K)), m$initial, 0L, d, FALSE)
+    for (s in 1:7) expect_identical(r[[1]][[s]][, -1], unname(unclass(cpu[[s]])[, 1 + seq_len(N)]))
+    expect_identical(unname(r[[2]]), unname(sapply(cpu, attr, "stats")))
+  }
+})
+
 test_that("readLASSIE reads LASSIE's input folder", {
   d <- tempfile("lassie")
   dir.create(d)
