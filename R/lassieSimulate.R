@@ -374,13 +374,16 @@ lassie_workers <- function(job, rt, it, M, N, devices, BPPARAM) {
     list(rates = block(rt, M, w), initial = block(it, N, w), base = as.integer(cuts[[w]]),
          devices = if (nw >= nd) devices[[(w - 1L) %% nd + 1L]] else devices[seq(w, nd, by = nw)])
   })
-  run <- function(share, job) {
-    tryCatch(sysbioGPU:::lassie_engine(job, share$rates, share$initial, share$base, share$devices, FALSE),
-             error = function(e) e)
-  }
-  parts <- BiocParallel::bplapply(shares, run, job = job, BPPARAM = BPPARAM)
+  parts <- BiocParallel::bplapply(shares, lassie_worker, job = job, BPPARAM = BPPARAM)
   for (p in parts) if (inherits(p, "condition")) stop(p)
   list(unlist(lapply(parts, `[[`, 1L), recursive = FALSE), do.call(cbind, lapply(parts, `[[`, 2L)))
+}
+
+# A worker's share.  A function of the namespace, so that a worker gets the
+# namespace (loaded on its side) and not a closure's data.
+lassie_worker <- function(share, job) {
+  tryCatch(lassie_engine(job, share$rates, share$initial, share$base, share$devices, FALSE),
+           error = function(e) e)
 }
 
 # NULL -> the model's; a vector -> one simulation; a matrix -> one row per
