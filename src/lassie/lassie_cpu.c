@@ -246,18 +246,11 @@ static int lu_compress(const double *a, int n, ws *w) {
   return 0;
 }
 
-/* Solves with the compressed dense factors.  The sums run over the same
- * entries in the same order as a dense substitution less its zero terms,
- * so the result is the dense one's. */
-static void lu_solve(const ws *w, int n, double *b) {
-  const int *piv = w->piv, *ptr = w->dz_ptr, *col = w->dz_col, *diag = w->dz_diag;
-  const double *val = w->dz_val;
-  /* whole rows were swapped during the factorisation, so L is in the final
-   * row order: permute b completely first, then substitute */
-  for (int k = 0; k < n; k++) {
-    int p = piv[k];
-    if (p != k) { double t = b[k]; b[k] = b[p]; b[p] = t; }
-  }
+/* Forward and back substitution with unit-lower / upper factors stored
+ * row by row (ptr, col, val; diag: each row's diagonal entry), for the
+ * sparse LU and the compressed dense one alike. */
+static void csr_lu_substitute(int n, const int *ptr, const int *col, const int *diag,
+                              const double *val, double *b) {
   for (int i = 1; i < n; i++) {
     double s = b[i];
     for (int q = ptr[i]; q < diag[i]; q++) s -= val[q] * b[col[q]];
@@ -268,6 +261,20 @@ static void lu_solve(const ws *w, int n, double *b) {
     for (int q = diag[k] + 1; q < ptr[k + 1]; q++) s -= val[q] * b[col[q]];
     b[k] = s / val[diag[k]];
   }
+}
+
+/* Solves with the compressed dense factors.  The sums run over the same
+ * entries in the same order as a dense substitution less its zero terms,
+ * so the result is the dense one's. */
+static void lu_solve(const ws *w, int n, double *b) {
+  const int *piv = w->piv;
+  /* whole rows were swapped during the factorisation, so L is in the final
+   * row order: permute b completely first, then substitute */
+  for (int k = 0; k < n; k++) {
+    int p = piv[k];
+    if (p != k) { double t = b[k]; b[k] = b[p]; b[p] = t; }
+  }
+  csr_lu_substitute(n, w->dz_ptr, w->dz_col, w->dz_diag, w->dz_val, b);
 }
 
 /* P = I - gamma J from the stored factor D (w->dv); J = H D; rows and
@@ -408,18 +415,7 @@ static int lu_sparse_factor(const sbg_lassie_model *m, double gamma, ws *w) {
 
 /* Solves P z = b in place, b and z in the order pos. */
 static void lu_sparse_solve(const ws *w, int N, double *b) {
-  const int *ptr = w->lu_ptr, *col = w->lu_col, *diag = w->lu_diag;
-  const double *val = w->lu_val;
-  for (int i = 0; i < N; i++) {
-    double s = b[i];
-    for (int p = ptr[i]; p < diag[i]; p++) s -= val[p] * b[col[p]];
-    b[i] = s;
-  }
-  for (int i = N - 1; i >= 0; i--) {
-    double s = b[i];
-    for (int p = diag[i] + 1; p < ptr[i + 1]; p++) s -= val[p] * b[col[p]];
-    b[i] = s / val[diag[i]];
-  }
+  csr_lu_substitute(N, w->lu_ptr, w->lu_col, w->lu_diag, w->lu_val, b);
 }
 
 /* Factorises P = I - gamma J: sparse first, the dense LU with partial
