@@ -4,6 +4,8 @@
 #include <Rinternals.h>
 #include <R_ext/Rdynload.h>
 
+#include "core/threads.h"
+
 SEXP ffi_gpu_info(SEXP);
 SEXP ffi_threads_info(void);
 SEXP ffi_philox_block(SEXP, SEXP);
@@ -80,4 +82,5 @@ void R_init_sysbioGPU(DllInfo *dll) {
   R_registerRoutines(dll, NULL, call_methods, NULL, NULL);
   R_useDynamicSymbols(dll, FALSE);
   R_forceSymbols(dll, TRUE);
+  sbg_threads_init();
 }

@@ -6,7 +6,15 @@
 extern "C" {
 #endif
 
-/* Processors OpenMP sees, capped by OMP_THREAD_LIMIT; 1 without OpenMP. */
+/* Registers the fork handler (once, from R_init_sysbioGPU): a forked
+ * child process gets one thread (threads.c says why). */
+void sbg_threads_init(void);
+
+/* 1 in a child forked after the package was loaded. */
+int sbg_threads_forked(void);
+
+/* Processors OpenMP sees, capped by OMP_THREAD_LIMIT; 1 without OpenMP and
+ * in a forked child. */
 int sbg_threads_available(void);
 
 /* `requested` clamped to [1, sbg_threads_available()]. */

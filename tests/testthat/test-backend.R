@@ -116,3 +116,23 @@ test_that("a missing seed comes from R's RNG, so set.seed() repeats it", {
   expect_error(sysbioGPU:::resolve_seed(-1), "`seed`")
   expect_error(sysbioGPU:::resolve_seed(NA), "`seed`")
 })
+
+test_that("a forked child runs its engines on one thread and does not hang", {
+  # GNU OpenMP hangs a forked child's parallel region once the parent has
+  # run one; the package gives a forked child one thread (threads.c).
+  skip_on_os("windows")
+  set.seed(3)
+  x <- matrix(rnorm(500 * 8), 500, dimnames = list(paste0("g", 1:500), NULL))
+  cl <- rep(c("A", "B"), each = 4)
+  sets <- list(s1 = paste0("g", 1:20), s2 = paste0("g", 100:140))
+  run <- function() rapidGSEA(x, cl, sets, nperm = 4000, seed = 1, backend = "cpu", threads = 2,
+                              verbose = FALSE)$NES
+  parent <- run()
+  job <- parallel::mcparallel(list(threads = sysbioGPU:::threads_available(), nes = run()))
+  got <- parallel::mccollect(job, wait = FALSE, timeout = 60)
+  if (is.null(got)) tools::pskill(job$pid, tools::SIGKILL)
+  expect_false(is.null(got))
+  got <- got[[1]]
+  expect_identical(got$threads, 1L)
+  expect_identical(got$nes, parent)
+})
