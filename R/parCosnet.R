@@ -17,11 +17,13 @@ as_cosnet_labels <- function(labels, W, arg = "labels") {
                n, "), not ", nrow(L))
   }
   if (ncol(L) < 1L) stop_input("`", arg, "` has no classes")
-  v <- as.vector(L)
-  if (any(!is.na(v) & !(v %in% c(0, 1)))) {
+  storage <- storage.mode(L)
+  if (storage != "double" && storage != "integer" && storage != "logical") storage.mode(L) <- "double"
+  coded <- .Call(ffi_cosnet_labels, L)
+  if (coded[[2L]] > 0) {
+    bad <- unique(as.vector(L)[!is.na(L) & !(L %in% c(0, 1))])
     stop_input("`", arg, "` must hold 1 (positive), 0 (negative) or NA (unlabelled), ",
-               "or TRUE/FALSE/NA; found ", paste(utils::head(unique(v[!is.na(v) & !(v %in% c(0, 1))]), 3),
-                                               collapse = ", "))
+               "or TRUE/FALSE/NA; found ", paste(utils::head(bad, 3), collapse = ", "))
   }
   rn <- rownames(L); wn <- rownames(W)
   if (!is.null(rn) && !is.null(wn)) {
@@ -29,11 +31,12 @@ as_cosnet_labels <- function(labels, W, arg = "labels") {
       stop_input("the names of `", arg, "` must be the node names of `W` (",
                  sum(!rn %in% wn), " not in `W`)")
     }
-    L <- L[match(wn, rn), , drop = FALSE]
+    order <- match(wn, rn)
+  } else {
+    order <- NULL
   }
-  out <- matrix(0L, n, ncol(L))
-  out[!is.na(L) & L == 1] <- 1L
-  out[!is.na(L) & L == 0] <- -1L
+  out <- matrix(coded[[1L]], n, ncol(L))
+  if (!is.null(order)) out <- out[order, , drop = FALSE]
   cl <- colnames(L)
   if (is.null(cl)) cl <- if (ncol(L) == 1L) "class" else paste0("class", seq_len(ncol(L)))
   colnames(out) <- cl
@@ -230,12 +233,11 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
   maxSweeps <- check_whole(maxSweeps, "maxSweeps", min = 1, max = 2^31 - 1)
   W <- as_cosnet_network(W, normalize, threads = threads)
   lab <- as_cosnet_labels(labels, W)
-  for (k in seq_len(ncol(lab))) {
-    cl <- colnames(lab)[k]
-    if (!any(lab[, k] == 0L)) stop_input("class '", cl, "' of `labels` has nothing to predict (no NA)")
-    if (!any(lab[, k] == 1L)) stop_input("class '", cl, "' of `labels` has no labelled positives")
-    if (!any(lab[, k] == -1L)) stop_input("class '", cl, "' of `labels` has no labelled negatives")
-  }
+  npos <- colSums(lab == 1L); nneg <- colSums(lab == -1L)
+  first_bad <- function(bad) colnames(lab)[which(bad)[1L]]
+  if (any(bad <- npos + nneg == nrow(lab))) stop_input("class '", first_bad(bad), "' of `labels` has nothing to predict (no NA)")
+  if (any(bad <- npos == 0)) stop_input("class '", first_bad(bad), "' of `labels` has no labelled positives")
+  if (any(bad <- nneg == 0)) stop_input("class '", first_bad(bad), "' of `labels` has no labelled negatives")
   seed <- resolve_seed(seed)
   if (!is.null(BPPARAM) && is.null(threads)) threads <- bp_threads(BPPARAM)
   b <- resolveBackend(backend, threads, device)
@@ -307,47 +309,21 @@ print.summary.parCosnet <- function(x, ...) {
   invisible(x)
 }
 
-# Stratified folds of one class: positives, then negatives, shuffled by
-# Philox from the seed (one subsequence each) and dealt round robin, the
-# negatives continuing where the positives stopped.  0 for unlabelled.
-cosnet_folds <- function(lab, nfolds, seed, k) {
-  nfolds <- as.integer(nfolds)
-  f <- integer(length(lab))
-  pos <- which(lab == 1L); neg <- which(lab == -1L)
-  deal <- function(idx, sub, start) {
-    if (!length(idx)) return(start)
-    # one stream: one thread (a multi-threaded call costs ~10 ms of start-up)
-    perm <- if (length(idx) > 1L) philoxShuffle(length(idx), seed, subsequence = sub, backend = "cpu",
-                                                threads = 1L)
-            else 1L
-    f[idx[perm]] <<- ((start + seq_along(idx) - 1L) %% nfolds) + 1L
-    start + length(idx)
-  }
-  base <- 2^40 + 2 * (k - 1)
-  s <- deal(pos, base, 0L)
-  deal(neg, base + 1, s)
-  f
+# Stratified folds of every class (columns of lab): positives, then
+# negatives, shuffled by Philox from the seed (one subsequence each) and
+# dealt round robin, the negatives continuing where the positives stopped;
+# 0 for unlabelled (cosnet_cv.c).
+cosnet_folds <- function(lab, nfolds, seed, threads) {
+  .Call(ffi_cosnet_folds, lab, as.integer(nfolds), as.double(seed), as.integer(threads))
 }
 
-# Average precision: sum over score thresholds of (recall step) x precision;
-# tied scores enter together.
-average_precision <- function(score, truth) {
-  P <- sum(truth)
-  if (P == 0) return(NA_real_)
-  o <- order(score, decreasing = TRUE)
-  s <- score[o]; t <- truth[o]
-  last <- c(s[-1] != s[-length(s)], TRUE)
-  tp <- cumsum(t)[last]; np <- seq_along(t)[last]
-  rec <- tp / P; prec <- tp / np
-  sum(diff(c(0, rec)) * prec)
-}
-
-pr_metrics <- function(pred, score, truth) {
-  tp <- sum(pred & truth); fp <- sum(pred & !truth); fn <- sum(!pred & truth)
-  prec <- if (tp + fp > 0) tp / (tp + fp) else 0
-  rec <- if (tp + fn > 0) tp / (tp + fn) else NA_real_
-  f <- if (!is.na(rec) && prec + rec > 0) 2 * prec * rec / (prec + rec) else if (is.na(rec)) NA_real_ else 0
-  c(precision = prec, recall = rec, F = f, AUPRC = average_precision(score, truth))
+# Per class, the mean over its folds of precision, recall, F and average
+# precision (tied scores entering together) of the out-of-fold
+# predictions: a K x 4 matrix (cosnet_cv.c).
+cosnet_cv_metrics <- function(lab, folds, pred, scores, nfolds, threads) {
+  m <- .Call(ffi_cosnet_cv_metrics, lab, folds, pred, scores, as.integer(nfolds), as.integer(threads))
+  dimnames(m) <- list(NULL, c("precision", "recall", "F", "AUPRC"))
+  m
 }
 
 #' Cross-validated COSNet predictions
@@ -400,34 +376,24 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
   maxSweeps <- check_whole(maxSweeps, "maxSweeps", min = 1, max = 2^31 - 1)
   W <- as_cosnet_network(W, normalize, threads = threads)
   lab <- as_cosnet_labels(labels, W)
-  for (k in seq_len(ncol(lab))) {
-    cl <- colnames(lab)[k]
-    if (sum(lab[, k] == 1L) < 2L) stop_input("class '", cl, "' of `labels` needs at least 2 labelled positives for cross-validation")
-    if (sum(lab[, k] == -1L) < 2L) stop_input("class '", cl, "' of `labels` needs at least 2 labelled negatives for cross-validation")
-    if (sum(lab[, k] != 0L) < nfolds) stop_input("class '", cl, "' of `labels` has fewer labelled nodes than `nfolds`")
-  }
+  npos <- colSums(lab == 1L); nneg <- colSums(lab == -1L)
+  first_bad <- function(bad) colnames(lab)[which(bad)[1L]]
+  if (any(bad <- npos < 2)) stop_input("class '", first_bad(bad), "' of `labels` needs at least 2 labelled positives for cross-validation")
+  if (any(bad <- nneg < 2)) stop_input("class '", first_bad(bad), "' of `labels` needs at least 2 labelled negatives for cross-validation")
+  if (any(bad <- npos + nneg < nfolds)) stop_input("class '", first_bad(bad), "' of `labels` has fewer labelled nodes than `nfolds`")
   seed <- resolve_seed(seed)
-  folds <- vapply(seq_len(ncol(lab)), function(k) cosnet_folds(lab[, k], nfolds, seed, k),
-                  integer(nrow(lab)))
-  dim(folds) <- dim(lab)
   if (!is.null(BPPARAM) && is.null(threads)) threads <- bp_threads(BPPARAM)
   b <- resolveBackend(backend, threads, device)
   check_bpparam_gpu(BPPARAM, b)
+  folds <- cosnet_folds(lab, nfolds, seed, b$threads)
   # the folds are drawn here, once, and handed to the workers with their
   # classes: a worker evaluates the folds of the single process
   r <- cosnet_run(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM, verbose)
   dimnames(r$scores) <- dimnames(r$pred) <- dimnames(folds) <- list(rownames(W), colnames(lab))
   truth <- lab == 1L
   truth[lab == 0L] <- NA
-  met <- t(vapply(seq_len(ncol(lab)), function(k) {
-    # the nodes of each fold in one pass (a class's folds are 1..nfolds,
-    # unlabelled nodes 0)
-    by_fold <- split(seq_len(nrow(folds)), factor(folds[, k], levels = seq_len(nfolds)))
-    pk <- r$pred[, k]; sk <- r$scores[, k]; tk <- truth[, k]
-    m <- vapply(by_fold, function(i) pr_metrics(pk[i], sk[i], tk[i]), numeric(4))
-    rowMeans(m, na.rm = TRUE)
-  }, numeric(4)))
-  metrics <- data.frame(class = colnames(lab), positives = colSums(lab == 1L), met,
+  met <- cosnet_cv_metrics(lab, folds, r$pred, r$scores, nfolds, b$threads)
+  metrics <- data.frame(class = colnames(lab), positives = npos, met,
                         stringsAsFactors = FALSE, row.names = NULL)
   jobs <- data.frame(class = rep(colnames(lab), each = nfolds), fold = rep(seq_len(nfolds), ncol(lab)),
                      alpha = r$alpha, c = r$c, F = r$fscore, sweeps = r$sweeps,

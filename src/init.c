@@ -16,6 +16,9 @@ SEXP ffi_cosnet(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP
 SEXP ffi_cosnet_learn(SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_random_network(SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_cosnet_labels(SEXP);
+SEXP ffi_cosnet_folds(SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_cosnet_cv_metrics(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
 /* rapidGSEA (src/gsea) */
 SEXP ffi_gsea_run(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
@@ -61,6 +64,9 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_cosnet_learn, 3),
     CALLDEF(ffi_cosnet_check, 5),
     CALLDEF(ffi_cosnet_random_network, 4),
+    CALLDEF(ffi_cosnet_labels, 1),
+    CALLDEF(ffi_cosnet_folds, 4),
+    CALLDEF(ffi_cosnet_cv_metrics, 6),
     /* pbnSteadyState(), pbnSimulate() */
     CALLDEF(ffi_pbn_steady, 7),
     CALLDEF(ffi_pbn_simulate, 8),

@@ -163,6 +163,21 @@ sbg_status sbg_cosnet_er_fill(sbg_cosnet_er *er, const int64_t *rowptr, int32_t 
                               double *w);
 void sbg_cosnet_er_free(sbg_cosnet_er *er);
 
+/* cvParCosnet()'s bookkeeping (cosnet_cv.c).  A label's code: 1 (1), -1
+ * (0), 0 (NA or NaN), 2 (anything else: an error).  Folds: for each class
+ * of lab (n x K codes, column-major), its positives shuffled on Philox
+ * subsequence 2^40 + 2k and its negatives on the next one, dealt round
+ * robin to folds 1..nfolds (the negatives continuing), 0 for the
+ * unlabelled.  Metrics: out (K x 4, column-major) gets each class's mean
+ * over its folds of precision, recall, F and AUPRC (NA ones left out).
+ * Both return -1 when out of memory, else 0. */
+int32_t sbg_cosnet_label_code(double v);
+int sbg_cosnet_folds(const int32_t *lab, int32_t n, int32_t K, int32_t nfolds, uint64_t seed,
+                     int32_t *folds, int n_threads);
+int sbg_cosnet_cv_metrics(const int32_t *lab, const int32_t *folds, const int *pred,
+                          const double *score, int32_t n, int32_t K, int32_t nfolds,
+                          double *out, int n_threads);
+
 #ifdef __cplusplus
 }
 #endif

@@ -208,3 +208,58 @@ SEXP ffi_cosnet_random_network(SEXP n_, SEXP prob_, SEXP seed_, SEXP threads_) {
   UNPROTECT(5);
   return ans;
 }
+
+/* Labels (a logical, integer or double vector or matrix) to codes 1, -1, 0
+ * in an integer vector of the same length: list(codes, bad), bad the
+ * 1-based position of the first value that is not 1, 0 or NA (0: none). */
+SEXP ffi_cosnet_labels(SEXP x) {
+  R_xlen_t len = XLENGTH(x), bad = -1;
+  SEXP codes = PROTECT(Rf_allocVector(INTSXP, len));
+  int *c = INTEGER(codes);
+  if (TYPEOF(x) == REALSXP) {
+    const double *v = REAL(x);
+    for (R_xlen_t t = 0; t < len; t++) c[t] = sbg_cosnet_label_code(v[t]);
+  } else {
+    SBG_ASSERT(TYPEOF(x) == LGLSXP || TYPEOF(x) == INTSXP);
+    const int *v = TYPEOF(x) == LGLSXP ? LOGICAL(x) : INTEGER(x);
+    for (R_xlen_t t = 0; t < len; t++) c[t] = sbg_cosnet_label_code(v[t] == NA_INTEGER ? NAN : v[t]);
+  }
+  for (R_xlen_t t = 0; t < len && bad < 0; t++)
+    if (c[t] == 2) bad = t;
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 2));
+  SET_VECTOR_ELT(ans, 0, codes);
+  SET_VECTOR_ELT(ans, 1, Rf_ScalarReal((double)(bad + 1)));
+  UNPROTECT(2);
+  return ans;
+}
+
+/* Stratified folds of every class of lab (n x K codes): n x K integers. */
+SEXP ffi_cosnet_folds(SEXP lab, SEXP nfolds, SEXP seed, SEXP threads) {
+  SBG_ASSERT(TYPEOF(lab) == INTSXP && Rf_isMatrix(lab) && TYPEOF(nfolds) == INTSXP);
+  SBG_ASSERT(TYPEOF(seed) == REALSXP && TYPEOF(threads) == INTSXP);
+  int32_t n = Rf_nrows(lab), K = Rf_ncols(lab);
+  SEXP folds = PROTECT(Rf_allocMatrix(INTSXP, n, K));
+  if (sbg_cosnet_folds(INTEGER(lab), n, K, INTEGER(nfolds)[0], (uint64_t)REAL(seed)[0],
+                       INTEGER(folds), INTEGER(threads)[0]) != 0)
+    sbg_stop(SBG_ERR_ALLOC, "cannot allocate the folds' buffers");
+  UNPROTECT(1);
+  return folds;
+}
+
+/* Mean per-fold precision, recall, F and AUPRC of every class: K x 4. */
+SEXP ffi_cosnet_cv_metrics(SEXP lab, SEXP folds, SEXP pred, SEXP scores, SEXP nfolds,
+                           SEXP threads) {
+  SBG_ASSERT(TYPEOF(lab) == INTSXP && Rf_isMatrix(lab) && TYPEOF(folds) == INTSXP);
+  SBG_ASSERT(TYPEOF(pred) == LGLSXP && TYPEOF(scores) == REALSXP && TYPEOF(nfolds) == INTSXP);
+  SBG_ASSERT(XLENGTH(folds) == XLENGTH(lab) && XLENGTH(pred) == XLENGTH(lab));
+  SBG_ASSERT(XLENGTH(scores) == XLENGTH(lab) && TYPEOF(threads) == INTSXP);
+  int32_t n = Rf_nrows(lab), K = Rf_ncols(lab), nf = INTEGER(nfolds)[0];
+  const int *f = INTEGER(folds);
+  for (R_xlen_t t = 0; t < XLENGTH(folds); t++) SBG_ASSERT(f[t] >= 0 && f[t] <= nf);
+  SEXP out = PROTECT(Rf_allocMatrix(REALSXP, K, 4));
+  if (sbg_cosnet_cv_metrics(INTEGER(lab), f, LOGICAL(pred), REAL(scores), n, K, nf, REAL(out),
+                            INTEGER(threads)[0]) != 0)
+    sbg_stop(SBG_ERR_ALLOC, "cannot allocate the metrics' buffers");
+  UNPROTECT(1);
+  return out;
+}

@@ -76,3 +76,46 @@ cosnet_learn <- function(x, y, lab) {
   r <- .Call(sysbioGPU:::ffi_cosnet_learn, as.double(x), as.double(y), as.integer(lab > 0))
   list(alpha = r[1], c = r[2], F = r[3])
 }
+
+# Plain-R oracles of cvParCosnet()'s bookkeeping (cosnet_cv.c): the folds of
+# one class and the per-fold metrics, written the obvious way.
+ref_cosnet_folds <- function(lab, nfolds, seed, k) {
+  f <- integer(length(lab))
+  pos <- which(lab == 1L); neg <- which(lab == -1L)
+  deal <- function(idx, sub, start) {
+    if (!length(idx)) return(start)
+    perm <- if (length(idx) > 1L) philoxShuffle(length(idx), seed, subsequence = sub, threads = 1L) else 1L
+    f[idx[perm]] <<- ((start + seq_along(idx) - 1L) %% nfolds) + 1L
+    start + length(idx)
+  }
+  base <- 2^40 + 2 * (k - 1)
+  deal(neg, base + 1, deal(pos, base, 0L))
+  f
+}
+
+ref_average_precision <- function(score, truth) {
+  P <- sum(truth)
+  if (P == 0) return(NA_real_)
+  o <- order(score, decreasing = TRUE)
+  s <- score[o]; t <- truth[o]
+  last <- c(s[-1] != s[-length(s)], TRUE)
+  tp <- cumsum(t)[last]; np <- seq_along(t)[last]
+  rec <- tp / P; prec <- tp / np
+  sum(diff(c(0, rec)) * prec)
+}
+
+ref_cv_metrics <- function(lab, folds, pred, scores, nfolds) {
+  truth <- lab == 1L
+  t(vapply(seq_len(ncol(lab)), function(k) {
+    by_fold <- split(seq_len(nrow(folds)), factor(folds[, k], levels = seq_len(nfolds)))
+    m <- vapply(by_fold, function(i) {
+      p <- pred[i, k]; t <- truth[i, k]
+      tp <- sum(p & t); fp <- sum(p & !t); fn <- sum(!p & t)
+      prec <- if (tp + fp > 0) tp / (tp + fp) else 0
+      rec <- if (tp + fn > 0) tp / (tp + fn) else NA_real_
+      f <- if (!is.na(rec) && prec + rec > 0) 2 * prec * rec / (prec + rec) else if (is.na(rec)) NA_real_ else 0
+      c(prec, rec, f, ref_average_precision(scores[i, k], t))
+    }, numeric(4))
+    rowMeans(m, na.rm = TRUE)
+  }, numeric(4)))
+}

@@ -336,10 +336,36 @@ test_that("cvParCosnet: every fold is parCosnet() with that fold masked (batched
 })
 
 test_that("average precision: known values", {
-  ap <- sysbioGPU:::average_precision
+  # one class, one fold of three labelled nodes
+  ap <- function(score, truth) {
+    lab <- matrix(ifelse(truth, 1L, -1L))
+    sysbioGPU:::cosnet_cv_metrics(lab, matrix(1L, 3), matrix(TRUE, 3), matrix(score), 1L, 1L)[[1, "AUPRC"]]
+  }
   expect_equal(ap(c(3, 2, 1), c(TRUE, FALSE, TRUE)), (1 + 2 / 3) / 2)
   expect_equal(ap(c(1, 1, 1), c(TRUE, FALSE, FALSE)), 1 / 3)
   expect_equal(ap(c(3, 2, 1), c(TRUE, TRUE, FALSE)), 1)
+  expect_equal(ap(c(2, 1, 1), c(FALSE, TRUE, TRUE)), 2 / 3)
+  expect_equal(ref_average_precision(c(2, 1, 1), c(FALSE, TRUE, TRUE)), 2 / 3)
+})
+
+test_that("cvParCosnet's folds and metrics (C) are those of the plain-R oracles, bit for bit", {
+  set.seed(2)
+  n <- 1500; K <- 12
+  lab <- vapply(seq_len(K), function(k) {
+    y <- integer(n); l <- sample.int(n, 500); y[l] <- -1L; y[sample(l, sample(3:120, 1))] <- 1L; y
+  }, integer(n))
+  lab[, 3] <- 0L; lab[1:4, 3] <- 1L; lab[5:6, 3] <- -1L   # tiny class: empty folds for 7 folds
+  for (nf in c(2L, 5L, 7L)) {
+    folds <- sysbioGPU:::cosnet_folds(lab, nf, 12345, 2L)
+    ref <- vapply(seq_len(K), function(k) ref_cosnet_folds(lab[, k], nf, 12345, k), integer(n))
+    expect_identical(folds, ref)
+    expect_identical(sysbioGPU:::cosnet_folds(lab, nf, 12345, 1L), folds)
+    scores <- matrix(round(runif(n * K), 2), n)   # ties
+    scores[, 5] <- 0.5                           # all tied
+    pred <- scores > 0.7
+    got <- sysbioGPU:::cosnet_cv_metrics(lab, folds, pred, scores, nf, 2L)
+    expect_identical(unname(got), unname(ref_cv_metrics(lab, folds, pred, scores, nf)))
+  }
 })
 
 # ---- readNetwork --------------------------------------------------------------

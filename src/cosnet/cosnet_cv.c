@@ -1,0 +1,142 @@
+/* The cross-validation bookkeeping of cvParCosnet() (R/parCosnet.R): the
+ * labels' codes, the stratified folds drawn from Philox, and the per-fold
+ * precision, recall, F and AUPRC averaged per class.  In C, threaded over
+ * classes, because in R they cost more than the GPU's dynamics on a
+ * thousand classes.  No R here; the glue is in cosnet_call.c. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "cosnet.h"
+#include "omp_compat.h"
+#include "philox.h"
+
+int32_t sbg_cosnet_label_code(double v) {
+  if (isnan(v)) return 0;
+  if (v == 1) return 1;
+  if (v == 0) return -1;
+  return 2;
+}
+
+/* The nodes idx[0..m) dealt round robin to folds start, start+1, ... in the
+ * order of a Philox shuffle of subsequence `sub`. */
+static int64_t deal(const int32_t *idx, int32_t m, int32_t *perm, uint64_t seed, uint64_t sub,
+                    int64_t start, int32_t nfolds, int32_t *f) {
+  for (int32_t j = 0; j < m; j++) perm[j] = j;
+  if (m > 1) {
+    sbg_philox g;
+    sbg_philox_init(&g, seed, sub, 0);
+    sbg_philox_shuffle(&g, perm, (uint32_t)m);
+  }
+  for (int32_t j = 0; j < m; j++) f[idx[perm[j]]] = (int32_t)((start + j) % nfolds) + 1;
+  return start + m;
+}
+
+int sbg_cosnet_folds(const int32_t *lab, int32_t n, int32_t K, int32_t nfolds, uint64_t seed,
+                     int32_t *folds, int n_threads) {
+  int failed = 0;
+#pragma omp parallel num_threads(n_threads) reduction(| : failed)
+  {
+    int32_t *buf = (int32_t *)malloc(sizeof(int32_t) * 3 * (size_t)n + 1);
+    if (!buf) failed = 1;
+#pragma omp for schedule(dynamic, 8)
+    for (int32_t k = 0; k < K; k++) {
+      if (!buf) continue;
+      const int32_t *l = lab + (int64_t)k * n;
+      int32_t *f = folds + (int64_t)k * n, *pos = buf, *neg = buf + n, *perm = buf + 2 * (size_t)n;
+      int32_t np = 0, nn = 0;
+      for (int32_t i = 0; i < n; i++) {
+        f[i] = 0;
+        if (l[i] == 1) pos[np++] = i;
+        else if (l[i] == -1) neg[nn++] = i;
+      }
+      /* positives on subsequence 2^40 + 2k, negatives on the next one,
+       * continuing the round robin where the positives stopped */
+      uint64_t base = ((uint64_t)1 << 40) + 2 * (uint64_t)k;
+      int64_t s = deal(pos, np, perm, seed, base, 0, nfolds, f);
+      deal(neg, nn, perm, seed, base + 1, s, nfolds, f);
+    }
+    free(buf);
+  }
+  return failed ? -1 : 0;
+}
+
+typedef struct scored {
+  double s;
+  int32_t pos;
+} scored;
+
+static int by_score_desc(const void *a, const void *b) {
+  double x = ((const scored *)a)->s, y = ((const scored *)b)->s;
+  return x > y ? -1 : x < y;
+}
+
+/* Average precision of m scored nodes with P positives: sum over the
+ * distinct scores, best first, of (recall step) x precision, tied scores
+ * entering together.  Rounded as R's sum(diff(c(0, rec)) * prec): each
+ * term in double, the sum in long double. */
+static double average_precision(scored *v, int32_t m, int64_t P) {
+  if (P == 0) return NAN;
+  qsort(v, (size_t)m, sizeof(scored), by_score_desc);
+  long double acc = 0;
+  double rec_prev = 0;
+  int64_t tp = 0;
+  for (int32_t j = 0; j < m; j++) {
+    tp += v[j].pos;
+    if (j + 1 < m && v[j + 1].s == v[j].s) continue;
+    double rec = (double)tp / (double)P, prec = (double)tp / (double)(j + 1);
+    double step = rec - rec_prev;
+    acc += step * prec;
+    rec_prev = rec;
+  }
+  return (double)acc;
+}
+
+int sbg_cosnet_cv_metrics(const int32_t *lab, const int32_t *folds, const int *pred,
+                          const double *score, int32_t n, int32_t K, int32_t nfolds,
+                          double *out, int n_threads) {
+  int failed = 0;
+#pragma omp parallel num_threads(n_threads) reduction(| : failed)
+  {
+    scored *v = (scored *)malloc(sizeof(scored) * (size_t)n + 1);
+    int32_t *order = (int32_t *)malloc(sizeof(int32_t) * (size_t)n + 1);
+    int32_t *start = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nfolds + 2));
+    if (!v || !order || !start) failed = 1;
+#pragma omp for schedule(dynamic, 4)
+    for (int32_t k = 0; k < K; k++) {
+      if (failed) continue;
+      const int32_t *l = lab + (int64_t)k * n, *f = folds + (int64_t)k * n;
+      const int *pk = pred + (int64_t)k * n;
+      const double *sk = score + (int64_t)k * n;
+      /* the nodes of each fold, in node order (a counting sort) */
+      for (int32_t q = 0; q <= nfolds + 1; q++) start[q] = 0;
+      for (int32_t i = 0; i < n; i++) start[f[i] + 1]++;
+      for (int32_t q = 1; q <= nfolds + 1; q++) start[q] += start[q - 1];
+      for (int32_t i = 0; i < n; i++) order[start[f[i]]++] = i;
+      /* start[q] is now the end of fold q, so fold q is [start[q-1], start[q]) */
+      long double sum[4] = {0, 0, 0, 0};
+      int cnt[4] = {0, 0, 0, 0};
+      for (int32_t q = 1; q <= nfolds; q++) {
+        int64_t tp = 0, fp = 0, fn = 0, P = 0;
+        int32_t m = 0;
+        for (int32_t r = start[q - 1]; r < start[q]; r++) {
+          int32_t i = order[r];
+          int t = l[i] == 1, p = pk[i] == 1;
+          tp += p & t; fp += p & !t; fn += !p & t; P += t;
+          v[m].s = sk[i];
+          v[m].pos = t;
+          m++;
+        }
+        double prec = tp + fp > 0 ? (double)tp / (double)(tp + fp) : 0;
+        double rec = tp + fn > 0 ? (double)tp / (double)(tp + fn) : NAN;
+        double F = isnan(rec) ? NAN : (prec + rec > 0 ? 2 * prec * rec / (prec + rec) : 0);
+        double met[4] = {prec, rec, F, average_precision(v, m, P)};
+        for (int j = 0; j < 4; j++)
+          if (!isnan(met[j])) { sum[j] += met[j]; cnt[j]++; }
+      }
+      /* R's rowMeans(na.rm = TRUE): long double sums; NaN when all are NA */
+      for (int j = 0; j < 4; j++) out[k + (int64_t)j * K] = cnt[j] ? (double)(sum[j] / cnt[j]) : NAN;
+    }
+    free(v); free(order); free(start);
+  }
+  return failed ? -1 : 0;
+}
