@@ -15,8 +15,11 @@ check_bpparam <- function(BPPARAM) {
 }
 
 # CPU threads of each worker when the call gives none: the processors
-# shared out among the workers.
+# shared out among the workers; one for forked workers (MulticoreParam),
+# which the engines run on one thread anyway (src/core/threads.c: GNU
+# OpenMP hangs in a child forked after the parent ran a parallel region).
 bp_threads <- function(BPPARAM) {
+  if (methods::is(BPPARAM, "MulticoreParam")) return(1L)
   max(1L, threads_available() %/% BiocParallel::bpnworkers(BPPARAM))
 }
 
