@@ -195,8 +195,8 @@ cosnet_run <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM,
 #'   robin over `device`) and the results are combined in class order,
 #'   identical to one process. Every worker needs the whole network:
 #'   forked workers (`MulticoreParam`) share it, `SnowParam` and batch jobs
-#'   get a copy of `W` each (mind the memory). Forked workers cannot use
-#'   the GPU: use `SnowParam` for GPU workers.
+#'   get a copy of `W` each (mind the memory). Forked workers run one
+#'   thread each and cannot use the GPU: use `SnowParam` for GPU workers.
 #' @param verbose Show a progress bar for long runs.
 #' @return An object of class `parCosnet`, a list with `scores` (nodes x
 #'   classes: the final field of each unlabelled node, for ranking; `NA` for

@@ -92,6 +92,8 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   `BatchtoolsParam` for a cluster...) to share the permutations among
 #'   R workers, each a contiguous range, on the CPU or each on a GPU of
 #'   `device` (round robin); the result is the one of a single process.
+#'   Forked workers (`MulticoreParam`) run one thread each and cannot use
+#'   the GPU: use `SnowParam` for GPU workers.
 #'   Default `NULL`: this process alone. See the vignette's "Scaling out".
 #' @return A data.frame of class `"rapidGSEA"`, one row per gene set kept,
 #'   in the order given: `set`, `size` (genes present), `ES`, `NES`, `pval`
