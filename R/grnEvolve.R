@@ -215,6 +215,15 @@ grnSimulate <- function(network, rules, from, steps = 5) {
 #' Runs bounded by `generations` or `target` are reproducible; a run that
 #' stops at `timeLimit` depends on the speed of the machine.
 #'
+#' **Several GPUs and R workers.** The unit split is the island: `device =
+#' c(0, 1)` (or `"all"`) and `BPPARAM` give each GPU or worker a contiguous
+#' block of islands; migration crosses the blocks on the ring. Each block
+#' stops as soon as its own best reaches `target`; the run stops at the
+#' earliest such generation (where any island reaches it, as in one
+#' process), the blocks that ran on are cut there, and the best network
+#' comes from a block stopped there. So the result is the same as on one
+#' device, bit for bit.
+#'
 #' @param network The reference signed network (see [grnSimulate()]): a
 #'   square matrix, row = target, column = source, values -1, 0, 1, or an
 #'   edge data.frame (`source`, `target`, `sign`).
@@ -239,9 +248,33 @@ grnSimulate <- function(network, rules, from, steps = 5) {
 #'   `NULL`: never).
 #' @param timeLimit Seconds after which to stop (default `Inf`).
 #' @param seed Whole number; `NULL` (default) draws it from R's generator.
-#' @param backend,threads,device See [resolveBackend()].
+#' @param backend,threads See [resolveBackend()].
+#' @param device GPU index, several (`c(0, 1)`) or `"all"` (see
+#'   [resolveBackend()]). With several GPUs one process drives them all: the
+#'   islands are split into contiguous blocks, as even as possible, one per
+#'   GPU (at most one GPU per island), each block's population stays on its
+#'   GPU, and at each migration generation the last island of a block sends
+#'   its migrants to the first island of the next block (through host
+#'   memory) so that the ring crosses the GPUs. The run is identical to the
+#'   single-GPU and CPU runs for the same seed.
 #' @param verbose Show a progress bar for long runs (default
 #'   `interactive()`).
+#' @param BPPARAM `NULL` (default: this process), or a BiocParallel back-end
+#'   (`SerialParam()`, `MulticoreParam(4)`, `SnowParam(2)`, on a cluster
+#'   `BatchtoolsParam()`) to spread the islands over R workers: each worker
+#'   runs a contiguous block of islands, in rounds that end before each
+#'   migration generation; between rounds the migrants of each block's last
+#'   island go to the next block's first island, and each round ships the
+#'   blocks' populations to the workers and back (so rounds are worth it
+#'   when `migrationInterval` generations take much longer than that
+#'   transfer). The run is identical to the single-process one for the
+#'   same seed, whatever the number of workers (more workers than islands
+#'   leave the extra ones idle). CPU workers use `threads` each (default:
+#'   the cores shared out among the workers; forked `MulticoreParam`
+#'   workers run one thread each). GPU workers (`backend = "gpu"`) take the
+#'   GPUs of `device` in turn and must be processes of their own
+#'   (`SnowParam`, `BatchtoolsParam`), not forks of this one. `timeLimit`
+#'   is checked between rounds.
 #' @return An object of class `"grnEvolve"`: `network` (the best network),
 #'   `rules` (its rule per gene), `fitness`, `dn`, `dl`, `changes` (a
 #'   data.frame of the changed links: `source`, `target`, `reference`,
@@ -249,7 +282,8 @@ grnSimulate <- function(network, rules, from, steps = 5) {
 #'   `mismatches` (genes that end away from `to`), `history` (best fitness
 #'   per generation, one column per island, row 1 = the initial
 #'   population), `generations` (run), `stopReason`, `seconds`, `seed`,
-#'   `backend`, `device`, `deviceName`, `threads`, and the settings.
+#'   `backend`, `device` (the first GPU), `devices` (all of them),
+#'   `deviceName`, `threads`, and the settings.
 #' @seealso [grnSimulate()], [grnMouseEye()]
 #' @references Garcia-Calvo R, Guisado JL, Diaz-del-Rio F, Cordoba A,
 #'   Jimenez-Morales F (2018). Graphics processing unit-enhanced genetic

@@ -257,6 +257,7 @@ typedef struct gpu_block {
   size_t temp_bytes;
   uint32_t *d_xfer;     /* K migrants in the CPU layout (see xfer_*) */
   uint32_t *h_xfer[2];  /* pinned host copies, by migration parity */
+  int64_t *h_flags;     /* pinned: [0] the stop flag (an int), [1] gens done */
   int stop;             /* host copies of the flag and generations done */
   int64_t gens_done;
 } gpu_block;
@@ -285,6 +286,7 @@ static void gpu_block_free(gpu_block *b) {
   cudaFree(b->d_hist); cudaFree(b->d_temp); cudaFree(b->d_xfer);
   cudaFreeHost(b->h_xfer[0]);
   cudaFreeHost(b->h_xfer[1]);
+  cudaFreeHost(b->h_flags);
   if (b->stream) cudaStreamDestroy(b->stream);
   memset(b, 0, sizeof(*b));
 }
@@ -329,6 +331,8 @@ static sbg_status gpu_block_alloc(gpu_block *b, const sbg_grn_problem *pb,
   SBG_TRY(sbg_device_alloc((void **)&b->d_xfer, xfer_words(b->K, n, w) * sizeof(uint32_t), "the migrants", ctx));
   SBG_CUDA_CHECK(cudaMallocHost((void **)&b->h_xfer[0], xfer_words(b->K, n, w) * sizeof(uint32_t)));
   SBG_CUDA_CHECK(cudaMallocHost((void **)&b->h_xfer[1], xfer_words(b->K, n, w) * sizeof(uint32_t)));
+  SBG_CUDA_CHECK(cudaMallocHost((void **)&b->h_flags, 2 * sizeof(int64_t)));
+  memset(b->h_flags, 0, 2 * sizeof(int64_t));
   SBG_CUDA_CHECK(cudaMallocHost((void **)&h_off, (count + 1) * sizeof(int32_t)));
   for (int i = 0; i <= count; i++) h_off[i] = (int32_t)((int64_t)i * b->size);
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_offsets, h_off, (count + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, b->stream));
@@ -400,8 +404,7 @@ static sbg_status gpu_block_migrate_out(gpu_block *b, int64_t g, int out, sbg_ct
     SBG_CUDA_CHECK(cudaGetLastError());
     SBG_CUDA_CHECK(cudaMemcpyAsync(b->h_xfer[g & 1], b->d_xfer, xfer_words(K, n, b->dpb.w) * sizeof(uint32_t),
                                    cudaMemcpyDeviceToHost, b->stream));
-    SBG_CUDA_CHECK(cudaMemcpyAsync(&b->stop, b->d_stop, sizeof(int), cudaMemcpyDeviceToHost, b->stream));
-    SBG_CUDA_CHECK(cudaMemcpyAsync(&b->gens_done, b->d_gens, sizeof(int64_t), cudaMemcpyDeviceToHost, b->stream));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(b->h_flags, b->d_stop, sizeof(int), cudaMemcpyDeviceToHost, b->stream));
   }
 done:
   return st;
@@ -528,7 +531,7 @@ extern "C" sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_gr
           for (int d = 0; d < ND; d++) {
             SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
             SBG_CUDA_CHECK(cudaStreamSynchronize(bl[d].stream));
-            any_stop |= bl[d].stop;
+            any_stop |= *(int *)bl[d].h_flags;
           }
           if (any_stop) break; /* a block reached the target before g */
           for (int d = 0; d < ND; d++) {
@@ -547,12 +550,12 @@ extern "C" sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_gr
       }
       for (int d = 0; d < ND; d++) {
         SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
-        SBG_CUDA_CHECK(cudaMemcpyAsync(&bl[d].stop, bl[d].d_stop, sizeof(int), cudaMemcpyDeviceToHost, bl[d].stream));
+        SBG_CUDA_CHECK(cudaMemcpyAsync(bl[d].h_flags, bl[d].d_stop, sizeof(int), cudaMemcpyDeviceToHost, bl[d].stream));
       }
       for (int d = 0; d < ND; d++) {
         SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
         SBG_CUDA_CHECK(cudaStreamSynchronize(bl[d].stream));
-        any_stop |= bl[d].stop;
+        any_stop |= *(int *)bl[d].h_flags;
       }
       if (any_stop) break;
       double t = wall_seconds();
