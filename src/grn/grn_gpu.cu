@@ -256,7 +256,9 @@ typedef struct gpu_block {
   void *d_temp;
   size_t temp_bytes;
   uint32_t *d_xfer;     /* K migrants in the CPU layout (see xfer_*) */
-  uint32_t *h_xfer[2];  /* pinned host copies, by migration parity */
+  uint32_t *h_xfer[2];  /* pinned host copies, by parity of the migration's
+                           number (xfer_buf): the host reads one while the
+                           next device may still copy from the other */
   int64_t *h_flags;     /* pinned: [0] the stop flag (an int), [1] gens done */
   int stop;             /* host copies of the flag and generations done */
   int64_t gens_done;
@@ -267,6 +269,7 @@ typedef struct gpu_block {
 static size_t xfer_words(int K, int n, int w) {
   return 2 * (size_t)K * n * w + 2 * (size_t)K + ((size_t)K * n + 3) / 4 + 1;
 }
+static int xfer_buf(int64_t g, int interval) { return (int)((g / interval) & 1); }
 #define XFER_ACT(b, K, nw) (b)
 #define XFER_REP(b, K, nw) ((b) + (size_t)(K) * (nw))
 #define XFER_SCORE(b, K, nw) ((int64_t *)((b) + 2 * (size_t)(K) * (nw)))
@@ -388,7 +391,8 @@ done:
 /* Migration at generation g, first half: the snapshot of every island's K
  * best; with `out`, the last island's go to the pinned buffer h_xfer[par]
  * (for the next block), with the stop flag and generations done. */
-static sbg_status gpu_block_migrate_out(gpu_block *b, int64_t g, int out, sbg_ctx *ctx) {
+static sbg_status gpu_block_migrate_out(gpu_block *b, int64_t g, int out, int interval,
+                                        sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   const int T = 128, n = b->dpb.n, K = b->K;
   const int64_t nw = (int64_t)n * b->dpb.w;
@@ -402,7 +406,7 @@ static sbg_status gpu_block_migrate_out(gpu_block *b, int64_t g, int out, sbg_ct
         b->dpb, b->mig, (int64_t)(b->count - 1) * K, K, b->d_mig_score, XFER_ACT(x, K, nw),
         XFER_REP(x, K, nw), XFER_RULE(x, K, nw), XFER_SCORE(x, K, nw));
     SBG_CUDA_CHECK(cudaGetLastError());
-    SBG_CUDA_CHECK(cudaMemcpyAsync(b->h_xfer[g & 1], b->d_xfer, xfer_words(K, n, b->dpb.w) * sizeof(uint32_t),
+    SBG_CUDA_CHECK(cudaMemcpyAsync(b->h_xfer[xfer_buf(g, interval)], b->d_xfer, xfer_words(K, n, b->dpb.w) * sizeof(uint32_t),
                                    cudaMemcpyDeviceToHost, b->stream));
     SBG_CUDA_CHECK(cudaMemcpyAsync(b->h_flags, b->d_stop, sizeof(int), cudaMemcpyDeviceToHost, b->stream));
   }
@@ -526,7 +530,7 @@ extern "C" sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_gr
         if (mig && cross) {
           for (int d = 0; d < ND; d++) {
             SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
-            SBG_TRY(gpu_block_migrate_out(&bl[d], g, 1, ctx));
+            SBG_TRY(gpu_block_migrate_out(&bl[d], g, 1, gp->migration_interval, ctx));
           }
           for (int d = 0; d < ND; d++) {
             SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
@@ -536,13 +540,13 @@ extern "C" sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_gr
           if (any_stop) break; /* a block reached the target before g */
           for (int d = 0; d < ND; d++) {
             SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
-            SBG_TRY(gpu_block_migrate_in(&bl[d], g, bl[(d + ND - 1) % ND].h_xfer[g & 1], ctx));
+            SBG_TRY(gpu_block_migrate_in(&bl[d], g, bl[(d + ND - 1) % ND].h_xfer[xfer_buf(g, gp->migration_interval)], ctx));
           }
         }
         for (int d = 0; d < ND; d++) {
           SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
           if (mig && !cross) {
-            SBG_TRY(gpu_block_migrate_out(&bl[d], g, 0, ctx));
+            SBG_TRY(gpu_block_migrate_out(&bl[d], g, 0, gp->migration_interval, ctx));
             SBG_TRY(gpu_block_migrate_in(&bl[d], g, NULL, ctx));
           }
           SBG_TRY(gpu_block_breed(&bl[d], gp, g, ctx));
@@ -675,7 +679,7 @@ extern "C" sbg_status sbg_grn_round_gpu(const sbg_grn_problem *pb, const sbg_grn
       SBG_TRY(gpu_block_finish(&b, g, gp->target, ctx));
     }
     if (rd->incoming && K > 0) {
-      uint32_t *x = b.h_xfer[(rd->g_from + 1) & 1];
+      uint32_t *x = b.h_xfer[0];
       memcpy(XFER_ACT(x, K, nw), rd->incoming->act, K * nw * 4);
       memcpy(XFER_REP(x, K, nw), rd->incoming->rep, K * nw * 4);
       memcpy(XFER_RULE(x, K, nw), rd->incoming->rule, K * n);
@@ -689,8 +693,8 @@ extern "C" sbg_status sbg_grn_round_gpu(const sbg_grn_problem *pb, const sbg_grn
       g++;
       if (gp->islands > 1 && K > 0 && g % gp->migration_interval == 0) {
         int in = g == rd->g_from + 1 && rd->incoming;
-        SBG_TRY(gpu_block_migrate_out(&b, g, 0, ctx));
-        SBG_TRY(gpu_block_migrate_in(&b, g, in ? b.h_xfer[g & 1] : NULL, ctx));
+        SBG_TRY(gpu_block_migrate_out(&b, g, 0, gp->migration_interval, ctx));
+        SBG_TRY(gpu_block_migrate_in(&b, g, in ? b.h_xfer[0] : NULL, ctx));
       }
       SBG_TRY(gpu_block_breed(&b, gp, g, ctx));
       double t = wall_seconds();
