@@ -454,6 +454,7 @@ test_that("blocks of islands in one process give the single run (CPU)", {
 
 test_that("R workers (BPPARAM) give the single-process run (CPU)", {
   skip_if_not_installed("BiocParallel")
+  skip_on_os("windows") # MulticoreParam forks
   ser <- BiocParallel::SerialParam()
   mc3 <- BiocParallel::MulticoreParam(3)
   cases <- list(
@@ -466,7 +467,6 @@ test_that("R workers (BPPARAM) give the single-process run (CPU)", {
   for (cs in cases) {
     one <- do.call(grn_par_case, c(cs, backend = "cpu", threads = 1))
     for (bp in list(ser, mc3)) {
-      if (methods::is(bp, "MulticoreParam") && .Platform$OS.type == "windows") next
       par <- do.call(grn_par_case, c(cs, backend = "cpu", BPPARAM = bp))
       expect_identical(grn_run_fields(par), grn_run_fields(one),
                        info = paste(class(bp)[[1]], cs$islands, cs$selection))
@@ -492,7 +492,6 @@ test_that("R workers (BPPARAM) give the single-process run (CPU)", {
 
 test_that("SnowParam workers give the single-process run (CPU)", {
   skip_if_not_installed("BiocParallel")
-  skip_on_cran()
   snow <- BiocParallel::SnowParam(2)
   BiocParallel::bpstart(snow)
   on.exit(BiocParallel::bpstop(snow), add = TRUE)
