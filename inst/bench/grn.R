@@ -15,7 +15,7 @@
 # speed-up and efficiency (= speed-up / GPUs).  GRN_SCALE_POP (default
 # 2^20 individuals, 64 islands), GRN_SCALE_GENERATIONS (mouse eye, default
 # 1000), GRN_SCALE_BIG_GENERATIONS (planted 256-gene network, 2^16
-# individuals, default 100; 0 skips it).
+# individuals, default 50; 0 skips it).
 suppressPackageStartupMessages(library(sysbioGPU))
 env_num <- function(name, default) {
   v <- Sys.getenv(name)
@@ -49,7 +49,7 @@ if (nzchar(Sys.getenv("GRN_DEVICES"))) {
     list(name = "mouse eye, 32 genes", p = eye, pop = env_num("GRN_SCALE_POP", 2^20), islands = 64,
          generations = env_num("GRN_SCALE_GENERATIONS", 1000)),
     list(name = "planted, 256 genes", p = big, pop = 2^16, islands = 64,
-         generations = env_num("GRN_SCALE_BIG_GENERATIONS", 100)))
+         generations = env_num("GRN_SCALE_BIG_GENERATIONS", 50)))
   run <- function(w, device, generations = w$generations)
     grnEvolve(w$p$network, w$p$from, w$p$to, popSize = w$pop, islands = w$islands,
               pLink = 0.05, pRule = 0.05, generations = generations, seed = 1,
