@@ -376,7 +376,10 @@ grnEvolve <- function(network, from, to, steps = 5, lambda = 0.9,
   a <- backend_args(b, multi = TRUE)
   check_bpparam_gpu(BPPARAM, b)
   t0 <- proc.time()[["elapsed"]]
-  r <- if (is.null(BPPARAM)) .Call(ffi_grn_evolve, pb, ga, a$gpu, a$threads, a$devices, verbose)
+  devs <- a$devices
+  # tests: blocks of islands on one GPU run the several-GPU code there
+  if (a$gpu && length(devs) == 1L && ga$blocks > 1L) devs <- rep(devs, ga$blocks)
+  r <- if (is.null(BPPARAM)) .Call(ffi_grn_evolve, pb, ga, a$gpu, a$threads, devs, verbose)
        else grn_workers(pb, ga, a, BPPARAM)
   seconds <- proc.time()[["elapsed"]] - t0
   new_grnEvolve(r, network, genes, from_i, to_i, pb, scale, b, seconds, seed,

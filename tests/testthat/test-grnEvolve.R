@@ -510,6 +510,20 @@ test_that("several GPUs and GPU workers give the single-device and CPU runs", {
     # stop on the target in the middle
     tgt <- grn_mid_target(cpu)
     cpu_t <- grn_par_case(selection = sel, backend = "cpu", threads = 1, generations = 40, target = tgt)
+    # the several-GPU code on one GPU: 3 blocks of islands, each with its
+    # own stream and stop flag, migrants through host memory
+    old <- options(sysbioGPU.grnBlocks = 3L)
+    b3 <- grn_par_case(selection = sel, backend = "gpu", device = 0L, generations = 40)
+    b3t <- grn_par_case(selection = sel, backend = "gpu", device = 0L, generations = 40, target = tgt)
+    b7 <- grn_par_case(islands = 7, popSize = 112, selection = sel, backend = "gpu", device = 0L,
+                       migrationInterval = 1, generations = 20)
+    options(old)
+    expect_identical(grn_run_fields(b3), grn_run_fields(cpu), info = sel)
+    expect_identical(grn_run_fields(b3t), grn_run_fields(cpu_t), info = sel)
+    expect_equal(cpu_t$stopReason, "target")
+    cpu7 <- grn_par_case(islands = 7, popSize = 112, selection = sel, backend = "cpu", threads = 1,
+                         migrationInterval = 1, generations = 20)
+    expect_identical(grn_run_fields(b7), grn_run_fields(cpu7), info = sel)
     if (n_gpu >= 2L) {
       g2 <- grn_par_case(selection = sel, backend = "gpu", device = c(0L, 1L), generations = 40)
       gall <- grn_par_case(selection = sel, backend = "gpu", device = "all", generations = 40)
@@ -520,8 +534,6 @@ test_that("several GPUs and GPU workers give the single-device and CPU runs", {
       expect_identical(grn_run_fields(g2t), grn_run_fields(cpu_t), info = sel)
       g27 <- grn_par_case(islands = 7, popSize = 112, selection = sel, backend = "gpu",
                           device = c(0L, 1L), migrationInterval = 1, generations = 20)
-      cpu7 <- grn_par_case(islands = 7, popSize = 112, selection = sel, backend = "cpu", threads = 1,
-                           migrationInterval = 1, generations = 20)
       expect_identical(grn_run_fields(g27), grn_run_fields(cpu7), info = sel)
     }
   }
