@@ -215,6 +215,15 @@ grnSimulate <- function(network, rules, from, steps = 5) {
 #' Runs bounded by `generations` or `target` are reproducible; a run that
 #' stops at `timeLimit` depends on the speed of the machine.
 #'
+#' **Several GPUs and R workers.** The unit split is the island: `device =
+#' c(0, 1)` (or `"all"`) and `BPPARAM` give each GPU or worker a contiguous
+#' block of islands; migration crosses the blocks on the ring. Each block
+#' stops as soon as its own best reaches `target`; the run stops at the
+#' earliest such generation (where any island reaches it, as in one
+#' process), the blocks that ran on are cut there, and the best network
+#' comes from a block stopped there. So the result is the same as on one
+#' device, bit for bit.
+#'
 #' @param network The reference signed network (see [grnSimulate()]): a
 #'   square matrix, row = target, column = source, values -1, 0, 1, or an
 #'   edge data.frame (`source`, `target`, `sign`).
@@ -239,9 +248,33 @@ grnSimulate <- function(network, rules, from, steps = 5) {
 #'   `NULL`: never).
 #' @param timeLimit Seconds after which to stop (default `Inf`).
 #' @param seed Whole number; `NULL` (default) draws it from R's generator.
-#' @param backend,threads,device See [resolveBackend()].
+#' @param backend,threads See [resolveBackend()].
+#' @param device GPU index, several (`c(0, 1)`) or `"all"` (see
+#'   [resolveBackend()]). With several GPUs one process drives them all: the
+#'   islands are split into contiguous blocks, as even as possible, one per
+#'   GPU (at most one GPU per island), each block's population stays on its
+#'   GPU, and at each migration generation the last island of a block sends
+#'   its migrants to the first island of the next block (through host
+#'   memory) so that the ring crosses the GPUs. The run is identical to the
+#'   single-GPU and CPU runs for the same seed.
 #' @param verbose Show a progress bar for long runs (default
 #'   `interactive()`).
+#' @param BPPARAM `NULL` (default: this process), or a BiocParallel back-end
+#'   (`SerialParam()`, `MulticoreParam(4)`, `SnowParam(2)`, on a cluster
+#'   `BatchtoolsParam()`) to spread the islands over R workers: each worker
+#'   runs a contiguous block of islands, in rounds that end before each
+#'   migration generation; between rounds the migrants of each block's last
+#'   island go to the next block's first island, and each round ships the
+#'   blocks' populations to the workers and back (so rounds are worth it
+#'   when `migrationInterval` generations take much longer than that
+#'   transfer). The run is identical to the single-process one for the
+#'   same seed, whatever the number of workers (more workers than islands
+#'   leave the extra ones idle). CPU workers use `threads` each (default:
+#'   the cores shared out among the workers; forked `MulticoreParam`
+#'   workers run one thread each). GPU workers (`backend = "gpu"`) take the
+#'   GPUs of `device` in turn and must be processes of their own
+#'   (`SnowParam`, `BatchtoolsParam`), not forks of this one. `timeLimit`
+#'   is checked between rounds.
 #' @return An object of class `"grnEvolve"`: `network` (the best network),
 #'   `rules` (its rule per gene), `fitness`, `dn`, `dl`, `changes` (a
 #'   data.frame of the changed links: `source`, `target`, `reference`,
@@ -249,7 +282,8 @@ grnSimulate <- function(network, rules, from, steps = 5) {
 #'   `mismatches` (genes that end away from `to`), `history` (best fitness
 #'   per generation, one column per island, row 1 = the initial
 #'   population), `generations` (run), `stopReason`, `seconds`, `seed`,
-#'   `backend`, `device`, `deviceName`, `threads`, and the settings.
+#'   `backend`, `device` (the first GPU), `devices` (all of them),
+#'   `deviceName`, `threads`, and the settings.
 #' @seealso [grnSimulate()], [grnMouseEye()]
 #' @references Garcia-Calvo R, Guisado JL, Diaz-del-Rio F, Cordoba A,
 #'   Jimenez-Morales F (2018). Graphics processing unit-enhanced genetic
@@ -269,7 +303,8 @@ grnEvolve <- function(network, from, to, steps = 5, lambda = 0.9,
                       maxInDegree = 7, generations = 1e5, target = NULL, timeLimit = Inf,
                       seed = NULL, backend = getOption("sysbioGPU.backend", "auto"),
                       threads = getOption("sysbioGPU.threads"),
-                      device = getOption("sysbioGPU.device", 0L), verbose = interactive()) {
+                      device = getOption("sysbioGPU.device", 0L), verbose = interactive(),
+                      BPPARAM = NULL) {
   cl <- match.call()
   network <- grn_network(network)
   genes <- rownames(network)
@@ -324,6 +359,7 @@ grnEvolve <- function(network, from, to, steps = 5, lambda = 0.9,
     stop_input("`timeLimit` must be a positive number of seconds (or Inf), not ", arg_label(timeLimit))
   }
   verbose <- check_flag(verbose)
+  check_bpparam(BPPARAM)
   seed <- resolve_seed(seed)
   pb <- grn_problem(network, from_i, to_i, steps, lambda, maxInDegree, allowed)
   scale <- pb$q * n^2 # score = scale * fitness
@@ -333,11 +369,18 @@ grnEvolve <- function(network, from, to, steps = 5, lambda = 0.9,
              migrationInterval = as.integer(min(migrationInterval, 2^31 - 1)),
              migrants = as.integer(migrants), roulette = as.integer(selection == "roulette"),
              pLink = pLink, pRule = pRule, generations = generations, target = target_score,
-             timeLimit = if (is.finite(timeLimit)) as.double(timeLimit) else 0, seed = seed)
+             timeLimit = if (is.finite(timeLimit)) as.double(timeLimit) else 0, seed = seed,
+             blocks = as.integer(getOption("sysbioGPU.grnBlocks", 1L))) # CPU blocks in lockstep; tests only
+  if (!is.null(BPPARAM) && is.null(threads)) threads <- bp_threads(BPPARAM)
   b <- resolveBackend(backend, threads, device)
-  a <- backend_args(b)
+  a <- backend_args(b, multi = TRUE)
+  check_bpparam_gpu(BPPARAM, b)
   t0 <- proc.time()[["elapsed"]]
-  r <- .Call(ffi_grn_evolve, pb, ga, a$gpu, a$threads, a$device, verbose)
+  devs <- a$devices
+  # tests: blocks of islands on one GPU run the several-GPU code there
+  if (a$gpu && length(devs) == 1L && ga$blocks > 1L) devs <- rep(devs, ga$blocks)
+  r <- if (is.null(BPPARAM)) .Call(ffi_grn_evolve, pb, ga, a$gpu, a$threads, devs, verbose)
+       else grn_workers(pb, ga, a, BPPARAM)
   seconds <- proc.time()[["elapsed"]] - t0
   new_grnEvolve(r, network, genes, from_i, to_i, pb, scale, b, seconds, seed,
                 settings = list(steps = steps, lambda = lambda, rules = grn_rule_names[allowed + 1L],
@@ -370,9 +413,80 @@ new_grnEvolve <- function(r, network, genes, from, to, pb, scale, b, seconds, se
     history = hist, generations = g,
     stopReason = c("generations", "target", "timeLimit")[r$stop + 1L],
     seconds = seconds, seed = seed,
-    backend = b$backend, device = b$device, deviceName = b$deviceName, threads = b$threads,
-    settings = settings, reference = network, call = call),
+    backend = b$backend, device = b$device, devices = b$devices, deviceName = b$deviceName,
+    threads = b$threads, settings = settings, reference = network, call = call),
     class = "grnEvolve")
+}
+
+# One BPPARAM worker's round (a function of the namespace, so that a
+# worker process loads the package to run it): islands block = c(first,
+# count), generations gens = c(from, to), from `state` (NULL: draw
+# generation 0) with the incoming migrants (NULL: none).
+grn_share <- function(block, dev, state, incoming, gens, pb, ga, gpu, threads) {
+  .Call(ffi_grn_round, pb, ga, block, gens, state, incoming, gpu, threads, dev)
+}
+
+# BPPARAM: each worker a contiguous block of islands (and a GPU, round robin
+# over `device`), in rounds that end before each migration generation; the
+# K best of a block's last island go to the next block's first island
+# between rounds.  A block stops on its own once its best reaches the
+# target; the single run stops at the earliest such generation, which is
+# where the blocks are cut, and its best lies in a block stopped there.
+grn_workers <- function(pb, ga, a, BPPARAM) {
+  I <- ga$islands
+  G <- ga$generations
+  mi <- ga$migrationInterval
+  size <- ga$pop / I
+  nb <- min(BiocParallel::bpnworkers(BPPARAM), I)
+  cuts <- floor(I * (0:nb) / nb)
+  blocks <- lapply(seq_len(nb), function(i) as.integer(c(cuts[[i]], cuts[[i + 1L]] - cuts[[i]])))
+  devs <- lapply(seq_len(nb), function(i) a$devices[[(i - 1L) %% length(a$devices) + 1L]])
+  migr <- I > 1 && ga$migrants > 0
+  hist <- matrix(NA_real_, G + 1, I)
+  states <- vector("list", nb)
+  incs <- vector("list", nb)
+  g <- 0
+  init <- TRUE
+  stop <- 0L
+  t0 <- proc.time()[["elapsed"]]
+  repeat {
+    # the round runs g + 1 .. g_to: a migration generation only first
+    m1 <- (g %/% mi + 1) * mi
+    g_to <- if (!migr) G else if (m1 == g + 1) (if (init) g else min(G, m1 + mi - 1)) else min(G, m1 - 1)
+    res <- BiocParallel::bpmapply(grn_share, blocks, devs, states, incs,
+                                  MoreArgs = list(gens = c(g, g_to), pb = pb, ga = ga, gpu = a$gpu,
+                                                  threads = a$threads),
+                                  BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
+    for (i in seq_len(nb)) {
+      cols <- blocks[[i]][[1L]] + seq_len(blocks[[i]][[2L]])
+      hist[(g:g_to) + 1, cols] <- res[[i]]$history
+    }
+    done <- vapply(res, function(r) r$gDone, 0)
+    stopped <- vapply(res, function(r) r$stopped, NA)
+    init <- FALSE
+    if (any(stopped)) {
+      g <- min(done[stopped])
+      stop <- 1L
+      cand <- which(done == g)
+      break
+    }
+    g <- g_to
+    cand <- seq_len(nb)
+    if (g >= G) break
+    if (ga$timeLimit > 0 && proc.time()[["elapsed"]] - t0 >= ga$timeLimit) {
+      stop <- 2L
+      break
+    }
+    states <- lapply(res, `[[`, "state")
+    # incoming of block i at g + 1: block i - 1's outgoing (the ring)
+    incs <- if (migr && (g + 1) %% mi == 0) lapply(seq_len(nb), function(i) res[[(i - 2L) %% nb + 1L]]$outgoing)
+            else vector("list", nb)
+  }
+  scores <- vapply(res[cand], function(r) r$bestScore, 0)
+  i <- cand[[which.min(scores)]]
+  best <- .Call(ffi_grn_decode, pb, res[[i]]$state, blocks[[i]][[2L]] * size, res[[i]]$bestIndex)
+  list(links = best$links, rules = best$rules, history = hist, generations = g, score = best$score,
+       dn = best$dn, dl = best$dl, stop = stop)
 }
 
 #' @rdname grnEvolve
@@ -388,7 +502,8 @@ print.grnEvolve <- function(x, ...) {
   cat(sprintf("  %s generations (stopped by %s) in %.2f s, seed %s, %s\n",
               format(x$generations, big.mark = ","), x$stopReason, x$seconds,
               format(x$seed, scientific = FALSE),
-              if (x$backend == "gpu") sprintf("GPU %d (%s)", x$device, x$deviceName)
+              if (x$backend == "gpu") sprintf("GPU %s (%s)", paste(x$devices, collapse = ", "),
+                                              paste(unique(x$deviceName), collapse = ", "))
               else sprintf("CPU, %d thread(s)", x$threads)))
   invisible(x)
 }

@@ -37,6 +37,8 @@ SEXP ffi_grn_evolve(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_grn_simulate(SEXP, SEXP);
 SEXP ffi_grn_evaluate(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_grn_bench(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_grn_round(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_grn_decode(SEXP, SEXP, SEXP, SEXP);
 
 /* lassieSimulate */
 SEXP ffi_lassie_simulate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
@@ -76,6 +78,8 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_grn_simulate, 2),
     CALLDEF(ffi_grn_evaluate, 4),
     CALLDEF(ffi_grn_bench, 7),
+    CALLDEF(ffi_grn_round, 9),
+    CALLDEF(ffi_grn_decode, 4),
     /* lassieSimulate */
     CALLDEF(ffi_lassie_simulate, 18),
     CALLDEF(ffi_lassie_rhs, 8),

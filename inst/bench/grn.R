@@ -9,10 +9,69 @@
 # (0 skips the 256-gene run), GRN_BENCH_BIG_LIMIT (its seconds, default 60),
 # GRN_BENCH_GPU_LIMIT (seconds per mouse eye GPU run, default 20), GRN_FSTAR
 # (the fitness to reach, default the optimum 0.1 * 6 / 32^2).
+# Scaling mode (issue 8) instead of the above: GRN_DEVICES="0,1" (GPUs to
+# use; "all" for every one) times fixed-length runs on GPU 0 alone and on
+# those GPUs together, checks that they are identical, and prints seconds,
+# speed-up and efficiency (= speed-up / GPUs).  GRN_SCALE_POP (default
+# 2^20 individuals, 64 islands), GRN_SCALE_GENERATIONS (mouse eye, default
+# 1000), GRN_SCALE_BIG_GENERATIONS (planted 256-gene network, 2^16
+# individuals, default 50; 0 skips it).
 suppressPackageStartupMessages(library(sysbioGPU))
 env_num <- function(name, default) {
   v <- Sys.getenv(name)
   if (nzchar(v)) as.numeric(v) else default
+}
+
+planted_256 <- function() {
+  set.seed(256)
+  n <- 256
+  genes <- paste0("g", seq_len(n))
+  net <- matrix(0L, n, n, dimnames = list(genes, genes))
+  for (i in seq_len(n)) {
+    k <- sample(0:7, 1)
+    if (k) net[i, sample.int(n, k)] <- sample(c(-1L, 1L), k, replace = TRUE, prob = c(0.25, 0.75))
+  }
+  rules <- sample(c("most", "abs", "jact", "jrep"), n, replace = TRUE)
+  from <- stats::setNames(stats::runif(n) < 0.5, genes)
+  list(network = net, from = from, to = grnSimulate(net, rules, from, 5)[6, ])
+}
+
+if (nzchar(Sys.getenv("GRN_DEVICES"))) {
+  spec <- Sys.getenv("GRN_DEVICES")
+  devs <- if (identical(spec, "all")) "all" else as.integer(strsplit(spec, ",")[[1]])
+  many <- resolveBackend("gpu", device = devs)
+  cat(sprintf("grnEvolve scaling over GPUs, %s; GPUs %s (%s)\n",
+              format(Sys.time(), "%Y-%m-%d %H:%M UTC", tz = "UTC"),
+              paste(many$devices, collapse = ", "), paste(unique(many$deviceName), collapse = ", ")))
+  eye <- grnMouseEye()
+  big <- planted_256()
+  work <- list(
+    list(name = "mouse eye, 32 genes", p = eye, pop = env_num("GRN_SCALE_POP", 2^20), islands = 64,
+         generations = env_num("GRN_SCALE_GENERATIONS", 1000)),
+    list(name = "planted, 256 genes", p = big, pop = 2^16, islands = 64,
+         generations = env_num("GRN_SCALE_BIG_GENERATIONS", 50)))
+  run <- function(w, device, generations = w$generations)
+    grnEvolve(w$p$network, w$p$from, w$p$to, popSize = w$pop, islands = w$islands,
+              pLink = 0.05, pRule = 0.05, generations = generations, seed = 1,
+              backend = "gpu", device = device, verbose = FALSE)
+  rows <- list()
+  for (w in work) {
+    if (w$generations <= 0) next
+    invisible(run(w, many$devices, 4)) # contexts and allocations warm on every GPU
+    one <- run(w, many$devices[[1]])
+    all <- run(w, many$devices)
+    same <- identical(one[c("network", "rules", "history", "generations")],
+                      all[c("network", "rules", "history", "generations")])
+    k <- length(many$devices)
+    rows[[length(rows) + 1]] <- data.frame(
+      workload = w$name, individuals = w$pop, islands = w$islands, generations = w$generations,
+      gpus = c(1L, k), seconds = c(one$seconds, all$seconds),
+      speedup = c(1, one$seconds / all$seconds), efficiency = c(1, one$seconds / all$seconds / k),
+      identical = c(NA, same))
+  }
+  cat("\n## Scaling from 1 GPU to several (islands split in contiguous blocks, ring migration across GPUs)\n")
+  print(do.call(rbind, rows), digits = 4, row.names = FALSE)
+  quit(save = "no")
 }
 seeds <- seq_len(env_num("GRN_BENCH_SEEDS", 10))
 cpu_seeds <- seq_len(min(env_num("GRN_BENCH_CPU_SEEDS", 3), length(seeds)))
@@ -119,17 +178,10 @@ if (length(rows)) {
 
 # ---- 3. beyond the paper: planted 256-gene network ---------------------------
 if (gpu && env_num("GRN_BENCH_BIG", 1) != 0) {
-  set.seed(256)
-  n <- 256
-  genes <- paste0("g", seq_len(n))
-  net <- matrix(0L, n, n, dimnames = list(genes, genes))
-  for (i in seq_len(n)) {
-    k <- sample(0:7, 1)
-    if (k) net[i, sample.int(n, k)] <- sample(c(-1L, 1L), k, replace = TRUE, prob = c(0.25, 0.75))
-  }
-  rules <- sample(c("most", "abs", "jact", "jrep"), n, replace = TRUE)
-  from <- stats::setNames(stats::runif(n) < 0.5, genes)
-  to <- grnSimulate(net, rules, from, 5)[6, ]
+  pl <- planted_256()
+  net <- pl$network
+  from <- pl$from
+  to <- pl$to
   t0 <- proc.time()[["elapsed"]]
   fit <- grnEvolve(net, from, to, popSize = 131072, islands = 16, pLink = 0.05, pRule = 0.05,
                    generations = 1e5, target = 0, timeLimit = env_num("GRN_BENCH_BIG_LIMIT", 60),

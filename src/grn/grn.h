@@ -55,6 +55,9 @@ typedef struct sbg_grn_params {
   int64_t target;          /* stop once the best score <= target; -1: never */
   double time_limit;       /* seconds; <= 0 or infinite: none */
   uint64_t seed;
+  int blocks;              /* CPU engine: the islands run as this many
+                              contiguous blocks in lockstep (<= 1: one), as
+                              over several devices or workers (tests) */
 } sbg_grn_params;
 
 /* Why a run stopped. */
@@ -73,11 +76,51 @@ typedef struct sbg_grn_result {
   int stop_reason;
 } sbg_grn_result;
 
-/* The island genetic algorithm (grnEvolve()). */
+/* A population of `count` individuals in the CPU layout (individual k's
+ * masks at act/rep + k n w, its rules at rule + k n) with their scores. */
+typedef struct sbg_grn_state {
+  uint32_t *act, *rep;
+  uint8_t *rule;
+  double *score;           /* exact: scores are below 2^53 */
+} sbg_grn_state;
+
+/* One round of a block of islands [first, first + count) for grnEvolve()
+ * over R workers (BPPARAM): generations g_from + 1 .. g_to, or the initial
+ * population first when `init`.  Streams use global indices, so a split
+ * run is the single run.  The block stops early once its own best <= the
+ * target (as the whole run does when any island reaches it). */
+typedef struct sbg_grn_round {
+  int first, count;        /* islands of the block */
+  int64_t g_from, g_to;    /* generations run: g_from + 1 .. g_to */
+  int init;                /* 1: g_from = 0 and the state is drawn first */
+  sbg_grn_state state;     /* count * size individuals: in (unless init), out */
+  const sbg_grn_state *incoming; /* migrants (K) into the first island at
+                              g_from + 1 when that is a migration generation;
+                              NULL: the block's own last island's (a ring of
+                              its own) */
+  sbg_grn_state outgoing;  /* out: the K best of the last island at the end */
+  double *history;         /* (g_to - g_from + 1) x count, column-major: row r
+                              = generation g_from + r; rows past g_done NaN */
+  int64_t g_done;          /* out: last generation run */
+  int stopped;             /* out: 1 when the block's best reached the target */
+  int64_t best_index;      /* out: local index of the block's best, ties by
+                              lowest island */
+  int64_t best_score;
+} sbg_grn_round;
+
+sbg_status sbg_grn_round_cpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
+                             sbg_grn_round *rd, sbg_ctx *ctx);
+sbg_status sbg_grn_round_gpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
+                             sbg_grn_round *rd, sbg_ctx *ctx);
+
+/* The island genetic algorithm (grnEvolve()).  The GPU engine takes
+ * `n_devices` devices (one block of islands each, migration crossing them
+ * on the ring); `devices` NULL or n_devices 1: ctx->device alone. */
 sbg_status sbg_grn_evolve_cpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
                               sbg_grn_result *out, sbg_ctx *ctx);
 sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
-                              sbg_grn_result *out, sbg_ctx *ctx);
+                              sbg_grn_result *out, const int *devices, int n_devices,
+                              sbg_ctx *ctx);
 
 /* Evaluation throughput (inst/bench/grn.R): a random population of `pop`
  * individuals from `seed` is evaluated `reps` times; `seconds` is the time
@@ -97,6 +140,10 @@ int sbg_grn_cpu_eval_path(const sbg_grn_problem *pb);
 /* Trajectory of one network: states[(t * n) + i] for t = 0..steps. */
 void sbg_grn_simulate(const sbg_grn_problem *pb, const uint32_t *act, const uint32_t *rep,
                       const uint8_t *rules, int *states);
+/* The links (n x n, as best_links) and rules of individual k of a state,
+ * and its score, dn and dl. */
+int64_t sbg_grn_decode(const sbg_grn_problem *pb, const sbg_grn_state *s, int64_t k, int *links,
+                       int *rules, int *dn, int *dl);
 /* dn and dl of `count` networks given as masks (n * w words each) and rules. */
 void sbg_grn_evaluate(const sbg_grn_problem *pb, int64_t count, const uint32_t *act,
                       const uint32_t *rep, const uint8_t *rules, int *dn, int *dl,

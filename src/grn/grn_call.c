@@ -98,27 +98,36 @@ static void problem_from_list(SEXP p, sbg_grn_problem *pb) {
   }
 }
 
-SEXP ffi_grn_evolve(SEXP problem, SEXP ga, SEXP gpu, SEXP threads, SEXP device, SEXP verbose) {
+/* list(pop, islands, ...) -> params; R has validated every element. */
+static void params_from_list(SEXP ga, sbg_grn_params *gp) {
+  memset(gp, 0, sizeof(*gp));
+  gp->pop = (int64_t)real_elt(ga, "pop");
+  gp->islands = int_elt(ga, "islands");
+  gp->migration_interval = int_elt(ga, "migrationInterval");
+  gp->migrants = int_elt(ga, "migrants");
+  gp->roulette = int_elt(ga, "roulette");
+  gp->p_link = real_elt(ga, "pLink");
+  gp->p_rule = real_elt(ga, "pRule");
+  gp->generations = (int64_t)real_elt(ga, "generations");
+  gp->target = (int64_t)real_elt(ga, "target");
+  gp->time_limit = real_elt(ga, "timeLimit");
+  gp->seed = (uint64_t)real_elt(ga, "seed");
+  SEXP blocks = list_elt_or_null(ga, "blocks"); /* CPU blocks in lockstep, tests only */
+  gp->blocks = blocks ? Rf_asInteger(blocks) : 1;
+  SBG_ASSERT(gp->islands >= 1 && gp->pop % gp->islands == 0);
+  SBG_ASSERT((gp->pop / gp->islands) % 2 == 0 && gp->pop / gp->islands >= 4);
+  SBG_ASSERT(gp->migrants >= 0 && gp->migrants < gp->pop / gp->islands);
+  SBG_ASSERT(gp->migration_interval >= 1 && gp->generations >= 0);
+}
+
+SEXP ffi_grn_evolve(SEXP problem, SEXP ga, SEXP gpu, SEXP threads, SEXP devices, SEXP verbose) {
   int nprot = 0;
   sbg_grn_problem pb;
   sbg_grn_params gp;
   problem_from_list(problem, &pb);
+  params_from_list(ga, &gp);
   SBG_ASSERT(TYPEOF(gpu) == LGLSXP && XLENGTH(gpu) == 1);
-  gp.pop = (int64_t)real_elt(ga, "pop");
-  gp.islands = int_elt(ga, "islands");
-  gp.migration_interval = int_elt(ga, "migrationInterval");
-  gp.migrants = int_elt(ga, "migrants");
-  gp.roulette = int_elt(ga, "roulette");
-  gp.p_link = real_elt(ga, "pLink");
-  gp.p_rule = real_elt(ga, "pRule");
-  gp.generations = (int64_t)real_elt(ga, "generations");
-  gp.target = (int64_t)real_elt(ga, "target");
-  gp.time_limit = real_elt(ga, "timeLimit");
-  gp.seed = (uint64_t)real_elt(ga, "seed");
-  SBG_ASSERT(gp.islands >= 1 && gp.pop % gp.islands == 0);
-  SBG_ASSERT((gp.pop / gp.islands) % 2 == 0 && gp.pop / gp.islands >= 4);
-  SBG_ASSERT(gp.migrants >= 0 && gp.migrants < gp.pop / gp.islands);
-  SBG_ASSERT(gp.migration_interval >= 1 && gp.generations >= 0);
+  SBG_ASSERT(TYPEOF(devices) == INTSXP && XLENGTH(devices) >= 1);
 
   int n = pb.n;
   SEXP links = PROTECT(Rf_allocMatrix(INTSXP, n, n)); nprot++;
@@ -132,9 +141,11 @@ SEXP ffi_grn_evolve(SEXP problem, SEXP ga, SEXP gpu, SEXP threads, SEXP device, 
 
   sbg_ctx ctx;
   sbg_progress pr;
+  SEXP device = PROTECT(Rf_ScalarInteger(INTEGER(devices)[0])); nprot++;
   sbg_ctx_init(&ctx, &pr, threads, device, verbose, "grnEvolve");
-  sbg_status st = LOGICAL(gpu)[0] ? sbg_grn_evolve_gpu(&pb, &gp, &out, &ctx)
-                                  : sbg_grn_evolve_cpu(&pb, &gp, &out, &ctx);
+  sbg_status st = LOGICAL(gpu)[0]
+                      ? sbg_grn_evolve_gpu(&pb, &gp, &out, INTEGER(devices), (int)XLENGTH(devices), &ctx)
+                      : sbg_grn_evolve_cpu(&pb, &gp, &out, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
 
@@ -152,6 +163,136 @@ SEXP ffi_grn_evolve(SEXP problem, SEXP ga, SEXP gpu, SEXP threads, SEXP device, 
   Rf_setAttrib(ans, R_NamesSymbol, names);
   for (int i = 0; i < 8; i++) SET_STRING_ELT(names, i, Rf_mkChar(nm[i]));
   UNPROTECT(nprot);
+  return ans;
+}
+
+/* A state as an R list(act, rep, rule, score) of `count` individuals:
+ * masks as integers (the same 32 bits), rules as raw, scores as doubles. */
+static SEXP state_alloc(int64_t count, int n, int w, sbg_grn_state *s) {
+  SEXP x = PROTECT(Rf_allocVector(VECSXP, 4));
+  SET_VECTOR_ELT(x, 0, Rf_allocVector(INTSXP, (R_xlen_t)(count * n * w)));
+  SET_VECTOR_ELT(x, 1, Rf_allocVector(INTSXP, (R_xlen_t)(count * n * w)));
+  SET_VECTOR_ELT(x, 2, Rf_allocVector(RAWSXP, (R_xlen_t)(count * n)));
+  SET_VECTOR_ELT(x, 3, Rf_allocVector(REALSXP, (R_xlen_t)count));
+  SEXP names = Rf_allocVector(STRSXP, 4);
+  Rf_setAttrib(x, R_NamesSymbol, names);
+  const char *nm[] = {"act", "rep", "rule", "score"};
+  for (int i = 0; i < 4; i++) SET_STRING_ELT(names, i, Rf_mkChar(nm[i]));
+  s->act = (uint32_t *)INTEGER(VECTOR_ELT(x, 0));
+  s->rep = (uint32_t *)INTEGER(VECTOR_ELT(x, 1));
+  s->rule = RAW(VECTOR_ELT(x, 2));
+  s->score = REAL(VECTOR_ELT(x, 3));
+  UNPROTECT(1);
+  return x;
+}
+
+static void state_view(SEXP x, int64_t count, int n, int w, sbg_grn_state *s) {
+  SBG_ASSERT(TYPEOF(x) == VECSXP && XLENGTH(x) == 4);
+  SEXP a = VECTOR_ELT(x, 0), r = VECTOR_ELT(x, 1), u = VECTOR_ELT(x, 2), c = VECTOR_ELT(x, 3);
+  SBG_ASSERT(TYPEOF(a) == INTSXP && XLENGTH(a) == count * n * w);
+  SBG_ASSERT(TYPEOF(r) == INTSXP && XLENGTH(r) == count * n * w);
+  SBG_ASSERT(TYPEOF(u) == RAWSXP && XLENGTH(u) == count * n);
+  SBG_ASSERT(TYPEOF(c) == REALSXP && XLENGTH(c) == count);
+  s->act = (uint32_t *)INTEGER(a);
+  s->rep = (uint32_t *)INTEGER(r);
+  s->rule = RAW(u);
+  s->score = REAL(c);
+}
+
+/* One BPPARAM worker's round: block c(first, count) of islands, generations
+ * c(g_from, g_to), the state (NULL: draw generation 0) and the incoming
+ * migrants (NULL: none).  list(state, outgoing, history, gDone, stopped,
+ * bestIndex, bestScore). */
+SEXP ffi_grn_round(SEXP problem, SEXP ga, SEXP block, SEXP gens, SEXP state, SEXP incoming,
+                   SEXP gpu, SEXP threads, SEXP device) {
+  int nprot = 0;
+  sbg_grn_problem pb;
+  sbg_grn_params gp;
+  problem_from_list(problem, &pb);
+  params_from_list(ga, &gp);
+  SBG_ASSERT(TYPEOF(block) == INTSXP && XLENGTH(block) == 2);
+  SBG_ASSERT(TYPEOF(gens) == REALSXP && XLENGTH(gens) == 2);
+  sbg_grn_round rd;
+  memset(&rd, 0, sizeof(rd));
+  rd.first = INTEGER(block)[0];
+  rd.count = INTEGER(block)[1];
+  SBG_ASSERT(rd.first >= 0 && rd.count >= 1 && rd.first + rd.count <= gp.islands);
+  rd.g_from = (int64_t)REAL(gens)[0];
+  rd.g_to = (int64_t)REAL(gens)[1];
+  SBG_ASSERT(rd.g_from >= 0 && rd.g_to >= rd.g_from && rd.g_to <= gp.generations);
+  rd.init = Rf_isNull(state);
+  SBG_ASSERT(!rd.init || rd.g_from == 0);
+  const int n = pb.n, w = pb.w;
+  const int64_t size = gp.pop / gp.islands, np = size * rd.count;
+  const int K = gp.islands > 1 ? gp.migrants : 0;
+  SEXP st_out = PROTECT(state_alloc(np, n, w, &rd.state)); nprot++;
+  if (!rd.init) {
+    sbg_grn_state in;
+    state_view(state, np, n, w, &in);
+    memcpy(rd.state.act, in.act, (size_t)(np * n * w) * sizeof(uint32_t));
+    memcpy(rd.state.rep, in.rep, (size_t)(np * n * w) * sizeof(uint32_t));
+    memcpy(rd.state.rule, in.rule, (size_t)(np * n));
+    memcpy(rd.state.score, in.score, (size_t)np * sizeof(double));
+  }
+  sbg_grn_state inc;
+  if (!Rf_isNull(incoming)) {
+    state_view(incoming, K, n, w, &inc);
+    rd.incoming = &inc;
+  }
+  SEXP outg = PROTECT(state_alloc(K, n, w, &rd.outgoing)); nprot++;
+  SEXP hist = PROTECT(Rf_allocMatrix(REALSXP, (int)(rd.g_to - rd.g_from + 1), rd.count)); nprot++;
+  rd.history = REAL(hist);
+
+  sbg_ctx ctx;
+  sbg_progress pr;
+  SEXP verbose = PROTECT(Rf_ScalarLogical(FALSE)); nprot++;
+  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "grnEvolve");
+  sbg_status st = LOGICAL(gpu)[0] ? sbg_grn_round_gpu(&pb, &gp, &rd, &ctx)
+                                  : sbg_grn_round_cpu(&pb, &gp, &rd, &ctx);
+  sbg_progress_end(&pr);
+  if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
+
+  const char *nm[] = {"state", "outgoing", "history", "gDone", "stopped", "bestIndex", "bestScore"};
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 7)); nprot++;
+  SET_VECTOR_ELT(ans, 0, st_out);
+  SET_VECTOR_ELT(ans, 1, outg);
+  SET_VECTOR_ELT(ans, 2, hist);
+  SET_VECTOR_ELT(ans, 3, Rf_ScalarReal((double)rd.g_done));
+  SET_VECTOR_ELT(ans, 4, Rf_ScalarLogical(rd.stopped));
+  SET_VECTOR_ELT(ans, 5, Rf_ScalarReal((double)rd.best_index));
+  SET_VECTOR_ELT(ans, 6, Rf_ScalarReal((double)rd.best_score));
+  SEXP names = Rf_allocVector(STRSXP, 7);
+  Rf_setAttrib(ans, R_NamesSymbol, names);
+  for (int i = 0; i < 7; i++) SET_STRING_ELT(names, i, Rf_mkChar(nm[i]));
+  UNPROTECT(nprot);
+  return ans;
+}
+
+/* Individual k (0-based) of a state of `count`: list(links, rules, score,
+ * dn, dl), as ffi_grn_evolve gives its best. */
+SEXP ffi_grn_decode(SEXP problem, SEXP state, SEXP count, SEXP k) {
+  sbg_grn_problem pb;
+  problem_from_list(problem, &pb);
+  const int n = pb.n;
+  int64_t cnt = (int64_t)Rf_asReal(count), kk = (int64_t)Rf_asReal(k);
+  SBG_ASSERT(kk >= 0 && kk < cnt);
+  sbg_grn_state s;
+  state_view(state, cnt, n, pb.w, &s);
+  SEXP links = PROTECT(Rf_allocMatrix(INTSXP, n, n));
+  SEXP rules = PROTECT(Rf_allocVector(INTSXP, n));
+  int dn = 0, dl = 0;
+  int64_t score = sbg_grn_decode(&pb, &s, kk, INTEGER(links), INTEGER(rules), &dn, &dl);
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 5));
+  SET_VECTOR_ELT(ans, 0, links);
+  SET_VECTOR_ELT(ans, 1, rules);
+  SET_VECTOR_ELT(ans, 2, Rf_ScalarReal((double)score));
+  SET_VECTOR_ELT(ans, 3, Rf_ScalarInteger(dn));
+  SET_VECTOR_ELT(ans, 4, Rf_ScalarInteger(dl));
+  SEXP names = Rf_allocVector(STRSXP, 5);
+  Rf_setAttrib(ans, R_NamesSymbol, names);
+  const char *nm[] = {"links", "rules", "score", "dn", "dl"};
+  for (int i = 0; i < 5; i++) SET_STRING_ELT(names, i, Rf_mkChar(nm[i]));
+  UNPROTECT(3);
   return ans;
 }
 

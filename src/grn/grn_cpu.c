@@ -1,6 +1,7 @@
 /* CPU engine of grnEvolve() (OpenMP over individuals and islands), plus the
  * deterministic helpers behind grnSimulate() and the tests' evaluator.  The
  * operators live in grn_model.h, shared with the GPU engine. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -142,52 +143,169 @@ static void pop_free(grn_pop *p) {
   p->act = p->rep = NULL; p->rule = NULL;
 }
 
+/* A block of islands [first, first + count) on the CPU: its individuals
+ * with local indices, the random streams with global ones (koff), so that
+ * any split of the islands gives the single run.  One block of all the
+ * islands is the plain run. */
+typedef struct cpu_block {
+  int first, count, size, K;
+  int64_t np, koff;
+  grn_pop cur, nxt, mig;
+  int64_t *score, *mig_score;
+  uint64_t *keys, *cum;
+  int32_t *ord;
+} cpu_block;
+
+static void block_free(cpu_block *b) {
+  pop_free(&b->cur); pop_free(&b->nxt); pop_free(&b->mig);
+  free(b->score); free(b->mig_score); free(b->keys); free(b->cum); free(b->ord);
+  memset(b, 0, sizeof(*b));
+}
+
+static int block_alloc(cpu_block *b, const sbg_grn_problem *pb, const sbg_grn_params *gp,
+                       int first, int count) {
+  memset(b, 0, sizeof(*b));
+  b->first = first;
+  b->count = count;
+  b->size = (int)(gp->pop / gp->islands);
+  b->K = gp->islands > 1 ? gp->migrants : 0;
+  b->np = (int64_t)count * b->size;
+  b->koff = (int64_t)first * b->size;
+  size_t np = (size_t)b->np, nk = (size_t)count * b->K + 1;
+  int ok = pop_alloc(&b->cur, b->np, pb->n, pb->w) && pop_alloc(&b->nxt, b->np, pb->n, pb->w) &&
+           pop_alloc(&b->mig, (int64_t)nk, pb->n, pb->w);
+  b->score = malloc(np * sizeof(int64_t));
+  b->keys = malloc(np * sizeof(uint64_t));
+  b->cum = malloc(np * sizeof(uint64_t));
+  b->ord = malloc(np * sizeof(int32_t));
+  b->mig_score = malloc(nk * sizeof(int64_t));
+  if (ok && b->score && b->keys && b->cum && b->ord && b->mig_score) return 1;
+  block_free(b);
+  return 0;
+}
+
+static void block_sort(cpu_block *b, int nt) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int isl = 0; isl < b->count; isl++) sort_island(isl, b->size, b->score, b->keys, b->ord);
+}
+
+/* Generation 0 of the block's individuals, from their global streams. */
+static void block_init(const sbg_grn_problem *pb, const sbg_grn_params *gp, cpu_block *b, int nt,
+                       int path) {
+  const int n = pb->n, w = pb->w;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t k = 0; k < b->np; k++)
+    grn_init_individual(pb, grn_view_at(&b->cur, n, w, k), gp->seed,
+                        grn_stream(0, gp->pop, b->koff + k));
+  eval_all(pb, &b->cur, b->np, b->score, NULL, NULL, nt, path);
+  block_sort(b, nt);
+}
+
+/* The block's best (local index), ties by lowest island. */
+static int64_t block_best(const cpu_block *b) {
+  int64_t kb = b->ord[0];
+  for (int isl = 1; isl < b->count; isl++) {
+    int64_t k = b->ord[(int64_t)isl * b->size];
+    if (b->score[k] < b->score[kb]) kb = k;
+  }
+  return kb;
+}
+
+static void block_history(const cpu_block *b, double *hist, int64_t ld, int64_t row) {
+  for (int isl = 0; isl < b->count; isl++)
+    hist[(int64_t)isl * ld + row] = (double)b->score[b->ord[(int64_t)isl * b->size]];
+}
+
+/* Migration, first half: a snapshot of the K best of every island of the
+ * block (slot isl K + r), so that every island sends what it had before
+ * any island received.  The last island's are the block's outgoing ones. */
+static void block_gather(const sbg_grn_problem *pb, cpu_block *b) {
+  const int n = pb->n, w = pb->w, K = b->K, size = b->size;
+  for (int isl = 0; isl < b->count; isl++)
+    for (int r = 0; r < K; r++) {
+      int64_t src = b->ord[(int64_t)isl * size + r], slot = (int64_t)isl * K + r;
+      grn_copy(pb, grn_view_at(&b->mig, n, w, slot), grn_view_at(&b->cur, n, w, src));
+      b->mig_score[slot] = b->score[src];
+    }
+}
+
+/* Second half: island p's migrants replace the K worst of island p + 1;
+ * the first island gets `in` (K individuals, CPU layout, from the previous
+ * block on the ring), or the block's own last island's when `in` is NULL. */
+static void block_scatter(const sbg_grn_problem *pb, cpu_block *b, const grn_pop *in,
+                          const int64_t *in_score, int nt) {
+  const int n = pb->n, w = pb->w, K = b->K, size = b->size, C = b->count;
+  for (int isl = 0; isl < C; isl++) {
+    int to = (isl + 1) % C;
+    for (int r = 0; r < K; r++) {
+      int64_t dst = b->ord[(int64_t)to * size + size - 1 - r], slot = (int64_t)isl * K + r;
+      if (to == 0 && in) {
+        grn_copy(pb, grn_view_at(&b->cur, n, w, dst), grn_view_at(in, n, w, r));
+        b->score[dst] = in_score[r];
+      } else {
+        grn_copy(pb, grn_view_at(&b->cur, n, w, dst), grn_view_at(&b->mig, n, w, slot));
+        b->score[dst] = b->mig_score[slot];
+      }
+    }
+  }
+  block_sort(b, nt);
+}
+
+/* Breeding, evaluation and sorting of generation g. */
+static void block_breed(const sbg_grn_problem *pb, const sbg_grn_params *gp, cpu_block *b,
+                        int64_t g, int nt, int path) {
+  if (gp->roulette)
+    for (int isl = 0; isl < b->count; isl++) roulette_sums(isl, b->size, b->score, b->ord, b->cum);
+  const int64_t pairs = b->np / 2, half = b->size / 2;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t q = 0; q < pairs; q++)
+    grn_breed_pair(pb, gp, &b->cur, &b->nxt, b->ord, b->cum, (int)(q / half), (int)(q % half), g,
+                   b->koff);
+  grn_pop tmp = b->cur; b->cur = b->nxt; b->nxt = tmp;
+  eval_all(pb, &b->cur, b->np, b->score, NULL, NULL, nt, path);
+  block_sort(b, nt);
+}
+
+static int is_migration(const sbg_grn_params *gp, int64_t g) {
+  return gp->islands > 1 && gp->migrants > 0 && g % gp->migration_interval == 0;
+}
+
+/* The single run: gp->blocks blocks of contiguous islands (1 unless a test
+ * asks for more) in lockstep, migration crossing blocks on the ring. */
 sbg_status sbg_grn_evolve_cpu(const sbg_grn_problem *pb_in, const sbg_grn_params *gp,
                               sbg_grn_result *out, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   uint8_t *lut = NULL;
   const sbg_grn_problem pbl = with_lut(pb_in, &lut), *pb = &pbl;
-  const int n = pb->n, w = pb->w, nt = ctx->n_threads;
-  const int64_t P = gp->pop;
-  const int I = gp->islands, size = (int)(P / I), K = gp->migrants;
+  const int n = pb->n, w = pb->w, nt = ctx->n_threads, I = gp->islands;
+  const int NB = gp->blocks <= 1 ? 1 : gp->blocks > I ? I : gp->blocks;
   const int64_t G = gp->generations;
   const int path = sbg_grn_cpu_eval_path(pb);
-  grn_pop cur = {0}, nxt = {0}, mig = {0};
-  int64_t *score = NULL, *mig_score = NULL;
-  uint64_t *keys = NULL, *cum = NULL;
-  int32_t *ord = NULL;
+  cpu_block *bl = calloc((size_t)NB, sizeof(cpu_block));
   double t0 = now_seconds(), t_poll = t0;
   int64_t g = 0;
 
-  if (!pop_alloc(&cur, P, n, w) || !pop_alloc(&nxt, P, n, w) ||
-      (I > 1 && !pop_alloc(&mig, (int64_t)I * K, n, w))) {
-    st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the population (%lld individuals)", (long long)P);
-    goto done;
+  if (!bl) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the blocks"); goto done; }
+  for (int b = 0; b < NB; b++) {
+    int first = (int)((int64_t)I * b / NB), last = (int)((int64_t)I * (b + 1) / NB);
+    if (!block_alloc(&bl[b], pb, gp, first, last - first)) {
+      st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the population (%lld individuals)",
+                    (long long)gp->pop);
+      goto done;
+    }
   }
-  score = malloc((size_t)P * sizeof(int64_t));
-  keys = malloc((size_t)P * sizeof(uint64_t));
-  cum = malloc((size_t)P * sizeof(uint64_t));
-  ord = malloc((size_t)P * sizeof(int32_t));
-  mig_score = malloc(((size_t)I * K + 1) * sizeof(int64_t));
-  if (!score || !keys || !cum || !ord || !mig_score) {
-    st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the scores (%lld individuals)", (long long)P);
-    goto done;
+  for (int b = 0; b < NB; b++) {
+    block_init(pb, gp, &bl[b], nt, path);
+    block_history(&bl[b], out->history + (int64_t)bl[b].first * (G + 1), G + 1, 0);
   }
-
-  /* generation 0 */
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t k = 0; k < P; k++)
-    grn_init_individual(pb, grn_view_at(&cur, n, w, k), gp->seed, grn_stream(0, P, k));
-  eval_all(pb, &cur, P, score, NULL, NULL, nt, path);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int isl = 0; isl < I; isl++) sort_island(isl, size, score, keys, ord);
-  for (int isl = 0; isl < I; isl++) out->history[(int64_t)isl * (G + 1)] = (double)score[ord[(int64_t)isl * size]];
 
   out->stop_reason = SBG_GRN_STOP_GENERATIONS;
   for (;;) {
-    int64_t best = score[ord[0]];
-    for (int isl = 1; isl < I; isl++)
-      if (score[ord[(int64_t)isl * size]] < best) best = score[ord[(int64_t)isl * size]];
+    int64_t best = -1;
+    for (int b = 0; b < NB; b++) {
+      int64_t s = bl[b].score[block_best(&bl[b])];
+      if (best < 0 || s < best) best = s;
+    }
     if (gp->target >= 0 && best <= gp->target) { out->stop_reason = SBG_GRN_STOP_TARGET; break; }
     if (g >= G) break;
     double t = now_seconds();
@@ -200,51 +318,33 @@ sbg_status sbg_grn_evolve_cpu(const sbg_grn_problem *pb_in, const sbg_grn_params
       t_poll = t;
     }
     g++;
-
-    /* Ring migration: the K best of island p replace the K worst of p+1,
-     * from a snapshot so that every island sends what it had before. */
-    if (I > 1 && g % gp->migration_interval == 0) {
-      for (int isl = 0; isl < I; isl++)
-        for (int r = 0; r < K; r++) {
-          int64_t src = ord[(int64_t)isl * size + r], slot = (int64_t)isl * K + r;
-          grn_copy(pb, grn_view_at(&mig, n, w, slot), grn_view_at(&cur, n, w, src));
-          mig_score[slot] = score[src];
-        }
-      for (int isl = 0; isl < I; isl++) {
-        int to = (isl + 1) % I;
-        for (int r = 0; r < K; r++) {
-          int64_t dst = ord[(int64_t)to * size + size - 1 - r], slot = (int64_t)isl * K + r;
-          grn_copy(pb, grn_view_at(&cur, n, w, dst), grn_view_at(&mig, n, w, slot));
-          score[dst] = mig_score[slot];
-        }
+    if (is_migration(gp, g)) {
+      for (int b = 0; b < NB; b++) block_gather(pb, &bl[b]);
+      for (int b = 0; b < NB; b++) {
+        /* the previous block's last island's snapshot */
+        const cpu_block *p = &bl[(b + NB - 1) % NB];
+        int64_t off = (int64_t)(p->count - 1) * p->K;
+        grn_pop in = {p->mig.act + off * n * w, p->mig.rep + off * n * w, p->mig.rule + off * n,
+                      p->K, 0};
+        block_scatter(pb, &bl[b], &in, p->mig_score + off, nt);
       }
-      for (int isl = 0; isl < I; isl++) sort_island(isl, size, score, keys, ord);
     }
-    if (gp->roulette)
-      for (int isl = 0; isl < I; isl++) roulette_sums(isl, size, score, ord, cum);
-
-    const int64_t pairs = P / 2, half = size / 2;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t q = 0; q < pairs; q++)
-      grn_breed_pair(pb, gp, &cur, &nxt, ord, cum, (int)(q / half), (int)(q % half), g);
-    grn_pop tmp = cur; cur = nxt; nxt = tmp;
-
-    eval_all(pb, &cur, P, score, NULL, NULL, nt, path);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int isl = 0; isl < I; isl++) sort_island(isl, size, score, keys, ord);
-    for (int isl = 0; isl < I; isl++)
-      out->history[(int64_t)isl * (G + 1) + g] = (double)score[ord[(int64_t)isl * size]];
+    for (int b = 0; b < NB; b++) {
+      block_breed(pb, gp, &bl[b], g, nt, path);
+      block_history(&bl[b], out->history + (int64_t)bl[b].first * (G + 1), G + 1, g);
+    }
   }
   out->generations_run = g;
 
-  /* the best of all islands, ties by index */
   {
-    int64_t kb = ord[0];
-    for (int isl = 1; isl < I; isl++) {
-      int64_t k = ord[(int64_t)isl * size];
-      if (score[k] < score[kb]) kb = k;
+    /* the best of all islands, ties by index */
+    int bb = 0;
+    int64_t kb = block_best(&bl[0]);
+    for (int b = 1; b < NB; b++) {
+      int64_t k = block_best(&bl[b]);
+      if (bl[b].score[k] < bl[bb].score[kb]) { bb = b; kb = k; }
     }
-    grn_view v = grn_view_at(&cur, n, w, kb);
+    grn_view v = grn_view_at(&bl[bb].cur, n, w, kb);
     out->best_score = grn_evaluate(pb, v, &out->best_dn, &out->best_dl);
     for (int i = 0; i < n; i++) {
       for (int j = 0; j < n; j++) out->best_links[i + (int64_t)j * n] = grn_link_get(pb, v, i, j);
@@ -252,10 +352,104 @@ sbg_status sbg_grn_evolve_cpu(const sbg_grn_problem *pb_in, const sbg_grn_params
     }
   }
 done:
-  pop_free(&cur); pop_free(&nxt); pop_free(&mig);
-  free(score); free(keys); free(cum); free(ord); free(mig_score);
+  if (bl)
+    for (int b = 0; b < NB; b++) block_free(&bl[b]);
+  free(bl);
   free(lut);
   return st;
+}
+
+/* One BPPARAM worker's round (see sbg_grn_round in grn.h). */
+sbg_status sbg_grn_round_cpu(const sbg_grn_problem *pb_in, const sbg_grn_params *gp,
+                             sbg_grn_round *rd, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  uint8_t *lut = NULL;
+  const sbg_grn_problem pbl = with_lut(pb_in, &lut), *pb = &pbl;
+  const int n = pb->n, w = pb->w, nt = ctx->n_threads;
+  const int64_t nw = (int64_t)n * w, rows = rd->g_to - rd->g_from + 1;
+  const int path = sbg_grn_cpu_eval_path(pb);
+  cpu_block b = {0};
+  int64_t *in_score = NULL;
+  grn_pop in = {0};
+  double t_poll = now_seconds();
+  int64_t g = rd->g_from;
+
+  if (!block_alloc(&b, pb, gp, rd->first, rd->count) ||
+      !(in_score = malloc(((size_t)b.K + 1) * sizeof(int64_t)))) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the block of islands");
+    goto done;
+  }
+  for (int64_t e = 0; e < rows * rd->count; e++) rd->history[e] = NAN;
+  if (rd->init) {
+    block_init(pb, gp, &b, nt, path);
+  } else {
+    memcpy(b.cur.act, rd->state.act, (size_t)(b.np * nw) * sizeof(uint32_t));
+    memcpy(b.cur.rep, rd->state.rep, (size_t)(b.np * nw) * sizeof(uint32_t));
+    memcpy(b.cur.rule, rd->state.rule, (size_t)(b.np * n));
+    for (int64_t k = 0; k < b.np; k++) b.score[k] = (int64_t)rd->state.score[k];
+    block_sort(&b, nt);
+  }
+  block_history(&b, rd->history, rows, 0);
+  if (rd->incoming) {
+    in.act = rd->incoming->act;
+    in.rep = rd->incoming->rep;
+    in.rule = rd->incoming->rule;
+    in.count = b.K;
+    for (int r = 0; r < b.K; r++) in_score[r] = (int64_t)rd->incoming->score[r];
+  }
+  rd->stopped = 0;
+  for (;;) {
+    if (gp->target >= 0 && b.score[block_best(&b)] <= gp->target) { rd->stopped = 1; break; }
+    if (g >= rd->g_to) break;
+    double t = now_seconds();
+    if (t - t_poll > 0.1) {
+      st = sbg_poll(ctx, (double)(g - rd->g_from) / (double)(rd->g_to - rd->g_from));
+      if (st != SBG_OK) goto done;
+      t_poll = t;
+    }
+    g++;
+    if (is_migration(gp, g)) {
+      block_gather(pb, &b);
+      block_scatter(pb, &b, g == rd->g_from + 1 && rd->incoming ? &in : NULL, in_score, nt);
+    }
+    block_breed(pb, gp, &b, g, nt, path);
+    block_history(&b, rd->history, rows, g - rd->g_from);
+  }
+  rd->g_done = g;
+  rd->best_index = block_best(&b);
+  rd->best_score = b.score[rd->best_index];
+  memcpy(rd->state.act, b.cur.act, (size_t)(b.np * nw) * sizeof(uint32_t));
+  memcpy(rd->state.rep, b.cur.rep, (size_t)(b.np * nw) * sizeof(uint32_t));
+  memcpy(rd->state.rule, b.cur.rule, (size_t)(b.np * n));
+  for (int64_t k = 0; k < b.np; k++) rd->state.score[k] = (double)b.score[k];
+  for (int r = 0; r < b.K; r++) {
+    int64_t src = b.ord[(int64_t)(b.count - 1) * b.size + r];
+    memcpy(rd->outgoing.act + r * nw, b.cur.act + src * nw, (size_t)nw * sizeof(uint32_t));
+    memcpy(rd->outgoing.rep + r * nw, b.cur.rep + src * nw, (size_t)nw * sizeof(uint32_t));
+    memcpy(rd->outgoing.rule + (int64_t)r * n, b.cur.rule + src * n, (size_t)n);
+    rd->outgoing.score[r] = (double)b.score[src];
+  }
+done:
+  block_free(&b);
+  free(in_score);
+  free(lut);
+  return st;
+}
+
+int64_t sbg_grn_decode(const sbg_grn_problem *pb_in, const sbg_grn_state *s, int64_t k,
+                       int *links, int *rules, int *dn, int *dl) {
+  uint8_t *lut = NULL;
+  const sbg_grn_problem pbl = with_lut(pb_in, &lut), *pb = &pbl;
+  const int n = pb->n, w = pb->w;
+  grn_pop p = {s->act, s->rep, s->rule, k + 1, 0};
+  grn_view v = grn_view_at(&p, n, w, k);
+  int64_t score = grn_evaluate(pb, v, dn, dl);
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) links[i + (int64_t)j * n] = grn_link_get(pb, v, i, j);
+    rules[i] = GRN_RULE(v, i);
+  }
+  free(lut);
+  return score;
 }
 
 sbg_status sbg_grn_bench_cpu(const sbg_grn_problem *pb_in, int64_t pop, int reps, uint64_t seed,

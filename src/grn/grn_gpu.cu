@@ -4,6 +4,7 @@
  * operators are grn_model.h's, as on the CPU, so runs are identical. */
 #include <cub/cub.cuh>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,10 +28,12 @@ typedef struct grn_dev {
   int64_t *gens_done;
 } grn_dev;
 
-static __global__ void init_kernel(sbg_grn_problem pb, grn_pop pop, uint64_t seed) {
+/* Generation 0 of individuals koff .. koff + pop.count - 1 of `total`. */
+static __global__ void init_kernel(sbg_grn_problem pb, grn_pop pop, uint64_t seed, int64_t total,
+                                   int64_t koff) {
   int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= pop.count) return;
-  grn_init_individual(&pb, grn_view_at(&pop, pb.n, pb.w, k), seed, grn_stream(0, pop.count, k));
+  grn_init_individual(&pb, grn_view_at(&pop, pb.n, pb.w, k), seed, grn_stream(0, total, koff + k));
 }
 
 /* score and sort key (score * size + slot: distinct, so the sorted order,
@@ -54,15 +57,16 @@ static __global__ void order_kernel(const uint64_t *sorted, int64_t pop, int siz
   ord[p] = (int32_t)((p / size) * size + (int64_t)(sorted[p] % (uint64_t)size));
 }
 
-/* End of generation `gen`: history, generations done, stop on target. */
+/* End of generation `gen` (history row gen - row0): history, generations
+ * done, stop on target (the block's own best). */
 static __global__ void finish_kernel(const uint64_t *sorted, int islands, int size, int64_t gen,
-                                     int64_t rows, int64_t target, double *history, int *stop,
-                                     int64_t *gens_done) {
+                                     int64_t row0, int64_t rows, int64_t target, double *history,
+                                     int *stop, int64_t *gens_done) {
   if (*stop || threadIdx.x != 0) return;
   uint64_t best = ~(uint64_t)0;
   for (int isl = 0; isl < islands; isl++) {
     uint64_t s = sorted[(int64_t)isl * size] / (uint64_t)size;
-    history[(int64_t)isl * rows + gen] = (double)s;
+    history[(int64_t)isl * rows + gen - row0] = (double)s;
     if (s < best) best = s;
   }
   *gens_done = gen;
@@ -121,14 +125,51 @@ static __global__ void roulette_kernel(const int64_t *score, const int32_t *ord,
   }
 }
 
+/* The block's pairs (src.count / 2); koff its first individual's global
+ * index. */
 static __global__ void breed_kernel(sbg_grn_problem pb, sbg_grn_params gp, grn_pop src,
                                     grn_pop dst, const int32_t *ord, const uint64_t *cum,
-                                    int64_t gen, const int *stop) {
+                                    int64_t gen, int64_t koff, const int *stop) {
   if (*stop) return;
   int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   int half = (int)(gp.pop / gp.islands) / 2;
-  if (q >= gp.pop / 2) return;
-  grn_breed_pair(&pb, &gp, &src, &dst, ord, cum, (int)(q / half), (int)(q % half), gen);
+  if (q >= src.count / 2) return;
+  grn_breed_pair(&pb, &gp, &src, &dst, ord, cum, (int)(q / half), (int)(q % half), gen, koff);
+}
+
+/* Individuals slot0 .. slot0 + cnt - 1 of a device population to the CPU
+ * layout (individual i contiguous), with their scores (score[slot]); one
+ * thread per individual (migrants and BPPARAM states only). */
+static __global__ void pack_kernel(sbg_grn_problem pb, grn_pop pop, int64_t slot0, int64_t cnt,
+                                   const int64_t *score, uint32_t *act, uint32_t *rep,
+                                   uint8_t *rule, int64_t *score_out) {
+  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= cnt) return;
+  grn_view v = grn_view_at(&pop, pb.n, pb.w, slot0 + i);
+  int64_t nw = (int64_t)pb.n * pb.w;
+  for (int64_t e = 0; e < nw; e++) {
+    act[i * nw + e] = GRN_ACT(v, e);
+    rep[i * nw + e] = GRN_REP(v, e);
+  }
+  for (int g = 0; g < pb.n; g++) rule[i * pb.n + g] = GRN_RULE(v, g);
+  if (score && score_out) score_out[i] = score[slot0 + i];
+}
+
+/* The reverse: CPU layout into slots slot0 .. of a device population (and
+ * the scores, where given). */
+static __global__ void unpack_kernel(sbg_grn_problem pb, grn_pop pop, int64_t slot0, int64_t cnt,
+                                     const uint32_t *act, const uint32_t *rep, const uint8_t *rule,
+                                     const int64_t *score_in, int64_t *score) {
+  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= cnt) return;
+  grn_view v = grn_view_at(&pop, pb.n, pb.w, slot0 + i);
+  int64_t nw = (int64_t)pb.n * pb.w;
+  for (int64_t e = 0; e < nw; e++) {
+    GRN_ACT(v, e) = act[i * nw + e];
+    GRN_REP(v, e) = rep[i * nw + e];
+  }
+  for (int g = 0; g < pb.n; g++) GRN_RULE(v, g) = rule[i * pb.n + g];
+  if (score_in && score) score[slot0 + i] = score_in[i];
 }
 
 /* One individual of a device population into a contiguous host layout. */
@@ -196,113 +237,331 @@ static int bits_for(uint64_t x) {
   return b < 1 ? 1 : b;
 }
 
-extern "C" sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
-                                         sbg_grn_result *out, sbg_ctx *ctx) {
-  sbg_status st = SBG_OK;
-  cudaStream_t stream = NULL;
+/* A block of islands [first, first + count) on one device: the state of a
+ * run (or of a BPPARAM round) kept on the device.  Streams use global
+ * indices (koff), so that any split of the islands gives the single run.
+ * The stop flag is the block's own: set when its best <= the target. */
+typedef struct gpu_block {
+  int dev, first, count, size, K, end_bit;
+  int64_t np, koff, rows, row0;
+  cudaStream_t stream;
   sbg_grn_problem dpb;
-  uint32_t *d_prob = NULL;
-  grn_pop buf[2] = {{0}, {0}}, mig = {0};
-  int64_t *d_score = NULL, *d_mig_score = NULL, *d_gens = NULL;
-  uint64_t *d_keys = NULL, *d_sorted = NULL, *d_cum = NULL;
-  int32_t *d_ord = NULL, *d_offsets = NULL;
-  int *d_stop = NULL;
-  double *d_hist = NULL;
-  void *d_temp = NULL;
-  size_t temp_bytes = 0;
-  int32_t *h_offsets = NULL;
-  uint32_t *d_best = NULL, *h_best = NULL;
+  uint32_t *d_prob;
+  grn_pop buf[2], mig;
+  int64_t *d_score, *d_mig_score, *d_gens;
+  uint64_t *d_keys, *d_sorted, *d_cum;
+  int32_t *d_ord, *d_offsets;
+  int *d_stop;
+  double *d_hist;
+  void *d_temp;
+  size_t temp_bytes;
+  uint32_t *d_xfer;     /* K migrants in the CPU layout (see xfer_*) */
+  uint32_t *h_xfer[2];  /* pinned host copies, by parity of the migration's
+                           number (xfer_buf): the host reads one while the
+                           next device may still copy from the other */
+  int64_t *h_flags;     /* pinned: [0] the stop flag (an int), [1] gens done */
+  int stop;             /* host copies of the flag and generations done */
+  int64_t gens_done;
+} gpu_block;
 
-  const int n = pb->n, w = pb->w, I = gp->islands, K = gp->migrants;
-  const int64_t P = gp->pop, G = gp->generations, rows = G + 1;
-  const int size = (int)(P / I);
-  const int T = 128;
+/* The migrants' transfer buffer: act (K n w words), rep, scores (K int64),
+ * rules (K n bytes). */
+static size_t xfer_words(int K, int n, int w) {
+  return 2 * (size_t)K * n * w + 2 * (size_t)K + ((size_t)K * n + 3) / 4 + 1;
+}
+static int xfer_buf(int64_t g, int interval) { return (int)((g / interval) & 1); }
+#define XFER_ACT(b, K, nw) (b)
+#define XFER_REP(b, K, nw) ((b) + (size_t)(K) * (nw))
+#define XFER_SCORE(b, K, nw) ((int64_t *)((b) + 2 * (size_t)(K) * (nw)))
+#define XFER_RULE(b, K, nw) ((uint8_t *)((b) + 2 * (size_t)(K) * (nw) + 2 * (size_t)(K)))
+
+static void gpu_block_free(gpu_block *b) {
+  if (!b->stream && !b->d_prob) return;
+  cudaSetDevice(b->dev);
+  if (b->stream) cudaStreamSynchronize(b->stream);
+  cudaFree(b->d_prob);
+  pop_device_free(&b->buf[0]);
+  pop_device_free(&b->buf[1]);
+  pop_device_free(&b->mig);
+  cudaFree(b->d_score); cudaFree(b->d_mig_score); cudaFree(b->d_gens);
+  cudaFree(b->d_keys); cudaFree(b->d_sorted); cudaFree(b->d_cum);
+  cudaFree(b->d_ord); cudaFree(b->d_offsets); cudaFree(b->d_stop);
+  cudaFree(b->d_hist); cudaFree(b->d_temp); cudaFree(b->d_xfer);
+  cudaFreeHost(b->h_xfer[0]);
+  cudaFreeHost(b->h_xfer[1]);
+  cudaFreeHost(b->h_flags);
+  if (b->stream) cudaStreamDestroy(b->stream);
+  memset(b, 0, sizeof(*b));
+}
+
+/* Device `dev` gets islands [first, first + count) and a history of `rows`
+ * rows from generation row0. */
+static sbg_status gpu_block_alloc(gpu_block *b, const sbg_grn_problem *pb,
+                                  const sbg_grn_params *gp, int dev, int first, int count,
+                                  int64_t row0, int64_t rows, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int n = pb->n, w = pb->w;
+  int32_t *h_off = NULL;
+  memset(b, 0, sizeof(*b));
+  b->dev = dev;
+  b->first = first;
+  b->count = count;
+  b->size = (int)(gp->pop / gp->islands);
+  b->K = gp->islands > 1 ? gp->migrants : 0;
+  b->np = (int64_t)count * b->size;
+  b->koff = (int64_t)first * b->size;
+  b->row0 = row0;
+  b->rows = rows;
   const uint64_t max_score = (uint64_t)pb->wn * n + (uint64_t)pb->wl * n * n;
-  const int end_bit = bits_for(max_score * (uint64_t)size + (uint64_t)size);
-  int64_t g = 0, gens_done = 0;
-  int stop = 0;
+  b->end_bit = bits_for(max_score * (uint64_t)b->size + (uint64_t)b->size);
+  const size_t np = (size_t)b->np, nk = (size_t)count * b->K + 1;
+  SBG_TRY(sbg_device_select(dev, ctx));
+  SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking));
+  SBG_TRY(problem_to_device(pb, &b->dpb, &b->d_prob, b->stream, ctx));
+  SBG_TRY(pop_device_alloc(&b->buf[0], b->np, n, w, "the population", ctx));
+  SBG_TRY(pop_device_alloc(&b->buf[1], b->np, n, w, "the population", ctx));
+  SBG_TRY(pop_device_alloc(&b->mig, (int64_t)nk, n, w, "the migrants", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_score, np * sizeof(int64_t), "the scores", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_mig_score, nk * sizeof(int64_t), "the migrants", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_keys, np * sizeof(uint64_t), "the sort keys", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_sorted, np * sizeof(uint64_t), "the sort keys", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_cum, np * sizeof(uint64_t), "the roulette", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_ord, np * sizeof(int32_t), "the order", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_offsets, (count + 1) * sizeof(int32_t), "the islands", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_stop, sizeof(int), "the stop flag", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_gens, sizeof(int64_t), "the stop flag", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_hist, (size_t)rows * count * sizeof(double), "the fitness history", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_xfer, xfer_words(b->K, n, w) * sizeof(uint32_t), "the migrants", ctx));
+  SBG_CUDA_CHECK(cudaMallocHost((void **)&b->h_xfer[0], xfer_words(b->K, n, w) * sizeof(uint32_t)));
+  SBG_CUDA_CHECK(cudaMallocHost((void **)&b->h_xfer[1], xfer_words(b->K, n, w) * sizeof(uint32_t)));
+  SBG_CUDA_CHECK(cudaMallocHost((void **)&b->h_flags, 2 * sizeof(int64_t)));
+  memset(b->h_flags, 0, 2 * sizeof(int64_t));
+  SBG_CUDA_CHECK(cudaMallocHost((void **)&h_off, (count + 1) * sizeof(int32_t)));
+  for (int i = 0; i <= count; i++) h_off[i] = (int32_t)((int64_t)i * b->size);
+  SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_offsets, h_off, (count + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, b->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(b->d_stop, 0, sizeof(int), b->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(b->d_gens, 0, sizeof(int64_t), b->stream));
+  SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortKeys(NULL, b->temp_bytes, b->d_keys, b->d_sorted,
+                                                        (int)b->np, count, b->d_offsets,
+                                                        b->d_offsets + 1, 0, b->end_bit, b->stream));
+  SBG_TRY(sbg_device_alloc(&b->d_temp, b->temp_bytes + 1, "the sort's scratch space", ctx));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(b->stream));
+done:
+  if (h_off) cudaFreeHost(h_off);
+  return st;
+}
+
+static sbg_status gpu_block_sort(gpu_block *b, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int T = 128;
+  SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortKeys(b->d_temp, b->temp_bytes, b->d_keys,
+                                                        b->d_sorted, (int)b->np, b->count,
+                                                        b->d_offsets, b->d_offsets + 1, 0,
+                                                        b->end_bit, b->stream));
+  order_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->d_sorted, b->np, b->size, b->d_ord, b->d_stop);
+  SBG_CUDA_CHECK(cudaGetLastError());
+done:
+  return st;
+}
+
+/* Generation `gen`'s end: history and the block's stop test. */
+static sbg_status gpu_block_finish(gpu_block *b, int64_t gen, int64_t target, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  finish_kernel<<<1, 32, 0, b->stream>>>(b->d_sorted, b->count, b->size, gen, b->row0, b->rows,
+                                         target, b->d_hist, b->d_stop, b->d_gens);
+  SBG_CUDA_CHECK(cudaGetLastError());
+done:
+  return st;
+}
+
+/* Generation 0 from the global streams (pop in buf[0]). */
+static sbg_status gpu_block_init(gpu_block *b, const sbg_grn_params *gp, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int T = 128;
+  init_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->dpb, b->buf[0], gp->seed, gp->pop, b->koff);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  eval_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->dpb, b->buf[0], b->size, b->d_score, b->d_keys, b->d_stop);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  SBG_TRY(gpu_block_sort(b, ctx));
+  SBG_TRY(gpu_block_finish(b, 0, gp->target, ctx));
+done:
+  return st;
+}
+
+/* Migration at generation g, first half: the snapshot of every island's K
+ * best; with `out`, the last island's go to the pinned buffer h_xfer[par]
+ * (for the next block), with the stop flag and generations done. */
+static sbg_status gpu_block_migrate_out(gpu_block *b, int64_t g, int out, int interval,
+                                        sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int T = 128, n = b->dpb.n, K = b->K;
+  const int64_t nw = (int64_t)n * b->dpb.w;
+  grn_pop src = b->buf[(g - 1) & 1];
+  migrate_gather<<<blocks_for((int64_t)b->count * K, T), T, 0, b->stream>>>(
+      b->dpb, src, b->mig, b->d_score, b->d_mig_score, b->d_ord, b->count, b->size, K, b->d_stop);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  if (out) {
+    uint32_t *x = b->d_xfer;
+    pack_kernel<<<blocks_for(K, T), T, 0, b->stream>>>(
+        b->dpb, b->mig, (int64_t)(b->count - 1) * K, K, b->d_mig_score, XFER_ACT(x, K, nw),
+        XFER_REP(x, K, nw), XFER_RULE(x, K, nw), XFER_SCORE(x, K, nw));
+    SBG_CUDA_CHECK(cudaGetLastError());
+    SBG_CUDA_CHECK(cudaMemcpyAsync(b->h_xfer[xfer_buf(g, interval)], b->d_xfer, xfer_words(K, n, b->dpb.w) * sizeof(uint32_t),
+                                   cudaMemcpyDeviceToHost, b->stream));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(b->h_flags, b->d_stop, sizeof(int), cudaMemcpyDeviceToHost, b->stream));
+  }
+done:
+  return st;
+}
+
+/* Second half: `in` (the previous block's h_xfer, or NULL: the block's own
+ * last island, a ring of its own) replaces the last island's snapshot,
+ * which goes to the first island; then every island's K to the next. */
+static sbg_status gpu_block_migrate_in(gpu_block *b, int64_t g, const uint32_t *in, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int T = 128, n = b->dpb.n, K = b->K;
+  const int64_t nw = (int64_t)n * b->dpb.w;
+  grn_pop src = b->buf[(g - 1) & 1];
+  if (in) {
+    uint32_t *x = b->d_xfer;
+    SBG_CUDA_CHECK(cudaMemcpyAsync(x, in, xfer_words(K, n, b->dpb.w) * sizeof(uint32_t),
+                                   cudaMemcpyHostToDevice, b->stream));
+    unpack_kernel<<<blocks_for(K, T), T, 0, b->stream>>>(
+        b->dpb, b->mig, (int64_t)(b->count - 1) * K, K, XFER_ACT(x, K, nw), XFER_REP(x, K, nw),
+        XFER_RULE(x, K, nw), XFER_SCORE(x, K, nw), b->d_mig_score);
+    SBG_CUDA_CHECK(cudaGetLastError());
+  }
+  migrate_scatter<<<blocks_for((int64_t)b->count * K, T), T, 0, b->stream>>>(
+      b->dpb, src, b->mig, b->d_score, b->d_mig_score, b->d_ord, b->d_keys, b->count, b->size, K,
+      b->d_stop);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  SBG_TRY(gpu_block_sort(b, ctx));
+done:
+  return st;
+}
+
+/* Breeding, evaluation, sort and end of generation g. */
+static sbg_status gpu_block_breed(gpu_block *b, const sbg_grn_params *gp, int64_t g, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int T = 128;
+  grn_pop src = b->buf[(g - 1) & 1], dst = b->buf[g & 1];
+  if (gp->roulette) {
+    roulette_kernel<<<b->count, GRN_SCAN_THREADS, 0, b->stream>>>(b->d_score, b->d_ord, b->size, b->d_cum, b->d_stop);
+    SBG_CUDA_CHECK(cudaGetLastError());
+  }
+  breed_kernel<<<blocks_for(b->np / 2, T), T, 0, b->stream>>>(b->dpb, *gp, src, dst, b->d_ord, b->d_cum, g,
+                                                              b->koff, b->d_stop);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  eval_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->dpb, dst, b->size, b->d_score, b->d_keys, b->d_stop);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  SBG_TRY(gpu_block_sort(b, ctx));
+  SBG_TRY(gpu_block_finish(b, g, gp->target, ctx));
+done:
+  return st;
+}
+
+/* The block's best at the end (population buf[gen & 1]): its local index
+ * and score, ties by lowest island. */
+static sbg_status gpu_block_best(gpu_block *b, int64_t *kb, int64_t *sb, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t *h_ord = (int32_t *)malloc(b->count * sizeof(int32_t));
+  int64_t *h_s = (int64_t *)malloc(b->count * sizeof(int64_t));
+  if (!h_ord || !h_s) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate host buffers"); goto done; }
+  for (int isl = 0; isl < b->count; isl++)
+    SBG_CUDA_CHECK(cudaMemcpyAsync(h_ord + isl, b->d_ord + (int64_t)isl * b->size, sizeof(int32_t),
+                                   cudaMemcpyDeviceToHost, b->stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(b->stream));
+  for (int isl = 0; isl < b->count; isl++)
+    SBG_CUDA_CHECK(cudaMemcpyAsync(h_s + isl, b->d_score + h_ord[isl], sizeof(int64_t),
+                                   cudaMemcpyDeviceToHost, b->stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(b->stream));
+  *kb = h_ord[0];
+  *sb = h_s[0];
+  for (int isl = 1; isl < b->count; isl++)
+    if (h_s[isl] < *sb) { *sb = h_s[isl]; *kb = h_ord[isl]; }
+done:
+  free(h_ord);
+  free(h_s);
+  return st;
+}
+
+/* The whole run on one or several devices: one block of contiguous islands
+ * per device (as even as possible), all driven from this thread (launches
+ * are asynchronous, so the devices work together).  One device: migration
+ * on the device, no host round trip, the host polls per chunk of
+ * generations.  Several: at each migration generation every device sends
+ * its last island's K best through pinned host memory to the next device,
+ * the host waiting for all of them; the stop test is each device's own,
+ * and the run's stop is the earliest (see the end). */
+extern "C" sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
+                                         sbg_grn_result *out, const int *devices, int n_devices,
+                                         sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int n = pb->n, w = pb->w, I = gp->islands;
+  const int64_t G = gp->generations, rows = G + 1;
+  const int ND = devices == NULL || n_devices < 1 ? 1 : n_devices > I ? I : n_devices;
+  gpu_block *bl = (gpu_block *)calloc((size_t)ND, sizeof(gpu_block));
+  uint32_t *d_best = NULL, *h_best = NULL;
+  int64_t g = 0, g_stop = -1;
   double t0 = wall_seconds();
+  const int cross = ND > 1 && I > 1 && gp->migrants > 0;
 
-  SBG_TRY(sbg_device_select(ctx->device, ctx));
-  SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  SBG_TRY(problem_to_device(pb, &dpb, &d_prob, stream, ctx));
-  SBG_TRY(pop_device_alloc(&buf[0], P, n, w, "the population", ctx));
-  SBG_TRY(pop_device_alloc(&buf[1], P, n, w, "the population", ctx));
-  if (I > 1 && K > 0) SBG_TRY(pop_device_alloc(&mig, (int64_t)I * K, n, w, "the migrants", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_score, P * sizeof(int64_t), "the scores", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_mig_score, ((size_t)I * K + 1) * sizeof(int64_t), "the migrants", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_keys, P * sizeof(uint64_t), "the sort keys", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_sorted, P * sizeof(uint64_t), "the sort keys", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_cum, P * sizeof(uint64_t), "the roulette", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_ord, P * sizeof(int32_t), "the order", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_offsets, (I + 1) * sizeof(int32_t), "the islands", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_stop, sizeof(int), "the stop flag", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_gens, sizeof(int64_t), "the stop flag", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_hist, (size_t)rows * I * sizeof(double), "the fitness history", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_best, (2 * (size_t)n * w + n + 4) * sizeof(uint32_t), "the best network", ctx));
-
-  h_offsets = (int32_t *)malloc((I + 1) * sizeof(int32_t));
-  h_best = (uint32_t *)malloc((2 * (size_t)n * w + n + 4) * sizeof(uint32_t));
-  if (!h_offsets || !h_best) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate host buffers"); goto done; }
-  for (int i = 0; i <= I; i++) h_offsets[i] = (int32_t)((int64_t)i * size);
-  SBG_CUDA_CHECK(cudaMemcpyAsync(d_offsets, h_offsets, (I + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
-  SBG_CUDA_CHECK(cudaMemsetAsync(d_stop, 0, sizeof(int), stream));
-  SBG_CUDA_CHECK(cudaMemsetAsync(d_gens, 0, sizeof(int64_t), stream));
-  SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortKeys(
-      NULL, temp_bytes, d_keys, d_sorted, (int)P, I, d_offsets, d_offsets + 1, 0, end_bit, stream));
-  SBG_TRY(sbg_device_alloc(&d_temp, temp_bytes + 1, "the sort's scratch space", ctx));
-
-#define GRN_SORT()                                                                              \
-  do {                                                                                          \
-    SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortKeys(d_temp, temp_bytes, d_keys, d_sorted, \
-                                                          (int)P, I, d_offsets, d_offsets + 1, \
-                                                          0, end_bit, stream));                 \
-    order_kernel<<<blocks_for(P, T), T, 0, stream>>>(d_sorted, P, size, d_ord, d_stop);         \
-    SBG_CUDA_CHECK(cudaGetLastError());                                                         \
-  } while (0)
-
-  /* generation 0 */
-  init_kernel<<<blocks_for(P, T), T, 0, stream>>>(dpb, buf[0], gp->seed);
-  SBG_CUDA_CHECK(cudaGetLastError());
-  eval_kernel<<<blocks_for(P, T), T, 0, stream>>>(dpb, buf[0], size, d_score, d_keys, d_stop);
-  SBG_CUDA_CHECK(cudaGetLastError());
-  GRN_SORT();
-  finish_kernel<<<1, 32, 0, stream>>>(d_sorted, I, size, 0, rows, gp->target, d_hist, d_stop, d_gens);
-  SBG_CUDA_CHECK(cudaGetLastError());
+  if (!bl) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate host buffers"); goto done; }
+  for (int d = 0; d < ND; d++) {
+    int first = (int)((int64_t)I * d / ND), last = (int)((int64_t)I * (d + 1) / ND);
+    int dev = devices ? devices[d] : ctx->device;
+    SBG_TRY(gpu_block_alloc(&bl[d], pb, gp, dev, first, last - first, 0, rows, ctx));
+  }
+  for (int d = 0; d < ND; d++) {
+    SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
+    SBG_TRY(gpu_block_init(&bl[d], gp, ctx));
+  }
 
   out->stop_reason = SBG_GRN_STOP_GENERATIONS;
   {
     int64_t chunk = 4;
-    while (g < G) {
+    int any_stop = 0;
+    while (g < G && !any_stop) {
       double tc = wall_seconds();
       int64_t g_end = g + chunk < G ? g + chunk : G;
-      for (; g < g_end;) {
+      while (g < g_end && !any_stop) {
         g++;
-        grn_pop src = buf[(g - 1) & 1], dst = buf[g & 1];
-        if (I > 1 && K > 0 && g % gp->migration_interval == 0) {
-          migrate_gather<<<blocks_for((int64_t)I * K, T), T, 0, stream>>>(
-              dpb, src, mig, d_score, d_mig_score, d_ord, I, size, K, d_stop);
-          SBG_CUDA_CHECK(cudaGetLastError());
-          migrate_scatter<<<blocks_for((int64_t)I * K, T), T, 0, stream>>>(
-              dpb, src, mig, d_score, d_mig_score, d_ord, d_keys, I, size, K, d_stop);
-          SBG_CUDA_CHECK(cudaGetLastError());
-          GRN_SORT();
+        int mig = I > 1 && gp->migrants > 0 && g % gp->migration_interval == 0;
+        if (mig && cross) {
+          for (int d = 0; d < ND; d++) {
+            SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
+            SBG_TRY(gpu_block_migrate_out(&bl[d], g, 1, gp->migration_interval, ctx));
+          }
+          for (int d = 0; d < ND; d++) {
+            SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
+            SBG_CUDA_CHECK(cudaStreamSynchronize(bl[d].stream));
+            any_stop |= *(int *)bl[d].h_flags;
+          }
+          if (any_stop) break; /* a block reached the target before g */
+          for (int d = 0; d < ND; d++) {
+            SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
+            SBG_TRY(gpu_block_migrate_in(&bl[d], g, bl[(d + ND - 1) % ND].h_xfer[xfer_buf(g, gp->migration_interval)], ctx));
+          }
         }
-        if (gp->roulette) {
-          roulette_kernel<<<I, GRN_SCAN_THREADS, 0, stream>>>(d_score, d_ord, size, d_cum, d_stop);
-          SBG_CUDA_CHECK(cudaGetLastError());
+        for (int d = 0; d < ND; d++) {
+          SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
+          if (mig && !cross) {
+            SBG_TRY(gpu_block_migrate_out(&bl[d], g, 0, gp->migration_interval, ctx));
+            SBG_TRY(gpu_block_migrate_in(&bl[d], g, NULL, ctx));
+          }
+          SBG_TRY(gpu_block_breed(&bl[d], gp, g, ctx));
         }
-        breed_kernel<<<blocks_for(P / 2, T), T, 0, stream>>>(dpb, *gp, src, dst, d_ord, d_cum, g, d_stop);
-        SBG_CUDA_CHECK(cudaGetLastError());
-        eval_kernel<<<blocks_for(P, T), T, 0, stream>>>(dpb, dst, size, d_score, d_keys, d_stop);
-        SBG_CUDA_CHECK(cudaGetLastError());
-        GRN_SORT();
-        finish_kernel<<<1, 32, 0, stream>>>(d_sorted, I, size, g, rows, gp->target, d_hist, d_stop, d_gens);
-        SBG_CUDA_CHECK(cudaGetLastError());
       }
-      SBG_CUDA_CHECK(cudaMemcpyAsync(&stop, d_stop, sizeof(int), cudaMemcpyDeviceToHost, stream));
-      SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-      if (stop) break;
+      for (int d = 0; d < ND; d++) {
+        SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
+        SBG_CUDA_CHECK(cudaMemcpyAsync(bl[d].h_flags, bl[d].d_stop, sizeof(int), cudaMemcpyDeviceToHost, bl[d].stream));
+      }
+      for (int d = 0; d < ND; d++) {
+        SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
+        SBG_CUDA_CHECK(cudaStreamSynchronize(bl[d].stream));
+        any_stop |= *(int *)bl[d].h_flags;
+      }
+      if (any_stop) break;
       double t = wall_seconds();
       if (gp->time_limit > 0 && t - t0 >= gp->time_limit) { out->stop_reason = SBG_GRN_STOP_TIME; break; }
       double frac = (double)g / (double)G;
@@ -312,40 +571,55 @@ extern "C" sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_gr
       if (t - tc < 0.05 && chunk < (1 << 20)) chunk *= 2;
     }
   }
-  SBG_CUDA_CHECK(cudaMemcpyAsync(&gens_done, d_gens, sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
-  SBG_CUDA_CHECK(cudaMemcpyAsync(&stop, d_stop, sizeof(int), cudaMemcpyDeviceToHost, stream));
-  SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (stop) out->stop_reason = SBG_GRN_STOP_TARGET;
-  out->generations_run = gens_done;
-  /* history: rows 0..gens_done of each island (column-major) */
-  for (int isl = 0; isl < I; isl++)
-    SBG_CUDA_CHECK(cudaMemcpyAsync(out->history + (int64_t)isl * rows, d_hist + (int64_t)isl * rows,
-                                   (gens_done + 1) * sizeof(double), cudaMemcpyDeviceToHost, stream));
+  for (int d = 0; d < ND; d++) {
+    SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(&bl[d].gens_done, bl[d].d_gens, sizeof(int64_t), cudaMemcpyDeviceToHost, bl[d].stream));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(&bl[d].stop, bl[d].d_stop, sizeof(int), cudaMemcpyDeviceToHost, bl[d].stream));
+    SBG_CUDA_CHECK(cudaStreamSynchronize(bl[d].stream));
+  }
+  /* The single run stops at the first generation where any island reaches
+   * the target: the earliest of the blocks' own stops.  Blocks that ran
+   * past it are cut there (their earlier history rows hold), and the best
+   * lies in a block that stopped there (the others' are above the target). */
+  for (int d = 0; d < ND; d++)
+    if (bl[d].stop && (g_stop < 0 || bl[d].gens_done < g_stop)) g_stop = bl[d].gens_done;
+  if (g_stop >= 0) {
+    out->stop_reason = SBG_GRN_STOP_TARGET;
+  } else {
+    g_stop = bl[0].gens_done;
+  }
+  out->generations_run = g_stop;
+  for (int d = 0; d < ND; d++) {
+    SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
+    for (int isl = 0; isl < bl[d].count; isl++)
+      SBG_CUDA_CHECK(cudaMemcpyAsync(out->history + (int64_t)(bl[d].first + isl) * rows,
+                                     bl[d].d_hist + (int64_t)isl * rows, (g_stop + 1) * sizeof(double),
+                                     cudaMemcpyDeviceToHost, bl[d].stream));
+    SBG_CUDA_CHECK(cudaStreamSynchronize(bl[d].stream));
+  }
   {
-    /* the best of all islands, ties by index, from the last population */
-    int32_t *h_ord = (int32_t *)h_offsets; /* I + 1 >= I entries, reused */
-    int64_t *h_first = NULL;
-    for (int isl = 0; isl < I; isl++)
-      SBG_CUDA_CHECK(cudaMemcpyAsync(h_ord + isl, d_ord + (int64_t)isl * size, sizeof(int32_t),
-                                     cudaMemcpyDeviceToHost, stream));
-    SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-    h_first = (int64_t *)malloc(I * sizeof(int64_t));
-    if (!h_first) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate host buffers"); goto done; }
-    int64_t kb = h_ord[0], sb = 0;
-    for (int isl = 0; isl < I; isl++) {
-      cudaError_t e = cudaMemcpy(h_first + isl, d_score + h_ord[isl], sizeof(int64_t), cudaMemcpyDeviceToHost);
-      if (e != cudaSuccess) { free(h_first); SBG_CUDA_CHECK(e); }
+    /* the best of all islands, ties by index, among the blocks at g_stop */
+    int db = -1;
+    int64_t kb = 0, sb = 0;
+    for (int d = 0; d < ND; d++) {
+      if (bl[d].gens_done != g_stop) continue;
+      int64_t k = 0, s = 0;
+      SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
+      SBG_TRY(gpu_block_best(&bl[d], &k, &s, ctx));
+      if (db < 0 || s < sb) { db = d; kb = k; sb = s; }
     }
-    sb = h_first[0];
-    for (int isl = 1; isl < I; isl++)
-      if (h_first[isl] < sb) { sb = h_first[isl]; kb = h_ord[isl]; }
-    free(h_first);
-    grn_pop last = buf[gens_done & 1];
+    if (db < 0) { st = sbg_fail(ctx, SBG_ERR_INTERNAL, "no device at the last generation"); goto done; }
+    gpu_block *b = &bl[db];
     size_t nw = (size_t)n * w;
-    gather_kernel<<<1, 256, 0, stream>>>(dpb, last, kb, d_best, d_best + nw, (uint8_t *)(d_best + 2 * nw));
+    SBG_CUDA_CHECK(cudaSetDevice(b->dev));
+    SBG_TRY(sbg_device_alloc((void **)&d_best, (2 * nw + n + 4) * sizeof(uint32_t), "the best network", ctx));
+    h_best = (uint32_t *)malloc((2 * nw + n + 4) * sizeof(uint32_t));
+    if (!h_best) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate host buffers"); goto done; }
+    gather_kernel<<<1, 256, 0, b->stream>>>(b->dpb, b->buf[g_stop & 1], kb, d_best, d_best + nw,
+                                            (uint8_t *)(d_best + 2 * nw));
     SBG_CUDA_CHECK(cudaGetLastError());
-    SBG_CUDA_CHECK(cudaMemcpyAsync(h_best, d_best, (2 * nw + n + 4) * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
-    SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(h_best, d_best, (2 * nw + n + 4) * sizeof(uint32_t), cudaMemcpyDeviceToHost, b->stream));
+    SBG_CUDA_CHECK(cudaStreamSynchronize(b->stream));
     grn_view v = {h_best, h_best + nw, (uint8_t *)(h_best + 2 * nw), 1};
     out->best_score = grn_evaluate(pb, v, &out->best_dn, &out->best_dl);
     for (int i = 0; i < n; i++) {
@@ -353,20 +627,125 @@ extern "C" sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_gr
       out->best_rules[i] = GRN_RULE(v, i);
     }
   }
-#undef GRN_SORT
 done:
-  if (stream) cudaStreamSynchronize(stream);
-  cudaFree(d_prob);
-  pop_device_free(&buf[0]);
-  pop_device_free(&buf[1]);
-  pop_device_free(&mig);
-  cudaFree(d_score); cudaFree(d_mig_score); cudaFree(d_gens);
-  cudaFree(d_keys); cudaFree(d_sorted); cudaFree(d_cum);
-  cudaFree(d_ord); cudaFree(d_offsets); cudaFree(d_stop);
-  cudaFree(d_hist); cudaFree(d_temp); cudaFree(d_best);
-  free(h_offsets);
+  if (d_best) cudaFree(d_best); /* on the device current when it was allocated */
+  if (bl)
+    for (int d = 0; d < ND; d++) gpu_block_free(&bl[d]);
+  free(bl);
   free(h_best);
-  if (stream) cudaStreamDestroy(stream);
+  return st;
+}
+
+/* One BPPARAM worker's round on ctx->device (see sbg_grn_round in grn.h):
+ * the state goes up in the CPU layout and is evaluated again (the scores
+ * are a function of the individual), the generations run as on the whole
+ * run's device, and the state comes back. */
+extern "C" sbg_status sbg_grn_round_gpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
+                                        sbg_grn_round *rd, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int n = pb->n, w = pb->w, T = 128;
+  const int64_t nw = (int64_t)n * w, rows = rd->g_to - rd->g_from + 1;
+  gpu_block b;
+  uint32_t *d_state = NULL;
+  int64_t *h_score = NULL, g = rd->g_from;
+  int32_t *h_ord = NULL;
+  const int64_t np = (int64_t)rd->count * (gp->pop / gp->islands);
+  const int64_t K = gp->islands > 1 ? gp->migrants : 0;
+  /* the state in the CPU layout: act, rep, scores (int64), rules */
+  const size_t words = 2 * (size_t)np * nw + 2 * (size_t)np + ((size_t)np * n + 3) / 4 + 1;
+  memset(&b, 0, sizeof(b));
+  SBG_TRY(gpu_block_alloc(&b, pb, gp, ctx->device, rd->first, rd->count, rd->g_from, rows, ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_state, words * sizeof(uint32_t), "the population", ctx));
+  h_score = (int64_t *)malloc(((size_t)np + 1) * sizeof(int64_t));
+  h_ord = (int32_t *)malloc(((size_t)K + 1) * sizeof(int32_t));
+  if (!h_score || !h_ord) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate host buffers"); goto done; }
+  for (int64_t e = 0; e < rows * rd->count; e++) rd->history[e] = NAN;
+  {
+    uint32_t *s_act = d_state, *s_rep = d_state + np * nw;
+    int64_t *s_score = (int64_t *)(d_state + 2 * np * nw);
+    uint8_t *s_rule = (uint8_t *)(d_state + 2 * np * nw + 2 * np);
+    if (rd->init) {
+      SBG_TRY(gpu_block_init(&b, gp, ctx));
+    } else {
+      SBG_CUDA_CHECK(cudaMemcpyAsync(s_act, rd->state.act, np * nw * 4, cudaMemcpyHostToDevice, b.stream));
+      SBG_CUDA_CHECK(cudaMemcpyAsync(s_rep, rd->state.rep, np * nw * 4, cudaMemcpyHostToDevice, b.stream));
+      SBG_CUDA_CHECK(cudaMemcpyAsync(s_rule, rd->state.rule, np * n, cudaMemcpyHostToDevice, b.stream));
+      grn_pop p0 = b.buf[g & 1];
+      unpack_kernel<<<blocks_for(np, T), T, 0, b.stream>>>(b.dpb, p0, 0, np, s_act, s_rep, s_rule, NULL, NULL);
+      SBG_CUDA_CHECK(cudaGetLastError());
+      eval_kernel<<<blocks_for(np, T), T, 0, b.stream>>>(b.dpb, p0, b.size, b.d_score, b.d_keys, b.d_stop);
+      SBG_CUDA_CHECK(cudaGetLastError());
+      SBG_TRY(gpu_block_sort(&b, ctx));
+      SBG_TRY(gpu_block_finish(&b, g, gp->target, ctx));
+    }
+    if (rd->incoming && K > 0) {
+      uint32_t *x = b.h_xfer[0];
+      memcpy(XFER_ACT(x, K, nw), rd->incoming->act, K * nw * 4);
+      memcpy(XFER_REP(x, K, nw), rd->incoming->rep, K * nw * 4);
+      memcpy(XFER_RULE(x, K, nw), rd->incoming->rule, K * n);
+      for (int r = 0; r < K; r++) XFER_SCORE(x, K, nw)[r] = (int64_t)rd->incoming->score[r];
+    }
+    double t_poll = wall_seconds();
+    int stop = 0;
+    SBG_CUDA_CHECK(cudaMemcpyAsync(&stop, b.d_stop, sizeof(int), cudaMemcpyDeviceToHost, b.stream));
+    SBG_CUDA_CHECK(cudaStreamSynchronize(b.stream));
+    while (g < rd->g_to && !stop) {
+      g++;
+      if (gp->islands > 1 && K > 0 && g % gp->migration_interval == 0) {
+        int in = g == rd->g_from + 1 && rd->incoming;
+        SBG_TRY(gpu_block_migrate_out(&b, g, 0, gp->migration_interval, ctx));
+        SBG_TRY(gpu_block_migrate_in(&b, g, in ? b.h_xfer[0] : NULL, ctx));
+      }
+      SBG_TRY(gpu_block_breed(&b, gp, g, ctx));
+      double t = wall_seconds();
+      if (t - t_poll > 0.1 || g == rd->g_to) {
+        SBG_CUDA_CHECK(cudaMemcpyAsync(&stop, b.d_stop, sizeof(int), cudaMemcpyDeviceToHost, b.stream));
+        SBG_CUDA_CHECK(cudaStreamSynchronize(b.stream));
+        SBG_TRY(sbg_poll(ctx, (double)(g - rd->g_from) / (double)(rd->g_to - rd->g_from)));
+        t_poll = t;
+      }
+    }
+    SBG_CUDA_CHECK(cudaMemcpyAsync(&b.gens_done, b.d_gens, sizeof(int64_t), cudaMemcpyDeviceToHost, b.stream));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(&stop, b.d_stop, sizeof(int), cudaMemcpyDeviceToHost, b.stream));
+    SBG_CUDA_CHECK(cudaStreamSynchronize(b.stream));
+    rd->stopped = stop;
+    rd->g_done = stop ? b.gens_done : g;
+    int64_t gd = rd->g_done;
+    for (int isl = 0; isl < rd->count; isl++)
+      SBG_CUDA_CHECK(cudaMemcpyAsync(rd->history + isl * rows, b.d_hist + isl * rows,
+                                     (gd - rd->g_from + 1) * sizeof(double), cudaMemcpyDeviceToHost, b.stream));
+    pack_kernel<<<blocks_for(np, T), T, 0, b.stream>>>(b.dpb, b.buf[gd & 1], 0, np, b.d_score, s_act, s_rep,
+                                                        s_rule, s_score);
+    SBG_CUDA_CHECK(cudaGetLastError());
+    SBG_CUDA_CHECK(cudaMemcpyAsync(rd->state.act, s_act, np * nw * 4, cudaMemcpyDeviceToHost, b.stream));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(rd->state.rep, s_rep, np * nw * 4, cudaMemcpyDeviceToHost, b.stream));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(rd->state.rule, s_rule, np * n, cudaMemcpyDeviceToHost, b.stream));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(h_score, s_score, np * sizeof(int64_t), cudaMemcpyDeviceToHost, b.stream));
+    if (K > 0)
+      SBG_CUDA_CHECK(cudaMemcpyAsync(h_ord, b.d_ord + (int64_t)(rd->count - 1) * b.size, K * sizeof(int32_t),
+                                     cudaMemcpyDeviceToHost, b.stream));
+    SBG_CUDA_CHECK(cudaStreamSynchronize(b.stream));
+  }
+  /* the best: the lowest score, first index (islands are contiguous and
+   * sorted ties go by slot, so this is ties by lowest island) */
+  rd->best_index = 0;
+  for (int64_t k = 0; k < np; k++) {
+    rd->state.score[k] = (double)h_score[k];
+    if (h_score[k] < h_score[rd->best_index]) rd->best_index = k;
+  }
+  rd->best_score = h_score[rd->best_index];
+  for (int r = 0; r < K; r++) {
+    int64_t src = h_ord[r];
+    memcpy(rd->outgoing.act + r * nw, rd->state.act + src * nw, nw * 4);
+    memcpy(rd->outgoing.rep + r * nw, rd->state.rep + src * nw, nw * 4);
+    memcpy(rd->outgoing.rule + (int64_t)r * n, rd->state.rule + src * n, n);
+    rd->outgoing.score[r] = (double)h_score[src];
+  }
+done:
+  if (d_state) { cudaSetDevice(b.dev); cudaFree(d_state); }
+  gpu_block_free(&b);
+  free(h_score);
+  free(h_ord);
   return st;
 }
 
@@ -393,7 +772,7 @@ extern "C" sbg_status sbg_grn_bench_gpu(const sbg_grn_problem *pb, int64_t pop, 
   SBG_TRY(sbg_device_alloc((void **)&d_score, pop * sizeof(int64_t), "the scores", ctx));
   h_score = (int64_t *)malloc(pop * sizeof(int64_t) + 1);
   if (!h_score) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the scores"); goto done; }
-  init_kernel<<<blocks_for(pop, T), T, 0, stream>>>(dpb, p, seed);
+  init_kernel<<<blocks_for(pop, T), T, 0, stream>>>(dpb, p, seed, pop, 0);
   SBG_CUDA_CHECK(cudaGetLastError());
   /* one warm-up pass, then the timed ones */
   eval_kernel<<<blocks_for(pop, T), T, 0, stream>>>(dpb, p, 1, d_score, NULL, NULL);

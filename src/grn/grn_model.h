@@ -348,10 +348,13 @@ GRN_HD uint64_t grn_stream(int64_t gen, int64_t pop, int64_t k) {
  * `ord` holds, per island, the global indices of the individuals from best
  * to worst; `cum` the island's cumulative roulette weights (roulette only).
  * The pair's draws come from the stream of slot 2m, child 2's mutation from
- * that of slot 2m+1. */
+ * that of slot 2m+1.  `isl`, `src`, `dst`, `ord` and `cum` are those of a
+ * block of islands (grnEvolve over several devices or workers); `koff` is
+ * the global index of the block's first individual, so that the streams,
+ * and thus the run, do not depend on how the islands are split. */
 GRN_HD void grn_breed_pair(const sbg_grn_problem *pb, const sbg_grn_params *gp,
                            const grn_pop *src, const grn_pop *dst, const int32_t *ord,
-                           const uint64_t *cum, int isl, int m, int64_t gen) {
+                           const uint64_t *cum, int isl, int m, int64_t gen, int64_t koff) {
   const int n = pb->n, w = pb->w;
   const int size = (int)(gp->pop / gp->islands);
   const int64_t base = (int64_t)isl * size;
@@ -363,8 +366,8 @@ GRN_HD void grn_breed_pair(const sbg_grn_problem *pb, const sbg_grn_params *gp,
     return;
   }
   sbg_philox g1, g2;
-  sbg_philox_init(&g1, gp->seed, grn_stream(gen, gp->pop, k1), 0);
-  sbg_philox_init(&g2, gp->seed, grn_stream(gen, gp->pop, k2), 0);
+  sbg_philox_init(&g1, gp->seed, grn_stream(gen, gp->pop, koff + k1), 0);
+  sbg_philox_init(&g2, gp->seed, grn_stream(gen, gp->pop, koff + k2), 0);
   int a, b;
   if (gp->roulette) {
     a = grn_spin(&g1, cum + base, size);

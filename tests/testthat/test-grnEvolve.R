@@ -411,3 +411,143 @@ test_that("Ctrl-C stops a long GPU run", {
                          seed = 1, backend = "gpu", verbose = FALSE),
                "interrupted", class = "sysbioGPU_error_interrupted")
 })
+
+# ---- several blocks of islands: devices, R workers (BPPARAM) ----------------
+
+# The fields a split run must reproduce exactly.
+grn_run_fields <- function(f) {
+  f[c("network", "rules", "history", "generations", "fitness", "dn", "dl", "stopReason")]
+}
+
+grn_par_case <- function(islands = 6, popSize = 96, selection = "elitist", target = NULL,
+                         migrationInterval = 3, generations = 14, seed = 5, ...) {
+  eye <- grnMouseEye()
+  grnEvolve(eye$network, eye$from, eye$to, popSize = popSize, islands = islands,
+            migrationInterval = migrationInterval, migrants = 2, selection = selection,
+            pLink = 0.05, pRule = 0.05, generations = generations, target = target,
+            seed = seed, verbose = FALSE, ...)
+}
+
+# A target that the single run reaches strictly inside, at generation > 0.
+grn_mid_target <- function(fit) {
+  h <- fit$history
+  min(h[nrow(h) %/% 2 + 1, ])
+}
+
+test_that("blocks of islands in one process give the single run (CPU)", {
+  for (sel in c("elitist", "roulette")) {
+    one <- grn_par_case(selection = sel, backend = "cpu", threads = 1)
+    old <- options(sysbioGPU.grnBlocks = 4L)
+    four <- grn_par_case(selection = sel, backend = "cpu", threads = 2)
+    options(sysbioGPU.grnBlocks = 6L)
+    six <- grn_par_case(selection = sel, backend = "cpu", threads = 1, migrationInterval = 1)
+    options(old)
+    six1 <- grn_par_case(selection = sel, backend = "cpu", threads = 1, migrationInterval = 1)
+    expect_identical(grn_run_fields(four), grn_run_fields(one), info = sel)
+    expect_identical(grn_run_fields(six), grn_run_fields(six1), info = sel)
+  }
+  # the migrants do cross blocks: without migration the history differs
+  one <- grn_par_case(backend = "cpu", threads = 1)
+  lone <- grn_par_case(backend = "cpu", threads = 1, migrationInterval = 1e6)
+  expect_false(identical(one$history, lone$history))
+})
+
+test_that("R workers (BPPARAM) give the single-process run (CPU)", {
+  skip_if_not_installed("BiocParallel")
+  skip_on_os("windows") # MulticoreParam forks
+  ser <- BiocParallel::SerialParam()
+  mc3 <- BiocParallel::MulticoreParam(3)
+  cases <- list(
+    list(islands = 6, selection = "elitist"),
+    list(islands = 6, selection = "roulette"),
+    list(islands = 7, popSize = 112, selection = "elitist"),      # 7 islands on 3 workers
+    list(islands = 2, popSize = 32, selection = "elitist"),       # more workers than islands
+    list(islands = 6, selection = "elitist", migrationInterval = 1),
+    list(islands = 1, popSize = 32, selection = "roulette"))
+  for (cs in cases) {
+    one <- do.call(grn_par_case, c(cs, backend = "cpu", threads = 1))
+    for (bp in list(ser, mc3)) {
+      par <- do.call(grn_par_case, c(cs, backend = "cpu", BPPARAM = bp))
+      expect_identical(grn_run_fields(par), grn_run_fields(one),
+                       info = paste(class(bp)[[1]], cs$islands, cs$selection))
+    }
+  }
+  # a run that stops on the target inside a round (rounds end before each
+  # migration generation: 2, 5, 8, ...)
+  for (sel in c("elitist", "roulette")) {
+    free <- grn_par_case(selection = sel, backend = "cpu", threads = 1, generations = 30)
+    tgt <- grn_mid_target(free)
+    one <- grn_par_case(selection = sel, backend = "cpu", threads = 1, generations = 30, target = tgt)
+    expect_equal(one$stopReason, "target")
+    expect_lt(one$generations, 30)
+    par <- grn_par_case(selection = sel, backend = "cpu", generations = 30, target = tgt, BPPARAM = mc3)
+    expect_identical(grn_run_fields(par), grn_run_fields(one), info = sel)
+    old <- options(sysbioGPU.grnBlocks = 3L)
+    blk <- grn_par_case(selection = sel, backend = "cpu", threads = 1, generations = 30, target = tgt)
+    options(old)
+    expect_identical(grn_run_fields(blk), grn_run_fields(one), info = sel)
+  }
+  expect_error(grn_par_case(backend = "cpu", BPPARAM = 3), "BPPARAM", class = "sysbioGPU_error_input")
+})
+
+test_that("SnowParam workers give the single-process run (CPU)", {
+  skip_if_not_installed("BiocParallel")
+  snow <- BiocParallel::SnowParam(2)
+  BiocParallel::bpstart(snow)
+  on.exit(BiocParallel::bpstop(snow), add = TRUE)
+  one <- grn_par_case(islands = 5, popSize = 80, backend = "cpu", threads = 1)
+  two <- grn_par_case(islands = 5, popSize = 80, backend = "cpu", threads = 1, BPPARAM = snow)
+  expect_identical(grn_run_fields(two), grn_run_fields(one))
+})
+
+test_that("several GPUs and GPU workers give the single-device and CPU runs", {
+  skip_if_no_gpu()
+  n_gpu <- nrow(gpuInfo())
+  for (sel in c("elitist", "roulette")) {
+    cpu <- grn_par_case(selection = sel, backend = "cpu", threads = 1, generations = 40)
+    g1 <- grn_par_case(selection = sel, backend = "gpu", device = 0L, generations = 40)
+    expect_identical(grn_run_fields(g1), grn_run_fields(cpu), info = sel)
+    # stop on the target in the middle
+    tgt <- grn_mid_target(cpu)
+    cpu_t <- grn_par_case(selection = sel, backend = "cpu", threads = 1, generations = 40, target = tgt)
+    # the several-GPU code on one GPU: 3 blocks of islands, each with its
+    # own stream and stop flag, migrants through host memory
+    old <- options(sysbioGPU.grnBlocks = 3L)
+    b3 <- grn_par_case(selection = sel, backend = "gpu", device = 0L, generations = 40)
+    b3t <- grn_par_case(selection = sel, backend = "gpu", device = 0L, generations = 40, target = tgt)
+    b7 <- grn_par_case(islands = 7, popSize = 112, selection = sel, backend = "gpu", device = 0L,
+                       migrationInterval = 1, generations = 20)
+    options(old)
+    expect_identical(grn_run_fields(b3), grn_run_fields(cpu), info = sel)
+    expect_identical(grn_run_fields(b3t), grn_run_fields(cpu_t), info = sel)
+    expect_equal(cpu_t$stopReason, "target")
+    cpu7 <- grn_par_case(islands = 7, popSize = 112, selection = sel, backend = "cpu", threads = 1,
+                         migrationInterval = 1, generations = 20)
+    expect_identical(grn_run_fields(b7), grn_run_fields(cpu7), info = sel)
+    if (n_gpu >= 2L) {
+      g2 <- grn_par_case(selection = sel, backend = "gpu", device = c(0L, 1L), generations = 40)
+      gall <- grn_par_case(selection = sel, backend = "gpu", device = "all", generations = 40)
+      expect_identical(grn_run_fields(g2), grn_run_fields(cpu), info = sel)
+      expect_identical(grn_run_fields(gall), grn_run_fields(cpu), info = sel)
+      expect_identical(g2$devices, c(0L, 1L))
+      g2t <- grn_par_case(selection = sel, backend = "gpu", device = c(0L, 1L), generations = 40, target = tgt)
+      expect_identical(grn_run_fields(g2t), grn_run_fields(cpu_t), info = sel)
+      g27 <- grn_par_case(islands = 7, popSize = 112, selection = sel, backend = "gpu",
+                          device = c(0L, 1L), migrationInterval = 1, generations = 20)
+      expect_identical(grn_run_fields(g27), grn_run_fields(cpu7), info = sel)
+    }
+  }
+  skip_if_not_installed("BiocParallel")
+  snow <- BiocParallel::SnowParam(2)
+  BiocParallel::bpstart(snow)
+  on.exit(BiocParallel::bpstop(snow), add = TRUE)
+  cpu <- grn_par_case(backend = "cpu", threads = 1, generations = 30)
+  tgt <- grn_mid_target(cpu)
+  cpu_t <- grn_par_case(backend = "cpu", threads = 1, generations = 30, target = tgt)
+  w <- grn_par_case(backend = "gpu", device = "all", generations = 30, BPPARAM = snow)
+  expect_identical(grn_run_fields(w), grn_run_fields(cpu))
+  wt <- grn_par_case(backend = "gpu", device = "all", generations = 30, target = tgt, BPPARAM = snow)
+  expect_identical(grn_run_fields(wt), grn_run_fields(cpu_t))
+  expect_error(grn_par_case(backend = "gpu", BPPARAM = BiocParallel::MulticoreParam(2)),
+               "SnowParam", class = "sysbioGPU_error_input")
+})
