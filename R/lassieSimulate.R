@@ -227,6 +227,16 @@ check_model <- function(model) {
 #' continues on the host with the CPU's implicit steps from where the device
 #' left it (and `method = "bdf"` runs entirely there) in this version.
 #'
+#' A batch can be shared out: with several GPUs (`device = c(0, 1)` or
+#' `"all"`) each device takes a contiguous block of the simulations, driven
+#' by a host thread of its own, and the stiff ones continue on the host
+#' together; with `BPPARAM` each R worker takes a contiguous block (on the
+#' CPU with `threads` threads, by default the processors shared out among
+#' the workers, or on a GPU of `device`, round robin).  Every simulation's
+#' arithmetic is independent of the others, so the results and `stats`
+#' are those of a single process on a single device, bit for bit.  A
+#' single simulation runs on the first device of `device`.
+#'
 #' @param model A [reactionModel()] (or from [readBioNetGen()],
 #'   [readLASSIE()]).
 #' @param times Output times, at least two, strictly increasing; the first
@@ -239,8 +249,16 @@ check_model <- function(model) {
 #'   reactions, initial amounts x species) to run a batch in one call.
 #' @param maxSteps Most steps (accepted or not) per simulation; exhausting
 #'   them is an error that names the time reached.
-#' @param backend,threads,device See [resolveBackend()].
-#' @param verbose Show a progress bar for long runs.
+#' @param backend,threads,device See [resolveBackend()].  Several GPUs
+#'   (`device = c(0, 1)` or `"all"`) share a batch, each a contiguous block
+#'   of simulations, with the results of one GPU.
+#' @param verbose Show a progress bar for long runs (not with `BPPARAM`).
+#' @param BPPARAM A BiocParallel back-end (`MulticoreParam`, `SnowParam`,
+#'   `BatchtoolsParam` for a cluster...) to share a batch among R workers,
+#'   each a contiguous block of the parameter sets, on the CPU or each on a
+#'   GPU of `device` (round robin; GPU workers need `SnowParam` or
+#'   `BatchtoolsParam`, as CUDA cannot be forked); the results are those of
+#'   one process.  Default `NULL`: this process alone.
 #' @return For one simulation, a matrix of class `lassieSimulation` with a
 #'   `time` column, one column per species and one per observable of the
 #'   model, like deSolve's `ode()`; attributes `stats` (steps, rejected
@@ -272,7 +290,7 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
                            backend = getOption("sysbioGPU.backend", "auto"),
                            threads = getOption("sysbioGPU.threads"),
                            device = getOption("sysbioGPU.device", 0L),
-                           verbose = interactive()) {
+                           verbose = interactive(), BPPARAM = NULL) {
   check_model(model)
   M <- length(model$reactions); N <- length(model$species)
   if (!is.numeric(times) || length(times) < 2L || anyNA(times) || any(!is.finite(times))) {
@@ -292,20 +310,23 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   method <- check_choice(method, c("auto", "rkf45", "bdf"))
   maxSteps <- check_whole(maxSteps, "maxSteps", 1, 2^53)
   check_flag(verbose)
+  check_bpparam(BPPARAM)
   rt <- batch_values(rates, model$rates, M, "rates", "reaction")
   it <- batch_values(initial, model$initial, N, "initial", "species")
   if (rt$n > 1L && it$n > 1L && rt$n != it$n) {
     stop_input("`rates` (", rt$n, " rows) and `initial` (", it$n, " rows) must have as many rows, or one of them one row")
   }
   n_sims <- max(rt$n, it$n)
+  if (!is.null(BPPARAM) && is.null(threads)) threads <- bp_threads(BPPARAM)
   b <- resolveBackend(backend, threads, device)
-  a <- backend_args(b)
-  arr <- lassie_arrays(model)
+  a <- backend_args(b, multi = TRUE)
+  check_bpparam_gpu(BPPARAM, b)
+  job <- list(arr = lassie_arrays(model), times = as.double(times), rtol = rtol, atol = atol,
+              method = match(method, c("auto", "rkf45", "bdf")) - 1L, maxSteps = maxSteps,
+              gpu = a$gpu, threads = a$threads, total = as.integer(n_sims))
   t0 <- proc.time()[["elapsed"]]
-  res <- .Call(ffi_lassie_simulate, arr$r_ptr, arr$r_sp, arr$r_ord, arr$h_ptr, arr$h_rx,
-               arr$h_val, rt$values, it$values, as.double(times), rtol, atol,
-               match(method, c("auto", "rkf45", "bdf")) - 1L, maxSteps, 0,
-               a$gpu, a$threads, a$device, verbose)
+  res <- if (is.null(BPPARAM)) lassie_engine(job, rt$values, it$values, 0L, a$devices, verbose)
+         else lassie_workers(job, rt, it, M, N, a$devices, BPPARAM)
   elapsed <- proc.time()[["elapsed"]] - t0
   nt <- length(times)
   stat_names <- c("steps", "rejected", "switches", "implicitSteps", "newtonIterations",
@@ -327,6 +348,42 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   }
   if (n_sims == 1L && !rt$batch && !it$batch) return(one(1L))
   lapply(seq_len(n_sims), one)
+}
+
+# One engine call: the simulations base + 1 .. of the whole batch (job$total)
+# whose rates and initial amounts are given (columns, or one shared), on
+# the CPU or on `devices` (several share the batch).
+lassie_engine <- function(job, rates, initial, base, devices, verbose) {
+  arr <- job$arr
+  .Call(ffi_lassie_simulate, arr$r_ptr, arr$r_sp, arr$r_ord, arr$h_ptr, arr$h_rx,
+        arr$h_val, rates, initial, job$times, job$rtol, job$atol, job$method, job$maxSteps, 0,
+        job$gpu, job$threads, as.integer(devices), verbose, as.integer(c(base, job$total)))
+}
+
+# BPPARAM: each worker a contiguous block of the simulations (on the GPU a
+# device of `devices` round robin, or several when there are more devices
+# than workers), the blocks concatenated in order.  A worker's error comes
+# back as the condition it raised, numbered in the whole batch.
+lassie_workers <- function(job, rt, it, M, N, devices, BPPARAM) {
+  n <- job$total
+  nw <- min(BiocParallel::bpnworkers(BPPARAM), n)
+  cuts <- floor(n * (0:nw) / nw)
+  nd <- length(devices)
+  block <- function(x, len, w) if (x$n > 1L) x$values[(cuts[[w]] * len + 1):(cuts[[w + 1L]] * len)] else x$values
+  shares <- lapply(seq_len(nw), function(w) {
+    list(rates = block(rt, M, w), initial = block(it, N, w), base = as.integer(cuts[[w]]),
+         devices = if (nw >= nd) devices[[(w - 1L) %% nd + 1L]] else devices[seq(w, nd, by = nw)])
+  })
+  parts <- BiocParallel::bplapply(shares, lassie_worker, job = job, BPPARAM = BPPARAM)
+  for (p in parts) if (inherits(p, "condition")) stop(p)
+  list(unlist(lapply(parts, `[[`, 1L), recursive = FALSE), do.call(cbind, lapply(parts, `[[`, 2L)))
+}
+
+# A worker's share.  A function of the namespace, so that a worker gets the
+# namespace (loaded on its side) and not a closure's data.
+lassie_worker <- function(share, job) {
+  tryCatch(lassie_engine(job, share$rates, share$initial, share$base, share$devices, FALSE),
+           error = function(e) e)
 }
 
 # NULL -> the model's; a vector -> one simulation; a matrix -> one row per

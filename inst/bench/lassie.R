@@ -7,7 +7,11 @@
 # given to lsoda, default 4096), LASSIE_BATCH (parameter sets, default 1000),
 # LASSIE_CHEN_BATCH (Chen parameter sets, default 100), LASSIE_DATA (folder
 # with sbml/ and bionetgen/, default ../shared/data/lassie), LASSIE_BCR=0
-# skips BCR.
+# skips BCR.  LASSIE_DEVICES="0;0,1" (device sets separated by ";", "all"
+# allowed) times the Chen batch (LASSIE_CHEN_BATCH sets, LASSIE_CHEN_METHOD)
+# and the Haugh2b batch (LASSIE_BATCH sets) on each set of GPUs, best of
+# LASSIE_DEVICE_REPS (default 3) runs, and prints the speed-up and the
+# efficiency (speed-up / devices) against the first set.
 suppressPackageStartupMessages(library(sysbioGPU))
 args <- commandArgs(trailingOnly = TRUE)
 quick <- "quick" %in% args
@@ -176,3 +180,55 @@ cat("\n(lsoda_s: deSolve lsoda, lsodes for BCR, same rtol 1e-6 / atol 1e-12, RHS
 print(format(tab, digits = 3), row.names = FALSE)
 out <- Sys.getenv("OUT")
 if (nzchar(out)) utils::write.csv(tab, file.path(out, "bench-lassie.csv"), row.names = FALSE)
+
+# Several GPUs: the same batches on each device set of LASSIE_DEVICES, the
+# results checked identical to the first set's.  The Chen batch's implicit
+# steps run on the host (all its threads, whatever the devices), so only
+# its explicit part can scale; Haugh2b's batch runs entirely on the devices.
+dev_sets <- Sys.getenv("LASSIE_DEVICES")
+if (gpu && nzchar(dev_sets)) {
+  sets <- lapply(strsplit(strsplit(dev_sets, ";")[[1]], ","), function(d) if (identical(d, "all")) "all" else as.integer(d))
+  reps <- env_num("LASSIE_DEVICE_REPS", 3)
+  core <- function(b) lapply(b, function(o) list(unclass(o)[, ], attr(o, "stats")))
+  work <- list()
+  chen_method <- Sys.getenv("LASSIE_CHEN_METHOD", "bdf")
+  if (sbmlAvailable() && n_chen > 0) {
+    m <- readSBML(system.file("extdata", "lassie", "Chen2009_ErbB_A431.xml.gz", package = "sysbioGPU"))
+    set.seed(11)
+    K <- t(replicate(n_chen, m$rates * 2^runif(length(m$rates), -1, 1)))
+    work[[sprintf("Chen 2009 batch %d (%s)", n_chen, chen_method)]] <-
+      list(m = m, K = K, tt = seq(0, 3600, by = 60), method = chen_method)
+  }
+  m <- readBioNetGen(system.file("extdata", "lassie", "Haugh2b.net", package = "sysbioGPU"))
+  set.seed(7)
+  work[[sprintf("Haugh2b batch %d", n_batch)]] <-
+    list(m = m, K = t(replicate(n_batch, m$rates * 2^runif(length(m$rates), -1, 1))), tt = seq(0, 50, by = 1),
+         method = "auto")
+  cat(sprintf("\nSeveral GPUs (%s), %d CPU threads for the host's work, best of %d runs:\n",
+              paste(unique(gpuInfo()$name), collapse = ", "), resolveBackend("cpu")$threads, reps))
+  drows <- list()
+  for (w in names(work)) {
+    x <- work[[w]]
+    ref <- NULL
+    t1 <- NA
+    for (d in sets) {
+      run <- function(K) lassieSimulate(x$m, x$tt, rates = K, method = x$method, backend = "gpu", device = d,
+                                        verbose = FALSE)
+      invisible(run(x$K[rep(1, 4), , drop = FALSE]))   # each device's context, outside the timing
+      best <- Inf
+      for (r in seq_len(reps)) { tr <- timed(run(x$K)); best <- min(best, tr$s) }
+      same <- if (is.null(ref)) { ref <- core(tr$v); NA } else identical(core(tr$v), ref)
+      nd <- length(resolveBackend("gpu", device = d)$devices)
+      if (is.na(t1)) { t1 <- best; n1d <- nd }
+      sp <- t1 / best
+      drows[[length(drows) + 1L]] <- data.frame(workload = w, devices = paste(d, collapse = ","), gpus = nd,
+                                                seconds = best, speedup = sp, efficiency = sp / (nd / n1d),
+                                                identical = same, stringsAsFactors = FALSE)
+      cat(sprintf("  %-32s device %-6s %.3f s, speed-up %.2f, efficiency %.2f%s\n", w, paste(d, collapse = ","),
+                  best, sp, sp / (nd / n1d), if (is.na(same)) "" else if (same) ", identical" else ", DIFFERENT"))
+    }
+  }
+  dtab <- do.call(rbind, drows)
+  print(format(dtab, digits = 3), row.names = FALSE)
+  if (nzchar(out)) utils::write.csv(dtab, file.path(out, "bench-lassie-devices.csv"), row.names = FALSE)
+}

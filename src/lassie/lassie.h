@@ -54,6 +54,13 @@ typedef struct sbg_lassie_params {
   int method;             /* SBG_LASSIE_AUTO / _RKF45 / _BDF */
   double max_steps;       /* attempted steps per simulation */
   double h_init;          /* first step; <= 0: chosen from the problem */
+  /* GPU: the devices sharing the batch, each a contiguous block of
+   * simulations (n_devices <= 0: ctx->device alone) */
+  const int *devices;
+  int n_devices;
+  /* messages: this batch is simulations sim_base + 1 .. of sim_total (an
+   * R worker's block of a larger batch); 0 and n_sims otherwise */
+  int sim_base, sim_total;
 } sbg_lassie_params;
 
 typedef struct sbg_lassie_result {

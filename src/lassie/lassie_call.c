@@ -29,13 +29,17 @@ static void model_from_sexp(sbg_lassie_model *m, SEXP r_ptr, SEXP r_sp, SEXP r_o
 SEXP ffi_lassie_simulate(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_rx,
                          SEXP h_val, SEXP rates, SEXP initial, SEXP times, SEXP rtol,
                          SEXP atol, SEXP method, SEXP max_steps, SEXP h_init, SEXP gpu,
-                         SEXP threads, SEXP device, SEXP verbose) {
+                         SEXP threads, SEXP device, SEXP verbose, SEXP part) {
   int nprot = 0;
   sbg_lassie_model m;
   model_from_sexp(&m, r_ptr, r_sp, r_ord, h_ptr, h_rx, h_val);
   int N = m.n_species, M = m.n_reactions;
   SBG_ASSERT(TYPEOF(rates) == REALSXP && TYPEOF(initial) == REALSXP && TYPEOF(times) == REALSXP);
   SBG_ASSERT(TYPEOF(method) == INTSXP && TYPEOF(gpu) == LGLSXP);
+  /* device: the GPUs sharing the batch; part: this batch's first
+   * simulation (0-based) and the size of the whole batch, for messages */
+  SBG_ASSERT(TYPEOF(device) == INTSXP && XLENGTH(device) >= 1);
+  SBG_ASSERT(TYPEOF(part) == INTSXP && XLENGTH(part) == 2);
   SBG_ASSERT(M > 0 && XLENGTH(rates) % M == 0 && XLENGTH(initial) % (N > 0 ? N : 1) == 0);
   SBG_ASSERT(N > 0 && XLENGTH(times) >= 2);
   sbg_lassie_params p;
@@ -53,6 +57,11 @@ SEXP ffi_lassie_simulate(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_r
   p.method = INTEGER(method)[0];
   p.max_steps = Rf_asReal(max_steps);
   p.h_init = Rf_asReal(h_init);
+  p.devices = INTEGER(device);
+  p.n_devices = (int)XLENGTH(device);
+  p.sim_base = INTEGER(part)[0];
+  p.sim_total = INTEGER(part)[1];
+  SBG_ASSERT(p.sim_base >= 0 && p.sim_total >= p.sim_base + p.n_sims);
 
   SEXP out = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)p.n_times * N * p.n_sims)); nprot++;
   SEXP stats = PROTECT(Rf_allocMatrix(REALSXP, SBG_LASSIE_N_STATS, p.n_sims)); nprot++;
@@ -60,7 +69,8 @@ SEXP ffi_lassie_simulate(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_r
   memset(r.stats, 0, sizeof(double) * SBG_LASSIE_N_STATS * p.n_sims);
   sbg_ctx ctx;
   sbg_progress pr;
-  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "lassieSimulate");
+  SEXP dev1 = PROTECT(Rf_ScalarInteger(INTEGER(device)[0])); nprot++;
+  sbg_ctx_init(&ctx, &pr, threads, dev1, verbose, "lassieSimulate");
   sbg_status st = LOGICAL(gpu)[0] ? sbg_lassie_gpu(&m, &p, &r, &ctx)
                                   : sbg_lassie_cpu(&m, &p, &r, &ctx);
   sbg_progress_end(&pr);

@@ -162,11 +162,14 @@ sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_p
 }
 #endif
 
-/* The message of a failed simulation (sim of n_sims, 0-based). */
+/* The message of a failed simulation (sim of the batch p, 0-based),
+ * numbered in the whole batch when p is an R worker's block of one. */
 static inline sbg_status lassie_fail(sbg_ctx *ctx, sbg_status st, int what, double t,
-                                     int sim, int n_sims, double max_steps, int N) {
+                                     int sim, const sbg_lassie_params *p, int N) {
   char where[64] = "";
-  if (n_sims > 1) snprintf(where, sizeof(where), " in simulation %d", sim + 1);
+  const double max_steps = p->max_steps;
+  int total = p->sim_total > p->n_sims ? p->sim_total : p->n_sims;
+  if (total > 1) snprintf(where, sizeof(where), " in simulation %d", sim + p->sim_base + 1);
   switch (what) {
     case LASSIE_FAIL_MAXSTEPS:
       return sbg_fail(ctx, st, "`maxSteps` (%.0f) exhausted at t = %.10g%s", max_steps, t, where);

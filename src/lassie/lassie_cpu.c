@@ -883,7 +883,7 @@ sbg_status sbg_lassie_cpu(const sbg_lassie_model *m, const sbg_lassie_params *p,
   }
   for (int s = 0; s < S; s++) {
     if (so[s].st == SBG_OK) continue;
-    st = lassie_fail(ctx, so[s].st, so[s].what, so[s].t, s, S, p->max_steps, N);
+    st = lassie_fail(ctx, so[s].st, so[s].what, so[s].t, s, p, N);
     break;
   }
 done:
@@ -904,7 +904,7 @@ sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_p
   integrate(m, p, k, x, out, stats, &w, ctx, sim, p->n_sims, &so, start);
   ws_free(&w);
   if (so.st == SBG_OK) return SBG_OK;
-  return lassie_fail(ctx, so.st, so.what, so.t, sim, p->n_sims, p->max_steps, m->n_species);
+  return lassie_fail(ctx, so.st, so.what, so.t, sim, p, m->n_species);
 }
 
 sbg_status sbg_lassie_cpu_continue_many(const sbg_lassie_model *m, const sbg_lassie_params *p,
@@ -926,7 +926,7 @@ sbg_status sbg_lassie_cpu_continue_many(const sbg_lassie_model *m, const sbg_las
     integrate(m, p, p->rates + (p->rates_per_sim ? (size_t)s * M : 0), x + (size_t)s * N,
               out + (size_t)s * blk, stats + (size_t)s * SBG_LASSIE_N_STATS, &w[0], ctx,
               s, S, &so[0], &starts[0]);
-    if (so[0].st != SBG_OK) st = lassie_fail(ctx, so[0].st, so[0].what, so[0].t, s, S, p->max_steps, N);
+    if (so[0].st != SBG_OK) st = lassie_fail(ctx, so[0].st, so[0].what, so[0].t, s, p, N);
     goto done;
   }
   /* chunks of simulations between polls (on this thread), each simulation
@@ -942,7 +942,7 @@ sbg_status sbg_lassie_cpu_continue_many(const sbg_lassie_model *m, const sbg_las
     }
     for (int i = i0; i < i1; i++) {
       if (so[i].st == SBG_OK) continue;
-      st = lassie_fail(ctx, so[i].st, so[i].what, so[i].t, sims[i], S, p->max_steps, N);
+      st = lassie_fail(ctx, so[i].st, so[i].what, so[i].t, sims[i], p, N);
       goto done;
     }
     st = sbg_poll(ctx, (double)i1 / n);

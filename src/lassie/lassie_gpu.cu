@@ -2,11 +2,20 @@
  * run on the device (one thread per reaction and simulation for the rates,
  * one per species for H v, one block per simulation for the error test and
  * step control, mirroring lassie_cpu.c); a simulation that turns stiff is
- * handed to the CPU's implicit steps.  Reached through ffi_lassie_simulate(). */
+ * handed to the CPU's implicit steps.  Several devices share a batch in
+ * contiguous blocks, one host thread each.  Reached through
+ * ffi_lassie_simulate(). */
 #include <math.h>
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <new>
+#include <thread>
 
 #include "cuda_check.cuh"
 #include "lassie.h"
@@ -224,41 +233,58 @@ __global__ void k_count_active(int S, const simstate *ss, int *n) {
 
 inline unsigned blocks(size_t n, int b) { return (unsigned)((n + b - 1) / b); }
 
-}  // namespace
+/* One device's share of a batch: the contiguous simulations s0 .. s0 + S - 1.
+ * Each simulation's arithmetic does not depend on the others nor on the
+ * batch size (every kernel indexes one simulation), so any split gives the
+ * bits of one device. */
+struct part {
+  int device, s0, S;
+  sbg_ctx ctx;               /* its own message buffer; never polls */
+  sbg_status st;
+  std::atomic<int> active;   /* simulations still on the device (progress) */
+  std::atomic<int> finished;
+};
 
-extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie_params *p,
-                                     sbg_lassie_result *r, sbg_ctx *ctx) {
+/* The explicit steps of a part's simulations on its device, from the
+ * initial states to where each finished, failed or turned stiff: fills
+ * their entries of hs_all and hx_all (whole-batch arrays) and their rows of
+ * r->out.  Free of R.  With poll set it runs on the calling thread and
+ * polls between rounds (interrupt, progress bar); otherwise it runs on a
+ * host thread of its own and stops at the next round once *cancel is set. */
+sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part *pt,
+                    simstate *hs_all, double *hx_all, sbg_lassie_result *r, sbg_ctx *ctx,
+                    int poll, const std::atomic<int> *cancel) {
   sbg_status st = SBG_OK;
-  const int N = m->n_species, M = m->n_reactions, S = p->n_sims, nt = p->n_times;
+  const int N = m->n_species, M = m->n_reactions, S = pt->S, nt = p->n_times;
   const int nnzA = m->r_ptr[M], nnzH = m->h_ptr[N];
   const size_t SN = (size_t)S * N, SM = (size_t)S * M;
   const size_t nk = p->rates_per_sim ? SM : (size_t)M;
+  const double *rates = p->rates + (p->rates_per_sim ? (size_t)pt->s0 * M : 0);
+  const double *initial = p->initial + (p->initial_per_sim ? (size_t)pt->s0 * N : 0);
+  double *rout = r->out + (size_t)pt->s0 * nt * N;
+  simstate *hs = hs_all + pt->s0;
+  double *hx = hx_all + (size_t)pt->s0 * N;
   cudaStream_t stream = NULL;
   int *d_rptr = NULL, *d_rsp = NULL, *d_rord = NULL, *d_hptr = NULL, *d_hrx = NULL, *d_n = NULL;
   double *d_hval = NULL, *d_k = NULL, *d_x = NULL, *d_K = NULL, *d_ys = NULL, *d_v = NULL,
          *d_out = NULL, *d_times = NULL;
-  simstate *d_ss = NULL, *hs = NULL;
-  double *hx = NULL, *f = NULL, *v = NULL;
-  int *cont_sims = NULL;
-  sbg_lassie_start *cont_start = NULL;
+  simstate *d_ss = NULL;
+  double *f = NULL, *v = NULL;
   dmodel dm;
-  int done_count = 0, active = 0;
-  long iter = 0;
+  int active = 0;
   const int TB = 256;
 
-  hs = (simstate *)calloc((size_t)S, sizeof(simstate));
-  hx = (double *)malloc(sizeof(double) * SN);
   f = (double *)malloc(sizeof(double) * (size_t)N);
   v = (double *)malloc(sizeof(double) * (size_t)M);
-  if (!hs || !hx || !f || !v) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
+  if (!f || !v) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
   for (int s = 0; s < S; s++) {
-    const double *x0 = p->initial + (p->initial_per_sim ? (size_t)s * N : 0);
+    const double *x0 = initial + (p->initial_per_sim ? (size_t)s * N : 0);
     memcpy(hx + (size_t)s * N, x0, sizeof(double) * N);
-    for (int j = 0; j < N; j++) r->out[(size_t)s * nt * N + (size_t)j * nt] = x0[j];
+    for (int j = 0; j < N; j++) rout[(size_t)s * nt * N + (size_t)j * nt] = x0[j];
   }
   /* method = "bdf": every simulation goes to the implicit steps at once */
   for (int s = 0; s < S; s++) {
-    const double *k = p->rates + (p->rates_per_sim ? (size_t)s * M : 0);
+    const double *k = rates + (p->rates_per_sim ? (size_t)s * M : 0);
     simstate *q = &hs[s];
     q->t = p->times[0];
     q->h = sbg_lassie_initial_step(m, p, k, hx + (size_t)s * N, f, v);
@@ -269,8 +295,11 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
     q->flag = q->active ? FLAG_RUN : FLAG_TO_CPU;
     next_step_size(q, p->times);
   }
+  for (int s = 0; s < S; s++) active += hs[s].active;
+  pt->active.store(active);
+  if (active == 0) goto done;   /* nothing for the device */
 
-  SBG_TRY(sbg_device_select(ctx->device, ctx));
+  SBG_TRY(sbg_device_select(pt->device, ctx));
   SBG_CUDA_CHECK(cudaStreamCreate(&stream));
   SBG_TRY(sbg_device_alloc((void **)&d_rptr, sizeof(int) * (M + 1), "the reactant offsets", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_rsp, sizeof(int) * (nnzA ? nnzA : 1), "the reactants", ctx));
@@ -297,7 +326,7 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
     SBG_CUDA_CHECK(cudaMemcpyAsync(d_hrx, m->h_rx, sizeof(int) * nnzH, cudaMemcpyHostToDevice, stream));
     SBG_CUDA_CHECK(cudaMemcpyAsync(d_hval, m->h_val, sizeof(double) * nnzH, cudaMemcpyHostToDevice, stream));
   }
-  SBG_CUDA_CHECK(cudaMemcpyAsync(d_k, p->rates, sizeof(double) * nk, cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d_k, rates, sizeof(double) * nk, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(d_x, hx, sizeof(double) * SN, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(d_times, p->times, sizeof(double) * nt, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(d_ss, hs, sizeof(simstate) * S, cudaMemcpyHostToDevice, stream));
@@ -305,11 +334,11 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
   dm.N = N; dm.M = M; dm.r_ptr = d_rptr; dm.r_sp = d_rsp; dm.r_ord = d_rord;
   dm.h_ptr = d_hptr; dm.h_rx = d_hrx; dm.h_val = d_hval;
 
-  for (int s = 0; s < S; s++) active += hs[s].active;
   /* Steps are queued without waiting; every 64 steps the host counts the
-   * simulations still running and polls for an interrupt. */
+   * simulations still running and polls for an interrupt (or, on a thread
+   * of its own, looks whether the calling thread cancelled). */
   while (active > 0) {
-    for (int rep = 0; rep < 64; rep++, iter++) {
+    for (int rep = 0; rep < 64; rep++) {
       for (int stage = 0; stage < 6; stage++) {
         const double *y = d_x;
         if (stage > 0) {
@@ -328,47 +357,20 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
     k_count_active<<<blocks(S, TB), TB, 0, stream>>>(S, d_ss, d_n);
     SBG_CUDA_CHECK(cudaMemcpyAsync(&active, d_n, sizeof(int), cudaMemcpyDeviceToHost, stream));
     SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-    SBG_TRY(sbg_poll(ctx, (double)(S - active) / S));
+    pt->active.store(active);
+    if (poll) SBG_TRY(sbg_poll(ctx, (double)(S - active) / S));
+    else if (cancel->load()) { st = SBG_ERR_INTERRUPTED; goto done; }
   }
   SBG_CUDA_CHECK(cudaMemcpyAsync(hs, d_ss, sizeof(simstate) * S, cudaMemcpyDeviceToHost, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(hx, d_x, sizeof(double) * SN, cudaMemcpyDeviceToHost, stream));
-  for (int s = 0; s < S; s++) {
-    /* rows 1.. written by the device; row 0 is already in r->out */
-    SBG_CUDA_CHECK(cudaMemcpyAsync(r->out + (size_t)s * nt * N, d_out + (size_t)s * nt * N,
-                                   sizeof(double) * (size_t)nt * N, cudaMemcpyDeviceToHost, stream));
-  }
+  /* rows 1.. written by the device (the part's blocks are contiguous) */
+  SBG_CUDA_CHECK(cudaMemcpyAsync(rout, d_out, sizeof(double) * SN * nt, cudaMemcpyDeviceToHost, stream));
   SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  /* row 0, which the device left at zero */
   for (int s = 0; s < S; s++) {
-    const double *x0 = p->initial + (p->initial_per_sim ? (size_t)s * N : 0);
-    for (int j = 0; j < N; j++) r->out[(size_t)s * nt * N + (size_t)j * nt] = x0[j];
+    const double *x0 = initial + (p->initial_per_sim ? (size_t)s * N : 0);
+    for (int j = 0; j < N; j++) rout[(size_t)s * nt * N + (size_t)j * nt] = x0[j];
   }
-  /* stiff simulations: implicit steps on the host, from where the device
-   * left them, in parallel over simulations (each on one thread, as the
-   * CPU engine runs them) */
-  {
-    int n_cont = 0;
-    cont_sims = (int *)malloc(sizeof(int) * (size_t)S);
-    cont_start = (sbg_lassie_start *)malloc(sizeof(sbg_lassie_start) * (size_t)S);
-    if (!cont_sims || !cont_start) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
-    for (int s = 0; s < S && st == SBG_OK; s++) {
-      simstate *q = &hs[s];
-      double *stats = r->stats + (size_t)s * SBG_LASSIE_N_STATS;
-      memcpy(stats, q->st, sizeof(q->st));
-      if (q->flag == FLAG_DONE) { done_count++; continue; }
-      if (q->flag == FLAG_MAXSTEPS || q->flag == FLAG_HMIN) {
-        st = lassie_fail(ctx, SBG_ERR_NUMERIC, q->flag == FLAG_MAXSTEPS ? LASSIE_FAIL_MAXSTEPS : LASSIE_FAIL_HMIN,
-                         q->t, s, S, p->max_steps, N);
-        break;
-      }
-      sbg_lassie_start *start = &cont_start[n_cont];
-      start->t = q->t; start->h = q->h; start->attempts = q->attempts; start->next = q->next;
-      cont_sims[n_cont++] = s;
-    }
-    if (st == SBG_OK && n_cont > 0)
-      st = sbg_lassie_cpu_continue_many(m, p, n_cont, cont_sims, hx, r->out, r->stats,
-                                        cont_start, ctx);
-  }
-  (void)done_count;
 
 done:
   if (stream) cudaStreamSynchronize(stream);
@@ -376,6 +378,135 @@ done:
   cudaFree(d_hval); cudaFree(d_k); cudaFree(d_x); cudaFree(d_ys); cudaFree(d_K); cudaFree(d_v);
   cudaFree(d_out); cudaFree(d_times); cudaFree(d_ss); cudaFree(d_n);
   if (stream) cudaStreamDestroy(stream);
-  free(hs); free(hx); free(f); free(v); free(cont_sims); free(cont_start);
+  free(f); free(v);
+  return st;
+}
+
+/* Several devices: one host thread per part runs its device (launching
+ * kernels from one thread would serialise the launches, which bound small
+ * batches), while this, the calling thread, polls every 0.1 s and cancels
+ * them all on an interrupt or when one fails.  The threads touch neither R
+ * nor ctx. */
+sbg_status run_parts_threaded(const sbg_lassie_model *m, const sbg_lassie_params *p, part *parts,
+                              int n_parts, simstate *hs, double *hx, sbg_lassie_result *r,
+                              sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  std::atomic<int> cancel(0);
+  std::mutex mu;
+  std::condition_variable cv;
+  int n_started = 0, n_done = 0;
+  std::thread *th = new (std::nothrow) std::thread[n_parts];
+  if (!th) return sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory");
+  for (int d = 0; d < n_parts; d++) {
+    part *pt = &parts[d];
+    try {
+      th[d] = std::thread([=, &cancel, &mu, &cv, &n_done]() {
+        pt->st = run_part(m, p, pt, hs, hx, r, &pt->ctx, 0, &cancel);
+        pt->finished.store(1);
+        std::lock_guard<std::mutex> lk(mu);
+        n_done++;
+        cv.notify_all();
+      });
+      n_started++;
+    } catch (...) {
+      st = sbg_fail(ctx, SBG_ERR_ALLOC, "could not start a host thread for GPU %d", pt->device);
+      cancel.store(1);
+      break;
+    }
+  }
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      if (cv.wait_for(lk, std::chrono::milliseconds(100), [&] { return n_done == n_started; })) break;
+    }
+    for (int d = 0; d < n_started; d++)
+      if (parts[d].finished.load() && parts[d].st != SBG_OK) cancel.store(1);
+    if (st == SBG_OK && !cancel.load()) {
+      int act = 0;
+      for (int d = 0; d < n_parts; d++) act += parts[d].active.load();
+      st = sbg_poll(ctx, (double)(p->n_sims - act) / p->n_sims);
+      if (st != SBG_OK) cancel.store(1);
+    }
+  }
+  for (int d = 0; d < n_started; d++) th[d].join();
+  delete[] th;
+  if (st != SBG_OK) return st;
+  /* the first failure in device order; a part cancelled because another
+   * failed says only "interrupted" */
+  for (int pass = 0; pass < 2; pass++)
+    for (int d = 0; d < n_parts; d++) {
+      sbg_status s = parts[d].st;
+      if (s == SBG_OK || (pass == 0 && s == SBG_ERR_INTERRUPTED)) continue;
+      memcpy(ctx->errbuf, parts[d].ctx.errbuf, sizeof(ctx->errbuf));
+      return s;
+    }
+  return SBG_OK;
+}
+
+}  // namespace
+
+extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie_params *p,
+                                     sbg_lassie_result *r, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int N = m->n_species, S = p->n_sims;
+  const int n_dev = p->n_devices > 0 ? p->n_devices : 1;
+  const int n_parts = n_dev < S ? n_dev : S;
+  simstate *hs = NULL;
+  double *hx = NULL;
+  part *parts = NULL;
+  int *cont_sims = NULL;
+  sbg_lassie_start *cont_start = NULL;
+  int n_cont = 0;
+
+  hs = (simstate *)calloc((size_t)S, sizeof(simstate));
+  hx = (double *)malloc(sizeof(double) * (size_t)S * N);
+  parts = new (std::nothrow) part[n_parts];
+  cont_sims = (int *)malloc(sizeof(int) * (size_t)S);
+  cont_start = (sbg_lassie_start *)malloc(sizeof(sbg_lassie_start) * (size_t)S);
+  if (!hs || !hx || !parts || !cont_sims || !cont_start) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory");
+    goto done;
+  }
+  /* contiguous blocks, as even as can be, in the order of `device` */
+  for (int d = 0; d < n_parts; d++) {
+    part *pt = &parts[d];
+    pt->device = p->n_devices > 0 ? p->devices[d] : ctx->device;
+    pt->s0 = (int)((long long)S * d / n_parts);
+    pt->S = (int)((long long)S * (d + 1) / n_parts) - pt->s0;
+    pt->ctx = *ctx;
+    pt->ctx.device = pt->device;
+    pt->ctx.poll = NULL;
+    pt->ctx.poll_data = NULL;
+    pt->ctx.errbuf[0] = '\0';
+    pt->st = SBG_OK;
+    pt->active.store(0);
+    pt->finished.store(0);
+  }
+  if (n_parts == 1) st = run_part(m, p, &parts[0], hs, hx, r, ctx, 1, NULL);
+  else st = run_parts_threaded(m, p, parts, n_parts, hs, hx, r, ctx);
+  if (st != SBG_OK) goto done;
+
+  /* stiff simulations: implicit steps on the host, from where the devices
+   * left them, in parallel over simulations (each on one thread, as the
+   * CPU engine runs them); the first failure in the batch's order */
+  for (int s = 0; s < S; s++) {
+    simstate *q = &hs[s];
+    memcpy(r->stats + (size_t)s * SBG_LASSIE_N_STATS, q->st, sizeof(q->st));
+    if (q->flag == FLAG_DONE) continue;
+    if (q->flag == FLAG_MAXSTEPS || q->flag == FLAG_HMIN) {
+      st = lassie_fail(ctx, SBG_ERR_NUMERIC, q->flag == FLAG_MAXSTEPS ? LASSIE_FAIL_MAXSTEPS : LASSIE_FAIL_HMIN,
+                       q->t, s, p, N);
+      goto done;
+    }
+    sbg_lassie_start *start = &cont_start[n_cont];
+    start->t = q->t; start->h = q->h; start->attempts = q->attempts; start->next = q->next;
+    cont_sims[n_cont++] = s;
+  }
+  if (n_cont > 0)
+    st = sbg_lassie_cpu_continue_many(m, p, n_cont, cont_sims, hx, r->out, r->stats, cont_start, ctx);
+
+done:
+  free(hs); free(hx); free(cont_sims); free(cont_start);
+  delete[] parts;
   return st;
 }

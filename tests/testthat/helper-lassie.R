@@ -23,3 +23,10 @@ robertson_model <- function() {
 
 # relative error with a floor, elementwise max
 max_rel <- function(a, b, floor = 0) max(abs(a - b) / pmax(abs(b), floor))
+
+# a batch's values and stats, without what depends on the run (elapsed
+# seconds, device names): what must not change with devices or workers
+lassie_core <- function(b) {
+  if (inherits(b, "lassieSimulation")) b <- list(b)
+  lapply(b, function(o) list(x = unclass(o)[, ], stats = attr(o, "stats")))
+}

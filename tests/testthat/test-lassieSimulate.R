@@ -258,6 +258,66 @@ test_that("batches equal one-by-one runs, for any number of threads", {
   expect_equal(bi[[2]][, "S2_total"], rep(0.5, length(tt)), tolerance = 1e-8)
 })
 
+test_that("R workers share a batch: the results of one process", {
+  skip_if_not_installed("BiocParallel")
+  m <- readBioNetGen(lassie_extdata("Haugh2b.net"))
+  set.seed(5)
+  K <- t(replicate(12, m$rates * 2^runif(length(m$rates), -1, 1)))
+  tt <- seq(0, 20, by = 2)
+  run <- function(...) lassieSimulate(m, tt, rates = K, backend = "cpu", verbose = FALSE, ...)
+  one <- lassie_core(run(threads = 1))
+  expect_identical(lassie_core(run(threads = 2, BPPARAM = BiocParallel::SerialParam())), one)
+  if (.Platform$OS.type != "windows") {
+    expect_identical(lassie_core(run(BPPARAM = BiocParallel::MulticoreParam(3))), one)
+  }
+  snow <- run(threads = 1, BPPARAM = BiocParallel::SnowParam(2))
+  expect_identical(lassie_core(snow), one)
+  expect_equal(attr(snow[[12]], "backend"), "cpu")
+  # shared rates and one row of initial amounts per simulation; more workers
+  # than simulations
+  X0 <- rbind(m$initial, m$initial * 2)
+  bp3 <- if (.Platform$OS.type != "windows") BiocParallel::MulticoreParam(3) else BiocParallel::SerialParam()
+  i1 <- lassieSimulate(m, tt, initial = X0, backend = "cpu", verbose = FALSE)
+  i3 <- lassieSimulate(m, tt, initial = X0, backend = "cpu", verbose = FALSE, BPPARAM = bp3)
+  expect_identical(lassie_core(i3), lassie_core(i1))
+  # one simulation through a worker: still one matrix
+  s1 <- lassieSimulate(m, tt, backend = "cpu", verbose = FALSE, BPPARAM = BiocParallel::SerialParam())
+  expect_s3_class(s1, "lassieSimulation")
+  expect_identical(lassie_core(s1), lassie_core(sim(m, tt)))
+  # a failure is numbered in the whole batch, with its class
+  rob <- robertson_model()
+  Kr <- rbind(rob$rates * 1e-9, rob$rates * 1e-9, rob$rates * 1e-9, rob$rates)
+  expect_error(lassieSimulate(rob, c(0, 40), rates = Kr, maxSteps = 60, backend = "cpu", verbose = FALSE),
+               "exhausted at t = .* in simulation 4", class = "sysbioGPU_error_numeric")
+  # (the last worker's block is simulation 4 alone)
+  bp4 <- if (.Platform$OS.type != "windows") BiocParallel::MulticoreParam(4) else BiocParallel::SerialParam()
+  expect_error(lassieSimulate(rob, c(0, 40), rates = Kr, maxSteps = 60, backend = "cpu", threads = 1,
+                              verbose = FALSE, BPPARAM = bp4),
+               "exhausted at t = .* in simulation 4", class = "sysbioGPU_error_numeric")
+  expect_error(run(BPPARAM = 3), "BiocParallel back-end", class = "sysbioGPU_error_input")
+  expect_error(run(BPPARAM = list()), "BiocParallel back-end", class = "sysbioGPU_error_input")
+})
+
+test_that("the GPU engine's split over devices merges to the CPU's results (method = \"bdf\": no device used)", {
+  # With method = "bdf" every simulation goes straight to the host's
+  # implicit steps, so the GPU engine's split into per-device blocks (one
+  # host thread each), its merge and the continuation run without a GPU.
+  skip_if_not(attr(gpuInfo(), "cuda"), "built without CUDA")
+  m <- readBioNetGen(lassie_extdata("Haugh2b.net"))
+  set.seed(5)
+  K <- t(replicate(7, m$rates * 2^runif(length(m$rates), -1, 1)))
+  tt <- seq(0, 20, by = 2)
+  cpu <- lassieSimulate(m, tt, rates = K, method = "bdf", backend = "cpu", threads = 2, verbose = FALSE)
+  job <- list(arr = sysbioGPU:::lassie_arrays(m), times = tt, rtol = 1e-6, atol = 1e-12, method = 2L,
+              maxSteps = 1e6, gpu = TRUE, threads = 2L, total = 7L)
+  N <- length(m$species)
+  for (d in list(0L, c(0L, 1L), c(1L, 0L, 2L))) {
+    r <- sysbioGPU:::lassie_engine(job, as.double(t(K)), m$initial, 0L, d, FALSE)
+    for (s in 1:7) expect_identical(r[[1]][[s]][, -1], unname(unclass(cpu[[s]])[, 1 + seq_len(N)]))
+    expect_identical(unname(r[[2]]), unname(sapply(cpu, attr, "stats")))
+  }
+})
+
 test_that("readLASSIE reads LASSIE's input folder", {
   d <- tempfile("lassie")
   dir.create(d)
@@ -344,4 +404,56 @@ test_that("the GPU agrees with the CPU within 1e-9", {
   for (s in seq_along(bc)) expect_lt(max_rel(bg[[s]][, -1], bc[[s]][, -1], floor = 1e-300), 1e-9)
   expect_error(gpu(robertson_model(), c(0, 40), maxSteps = 20), "exhausted",
                class = "sysbioGPU_error_numeric")
+})
+
+test_that("several GPUs share a batch: the results of one, bit for bit", {
+  skip_if_no_gpu()
+  skip_if(nrow(gpuInfo()) < 2, "one GPU")
+  gpu <- function(m, tt, device, ...) lassieSimulate(m, tt, backend = "gpu", device = device, verbose = FALSE, ...)
+  # non-stiff: every step on the devices; 41 sets, an uneven split
+  m <- readBioNetGen(lassie_extdata("Haugh2b.net"))
+  set.seed(6)
+  K <- t(replicate(41, m$rates * 2^runif(length(m$rates), -1, 1)))
+  tt <- seq(0, 50, by = 5)
+  one <- gpu(m, tt, 0, rates = K)
+  two <- gpu(m, tt, c(0, 1), rates = K)
+  expect_identical(lassie_core(two), lassie_core(one))
+  expect_identical(lassie_core(gpu(m, tt, "all", rates = K)), lassie_core(one))
+  expect_identical(lassie_core(gpu(m, tt, c(1, 0), rates = K)), lassie_core(one))
+  expect_match(attr(two[[1]], "device"), "GPUs")
+  # fewer simulations than devices, and one simulation (the first device)
+  expect_identical(lassie_core(gpu(m, tt, "all", rates = K[1, , drop = FALSE])), lassie_core(one[1]))
+  expect_identical(lassie_core(gpu(m, tt, c(1, 0), rates = K[2, ])), lassie_core(one[2]))
+  # stiff: explicit steps on the devices, then BDF on the host from where
+  # each device left its simulations
+  skip_if_not(sbmlAvailable(), "no libSBML")
+  chen <- readSBML(lassie_extdata("Chen2009_ErbB_A431.xml.gz"))
+  set.seed(11)
+  Kc <- t(replicate(5, chen$rates * 2^runif(length(chen$rates), -1, 1)))
+  tc <- seq(0, 600, by = 60)
+  c1 <- gpu(chen, tc, 0, rates = Kc)
+  expect_true(all(vapply(c1, function(o) attr(o, "stats")[["switches"]] > 0, TRUE)))
+  expect_identical(lassie_core(gpu(chen, tc, c(0, 1), rates = Kc)), lassie_core(c1))
+  expect_identical(lassie_core(gpu(chen, tc, "all", rates = Kc)), lassie_core(c1))
+  # a failure is the one of one device, numbered in the whole batch
+  rob <- robertson_model()
+  Kr <- rbind(rob$rates * 1e-9, rob$rates * 1e-9, rob$rates * 1e-9, rob$rates)
+  expect_error(gpu(rob, c(0, 40), c(0, 1), rates = Kr, maxSteps = 60), "in simulation 4",
+               class = "sysbioGPU_error_numeric")
+})
+
+test_that("GPU workers (SnowParam) give the results of one process", {
+  skip_if_no_gpu()
+  skip_if_not_installed("BiocParallel")
+  m <- readBioNetGen(lassie_extdata("Haugh2b.net"))
+  set.seed(8)
+  K <- t(replicate(30, m$rates * 2^runif(length(m$rates), -1, 1)))
+  tt <- seq(0, 50, by = 5)
+  one <- lassieSimulate(m, tt, rates = K, backend = "gpu", device = 0, verbose = FALSE)
+  two <- lassieSimulate(m, tt, rates = K, backend = "gpu", device = "all", verbose = FALSE,
+                        BPPARAM = BiocParallel::SnowParam(2))
+  expect_identical(lassie_core(two), lassie_core(one))
+  expect_equal(attr(two[[30]], "backend"), "gpu")
+  expect_error(lassieSimulate(m, tt, rates = K, backend = "gpu", BPPARAM = BiocParallel::MulticoreParam(2)),
+               "SnowParam", class = "sysbioGPU_error_input")
 })
