@@ -10,8 +10,11 @@
 # skips BCR.  LASSIE_DEVICES="0;0,1" (device sets separated by ";", "all"
 # allowed) times the Chen batch (LASSIE_CHEN_BATCH sets, LASSIE_CHEN_METHOD)
 # and the Haugh2b batch (LASSIE_BATCH sets) on each set of GPUs, best of
-# LASSIE_DEVICE_REPS (default 3) runs, and prints the speed-up and the
-# efficiency (speed-up / devices) against the first set.
+# LASSIE_DEVICE_REPS (default 3) runs, and a batch of a non-stiff synthetic
+# network whose device work grows with the batch (LASSIE_SCALE_N species,
+# default 2048, LASSIE_SCALE_BATCH parameter sets, default 8192; 0 skips
+# it), and prints the speed-up and the efficiency (speed-up / devices)
+# against the first set.
 suppressPackageStartupMessages(library(sysbioGPU))
 args <- commandArgs(trailingOnly = TRUE)
 quick <- "quick" %in% args
@@ -204,6 +207,16 @@ if (gpu && nzchar(dev_sets)) {
   work[[sprintf("Haugh2b batch %d", n_batch)]] <-
     list(m = m, K = t(replicate(n_batch, m$rates * 2^runif(length(m$rates), -1, 1))), tt = seq(0, 50, by = 1),
          method = "auto")
+  # a batch whose device work grows with the batch (the explicit steps of a
+  # non-stiff synthetic network): what splitting over GPUs can speed up
+  n_scale <- env_num("LASSIE_SCALE_N", 2048); b_scale <- env_num("LASSIE_SCALE_BATCH", 8192)
+  if (n_scale > 0 && b_scale > 0) {
+    m <- synthetic(n_scale, seed = n_scale)
+    set.seed(13)
+    work[[sprintf("synthetic %d batch %d", n_scale, b_scale)]] <-
+      list(m = m, K = t(replicate(b_scale, m$rates * 2^runif(length(m$rates), -1, 1))), tt = c(0, 25, 50),
+           method = "auto")
+  }
   cat(sprintf("\nSeveral GPUs (%s), %d CPU threads for the host's work, best of %d runs:\n",
               paste(unique(gpuInfo()$name), collapse = ", "), resolveBackend("cpu")$threads, reps))
   drows <- list()
