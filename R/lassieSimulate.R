@@ -331,14 +331,13 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   nt <- length(times)
   stat_names <- c("steps", "rejected", "switches", "implicitSteps", "newtonIterations",
                   "factorisations", "jacobians", "rhsEvaluations")
+  cn <- list(NULL, c("time", model$species, rownames(model$observables)))
   one <- function(s) {
     out <- res[[1]][[s]] # times x (time, species), built by the glue
-    cn <- c("time", model$species)
     if (!is.null(model$observables)) {
       out <- cbind(out, as.matrix(out[, -1L, drop = FALSE] %*% Matrix::t(model$observables)))
-      cn <- c(cn, rownames(model$observables))
     }
-    dimnames(out) <- list(NULL, cn)
+    dimnames(out) <- cn
     st <- res[[2]][, s]
     names(st) <- stat_names
     structure(out, class = c("lassieSimulation", "matrix", "array"), stats = st,
@@ -395,7 +394,7 @@ batch_values <- function(x, default, n, arg, what) {
     if (!is.numeric(x)) stop_input("`", arg, "` must be numeric")
     if (ncol(x) != n) stop_input("`", arg, "` must have ", n, " columns (one per ", what, "), not ", ncol(x))
     if (nrow(x) < 1L) stop_input("`", arg, "` must have at least one row")
-    if (anyNA(x) || any(!is.finite(x))) stop_input("`", arg, "` must not contain NA, NaN or Inf")
+    if (!all(is.finite(x))) stop_input("`", arg, "` must not contain NA, NaN or Inf")
     if (any(x < 0)) stop_input("`", arg, "` must not be negative")
     return(list(values = as.double(t(x)), n = nrow(x), batch = TRUE))
   }

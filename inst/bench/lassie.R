@@ -213,9 +213,10 @@ if (gpu && nzchar(dev_sets)) {
   if (n_scale > 0 && b_scale > 0) {
     m <- synthetic(n_scale, seed = n_scale)
     set.seed(13)
-    work[[sprintf("synthetic %d batch %d", n_scale, b_scale)]] <-
-      list(m = m, K = t(replicate(b_scale, m$rates * 2^runif(length(m$rates), -1, 1))), tt = c(0, 25, 50),
-           method = "auto")
+    K <- t(replicate(b_scale, m$rates * 2^runif(length(m$rates), -1, 1)))
+    for (t_end in env_num("LASSIE_SCALE_TEND", c(50, 500)))
+      work[[sprintf("synthetic %d batch %d, t 0-%g", n_scale, b_scale, t_end)]] <-
+        list(m = m, K = K, tt = c(0, t_end / 2, t_end), method = "auto")
   }
   cat(sprintf("\nSeveral GPUs (%s), %d CPU threads for the host's work, best of %d runs:\n",
               paste(unique(gpuInfo()$name), collapse = ", "), resolveBackend("cpu")$threads, reps))
@@ -228,14 +229,17 @@ if (gpu && nzchar(dev_sets)) {
       run <- function(K) lassieSimulate(x$m, x$tt, rates = K, method = x$method, backend = "gpu", device = d,
                                         verbose = FALSE)
       invisible(run(x$K[rep(1, 4), , drop = FALSE]))   # each device's context, outside the timing
-      best <- Inf
-      for (r in seq_len(reps)) { tr <- timed(run(x$K)); best <- min(best, tr$s) }
+      best <- Inf; engine <- Inf
+      for (r in seq_len(reps)) {
+        tr <- timed(run(x$K)); best <- min(best, tr$s); engine <- min(engine, attr(tr$v[[1]], "elapsed"))
+      }
       same <- if (is.null(ref)) { ref <- core(tr$v); NA } else identical(core(tr$v), ref)
       nd <- length(resolveBackend("gpu", device = d)$devices)
-      if (is.na(t1)) { t1 <- best; n1d <- nd }
+      if (is.na(t1)) { t1 <- best; e1 <- engine; n1d <- nd }
       sp <- t1 / best
       drows[[length(drows) + 1L]] <- data.frame(workload = w, devices = paste(d, collapse = ","), gpus = nd,
                                                 seconds = best, speedup = sp, efficiency = sp / (nd / n1d),
+                                                engine = engine, engine_eff = e1 / engine / (nd / n1d),
                                                 identical = same, stringsAsFactors = FALSE)
       cat(sprintf("  %-32s device %-6s %.3f s, speed-up %.2f, efficiency %.2f%s\n", w, paste(d, collapse = ","),
                   best, sp, sp / (nd / n1d), if (is.na(same)) "" else if (same) ", identical" else ", DIFFERENT"))
