@@ -323,7 +323,9 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   check_bpparam_gpu(BPPARAM, b)
   job <- list(arr = lassie_arrays(model), times = as.double(times), rtol = rtol, atol = atol,
               method = match(method, c("auto", "rkf45", "bdf")) - 1L, maxSteps = maxSteps,
-              gpu = a$gpu, threads = a$threads, total = as.integer(n_sims))
+              gpu = a$gpu, threads = a$threads, total = as.integer(n_sims),
+              # the observables' weights, species x observables, added by the glue
+              obs = if (!is.null(model$observables)) as.matrix(Matrix::t(model$observables)))
   t0 <- proc.time()[["elapsed"]]
   res <- if (is.null(BPPARAM)) lassie_engine(job, rt$values, it$values, 0L, a$devices, verbose)
          else lassie_workers(job, rt, it, M, N, a$devices, BPPARAM)
@@ -333,10 +335,7 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
                   "factorisations", "jacobians", "rhsEvaluations")
   cn <- list(NULL, c("time", model$species, rownames(model$observables)))
   one <- function(s) {
-    out <- res[[1]][[s]] # times x (time, species), built by the glue
-    if (!is.null(model$observables)) {
-      out <- cbind(out, as.matrix(out[, -1L, drop = FALSE] %*% Matrix::t(model$observables)))
-    }
+    out <- res[[1]][[s]] # times x (time, species, observables), built by the glue
     dimnames(out) <- cn
     st <- res[[2]][, s]
     names(st) <- stat_names
@@ -356,7 +355,7 @@ lassie_engine <- function(job, rates, initial, base, devices, verbose) {
   arr <- job$arr
   .Call(ffi_lassie_simulate, arr$r_ptr, arr$r_sp, arr$r_ord, arr$h_ptr, arr$h_rx,
         arr$h_val, rates, initial, job$times, job$rtol, job$atol, job$method, job$maxSteps, 0,
-        job$gpu, job$threads, as.integer(devices), verbose, as.integer(c(base, job$total)))
+        job$gpu, job$threads, as.integer(devices), verbose, as.integer(c(base, job$total)), job$obs)
 }
 
 # BPPARAM: each worker a contiguous block of the simulations (on the GPU a

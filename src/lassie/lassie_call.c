@@ -29,7 +29,7 @@ static void model_from_sexp(sbg_lassie_model *m, SEXP r_ptr, SEXP r_sp, SEXP r_o
 SEXP ffi_lassie_simulate(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_rx,
                          SEXP h_val, SEXP rates, SEXP initial, SEXP times, SEXP rtol,
                          SEXP atol, SEXP method, SEXP max_steps, SEXP h_init, SEXP gpu,
-                         SEXP threads, SEXP device, SEXP verbose, SEXP part) {
+                         SEXP threads, SEXP device, SEXP verbose, SEXP part, SEXP obs) {
   int nprot = 0;
   sbg_lassie_model m;
   model_from_sexp(&m, r_ptr, r_sp, r_ord, h_ptr, h_rx, h_val);
@@ -75,15 +75,32 @@ SEXP ffi_lassie_simulate(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_r
                                   : sbg_lassie_cpu(&m, &p, &r, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-  /* each simulation as the matrix R returns, times x (time, species...):
-   * one copy here instead of R's subset, matrix() and cbind() */
+  /* each simulation as the matrix R returns, times x (time, species,
+   * observables): one copy here instead of R's subset, matrix() and
+   * cbind().  obs: NULL or the observables' weights, species x
+   * observables; each observable is the sum over its nonzero weights, in
+   * species order (a sparse product's terms). */
+  int n_obs = 0;
+  if (!Rf_isNull(obs)) {
+    SBG_ASSERT(TYPEOF(obs) == REALSXP && Rf_isMatrix(obs) && Rf_nrows(obs) == N);
+    n_obs = Rf_ncols(obs);
+  }
   SEXP sims = PROTECT(Rf_allocVector(VECSXP, p.n_sims)); nprot++;
   R_xlen_t nt = p.n_times, block = nt * (R_xlen_t)N;
   for (int s = 0; s < p.n_sims; s++) {
-    SEXP x = Rf_allocMatrix(REALSXP, p.n_times, N + 1);
+    SEXP x = Rf_allocMatrix(REALSXP, p.n_times, N + 1 + n_obs);
     SET_VECTOR_ELT(sims, s, x);
-    memcpy(REAL(x), p.times, (size_t)nt * sizeof(double));
-    memcpy(REAL(x) + nt, r.out + (R_xlen_t)s * block, (size_t)block * sizeof(double));
+    double *X = REAL(x), *sp = X + nt;
+    memcpy(X, p.times, (size_t)nt * sizeof(double));
+    memcpy(sp, r.out + (R_xlen_t)s * block, (size_t)block * sizeof(double));
+    for (int o = 0; o < n_obs; o++) {
+      const double *w = REAL(obs) + (R_xlen_t)o * N;
+      double *y = sp + block + (R_xlen_t)o * nt;
+      for (R_xlen_t t = 0; t < nt; t++) y[t] = 0;
+      for (int j = 0; j < N; j++)
+        if (w[j] != 0)
+          for (R_xlen_t t = 0; t < nt; t++) y[t] += sp[(R_xlen_t)j * nt + t] * w[j];
+    }
   }
   SEXP ans = PROTECT(Rf_allocVector(VECSXP, 2)); nprot++;
   SET_VECTOR_ELT(ans, 0, sims);
