@@ -11,7 +11,11 @@
 # allowed) times the Chen batch (LASSIE_CHEN_BATCH sets, LASSIE_CHEN_METHOD)
 # and the Haugh2b batch (LASSIE_BATCH sets) on each set of GPUs, best of
 # LASSIE_DEVICE_REPS (default 3) runs, and prints the speed-up and the
-# efficiency (speed-up / devices) against the first set.
+# efficiency (speed-up / devices) against the first set; with it also a
+# batch of LASSIE_SCALE_SETS (default 128) parameter sets of the synthetic
+# LASSIE_SCALE_SIZE-species network (default 65536; 0 skips), whose device
+# work grows with the batch (the small networks' batches are bound by the
+# kernel launches per step, which a split does not shorten).
 suppressPackageStartupMessages(library(sysbioGPU))
 args <- commandArgs(trailingOnly = TRUE)
 quick <- "quick" %in% args
@@ -204,6 +208,19 @@ if (gpu && nzchar(dev_sets)) {
   work[[sprintf("Haugh2b batch %d", n_batch)]] <-
     list(m = m, K = t(replicate(n_batch, m$rates * 2^runif(length(m$rates), -1, 1))), tt = seq(0, 50, by = 1),
          method = "auto")
+  # device work proportional to the batch: LASSIE_SCALE_SETS parameter sets
+  # of the synthetic LASSIE_SCALE_SIZE-species network (0 skips), every
+  # kernel one thread per species (or reaction) and set, so the launches do
+  # not bound it as they bound the small networks' batches
+  n_big <- env_num("LASSIE_SCALE_SIZE", 65536)
+  n_big_sets <- env_num("LASSIE_SCALE_SETS", 128)
+  if (n_big > 0 && n_big_sets > 0) {
+    m <- synthetic(n_big, seed = n_big)
+    set.seed(9)
+    work[[sprintf("synthetic %d batch %d", n_big, n_big_sets)]] <-
+      list(m = m, K = t(replicate(n_big_sets, m$rates * 2^runif(length(m$rates), -1, 1))),
+           tt = seq(0, 50, length.out = 3), method = "auto")
+  }
   cat(sprintf("\nSeveral GPUs (%s), %d CPU threads for the host's work, best of %d runs:\n",
               paste(unique(gpuInfo()$name), collapse = ", "), resolveBackend("cpu")$threads, reps))
   drows <- list()
@@ -223,7 +240,9 @@ if (gpu && nzchar(dev_sets)) {
       sp <- t1 / best
       drows[[length(drows) + 1L]] <- data.frame(workload = w, devices = paste(d, collapse = ","), gpus = nd,
                                                 seconds = best, speedup = sp, efficiency = sp / (nd / n1d),
-                                                identical = same, stringsAsFactors = FALSE)
+                                                identical = same,
+                                                implicit = sum(vapply(tr$v, function(o) attr(o, "stats")[["implicitSteps"]], 0)),
+                                                stringsAsFactors = FALSE)
       cat(sprintf("  %-32s device %-6s %.3f s, speed-up %.2f, efficiency %.2f%s\n", w, paste(d, collapse = ","),
                   best, sp, sp / (nd / n1d), if (is.na(same)) "" else if (same) ", identical" else ", DIFFERENT"))
     }
