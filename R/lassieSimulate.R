@@ -250,15 +250,27 @@ check_model <- function(model) {
 #' @param maxSteps Most steps (accepted or not) per simulation; exhausting
 #'   them is an error that names the time reached.
 #' @param backend,threads,device See [resolveBackend()].  Several GPUs
-#'   (`device = c(0, 1)` or `"all"`) share a batch, each a contiguous block
-#'   of simulations, with the results of one GPU.
+#'   (`device = c(0, 1)` or `"all"`, any number) share a batch: the
+#'   parameter sets (rows of `rates`/`initial`) are cut into contiguous
+#'   blocks as even as can be, one per device in the order given, each
+#'   driven by a host thread of its own; simulations that turn stiff then
+#'   continue on the host's `threads`, so only the explicit part scales.
+#'   The results are those of one GPU, bit for bit.  A single simulation
+#'   runs on the first device.
 #' @param verbose Show a progress bar for long runs (not with `BPPARAM`).
-#' @param BPPARAM A BiocParallel back-end (`MulticoreParam`, `SnowParam`,
-#'   `BatchtoolsParam` for a cluster...) to share a batch among R workers,
-#'   each a contiguous block of the parameter sets, on the CPU or each on a
-#'   GPU of `device` (round robin; GPU workers need `SnowParam` or
-#'   `BatchtoolsParam`, as CUDA cannot be forked); the results are those of
-#'   one process.  Default `NULL`: this process alone.
+#' @param BPPARAM A BiocParallel back-end to share a batch among R
+#'   workers, each a contiguous block of the parameter sets (worker `w` of
+#'   `n` the `w`-th block), the results merged in order: those of one
+#'   process, bit for bit.  On the CPU each worker runs `threads` threads
+#'   (by default the processors shared out among the workers), except that
+#'   a forked worker (`MulticoreParam`) runs on one thread, since OpenMP
+#'   cannot be used again in a forked child.  On the GPU each worker takes a
+#'   device of `device` round robin (several each when there are more
+#'   devices than workers); GPU workers must be separate processes
+#'   (`SnowParam`, or `BatchtoolsParam` on a cluster, one job per node with
+#'   its GPUs), as CUDA cannot run in a forked child, and `MulticoreParam`
+#'   with `backend = "gpu"` is an error.  Default `NULL`: this process
+#'   alone.
 #' @return For one simulation, a matrix of class `lassieSimulation` with a
 #'   `time` column, one column per species and one per observable of the
 #'   model, like deSolve's `ode()`; attributes `stats` (steps, rejected

@@ -240,7 +240,9 @@ if (gpu && nzchar(dev_sets)) {
       drows[[length(drows) + 1L]] <- data.frame(workload = w, devices = paste(d, collapse = ","), gpus = nd,
                                                 seconds = best, speedup = sp, efficiency = sp / (nd / n1d),
                                                 engine = engine, engine_eff = e1 / engine / (nd / n1d),
-                                                identical = same, stringsAsFactors = FALSE)
+                                                identical = same,
+                                                implicit = sum(vapply(tr$v, function(o) attr(o, "stats")[["implicitSteps"]], 0)),
+                                                stringsAsFactors = FALSE)
       cat(sprintf("  %-32s device %-6s %.3f s, speed-up %.2f, efficiency %.2f%s\n", w, paste(d, collapse = ","),
                   best, sp, sp / (nd / n1d), if (is.na(same)) "" else if (same) ", identical" else ", DIFFERENT"))
     }
