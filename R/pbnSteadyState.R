@@ -428,13 +428,19 @@ pbn_workers <- function(flat, sets_l, params, trajectories, a, threads, BPPARAM,
                              MoreArgs = list(flat = flat, sets_l = sets_l, params = params, steps = steps,
                                              count = count, gpu = a$gpu, threads = as.integer(threads)),
                              BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE),
-      error = function(e) e)
-    if (inherits(r, "error"))
-      return(paste0("pbnSteadyState: a BPPARAM worker failed: ", conditionMessage(r)))
+      error = function(e) e, interrupt = function(e) NA_character_)
+    if (identical(r, NA_character_)) return(r) # Ctrl-C: the driver stops as in one process
+    if (inherits(r, "error")) {
+      failure <<- paste0("pbnSteadyState: a BPPARAM worker failed: ", conditionMessage(r))
+      return(failure)
+    }
     states <<- lapply(r, `[[`, 1L)
     if (count) lapply(r, `[[`, 2L) else NULL
   }
-  .Call(ffi_pbn_steady_bp, flat, sets_l, params, round, environment(), verbose)
+  failure <- NULL
+  o <- .Call(ffi_pbn_steady_bp, flat, sets_l, params, round, environment(), verbose)
+  if (is.null(o)) stop(sbg_condition("sysbioGPU_error_worker", failure))
+  o
 }
 
 pbn_auto_trajectories <- function(r, s, n_sets) {

@@ -238,33 +238,35 @@ SEXP ffi_pbn_block(SEXP net_l, SEXP sets_l, SEXP params, SEXP range, SEXP state,
 
 /* The engine of pbnSteadyState(BPPARAM =): advance calls the R function
  * fun(steps, count), which runs the blocks on the workers and returns the
- * list of their sums (raw) or a character message on error.  The sums are
- * added here as integers (exact: R's doubles would round the sums of
- * squares).  An R error never unwinds through the driver: R_tryEval
+ * list of their sums (raw), a character message on error, or NA_character_
+ * on Ctrl-C.  The sums are added here as integers (exact: R's doubles
+ * would round the sums of squares).  An R error never unwinds through the driver: R_tryEval
  * catches it and the driver gets a failing status. */
 typedef struct pbn_r_engine {
   sbg_pbn_engine base;
   SEXP fun, rho;
   int32_t n_sets;
-  int failed;
+  int worker_failed;  /* the R side holds the error: it raises it (not an internal error) */
 } pbn_r_engine;
 
 static sbg_status pbn_r_advance(sbg_pbn_engine *eng, int64_t steps, int count, uint64_t *sums,
                                 double lo, double hi, sbg_ctx *ctx) {
   pbn_r_engine *e = (pbn_r_engine *)eng;
   (void)lo;
-  SEXP call = PROTECT(Rf_lang3(e->fun, Rf_ScalarReal((double)steps), Rf_ScalarLogical(count)));
+  SEXP a1 = PROTECT(Rf_ScalarReal((double)steps)), a2 = PROTECT(Rf_ScalarLogical(count));
+  SEXP call = PROTECT(Rf_lang3(e->fun, a1, a2));
   int err = 0;
   SEXP r = R_tryEval(call, e->rho, &err);
   if (err) {
-    UNPROTECT(1);
-    e->failed = 1;
+    UNPROTECT(3);
     return sbg_fail(ctx, SBG_ERR_INTERNAL, "pbnSteadyState: the BPPARAM round failed");
   }
   PROTECT(r);
   sbg_status st = SBG_OK;
-  if (TYPEOF(r) == STRSXP && XLENGTH(r) >= 1) {
-    e->failed = 1;
+  if (TYPEOF(r) == STRSXP && XLENGTH(r) >= 1 && STRING_ELT(r, 0) == NA_STRING) {
+    st = sbg_fail(ctx, SBG_ERR_INTERRUPTED, "pbnSteadyState: interrupted");
+  } else if (TYPEOF(r) == STRSXP && XLENGTH(r) >= 1) {
+    e->worker_failed = 1;
     st = sbg_fail(ctx, SBG_ERR_INTERNAL, "%s", CHAR(STRING_ELT(r, 0)));
   } else if (count) {
     const R_xlen_t per = (R_xlen_t)e->n_sets * SBG_PBN_NSUM;
@@ -286,7 +288,7 @@ static sbg_status pbn_r_advance(sbg_pbn_engine *eng, int64_t steps, int count, u
       }
     }
   }
-  UNPROTECT(2);
+  UNPROTECT(4);
   if (st != SBG_OK) return st;
   return sbg_poll(ctx, hi);
 }
@@ -314,6 +316,10 @@ SEXP ffi_pbn_steady_bp(SEXP net_l, SEXP sets_l, SEXP params, SEXP fun, SEXP rho,
   sbg_ctx_init(&ctx, &pr, threads, device, verbose, "pbnSteadyState");
   sbg_status st = sbg_pbn_two_state(&e.base, &p, sets.n_sets, &out, &ctx);
   sbg_progress_end(&pr);
+  if (st != SBG_OK && e.worker_failed) {
+    UNPROTECT(3);
+    return R_NilValue;  /* the driver has freed its buffers; R raises the worker's error */
+  }
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
   result_finish(ans, &out);
   UNPROTECT(3);

@@ -75,7 +75,7 @@ test_that("BPPARAM: an error in a worker is an R error naming what failed", {
   }, envir = ns)
   on.exit({ assign("pbn_block", orig, envir = ns); lockBinding("pbn_block", ns) })
   expect_error(pbn_par_run(net, 7, backend = "cpu", threads = 1, BPPARAM = BiocParallel::SerialParam()),
-               "BPPARAM worker failed.*block exploded")
+               "BPPARAM worker failed.*block exploded", class = "sysbioGPU_error_worker")
   expect_error(pbnSteadyState(net, c(Survival = TRUE), backend = "cpu", BPPARAM = 3, verbose = FALSE),
                class = "sysbioGPU_error_input")
 })
