@@ -257,6 +257,22 @@ pbn_check_net <- function(pbn) {
 #'   contiguous blocks, one per GPU, run together; the transition counts add
 #'   up exactly, so the estimates are those of one GPU. (The exact method and
 #'   `pbnSimulate()` use one GPU.)
+#' @param BPPARAM `NULL` (one process), or a BiocParallel back-end
+#'   (package BiocParallel) over which the two-state method splits the
+#'   trajectories: the unit is a contiguous block of trajectories per worker
+#'   (trajectory `c` keeps its own random stream, so the estimates are
+#'   identical to one process for the same seed). The driver stays in this
+#'   process; each of its rounds (Gelman-Rubin windows, Raftery-Lewis
+#'   extensions) is one parallel call in which every worker moves its block
+#'   on and returns exact integer counts, which are added here; the blocks'
+#'   states (raw engine bytes: every worker must run the same build of
+#'   sysbioGPU) travel to and from the workers with each round. CPU workers
+#'   use `threads` each (by default the cores shared among the workers;
+#'   forked MulticoreParam workers run one thread). GPU workers (`backend =
+#'   "gpu"`) take the devices of `device` round robin and must be separate
+#'   processes: SnowParam(), not MulticoreParam(). On a cluster, use
+#'   BatchtoolsParam() (one job per worker and round: worth it only for long
+#'   rounds). The exact method ignores it.
 #' @param verbose Show a progress bar for long runs.
 #' @return A data.frame of class `pbnSteadyState`, one row per set:
 #'   `set`, `probability`, `lower` and `upper` (`probability -+ r`, clipped
@@ -290,7 +306,7 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
                            seed = NULL, backend = getOption("sysbioGPU.backend", "auto"),
                            threads = getOption("sysbioGPU.threads"),
                            device = getOption("sysbioGPU.device", 0L),
-                           verbose = interactive()) {
+                           BPPARAM = NULL, verbose = interactive()) {
   net <- pbn_check_net(pbn)
   sets <- pbn_states(states, net)
   p <- check_prob_open(p, "p", 0, 1, FALSE, TRUE)
@@ -355,7 +371,14 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   params <- c(seed, trajectories, r, stats::qnorm((1 + s) / 2), epsilon, 128, 1.01, max_len, 20,
               !isTRUE(getOption("sysbioGPU.pbnGeneralStep")), !isTRUE(getOption("sysbioGPU.pbnNoSkip")))
   t0 <- proc.time()[["elapsed"]]
-  o <- .Call(ffi_pbn_steady, flat, sets_l, params, a$gpu, a$threads, a$devices, verbose)
+  if (is.null(BPPARAM)) {
+    o <- .Call(ffi_pbn_steady, flat, sets_l, params, a$gpu, a$threads, a$devices, verbose)
+  } else {
+    check_bpparam(BPPARAM)
+    check_bpparam_gpu(BPPARAM, b)
+    thr <- if (is.null(threads)) bp_threads(BPPARAM) else a$threads
+    o <- pbn_workers(flat, sets_l, params, trajectories, a, thr, BPPARAM, verbose)
+  }
   secs <- proc.time()[["elapsed"]] - t0
   prob <- o[[1L]]
   res <- data.frame(set = labels, probability = prob,
@@ -380,6 +403,46 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
 
 # The default trajectory count: a function of r, s and the number of sets
 # only (documented under `trajectories`), identical on every backend.
+# One block of chains on an R worker: [range[1], range[2]) (0-based) from
+# the seed (state NULL) or from the state the last round returned; returns
+# list(state (raw), sums (raw uint64, or NULL without count)).
+pbn_block <- function(range, state, dev, flat, sets_l, params, steps, count, gpu, threads) {
+  .Call(ffi_pbn_block, flat, sets_l, params, range, state, steps, count, gpu, threads, dev)
+}
+
+# BPPARAM: the trajectories in contiguous blocks, one per worker (a GPU
+# each, round robin over `device`); the driver (C) runs as in one process
+# and calls round() for each of its advances: every worker moves its block
+# on and returns its exact integer sums, which the C side adds.  The blocks'
+# states (raw bytes of the engine, same build on every worker) come back
+# with each round and go out with the next.
+pbn_workers <- function(flat, sets_l, params, trajectories, a, threads, BPPARAM, verbose) {
+  nw <- as.integer(min(BiocParallel::bpnworkers(BPPARAM), trajectories))
+  cuts <- floor(trajectories * (0:nw) / nw)
+  ranges <- lapply(seq_len(nw), function(w) c(cuts[[w]], cuts[[w + 1L]]))
+  devs <- lapply(seq_len(nw), function(w) a$devices[[(w - 1L) %% length(a$devices) + 1L]])
+  states <- vector("list", nw)
+  round <- function(steps, count) {
+    r <- tryCatch(
+      BiocParallel::bpmapply(pbn_block, ranges, states, devs,
+                             MoreArgs = list(flat = flat, sets_l = sets_l, params = params, steps = steps,
+                                             count = count, gpu = a$gpu, threads = as.integer(threads)),
+                             BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE),
+      error = function(e) e, interrupt = function(e) NA_character_)
+    if (identical(r, NA_character_)) return(r) # Ctrl-C: the driver stops as in one process
+    if (inherits(r, "error")) {
+      failure <<- paste0("pbnSteadyState: a BPPARAM worker failed: ", conditionMessage(r))
+      return(failure)
+    }
+    states <<- lapply(r, `[[`, 1L)
+    if (count) lapply(r, `[[`, 2L) else NULL
+  }
+  failure <- NULL
+  o <- .Call(ffi_pbn_steady_bp, flat, sets_l, params, round, environment(), verbose)
+  if (is.null(o)) stop(sbg_condition("sysbioGPU_error_worker", failure))
+  o
+}
+
 pbn_auto_trajectories <- function(r, s, n_sets) {
   zr2 <- (stats::qnorm((1 + s) / 2) / r)^2
   t <- 2^floor(log2(max(1, zr2 / 4096)))

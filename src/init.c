@@ -31,6 +31,8 @@ SEXP ffi_gsea_stats(SEXP, SEXP, SEXP);
 SEXP ffi_pbn_steady(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_pbn_simulate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_pbn_exact(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_pbn_block(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_pbn_steady_bp(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
 /* grnEvolve */
 SEXP ffi_grn_evolve(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -73,6 +75,8 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_pbn_steady, 7),
     CALLDEF(ffi_pbn_simulate, 8),
     CALLDEF(ffi_pbn_exact, 8),
+    CALLDEF(ffi_pbn_block, 10),
+    CALLDEF(ffi_pbn_steady_bp, 6),
     /* grnEvolve */
     CALLDEF(ffi_grn_evolve, 6),
     CALLDEF(ffi_grn_simulate, 2),

@@ -1,6 +1,8 @@
 # pbnSteadyState on one and two GPUs (issue 8): the random 100-node network
 # (2^18 and 2^20 trajectories) and the 7-set T-LGL analysis at r = 5e-6.
 #   PBN_DATA=.device/bnet Rscript inst/bench/pbn_scale.R     (needs 2 GPUs)
+# PBN_SCALE=bpparam: one process on GPU 0 vs BPPARAM = SnowParam(2), a
+# worker per GPU (the states travel with every round), seconds and efficiency.
 suppressMessages(library(sysbioGPU))
 if (nrow(gpuInfo()) < 2) {
   cat("pbn_scale.R: needs 2 GPUs; this machine has", nrow(gpuInfo()), "\n")
@@ -13,6 +15,25 @@ tlgl <- readPBN(file.path(Sys.getenv("PBN_DATA", file.path("..", "shared", "data
 sets <- list(Apoptosis = c(v_Apoptosis = TRUE), S1P = c(v_S1P = TRUE), Ceramide = c(v_Ceramide = TRUE),
              "Caspase,!FLIP" = c(v_Caspase = TRUE, v_FLIP = FALSE), "DISC,FasT" = c(v_DISC = TRUE, v_FasT = TRUE),
              "!Apoptosis,NFKB" = c(v_Apoptosis = FALSE, v_NFKB = TRUE), "BID,!MCL1" = c(v_BID = TRUE, v_MCL1 = FALSE))
+if (Sys.getenv("PBN_SCALE") == "bpparam") {
+  snow <- BiocParallel::SnowParam(2)
+  BiocParallel::bpstart(snow)
+  cols <- c("probability", "N", "M", "alpha", "beta", "samples", "rhat", "steps")
+  run <- function(name, f) {
+    one <- f(list(device = 0L))
+    two <- f(list(device = c(0L, 1L), BPPARAM = snow))
+    s1 <- one$seconds[[1]]; s2 <- two$seconds[[1]]
+    cat(sprintf("%s: one process %.2f s, SnowParam(2) GPU workers %.2f s, speed-up %.2f, efficiency %.2f, identical %s\n",
+                name, s1, s2, s1 / s2, s1 / s2 / 2, identical(one[cols], two[cols])))
+  }
+  run("random-100 2^20 traj 8e9 steps", function(a) suppressWarnings(do.call(pbnSteadyState, c(list(
+    net, setNames(TRUE, net$nodes[[1]]), p = 0.001, r = 1e-9, trajectories = 2^20, maxSteps = 8e9, reduce = FALSE,
+    seed = 1, backend = "gpu", verbose = FALSE), a))))
+  run("T-LGL 7 sets r 5e-6", function(a) suppressWarnings(do.call(pbnSteadyState, c(list(
+    tlgl, sets, p = 0.001, r = 5e-6, s = 0.95, seed = 1, backend = "gpu", maxSteps = 1e11, verbose = FALSE), a))))
+  BiocParallel::bpstop(snow)
+  quit(save = "no")
+}
 for (dev in list(0L, c(0L, 1L))) {
   for (traj in c(2^18, 2^20)) {
     x <- suppressWarnings(pbnSteadyState(net, setNames(TRUE, net$nodes[[1]]), p = 0.001, r = 1e-9, trajectories = traj,

@@ -4,6 +4,7 @@
 #ifndef SBG_PBN_H
 #define SBG_PBN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "status.h"
@@ -144,6 +145,19 @@ sbg_status sbg_pbn_steady_cpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
                               const sbg_pbn_params *p, sbg_pbn_result *out, sbg_ctx *ctx);
 sbg_status sbg_pbn_steady_gpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
                               const sbg_pbn_params *p, sbg_pbn_result *out, sbg_ctx *ctx);
+
+/* A block of chains [c0, c1) of the whole set (chain c on subsequence c),
+ * for R workers (BPPARAM): starts from the seed (state_in NULL) or from an
+ * exported state, advances `steps` (with `count`, fills sums), exports its
+ * state into state_out (sbg_pbn_block_state_bytes(): the raw engine state,
+ * valid only for the same build, which every worker runs). */
+size_t sbg_pbn_block_state_bytes(const sbg_pbn_net *net, int64_t n_chains);
+sbg_status sbg_pbn_block_cpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets, const sbg_pbn_params *p,
+                             int64_t c0, int64_t c1, const unsigned char *state_in, int64_t steps,
+                             int count, uint64_t *sums, unsigned char *state_out, sbg_ctx *ctx);
+sbg_status sbg_pbn_block_gpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets, const sbg_pbn_params *p,
+                             int64_t c0, int64_t c1, const unsigned char *state_in, int64_t steps,
+                             int count, uint64_t *sums, unsigned char *state_out, sbg_ctx *ctx);
 
 /* Trajectories for pbnSimulate(): states (steps+1 per chain) into
  * out[(c * (steps+1) + t) * n_words + w].  `from` (n_words) or NULL for a

@@ -120,37 +120,27 @@ static void sets_from_list(SEXP l, int32_t n_words, sbg_pbn_sets *s) {
 
 /* params: seed, chains, r, z, epsilon, psi0, rhat_max, max_len, min_switches, small,
  * skip (0: no fixed-point skip, for the tests: same results) */
-SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads, SEXP device,
-                    SEXP verbose) {
-  int nprot = 0;
-  sbg_pbn_net net;
-  sbg_pbn_sets sets;
-  net_from_list(net_l, &net);
-  sets_from_list(sets_l, net.n_words, &sets);
+static void params_from_real(SEXP params, sbg_pbn_net *net, sbg_pbn_params *p) {
   SBG_ASSERT(TYPEOF(params) == REALSXP && XLENGTH(params) == 11);
-  SBG_ASSERT(TYPEOF(gpu) == LGLSXP);
   const double *pv = REAL(params);
-  sbg_pbn_params p;
-  p.seed = (uint64_t)pv[0];
-  p.n_chains = (int64_t)pv[1];
-  p.r = pv[2];
-  p.z = pv[3];
-  p.epsilon = pv[4];
-  p.psi0 = (int64_t)pv[5];
-  p.rhat_max = pv[6];
-  p.max_len = (int64_t)pv[7];
-  p.min_switches = (int64_t)pv[8];
-  p.small = pv[9] != 0;
-  if (pv[10] == 0) net.det = 0;
-  /* device: one GPU index or several sharing the chains */
-  SBG_ASSERT(TYPEOF(device) == INTSXP && XLENGTH(device) >= 1 && XLENGTH(device) <= SBG_PBN_MAX_DEVICES);
-  p.devices = INTEGER(device);
-  p.n_devices = (int32_t)XLENGTH(device);
-  SBG_ASSERT(p.n_chains >= 2 && p.psi0 >= 2 && p.max_len >= 4);
+  memset(p, 0, sizeof *p);
+  p->seed = (uint64_t)pv[0];
+  p->n_chains = (int64_t)pv[1];
+  p->r = pv[2];
+  p->z = pv[3];
+  p->epsilon = pv[4];
+  p->psi0 = (int64_t)pv[5];
+  p->rhat_max = pv[6];
+  p->max_len = (int64_t)pv[7];
+  p->min_switches = (int64_t)pv[8];
+  p->small = pv[9] != 0;
+  if (pv[10] == 0) net->det = 0;
+  SBG_ASSERT(p->n_chains >= 2 && p->psi0 >= 2 && p->max_len >= 4);
+}
 
-  int32_t S = sets.n_sets;
-  /* prob, alpha, beta, rhat, N, M, samples, converged, c(steps, burnin, psi) */
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 9)); nprot++;
+/* prob, alpha, beta, rhat, N, M, samples, converged, c(steps, burnin, psi) */
+static SEXP result_alloc(int32_t S, sbg_pbn_result *out) {
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 9));
   double *cols[7];
   for (int j = 0; j < 7; j++) {
     SET_VECTOR_ELT(ans, j, Rf_allocVector(REALSXP, S));
@@ -158,11 +148,37 @@ SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads
   }
   SET_VECTOR_ELT(ans, 7, Rf_allocVector(LGLSXP, S));
   SET_VECTOR_ELT(ans, 8, Rf_allocVector(REALSXP, 3));
-  sbg_pbn_result out;
-  out.prob = cols[0]; out.alpha = cols[1]; out.beta = cols[2]; out.rhat = cols[3];
-  out.n_req = cols[4]; out.burnin_req = cols[5]; out.samples = cols[6];
-  out.converged = LOGICAL(VECTOR_ELT(ans, 7));
+  out->prob = cols[0]; out->alpha = cols[1]; out->beta = cols[2]; out->rhat = cols[3];
+  out->n_req = cols[4]; out->burnin_req = cols[5]; out->samples = cols[6];
+  out->converged = LOGICAL(VECTOR_ELT(ans, 7));
+  UNPROTECT(1);
+  return ans;
+}
 
+static void result_finish(SEXP ans, const sbg_pbn_result *out) {
+  double *g = REAL(VECTOR_ELT(ans, 8));
+  g[0] = out->steps_per_chain;
+  g[1] = out->burnin;
+  g[2] = out->psi;
+}
+
+SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads, SEXP device,
+                    SEXP verbose) {
+  int nprot = 0;
+  sbg_pbn_net net;
+  sbg_pbn_sets sets;
+  net_from_list(net_l, &net);
+  sets_from_list(sets_l, net.n_words, &sets);
+  SBG_ASSERT(TYPEOF(gpu) == LGLSXP);
+  sbg_pbn_params p;
+  params_from_real(params, &net, &p);
+  /* device: one GPU index or several sharing the chains */
+  SBG_ASSERT(TYPEOF(device) == INTSXP && XLENGTH(device) >= 1 && XLENGTH(device) <= SBG_PBN_MAX_DEVICES);
+  p.devices = INTEGER(device);
+  p.n_devices = (int32_t)XLENGTH(device);
+
+  sbg_pbn_result out;
+  SEXP ans = PROTECT(result_alloc(sets.n_sets, &out)); nprot++;
   sbg_ctx ctx;
   sbg_progress pr;
   SEXP first_dev = PROTECT(Rf_ScalarInteger(INTEGER(device)[0])); nprot++;
@@ -171,11 +187,142 @@ SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads
                                   : sbg_pbn_steady_cpu(&net, &sets, &p, &out, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-  double *g = REAL(VECTOR_ELT(ans, 8));
-  g[0] = out.steps_per_chain;
-  g[1] = out.burnin;
-  g[2] = out.psi;
+  result_finish(ans, &out);
   UNPROTECT(nprot);
+  return ans;
+}
+
+/* One block of chains on an R worker (pbn_block() in R/pbnSteadyState.R):
+ * range = c(c0, c1) (0-based, c1 exclusive), state = raw or NULL (start
+ * from the seed).  Returns list(state (raw), sums (raw: n_sets *
+ * SBG_PBN_NSUM uint64, NULL without count)). */
+SEXP ffi_pbn_block(SEXP net_l, SEXP sets_l, SEXP params, SEXP range, SEXP state, SEXP steps,
+                   SEXP count, SEXP gpu, SEXP threads, SEXP device) {
+  sbg_pbn_net net;
+  sbg_pbn_sets sets;
+  net_from_list(net_l, &net);
+  sets_from_list(sets_l, net.n_words, &sets);
+  sbg_pbn_params p;
+  params_from_real(params, &net, &p);
+  SBG_ASSERT(TYPEOF(range) == REALSXP && XLENGTH(range) == 2);
+  int64_t c0 = (int64_t)REAL(range)[0], c1 = (int64_t)REAL(range)[1];
+  SBG_ASSERT(c0 >= 0 && c1 > c0 && c1 <= p.n_chains);
+  size_t bytes = sbg_pbn_block_state_bytes(&net, c1 - c0);
+  SBG_ASSERT(Rf_isNull(state) || (TYPEOF(state) == RAWSXP && (size_t)XLENGTH(state) == bytes));
+  SBG_ASSERT(TYPEOF(steps) == REALSXP && REAL(steps)[0] >= 0 && REAL(steps)[0] < 2147483648.0);
+  SBG_ASSERT(TYPEOF(count) == LGLSXP && TYPEOF(gpu) == LGLSXP);
+  SBG_ASSERT(TYPEOF(device) == INTSXP && XLENGTH(device) == 1);
+  p.devices = INTEGER(device);
+  p.n_devices = 1;
+  int cnt = LOGICAL(count)[0];
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 2));
+  SET_VECTOR_ELT(ans, 0, Rf_allocVector(RAWSXP, (R_xlen_t)bytes));
+  if (cnt) SET_VECTOR_ELT(ans, 1, Rf_allocVector(RAWSXP, (R_xlen_t)sets.n_sets * SBG_PBN_NSUM * 8));
+  uint64_t *sums = cnt ? (uint64_t *)R_alloc((size_t)(sets.n_sets > 0 ? sets.n_sets : 1) * SBG_PBN_NSUM, 8) : NULL;
+  SEXP verbose = PROTECT(Rf_ScalarLogical(FALSE));
+  sbg_ctx ctx;
+  sbg_progress pr;
+  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "pbnSteadyState");
+  const unsigned char *in = Rf_isNull(state) ? NULL : RAW(state);
+  sbg_status st = LOGICAL(gpu)[0]
+                      ? sbg_pbn_block_gpu(&net, &sets, &p, c0, c1, in, (int64_t)REAL(steps)[0], cnt, sums,
+                                          RAW(VECTOR_ELT(ans, 0)), &ctx)
+                      : sbg_pbn_block_cpu(&net, &sets, &p, c0, c1, in, (int64_t)REAL(steps)[0], cnt, sums,
+                                          RAW(VECTOR_ELT(ans, 0)), &ctx);
+  sbg_progress_end(&pr);
+  if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
+  if (cnt) memcpy(RAW(VECTOR_ELT(ans, 1)), sums, (size_t)sets.n_sets * SBG_PBN_NSUM * 8);
+  UNPROTECT(2);
+  return ans;
+}
+
+/* The engine of pbnSteadyState(BPPARAM =): advance calls the R function
+ * fun(steps, count), which runs the blocks on the workers and returns the
+ * list of their sums (raw), a character message on error, or NA_character_
+ * on Ctrl-C.  The sums are added here as integers (exact: R's doubles
+ * would round the sums of squares).  An R error never unwinds through the driver: R_tryEval
+ * catches it and the driver gets a failing status. */
+typedef struct pbn_r_engine {
+  sbg_pbn_engine base;
+  SEXP fun, rho;
+  int32_t n_sets;
+  int worker_failed;  /* the R side holds the error: it raises it (not an internal error) */
+} pbn_r_engine;
+
+static sbg_status pbn_r_advance(sbg_pbn_engine *eng, int64_t steps, int count, uint64_t *sums,
+                                double lo, double hi, sbg_ctx *ctx) {
+  pbn_r_engine *e = (pbn_r_engine *)eng;
+  (void)lo;
+  SEXP a1 = PROTECT(Rf_ScalarReal((double)steps)), a2 = PROTECT(Rf_ScalarLogical(count));
+  SEXP call = PROTECT(Rf_lang3(e->fun, a1, a2));
+  int err = 0;
+  SEXP r = R_tryEval(call, e->rho, &err);
+  if (err) {
+    UNPROTECT(3);
+    return sbg_fail(ctx, SBG_ERR_INTERNAL, "pbnSteadyState: the BPPARAM round failed");
+  }
+  PROTECT(r);
+  sbg_status st = SBG_OK;
+  if (TYPEOF(r) == STRSXP && XLENGTH(r) >= 1 && STRING_ELT(r, 0) == NA_STRING) {
+    st = sbg_fail(ctx, SBG_ERR_INTERRUPTED, "pbnSteadyState: interrupted");
+  } else if (TYPEOF(r) == STRSXP && XLENGTH(r) >= 1) {
+    e->worker_failed = 1;
+    st = sbg_fail(ctx, SBG_ERR_INTERNAL, "%s", CHAR(STRING_ELT(r, 0)));
+  } else if (count) {
+    const R_xlen_t per = (R_xlen_t)e->n_sets * SBG_PBN_NSUM;
+    if (TYPEOF(r) != VECSXP) {
+      st = sbg_fail(ctx, SBG_ERR_INTERNAL, "pbnSteadyState: a BPPARAM round returned no sums");
+    } else {
+      memset(sums, 0, sizeof(uint64_t) * (size_t)per);
+      for (R_xlen_t w = 0; w < XLENGTH(r) && st == SBG_OK; w++) {
+        SEXP x = VECTOR_ELT(r, w);
+        if (TYPEOF(x) != RAWSXP || XLENGTH(x) != per * 8) {
+          st = sbg_fail(ctx, SBG_ERR_INTERNAL, "pbnSteadyState: worker %d returned malformed sums", (int)w + 1);
+          break;
+        }
+        uint64_t v;
+        for (R_xlen_t i = 0; i < per; i++) {
+          memcpy(&v, RAW(x) + 8 * i, 8);
+          sums[i] += v;
+        }
+      }
+    }
+  }
+  UNPROTECT(4);
+  if (st != SBG_OK) return st;
+  return sbg_poll(ctx, hi);
+}
+
+SEXP ffi_pbn_steady_bp(SEXP net_l, SEXP sets_l, SEXP params, SEXP fun, SEXP rho, SEXP verbose) {
+  sbg_pbn_net net;
+  sbg_pbn_sets sets;
+  net_from_list(net_l, &net);
+  sets_from_list(sets_l, net.n_words, &sets);
+  sbg_pbn_params p;
+  params_from_real(params, &net, &p);
+  SBG_ASSERT(Rf_isFunction(fun) && TYPEOF(rho) == ENVSXP);
+  sbg_pbn_result out;
+  SEXP ans = PROTECT(result_alloc(sets.n_sets, &out));
+  pbn_r_engine e;
+  memset(&e, 0, sizeof e);
+  e.base.self = &e;
+  e.base.advance = pbn_r_advance;
+  e.fun = fun;
+  e.rho = rho;
+  e.n_sets = sets.n_sets;
+  SEXP threads = PROTECT(Rf_ScalarInteger(1)), device = PROTECT(Rf_ScalarInteger(0));
+  sbg_ctx ctx;
+  sbg_progress pr;
+  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "pbnSteadyState");
+  sbg_status st = sbg_pbn_two_state(&e.base, &p, sets.n_sets, &out, &ctx);
+  sbg_progress_end(&pr);
+  if (st != SBG_OK && e.worker_failed) {
+    UNPROTECT(3);
+    return R_NilValue;  /* the driver has freed its buffers; R raises the worker's error */
+  }
+  if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
+  result_finish(ans, &out);
+  UNPROTECT(3);
   return ans;
 }
 

@@ -142,51 +142,91 @@ static sbg_status pbn_cpu_advance(sbg_pbn_engine *eng, int64_t steps, int count,
   return SBG_OK;
 }
 
-sbg_status sbg_pbn_steady_cpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
-                              const sbg_pbn_params *p, sbg_pbn_result *out, sbg_ctx *ctx) {
-  sbg_status st = SBG_OK;
-  pbn_cpu e;
-  memset(&e, 0, sizeof e);
+/* Allocates the engine of chains [c0, c1) of the whole set (chain c on
+ * Philox subsequence c); with `state` NULL starts them from the seed, else
+ * imports an exported state (pbn_cpu_export). */
+static sbg_status pbn_cpu_open(pbn_cpu *e, const sbg_pbn_net *net, const sbg_pbn_sets *sets,
+                               const sbg_pbn_params *p, int64_t c0, int64_t c1,
+                               const unsigned char *state, sbg_ctx *ctx) {
+  memset(e, 0, sizeof *e);
   const int32_t W = net->n_words;
-  e.base.self = &e;
-  e.base.advance = pbn_cpu_advance;
-  e.net = net;
-  e.sets = sets;
-  e.n_chains = p->n_chains;
-  e.states = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)p->n_chains * W);
-  e.rng = (sbg_philox *)malloc(sizeof(sbg_philox) * (size_t)p->n_chains);
-  e.gap = (int32_t *)malloc(sizeof(int32_t) * (size_t)p->n_chains);
-  e.cnt = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)p->n_chains * (sets->n_sets > 0 ? sets->n_sets : 1) * 3);
-  e.scratch = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)ctx->n_threads * W);
-  e.prev = (unsigned char *)malloc((size_t)ctx->n_threads * (sets->n_sets > 0 ? sets->n_sets : 1));
+  const int64_t nc = c1 - c0;
+  e->base.self = e;
+  e->base.advance = pbn_cpu_advance;
+  e->net = net;
+  e->sets = sets;
+  e->n_chains = nc;
+  e->states = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)nc * W);
+  e->rng = (sbg_philox *)malloc(sizeof(sbg_philox) * (size_t)nc);
+  e->gap = (int32_t *)malloc(sizeof(int32_t) * (size_t)nc);
+  e->cnt = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)nc * (sets->n_sets > 0 ? sets->n_sets : 1) * 3);
+  e->scratch = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)ctx->n_threads * W);
+  e->prev = (unsigned char *)malloc((size_t)ctx->n_threads * (sets->n_sets > 0 ? sets->n_sets : 1));
   int rec_failed = 0;
   if (p->small && net->n <= SBG_PBN_SMALL_N) {
-    e.rec = (sbg_pbn_frec *)malloc(sizeof(sbg_pbn_frec) * (size_t)net->fun_start[net->n]);
-    if (!e.rec) rec_failed = 1;
-    else if (sbg_pbn_frecs(net, e.rec, (e.kw = sbg_pbn_frec_width(net))) < 0) {
-      free(e.rec);  /* a table offset beyond 32 bits: the general step */
-      e.rec = NULL;
+    e->rec = (sbg_pbn_frec *)malloc(sizeof(sbg_pbn_frec) * (size_t)net->fun_start[net->n]);
+    if (!e->rec) rec_failed = 1;
+    else if (sbg_pbn_frecs(net, e->rec, (e->kw = sbg_pbn_frec_width(net))) < 0) {
+      free(e->rec);  /* a table offset beyond 32 bits: the general step */
+      e->rec = NULL;
     }
   }
-  if (!e.states || !e.rng || !e.gap || !e.cnt || !e.scratch || !e.prev || rec_failed) {
-    st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the state of %lld trajectories",
-                  (long long)p->n_chains);
-    goto done;
+  if (!e->states || !e->rng || !e->gap || !e->cnt || !e->scratch || !e->prev || rec_failed)
+    return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the state of %lld trajectories", (long long)nc);
+  if (state) {
+    size_t a = sizeof(uint64_t) * (size_t)nc * W, b = sizeof(sbg_philox) * (size_t)nc;
+    memcpy(e->states, state, a);
+    memcpy(e->rng, state + a, b);
+    memcpy(e->gap, state + a + b, sizeof(int32_t) * (size_t)nc);
+    return SBG_OK;
   }
-  for (int64_t c = 0; c < p->n_chains; c++) {
-    sbg_philox_init(&e.rng[c], p->seed, (uint64_t)c, 0);
-    pbn_random_state(net, &e.rng[c], e.states + c * W, 1);
-    e.gap[c] = pbn_draw_gap(net, &e.rng[c]);
+  for (int64_t c = 0; c < nc; c++) {
+    sbg_philox_init(&e->rng[c], p->seed, (uint64_t)(c0 + c), 0);
+    pbn_random_state(net, &e->rng[c], e->states + c * W, 1);
+    e->gap[c] = pbn_draw_gap(net, &e->rng[c]);
   }
-  st = sbg_pbn_two_state(&e.base, p, sets->n_sets, out, ctx);
-done:
-  free(e.states);
-  free(e.rng);
-  free(e.gap);
-  free(e.cnt);
-  free(e.scratch);
-  free(e.prev);
-  free(e.rec);
+  return SBG_OK;
+}
+
+static void pbn_cpu_close(pbn_cpu *e) {
+  free(e->states);
+  free(e->rng);
+  free(e->gap);
+  free(e->cnt);
+  free(e->scratch);
+  free(e->prev);
+  free(e->rec);
+}
+
+size_t sbg_pbn_block_state_bytes(const sbg_pbn_net *net, int64_t n_chains) {
+  return (size_t)n_chains * (sizeof(uint64_t) * (size_t)net->n_words + sizeof(sbg_philox) + sizeof(int32_t));
+}
+
+sbg_status sbg_pbn_block_cpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets, const sbg_pbn_params *p,
+                             int64_t c0, int64_t c1, const unsigned char *state_in, int64_t steps,
+                             int count, uint64_t *sums, unsigned char *state_out, sbg_ctx *ctx) {
+  pbn_cpu e;
+  sbg_status st = pbn_cpu_open(&e, net, sets, p, c0, c1, state_in, ctx);
+  if (st == SBG_OK && steps > 0) st = pbn_cpu_advance(&e.base, steps, count, sums, 0.0, 1.0, ctx);
+  if (st == SBG_OK && count && steps <= 0)
+    memset(sums, 0, sizeof(uint64_t) * (size_t)sets->n_sets * SBG_PBN_NSUM);
+  if (st == SBG_OK) {
+    const int64_t nc = c1 - c0;
+    size_t a = sizeof(uint64_t) * (size_t)nc * net->n_words, b = sizeof(sbg_philox) * (size_t)nc;
+    memcpy(state_out, e.states, a);
+    memcpy(state_out + a, e.rng, b);
+    memcpy(state_out + a + b, e.gap, sizeof(int32_t) * (size_t)nc);
+  }
+  pbn_cpu_close(&e);
+  return st;
+}
+
+sbg_status sbg_pbn_steady_cpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
+                              const sbg_pbn_params *p, sbg_pbn_result *out, sbg_ctx *ctx) {
+  pbn_cpu e;
+  sbg_status st = pbn_cpu_open(&e, net, sets, p, 0, p->n_chains, NULL, ctx);
+  if (st == SBG_OK) st = sbg_pbn_two_state(&e.base, p, sets->n_sets, out, ctx);
+  pbn_cpu_close(&e);
   return st;
 }
 

@@ -551,3 +551,60 @@ done:
   if (stream) cudaStreamDestroy(stream);
   return st;
 }
+
+/* One block of chains [c0, c1) for an R worker (pbnSteadyState(BPPARAM =)):
+ * the engine above on one device, started from the seed or from a state
+ * exported by this function; the state travels in the CPU engine's layout
+ * (states chain-major, then generators, then gaps: pbn_cpu.c), so a round
+ * trip through the host changes nothing. */
+extern "C" sbg_status sbg_pbn_block_gpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
+                                        const sbg_pbn_params *p, int64_t c0, int64_t c1,
+                                        const unsigned char *state_in, int64_t steps, int count,
+                                        uint64_t *sums, unsigned char *state_out, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int32_t S = sets->n_sets, W = net->n_words;
+  const int64_t nc = c1 - c0;
+  const size_t sb = sizeof(uint64_t) * (size_t)nc * W, rb = sizeof(sbg_philox) * (size_t)nc,
+               gb = sizeof(int32_t) * (size_t)nc;
+  uint64_t *h_state = NULL;
+  pbn_gpus *e = (pbn_gpus *)calloc(1, sizeof(pbn_gpus));
+  if (!e) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the GPU engine");
+  pbn_gpu *d = &e->dev[0];
+  e->nd = 1;
+  e->part = (uint64_t *)malloc(sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)(S > 0 ? S : 1));
+  h_state = (uint64_t *)malloc(sb > 0 ? sb : 8);
+  if (!e->part || !h_state) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the block's state"); goto done; }
+  SBG_TRY(pbn_gpu_open(d, net, sets, p, p->n_devices > 0 ? p->devices[0] : ctx->device, c0, nc, ctx));
+  if (state_in) {
+    /* chain-major on the host, word-major on the device */
+    for (int64_t c = 0; c < nc; c++)
+      for (int32_t w = 0; w < W; w++) {
+        uint64_t v;
+        memcpy(&v, state_in + 8 * ((size_t)c * W + w), 8);
+        h_state[(size_t)w * nc + c] = v;
+      }
+    SBG_CUDA_CHECK(cudaMemcpyAsync(d->a.state, h_state, sb, cudaMemcpyHostToDevice, d->stream));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(d->a.rng, state_in + sb, rb, cudaMemcpyHostToDevice, d->stream));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(d->a.gap, state_in + sb + rb, gb, cudaMemcpyHostToDevice, d->stream));
+    SBG_CUDA_CHECK(cudaStreamSynchronize(d->stream));
+  }
+  e->chunk = 1e8 / ((double)nc * ((double)net->n + 8.0));
+  if (e->chunk < 1) e->chunk = 1;
+  e->base.self = e;
+  e->base.advance = pbn_gpu_advance;
+  if (steps > 0) SBG_TRY(pbn_gpu_advance(&e->base, steps, count, sums, 0.0, 1.0, ctx));
+  else if (count) memset(sums, 0, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)S);
+  SBG_TRY(sbg_device_select(d->device, ctx));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(h_state, d->a.state, sb, cudaMemcpyDeviceToHost, d->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(state_out + sb, d->a.rng, rb, cudaMemcpyDeviceToHost, d->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(state_out + sb + rb, d->a.gap, gb, cudaMemcpyDeviceToHost, d->stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(d->stream));
+  for (int64_t c = 0; c < nc; c++)
+    for (int32_t w = 0; w < W; w++) memcpy(state_out + 8 * ((size_t)c * W + w), &h_state[(size_t)w * nc + c], 8);
+done:
+  pbn_gpu_close(d);
+  free(h_state);
+  free(e->part);
+  free(e);
+  return st;
+}

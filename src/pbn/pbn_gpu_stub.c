@@ -20,3 +20,11 @@ sbg_status sbg_pbn_exact_gpu(const sbg_pbn_net *net, const double *fun_prob, dou
   (void)net; (void)fun_prob; (void)p; (void)tol; (void)max_iter; (void)pi; (void)iterations; (void)delta;
   return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
 }
+
+sbg_status sbg_pbn_block_gpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets, const sbg_pbn_params *p,
+                             int64_t c0, int64_t c1, const unsigned char *state_in, int64_t steps,
+                             int count, uint64_t *sums, unsigned char *state_out, sbg_ctx *ctx) {
+  (void)net; (void)sets; (void)p; (void)c0; (void)c1; (void)state_in; (void)steps; (void)count;
+  (void)sums; (void)state_out;
+  return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
+}
