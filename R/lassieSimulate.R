@@ -346,18 +346,26 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   stat_names <- c("steps", "rejected", "switches", "implicitSteps", "newtonIterations",
                   "factorisations", "jacobians", "rhsEvaluations")
   cn <- list(NULL, c("time", model$species, rownames(model$observables)))
-  one <- function(s) {
-    out <- res[[1]][[s]] # times x (time, species, observables), built by the glue
-    dimnames(out) <- cn
-    st <- res[[2]][, s]
+  cls <- c("lassieSimulation", "matrix", "array")
+  common <- list(method = method, rtol = rtol,
+                 atol = atol, backend = b$backend,
+                 device = if (identical(b$backend, "gpu")) b$deviceName else NA_character_,
+                 elapsed = elapsed, nSpecies = N)
+  stats <- res[[2L]]
+  sims <- res[[1L]] # times x (time, species, observables) each, built by the glue
+  res[[1L]] <- NULL # (so that only `sims` holds the matrices: see below)
+  for (s in seq_len(n_sims)) {
+    out <- sims[[s]]
+    # the list lets go of the matrix first, so that setting its attributes
+    # does not copy it (a batch's copies cost more than a GPU's steps)
+    sims[s] <- list(NULL)
+    st <- stats[, s]
     names(st) <- stat_names
-    structure(out, class = c("lassieSimulation", "matrix", "array"), stats = st,
-              method = method, rtol = rtol, atol = atol, backend = b$backend,
-              device = if (identical(b$backend, "gpu")) b$deviceName else NA_character_,
-              elapsed = elapsed, nSpecies = N)
+    attributes(out) <- c(list(dim = dim(out), dimnames = cn, class = cls, stats = st), common)
+    sims[[s]] <- out
   }
-  if (n_sims == 1L && !rt$batch && !it$batch) return(one(1L))
-  lapply(seq_len(n_sims), one)
+  if (n_sims == 1L && !rt$batch && !it$batch) return(sims[[1L]])
+  sims
 }
 
 # One engine call: the simulations base + 1 .. of the whole batch (job$total)

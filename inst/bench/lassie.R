@@ -13,7 +13,8 @@
 # LASSIE_DEVICE_REPS (default 3) runs, and a batch of a non-stiff synthetic
 # network whose device work grows with the batch (LASSIE_SCALE_N species,
 # default 2048, LASSIE_SCALE_BATCH parameter sets, default 8192; 0 skips
-# it), and prints the speed-up and the efficiency (speed-up / devices)
+# it; LASSIE_SCALE_TEND the horizons, default 50,500; LASSIE_SCALE_METHOD
+# the method, default auto), and prints the speed-up and the efficiency (speed-up / devices)
 # against the first set.
 suppressPackageStartupMessages(library(sysbioGPU))
 args <- commandArgs(trailingOnly = TRUE)
@@ -214,9 +215,10 @@ if (gpu && nzchar(dev_sets)) {
     m <- synthetic(n_scale, seed = n_scale)
     set.seed(13)
     K <- t(replicate(b_scale, m$rates * 2^runif(length(m$rates), -1, 1)))
+    scale_method <- Sys.getenv("LASSIE_SCALE_METHOD", "auto")
     for (t_end in env_num("LASSIE_SCALE_TEND", c(50, 500)))
-      work[[sprintf("synthetic %d batch %d, t 0-%g", n_scale, b_scale, t_end)]] <-
-        list(m = m, K = K, tt = c(0, t_end / 2, t_end), method = "auto")
+      work[[sprintf("synthetic %d batch %d, t 0-%g (%s)", n_scale, b_scale, t_end, scale_method)]] <-
+        list(m = m, K = K, tt = c(0, t_end / 2, t_end), method = scale_method)
   }
   cat(sprintf("\nSeveral GPUs (%s), %d CPU threads for the host's work, best of %d runs:\n",
               paste(unique(gpuInfo()$name), collapse = ", "), resolveBackend("cpu")$threads, reps))
