@@ -413,9 +413,12 @@ batch_values <- function(x, default, n, arg, what) {
     if (!is.numeric(x)) stop_input("`", arg, "` must be numeric")
     if (ncol(x) != n) stop_input("`", arg, "` must have ", n, " columns (one per ", what, "), not ", ncol(x))
     if (nrow(x) < 1L) stop_input("`", arg, "` must have at least one row")
-    if (!all(is.finite(x))) stop_input("`", arg, "` must not contain NA, NaN or Inf")
-    if (any(x < 0)) stop_input("`", arg, "` must not be negative")
-    return(list(values = as.double(t(x)), n = nrow(x), batch = TRUE))
+    storage.mode(x) <- "double"
+    v <- .Call(ffi_lassie_batch_values, x, threads_available())
+    if (v[[2L]] > 0) {
+      stop_input("`", arg, "` must ", if (v[[3L]]) "not be negative" else "not contain NA, NaN or Inf")
+    }
+    return(list(values = v[[1L]], n = nrow(x), batch = TRUE))
   }
   list(values = check_values(x, n, arg, what), n = 1L, batch = FALSE)
 }

@@ -45,6 +45,7 @@ SEXP ffi_grn_decode(SEXP, SEXP, SEXP, SEXP);
 /* lassieSimulate */
 SEXP ffi_lassie_simulate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
                          SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_lassie_batch_values(SEXP, SEXP);
 SEXP ffi_lassie_rhs(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_lassie_jacobian(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_lassie_read_sbml(SEXP);
@@ -86,6 +87,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_grn_decode, 4),
     /* lassieSimulate */
     CALLDEF(ffi_lassie_simulate, 20),
+    CALLDEF(ffi_lassie_batch_values, 2),
     CALLDEF(ffi_lassie_rhs, 8),
     CALLDEF(ffi_lassie_jacobian, 8),
     CALLDEF(ffi_lassie_read_sbml, 1),

@@ -6,6 +6,7 @@
 
 #include "glue.h"
 #include "lassie.h"
+#include "omp_compat.h"
 
 static void model_from_sexp(sbg_lassie_model *m, SEXP r_ptr, SEXP r_sp, SEXP r_ord,
                             SEXP h_ptr, SEXP h_rx, SEXP h_val) {
@@ -154,6 +155,41 @@ SEXP ffi_lassie_jacobian(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_r
         REAL(V)[c] = m.h_val[q] * REAL(dv)[e];
       }
     }
+  UNPROTECT(2);
+  return ans;
+}
+
+/* A batch's values (rates or initial amounts): an S x n double matrix, one
+ * row per simulation, to the engines' layout (simulation s's n values at
+ * s n), checked on the way: list(values, first bad value as a 1-based
+ * position in x (0: none), 1 when that value is negative, 0 when not
+ * finite).  One threaded pass instead of R's checks and t() over a large
+ * batch. */
+SEXP ffi_lassie_batch_values(SEXP x, SEXP threads) {
+  SBG_ASSERT(TYPEOF(x) == REALSXP && Rf_isMatrix(x) && TYPEOF(threads) == INTSXP);
+  const R_xlen_t S = Rf_nrows(x), n = Rf_ncols(x);
+  const double *in = REAL(x);
+  SEXP vals = PROTECT(Rf_allocVector(REALSXP, S * n));
+  double *out = REAL(vals);
+  R_xlen_t bad = -1;
+  int nth = INTEGER(threads)[0] > 0 ? INTEGER(threads)[0] : 1;
+  /* a tiled transpose (32 x 32 tiles stay in cache); a thread per band of
+   * simulations */
+#pragma omp parallel for num_threads(nth) schedule(static)
+  for (R_xlen_t s0 = 0; s0 < S; s0 += 32) {
+    R_xlen_t s1 = s0 + 32 < S ? s0 + 32 : S;
+    for (R_xlen_t j0 = 0; j0 < n; j0 += 32) {
+      R_xlen_t j1 = j0 + 32 < n ? j0 + 32 : n;
+      for (R_xlen_t s = s0; s < s1; s++)
+        for (R_xlen_t j = j0; j < j1; j++) out[s * n + j] = in[s + j * S];
+    }
+  }
+  for (R_xlen_t t = 0; t < S * n && bad < 0; t++)
+    if (!R_FINITE(in[t]) || in[t] < 0) bad = t;
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 3));
+  SET_VECTOR_ELT(ans, 0, vals);
+  SET_VECTOR_ELT(ans, 1, Rf_ScalarReal((double)(bad + 1)));
+  SET_VECTOR_ELT(ans, 2, Rf_ScalarLogical(bad >= 0 && R_FINITE(in[bad]) && in[bad] < 0));
   UNPROTECT(2);
   return ans;
 }
