@@ -77,11 +77,11 @@ threads_available <- function() .Call(ffi_threads_info)[[1L]]
 #'   available (and at `OMP_THREAD_LIMIT`). `NULL`, the default unless
 #'   `getOption("sysbioGPU.threads")` is set, uses them all.
 #' @param device The CUDA device number (from 0, as in [gpuInfo()]), or
-#'   several distinct ones, or `"all"`: methods that split their work over
-#'   several GPUs ([rapidGSEA()], [parCosnet()], [cvParCosnet()],
-#'   [pbnSteadyState()]) use them all, with the same result as one; the
-#'   others ([grnEvolve()], [lassieSimulate()], [pbnSimulate()]) need a
-#'   single device. Default:
+#'   several distinct ones, or `"all"`: the methods ([rapidGSEA()],
+#'   [parCosnet()], [cvParCosnet()], [pbnSteadyState()], [grnEvolve()],
+#'   [lassieSimulate()]) split their work over them, with the same result
+#'   as one (for [pbnSteadyState()], its trajectory method); the helpers
+#'   such as [pbnSimulate()] need a single device. Default:
 #'   `getOption("sysbioGPU.device", 0)`.
 #' @return A list of class `sysbioGPU_backend`: `backend` (`"cpu"` or
 #'   `"gpu"`), `requested`, `threads`, `device` (the first GPU; `NA` on the
