@@ -1,6 +1,7 @@
 # pbnSteadyState on one and two GPUs (issue 8): the random 100-node network
 # (2^18 and 2^20 trajectories) and the 7-set T-LGL analysis at r = 5e-6.
 #   PBN_DATA=.device/bnet Rscript inst/bench/pbn_scale.R     (needs 2 GPUs)
+# PBN_SCALE_DEVICES: the device sets, ";" between them (default "0;0,1").
 # PBN_SCALE=bpparam: one process on GPU 0 vs BPPARAM = SnowParam(2), a
 # worker per GPU (the states travel with every round), seconds and efficiency.
 suppressMessages(library(sysbioGPU))
@@ -34,7 +35,8 @@ if (Sys.getenv("PBN_SCALE") == "bpparam") {
   BiocParallel::bpstop(snow)
   quit(save = "no")
 }
-for (dev in list(0L, c(0L, 1L))) {
+dev_sets <- lapply(strsplit(Sys.getenv("PBN_SCALE_DEVICES", "0;0,1"), ";")[[1]], function(d) as.integer(strsplit(d, ",")[[1]]))
+for (dev in dev_sets) {
   for (traj in c(2^18, 2^20)) {
     x <- suppressWarnings(pbnSteadyState(net, setNames(TRUE, net$nodes[[1]]), p = 0.001, r = 1e-9, trajectories = traj,
                                          maxSteps = 2e9 * (traj / 2^18), reduce = FALSE, seed = 1, backend = "gpu",
