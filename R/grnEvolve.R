@@ -437,10 +437,10 @@ grn_workers <- function(pb, ga, a, BPPARAM) {
   G <- ga$generations
   mi <- ga$migrationInterval
   size <- ga$pop / I
-  nb <- min(BiocParallel::bpnworkers(BPPARAM), I)
-  cuts <- floor(I * (0:nb) / nb)
-  blocks <- lapply(seq_len(nb), function(i) as.integer(c(cuts[[i]], cuts[[i + 1L]] - cuts[[i]])))
-  devs <- lapply(seq_len(nb), function(i) a$devices[[(i - 1L) %% length(a$devices) + 1L]])
+  sp <- bp_split(BPPARAM, I, a$devices)
+  nb <- sp$n
+  blocks <- lapply(seq_len(nb), function(i) as.integer(c(sp$cuts[[i]], sp$cuts[[i + 1L]] - sp$cuts[[i]])))
+  devs <- sp$devices
   migr <- I > 1 && ga$migrants > 0
   hist <- matrix(NA_real_, G + 1, I)
   states <- vector("list", nb)

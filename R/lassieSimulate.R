@@ -384,13 +384,12 @@ lassie_engine <- function(job, rates, initial, base, devices, verbose) {
 # back as the condition it raised, numbered in the whole batch.
 lassie_workers <- function(job, rt, it, M, N, devices, BPPARAM) {
   n <- job$total
-  nw <- min(BiocParallel::bpnworkers(BPPARAM), n)
-  cuts <- floor(n * (0:nw) / nw)
-  nd <- length(devices)
+  sp <- bp_split(BPPARAM, n, devices, several = TRUE)
+  cuts <- sp$cuts
   block <- function(x, len, w) if (x$n > 1L) x$values[(cuts[[w]] * len + 1):(cuts[[w + 1L]] * len)] else x$values
-  shares <- lapply(seq_len(nw), function(w) {
+  shares <- lapply(seq_len(sp$n), function(w) {
     list(rates = block(rt, M, w), initial = block(it, N, w), base = as.integer(cuts[[w]]),
-         devices = if (nw >= nd) devices[[(w - 1L) %% nd + 1L]] else devices[seq(w, nd, by = nw)])
+         devices = sp$devices[[w]])
   })
   parts <- BiocParallel::bplapply(shares, lassie_worker, job = job, BPPARAM = BPPARAM)
   for (p in parts) if (inherits(p, "condition")) stop(p)

@@ -98,12 +98,12 @@ cosnet_run <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM,
   if (nw <= 1L) {
     r <- cosnet_engine(job, lab, folds, a$devices, verbose)
   } else {
-    cuts <- floor(K * (0:nw) / nw)
+    sp <- bp_split(BPPARAM, K, a$devices)
+    cuts <- sp$cuts
     cols <- lapply(seq_len(nw), function(w) seq.int(cuts[[w]] + 1L, cuts[[w + 1L]]))
     labs <- lapply(cols, function(k) lab[, k, drop = FALSE])
     fl <- lapply(cols, function(k) if (is.null(folds)) NULL else folds[, k, drop = FALSE])
-    devs <- lapply(seq_len(nw), function(w) a$devices[[(w - 1L) %% length(a$devices) + 1L]])
-    parts <- BiocParallel::bpmapply(cosnet_share, labs, fl, devs, MoreArgs = list(job = job),
+    parts <- BiocParallel::bpmapply(cosnet_share, labs, fl, sp$devices, MoreArgs = list(job = job),
                                     BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
     r <- parts[[1L]]
     r$scores <- do.call(cbind, lapply(parts, `[[`, "scores"))

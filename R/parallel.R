@@ -14,6 +14,20 @@ check_bpparam <- function(BPPARAM) {
   invisible(BPPARAM)
 }
 
+# How a method shares `n` units among the R workers of BPPARAM: at most one
+# worker per unit, contiguous blocks as even as can be (worker w takes the
+# units cuts[w] + 1 .. cuts[w + 1]), and each worker's GPU of `devices`,
+# round robin (with `several`, and more devices than workers, every
+# nw-th device from the w-th).
+bp_split <- function(BPPARAM, n, devices, several = FALSE) {
+  nw <- as.integer(min(BiocParallel::bpnworkers(BPPARAM), n))
+  nd <- length(devices)
+  devs <- lapply(seq_len(nw), function(w) {
+    if (several && nd > nw) devices[seq(w, nd, by = nw)] else devices[[(w - 1L) %% nd + 1L]]
+  })
+  list(n = nw, cuts = floor(n * (0:nw) / nw), devices = devs)
+}
+
 # CPU threads of each worker when the call gives none: the processors
 # shared out among the workers; one for forked workers (MulticoreParam),
 # which the engines run on one thread anyway (src/core/threads.c: GNU

@@ -401,8 +401,6 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
                        nodesSimulated = flat$n))
 }
 
-# The default trajectory count: a function of r, s and the number of sets
-# only (documented under `trajectories`), identical on every backend.
 # One block of chains on an R worker: [range[1], range[2]) (0-based) from
 # the seed (state NULL) or from the state the last round returned; returns
 # list(state (raw), sums (raw uint64, or NULL without count)).
@@ -417,11 +415,10 @@ pbn_block <- function(range, state, dev, flat, sets_l, params, steps, count, gpu
 # states (raw bytes of the engine, same build on every worker) come back
 # with each round and go out with the next.
 pbn_workers <- function(flat, sets_l, params, trajectories, a, threads, BPPARAM, verbose) {
-  nw <- as.integer(min(BiocParallel::bpnworkers(BPPARAM), trajectories))
-  cuts <- floor(trajectories * (0:nw) / nw)
-  ranges <- lapply(seq_len(nw), function(w) c(cuts[[w]], cuts[[w + 1L]]))
-  devs <- lapply(seq_len(nw), function(w) a$devices[[(w - 1L) %% length(a$devices) + 1L]])
-  states <- vector("list", nw)
+  sp <- bp_split(BPPARAM, trajectories, a$devices)
+  ranges <- lapply(seq_len(sp$n), function(w) c(sp$cuts[[w]], sp$cuts[[w + 1L]]))
+  devs <- sp$devices
+  states <- vector("list", sp$n)
   round <- function(steps, count) {
     r <- tryCatch(
       BiocParallel::bpmapply(pbn_block, ranges, states, devs,
@@ -443,6 +440,8 @@ pbn_workers <- function(flat, sets_l, params, trajectories, a, threads, BPPARAM,
   o
 }
 
+# The default trajectory count: a function of r, s and the number of sets
+# only (documented under `trajectories`), identical on every backend.
 pbn_auto_trajectories <- function(r, s, n_sets) {
   zr2 <- (stats::qnorm((1 + s) / 2) / r)^2
   t <- 2^floor(log2(max(1, zr2 / 4096)))

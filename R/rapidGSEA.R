@@ -237,10 +237,10 @@ gsea_share <- function(range, dev, phase, norm, job) gsea_engine(job, phase, ran
 # round robin over `device`), pass 1 everywhere, the exact sums merged, pass
 # 2 everywhere, the bins and extremes merged: the single-process numbers.
 gsea_workers <- function(job, BPPARAM) {
-  nw <- min(BiocParallel::bpnworkers(BPPARAM), job$nperm)
-  cuts <- 1 + floor(job$nperm * (0:nw) / nw)
-  ranges <- lapply(seq_len(nw), function(w) c(cuts[[w]], cuts[[w + 1L]]))
-  devs <- lapply(seq_len(nw), function(w) job$devices[[(w - 1L) %% length(job$devices) + 1L]])
+  sp <- bp_split(BPPARAM, job$nperm, job$devices)
+  cuts <- 1 + sp$cuts  # 1-based permutation numbers
+  ranges <- lapply(seq_len(sp$n), function(w) c(cuts[[w]], cuts[[w + 1L]]))
+  devs <- sp$devices
   t0 <- proc.time()[["elapsed"]]
   p1 <- BiocParallel::bpmapply(gsea_share, ranges, devs, MoreArgs = list(phase = 1L, norm = NULL, job = job),
                                BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
