@@ -3,7 +3,7 @@
 # Debian-like machine, from Debian's own packages (CRAN and Bioconductor may
 # be unreachable). A no-op when everything is present.
 set -u
-pkgs="r-base-core r-base-dev r-cran-testthat r-cran-knitr r-cran-rmarkdown pandoc r-bioc-biobase r-bioc-summarizedexperiment r-bioc-gseabase r-bioc-biocparallel r-cran-matrix r-cran-boolnet r-cran-desolve libsbml5-dev pkg-config"
+pkgs="r-base-core r-base-dev r-cran-testthat r-cran-knitr r-cran-rmarkdown pandoc r-bioc-biobase r-bioc-summarizedexperiment r-bioc-gseabase r-bioc-biocparallel r-cran-matrix r-cran-cli r-cran-boolnet r-cran-desolve libsbml5-dev pkg-config"
 
 missing=""
 for p in $pkgs; do

@@ -22,23 +22,50 @@ static int interrupt_pending(void) {
   return R_ToplevelExec(check_interrupt, NULL) == FALSE;
 }
 
-/* Progress bars appear only for runs that last more than this long. */
-#define SBG_PROGRESS_AFTER 2.0
+/* A verbose run opens its progress bar (cli, through R/progress.R) at its
+ * first poll, so that cli's clock and ETA start with the run; cli draws it
+ * only once the run has lasted `cli.progress_show_after` (2 s). */
+#define SBG_PROGRESS_AFTER 0.0
 
-static void draw_bar(sbg_progress *pr, double done, double elapsed) {
-  const int width = 40;
-  int filled = (int)(done * width + 0.5);
-  if (filled < 0) filled = 0;
-  if (filled > width) filled = width;
-  char bar[64];
-  for (int i = 0; i < width; i++) bar[i] = i < filled ? '=' : ' ';
-  bar[width] = '\0';
-  double eta = done > 0.01 ? elapsed * (1 - done) / done : -1;
-  if (eta >= 0)
-    REprintf("\r%s [%s] %3.0f%% eta %.0fs ", pr->label, bar, 100 * done, eta);
-  else
-    REprintf("\r%s [%s] %3.0f%%      ", pr->label, bar, 100 * done);
-  pr->drawn = 1;
+/* Evaluates fun(args...) in the namespace inside R_ToplevelExec, so that an
+ * error in the progress code cannot jump over the engine's cleanup; the
+ * bar is cosmetic, so a failure only turns it off. */
+typedef struct progress_call {
+  SEXP call;
+  SEXP value;
+} progress_call;
+
+static void eval_in_namespace(void *data) {
+  progress_call *pc = (progress_call *)data;
+  SEXP ns = PROTECT(R_FindNamespace(PROTECT(Rf_mkString("sysbioGPU"))));
+  pc->value = Rf_eval(pc->call, ns);
+  UNPROTECT(2);
+}
+
+static SEXP progress_eval(sbg_progress *pr, SEXP call) {
+  progress_call pc = {call, R_NilValue};
+  if (!R_ToplevelExec(eval_in_namespace, &pc)) {
+    pr->verbose = 0;
+    return R_NilValue;
+  }
+  return pc.value;
+}
+
+static void draw_bar(sbg_progress *pr, double done) {
+  if (done < 0) done = 0;
+  if (done > 1) done = 1;
+  if (pr->bar == NULL) {
+    SEXP call = PROTECT(Rf_lang2(Rf_install("progress_open"), PROTECT(Rf_mkString(pr->label))));
+    SEXP bar = progress_eval(pr, call);
+    UNPROTECT(2);
+    if (!Rf_isEnvironment(bar)) return;
+    R_PreserveObject(bar);
+    pr->bar = bar;
+  }
+  SEXP call = PROTECT(Rf_lang3(Rf_install("progress_set"), pr->bar,
+                               PROTECT(Rf_ScalarReal(100 * done))));
+  progress_eval(pr, call);
+  UNPROTECT(2);
 }
 
 static int r_poll(void *data, double done) {
@@ -46,9 +73,8 @@ static int r_poll(void *data, double done) {
   if (interrupt_pending()) return 1;
   if (pr->verbose) {
     double now = monotonic_seconds();
-    double elapsed = now - pr->t_start;
-    if (elapsed > SBG_PROGRESS_AFTER && now - pr->t_last_draw > 0.2) {
-      draw_bar(pr, done, elapsed);
+    if (now - pr->t_start > SBG_PROGRESS_AFTER && now - pr->t_last_draw > 0.2) {
+      draw_bar(pr, done);
       pr->t_last_draw = now;
     }
   }
@@ -63,7 +89,7 @@ void sbg_ctx_init(sbg_ctx *ctx, sbg_progress *pr, SEXP threads, SEXP device,
   pr->verbose = LOGICAL(verbose)[0] == TRUE;
   pr->t_start = monotonic_seconds();
   pr->t_last_draw = 0;
-  pr->drawn = 0;
+  pr->bar = NULL;
   pr->label = label;
   ctx->n_threads = sbg_threads_clamp(INTEGER(threads)[0]);
   ctx->device = INTEGER(device)[0];
@@ -73,10 +99,13 @@ void sbg_ctx_init(sbg_ctx *ctx, sbg_progress *pr, SEXP threads, SEXP device,
 }
 
 void sbg_progress_end(sbg_progress *pr) {
-  if (pr->drawn) {
-    draw_bar(pr, 1.0, monotonic_seconds() - pr->t_start);
-    REprintf("\n");
-    pr->drawn = 0;
+  if (pr->bar != NULL) {
+    SEXP bar = pr->bar;
+    pr->bar = NULL;
+    SEXP call = PROTECT(Rf_lang2(Rf_install("progress_close"), bar));
+    progress_eval(pr, call);
+    UNPROTECT(1);
+    R_ReleaseObject(bar);
   }
 }
 

@@ -15,7 +15,7 @@ typedef struct sbg_progress {
   int verbose;
   double t_start;
   double t_last_draw;
-  int drawn;          /* the bar is on screen */
+  SEXP bar;           /* the cli bar's environment (preserved), or NULL */
   const char *label;
 } sbg_progress;
 
