@@ -2,6 +2,7 @@
 #   make test     install missing Debian packages, build the tarball, R CMD check
 #                 it (fails on any ERROR or WARNING), then run the tests again
 #                 on a CPU-only build (SYSBIOGPU_CUDA=no)
+#   make install  build the tarball (vignettes included) and install it into .lib
 #   make demo     install the package and render the demonstration report
 #                 into demo-report/sysbioGPU-demo.html
 #   make docs     regenerate man/ and NAMESPACE with roxygen2
@@ -42,9 +43,11 @@ test-nocuda: build
 
 test: check test-nocuda
 
-install: deps
+# From the built tarball, so that the vignettes are installed too
+# (vignette(package = "sysbioGPU") finds them).
+install: build
 	mkdir -p $(LIB)
-	$(R) CMD INSTALL --preclean -l $(LIB) .
+	$(R) CMD INSTALL -l $(LIB) $(TARBALL)
 
 demo: install
 	R_LIBS=$(LIB) $(RSCRIPT) -e 'sysbioGPU::demoReport("demo-report")'
