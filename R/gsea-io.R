@@ -17,9 +17,15 @@ check_file <- function(file, arg) {
 }
 
 read_lines <- function(file) {
-  x <- readLines(file, warn = FALSE, encoding = "UTF-8")
+  x <- tryCatch(readLines(file, warn = FALSE, encoding = "UTF-8"),
+                error = function(e) stop_file(file, NA, "cannot be read (", conditionMessage(e), ")"))
+  bad <- which(!validUTF8(x))
+  if (length(bad)) stop_file(file, bad[[1L]], "is not valid UTF-8 text")
   sub("\r$", "", x)
 }
+
+# A field quoted in a message: at most 40 characters.
+gsea_clip <- function(x) if (nchar(x) > 40L) paste0(substr(x, 1L, 37L), "...") else x
 
 #' Read a GCT expression file
 #'
@@ -74,7 +80,7 @@ readGCT <- function(file) {
   nonnum <- which(is.na(vals) & !(m[-(1:2), ] %in% c("NA", "NaN", "")))
   if (length(nonnum)) {
     j <- (nonnum[[1L]] - 1L) %/% nc + 1L
-    stop_file(file, lines[[j]], "value '", m[-(1:2), ][nonnum[[1L]]], "' is not a number")
+    stop_file(file, lines[[j]], "value '", gsea_clip(m[-(1:2), ][nonnum[[1L]]]), "' is not a number")
   }
   out <- matrix(vals, nrow = nr, ncol = nc, byrow = TRUE,
                 dimnames = list(m[1L, ], header[-(1:2)]))
@@ -119,13 +125,16 @@ readCLS <- function(file) {
   }
   if (all(labs %in% names2)) {
     lev <- names2
-  } else if (all(grepl("^[0-9]+$", labs)) && all(as.integer(labs) < length(names2))) {
-    # numeric labels index the class names from 0
+  } else if (all(grepl("^[0-9]+$", labs)) && all(as.numeric(labs) < length(names2))) {
+    # numeric labels index the class names from 0 (as.numeric: a huge
+    # number is large, not NA)
     labs <- names2[as.integer(labs) + 1L]
     lev <- names2
   } else {
-    bad <- labs[!(labs %in% names2)][[1L]]
-    stop_file(file, 3L, "label '", bad, "' is not one of the classes named on line 2")
+    num <- grepl("^[0-9]+$", labs)
+    bad <- if (all(num)) labs[as.numeric(labs) >= length(names2)][[1L]] else labs[!(labs %in% names2)][[1L]]
+    stop_file(file, 3L, "label '", gsea_clip(bad), "' is not one of the classes named on line 2",
+              if (all(num)) paste0(" (numeric labels count from 0 to ", length(names2) - 1L, ")") else "")
   }
   factor(labs, levels = unique(lev))
 }
@@ -160,7 +169,7 @@ readGMT <- function(file) {
   nm <- vapply(fields, `[[`, "", 1L)
   if (any(!nzchar(trimws(nm)))) stop_file(file, lines[which(!nzchar(trimws(nm)))[[1L]]], "empty gene set name")
   dup <- which(duplicated(nm))
-  if (length(dup)) stop_file(file, lines[dup[[1L]]], "gene set '", nm[dup[[1L]]], "' appears twice")
+  if (length(dup)) stop_file(file, lines[dup[[1L]]], "gene set '", gsea_clip(nm[dup[[1L]]]), "' appears twice")
   sets <- lapply(fields, function(f) {
     g <- trimws(f[-(1:2)])
     unique(g[nzchar(g)])
@@ -187,7 +196,15 @@ writeGMT <- function(sets, file, description = attr(sets, "description")) {
   if (length(description) != length(sets)) {
     stop_input("`description` must have one element per set (", length(sets), ")", call = NULL)
   }
-  bad <- grepl("[\t\n]", c(names(sets), description, unlist(sets, use.names = FALSE)))
+  na <- vapply(sets, anyNA, TRUE)
+  if (any(na)) {
+    stop_input("`sets`: gene set '", gsea_clip(names(sets)[na][[1L]]), "' has NA genes; a GMT file would name them \"NA\"",
+               call = NULL)
+  }
+  if (!is.character(description) || anyNA(description)) {
+    stop_input("`description` must be a character vector without NA", call = NULL)
+  }
+  bad <- grepl("[\t\n\r]", c(names(sets), description, unlist(sets, use.names = FALSE)))
   if (any(bad)) stop_input("set names, descriptions and genes must not contain tabs or newlines", call = NULL)
   lines <- vapply(seq_along(sets), function(i) {
     paste(c(names(sets)[[i]], description[[i]], sets[[i]]), collapse = "\t")
