@@ -33,6 +33,13 @@ gsea_pick_set <- function(res, set) {
   i
 }
 
+# s shortened with "..." until it is at most `width` user units wide.
+gsea_fit_text <- function(s, width, cex) {
+  if (graphics::strwidth(s, cex = cex) <= width) return(s)
+  while (nchar(s) > 4L && graphics::strwidth(paste0(s, "..."), cex = cex) > width) s <- substr(s, 1L, nchar(s) - 1L)
+  paste0(s, "...")
+}
+
 # The two ends of the ranked list, in words.
 gsea_class_labels <- function(res) {
   cl <- attr(res, "classes")
@@ -113,7 +120,7 @@ plot.rapidGSEA <- function(x, set = NULL, main = NULL, ...) {
   zero <- sum(ranking > 0)
   if (zero > 0 && zero < N) {
     graphics::abline(v = zero + 0.5, col = "grey40", lty = 3)
-    graphics::text(zero, 0, sprintf("zero cross at %d", zero), pos = 4, cex = 0.75, col = "grey30")
+    graphics::text(zero, 0.25 * max(ranking), sprintf("zero cross at %d", zero), pos = 4, cex = 0.75, col = "grey30")
   }
   lab <- gsea_class_labels(x)
   usr <- graphics::par("usr")
@@ -171,42 +178,44 @@ gseaOverview <- function(x, sets = NULL, n = 10L, main = NULL, cex = 0.8) {
   graphics::plot(NA, xlim = c(0, 1.04), ylim = c(k + 0.1, -0.9), axes = FALSE, xlab = "", ylab = "",
                  xaxs = "i", yaxs = "i")
   if (is.null(main)) {
-    main <- sprintf("Top %d of %d gene sets: %s, %s permutations (%s)", k, nrow(x), gsea_metric_label(x),
+    main <- sprintf("Top %d of %d gene sets (metric %s, %s %s permutations)", k, nrow(x), attr(x, "metric"),
                     format(nperm, big.mark = ","), attr(x, "permutation"))
   }
   graphics::title(main, cex.main = 1, line = 2)
   graphics::mtext(paste(gsea_class_labels(x), collapse = "  vs  "), side = 3, line = 0.6, cex = 0.75)
   head_y <- -0.45
-  graphics::text(c(cx[[1L]], (cx[[2L]] + cx[[3L]]) / 2, cx[4:7] - 0.005), head_y,
-                 c("Gene set", "Running enrichment score over the ranked list", "NES", "p", "padj", "FDR"),
-                 adj = c(0, 1, 1, 1, 1, 1), font = 2, cex = cex)
+  graphics::text(cx[[1L]] + 0.005, head_y, "Gene set", adj = 0, font = 2, cex = cex)
+  graphics::text((cx[[2L]] + cx[[3L]] - 0.02) / 2, head_y, "Running enrichment score", font = 2, cex = cex)
+  graphics::text(cx[4:7] - 0.005, head_y, c("NES", "p-value", "padj", "FDR"), adj = 1, font = 2, cex = cex)
   graphics::segments(0, -0.1, 1.04, -0.1, col = "grey40")
-  pad <- 0.12
-  scl <- max(abs(x$ES[rows]), 1e-12)  # one scale for all rows: the largest |ES| fills its band
+  name_w <- cx[[2L]] - cx[[1L]] - 0.02
+  curves <- lapply(rows, function(i) gsea_running_sum(x, i))
+  # one scale for all rows: from the lowest to the highest running sum shown
+  lo <- min(0, vapply(curves, function(r) min(r$y), 0))
+  hi <- max(0, vapply(curves, function(r) max(r$y), 0))
+  band <- function(v, y0) y0 + 0.78 - (v - lo) / max(hi - lo, 1e-12) * 0.7
   for (r in seq_len(k)) {
     i <- rows[[r]]
     y0 <- r - 1
     if (r %% 2 == 0) graphics::rect(0, y0, 1.04, y0 + 1, col = "grey95", border = NA)
-    graphics::text(cx[[1L]] + 0.005, y0 + 0.5, gsea_clip(x$set[[i]]), adj = 0, cex = cex)
-    rs <- gsea_running_sum(x, i)
-    # map rank to [cx2, cx3]; ES in [-1, 1] to the row's band (up is up)
+    graphics::text(cx[[1L]] + 0.005, y0 + 0.5, gsea_fit_text(x$set[[i]], name_w, cex), adj = 0, cex = cex)
+    rs <- curves[[r]]
+    # rank to [cx2, cx3 - 0.02]; the running sum to the row's band (up is up)
     px <- cx[[2L]] + rs$x / N * (cx[[3L]] - cx[[2L]] - 0.02)
-    mid <- y0 + 0.4
-    amp <- 0.4 - pad
-    graphics::segments(cx[[2L]], mid, cx[[3L]] - 0.02, mid, col = "grey70")
-    graphics::lines(px, mid - rs$y * amp / scl,
+    graphics::segments(cx[[2L]], band(0, y0), cx[[3L]] - 0.02, band(0, y0), col = "grey70")
+    graphics::lines(px, band(rs$y, y0),
                     col = if (x$ES[[i]] >= 0) "#B2182B" else "#2166AC", lwd = 1.2)
     hx <- cx[[2L]] + rs$hits / N * (cx[[3L]] - cx[[2L]] - 0.02)
-    graphics::segments(hx, y0 + 0.82, hx, y0 + 0.97, col = "black", lwd = 0.5)
+    graphics::segments(hx, y0 + 0.84, hx, y0 + 0.97, col = "black", lwd = 0.5)
     vals <- c(formatC(x$NES[[i]], digits = 2, format = "f"), gsea_p_text(x$pval[[i]], nperm),
               gsea_p_text(if (is.null(x$padj)) NA else x$padj[[i]], nperm), gsea_p_text(x$FDR[[i]], nperm))
     graphics::text(cx[4:7] - 0.005, y0 + 0.5, vals, adj = 1, cex = cex)
   }
   graphics::segments(0, k, 1.04, k, col = "grey40")
-  graphics::mtext(sprintf(paste("Running enrichment score (red: ES > 0, blue: ES < 0; grey line at 0; |ES| = %.2f",
-                                "fills a row) over ranks 1 to %s; members as ticks"),
-                          scl, format(N, big.mark = ",")), side = 1, line = 1, cex = 0.7)
-  graphics::mtext("NES: normalised enrichment score; p: nominal; padj: Benjamini-Hochberg of p; FDR: Broad's q-value",
+  graphics::mtext(sprintf(paste("Running enrichment score (red: ES > 0, blue: ES < 0; grey line at 0; one scale,",
+                                "%.2f to %.2f) over ranks 1 to %s; members as ticks"),
+                          lo, hi, format(N, big.mark = ",")), side = 1, line = 1, cex = 0.7)
+  graphics::mtext("NES: normalised enrichment score; p-value: nominal; padj: Benjamini-Hochberg of p; FDR: Broad's q-value",
                   side = 1, line = 2.2, cex = 0.7)
   invisible(x[rows, ])
 }
