@@ -452,7 +452,7 @@ print.rapidGSEA <- function(x, n = 10L, ...) {
   if (nrow(x) == 0L) return(invisible(x))
   o <- order(x$pval, -abs(x$NES))
   top <- as.data.frame(unclass(x)[intersect(c("set", "size", "ES", "NES", "pval", "padj", "FDR", "FWER"), names(x))])[o[seq_len(min(n, nrow(x)))], ]
-  top$set <- ifelse(nchar(top$set) > 40, paste0(substr(top$set, 1, 37), "..."), top$set)
+  top$set <- ifelse(nchar(top$set) > 30, paste0(substr(top$set, 1, 27), "..."), top$set) # one line at width 80
   print(gsea_format_table(top, attr(x, "nperm")), right = TRUE, row.names = FALSE)
   if (nrow(x) > n) cat(sprintf("  ... %d more sets\n", nrow(x) - n))
   invisible(x)
