@@ -65,7 +65,7 @@ as.character.sbg_genelist <- function(x, ..., sep = ",", quote = TRUE) {
 }
 
 #' @export
-`[.sbg_genelist` <- function(x, i) gsea_genelist(unclass(x)[i])
+`[.sbg_genelist` <- function(x, i, ...) gsea_genelist(unclass(x)[i])
 
 #' @export
 format.sbg_genelist <- function(x, ...) {
