@@ -105,23 +105,24 @@ readGCT <- function(file) {
 readCLS <- function(file) {
   check_file(file, "file")
   x <- read_lines(file)
-  x <- x[nzchar(trimws(x))]
+  ln <- which(nzchar(trimws(x)))  # line numbers of the lines kept, for messages
+  x <- x[ln]
   if (length(x) < 3L) stop_file(file, NA, "a CLS file needs 3 lines, it has ", length(x))
   h <- suppressWarnings(as.numeric(strsplit(trimws(x[[1L]]), "[ \t]+")[[1L]]))
   if (length(h) != 3L || anyNA(h) || h[[1L]] < 1 || h[[2L]] < 1) {
-    stop_file(file, 1L, "the first line must be 'nSamples nClasses 1'")
+    stop_file(file, ln[[1L]], "the first line must be 'nSamples nClasses 1'")
   }
   if (!startsWith(trimws(x[[2L]]), "#")) {
-    stop_file(file, 2L, "the second line must start with '#' and name the classes")
+    stop_file(file, ln[[2L]], "the second line must start with '#' and name the classes")
   }
   names2 <- strsplit(trimws(sub("^#", "", trimws(x[[2L]]))), "[ \t]+")[[1L]]
   names2 <- names2[nzchar(names2)]
   if (length(names2) != h[[2L]]) {
-    stop_file(file, 2L, "names ", length(names2), " classes, line 1 announces ", h[[2L]])
+    stop_file(file, ln[[2L]], "names ", length(names2), " classes, line ", ln[[1L]], " announces ", h[[2L]])
   }
   labs <- strsplit(trimws(paste(x[-(1:2)], collapse = " ")), "[ \t]+")[[1L]]
   if (length(labs) != h[[1L]]) {
-    stop_file(file, 3L, "has ", length(labs), " labels, line 1 announces ", h[[1L]], " samples")
+    stop_file(file, ln[[3L]], "has ", length(labs), " labels, line ", ln[[1L]], " announces ", h[[1L]], " samples")
   }
   if (all(labs %in% names2)) {
     lev <- names2
@@ -133,7 +134,8 @@ readCLS <- function(file) {
   } else {
     num <- grepl("^[0-9]+$", labs)
     bad <- if (all(num)) labs[as.numeric(labs) >= length(names2)][[1L]] else labs[!(labs %in% names2)][[1L]]
-    stop_file(file, 3L, "label '", gsea_clip(bad), "' is not one of the classes named on line 2",
+    at <- ln[-(1:2)][[which(vapply(strsplit(trimws(x[-(1:2)]), "[ \t]+"), function(l) bad %in% l, TRUE))[[1L]]]]
+    stop_file(file, at, "label '", gsea_clip(bad), "' is not one of the classes named on line ", ln[[2L]],
               if (all(num)) paste0(" (numeric labels count from 0 to ", length(names2) - 1L, ")") else "")
   }
   factor(labs, levels = unique(lev))

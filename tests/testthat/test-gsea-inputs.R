@@ -259,6 +259,10 @@ test_that("invalid UTF-8, huge labels and NA genes give classed errors naming fi
   f <- bad(c("6 2 1", "# a b", paste("a a b b b", strrep("x", 1e5))), ".cls")
   err <- expect_error(readCLS(f), "line 3: label 'xxx.*\\.\\.\\.' is not one of", class = "sysbioGPU_error_input")
   expect_lt(nchar(conditionMessage(err)), 300)
+  # line numbers count the blank lines too
+  f <- bad(c("6 2 1", "", "# a b", "", "a a b", "b b c"), ".cls")
+  expect_error(readCLS(f), "line 6: label 'c' is not one of the classes named on line 3",
+               class = "sysbioGPU_error_input")
   expect_error(writeGMT(list(s = c("A", NA)), tempfile()), "gene set 's' has NA genes",
                class = "sysbioGPU_error_input")
   expect_error(writeGMT(list(s = "A"), tempfile(), description = NA_character_), "without NA",
