@@ -56,7 +56,7 @@ gsea_format_table <- function(top, nperm) {
 # keep the class.  write.table() decides which columns to quote before it
 # converts them, so the field brings its own quotes: write.csv(res) is a
 # valid CSV file that reads back as as.data.frame(res).
-gsea_genelist <- function(x) structure(x, class = "sbg_genelist")
+gsea_genelist <- function(x) structure(x, class = c("sbg_genelist", "list")) # "list": vctrs/tibble see a list column
 
 #' @export
 as.character.sbg_genelist <- function(x, ..., sep = ",", quote = TRUE) {
@@ -71,4 +71,10 @@ as.character.sbg_genelist <- function(x, ..., sep = ",", quote = TRUE) {
 format.sbg_genelist <- function(x, ...) {
   s <- as.character.sbg_genelist(x, sep = ", ", quote = FALSE)
   ifelse(nchar(s) > 40, paste0(substr(s, 1, 37), "..."), s)
+}
+
+#' @export
+print.sbg_genelist <- function(x, ...) {
+  print(unclass(x), ...)
+  invisible(x)
 }
