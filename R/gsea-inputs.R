@@ -100,9 +100,16 @@ gsea_check_numbers <- function(d, metric, weight, labels) {
     if (all(rng == 0)) stop_input("every gene of `expr` is constant across the samples: the ranking metric is constant",
                                   call = NULL)
     lo <- min(d$expr)
-    if (metric %in% c("ratio_of_classes", "log2_ratio_of_classes") && top / lo >= big) {
+    # class means lie in [lo, top]: their ratios in [lo / top, top / lo],
+    # which must stay normal doubles both ways
+    ratio <- metric %in% c("ratio_of_classes", "log2_ratio_of_classes")
+    if (ratio && top / lo >= 1 / .Machine$double.xmin) {
       stop_numeric("`expr` values range from ", format(lo, digits = 3), " to ", format(top, digits = 3),
-                   ": their ratio overflows; rescale `expr`")
+                   ": their ratio overflows (or its inverse underflows); rescale `expr`")
+    }
+    if (metric == "ratio_of_classes" && weight * log2(lo / top) < -1022) {
+      stop_numeric("`weight` = ", format(weight, digits = 6), " underflows: |metric|^weight is below the smallest ",
+                   "double for ratios down to ", format(lo / top, digits = 3), "; use a smaller `weight`")
     }
     na <- sum(labels == 0L)
     # largest |metric| any permutation can reach: class means are at most

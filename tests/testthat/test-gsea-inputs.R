@@ -156,6 +156,17 @@ test_that("overflowing values are an error, or computed exactly: never a changed
   pos[2, 1] <- 1e-300
   expect_error(cpu(pos, d$y, d$sets, nperm = 10, minSize = 5, metric = "log2_ratio_of_classes"),
                "their ratio overflows", class = "sysbioGPU_error_numeric")
+  # normal values whose class ratio is 1e-320 (subnormal): refused too
+  pos <- abs(d$x) + 0.1
+  pos[1, ] <- ifelse(d$y == "A", 1e-300, 1e20)
+  expect_error(cpu(pos, d$y, d$sets, nperm = 10, minSize = 5, metric = "ratio_of_classes"),
+               "range from 1e-300 to 1e\\+20: their ratio overflows", class = "sysbioGPU_error_numeric")
+  pos[1, ] <- ifelse(d$y == "A", 1e-10, 1e10)
+  expect_error(cpu(pos, d$y, d$sets, nperm = 10, minSize = 5, metric = "ratio_of_classes", weight = 50),
+               "`weight` = 50 underflows", class = "sysbioGPU_error_numeric")
+  r20 <- cpu(pos, d$y, d$sets, nperm = 10, minSize = 5, metric = "ratio_of_classes", seed = 1)
+  expect_equal(unname(attr(r20, "ranking")[rownames(pos)]),
+               unname(gsea_ref_metric(pos, as.integer(d$y == "B"), "ratio_of_classes")), tolerance = 1e-12)
   # weight = 1e6: |metric|^weight overflows (gave ES 0 before)
   expect_error(cpu(d$x, d$y, d$sets, nperm = 10, minSize = 5, weight = 1e6),
                "`weight` = 1e\\+06 overflows", class = "sysbioGPU_error_numeric")
