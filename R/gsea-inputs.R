@@ -59,7 +59,8 @@ gsea_pick_assay <- function(assay, names, n, what) {
 # table becomes that column; other values pass through (a CLS file path, or
 # the labels themselves).
 gsea_sample_column <- function(phenotype, table, what) {
-  if (!(is.character(phenotype) && length(phenotype) == 1L && !is.na(phenotype))) return(phenotype)
+  if (identical(phenotype, NA_character_)) stop_input("`phenotype` is NA: give the two classes or a column name", call = NULL)
+  if (!(is.character(phenotype) && length(phenotype) == 1L)) return(phenotype)
   if (phenotype %in% names(table)) return(table[[phenotype]])
   if (file.exists(phenotype)) return(phenotype)
   cols <- if (ncol(table)) paste0("'", utils::head(names(table), 10L), "'", collapse = ", ") else "none"
@@ -168,7 +169,7 @@ gsea_check_metric <- function(m, weight) {
 gsea_check_es_range <- function(x, arg) {
   out <- abs(x) > 1 + 2^-40
   if (any(out)) {
-    stop_input("`", arg, "` has ", sum(out), " values outside [-1, 1] (e.g. ", format(x[out][[1L]], digits = 6),
+    stop_input("`", arg, "` has ", sum(out), " values outside [-1, 1] (e.g. ", format(x[out][[1L]], digits = 15),
                "): enrichment scores lie in [-1, 1]", call = NULL)
   }
   invisible(TRUE)

@@ -21,14 +21,14 @@ gsea_running_sum <- function(res, i) {
 }
 
 # The row of `set` in `res` (name or number); default the smallest p.
-gsea_pick_set <- function(res, set) {
+gsea_pick_set <- function(res, set, arg = "set") {
   if (is.null(attr(res, "ranking"))) {
     stop_input("`x` has lost its ranking: plot the whole rapidGSEA result, not a subset", call = NULL)
   }
   if (is.null(set)) return(order(res$pval, -abs(res$NES))[[1L]])
   i <- if (is.numeric(set)) as.integer(set) else match(set, res$set)
   if (length(i) != 1L || is.na(i) || i < 1L || i > nrow(res)) {
-    stop_input("`set` is not a set of this result: ", arg_label(set), call = NULL)
+    stop_input("`", arg, "`: ", arg_label(set), " is not a set of this result", call = NULL)
   }
   i
 }
@@ -165,7 +165,7 @@ gseaOverview <- function(x, sets = NULL, n = 10L, main = NULL, cex = 0.8) {
     gsea_pick_set(x, NULL)  # checks that x still has its ranking
     utils::head(order(x$pval, -abs(x$NES)), n)
   } else {
-    vapply(sets, function(s) gsea_pick_set(x, s), 1L, USE.NAMES = FALSE)
+    vapply(sets, function(s) gsea_pick_set(x, s, "sets"), 1L, USE.NAMES = FALSE)
   }
   k <- length(rows)
   nperm <- attr(x, "nperm")

@@ -58,6 +58,8 @@ test_that("SummarizedExperiment: `assay` by name or index, phenotype from colDat
   expect_error(cpu(se, "grp", d$sets, assay = 2, nperm = 5, minSize = 5),
                "'grp' is neither a colData column of `expr` \\(columns: 'group', 'batch'\\)",
                class = "sysbioGPU_error_input")
+  expect_error(cpu(se, NA_character_, d$sets, assay = 2, nperm = 5, minSize = 5), "`phenotype` is NA",
+               class = "sysbioGPU_error_input")
   expect_error(cpu(se, "batch", d$sets, assay = 2, nperm = 5, minSize = 5),
                "exactly 2 classes, it has 12", class = "sysbioGPU_error_input")
   expect_error(cpu(d$x, d$y, d$sets, assay = 1, nperm = 5, minSize = 5),
@@ -202,6 +204,7 @@ test_that("gseaStats() refuses ES outside [-1, 1]; the exact sums check |ES| < 2
   # the defect: nulls of +-2 wrapped the 128-bit sums and flipped the sign of NES
   expect_error(gseaStats(es, null), "`esNull` has 4 values outside \\[-1, 1\\] \\(e.g. 2\\)",
                class = "sysbioGPU_error_input")
+  expect_error(gseaStats(0.5, matrix(1 + 1e-9, 1, 2)), "\\(e.g. 1.000000001\\)", class = "sysbioGPU_error_input")
   expect_error(gseaStats(c(1.5, 0), matrix(0.1, 2, 3)), "`es` has 1 values outside",
                class = "sysbioGPU_error_input")
   # below R's check, the C statistics refuse what the sums cannot hold
@@ -320,7 +323,7 @@ test_that("plots: Broad's figure with classes and metric, and the overview page"
   expect_identical(shown$set, res$set[order(res$pval, -abs(res$NES))])
   expect_identical(gseaOverview(res, sets = c("rnd2", "up"))$set, c("rnd2", "up"))
   expect_identical(nrow(gseaOverview(res, n = 2)), 2L)
-  expect_error(gseaOverview(res, sets = "nope"), "not a set", class = "sysbioGPU_error_input")
+  expect_error(gseaOverview(res, sets = "nope"), "`sets`: \"nope\" is not a set", class = "sysbioGPU_error_input")
   expect_error(gseaOverview(res[, 1:3]), "lost its ranking", class = "sysbioGPU_error_input")
   expect_error(gseaOverview(1:3), "must be a rapidGSEA result", class = "sysbioGPU_error_input")
   # what the figure says: the classes and the metric's name
