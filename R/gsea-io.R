@@ -17,9 +17,15 @@ check_file <- function(file, arg) {
 }
 
 read_lines <- function(file) {
-  x <- readLines(file, warn = FALSE, encoding = "UTF-8")
+  x <- tryCatch(readLines(file, warn = FALSE, encoding = "UTF-8"),
+                error = function(e) stop_file(file, NA, "cannot be read (", conditionMessage(e), ")"))
+  bad <- which(!validUTF8(x))
+  if (length(bad)) stop_file(file, bad[[1L]], "is not valid UTF-8 text")
   sub("\r$", "", x)
 }
+
+# A field quoted in a message: at most 40 characters.
+gsea_clip <- function(x) if (nchar(x) > 40L) paste0(substr(x, 1L, 37L), "...") else x
 
 #' Read a GCT expression file
 #'
@@ -74,7 +80,7 @@ readGCT <- function(file) {
   nonnum <- which(is.na(vals) & !(m[-(1:2), ] %in% c("NA", "NaN", "")))
   if (length(nonnum)) {
     j <- (nonnum[[1L]] - 1L) %/% nc + 1L
-    stop_file(file, lines[[j]], "value '", m[-(1:2), ][nonnum[[1L]]], "' is not a number")
+    stop_file(file, lines[[j]], "value '", gsea_clip(m[-(1:2), ][nonnum[[1L]]]), "' is not a number")
   }
   out <- matrix(vals, nrow = nr, ncol = nc, byrow = TRUE,
                 dimnames = list(m[1L, ], header[-(1:2)]))
@@ -99,33 +105,38 @@ readGCT <- function(file) {
 readCLS <- function(file) {
   check_file(file, "file")
   x <- read_lines(file)
-  x <- x[nzchar(trimws(x))]
+  ln <- which(nzchar(trimws(x)))  # line numbers of the lines kept, for messages
+  x <- x[ln]
   if (length(x) < 3L) stop_file(file, NA, "a CLS file needs 3 lines, it has ", length(x))
   h <- suppressWarnings(as.numeric(strsplit(trimws(x[[1L]]), "[ \t]+")[[1L]]))
   if (length(h) != 3L || anyNA(h) || h[[1L]] < 1 || h[[2L]] < 1) {
-    stop_file(file, 1L, "the first line must be 'nSamples nClasses 1'")
+    stop_file(file, ln[[1L]], "the first line must be 'nSamples nClasses 1'")
   }
   if (!startsWith(trimws(x[[2L]]), "#")) {
-    stop_file(file, 2L, "the second line must start with '#' and name the classes")
+    stop_file(file, ln[[2L]], "the second line must start with '#' and name the classes")
   }
   names2 <- strsplit(trimws(sub("^#", "", trimws(x[[2L]]))), "[ \t]+")[[1L]]
   names2 <- names2[nzchar(names2)]
   if (length(names2) != h[[2L]]) {
-    stop_file(file, 2L, "names ", length(names2), " classes, line 1 announces ", h[[2L]])
+    stop_file(file, ln[[2L]], "names ", length(names2), " classes, line ", ln[[1L]], " announces ", h[[2L]])
   }
   labs <- strsplit(trimws(paste(x[-(1:2)], collapse = " ")), "[ \t]+")[[1L]]
   if (length(labs) != h[[1L]]) {
-    stop_file(file, 3L, "has ", length(labs), " labels, line 1 announces ", h[[1L]], " samples")
+    stop_file(file, ln[[3L]], "has ", length(labs), " labels, line ", ln[[1L]], " announces ", h[[1L]], " samples")
   }
   if (all(labs %in% names2)) {
     lev <- names2
-  } else if (all(grepl("^[0-9]+$", labs)) && all(as.integer(labs) < length(names2))) {
-    # numeric labels index the class names from 0
+  } else if (all(grepl("^[0-9]+$", labs)) && all(as.numeric(labs) < length(names2))) {
+    # numeric labels index the class names from 0 (as.numeric: a huge
+    # number is large, not NA)
     labs <- names2[as.integer(labs) + 1L]
     lev <- names2
   } else {
-    bad <- labs[!(labs %in% names2)][[1L]]
-    stop_file(file, 3L, "label '", bad, "' is not one of the classes named on line 2")
+    num <- grepl("^[0-9]+$", labs)
+    bad <- if (all(num)) labs[as.numeric(labs) >= length(names2)][[1L]] else labs[!(labs %in% names2)][[1L]]
+    at <- ln[-(1:2)][[which(vapply(strsplit(trimws(x[-(1:2)]), "[ \t]+"), function(l) bad %in% l, TRUE))[[1L]]]]
+    stop_file(file, at, "label '", gsea_clip(bad), "' is not one of the classes named on line ", ln[[2L]],
+              if (all(num)) paste0(" (numeric labels count from 0 to ", length(names2) - 1L, ")") else "")
   }
   factor(labs, levels = unique(lev))
 }
@@ -160,7 +171,7 @@ readGMT <- function(file) {
   nm <- vapply(fields, `[[`, "", 1L)
   if (any(!nzchar(trimws(nm)))) stop_file(file, lines[which(!nzchar(trimws(nm)))[[1L]]], "empty gene set name")
   dup <- which(duplicated(nm))
-  if (length(dup)) stop_file(file, lines[dup[[1L]]], "gene set '", nm[dup[[1L]]], "' appears twice")
+  if (length(dup)) stop_file(file, lines[dup[[1L]]], "gene set '", gsea_clip(nm[dup[[1L]]]), "' appears twice")
   sets <- lapply(fields, function(f) {
     g <- trimws(f[-(1:2)])
     unique(g[nzchar(g)])
@@ -187,7 +198,15 @@ writeGMT <- function(sets, file, description = attr(sets, "description")) {
   if (length(description) != length(sets)) {
     stop_input("`description` must have one element per set (", length(sets), ")", call = NULL)
   }
-  bad <- grepl("[\t\n]", c(names(sets), description, unlist(sets, use.names = FALSE)))
+  na <- vapply(sets, anyNA, TRUE)
+  if (any(na)) {
+    stop_input("`sets`: gene set '", gsea_clip(names(sets)[na][[1L]]), "' has NA genes; a GMT file would name them \"NA\"",
+               call = NULL)
+  }
+  if (!is.character(description) || anyNA(description)) {
+    stop_input("`description` must be a character vector without NA", call = NULL)
+  }
+  bad <- grepl("[\t\n\r]", c(names(sets), description, unlist(sets, use.names = FALSE)))
   if (any(bad)) stop_input("set names, descriptions and genes must not contain tabs or newlines", call = NULL)
   lines <- vapply(seq_along(sets), function(i) {
     paste(c(names(sets)[[i]], description[[i]], sets[[i]]), collapse = "\t")

@@ -55,21 +55,35 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   per-set sums come back, and the first pass's null ES stay in device
 #'   memory where it has room, so the second pass reads them instead of
 #'   recomputing them (same numbers either way).
+#' - **Degenerate data** are refused rather than answered: a constant
+#'   metric (every gene constant, a constant preranked vector) is an error
+#'   (class `sysbioGPU_error_input`); values whose class sums or variances
+#'   overflow, nonzero subnormal values, ratios that overflow and a `weight`
+#'   for which \eqn{|metric|^q} overflows or underflows are errors of class
+#'   `sysbioGPU_error_numeric` (\eqn{|metric|} is at most 5 for
+#'   `signal2noise`, as the fix-low rule bounds it). When 1% or more of the
+#'   genes tie with another gene's metric, a warning (class
+#'   `sysbioGPU_warning_ties`) says how many, as tied genes are ordered by
+#'   row.
 #' - The GPU engine takes gene sets of up to 8,192 genes (sets are sorted
 #'   by rank in thread blocks' shared memory); use the CPU for larger ones.
 #'
 #' @param expr Expression: a numeric matrix (genes x samples, gene symbols
-#'   as row names), an `ExpressionSet`, a `SummarizedExperiment` (first
-#'   assay) or a GCT file path. For a preranked analysis, a named numeric
+#'   as row names), an `ExpressionSet`, a `SummarizedExperiment` (the assay
+#'   chosen by `assay`) or a GCT file path. For a preranked analysis, a named numeric
 #'   vector (the metric of each gene) or an `.rnk` file path; permutation is
 #'   then `"gene"`.
 #' @param phenotype The two classes of the samples: a factor (its first
 #'   level is class A), a character vector (the first value seen is class
-#'   A), a logical vector (`TRUE` is class A) or a CLS file path. Not used
-#'   for a preranked analysis.
+#'   A), a logical vector (`TRUE` is class A), a CLS file path, or the name
+#'   of a column of `colData(expr)` (SummarizedExperiment) or `pData(expr)`
+#'   (ExpressionSet). Not used for a preranked analysis.
 #' @param geneSets A named list of character vectors, a GSEABase
 #'   `GeneSetCollection`, or a GMT file path. Genes are matched to the row
 #'   names ignoring case; sets are restricted to the genes present.
+#' @param assay For a `SummarizedExperiment` or an `ExpressionSet`: the
+#'   assay to use, a name or an index (default `NULL`: the only assay, or
+#'   `exprs` of an ExpressionSet; an error when there are several).
 #' @param nperm Number of permutations, >= 1 (default 1000).
 #' @param metric Ranking metric (default `"signal2noise"`), see Algorithm.
 #' @param weight Exponent \eqn{q \ge 0} of the weighted running sum (default
@@ -97,9 +111,12 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   Default `NULL`: this process alone. See the vignette's "Scaling out".
 #' @return A data.frame of class `"rapidGSEA"`, one row per gene set kept,
 #'   in the order given: `set`, `size` (genes present), `ES`, `NES`, `pval`
-#'   (nominal), `FDR` (q-value), `FWER`, `rankAtMax` (1-based position of
+#'   (nominal), `padj` (Benjamini-Hochberg adjustment of `pval`, as
+#'   `p.adjust(pval, "BH")`), `FDR` (Broad's q-value), `FWER`, `rankAtMax` (1-based position of
 #'   the ES in the ranked list; Broad's RANK_AT_ES + 1) and `leadingEdge`
-#'   (list of the genes before the peak, or after the trough). Attributes:
+#'   (list of the genes before the peak, or after the trough; written as
+#'   one string joined by `","` by [utils::write.csv()] and
+#'   [as.data.frame.rapidGSEA()]). Attributes:
 #'   `ranking` (the metric in rank order, named by gene), `members` (each
 #'   set's genes), `nperm`, `seed`, `metric`, `weight`, `permutation`,
 #'   `classes`, `backend`, `device`, `deviceName`, `time` (seconds, call to
@@ -117,7 +134,7 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #' res
 #' plot(res, "up")
 #' @export
-rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
+rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 1000,
                       metric = "signal2noise", weight = 1,
                       permutation = c("phenotype", "gene"),
                       minSize = 15, maxSize = 500, seed = NULL,
@@ -145,7 +162,9 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
     stop_input("`keepNull` = TRUE keeps the whole table in one process: leave `BPPARAM` out")
   }
 
-  d <- gsea_data(expr)
+  ct <- gsea_container(expr, phenotype, assay)
+  phenotype <- ct$phenotype
+  d <- gsea_data(ct$expr)
   preranked <- is.null(d$expr)
   if (preranked) {
     if (perm_given && permutation == "phenotype") {
@@ -164,6 +183,8 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
       stop_input("`metric` = \"", metric, "\" needs positive expression values; `expr` has values <= 0")
     }
   }
+  gsea_check_numbers(d, metric, weight, labels)
+  if (preranked) gsea_check_metric(d$ranking, weight)
   gs <- gsea_sets(geneSets, genes, minSize, maxSize)
   if (keepNull && nperm * length(gs$names) > 2^31 - 1) {
     stop_input("`keepNull` = TRUE would hold ", length(gs$names), " x ", nperm, " ES: too many for one matrix")
@@ -183,6 +204,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
   r <- if (is.null(BPPARAM)) gsea_engine(job, 0L, c(0, 0), NULL, a$devices, verbose)
        else gsea_workers(job, BPPARAM)
 
+  if (!preranked) gsea_check_metric(r$metric, weight)
   ord <- r$order + 1L
   ranking <- stats::setNames(r$metric[ord], genes[ord])
   rank_of <- integer(length(genes))
@@ -201,9 +223,9 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, nperm = 1000,
   members <- split(genes[gi], f)
   names(members) <- gs$names
   out <- data.frame(set = gs$names, size = gs$size, ES = r$es,
-                    NES = r$nes, pval = r$pval, FDR = r$fdr, FWER = r$fwer,
+                    NES = r$nes, pval = r$pval, padj = stats::p.adjust(r$pval, "BH"), FDR = r$fdr, FWER = r$fwer,
                     rankAtMax = r$pos + 1L, stringsAsFactors = FALSE)
-  out$leadingEdge <- unname(split(genes[gi[in_lead]], f[in_lead]))
+  out$leadingEdge <- gsea_genelist(unname(split(genes[gi[in_lead]], f[in_lead])))
   if (keepNull) {
     null <- r$null
     dimnames(null) <- list(gs$names, NULL)
@@ -264,14 +286,6 @@ gsea_data <- function(expr) {
   if (is.character(expr) && length(expr) == 1L && is.null(dim(expr))) {
     if (grepl("\\.rnk$", expr, ignore.case = TRUE)) expr <- read_rnk(expr)
     else expr <- readGCT(expr)
-  } else if (methods::is(expr, "ExpressionSet")) {
-    if (!requireNamespace("Biobase", quietly = TRUE)) stop_input("`expr` is an ExpressionSet but Biobase is not installed")
-    expr <- Biobase::exprs(expr)
-  } else if (methods::is(expr, "SummarizedExperiment")) {
-    if (!requireNamespace("SummarizedExperiment", quietly = TRUE)) {
-      stop_input("`expr` is a SummarizedExperiment but SummarizedExperiment is not installed")
-    }
-    expr <- as.matrix(SummarizedExperiment::assay(expr, 1L))
   } else if (is.data.frame(expr)) {
     expr <- as.matrix(expr)
   }
@@ -395,8 +409,10 @@ gsea_sets <- function(geneSets, genes, minSize, maxSize) {
 #' @param esNull Null ES, a numeric matrix with one row per set and one
 #'   column per permutation.
 #' @param threads CPU threads (default: all).
-#' @return A data.frame with columns `ES`, `NES`, `pval`, `FDR`, `FWER`,
-#'   one row per set (row names from `es` or `esNull`).
+#' @return A data.frame with columns `ES`, `NES`, `pval`, `padj`
+#'   (Benjamini-Hochberg), `FDR`, `FWER`, one row per set (row names from
+#'   `es` or `esNull`). Enrichment scores lie in \[-1, 1\]: values outside
+#'   (beyond rounding) are an error.
 #' @examples
 #' f <- system.file("extdata", "gsea_edb", "results.edb", package = "sysbioGPU")
 #' set.seed(2)
@@ -413,12 +429,14 @@ gseaStats <- function(es, esNull, threads = getOption("sysbioGPU.threads")) {
                ") and at least one column")
   }
   if (any(!is.finite(esNull))) stop_input("`esNull` has NA or infinite values")
+  gsea_check_es_range(es, "es")
+  gsea_check_es_range(esNull, "esNull")
   b <- resolveBackend("cpu", threads)
   storage.mode(esNull) <- "double"
   r <- .Call(ffi_gsea_stats, as.double(es), esNull, b$threads)
   nm <- if (!is.null(names(es))) names(es) else rownames(esNull)
-  data.frame(ES = as.double(es), NES = r[[1L]], pval = r[[2L]], FDR = r[[3L]], FWER = r[[4L]],
-             row.names = nm)
+  data.frame(ES = as.double(es), NES = r[[1L]], pval = r[[2L]], padj = stats::p.adjust(r[[2L]], "BH"),
+             FDR = r[[3L]], FWER = r[[4L]], row.names = nm)
 }
 
 #' @export
@@ -433,9 +451,9 @@ print.rapidGSEA <- function(x, n = 10L, ...) {
   cat(sprintf("  %s, %.2f s, seed %s\n", dev, attr(x, "time"), format(attr(x, "seed"), scientific = FALSE)))
   if (nrow(x) == 0L) return(invisible(x))
   o <- order(x$pval, -abs(x$NES))
-  top <- as.data.frame(unclass(x)[c("set", "size", "ES", "NES", "pval", "FDR", "FWER")])[o[seq_len(min(n, nrow(x)))], ]
-  top$set <- ifelse(nchar(top$set) > 40, paste0(substr(top$set, 1, 37), "..."), top$set)
-  print(top, digits = 3, row.names = FALSE)
+  top <- as.data.frame(unclass(x)[intersect(c("set", "size", "ES", "NES", "pval", "padj", "FDR", "FWER"), names(x))])[o[seq_len(min(n, nrow(x)))], ]
+  top$set <- ifelse(nchar(top$set) > 30, paste0(substr(top$set, 1, 27), "..."), top$set) # one line at width 80
+  print(gsea_format_table(top, attr(x, "nperm")), right = TRUE, row.names = FALSE)
   if (nrow(x) > n) cat(sprintf("  ... %d more sets\n", nrow(x) - n))
   invisible(x)
 }
@@ -466,59 +484,5 @@ print.summary.rapidGSEA <- function(x, ...) {
   cat(sprintf("  enriched in class B (NES < 0): %d, FDR < 0.25: %d, nominal p < 0.05: %d\n",
               x$down, x$fdr25[["down"]], x$p05[["down"]]))
   cat(sprintf("  smallest nonzero nominal p-value resolvable: about %.2g\n", x$minP))
-  invisible(x)
-}
-
-#' Enrichment plot of one gene set
-#'
-#' Broad's enrichment plot: the running enrichment score, a tick for each
-#' gene of the set in the ranked list, and the ranked metric.
-#'
-#' @param x A `rapidGSEA` result.
-#' @param set Name (or row number) of the set; default the set with the
-#'   smallest nominal p-value.
-#' @param main Title.
-#' @param ... Unused.
-#' @return `x`, invisibly.
-#' @examples
-#' set.seed(1)
-#' x <- matrix(rnorm(500 * 8), 500, dimnames = list(paste0("g", 1:500), NULL))
-#' x[1:30, 1:4] <- x[1:30, 1:4] + 2
-#' res <- rapidGSEA(x, rep(c("A", "B"), each = 4), list(up = paste0("g", 1:30)),
-#'                  nperm = 50, seed = 1, backend = "cpu", threads = 1)
-#' plot(res, "up")
-#' @export
-plot.rapidGSEA <- function(x, set = NULL, main = NULL, ...) {
-  if (is.null(attr(x, "ranking"))) stop_input("`x` has lost its ranking: plot the whole rapidGSEA result, not a subset")
-  if (is.null(set)) set <- x$set[[order(x$pval, -abs(x$NES))[[1L]]]]
-  i <- if (is.numeric(set)) as.integer(set) else match(set, x$set)
-  if (length(i) != 1L || is.na(i) || i < 1L || i > nrow(x)) stop_input("`set` is not a set of this result: ", arg_label(set))
-  ranking <- attr(x, "ranking")
-  N <- length(ranking)
-  # by name: a row subset keeps the attributes but not the row numbers
-  hits <- match(toupper(attr(x, "members")[[x$set[[i]]]]), toupper(names(ranking)))
-  hit <- logical(N)
-  hit[hits] <- TRUE
-  w <- abs(ranking)^attr(x, "weight")
-  if (sum(w[hit]) == 0) w[] <- 1
-  step <- ifelse(hit, w / sum(w[hit]), -1 / (N - sum(hit)))
-  rs <- cumsum(step)
-  op <- graphics::par(no.readonly = TRUE)
-  on.exit(graphics::par(op))
-  graphics::layout(matrix(1:3), heights = c(3, 0.8, 2))
-  graphics::par(mar = c(0, 4.5, 3, 1))
-  if (is.null(main)) main <- sprintf("%s\nES %.3f, NES %.3f, p %.3g, FDR %.3g", x$set[[i]], x$ES[[i]],
-                                     x$NES[[i]], x$pval[[i]], x$FDR[[i]])
-  graphics::plot(seq_len(N), rs, type = "l", col = "forestgreen", lwd = 2, xaxt = "n", xlab = "",
-                 ylab = "Enrichment score", main = main, xaxs = "i", cex.main = 0.9)
-  graphics::abline(h = 0, col = "grey50")
-  graphics::abline(v = x$rankAtMax[[i]], col = "red", lty = 2)
-  graphics::par(mar = c(0, 4.5, 0, 1))
-  graphics::plot(NA, xlim = c(1, N), ylim = c(0, 1), xaxt = "n", yaxt = "n", xlab = "", ylab = "", xaxs = "i")
-  graphics::segments(hits, 0, hits, 1, col = "black")
-  graphics::par(mar = c(4, 4.5, 0, 1))
-  graphics::plot(seq_len(N), ranking, type = "h", col = "grey60", xlab = "Rank in ordered gene list",
-                 ylab = "Ranked metric", xaxs = "i")
-  graphics::abline(h = 0, col = "grey30")
   invisible(x)
 }

@@ -407,6 +407,10 @@ sbg_status sbg_gsea_stats_table(int32_t n_sets, int64_t nperm, const double *es,
   sbg_status st = SBG_OK;
   stats t;
   int nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
+  for (int64_t i = 0; i < (int64_t)n_sets * nperm; i++) /* the exact sums need |ES| < 2 */
+    if (!gsea_acc_fits(null_es[i]))
+      return sbg_fail(ctx, SBG_ERR_INPUT, "null ES of set %d, permutation %lld is %g: the exact sums hold |ES| < 2 only "
+                      "(enrichment scores lie in [-1, 1])", (int)(i % n_sets) + 1, (long long)(i / n_sets) + 1, null_es[i]);
   if (!stats_alloc(&t, n_sets, nperm, es, nth)) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics of %d sets x %lld permutations",
                   (int)n_sets, (long long)nperm);

@@ -40,7 +40,9 @@
 GSEA_HD double gsea_sd_fixlow(double sum_c, double ss_c, double n, double mu) {
   double m = G_DIV(sum_c, n);
   double v = G_DIV(G_SUB(ss_c, G_MUL(G_MUL(n, m), m)), G_SUB(n, 1.0));
-  if (!(v > 0)) v = 0;
+  /* rounding can make v slightly negative; a NaN (overflowed sums) stays
+   * NaN so it cannot pass for a variance of 0 (R refuses such data first) */
+  if (v < 0) v = 0;
   double sd = G_SQRT(v);
   double mean = G_ADD(mu, m);
   double lo = mean == 0 ? 0.2 : G_MUL(0.2, fabs(mean));
@@ -156,6 +158,16 @@ GSEA_HD void gsea_es_hit(gsea_es_state *s, int32_t r, double w, double inv_nr, d
 
 #define GSEA_ACC_ONE 4611686018427387904.0 /* 2^62 */
 
+/* Whether v can be added: v * 2^62 must fit an int64, so |v| < 2 (NaN
+ * not).  The engines' ES are within 1 + rounding; values from users
+ * (gseaStats) are checked with this first, since an out-of-range value
+ * would wrap around and flip the sign of a sum.  Sums cannot overflow:
+ * each term is below 2^63 in magnitude, so 2^64 of them fit 128 bits. */
+GSEA_HD int gsea_acc_fits(double v) {
+  return fabs(v) < 2.0;
+}
+
+/* Adds v, |v| < 2 (gsea_acc_fits). */
 GSEA_HD void gsea_acc_add(gsea_acc *a, double v) {
   int64_t x = (int64_t)G_MUL(v, GSEA_ACC_ONE);
   uint64_t lo = a->lo + (uint64_t)x;

@@ -52,3 +52,48 @@ gsea_toy <- function(G = 300, n = c(6, 6), seed = 1, shift = 1) {
                rnd1 = paste0("G", sample(G, 25)), rnd2 = paste0("G", sample(G, 40)))
   list(x = x, y = rep(c("A", "B"), n), sets = sets)
 }
+
+# Broad's statistics from an ES table, the slow, obvious way (rapidGSEA's
+# Algorithm section): NES by the mean of the same-sign nulls, nominal p
+# strictly beyond (>), FWER strictly beyond (>), FDR at or beyond (>=).
+gsea_ref_stats <- function(es, null) {
+  mpos <- apply(null, 1, function(v) mean(v[v >= 0]))
+  mneg <- apply(null, 1, function(v) -mean(v[v <= 0]))
+  nes <- ifelse(es >= 0, es / mpos, es / mneg)
+  z <- null
+  for (s in seq_along(es)) z[s, ] <- ifelse(null[s, ] >= 0, null[s, ] / mpos[[s]], null[s, ] / mneg[[s]])
+  pval <- vapply(seq_along(es), function(s) {
+    v <- null[s, ]
+    e <- es[[s]]
+    if (e >= 0) sum(v > e & v >= 0) / sum(v >= 0) else sum(v < e & v <= 0) / sum(v <= 0)
+  }, 0)
+  mx <- apply(z, 2, max)
+  mn <- apply(z, 2, min)
+  fwer <- ifelse(nes >= 0, vapply(nes, function(v) mean(mx > v), 0), vapply(nes, function(v) mean(mn < v), 0))
+  fdr <- vapply(nes, function(v) {
+    if (v >= 0) {
+      tot <- colSums(z >= 0)
+      num <- mean((colSums(z >= v) / tot)[tot > 0])
+      den <- sum(nes >= v) / sum(nes >= 0)
+    } else {
+      tot <- colSums(z <= 0)
+      num <- mean((colSums(z <= v) / tot)[tot > 0])
+      den <- sum(nes <= v) / sum(nes <= 0)
+    }
+    min(1, num / den)
+  }, 0)
+  data.frame(ES = es, NES = nes, pval = pval, FDR = fdr, FWER = fwer)
+}
+
+# The null ES of permutations 1..nperm of a phenotype run, in plain R: the
+# labels shuffled by the run's Philox stream (philoxShuffle, subsequence j),
+# then Broad's metric, the ranking (ties by row) and the full running sum.
+gsea_ref_null <- function(x, labels, sets, nperm, seed, metric = "signal2noise", q = 1) {
+  lab0 <- as.integer(labels != labels[[1L]]) # 0 = class A, the first label seen
+  vapply(seq_len(nperm), function(j) {
+    lab <- lab0[philoxShuffle(length(lab0), seed = seed, subsequence = j)]
+    m <- gsea_ref_metric(x, lab, metric)
+    ranked <- m[order(-m, seq_along(m))]
+    vapply(sets, function(s) gsea_ref_es(ranked, s, q)[["ES"]], 0)
+  }, numeric(length(sets)))
+}

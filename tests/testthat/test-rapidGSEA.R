@@ -141,11 +141,21 @@ test_that("the Broad tool's run (edb) is reproduced", {
   expect_identical(res2$ES, res$ES)
 })
 
-test_that("streaming statistics equal gseaStats() on the kept null", {
+test_that("streaming statistics equal gseaStats() on the kept null, and a plain-R run", {
   d <- gsea_toy(G = 400)
   res <- cpu(d$x, d$y, d$sets, nperm = 300, minSize = 5, seed = 7, keepNull = TRUE, threads = 2)
   null <- attr(res, "nullES")
   expect_equal(dim(null), c(4L, 300L))
+  # independent of the engine's C code: the null from the labels that
+  # philoxShuffle() draws, Broad's metric and running sum, and the
+  # statistics, all in plain R
+  ref_null <- gsea_ref_null(d$x, d$y, d$sets, 300, seed = 7)
+  expect_equal(unname(null), unname(ref_null), tolerance = 1e-12)
+  ref <- gsea_ref_stats(res$ES, ref_null)
+  expect_equal(res$NES, ref$NES, tolerance = 1e-12)
+  expect_equal(res$pval, ref$pval)
+  expect_equal(res$FWER, ref$FWER)
+  expect_equal(res$FDR, ref$FDR, tolerance = 1e-8)
   st <- gseaStats(res$ES, null)
   expect_identical(res$NES, st$NES)
   expect_identical(res$pval, st$pval)
@@ -230,7 +240,7 @@ test_that("result, print, summary and plot", {
   d <- gsea_toy(G = 300)
   res <- cpu(d$x, factor(d$y), d$sets, nperm = 100, minSize = 5, seed = 1, threads = 1)
   expect_s3_class(res, "rapidGSEA")
-  expect_named(res, c("set", "size", "ES", "NES", "pval", "FDR", "FWER", "rankAtMax", "leadingEdge"))
+  expect_named(res, c("set", "size", "ES", "NES", "pval", "padj", "FDR", "FWER", "rankAtMax", "leadingEdge"))
   expect_equal(res$size, c(20L, 24L, 25L, 40L))
   expect_equal(attr(res, "backend"), "cpu")
   expect_equal(attr(res, "seed"), 1)

@@ -1,0 +1,80 @@
+# rapidGSEA results for reports: as.data.frame() with atomic columns (so
+# write.csv() works) and the printed table, where a probability estimated
+# as 0 from permutations shows as the bound it is ("< 1e-03").
+
+#' Convert a rapidGSEA result to a plain data frame
+#'
+#' One row per gene set, every column atomic: the leading edge becomes one
+#' string of gene names joined by `","` (split it back with
+#' `strsplit(x, ",")`), so the table can be written with [utils::write.csv()].
+#' `write.csv(res)` also works on the result itself, and the file reads
+#' back (with [utils::read.csv()]) as `as.data.frame(res)`.
+#' The run's attributes (ranking, members, settings) are dropped.
+#'
+#' @param x A `rapidGSEA` result.
+#' @param row.names,optional Unused, for the generic.
+#' @param sep Separator of the leading-edge genes (default `","`).
+#' @param ... Unused.
+#' @return A `data.frame` with the columns of `x`.
+#' @examples
+#' set.seed(1)
+#' x <- matrix(rnorm(500 * 8), 500, dimnames = list(paste0("g", 1:500), NULL))
+#' x[1:30, 1:4] <- x[1:30, 1:4] + 2
+#' res <- rapidGSEA(x, rep(c("A", "B"), each = 4), list(up = paste0("g", 1:30)),
+#'                  nperm = 50, seed = 1, backend = "cpu", threads = 1)
+#' df <- as.data.frame(res)
+#' df$leadingEdge
+#' write.csv(res, tempfile(fileext = ".csv"), row.names = FALSE)
+#' @export
+as.data.frame.rapidGSEA <- function(x, row.names = NULL, optional = FALSE, ..., sep = ",") {
+  cols <- unclass(x)
+  for (k in names(cols)) {
+    if (is.list(cols[[k]])) {
+      cols[[k]] <- vapply(unclass(cols[[k]]), function(g) paste(as.character(g), collapse = sep), "")
+    }
+  }
+  attributes(cols) <- list(names = names(cols))
+  data.frame(cols, stringsAsFactors = FALSE, check.names = FALSE)
+}
+
+# The columns of a printed table, as strings: probabilities at 3 significant
+# digits, and a 0 estimated from nperm permutations as "< 1/nperm" (nominal
+# p-values have at most nperm same-sign nulls, FWER exactly nperm).
+gsea_format_table <- function(top, nperm) {
+  bound <- sprintf("< %.0e", 1 / nperm)
+  for (k in intersect(c("pval", "padj", "FDR", "FWER"), names(top))) {
+    v <- top[[k]]
+    top[[k]] <- ifelse(is.na(v), "NA", ifelse(v == 0, bound, formatC(v, digits = 3, format = "g")))
+  }
+  for (k in intersect(c("ES", "NES"), names(top))) top[[k]] <- formatC(top[[k]], digits = 3, format = "f")
+  top
+}
+
+# The leading-edge column: a list of character vectors with a class, so
+# that write.table() (which turns classed columns into strings with
+# as.character()) writes each set's genes as one field, and row subsets
+# keep the class.  write.table() decides which columns to quote before it
+# converts them, so the field brings its own quotes: write.csv(res) is a
+# valid CSV file that reads back as as.data.frame(res).
+gsea_genelist <- function(x) structure(x, class = c("sbg_genelist", "list")) # "list": vctrs/tibble see a list column
+
+#' @export
+as.character.sbg_genelist <- function(x, ..., sep = ",", quote = TRUE) {
+  s <- vapply(unclass(x), function(g) paste(as.character(g), collapse = sep), "")
+  if (quote) paste0("\"", s, "\"") else s
+}
+
+#' @export
+`[.sbg_genelist` <- function(x, i, ...) gsea_genelist(unclass(x)[i])
+
+#' @export
+format.sbg_genelist <- function(x, ...) {
+  s <- as.character.sbg_genelist(x, sep = ", ", quote = FALSE)
+  ifelse(nchar(s) > 40, paste0(substr(s, 1, 37), "..."), s)
+}
+
+#' @export
+print.sbg_genelist <- function(x, ...) {
+  print(unclass(x), ...)
+  invisible(x)
+}
