@@ -52,7 +52,7 @@ philoxDraws <- function(n, seed, subsequence = 0, offset = 0,
   subsequence <- check_whole(subsequence, "subsequence")
   offset <- check_whole(offset, "offset")
   streams <- check_whole(streams, "streams", min = 1, max = 2^31 - 1)
-  type <- match.arg(type)
+  type <- check_choice(type, c("uint32", "uniform", "integer"), "type")
   bound <- 1
   if (type == "integer") {
     if (is.null(max)) stop_input('`max` is needed when type = "integer"')

@@ -111,3 +111,8 @@ test_that("GPU and CPU derive the same doubles, integers and permutations", {
   expect_identical(philoxShuffle(1000, 7, streams = 3000, backend = "gpu"),
                    philoxShuffle(1000, 7, streams = 3000, backend = "cpu"))
 })
+
+test_that("a bad `type` is a classed error that names the argument", {
+  expect_error(philoxDraws(3, 1, type = "normal"), "`type` must be one of", class = "sysbioGPU_error_input")
+  expect_error(philoxDraws(3, 1, type = NA_character_), "`type`", class = "sysbioGPU_error_input")
+})
