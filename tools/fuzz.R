@@ -394,10 +394,11 @@ child_main <- function(spec_file) {
 # ----------------------------------------------------------------- parent
 rscript <- function() file.path(R.home("bin"), "Rscript")
 
+# Set fuzz_script_path where this file is sourced (tests); else --file=.
 this_script <- function() {
+  if (exists("fuzz_script_path")) return(fuzz_script_path)
   a <- grep("^--file=", commandArgs(FALSE), value = TRUE)
   if (length(a)) return(normalizePath(sub("^--file=", "", a[1])))
-  if (exists("fuzz_script_path")) return(fuzz_script_path)
   stop("fuzz.R: cannot find its own path")
 }
 
@@ -550,7 +551,7 @@ fuzz_repro <- function(path) {
   invisible(r)
 }
 
-if (sys.nframe() == 0L && !exists("fuzz_no_main")) {
+if (sys.nframe() == 0L) {
   opt <- fuzz_args(commandArgs(TRUE))
   if (!is.null(opt$child)) {
     child_main(opt$child)
