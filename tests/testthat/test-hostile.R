@@ -11,7 +11,33 @@
 # the fixes land.
 
 known_failing <- c(
-  # filled from the probe's run on the current code, see the bottom
+  # R/rapidGSEA.R, src/gsea (D4, D5): silent wrong answers
+  "gsea/expr=x 1e160 (s2n is scale-free)", "gsea/expr=x 1e-300 (s2n is scale-free)",
+  "gsea/expr=huge values 1e307", "gseaStats/null ES of 2 (NES sign kept)",
+  "gseaStats/null ES of 1e300",
+  # R/gsea-io.R (D10 and new): unclassed errors, writeGMT writes NA
+  "readGCT/directory", "readGCT/bad UTF-8 name", "readCLS/huge label", "readCLS/bad UTF-8",
+  "readGMT/bad UTF-8", "writeGMT/NA gene",
+  # R/cosnet-io.R readNetwork (D10 and new): NA node, NaN weight, bad UTF-8 accepted
+  "readNetwork/NA node", "readNetwork/NaN weight", "readNetwork/bad UTF-8",
+  # parCosnet (D1 hang, D2 crashes; edited dgCMatrix slots accepted)
+  "cosnet/W=weights x 1e308", "cosnet/W@i negative", "cosnet/W@i too large", "cosnet/W@Dim lies",
+  "cosnet/W@p too long", "cosnet/W@p decreasing", "cosnet/W@x shorter",
+  # R/pbnSteadyState.R pbn_check_net, R/pbn-io.R (D10 and new): edited pbn objects
+  "pss/pbn probabilities c(5,-4)", "pss/pbn probabilities NA", "pss/pbn words NA",
+  "pss/pbn unknown input", "pss/pbn duplicated nodes", "pss/pbn functions missing",
+  "pss/pbn perturbable NA", "pbn/NA rule", "pbn/deep expression",
+  "as.pbn/BoolNet truth table of the wrong length",
+  # R/grnEvolve.R (D8, D9, match.arg)
+  "grn/selection=\"nope\"", "grn/selection=NA", "grn/selection=1", "grn/selection=character(0)",
+  "grn/5-gene network with defaults", "grn/generations=1e9 with timeLimit=1",
+  # R/lassieSimulate.R check_model (D10 and new): edited reactionModel objects
+  "las/model rates edited negative", "las/model initial edited character",
+  "las/model species edited duplicated", "las/model reactants edited wrong size",
+  "las/model reactants@x negative", "las/model fixed edited NA", "las/model reactants@i out of range",
+  # R/lassie-io.R readBioNetGen (D3 hangs, D10 messages)
+  "readBioNetGen/directory", "readBioNetGen/NaN rate", "readBioNetGen/all rates zero",
+  "readBioNetGen/power of a sum", "readBioNetGen/huge exponent"
 )
 
 # ---------------------------------------------------------------- fixtures
@@ -79,6 +105,8 @@ hostile_fixtures <- quote({
     f
   }
   ext <- function(...) system.file("extdata", ..., package = "sysbioGPU")
+  bngl <- function(...) c("begin parameters", "    1 k1 1", "end parameters", "begin species",
+                          "    1 A() 1", "    2 B() 1", "end species", ...)
 })
 
 # ------------------------------------------------------------------- table
@@ -256,7 +284,7 @@ H("cosnet/W=non-ASCII names", {
 }, "ok", check = isTRUE(all.equal(unname(r$scores), unname(cos()$scores))))
 H("cosnet/W=weights x 1e308", cos(W_ = W * 1e308), child = TRUE)
 H("cosnet/W=two weights 1e308", cos(W_ = {z <- W; z[1, 2] <- z[2, 1] <- 1e308; z[1, 3] <- z[3, 1] <- 1e308; z}),
-  child = TRUE)
+  "either", check = !anyNA(r$scores[is.na(y), ]), child = TRUE)
 H("cosnet/W@i negative", cos(W_ = {z <- W; z@i[1] <- -5L; z}), child = TRUE)
 H("cosnet/W@i too large", cos(W_ = {z <- W; z@i[1] <- 1000L; z}), child = TRUE)
 H("cosnet/W@p too long", cos(W_ = {z <- W; z@p <- c(z@p, 0L); z}), child = TRUE)
@@ -336,7 +364,8 @@ H("pss/pbn=NULL", pss(pbn_ = NULL))
 H("pss/pbn probabilities c(5,-4)", pss(pbn_ = {z <- net; z$functions$A <- rep(z$functions$A, 2);
   z$probabilities$A <- c(5, -4); z}))
 H("pss/pbn probabilities NA", pss(pbn_ = {z <- net; z$probabilities$A <- NA_real_; z}))
-H("pss/pbn probabilities sum 0.5", pss(pbn_ = {z <- net; z$probabilities$A <- 0.5; z}))
+H("pss/pbn probabilities sum 0.5", pss(pbn_ = {z <- net; z$probabilities$A <- 0.5; z}), "either",
+  check = isTRUE(all.equal(r$probability, pss()$probability)))
 H("pss/pbn words too short", pss(pbn_ = {z <- net; z$functions$C[[1]]$words <- integer(0); z}))
 H("pss/pbn words NA", pss(pbn_ = {z <- net; z$functions$C[[1]]$words <- NA_integer_; z}))
 H("pss/pbn unknown input", pss(pbn_ = {z <- net; z$functions$C[[1]]$inputs <- c("A", "Q"); z}))
@@ -479,8 +508,6 @@ H("reactionModel/non-ASCII species (legal)", reactionModel(rbind(c(1, 0)), rbind
   c("\u03b1", "\u03b2")), "ok", check = identical(r$species, c("\u03b1", "\u03b2")))
 H("reactionModel/order 40 reaction", las(model = reactionModel(rbind(c(40, 0)), rbind(c(0, 1)), 1, c(1, 0))),
   "ok", check = all(is.finite(r)))
-bngl <- function(...) c("begin parameters", "    1 k1 1", "end parameters", "begin species", "    1 A() 1",
-                        "    2 B() 1", "end species", ...)
 H("readBioNetGen/NA", readBioNetGen(NA_character_))
 H("readBioNetGen/empty", readBioNetGen(tmpfile(character(0), ".net")))
 H("readBioNetGen/directory", readBioNetGen(tempdir()))
