@@ -37,7 +37,12 @@ known_failing <- c(
   "las/model reactants@x negative", "las/model fixed edited NA", "las/model reactants@i out of range",
   # R/lassie-io.R readBioNetGen (D3 hangs, D10 messages)
   "readBioNetGen/directory", "readBioNetGen/NaN rate", "readBioNetGen/all rates zero",
-  "readBioNetGen/power of a sum", "readBioNetGen/huge exponent"
+  "readBioNetGen/power of a sum", "readBioNetGen/huge exponent",
+  # found by tools/fuzz.R: grnEvolve takes an empty gene name (R/grnEvolve.R grn_network),
+  # readBioNetGen on a species index Inf and on NULL in an expression, readSBML on a
+  # stoichiometry of 2^31-1 (tries an 8 GB allocation; hangs without a memory limit)
+  "grn/network=empty gene name", "readBioNetGen/species index Inf",
+  "readBioNetGen/NULL in a parameter expression", "readSBML/stoichiometry 2^31-1"
 )
 
 # ---------------------------------------------------------------- fixtures
@@ -543,6 +548,33 @@ H("readSBML/truncated", {
   skip_if_not(sbmlAvailable())
   x <- readLines(ext("lassie", "lassie_small.sbml")); readSBML(tmpfile(x[1:20], ".xml"))
 })
+# Found by tools/fuzz.R (seed 1), reduced by hand:
+H("grn/network=empty gene name", {
+  g <- rownames(eye$network); g[24] <- ""
+  z <- eye$network; dimnames(z) <- list(g, g)
+  grn(network = z, from = stats::setNames(unname(eye$from), g), to = stats::setNames(unname(eye$to), g))
+})
+H("readPBN/empty probability field", readPBN(tmpfile(c("targets, factors, probabilities", "A, !A, 0.5",
+  "A, A, "), ".bnet")))
+H("readBioNetGen/species index Inf", readBioNetGen(tmpfile(c("begin parameters", "    1 k1 1", "end parameters",
+  "begin species", "    1 A() 1", "    Inf B() 1", "end species", "begin reactions", "    1 1 2 k1", "end reactions"), ".net")))
+H("readBioNetGen/initial NA", readBioNetGen(tmpfile(c("begin parameters", "    1 k1 1", "end parameters",
+  "begin species", "    1 A() 1", "    2 B() NA", "end species", "begin reactions", "    1 1 2 k1", "end reactions"), ".net")))
+H("readBioNetGen/species index 1e20", readBioNetGen(tmpfile(bngl("begin reactions", "    1 99999999999999999999 2 k1",
+  "end reactions"), ".net")))
+H("readBioNetGen/NULL in a parameter expression", readBioNetGen(tmpfile(c("begin parameters", "    1 k0 1",
+  "    2 k1 (k0/NULL)*2", "end parameters", "begin species", "    1 A() 1", "    2 B() 1", "end species",
+  "begin reactions", "    1 1 2 k1", "end reactions"), ".net")))
+H("readSBML/stoichiometry 2^31-1", {
+  x <- readLines(ext("lassie", "lassie_small.sbml"))
+  x <- sub('species="A" stoichiometry="2"', 'species="A" stoichiometry="2147483647"', x, fixed = TRUE)
+  if (!sbmlAvailable()) sysbioGPU:::stop_input("no libSBML")
+  # a refusal only because the child's memory limit stopped a huge allocation does not count
+  tryCatch(readSBML(tmpfile(x, ".xml")), error = function(e) {
+    if (grepl("cannot allocate", conditionMessage(e))) stop("tried a huge allocation: ", conditionMessage(e))
+    stop(e)
+  })
+}, child = TRUE)
 H("readLASSIE/NA", readLASSIE(NA_character_))
 H("readLASSIE/file not folder", readLASSIE(ext("pbn-example.bnet")))
 H("readLASSIE/empty folder", { d <- tempfile(); dir.create(d); readLASSIE(d) })
