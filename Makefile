@@ -9,7 +9,7 @@
 #   make fuzz     mutate the shipped files and run every reader and its method on
 #                 each mutant in child processes (tools/fuzz.R), after make install;
 #                 FUZZ_N mutants per reader (default 2000), FUZZ_SEED, FUZZ_JOBS;
-#                 report in fuzz-out/ (fails on a crash or a hang)
+#                 report in check/fuzz-out/ (fails on a crash or a hang)
 #   make gpu-pack build for the GPU machine (see tools/gpu-check.sh)
 R ?= R
 RSCRIPT ?= Rscript
