@@ -42,7 +42,9 @@ known_failing <- c(
   # readBioNetGen on a species index Inf and on NULL in an expression, readSBML on a
   # stoichiometry of 2^31-1 (tries an 8 GB allocation; hangs without a memory limit)
   "grn/network=empty gene name", "readBioNetGen/species index Inf",
-  "readBioNetGen/NULL in a parameter expression", "readSBML/stoichiometry 2^31-1"
+  "readBioNetGen/NULL in a parameter expression", "readSBML/stoichiometry 2^31-1",
+  # R/philox.R: match.arg(type) gives a plain error
+  "philoxDraws/type=x"
 )
 
 # ---------------------------------------------------------------- fixtures
@@ -575,6 +577,12 @@ H("readSBML/stoichiometry 2^31-1", {
     stop(e)
   })
 }, child = TRUE)
+# philox draws (shared by all five methods' seeds)
+H("philoxDraws/type=x", philoxDraws(4, seed = 1, type = "x"))
+H("philoxDraws/n=-1", philoxDraws(-1, seed = 1))
+H("philoxDraws/seed=NA", philoxDraws(4, seed = NA))
+H("philoxDraws/oracle: same seed, same draws", philoxDraws(8, seed = 3, type = "uniform"), "ok",
+  check = identical(r, philoxDraws(8, seed = 3, type = "uniform")) && all(r > 0 & r < 1))
 H("readLASSIE/NA", readLASSIE(NA_character_))
 H("readLASSIE/file not folder", readLASSIE(ext("pbn-example.bnet")))
 H("readLASSIE/empty folder", { d <- tempfile(); dir.create(d); readLASSIE(d) })
