@@ -7,6 +7,10 @@
 #                 into demo-report/sysbioGPU-demo.html
 #   make docs     regenerate man/ and NAMESPACE with roxygen2
 #   make valgrind run the test suite under valgrind (CPU paths), after make install
+#   make fuzz     mutate the shipped files and run every reader and its method on
+#                 each mutant in child processes (tools/fuzz.R), after make install;
+#                 FUZZ_N mutants per reader (default 2000), FUZZ_SEED, FUZZ_JOBS;
+#                 report in check/fuzz-out/ (fails on a crash or a hang)
 #   make gpu-pack build for the GPU machine (see tools/gpu-check.sh)
 R ?= R
 RSCRIPT ?= Rscript
@@ -16,7 +20,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 LIB := $(CURDIR)/.lib
 CHECKDIR := $(CURDIR)/check
 
-.PHONY: all deps build check test test-nocuda install demo docs valgrind gpu-pack clean
+.PHONY: all deps build check test test-nocuda install demo docs valgrind fuzz gpu-pack clean
 
 all: test
 
@@ -55,6 +59,12 @@ demo: install
 valgrind: install
 	R_LIBS=$(LIB) $(R) -d "valgrind --leak-check=full --errors-for-leak-kinds=definite,possible --error-exitcode=1 --suppressions=tools/valgrind.supp" \
 	  --vanilla -e 'testthat::test_dir("tests/testthat", package = "$(PKG)", load_package = "installed", stop_on_failure = TRUE)'
+
+FUZZ_N ?= 2000
+FUZZ_SEED ?= 1
+FUZZ_JOBS ?= 1
+fuzz: install
+	R_LIBS=$(LIB) $(RSCRIPT) tools/fuzz.R --n=$(FUZZ_N) --seed=$(FUZZ_SEED) --jobs=$(FUZZ_JOBS) --out=$(CHECKDIR)/fuzz-out
 
 docs:
 	$(RSCRIPT) -e 'roxygen2::roxygenise()'
