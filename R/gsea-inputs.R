@@ -78,11 +78,16 @@ stop_numeric <- function(...) stop(sbg_condition("sysbioGPU_error_numeric", past
 gsea_check_numbers <- function(d, metric, weight, labels) {
   big <- .Machine$double.xmax
   v <- if (is.null(d$expr)) d$ranking else d$expr
-  tiny <- v != 0 & abs(v) < .Machine$double.xmin
+  # metrics built on variances square the values: below sqrt(xmin) the
+  # squares are subnormal or 0 (x 1e-300 would change NES, not refuse)
+  sq <- !is.null(d$expr) && metric %in% c("signal2noise", "t_test")
+  floor <- if (sq) sqrt(.Machine$double.xmin) else .Machine$double.xmin
+  tiny <- v != 0 & abs(v) < floor
   if (any(tiny)) {
-    stop_numeric("`expr` has ", sum(tiny), " subnormal values (nonzero, below ",
-                 format(.Machine$double.xmin, digits = 3), " in magnitude), e.g. ", format(v[tiny][[1L]], digits = 3),
-                 ": their ratios and sums lose precision; rescale `expr`")
+    stop_numeric("`expr` has ", sum(tiny), " values too small for the metric (nonzero, below ",
+                 format(floor, digits = 3), " in magnitude), e.g. ", format(v[tiny][[1L]], digits = 3),
+                 if (sq) ": their squares underflow" else ": their ratios and sums lose precision",
+                 "; rescale `expr`")
   }
   top <- max(abs(v))
   if (is.null(d$expr)) {
@@ -92,7 +97,6 @@ gsea_check_numbers <- function(d, metric, weight, labels) {
   } else {
     n <- ncol(d$expr)
     # the engine sums x and the squares of (x - mean) over the samples
-    sq <- metric %in% c("signal2noise", "t_test")
     if ((if (sq) (2 * top)^2 * n else 2 * top * n) >= big) {
       stop_numeric("`expr` has values up to ", format(top, digits = 3), ": the ", if (sq) "class variances" else "class sums",
                    " of ", n, " samples overflow double precision; rescale `expr` (e.g. log-transform it)")

@@ -152,7 +152,10 @@ test_that("overflowing values are an error, or computed exactly: never a changed
   # subnormal values (ratios of 1e-320 gave ES 0, NES NaN)
   tiny <- (abs(d$x) + 0.5) * 1e-320
   expect_error(cpu(tiny, d$y, d$sets, nperm = 10, minSize = 5, metric = "ratio_of_classes"),
-               "subnormal values", class = "sysbioGPU_error_numeric")
+               "too small for the metric", class = "sysbioGPU_error_numeric")
+  # values whose squares underflow (x 1e-300 changed NES under signal2noise)
+  expect_error(cpu(d$x * 1e-300, d$y, d$sets, nperm = 10, minSize = 5),
+               "their squares underflow", class = "sysbioGPU_error_numeric")
   pos <- abs(d$x) + 0.1
   pos[1, 1] <- 1e10
   pos[2, 1] <- 1e-300
