@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lassie.h"
 #include "lassie_common.h"
@@ -499,7 +500,43 @@ typedef struct sim_out {
   sbg_status st;
   double t;         /* time reached */
   int what;         /* LASSIE_FAIL_* */
+  int cancelled;    /* stopped because the run stops, not by its own failure */
 } sim_out;
+
+/* Interrupts of a run.  Only the calling thread (R's main thread, OpenMP's
+ * thread 0) may poll, about every LASSIE_POLL_EVERY seconds: inside its own
+ * simulation and, once it has none left, while it waits for the others.
+ * Every thread reads `stop` at each step attempt, so Ctrl-C ends even one
+ * long stiff simulation within a fraction of a second (issue 15, D7). */
+#define LASSIE_POLL_EVERY 0.05
+typedef struct lassie_poll {
+  sbg_ctx *ctx;
+  volatile int stop;   /* set on an interrupt, or when a simulation fails */
+  sbg_status st;       /* the poll's status once it said stop */
+  double next;         /* monotonic seconds of the next poll */
+  int finished;        /* simulations done, for the progress shown */
+  int total;
+} lassie_poll;
+
+static double lassie_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* Thread 0 only: polls when due; `within` is the share of the current
+ * simulation done (for the progress of a run of one). */
+static int lassie_poll_due(lassie_poll *lp, double within) {
+  double now = lassie_now();
+  if (now < lp->next) return 0;
+  lp->next = now + LASSIE_POLL_EVERY;
+  double done = lp->total > 1 ? (double)lp->finished / lp->total : within;
+  sbg_status st = sbg_poll(lp->ctx, done);
+  if (st == SBG_OK) return 0;
+  lp->st = st;
+  lp->stop = 1;
+  return 1;
+}
 
 double sbg_lassie_initial_step(const sbg_lassie_model *m, const sbg_lassie_params *p,
                                const double *k, const double *x, double *f, double *v) {
@@ -526,7 +563,7 @@ double sbg_lassie_initial_step(const sbg_lassie_model *m, const sbg_lassie_param
  * (the GPU's explicit steps) brought to start->t, in implicit mode. */
 static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
                       const double *k, const double *x0, double *out, double *stats,
-                      ws *w, sbg_ctx *poll_ctx, int sim, int n_sims, sim_out *so,
+                      ws *w, lassie_poll *lp, int poller, int sim, int n_sims, sim_out *so,
                       const sbg_lassie_start *start) {
   const int N = m->n_species, nt = p->n_times;
   const double rtol = p->rtol, atol = p->atol;
@@ -534,7 +571,7 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
   double st[SBG_LASSIE_N_STATS] = {0};
   double t = p->times[0];
   const double tend = p->times[nt - 1], span = tend - t;
-  so->st = SBG_OK; so->what = LASSIE_OK;
+  so->st = SBG_OK; so->what = LASSIE_OK; so->cancelled = 0;
 
   memcpy(x, x0, sizeof(double) * N);
   int mode = p->method == SBG_LASSIE_BDF ? SBG_LASSIE_BDF : SBG_LASSIE_RKF45;
@@ -566,9 +603,9 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
     if (++attempts > p->max_steps) {
       so->st = SBG_ERR_NUMERIC; so->what = LASSIE_FAIL_MAXSTEPS; so->t = t; break;
     }
-    if (poll_ctx && ((long)attempts & 255) == 0) {
-      sbg_status ps = sbg_poll(poll_ctx, (t - p->times[0]) / span);
-      if (ps != SBG_OK) { so->st = ps; so->what = LASSIE_FAIL_INTERRUPT; so->t = t; break; }
+    if (lp->stop || (poller && lassie_poll_due(lp, (t - p->times[0]) / span))) {
+      so->st = SBG_ERR_INTERRUPTED; so->what = LASSIE_FAIL_INTERRUPT; so->t = t; so->cancelled = 1;
+      break;
     }
     double hmin = 64 * DBL_EPSILON * fmax(fabs(t), fabs(tend));
     /* land exactly on the next output time; split a near miss in two so no
@@ -845,52 +882,75 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
   memcpy(stats, st, sizeof(st));
 }
 
-sbg_status sbg_lassie_cpu(const sbg_lassie_model *m, const sbg_lassie_params *p,
-                          sbg_lassie_result *r, sbg_ctx *ctx) {
-  const int N = m->n_species, M = m->n_reactions, S = p->n_sims;
-  const int nnzA = m->r_ptr[M];
-  int nth = ctx->n_threads < S ? ctx->n_threads : S;
+/* Simulations sims[0..n) of the batch (NULL: 0..n-1), each on one thread,
+ * taken in order by whichever thread is free, so the numbers do not depend
+ * on the threads; `x0` holds the starting states (one per simulation of the
+ * batch when `x0_per_sim`, else one shared).  Thread 0 polls (lassie_poll);
+ * a failed simulation stops the others, as the run's error names it. */
+static sbg_status lassie_cpu_run(const sbg_lassie_model *m, const sbg_lassie_params *p,
+                                 int n, const int *sims, const double *x0, int x0_per_sim,
+                                 double *out, double *stats, const sbg_lassie_start *starts,
+                                 sbg_ctx *ctx) {
+  const int N = m->n_species, M = m->n_reactions;
+  const size_t blk = (size_t)p->n_times * N;
+  int nth = ctx->n_threads < n ? ctx->n_threads : n;
   if (nth < 1) nth = 1;
   sbg_status st = SBG_OK;
   ws *w = calloc((size_t)nth, sizeof(ws));
-  sim_out *so = calloc((size_t)S, sizeof(sim_out));
+  sim_out *so = calloc((size_t)(n > 0 ? n : 1), sizeof(sim_out));
   if (!w || !so) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
   for (int i = 0; i < nth; i++)
-    if (!ws_alloc(&w[i], N, M, nnzA)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
+    if (!ws_alloc(&w[i], N, M, m->r_ptr[M])) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
 
-  const size_t blk = (size_t)p->n_times * N;
-  if (S == 1) {
-    integrate(m, p, p->rates, p->initial, r->out, r->stats, &w[0], ctx, 0, 1, &so[0], NULL);
-  } else {
-    /* chunks of simulations between polls, each simulation on one thread */
-    int chunk = 4 * nth;
-    for (int s0 = 0; s0 < S; s0 += chunk) {
-      int s1 = s0 + chunk < S ? s0 + chunk : S;
-#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
-      for (int s = s0; s < s1; s++) {
-        ws *ww = &w[omp_get_thread_num()];
-        integrate(m, p, p->rates + (p->rates_per_sim ? (size_t)s * M : 0),
-                  p->initial + (p->initial_per_sim ? (size_t)s * N : 0),
-                  r->out + (size_t)s * blk, r->stats + (size_t)s * SBG_LASSIE_N_STATS,
-                  ww, NULL, s, S, &so[s], NULL);
+  lassie_poll lp = {ctx, 0, SBG_OK, lassie_now() + LASSIE_POLL_EVERY, 0, n};
+  int next = 0;
+#pragma omp parallel num_threads(nth)
+  {
+    const int tid = omp_get_thread_num();
+    for (;;) {
+      int i;
+#pragma omp atomic capture
+      i = next++;
+      if (i >= n || lp.stop) break;
+      const int s = sims ? sims[i] : i;
+      integrate(m, p, p->rates + (p->rates_per_sim ? (size_t)s * M : 0),
+                x0 + (x0_per_sim ? (size_t)s * N : 0), out + (size_t)s * blk,
+                stats + (size_t)s * SBG_LASSIE_N_STATS, &w[tid], &lp, tid == 0, s, p->n_sims,
+                &so[i], starts ? &starts[i] : NULL);
+      if (so[i].st != SBG_OK && !so[i].cancelled) lp.stop = 1;
+#pragma omp atomic
+      lp.finished++;
+    }
+    /* the calling thread keeps polling while the others finish theirs */
+    if (tid == 0) {
+      for (;;) {
+        int f;
+#pragma omp atomic read
+        f = lp.finished;
+        if (f >= n || lp.stop) break;
+        struct timespec nap = {0, 10 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+        lassie_poll_due(&lp, 0);
       }
-      int failed = 0;
-      for (int s = s0; s < s1; s++) failed |= so[s].st != SBG_OK;
-      if (failed) break;
-      st = sbg_poll(ctx, (double)s1 / S);
-      if (st != SBG_OK) goto done;
     }
   }
-  for (int s = 0; s < S; s++) {
-    if (so[s].st == SBG_OK) continue;
-    st = lassie_fail(ctx, so[s].st, so[s].what, so[s].t, s, p, N);
-    break;
+  for (int i = 0; i < n; i++) {
+    if (so[i].st == SBG_OK || so[i].cancelled) continue;
+    st = lassie_fail(ctx, so[i].st, so[i].what, so[i].t, sims ? sims[i] : i, p, N);
+    goto done;
   }
+  st = lp.st;   /* interrupted (its message is in ctx), or SBG_OK */
 done:
   if (w) for (int i = 0; i < nth; i++) ws_free(&w[i]);
   free(w);
   free(so);
   return st;
+}
+
+sbg_status sbg_lassie_cpu(const sbg_lassie_model *m, const sbg_lassie_params *p,
+                          sbg_lassie_result *r, sbg_ctx *ctx) {
+  return lassie_cpu_run(m, p, p->n_sims, NULL, p->initial, p->initial_per_sim, r->out, r->stats,
+                        NULL, ctx);
 }
 
 sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_params *p,
@@ -901,9 +961,11 @@ sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_p
   if (!ws_alloc(&w, m->n_species, m->n_reactions, m->r_ptr[m->n_reactions]))
     return sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory");
   const double *k = p->rates + (p->rates_per_sim ? (size_t)sim * m->n_reactions : 0);
-  integrate(m, p, k, x, out, stats, &w, ctx, sim, p->n_sims, &so, start);
+  lassie_poll lp = {ctx, 0, SBG_OK, lassie_now() + LASSIE_POLL_EVERY, 0, 1};
+  integrate(m, p, k, x, out, stats, &w, &lp, 1, sim, p->n_sims, &so, start);
   ws_free(&w);
   if (so.st == SBG_OK) return SBG_OK;
+  if (so.cancelled) return lp.st;
   return lassie_fail(ctx, so.st, so.what, so.t, sim, p, m->n_species);
 }
 
@@ -911,46 +973,5 @@ sbg_status sbg_lassie_cpu_continue_many(const sbg_lassie_model *m, const sbg_las
                                         int n, const int *sims, const double *x, double *out,
                                         double *stats, const sbg_lassie_start *starts,
                                         sbg_ctx *ctx) {
-  const int N = m->n_species, M = m->n_reactions, S = p->n_sims;
-  int nth = ctx->n_threads < n ? ctx->n_threads : n;
-  if (nth < 1) nth = 1;
-  sbg_status st = SBG_OK;
-  const size_t blk = (size_t)p->n_times * N;
-  ws *w = calloc((size_t)nth, sizeof(ws));
-  sim_out *so = calloc((size_t)(n > 0 ? n : 1), sizeof(sim_out));
-  if (!w || !so) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
-  for (int i = 0; i < nth; i++)
-    if (!ws_alloc(&w[i], N, M, m->r_ptr[M])) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
-  if (n == 1) {   /* one simulation: on this thread, polling inside it */
-    int s = sims[0];
-    integrate(m, p, p->rates + (p->rates_per_sim ? (size_t)s * M : 0), x + (size_t)s * N,
-              out + (size_t)s * blk, stats + (size_t)s * SBG_LASSIE_N_STATS, &w[0], ctx,
-              s, S, &so[0], &starts[0]);
-    if (so[0].st != SBG_OK) st = lassie_fail(ctx, so[0].st, so[0].what, so[0].t, s, p, N);
-    goto done;
-  }
-  /* chunks of simulations between polls (on this thread), each simulation
-   * on one thread: the same arithmetic as one by one */
-  for (int i0 = 0; i0 < n; i0 += 4 * nth) {
-    int i1 = i0 + 4 * nth < n ? i0 + 4 * nth : n;
-#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
-    for (int i = i0; i < i1; i++) {
-      int s = sims[i];
-      integrate(m, p, p->rates + (p->rates_per_sim ? (size_t)s * M : 0), x + (size_t)s * N,
-                out + (size_t)s * blk, stats + (size_t)s * SBG_LASSIE_N_STATS,
-                &w[omp_get_thread_num()], NULL, s, S, &so[i], &starts[i]);
-    }
-    for (int i = i0; i < i1; i++) {
-      if (so[i].st == SBG_OK) continue;
-      st = lassie_fail(ctx, so[i].st, so[i].what, so[i].t, sims[i], p, N);
-      goto done;
-    }
-    st = sbg_poll(ctx, (double)i1 / n);
-    if (st != SBG_OK) goto done;
-  }
-done:
-  if (w) for (int i = 0; i < nth; i++) ws_free(&w[i]);
-  free(w);
-  free(so);
-  return st;
+  return lassie_cpu_run(m, p, n, sims, x, 1, out, stats, starts, ctx);
 }
