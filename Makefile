@@ -12,6 +12,8 @@
 #                 FUZZ_N mutants per reader (default 2000), FUZZ_SEED, FUZZ_JOBS;
 #                 report in check/fuzz-out/ (fails on a crash or a hang)
 #   make gpu-pack build for the GPU machine (see tools/gpu-check.sh)
+#   make mutants  one-line mutations of the engines (tools/mutants.txt), each
+#                 built CPU-only and run against its tests; prints the kill rate
 R ?= R
 RSCRIPT ?= Rscript
 PKG := sysbioGPU
@@ -20,7 +22,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 LIB := $(CURDIR)/.lib
 CHECKDIR := $(CURDIR)/check
 
-.PHONY: all deps build check test test-nocuda install demo docs valgrind fuzz gpu-pack clean
+.PHONY: all deps build check test test-nocuda install demo docs valgrind fuzz gpu-pack mutants clean
 
 all: test
 
@@ -71,6 +73,9 @@ docs:
 
 gpu-pack:
 	bash tools/gpu-check.sh pack
+
+mutants: deps
+	bash tools/mutants.sh
 
 clean:
 	sh cleanup
