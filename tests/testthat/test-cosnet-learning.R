@@ -1,0 +1,158 @@
+# COSNet's learning of (alpha, c) against a plain-R oracle written from
+# COSNet's procedure (Frasca et al.; the steps of its optimizep), on inputs
+# full of ties: points on a grid, several on the y axis, repeated angles and
+# intercepts.  The stored COSNet outputs (test-parCosnet.R) have no ties, so
+# a changed tie-break there passed unnoticed (issue 18: alpha 0.158 -> 0.942
+# on 77 of 3,000 random inputs).
+
+ref_f <- function(tp, fn, fp) {
+  prec <- if (tp + fp != 0) tp / (tp + fp) else 0
+  rec <- if (tp + fn != 0) tp / (tp + fn) else 0
+  if (prec + rec != 0) 2 * prec * rec / (prec + rec) else 0
+}
+
+# Best intercept of lines of slope `slope`: points with y - slope x at or
+# below the line are positive, equal intercepts enter together, a later
+# line must have a strictly larger F.
+ref_intercept <- function(x, y, pos, slope) {
+  v <- y - slope * x
+  o <- order(v)
+  tp <- 0; fp <- 0; fn <- sum(pos)
+  best <- ref_f(tp, fn, fp); q <- 0
+  ends <- cumsum(rle(v[o])$lengths)
+  starts <- c(1, utils::head(ends, -1) + 1)
+  for (h in seq_along(ends)) {
+    g <- o[starts[h]:ends[h]]
+    tp <- tp + sum(pos[g]); fn <- fn - sum(pos[g]); fp <- fp + sum(!pos[g])
+    f <- ref_f(tp, fn, fp)
+    if (f > best) { best <- f; q <- v[g[1]] }
+  }
+  list(q = q, f = best)
+}
+
+# COSNet's branch for positives above the line through the best positive on
+# the y axis (no grouping of ties; points in their given order).
+ref_above <- function(x, y, pos, r) {
+  on <- which(x == 0)
+  if (!any(pos[on])) return(r)
+  z <- on[order(y[on])]
+  nz_pos <- sum(pos[on])
+  best <- 0; best_p <- 0; best_r <- 0; rank <- 0
+  for (p in seq_along(z)) {
+    if (!pos[z[p]]) next
+    rank <- rank + 1
+    f <- ref_f(rank, nz_pos - rank, p - rank)
+    if (f > best) { best <- f; best_p <- p; best_r <- rank }
+  }
+  y1 <- y[z[best_p]]
+  off <- which(x != 0)
+  sl <- (y[off] - y1) / x[off]
+  so <- off[order(sl)]; sl <- sort(sl)
+  tp <- best_r; fn <- nz_pos - best_r; fp <- best_p - best_r
+  best <- ref_f(tp, fn, fp)
+  fn <- fn + sum(pos[off])
+  slope <- tan(1.58)
+  for (j in seq_along(so)) {
+    if (sl[j] > -1) next
+    if (pos[so[j]]) { tp <- tp + 1; fn <- fn - 1 } else fp <- fp + 1
+    f <- ref_f(tp, fn, fp)
+    if (f > best) { best <- f; slope <- sl[j] }
+  }
+  v <- y - slope * x
+  o <- order(v)
+  tp <- 0; fp <- 0; fn <- sum(pos); best <- 0; q <- 0
+  for (j in o) {
+    if (pos[j]) { tp <- tp + 1; fn <- fn - 1 } else fp <- fp + 1
+    f <- if (tp > 0) ref_f(tp, fn, fp) else 0
+    if (f > best) { best <- f; q <- v[j] }
+  }
+  alpha <- atan(slope) + pi
+  list(alpha = alpha, c = -q * cos(alpha), F = best)
+}
+
+ref_learn <- function(x, y, lab) {
+  pos <- lab > 0
+  m <- length(x)
+  ang <- ifelse(x != 0, atan(y / x), pi / 2 - .Machine$double.xmin)
+  o <- order(ang)
+  tp_u <- 0; fp_u <- 0; fn_u <- sum(pos)
+  tp_o <- sum(pos); fp_o <- sum(!pos); fn_o <- 0
+  best_u <- 0; best_o <- 0; ang_u <- 0; ang_o <- 0
+  i <- 1
+  while (i <= m) {
+    a <- ang[o[i]]
+    if (a >= 1.57) break
+    j <- i
+    while (j < m && ang[o[j + 1]] == a) j <- j + 1
+    g <- o[i:j]
+    # a last point standing alone at the end of the order is not counted
+    np <- if (i != m) sum(pos[g]) else 0
+    nn <- if (i != m) sum(!pos[g]) else 0
+    tp_u <- tp_u + np; fn_u <- fn_u - np; fp_u <- fp_u + nn
+    tp_o <- tp_o - np; fn_o <- fn_o + np; fp_o <- fp_o - nn
+    fu <- ref_f(tp_u, fn_u, fp_u); fo <- ref_f(tp_o, fn_o, fp_o)
+    if (fu > best_u) { best_u <- fu; ang_u <- a }
+    if (fo > best_o) { best_o <- fo; ang_o <- a }
+    i <- j + 1
+  }
+  above <- best_o > best_u
+  theta <- if (above) ang_o else ang_u
+  ic <- ref_intercept(x, y, pos, tan(theta))
+  alpha <- theta + .Machine$double.xmin
+  r <- list(alpha = alpha, c = -ic$q * cos(alpha), F = ic$f)
+  if (above) r <- ref_above(x, y, pos, r)
+  r
+}
+
+# Points on a small integer grid (ties of angles and intercepts), some on
+# the y axis, positives placed to make the "above" branch common.
+tie_case <- function(seed) {
+  set.seed(seed)
+  m <- sample(8:40, 1)
+  lab <- ifelse(runif(m) < 0.35, 1, -1); lab[1:2] <- c(1, -1)
+  x <- sample(0:3, m, replace = TRUE)
+  y <- sample(0:4, m, replace = TRUE)
+  if (seed %% 2 == 0) { x[lab > 0] <- sample(0:1, sum(lab > 0), replace = TRUE); y[lab > 0] <- y[lab > 0] + 2 }
+  if (seed %% 3 == 0) x[sample(m, 3)] <- 0
+  list(x = as.double(x), y = as.double(y), lab = lab)
+}
+
+test_that("learning equals the plain-R COSNet procedure on 400 tie-heavy inputs", {
+  n_above <- 0
+  for (s in 1:400) {
+    z <- tie_case(s)
+    got <- cosnet_learn(z$x, z$y, z$lab)
+    want <- ref_learn(z$x, z$y, z$lab)
+    n_above <- n_above + (want$alpha > pi / 2 + 1e-9)
+    expect_identical(unlist(got), unlist(want), label = paste("case", s))
+  }
+  # both branches are exercised
+  expect_gt(n_above, 20)
+  expect_lt(n_above, 380)
+})
+
+test_that("ties of F among the positives on the y axis keep the first (the above branch)", {
+  # on the axis, by ordinate: +, -, -, +: F = 2/3 for the line through either
+  # positive, so the lower one must stay the pivot of the slope search
+  n_above <- 0
+  for (s in 1:60) {
+    set.seed(1000 + s)
+    k <- sample(4:20, 1)
+    x <- c(0, 0, 0, 0, runif(k, 0.05, 1))
+    y <- c(1, 2, 3, 4, runif(k, 0, 0.6))
+    lab <- c(1, -1, -1, 1, ifelse(runif(k) < 0.15, 1, -1))
+    got <- cosnet_learn(x, y, lab)
+    want <- ref_learn(x, y, lab)
+    n_above <- n_above + (want$alpha > pi / 2 + 1e-9)
+    expect_identical(unlist(got), unlist(want), label = paste("case", s))
+  }
+  expect_gt(n_above, 10)
+})
+
+test_that("the oracle reproduces COSNet's stored outputs (no ties)", {
+  cases <- readRDS(test_path("fixtures", "cosnet-optimizep.rds"))
+  for (z in cases) {
+    r <- ref_learn(z$x, z$y, z$labels)
+    expect_identical(c(r$alpha, r$c, r$F), c(z$alpha, z$c, z$F))
+  }
+})
