@@ -188,7 +188,7 @@ check_model <- function(model) {
     stop_input("`model` must be a reactionModel (see reactionModel(), readBioNetGen()), not ",
                class(model)[1])
   }
-  model
+  validate_reaction_model(model) # R/lassie-io.R
 }
 
 #' Simulate a mass-action reaction network (LASSIE)

@@ -141,3 +141,32 @@ test_that("the GPU agrees with the CPU on the (stiff) Chen model", {
   expect_lt(max(abs(b[, -1] - a[, -1]) / pmax(abs(a[, -1]), 1e-300)), 1e-9)
   expect_equal(attr(b, "stats")[["implicitSteps"]], attr(a, "stats")[["implicitSteps"]])
 })
+
+test_that("laws that would expand without end, and negative rates, are named (issue 15)", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  f <- tempfile(fileext = ".xml")
+  txt <- readLines(sbml_small())
+  i <- grep("<cn>0.1</cn>", txt, fixed = TRUE)
+  law <- function(mathml) { t2 <- txt; t2[i] <- mathml; writeLines(t2, f); f }
+  # 0.1 B (A + E)^40: before the bound, readSBML never finished
+  law(paste0("<apply><times/><cn>0.1</cn><ci>B</ci><apply><power/><apply><plus/>",
+             "<ci>A</ci><ci>E</ci></apply><cn type=\"integer\">40</cn></apply></apply>"))
+  expect_error(readSBML(f), paste0(basename(f), ": 1 reaction.*decay: .*degree 40, more than 12"),
+               class = "sysbioGPU_error_input")
+  law("<apply><power/><ci>B</ci><cn>100000000</cn></apply>")
+  expect_error(readSBML(f), "decay: .*degree 1e\\+08", class = "sysbioGPU_error_input")
+  # a low power of a sum is expanded, its like terms merged: 0.1 B (A + E)^2
+  # = 0.1 (A^2 B + 2 A B E + B E^2), three reactions with catalysts
+  law(paste0("<apply><times/><cn>0.1</cn><ci>B</ci><apply><power/><apply><plus/>",
+             "<ci>A</ci><ci>E</ci></apply><cn type=\"integer\">2</cn></apply></apply>"))
+  m <- readSBML(f)
+  dec <- grep("^decay", m$reactions)
+  expect_equal(length(dec), 3L)
+  expect_equal(sort(unname(m$rates[dec])), c(0.05, 0.05, 0.1))   # divided by the size 2
+  # a negative rate constant is said to be one, not "not mass action"
+  law("<apply><times/><cn>-0.1</cn><ci>B</ci></apply>")
+  expect_error(readSBML(f), "decay: .*rate constant is negative \\(-0.1\\)", class = "sysbioGPU_error_input")
+  law("<apply><times/><cn>0</cn><ci>B</ci></apply>")
+  m <- readSBML(f)
+  expect_true(length(m$reactions) >= 4L)
+})
