@@ -70,18 +70,9 @@ test_that("the Chen 2009 ErbB model: right-hand side equals its kinetic laws", {
   expect_lt(max(abs(f_ours - f_ref)) / max(abs(f_ref)), 1e-12)
 })
 
-test_that("the Chen model simulates like deSolve's lsode", {
-  skip_if_not(sbmlAvailable(), "built without libSBML")
-  skip_if_not_installed("deSolve")
-  m <- readSBML(lassie_extdata("Chen2009_ErbB_A431.xml.gz"))
-  tt <- c(0, 1, 10, 60)
-  rhs <- function(t, y, p) list(sysbioGPU:::lassie_rhs(m, y))
-  jac <- function(t, y, p) as.matrix(sysbioGPU:::lassie_jacobian(m, y))
-  ref <- deSolve::lsode(m$initial, tt, rhs, NULL, jacfunc = jac, rtol = 1e-10, atol = 1e-16)
-  out <- lassieSimulate(m, tt, rtol = 1e-8, atol = 1e-16, backend = "cpu", verbose = FALSE)
-  big <- abs(ref[, -1]) > 1e-6 * max(abs(ref[, -1]))
-  expect_lt(max(abs(out[, -1] - ref[, -1])[big] / abs(ref[, -1])[big]), 1e-4)
-})
+# The Chen model against deSolve: test-lassie-oracle.R, with a right-hand
+# side written independently in R (this file's former lsode test gave
+# deSolve our own C right-hand side and Jacobian, and took 2 minutes).
 
 test_that("the Chen model (stiff from the start) turns to BDF early with method = \"auto\"", {
   skip_if_not(sbmlAvailable(), "built without libSBML")
