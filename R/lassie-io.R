@@ -10,7 +10,7 @@
 # over the bounds is refused (condition class sysbioGPU_poly_limit, turned
 # into an input error naming the file and reaction by the readers).
 poly_max_degree <- 12L
-poly_max_terms <- 1e5
+poly_max_terms <- 2e4   # products of terms in one multiplication (about 2 s of R)
 poly_const <- function(v) c(`.` = v)
 poly_var <- function(j) stats::setNames(1, as.character(j))
 poly_key <- function(s) if (length(s)) paste(sort(s), collapse = ",") else "."
