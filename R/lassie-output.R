@@ -89,12 +89,14 @@ new_lassie_output <- function(res, cn, common, single) {
 #' @param probs Lower and upper quantiles of the band.
 #' @param mfrow Panel layout; chosen from the number of panels by default.
 #' @param row.names,optional Ignored (for the generic).
+#' @param object A `lassieBatch`.
 #' @param i Simulations to keep.
 #' @param ... Further graphical arguments (`col`, `log`, ...); ignored by
 #'   `as.data.frame()` and `print()`.
 #' @return `plot()` and `print()`: `x`, invisibly.  `as.data.frame()`: one
 #'   row per simulation, time and variable (columns `simulation`, `time`,
-#'   `variable`, `value`, `status`).  `[`: a `lassieBatch` of the chosen
+#'   `variable`, `value`, `status`).  `summary()`: per variable, the
+#'   quantiles of the final values over the simulations that succeeded.  `[`: a `lassieBatch` of the chosen
 #'   simulations.
 #' @name lassieBatch
 #' @examples
@@ -104,6 +106,7 @@ new_lassie_output <- function(res, cn, common, single) {
 #' b <- lassieSimulate(m, seq(0, 3, by = 0.1), rates = k, backend = "cpu", threads = 1)
 #' b
 #' head(as.data.frame(b))
+#' summary(b)
 #' plot(b, type = "band")
 #' attr(b, "info")
 NULL
@@ -210,9 +213,7 @@ flat_ylim <- function(v) {
 plot.lassieSimulation <- function(x, ..., which = NULL) {
   which <- lassie_default_which(x, which)
   dots <- list(...)
-  if (!requireNamespace("deSolve", quietly = TRUE)) {
-    stop_input("plotting a lassieSimulation needs the deSolve package", call = NULL)
-  }
+  if (!requireNamespace("deSolve", quietly = TRUE)) return(lassie_panels(x, which, dots))
   if (is.null(dots$ylim)) {
     runs <- c(list(x), Filter(function(d) inherits(d, "deSolve"), dots))
     dots$ylim <- lapply(which, function(w) {
@@ -223,6 +224,34 @@ plot.lassieSimulation <- function(x, ..., which = NULL) {
   class(y) <- c("deSolve", "matrix")
   do.call(graphics::plot, c(list(y), dots, list(which = which)))
   invisible(x)
+}
+
+# Without deSolve: one panel per variable in base graphics (no overlays).
+lassie_panels <- function(x, which, dots) {
+  if (any(vapply(dots, inherits, TRUE, "deSolve")) || !is.null(dots$obs)) {
+    stop_input("overlaying runs or data needs the deSolve package", call = NULL)
+  }
+  np <- length(which); nc <- ceiling(sqrt(np))
+  op <- graphics::par(mfrow = c(ceiling(np / nc), nc))
+  on.exit(graphics::par(op))
+  for (w in which) {
+    yl <- if (is.null(dots$ylim)) flat_ylim(x[, w]) else dots$ylim
+    graphics::plot(x[, "time"], x[, w], type = "l", xlab = "time", ylab = "", main = w, ylim = yl)
+  }
+  invisible(x)
+}
+
+#' @rdname lassieBatch
+#' @export
+summary.lassieBatch <- function(object, ...) {
+  df <- as.data.frame(object)
+  last <- df[df$time == max(df$time) & df$status == 0L, ]
+  q <- tapply(last$value, factor(last$variable, levels = unique(df$variable)), stats::quantile,
+              probs = c(0, 0.05, 0.5, 0.95, 1), names = FALSE)
+  out <- do.call(rbind, q)
+  colnames(out) <- c("min", "q05", "median", "q95", "max")
+  structure(out, simulations = length(object), failed = sum(attr(object, "status") != 0L),
+            time = max(df$time))
 }
 
 #' @rdname lassieBatch

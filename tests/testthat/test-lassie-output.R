@@ -58,6 +58,11 @@ test_that("plot(out, out2, obs =) works as deSolve's, conserved totals drawn fla
   plot(out, which = "A")
   expect_lt(graphics::par("usr")[3], 0.5)      # a moving series keeps its own range
   expect_error(plot(out, which = "Z"), "unknown columns: Z", class = "sysbioGPU_error_input")
+  # without deSolve: base-graphics panels, the total flat as well
+  sysbioGPU:::lassie_panels(out, "Total", list())
+  expect_equal(graphics::par("usr")[3:4], c(0.95, 1.05) + c(-0.004, 0.004), tolerance = 1e-3)
+  expect_error(sysbioGPU:::lassie_panels(out, "A", list(out2)), "needs the deSolve package",
+               class = "sysbioGPU_error_input")
 })
 
 test_that("a batch is a lassieBatch with status, info, long data and plots", {
@@ -87,6 +92,9 @@ test_that("a batch is a lassieBatch with status, info, long data and plots", {
   expect_equal(attr(sub, "info")$simulations, 2)
   expect_identical(unclass(sub)[[1]], unclass(b)[[2]])
   expect_output(print(b), "4 simulations, 0 failed")
+  sm <- summary(b)
+  fin <- vapply(1:4, function(s) b[[s]][length(tt), "A"], 0)
+  expect_equal(unname(sm["A", c("min", "median", "max")]), c(min(fin), median(fin), max(fin)))
   tf <- tempfile(fileext = ".csv")
   utils::write.csv(df, tf, row.names = FALSE)
   expect_equal(nrow(utils::read.csv(tf)), nrow(df))
