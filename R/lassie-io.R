@@ -287,6 +287,8 @@ readBioNetGen <- function(file) {
   m
 }
 
+lassie_max_order <- 1000L   # largest stoichiometric coefficient read or run
+
 # A reactionModel as it reaches the engine, whatever was edited by hand
 # since reactionModel() built it (slots, rates, amounts, sizes): the engine
 # trusts these.  Called by lassieSimulate() through check_model().
@@ -305,6 +307,10 @@ validate_reaction_model <- function(model) {
     }
   }
   if (!identical(dim(A), dim(B))) bad("`reactants` and `products` differ in size")
+  # the engine raises amounts to reactant orders by repeated products
+  if (length(A@x) && max(A@x) > lassie_max_order) {
+    bad("a reactant order of ", max(A@x), " (more than ", lassie_max_order, "; mass action needs low orders)")
+  }
   M <- nrow(A); N <- ncol(A)
   vals <- function(x, n, what) {
     if (!is.numeric(x) || length(x) != n) bad("`", what, "` must have ", n, " numbers, not ", length(x))
@@ -531,6 +537,7 @@ readSBML <- function(file, propensities = FALSE) {
     if (anyNA(j)) fail("unknown species ", side$species[is.na(j)][1])
     a <- side$stoichiometry
     if (anyNA(a) || any(a < 0 | a != round(a))) fail("stoichiometry must be whole numbers (no stoichiometryMath)")
+    if (any(a > lassie_max_order)) fail("a stoichiometry of ", max(a), " (more than ", lassie_max_order, ")")
     rep.int(j, a)
   }
   sub_multiset <- function(a, b) {   # is a contained in b, and what is left

@@ -87,6 +87,9 @@ test_that("a reactionModel edited by hand is checked before the engine", {
   expect_error(run(bad), "whole numbers >= 0", class = "sysbioGPU_error_input")
   bad <- m; bad$fixed <- NA
   expect_error(run(bad), "`fixed` must be 3", class = "sysbioGPU_error_input")
+  # a huge reactant order would have the engine multiply 1e9 times per rate
+  bad <- m; bad$reactants@x[1] <- 1e9
+  expect_error(run(bad), "reactant order of 1e\\+09", class = "sysbioGPU_error_input")
   bad <- m; bad$species <- NULL
   expect_error(run(bad), "lacks species", class = "sysbioGPU_error_input")
 })

@@ -157,6 +157,11 @@ test_that("laws that would expand without end, and negative rates, are named (is
   # a negative rate constant is said to be one, not "not mass action"
   law("<apply><times/><cn>-0.1</cn><ci>B</ci></apply>")
   expect_error(readSBML(f), "decay: .*rate constant is negative \\(-0.1\\)", class = "sysbioGPU_error_input")
+  # a huge stoichiometry is refused before it is expanded
+  t2 <- txt
+  t2 <- sub('<speciesReference species="B"/>', '<speciesReference species="B" stoichiometry="1000000000"/>', t2, fixed = TRUE)
+  writeLines(t2, f)
+  expect_error(readSBML(f), "stoichiometry of 1e\\+09", class = "sysbioGPU_error_input")
   law("<apply><times/><cn>0</cn><ci>B</ci></apply>")
   m <- readSBML(f)
   expect_true(length(m$reactions) >= 4L)
