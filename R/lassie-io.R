@@ -2,6 +2,60 @@
 # (readBioNetGen), the LASSIE tool's input folder (readLASSIE) and
 # mass-action SBML (readSBML).
 
+# Polynomials in the species, which rate laws are expanded into: named
+# numeric vectors, names the sorted species indices of a monomial ("." for
+# the constant), like terms merged as they arise.  Expansion is bounded: a
+# mass-action law needs only low orders, while a power of a sum (`Tot^40`)
+# or a huge exponent (`A^1e8`) would otherwise expand without end.  A law
+# over the bounds is refused (condition class sysbioGPU_poly_limit, turned
+# into an input error naming the file and reaction by the readers).
+poly_max_degree <- 12L
+poly_max_terms <- 2e4   # products of terms in one multiplication (about 2 s of R)
+poly_const <- function(v) c(`.` = v)
+poly_var <- function(j) stats::setNames(1, as.character(j))
+poly_key <- function(s) if (length(s)) paste(sort(s), collapse = ",") else "."
+poly_species <- function(k) if (k == ".") integer() else as.integer(strsplit(k, ",", fixed = TRUE)[[1]])
+poly_is_const <- function(a) all(names(a) == ".")
+poly_degree <- function(a) {
+  max(0L, lengths(strsplit(names(a), ",", fixed = TRUE)) * (names(a) != "."))
+}
+poly_limit <- function(...) {
+  stop(sbg_condition(c("sysbioGPU_poly_limit", "sysbioGPU_error_input"),
+                     paste0(..., " (mass action needs low orders)")))
+}
+poly_add <- function(a, b) {
+  n <- union(names(a), names(b))
+  r <- stats::setNames(numeric(length(n)), n)
+  r[names(a)] <- r[names(a)] + a
+  r[names(b)] <- r[names(b)] + b
+  r
+}
+poly_mul <- function(a, b) {
+  if (poly_degree(a) + poly_degree(b) > poly_max_degree) {
+    poly_limit("its expansion has degree ", poly_degree(a) + poly_degree(b),
+               ", more than ", poly_max_degree)
+  }
+  if (as.double(length(a)) * length(b) > poly_max_terms) {
+    poly_limit("its expansion needs ", format(as.double(length(a)) * length(b), big.mark = ","),
+               " products of terms, more than ", format(poly_max_terms, big.mark = ","))
+  }
+  ka <- rep(names(a), times = length(b)); kb <- rep(names(b), each = length(a))
+  keys <- vapply(seq_along(ka), function(i) poly_key(c(poly_species(ka[i]), poly_species(kb[i]))), "")
+  v <- rep(unname(a), times = length(b)) * rep(unname(b), each = length(a))
+  r <- rowsum(v, keys, reorder = FALSE)
+  stats::setNames(r[, 1L], rownames(r))
+}
+poly_pow <- function(a, e) {
+  if (poly_is_const(a)) return(poly_const(sum(a)^e))
+  if (!(is.finite(e) && e >= 0 && e == round(e))) return(NULL)
+  if (poly_degree(a) * e > poly_max_degree) {
+    poly_limit("its expansion has degree ", format(poly_degree(a) * e), ", more than ", poly_max_degree)
+  }
+  r <- poly_const(1)
+  for (t in seq_len(e)) r <- poly_mul(r, a)
+  r
+}
+
 #' Read a BioNetGen network (.net) file
 #'
 #' Reads the species, parameters, reactions and groups (as observables) of a
@@ -45,6 +99,11 @@ readBioNetGen <- function(file) {
     list(line = idx[keep], text = trimws(txt[keep]))
   }
   fields <- function(s) strsplit(s, "\\s+")[[1]]
+  # every line of a block starts with its index, a whole number
+  index <- function(f, ln, what) {
+    if (!grepl("^[0-9]{1,9}$", f[1])) err(ln, "the index of ", what, " must be a whole number, not `", f[1], "`")
+    as.integer(f[1])
+  }
 
   env <- new.env(parent = emptyenv())
   fn_env <- list2env(list(ln = log, log = log, log10 = log10, log2 = log2, exp = exp,
@@ -63,8 +122,12 @@ readBioNetGen <- function(file) {
   if (!is.null(pars)) for (k in seq_along(pars$text)) {
     f <- fields(pars$text[k])
     if (length(f) < 3L) err(pars$line[k], "a parameter needs an index, a name and a value")
+    index(f, pars$line[k], "a parameter")
     ex <- parse_expr(paste(f[-(1:2)], collapse = " "), pars$line[k])
     v <- tryCatch(eval(ex, env), error = function(e) err(pars$line[k], "cannot evaluate parameter ", f[2], ": ", conditionMessage(e)))
+    if (!is.numeric(v) || length(v) != 1L || !is.finite(v)) {
+      err(pars$line[k], "parameter ", f[2], " is ", format(v), " (must be a finite number)")
+    }
     assign(f[2], as.double(v), envir = env)
   }
 
@@ -75,13 +138,13 @@ readBioNetGen <- function(file) {
   for (k in seq_len(N)) {
     f <- fields(sp$text[k])
     if (length(f) < 3L) err(sp$line[k], "a species needs an index, a name and an amount")
-    if (as.integer(f[1]) != k) err(sp$line[k], "species are not numbered 1, 2, ... in order")
+    if (index(f, sp$line[k], "a species") != k) err(sp$line[k], "species are not numbered 1, 2, ... in order")
     nm <- f[2]
     if (startsWith(nm, "$")) { fixed[k] <- TRUE; nm <- substring(nm, 2L) }
     species[k] <- nm
     v <- tryCatch(eval(parse_expr(paste(f[-(1:2)], collapse = " "), sp$line[k]), env),
                   error = function(e) err(sp$line[k], "cannot evaluate the amount of ", nm, ": ", conditionMessage(e)))
-    if (!is.finite(v) || v < 0) err(sp$line[k], "the amount of ", nm, " must be finite and >= 0")
+    if (!is.numeric(v) || length(v) != 1L || !is.finite(v) || v < 0) err(sp$line[k], "the amount of ", nm, " must be finite and >= 0")
     initial[k] <- v
   }
 
@@ -92,9 +155,11 @@ readBioNetGen <- function(file) {
     for (it in items) {
       m <- regmatches(it, regexec("^\\s*(?:([0-9.eE+-]+)\\*)?([0-9]+)\\s*$", it, perl = TRUE))[[1]]
       if (!length(m)) err(ln, "cannot read `", it, "` in ", what)
-      idx <- as.integer(m[3])
-      if (idx < 1L || idx > N) err(ln, "unknown species ", idx, " in ", what, " (the file has ", N, " species)")
-      j <- c(j, idx); w <- c(w, if (nzchar(m[2])) as.double(m[2]) else 1)
+      idx <- as.double(m[3])
+      if (idx < 1 || idx > N) err(ln, "unknown species ", idx, " in ", what, " (the file has ", N, " species)")
+      wt <- if (nzchar(m[2])) suppressWarnings(as.double(m[2])) else 1
+      if (!is.finite(wt)) err(ln, "cannot read the weight `", m[2], "` in ", what)
+      j <- c(j, as.integer(idx)); w <- c(w, wt)
     }
     list(j = j, w = w)
   }
@@ -106,29 +171,20 @@ readBioNetGen <- function(file) {
     gi <- integer(); gj <- integer(); gw <- numeric()
     for (k in seq_along(grp$text)) {
       f <- fields(grp$text[k])
+      if (length(f) < 2L) err(grp$line[k], "a group needs an index and a name")
+      index(f, grp$line[k], "a group")
       obs_names[k] <- f[2]
       if (length(f) >= 3L) {
         l <- parse_list(paste(f[-(1:2)], collapse = ""), grp$line[k], paste0("group ", f[2]))
         gi <- c(gi, rep(k, length(l$j))); gj <- c(gj, l$j); gw <- c(gw, l$w)
-        obs_poly[[f[2]]] <- lapply(seq_along(l$j), function(t) list(c = l$w[t], s = l$j[t]))
-      } else obs_poly[[f[2]]] <- list()
+        w <- rowsum(l$w, as.character(l$j), reorder = FALSE)
+        obs_poly[[f[2]]] <- stats::setNames(w[, 1L], rownames(w))
+      } else obs_poly[[f[2]]] <- poly_const(0)
     }
     G <- Matrix::sparseMatrix(i = gi, j = gj, x = gw, dims = c(length(obs_names), N),
                               dimnames = list(obs_names, species))
   }
 
-  # Polynomials in the species: lists of terms list(c = coefficient, s =
-  # species indices with repetition).  Rate laws evaluate to these.
-  pconst <- function(v) list(list(c = v, s = integer()))
-  padd <- function(a, b) c(a, b)
-  pmul <- function(a, b) {
-    out <- list()
-    for (x in a) for (y in b) out[[length(out) + 1L]] <- list(c = x$c * y$c, s = sort(c(x$s, y$s)))
-    out
-  }
-  pscale <- function(a, v) lapply(a, function(x) { x$c <- x$c * v; x })
-  is_const <- function(a) all(vapply(a, function(x) length(x$s) == 0L, TRUE))
-  cval <- function(a) sum(vapply(a, function(x) x$c, 0))
   fns <- block("functions")
   fun_defs <- list()
   if (!is.null(fns)) for (k in seq_along(fns$text)) {
@@ -138,12 +194,12 @@ readBioNetGen <- function(file) {
   }
   to_poly <- function(ex, ln, depth = 0L) {
     if (depth > 50L) err(ln, "functions nested too deeply")
-    if (is.numeric(ex)) return(pconst(as.double(ex)))
+    if (is.numeric(ex)) return(poly_const(as.double(ex)))
     if (is.name(ex)) {
       nm <- as.character(ex)
       if (!is.null(obs_poly[[nm]])) return(obs_poly[[nm]])
       if (!is.null(fun_defs[[nm]])) return(to_poly(fun_defs[[nm]]$expr, fun_defs[[nm]]$line, depth + 1L))
-      if (exists(nm, envir = env, inherits = FALSE)) return(pconst(get(nm, envir = env)))
+      if (exists(nm, envir = env, inherits = FALSE)) return(poly_const(get(nm, envir = env)))
       err(ln, "unknown name `", nm, "` in a rate law")
     }
     if (is.call(ex)) {
@@ -154,19 +210,16 @@ readBioNetGen <- function(file) {
       }
       if (op == "(") return(to_poly(args[[1]], ln, depth))
       ps <- lapply(args, to_poly, ln = ln, depth = depth)
-      if (op == "+") return(if (length(ps) == 1L) ps[[1]] else padd(ps[[1]], ps[[2]]))
-      if (op == "-") return(if (length(ps) == 1L) pscale(ps[[1]], -1) else padd(ps[[1]], pscale(ps[[2]], -1)))
-      if (op == "*") return(pmul(ps[[1]], ps[[2]]))
-      if (op == "/" && is_const(ps[[2]])) return(pscale(ps[[1]], 1 / cval(ps[[2]])))
-      if (op == "^" && is_const(ps[[2]])) {
-        e <- cval(ps[[2]])
-        if (is_const(ps[[1]])) return(pconst(cval(ps[[1]])^e))
-        if (e >= 0 && e == round(e)) {
-          r <- pconst(1); for (t in seq_len(e)) r <- pmul(r, ps[[1]]); return(r)
-        }
+      if (op == "+") return(if (length(ps) == 1L) ps[[1]] else poly_add(ps[[1]], ps[[2]]))
+      if (op == "-") return(if (length(ps) == 1L) -ps[[1]] else poly_add(ps[[1]], -ps[[2]]))
+      if (op == "*") return(poly_mul(ps[[1]], ps[[2]]))
+      if (op == "/" && poly_is_const(ps[[2]])) return(ps[[1]] / sum(ps[[2]]))
+      if (op == "^" && poly_is_const(ps[[2]])) {
+        r <- poly_pow(ps[[1]], sum(ps[[2]]))
+        if (!is.null(r)) return(r)
       }
-      if (all(vapply(ps, is_const, TRUE)) && exists(op, envir = fn_env, inherits = FALSE)) {
-        return(pconst(do.call(get(op, envir = fn_env), lapply(ps, cval))))
+      if (all(vapply(ps, poly_is_const, TRUE)) && exists(op, envir = fn_env, inherits = FALSE)) {
+        return(poly_const(do.call(get(op, envir = fn_env), lapply(ps, sum))))
       }
     }
     err(ln, "the rate law `", paste(deparse(ex), collapse = ""),
@@ -183,10 +236,10 @@ readBioNetGen <- function(file) {
   side <- function(s, ln, what) {
     if (s == "0") return(integer())
     if (grepl("^[0-9]+(,[0-9]+)*$", s)) {
-      j <- as.integer(strsplit(s, ",", fixed = TRUE)[[1]])
-      bad <- j[j < 1L | j > N]
-      if (length(bad)) err(ln, "unknown species ", bad[1], " in ", what, " (the file has ", N, " species)")
-      return(j)
+      j <- as.double(strsplit(s, ",", fixed = TRUE)[[1]])
+      bad <- j[j < 1 | j > N]
+      if (length(bad)) err(ln, "unknown species ", format(bad[1]), " in ", what, " (the file has ", N, " species)")
+      return(as.integer(j))
     }
     l <- parse_list(s, ln, what)
     if (any(l$w != 1)) err(ln, "stoichiometric factors are written by repeating species")
@@ -196,23 +249,24 @@ readBioNetGen <- function(file) {
     ln <- rx$line[k]
     f <- fields(rx$text[k])
     if (length(f) < 4L) err(ln, "a reaction needs an index, reactants, products and a rate law")
+    index(f, ln, "a reaction")
     re <- side(f[2], ln, "the reactants"); pr <- side(f[3], ln, "the products")
     rtxt <- paste(f[-(1:3)], collapse = " ")
     terms <- rate_cache[[rtxt]]
     if (is.null(terms)) {
-      poly <- to_poly(parse_expr(rtxt, ln), ln)
-      # merge equal terms: list of (coefficient, catalyst species)
-      keys <- vapply(poly, function(x) paste(x$s, collapse = ","), "")
-      terms <- lapply(unique(keys), function(key) {
-        list(c = sum(vapply(poly[keys == key], function(x) x$c, 0)), s = poly[keys == key][[1]]$s)
-      })
+      poly <- tryCatch(to_poly(parse_expr(rtxt, ln), ln),
+                       sysbioGPU_poly_limit = function(e) err(ln, "the rate law `", rtxt, "`: ", conditionMessage(e)))
+      bad <- !is.finite(poly) | poly < 0
+      if (any(bad)) err(ln, "the rate constant evaluates to ", poly[bad][1], " (must be finite and >= 0)")
+      # terms with coefficient 0 are left out, but a reaction whose rate is
+      # 0 is kept (with rate 0): it is still a reaction of the network
+      if (any(poly != 0)) poly <- poly[poly != 0] else poly <- poly_const(0)
+      terms <- lapply(names(poly), function(k) list(c = poly[[k]], s = poly_species(k)))
       assign(rtxt, terms, envir = rate_cache)
     }
     nt <- length(terms)
     for (ti in seq_len(nt)) {
       cf <- terms[[ti]]$c
-      if (cf == 0) next
-      if (!is.finite(cf) || cf < 0) err(ln, "the rate constant evaluates to ", cf, " (must be finite and >= 0)")
       cat_s <- terms[[ti]]$s
       nr <- nr + 1L
       if (nr > length(re_l)) { length(re_l) <- 2L * nr; length(pr_l) <- 2L * nr }
@@ -231,6 +285,53 @@ readBioNetGen <- function(file) {
                      fixed = fixed, observables = G, reactions = names_r)
   attr(m, "parameters") <- unlist(mget(sort(ls(env)), envir = env))
   m
+}
+
+lassie_max_order <- 1000L   # largest stoichiometric coefficient read or run
+
+# A reactionModel as it reaches the engine, whatever was edited by hand
+# since reactionModel() built it (slots, rates, amounts, sizes): the engine
+# trusts these.  Called by lassieSimulate() through check_model().
+validate_reaction_model <- function(model) {
+  bad <- function(...) stop_input("`model` was edited into an invalid reactionModel: ", ..., call = NULL)
+  need <- c("reactants", "products", "rates", "initial", "species", "reactions", "fixed")
+  miss <- setdiff(need, names(model))
+  if (length(miss)) bad("it lacks ", paste(miss, collapse = ", "))
+  A <- model$reactants; B <- model$products
+  for (x in list(A, B)) {
+    if (!methods::is(x, "dgCMatrix") || !isTRUE(methods::validObject(x, test = TRUE))) {
+      bad("`reactants` and `products` must be valid sparse matrices (dgCMatrix)")
+    }
+    if (anyNA(x@x) || any(!is.finite(x@x) | x@x < 0 | x@x != round(x@x))) {
+      bad("stoichiometric coefficients must be finite whole numbers >= 0")
+    }
+  }
+  if (!identical(dim(A), dim(B))) bad("`reactants` and `products` differ in size")
+  # the engine raises amounts to reactant orders by repeated products
+  if (length(A@x) && max(A@x) > lassie_max_order) {
+    bad("a reactant order of ", max(A@x), " (more than ", lassie_max_order, "; mass action needs low orders)")
+  }
+  M <- nrow(A); N <- ncol(A)
+  vals <- function(x, n, what) {
+    if (!is.numeric(x) || length(x) != n) bad("`", what, "` must have ", n, " numbers, not ", length(x))
+    i <- which(is.na(x) | !is.finite(x) | x < 0)
+    if (length(i)) bad("`", what, "` must be finite and >= 0 (", what, "[", i[1], "] is ", x[i[1]], ")")
+  }
+  vals(model$rates, M, "rates")
+  vals(model$initial, N, "initial")
+  if (!is.character(model$species) || length(model$species) != N) bad("`species` must have ", N, " names")
+  if (anyNA(model$species) || anyDuplicated(model$species)) {
+    bad("`species` names must be unique and not NA (", model$species[duplicated(model$species) | is.na(model$species)][1], ")")
+  }
+  if (length(model$reactions) != M) bad("`reactions` must have ", M, " names")
+  if (!is.logical(model$fixed) || length(model$fixed) != N || anyNA(model$fixed)) {
+    bad("`fixed` must be ", N, " TRUE/FALSE values")
+  }
+  obs <- model$observables
+  if (!is.null(obs) && (!methods::is(obs, "dgCMatrix") || ncol(obs) != N || any(!is.finite(obs@x)))) {
+    bad("`observables` must be a sparse matrix with ", N, " columns and finite weights")
+  }
+  invisible(model)
 }
 
 #' Read a LASSIE input folder
@@ -392,69 +493,54 @@ readSBML <- function(file, propensities = FALSE) {
   sidx <- stats::setNames(seq_len(N), sp$id)
   gpar <- stats::setNames(d$parameters$value, d$parameters$id)
 
-  # Polynomials in the species: named numeric vectors, names the sorted
-  # species indices of a monomial ("" for a constant).
-  pconst <- function(v) c(`.` = v)
-  key <- function(s) if (length(s)) paste(sort(s), collapse = ",") else "."
-  ks <- function(k) if (k == ".") integer() else as.integer(strsplit(k, ",", fixed = TRUE)[[1]])
-  padd <- function(a, b) { n <- union(names(a), names(b)); r <- stats::setNames(numeric(length(n)), n)
-    r[names(a)] <- r[names(a)] + a; r[names(b)] <- r[names(b)] + b; r }
-  pmul <- function(a, b) {
-    r <- numeric()
-    for (i in seq_along(a)) for (j in seq_along(b)) {
-      k <- key(c(ks(names(a)[i]), ks(names(b)[j])))
-      r[k] <- (if (is.na(r[k])) 0 else r[k]) + a[[i]] * b[[j]]
-    }
-    r
-  }
-  is_const <- function(a) all(names(a) == ".")
-  cval <- function(a) sum(a)
   fns <- list(exp = exp, log = log, ln = log, log10 = log10, sqrt = sqrt, abs = abs)
-  bad <- function() stop("not mass action", call. = FALSE)
+  # errors here are caught per reaction and reported together, by name
+  fail <- function(...) stop_input(..., call = NULL)
+  bad <- function() fail("not mass action")
   to_poly <- function(ex, loc) {
-    if (is.numeric(ex)) return(pconst(as.double(ex)))
+    if (is.numeric(ex)) return(poly_const(as.double(ex)))
     if (is.name(ex)) {
       nm <- as.character(ex)
-      if (nm %in% names(loc)) return(pconst(loc[[nm]]))
-      if (nm %in% names(gpar)) return(pconst(gpar[[nm]]))
-      if (nm %in% names(csize)) return(pconst(csize[[nm]]))
-      if (nm %in% names(sidx)) return(stats::setNames(1, as.character(sidx[[nm]])))
-      stop("unknown name `", nm, "`", call. = FALSE)
+      if (nm %in% names(loc)) return(poly_const(loc[[nm]]))
+      if (nm %in% names(gpar)) return(poly_const(gpar[[nm]]))
+      if (nm %in% names(csize)) return(poly_const(csize[[nm]]))
+      if (nm %in% names(sidx)) return(poly_var(sidx[[nm]]))
+      fail("unknown name `", nm, "`")
     }
     if (!is.call(ex)) bad()
     op <- as.character(ex[[1]])
     args <- as.list(ex)[-1]
     if (op == "(") return(to_poly(args[[1]], loc))
     ps <- lapply(args, to_poly, loc = loc)
-    if (op == "+") return(if (length(ps) == 1L) ps[[1]] else padd(ps[[1]], ps[[2]]))
-    if (op == "-") return(if (length(ps) == 1L) -ps[[1]] else padd(ps[[1]], -ps[[2]]))
-    if (op == "*") return(pmul(ps[[1]], ps[[2]]))
-    if (op == "/" && is_const(ps[[2]])) return(ps[[1]] / cval(ps[[2]]))
-    if (op == "^" && is_const(ps[[2]])) {
-      e <- cval(ps[[2]])
-      if (is_const(ps[[1]])) return(pconst(cval(ps[[1]])^e))
-      if (e >= 0 && e == round(e)) { r <- pconst(1); for (t in seq_len(e)) r <- pmul(r, ps[[1]]); return(r) }
+    if (op == "+") return(if (length(ps) == 1L) ps[[1]] else poly_add(ps[[1]], ps[[2]]))
+    if (op == "-") return(if (length(ps) == 1L) -ps[[1]] else poly_add(ps[[1]], -ps[[2]]))
+    if (op == "*") return(poly_mul(ps[[1]], ps[[2]]))
+    if (op == "/" && poly_is_const(ps[[2]])) return(ps[[1]] / sum(ps[[2]]))
+    if (op == "^" && poly_is_const(ps[[2]])) {
+      r <- poly_pow(ps[[1]], sum(ps[[2]]))
+      if (!is.null(r)) return(r)
     }
-    if (all(vapply(ps, is_const, TRUE)) && !is.null(fns[[op]])) {
-      return(pconst(do.call(fns[[op]], lapply(ps, cval))))
+    if (all(vapply(ps, poly_is_const, TRUE)) && !is.null(fns[[op]])) {
+      return(poly_const(do.call(fns[[op]], lapply(ps, sum))))
     }
     bad()
   }
   # identifiers in backquotes (SBML ids may be R keywords or start with _)
   quote_ids <- function(s) gsub("(?<![A-Za-z0-9_.`])([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_(`])", "`\\1`", s, perl = TRUE)
   falling <- function(js, c) {   # c * prod over the reactant multiset of X (X-1) ...
-    r <- pconst(c)
+    r <- poly_const(c)
     for (j in unique(js)) for (t in seq_len(sum(js == j)) - 1L) {
-      r <- pmul(r, padd(stats::setNames(1, as.character(j)), pconst(-t)))
+      r <- poly_mul(r, poly_add(poly_var(j), poly_const(-t)))
     }
     r[r != 0]
   }
   expand <- function(side) {
     if (!length(side$species)) return(integer())
     j <- unname(sidx[side$species])
-    if (anyNA(j)) stop("unknown species ", side$species[is.na(j)][1], call. = FALSE)
+    if (anyNA(j)) fail("unknown species ", side$species[is.na(j)][1])
     a <- side$stoichiometry
-    if (anyNA(a) || any(a < 0 | a != round(a))) stop("stoichiometry must be whole numbers (no stoichiometryMath)", call. = FALSE)
+    if (anyNA(a) || any(a < 0 | a != round(a))) fail("stoichiometry must be whole numbers (no stoichiometryMath)")
+    if (any(a > lassie_max_order)) fail("a stoichiometry of ", max(a), " (more than ", lassie_max_order, ")")
     rep.int(j, a)
   }
   sub_multiset <- function(a, b) {   # is a contained in b, and what is left
@@ -472,21 +558,22 @@ readSBML <- function(file, propensities = FALSE) {
   for (r in d$reactions) {
     label <- if (nzchar(r$name) && r$name != r$id) paste0(r$id, " (", r$name, ")") else r$id
     res <- tryCatch({
-      if (is.na(r$law)) stop("no kinetic law", call. = FALSE)
+      if (is.na(r$law)) fail("no kinetic law")
       re <- expand(r$reactants); pr <- expand(r$products)
       loc <- stats::setNames(r$local_value, r$local_id)
-      ex <- tryCatch(parse(text = quote_ids(r$law))[[1]], error = function(e) stop("cannot parse", call. = FALSE))
+      ex <- tryCatch(parse(text = quote_ids(r$law))[[1]], error = function(e) fail("cannot parse"))
       poly <- to_poly(ex, loc)
+      if (any(!is.finite(poly))) fail("a rate constant evaluates to ", poly[!is.finite(poly)][1])
       poly <- poly[poly != 0]
       changed <- unique(c(re, pr))
       changed <- changed[vapply(changed, function(j) sum(re == j) != sum(pr == j), TRUE)]
       sc <- unique(scale[changed])
-      if (length(sc) > 1L) stop("its species lie in compartments of different sizes", call. = FALSE)
+      if (length(sc) > 1L) fail("its species lie in compartments of different sizes")
       if (!length(sc)) sc <- 1
       terms <- list()
       fwd_ok <- FALSE
       for (t in seq_along(poly)) {
-        mono <- ks(names(poly)[t]); cf <- poly[[t]]
+        mono <- poly_species(names(poly)[t]); cf <- poly[[t]]
         cat_f <- sub_multiset(re, mono); cat_b <- sub_multiset(pr, mono)
         # catalysts must be species the reaction does not change; a
         # negative term is the reverse reaction of a reversible one
@@ -496,13 +583,17 @@ readSBML <- function(file, propensities = FALSE) {
           terms[[length(terms) + 1L]] <- list(re = c(re, cat_f), pr = c(pr, cat_f), k = cf / sc, rev = FALSE)
         } else if (cf < 0 && !is.null(cat_b) && isTRUE(r$reversible)) {
           terms[[length(terms) + 1L]] <- list(re = c(pr, cat_b), pr = c(re, cat_b), k = -cf / sc, rev = TRUE)
+        } else if (cf < 0 && !is.null(cat_f)) {
+          fail("its rate constant is negative (", cf, ")")
+        } else if (cf > 0 && !is.null(cat_b) && isTRUE(r$reversible)) {
+          fail("its reverse rate constant is negative (", -cf, ")")
         } else {
           terms <- NULL; break
         }
       }
       if (is.null(terms) && propensities && length(poly)) {
         # c * falling factorials of the reactants (no catalysts)?
-        lead <- key(re)
+        lead <- poly_key(re)
         if (!is.na(poly[lead]) && poly[[lead]] > 0) {
           want <- falling(re, poly[[lead]])
           if (setequal(names(want), names(poly)) &&
@@ -511,7 +602,7 @@ readSBML <- function(file, propensities = FALSE) {
           }
         }
       }
-      if (is.null(terms)) stop("not mass action", call. = FALSE)
+      if (is.null(terms)) bad()
       terms
     }, error = function(e) structure(paste0(label, ": `", r$law, "` (", conditionMessage(e), ")"), class = "bad"))
     if (inherits(res, "bad")) { problems <- c(problems, unclass(res)); next }
@@ -524,7 +615,7 @@ readSBML <- function(file, propensities = FALSE) {
     }
   }
   if (length(problems)) {
-    stop_input(fname, ": ", length(problems), " reaction(s) without a mass-action kinetic law",
+    stop_input(fname, ": ", length(problems), " reaction(s) that cannot be read as mass action",
                if (!propensities && any(grepl("- 1)", problems, fixed = TRUE))) " (stochastic propensities? see `propensities`)",
                ": ", paste(utils::head(problems, 5), collapse = "; "),
                if (length(problems) > 5) "; ...")

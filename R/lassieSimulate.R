@@ -188,7 +188,7 @@ check_model <- function(model) {
     stop_input("`model` must be a reactionModel (see reactionModel(), readBioNetGen()), not ",
                class(model)[1])
   }
-  model
+  validate_reaction_model(model) # R/lassie-io.R
 }
 
 #' Simulate a mass-action reaction network (LASSIE)
@@ -343,29 +343,13 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
          else lassie_workers(job, rt, it, M, N, a$devices, BPPARAM)
   elapsed <- proc.time()[["elapsed"]] - t0
   nt <- length(times)
-  stat_names <- c("steps", "rejected", "switches", "implicitSteps", "newtonIterations",
-                  "factorisations", "jacobians", "rhsEvaluations")
   cn <- list(NULL, c("time", model$species, rownames(model$observables)))
-  cls <- c("lassieSimulation", "matrix", "array")
   common <- list(method = method, rtol = rtol,
                  atol = atol, backend = b$backend,
                  device = if (identical(b$backend, "gpu")) b$deviceName else NA_character_,
                  elapsed = elapsed, nSpecies = N)
-  stats <- res[[2L]]
-  sims <- res[[1L]] # times x (time, species, observables) each, built by the glue
-  res[[1L]] <- NULL # (so that only `sims` holds the matrices: see below)
-  for (s in seq_len(n_sims)) {
-    out <- sims[[s]]
-    # the list lets go of the matrix first, so that setting its attributes
-    # does not copy it (a batch's copies cost more than a GPU's steps)
-    sims[s] <- list(NULL)
-    st <- stats[, s]
-    names(st) <- stat_names
-    attributes(out) <- c(list(dim = dim(out), dimnames = cn, class = cls, stats = st), common)
-    sims[[s]] <- out
-  }
-  if (n_sims == 1L && !rt$batch && !it$batch) return(sims[[1L]])
-  sims
+  # R/lassie-output.R: deSolve-compatible matrices, a lassieBatch for a batch
+  new_lassie_output(res, cn, common, single = n_sims == 1L && !rt$batch && !it$batch)
 }
 
 # One engine call: the simulations base + 1 .. of the whole batch (job$total)
@@ -431,44 +415,6 @@ print.lassieSimulation <- function(x, ...) {
   y <- x
   attributes(y) <- list(dim = dim(x), dimnames = dimnames(x))
   print(y, ...)
-  invisible(x)
-}
-
-#' Plot a lassieSimulation like deSolve's plot method
-#'
-#' One panel per variable against time.
-#'
-#' @param x A result of [lassieSimulate()].
-#' @param which Columns to plot (names or indices, `time` excluded);
-#'   default: the observables when the model has them, else the species (at
-#'   most 16).
-#' @param mfrow Panel layout; chosen from the number of panels by default.
-#' @param ... Further arguments for [graphics::plot()] (e.g. `log = "y"`).
-#' @return `x`, invisibly.
-#' @examples
-#' m <- reactionModel(rbind(c(1, 0), c(0, 1)), rbind(c(0, 1), c(1, 0)),
-#'                    rates = c(2, 1), initial = c(1, 0), species = c("A", "B"))
-#' plot(lassieSimulate(m, seq(0, 3, by = 0.1), backend = "cpu"))
-#' @export
-plot.lassieSimulation <- function(x, which = NULL, mfrow = NULL, ...) {
-  cn <- colnames(x)
-  N <- attr(x, "nSpecies")
-  if (is.null(which)) {
-    which <- if (!is.null(N) && length(cn) > N + 1L) cn[-(1:(N + 1L))] else cn[-1L]
-    which <- utils::head(which, 16L)
-  }
-  if (is.numeric(which)) which <- cn[-1L][which]
-  bad <- setdiff(which, cn[-1L])
-  if (length(bad)) stop_input("`which` names unknown columns: ", paste(bad, collapse = ", "))
-  np <- length(which)
-  if (is.null(mfrow)) {
-    nc <- ceiling(sqrt(np)); mfrow <- c(ceiling(np / nc), nc)
-  }
-  op <- graphics::par(mfrow = mfrow)
-  on.exit(graphics::par(op))
-  for (w in which) {
-    graphics::plot(x[, "time"], x[, w], type = "l", xlab = "time", ylab = "", main = w, ...)
-  }
   invisible(x)
 }
 

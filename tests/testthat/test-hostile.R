@@ -24,18 +24,12 @@ known_failing <- c(
   # R/grnEvolve.R (D8, D9, match.arg)
   "grn/selection=\"nope\"", "grn/selection=NA", "grn/selection=1", "grn/selection=character(0)",
   "grn/5-gene network with defaults", "grn/generations=1e9 with timeLimit=1",
-  # R/lassieSimulate.R check_model (D10 and new): edited reactionModel objects
-  "las/model rates edited negative", "las/model initial edited character",
-  "las/model species edited duplicated", "las/model reactants edited wrong size",
-  "las/model reactants@x negative", "las/model fixed edited NA", "las/model reactants@i out of range",
-  # R/lassie-io.R readBioNetGen (D3 hangs, D10 messages)
-  "readBioNetGen/directory", "readBioNetGen/NaN rate", "readBioNetGen/all rates zero",
-  "readBioNetGen/power of a sum", "readBioNetGen/huge exponent",
+  # R/lassie-io.R readBioNetGen: a folder as the file
+  "readBioNetGen/directory",
   # found by tools/fuzz.R: grnEvolve takes an empty gene name (R/grnEvolve.R grn_network),
   # readBioNetGen on a species index Inf and on NULL in an expression, readSBML on a
   # stoichiometry of 2^31-1 (tries an 8 GB allocation; hangs without a memory limit)
-  "grn/network=empty gene name", "readBioNetGen/species index Inf",
-  "readBioNetGen/NULL in a parameter expression", "readSBML/stoichiometry 2^31-1"
+  "grn/network=empty gene name"
 )
 
 # ---------------------------------------------------------------- fixtures
@@ -485,7 +479,7 @@ H("las/model species edited duplicated", las(model = {z <- rm2; z$species <- c("
 H("las/model reactants edited wrong size", las(model = {z <- rm2; z$reactants <- z$reactants[, 1, drop = FALSE]; z}))
 H("las/model reactants@i out of range", las(model = {z <- rm2; z$reactants@i[1] <- 7L; z}), child = TRUE)
 H("las/model reactants@x negative", las(model = {z <- rm2; z$reactants@x[1] <- -1; z}))
-H("las/model reactants dense matrix", las(model = {z <- rm2; z$reactants <- as.matrix(z$reactants); z}), "ok",
+H("las/model reactants dense matrix", las(model = {z <- rm2; z$reactants <- as.matrix(z$reactants); z}), "either",
   check = isTRUE(all.equal(unclass(r), unclass(las()), check.attributes = FALSE)))
 H("las/model fixed edited NA", las(model = {z <- rm2; z$fixed <- c(NA, FALSE); z}))
 H("las/A<->B oracle (analytic)", las(times = c(0, 1)), "ok",

@@ -70,18 +70,9 @@ test_that("the Chen 2009 ErbB model: right-hand side equals its kinetic laws", {
   expect_lt(max(abs(f_ours - f_ref)) / max(abs(f_ref)), 1e-12)
 })
 
-test_that("the Chen model simulates like deSolve's lsode", {
-  skip_if_not(sbmlAvailable(), "built without libSBML")
-  skip_if_not_installed("deSolve")
-  m <- readSBML(lassie_extdata("Chen2009_ErbB_A431.xml.gz"))
-  tt <- c(0, 1, 10, 60)
-  rhs <- function(t, y, p) list(sysbioGPU:::lassie_rhs(m, y))
-  jac <- function(t, y, p) as.matrix(sysbioGPU:::lassie_jacobian(m, y))
-  ref <- deSolve::lsode(m$initial, tt, rhs, NULL, jacfunc = jac, rtol = 1e-10, atol = 1e-16)
-  out <- lassieSimulate(m, tt, rtol = 1e-8, atol = 1e-16, backend = "cpu", verbose = FALSE)
-  big <- abs(ref[, -1]) > 1e-6 * max(abs(ref[, -1]))
-  expect_lt(max(abs(out[, -1] - ref[, -1])[big] / abs(ref[, -1])[big]), 1e-4)
-})
+# The Chen model against deSolve: test-lassie-oracle.R, with a right-hand
+# side written independently in R (this file's former lsode test gave
+# deSolve our own C right-hand side and Jacobian, and took 2 minutes).
 
 test_that("the Chen model (stiff from the start) turns to BDF early with method = \"auto\"", {
   skip_if_not(sbmlAvailable(), "built without libSBML")
@@ -140,4 +131,38 @@ test_that("the GPU agrees with the CPU on the (stiff) Chen model", {
   expect_equal(attr(b, "backend"), "gpu")
   expect_lt(max(abs(b[, -1] - a[, -1]) / pmax(abs(a[, -1]), 1e-300)), 1e-9)
   expect_equal(attr(b, "stats")[["implicitSteps"]], attr(a, "stats")[["implicitSteps"]])
+})
+
+test_that("laws that would expand without end, and negative rates, are named (issue 15)", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  f <- tempfile(fileext = ".xml")
+  txt <- readLines(sbml_small())
+  i <- grep("<cn>0.1</cn>", txt, fixed = TRUE)
+  law <- function(mathml) { t2 <- txt; t2[i] <- mathml; writeLines(t2, f); f }
+  # 0.1 B (A + E)^40: before the bound, readSBML never finished
+  law(paste0("<apply><times/><cn>0.1</cn><ci>B</ci><apply><power/><apply><plus/>",
+             "<ci>A</ci><ci>E</ci></apply><cn type=\"integer\">40</cn></apply></apply>"))
+  expect_error(readSBML(f), paste0(basename(f), ": 1 reaction.*decay: .*degree 40, more than 12"),
+               class = "sysbioGPU_error_input")
+  law("<apply><power/><ci>B</ci><cn>100000000</cn></apply>")
+  expect_error(readSBML(f), "decay: .*degree 1e\\+08", class = "sysbioGPU_error_input")
+  # a low power of a sum is expanded, its like terms merged: 0.1 B (A + E)^2
+  # = 0.1 (A^2 B + 2 A B E + B E^2), three reactions with catalysts
+  law(paste0("<apply><times/><cn>0.1</cn><ci>B</ci><apply><power/><apply><plus/>",
+             "<ci>A</ci><ci>E</ci></apply><cn type=\"integer\">2</cn></apply></apply>"))
+  m <- readSBML(f)
+  dec <- grep("^decay", m$reactions)
+  expect_equal(length(dec), 3L)
+  expect_equal(sort(unname(m$rates[dec])), c(0.05, 0.05, 0.1))   # divided by the size 2
+  # a negative rate constant is said to be one, not "not mass action"
+  law("<apply><times/><cn>-0.1</cn><ci>B</ci></apply>")
+  expect_error(readSBML(f), "decay: .*rate constant is negative \\(-0.1\\)", class = "sysbioGPU_error_input")
+  # a huge stoichiometry is refused before it is expanded
+  t2 <- txt
+  t2 <- sub('<speciesReference species="B"/>', '<speciesReference species="B" stoichiometry="1000000000"/>', t2, fixed = TRUE)
+  writeLines(t2, f)
+  expect_error(readSBML(f), "stoichiometry of 1e\\+09", class = "sysbioGPU_error_input")
+  law("<apply><times/><cn>0</cn><ci>B</ci></apply>")
+  m <- readSBML(f)
+  expect_true(length(m$reactions) >= 4L)
 })

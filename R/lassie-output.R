@@ -1,0 +1,291 @@
+# Results of lassieSimulate().  One simulation is deSolve's output: a
+# matrix of class c("lassieSimulation", "deSolve", "matrix") with the
+# attributes deSolve's methods read (istate, rstate, type, lengthvar), so
+# diagnostics(), plot(out, out2, obs =), subset() and summary() work on it
+# as on ode()'s.  A batch is a "lassieBatch": a list of those with a status
+# per simulation, plot (overlay or quantile band), as.data.frame (long)
+# and run information.
+
+lassie_stat_names <- c("steps", "rejected", "switches", "implicitSteps", "newtonIterations",
+                       "factorisations", "jacobians", "rhsEvaluations")
+
+# deSolve's istate (21 integers, as lsoda's) from our counters: what has
+# no counterpart here is NA, which diagnostics() leaves out.
+lassie_istate <- function(st, status) {
+  is <- rep(NA_integer_, 21L)
+  is[1L] <- if (status == 0L) 2L else -1L        # lsoda's "successful" / failed
+  is[c(2L, 3L, 4L, 10L, 11L, 13L)] <- as.integer(pmin(
+    st[c("steps", "rhsEvaluations", "jacobians", "factorisations", "newtonIterations", "rejected")],
+    .Machine$integer.max))
+  is
+}
+
+# Builds the result from the engine's output res: list(matrices (times x
+# columns), counters x simulations, optionally status = per simulation (0
+# = ok), messages = per simulation); cn: the dimnames, common: attributes
+# shared by all (method, rtol, atol, backend, device, elapsed, nSpecies),
+# single: return one matrix rather than a batch.
+new_lassie_output <- function(res, cn, common, single) {
+  sims <- res[[1L]]; stats <- res[[2L]]
+  status <- res$status; messages <- res$messages
+  res[[1L]] <- NULL # (so that only `sims` holds the matrices: see below)
+  n <- length(sims)
+  status <- if (is.null(status)) integer(n) else as.integer(status)
+  messages <- if (is.null(messages)) character(n) else as.character(messages)
+  N <- common$nSpecies
+  nobs <- length(cn[[2L]]) - 1L - N
+  lv <- c(N, rep.int(1L, nobs))
+  names(lv) <- c("", utils::tail(cn[[2L]], nobs))
+  cls <- c("lassieSimulation", "deSolve", "matrix", "array")
+  for (s in seq_len(n)) {
+    out <- sims[[s]]
+    # the list lets go of the matrix first, so that setting its attributes
+    # does not copy it (a batch's copies cost more than a GPU's steps)
+    sims[s] <- list(NULL)
+    st <- stats[, s]
+    names(st) <- lassie_stat_names
+    tl <- if (status[s] == 0L) out[nrow(out), 1L] else NA_real_
+    attributes(out) <- c(list(dim = dim(out), dimnames = cn, class = cls, stats = st,
+                              istate = lassie_istate(st, status[s]),
+                              rstate = c(NA, NA, tl, NA, NA), type = "lassie",
+                              lengthvar = lv, status = status[s], message = messages[s]),
+                         common)
+    sims[[s]] <- out
+  }
+  bad <- which(status != 0L)
+  if (length(bad)) {
+    warning(structure(class = c("sysbioGPU_warning_lassie", "warning", "condition"), list(
+      message = paste0(length(bad), " of ", n, " simulation(s) failed (partial results, status ",
+                       "!= 0): ", paste0("simulation ", utils::head(bad, 3), ": ",
+                                         utils::head(messages[bad], 3), collapse = "; "),
+                       if (length(bad) > 3L) "; ..."),
+      call = NULL)))
+  }
+  if (single) return(sims[[1L]])
+  info <- data.frame(method = "lassieSimulate", backend = common$backend,
+                     deviceName = common$device, simulations = n, failed = length(bad),
+                     seconds = common$elapsed,
+                     version = as.character(utils::packageVersion("sysbioGPU")),
+                     stringsAsFactors = FALSE)
+  structure(sims, class = "lassieBatch", status = status, messages = messages, info = info)
+}
+
+#' Results of a batch of simulations
+#'
+#' A batch from [lassieSimulate()] (several rows of `rates` or `initial`)
+#' is a list of class `lassieBatch`, one simulation (a deSolve-compatible
+#' matrix, see [plot.lassieSimulation()]) per parameter set, with
+#' attributes `status` (0 when the simulation succeeded), `messages` and
+#' `info` (a one-row data.frame: backend, device name, number of
+#' simulations and failures, seconds, package version).
+#'
+#' @param x A `lassieBatch`.
+#' @param which Variables to plot (names or indices, `time` excluded);
+#'   default: the observables when the model has them, else the species (at
+#'   most 16).
+#' @param type `"overlay"`: one line per simulation; `"band"`: the median
+#'   and the band between the quantiles `probs` over the simulations at each
+#'   time.
+#' @param probs Lower and upper quantiles of the band.
+#' @param mfrow Panel layout; chosen from the number of panels by default.
+#' @param row.names,optional Ignored (for the generic).
+#' @param object A `lassieBatch`.
+#' @param i Simulations to keep.
+#' @param ... Further graphical arguments (`col`, `log`, ...); ignored by
+#'   `as.data.frame()` and `print()`.
+#' @return `plot()` and `print()`: `x`, invisibly.  `as.data.frame()`: one
+#'   row per simulation, time and variable (columns `simulation`, `time`,
+#'   `variable`, `value`, `status`).  `summary()`: per variable, the
+#'   quantiles of the final values over the simulations that succeeded.  `[`: a `lassieBatch` of the chosen
+#'   simulations.
+#' @name lassieBatch
+#' @examples
+#' m <- reactionModel(rbind(c(1, 0), c(0, 1)), rbind(c(0, 1), c(1, 0)),
+#'                    rates = c(2, 1), initial = c(1, 0), species = c("A", "B"))
+#' k <- cbind(seq(0.5, 4, length.out = 20), 1)
+#' b <- lassieSimulate(m, seq(0, 3, by = 0.1), rates = k, backend = "cpu", threads = 1)
+#' b
+#' head(as.data.frame(b))
+#' summary(b)
+#' plot(b, type = "band")
+#' attr(b, "info")
+NULL
+
+#' @rdname lassieBatch
+#' @export
+print.lassieBatch <- function(x, ...) {
+  st <- attr(x, "status")
+  info <- attr(x, "info")
+  cat(sprintf("<lassieBatch> %d simulations, %d failed; %d times x %d columns each; %s, %.3g s\n",
+              length(x), sum(st != 0L), if (length(x)) nrow(x[[1L]]) else 0L,
+              if (length(x)) ncol(x[[1L]]) - 1L else 0L, info$backend, info$seconds))
+  if (any(st != 0L)) {
+    bad <- which(st != 0L)
+    cat("failed:", paste0(utils::head(bad, 5), ": ", utils::head(attr(x, "messages")[bad], 5),
+                          collapse = "; "), "\n")
+  }
+  invisible(x)
+}
+
+#' @rdname lassieBatch
+#' @export
+`[.lassieBatch` <- function(x, i) {
+  keep <- seq_along(x)[i]
+  info <- attr(x, "info")
+  st <- attr(x, "status")[keep]
+  info$simulations <- length(keep); info$failed <- sum(st != 0L)
+  structure(unclass(x)[keep], class = "lassieBatch", status = st,
+            messages = attr(x, "messages")[keep], info = info)
+}
+
+#' @rdname lassieBatch
+#' @export
+as.data.frame.lassieBatch <- function(x, row.names = NULL, optional = FALSE, ...) {
+  if (!length(x)) {
+    return(data.frame(simulation = integer(), time = double(), variable = character(),
+                      value = double(), status = integer()))
+  }
+  nt <- nrow(x[[1L]]); vars <- colnames(x[[1L]])[-1L]
+  vals <- vapply(unclass(x), function(s) as.vector(s[, -1L, drop = FALSE]), numeric(nt * length(vars)))
+  n <- length(x)
+  data.frame(simulation = rep(seq_len(n), each = nt * length(vars)),
+             time = rep(x[[1L]][, 1L], times = length(vars) * n),
+             variable = rep(rep(vars, each = nt), times = n),
+             value = as.vector(vals),
+             status = rep(attr(x, "status"), each = nt * length(vars)),
+             stringsAsFactors = FALSE)
+}
+
+# The variables plotted by default: observables when there are, else species.
+lassie_default_which <- function(x, which) {
+  cn <- colnames(x)
+  if (is.null(which)) {
+    N <- attr(x, "nSpecies")
+    which <- if (!is.null(N) && length(cn) > N + 1L) cn[-(1:(N + 1L))] else cn[-1L]
+    which <- utils::head(which, 16L)
+  }
+  if (is.numeric(which)) which <- cn[-1L][which]
+  bad <- setdiff(which, cn[-1L])
+  if (length(bad)) stop_input("`which` names unknown columns: ", paste(bad, collapse = ", "), call = NULL)
+  which
+}
+
+# A y range for a series that is constant up to round-off (a conserved
+# total): centred on it, +-5% of its size, so that it is drawn flat instead
+# of its last digits being stretched over the panel.  NULL otherwise.
+flat_ylim <- function(v) {
+  v <- v[is.finite(v)]
+  if (!length(v)) return(NULL)
+  r <- range(v); m <- max(abs(r))
+  if (diff(r) > 1e-9 * m) return(NULL)
+  mid <- mean(r); w <- if (m > 0) 0.05 * m else 1
+  c(mid - w, mid + w)
+}
+
+#' Plot simulations as deSolve does
+#'
+#' The result of one simulation of [lassieSimulate()] is deSolve's output
+#' (it inherits class `deSolve`, with the attributes `istate`, `rstate`,
+#' `type` and `lengthvar` that deSolve's methods read), so deSolve's
+#' `plot()`, `subset()`, `summary()` and `diagnostics()` apply, and
+#' `plot(out, out2, obs = data)` overlays other runs (ours or `ode()`'s)
+#' and observed data.  This method picks the variables and keeps a
+#' variable that is constant up to round-off (a conserved total) flat.
+#'
+#' @param x A result of [lassieSimulate()].
+#' @param ... Other outputs to overlay (of `lassieSimulate()` or deSolve's
+#'   solvers) and arguments for deSolve's plot method (`obs`, `ylim`,
+#'   `log`, `col`, `mfrow`, ...).
+#' @param which Variables to plot (names or indices, `time` excluded);
+#'   default: the observables when the model has them, else the species (at
+#'   most 16).
+#' @return `x`, invisibly.
+#' @examples
+#' m <- reactionModel(rbind(c(1, 0), c(0, 1)), rbind(c(0, 1), c(1, 0)),
+#'                    rates = c(2, 1), initial = c(1, 0), species = c("A", "B"))
+#' out <- lassieSimulate(m, seq(0, 3, by = 0.1), backend = "cpu")
+#' out2 <- lassieSimulate(m, seq(0, 3, by = 0.1), rates = c(1, 1), backend = "cpu")
+#' if (requireNamespace("deSolve", quietly = TRUE)) {
+#'   plot(out, out2, obs = data.frame(time = c(1, 2), A = c(0.4, 0.35)))
+#'   deSolve::diagnostics(out)
+#' }
+#' @export
+plot.lassieSimulation <- function(x, ..., which = NULL) {
+  which <- lassie_default_which(x, which)
+  dots <- list(...)
+  if (!requireNamespace("deSolve", quietly = TRUE)) return(lassie_panels(x, which, dots))
+  if (is.null(dots$ylim)) {
+    runs <- c(list(x), Filter(function(d) inherits(d, "deSolve"), dots))
+    dots$ylim <- lapply(which, function(w) {
+      flat_ylim(unlist(lapply(runs, function(r) if (w %in% colnames(r)) r[, w])))
+    })
+  }
+  y <- x
+  class(y) <- c("deSolve", "matrix")
+  do.call(graphics::plot, c(list(y), dots, list(which = which)))
+  invisible(x)
+}
+
+# Without deSolve: one panel per variable in base graphics (no overlays).
+lassie_panels <- function(x, which, dots) {
+  if (any(vapply(dots, inherits, TRUE, "deSolve")) || !is.null(dots$obs)) {
+    stop_input("overlaying runs or data needs the deSolve package", call = NULL)
+  }
+  np <- length(which); nc <- ceiling(sqrt(np))
+  op <- graphics::par(mfrow = c(ceiling(np / nc), nc))
+  on.exit(graphics::par(op))
+  for (w in which) {
+    yl <- if (is.null(dots$ylim)) flat_ylim(x[, w]) else dots$ylim
+    graphics::plot(x[, "time"], x[, w], type = "l", xlab = "time", ylab = "", main = w, ylim = yl)
+  }
+  invisible(x)
+}
+
+#' @rdname lassieBatch
+#' @export
+summary.lassieBatch <- function(object, ...) {
+  df <- as.data.frame(object)
+  last <- df[df$time == max(df$time) & df$status == 0L, ]
+  q <- tapply(last$value, factor(last$variable, levels = unique(df$variable)), stats::quantile,
+              probs = c(0, 0.05, 0.5, 0.95, 1), names = FALSE)
+  out <- do.call(rbind, q)
+  colnames(out) <- c("min", "q05", "median", "q95", "max")
+  structure(out, simulations = length(object), failed = sum(attr(object, "status") != 0L),
+            time = max(df$time))
+}
+
+#' @rdname lassieBatch
+#' @export
+plot.lassieBatch <- function(x, which = NULL, type = c("overlay", "band"),
+                             probs = c(0.05, 0.95), mfrow = NULL, ...) {
+  type <- check_choice(if (identical(type, c("overlay", "band"))) "overlay" else type,
+                       c("overlay", "band"), "type")
+  if (!length(x)) stop_input("`x` has no simulations to plot", call = NULL)
+  if (!is.numeric(probs) || length(probs) != 2L || anyNA(probs) || any(probs < 0 | probs > 1)) {
+    stop_input("`probs` must be two probabilities", call = NULL)
+  }
+  which <- lassie_default_which(x[[1L]], which)
+  np <- length(which)
+  if (is.null(mfrow)) { nc <- ceiling(sqrt(np)); mfrow <- c(ceiling(np / nc), nc) }
+  op <- graphics::par(mfrow = mfrow)
+  on.exit(graphics::par(op))
+  tt <- x[[1L]][, 1L]
+  for (w in which) {
+    v <- vapply(unclass(x), function(s) s[, w], numeric(length(tt)))
+    v <- matrix(v, nrow = length(tt))
+    yl <- flat_ylim(v)
+    if (is.null(yl)) yl <- range(v[is.finite(v)])
+    graphics::plot(tt, v[, 1L], type = "n", ylim = yl, xlab = "time", ylab = w, main = w, ...)
+    if (type == "overlay") {
+      graphics::matlines(tt, v, lty = 1, col = grDevices::adjustcolor("black", alpha.f = max(0.05, min(1, 5 / ncol(v)))))
+    } else {
+      q <- apply(v, 1L, stats::quantile, probs = c(probs[1L], 0.5, probs[2L]), na.rm = TRUE)
+      graphics::polygon(c(tt, rev(tt)), c(q[1L, ], rev(q[3L, ])), col = "grey85", border = NA)
+      graphics::lines(tt, q[2L, ], lwd = 2)
+      graphics::legend("topright", bty = "n", lty = c(1, NA), lwd = c(2, NA), pch = c(NA, 15),
+                       col = c("black", "grey85"),
+                       legend = c("median", sprintf("%g%%-%g%%", 100 * probs[1L], 100 * probs[2L])))
+    }
+  }
+  invisible(x)
+}

@@ -1,0 +1,95 @@
+# readBioNetGen()'s bounds and errors (issue 15, D3 and D10): rate laws
+# that would expand without end are refused, bad lines are named by file
+# and line, and a model edited by hand is checked before the engine.
+
+bng_file <- function(rate, pars = "1 k1 2", sp = c("1 A 1", "2 B 2", "3 C 0"),
+                     groups = c("1 Tot 1,2", "2 Aobs 1"), funs = NULL) {
+  f <- tempfile(fileext = ".net")
+  writeLines(c("begin parameters", pars, "end parameters",
+               "begin species", sp, "end species",
+               "begin groups", groups, "end groups",
+               if (length(funs)) c("begin functions", funs, "end functions"),
+               "begin reactions", paste("1 1 3", rate), "end reactions"), f)
+  f
+}
+
+test_that("a power of a sum or a huge exponent is refused, naming file and line", {
+  # before the bound these never finished (2^40 terms; 1e8 products)
+  f <- bng_file("k1*f()", funs = "1 f() k1*Tot^40")
+  expect_error(readBioNetGen(f), paste0(basename(f), ":17: .*degree 40, more than 12"),
+               class = "sysbioGPU_error_input")
+  f <- bng_file("k1*f()", funs = "1 f() Aobs^1e8")
+  expect_error(readBioNetGen(f), "degree 1e\\+08", class = "sysbioGPU_error_input")
+  expect_error(readBioNetGen(bng_file("k1*Aobs^100000000")), ":14: .*degree",
+               class = "sysbioGPU_error_input")
+  # a sum of many species to a low power: too many products of terms
+  sp <- sprintf("%d S%d 1", 1:400, 1:400)
+  f <- bng_file("k1*Tot^3", sp = sp, groups = paste("1 Tot", paste(1:400, collapse = ",")))
+  expect_error(readBioNetGen(f), "products of terms", class = "sysbioGPU_error_input")
+})
+
+test_that("like terms are merged: Tot^2 = A^2 + 2 A B + B^2 is three reactions", {
+  m <- readBioNetGen(bng_file("k1*f()", funs = "1 f() Tot^2"))
+  expect_equal(length(m$reactions), 3L)
+  A <- as.matrix(m$reactants); B <- as.matrix(m$products)
+  # each reaction is A -> C with catalysts: the monomial's species
+  expect_equal(unname(A[, "A"] - B[, "A"]), c(1, 1, 1))
+  cats <- apply(B[, c("A", "B")], 1, paste, collapse = "")
+  # k1 Tot^2 with k1 = 2: 2 A^2 + 4 A B + 2 B^2
+  expect_equal(unname(m$rates[cats == "20"]), 2)
+  expect_equal(unname(m$rates[cats == "11"]), 4)
+  expect_equal(unname(m$rates[cats == "02"]), 2)
+  # and the network it gives has the law's right-hand side
+  x <- c(A = 0.3, B = 1.7, C = 0.2)
+  expect_equal(sysbioGPU:::lassie_rhs(m, x)[1], -2 * (0.3 + 1.7)^2 * 0.3)
+})
+
+test_that("bad indices and parameters in a .net are input errors with file and line", {
+  f <- bng_file("k1", pars = "1 k1 NaN")
+  expect_error(readBioNetGen(f), paste0(basename(f), ":2: parameter k1 is NaN"),
+               class = "sysbioGPU_error_input")
+  expect_error(readBioNetGen(bng_file("k1", pars = "1 k1 1/0")), ":2: parameter k1 is Inf",
+               class = "sysbioGPU_error_input")
+  expect_error(readBioNetGen(bng_file("k1", pars = "x k1 2")), ":2: the index of a parameter",
+               class = "sysbioGPU_error_input")
+  expect_error(readBioNetGen(bng_file("k1", sp = c("1 A 1", "b B 2", "3 C 0"))),
+               ":6: the index of a species must be a whole number, not `b`",
+               class = "sysbioGPU_error_input")
+  f <- bng_file("k1")
+  txt <- readLines(f); txt[grep("^1 1 3", txt)] <- "R1 1 3 k1"; writeLines(txt, f)
+  expect_error(readBioNetGen(f), ":14: the index of a reaction", class = "sysbioGPU_error_input")
+  txt[14] <- "1 1 99999999999999 k1"; writeLines(txt, f)
+  expect_error(readBioNetGen(f), ":14: unknown species 1e\\+14", class = "sysbioGPU_error_input")
+  txt[14] <- "1 1 3 k1*(Aobs-Tot)"; writeLines(txt, f)
+  expect_error(readBioNetGen(f), ":14: the rate constant evaluates to -2", class = "sysbioGPU_error_input")
+})
+
+test_that("a .net whose rates are all zero is a model with zero rates", {
+  m <- readBioNetGen(bng_file("k1", pars = "1 k1 0"))
+  expect_equal(unname(m$rates), 0)
+  out <- lassieSimulate(m, c(0, 1), backend = "cpu", verbose = FALSE)
+  expect_equal(unname(out[2, c("A", "B", "C")]), c(1, 2, 0))
+})
+
+test_that("a reactionModel edited by hand is checked before the engine", {
+  m <- readBioNetGen(bng_file("k1"))
+  run <- function(m) lassieSimulate(m, c(0, 1), backend = "cpu", verbose = FALSE)
+  bad <- m; bad$rates[1] <- -1
+  expect_error(run(bad), "edited into an invalid reactionModel: `rates`.*rates\\[1\\] is -1",
+               class = "sysbioGPU_error_input")
+  bad <- m; bad$rates <- c(1, 2)
+  expect_error(run(bad), "`rates` must have 1 numbers", class = "sysbioGPU_error_input")
+  bad <- m; bad$initial[2] <- NaN
+  expect_error(run(bad), "initial\\[2\\] is NaN", class = "sysbioGPU_error_input")
+  bad <- m; bad$reactants@i[1] <- 7L
+  expect_error(run(bad), "valid sparse matrices", class = "sysbioGPU_error_input")
+  bad <- m; bad$products@x[1] <- -2
+  expect_error(run(bad), "whole numbers >= 0", class = "sysbioGPU_error_input")
+  bad <- m; bad$fixed <- NA
+  expect_error(run(bad), "`fixed` must be 3", class = "sysbioGPU_error_input")
+  # a huge reactant order would have the engine multiply 1e9 times per rate
+  bad <- m; bad$reactants@x[1] <- 1e9
+  expect_error(run(bad), "reactant order of 1e\\+09", class = "sysbioGPU_error_input")
+  bad <- m; bad$species <- NULL
+  expect_error(run(bad), "lacks species", class = "sysbioGPU_error_input")
+})
