@@ -185,6 +185,7 @@ check_prob_open <- function(x, arg, lo, hi, lo_open, hi_open) {
 pbn_check_net <- function(pbn) {
   if (inherits(pbn, c("BooleanNetwork", "ProbabilisticBooleanNetwork"))) pbn <- as.pbn(pbn)
   if (!inherits(pbn, "pbn")) stop_input("`pbn` must be a pbn object (see pbn(), readPBN(), as.pbn()), not ", arg_label(pbn), call = NULL)
+  pbn_validate(pbn, "pbn")
   pbn
 }
 
@@ -515,8 +516,9 @@ pbnSimulate <- function(pbn, steps, from = NULL, trajectories = 1, p = 0.001,
     stop_input("`steps` x `trajectories` x nodes is too large for a logical array", call = NULL)
   from_pairs <- NULL
   if (!is.null(from)) {
-    if (!(is.logical(from) || is.numeric(from)) || anyNA(from) || length(from) != n)
-      stop_input("`from` must be a logical vector over the ", n, " nodes, not ", arg_label(from), call = NULL)
+    if (!(is.logical(from) || is.numeric(from)) || anyNA(from) || length(from) != n ||
+        (is.numeric(from) && any(!from %in% c(0, 1))))
+      stop_input("`from` must be a logical (or 0/1) vector over the ", n, " nodes, not ", arg_label(from), call = NULL)
     if (!is.null(names(from))) {
       if (!setequal(names(from), net$nodes)) stop_input("`from` must name every node once", call = NULL)
       from <- from[net$nodes]

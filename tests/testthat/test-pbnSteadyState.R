@@ -497,3 +497,66 @@ test_that("Ctrl-C stops a long pbnSteadyState run (CPU and GPU)", {
   }
   expect_equal(nrow(pbnSteadyState(net, c(Apoptosis = TRUE), method = "exact")), 1)
 })
+
+test_that("edited pbn objects are refused with classed errors, in R and in C (issue 15)", {
+  net <- pbn(list(A = c("!B" = 0.5, "B" = 0.5), B = "A", C = "A & B"))
+  run <- function(z) pbnSteadyState(z, r = 0.05, s = 0.9, seed = 1, backend = "cpu", threads = 1, verbose = FALSE)
+  edits <- list(
+    probs = function(z) { z$probabilities$A <- c(5, -4); z },
+    probsNA = function(z) { z$probabilities$B <- NA_real_; z },
+    sum = function(z) { z$probabilities$A <- c(0.2, 0.2); z },
+    words = function(z) { z$functions$C[[1]]$words <- NA_integer_; z },
+    wordRange = function(z) { z$functions$C[[1]]$words <- 70000L; z },
+    input = function(z) { z$functions$C[[1]]$inputs <- c("A", "Q"); z },
+    dup = function(z) { z$nodes <- c("A", "A", "C"); z },
+    missing = function(z) { z$functions$C <- NULL; z },
+    emptyFun = function(z) { z$functions$C <- list(); z },
+    pert = function(z) { z$perturbable[1] <- NA; z })
+  for (nm in names(edits)) {
+    expect_error(run(edits[[nm]](net)), "not a valid pbn object", class = "sysbioGPU_error_input", info = nm)
+    expect_error(pbnSimulate(edits[[nm]](net), 3, seed = 1, backend = "cpu"), class = "sysbioGPU_error_input",
+                 info = nm)
+  }
+  # the C side checks the flattened lists itself (sizes, index ranges, thresholds)
+  flat <- pbn_flatten(net, rep(TRUE, 3), 0.01, FALSE)
+  sets <- pbn_sets_list(list(c(A = TRUE)), flat$node_of_full, net$nodes)
+  params <- c(1, 4, 0.05, 1.96, 1e-10, 128, 1.01, 1000, 20, 1, 1)
+  call <- function(fl) .Call(ffi_pbn_simulate, fl, 1, 1, 2, NULL, FALSE, 1L, 0L)
+  expect_type(call(flat), "integer")
+  bad <- list(function(z) { z$fun_thresh[1:2] <- z$fun_thresh[2:1]; z },
+              function(z) { z$inputs[1] <- 7L; z }, function(z) { z$tab_start[1] <- NaN; z },
+              function(z) { z$fun_start[4] <- -5L; z }, function(z) { z$n <- 0L; z },
+              function(z) { z$pert_node[1] <- -9L; z }, function(z) { z$fun_k[1] <- 30L; z },
+              function(z) { z$tables <- integer(0); z })
+  for (i in seq_along(bad)) expect_error(call(bad[[i]](flat)), "invalid network", class = "sysbioGPU_error_input", info = i)
+})
+
+test_that("pbn(), readPBN(), as.pbn() and pbnSimulate(from) refuse bad input (issue 15)", {
+  expect_error(pbn(list(A = NA_character_)), "nodes\\$A", class = "sysbioGPU_error_input")
+  expect_error(pbn(list(A = "  ")), class = "sysbioGPU_error_input")
+  expect_error(pbn(list(A = stats::setNames(1, NA_character_))), class = "sysbioGPU_error_input")
+  deep <- paste0(strrep("(", 5000), "A", strrep(")", 5000))
+  expect_error(pbn(list(A = deep)), "nesting deeper than 64", class = "sysbioGPU_error_input")
+  expect_error(pbn(list(A = paste0(strrep("!", 65), "A"))), "nesting", class = "sysbioGPU_error_input")
+  ok <- pbn(list(A = paste0(strrep("(", 63), "!A", strrep(")", 63))))
+  expect_identical(pbn_fun_table(ok$functions$A[[1]]), c(TRUE, FALSE))
+  f <- tempfile(fileext = ".bnet")
+  writeBin(c(charToRaw("targets, factors\nA, !A\nB, A\xff\n")), f)
+  expect_error(readPBN(f), "line 3: invalid UTF-8", class = "sysbioGPU_error_input")
+  writeBin(as.raw(c(0:255, 0:255)), f)
+  expect_error(readPBN(f), "invalid UTF-8", class = "sysbioGPU_error_input")
+  net <- pbn(list(A = "!B", B = "A", C = "A & B"))
+  expect_error(pbnSimulate(net, 3, from = c(2, 0, 1), seed = 1, backend = "cpu"), "`from`",
+               class = "sysbioGPU_error_input")
+  expect_error(pbnSimulate(net, 3, from = 2, seed = 1, backend = "cpu"), "`from`", class = "sysbioGPU_error_input")
+  skip_if_not_installed("BoolNet")
+  g <- tempfile(fileext = ".txt")
+  writeLines(c("targets, factors", "A, !B", "B, A"), g)
+  bn <- BoolNet::loadNetwork(g)
+  z <- bn; z$interactions$A$func <- c(1L, 0L, 1L)
+  expect_error(as.pbn(z), "gene 'A'.*3 entries", class = "sysbioGPU_error_input")
+  z <- bn; z$interactions$A$func <- c(1L, NA)
+  expect_error(as.pbn(z), "0/1", class = "sysbioGPU_error_input")
+  z <- bn; z$interactions$B$input <- 5L
+  expect_error(as.pbn(z), "gene 'B'", class = "sysbioGPU_error_input")
+})
