@@ -12,6 +12,9 @@
 #                 FUZZ_N mutants per reader (default 2000), FUZZ_SEED, FUZZ_JOBS;
 #                 report in check/fuzz-out/ (fails on a crash or a hang)
 #   make gpu-pack build for the GPU machine (see tools/gpu-check.sh)
+#   make pbn-coverage  pbnSteadyState's accuracy promise over COV_SEEDS seeds
+#                 (default 400) on three networks and two p (tools/pbn-coverage.R),
+#                 after make install; fails when a coverage is significantly below s
 R ?= R
 RSCRIPT ?= Rscript
 PKG := sysbioGPU
@@ -20,7 +23,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 LIB := $(CURDIR)/.lib
 CHECKDIR := $(CURDIR)/check
 
-.PHONY: all deps build check test test-nocuda install demo docs valgrind fuzz gpu-pack clean
+.PHONY: all deps build check test test-nocuda install demo docs valgrind fuzz gpu-pack clean pbn-coverage
 
 all: test
 
@@ -65,6 +68,11 @@ FUZZ_SEED ?= 1
 FUZZ_JOBS ?= 1
 fuzz: install
 	R_LIBS=$(LIB) $(RSCRIPT) tools/fuzz.R --n=$(FUZZ_N) --seed=$(FUZZ_SEED) --jobs=$(FUZZ_JOBS) --out=$(CHECKDIR)/fuzz-out
+
+COV_SEEDS ?= 400
+pbn-coverage: install
+	mkdir -p $(CHECKDIR)
+	R_LIBS=$(LIB) $(RSCRIPT) tools/pbn-coverage.R --seeds=$(COV_SEEDS) --out=$(CHECKDIR)/pbn-coverage.csv
 
 docs:
 	$(RSCRIPT) -e 'roxygen2::roxygenise()'

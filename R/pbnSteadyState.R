@@ -197,11 +197,34 @@ pbn_check_net <- function(pbn) {
 #' from many trajectories simulated in parallel (Mizera, Pang and Yuan
 #' 2018): Gelman-Rubin burn-in on the meta-state indicators, then the
 #' two-state Markov chain method of Raftery and Lewis, which sets the burn-in
-#' M and the sample size N for the accuracy `r` at confidence `s`; the
-#' chains are extended until N samples are pooled, and the burn-in is
-#' checked again at the end.  `method = "exact"` computes the stationary
-#' distribution itself for small networks.
+#' M; the sample size N also follows the spread of the independent chains
+#' (see Accuracy), so that the estimate is within `r` of the stationary
+#' probability with probability `s`; the chains are extended until N
+#' samples are pooled, and the burn-in is checked again at the end.
+#' `method = "exact"` computes the stationary distribution itself for small
+#' networks.
 #'
+#' @section Accuracy: After the burn-in, every chain's samples are counted
+#'   in windows (the last Gelman-Rubin window of `psi` steps, then the
+#'   extensions, at least `psi` steps each).  The chains are independent, so
+#'   in each window the spread of the chains' counts estimates the variance
+#'   of the window's total without any model of the indicator's
+#'   correlation; the windows' variances add up (adjacent windows of a chain
+#'   correlate only over a few mixing times) to `se^2`, the squared standard
+#'   error of the pooled estimate.  With `t` the `(1 + s) / 2` quantile of
+#'   Student's t on `trajectories - 1` degrees of freedom, the sample size
+#'   asked for is `N = max(N_RL, n * (t * se / r)^2, 2 * psi * trajectories)`
+#'   where `n` is the samples pooled so far and `N_RL = alpha * beta * (2 -
+#'   alpha - beta) / (alpha + beta)^3 * (qnorm((1 + s) / 2) / r)^2` is
+#'   Raftery and Lewis' size for a first-order two-state indicator (thinning
+#'   k = 1, as in the paper).  `N_RL` alone is optimistic when the
+#'   indicator has slow modes (on the shipped example at p = 0.01, r =
+#'   0.005, s = 0.95 it gave estimates within r in 62% of seeds; the spread
+#'   gives 94-99%: `make pbn-coverage` runs that check on three networks and
+#'   two p).  The run stops when `n >= N` and `t * se <= r`, and returns
+#'   the interval `probability -+ t * se` (`lower`, `upper`), which lies
+#'   within `-+ r` and covers the stationary probability at about rate
+#'   `s`.
 #' @section Dynamics: Synchronous (as in the paper): in each step each
 #'   perturbable node flips with probability `p`; if any node flips, no
 #'   function is applied in that step; otherwise every node picks one of its
@@ -276,8 +299,10 @@ pbn_check_net <- function(pbn) {
 #'   rounds). The exact method ignores it.
 #' @param verbose Show a progress bar for long runs.
 #' @return A data.frame of class `pbnSteadyState`, one row per set:
-#'   `set`, `probability`, `lower` and `upper` (`probability -+ r`, clipped
-#'   to \[0, 1\]), `N` (sample size the two-state method asked for), `M`
+#'   `set`, `probability`, `lower` and `upper` (`probability -+ t * se`,
+#'   clipped to \[0, 1\]; see Accuracy), `se` (standard error of
+#'   `probability` from the chains' spread), `N` (sample size the method
+#'   asked for, see Accuracy), `M`
 #'   (burn-in it asked for), `alpha`, `beta` (estimated 0->1 and 1->0
 #'   transition probabilities of the meta-state), `samples` (pooled samples
 #'   used), `trajectories`, `rhat` (Gelman-Rubin on the indicator, NA when no
@@ -348,7 +373,7 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
     if (!conv) warning(sprintf("exact method: power iteration stopped after %d iterations (change %.3g)",
                                as.integer(ex[[2L]][[1L]]), ex[[2L]][[2L]]), call. = FALSE)
     res <- data.frame(set = labels, probability = prob, lower = prob, upper = prob,
-                      N = NA_real_, M = NA_real_, alpha = NA_real_, beta = NA_real_,
+                      se = 0, N = NA_real_, M = NA_real_, alpha = NA_real_, beta = NA_real_,
                       samples = NA_real_, trajectories = NA_real_, rhat = NA_real_,
                       steps = ex[[2L]][[1L]], seconds = secs, converged = conv,
                       stringsAsFactors = FALSE)
@@ -370,7 +395,8 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   # function steps at a fixed point at once (the tests switch them off to
   # check that the results stay the same)
   params <- c(seed, trajectories, r, stats::qnorm((1 + s) / 2), epsilon, 128, 1.01, max_len, 20,
-              !isTRUE(getOption("sysbioGPU.pbnGeneralStep")), !isTRUE(getOption("sysbioGPU.pbnNoSkip")))
+              !isTRUE(getOption("sysbioGPU.pbnGeneralStep")), !isTRUE(getOption("sysbioGPU.pbnNoSkip")),
+              stats::qt((1 + s) / 2, df = trajectories - 1))
   t0 <- proc.time()[["elapsed"]]
   if (is.null(BPPARAM)) {
     o <- .Call(ffi_pbn_steady, flat, sets_l, params, a$gpu, a$threads, a$devices, verbose)
@@ -383,7 +409,8 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   secs <- proc.time()[["elapsed"]] - t0
   prob <- o[[1L]]
   res <- data.frame(set = labels, probability = prob,
-                    lower = pmax(0, prob - r), upper = pmin(1, prob + r),
+                    lower = pmax(0, prob - params[[12L]] * o[[10L]]),
+                    upper = pmin(1, prob + params[[12L]] * o[[10L]]), se = o[[10L]],
                     N = o[[5L]], M = o[[6L]], alpha = o[[2L]], beta = o[[3L]],
                     samples = o[[7L]], trajectories = trajectories,
                     rhat = ifelse(is.nan(o[[4L]]), NA_real_, o[[4L]]),

@@ -134,9 +134,9 @@ static void sets_from_list(SEXP l, int32_t n_words, sbg_pbn_sets *s) {
 }
 
 /* params: seed, chains, r, z, epsilon, psi0, rhat_max, max_len, min_switches, small,
- * skip (0: no fixed-point skip, for the tests: same results) */
+ * skip (0: no fixed-point skip, for the tests: same results), t */
 static void params_from_real(SEXP params, sbg_pbn_net *net, sbg_pbn_params *p) {
-  PBN_CHECK(TYPEOF(params) == REALSXP && XLENGTH(params) == 11);
+  PBN_CHECK(TYPEOF(params) == REALSXP && XLENGTH(params) == 12);
   const double *pv = REAL(params);
   memset(p, 0, sizeof *p);
   p->seed = (uint64_t)pv[0];
@@ -150,12 +150,15 @@ static void params_from_real(SEXP params, sbg_pbn_net *net, sbg_pbn_params *p) {
   p->min_switches = (int64_t)pv[8];
   p->small = pv[9] != 0;
   if (pv[10] == 0) net->det = 0;
-  PBN_CHECK(p->n_chains >= 2 && p->psi0 >= 2 && p->max_len >= 4);
+  p->t = pv[11];
+  PBN_CHECK(p->n_chains >= 2 && p->psi0 >= 2 && p->max_len >= 4 && p->t > 0 && p->r > 0);
 }
 
-/* prob, alpha, beta, rhat, N, M, samples, converged, c(steps, burnin, psi) */
+/* prob, alpha, beta, rhat, N, M, samples, converged, c(steps, burnin, psi), se */
 static SEXP result_alloc(int32_t S, sbg_pbn_result *out) {
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 9));
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 10));
+  SET_VECTOR_ELT(ans, 9, Rf_allocVector(REALSXP, S));
+  out->se = REAL(VECTOR_ELT(ans, 9));
   double *cols[7];
   for (int j = 0; j < 7; j++) {
     SET_VECTOR_ELT(ans, j, Rf_allocVector(REALSXP, S));
