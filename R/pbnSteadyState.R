@@ -323,6 +323,11 @@ pbn_check_net <- function(pbn) {
 #' pbnSteadyState(net, c(Apoptosis = TRUE), r = 0.01, seed = 1,
 #'                backend = "cpu", threads = 1, verbose = FALSE)
 #' pbnSteadyState(net, c(Apoptosis = TRUE), method = "exact")
+#' sets <- list(Apoptosis = c(Apoptosis = TRUE), "Survival,!Death" = c(Survival = TRUE, Death = FALSE))
+#' est <- pbnSteadyState(net, sets, p = 0.01, r = 0.01, seed = 1, backend = "cpu",
+#'                       threads = 1, verbose = FALSE)
+#' summary(est)
+#' plot(est, exact = pbnSteadyState(net, sets, p = 0.01, method = "exact"))
 #' @export
 pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
                            update = c("synchronous", "asynchronous"),
@@ -500,10 +505,73 @@ print.pbnSteadyState <- function(x, ...) {
                 if (a$backend == "gpu") sprintf("GPU %s (%s)", paste(a$device, collapse = ", "), a$deviceName) else "CPU",
                 a$p, a$update, format(a$seed, scientific = FALSE), a$nodesSimulated, a$burnin))
   }
+  print(as.data.frame(x), ...)
+  invisible(x)
+}
+
+#' @rdname pbnSteadyState
+#' @param row.names,optional Unused (for the generic).
+#' @export
+as.data.frame.pbnSteadyState <- function(x, row.names = NULL, optional = FALSE, ...) {
+  a <- attributes(x)
   y <- x
   class(y) <- "data.frame"
   for (nm in setdiff(names(a), c("names", "row.names", "class"))) attr(y, nm) <- NULL
-  print(y, ...)
+  y
+}
+
+#' @rdname pbnSteadyState
+#' @param object A `pbnSteadyState` result.
+#' @export
+summary.pbnSteadyState <- function(object, ...) {
+  a <- attributes(object)
+  structure(list(method = a$method, backend = a$backend, p = a$p, update = a$update,
+                 sets = nrow(object), converged = sum(object$converged),
+                 halfWidth = max((object$upper - object$lower) / 2),
+                 samples = if (identical(a$method, "exact")) NA_real_ else max(object$samples),
+                 steps = max(object$steps), seconds = max(object$seconds),
+                 nodesSimulated = a$nodesSimulated,
+                 table = as.data.frame(object)[, c("set", "probability", "lower", "upper", "converged")]),
+            class = "summary.pbnSteadyState")
+}
+
+#' @export
+print.summary.pbnSteadyState <- function(x, ...) {
+  cat(sprintf("pbnSteadyState (%s, %s, p = %g, %s): %d set(s), %d converged, %d node(s) simulated\n",
+              x$method, x$backend, x$p, x$update, x$sets, x$converged, x$nodesSimulated))
+  if (identical(x$method, "exact")) {
+    cat(sprintf("  exact stationary distribution, %g power iteration(s), %.3g s\n", x$steps, x$seconds))
+  } else {
+    cat(sprintf("  widest interval half-width %.3g; %.4g pooled samples, %.4g steps, %.3g s\n",
+                x$halfWidth, x$samples, x$steps, x$seconds))
+  }
+  print(x$table, row.names = FALSE, ...)
+  invisible(x)
+}
+
+#' @rdname pbnSteadyState
+#' @param exact Optional result of `method = "exact"` on the same sets (and
+#'   network, `p`, `update`): plotted beside the estimates.
+#' @param main Plot title.
+#' @export
+plot.pbnSteadyState <- function(x, exact = NULL, main = "pbnSteadyState", ...) {
+  if (!is.null(exact) && (!inherits(exact, "pbnSteadyState") || !identical(exact$set, x$set)))
+    stop_input("`exact` must be a pbnSteadyState result over the same sets as `x`", call = NULL)
+  k <- nrow(x)
+  y <- rev(seq_len(k))
+  off <- if (is.null(exact)) 0 else 0.15
+  # room for the set labels at the left
+  old <- graphics::par(mar = c(4, min(20, max(4, 0.45 * max(nchar(x$set)) + 1)), 3, 1))
+  on.exit(graphics::par(old))
+  graphics::plot(x$probability, y + off, xlim = range(0, 1, x$lower, x$upper), ylim = c(0.5, k + 0.5),
+                 pch = 19, yaxt = "n", xlab = "probability", ylab = "", main = main, ...)
+  graphics::segments(x$lower, y + off, x$upper, y + off, lwd = 2)
+  graphics::axis(2, at = y, labels = x$set, las = 1, cex.axis = 0.8)
+  leg <- if (identical(attr(x, "method"), "exact")) "exact" else "estimate and interval"
+  if (!is.null(exact)) {
+    graphics::points(exact$probability, y - off, pch = 4, col = 2, lwd = 2)
+    graphics::legend("bottomright", legend = c(leg, "exact"), pch = c(19, 4), col = c(1, 2), bty = "n", cex = 0.8)
+  }
   invisible(x)
 }
 
