@@ -511,6 +511,9 @@ test_that("edited pbn objects are refused with classed errors, in R and in C (is
     dup = function(z) { z$nodes <- c("A", "A", "C"); z },
     missing = function(z) { z$functions$C <- NULL; z },
     emptyFun = function(z) { z$functions$C <- list(); z },
+    notList = function(z) { z$functions$C <- list("A & B"); z },
+    nodesNA = function(z) { z$nodes[2] <- NA; z },
+    probsList = function(z) { z$probabilities <- NULL; z },
     pert = function(z) { z$perturbable[1] <- NA; z })
   for (nm in names(edits)) {
     expect_error(run(edits[[nm]](net)), "not a valid pbn object", class = "sysbioGPU_error_input", info = nm)
