@@ -582,6 +582,13 @@ test_that("the accuracy promise holds at r: coverage over 100 seeds, binomial bo
     hi <- vapply(runs, function(z) z$upper[[j]], 0)
     expect_gte(sum(abs(est - ex[[j]]) <= r), bound)
     expect_gte(sum(lo <= ex[[j]] & ex[[j]] <= hi), bound)
+    # se is the size of the actual error (against the exact value): an se
+    # too large would pass the two checks above at a needless cost (measured
+    # ratios 1.00 and 0.98; the bounds are about 4 standard errors of it)
+    se <- vapply(runs, function(z) z$se[[j]], 0)
+    ratio <- sqrt(mean((est - ex[[j]])^2)) / sqrt(mean(se^2))
+    expect_gt(ratio, 0.75)
+    expect_lt(ratio, 1.33)
   }
   for (z in runs) {
     expect_true(all(z$converged))
