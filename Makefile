@@ -14,6 +14,9 @@
 #   make gpu-pack build for the GPU machine (see tools/gpu-check.sh)
 #   make mutants  one-line mutations of the engines (tools/mutants.txt), each
 #                 built CPU-only and run against its tests; prints the kill rate
+#   make pbn-coverage  pbnSteadyState's accuracy promise over COV_SEEDS seeds
+#                 (default 400) on three networks and two p (tools/pbn-coverage.R),
+#                 after make install; fails when a coverage is significantly below s
 R ?= R
 RSCRIPT ?= Rscript
 PKG := sysbioGPU
@@ -22,7 +25,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 LIB := $(CURDIR)/.lib
 CHECKDIR := $(CURDIR)/check
 
-.PHONY: all deps build check test test-nocuda install demo docs valgrind fuzz gpu-pack mutants clean
+.PHONY: all deps build check test test-nocuda install demo docs valgrind fuzz gpu-pack mutants pbn-coverage clean
 
 all: test
 
@@ -67,6 +70,11 @@ FUZZ_SEED ?= 1
 FUZZ_JOBS ?= 1
 fuzz: install
 	R_LIBS=$(LIB) $(RSCRIPT) tools/fuzz.R --n=$(FUZZ_N) --seed=$(FUZZ_SEED) --jobs=$(FUZZ_JOBS) --out=$(CHECKDIR)/fuzz-out
+
+COV_SEEDS ?= 400
+pbn-coverage: install
+	mkdir -p $(CHECKDIR)
+	R_LIBS=$(LIB) $(RSCRIPT) tools/pbn-coverage.R --seeds=$(COV_SEEDS) --out=$(CHECKDIR)/pbn-coverage.csv
 
 docs:
 	$(RSCRIPT) -e 'roxygen2::roxygenise()'

@@ -18,6 +18,8 @@ pbn_tokenize <- function(text, where) {
   toks
 }
 
+pbn_max_depth <- 64L
+
 # Recursive descent: expr := term ('|' term)*, term := factor ('&' factor)*,
 # factor := '!' factor | '(' expr ')' | constant | name.  The tree is a list:
 # list("or"/"and", children), list("not", child), list("var", name),
@@ -25,14 +27,30 @@ pbn_tokenize <- function(text, where) {
 pbn_parse_expr <- function(text, where) {
   toks <- pbn_tokenize(text, where)
   pos <- 1L
-  fail <- function(msg) stop_input(where, ": ", msg, " in \"", text, "\"", call = NULL)
+  depth <- 0L
+  fail <- function(msg) {
+    shown <- if (nchar(text) > 80L) paste0(substr(text, 1L, 77L), "...") else text
+    stop_input(where, ": ", msg, " in \"", shown, "\"", call = NULL)
+  }
   peek <- function() if (pos <= length(toks)) toks[[pos]] else ""
+  # '!' and '(' recurse: a depth limit keeps R's C stack safe (and the
+  # tree walkers below, which recurse as deep as the parser)
+  deeper <- function() {
+    depth <<- depth + 1L
+    if (depth > pbn_max_depth) fail(paste0("nesting deeper than ", pbn_max_depth, " levels of '(' or '!'"))
+  }
   factor <- function() {
     t <- peek()
     if (t == "") fail("unexpected end of expression")
     pos <<- pos + 1L
-    if (t == "!") return(list("not", factor()))
+    if (t == "!") {
+      deeper()
+      on.exit(depth <<- depth - 1L)
+      return(list("not", factor()))
+    }
     if (t == "(") {
+      deeper()
+      on.exit(depth <<- depth - 1L)
       e <- expr()
       if (peek() != ")") fail("missing ')'")
       pos <<- pos + 1L
@@ -207,11 +225,15 @@ pbn <- function(nodes, perturbable = TRUE, identityForMissing = FALSE) {
 pbn_node_spec <- function(x, where) {
   is_table <- function(z) is.list(z) && !is.null(z$table)
   if (is.character(x)) {
+    if (!length(x) || anyNA(x) || any(!nzchar(trimws(x))))
+      stop_input(where, " must be a Boolean expression, not ", arg_label(x), call = NULL)
     if (length(x) != 1L && is.null(names(x)))
       stop_input(where, ": several expressions need probabilities (a list with `functions` and `probabilities`)", call = NULL)
     return(list(functions = lapply(x, pbn_expr_function, where = where), probabilities = rep(1 / length(x), length(x))))
   }
   if (is.numeric(x) && !is.null(names(x))) {
+    if (anyNA(names(x)) || any(!nzchar(trimws(names(x)))))
+      stop_input(where, ": every expression must be a non-empty name, not NA or \"\"", call = NULL)
     return(list(functions = lapply(names(x), pbn_expr_function, where = where), probabilities = unname(as.numeric(x))))
   }
   if (is_table(x)) return(list(functions = list(pbn_table_function(x, where)), probabilities = 1))
@@ -289,6 +311,49 @@ pbn_build <- function(nm, funs, probs, perturbable = TRUE, identityForMissing = 
             class = "pbn")
 }
 
+# Checks a pbn object as a method receives it (users edit the list by hand):
+# unique valid node names, a non-empty list of functions for every node,
+# inputs among the nodes, truth tables of 2^k 16-bit words' rows, selection
+# probabilities >= 0 summing to 1, one TRUE/FALSE perturbable flag per node.
+pbn_validate <- function(net, arg = "pbn") {
+  bad <- function(...) stop_input("`", arg, "` is not a valid pbn object: ", ..., call = NULL)
+  nm <- net$nodes
+  if (!is.character(nm) || !length(nm) || anyNA(nm) || any(!nzchar(nm))) bad("`nodes` must be node names")
+  if (anyDuplicated(nm)) bad("node '", nm[anyDuplicated(nm)], "' appears twice in `nodes`")
+  n <- length(nm)
+  funs <- net$functions; probs <- net$probabilities; pert <- net$perturbable
+  if (!is.list(funs) || length(funs) != n || (!is.null(names(funs)) && !identical(names(funs), nm)))
+    bad("`functions` must be a list with one element per node, in the order of `nodes`")
+  if (!is.list(probs) || length(probs) != n) bad("`probabilities` must be a list with one element per node")
+  if (!is.logical(pert) || length(pert) != n || anyNA(pert))
+    bad("`perturbable` must be TRUE/FALSE for each of the ", n, " nodes, without NA")
+  # inputs against the nodes once (hashing the names per function is slow at 10^4 nodes)
+  ins <- unlist(lapply(funs, function(fl) if (is.list(fl)) lapply(fl, function(f) if (is.list(f)) f$inputs)))
+  known <- if (is.character(ins) || is.null(ins)) !is.na(match(ins, nm)) else FALSE
+  for (i in seq_len(n)) {
+    fl <- funs[[i]]
+    node <- paste0("node '", nm[[i]], "'")
+    if (!is.list(fl) || !length(fl)) bad(node, " has no function")
+    for (f in fl) {
+      if (!is.list(f)) bad(node, ": a function must be a list of `inputs` and `words`, not ", arg_label(f))
+      inp <- f$inputs
+      if (!is.character(inp) || anyNA(inp) || (!all(known) && any(!inp %in% nm)))
+        bad(node, ": function inputs ", arg_label(inp), " are not all nodes")
+      k <- length(inp)
+      if (k > pbn_max_inputs) bad(node, ": a function has ", k, " inputs, at most ", pbn_max_inputs)
+      w <- f$words
+      if (!is.integer(w) || length(w) != max(1, 2^k %/% 16) || anyNA(w) || any(w < 0L | w > 65535L))
+        bad(node, ": a truth table over ", k, " input(s) must be ", max(1, 2^k %/% 16),
+            " integer word(s) in [0, 65535]")
+    }
+    pr <- probs[[i]]
+    if (!is.numeric(pr) || length(pr) != length(fl) || anyNA(pr) || any(!is.finite(pr)) || any(pr < 0) ||
+        abs(sum(pr) - 1) > 1e-6)
+      bad(node, ": `probabilities` must be ", length(fl), " number(s) >= 0 summing to 1, not ", arg_label(pr))
+  }
+  invisible(net)
+}
+
 #' @rdname pbn
 #' @param x,object A `pbn` object.
 #' @param ... Unused.
@@ -359,7 +424,11 @@ readPBN <- function(file, format = c("auto", "bnet", "boolnet", "pbn")) {
     stop_input("`file` must be the path of an existing file, not ", arg_label(file), call = NULL)
   format <- check_choice(format, c("auto", "bnet", "boolnet", "pbn"), "format")
   if (format == "auto") format <- if (grepl("\\.pbn$", file, ignore.case = TRUE)) "pbn" else "bnet"
-  lines <- readLines(file, warn = FALSE)
+  lines <- readLines(file, warn = FALSE, encoding = "UTF-8")
+  bad <- which(!validUTF8(lines))
+  if (length(bad))
+    stop_input(sprintf("%s, line %d", basename(file), bad[[1L]]),
+               ": invalid UTF-8 (a binary file, or another encoding?)", call = NULL)
   if (format == "pbn") pbn_read_assa(lines, basename(file)) else pbn_read_bnet(lines, basename(file))
 }
 
@@ -483,8 +552,18 @@ as.pbn.default <- function(x, ...) {
              paste(class(x), collapse = "/"), call = NULL)
 }
 
-pbn_from_boolnet_fun <- function(input, func, genes) {
-  if (length(input) == 1L && input[[1L]] == 0L) {
+pbn_from_boolnet_fun <- function(input, func, genes, gene) {
+  where <- paste0("`x`: the function of gene '", gene, "'")
+  if (!is.numeric(input) || !length(input) || anyNA(input) ||
+      (!identical(as.numeric(input), 0) && any(!input %in% seq_along(genes))))
+    stop_input(where, " has input indices ", arg_label(input), ", not among the ", length(genes), " genes", call = NULL)
+  if (!(is.numeric(func) || is.logical(func)) || anyNA(func) || any(!func %in% c(0, 1)))
+    stop_input(where, ": the truth table must hold 0/1 without NA", call = NULL)
+  k <- if (identical(as.numeric(input), 0)) 0L else length(input)
+  if (length(func) != 2^k)
+    stop_input(where, ": the truth table has ", length(func), " entries, but ", k,
+               " input(s) need ", 2^k, call = NULL)
+  if (k == 0L) {
     return(list(inputs = character(), words = as.integer(func[[1L]] == 1), expression = if (func[[1L]] == 1) "1" else "0"))
   }
   inputs <- genes[input]
@@ -496,7 +575,7 @@ pbn_from_boolnet_fun <- function(input, func, genes) {
 #' @export
 as.pbn.BooleanNetwork <- function(x, ...) {
   genes <- x$genes
-  funs <- lapply(x$interactions, function(it) list(pbn_from_boolnet_fun(it$input, it$func, genes)))
+  funs <- Map(function(it, g) list(pbn_from_boolnet_fun(it$input, it$func, genes, g)), x$interactions, genes)
   pl <- lapply(funs, function(f) 1)
   pbn_boolnet_fixed(genes, funs, pl, x$fixed)
 }
@@ -505,11 +584,11 @@ as.pbn.BooleanNetwork <- function(x, ...) {
 #' @export
 as.pbn.ProbabilisticBooleanNetwork <- function(x, ...) {
   genes <- x$genes
-  funs <- lapply(x$interactions, function(fl) lapply(fl, function(it) {
-    f <- pbn_from_boolnet_fun(it$input, it$func, genes)
+  funs <- Map(function(fl, g) lapply(fl, function(it) {
+    f <- pbn_from_boolnet_fun(it$input, it$func, genes, g)
     if (!is.null(it$expression)) f$expression <- it$expression
     f
-  }))
+  }), x$interactions, genes)
   pl <- lapply(x$interactions, function(fl) vapply(fl, function(it) it$probability, 0))
   pbn_boolnet_fixed(genes, funs, pl, x$fixed)
 }

@@ -185,6 +185,7 @@ check_prob_open <- function(x, arg, lo, hi, lo_open, hi_open) {
 pbn_check_net <- function(pbn) {
   if (inherits(pbn, c("BooleanNetwork", "ProbabilisticBooleanNetwork"))) pbn <- as.pbn(pbn)
   if (!inherits(pbn, "pbn")) stop_input("`pbn` must be a pbn object (see pbn(), readPBN(), as.pbn()), not ", arg_label(pbn), call = NULL)
+  pbn_validate(pbn, "pbn")
   pbn
 }
 
@@ -196,11 +197,34 @@ pbn_check_net <- function(pbn) {
 #' from many trajectories simulated in parallel (Mizera, Pang and Yuan
 #' 2018): Gelman-Rubin burn-in on the meta-state indicators, then the
 #' two-state Markov chain method of Raftery and Lewis, which sets the burn-in
-#' M and the sample size N for the accuracy `r` at confidence `s`; the
-#' chains are extended until N samples are pooled, and the burn-in is
-#' checked again at the end.  `method = "exact"` computes the stationary
-#' distribution itself for small networks.
+#' M; the sample size N also follows the spread of the independent chains
+#' (see Accuracy), so that the estimate is within `r` of the stationary
+#' probability with probability `s`; the chains are extended until N
+#' samples are pooled, and the burn-in is checked again at the end.
+#' `method = "exact"` computes the stationary distribution itself for small
+#' networks.
 #'
+#' @section Accuracy: After the burn-in, every chain's samples are counted
+#'   in windows (the last Gelman-Rubin window of `psi` steps, then the
+#'   extensions, at least `psi` steps each).  The chains are independent, so
+#'   in each window the spread of the chains' counts estimates the variance
+#'   of the window's total without any model of the indicator's
+#'   correlation; the windows' variances add up (adjacent windows of a chain
+#'   correlate only over a few mixing times) to `se^2`, the squared standard
+#'   error of the pooled estimate.  With `t` the `(1 + s) / 2` quantile of
+#'   Student's t on `trajectories - 1` degrees of freedom, the sample size
+#'   asked for is `N = max(N_RL, n * (t * se / r)^2, 2 * psi * trajectories)`
+#'   where `n` is the samples pooled so far and `N_RL = alpha * beta * (2 -
+#'   alpha - beta) / (alpha + beta)^3 * (qnorm((1 + s) / 2) / r)^2` is
+#'   Raftery and Lewis' size for a first-order two-state indicator (thinning
+#'   k = 1, as in the paper).  `N_RL` alone is optimistic when the
+#'   indicator has slow modes (on the shipped example at p = 0.01, r =
+#'   0.005, s = 0.95 it gave estimates within r in 62% of seeds; the spread
+#'   gives 94-99%: `make pbn-coverage` runs that check on three networks and
+#'   two p).  The run stops when `n >= N` and `t * se <= r`, and returns
+#'   the interval `probability -+ t * se` (`lower`, `upper`), which lies
+#'   within `-+ r` and covers the stationary probability at about rate
+#'   `s`.
 #' @section Dynamics: Synchronous (as in the paper): in each step each
 #'   perturbable node flips with probability `p`; if any node flips, no
 #'   function is applied in that step; otherwise every node picks one of its
@@ -275,8 +299,10 @@ pbn_check_net <- function(pbn) {
 #'   rounds). The exact method ignores it.
 #' @param verbose Show a progress bar for long runs.
 #' @return A data.frame of class `pbnSteadyState`, one row per set:
-#'   `set`, `probability`, `lower` and `upper` (`probability -+ r`, clipped
-#'   to \[0, 1\]), `N` (sample size the two-state method asked for), `M`
+#'   `set`, `probability`, `lower` and `upper` (`probability -+ t * se`,
+#'   clipped to \[0, 1\]; see Accuracy), `se` (standard error of
+#'   `probability` from the chains' spread), `N` (sample size the method
+#'   asked for, see Accuracy), `M`
 #'   (burn-in it asked for), `alpha`, `beta` (estimated 0->1 and 1->0
 #'   transition probabilities of the meta-state), `samples` (pooled samples
 #'   used), `trajectories`, `rhat` (Gelman-Rubin on the indicator, NA when no
@@ -297,6 +323,11 @@ pbn_check_net <- function(pbn) {
 #' pbnSteadyState(net, c(Apoptosis = TRUE), r = 0.01, seed = 1,
 #'                backend = "cpu", threads = 1, verbose = FALSE)
 #' pbnSteadyState(net, c(Apoptosis = TRUE), method = "exact")
+#' sets <- list(Apoptosis = c(Apoptosis = TRUE), "Survival,!Death" = c(Survival = TRUE, Death = FALSE))
+#' est <- pbnSteadyState(net, sets, p = 0.01, r = 0.01, seed = 1, backend = "cpu",
+#'                       threads = 1, verbose = FALSE)
+#' summary(est)
+#' plot(est, exact = pbnSteadyState(net, sets, p = 0.01, method = "exact"))
 #' @export
 pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
                            update = c("synchronous", "asynchronous"),
@@ -347,7 +378,7 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
     if (!conv) warning(sprintf("exact method: power iteration stopped after %d iterations (change %.3g)",
                                as.integer(ex[[2L]][[1L]]), ex[[2L]][[2L]]), call. = FALSE)
     res <- data.frame(set = labels, probability = prob, lower = prob, upper = prob,
-                      N = NA_real_, M = NA_real_, alpha = NA_real_, beta = NA_real_,
+                      se = 0, N = NA_real_, M = NA_real_, alpha = NA_real_, beta = NA_real_,
                       samples = NA_real_, trajectories = NA_real_, rhat = NA_real_,
                       steps = ex[[2L]][[1L]], seconds = secs, converged = conv,
                       stringsAsFactors = FALSE)
@@ -369,7 +400,8 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   # function steps at a fixed point at once (the tests switch them off to
   # check that the results stay the same)
   params <- c(seed, trajectories, r, stats::qnorm((1 + s) / 2), epsilon, 128, 1.01, max_len, 20,
-              !isTRUE(getOption("sysbioGPU.pbnGeneralStep")), !isTRUE(getOption("sysbioGPU.pbnNoSkip")))
+              !isTRUE(getOption("sysbioGPU.pbnGeneralStep")), !isTRUE(getOption("sysbioGPU.pbnNoSkip")),
+              stats::qt((1 + s) / 2, df = trajectories - 1))
   t0 <- proc.time()[["elapsed"]]
   if (is.null(BPPARAM)) {
     o <- .Call(ffi_pbn_steady, flat, sets_l, params, a$gpu, a$threads, a$devices, verbose)
@@ -382,7 +414,8 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   secs <- proc.time()[["elapsed"]] - t0
   prob <- o[[1L]]
   res <- data.frame(set = labels, probability = prob,
-                    lower = pmax(0, prob - r), upper = pmin(1, prob + r),
+                    lower = pmax(0, prob - params[[12L]] * o[[10L]]),
+                    upper = pmin(1, prob + params[[12L]] * o[[10L]]), se = o[[10L]],
                     N = o[[5L]], M = o[[6L]], alpha = o[[2L]], beta = o[[3L]],
                     samples = o[[7L]], trajectories = trajectories,
                     rhat = ifelse(is.nan(o[[4L]]), NA_real_, o[[4L]]),
@@ -472,10 +505,73 @@ print.pbnSteadyState <- function(x, ...) {
                 if (a$backend == "gpu") sprintf("GPU %s (%s)", paste(a$device, collapse = ", "), a$deviceName) else "CPU",
                 a$p, a$update, format(a$seed, scientific = FALSE), a$nodesSimulated, a$burnin))
   }
+  print(as.data.frame(x), ...)
+  invisible(x)
+}
+
+#' @rdname pbnSteadyState
+#' @param row.names,optional Unused (for the generic).
+#' @export
+as.data.frame.pbnSteadyState <- function(x, row.names = NULL, optional = FALSE, ...) {
+  a <- attributes(x)
   y <- x
   class(y) <- "data.frame"
   for (nm in setdiff(names(a), c("names", "row.names", "class"))) attr(y, nm) <- NULL
-  print(y, ...)
+  y
+}
+
+#' @rdname pbnSteadyState
+#' @param object A `pbnSteadyState` result.
+#' @export
+summary.pbnSteadyState <- function(object, ...) {
+  a <- attributes(object)
+  structure(list(method = a$method, backend = a$backend, p = a$p, update = a$update,
+                 sets = nrow(object), converged = sum(object$converged),
+                 halfWidth = max((object$upper - object$lower) / 2),
+                 samples = if (identical(a$method, "exact")) NA_real_ else max(object$samples),
+                 steps = max(object$steps), seconds = max(object$seconds),
+                 nodesSimulated = a$nodesSimulated,
+                 table = as.data.frame(object)[, c("set", "probability", "lower", "upper", "converged")]),
+            class = "summary.pbnSteadyState")
+}
+
+#' @export
+print.summary.pbnSteadyState <- function(x, ...) {
+  cat(sprintf("pbnSteadyState (%s, %s, p = %g, %s): %d set(s), %d converged, %d node(s) simulated\n",
+              x$method, x$backend, x$p, x$update, x$sets, x$converged, x$nodesSimulated))
+  if (identical(x$method, "exact")) {
+    cat(sprintf("  exact stationary distribution, %g power iteration(s), %.3g s\n", x$steps, x$seconds))
+  } else {
+    cat(sprintf("  widest interval half-width %.3g; %.4g pooled samples, %.4g steps, %.3g s\n",
+                x$halfWidth, x$samples, x$steps, x$seconds))
+  }
+  print(x$table, row.names = FALSE, ...)
+  invisible(x)
+}
+
+#' @rdname pbnSteadyState
+#' @param exact Optional result of `method = "exact"` on the same sets (and
+#'   network, `p`, `update`): plotted beside the estimates.
+#' @param main Plot title.
+#' @export
+plot.pbnSteadyState <- function(x, exact = NULL, main = "pbnSteadyState", ...) {
+  if (!is.null(exact) && (!inherits(exact, "pbnSteadyState") || !identical(exact$set, x$set)))
+    stop_input("`exact` must be a pbnSteadyState result over the same sets as `x`", call = NULL)
+  k <- nrow(x)
+  y <- rev(seq_len(k))
+  off <- if (is.null(exact)) 0 else 0.15
+  # room for the set labels at the left
+  old <- graphics::par(mar = c(4, min(20, max(4, 0.45 * max(nchar(x$set)) + 1)), 3, 1))
+  on.exit(graphics::par(old))
+  graphics::plot(x$probability, y + off, xlim = range(0, 1, x$lower, x$upper), ylim = c(0.5, k + 0.5),
+                 pch = 19, yaxt = "n", xlab = "probability", ylab = "", main = main, ...)
+  graphics::segments(x$lower, y + off, x$upper, y + off, lwd = 2)
+  graphics::axis(2, at = y, labels = x$set, las = 1, cex.axis = 0.8)
+  leg <- if (identical(attr(x, "method"), "exact")) "exact" else "estimate and interval"
+  if (!is.null(exact)) {
+    graphics::points(exact$probability, y - off, pch = 4, col = 2, lwd = 2)
+    graphics::legend("bottomright", legend = c(leg, "exact"), pch = c(19, 4), col = c(1, 2), bty = "n", cex = 0.8)
+  }
   invisible(x)
 }
 
@@ -515,8 +611,9 @@ pbnSimulate <- function(pbn, steps, from = NULL, trajectories = 1, p = 0.001,
     stop_input("`steps` x `trajectories` x nodes is too large for a logical array", call = NULL)
   from_pairs <- NULL
   if (!is.null(from)) {
-    if (!(is.logical(from) || is.numeric(from)) || anyNA(from) || length(from) != n)
-      stop_input("`from` must be a logical vector over the ", n, " nodes, not ", arg_label(from), call = NULL)
+    if (!(is.logical(from) || is.numeric(from)) || anyNA(from) || length(from) != n ||
+        (is.numeric(from) && any(!from %in% c(0, 1))))
+      stop_input("`from` must be a logical (or 0/1) vector over the ", n, " nodes, not ", arg_label(from), call = NULL)
     if (!is.null(names(from))) {
       if (!setequal(names(from), net$nodes)) stop_input("`from` must name every node once", call = NULL)
       from <- from[net$nodes]

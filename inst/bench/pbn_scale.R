@@ -31,7 +31,7 @@ if (Sys.getenv("PBN_SCALE") == "bpparam") {
     net, setNames(TRUE, net$nodes[[1]]), p = 0.001, r = 1e-9, trajectories = 2^20, maxSteps = 8e9, reduce = FALSE,
     seed = 1, backend = "gpu", verbose = FALSE), a))))
   run("T-LGL 7 sets r 5e-6", function(a) suppressWarnings(do.call(pbnSteadyState, c(list(
-    tlgl, sets, p = 0.001, r = 5e-6, s = 0.95, seed = 1, backend = "gpu", maxSteps = 1e11, verbose = FALSE), a))))
+    tlgl, sets, p = 0.001, r = 5e-6, s = 0.95, seed = 1, backend = "gpu", maxSteps = 4e11, verbose = FALSE), a))))
   BiocParallel::bpstop(snow)
   quit(save = "no")
 }
@@ -45,7 +45,7 @@ for (dev in dev_sets) {
   }
   t0 <- proc.time()[["elapsed"]]
   res <- suppressWarnings(pbnSteadyState(tlgl, sets, p = 0.001, r = 5e-6, s = 0.95, seed = 1, backend = "gpu",
-                                         device = dev, maxSteps = 1e11, verbose = FALSE))
+                                         device = dev, maxSteps = 4e11, verbose = FALSE))
   el <- proc.time()[["elapsed"]] - t0
   cat(sprintf("T-LGL 7 sets r 5e-6 GPUs %s: %.2f s, %.3g steps, all converged %s, Apoptosis %.6f\n",
               paste(dev, collapse = ","), el, res$steps[[1]], all(res$converged), res$probability[[1]]))

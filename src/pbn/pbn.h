@@ -112,6 +112,7 @@ typedef struct sbg_pbn_params {
   uint64_t seed;
   int64_t n_chains;       /* trajectories; chain c draws from subsequence c */
   double r, z, epsilon;   /* accuracy, normal quantile (1+s)/2, burn-in precision */
+  double t;               /* Student t quantile (1+s)/2 on n_chains - 1 degrees of freedom */
   int64_t psi0;           /* first Gelman-Rubin window */
   double rhat_max;        /* R-hat accepted below this */
   int64_t max_len;        /* steps per chain at most */
@@ -127,6 +128,7 @@ typedef struct sbg_pbn_result {
   double *prob, *alpha, *beta, *rhat;
   double *n_req, *burnin_req;  /* N and M of the last estimate */
   double *samples;             /* pooled samples the estimate uses */
+  double *se;                  /* standard error of prob, from the chains' spread */
   int *converged;
   double steps_per_chain;      /* total, burn-in included */
   double burnin;               /* steps per chain discarded */

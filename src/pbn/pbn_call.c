@@ -14,22 +14,32 @@ enum {
   NET_ASYNC, NET_FUN_PROB, NET_FIRST_THRESH, NET_SKIP_THRESH, NET_LEN
 };
 
+/* The flattened network, sets and parameters come from R lists that a user
+ * may have edited (through the pbn object): every size, index range and
+ * probability threshold is checked, and a failure is a classed input error
+ * (sysbioGPU_error_input), never an assertion. */
+#define PBN_CHECK(cond)                                                               \
+  do {                                                                                \
+    if (!(cond)) sbg_stop(SBG_ERR_INPUT, "pbn: invalid network or sets (" #cond "): " \
+                                         "build the network with pbn() or readPBN()"); \
+  } while (0)
+
 static const int32_t *int_el(SEXP l, int i, R_xlen_t len) {
   SEXP x = VECTOR_ELT(l, i);
-  SBG_ASSERT(TYPEOF(x) == INTSXP && (len < 0 || XLENGTH(x) == len));
+  PBN_CHECK(TYPEOF(x) == INTSXP && (len < 0 || XLENGTH(x) == len));
   return (const int32_t *)INTEGER(x);
 }
 
 static const double *real_el(SEXP l, int i, R_xlen_t len) {
   SEXP x = VECTOR_ELT(l, i);
-  SBG_ASSERT(TYPEOF(x) == REALSXP && (len < 0 || XLENGTH(x) == len));
+  PBN_CHECK(TYPEOF(x) == REALSXP && (len < 0 || XLENGTH(x) == len));
   return REAL(x);
 }
 
 static uint64_t *u64_from_real(const double *x, R_xlen_t n) {
   uint64_t *o = (uint64_t *)R_alloc((size_t)(n > 0 ? n : 1), sizeof(uint64_t));
   for (R_xlen_t i = 0; i < n; i++) {
-    SBG_ASSERT(x[i] >= 0 && x[i] <= 4294967296.0);
+    PBN_CHECK(x[i] >= 0 && x[i] <= 4294967296.0);
     o[i] = (uint64_t)x[i];
   }
   return o;
@@ -37,7 +47,7 @@ static uint64_t *u64_from_real(const double *x, R_xlen_t n) {
 
 /* 64-bit words given by R as pairs of 32-bit integers (low, high). */
 static uint64_t *u64_from_pairs(SEXP x) {
-  SBG_ASSERT(TYPEOF(x) == INTSXP && XLENGTH(x) % 2 == 0);
+  PBN_CHECK(TYPEOF(x) == INTSXP && XLENGTH(x) % 2 == 0);
   R_xlen_t n = XLENGTH(x) / 2;
   uint64_t *o = (uint64_t *)R_alloc((size_t)(n > 0 ? n : 1), sizeof(uint64_t));
   const uint32_t *v = (const uint32_t *)INTEGER(x);
@@ -46,13 +56,14 @@ static uint64_t *u64_from_pairs(SEXP x) {
 }
 
 static void net_from_list(SEXP l, sbg_pbn_net *net) {
-  SBG_ASSERT(TYPEOF(l) == VECSXP && XLENGTH(l) == NET_LEN);
+  PBN_CHECK(TYPEOF(l) == VECSXP && XLENGTH(l) == NET_LEN);
   memset(net, 0, sizeof *net);
   net->n = int_el(l, NET_N, 1)[0];
-  SBG_ASSERT(net->n >= 1);
+  PBN_CHECK(net->n >= 1);
   net->n_words = (net->n + 63) / 64;
   net->fun_start = int_el(l, NET_FUN_START, net->n + 1);
   int32_t nf = net->fun_start[net->n];
+  PBN_CHECK(nf >= net->n);
   net->fun_thresh = u64_from_real(real_el(l, NET_FUN_THRESH, nf), nf);
   net->fun_k = int_el(l, NET_FUN_K, nf);
   net->in_start = int_el(l, NET_IN_START, nf);
@@ -62,66 +73,70 @@ static void net_from_list(SEXP l, sbg_pbn_net *net) {
   int64_t *tab_start = (int64_t *)R_alloc((size_t)(nf > 0 ? nf : 1), sizeof(int64_t));
   R_xlen_t n_tab = XLENGTH(VECTOR_ELT(l, NET_TABLES));
   for (int32_t f = 0; f < nf; f++) {
+    PBN_CHECK(ts[f] >= 0 && ts[f] < 9e15);  /* also refuses NaN before the cast */
     tab_start[f] = (int64_t)ts[f];
     int32_t k = net->fun_k[f];
-    SBG_ASSERT(k >= 0 && k <= 24);
-    SBG_ASSERT(net->in_start[f] >= 0 && net->in_start[f] + k <= n_in);
-    SBG_ASSERT(tab_start[f] >= 0 && tab_start[f] + ((((int64_t)1 << k) + 31) / 32) <= n_tab);
-    SBG_ASSERT(net->fun_thresh[f] <= 4294967296ULL);
+    PBN_CHECK(k >= 0 && k <= 24);
+    PBN_CHECK(net->in_start[f] >= 0 && net->in_start[f] + k <= n_in);
+    PBN_CHECK(tab_start[f] >= 0 && tab_start[f] + ((((int64_t)1 << k) + 31) / 32) <= n_tab);
+    PBN_CHECK(net->fun_thresh[f] <= 4294967296ULL);
   }
+  PBN_CHECK(net->fun_start[0] == 0);
   for (int32_t i = 0; i < net->n; i++) {
-    SBG_ASSERT(net->fun_start[i] < net->fun_start[i + 1]);
-    SBG_ASSERT(net->fun_thresh[net->fun_start[i + 1] - 1] == 4294967296ULL);
+    PBN_CHECK(net->fun_start[i] < net->fun_start[i + 1]);
+    for (int32_t f = net->fun_start[i] + 1; f < net->fun_start[i + 1]; f++)
+      PBN_CHECK(net->fun_thresh[f - 1] <= net->fun_thresh[f]);  /* probabilities >= 0 */
+    PBN_CHECK(net->fun_thresh[net->fun_start[i + 1] - 1] == 4294967296ULL);
   }
-  for (R_xlen_t j = 0; j < n_in; j++) SBG_ASSERT(net->inputs[j] >= 0 && net->inputs[j] < net->n);
+  for (R_xlen_t j = 0; j < n_in; j++) PBN_CHECK(net->inputs[j] >= 0 && net->inputs[j] < net->n);
   net->tab_start = tab_start;
   net->tables = (const uint32_t *)int_el(l, NET_TABLES, -1);
   net->sel_rank = int_el(l, NET_SEL_RANK, net->n);
   net->n_sel_total = int_el(l, NET_N_SEL_TOTAL, 1)[0];
-  for (int32_t i = 0; i < net->n; i++) SBG_ASSERT(net->sel_rank[i] < net->n_sel_total);
+  for (int32_t i = 0; i < net->n; i++) PBN_CHECK(net->sel_rank[i] >= -1 && net->sel_rank[i] < net->n_sel_total);
   SEXP pn = VECTOR_ELT(l, NET_PERT_NODE);
   net->n_pert_total = (int32_t)XLENGTH(pn);
   net->pert_node = int_el(l, NET_PERT_NODE, -1);
-  for (int32_t j = 0; j < net->n_pert_total; j++) SBG_ASSERT(net->pert_node[j] < net->n);
+  for (int32_t j = 0; j < net->n_pert_total; j++) PBN_CHECK(net->pert_node[j] >= -1 && net->pert_node[j] < net->n);
   net->gap_thresh = u64_from_real(real_el(l, NET_GAP_THRESH, net->n_pert_total + 1), net->n_pert_total + 1);
   SEXP nof = VECTOR_ELT(l, NET_NODE_OF_FULL);
   net->n_total = (int32_t)XLENGTH(nof);
-  SBG_ASSERT(net->n_total >= net->n);
+  PBN_CHECK(net->n_total >= net->n);
   net->node_of_full = int_el(l, NET_NODE_OF_FULL, -1);
-  for (int32_t j = 0; j < net->n_total; j++) SBG_ASSERT(net->node_of_full[j] < net->n);
+  for (int32_t j = 0; j < net->n_total; j++) PBN_CHECK(net->node_of_full[j] >= -1 && net->node_of_full[j] < net->n);
   net->async = int_el(l, NET_ASYNC, 1)[0];
   net->first_thresh = u64_from_real(real_el(l, NET_FIRST_THRESH, net->n_pert_total + 1),
                                     net->n_pert_total + 1);
-  SBG_ASSERT(net->first_thresh[0] == 4294967296ULL && (net->n_pert_total == 0 || net->first_thresh[net->n_pert_total] == 0));
+  PBN_CHECK(net->first_thresh[0] == 4294967296ULL && (net->n_pert_total == 0 || net->first_thresh[net->n_pert_total] == 0));
   SEXP sk = VECTOR_ELT(l, NET_SKIP_THRESH);
   net->n_skip = (int32_t)XLENGTH(sk) - 1;
-  SBG_ASSERT(net->n_skip >= 1 && net->n_skip <= 4096);
+  PBN_CHECK(net->n_skip >= 1 && net->n_skip <= 4096);
   net->skip_thresh = u64_from_real(real_el(l, NET_SKIP_THRESH, -1), net->n_skip + 1);
-  SBG_ASSERT(net->skip_thresh[0] == 4294967296ULL);
-  for (int32_t j = 0; j < net->n_skip; j++) SBG_ASSERT(net->skip_thresh[j + 1] <= net->skip_thresh[j]);
+  PBN_CHECK(net->skip_thresh[0] == 4294967296ULL);
+  for (int32_t j = 0; j < net->n_skip; j++) PBN_CHECK(net->skip_thresh[j + 1] <= net->skip_thresh[j]);
   /* a function step is deterministic: its fixed points hold to the next perturbation */
   net->det = !net->async;
   for (int32_t i = 0; i < net->n; i++) if (net->sel_rank[i] >= 0) net->det = 0;
 }
 
 static void sets_from_list(SEXP l, int32_t n_words, sbg_pbn_sets *s) {
-  SBG_ASSERT(TYPEOF(l) == VECSXP && XLENGTH(l) == 4);
+  PBN_CHECK(TYPEOF(l) == VECSXP && XLENGTH(l) == 4);
   SEXP st = VECTOR_ELT(l, 0);
-  SBG_ASSERT(TYPEOF(st) == INTSXP && XLENGTH(st) >= 1);
+  PBN_CHECK(TYPEOF(st) == INTSXP && XLENGTH(st) >= 1);
   s->n_sets = (int32_t)XLENGTH(st) - 1;
   s->set_start = INTEGER(st);
   int32_t ne = s->set_start[s->n_sets];
   s->word = int_el(l, 1, ne);
-  for (int32_t e = 0; e < ne; e++) SBG_ASSERT(s->word[e] >= 0 && s->word[e] < n_words);
-  SBG_ASSERT(XLENGTH(VECTOR_ELT(l, 2)) == 2 * ne && XLENGTH(VECTOR_ELT(l, 3)) == 2 * ne);
+  for (int32_t e = 0; e < ne; e++) PBN_CHECK(s->word[e] >= 0 && s->word[e] < n_words);
+  PBN_CHECK(XLENGTH(VECTOR_ELT(l, 2)) == 2 * ne && XLENGTH(VECTOR_ELT(l, 3)) == 2 * ne);
   s->pos = u64_from_pairs(VECTOR_ELT(l, 2));
   s->neg = u64_from_pairs(VECTOR_ELT(l, 3));
 }
 
 /* params: seed, chains, r, z, epsilon, psi0, rhat_max, max_len, min_switches, small,
- * skip (0: no fixed-point skip, for the tests: same results) */
+ * skip (0: no fixed-point skip, for the tests: same results), t */
 static void params_from_real(SEXP params, sbg_pbn_net *net, sbg_pbn_params *p) {
-  SBG_ASSERT(TYPEOF(params) == REALSXP && XLENGTH(params) == 11);
+  PBN_CHECK(TYPEOF(params) == REALSXP && XLENGTH(params) == 12);
   const double *pv = REAL(params);
   memset(p, 0, sizeof *p);
   p->seed = (uint64_t)pv[0];
@@ -135,12 +150,15 @@ static void params_from_real(SEXP params, sbg_pbn_net *net, sbg_pbn_params *p) {
   p->min_switches = (int64_t)pv[8];
   p->small = pv[9] != 0;
   if (pv[10] == 0) net->det = 0;
-  SBG_ASSERT(p->n_chains >= 2 && p->psi0 >= 2 && p->max_len >= 4);
+  p->t = pv[11];
+  PBN_CHECK(p->n_chains >= 2 && p->psi0 >= 2 && p->max_len >= 4 && p->t > 0 && p->r > 0);
 }
 
-/* prob, alpha, beta, rhat, N, M, samples, converged, c(steps, burnin, psi) */
+/* prob, alpha, beta, rhat, N, M, samples, converged, c(steps, burnin, psi), se */
 static SEXP result_alloc(int32_t S, sbg_pbn_result *out) {
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 9));
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 10));
+  SET_VECTOR_ELT(ans, 9, Rf_allocVector(REALSXP, S));
+  out->se = REAL(VECTOR_ELT(ans, 9));
   double *cols[7];
   for (int j = 0; j < 7; j++) {
     SET_VECTOR_ELT(ans, j, Rf_allocVector(REALSXP, S));

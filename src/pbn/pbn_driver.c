@@ -54,6 +54,20 @@ static void pbn_raftery_lewis(const uint64_t *pool, double samples, const sbg_pb
   *N = n > 1 ? (n < 1e18 ? n : 1e18) : 1;
 }
 
+/* One counted window's share of the variance of the pooled estimate.  The
+ * chains are independent, so the spread of their counts c_i (K = sum c_i,
+ * Q = sum c_i^2 over omega chains) estimates the variance of the window's
+ * total honestly, whatever the chain's correlation structure:
+ * L^2 Var(window mean) = (omega Q - K^2) / (omega^2 (omega - 1)).  Windows
+ * are added as independent (adjacent windows of a chain correlate over a
+ * few mixing times, small next to the windows' lengths).  omega Q - K^2 is
+ * formed exactly in 128 bits (doubles would cancel). */
+static double pbn_window_var(uint64_t K, uint64_t Q, double omega) {
+  unsigned __int128 a = (unsigned __int128)Q * (uint64_t)omega, b = (unsigned __int128)K * K;
+  double d = a > b ? (double)(a - b) : 0.0;
+  return d / (omega * omega * (omega - 1.0));
+}
+
 sbg_status sbg_pbn_two_state(sbg_pbn_engine *e, const sbg_pbn_params *p, int32_t S,
                              sbg_pbn_result *out, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
@@ -61,7 +75,8 @@ sbg_status sbg_pbn_two_state(sbg_pbn_engine *e, const sbg_pbn_params *p, int32_t
   uint64_t *sums = (uint64_t *)calloc((size_t)(S > 0 ? S : 1) * SBG_PBN_NSUM, sizeof(uint64_t));
   uint64_t *pool = (uint64_t *)calloc((size_t)(S > 0 ? S : 1) * 3, sizeof(uint64_t));
   int *ok = (int *)calloc((size_t)(S > 0 ? S : 1), sizeof(int));
-  if (!sums || !pool || !ok) {
+  double *var = (double *)calloc((size_t)(S > 0 ? S : 1), sizeof(double));
+  if (!sums || !pool || !ok || !var) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the counts of %d sets", (int)S);
     goto done;
   }
@@ -90,14 +105,28 @@ sbg_status sbg_pbn_two_state(sbg_pbn_engine *e, const sbg_pbn_params *p, int32_t
 
   /* pooled counts start with the last window */
   int64_t burnin = len - psi, per_chain = psi;
-  for (int32_t s = 0; s < S; s++)
+  for (int32_t s = 0; s < S; s++) {
     for (int j = 0; j < 3; j++) pool[s * 3 + j] = sums[s * SBG_PBN_NSUM + j];
+    var[s] = pbn_window_var(sums[s * SBG_PBN_NSUM], sums[s * SBG_PBN_NSUM + 3], omega);
+  }
 
   for (;;) {
     double samples = (double)per_chain * omega, need = 0, m_need = 0;
     for (int32_t s = 0; s < S; s++) {
       pbn_raftery_lewis(pool + s * 3, samples, p, &out->alpha[s], &out->beta[s],
                         &out->burnin_req[s], &out->n_req[s], &ok[s]);
+      /* Raftery-Lewis' N assumes a first-order two-state indicator; the
+       * chains' spread gives the standard error without that assumption:
+       * ask for the samples that bring t * se down to r (se ~ 1/sqrt(n)). */
+      out->se[s] = per_chain > 0 ? sqrt(var[s]) / (double)per_chain : NAN;
+      if (ok[s] && per_chain > 0) {
+        double h = p->t * out->se[s] / p->r, nv = ceil(samples * h * h);
+        if (nv > out->n_req[s]) out->n_req[s] = nv < 1e18 ? nv : 1e18;
+      }
+      /* and never less than two windows of psi steps per chain: the last
+       * Gelman-Rubin window alone (few events per chain for a rare set)
+       * gave skewed chain counts and intervals that covered 93% for 95% */
+      if (ok[s] && out->n_req[s] < 2.0 * (double)psi * omega) out->n_req[s] = 2.0 * (double)psi * omega;
       if (out->n_req[s] > need) need = out->n_req[s];
       if (out->burnin_req[s] > m_need) m_need = out->burnin_req[s];
     }
@@ -117,6 +146,7 @@ sbg_status sbg_pbn_two_state(sbg_pbn_engine *e, const sbg_pbn_params *p, int32_t
       burnin = len;
       per_chain = 0;
       memset(pool, 0, sizeof(uint64_t) * (size_t)S * 3);
+      memset(var, 0, sizeof(double) * (size_t)S);
       samples = 0;
       if (len >= p->max_len) break;
     } else if (need <= samples) {
@@ -124,17 +154,24 @@ sbg_status sbg_pbn_two_state(sbg_pbn_engine *e, const sbg_pbn_params *p, int32_t
     }
     if (len >= p->max_len) break;
     double ext_d = ceil((need - samples) / omega);
-    if (ext_d < 1) ext_d = 1;
+    /* at least a Gelman-Rubin window: no short windows whose correlation
+     * with their neighbours the variance sum would miss */
+    if (ext_d < (double)psi) ext_d = (double)psi;
     if (need <= samples && per_chain == 0) ext_d = (double)psi;  /* after a reset */
     int64_t ext = ext_d > (double)(p->max_len - len) ? p->max_len - len : (int64_t)ext_d;
+    /* counted pieces short enough that the sums of squared counts fit 64 bits */
+    double qcap = floor(sqrt(9.2e18 / omega));
+    int64_t piece_max = qcap < (double)PBN_ADVANCE_MAX ? (int64_t)qcap : PBN_ADVANCE_MAX;
     while (ext > 0) {
-      int64_t piece = ext < PBN_ADVANCE_MAX ? ext : PBN_ADVANCE_MAX;
+      int64_t piece = ext < piece_max ? ext : piece_max;
       double lo = 0.05 + 0.95 * samples / (need > samples ? need : samples + 1);
       double hi = 0.05 + 0.95 * (samples + (double)piece * omega) / (need > samples ? need : samples + 1);
       if (hi > 1) hi = 1;
       if ((st = e->advance(e, piece, 1, sums, lo, hi, ctx)) != SBG_OK) goto done;
-      for (int32_t s = 0; s < S; s++)
+      for (int32_t s = 0; s < S; s++) {
         for (int j = 0; j < 3; j++) pool[s * 3 + j] += sums[s * SBG_PBN_NSUM + j];
+        var[s] += pbn_window_var(sums[s * SBG_PBN_NSUM], sums[s * SBG_PBN_NSUM + 3], omega);
+      }
       len += piece;
       per_chain += piece;
       samples = (double)per_chain * omega;
@@ -147,8 +184,9 @@ sbg_status sbg_pbn_two_state(sbg_pbn_engine *e, const sbg_pbn_params *p, int32_t
     for (int32_t s = 0; s < S; s++) {
       out->samples[s] = samples;
       out->prob[s] = samples > 0 ? (double)pool[s * 3] / samples : NAN;
+      out->se[s] = per_chain > 0 ? sqrt(var[s]) / (double)per_chain : NAN;
       out->converged[s] = ok[s] && out->n_req[s] <= samples && out->burnin_req[s] <= (double)burnin &&
-                          !(out->rhat[s] > p->rhat_max);
+                          !(out->rhat[s] > p->rhat_max) && p->t * out->se[s] <= p->r;
     }
     out->steps_per_chain = (double)len;
     out->burnin = (double)burnin;
@@ -157,5 +195,6 @@ done:
   free(sums);
   free(pool);
   free(ok);
+  free(var);
   return st;
 }

@@ -16,11 +16,6 @@ known_failing <- c(
   # parCosnet (D1 hang, D2 crashes; edited dgCMatrix slots accepted)
   "cosnet/W=weights x 1e308", "cosnet/W@i negative", "cosnet/W@i too large", "cosnet/W@Dim lies",
   "cosnet/W@p too long", "cosnet/W@p decreasing", "cosnet/W@x shorter",
-  # R/pbnSteadyState.R pbn_check_net, R/pbn-io.R (D10 and new): edited pbn objects
-  "pss/pbn probabilities c(5,-4)", "pss/pbn probabilities NA", "pss/pbn words NA",
-  "pss/pbn unknown input", "pss/pbn duplicated nodes", "pss/pbn functions missing",
-  "pss/pbn perturbable NA", "pbn/NA rule", "pbn/deep expression",
-  "as.pbn/BoolNet truth table of the wrong length",
   # R/grnEvolve.R (D8, D9, match.arg)
   "grn/selection=\"nope\"", "grn/selection=NA", "grn/selection=1", "grn/selection=character(0)",
   "grn/5-gene network with defaults", "grn/generations=1e9 with timeLimit=1",

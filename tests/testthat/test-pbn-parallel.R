@@ -13,7 +13,7 @@ test_that("a block's exported state continues exactly as one engine advancing st
   keep <- rep(TRUE, length(net$nodes))
   flat <- sysbioGPU:::pbn_flatten(net, keep, 0.01, FALSE)
   sets_l <- sysbioGPU:::pbn_sets_list(list(c(Survival = TRUE), c(Apoptosis = TRUE)), flat$node_of_full, net$nodes)
-  params <- c(7, 10, 0.01, 1.96, 1e-10, 128, 1.01, 1e6, 20, 1, 1)
+  params <- c(7, 10, 0.01, 1.96, 1e-10, 128, 1.01, 1e6, 20, 1, 1, stats::qt(0.975, 9))
   blk <- function(range, state, steps, count = TRUE, small = 1) {
     params[[10]] <- small
     .Call(sysbioGPU:::ffi_pbn_block, flat, sets_l, params, range, state, steps, count, FALSE, 1L, 0L)

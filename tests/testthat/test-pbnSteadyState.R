@@ -218,7 +218,7 @@ test_that("two-state estimates on a network with fixed points match the exact me
   sets <- list(c(x1 = TRUE), c(x2 = TRUE, x4 = FALSE))
   ex <- pbnSteadyState(net, sets, p = 0.02, method = "exact", verbose = FALSE)
   tr <- pbnSteadyState(net, sets, p = 0.02, r = 0.01, seed = 4, backend = "cpu", verbose = FALSE)
-  expect_true(all(abs(tr$probability - ex$probability) < 0.02))
+  expect_true(all(abs(tr$probability - ex$probability) <= 0.01))
 })
 
 # ---- exact method ------------------------------------------------------------
@@ -299,13 +299,13 @@ test_that("two-state agrees with the exact method on the example network", {
   f <- system.file("extdata", "pbn-example.bnet", package = "sysbioGPU")
   net <- readPBN(f)
   sets <- list(apoptosis = c(Apoptosis = TRUE), c(Survival = TRUE, Death = FALSE))
-  # The two-state method treats the indicator as a first-order Markov chain;
-  # slow modes (identity inputs flipping at rate p) make its N optimistic,
-  # so, as the paper does, the check is |estimate - exact| <= 2 r.
+  # Raftery-Lewis' N alone (a first-order two-state indicator) is optimistic
+  # here (slow modes: identity inputs flipping at rate p); N also follows the
+  # chains' spread, so the estimate is within r itself.
   ex <- pbnSteadyState(net, sets, p = 0.1, method = "exact", verbose = FALSE)
   tr <- pbnSteadyState(net, sets, p = 0.1, r = 0.01, seed = 11, backend = "cpu", verbose = FALSE)
   expect_equal(tr$set, c("apoptosis", "Survival=1,Death=0"))
-  expect_true(all(abs(tr$probability - ex$probability) < 0.02))
+  expect_true(all(abs(tr$probability - ex$probability) <= 0.01))
   expect_true(all(tr$converged))
   expect_true(all(tr$samples >= tr$N))
   expect_s3_class(tr, "pbnSteadyState")
@@ -313,7 +313,7 @@ test_that("two-state agrees with the exact method on the example network", {
   exa <- pbnSteadyState(net, sets, p = 0.1, update = "asynchronous", method = "exact", verbose = FALSE)
   tra <- pbnSteadyState(net, sets, p = 0.1, update = "asynchronous", r = 0.01, seed = 2,
                         backend = "cpu", verbose = FALSE)
-  expect_true(all(abs(tra$probability - exa$probability) < 0.02))
+  expect_true(all(abs(tra$probability - exa$probability) <= 0.01))
 })
 
 test_that("same seed, same result; threads do not change it; reduction does not change it", {
@@ -496,4 +496,130 @@ test_that("Ctrl-C stops a long pbnSteadyState run (CPU and GPU)", {
     expect_lt(as.numeric(difftime(Sys.time(), t0, units = "secs")), 15)
   }
   expect_equal(nrow(pbnSteadyState(net, c(Apoptosis = TRUE), method = "exact")), 1)
+})
+
+test_that("edited pbn objects are refused with classed errors, in R and in C (issue 15)", {
+  net <- pbn(list(A = c("!B" = 0.5, "B" = 0.5), B = "A", C = "A & B"))
+  run <- function(z) pbnSteadyState(z, r = 0.05, s = 0.9, seed = 1, backend = "cpu", threads = 1, verbose = FALSE)
+  edits <- list(
+    probs = function(z) { z$probabilities$A <- c(5, -4); z },
+    probsNA = function(z) { z$probabilities$B <- NA_real_; z },
+    sum = function(z) { z$probabilities$A <- c(0.2, 0.2); z },
+    words = function(z) { z$functions$C[[1]]$words <- NA_integer_; z },
+    wordRange = function(z) { z$functions$C[[1]]$words <- 70000L; z },
+    input = function(z) { z$functions$C[[1]]$inputs <- c("A", "Q"); z },
+    dup = function(z) { z$nodes <- c("A", "A", "C"); z },
+    missing = function(z) { z$functions$C <- NULL; z },
+    emptyFun = function(z) { z$functions$C <- list(); z },
+    notList = function(z) { z$functions$C <- list("A & B"); z },
+    nodesNA = function(z) { z$nodes[2] <- NA; z },
+    probsList = function(z) { z$probabilities <- NULL; z },
+    pert = function(z) { z$perturbable[1] <- NA; z })
+  for (nm in names(edits)) {
+    expect_error(run(edits[[nm]](net)), "not a valid pbn object", class = "sysbioGPU_error_input", info = nm)
+    expect_error(pbnSimulate(edits[[nm]](net), 3, seed = 1, backend = "cpu"), class = "sysbioGPU_error_input",
+                 info = nm)
+  }
+  # the C side checks the flattened lists itself (sizes, index ranges, thresholds)
+  flat <- pbn_flatten(net, rep(TRUE, 3), 0.01, FALSE)
+  sets <- pbn_sets_list(list(c(A = TRUE)), flat$node_of_full, net$nodes)
+  call <- function(fl) .Call(ffi_pbn_simulate, fl, 1, 1, 2, NULL, FALSE, 1L, 0L)
+  expect_type(call(flat), "integer")
+  bad <- list(function(z) { z$fun_thresh[1:2] <- z$fun_thresh[2:1]; z },
+              function(z) { z$inputs[1] <- 7L; z }, function(z) { z$tab_start[1] <- NaN; z },
+              function(z) { z$fun_start[4] <- -5L; z }, function(z) { z$n <- 0L; z },
+              function(z) { z$pert_node[1] <- -9L; z }, function(z) { z$fun_k[1] <- 30L; z },
+              function(z) { z$tables <- integer(0); z })
+  for (i in seq_along(bad)) expect_error(call(bad[[i]](flat)), "invalid network", class = "sysbioGPU_error_input", info = i)
+})
+
+test_that("pbn(), readPBN(), as.pbn() and pbnSimulate(from) refuse bad input (issue 15)", {
+  expect_error(pbn(list(A = NA_character_)), "nodes\\$A", class = "sysbioGPU_error_input")
+  expect_error(pbn(list(A = "  ")), class = "sysbioGPU_error_input")
+  expect_error(pbn(list(A = stats::setNames(1, NA_character_))), class = "sysbioGPU_error_input")
+  deep <- paste0(strrep("(", 5000), "A", strrep(")", 5000))
+  expect_error(pbn(list(A = deep)), "nesting deeper than 64", class = "sysbioGPU_error_input")
+  expect_error(pbn(list(A = paste0(strrep("!", 65), "A"))), "nesting", class = "sysbioGPU_error_input")
+  ok <- pbn(list(A = paste0(strrep("(", 63), "!A", strrep(")", 63))))
+  expect_identical(pbn_fun_table(ok$functions$A[[1]]), c(TRUE, FALSE))
+  f <- tempfile(fileext = ".bnet")
+  writeBin(c(charToRaw("targets, factors\nA, !A\nB, A\xff\n")), f)
+  expect_error(readPBN(f), "line 3: invalid UTF-8", class = "sysbioGPU_error_input")
+  writeBin(as.raw(c(0:255, 0:255)), f)
+  expect_error(readPBN(f), "invalid UTF-8", class = "sysbioGPU_error_input")
+  net <- pbn(list(A = "!B", B = "A", C = "A & B"))
+  expect_error(pbnSimulate(net, 3, from = c(2, 0, 1), seed = 1, backend = "cpu"), "`from`",
+               class = "sysbioGPU_error_input")
+  expect_error(pbnSimulate(net, 3, from = 2, seed = 1, backend = "cpu"), "`from`", class = "sysbioGPU_error_input")
+  skip_if_not_installed("BoolNet")
+  g <- tempfile(fileext = ".txt")
+  writeLines(c("targets, factors", "A, !B", "B, A"), g)
+  bn <- BoolNet::loadNetwork(g)
+  z <- bn; z$interactions$A$func <- c(1L, 0L, 1L)
+  expect_error(as.pbn(z), "gene 'A'.*3 entries", class = "sysbioGPU_error_input")
+  z <- bn; z$interactions$A$func <- c(1L, NA)
+  expect_error(as.pbn(z), "0/1", class = "sysbioGPU_error_input")
+  z <- bn; z$interactions$B$input <- 5L
+  expect_error(as.pbn(z), "gene 'B'", class = "sysbioGPU_error_input")
+})
+
+test_that("the accuracy promise holds at r: coverage over 100 seeds, binomial bound (issue 18)", {
+  # A slice of tools/pbn-coverage.R (make pbn-coverage: 3 networks, 2 p, 200
+  # seeds).  The truth comes from the exact method (power iteration over all
+  # states).  With s = 0.95 and 100 seeds, fewer than 88 within r has
+  # probability < 0.002 if the promise holds.
+  net <- readPBN(system.file("extdata", "pbn-example.bnet", package = "sysbioGPU"))
+  sets <- list(c(Apoptosis = TRUE), c(Survival = TRUE, Death = FALSE))
+  r <- 0.01; s <- 0.95
+  ex <- pbnSteadyState(net, sets, p = 0.01, method = "exact", verbose = FALSE)$probability
+  runs <- lapply(1:100, function(sd) pbnSteadyState(net, sets, p = 0.01, r = r, s = s, seed = sd,
+                                                    backend = "cpu", threads = 1, verbose = FALSE))
+  bound <- stats::qbinom(0.002, 100, s)
+  expect_equal(bound, 88)
+  for (j in 1:2) {
+    est <- vapply(runs, function(z) z$probability[[j]], 0)
+    lo <- vapply(runs, function(z) z$lower[[j]], 0)
+    hi <- vapply(runs, function(z) z$upper[[j]], 0)
+    expect_gte(sum(abs(est - ex[[j]]) <= r), bound)
+    expect_gte(sum(lo <= ex[[j]] & ex[[j]] <= hi), bound)
+    # se is the size of the actual error (against the exact value): an se
+    # too large would pass the two checks above at a needless cost (measured
+    # ratios 1.00 and 0.98; the bounds are about 4 standard errors of it)
+    se <- vapply(runs, function(z) z$se[[j]], 0)
+    ratio <- sqrt(mean((est - ex[[j]])^2)) / sqrt(mean(se^2))
+    expect_gt(ratio, 0.75)
+    expect_lt(ratio, 1.33)
+  }
+  for (z in runs) {
+    expect_true(all(z$converged))
+    # the interval lies within +-r, and N is at least Raftery-Lewis' N from
+    # the returned alpha and beta (first-order two-state chain, k = 1)
+    expect_true(all(z$upper - z$probability <= r + 1e-12 & z$probability - z$lower <= r + 1e-12))
+    a <- z$alpha; b <- z$beta
+    n_rl <- ceiling(a * b * (2 - a - b) / (a + b)^3 * (stats::qnorm((1 + s) / 2) / r)^2)
+    expect_true(all(z$N >= n_rl & z$samples >= z$N))
+  }
+})
+
+test_that("summary(), as.data.frame() and plot() of pbnSteadyState results", {
+  net <- readPBN(system.file("extdata", "pbn-example.bnet", package = "sysbioGPU"))
+  sets <- list(A = c(Apoptosis = TRUE), S = c(Survival = TRUE, Death = FALSE))
+  est <- pbnSteadyState(net, sets, p = 0.1, r = 0.02, seed = 1, backend = "cpu", threads = 1, verbose = FALSE)
+  ex <- pbnSteadyState(net, sets, p = 0.1, method = "exact", verbose = FALSE)
+  df <- as.data.frame(est)
+  expect_identical(class(df), "data.frame")
+  expect_null(attr(df, "seed"))
+  expect_identical(df$probability, est$probability)
+  expect_identical(names(df)[1:5], c("set", "probability", "lower", "upper", "se"))
+  sm <- summary(est)
+  expect_s3_class(sm, "summary.pbnSteadyState")
+  expect_equal(sm$halfWidth, max(est$upper - est$lower) / 2)
+  expect_lte(sm$halfWidth, 0.02)
+  expect_output(print(sm), "2 set\\(s\\), 2 converged")
+  expect_output(print(summary(ex)), "exact stationary distribution")
+  pdf(NULL)
+  on.exit(grDevices::dev.off(), add = TRUE)
+  expect_invisible(plot(est, exact = ex))
+  expect_invisible(plot(ex))
+  expect_error(plot(est, exact = ex[1, ]), "same sets", class = "sysbioGPU_error_input")
 })
