@@ -52,6 +52,9 @@ edges_to_matrix <- function(from, to, weight, nodes = NULL, what = "edge list",
   methods::as(W, "generalMatrix")
 }
 
+# Largest weighted degree parCosnet() accepts (see as_cosnet_network()).
+cosnet_max_degree <- 1e300
+
 # W in any accepted form to a symmetric dgCMatrix with zero diagonal,
 # non-negative finite weights and no stored zeros (checked, never densified
 # when sparse).
@@ -64,6 +67,11 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
     wt <- if (is.null(wcol)) rep(1, nrow(W)) else W[[wcol]]
     M <- edges_to_matrix(W[[cols[1]]], W[[cols[2]]], wt, what = paste0("edge data.frame `", arg, "`"))
   } else if (is.matrix(W) || methods::is(W, "Matrix")) {
+    # slots edited by hand crash Matrix's own coercions: validate first
+    if (isS4(W)) {
+      ok <- tryCatch(methods::validObject(W, complete = TRUE), error = function(e) conditionMessage(e))
+      if (is.character(ok)) stop_input("`", arg, "` is not a valid ", class(W)[1], ": ", ok)
+    }
     if (is.matrix(W) && !is.numeric(W) && !is.logical(W)) {
       stop_input("`", arg, "` must be numeric, not a ", typeof(W), " matrix")
     }
@@ -116,8 +124,18 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
   }
   if (is.null(rn) && !is.null(cn)) rownames(M) <- cn
   if (!is.null(rn) && is.null(cn)) colnames(M) <- rn
+  # Weighted degrees: finite weights whose sums overflow would turn the
+  # learning step's points into Inf - Inf = NaN.  The learning step also
+  # multiplies them by slopes up to tan(1.57) ~ 1256, hence the margin.
+  d <- Matrix::rowSums(M)
+  big <- which(!(d <= cosnet_max_degree))
+  if (length(big)) {
+    stop_input("the weighted degree (sum of the weights) of node ",
+               if (is.null(rn)) big[1] else rownames(M)[big[1]], " of `", arg, "` is ",
+               format(d[big[1]], digits = 3), ": the sums of the weights must stay below ",
+               format(cosnet_max_degree), " (rescale `", arg, "`)")
+  }
   if (normalize) {
-    d <- Matrix::rowSums(M)
     s <- ifelse(d > 0, 1 / sqrt(d), 0)
     col <- rep.int(seq_len(ncol(M)), diff(M@p))
     # s_i * s_j first: the product is symmetric to the last bit.

@@ -102,11 +102,13 @@ static void intercept_sweep(const double *x, const double *y, const int8_t *lab,
   int64_t tp = 0, fp = 0, fn = n_pos;
   double best = f_score(tp, fn, fp), qb = 0;
   for (int64_t i = 0; i < m;) {
+    /* do-while: the group holds at least k[i], so the sweep advances even
+     * on a NaN key (which equals nothing, itself included) */
     int64_t j = i;
-    while (j < m && k[j].v == k[i].v) {
+    do {
       if (lab[k[j].i] > 0) { tp++; fn--; } else fp++;
       j++;
-    }
+    } while (j < m && k[j].v == k[i].v);
     double f = f_score(tp, fn, fp);
     if (f > best) { best = f; qb = k[i].v; }
     i = j;

@@ -423,3 +423,55 @@ test_that("GPU and CPU give identical results (cost = 0 and cost > 0)", {
   expect_identical(parCosnet(H, y, seed = 1, backend = "gpu", verbose = FALSE)$scores,
                    parCosnet(H, y, seed = 1, backend = "cpu", verbose = FALSE)$scores)
 })
+
+test_that("slots of W edited by hand give a classed error, in R and in C (issue 15 D2)", {
+  W <- cosnet_random_graph(30, 0.2, 5)
+  y <- stats::setNames(rep(c(1, 0, NA), 10), rownames(W))
+  run <- function(M) parCosnet(M, y, seed = 1, maxSweeps = 20, backend = "cpu", threads = 1,
+                               verbose = FALSE)
+  edits <- list(
+    i_negative = function(z) { z@i[1] <- -5L; z },
+    i_too_large = function(z) { z@i[1] <- 1000L; z },
+    p_too_long = function(z) { z@p <- c(z@p, 0L); z },
+    p_decreasing = function(z) { z@p[3] <- 0L; z },
+    x_shorter = function(z) { z@x <- z@x[-1]; z },
+    dim_lies = function(z) { z@Dim <- c(100L, 100L); z })
+  for (e in names(edits)) {
+    expect_error(run(edits[[e]](W)), class = "sysbioGPU_error_input", info = e)
+  }
+  # the C glue validates too (objects reach it without validObject() from
+  # other callers): p, i, x as they would come from an edited object
+  chk <- function(p, i, x) .Call(sysbioGPU:::ffi_cosnet_check, p, i, x, 1e-12, 1L)
+  eng <- function(p, i, x) {
+    .Call(sysbioGPU:::ffi_cosnet, p, i, x, matrix(c(1L, -1L, 0L), length(p) - 1L, 1L), NULL,
+          0L, 0, 10L, 1, 0L, 0, FALSE, 1L, 0L, FALSE)
+  }
+  p <- W@p; i <- W@i; x <- W@x
+  expect_identical(chk(p, i, x), c(0L, 0L))
+  bad <- list(list(p, replace(i, 1, -5L), x), list(p, replace(i, 1, 1000L), x),
+              list(c(p, 0L), i, x), list(replace(p, 3, 0L), i, x), list(p, i, x[-1]),
+              list(replace(p, 1, 1L), i, x), list(0L, integer(0), numeric(0)),
+              list(as.double(p), i, x))
+  for (b in seq_along(bad)) {
+    expect_error(do.call(chk, bad[[b]]), class = "sysbioGPU_error_input", info = b)
+    if (length(bad[[b]][[1]]) == length(p) && is.integer(bad[[b]][[1]])) {
+      expect_error(do.call(eng, bad[[b]]), class = "sysbioGPU_error_input", info = b)
+    }
+  }
+})
+
+test_that("weights whose sums overflow are refused; the learning step ends on NaN (issue 15 D1)", {
+  W <- cosnet_random_graph(30, 0.2, 5)
+  y <- stats::setNames(rep(c(1, 0, NA), 10), rownames(W))
+  expect_error(parCosnet(W * 1e308, y, seed = 1, backend = "cpu", threads = 1, verbose = FALSE),
+               class = "sysbioGPU_error_input", regexp = "weighted degree.*`W`")
+  expect_error(cvParCosnet(W * 1e308, y, nfolds = 2, seed = 1, backend = "cpu", threads = 1,
+                           verbose = FALSE),
+               class = "sysbioGPU_error_input", regexp = "weighted degree")
+  # the learning step itself, on points whose keys are NaN (Inf - Inf): it
+  # returns (it looped forever on a NaN intercept key)
+  r <- cosnet_learn(c(Inf, Inf, 1, 2), c(Inf, Inf, 2, 1), c(1, 0, 1, 0))
+  expect_length(r, 3)
+  r <- cosnet_learn(c(NaN, 1, NaN, 2), c(NaN, 2, NaN, 1), c(1, 0, 0, 1))
+  expect_length(r, 3)
+})
