@@ -11,16 +11,11 @@
 # the fixes land.
 
 known_failing <- c(
-  # R/cosnet-io.R readNetwork (D10 and new): NA node, NaN weight, bad UTF-8 accepted
-  "readNetwork/NA node", "readNetwork/NaN weight", "readNetwork/bad UTF-8",
   # R/pbnSteadyState.R pbn_check_net, R/pbn-io.R (D10 and new): edited pbn objects
   "pss/pbn probabilities c(5,-4)", "pss/pbn probabilities NA", "pss/pbn words NA",
   "pss/pbn unknown input", "pss/pbn duplicated nodes", "pss/pbn functions missing",
   "pss/pbn perturbable NA", "pbn/NA rule", "pbn/deep expression",
   "as.pbn/BoolNet truth table of the wrong length",
-  # R/grnEvolve.R (D8, D9, match.arg)
-  "grn/selection=\"nope\"", "grn/selection=NA", "grn/selection=1", "grn/selection=character(0)",
-  "grn/5-gene network with defaults", "grn/generations=1e9 with timeLimit=1",
   # R/lassieSimulate.R check_model (D10 and new): edited reactionModel objects
   "las/model rates edited negative", "las/model initial edited character",
   "las/model species edited duplicated", "las/model reactants edited wrong size",
@@ -31,7 +26,7 @@ known_failing <- c(
   # found by tools/fuzz.R: grnEvolve takes an empty gene name (R/grnEvolve.R grn_network),
   # readBioNetGen on a species index Inf and on NULL in an expression, readSBML on a
   # stoichiometry of 2^31-1 (tries an 8 GB allocation; hangs without a memory limit)
-  "grn/network=empty gene name", "readBioNetGen/species index Inf",
+  "readBioNetGen/species index Inf",
   "readBioNetGen/NULL in a parameter expression", "readSBML/stoichiometry 2^31-1"
 )
 

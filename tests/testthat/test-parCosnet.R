@@ -380,7 +380,7 @@ test_that("readNetwork: header detection, both directions stored once, bad lines
   expect_identical(W["b", "a"], 0.9)
   expect_identical(length(W@x), 6L)
   writeLines(c("a b 0.9", "b c x"), f)
-  expect_error(readNetwork(f), "line 2 .*not a number", class = "sysbioGPU_error_input")
+  expect_error(readNetwork(f), "line 2.*not a finite number", class = "sysbioGPU_error_input")
   writeLines(c("a b 0.9", "b c"), f)
   expect_error(readNetwork(f), "line 2 .*3 fields", class = "sysbioGPU_error_input")
   writeLines(c("a b 0.9", "b a 0.5"), f)
@@ -474,4 +474,27 @@ test_that("weights whose sums overflow are refused; the learning step ends on Na
   expect_length(r, 3)
   r <- cosnet_learn(c(NaN, 1, NaN, 2), c(NaN, 2, NaN, 1), c(1, 0, 0, 1))
   expect_length(r, 3)
+})
+
+test_that("readNetwork refuses NA / empty nodes, non-finite weights and bad UTF-8, with the line", {
+  tf <- function(x) { f <- tempfile(fileext = ".txt"); writeLines(x, f); f }
+  cls <- "sysbioGPU_error_input"
+  expect_error(readNetwork(tf(c("a b 1", "a NA 1", "b c 1"))), "line 2.*node name 'NA'", class = cls)
+  expect_error(readNetwork(tf(c("a b 1", ",c 1", "b c 1"))), "line 2.*node name ''", class = cls)
+  # a first line whose weight is NaN / Inf / NA is an edge, not a header
+  for (w in c("NaN", "Inf", "-Inf", "NA", "nan")) {
+    expect_error(readNetwork(tf(c(paste("a b", w), "b c 1"))), "line 1.*not a finite number",
+                 class = cls, info = w)
+  }
+  expect_error(readNetwork(tf(c("x y score", "a b 1", "b c NaN"))), "line 3", class = cls)
+  f <- tempfile()
+  writeBin(c(charToRaw("a b 1\nc "), as.raw(0xff), charToRaw(" 1\n")), f)
+  expect_error(readNetwork(f), "line 2.*UTF-8", class = cls)
+  # a header is still recognised; CRLF line ends are fine
+  f <- tempfile()
+  writeBin(charToRaw("from to weight\r\na b 0.5\r\nb c 1\r\n"), f)
+  W <- readNetwork(f)
+  expect_identical(rownames(W), c("a", "b", "c"))
+  expect_identical(W["a", "b"], 0.5)
+  expect_identical(Matrix::nnzero(W), 4L)
 })
