@@ -162,13 +162,20 @@ SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab) {
   int8_t *l = (int8_t *)R_alloc((size_t)(m > 0 ? m : 1), 1);
   for (R_xlen_t t = 0; t < m; t++) l[t] = INTEGER(lab)[t] > 0;
   SEXP ans = PROTECT(Rf_allocVector(REALSXP, 3));
+  /* with the interrupt polls of a run (tests of Ctrl-C) */
+  sbg_ctx ctx;
+  sbg_progress pr;
+  SEXP one = PROTECT(Rf_ScalarInteger(1)), dev = PROTECT(Rf_ScalarInteger(0));
+  SEXP quiet = PROTECT(Rf_ScalarLogical(0));
+  sbg_ctx_init(&ctx, &pr, one, dev, quiet, "parCosnet");
   sbg_status st = sbg_cosnet_learn(REAL(x), REAL(y), l, (int64_t)m, REAL(ans), REAL(ans) + 1,
-                                   REAL(ans) + 2);
+                                   REAL(ans) + 2, &ctx, 0.0);
+  sbg_progress_end(&pr);
   if (st != SBG_OK) {
-    UNPROTECT(1);
-    sbg_stop(st, "out of memory while learning");
+    UNPROTECT(4);
+    sbg_stop(st, st == SBG_ERR_INTERRUPTED ? ctx.errbuf : "out of memory while learning");
   }
-  UNPROTECT(1);
+  UNPROTECT(4);
   return ans;
 }
 

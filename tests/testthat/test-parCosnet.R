@@ -498,3 +498,15 @@ test_that("readNetwork refuses NA / empty nodes, non-finite weights and bad UTF-
   expect_identical(W["a", "b"], 0.5)
   expect_identical(Matrix::nnzero(W), 4L)
 })
+
+test_that("Ctrl-C stops the learning step itself (issue 15 D1)", {
+  skip_on_os("windows")
+  skip_on_cran()
+  # 6e6 labelled points: about a second of sorting and sweeping here
+  set.seed(3)
+  m <- 6e6
+  x <- runif(m); y <- runif(m); l <- as.integer(runif(m) < 0.3)
+  interrupt_after(0.3)
+  expect_error(.Call(sysbioGPU:::ffi_cosnet_learn, x, y, l), "interrupted",
+               class = "sysbioGPU_error_interrupted")
+})
