@@ -510,3 +510,22 @@ test_that("Ctrl-C stops the learning step itself (issue 15 D1)", {
   expect_error(.Call(sysbioGPU:::ffi_cosnet_learn, x, y, l), "interrupted",
                class = "sysbioGPU_error_interrupted")
 })
+
+test_that("with an edge data.frame of named nodes, labels must be named by node (issue 16 point 5)", {
+  E <- data.frame(from = c("c", "a", "b", "d"), to = c("a", "b", "d", "c"), weight = c(1, 0.5, 0.8, 0.3))
+  run <- function(y, W = E) parCosnet(W, y, seed = 1, backend = "cpu", threads = 1, verbose = FALSE)
+  expect_error(run(c(1, 0, NA, 0)), "must be named by node", class = "sysbioGPU_error_input")
+  expect_error(run(matrix(c(1, 0, NA, 0), 4)), "must be named by node", class = "sysbioGPU_error_input")
+  # named: the node order (c, a, b, d by first appearance) does not matter
+  y <- c(a = 1, b = 0, c = NA, d = 0)
+  r <- run(y)
+  W <- matrix(0, 4, 4, dimnames = list(letters[1:4], letters[1:4]))
+  W[cbind(E$from, E$to)] <- W[cbind(E$to, E$from)] <- E$weight
+  ref <- run(y, W)
+  expect_identical(r$scores[names(y), , drop = FALSE], ref$scores[names(y), , drop = FALSE])
+  expect_identical(run(matrix(y, 4, dimnames = list(names(y), "k")))$scores[names(y), 1],
+                   ref$scores[names(y), 1])
+  # nodes numbered 1..n: the order is the user's, an unnamed vector is fine
+  N <- data.frame(from = c(1, 2), to = c(2, 3), weight = c(1, 1))
+  expect_s3_class(run(c(1, 0, NA), N), "parCosnet")
+})
