@@ -256,7 +256,11 @@ grnSimulate <- function(network, rules, from, steps = 5) {
 #'   link and of a rule mutation (default 0.001 each).
 #' @param maxInDegree Largest number of inputs of a gene (default 7, or the
 #'   number of genes when there are fewer and `maxInDegree` is not given).
-#' @param generations Largest number of generations (default 1e5).
+#' @param generations Largest number of generations (default 1e5, at most
+#'   1e9). A large cap cut short by `timeLimit` or `target` costs only the
+#'   generations that run: the fitness history grows as they run (a cap
+#'   whose history would exceed 2^22 values, generations x islands, runs in
+#'   rounds in this process: the same run).
 #' @param target Stop when the best fitness is at most this (default
 #'   `NULL`: never).
 #' @param timeLimit Seconds after which to stop (default `Inf`).
@@ -363,11 +367,6 @@ grnEvolve <- function(network, from, to, steps = 5, lambda = 0.9,
                paste(utils::head(genes[indeg > maxInDegree], 5), collapse = ", "))
   }
   generations <- check_whole(generations, "generations", min = 0, max = 1e9)
-  if ((generations + 1) * islands > 2^31 - 1) {
-    stop_input("`generations` x `islands` is too large for the fitness history (",
-               format((generations + 1) * islands), " values, ",
-               format((generations + 1) * islands * 8 / 1e9, digits = 3), " GB; at most 2^31 - 1 values)")
-  }
   if (!is.null(target) && (!is.numeric(target) || length(target) != 1L || is.na(target) || target < 0)) {
     stop_input("`target` must be NULL or a fitness >= 0, not ", arg_label(target))
   }
@@ -438,6 +437,18 @@ new_grnEvolve <- function(r, network, genes, from, to, pb, scale, b, seconds, se
     class = "grnEvolve")
 }
 
+# The fitness history with `rows` rows, the old ones kept; a size that
+# cannot be allocated (a run that goes on for very long) is a classed error.
+grn_grow_history <- function(hist, rows) {
+  grown <- tryCatch(matrix(NA_real_, rows, ncol(hist)), error = function(e) {
+    stop(sbg_condition("sysbioGPU_error_memory", sprintf(
+      "cannot grow the fitness history to %.0f generations x %d islands (%.3g GB); lower `generations`",
+      rows - 1, ncol(hist), rows * ncol(hist) * 8 / 1e9)))
+  })
+  grown[seq_len(nrow(hist)), ] <- hist
+  grown
+}
+
 # One BPPARAM worker's round (a function of the namespace, so that a
 # worker process loads the package to run it): islands block = c(first,
 # count), generations gens = c(from, to), from `state` (NULL: draw
@@ -479,7 +490,7 @@ grn_workers <- function(pb, ga, a, BPPARAM) {
   devs <- sp$devices
   migr <- I > 1 && ga$migrants > 0
   # grown as rounds run (doubling), never sized by the cap G
-  hist <- matrix(NA_real_, min(G + 1, 1024), I)
+  hist <- matrix(NA_real_, min(G + 1, max(16, 2^16 %/% I)), I)
   states <- vector("list", nb)
   incs <- vector("list", nb)
   g <- 0
@@ -498,11 +509,7 @@ grn_workers <- function(pb, ga, a, BPPARAM) {
     # is kept within that, and the history grows by what ran
     dt <- proc.time()[["elapsed"]] - t1
     chunk <- if (dt < 0.1) min(2 * chunk, 2^20) else if (dt > 0.5) max(1, chunk %/% 2) else chunk
-    if (g_to + 1 > nrow(hist)) {
-      grown <- matrix(NA_real_, min(G + 1, max(2 * nrow(hist), g_to + 1)), I)
-      grown[seq_len(nrow(hist)), ] <- hist
-      hist <- grown
-    }
+    if (g_to + 1 > nrow(hist)) hist <- grn_grow_history(hist, min(G + 1, max(2 * nrow(hist), g_to + 1)))
     for (i in seq_len(nb)) {
       cols <- blocks[[i]][[1L]] + seq_len(blocks[[i]][[2L]])
       hist[(g:g_to) + 1, cols] <- res[[i]]$history
