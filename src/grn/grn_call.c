@@ -13,7 +13,9 @@ static SEXP list_elt(SEXP list, const char *name) {
   SEXP names = Rf_getAttrib(list, R_NamesSymbol);
   for (R_xlen_t i = 0; i < XLENGTH(list); i++)
     if (strcmp(CHAR(STRING_ELT(names, i)), name) == 0) return VECTOR_ELT(list, i);
-  Rf_error("sysbioGPU internal error: no element '%s'; please report it", name);
+  char msg[160];
+  snprintf(msg, sizeof msg, "sysbioGPU internal error: no element '%s'; please report it", name);
+  sbg_stop(SBG_ERR_INTERNAL, msg);
   return R_NilValue; /* # nocov */
 }
 
