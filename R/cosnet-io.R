@@ -52,6 +52,9 @@ edges_to_matrix <- function(from, to, weight, nodes = NULL, what = "edge list",
   methods::as(W, "generalMatrix")
 }
 
+# Largest weighted degree parCosnet() accepts (see as_cosnet_network()).
+cosnet_max_degree <- 1e300
+
 # W in any accepted form to a symmetric dgCMatrix with zero diagonal,
 # non-negative finite weights and no stored zeros (checked, never densified
 # when sparse).
@@ -64,6 +67,11 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
     wt <- if (is.null(wcol)) rep(1, nrow(W)) else W[[wcol]]
     M <- edges_to_matrix(W[[cols[1]]], W[[cols[2]]], wt, what = paste0("edge data.frame `", arg, "`"))
   } else if (is.matrix(W) || methods::is(W, "Matrix")) {
+    # slots edited by hand crash Matrix's own coercions: validate first
+    if (isS4(W)) {
+      ok <- tryCatch(methods::validObject(W, complete = TRUE), error = function(e) conditionMessage(e))
+      if (is.character(ok)) stop_input("`", arg, "` is not a valid ", class(W)[1], ": ", ok)
+    }
     if (is.matrix(W) && !is.numeric(W) && !is.logical(W)) {
       stop_input("`", arg, "` must be numeric, not a ", typeof(W), " matrix")
     }
@@ -116,8 +124,18 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
   }
   if (is.null(rn) && !is.null(cn)) rownames(M) <- cn
   if (!is.null(rn) && is.null(cn)) colnames(M) <- rn
+  # Weighted degrees: finite weights whose sums overflow would turn the
+  # learning step's points into Inf - Inf = NaN.  The learning step also
+  # multiplies them by slopes up to tan(1.57) ~ 1256, hence the margin.
+  d <- Matrix::rowSums(M)
+  big <- which(!(d <= cosnet_max_degree))
+  if (length(big)) {
+    stop_input("the weighted degree (sum of the weights) of node ",
+               if (is.null(rn)) big[1] else rownames(M)[big[1]], " of `", arg, "` is ",
+               format(d[big[1]], digits = 3), ": the sums of the weights must stay below ",
+               format(cosnet_max_degree), " (rescale `", arg, "`)")
+  }
   if (normalize) {
-    d <- Matrix::rowSums(M)
     s <- ifelse(d > 0, 1 / sqrt(d), 0)
     col <- rep.int(seq_len(ncol(M)), diff(M@p))
     # s_i * s_j first: the product is symmetric to the last bit.
@@ -132,11 +150,15 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
 #' (separated by spaces, tabs or commas), with or without a header line,
 #' into a symmetric sparse matrix for [parCosnet()]. An edge listed in both
 #' directions (as STRING files do) is stored once, not summed; its two
-#' weights must agree. Self-loops and zero weights are dropped.
+#' weights must agree. Self-loops and zero weights are dropped. Node names
+#' must not be `NA` or empty; weights must be finite and >= 0; the file must
+#' be UTF-8 text. A bad line gives an error naming the file and the line.
 #'
 #' @param file Path to the file (may be gzip-compressed).
 #' @param header `NA` (the default) detects a header: the first line is one
-#'   when its third field is not a number. `TRUE` or `FALSE` forces it.
+#'   when its third field is not a number (`NaN`, `Inf` and `NA` count as
+#'   numbers: such a first line is an edge with a bad weight). `TRUE` or
+#'   `FALSE` forces it.
 #' @return A symmetric `dgCMatrix` with the node names as dimnames, in order
 #'   of first appearance.
 #' @seealso [parCosnet()]
@@ -152,16 +174,17 @@ readNetwork <- function(file, header = NA) {
   }
   if (!file.exists(file)) stop_input("`file` does not exist: ", file)
   if (!is.logical(header) || length(header) != 1L) stop_input("`header` must be NA, TRUE or FALSE")
-  lines <- readLines(file, warn = FALSE)
+  lines <- read_lines(file) # valid UTF-8, CR stripped
   lineno <- seq_along(lines)
   keep <- nzchar(trimws(lines)) & !startsWith(trimws(lines), "#")
   lines <- lines[keep]; lineno <- lineno[keep]
   if (!length(lines)) stop_input("`file` has no edges: ", file)
   fields <- strsplit(trimws(lines), "[[:space:],]+")
   nf <- lengths(fields)
-  if (is.na(header)) {
-    header <- nf[1] >= 3L && is.na(suppressWarnings(as.numeric(fields[[1]][3])))
-  }
+  # a number, NaN, Inf and NA included (a first edge with such a weight is
+  # an edge with a bad weight, not a header)
+  numeric_field <- function(x) !is.na(suppressWarnings(as.numeric(x))) | toupper(x) %in% c("NA", "NAN")
+  if (is.na(header)) header <- nf[1] >= 3L && !numeric_field(fields[[1]][3])
   if (header) { fields <- fields[-1]; nf <- nf[-1]; lineno <- lineno[-1] }
   if (!length(fields)) stop_input("`file` has no edges: ", file)
   bad <- which(nf != 3L)
@@ -170,11 +193,16 @@ readNetwork <- function(file, header = NA) {
                nf[bad[1]])
   }
   m <- matrix(unlist(fields, use.names = FALSE), ncol = 3L, byrow = TRUE)
-  w <- suppressWarnings(as.numeric(m[, 3]))
-  bad <- which(is.na(w))
+  bad <- which(m[, 1:2] %in% c("NA", "") | is.na(m[, 1:2])) # (a matrix's indices, by column)
   if (length(bad)) {
-    stop_input("line ", lineno[bad[1]], " of ", file, ": the weight '", m[bad[1], 3],
-               "' is not a number")
+    r <- (bad[1] - 1L) %% nrow(m) + 1L
+    stop_file(file, lineno[r], "the node name '", m[bad[1]], "' is not allowed (NA or empty)")
+  }
+  w <- suppressWarnings(as.numeric(m[, 3]))
+  bad <- which(!is.finite(w))
+  if (length(bad)) {
+    stop_file(file, lineno[bad[1]], "the weight '", gsea_clip(m[bad[1], 3]),
+              "' is not a finite number")
   }
   edges_to_matrix(m[, 1], m[, 2], w, what = paste0("file ", file), lines = lineno)
 }

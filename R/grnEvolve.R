@@ -5,6 +5,11 @@
 
 grn_rule_names <- c("most", "abs", "jact", "jrep")
 
+# Largest fitness history (generations + 1) x islands that one call of the
+# engine allocates by the cap (32 MB); a larger cap runs in rounds
+# (grn_workers()).  An option for the tests only.
+grn_history_rows <- function() getOption("sysbioGPU.grnHistoryRows", 2^22)
+
 # A signed network as an integer matrix with gene names (row = target,
 # column = source), from a matrix or an edge data.frame.
 grn_network <- function(network, arg = "network") {
@@ -16,8 +21,11 @@ grn_network <- function(network, arg = "network") {
     src <- as.character(network$source)
     tgt <- as.character(network$target)
     sgn <- network$sign
-    if (anyNA(src) || anyNA(tgt) || !is.numeric(sgn) || anyNA(sgn) || !all(sgn %in% c(-1, 1))) {
-      stop_input("`", arg, "`: sign must be 1 or -1 and source/target must not be NA", call = sys.call(-1))
+    if (anyNA(src) || anyNA(tgt) || !all(nzchar(src)) || !all(nzchar(tgt))) {
+      stop_input("`", arg, "`: source and target must be gene names, not NA or empty", call = sys.call(-1))
+    }
+    if (!is.numeric(sgn) || anyNA(sgn) || !all(sgn %in% c(-1, 1))) {
+      stop_input("`", arg, "`: sign must be 1 or -1", call = sys.call(-1))
     }
     genes <- unique(c(src, tgt))
     m <- matrix(0L, length(genes), length(genes), dimnames = list(genes, genes))
@@ -48,7 +56,11 @@ grn_network <- function(network, arg = "network") {
     stop_input("`", arg, "`: row and column names must be the same genes in the same order",
                call = sys.call(-1))
   }
-  if (anyDuplicated(rn) || anyNA(rn)) stop_input("`", arg, "`: gene names must be unique", call = sys.call(-1))
+  if (anyNA(rn) || !all(nzchar(rn))) {
+    stop_input("`", arg, "`: gene names must not be NA or empty (gene ",
+               which(is.na(rn) | !nzchar(rn))[1], ")", call = sys.call(-1))
+  }
+  if (anyDuplicated(rn)) stop_input("`", arg, "`: gene names must be unique", call = sys.call(-1))
   if (n > 2048L) stop_input("`", arg, "` has ", n, " genes; at most 2048 are supported", call = sys.call(-1))
   m <- matrix(as.integer(network), n, n, dimnames = list(rn, rn))
   m
@@ -242,8 +254,13 @@ grnSimulate <- function(network, rules, from, steps = 5) {
 #' @param selection `"elitist"` (default) or `"roulette"`.
 #' @param pLink,pRule Probabilities, per individual and generation, of a
 #'   link and of a rule mutation (default 0.001 each).
-#' @param maxInDegree Largest number of inputs of a gene (default 7).
-#' @param generations Largest number of generations (default 1e5).
+#' @param maxInDegree Largest number of inputs of a gene (default 7, or the
+#'   number of genes when there are fewer and `maxInDegree` is not given).
+#' @param generations Largest number of generations (default 1e5, at most
+#'   1e9). A large cap cut short by `timeLimit` or `target` costs only the
+#'   generations that run: the fitness history grows as they run (a cap
+#'   whose history would exceed 2^22 values, generations x islands, runs in
+#'   rounds in this process: the same run).
 #' @param target Stop when the best fitness is at most this (default
 #'   `NULL`: never).
 #' @param timeLimit Seconds after which to stop (default `Inf`).
@@ -339,9 +356,10 @@ grnEvolve <- function(network, from, to, steps = 5, lambda = 0.9,
   if (migrants >= size) {
     stop_input("`migrants` (", migrants, ") must be smaller than an island (", size, " individuals)")
   }
-  selection <- match.arg(selection)
+  selection <- check_choice(selection, c("elitist", "roulette"), "selection")
   pLink <- check_prob(pLink, "pLink")
   pRule <- check_prob(pRule, "pRule")
+  if (missing(maxInDegree)) maxInDegree <- min(7, n)
   maxInDegree <- check_whole(maxInDegree, "maxInDegree", min = 0, max = n)
   indeg <- rowSums(network != 0)
   if (any(indeg > maxInDegree)) {
@@ -349,9 +367,6 @@ grnEvolve <- function(network, from, to, steps = 5, lambda = 0.9,
                paste(utils::head(genes[indeg > maxInDegree], 5), collapse = ", "))
   }
   generations <- check_whole(generations, "generations", min = 0, max = 1e9)
-  if ((generations + 1) * islands > 2^31 - 1) {
-    stop_input("`generations` x `islands` is too large for the fitness history")
-  }
   if (!is.null(target) && (!is.numeric(target) || length(target) != 1L || is.na(target) || target < 0)) {
     stop_input("`target` must be NULL or a fitness >= 0, not ", arg_label(target))
   }
@@ -379,7 +394,11 @@ grnEvolve <- function(network, from, to, steps = 5, lambda = 0.9,
   devs <- a$devices
   # tests: blocks of islands on one GPU run the several-GPU code there
   if (a$gpu && length(devs) == 1L && ga$blocks > 1L) devs <- rep(devs, ga$blocks)
-  r <- if (is.null(BPPARAM)) .Call(ffi_grn_evolve, pb, ga, a$gpu, a$threads, devs, verbose)
+  # A cap of generations whose history would be large (a cap that a time
+  # limit or the target usually cuts short) runs in rounds in this process,
+  # the history grown as they go: the same run (see grn_workers()).
+  rounds <- is.null(BPPARAM) && (generations + 1) * islands > grn_history_rows()
+  r <- if (is.null(BPPARAM) && !rounds) .Call(ffi_grn_evolve, pb, ga, a$gpu, a$threads, devs, verbose)
        else grn_workers(pb, ga, a, BPPARAM)
   seconds <- proc.time()[["elapsed"]] - t0
   new_grnEvolve(r, network, genes, from_i, to_i, pb, scale, b, seconds, seed,
@@ -418,6 +437,18 @@ new_grnEvolve <- function(r, network, genes, from, to, pb, scale, b, seconds, se
     class = "grnEvolve")
 }
 
+# The fitness history with `rows` rows, the old ones kept; a size that
+# cannot be allocated (a run that goes on for very long) is a classed error.
+grn_grow_history <- function(hist, rows) {
+  grown <- tryCatch(matrix(NA_real_, rows, ncol(hist)), error = function(e) {
+    stop(sbg_condition("sysbioGPU_error_memory", sprintf(
+      "cannot grow the fitness history to %.0f generations x %d islands (%.3g GB); lower `generations`",
+      rows - 1, ncol(hist), rows * ncol(hist) * 8 / 1e9)))
+  })
+  grown[seq_len(nrow(hist)), ] <- hist
+  grown
+}
+
 # One BPPARAM worker's round (a function of the namespace, so that a
 # worker process loads the package to run it): islands block = c(first,
 # count), generations gens = c(from, to), from `state` (NULL: draw
@@ -432,17 +463,34 @@ grn_share <- function(block, dev, state, incoming, gens, pb, ga, gpu, threads) {
 # between rounds.  A block stops on its own once its best reaches the
 # target; the single run stops at the earliest such generation, which is
 # where the blocks are cut, and its best lies in a block stopped there.
+#
+# BPPARAM = NULL: one block in this process (a run whose history would be
+# too large to allocate by its cap).  Rounds last at most `chunk`
+# generations (adapted to last about 0.1 to 0.5 s), so that the history
+# grows with the generations that ran; cutting a round anywhere gives the
+# same run.
 grn_workers <- function(pb, ga, a, BPPARAM) {
   I <- ga$islands
   G <- ga$generations
   mi <- ga$migrationInterval
   size <- ga$pop / I
-  sp <- bp_split(BPPARAM, I, a$devices)
+  if (is.null(BPPARAM)) {
+    sp <- list(n = 1L, cuts = c(0L, I), devices = list(a$devices[[1L]]))
+    pmap <- function(f, ..., MoreArgs) mapply(f, ..., MoreArgs = MoreArgs, SIMPLIFY = FALSE, USE.NAMES = FALSE)
+  } else {
+    sp <- bp_split(BPPARAM, I, a$devices)
+    pmap <- function(f, ..., MoreArgs) {
+      BiocParallel::bpmapply(f, ..., MoreArgs = MoreArgs, BPPARAM = BPPARAM, SIMPLIFY = FALSE,
+                             USE.NAMES = FALSE)
+    }
+  }
+  chunk <- 64
   nb <- sp$n
   blocks <- lapply(seq_len(nb), function(i) as.integer(c(sp$cuts[[i]], sp$cuts[[i + 1L]] - sp$cuts[[i]])))
   devs <- sp$devices
   migr <- I > 1 && ga$migrants > 0
-  hist <- matrix(NA_real_, G + 1, I)
+  # grown as rounds run (doubling), never sized by the cap G
+  hist <- matrix(NA_real_, min(G + 1, max(16, 2^16 %/% I)), I)
   states <- vector("list", nb)
   incs <- vector("list", nb)
   g <- 0
@@ -453,10 +501,15 @@ grn_workers <- function(pb, ga, a, BPPARAM) {
     # the round runs g + 1 .. g_to: a migration generation only first
     m1 <- (g %/% mi + 1) * mi
     g_to <- if (!migr) G else if (m1 == g + 1) (if (init) g else min(G, m1 + mi - 1)) else min(G, m1 - 1)
-    res <- BiocParallel::bpmapply(grn_share, blocks, devs, states, incs,
-                                  MoreArgs = list(gens = c(g, g_to), pb = pb, ga = ga, gpu = a$gpu,
-                                                  threads = a$threads),
-                                  BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
+    g_to <- min(g_to, g + chunk)
+    t1 <- proc.time()[["elapsed"]]
+    res <- pmap(grn_share, blocks, devs, states, incs,
+                MoreArgs = list(gens = c(g, g_to), pb = pb, ga = ga, gpu = a$gpu, threads = a$threads))
+    # rounds of about 0.1 to 0.5 s: the time limit (checked between rounds)
+    # is kept within that, and the history grows by what ran
+    dt <- proc.time()[["elapsed"]] - t1
+    chunk <- if (dt < 0.1) min(2 * chunk, 2^20) else if (dt > 0.5) max(1, chunk %/% 2) else chunk
+    if (g_to + 1 > nrow(hist)) hist <- grn_grow_history(hist, min(G + 1, max(2 * nrow(hist), g_to + 1)))
     for (i in seq_len(nb)) {
       cols <- blocks[[i]][[1L]] + seq_len(blocks[[i]][[2L]])
       hist[(g:g_to) + 1, cols] <- res[[i]]$history

@@ -4,9 +4,16 @@
 
 # Labels (vector or nodes x classes matrix; 1/0/NA or TRUE/FALSE/NA) to an
 # integer matrix of 1 / -1 / 0 (unlabelled) in the node order of W.
-as_cosnet_labels <- function(labels, W, arg = "labels") {
+# by_name: the labels must name their nodes (W was an edge data.frame,
+# whose node order is that of first appearance, easily misread).
+as_cosnet_labels <- function(labels, W, arg = "labels", by_name = FALSE) {
   n <- nrow(W)
   is_mat <- is.matrix(labels) || is.data.frame(labels)
+  if (by_name && !is.null(rownames(W)) && is.null(if (is_mat) rownames(labels) else names(labels))) {
+    stop_input("`", arg, "` must be named by node (a named vector, or a matrix with the nodes ",
+               "as row names) when `W` is an edge data.frame: its node order is that of first ",
+               "appearance in the edges")
+  }
   if (is.data.frame(labels)) labels <- as.matrix(labels)
   if (!(is.logical(labels) || is.numeric(labels))) {
     stop_input("`", arg, "` must be logical or numeric (1/0/NA), not ", class(labels)[1])
@@ -111,7 +118,8 @@ cosnet_run <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM,
     for (nm in c("alpha", "c", "fscore", "sweeps", "converged")) r[[nm]] <- unlist(lapply(parts, `[[`, nm))
     r$parts <- max(vapply(parts, `[[`, 0L, "parts"))
     if (!all(vapply(parts, function(q) identical(q$colour, r$colour), NA))) {
-      stop("internal error: the workers coloured the network differently", call. = FALSE)
+      stop(sbg_condition("sysbioGPU_error_internal",
+                         "sysbioGPU internal error: the workers coloured the network differently; please report it"))
     }
   }
   r$workers <- nw
@@ -171,7 +179,9 @@ cosnet_run <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM,
 #' @param labels A vector over the nodes, 1 / 0 / `NA` or `TRUE` / `FALSE` /
 #'   `NA` (`NA` = unlabelled, to be predicted), or a nodes x classes matrix
 #'   of them for many classes in one call. When both `labels` and `W` have
-#'   node names, the names must match (the order may differ).
+#'   node names, the names must match (the order may differ). With an edge
+#'   `data.frame` of named nodes, `labels` must be named by node (or a
+#'   matrix with the nodes as row names): an unnamed vector is an error.
 #' @param cost COSNet's regularisation parameter, >= 0 (default 0: none).
 #' @param normalize `TRUE` uses `D^-1/2 W D^-1/2` (isolated nodes keep zero
 #'   rows). Default `FALSE`.
@@ -231,8 +241,9 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
   verbose <- check_flag(verbose, "verbose")
   cost <- check_cost(cost)
   maxSweeps <- check_whole(maxSweeps, "maxSweeps", min = 1, max = 2^31 - 1)
+  by_name <- is.data.frame(W) # an edge list's node order is not the user's
   W <- as_cosnet_network(W, normalize, threads = threads)
-  lab <- as_cosnet_labels(labels, W)
+  lab <- as_cosnet_labels(labels, W, by_name = by_name)
   npos <- colSums(lab == 1L); nneg <- colSums(lab == -1L)
   first_bad <- function(bad) colnames(lab)[which(bad)[1L]]
   if (any(bad <- npos + nneg == nrow(lab))) stop_input("class '", first_bad(bad), "' of `labels` has nothing to predict (no NA)")
@@ -374,8 +385,9 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
   cost <- check_cost(cost)
   nfolds <- check_whole(nfolds, "nfolds", min = 2, max = 1000)
   maxSweeps <- check_whole(maxSweeps, "maxSweeps", min = 1, max = 2^31 - 1)
+  by_name <- is.data.frame(W) # an edge list's node order is not the user's
   W <- as_cosnet_network(W, normalize, threads = threads)
-  lab <- as_cosnet_labels(labels, W)
+  lab <- as_cosnet_labels(labels, W, by_name = by_name)
   npos <- colSums(lab == 1L); nneg <- colSums(lab == -1L)
   first_bad <- function(bad) colnames(lab)[which(bad)[1L]]
   if (any(bad <- npos < 2)) stop_input("class '", first_bad(bad), "' of `labels` needs at least 2 labelled positives for cross-validation")

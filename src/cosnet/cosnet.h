@@ -86,9 +86,12 @@ sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p
 
 /* COSNet's learning step on m labelled points (x = weight to positives,
  * y = weight to negatives, lab 1/0): angle sweep, intercept sweep, and the
- * "positives above the line" branch, with COSNet's tie handling. */
+ * "positives above the line" branch, with COSNet's tie handling.  Polls
+ * ctx for interrupts (progress `done`) when ctx is not NULL: only from the
+ * calling thread outside parallel regions.  SBG_ERR_INTERRUPTED then. */
 sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
-                            int64_t m, double *alpha, double *c, double *fscore);
+                            int64_t m, double *alpha, double *c, double *fscore, sbg_ctx *ctx,
+                            double done);
 
 /* Colouring priority of a node: Philox(seed, subsequence = node), first two
  * words; ties (never in practice) go to the larger index. */

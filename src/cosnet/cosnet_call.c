@@ -10,6 +10,45 @@
 #include "glue.h"
 #include "omp_compat.h"
 
+/* p, i, x of a dgCMatrix as they reach C: users edit slots by hand, so
+ * the structure is checked here too (a bad one would read out of bounds):
+ * the types, length(p) = n + 1 >= 2, p[0] = 0, p non-decreasing, p[n] =
+ * length(i) = length(x), 0 <= i < n.  Stops with an input error naming W. */
+static void check_csc(SEXP p, SEXP i, SEXP x, int nth) {
+  if (TYPEOF(p) != INTSXP || TYPEOF(i) != INTSXP || TYPEOF(x) != REALSXP)
+    sbg_stop(SBG_ERR_INPUT, "`W` is not a valid dgCMatrix (slots p, i, x of the wrong type)");
+  char msg[200];
+  R_xlen_t np = XLENGTH(p), nnz = XLENGTH(i);
+  if (np < 2 || np - 1 > INT32_MAX) sbg_stop(SBG_ERR_INPUT, "`W` is not a valid dgCMatrix (slot p of length < 2)");
+  if (XLENGTH(x) != nnz) {
+    snprintf(msg, sizeof msg, "`W` is not a valid dgCMatrix: slot i has %.0f entries, slot x %.0f",
+             (double)nnz, (double)XLENGTH(x));
+    sbg_stop(SBG_ERR_INPUT, msg);
+  }
+  const int *pp = INTEGER(p), *ii = INTEGER(i);
+  int32_t n = (int32_t)(np - 1);
+  if (pp[0] != 0 || pp[n] != nnz)
+    sbg_stop(SBG_ERR_INPUT, "`W` is not a valid dgCMatrix: slot p must start at 0 and end at length(i)");
+  for (int32_t v = 0; v < n; v++) {
+    if (pp[v + 1] < pp[v]) {
+      snprintf(msg, sizeof msg, "`W` is not a valid dgCMatrix: slot p decreases at column %d", (int)v + 1);
+      sbg_stop(SBG_ERR_INPUT, msg);
+    }
+  }
+  /* threaded: one streaming read of up to billions of entries; the first
+   * bad one is looked for only when there is one */
+  int bad = 0;
+#pragma omp parallel for num_threads(nth > 0 ? nth : 1) schedule(static) reduction(| : bad)
+  for (R_xlen_t t = 0; t < nnz; t++) bad |= (ii[t] < 0) | (ii[t] >= n);
+  for (R_xlen_t t = 0; bad && t < nnz; t++) {
+    if (ii[t] < 0 || ii[t] >= n) {
+      snprintf(msg, sizeof msg, "`W` is not a valid dgCMatrix: row index %d (entry %.0f) outside 0..%d",
+               ii[t], (double)t + 1, (int)n - 1);
+      sbg_stop(SBG_ERR_INPUT, msg);
+    }
+  }
+}
+
 /* p, i, x: the compressed columns of a symmetric dgCMatrix, which are also
  * its rows.  labels: n x K integer (1, -1, 0); folds: n x K integer or
  * NULL. */
@@ -17,15 +56,14 @@ SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, S
                 SEXP max_sweeps, SEXP seed, SEXP max_batch, SEXP device_budget, SEXP gpu,
                 SEXP threads, SEXP device, SEXP verbose) {
   int nprot = 0;
-  SBG_ASSERT(TYPEOF(p) == INTSXP && TYPEOF(i) == INTSXP && TYPEOF(x) == REALSXP);
-  SBG_ASSERT(XLENGTH(i) == XLENGTH(x) && XLENGTH(p) >= 1);
+  SBG_ASSERT(TYPEOF(threads) == INTSXP && XLENGTH(threads) >= 1);
+  check_csc(p, i, x, INTEGER(threads)[0]);
   SBG_ASSERT(TYPEOF(labels) == INTSXP && TYPEOF(n_folds) == INTSXP);
   SBG_ASSERT(TYPEOF(cost) == REALSXP && TYPEOF(max_sweeps) == INTSXP);
   SBG_ASSERT(TYPEOF(seed) == REALSXP && TYPEOF(gpu) == LGLSXP && TYPEOF(max_batch) == INTSXP);
   SBG_ASSERT(TYPEOF(device_budget) == REALSXP && TYPEOF(threads) == INTSXP);
   int32_t n = (int32_t)(XLENGTH(p) - 1);
   SBG_ASSERT(n >= 1 && XLENGTH(labels) % n == 0);
-  SBG_ASSERT(INTEGER(p)[n] == XLENGTH(i));
   int32_t K = (int32_t)(XLENGTH(labels) / n);
   int32_t nf = INTEGER(n_folds)[0];
   SBG_ASSERT(nf >= 0 && (nf == 0) == Rf_isNull(folds));
@@ -41,15 +79,6 @@ SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, S
     lab[t] = (int8_t)l;
   }
   const int32_t *ci = INTEGER(i);
-  {
-    /* a guard only (R checked W): threaded, it is one streaming read of
-     * up to billions of entries */
-    int bad = 0, nth = INTEGER(threads)[0] > 0 ? INTEGER(threads)[0] : 1;
-    R_xlen_t nnz = XLENGTH(i);
-#pragma omp parallel for num_threads(nth) schedule(static) reduction(| : bad)
-    for (R_xlen_t t = 0; t < nnz; t++) bad |= (ci[t] < 0) | (ci[t] >= n);
-    SBG_ASSERT(!bad);
-  }
 
   sbg_cosnet_input in;
   in.g.n = n;
@@ -133,21 +162,28 @@ SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab) {
   int8_t *l = (int8_t *)R_alloc((size_t)(m > 0 ? m : 1), 1);
   for (R_xlen_t t = 0; t < m; t++) l[t] = INTEGER(lab)[t] > 0;
   SEXP ans = PROTECT(Rf_allocVector(REALSXP, 3));
+  /* with the interrupt polls of a run (tests of Ctrl-C) */
+  sbg_ctx ctx;
+  sbg_progress pr;
+  SEXP one = PROTECT(Rf_ScalarInteger(1)), dev = PROTECT(Rf_ScalarInteger(0));
+  SEXP quiet = PROTECT(Rf_ScalarLogical(0));
+  sbg_ctx_init(&ctx, &pr, one, dev, quiet, "parCosnet");
   sbg_status st = sbg_cosnet_learn(REAL(x), REAL(y), l, (int64_t)m, REAL(ans), REAL(ans) + 1,
-                                   REAL(ans) + 2);
+                                   REAL(ans) + 2, &ctx, 0.0);
+  sbg_progress_end(&pr);
   if (st != SBG_OK) {
-    UNPROTECT(1);
-    sbg_stop(st, "out of memory while learning");
+    UNPROTECT(4);
+    sbg_stop(st, st == SBG_ERR_INTERRUPTED ? ctx.errbuf : "out of memory while learning");
   }
-  UNPROTECT(1);
+  UNPROTECT(4);
   return ans;
 }
 
 /* Checks a dgCMatrix for parCosnet() without copying it (R/cosnet-io.R);
  * see sbg_cosnet_check() for the codes. */
 SEXP ffi_cosnet_check(SEXP p, SEXP i, SEXP x, SEXP tol, SEXP threads) {
-  SBG_ASSERT(TYPEOF(p) == INTSXP && TYPEOF(i) == INTSXP && TYPEOF(x) == REALSXP);
-  SBG_ASSERT(TYPEOF(tol) == REALSXP && XLENGTH(i) == XLENGTH(x) && XLENGTH(p) >= 1);
+  SBG_ASSERT(TYPEOF(tol) == REALSXP && TYPEOF(threads) == INTSXP && XLENGTH(threads) >= 1);
+  check_csc(p, i, x, INTEGER(threads)[0]);
   SBG_ASSERT(TYPEOF(threads) == INTSXP);
   int32_t res[2];
   sbg_cosnet_check((int32_t)(XLENGTH(p) - 1), INTEGER(p), INTEGER(i), REAL(x), REAL(tol)[0],

@@ -36,14 +36,32 @@ static int cmp_keyed(const void *a, const void *b) {
   return (x->i > y->i) - (x->i < y->i);
 }
 
+/* Interrupt polls of the learning step: on the calling thread only (ctx
+ * NULL inside parallel regions: no polls), every 2^18 points of work
+ * (well under 0.1 s), so that Ctrl-C stops even a step on millions of
+ * labelled nodes. */
+typedef struct {
+  sbg_ctx *ctx;
+  double done;
+  int64_t work;
+} learn_poll;
+
+static int learn_tick(learn_poll *lp, int64_t add) {
+  if (!lp || !lp->ctx) return 0;
+  lp->work += add;
+  if (lp->work < ((int64_t)1 << 18)) return 0;
+  lp->work = 0;
+  return sbg_poll(lp->ctx, lp->done) != SBG_OK;
+}
+
 /* Sorts k[0..m) by value, ties by position (k[i].i must be increasing on
  * entry, as everywhere here), i.e. as cmp_keyed and R's stable order():
  * a least-significant-digit radix sort on the order-preserving bit pattern
  * of the doubles (-0 taken as +0, so that it ties with 0 as in a
  * comparison), 8 bits a pass, passes where every key has the same digit
  * skipped.  tmp: m scratch entries.  Values must not be NaN. */
-static void sort_keyed(keyed *k, int64_t m, keyed *tmp) {
-  if (m < 2) return;
+static int sort_keyed(keyed *k, int64_t m, keyed *tmp, learn_poll *lp) {
+  if (m < 2) return 0;
   if (m <= 32) { /* insertion sort, stable */
     for (int64_t i = 1; i < m; i++) {
       keyed x = k[i];
@@ -51,10 +69,10 @@ static void sort_keyed(keyed *k, int64_t m, keyed *tmp) {
       while (j > 0 && k[j - 1].v > x.v) { k[j] = k[j - 1]; j--; }
       k[j] = x;
     }
-    return;
+    return 0;
   }
   uint64_t *key = (uint64_t *)malloc((size_t)m * 2 * sizeof(uint64_t));
-  if (!key) { qsort(k, (size_t)m, sizeof(keyed), cmp_keyed); return; }
+  if (!key) { qsort(k, (size_t)m, sizeof(keyed), cmp_keyed); return 0; }
   uint64_t *key2 = key + m;
   static const int passes = 8;
   int64_t cnt[8][256];
@@ -70,6 +88,7 @@ static void sort_keyed(keyed *k, int64_t m, keyed *tmp) {
   keyed *src = k, *dst = tmp;
   uint64_t *ks = key, *kd = key2;
   for (int p = 0; p < passes; p++) {
+    if (learn_tick(lp, m)) { free(key); return 1; } /* interrupted: k half sorted, unused */
     int trivial = 0;
     for (int d = 0; d < 256; d++)
       if (cnt[p][d] == m) { trivial = 1; break; }
@@ -86,33 +105,38 @@ static void sort_keyed(keyed *k, int64_t m, keyed *tmp) {
   }
   if (src != k) memcpy(k, src, (size_t)m * sizeof(keyed));
   free(key);
+  return 0;
 }
 
 /* Best intercept for the slope `slope`: points with y - slope * x at or
  * below the line are positive; groups of equal intercepts enter together;
  * a later line wins only with a strictly larger F. */
-static void intercept_sweep(const double *x, const double *y, const int8_t *lab, int64_t m,
-                            int64_t n_pos, double slope, keyed *k, keyed *tmp, double *q_best,
-                            double *f_best) {
+static int intercept_sweep(const double *x, const double *y, const int8_t *lab, int64_t m,
+                           int64_t n_pos, double slope, keyed *k, keyed *tmp, double *q_best,
+                           double *f_best, learn_poll *lp) {
   for (int64_t i = 0; i < m; i++) {
     k[i].v = y[i] - slope * x[i];
     k[i].i = i;
   }
-  sort_keyed(k, m, tmp);
+  if (sort_keyed(k, m, tmp, lp) || learn_tick(lp, m)) return 1;
   int64_t tp = 0, fp = 0, fn = n_pos;
   double best = f_score(tp, fn, fp), qb = 0;
   for (int64_t i = 0; i < m;) {
+    /* do-while: the group holds at least k[i], so the sweep advances even
+     * on a NaN key (which equals nothing, itself included) */
     int64_t j = i;
-    while (j < m && k[j].v == k[i].v) {
+    do {
       if (lab[k[j].i] > 0) { tp++; fn--; } else fp++;
       j++;
-    }
+    } while (j < m && k[j].v == k[i].v);
     double f = f_score(tp, fn, fp);
     if (f > best) { best = f; qb = k[i].v; }
+    if (learn_tick(lp, j - i)) return 1;
     i = j;
   }
   *q_best = qb;
   *f_best = best;
+  return 0;
 }
 
 /* COSNet's branch for a positive half-plane above the line (its
@@ -194,8 +218,10 @@ done:
 }
 
 sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
-                            int64_t m, double *alpha, double *c, double *fscore) {
+                            int64_t m, double *alpha, double *c, double *fscore, sbg_ctx *ctx,
+                            double done) {
   sbg_status st = SBG_OK;
+  learn_poll lpoll = {ctx, done, 0}, *lp = &lpoll;
   keyed *k = (keyed *)malloc((size_t)(m > 0 ? m : 1) * 2 * sizeof(keyed));
   if (!k) return SBG_ERR_ALLOC;
   keyed *tmp = k + (m > 0 ? m : 1);
@@ -209,7 +235,7 @@ sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
     k[i].v = x[i] != 0 ? atan(y[i] / x[i]) : M_PI / 2 - DBL_MIN;
     k[i].i = i;
   }
-  sort_keyed(k, m, tmp);
+  if (sort_keyed(k, m, tmp, lp) || learn_tick(lp, m)) goto interrupted;
   /* Sweep the angles upwards, a group of equal angles at a time; the
    * points at or below the line are positive ("under") or those above it
    * ("over").  As COSNet: the sweep stops at angles >= 1.57, a line must
@@ -232,6 +258,7 @@ sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
     double fu = f_score(tp_u, fn_u, fp_u), fo = f_score(tp_o, fn_o, fp_o);
     if (fu > best_u) { best_u = fu; ang_u = k[i].v; }
     if (fo > best_o) { best_o = fo; ang_o = k[i].v; }
+    if (learn_tick(lp, j - i)) goto interrupted;
     i = j;
   }
   int above = best_o > best_u;
@@ -239,13 +266,19 @@ sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
 
   /* Step 2: the intercept, with the positive half-plane below the line. */
   double q = 0, f = 0;
-  intercept_sweep(x, y, lab, m, n_pos, tan(theta), k, tmp, &q, &f);
+  if (intercept_sweep(x, y, lab, m, n_pos, tan(theta), k, tmp, &q, &f, lp)) goto interrupted;
   *alpha = theta + DBL_MIN;
   *c = -q * cos(*alpha);
   *fscore = f;
-  if (above) st = pos_above(x, y, lab, m, n_pos, alpha, c, fscore);
+  if (above) {
+    st = pos_above(x, y, lab, m, n_pos, alpha, c, fscore);
+    if (st == SBG_OK && ctx && sbg_poll(ctx, done) != SBG_OK) goto interrupted;
+  }
   free(k);
   return st;
+interrupted:
+  free(k);
+  return SBG_ERR_INTERRUPTED; /* ctx->errbuf set by sbg_poll */
 }
 
 uint64_t sbg_cosnet_priority(uint64_t seed, int32_t node) {
@@ -330,7 +363,7 @@ sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
       n_pos[j] = np;
       n_lab[j] = m;
       if (np == 0 || np == m) sj = SBG_ERR_INPUT;
-      else sj = sbg_cosnet_learn(px, py, pl, m, &alpha[j], &c[j], &fscore[j]);
+      else sj = sbg_cosnet_learn(px, py, pl, m, &alpha[j], &c[j], &fscore[j], NULL, 0.0);
     }
     free(px); free(py); free(pl);
     if (sj != SBG_OK) {

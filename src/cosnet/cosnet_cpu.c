@@ -521,7 +521,9 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
   }
 
   double alpha, c, fs;
-  sbg_status st = sbg_cosnet_learn(w->px, w->py, w->plab, m, &alpha, &c, &fs);
+  sbg_status st = sbg_cosnet_learn(w->px, w->py, w->plab, m, &alpha, &c, &fs, poll ? ctx : NULL,
+                                   done_before);
+  if (st == SBG_ERR_INTERRUPTED) return st; /* ctx->errbuf set by sbg_poll */
   if (st != SBG_OK) return sbg_fail(ctx, st, "out of memory while learning job %d", (int)j + 1);
   double hi = sin(alpha), lo = -cos(alpha);
 

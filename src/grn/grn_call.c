@@ -2,6 +2,8 @@
  * (R/grnEvolve.R): R vectors -> sbg_grn_problem / sbg_grn_params, engine
  * call, results back as R vectors.  R has validated every argument. */
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "glue.h"
@@ -11,7 +13,9 @@ static SEXP list_elt(SEXP list, const char *name) {
   SEXP names = Rf_getAttrib(list, R_NamesSymbol);
   for (R_xlen_t i = 0; i < XLENGTH(list); i++)
     if (strcmp(CHAR(STRING_ELT(names, i)), name) == 0) return VECTOR_ELT(list, i);
-  Rf_error("sysbioGPU internal error: no element '%s'; please report it", name);
+  char msg[160];
+  snprintf(msg, sizeof msg, "sysbioGPU internal error: no element '%s'; please report it", name);
+  sbg_stop(SBG_ERR_INTERNAL, msg);
   return R_NilValue; /* # nocov */
 }
 
@@ -120,6 +124,34 @@ static void params_from_list(SEXP ga, sbg_grn_params *gp) {
   SBG_ASSERT(gp->migration_interval >= 1 && gp->generations >= 0);
 }
 
+/* The fitness history of a run: (generations + 1) x islands, the engines'
+ * layout, reserved with malloc and never cleared, so that only the pages
+ * of the generations that run are ever touched (committed): a cap of 1e9
+ * generations cut short by a time limit or the target costs what ran, not
+ * 8 GB per island.  Held by an external pointer, so that R frees it on
+ * every path (an error, an interrupt).  The rows that ran are copied to an
+ * R matrix at the end. */
+static void history_free(SEXP ptr) {
+  free(R_ExternalPtrAddr(ptr));
+  R_ClearExternalPtr(ptr);
+}
+
+static SEXP history_reserve(int64_t rows, int islands, double **at) {
+  double bytes = (double)rows * islands * sizeof(double);
+  void *h = bytes <= (double)SIZE_MAX ? malloc((size_t)rows * islands * sizeof(double)) : NULL;
+  if (!h) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "cannot reserve %.3g GB for the fitness history (%.0f generations x %d "
+             "islands); lower `generations`", bytes / 1e9, (double)rows - 1, islands);
+    sbg_stop(SBG_ERR_ALLOC, msg);
+  }
+  SEXP ptr = PROTECT(R_MakeExternalPtr(h, R_NilValue, R_NilValue));
+  R_RegisterCFinalizerEx(ptr, history_free, TRUE);
+  UNPROTECT(1);
+  *at = (double *)h;
+  return ptr;
+}
+
 SEXP ffi_grn_evolve(SEXP problem, SEXP ga, SEXP gpu, SEXP threads, SEXP devices, SEXP verbose) {
   int nprot = 0;
   sbg_grn_problem pb;
@@ -132,12 +164,14 @@ SEXP ffi_grn_evolve(SEXP problem, SEXP ga, SEXP gpu, SEXP threads, SEXP devices,
   int n = pb.n;
   SEXP links = PROTECT(Rf_allocMatrix(INTSXP, n, n)); nprot++;
   SEXP rules = PROTECT(Rf_allocVector(INTSXP, n)); nprot++;
-  SEXP hist = PROTECT(Rf_allocMatrix(REALSXP, (int)(gp.generations + 1), gp.islands)); nprot++;
+  double *reserved = NULL;
+  int64_t rows = gp.generations + 1;
+  SEXP hptr = PROTECT(history_reserve(rows, gp.islands, &reserved)); nprot++;
   sbg_grn_result out;
   memset(&out, 0, sizeof(out));
   out.best_links = INTEGER(links);
   out.best_rules = INTEGER(rules);
-  out.history = REAL(hist);
+  out.history = reserved;
 
   sbg_ctx ctx;
   sbg_progress pr;
@@ -148,6 +182,12 @@ SEXP ffi_grn_evolve(SEXP problem, SEXP ga, SEXP gpu, SEXP threads, SEXP devices,
                       : sbg_grn_evolve_cpu(&pb, &gp, &out, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
+  SBG_ASSERT(out.generations_run >= 0 && out.generations_run < rows);
+  int64_t ran = out.generations_run + 1;
+  SEXP hist = PROTECT(Rf_allocMatrix(REALSXP, (int)ran, gp.islands)); nprot++;
+  for (int isl = 0; isl < gp.islands; isl++)
+    memcpy(REAL(hist) + (int64_t)isl * ran, reserved + (int64_t)isl * rows, (size_t)ran * sizeof(double));
+  history_free(hptr);
 
   const char *nm[] = {"links", "rules", "history", "generations", "score", "dn", "dl", "stop"};
   SEXP ans = PROTECT(Rf_allocVector(VECSXP, 8)); nprot++;

@@ -551,3 +551,69 @@ test_that("several GPUs and GPU workers give the single-device and CPU runs", {
   expect_error(grn_par_case(backend = "gpu", BPPARAM = BiocParallel::MulticoreParam(2)),
                "SnowParam", class = "sysbioGPU_error_input")
 })
+
+test_that("defaults fit small networks; bad choices and gene names are classed (issue 15 D9)", {
+  net <- matrix(0L, 5, 5, dimnames = list(paste0("h", 1:5), paste0("h", 1:5)))
+  net[2, 1] <- 1L; net[3, 2] <- 1L; net[4, 3] <- -1L; net[5, 4] <- 1L; net[1, 5] <- 1L
+  f <- stats::setNames(c(TRUE, FALSE, TRUE, FALSE, TRUE), rownames(net))
+  g <- stats::setNames(c(FALSE, TRUE, TRUE, FALSE, FALSE), rownames(net))
+  ev <- function(...) grnEvolve(net, f, g, popSize = 16, islands = 2, generations = 3, seed = 1,
+                                backend = "cpu", threads = 1, verbose = FALSE, ...)
+  r <- ev()
+  expect_s3_class(r, "grnEvolve")
+  expect_identical(r$settings$maxInDegree, 5)
+  # the default is 7 where there are 7 genes or more, and an explicit value holds
+  expect_identical(ev(maxInDegree = 2)$settings$maxInDegree, 2)
+  cls <- "sysbioGPU_error_input"
+  for (s in list("nope", NA, 1, character(0), NULL)) {
+    expect_error(ev(selection = s), "`selection` must be one of", class = cls)
+  }
+  expect_identical(ev(selection = "roulette")$settings$selection, "roulette")
+  bad <- net
+  dimnames(bad) <- list(c("h1", "", "h3", "h4", "h5"), c("h1", "", "h3", "h4", "h5"))
+  expect_error(grnEvolve(bad, stats::setNames(f, rownames(bad)), stats::setNames(g, rownames(bad))),
+               "must not be NA or empty \\(gene 2\\)", class = cls)
+  expect_error(grnEvolve(data.frame(source = c("a", ""), target = c("b", "a"), sign = c(1, -1)),
+                         c(a = TRUE, b = FALSE), c(a = FALSE, b = TRUE)),
+               "not NA or empty", class = cls)
+})
+
+test_that("a huge generations cap cut short by timeLimit costs only what ran (issue 15 D8)", {
+  eye <- grnMouseEye()
+  r <- grnEvolve(eye$network, eye$from, eye$to, popSize = 16, islands = 2, generations = 1e9,
+                 timeLimit = 0.2, seed = 1, backend = "cpu", threads = 1, verbose = FALSE)
+  expect_identical(r$stopReason, "timeLimit")
+  expect_lt(r$generations, 1e9)
+  # the history holds the generations that ran, not the cap (it used to be
+  # allocated as 1e9 + 1 rows per island up front: 16 GB)
+  expect_equal(dim(r$history), c(r$generations + 1, 2))
+  expect_false(anyNA(r$history))
+  # a cap of 1e9 x 4 islands (32 GB by the cap, refused before) runs too
+  r <- grnEvolve(eye$network, eye$from, eye$to, popSize = 32, islands = 4, generations = 1e9,
+                 timeLimit = 0.2, seed = 1, backend = "cpu", threads = 1, verbose = FALSE)
+  expect_identical(r$stopReason, "timeLimit")
+  expect_equal(dim(r$history), c(r$generations + 1, 4))
+  expect_false(anyNA(r$history))
+})
+
+test_that("a cap too large for one history runs in rounds in this process: the same run", {
+  eye <- grnMouseEye()
+  ev <- function(...) grnEvolve(eye$network, eye$from, eye$to, popSize = 32, islands = 4,
+                                migrationInterval = 3, seed = 5, backend = "cpu", threads = 1,
+                                verbose = FALSE, ...)
+  one <- ev(generations = 150)
+  old <- options(sysbioGPU.grnHistoryRows = 10)
+  on.exit(options(old))
+  rounds <- ev(generations = 150)
+  for (nm in c("network", "rules", "fitness", "history", "generations", "stopReason")) {
+    expect_identical(rounds[[nm]], one[[nm]], info = nm)
+  }
+  # stopped by the target at the same generation
+  tgt <- one$history[60, 1]
+  a <- ev(generations = 150, target = tgt)
+  options(old)
+  b <- ev(generations = 150, target = tgt)
+  expect_identical(a$generations, b$generations)
+  expect_identical(a$network, b$network)
+  expect_identical(a$history, b$history)
+})

@@ -380,7 +380,7 @@ test_that("readNetwork: header detection, both directions stored once, bad lines
   expect_identical(W["b", "a"], 0.9)
   expect_identical(length(W@x), 6L)
   writeLines(c("a b 0.9", "b c x"), f)
-  expect_error(readNetwork(f), "line 2 .*not a number", class = "sysbioGPU_error_input")
+  expect_error(readNetwork(f), "line 2.*not a finite number", class = "sysbioGPU_error_input")
   writeLines(c("a b 0.9", "b c"), f)
   expect_error(readNetwork(f), "line 2 .*3 fields", class = "sysbioGPU_error_input")
   writeLines(c("a b 0.9", "b a 0.5"), f)
@@ -422,4 +422,110 @@ test_that("GPU and CPU give identical results (cost = 0 and cost > 0)", {
   y <- Y[, 1]; y[1] <- NA
   expect_identical(parCosnet(H, y, seed = 1, backend = "gpu", verbose = FALSE)$scores,
                    parCosnet(H, y, seed = 1, backend = "cpu", verbose = FALSE)$scores)
+})
+
+test_that("slots of W edited by hand give a classed error, in R and in C (issue 15 D2)", {
+  W <- cosnet_random_graph(30, 0.2, 5)
+  y <- stats::setNames(rep(c(1, 0, NA), 10), rownames(W))
+  run <- function(M) parCosnet(M, y, seed = 1, maxSweeps = 20, backend = "cpu", threads = 1,
+                               verbose = FALSE)
+  edits <- list(
+    i_negative = function(z) { z@i[1] <- -5L; z },
+    i_too_large = function(z) { z@i[1] <- 1000L; z },
+    p_too_long = function(z) { z@p <- c(z@p, 0L); z },
+    p_decreasing = function(z) { z@p[3] <- 0L; z },
+    x_shorter = function(z) { z@x <- z@x[-1]; z },
+    dim_lies = function(z) { z@Dim <- c(100L, 100L); z })
+  for (e in names(edits)) {
+    expect_error(run(edits[[e]](W)), class = "sysbioGPU_error_input", info = e)
+  }
+  # the C glue validates too (objects reach it without validObject() from
+  # other callers): p, i, x as they would come from an edited object
+  chk <- function(p, i, x) .Call(sysbioGPU:::ffi_cosnet_check, p, i, x, 1e-12, 1L)
+  eng <- function(p, i, x) {
+    .Call(sysbioGPU:::ffi_cosnet, p, i, x, matrix(c(1L, -1L, 0L), length(p) - 1L, 1L), NULL,
+          0L, 0, 10L, 1, 0L, 0, FALSE, 1L, 0L, FALSE)
+  }
+  p <- W@p; i <- W@i; x <- W@x
+  expect_identical(chk(p, i, x), c(0L, 0L))
+  bad <- list(list(p, replace(i, 1, -5L), x), list(p, replace(i, 1, 1000L), x),
+              list(c(p, 0L), i, x), list(replace(p, 3, 0L), i, x), list(p, i, x[-1]),
+              list(replace(p, 1, 1L), i, x), list(0L, integer(0), numeric(0)),
+              list(as.double(p), i, x))
+  for (b in seq_along(bad)) {
+    expect_error(do.call(chk, bad[[b]]), class = "sysbioGPU_error_input", info = b)
+    if (length(bad[[b]][[1]]) == length(p) && is.integer(bad[[b]][[1]])) {
+      expect_error(do.call(eng, bad[[b]]), class = "sysbioGPU_error_input", info = b)
+    }
+  }
+})
+
+test_that("weights whose sums overflow are refused; the learning step ends on NaN (issue 15 D1)", {
+  W <- cosnet_random_graph(30, 0.2, 5)
+  y <- stats::setNames(rep(c(1, 0, NA), 10), rownames(W))
+  expect_error(parCosnet(W * 1e308, y, seed = 1, backend = "cpu", threads = 1, verbose = FALSE),
+               class = "sysbioGPU_error_input", regexp = "weighted degree.*`W`")
+  expect_error(cvParCosnet(W * 1e308, y, nfolds = 2, seed = 1, backend = "cpu", threads = 1,
+                           verbose = FALSE),
+               class = "sysbioGPU_error_input", regexp = "weighted degree")
+  # the learning step itself, on points whose keys are NaN (Inf - Inf): it
+  # returns (it looped forever on a NaN intercept key)
+  r <- cosnet_learn(c(Inf, Inf, 1, 2), c(Inf, Inf, 2, 1), c(1, 0, 1, 0))
+  expect_length(r, 3)
+  r <- cosnet_learn(c(NaN, 1, NaN, 2), c(NaN, 2, NaN, 1), c(1, 0, 0, 1))
+  expect_length(r, 3)
+})
+
+test_that("readNetwork refuses NA / empty nodes, non-finite weights and bad UTF-8, with the line", {
+  tf <- function(x) { f <- tempfile(fileext = ".txt"); writeLines(x, f); f }
+  cls <- "sysbioGPU_error_input"
+  expect_error(readNetwork(tf(c("a b 1", "a NA 1", "b c 1"))), "line 2.*node name 'NA'", class = cls)
+  expect_error(readNetwork(tf(c("a b 1", ",c 1", "b c 1"))), "line 2.*node name ''", class = cls)
+  # a first line whose weight is NaN / Inf / NA is an edge, not a header
+  for (w in c("NaN", "Inf", "-Inf", "NA", "nan")) {
+    expect_error(readNetwork(tf(c(paste("a b", w), "b c 1"))), "line 1.*not a finite number",
+                 class = cls, info = w)
+  }
+  expect_error(readNetwork(tf(c("x y score", "a b 1", "b c NaN"))), "line 3", class = cls)
+  f <- tempfile()
+  writeBin(c(charToRaw("a b 1\nc "), as.raw(0xff), charToRaw(" 1\n")), f)
+  expect_error(readNetwork(f), "line 2.*UTF-8", class = cls)
+  # a header is still recognised; CRLF line ends are fine
+  f <- tempfile()
+  writeBin(charToRaw("from to weight\r\na b 0.5\r\nb c 1\r\n"), f)
+  W <- readNetwork(f)
+  expect_identical(rownames(W), c("a", "b", "c"))
+  expect_identical(W["a", "b"], 0.5)
+  expect_identical(Matrix::nnzero(W), 4L)
+})
+
+test_that("Ctrl-C stops the learning step itself (issue 15 D1)", {
+  skip_on_os("windows")
+  skip_on_cran()
+  # 6e6 labelled points: about a second of sorting and sweeping here
+  set.seed(3)
+  m <- 6e6
+  x <- runif(m); y <- runif(m); l <- as.integer(runif(m) < 0.3)
+  interrupt_after(0.3)
+  expect_error(.Call(sysbioGPU:::ffi_cosnet_learn, x, y, l), "interrupted",
+               class = "sysbioGPU_error_interrupted")
+})
+
+test_that("with an edge data.frame of named nodes, labels must be named by node (issue 16 point 5)", {
+  E <- data.frame(from = c("c", "a", "b", "d"), to = c("a", "b", "d", "c"), weight = c(1, 0.5, 0.8, 0.3))
+  run <- function(y, W = E) parCosnet(W, y, seed = 1, backend = "cpu", threads = 1, verbose = FALSE)
+  expect_error(run(c(1, 0, NA, 0)), "must be named by node", class = "sysbioGPU_error_input")
+  expect_error(run(matrix(c(1, 0, NA, 0), 4)), "must be named by node", class = "sysbioGPU_error_input")
+  # named: the node order (c, a, b, d by first appearance) does not matter
+  y <- c(a = 1, b = 0, c = NA, d = 0)
+  r <- run(y)
+  W <- matrix(0, 4, 4, dimnames = list(letters[1:4], letters[1:4]))
+  W[cbind(E$from, E$to)] <- W[cbind(E$to, E$from)] <- E$weight
+  ref <- run(y, W)
+  expect_identical(r$scores[names(y), , drop = FALSE], ref$scores[names(y), , drop = FALSE])
+  expect_identical(run(matrix(y, 4, dimnames = list(names(y), "k")))$scores[names(y), 1],
+                   ref$scores[names(y), 1])
+  # nodes numbered 1..n: the order is the user's, an unnamed vector is fine
+  N <- data.frame(from = c(1, 2), to = c(2, 3), weight = c(1, 1))
+  expect_s3_class(run(c(1, 0, NA), N), "parCosnet")
 })
