@@ -11,6 +11,7 @@
 
 #include "gsea.h"
 #include "gsea_math.h"
+#include "gsea_preranked.h"
 #include "omp_compat.h"
 #include "philox.h"
 
@@ -46,12 +47,15 @@ typedef struct ws {
   uint64_t *key, *key2;
   int32_t *ord, *ord2;
   set_state *st;          /* per set: running sum and its constants */
+  int32_t *swp, *sorted;  /* shared null: swaps and the ascending draw */
+  double *esz;            /* shared null: ES by distinct set size */
 } ws;
 
 static void ws_free(ws *w) {
   if (!w) return;
   free(w->lab); free(w->small); free(w->perm); free(w->s); free(w->ss); free(w->m);
   free(w->w); free(w->key); free(w->key2); free(w->ord); free(w->ord2); free(w->st);
+  free(w->swp); free(w->sorted); free(w->esz);
 }
 
 static int ws_alloc(ws *w, int32_t G, int32_t P, int32_t S) {
@@ -69,7 +73,11 @@ static int ws_alloc(ws *w, int32_t G, int32_t P, int32_t S) {
   w->ord = malloc(g * sizeof(int32_t));
   w->ord2 = malloc(g * sizeof(int32_t));
   w->st = malloc(s * sizeof(set_state));
-  return w->lab && w->small && w->perm && w->s && w->ss && w->m && w->w && w->key &&
+  w->swp = malloc(g * sizeof(int32_t));
+  w->sorted = malloc(g * sizeof(int32_t));
+  w->esz = malloc(s * sizeof(double));
+  if (w->perm) for (int32_t i = 0; i < G; i++) w->perm[i] = i;
+  return w->swp && w->sorted && w->esz && w->lab && w->small && w->perm && w->s && w->ss && w->m && w->w && w->key &&
          w->key2 && w->ord && w->ord2 && w->st;
 }
 
@@ -80,6 +88,9 @@ typedef struct shared {
   sbg_gsea_prep prep;
   int32_t *gs_start, *gs_sets; /* gene -> sets index (CSR) */
   double *inv_nmiss;           /* per set: 1 / (N - k) */
+  /* gene permutation: the null of each set size from one shared draw */
+  const sbg_gsea_sizes *sizes;
+  const double *wr;            /* weight at each rank position, or NULL */
 } shared;
 
 /* Stable LSD radix sort of the keys, genes in index order on input, so
@@ -158,6 +169,11 @@ static void permuted_metric(const shared *sh, ws *w, int64_t j) {
 static void perm_es(const shared *sh, ws *w, int64_t j, double *es, int32_t *pos) {
   const sbg_gsea_input *in = sh->in;
   int32_t G = in->n_genes, S = in->n_sets;
+  if (sh->p->gene_perm && j > 0 && sh->wr) {
+    sbg_gsea_prerank_null(sh->sizes, sh->wr, G, sh->p->seed, j, w->perm, w->swp, w->sorted, w->esz);
+    for (int32_t s = 0; s < S; s++) es[s] = w->esz[sh->sizes->of_set[s]];
+    return;
+  }
   permuted_metric(sh, w, j);
   rank_genes(w, G);
   for (int32_t g = 0; g < G; g++) w->w[g] = gsea_weight(w->m[g], sh->p->weight);
@@ -501,7 +517,9 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   int nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
   double *xc = NULL, *mu = NULL, *t1 = NULL, *t2 = NULL, *nb = NULL;
   int32_t *gs_start = NULL, *gs_sets = NULL;
-  double *inv_nmiss = NULL;
+  double *inv_nmiss = NULL, *wr = NULL;
+  sbg_gsea_sizes sizes;
+  memset(&sizes, 0, sizeof sizes);
   ws *wss = NULL;
   stats t;
   memset(&t, 0, sizeof t);
@@ -596,6 +614,20 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
     perm_es(&sh, &wss[0], 0, out->es, out->rank_at_max);
     sh.p = p;
     memcpy(out->order, wss[0].ord, (size_t)G * sizeof(int32_t));
+  }
+  if (p->gene_perm) {
+    /* The null of a set depends on its size alone: one draw per permutation
+     * serves every set (gsea_preranked.c).  Its GPU engine is not written
+     * yet, so gene permutations run here, with the same table. */
+    use_gpu = 0;
+    wr = malloc((size_t)G * sizeof(double));
+    if (!wr || !sbg_gsea_sizes_make(&sizes, in->set_start, S)) {
+      st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the shared null");
+      goto done;
+    }
+    for (int32_t r = 0; r < G; r++) wr[r] = gsea_weight(out->metric[out->order[r]], p->weight);
+    sh.wr = wr;
+    sh.sizes = &sizes;
   }
 
   /* batch size: about 0.1 s of CPU work per batch, for polling */
@@ -754,6 +786,8 @@ done:
   for (int w = 0; w < SBG_GSEA_MAX_DEVICES; w++) sbg_gsea_gpu_close(gpus[w]);
   if (wss) for (int i = 0; i < nth; i++) ws_free(&wss[i]);
   free(wss); free(xc); free(mu); free(t1); free(t2); free(nb); free(gs_start); free(gs_sets); free(inv_nmiss);
+  free(wr);
+  sbg_gsea_sizes_free(&sizes);
   stats_free(&t);
   return st;
 }
