@@ -91,6 +91,9 @@ typedef struct shared {
   /* gene permutation: the null of each set size from one shared draw */
   const sbg_gsea_sizes *sizes;
   const double *wr;            /* weight at each rank position, or NULL */
+  double *zcache;              /* ES by size of permutations 1..n_cache (pass 2 reads them) */
+  uint8_t *zhave;              /* per cached permutation: computed */
+  int64_t n_cache;
 } shared;
 
 /* Stable LSD radix sort of the keys, genes in index order on input, so
@@ -170,8 +173,14 @@ static void perm_es(const shared *sh, ws *w, int64_t j, double *es, int32_t *pos
   const sbg_gsea_input *in = sh->in;
   int32_t G = in->n_genes, S = in->n_sets;
   if (sh->p->gene_perm && j > 0 && sh->wr) {
-    sbg_gsea_prerank_null(sh->sizes, sh->wr, G, sh->p->seed, j, w->perm, w->swp, w->sorted, w->esz);
-    for (int32_t s = 0; s < S; s++) es[s] = w->esz[sh->sizes->of_set[s]];
+    int32_t nz = sh->sizes->n;
+    double *esz = j <= sh->n_cache ? sh->zcache + (size_t)(j - 1) * nz : w->esz;
+    /* each permutation is one thread's: the flag and its row are not shared */
+    if (j > sh->n_cache || !sh->zhave[j - 1]) {
+      sbg_gsea_prerank_null(sh->sizes, sh->wr, G, sh->p->seed, j, w->perm, w->swp, w->sorted, esz);
+      if (j <= sh->n_cache) sh->zhave[j - 1] = 1;
+    }
+    for (int32_t s = 0; s < S; s++) es[s] = esz[sh->sizes->of_set[s]];
     return;
   }
   permuted_metric(sh, w, j);
@@ -216,6 +225,7 @@ typedef struct stats {
   double *opos, *oneg;       /* observed NES >= 0 ascending; -NES for NES <= 0 ascending */
   int32_t kp, kn;
   int fbits;                 /* FDR numerators in units of 2^-fbits */
+  int plus1;                 /* nominal p = (b + 1) / (m + 1), never 0 (gene permutation) */
   uint64_t *hp, *hn;         /* FDR numerators by bin (kp + 1, kn + 1) */
   uint64_t *thp, *thn;       /* per-thread partials of the current batch */
   int64_t valid_pos, valid_neg;
@@ -299,7 +309,8 @@ static void stats_end_pass1(stats *t, double *nes, double *pval) {
     if (!isfinite(v)) v = NAN; /* no null ES of that sign (or only zeros) */
     t->nes[s] = nes[s] = v;
     int64_t den = e >= 0 ? t->n_pos[s] : t->n_neg[s];
-    pval[s] = den ? (double)t->n_ext[s] / (double)den : NAN;
+    pval[s] = t->plus1 ? (double)(t->n_ext[s] + 1) / (double)(den + 1)
+                       : den ? (double)t->n_ext[s] / (double)den : NAN;
     if (!isnan(v) && v >= 0) t->opos[t->kp++] = v;
     if (!isnan(v) && v <= 0) t->oneg[t->kn++] = -v;
   }
@@ -440,7 +451,7 @@ done:
 sbg_status sbg_gsea_combine1(int32_t n_sets, int64_t nperm, const double *es, int n_parts,
                              const gsea_acc *const *sum_pos, const gsea_acc *const *sum_neg,
                              const int64_t *const *n_pos, const int64_t *const *n_neg,
-                             const int64_t *const *n_ext, double *nes, double *pval, double *mpos,
+                             const int64_t *const *n_ext, int plus1, double *nes, double *pval, double *mpos,
                              double *mneg, double *opos, double *oneg, int32_t *kp, int32_t *kn,
                              sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
@@ -457,6 +468,7 @@ sbg_status sbg_gsea_combine1(int32_t n_sets, int64_t nperm, const double *es, in
       t.n_neg[s] += n_neg[i][s];
       t.n_ext[s] += n_ext[i][s];
     }
+  t.plus1 = plus1;
   stats_end_pass1(&t, nes, pval);
   memcpy(mpos, t.mpos, (size_t)n_sets * sizeof(double));
   memcpy(mneg, t.mneg, (size_t)n_sets * sizeof(double));
@@ -628,6 +640,15 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
     for (int32_t r = 0; r < G; r++) wr[r] = gsea_weight(out->metric[out->order[r]], p->weight);
     sh.wr = wr;
     sh.sizes = &sizes;
+    /* pass 2 reads pass 1's ES by size (n_sizes per permutation, far
+     * fewer than the sets) instead of drawing again, up to 256 MiB */
+    int64_t cap = ((int64_t)1 << 25) / sizes.n;
+    sh.n_cache = p->phase ? 0 : nperm < cap ? nperm : cap;
+    if (sh.n_cache > 0) {
+      sh.zcache = malloc((size_t)sh.n_cache * (size_t)sizes.n * sizeof(double));
+      sh.zhave = calloc((size_t)sh.n_cache, 1);
+      if (!sh.zcache || !sh.zhave) { free(sh.zcache); free(sh.zhave); sh.zcache = NULL; sh.zhave = NULL; sh.n_cache = 0; }
+    }
   }
 
   /* batch size: about 0.1 s of CPU work per batch, for polling */
@@ -681,6 +702,7 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
     if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)bmax, (int)S); goto done; }
   }
   if (!stats_alloc(&t, S, nperm, out->es, nth)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
+  t.plus1 = p->gene_perm;
   if (p->phase == 2) { /* pass 1's merged results, from the caller */
     memcpy(t.mpos, p->norm->mpos, (size_t)S * sizeof(double));
     memcpy(t.mneg, p->norm->mneg, (size_t)S * sizeof(double));
@@ -786,7 +808,7 @@ done:
   for (int w = 0; w < SBG_GSEA_MAX_DEVICES; w++) sbg_gsea_gpu_close(gpus[w]);
   if (wss) for (int i = 0; i < nth; i++) ws_free(&wss[i]);
   free(wss); free(xc); free(mu); free(t1); free(t2); free(nb); free(gs_start); free(gs_sets); free(inv_nmiss);
-  free(wr);
+  free(wr); free(sh.zcache); free(sh.zhave);
   sbg_gsea_sizes_free(&sizes);
   stats_free(&t);
   return st;
