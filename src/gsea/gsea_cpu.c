@@ -226,6 +226,11 @@ typedef struct stats {
   int32_t kp, kn;
   int fbits;                 /* FDR numerators in units of 2^-fbits */
   int plus1;                 /* nominal p = (b + 1) / (m + 1), never 0 (gene permutation) */
+  /* Gene permutation: sets of one size share their null ES, hence their
+   * sums and null NES, so the passes score one representative per size
+   * and count it mult times (integer sums: the same bits). */
+  const int32_t *rep;        /* per set: the first set of its size (NULL: none) */
+  int32_t *mult;             /* per set: sets of its size if it is the representative, else 0 */
   uint64_t *hp, *hn;         /* FDR numerators by bin (kp + 1, kn + 1) */
   uint64_t *thp, *thn;       /* per-thread partials of the current batch */
   int64_t valid_pos, valid_neg;
@@ -275,6 +280,13 @@ static void stats_pass1(stats *t, const double *nb, int64_t n, int nth) {
 #pragma omp parallel for num_threads(nth) schedule(static)
   for (int32_t s = 0; s < S; s++) {
     double e = t->es[s];
+    if (t->rep && t->rep[s] != s) { /* its sums are its representative's */
+      for (int64_t b = 0; b < n; b++) {
+        double v = nb[(size_t)b * S + s];
+        t->n_ext[s] += e >= 0 ? v >= 0 && v > e : v <= 0 && v < e;
+      }
+      continue;
+    }
     for (int64_t b = 0; b < n; b++) {
       double v = nb[(size_t)b * S + s];
       if (v >= 0) {
@@ -291,6 +303,18 @@ static void stats_pass1(stats *t, const double *nb, int64_t n, int nth) {
   }
 }
 
+/* Sets share their representative's sums (before pass 1's results leave). */
+static void stats_share_sums(stats *t) {
+  if (!t->rep) return;
+  for (int32_t s = 0; s < t->S; s++) {
+    int32_t r = t->rep[s];
+    t->sum_pos[s] = t->sum_pos[r];
+    t->sum_neg[s] = t->sum_neg[r];
+    t->n_pos[s] = t->n_pos[r];
+    t->n_neg[s] = t->n_neg[r];
+  }
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -300,6 +324,7 @@ static int cmp_double(const void *a, const void *b) {
  * for the FDR bins. */
 static void stats_end_pass1(stats *t, double *nes, double *pval) {
   int32_t S = t->S;
+  stats_share_sums(t);
   t->kp = t->kn = 0;
   for (int32_t s = 0; s < S; s++) {
     t->mpos[s] = t->n_pos[s] ? gsea_acc_value(t->sum_pos[s]) / (double)t->n_pos[s] : NAN;
@@ -348,12 +373,14 @@ static void stats_pass2(stats *t, const double *nb, int64_t first, int64_t n, in
     double mx = -INFINITY, mn = INFINITY;
     int32_t mp = 0, mm = 0;
     for (int32_t s = 0; s < S; s++) {
+      int32_t m = t->rep ? t->mult[s] : 1;
+      if (!m) continue;
       double z = gsea_null_nes(col[s], t->mpos[s], t->mneg[s]);
       if (isnan(z)) continue;
       if (z > mx) mx = z;
       if (z < mn) mn = z;
-      if (z >= 0) mp++;
-      if (z <= 0) mm++;
+      if (z >= 0) mp += m;
+      if (z <= 0) mm += m;
     }
     t->pmax[first - 1 + b] = mx;
     t->pmin[first - 1 + b] = mn;
@@ -361,10 +388,12 @@ static void stats_pass2(stats *t, const double *nb, int64_t first, int64_t n, in
     if (mm) vneg++;
     uint64_t wpv = mp ? gsea_fdr_weight(mp, t->fbits) : 0, wnv = mm ? gsea_fdr_weight(mm, t->fbits) : 0;
     for (int32_t s = 0; s < S; s++) {
+      uint64_t m = t->rep ? (uint64_t)t->mult[s] : 1;
+      if (!m) continue;
       double z = gsea_null_nes(col[s], t->mpos[s], t->mneg[s]);
       if (isnan(z)) continue;
-      if (z >= 0) hp[gsea_count_le(t->opos, t->kp, z)] += wpv;
-      if (z <= 0) hn[gsea_count_le(t->oneg, t->kn, -z)] += wnv;
+      if (z >= 0) hp[gsea_count_le(t->opos, t->kp, z)] += m * wpv;
+      if (z <= 0) hn[gsea_count_le(t->oneg, t->kn, -z)] += m * wnv;
     }
   }
   for (int i = 0; i < nth; i++) {
@@ -530,6 +559,7 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   double *xc = NULL, *mu = NULL, *t1 = NULL, *t2 = NULL, *nb = NULL;
   int32_t *gs_start = NULL, *gs_sets = NULL;
   double *inv_nmiss = NULL, *wr = NULL;
+  int32_t *repv = NULL, *multv = NULL;
   sbg_gsea_sizes sizes;
   memset(&sizes, 0, sizeof sizes);
   ws *wss = NULL;
@@ -703,6 +733,22 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   }
   if (!stats_alloc(&t, S, nperm, out->es, nth)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
   t.plus1 = p->gene_perm;
+  if (p->gene_perm) {
+    int32_t *first = malloc((size_t)sizes.n * sizeof(int32_t));
+    repv = malloc((size_t)S * sizeof(int32_t));
+    multv = calloc((size_t)S, sizeof(int32_t));
+    if (!first || !repv || !multv) { free(first); st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
+    for (int32_t z = 0; z < sizes.n; z++) first[z] = -1;
+    for (int32_t s = 0; s < S; s++) {
+      int32_t z = sizes.of_set[s];
+      if (first[z] < 0) first[z] = s;
+      repv[s] = first[z];
+      multv[first[z]]++;
+    }
+    free(first);
+    t.rep = repv;
+    t.mult = multv;
+  }
   if (p->phase == 2) { /* pass 1's merged results, from the caller */
     memcpy(t.mpos, p->norm->mpos, (size_t)S * sizeof(double));
     memcpy(t.mneg, p->norm->mneg, (size_t)S * sizeof(double));
@@ -768,6 +814,7 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
         for (int w = 0; w < nw; w++)
           SBG_TRY(sbg_gsea_gpu_pass1_result(gpus[w], t.sum_pos, t.sum_neg, t.n_pos, t.n_neg, t.n_ext, ctx));
       if (p->phase == 1) { /* the share's sums and counts go to the caller */
+        stats_share_sums(&t);
         memcpy(out->sum_pos, t.sum_pos, (size_t)S * sizeof(gsea_acc));
         memcpy(out->sum_neg, t.sum_neg, (size_t)S * sizeof(gsea_acc));
         memcpy(out->n_pos, t.n_pos, (size_t)S * sizeof(int64_t));
@@ -808,7 +855,7 @@ done:
   for (int w = 0; w < SBG_GSEA_MAX_DEVICES; w++) sbg_gsea_gpu_close(gpus[w]);
   if (wss) for (int i = 0; i < nth; i++) ws_free(&wss[i]);
   free(wss); free(xc); free(mu); free(t1); free(t2); free(nb); free(gs_start); free(gs_sets); free(inv_nmiss);
-  free(wr); free(sh.zcache); free(sh.zhave);
+  free(wr); free(sh.zcache); free(sh.zhave); free(repv); free(multv);
   sbg_gsea_sizes_free(&sizes);
   stats_free(&t);
   return st;
