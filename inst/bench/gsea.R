@@ -128,7 +128,7 @@ if (pre_nperm > 0) {
   if (have_fgsea) {
     pr$ratio_to_fgseaSimple <- round(pr$seconds / pr$seconds[[2]], 3)
     m <- match(rg$set, fs$pathway)
-    cat(sprintf("sets in both: %d of %d; max |ES difference| %.3g\n", sum(!is.na(m)), nrow(rg),
+    cat(sprintf("sets in both: %d of %d; max abs ES difference %.3g\n", sum(!is.na(m)), nrow(rg),
                 max(abs(rg$ES - fs$ES[m]), na.rm = TRUE)))
   }
   print(pr, row.names = FALSE)

@@ -13,10 +13,9 @@
 #include "philox.h"
 
 /* ES of a set at the ascending rank positions pos[0..k) (Broad's rule,
- * the same hit function as the full sweep); wr: weight by rank position. */
-static double prefix_es(const int32_t *pos, int32_t k, const double *wr, double inv_nmiss) {
-  double nr = 0;
-  for (int32_t i = 0; i < k; i++) nr += wr[pos[i]];
+ * the same hit function as the full sweep); wr: weight by rank position,
+ * nr: their sum. */
+static double prefix_es(const int32_t *pos, int32_t k, const double *wr, double nr, double inv_nmiss) {
   int unit = nr == 0; /* all weights 0: unit weights, as the sweep does */
   double inv_nr = 1.0 / (unit ? (double)k : nr);
   gsea_es_state s;
@@ -30,6 +29,7 @@ void sbg_gsea_prerank_null(const sbg_gsea_sizes *z, const double *wr, int32_t G,
   sbg_philox r;
   sbg_philox_init(&r, seed, (uint64_t)j, 0);
   int32_t kmax = z->size[z->n - 1], next = 0;
+  double nr = 0; /* hit weight of the draw so far, summed in draw order */
   for (int32_t i = 0; i < kmax; i++) {
     /* partial Fisher-Yates: position i of the draw is uniform over the rest */
     int32_t d = i + (int32_t)sbg_philox_below(&r, (uint32_t)(G - i));
@@ -41,8 +41,9 @@ void sbg_gsea_prerank_null(const sbg_gsea_sizes *z, const double *wr, int32_t G,
     int32_t a = i;
     while (a > 0 && sorted[a - 1] > p) { sorted[a] = sorted[a - 1]; a--; }
     sorted[a] = p;
+    nr += wr[p];
     if (i + 1 == z->size[next]) {
-      es_size[next] = prefix_es(sorted, i + 1, wr, 1.0 / ((double)G - (double)(i + 1)));
+      es_size[next] = prefix_es(sorted, i + 1, wr, nr, 1.0 / ((double)G - (double)(i + 1)));
       next++;
     }
   }
