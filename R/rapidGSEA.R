@@ -30,12 +30,18 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   set's hits alone. If every hit has weight 0 the hits weigh equally.
 #' - **Permutations**: permutation 0 is the identity (the observed ES, not
 #'   part of the null); permutation \eqn{j} is a Fisher-Yates shuffle of
-#'   the labels (or genes) drawn from Philox4x32-10 subsequence \eqn{j} of
-#'   `seed`, so results do not depend on threads, batches or backend.
+#'   the labels drawn from Philox4x32-10 subsequence \eqn{j} of `seed`, so
+#'   results do not depend on threads, batches or backend.  With gene
+#'   permutations the null of a set depends only on its size: permutation
+#'   \eqn{j} draws rank positions without replacement (a partial
+#'   Fisher-Yates from subsequence \eqn{j}), as many as the largest set,
+#'   and the first \eqn{k} of them are the null set of every set of
+#'   \eqn{k} genes (one draw serves all sets; they run on the CPU engine).
 #' - **NES** = ES / mean of the null ES of the same sign (\eqn{\ge 0} or
 #'   \eqn{\le 0}) of that set; the null ES are normalised the same way.
 #' - **pval** (nominal): fraction of the same-sign null ES strictly beyond
-#'   the ES.
+#'   the ES; with gene permutations \eqn{(b + 1) / (m + 1)} (\eqn{b} of
+#'   the \eqn{m} same-sign null ES beyond), never 0.
 #' - **FWER**: fraction of permutations whose largest null NES over all
 #'   sets is > NES (smallest < NES for negative NES).
 #' - **FDR**: for NES \eqn{\ge 0}, the mean over permutations of
@@ -267,7 +273,7 @@ gsea_workers <- function(job, BPPARAM) {
   p1 <- BiocParallel::bpmapply(gsea_share, ranges, devs, MoreArgs = list(phase = 1L, norm = NULL, job = job),
                                BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
   r <- p1[[1L]]
-  c1 <- .Call(ffi_gsea_combine1, r$es, as.double(job$nperm), lapply(p1, `[[`, "part"))
+  c1 <- .Call(ffi_gsea_combine1, r$es, as.double(job$nperm), lapply(p1, `[[`, "part"), job$gene)
   t1 <- proc.time()[["elapsed"]]
   p2 <- BiocParallel::bpmapply(gsea_share, ranges, devs, MoreArgs = list(phase = 2L, norm = c1[[3L]], job = job),
                                BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)

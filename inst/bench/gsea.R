@@ -7,6 +7,14 @@
 #   Rscript inst/bench/gsea.R                      # defaults below
 #   SBG_BENCH_GSEA="c2:10,12,14 h:10,14" SBG_BENCH_BACKEND=cpu Rscript inst/bench/gsea.R
 #   SBG_BENCH_DEVICES="0;0,1" Rscript inst/bench/gsea.R   # 1 GPU, then 2 GPUs
+#   SBG_BENCH_GSEA=none SBG_BENCH_PRERANKED=10000 FGSEA_LIB=/tmp/fgsea-lib Rscript inst/bench/gsea.R
+#
+# The preranked section (SBG_BENCH_PRERANKED = nperm; issue 14) compares
+# rapidGSEA with fgsea on C2 (sets of 15-500 genes) on its own genes, a
+# random preranked list, the same threads (SBG_BENCH_THREADS, default 2),
+# runs interleaved (SBG_BENCH_REPS rounds).  fgsea is not in Debian: it is
+# used when installed (in FGSEA_LIB or the default library) and skipped
+# otherwise; this script never builds it.
 #
 # The MSigDB files are benchmark inputs only and are never shipped: set
 # SBG_GSEA_MSIGDB to their folder (default ../shared/data/gsea/msigdb-v5 or
@@ -56,7 +64,7 @@ paper_cpu <- list(
 budget <- as.numeric(Sys.getenv("SBG_BENCH_BUDGET", "Inf"))
 t_bench <- proc.time()[["elapsed"]]
 rows <- list()
-for (dev in device_sets) {
+for (dev in if (spec == "none") list() else device_sets) {
   for (part in strsplit(spec, " ")[[1L]]) {
     nm <- sub(":.*", "", part)
     sets <- if (nm == "h") h else c2
@@ -91,10 +99,48 @@ for (dev in device_sets) {
     }
   }
 }
+if (length(rows)) {
 tab <- do.call(rbind, rows)
 cat("\nrapidGSEA benchmark (paper workload; paper_s = rapidGSEA paper Table 2: Titan X for GPU rows, 10-core Xeon for CPU rows)\n")
 cat("vs_cudaGSEA_H200: cudaGSEA's H200 times from issue 3 (5.9, 7.8, 16.2 s at 2^10, 2^14, 2^16, measured);",
     "at 2^20 its 185 s is EXTRAPOLATED, not measured (column cudaGSEA_time)\n")
 print(tab, row.names = FALSE)
+}
+
+# ---- preranked: rapidGSEA vs fgsea (issue 14) ----
+pre_nperm <- as.numeric(Sys.getenv("SBG_BENCH_PRERANKED", "0"))
+if (pre_nperm > 0) {
+  th <- as.integer(Sys.getenv("SBG_BENCH_THREADS", "2"))
+  reps <- as.integer(Sys.getenv("SBG_BENCH_REPS", "2"))
+  flib <- Sys.getenv("FGSEA_LIB", "")
+  have_fgsea <- if (nzchar(flib)) requireNamespace("fgsea", lib.loc = flib, quietly = TRUE) else
+    requireNamespace("fgsea", quietly = TRUE)
+  pg <- unique(unlist(c2))
+  set.seed(14)
+  rk <- stats::setNames(rnorm(length(pg)), pg)
+  pw <- c2[lengths(c2) >= 15 & lengths(c2) <= 500]
+  cat(sprintf("\npreranked C2: %d genes, %d sets of 15-500 genes, nperm %d, %d threads, %s\n",
+              length(pg), length(pw), pre_nperm, th, if (have_fgsea) paste("fgsea", utils::packageVersion("fgsea", lib.loc = if (nzchar(flib)) flib)) else "fgsea not installed: rapidGSEA only"))
+  tm <- list(rapid = numeric(), fgseaSimple = numeric())
+  for (i in seq_len(reps)) {
+    if (have_fgsea) {
+      tm$fgseaSimple[i] <- system.time(fs <- fgsea::fgseaSimple(pw, rk, nperm = pre_nperm, minSize = 15, maxSize = 500,
+                                                                 nproc = th))[["elapsed"]]
+    }
+    tm$rapid[i] <- system.time(rg <- rapidGSEA(rk, geneSets = pw, nperm = pre_nperm, minSize = 15, maxSize = 500,
+                                               seed = i, backend = backend, threads = th, verbose = FALSE))[["elapsed"]]
+  }
+  pr <- data.frame(run = c("rapidGSEA", if (have_fgsea) "fgseaSimple"), backend = c(attr(rg, "backend"), if (have_fgsea) "cpu"),
+                   seconds = c(stats::median(tm$rapid), if (have_fgsea) stats::median(tm$fgseaSimple)),
+                   all = c(paste(round(tm$rapid, 2), collapse = " "), if (have_fgsea) paste(round(tm$fgseaSimple, 2), collapse = " ")))
+  if (have_fgsea) {
+    pr$ratio_to_fgseaSimple <- round(pr$seconds / pr$seconds[[2]], 3)
+    m <- match(rg$set, fs$pathway)
+    cat(sprintf("sets in both: %d of %d; max abs ES difference %.3g\n", sum(!is.na(m)), nrow(rg),
+                max(abs(rg$ES - fs$ES[m]), na.rm = TRUE)))
+  }
+  print(pr, row.names = FALSE)
+  cat("load average at the end:", readLines("/proc/loadavg"), "\n")
+}
 hwm <- grep("^VmHWM", readLines("/proc/self/status"), value = TRUE)
 cat("peak host memory of this R process:", sub("VmHWM:\\s*", "", hwm), "\n")

@@ -138,12 +138,12 @@ sbg_status sbg_gsea_gpu_pass2_result(sbg_gsea_gpu *h, uint64_t *hp, uint64_t *hn
                                      int64_t *valid_pos, int64_t *valid_neg, sbg_ctx *ctx);
 
 /* Workers' shares merged (BPPARAM): parts of phase 1 (sums and counts,
- * n_parts of each, added exactly) into NES, nominal p and what pass 2
+ * n_parts of each, added exactly) into NES, nominal p (plus1: (b+1)/(m+1)) and what pass 2
  * needs (mpos, mneg: n_sets; opos, oneg: n_sets room, *kp / *kn used). */
 sbg_status sbg_gsea_combine1(int32_t n_sets, int64_t nperm, const double *es, int n_parts,
                              const gsea_acc *const *sum_pos, const gsea_acc *const *sum_neg,
                              const int64_t *const *n_pos, const int64_t *const *n_neg,
-                             const int64_t *const *n_ext, double *nes, double *pval, double *mpos,
+                             const int64_t *const *n_ext, int plus1, double *nes, double *pval, double *mpos,
                              double *mneg, double *opos, double *oneg, int32_t *kp, int32_t *kn,
                              sbg_ctx *ctx);
 /* ... and of phase 2 (bins added, extremes of all nperm permutations in

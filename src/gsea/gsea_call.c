@@ -160,7 +160,7 @@ SEXP ffi_gsea_run(SEXP expr, SEXP labels, SEXP ranking, SEXP set_start, SEXP set
 
 /* BPPARAM: the workers' phase-1 parts (list of lists from ffi_gsea_run)
  * merged into list(nes, pval, norm = list(mpos, mneg, opos, oneg)). */
-SEXP ffi_gsea_combine1(SEXP es, SEXP nperm, SEXP parts) {
+SEXP ffi_gsea_combine1(SEXP es, SEXP nperm, SEXP parts, SEXP plus1) {
   SBG_ASSERT(TYPEOF(es) == REALSXP && TYPEOF(nperm) == REALSXP && TYPEOF(parts) == VECSXP);
   int32_t S = (int32_t)XLENGTH(es);
   int np = (int)XLENGTH(parts);
@@ -190,7 +190,8 @@ SEXP ffi_gsea_combine1(SEXP es, SEXP nperm, SEXP parts) {
   sbg_ctx ctx;
   sbg_progress pr;
   sbg_ctx_init(&ctx, &pr, thr, dev, verbose, "rapidGSEA");
-  sbg_status st = sbg_gsea_combine1(S, (int64_t)REAL(nperm)[0], REAL(es), np, sp, sn, cp, cn, ce, REAL(v_nes),
+  sbg_status st = sbg_gsea_combine1(S, (int64_t)REAL(nperm)[0], REAL(es), np, sp, sn, cp, cn, ce,
+                                    Rf_asLogical(plus1) == TRUE, REAL(v_nes),
                                     REAL(v_p), REAL(VECTOR_ELT(nm, 0)), REAL(VECTOR_ELT(nm, 1)),
                                     REAL(VECTOR_ELT(nm, 2)), REAL(VECTOR_ELT(nm, 3)), &kp, &kn, &ctx);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);

@@ -11,6 +11,7 @@
 
 #include "gsea.h"
 #include "gsea_math.h"
+#include "gsea_preranked.h"
 #include "omp_compat.h"
 #include "philox.h"
 
@@ -46,12 +47,15 @@ typedef struct ws {
   uint64_t *key, *key2;
   int32_t *ord, *ord2;
   set_state *st;          /* per set: running sum and its constants */
+  int32_t *swp, *sorted;  /* shared null: swaps and the ascending draw */
+  double *esz;            /* shared null: ES by distinct set size */
 } ws;
 
 static void ws_free(ws *w) {
   if (!w) return;
   free(w->lab); free(w->small); free(w->perm); free(w->s); free(w->ss); free(w->m);
   free(w->w); free(w->key); free(w->key2); free(w->ord); free(w->ord2); free(w->st);
+  free(w->swp); free(w->sorted); free(w->esz);
 }
 
 static int ws_alloc(ws *w, int32_t G, int32_t P, int32_t S) {
@@ -69,7 +73,11 @@ static int ws_alloc(ws *w, int32_t G, int32_t P, int32_t S) {
   w->ord = malloc(g * sizeof(int32_t));
   w->ord2 = malloc(g * sizeof(int32_t));
   w->st = malloc(s * sizeof(set_state));
-  return w->lab && w->small && w->perm && w->s && w->ss && w->m && w->w && w->key &&
+  w->swp = malloc(g * sizeof(int32_t));
+  w->sorted = malloc(g * sizeof(int32_t));
+  w->esz = malloc(s * sizeof(double));
+  if (w->perm) for (int32_t i = 0; i < G; i++) w->perm[i] = i;
+  return w->swp && w->sorted && w->esz && w->lab && w->small && w->perm && w->s && w->ss && w->m && w->w && w->key &&
          w->key2 && w->ord && w->ord2 && w->st;
 }
 
@@ -80,6 +88,12 @@ typedef struct shared {
   sbg_gsea_prep prep;
   int32_t *gs_start, *gs_sets; /* gene -> sets index (CSR) */
   double *inv_nmiss;           /* per set: 1 / (N - k) */
+  /* gene permutation: the null of each set size from one shared draw */
+  const sbg_gsea_sizes *sizes;
+  const double *wr;            /* weight at each rank position, or NULL */
+  double *zcache;              /* ES by size of permutations 1..n_cache (pass 2 reads them) */
+  uint8_t *zhave;              /* per cached permutation: computed */
+  int64_t n_cache;
 } shared;
 
 /* Stable LSD radix sort of the keys, genes in index order on input, so
@@ -158,6 +172,17 @@ static void permuted_metric(const shared *sh, ws *w, int64_t j) {
 static void perm_es(const shared *sh, ws *w, int64_t j, double *es, int32_t *pos) {
   const sbg_gsea_input *in = sh->in;
   int32_t G = in->n_genes, S = in->n_sets;
+  if (sh->p->gene_perm && j > 0 && sh->wr) {
+    int32_t nz = sh->sizes->n;
+    double *esz = j <= sh->n_cache ? sh->zcache + (size_t)(j - 1) * nz : w->esz;
+    /* each permutation is one thread's: the flag and its row are not shared */
+    if (j > sh->n_cache || !sh->zhave[j - 1]) {
+      sbg_gsea_prerank_null(sh->sizes, sh->wr, G, sh->p->seed, j, w->perm, w->swp, w->sorted, esz);
+      if (j <= sh->n_cache) sh->zhave[j - 1] = 1;
+    }
+    for (int32_t s = 0; s < S; s++) es[s] = esz[sh->sizes->of_set[s]];
+    return;
+  }
   permuted_metric(sh, w, j);
   rank_genes(w, G);
   for (int32_t g = 0; g < G; g++) w->w[g] = gsea_weight(w->m[g], sh->p->weight);
@@ -200,6 +225,12 @@ typedef struct stats {
   double *opos, *oneg;       /* observed NES >= 0 ascending; -NES for NES <= 0 ascending */
   int32_t kp, kn;
   int fbits;                 /* FDR numerators in units of 2^-fbits */
+  int plus1;                 /* nominal p = (b + 1) / (m + 1), never 0 (gene permutation) */
+  /* Gene permutation: sets of one size share their null ES, hence their
+   * sums and null NES, so the passes score one representative per size
+   * and count it mult times (integer sums: the same bits). */
+  const int32_t *rep;        /* per set: the first set of its size (NULL: none) */
+  int32_t *mult;             /* per set: sets of its size if it is the representative, else 0 */
   uint64_t *hp, *hn;         /* FDR numerators by bin (kp + 1, kn + 1) */
   uint64_t *thp, *thn;       /* per-thread partials of the current batch */
   int64_t valid_pos, valid_neg;
@@ -249,6 +280,13 @@ static void stats_pass1(stats *t, const double *nb, int64_t n, int nth) {
 #pragma omp parallel for num_threads(nth) schedule(static)
   for (int32_t s = 0; s < S; s++) {
     double e = t->es[s];
+    if (t->rep && t->rep[s] != s) { /* its sums are its representative's */
+      for (int64_t b = 0; b < n; b++) {
+        double v = nb[(size_t)b * S + s];
+        t->n_ext[s] += e >= 0 ? v >= 0 && v > e : v <= 0 && v < e;
+      }
+      continue;
+    }
     for (int64_t b = 0; b < n; b++) {
       double v = nb[(size_t)b * S + s];
       if (v >= 0) {
@@ -265,6 +303,18 @@ static void stats_pass1(stats *t, const double *nb, int64_t n, int nth) {
   }
 }
 
+/* Sets share their representative's sums (before pass 1's results leave). */
+static void stats_share_sums(stats *t) {
+  if (!t->rep) return;
+  for (int32_t s = 0; s < t->S; s++) {
+    int32_t r = t->rep[s];
+    t->sum_pos[s] = t->sum_pos[r];
+    t->sum_neg[s] = t->sum_neg[r];
+    t->n_pos[s] = t->n_pos[r];
+    t->n_neg[s] = t->n_neg[r];
+  }
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -274,6 +324,7 @@ static int cmp_double(const void *a, const void *b) {
  * for the FDR bins. */
 static void stats_end_pass1(stats *t, double *nes, double *pval) {
   int32_t S = t->S;
+  stats_share_sums(t);
   t->kp = t->kn = 0;
   for (int32_t s = 0; s < S; s++) {
     t->mpos[s] = t->n_pos[s] ? gsea_acc_value(t->sum_pos[s]) / (double)t->n_pos[s] : NAN;
@@ -283,7 +334,8 @@ static void stats_end_pass1(stats *t, double *nes, double *pval) {
     if (!isfinite(v)) v = NAN; /* no null ES of that sign (or only zeros) */
     t->nes[s] = nes[s] = v;
     int64_t den = e >= 0 ? t->n_pos[s] : t->n_neg[s];
-    pval[s] = den ? (double)t->n_ext[s] / (double)den : NAN;
+    pval[s] = t->plus1 ? (double)(t->n_ext[s] + 1) / (double)(den + 1)
+                       : den ? (double)t->n_ext[s] / (double)den : NAN;
     if (!isnan(v) && v >= 0) t->opos[t->kp++] = v;
     if (!isnan(v) && v <= 0) t->oneg[t->kn++] = -v;
   }
@@ -321,12 +373,14 @@ static void stats_pass2(stats *t, const double *nb, int64_t first, int64_t n, in
     double mx = -INFINITY, mn = INFINITY;
     int32_t mp = 0, mm = 0;
     for (int32_t s = 0; s < S; s++) {
+      int32_t m = t->rep ? t->mult[s] : 1;
+      if (!m) continue;
       double z = gsea_null_nes(col[s], t->mpos[s], t->mneg[s]);
       if (isnan(z)) continue;
       if (z > mx) mx = z;
       if (z < mn) mn = z;
-      if (z >= 0) mp++;
-      if (z <= 0) mm++;
+      if (z >= 0) mp += m;
+      if (z <= 0) mm += m;
     }
     t->pmax[first - 1 + b] = mx;
     t->pmin[first - 1 + b] = mn;
@@ -334,10 +388,12 @@ static void stats_pass2(stats *t, const double *nb, int64_t first, int64_t n, in
     if (mm) vneg++;
     uint64_t wpv = mp ? gsea_fdr_weight(mp, t->fbits) : 0, wnv = mm ? gsea_fdr_weight(mm, t->fbits) : 0;
     for (int32_t s = 0; s < S; s++) {
+      uint64_t m = t->rep ? (uint64_t)t->mult[s] : 1;
+      if (!m) continue;
       double z = gsea_null_nes(col[s], t->mpos[s], t->mneg[s]);
       if (isnan(z)) continue;
-      if (z >= 0) hp[gsea_count_le(t->opos, t->kp, z)] += wpv;
-      if (z <= 0) hn[gsea_count_le(t->oneg, t->kn, -z)] += wnv;
+      if (z >= 0) hp[gsea_count_le(t->opos, t->kp, z)] += m * wpv;
+      if (z <= 0) hn[gsea_count_le(t->oneg, t->kn, -z)] += m * wnv;
     }
   }
   for (int i = 0; i < nth; i++) {
@@ -428,7 +484,7 @@ done:
 sbg_status sbg_gsea_combine1(int32_t n_sets, int64_t nperm, const double *es, int n_parts,
                              const gsea_acc *const *sum_pos, const gsea_acc *const *sum_neg,
                              const int64_t *const *n_pos, const int64_t *const *n_neg,
-                             const int64_t *const *n_ext, double *nes, double *pval, double *mpos,
+                             const int64_t *const *n_ext, int plus1, double *nes, double *pval, double *mpos,
                              double *mneg, double *opos, double *oneg, int32_t *kp, int32_t *kn,
                              sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
@@ -445,6 +501,7 @@ sbg_status sbg_gsea_combine1(int32_t n_sets, int64_t nperm, const double *es, in
       t.n_neg[s] += n_neg[i][s];
       t.n_ext[s] += n_ext[i][s];
     }
+  t.plus1 = plus1;
   stats_end_pass1(&t, nes, pval);
   memcpy(mpos, t.mpos, (size_t)n_sets * sizeof(double));
   memcpy(mneg, t.mneg, (size_t)n_sets * sizeof(double));
@@ -505,7 +562,10 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   int nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
   double *xc = NULL, *mu = NULL, *t1 = NULL, *t2 = NULL, *nb = NULL;
   int32_t *gs_start = NULL, *gs_sets = NULL;
-  double *inv_nmiss = NULL;
+  double *inv_nmiss = NULL, *wr = NULL;
+  int32_t *repv = NULL, *multv = NULL;
+  sbg_gsea_sizes sizes;
+  memset(&sizes, 0, sizeof sizes);
   ws *wss = NULL;
   stats t;
   memset(&t, 0, sizeof t);
@@ -601,6 +661,29 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
     sh.p = p;
     memcpy(out->order, wss[0].ord, (size_t)G * sizeof(int32_t));
   }
+  if (p->gene_perm) {
+    /* The null of a set depends on its size alone: one draw per permutation
+     * serves every set (gsea_preranked.c).  Its GPU engine is not written
+     * yet, so gene permutations run here, with the same table. */
+    use_gpu = 0;
+    wr = malloc((size_t)G * sizeof(double));
+    if (!wr || !sbg_gsea_sizes_make(&sizes, in->set_start, S)) {
+      st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the shared null");
+      goto done;
+    }
+    for (int32_t r = 0; r < G; r++) wr[r] = gsea_weight(out->metric[out->order[r]], p->weight);
+    sh.wr = wr;
+    sh.sizes = &sizes;
+    /* pass 2 reads pass 1's ES by size (n_sizes per permutation, far
+     * fewer than the sets) instead of drawing again, up to 256 MiB */
+    int64_t cap = ((int64_t)1 << 25) / sizes.n;
+    sh.n_cache = p->phase ? 0 : nperm < cap ? nperm : cap;
+    if (sh.n_cache > 0) {
+      sh.zcache = malloc((size_t)sh.n_cache * (size_t)sizes.n * sizeof(double));
+      sh.zhave = calloc((size_t)sh.n_cache, 1);
+      if (!sh.zcache || !sh.zhave) { free(sh.zcache); free(sh.zhave); sh.zcache = NULL; sh.zhave = NULL; sh.n_cache = 0; }
+    }
+  }
 
   /* batch size: about 0.1 s of CPU work per batch, for polling */
   int64_t B = p->batch;
@@ -653,6 +736,23 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
     if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)bmax, (int)S); goto done; }
   }
   if (!stats_alloc(&t, S, nperm, out->es, nth)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
+  t.plus1 = p->gene_perm;
+  if (p->gene_perm) {
+    int32_t *first = malloc((size_t)sizes.n * sizeof(int32_t));
+    repv = malloc((size_t)S * sizeof(int32_t));
+    multv = calloc((size_t)S, sizeof(int32_t));
+    if (!first || !repv || !multv) { free(first); st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
+    for (int32_t z = 0; z < sizes.n; z++) first[z] = -1;
+    for (int32_t s = 0; s < S; s++) {
+      int32_t z = sizes.of_set[s];
+      if (first[z] < 0) first[z] = s;
+      repv[s] = first[z];
+      multv[first[z]]++;
+    }
+    free(first);
+    t.rep = repv;
+    t.mult = multv;
+  }
   if (p->phase == 2) { /* pass 1's merged results, from the caller */
     memcpy(t.mpos, p->norm->mpos, (size_t)S * sizeof(double));
     memcpy(t.mneg, p->norm->mneg, (size_t)S * sizeof(double));
@@ -718,6 +818,7 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
         for (int w = 0; w < nw; w++)
           SBG_TRY(sbg_gsea_gpu_pass1_result(gpus[w], t.sum_pos, t.sum_neg, t.n_pos, t.n_neg, t.n_ext, ctx));
       if (p->phase == 1) { /* the share's sums and counts go to the caller */
+        stats_share_sums(&t);
         memcpy(out->sum_pos, t.sum_pos, (size_t)S * sizeof(gsea_acc));
         memcpy(out->sum_neg, t.sum_neg, (size_t)S * sizeof(gsea_acc));
         memcpy(out->n_pos, t.n_pos, (size_t)S * sizeof(int64_t));
@@ -758,6 +859,8 @@ done:
   for (int w = 0; w < SBG_GSEA_MAX_DEVICES; w++) sbg_gsea_gpu_close(gpus[w]);
   if (wss) for (int i = 0; i < nth; i++) ws_free(&wss[i]);
   free(wss); free(xc); free(mu); free(t1); free(t2); free(nb); free(gs_start); free(gs_sets); free(inv_nmiss);
+  free(wr); free(sh.zcache); free(sh.zhave); free(repv); free(multv);
+  sbg_gsea_sizes_free(&sizes);
   stats_free(&t);
   return st;
 }
