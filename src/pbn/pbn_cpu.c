@@ -234,15 +234,35 @@ sbg_status sbg_pbn_simulate_cpu(const sbg_pbn_net *net, uint64_t seed, int64_t n
                                 int64_t steps, const uint64_t *from, uint64_t *out, sbg_ctx *ctx) {
   const int32_t W = net->n_words;
   const int64_t rows = steps + 1;
+  /* chains' streams kept between chunks of steps, so that interrupts are
+   * polled between chunks (never inside the parallel region) */
+  sbg_philox *g = (sbg_philox *)malloc(sizeof(sbg_philox) * (size_t)(n_chains > 0 ? n_chains : 1));
+  int32_t *gs = (int32_t *)malloc(sizeof(int32_t) * (size_t)(n_chains > 0 ? n_chains : 1));
+  if (!g || !gs) {
+    free(g);
+    free(gs);
+    return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the streams of %lld trajectories", (long long)n_chains);
+  }
 #pragma omp parallel for schedule(static) num_threads(ctx->n_threads)
   for (int64_t c = 0; c < n_chains; c++) {
-    sbg_philox g;
-    sbg_philox_init(&g, seed, (uint64_t)c, 0);
+    sbg_philox_init(&g[c], seed, (uint64_t)c, 0);
     uint64_t *o = out + c * rows * W;
     if (from) memcpy(o, from, sizeof(uint64_t) * W);
-    else pbn_random_state(net, &g, o, 1);
-    int32_t gs = pbn_draw_gap(net, &g);
-    for (int64_t t = 0; t < steps; t++) pbn_step(net, o + t * W, o + (t + 1) * W, 1, &g, &gs);
+    else pbn_random_state(net, &g[c], o, 1);
+    gs[c] = pbn_draw_gap(net, &g[c]);
   }
-  return sbg_poll(ctx, 1.0);
+  const int64_t chunk = pbn_chunk(net, NULL, n_chains, ctx->n_threads);
+  sbg_status st = SBG_OK;
+  for (int64_t t0 = 0; t0 < steps && st == SBG_OK; t0 += chunk) {
+    const int64_t t1 = steps - t0 < chunk ? steps : t0 + chunk;
+#pragma omp parallel for schedule(static) num_threads(ctx->n_threads)
+    for (int64_t c = 0; c < n_chains; c++) {
+      uint64_t *o = out + c * rows * W;
+      for (int64_t t = t0; t < t1; t++) pbn_step(net, o + t * W, o + (t + 1) * W, 1, &g[c], &gs[c]);
+    }
+    st = sbg_poll(ctx, (double)t1 / (double)steps);
+  }
+  free(g);
+  free(gs);
+  return st == SBG_OK ? sbg_poll(ctx, 1.0) : st;
 }
