@@ -7,6 +7,8 @@
 #   make docs     regenerate man/ and NAMESPACE with roxygen2
 #   make valgrind run the test suite under valgrind (CPU paths), after make install
 #   make gpu-pack build for the GPU machine (see tools/gpu-check.sh)
+#   make mutants  apply each one-line engine mutation of tools/mutants.txt, build
+#                 CPU-only, run its test files; prints the kill rate (long)
 R ?= R
 RSCRIPT ?= Rscript
 PKG := sysbioGPU
@@ -15,7 +17,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 LIB := $(CURDIR)/.lib
 CHECKDIR := $(CURDIR)/check
 
-.PHONY: all deps build check test test-nocuda install demo docs valgrind gpu-pack clean
+.PHONY: all deps build check test test-nocuda install demo docs valgrind gpu-pack mutants clean
 
 all: test
 
@@ -55,6 +57,9 @@ valgrind: install
 
 docs:
 	$(RSCRIPT) -e 'roxygen2::roxygenise()'
+
+mutants:
+	bash tools/mutants.sh
 
 gpu-pack:
 	bash tools/gpu-check.sh pack
