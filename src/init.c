@@ -41,6 +41,7 @@ SEXP ffi_grn_evaluate(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_grn_bench(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_grn_round(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_grn_decode(SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_grn_testhook(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
 /* lassieSimulate */
 SEXP ffi_lassie_simulate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
@@ -85,6 +86,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_grn_bench, 7),
     CALLDEF(ffi_grn_round, 9),
     CALLDEF(ffi_grn_decode, 4),
+    CALLDEF(ffi_grn_testhook, 7),
     /* lassieSimulate */
     CALLDEF(ffi_lassie_simulate, 20),
     CALLDEF(ffi_lassie_batch_values, 2),

@@ -32,19 +32,19 @@ if ! install_tree "$base" "$work/lib-base" "$work/base.log"; then
   MUTANTS_KEEP=1; exit 2
 fi
 
-run_tests() { # dir lib files(comma) log -> echo result
-  local dir=$1 lib=$2 files=$3 log=$4 f rc
+run_tests() { # dir lib files(comma) log -> echo "pass" or why it was killed
+  local dir=$1 lib=$2 files=$3 log=$4 f rc miss=""
   for f in ${files//,/ }; do
-    if [ ! -f "$dir/tests/testthat/$f" ]; then echo "missing:$f"; continue; fi
+    if [ ! -f "$dir/tests/testthat/$f" ]; then miss="$miss (no $f)"; continue; fi
     (cd "$dir/tests/testthat" && R_LIBS="$lib" timeout "$tmo" "$RSCRIPT" -e '
       r <- as.data.frame(testthat::test_file(commandArgs(TRUE)[1], package = "sysbioGPU",
                                              load_package = "installed", reporter = "summary"))
       quit(status = if (any(r$failed > 0) || any(r$error)) 1 else 0)' "$f" >>"$log" 2>&1)
     rc=$?
-    if [ $rc = 124 ]; then echo "timeout:$f"; return; fi
-    if [ $rc != 0 ]; then echo "failed:$f"; return; fi
+    if [ $rc = 124 ]; then echo "timeout:$f$miss"; return; fi
+    if [ $rc != 0 ]; then echo "failed:$f$miss"; return; fi
   done
-  echo pass
+  echo "pass$miss"
 }
 
 apply_mutant() { # file pattern replacement -> 0 applied, 3 not found
@@ -74,7 +74,7 @@ while IFS=$'\t' read -r id file pat rep tests; do
     res=killed; det="build fails"
   else
     det=$(run_tests "$d" "$work/lib-$id" "$tests" "$work/$id.log")
-    case "$det" in pass) res=SURVIVED; det="$tests";; *) res=killed;; esac
+    case "$det" in pass*) res=SURVIVED; det="$tests${det#pass}";; *) res=killed;; esac
   fi
   [ $res = killed ] && killed=$((killed + 1)) || survived=$((survived + 1))
   printf '%-22s %-28s %-12s %s\n' "$id" "$file" "$res" "$det"
