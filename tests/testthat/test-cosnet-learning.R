@@ -44,6 +44,19 @@ learn_oracle <- function(x, y, lab) {
        tie_ou = best_o == best_u)
 }
 
+test_that("the plain-R search reproduces COSNet's stored outputs (fixture, under branch)", {
+  # fixtures/cosnet-optimizep.rds: COSNet::optimizep outputs (see
+  # fixtures/make-cosnet-optimizep.R); the plain-R search is independent of both
+  cases <- readRDS(test_path("fixtures", "cosnet-optimizep.rds"))
+  under <- Filter(function(z) !z$above, cases)
+  expect_gte(length(under), 5)
+  for (z in cases) expect_identical(is.null(learn_oracle(z$x, z$y, z$labels)), z$above)
+  for (z in under) {
+    w <- learn_oracle(z$x, z$y, z$labels)
+    expect_identical(c(w$alpha, w$c, w$F), c(z$alpha, z$c, z$F))
+  }
+})
+
 test_that("learned alpha, c and F equal the plain-R search, ties kept by the first line", {
   set.seed(18)
   compared <- 0; tied <- 0; tie_ou <- 0
