@@ -141,3 +141,44 @@ test_that("migration brings each island's best to the next one; the elite is kep
     }
   }
 })
+
+test_that("one generation keeps the two best (the elite) and brings the best migrant", {
+  # generation 0 and generation 1 of a block of islands, decoded (internal
+  # round entry of the BPPARAM path)
+  set.seed(5)
+  n <- 7L
+  net <- rand_net(n, 3L, 0.4)
+  genes <- paste0("g", 1:n)
+  dimnames(net) <- list(genes, genes)
+  from <- sysbioGPU:::grn_state(stats::setNames(rep(c(TRUE, FALSE), length.out = n), genes), genes, "from")
+  to <- sysbioGPU:::grn_state(stats::setNames(rep(c(FALSE, TRUE), length.out = n), genes), genes, "to")
+  pb <- sysbioGPU:::grn_problem(net, from, to, 5, 0.9, 3L, 0:3)
+  size <- 16; I <- 3L
+  ga <- list(pop = size * I, islands = I, migrationInterval = 1L, migrants = 2L, roulette = 0L,
+             pLink = 0.5, pRule = 0.5, generations = 1, target = -1, timeLimit = 0, seed = 12,
+             blocks = 1L)
+  round <- function(gens, state) .Call(sysbioGPU:::ffi_grn_round, pb, ga, c(0L, I), as.double(gens),
+                                       state, NULL, FALSE, 1L, 0L)
+  r0 <- round(c(0, 0), NULL)
+  r1 <- round(c(0, 1), r0$state)
+  dec <- function(st, k) .Call(sysbioGPU:::ffi_grn_decode, pb, st, size * I, k)
+  ind <- function(st, k) { d <- dec(st, k); list(d$links, d$rules) }
+  sc0 <- vapply(0:(size * I - 1), function(k) dec(r0$state, k)$score, 0)
+  sc1 <- vapply(0:(size * I - 1), function(k) dec(r1$state, k)$score, 0)
+  for (isl in 0:(I - 1)) {
+    own <- isl * size + 0:(size - 1)
+    src <- ((isl - 1) %% I) * size + 0:(size - 1)
+    # before breeding: the island less its 2 worst plus the previous one's 2 best
+    o_own <- own[order(sc0[own + 1], own)]
+    o_src <- src[order(sc0[src + 1], src)]
+    pool <- c(o_own[1:(size - 2)], o_src[1:2])
+    best2 <- sort(sc0[pool + 1])[1:2]
+    expect_identical(sort(sc1[isl * size + 1:2]), best2)
+    # the elite slots are exact copies of individuals of that pool
+    for (e in 0:1) {
+      x <- ind(r1$state, isl * size + e)
+      hit <- vapply(pool, function(k) identical(ind(r0$state, k), x), NA)
+      expect_true(any(hit))
+    }
+  }
+})
