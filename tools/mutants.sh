@@ -17,6 +17,8 @@ R=${R:-R}
 RSCRIPT=${RSCRIPT:-Rscript}
 work=$(mktemp -d "${TMPDIR:-/tmp}/sbg-mutants.XXXXXX")
 [ "${MUTANTS_KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
+cp "$list" "$work/list.txt" || exit 2 # the list as it was at the start
+list=$work/list.txt
 
 # The tree as git sees it (tracked and untracked-not-ignored files).
 base=$work/base
