@@ -7,6 +7,9 @@
 #   MUTANTS_ONLY   space-separated ids to run (default all)
 #   MUTANTS_TIMEOUT seconds per test file (default 600)
 #   MUTANTS_KEEP=1 keep the temporary directory
+#   MUTANTS_BASELINE=0 skip running the listed test files on the unmutated
+#                  tree first (by default a failure there stops the run: a
+#                  mutant "killed" by an already failing file means nothing)
 # Exit status 0 when every applied mutant is killed and none is "not applied".
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,7 +34,7 @@ install_tree() { # dir lib log
 echo "mutants: building the unmutated tree (CPU-only) in $work"
 if ! install_tree "$base" "$work/lib-base" "$work/base.log"; then
   echo "mutants: the unmutated tree does not build; see $work/base.log" >&2
-  MUTANTS_KEEP=1; exit 2
+  trap - EXIT; exit 2
 fi
 
 run_tests() { # dir lib files(comma) log -> echo "pass" or why it was killed
@@ -56,6 +59,15 @@ apply_mutant() { # file pattern replacement -> 0 applied, 3 not found
     substr($s, $i, length($ENV{PAT})) = $ENV{REP};
     open($h, ">", $f) or exit 4; print $h $s; close $h;' "$1"
 }
+
+if [ "${MUTANTS_BASELINE:-1}" != 0 ]; then
+  files=$(awk -F'\t' '!/^#/ && NF == 5 {print $5}' "$list" | tr ',' '\n' | sort -u | paste -sd, -)
+  b=$(run_tests "$base" "$work/lib-base" "$files" "$work/base-tests.log")
+  case "$b" in
+    pass*) echo "mutants: the listed test files pass on the unmutated tree";;
+    *) echo "mutants: on the unmutated tree: $b; see $work/base-tests.log" >&2; trap - EXIT; exit 2;;
+  esac
+fi
 
 printf '%-22s %-28s %-12s %s\n' MUTANT FILE RESULT DETAIL
 total=0; killed=0; notapp=0; survived=0
