@@ -38,10 +38,10 @@ SEXP ffi_pbn_steady_bp(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_grn_evolve(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_grn_simulate(SEXP, SEXP);
 SEXP ffi_grn_evaluate(SEXP, SEXP, SEXP, SEXP);
-SEXP ffi_grn_spin(SEXP, SEXP, SEXP);
 SEXP ffi_grn_bench(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_grn_round(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_grn_decode(SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_grn_testhook(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
 /* lassieSimulate */
 SEXP ffi_lassie_simulate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
@@ -83,10 +83,10 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_grn_evolve, 6),
     CALLDEF(ffi_grn_simulate, 2),
     CALLDEF(ffi_grn_evaluate, 4),
-    CALLDEF(ffi_grn_spin, 3),
     CALLDEF(ffi_grn_bench, 7),
     CALLDEF(ffi_grn_round, 9),
     CALLDEF(ffi_grn_decode, 4),
+    CALLDEF(ffi_grn_testhook, 7),
     /* lassieSimulate */
     CALLDEF(ffi_lassie_simulate, 20),
     CALLDEF(ffi_lassie_batch_values, 2),

@@ -1,79 +1,98 @@
 #!/usr/bin/env bash
-# make mutants: one-line mutations of the engines, each of which the tests
-# must catch (issue 18).  tools/mutants.txt lists them, one per line:
-#   id | file | exact text to find | its replacement | test files
-# The tree is copied once and built CPU-only; each mutant is a copy of that
-# build with one replacement (its first occurrence), rebuilt (only the
-# mutated file recompiles) and tested with its test files under a time
-# limit.  A mutant is "killed" when a test fails, errors or times out,
-# "SURVIVED" when they all pass, "not applied" when its text is not found,
-# and "stillborn" when it does not compile.  Exit status 1 unless every
-# applied mutant is killed.
-#   MUTANTS="grn-indeg gsea-pval"   only these ids
-#   MUTANTS_TIMEOUT=300             seconds per mutant's tests
-set -uo pipefail
-cd "$(dirname "$0")/.."
-list=${MUTANTS_LIST:-tools/mutants.txt}
-work=${MUTANTS_DIR:-$PWD/check/mutants}
-limit=${MUTANTS_TIMEOUT:-300}
-rm -rf "$work" && mkdir -p "$work"
+# make mutants: apply each one-line mutation of tools/mutants.txt to a copy
+# of the tree, build it CPU-only into a temporary library and run its test
+# files; print a table and the kill rate.  A test suite that lets one of
+# these through would let the same real bug through.
+#   MUTANTS_LIST   list file (default tools/mutants.txt)
+#   MUTANTS_ONLY   space-separated ids to run (default all)
+#   MUTANTS_TIMEOUT seconds per test file (default 600)
+#   MUTANTS_KEEP=1 keep the temporary directory
+#   MUTANTS_BASELINE=0 skip running the listed test files on the unmutated
+#                  tree first (by default a failure there stops the run: a
+#                  mutant "killed" by an already failing file means nothing)
+# Exit status 0 when every applied mutant is killed and none is "not applied".
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+list=${MUTANTS_LIST:-$root/tools/mutants.txt}
+only=${MUTANTS_ONLY:-}
+tmo=${MUTANTS_TIMEOUT:-600}
+R=${R:-R}
+RSCRIPT=${RSCRIPT:-Rscript}
+work=$(mktemp -d "${TMPDIR:-/tmp}/sbg-mutants.XXXXXX")
+[ "${MUTANTS_KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
+cp "$list" "$work/list.txt" || exit 2 # the list as it was at the start
+list=$work/list.txt
 
-base="$work/base"
+# The tree as git sees it (tracked and untracked-not-ignored files).
+base=$work/base
 mkdir -p "$base"
-git ls-files -co --exclude-standard -z | xargs -0 cp -p --parents -t "$base"
-rm -f "$base"/src/*.o "$base"/src/*/*.o "$base"/src/*.so
-mkdir -p "$work/lib-base"
-if ! SYSBIOGPU_CUDA=no R CMD INSTALL --no-docs --no-test-load -l "$work/lib-base" "$base" > "$work/base.log" 2>&1; then
-  tail -20 "$work/base.log"; echo "mutants: the unmutated tree does not build" >&2; exit 2
+(cd "$root" && git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$base") || exit 2
+install_tree() { # dir lib log
+  mkdir -p "$2"
+  (cd "$1" && SYSBIOGPU_CUDA=no "$R" CMD INSTALL --no-docs --no-test-load -l "$2" . >"$3" 2>&1)
+}
+echo "mutants: building the unmutated tree (CPU-only) in $work"
+if ! install_tree "$base" "$work/lib-base" "$work/base.log"; then
+  echo "mutants: the unmutated tree does not build; see $work/base.log" >&2
+  trap - EXIT; exit 2
 fi
 
-killed=0; survived=0; skipped=0; n=0
-printf '%-22s %-12s %s\n' "mutant" "result" "tests" | tee "$work/results.txt"
-while IFS= read -r line; do
-  case "$line" in ''|'#'*) continue ;; esac
-  IFS='|' read -r id file from to tests <<< "$line"
-  trim() { local s="$1"; s="${s#"${s%%[![:space:]]*}"}"; printf '%s' "${s%"${s##*[![:space:]]}"}"; }
-  id=$(trim "$id"); file=$(trim "$file"); from=$(trim "$from"); to=$(trim "$to"); tests=$(trim "$tests")
-  if [ -n "${MUTANTS:-}" ]; then case " $MUTANTS " in *" $id "*) ;; *) continue ;; esac; fi
-  n=$((n + 1))
-  m="$work/m-$id"
-  rm -rf "$m" && cp -a "$base" "$m"
-  hits=$(FROM="$from" perl -0777 -ne 'my $c = () = /\Q$ENV{FROM}\E/g; print $c' "$m/$file" 2>/dev/null || echo 0)
-  if [ "${hits:-0}" = 0 ]; then
-    printf '%-22s %-12s %s\n' "$id" "not applied" "($file: text not found)" | tee -a "$work/results.txt"
-    skipped=$((skipped + 1)); rm -rf "$m"; continue
-  fi
-  FROM="$from" TO="$to" perl -0777 -i -pe 's/\Q$ENV{FROM}\E/$ENV{TO}/' "$m/$file"
-  touch "$m/$file"
-  mkdir -p "$m.lib"
-  if ! SYSBIOGPU_CUDA=no R CMD INSTALL --no-docs --no-test-load -l "$m.lib" "$m" > "$m.build.log" 2>&1; then
-    printf '%-22s %-12s %s\n' "$id" "stillborn" "(does not compile: $m.build.log)" | tee -a "$work/results.txt"
-    skipped=$((skipped + 1)); continue
-  fi
-  rc=0; ran=0
-  for t in $tests; do
-    [ -f "$m/tests/testthat/$t" ] || continue
-    ran=$((ran + 1))
-    R_LIBS="$m.lib" timeout "$limit" Rscript -e '
+run_tests() { # dir lib files(comma) log -> echo "pass" or why it was killed
+  local dir=$1 lib=$2 files=$3 log=$4 f rc miss=""
+  for f in ${files//,/ }; do
+    if [ ! -f "$dir/tests/testthat/$f" ]; then miss="$miss (no $f)"; continue; fi
+    (cd "$dir/tests/testthat" && R_LIBS="$lib" timeout "$tmo" "$RSCRIPT" -e '
       r <- as.data.frame(testthat::test_file(commandArgs(TRUE)[1], package = "sysbioGPU",
-        load_package = "installed", reporter = "silent", stop_on_failure = FALSE))
-      quit(status = as.integer(sum(r$failed) + sum(r$error) > 0))' "$m/tests/testthat/$t" > "$m.$t.log" 2>&1
+                                             load_package = "installed", reporter = "summary"))
+      quit(status = if (any(r$failed > 0) || any(r$error)) 1 else 0)' "$f" >>"$log" 2>&1)
     rc=$?
-    [ "$rc" != 0 ] && break
+    if [ $rc = 124 ]; then echo "timeout:$f$miss"; return; fi
+    if [ $rc != 0 ]; then echo "failed:$f$miss"; return; fi
   done
-  if [ "$ran" = 0 ]; then
-    printf '%-22s %-12s %s\n' "$id" "not applied" "(none of its test files exists: $tests)" | tee -a "$work/results.txt"
-    skipped=$((skipped + 1)); rm -rf "$m" "$m.lib"; continue
+  echo "pass$miss"
+}
+
+apply_mutant() { # file pattern replacement -> 0 applied, 3 not found
+  PAT=$2 REP=$3 perl -e '
+    my $f = shift; local $/; open(my $h, "<", $f) or exit 4; my $s = <$h>; close $h;
+    my $i = index($s, $ENV{PAT}); exit 3 if $i < 0;
+    substr($s, $i, length($ENV{PAT})) = $ENV{REP};
+    open($h, ">", $f) or exit 4; print $h $s; close $h;' "$1"
+}
+
+if [ "${MUTANTS_BASELINE:-1}" != 0 ]; then
+  files=$(awk -F'\t' '!/^#/ && NF == 5 {print $5}' "$list" | tr ',' '\n' | sort -u | paste -sd, -)
+  b=$(run_tests "$base" "$work/lib-base" "$files" "$work/base-tests.log")
+  case "$b" in
+    pass*) echo "mutants: the listed test files pass on the unmutated tree";;
+    *) echo "mutants: on the unmutated tree: $b; see $work/base-tests.log" >&2; trap - EXIT; exit 2;;
+  esac
+fi
+
+printf '%-22s %-28s %-12s %s\n' MUTANT FILE RESULT DETAIL
+total=0; killed=0; notapp=0; survived=0
+while IFS=$'\t' read -r id file pat rep tests; do
+  case "$id" in ''|'#'*) continue;; esac
+  if [ -n "$only" ] && ! [[ " $only " == *" $id "* ]]; then continue; fi
+  d=$work/m-$id
+  cp -a "$base" "$d"
+  apply_mutant "$d/$file" "$pat" "$rep"; a=$?
+  if [ $a != 0 ]; then
+    printf '%-22s %-28s %-12s %s\n' "$id" "$file" "not-applied" "pattern not found"
+    notapp=$((notapp + 1)); rm -rf "$d"; continue
   fi
-  if [ "$rc" != 0 ]; then
-    res=killed; killed=$((killed + 1))
-    [ "$rc" = 124 ] && res="killed(time)"
+  total=$((total + 1))
+  # headers are not tracked by the Makefile: recompile the mutated engine
+  rm -f "$d/$(dirname "$file")"/*.o "$d"/src/*.so
+  if ! install_tree "$d" "$work/lib-$id" "$work/$id.log"; then
+    res=killed; det="build fails"
   else
-    res=SURVIVED; survived=$((survived + 1))
+    det=$(run_tests "$d" "$work/lib-$id" "$tests" "$work/$id.log")
+    case "$det" in pass*) res=SURVIVED; det="$tests${det#pass}";; *) res=killed;; esac
   fi
-  printf '%-22s %-12s %s\n' "$id" "$res" "$tests" | tee -a "$work/results.txt"
-  rm -rf "$m" "$m.lib"
-done < "$list"
-applied=$((killed + survived))
-echo "mutants: $killed of $applied applied mutants killed ($survived survived, $skipped not applied or stillborn, $n listed)" | tee -a "$work/results.txt"
-[ "$survived" = 0 ] && [ "$applied" -gt 0 ]
+  [ $res = killed ] && killed=$((killed + 1)) || survived=$((survived + 1))
+  printf '%-22s %-28s %-12s %s\n' "$id" "$file" "$res" "$det"
+  rm -rf "$d" "$work/lib-$id"
+done <"$list"
+echo "mutants: $killed of $total applied mutants killed ($(awk -v k=$killed -v t=$total 'BEGIN{printf "%.0f", t ? 100*k/t : 0}')%), $survived survived, $notapp not applied"
+[ $survived = 0 ] && [ $notapp = 0 ]

@@ -156,3 +156,46 @@ test_that("the oracle reproduces COSNet's stored outputs (no ties)", {
     expect_identical(c(r$alpha, r$c, r$F), c(z$alpha, z$c, z$F))
   }
 })
+
+test_that("a hand-made tie: two lines with the same F, the first one wins", {
+  # positives at angles atan(1/2) and atan(2), negatives at atan(1): the
+  # line at atan(1/2) has tp 1, fp 0, fn 1 (F = 2/3), the line at atan(2)
+  # tp 2, fp 2, fn 0 (F = 2/3 too); the search keeps atan(1/2)
+  x <- c(2, 1, 1, 1, 1); y <- c(1, 1, 1, 2, 9); lab <- c(1L, -1L, -1L, 1L, -1L)
+  got <- cosnet_learn(x, y, lab)
+  expect_identical(got$alpha, atan(1 / 2) + .Machine$double.xmin)
+  expect_identical(unlist(got), unlist(ref_learn(x, y, lab)))
+})
+
+test_that("the regularisation's constants follow from eta (sum of z - k)^2", {
+  W <- cosnet_random_graph(120, 0.06, 81)
+  set.seed(82)
+  y <- rep(0, 120); y[1:30] <- 1; y[sample(120, 45)] <- NA
+  W[1:30, 1:30] <- W[1:30, 1:30] + 0.5 * (Matrix::rsparsematrix(30, 30, 0.3, symmetric = TRUE) != 0)
+  Matrix::diag(W) <- 0
+  W <- methods::as(Matrix::drop0(W), "generalMatrix")
+  for (cost in c(1e-3, 5e-2)) {
+    fit <- parCosnet(W, y, cost = cost, seed = 3, backend = "cpu", threads = 2, verbose = FALSE)
+    a <- fit$classes$alpha
+    expect_gt(a, pi / 4)
+    hi <- sin(a); lo <- -cos(a)
+    U <- which(is.na(y)); N <- length(U)
+    # COSNet's penalty: eta (sum of z - k)^2, z = 1 for a positive state,
+    # k the labelled positive rate times the unlabelled count, rounded up
+    eta <- cost * abs(tan(2 * (a - pi / 4)))
+    k <- ceiling(sum(y == 1, na.rm = TRUE) / sum(!is.na(y)) * N)
+    # it depends on the state only through h, the number of positive states;
+    # as a Hopfield energy r sum_{i<j} x_i x_j + t sum_i x_i + const it must
+    # hold for every h: fit r, t by least squares (exact) over h = 0..N
+    h <- 0:N
+    S1 <- h * hi + (N - h) * lo
+    S2 <- choose(h, 2) * hi^2 + h * (N - h) * hi * lo + choose(N - h, 2) * lo^2
+    P <- eta * (h - k)^2
+    co <- stats::coef(stats::lm(P ~ S2 + S1))
+    expect_lt(max(abs(stats::residuals(stats::lm(P ~ S2 + S1)))), 1e-8 * max(1, max(P)))
+    ref <- cosnet_sequential(W, y, a, fit$classes$c, fit$colours, pen_r = co[["S2"]],
+                             theta_add = co[["S1"]])
+    expect_identical(unname(fit$predictions[U, 1]), ref$pred)
+    expect_equal(unname(fit$scores[U, 1]), ref$scores, tolerance = 1e-7)
+  }
+})

@@ -43,21 +43,6 @@ test_that("the returned fitness is the one of the returned network, recomputed i
   expect_identical(as.numeric(fit$dl), as.numeric(sum(fit$network != e$network)))
 })
 
-test_that("a roulette spin draws each position with probability weight / total", {
-  # inclusive cumulative weights 1, 1, 2, 4: probabilities 1/8, 1/8, 2/8, 4/8
-  cum <- c(1, 2, 4, 8)
-  n <- 40000
-  pos <- .Call(sysbioGPU:::ffi_grn_spin, cum, as.integer(n), 3)
-  counts <- tabulate(pos + 1L, nbins = 4)
-  p <- diff(c(0, cum)) / 8
-  # each count within 5 binomial standard deviations of its expectation
-  expect_true(all(abs(counts - n * p) < 5 * sqrt(n * p * (1 - p))),
-              label = paste(counts, collapse = " "))
-  # a single weight is always drawn, a zero weight never
-  expect_true(all(.Call(sysbioGPU:::ffi_grn_spin, 5, 100L, 1) == 0L))
-  expect_false(any(.Call(sysbioGPU:::ffi_grn_spin, c(3, 3, 6), 2000L, 2) == 1L))
-})
-
 test_that("migrants replace the worst of the next island, never its best", {
   # each island keeps its best (elitism), and migrants take the places of
   # the worst: an island's best fitness never gets worse, even when all but
