@@ -17,7 +17,8 @@ check_file <- function(file, arg) {
 }
 
 read_lines <- function(file) {
-  x <- tryCatch(readLines(file, warn = FALSE, encoding = "UTF-8"),
+  if (dir.exists(file)) stop_file(file, NA, "cannot be read (it is a folder, not a file)")
+  x <- tryCatch(suppressWarnings(readLines(file, warn = FALSE, encoding = "UTF-8")),
                 error = function(e) stop_file(file, NA, "cannot be read (", conditionMessage(e), ")"))
   bad <- which(!validUTF8(x))
   if (length(bad)) stop_file(file, bad[[1L]], "is not valid UTF-8 text")

@@ -83,7 +83,7 @@ readBioNetGen <- function(file) {
     stop_input("`file` must be the path of a BioNetGen .net file")
   }
   if (!file.exists(file)) stop_input("`file` does not exist: ", file)
-  lines <- readLines(file, warn = FALSE)
+  lines <- read_lines(file) # R/gsea-io.R: classed errors for unreadable files and invalid UTF-8
   fname <- basename(file)
   err <- function(ln, ...) stop_input(fname, ":", ln, ": ", ...)
   # join continuation lines (trailing backslash)

@@ -10,10 +10,7 @@
 # skipped that way and which in-process ones now pass.  Empty the vector as
 # the fixes land.
 
-known_failing <- c(
-  # R/lassie-io.R readBioNetGen: a folder as the file
-  "readBioNetGen/directory"
-)
+known_failing <- character(0)
 
 # ---------------------------------------------------------------- fixtures
 # Built in a fresh environment, in this process and (deparsed) in children.

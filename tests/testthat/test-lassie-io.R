@@ -93,3 +93,10 @@ test_that("a reactionModel edited by hand is checked before the engine", {
   bad <- m; bad$species <- NULL
   expect_error(run(bad), "lacks species", class = "sysbioGPU_error_input")
 })
+
+test_that("readBioNetGen: invalid UTF-8 and a folder are classed errors naming the file", {
+  f <- tempfile(fileext = ".net")
+  writeBin(c(charToRaw("begin parameters\n 1 k1 1.0\nend parameters\n# "), as.raw(0xff), charToRaw("\n")), f)
+  expect_error(readBioNetGen(f), "line 4: is not valid UTF-8", class = "sysbioGPU_error_input")
+  expect_error(readBioNetGen(tempdir()), "cannot be read", class = "sysbioGPU_error_input")
+})
