@@ -8,23 +8,40 @@
 #include "lassie.h"
 #include "omp_compat.h"
 
+/* What reaches C is checked here again, because users edit model lists by
+ * hand: a bad structure is a classed input error, never a crash or a hang
+ * (an order of 1e9 would make each rate a billion multiplications). */
+#define LASSIE_MAX_ORDER 1000
+#define MODEL_CHECK(cond, what)                                                   \
+  do {                                                                            \
+    if (!(cond)) sbg_stop(SBG_ERR_INPUT, "`model` is not a valid reactionModel: " what); \
+  } while (0)
+
 static void model_from_sexp(sbg_lassie_model *m, SEXP r_ptr, SEXP r_sp, SEXP r_ord,
                             SEXP h_ptr, SEXP h_rx, SEXP h_val) {
   SBG_ASSERT(TYPEOF(r_ptr) == INTSXP && TYPEOF(r_sp) == INTSXP && TYPEOF(r_ord) == INTSXP);
   SBG_ASSERT(TYPEOF(h_ptr) == INTSXP && TYPEOF(h_rx) == INTSXP && TYPEOF(h_val) == REALSXP);
-  SBG_ASSERT(XLENGTH(r_ptr) >= 1 && XLENGTH(h_ptr) >= 1);
+  MODEL_CHECK(XLENGTH(r_ptr) >= 1 && XLENGTH(h_ptr) >= 1, "no reactions or no species");
   m->n_reactions = (int)XLENGTH(r_ptr) - 1;
   m->n_species = (int)XLENGTH(h_ptr) - 1;
   m->r_ptr = INTEGER(r_ptr); m->r_sp = INTEGER(r_sp); m->r_ord = INTEGER(r_ord);
   m->h_ptr = INTEGER(h_ptr); m->h_rx = INTEGER(h_rx); m->h_val = REAL(h_val);
   int M = m->n_reactions, N = m->n_species;
-  SBG_ASSERT(m->r_ptr[0] == 0 && m->r_ptr[M] == XLENGTH(r_sp) && XLENGTH(r_sp) == XLENGTH(r_ord));
-  SBG_ASSERT(m->h_ptr[0] == 0 && m->h_ptr[N] == XLENGTH(h_rx) && XLENGTH(h_rx) == XLENGTH(h_val));
-  for (int i = 0; i < M; i++) SBG_ASSERT(m->r_ptr[i] <= m->r_ptr[i + 1]);
-  for (int l = 0; l < N; l++) SBG_ASSERT(m->h_ptr[l] <= m->h_ptr[l + 1]);
-  for (R_xlen_t e = 0; e < XLENGTH(r_sp); e++)
-    SBG_ASSERT(m->r_sp[e] >= 0 && m->r_sp[e] < N && m->r_ord[e] >= 1);
-  for (R_xlen_t e = 0; e < XLENGTH(h_rx); e++) SBG_ASSERT(m->h_rx[e] >= 0 && m->h_rx[e] < M);
+  MODEL_CHECK(m->r_ptr[0] == 0 && m->r_ptr[M] == XLENGTH(r_sp) && XLENGTH(r_sp) == XLENGTH(r_ord),
+              "the reactants' pointers do not match their entries");
+  MODEL_CHECK(m->h_ptr[0] == 0 && m->h_ptr[N] == XLENGTH(h_rx) && XLENGTH(h_rx) == XLENGTH(h_val),
+              "the stoichiometry's pointers do not match its entries");
+  for (int i = 0; i < M; i++) MODEL_CHECK(m->r_ptr[i] <= m->r_ptr[i + 1], "the reactants' pointers decrease");
+  for (int l = 0; l < N; l++) MODEL_CHECK(m->h_ptr[l] <= m->h_ptr[l + 1], "the stoichiometry's pointers decrease");
+  for (R_xlen_t e = 0; e < XLENGTH(r_sp); e++) {
+    MODEL_CHECK(m->r_sp[e] >= 0 && m->r_sp[e] < N, "a reactant index is out of range");
+    MODEL_CHECK(m->r_ord[e] >= 1 && m->r_ord[e] <= LASSIE_MAX_ORDER,
+                "a reactant's order is not a whole number in [1, 1000]");
+  }
+  for (R_xlen_t e = 0; e < XLENGTH(h_rx); e++) {
+    MODEL_CHECK(m->h_rx[e] >= 0 && m->h_rx[e] < M, "a reaction index of the stoichiometry is out of range");
+    MODEL_CHECK(R_FINITE(m->h_val[e]), "a stoichiometric coefficient is not finite");
+  }
 }
 
 SEXP ffi_lassie_simulate(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_rx,
@@ -53,6 +70,14 @@ SEXP ffi_lassie_simulate(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_r
   p.initial = REAL(initial);
   p.n_times = (int)XLENGTH(times);
   p.times = REAL(times);
+  for (int t = 0; t < p.n_times; t++) {
+    if (!R_FINITE(p.times[t]) || (t > 0 && !(p.times[t] > p.times[t - 1])))
+      sbg_stop(SBG_ERR_INPUT, "`times` must be finite and strictly increasing");
+  }
+  for (R_xlen_t e = 0; e < XLENGTH(rates); e++)
+    if (!R_FINITE(p.rates[e]) || p.rates[e] < 0) sbg_stop(SBG_ERR_INPUT, "`rates` must be finite and >= 0");
+  for (R_xlen_t e = 0; e < XLENGTH(initial); e++)
+    if (!R_FINITE(p.initial[e]) || p.initial[e] < 0) sbg_stop(SBG_ERR_INPUT, "`initial` must be finite and >= 0");
   p.rtol = Rf_asReal(rtol);
   p.atol = Rf_asReal(atol);
   p.method = INTEGER(method)[0];

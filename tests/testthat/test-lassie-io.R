@@ -100,3 +100,26 @@ test_that("readBioNetGen: invalid UTF-8 and a folder are classed errors naming t
   expect_error(readBioNetGen(f), "line 4: is not valid UTF-8", class = "sysbioGPU_error_input")
   expect_error(readBioNetGen(tempdir()), "cannot be read", class = "sysbioGPU_error_input")
 })
+
+test_that("the engine's glue refuses an edited model structure with a classed error", {
+  m <- reactionModel(reactants = rbind(c(1, 0), c(0, 1)), products = rbind(c(0, 1), c(1, 0)),
+                     rates = c(2, 1), initial = c(1, 0), species = c("A", "B"))
+  arr <- sysbioGPU:::lassie_arrays(m)
+  run <- function(a, rates = m$rates, initial = m$initial, times = c(0, 1)) {
+    .Call(sysbioGPU:::ffi_lassie_simulate, a$r_ptr, a$r_sp, a$r_ord, a$h_ptr, a$h_rx, a$h_val,
+          as.double(rates), as.double(initial), as.double(times), 1e-6, 1e-12, 0L, 1e5, 0,
+          FALSE, 1L, 0L, FALSE, c(0L, 1L), NULL)
+  }
+  expect_length(run(arr), 2)
+  bad <- arr; bad$r_ord[1] <- 1e9L
+  expect_error(run(bad), "order is not a whole number", class = "sysbioGPU_error_input")
+  bad <- arr; bad$r_sp[1] <- 7L
+  expect_error(run(bad), "reactant index is out of range", class = "sysbioGPU_error_input")
+  bad <- arr; bad$h_ptr <- rev(bad$h_ptr)
+  expect_error(run(bad), "pointers", class = "sysbioGPU_error_input")
+  bad <- arr; bad$h_val[1] <- NaN
+  expect_error(run(bad), "not finite", class = "sysbioGPU_error_input")
+  expect_error(run(arr, rates = c(-1, 1)), "`rates` must be finite", class = "sysbioGPU_error_input")
+  expect_error(run(arr, initial = c(NA, 0)), "`initial` must be finite", class = "sysbioGPU_error_input")
+  expect_error(run(arr, times = c(0, 1, 1)), "strictly increasing", class = "sysbioGPU_error_input")
+})
