@@ -1,3 +1,7 @@
+# Importing from Matrix loads its namespace with ours, so that methods::as()
+# finds its coercions (a plain matrix to CsparseMatrix) in a fresh session
+# where the user never loaded Matrix (issue 15, D6).
+
 #' sysbioGPU: GPU-accelerated methods for network and systems biology
 #'
 #' Five methods from published papers, each with a multi-threaded CPU engine
@@ -12,4 +16,5 @@
 #' @seealso [gpuInfo()], [resolveBackend()], [philoxDraws()]
 #' @keywords internal
 #' @useDynLib sysbioGPU, .registration = TRUE
+#' @importFrom Matrix sparseMatrix
 "_PACKAGE"

@@ -63,3 +63,16 @@ test_that("the parallel input check gives the same verdict for any thread count"
   expect_error(parCosnet(B, c(1, 0, rep(NA, 1998)), backend = "cpu", threads = 2),
                "symmetric", class = "sysbioGPU_error_input")
 })
+
+test_that("a plain matrix works in a fresh session that never loaded Matrix (D6)", {
+  f <- tempfile(fileext = ".R")
+  writeLines(c(
+    "W <- matrix(c(0, 1, 0, 1, 0, 1, 0, 1, 0), 3, dimnames = list(c('a', 'b', 'c'), c('a', 'b', 'c')))",
+    "stopifnot(!'Matrix' %in% loadedNamespaces())",
+    "r <- sysbioGPU::parCosnet(W, c(a = 1, b = 0, c = NA), backend = 'cpu', threads = 1L, seed = 1)",
+    "cat(class(r)[1])"), f)
+  out <- suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), c("--vanilla", f),
+                                  stdout = TRUE, stderr = TRUE,
+                                  env = paste0("R_LIBS=", shQuote(paste(.libPaths(), collapse = ":")))))
+  expect_identical(tail(out, 1), "parCosnet", info = paste(out, collapse = "\n"))
+})

@@ -1,0 +1,48 @@
+# GPU paths touched in a session, run under compute-sanitizer memcheck by
+# tools/gpu-check.sh's callers (see the closing notes): small runs of every
+# method's GPU engine, each compared with the CPU's result, so that a run
+# prints TRUE per check and the sanitizer sees the kernels and their frees.
+#   compute-sanitizer --tool memcheck --leak-check full Rscript tools/gpu-memcheck.R
+library(sysbioGPU)
+ex <- function(...) system.file("extdata", ..., package = "sysbioGPU")
+same <- function(label, ok) cat(sprintf("%-44s %s\n", label, isTRUE(ok)))
+
+# rapidGSEA: phenotype permutations on the GPU; gene permutations (run on the host)
+res <- rapidGSEA(readGCT(ex("leukemia_small.gct")), readCLS(ex("leukemia_small.cls")),
+                 readGMT(ex("leukemia_go.gmt")), nperm = 200, seed = 1, backend = "gpu", verbose = FALSE)
+ref <- rapidGSEA(readGCT(ex("leukemia_small.gct")), readCLS(ex("leukemia_small.cls")),
+                 readGMT(ex("leukemia_go.gmt")), nperm = 200, seed = 1, backend = "cpu", verbose = FALSE)
+same("rapidGSEA GPU == CPU (ES, pval)", isTRUE(all.equal(res$ES, ref$ES, tolerance = 1e-9)) && identical(res$pval, ref$pval))
+
+# pbnSteadyState: the new sample size from the chains' spread, GPU engine
+net <- readPBN(ex("pbn-example.bnet"))
+g <- pbnSteadyState(net, c(Apoptosis = TRUE), p = 0.01, r = 0.01, seed = 2, backend = "gpu", verbose = FALSE)
+c <- pbnSteadyState(net, c(Apoptosis = TRUE), p = 0.01, r = 0.01, seed = 2, backend = "cpu", verbose = FALSE)
+same("pbnSteadyState GPU == CPU", identical(g$probability, c$probability) && identical(g$N, c$N))
+
+# parCosnet: checked W slots, GPU dynamics
+W <- readNetwork(ex("yeast-string-edges.txt.gz"))
+Y <- readRDS(ex("yeast-funcat.rds"))[rownames(W), ]
+Y <- Y[, colSums(Y) >= 40 & colSums(Y) <= 200][, 1:3]
+y <- Y; y[seq(1, nrow(y), 5), ] <- NA
+fg <- parCosnet(W, y, seed = 3, backend = "gpu", verbose = FALSE)
+fc <- parCosnet(W, y, seed = 3, backend = "cpu", verbose = FALSE)
+same("parCosnet GPU == CPU (predictions)", identical(fg$predictions, fc$predictions))
+
+# grnEvolve: one call and the rounds that large caps use
+eye <- grnMouseEye()
+a <- grnEvolve(eye$network, eye$from, eye$to, popSize = 1024, generations = 60, seed = 4, backend = "gpu", verbose = FALSE)
+b <- grnEvolve(eye$network, eye$from, eye$to, popSize = 1024, generations = 60, seed = 4, backend = "cpu", verbose = FALSE)
+same("grnEvolve GPU == CPU", identical(a$history, b$history) && identical(a$network, b$network))
+op <- options(sysbioGPU.grnHistoryRows = 10)
+r <- grnEvolve(eye$network, eye$from, eye$to, popSize = 1024, generations = 60, seed = 4, backend = "gpu", verbose = FALSE)
+options(op)
+same("grnEvolve GPU rounds == one call", identical(a$history, r$history) && identical(a$network, r$network))
+
+# lassieSimulate: a batch on the device, stiff ones continued on the host
+m <- readBioNetGen(ex("lassie", "Haugh2b.net"))
+K <- rbind(m$rates, m$rates * 1.5, m$rates * 0.5)
+lg <- lassieSimulate(m, times = 0:10, rates = K, backend = "gpu", verbose = FALSE)
+lc <- lassieSimulate(m, times = 0:10, rates = K, backend = "cpu", verbose = FALSE)
+same("lassieSimulate GPU batch == CPU", isTRUE(all.equal(lapply(lg, unclass), lapply(lc, unclass), tolerance = 1e-9,
+                                                        check.attributes = FALSE)))
