@@ -152,6 +152,13 @@ print.sysbioGPU_backend <- function(x, ...) {
 # What .Call glue expects from a resolved backend.  Methods that split
 # their work over several GPUs ask for `multi` and read `devices`; the
 # others take one `device`.
+# The `run` list of the .Call contract (src/core/glue.h, sbg_run_decode()):
+# engine, CPU threads, GPU indices (0 on the CPU) and progress.
+run_list <- function(a, verbose = FALSE, threads = a$threads, devices = a$devices) {
+  list(gpu = isTRUE(a$gpu), threads = as.integer(threads), devices = as.integer(devices),
+       verbose = isTRUE(verbose))
+}
+
 backend_args <- function(b, multi = FALSE) {
   if (!multi && length(b$devices) > 1L) {
     caller <- sys.call(-1L)

@@ -171,7 +171,8 @@ pbn_sets_list <- function(sets, new_of, nodes) {
     }
     start <- c(start, length(word))
   }
-  list(as.integer(start), as.integer(word), as.integer(pbn_mask_pairs(pos)), as.integer(pbn_mask_pairs(neg)))
+  list(start = as.integer(start), word = as.integer(word), pos = as.integer(pbn_mask_pairs(pos)),
+       neg = as.integer(pbn_mask_pairs(neg)))
 }
 
 check_prob_open <- function(x, arg, lo, hi, lo_open, hi_open) {
@@ -364,9 +365,10 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
     b <- resolveBackend(backend, threads, device)
     a <- backend_args(b, multi = TRUE) # the exact method uses the first
     t0 <- proc.time()[["elapsed"]]
-    ex <- .Call(ffi_pbn_exact, flat, p, 1e-13, 2e6, a$gpu, a$threads, a$device, verbose)
+    ex <- .Call(ffi_pbn_exact, list(net = flat), list(p = p, tol = 1e-13, maxIter = 2e6),
+                run_list(a, verbose, devices = a$device))
     secs <- proc.time()[["elapsed"]] - t0
-    pi <- ex[[1L]]
+    pi <- ex$pi
     st_idx <- seq_along(pi) - 1
     prob <- vapply(sets, function(x) {
       idx <- new_of[match(names(x), net$nodes)]
@@ -374,13 +376,13 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
       for (j in seq_along(idx)) sel <- sel & (((st_idx %/% 2^idx[[j]]) %% 2 == 1) == x[[j]])
       sum(pi[sel])
     }, 0)
-    conv <- ex[[2L]][[2L]] < 1e-13
+    conv <- ex$delta < 1e-13
     if (!conv) warning(sprintf("exact method: power iteration stopped after %d iterations (change %.3g)",
-                               as.integer(ex[[2L]][[1L]]), ex[[2L]][[2L]]), call. = FALSE)
+                               as.integer(ex$iterations), ex$delta), call. = FALSE)
     res <- data.frame(set = labels, probability = prob, lower = prob, upper = prob,
                       se = 0, N = NA_real_, M = NA_real_, alpha = NA_real_, beta = NA_real_,
                       samples = NA_real_, trajectories = NA_real_, rhat = NA_real_,
-                      steps = ex[[2L]][[1L]], seconds = secs, converged = conv,
+                      steps = ex$iterations, seconds = secs, converged = conv,
                       stringsAsFactors = FALSE)
     return(pbn_result(res, list(backend = b$backend, device = b$device, deviceName = b$deviceName,
                                 seed = NA_real_, method = "exact",
@@ -396,31 +398,27 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   trajectories <- check_whole(trajectories, "trajectories", min = 2, max = 2^31 - 1)
   max_len <- floor(maxSteps / trajectories)
   if (max_len < 4) stop_input("`maxSteps` = ", maxSteps, " allows fewer than 4 steps per trajectory", call = NULL)
-  # the last entries: the register step for <= 128 nodes, and taking the
-  # function steps at a fixed point at once (the tests switch them off to
-  # check that the results stay the same)
-  params <- c(seed, trajectories, r, stats::qnorm((1 + s) / 2), epsilon, 128, 1.01, max_len, 20,
-              !isTRUE(getOption("sysbioGPU.pbnGeneralStep")), !isTRUE(getOption("sysbioGPU.pbnNoSkip")),
-              stats::qt((1 + s) / 2, df = trajectories - 1))
+  params <- pbn_params(seed, trajectories, r, s, epsilon, max_len)
+  data <- list(net = flat, sets = sets_l)
   t0 <- proc.time()[["elapsed"]]
   if (is.null(BPPARAM)) {
-    o <- .Call(ffi_pbn_steady, flat, sets_l, params, a$gpu, a$threads, a$devices, verbose)
+    o <- .Call(ffi_pbn_steady, data, params, run_list(a, verbose))
   } else {
     check_bpparam(BPPARAM)
     check_bpparam_gpu(BPPARAM, b)
     thr <- if (is.null(threads)) bp_threads(BPPARAM) else a$threads
-    o <- pbn_workers(flat, sets_l, params, trajectories, a, thr, BPPARAM, verbose)
+    o <- pbn_workers(data, params, trajectories, a, thr, BPPARAM, verbose)
   }
   secs <- proc.time()[["elapsed"]] - t0
-  prob <- o[[1L]]
+  prob <- o$prob
   res <- data.frame(set = labels, probability = prob,
-                    lower = pmax(0, prob - params[[12L]] * o[[10L]]),
-                    upper = pmin(1, prob + params[[12L]] * o[[10L]]), se = o[[10L]],
-                    N = o[[5L]], M = o[[6L]], alpha = o[[2L]], beta = o[[3L]],
-                    samples = o[[7L]], trajectories = trajectories,
-                    rhat = ifelse(is.nan(o[[4L]]), NA_real_, o[[4L]]),
-                    steps = o[[9L]][[1L]] * trajectories, seconds = secs,
-                    converged = o[[8L]], stringsAsFactors = FALSE)
+                    lower = pmax(0, prob - params$t * o$se),
+                    upper = pmin(1, prob + params$t * o$se), se = o$se,
+                    N = o$N, M = o$M, alpha = o$alpha, beta = o$beta,
+                    samples = o$samples, trajectories = trajectories,
+                    rhat = ifelse(is.nan(o$rhat), NA_real_, o$rhat),
+                    steps = o$steps * trajectories, seconds = secs,
+                    converged = o$converged, stringsAsFactors = FALSE)
   if (!all(res$converged)) {
     bad <- !res$converged
     why <- if (res$steps[[1L]] >= max_len * trajectories) sprintf("maxSteps = %g reached", maxSteps)
@@ -430,15 +428,28 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
                     sum(bad), why), call. = FALSE)
   }
   pbn_result(res, list(backend = b$backend, device = b$devices, deviceName = b$deviceName, seed = seed,
-                       method = "two-state", p = p, update = update, burnin = o[[9L]][[2L]],
+                       method = "two-state", p = p, update = update, burnin = o$burnin,
                        nodesSimulated = flat$n))
+}
+
+# The two-state method's parameters (src/pbn/pbn_call.c, params_decode()):
+# the last two are the register step for <= 128 nodes and taking the
+# function steps at a fixed point at once (the tests switch them off to
+# check that the results stay the same).
+pbn_params <- function(seed, trajectories, r, s, epsilon, max_len) {
+  list(seed = as.double(seed), chains = as.double(trajectories), r = r, z = stats::qnorm((1 + s) / 2),
+       epsilon = epsilon, psi0 = 128, rhatMax = 1.01, maxLen = as.double(max_len), minSwitches = 20,
+       t = stats::qt((1 + s) / 2, df = trajectories - 1),
+       small = !isTRUE(getOption("sysbioGPU.pbnGeneralStep")), skip = !isTRUE(getOption("sysbioGPU.pbnNoSkip")))
 }
 
 # One block of chains on an R worker: [range[1], range[2]) (0-based) from
 # the seed (state NULL) or from the state the last round returned; returns
 # list(state (raw), sums (raw uint64, or NULL without count)).
-pbn_block <- function(range, state, dev, flat, sets_l, params, steps, count, gpu, threads) {
-  .Call(ffi_pbn_block, flat, sets_l, params, range, state, steps, count, gpu, threads, dev)
+pbn_block <- function(range, state, dev, data, params, steps, count, gpu, threads) {
+  data["state"] <- list(state)
+  params <- c(params, list(range = as.double(range), steps = as.double(steps), count = count))
+  .Call(ffi_pbn_block, data, params, run_list(list(gpu = gpu), threads = threads, devices = dev))
 }
 
 # BPPARAM: the trajectories in contiguous blocks, one per worker (a GPU
@@ -447,7 +458,7 @@ pbn_block <- function(range, state, dev, flat, sets_l, params, steps, count, gpu
 # on and returns its exact integer sums, which the C side adds.  The blocks'
 # states (raw bytes of the engine, same build on every worker) come back
 # with each round and go out with the next.
-pbn_workers <- function(flat, sets_l, params, trajectories, a, threads, BPPARAM, verbose) {
+pbn_workers <- function(data, params, trajectories, a, threads, BPPARAM, verbose) {
   sp <- bp_split(BPPARAM, trajectories, a$devices)
   ranges <- lapply(seq_len(sp$n), function(w) c(sp$cuts[[w]], sp$cuts[[w + 1L]]))
   devs <- sp$devices
@@ -455,7 +466,7 @@ pbn_workers <- function(flat, sets_l, params, trajectories, a, threads, BPPARAM,
   round <- function(steps, count) {
     r <- tryCatch(
       BiocParallel::bpmapply(pbn_block, ranges, states, devs,
-                             MoreArgs = list(flat = flat, sets_l = sets_l, params = params, steps = steps,
+                             MoreArgs = list(data = data, params = params, steps = steps,
                                              count = count, gpu = a$gpu, threads = as.integer(threads)),
                              BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE),
       error = function(e) e, interrupt = function(e) NA_character_)
@@ -464,11 +475,12 @@ pbn_workers <- function(flat, sets_l, params, trajectories, a, threads, BPPARAM,
       failure <<- paste0("pbnSteadyState: a BPPARAM worker failed: ", conditionMessage(r))
       return(failure)
     }
-    states <<- lapply(r, `[[`, 1L)
-    if (count) lapply(r, `[[`, 2L) else NULL
+    states <<- lapply(r, `[[`, "state")
+    if (count) lapply(r, `[[`, "sums") else NULL
   }
   failure <- NULL
-  o <- .Call(ffi_pbn_steady_bp, flat, sets_l, params, round, environment(), verbose)
+  run <- c(run_list(list(gpu = FALSE), verbose, threads = 1L, devices = 0L), list(round = round, env = environment()))
+  o <- .Call(ffi_pbn_steady_bp, data, params, run)
   if (is.null(o)) stop(sbg_condition("sysbioGPU_error_worker", failure))
   o
 }
@@ -625,7 +637,9 @@ pbnSimulate <- function(pbn, steps, from = NULL, trajectories = 1, p = 0.001,
   a <- backend_args(b)
   seed <- resolve_seed(seed)
   flat <- pbn_flatten(net, rep(TRUE, n), p, update == "asynchronous")
-  v <- .Call(ffi_pbn_simulate, flat, seed, trajectories, steps, from_pairs, a$gpu, a$threads, a$device)
+  v <- .Call(ffi_pbn_simulate, list(net = flat, from = from_pairs),
+             list(seed = as.double(seed), chains = as.double(trajectories), steps = as.double(steps)),
+             run_list(a, devices = a$device))$states
   # v: per (chain, step, word) a low and a high 32-bit half
   nrow_all <- trajectories * (steps + 1)
   bitsm <- matrix(FALSE, nrow_all, n)

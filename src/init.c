@@ -12,7 +12,7 @@ SEXP ffi_philox_block(SEXP, SEXP);
 SEXP ffi_rng_fill(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_busy(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 /* parCosnet */
-SEXP ffi_cosnet(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_cosnet(SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_learn(SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_random_network(SEXP, SEXP, SEXP, SEXP);
@@ -28,11 +28,11 @@ SEXP ffi_gsea_combine2(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_gsea_stats(SEXP, SEXP, SEXP);
 
 /* pbnSteadyState(), pbnSimulate() */
-SEXP ffi_pbn_steady(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-SEXP ffi_pbn_simulate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-SEXP ffi_pbn_exact(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-SEXP ffi_pbn_block(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-SEXP ffi_pbn_steady_bp(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_pbn_steady(SEXP, SEXP, SEXP);
+SEXP ffi_pbn_simulate(SEXP, SEXP, SEXP);
+SEXP ffi_pbn_exact(SEXP, SEXP, SEXP);
+SEXP ffi_pbn_block(SEXP, SEXP, SEXP);
+SEXP ffi_pbn_steady_bp(SEXP, SEXP, SEXP);
 
 /* grnEvolve */
 SEXP ffi_grn_evolve(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -66,7 +66,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_gsea_combine2, 4),
     CALLDEF(ffi_gsea_stats, 3),
     /* parCosnet */
-    CALLDEF(ffi_cosnet, 15),
+    CALLDEF(ffi_cosnet, 3),
     CALLDEF(ffi_cosnet_learn, 3),
     CALLDEF(ffi_cosnet_check, 5),
     CALLDEF(ffi_cosnet_random_network, 4),
@@ -74,11 +74,11 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_cosnet_folds, 4),
     CALLDEF(ffi_cosnet_cv_metrics, 6),
     /* pbnSteadyState(), pbnSimulate() */
-    CALLDEF(ffi_pbn_steady, 7),
-    CALLDEF(ffi_pbn_simulate, 8),
-    CALLDEF(ffi_pbn_exact, 8),
-    CALLDEF(ffi_pbn_block, 10),
-    CALLDEF(ffi_pbn_steady_bp, 6),
+    CALLDEF(ffi_pbn_steady, 3),
+    CALLDEF(ffi_pbn_simulate, 3),
+    CALLDEF(ffi_pbn_exact, 3),
+    CALLDEF(ffi_pbn_block, 3),
+    CALLDEF(ffi_pbn_steady_bp, 3),
     /* grnEvolve */
     CALLDEF(ffi_grn_evolve, 6),
     CALLDEF(ffi_grn_simulate, 2),

@@ -1,4 +1,6 @@
 /* R side of the engine context: interrupts, progress, errors (glue.h). */
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "glue.h"
@@ -81,21 +83,115 @@ static int r_poll(void *data, double done) {
   return 0;
 }
 
+void sbg_ctx_setup(sbg_ctx *ctx, sbg_progress *pr, int threads, const int *devices, int n_devices,
+                   int verbose, const char *label) {
+  SBG_ASSERT(devices != NULL && n_devices >= 1);
+  pr->verbose = verbose;
+  pr->t_start = monotonic_seconds();
+  pr->t_last_draw = 0;
+  pr->bar = NULL;
+  pr->label = label;
+  ctx->n_threads = sbg_threads_clamp(threads);
+  ctx->device = devices[0];
+  ctx->devices = devices;
+  ctx->n_devices = n_devices;
+  ctx->poll = r_poll;
+  ctx->poll_data = pr;
+  ctx->errbuf[0] = '\0';
+}
+
+void sbg_ctx_from_run(sbg_ctx *ctx, sbg_progress *pr, const sbg_run *r, const char *label) {
+  sbg_ctx_setup(ctx, pr, r->threads, r->devices, r->n_devices, r->verbose, label);
+}
+
 void sbg_ctx_init(sbg_ctx *ctx, sbg_progress *pr, SEXP threads, SEXP device,
                   SEXP verbose, const char *label) {
   SBG_ASSERT(TYPEOF(threads) == INTSXP && XLENGTH(threads) == 1);
   SBG_ASSERT(TYPEOF(device) == INTSXP && XLENGTH(device) == 1);
   SBG_ASSERT(TYPEOF(verbose) == LGLSXP && XLENGTH(verbose) == 1);
-  pr->verbose = LOGICAL(verbose)[0] == TRUE;
-  pr->t_start = monotonic_seconds();
-  pr->t_last_draw = 0;
-  pr->bar = NULL;
-  pr->label = label;
-  ctx->n_threads = sbg_threads_clamp(INTEGER(threads)[0]);
-  ctx->device = INTEGER(device)[0];
-  ctx->poll = r_poll;
-  ctx->poll_data = pr;
-  ctx->errbuf[0] = '\0';
+  sbg_ctx_setup(ctx, pr, INTEGER(threads)[0], INTEGER(device), 1, LOGICAL(verbose)[0] == TRUE, label);
+}
+
+/* ---- named lists (the run contract) ---- */
+
+static void NORET bad_elt(const char *name, const char *what, SEXP x) {
+  char msg[SBG_ERRBUF];
+  if (x == NULL)
+    snprintf(msg, sizeof msg, ".Call list has no element '%s'", name);
+  else
+    snprintf(msg, sizeof msg, ".Call list element '%s' must be %s, not a %s of length %.0f", name, what,
+             Rf_type2char(TYPEOF(x)), (double)XLENGTH(x));
+  sbg_stop(SBG_ERR_INTERNAL, msg);
+}
+
+SEXP sbg_elt_or_null(SEXP list, const char *name) {
+  if (TYPEOF(list) != VECSXP) bad_elt(name, "in a list", list);
+  SEXP names = Rf_getAttrib(list, R_NamesSymbol);
+  if (TYPEOF(names) != STRSXP) return NULL;
+  for (R_xlen_t i = 0; i < XLENGTH(list); i++)
+    if (strcmp(CHAR(STRING_ELT(names, i)), name) == 0) return VECTOR_ELT(list, i);
+  return NULL;
+}
+
+SEXP sbg_elt(SEXP list, const char *name) {
+  SEXP x = sbg_elt_or_null(list, name);
+  if (x == NULL) bad_elt(name, "present", NULL);
+  return x;
+}
+
+SEXP sbg_vec_elt(SEXP list, const char *name, SEXPTYPE type, R_xlen_t len) {
+  SEXP x = sbg_elt(list, name);
+  if (TYPEOF(x) != type || (len >= 0 && XLENGTH(x) != len)) {
+    char what[80];
+    snprintf(what, sizeof what, "a %s vector%s", Rf_type2char(type), len == 1 ? " of length 1" : "");
+    bad_elt(name, what, x);
+  }
+  return x;
+}
+
+int sbg_int_elt(SEXP list, const char *name) {
+  SEXP x = sbg_vec_elt(list, name, INTSXP, 1);
+  if (INTEGER(x)[0] == NA_INTEGER) bad_elt(name, "a non-missing integer", x);
+  return INTEGER(x)[0];
+}
+
+double sbg_real_elt(SEXP list, const char *name) {
+  return REAL(sbg_vec_elt(list, name, REALSXP, 1))[0];
+}
+
+int sbg_lgl_elt(SEXP list, const char *name) {
+  SEXP x = sbg_vec_elt(list, name, LGLSXP, 1);
+  if (LOGICAL(x)[0] == NA_LOGICAL) bad_elt(name, "TRUE or FALSE", x);
+  return LOGICAL(x)[0];
+}
+
+SEXP sbg_named_list(int n, const char *const *names) {
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, n));
+  SEXP nm = Rf_allocVector(STRSXP, n);
+  Rf_setAttrib(ans, R_NamesSymbol, nm);
+  for (int i = 0; i < n; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+  UNPROTECT(1);
+  return ans;
+}
+
+SEXP sbg_set(SEXP list, const char *name, SEXP value) {
+  SEXP names = Rf_getAttrib(list, R_NamesSymbol);
+  for (R_xlen_t i = 0; i < XLENGTH(list); i++)
+    if (strcmp(CHAR(STRING_ELT(names, i)), name) == 0) {
+      SET_VECTOR_ELT(list, i, value);
+      return value;
+    }
+  bad_elt(name, "present", NULL);
+}
+
+void sbg_run_decode(SEXP run, sbg_run *r) {
+  r->gpu = sbg_lgl_elt(run, "gpu");
+  r->threads = sbg_int_elt(run, "threads");
+  r->verbose = sbg_lgl_elt(run, "verbose");
+  SEXP dev = sbg_vec_elt(run, "devices", INTSXP, -1);
+  if (XLENGTH(dev) < 1 || XLENGTH(dev) > 64) bad_elt("devices", "1 to 64 device indices", dev);
+  r->devices = INTEGER(dev);
+  r->n_devices = (int)XLENGTH(dev);
 }
 
 void sbg_progress_end(sbg_progress *pr) {

@@ -19,9 +19,50 @@ typedef struct sbg_progress {
   const char *label;
 } sbg_progress;
 
-/* Fills ctx from the already validated R scalars `threads` (integer),
- * `device` (integer) and `verbose` (logical); progress lines are prefixed
- * with `label`. */
+/* The run contract (DESIGN.md): every method crosses to C as
+ * .Call(ffi_<m>, data, params, run), three named lists, and returns a named
+ * list.  These helpers decode and build them; an element that is missing
+ * or of the wrong type is a classed internal error (R builds the lists, so
+ * it is a bug) that names the element. */
+
+/* The element `name` of a named list; an error when it has none. */
+SEXP sbg_elt(SEXP list, const char *name);
+/* The element `name`, or NULL (C NULL) when the list has none. */
+SEXP sbg_elt_or_null(SEXP list, const char *name);
+/* Scalars: an integer (not NA), a double, a logical (TRUE or FALSE). */
+int sbg_int_elt(SEXP list, const char *name);
+double sbg_real_elt(SEXP list, const char *name);
+int sbg_lgl_elt(SEXP list, const char *name);
+/* A vector of `type` and length `len` (len < 0: any length). */
+SEXP sbg_vec_elt(SEXP list, const char *name, SEXPTYPE type, R_xlen_t len);
+
+/* A new (unprotected) list with these `n` names, elements NULL. */
+SEXP sbg_named_list(int n, const char *const *names);
+/* Sets the element `name` of a list made by sbg_named_list(); returns value. */
+SEXP sbg_set(SEXP list, const char *name, SEXP value);
+
+/* The `run` list: list(gpu, threads, devices, verbose), from
+ * run_list() in R/backend.R.  Plain C values, held by the caller's R list. */
+typedef struct sbg_run {
+  int gpu;            /* run on the GPU engine */
+  int threads;        /* CPU threads */
+  const int *devices; /* GPU indices (0 on the CPU) */
+  int n_devices;      /* >= 1 */
+  int verbose;        /* progress bar */
+} sbg_run;
+
+void sbg_run_decode(SEXP run, sbg_run *r);
+
+/* Fills ctx from plain C values: threads, the devices (the first is
+ * ctx->device) and whether to show progress, prefixed with `label`. */
+void sbg_ctx_setup(sbg_ctx *ctx, sbg_progress *pr, int threads, const int *devices, int n_devices,
+                   int verbose, const char *label);
+/* The same from a decoded run. */
+void sbg_ctx_from_run(sbg_ctx *ctx, sbg_progress *pr, const sbg_run *r, const char *label);
+
+/* Legacy form for glue not yet on the run contract (lassie, core): the
+ * validated R scalars `threads` (integer), `device` (integer), `verbose`
+ * (logical). */
 void sbg_ctx_init(sbg_ctx *ctx, sbg_progress *pr, SEXP threads, SEXP device,
                   SEXP verbose, const char *label);
 

@@ -32,7 +32,10 @@ typedef int (*sbg_poll_fn)(void *poll_data, double done);
 /* What an engine gets besides its own input: resources and the way back. */
 typedef struct sbg_ctx {
   int n_threads;          /* OpenMP threads for CPU work, >= 1 */
-  int device;             /* CUDA device index for GPU work */
+  int device;             /* CUDA device index for GPU work: the run's first,
+                           * or the one a per-device worker runs on */
+  const int *devices;     /* the run's devices (NULL: `device` alone) */
+  int n_devices;          /* their count, >= 1 when devices is set */
   sbg_poll_fn poll;       /* may be NULL: never stop, no progress */
   void *poll_data;
   char errbuf[SBG_ERRBUF];/* message for a status other than SBG_OK */

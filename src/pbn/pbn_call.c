@@ -7,13 +7,6 @@
 #include "glue.h"
 #include "pbn.h"
 
-/* Order of the flattened network list (pbn_flatten() in R). */
-enum {
-  NET_N, NET_FUN_START, NET_FUN_THRESH, NET_FUN_K, NET_IN_START, NET_INPUTS, NET_TAB_START,
-  NET_TABLES, NET_SEL_RANK, NET_N_SEL_TOTAL, NET_PERT_NODE, NET_GAP_THRESH, NET_NODE_OF_FULL,
-  NET_ASYNC, NET_FUN_PROB, NET_FIRST_THRESH, NET_SKIP_THRESH, NET_LEN
-};
-
 /* The flattened network, sets and parameters come from R lists that a user
  * may have edited (through the pbn object): every size, index range and
  * probability threshold is checked, and a failure is a classed input error
@@ -24,16 +17,21 @@ enum {
                                          "build the network with pbn() or readPBN()"); \
   } while (0)
 
-static const int32_t *int_el(SEXP l, int i, R_xlen_t len) {
-  SEXP x = VECTOR_ELT(l, i);
-  PBN_CHECK(TYPEOF(x) == INTSXP && (len < 0 || XLENGTH(x) == len));
-  return (const int32_t *)INTEGER(x);
+/* The element `name` of the flattened network or sets (by name: a list a
+ * user edited may lack it, which is an input error like any other). */
+static SEXP pbn_el(SEXP l, const char *name, SEXPTYPE type, R_xlen_t len) {
+  PBN_CHECK(TYPEOF(l) == VECSXP);
+  SEXP x = sbg_elt_or_null(l, name);
+  PBN_CHECK(x != NULL && TYPEOF(x) == type && (len < 0 || XLENGTH(x) == len));
+  return x;
 }
 
-static const double *real_el(SEXP l, int i, R_xlen_t len) {
-  SEXP x = VECTOR_ELT(l, i);
-  PBN_CHECK(TYPEOF(x) == REALSXP && (len < 0 || XLENGTH(x) == len));
-  return REAL(x);
+static const int32_t *int_el(SEXP l, const char *name, R_xlen_t len) {
+  return (const int32_t *)INTEGER(pbn_el(l, name, INTSXP, len));
+}
+
+static const double *real_el(SEXP l, const char *name, R_xlen_t len) {
+  return REAL(pbn_el(l, name, REALSXP, len));
 }
 
 static uint64_t *u64_from_real(const double *x, R_xlen_t n) {
@@ -56,22 +54,21 @@ static uint64_t *u64_from_pairs(SEXP x) {
 }
 
 static void net_from_list(SEXP l, sbg_pbn_net *net) {
-  PBN_CHECK(TYPEOF(l) == VECSXP && XLENGTH(l) == NET_LEN);
   memset(net, 0, sizeof *net);
-  net->n = int_el(l, NET_N, 1)[0];
+  net->n = int_el(l, "n", 1)[0];
   PBN_CHECK(net->n >= 1);
   net->n_words = (net->n + 63) / 64;
-  net->fun_start = int_el(l, NET_FUN_START, net->n + 1);
+  net->fun_start = int_el(l, "fun_start", net->n + 1);
   int32_t nf = net->fun_start[net->n];
   PBN_CHECK(nf >= net->n);
-  net->fun_thresh = u64_from_real(real_el(l, NET_FUN_THRESH, nf), nf);
-  net->fun_k = int_el(l, NET_FUN_K, nf);
-  net->in_start = int_el(l, NET_IN_START, nf);
-  net->inputs = int_el(l, NET_INPUTS, -1);
-  R_xlen_t n_in = XLENGTH(VECTOR_ELT(l, NET_INPUTS));
-  const double *ts = real_el(l, NET_TAB_START, nf);
+  net->fun_thresh = u64_from_real(real_el(l, "fun_thresh", nf), nf);
+  net->fun_k = int_el(l, "fun_k", nf);
+  net->in_start = int_el(l, "in_start", nf);
+  net->inputs = int_el(l, "inputs", -1);
+  R_xlen_t n_in = XLENGTH(pbn_el(l, "inputs", INTSXP, -1));
+  const double *ts = real_el(l, "tab_start", nf);
   int64_t *tab_start = (int64_t *)R_alloc((size_t)(nf > 0 ? nf : 1), sizeof(int64_t));
-  R_xlen_t n_tab = XLENGTH(VECTOR_ELT(l, NET_TABLES));
+  R_xlen_t n_tab = XLENGTH(pbn_el(l, "tables", INTSXP, -1));
   for (int32_t f = 0; f < nf; f++) {
     PBN_CHECK(ts[f] >= 0 && ts[f] < 9e15);  /* also refuses NaN before the cast */
     tab_start[f] = (int64_t)ts[f];
@@ -90,28 +87,28 @@ static void net_from_list(SEXP l, sbg_pbn_net *net) {
   }
   for (R_xlen_t j = 0; j < n_in; j++) PBN_CHECK(net->inputs[j] >= 0 && net->inputs[j] < net->n);
   net->tab_start = tab_start;
-  net->tables = (const uint32_t *)int_el(l, NET_TABLES, -1);
-  net->sel_rank = int_el(l, NET_SEL_RANK, net->n);
-  net->n_sel_total = int_el(l, NET_N_SEL_TOTAL, 1)[0];
+  net->tables = (const uint32_t *)int_el(l, "tables", -1);
+  net->sel_rank = int_el(l, "sel_rank", net->n);
+  net->n_sel_total = int_el(l, "n_sel_total", 1)[0];
   for (int32_t i = 0; i < net->n; i++) PBN_CHECK(net->sel_rank[i] >= -1 && net->sel_rank[i] < net->n_sel_total);
-  SEXP pn = VECTOR_ELT(l, NET_PERT_NODE);
+  SEXP pn = pbn_el(l, "pert_node", INTSXP, -1);
   net->n_pert_total = (int32_t)XLENGTH(pn);
-  net->pert_node = int_el(l, NET_PERT_NODE, -1);
+  net->pert_node = int_el(l, "pert_node", -1);
   for (int32_t j = 0; j < net->n_pert_total; j++) PBN_CHECK(net->pert_node[j] >= -1 && net->pert_node[j] < net->n);
-  net->gap_thresh = u64_from_real(real_el(l, NET_GAP_THRESH, net->n_pert_total + 1), net->n_pert_total + 1);
-  SEXP nof = VECTOR_ELT(l, NET_NODE_OF_FULL);
+  net->gap_thresh = u64_from_real(real_el(l, "gap_thresh", net->n_pert_total + 1), net->n_pert_total + 1);
+  SEXP nof = pbn_el(l, "node_of_full", INTSXP, -1);
   net->n_total = (int32_t)XLENGTH(nof);
   PBN_CHECK(net->n_total >= net->n);
-  net->node_of_full = int_el(l, NET_NODE_OF_FULL, -1);
+  net->node_of_full = int_el(l, "node_of_full", -1);
   for (int32_t j = 0; j < net->n_total; j++) PBN_CHECK(net->node_of_full[j] >= -1 && net->node_of_full[j] < net->n);
-  net->async = int_el(l, NET_ASYNC, 1)[0];
-  net->first_thresh = u64_from_real(real_el(l, NET_FIRST_THRESH, net->n_pert_total + 1),
+  net->async = int_el(l, "async", 1)[0];
+  net->first_thresh = u64_from_real(real_el(l, "first_thresh", net->n_pert_total + 1),
                                     net->n_pert_total + 1);
   PBN_CHECK(net->first_thresh[0] == 4294967296ULL && (net->n_pert_total == 0 || net->first_thresh[net->n_pert_total] == 0));
-  SEXP sk = VECTOR_ELT(l, NET_SKIP_THRESH);
+  SEXP sk = pbn_el(l, "skip_thresh", REALSXP, -1);
   net->n_skip = (int32_t)XLENGTH(sk) - 1;
   PBN_CHECK(net->n_skip >= 1 && net->n_skip <= 4096);
-  net->skip_thresh = u64_from_real(real_el(l, NET_SKIP_THRESH, -1), net->n_skip + 1);
+  net->skip_thresh = u64_from_real(real_el(l, "skip_thresh", -1), net->n_skip + 1);
   PBN_CHECK(net->skip_thresh[0] == 4294967296ULL);
   for (int32_t j = 0; j < net->n_skip; j++) PBN_CHECK(net->skip_thresh[j + 1] <= net->skip_thresh[j]);
   /* a function step is deterministic: its fixed points hold to the next perturbation */
@@ -120,137 +117,130 @@ static void net_from_list(SEXP l, sbg_pbn_net *net) {
 }
 
 static void sets_from_list(SEXP l, int32_t n_words, sbg_pbn_sets *s) {
-  PBN_CHECK(TYPEOF(l) == VECSXP && XLENGTH(l) == 4);
-  SEXP st = VECTOR_ELT(l, 0);
-  PBN_CHECK(TYPEOF(st) == INTSXP && XLENGTH(st) >= 1);
+  SEXP st = pbn_el(l, "start", INTSXP, -1);
+  PBN_CHECK(XLENGTH(st) >= 1);
   s->n_sets = (int32_t)XLENGTH(st) - 1;
   s->set_start = INTEGER(st);
   int32_t ne = s->set_start[s->n_sets];
-  s->word = int_el(l, 1, ne);
+  s->word = int_el(l, "word", ne);
   for (int32_t e = 0; e < ne; e++) PBN_CHECK(s->word[e] >= 0 && s->word[e] < n_words);
-  PBN_CHECK(XLENGTH(VECTOR_ELT(l, 2)) == 2 * ne && XLENGTH(VECTOR_ELT(l, 3)) == 2 * ne);
-  s->pos = u64_from_pairs(VECTOR_ELT(l, 2));
-  s->neg = u64_from_pairs(VECTOR_ELT(l, 3));
+  s->pos = u64_from_pairs(pbn_el(l, "pos", INTSXP, 2 * (R_xlen_t)ne));
+  s->neg = u64_from_pairs(pbn_el(l, "neg", INTSXP, 2 * (R_xlen_t)ne));
 }
 
-/* params: seed, chains, r, z, epsilon, psi0, rhat_max, max_len, min_switches, small,
- * skip (0: no fixed-point skip, for the tests: same results), t */
-static void params_from_real(SEXP params, sbg_pbn_net *net, sbg_pbn_params *p) {
-  PBN_CHECK(TYPEOF(params) == REALSXP && XLENGTH(params) == 12);
-  const double *pv = REAL(params);
+/* data = list(net, sets): the network always, the sets where `sets`. */
+static void data_decode(SEXP data, int with_sets, sbg_pbn_net *net, sbg_pbn_sets *sets) {
+  net_from_list(sbg_elt(data, "net"), net);
+  if (with_sets) sets_from_list(sbg_elt(data, "sets"), net->n_words, sets);
+}
+
+/* params of the two-state method (pbn_params() in R); `skip` FALSE: no
+ * fixed-point skip (for the tests: same results). */
+static void params_decode(SEXP params, sbg_pbn_net *net, sbg_pbn_params *p) {
   memset(p, 0, sizeof *p);
-  p->seed = (uint64_t)pv[0];
-  p->n_chains = (int64_t)pv[1];
-  p->r = pv[2];
-  p->z = pv[3];
-  p->epsilon = pv[4];
-  p->psi0 = (int64_t)pv[5];
-  p->rhat_max = pv[6];
-  p->max_len = (int64_t)pv[7];
-  p->min_switches = (int64_t)pv[8];
-  p->small = pv[9] != 0;
-  if (pv[10] == 0) net->det = 0;
-  p->t = pv[11];
+  p->seed = (uint64_t)sbg_real_elt(params, "seed");
+  p->n_chains = (int64_t)sbg_real_elt(params, "chains");
+  p->r = sbg_real_elt(params, "r");
+  p->z = sbg_real_elt(params, "z");
+  p->epsilon = sbg_real_elt(params, "epsilon");
+  p->psi0 = (int64_t)sbg_real_elt(params, "psi0");
+  p->rhat_max = sbg_real_elt(params, "rhatMax");
+  p->max_len = (int64_t)sbg_real_elt(params, "maxLen");
+  p->min_switches = (int64_t)sbg_real_elt(params, "minSwitches");
+  p->small = sbg_lgl_elt(params, "small");
+  if (!sbg_lgl_elt(params, "skip")) net->det = 0;
+  p->t = sbg_real_elt(params, "t");
   PBN_CHECK(p->n_chains >= 2 && p->psi0 >= 2 && p->max_len >= 4 && p->t > 0 && p->r > 0);
 }
 
-/* prob, alpha, beta, rhat, N, M, samples, converged, c(steps, burnin, psi), se */
+static const char *const result_names[] = {"prob", "alpha", "beta", "rhat", "N", "M", "samples",
+                                           "converged", "steps", "burnin", "psi", "se"};
+
 static SEXP result_alloc(int32_t S, sbg_pbn_result *out) {
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 10));
-  SET_VECTOR_ELT(ans, 9, Rf_allocVector(REALSXP, S));
-  out->se = REAL(VECTOR_ELT(ans, 9));
-  double *cols[7];
-  for (int j = 0; j < 7; j++) {
-    SET_VECTOR_ELT(ans, j, Rf_allocVector(REALSXP, S));
-    cols[j] = REAL(VECTOR_ELT(ans, j));
-  }
-  SET_VECTOR_ELT(ans, 7, Rf_allocVector(LGLSXP, S));
-  SET_VECTOR_ELT(ans, 8, Rf_allocVector(REALSXP, 3));
-  out->prob = cols[0]; out->alpha = cols[1]; out->beta = cols[2]; out->rhat = cols[3];
-  out->n_req = cols[4]; out->burnin_req = cols[5]; out->samples = cols[6];
-  out->converged = LOGICAL(VECTOR_ELT(ans, 7));
+  SEXP ans = PROTECT(sbg_named_list(12, result_names));
+  double **cols[] = {&out->prob, &out->alpha, &out->beta, &out->rhat, &out->n_req, &out->burnin_req,
+                     &out->samples};
+  for (int j = 0; j < 7; j++) *cols[j] = REAL(sbg_set(ans, result_names[j], Rf_allocVector(REALSXP, S)));
+  out->converged = LOGICAL(sbg_set(ans, "converged", Rf_allocVector(LGLSXP, S)));
+  out->se = REAL(sbg_set(ans, "se", Rf_allocVector(REALSXP, S)));
   UNPROTECT(1);
   return ans;
 }
 
 static void result_finish(SEXP ans, const sbg_pbn_result *out) {
-  double *g = REAL(VECTOR_ELT(ans, 8));
-  g[0] = out->steps_per_chain;
-  g[1] = out->burnin;
-  g[2] = out->psi;
+  sbg_set(ans, "steps", Rf_ScalarReal(out->steps_per_chain));
+  sbg_set(ans, "burnin", Rf_ScalarReal(out->burnin));
+  sbg_set(ans, "psi", Rf_ScalarReal(out->psi));
 }
 
-SEXP ffi_pbn_steady(SEXP net_l, SEXP sets_l, SEXP params, SEXP gpu, SEXP threads, SEXP device,
-                    SEXP verbose) {
-  int nprot = 0;
+/* data = list(net, sets), params (pbn_params()), run: several devices
+ * share the chains. */
+SEXP ffi_pbn_steady(SEXP data, SEXP params, SEXP run) {
   sbg_pbn_net net;
   sbg_pbn_sets sets;
-  net_from_list(net_l, &net);
-  sets_from_list(sets_l, net.n_words, &sets);
-  SBG_ASSERT(TYPEOF(gpu) == LGLSXP);
+  data_decode(data, 1, &net, &sets);
   sbg_pbn_params p;
-  params_from_real(params, &net, &p);
-  /* device: one GPU index or several sharing the chains */
-  SBG_ASSERT(TYPEOF(device) == INTSXP && XLENGTH(device) >= 1 && XLENGTH(device) <= SBG_PBN_MAX_DEVICES);
-  p.devices = INTEGER(device);
-  p.n_devices = (int32_t)XLENGTH(device);
+  params_decode(params, &net, &p);
+  sbg_run r;
+  sbg_run_decode(run, &r);
+  SBG_ASSERT(r.n_devices <= SBG_PBN_MAX_DEVICES);
+  p.devices = r.devices;
+  p.n_devices = r.n_devices;
 
   sbg_pbn_result out;
-  SEXP ans = PROTECT(result_alloc(sets.n_sets, &out)); nprot++;
+  SEXP ans = PROTECT(result_alloc(sets.n_sets, &out));
   sbg_ctx ctx;
   sbg_progress pr;
-  SEXP first_dev = PROTECT(Rf_ScalarInteger(INTEGER(device)[0])); nprot++;
-  sbg_ctx_init(&ctx, &pr, threads, first_dev, verbose, "pbnSteadyState");
-  sbg_status st = LOGICAL(gpu)[0] ? sbg_pbn_steady_gpu(&net, &sets, &p, &out, &ctx)
-                                  : sbg_pbn_steady_cpu(&net, &sets, &p, &out, &ctx);
+  sbg_ctx_from_run(&ctx, &pr, &r, "pbnSteadyState");
+  sbg_status st = r.gpu ? sbg_pbn_steady_gpu(&net, &sets, &p, &out, &ctx)
+                        : sbg_pbn_steady_cpu(&net, &sets, &p, &out, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
   result_finish(ans, &out);
-  UNPROTECT(nprot);
+  UNPROTECT(1);
   return ans;
 }
 
 /* One block of chains on an R worker (pbn_block() in R/pbnSteadyState.R):
- * range = c(c0, c1) (0-based, c1 exclusive), state = raw or NULL (start
- * from the seed).  Returns list(state (raw), sums (raw: n_sets *
+ * data = list(net, sets, state: raw or NULL to start from the seed),
+ * params with range = c(c0, c1) (0-based, c1 exclusive), steps and count;
+ * run on its first device.  Returns list(state (raw), sums (raw: n_sets *
  * SBG_PBN_NSUM uint64, NULL without count)). */
-SEXP ffi_pbn_block(SEXP net_l, SEXP sets_l, SEXP params, SEXP range, SEXP state, SEXP steps,
-                   SEXP count, SEXP gpu, SEXP threads, SEXP device) {
+SEXP ffi_pbn_block(SEXP data, SEXP params, SEXP run) {
   sbg_pbn_net net;
   sbg_pbn_sets sets;
-  net_from_list(net_l, &net);
-  sets_from_list(sets_l, net.n_words, &sets);
+  data_decode(data, 1, &net, &sets);
   sbg_pbn_params p;
-  params_from_real(params, &net, &p);
-  SBG_ASSERT(TYPEOF(range) == REALSXP && XLENGTH(range) == 2);
+  params_decode(params, &net, &p);
+  sbg_run r;
+  sbg_run_decode(run, &r);
+  SEXP range = sbg_vec_elt(params, "range", REALSXP, 2);
   int64_t c0 = (int64_t)REAL(range)[0], c1 = (int64_t)REAL(range)[1];
   SBG_ASSERT(c0 >= 0 && c1 > c0 && c1 <= p.n_chains);
   size_t bytes = sbg_pbn_block_state_bytes(&net, c1 - c0);
+  SEXP state = sbg_elt(data, "state");
   SBG_ASSERT(Rf_isNull(state) || (TYPEOF(state) == RAWSXP && (size_t)XLENGTH(state) == bytes));
-  SBG_ASSERT(TYPEOF(steps) == REALSXP && REAL(steps)[0] >= 0 && REAL(steps)[0] < 2147483648.0);
-  SBG_ASSERT(TYPEOF(count) == LGLSXP && TYPEOF(gpu) == LGLSXP);
-  SBG_ASSERT(TYPEOF(device) == INTSXP && XLENGTH(device) == 1);
-  p.devices = INTEGER(device);
+  double steps = sbg_real_elt(params, "steps");
+  SBG_ASSERT(steps >= 0 && steps < 2147483648.0);
+  int cnt = sbg_lgl_elt(params, "count");
+  p.devices = r.devices;
   p.n_devices = 1;
-  int cnt = LOGICAL(count)[0];
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 2));
-  SET_VECTOR_ELT(ans, 0, Rf_allocVector(RAWSXP, (R_xlen_t)bytes));
-  if (cnt) SET_VECTOR_ELT(ans, 1, Rf_allocVector(RAWSXP, (R_xlen_t)sets.n_sets * SBG_PBN_NSUM * 8));
-  uint64_t *sums = cnt ? (uint64_t *)R_alloc((size_t)(sets.n_sets > 0 ? sets.n_sets : 1) * SBG_PBN_NSUM, 8) : NULL;
-  SEXP verbose = PROTECT(Rf_ScalarLogical(FALSE));
+  const char *nm[] = {"state", "sums"};
+  SEXP ans = PROTECT(sbg_named_list(2, nm));
+  unsigned char *state_out = RAW(sbg_set(ans, "state", Rf_allocVector(RAWSXP, (R_xlen_t)bytes)));
+  R_xlen_t n_sums = (R_xlen_t)sets.n_sets * SBG_PBN_NSUM;
+  if (cnt) sbg_set(ans, "sums", Rf_allocVector(RAWSXP, n_sums * 8));
+  uint64_t *sums = cnt ? (uint64_t *)R_alloc((size_t)(n_sums > 0 ? n_sums : 1), 8) : NULL;
   sbg_ctx ctx;
   sbg_progress pr;
-  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "pbnSteadyState");
+  sbg_ctx_setup(&ctx, &pr, r.threads, r.devices, 1, 0, "pbnSteadyState");
   const unsigned char *in = Rf_isNull(state) ? NULL : RAW(state);
-  sbg_status st = LOGICAL(gpu)[0]
-                      ? sbg_pbn_block_gpu(&net, &sets, &p, c0, c1, in, (int64_t)REAL(steps)[0], cnt, sums,
-                                          RAW(VECTOR_ELT(ans, 0)), &ctx)
-                      : sbg_pbn_block_cpu(&net, &sets, &p, c0, c1, in, (int64_t)REAL(steps)[0], cnt, sums,
-                                          RAW(VECTOR_ELT(ans, 0)), &ctx);
+  sbg_status st = (r.gpu ? sbg_pbn_block_gpu : sbg_pbn_block_cpu)(&net, &sets, &p, c0, c1, in, (int64_t)steps,
+                                                                   cnt, sums, state_out, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-  if (cnt) memcpy(RAW(VECTOR_ELT(ans, 1)), sums, (size_t)sets.n_sets * SBG_PBN_NSUM * 8);
-  UNPROTECT(2);
+  if (cnt) memcpy(RAW(sbg_elt(ans, "sums")), sums, (size_t)n_sums * 8);
+  UNPROTECT(1);
   return ans;
 }
 
@@ -311,13 +301,17 @@ static sbg_status pbn_r_advance(sbg_pbn_engine *eng, int64_t steps, int count, u
   return sbg_poll(ctx, hi);
 }
 
-SEXP ffi_pbn_steady_bp(SEXP net_l, SEXP sets_l, SEXP params, SEXP fun, SEXP rho, SEXP verbose) {
+/* data = list(net, sets), params, run with round (the R function) and env
+ * (where to call it). */
+SEXP ffi_pbn_steady_bp(SEXP data, SEXP params, SEXP run) {
   sbg_pbn_net net;
   sbg_pbn_sets sets;
-  net_from_list(net_l, &net);
-  sets_from_list(sets_l, net.n_words, &sets);
+  data_decode(data, 1, &net, &sets);
   sbg_pbn_params p;
-  params_from_real(params, &net, &p);
+  params_decode(params, &net, &p);
+  sbg_run r;
+  sbg_run_decode(run, &r);
+  SEXP fun = sbg_elt(run, "round"), rho = sbg_elt(run, "env");
   SBG_ASSERT(Rf_isFunction(fun) && TYPEOF(rho) == ENVSXP);
   sbg_pbn_result out;
   SEXP ans = PROTECT(result_alloc(sets.n_sets, &out));
@@ -328,78 +322,82 @@ SEXP ffi_pbn_steady_bp(SEXP net_l, SEXP sets_l, SEXP params, SEXP fun, SEXP rho,
   e.fun = fun;
   e.rho = rho;
   e.n_sets = sets.n_sets;
-  SEXP threads = PROTECT(Rf_ScalarInteger(1)), device = PROTECT(Rf_ScalarInteger(0));
   sbg_ctx ctx;
   sbg_progress pr;
-  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "pbnSteadyState");
+  const int no_device = 0;
+  sbg_ctx_setup(&ctx, &pr, 1, &no_device, 1, r.verbose, "pbnSteadyState");
   sbg_status st = sbg_pbn_two_state(&e.base, &p, sets.n_sets, &out, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK && e.worker_failed) {
-    UNPROTECT(3);
+    UNPROTECT(1);
     return R_NilValue;  /* the driver has freed its buffers; R raises the worker's error */
   }
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
   result_finish(ans, &out);
-  UNPROTECT(3);
+  UNPROTECT(1);
   return ans;
 }
 
-/* States as pairs of 32-bit integers: (steps+1) * n_chains * n_words * 2. */
-SEXP ffi_pbn_simulate(SEXP net_l, SEXP seed, SEXP chains, SEXP steps, SEXP from, SEXP gpu,
-                      SEXP threads, SEXP device) {
+/* data = list(net, from: NULL or the start state as (low, high) pairs),
+ * params = list(seed, chains, steps).  list(states): pairs of 32-bit
+ * integers, (steps+1) * n_chains * n_words * 2. */
+SEXP ffi_pbn_simulate(SEXP data, SEXP params, SEXP run) {
   sbg_pbn_net net;
-  net_from_list(net_l, &net);
-  SBG_ASSERT(TYPEOF(seed) == REALSXP && TYPEOF(chains) == REALSXP && TYPEOF(steps) == REALSXP);
-  SBG_ASSERT(TYPEOF(gpu) == LGLSXP);
-  int64_t nc = (int64_t)REAL(chains)[0], ns = (int64_t)REAL(steps)[0];
+  data_decode(data, 0, &net, NULL);
+  sbg_run r;
+  sbg_run_decode(run, &r);
+  uint64_t seed = (uint64_t)sbg_real_elt(params, "seed");
+  int64_t nc = (int64_t)sbg_real_elt(params, "chains"), ns = (int64_t)sbg_real_elt(params, "steps");
   SBG_ASSERT(nc >= 1 && ns >= 0);
+  SEXP from = sbg_elt(data, "from");
   const uint64_t *f = NULL;
   if (!Rf_isNull(from)) {
     SBG_ASSERT(XLENGTH(from) == 2 * net.n_words);
     f = u64_from_pairs(from);
   }
   R_xlen_t words = (R_xlen_t)(nc * (ns + 1) * net.n_words);
-  SEXP ans = PROTECT(Rf_allocVector(INTSXP, 2 * words));
-  SEXP verbose = PROTECT(Rf_ScalarLogical(FALSE));
+  const char *nm[] = {"states"};
+  SEXP ans = PROTECT(sbg_named_list(1, nm));
+  uint32_t *v = (uint32_t *)INTEGER(sbg_set(ans, "states", Rf_allocVector(INTSXP, 2 * words)));
   sbg_ctx ctx;
   sbg_progress pr;
-  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "pbnSimulate");
+  sbg_ctx_setup(&ctx, &pr, r.threads, r.devices, 1, 0, "pbnSimulate");
   uint64_t *out = (uint64_t *)R_alloc((size_t)words, sizeof(uint64_t));
-  sbg_status st = LOGICAL(gpu)[0]
-                      ? sbg_pbn_simulate_gpu(&net, (uint64_t)REAL(seed)[0], nc, ns, f, out, &ctx)
-                      : sbg_pbn_simulate_cpu(&net, (uint64_t)REAL(seed)[0], nc, ns, f, out, &ctx);
+  sbg_status st = (r.gpu ? sbg_pbn_simulate_gpu : sbg_pbn_simulate_cpu)(&net, seed, nc, ns, f, out, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-  uint32_t *v = (uint32_t *)INTEGER(ans);
   for (R_xlen_t i = 0; i < words; i++) {
     v[2 * i] = (uint32_t)out[i];
     v[2 * i + 1] = (uint32_t)(out[i] >> 32);
   }
-  UNPROTECT(2);
+  UNPROTECT(1);
   return ans;
 }
 
-/* list(pi, c(iterations, delta)) */
-SEXP ffi_pbn_exact(SEXP net_l, SEXP p, SEXP tol, SEXP max_iter, SEXP gpu, SEXP threads, SEXP device,
-                   SEXP verbose) {
+/* data = list(net), params = list(p, tol, maxIter), run on its first
+ * device.  list(pi, iterations, delta) */
+SEXP ffi_pbn_exact(SEXP data, SEXP params, SEXP run) {
   sbg_pbn_net net;
-  net_from_list(net_l, &net);
-  SBG_ASSERT(TYPEOF(p) == REALSXP && TYPEOF(tol) == REALSXP && TYPEOF(max_iter) == REALSXP);
+  data_decode(data, 0, &net, NULL);
+  SEXP net_l = sbg_elt(data, "net");
+  sbg_run r;
+  sbg_run_decode(run, &r);
   SBG_ASSERT(net.n <= SBG_PBN_EXACT_MAX_N);
-  SBG_ASSERT(TYPEOF(gpu) == LGLSXP);
-  const double *fun_prob = real_el(net_l, NET_FUN_PROB, net.fun_start[net.n]);
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 2));
-  SET_VECTOR_ELT(ans, 0, Rf_allocVector(REALSXP, (R_xlen_t)1 << net.n));
-  SET_VECTOR_ELT(ans, 1, Rf_allocVector(REALSXP, 2));
+  const double *fun_prob = real_el(net_l, "fun_prob", net.fun_start[net.n]);
+  const char *nm[] = {"pi", "iterations", "delta"};
+  SEXP ans = PROTECT(sbg_named_list(3, nm));
+  double *pi = REAL(sbg_set(ans, "pi", Rf_allocVector(REALSXP, (R_xlen_t)1 << net.n)));
+  double it[2] = {0, 0};
   sbg_ctx ctx;
   sbg_progress pr;
-  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "exact");
-  double *it = REAL(VECTOR_ELT(ans, 1));
-  sbg_status st = (LOGICAL(gpu)[0] ? sbg_pbn_exact_gpu : sbg_pbn_exact_cpu)(
-      &net, fun_prob, REAL(p)[0], REAL(tol)[0], (int64_t)REAL(max_iter)[0], REAL(VECTOR_ELT(ans, 0)),
-      &it[0], &it[1], &ctx);
+  sbg_ctx_setup(&ctx, &pr, r.threads, r.devices, 1, r.verbose, "exact");
+  sbg_status st = (r.gpu ? sbg_pbn_exact_gpu : sbg_pbn_exact_cpu)(
+      &net, fun_prob, sbg_real_elt(params, "p"), sbg_real_elt(params, "tol"),
+      (int64_t)sbg_real_elt(params, "maxIter"), pi, &it[0], &it[1], &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
+  sbg_set(ans, "iterations", Rf_ScalarReal(it[0]));
+  sbg_set(ans, "delta", Rf_ScalarReal(it[1]));
   UNPROTECT(1);
   return ans;
 }

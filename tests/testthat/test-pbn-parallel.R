@@ -13,10 +13,15 @@ test_that("a block's exported state continues exactly as one engine advancing st
   keep <- rep(TRUE, length(net$nodes))
   flat <- sysbioGPU:::pbn_flatten(net, keep, 0.01, FALSE)
   sets_l <- sysbioGPU:::pbn_sets_list(list(c(Survival = TRUE), c(Apoptosis = TRUE)), flat$node_of_full, net$nodes)
-  params <- c(7, 10, 0.01, 1.96, 1e-10, 128, 1.01, 1e6, 20, 1, 1, stats::qt(0.975, 9))
+  params <- list(seed = 7, chains = 10, r = 0.01, z = 1.96, epsilon = 1e-10, psi0 = 128, rhatMax = 1.01,
+                 maxLen = 1e6, minSwitches = 20, small = TRUE, skip = TRUE, t = stats::qt(0.975, 9))
   blk <- function(range, state, steps, count = TRUE, small = 1) {
-    params[[10]] <- small
-    .Call(sysbioGPU:::ffi_pbn_block, flat, sets_l, params, range, state, steps, count, FALSE, 1L, 0L)
+    params$small <- small == 1
+    params <- c(params, list(range = as.double(range), steps = steps, count = count))
+    run <- list(gpu = FALSE, threads = 1L, devices = 0L, verbose = FALSE)
+    r <- .Call(sysbioGPU:::ffi_pbn_block, list(net = flat, sets = sets_l, state = state), params, run)
+    expect_named(r, c("state", "sums"))
+    r
   }
   for (small in 0:1) {
     s <- function(r) matrix(readBin(r, "integer", n = length(r) %/% 4, size = 4), 2)

@@ -523,13 +523,14 @@ test_that("edited pbn objects are refused with classed errors, in R and in C (is
   # the C side checks the flattened lists itself (sizes, index ranges, thresholds)
   flat <- pbn_flatten(net, rep(TRUE, 3), 0.01, FALSE)
   sets <- pbn_sets_list(list(c(A = TRUE)), flat$node_of_full, net$nodes)
-  call <- function(fl) .Call(ffi_pbn_simulate, fl, 1, 1, 2, NULL, FALSE, 1L, 0L)
-  expect_type(call(flat), "integer")
+  call <- function(fl) .Call(ffi_pbn_simulate, list(net = fl, from = NULL), list(seed = 1, chains = 1, steps = 2),
+                             list(gpu = FALSE, threads = 1L, devices = 0L, verbose = FALSE))
+  expect_type(call(flat)$states, "integer")
   bad <- list(function(z) { z$fun_thresh[1:2] <- z$fun_thresh[2:1]; z },
               function(z) { z$inputs[1] <- 7L; z }, function(z) { z$tab_start[1] <- NaN; z },
               function(z) { z$fun_start[4] <- -5L; z }, function(z) { z$n <- 0L; z },
               function(z) { z$pert_node[1] <- -9L; z }, function(z) { z$fun_k[1] <- 30L; z },
-              function(z) { z$tables <- integer(0); z })
+              function(z) { z$tables <- integer(0); z }, function(z) { z$inputs <- NULL; z })
   for (i in seq_along(bad)) expect_error(call(bad[[i]](flat)), "invalid network", class = "sysbioGPU_error_input", info = i)
 })
 
