@@ -27,7 +27,7 @@ as_cosnet_labels <- function(labels, W, arg = "labels", by_name = FALSE) {
   storage <- storage.mode(L)
   if (storage != "double" && storage != "integer" && storage != "logical") storage.mode(L) <- "double"
   coded <- .Call(ffi_cosnet_labels, L)
-  if (coded[[2L]] > 0) {
+  if (coded$bad > 0) {
     bad <- unique(as.vector(L)[!is.na(L) & !(L %in% c(0, 1))])
     stop_input("`", arg, "` must hold 1 (positive), 0 (negative) or NA (unlabelled), ",
                "or TRUE/FALSE/NA; found ", paste(utils::head(bad, 3), collapse = ", "))
@@ -42,7 +42,7 @@ as_cosnet_labels <- function(labels, W, arg = "labels", by_name = FALSE) {
   } else {
     order <- NULL
   }
-  out <- matrix(coded[[1L]], n, ncol(L))
+  out <- matrix(coded$codes, n, ncol(L))
   if (!is.null(order)) out <- out[order, , drop = FALSE]
   cl <- colnames(L)
   if (is.null(cl)) cl <- if (ncol(L) == 1L) "class" else paste0("class", seq_len(ncol(L)))
@@ -62,21 +62,20 @@ check_cost <- function(cost) {
 # holds the network's compressed columns and the settings (cosnet_job()),
 # `devices` the GPU(s) (several share the jobs in this process).
 cosnet_engine <- function(job, lab, folds, devices, verbose) {
-  .Call(ffi_cosnet, job$p, job$i, job$x, lab, folds, job$nfolds, job$cost, job$maxSweeps,
-        job$seed, job$batch, job$budget, job$gpu, job$threads, as.integer(devices), verbose)
+  data <- c(job$network, list(labels = lab, folds = folds))
+  .Call(ffi_cosnet, data, job$params, run_list(job, verbose, devices = devices))
 }
 
 # What every engine call of a run shares; options are read here, in the
 # calling process, so that R workers get them too.
 cosnet_job <- function(W, nfolds, cost, maxSweeps, seed, a) {
-  list(p = W@p, i = W@i, x = W@x, nfolds = as.integer(nfolds), cost = cost,
-       maxSweeps = as.integer(maxSweeps), seed = seed,
-       # jobs per GPU batch, for tests of the batching; 0 = automatic
-       batch = as.integer(getOption("sysbioGPU.cosnetBatch", 0L)),
-       # device memory budget in bytes (0 = what is free); a smaller one
-       # forces the streamed (partitioned) GPU path in the tests
-       budget = as.double(getOption("sysbioGPU.cosnetDeviceBytes", 0)),
-       gpu = a$gpu, threads = a$threads)
+  params <- list(nfolds = as.integer(nfolds), cost = cost, maxSweeps = as.integer(maxSweeps), seed = as.double(seed),
+                 # jobs per GPU batch, for tests of the batching; 0 = automatic
+                 batch = as.integer(getOption("sysbioGPU.cosnetBatch", 0L)),
+                 # device memory budget in bytes (0 = what is free); a smaller one
+                 # forces the streamed (partitioned) GPU path in the tests
+                 budget = as.double(getOption("sysbioGPU.cosnetDeviceBytes", 0)))
+  list(network = list(p = W@p, i = W@i, x = W@x), params = params, gpu = a$gpu, threads = a$threads)
 }
 
 # A BPPARAM worker's share: its block of classes on its device.  At the top

@@ -49,27 +49,19 @@ static void check_csc(SEXP p, SEXP i, SEXP x, int nth) {
   }
 }
 
-/* p, i, x: the compressed columns of a symmetric dgCMatrix, which are also
- * its rows.  labels: n x K integer (1, -1, 0); folds: n x K integer or
- * NULL. */
-SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, SEXP cost,
-                SEXP max_sweeps, SEXP seed, SEXP max_batch, SEXP device_budget, SEXP gpu,
-                SEXP threads, SEXP device, SEXP verbose) {
-  int nprot = 0;
-  SBG_ASSERT(TYPEOF(threads) == INTSXP && XLENGTH(threads) >= 1);
-  check_csc(p, i, x, INTEGER(threads)[0]);
-  SBG_ASSERT(TYPEOF(labels) == INTSXP && TYPEOF(n_folds) == INTSXP);
-  SBG_ASSERT(TYPEOF(cost) == REALSXP && TYPEOF(max_sweeps) == INTSXP);
-  SBG_ASSERT(TYPEOF(seed) == REALSXP && TYPEOF(gpu) == LGLSXP && TYPEOF(max_batch) == INTSXP);
-  SBG_ASSERT(TYPEOF(device_budget) == REALSXP && TYPEOF(threads) == INTSXP);
+/* data = list(p, i, x: the compressed columns of a symmetric dgCMatrix,
+ * which are also its rows; labels: n x K integer (1, -1, 0); folds: n x K
+ * integer or NULL) -> the engine's input; the arrays live in R_alloc
+ * memory until the .Call returns. */
+static void input_decode(SEXP data, SEXP params, int nth, sbg_cosnet_input *in) {
+  SEXP p = sbg_elt(data, "p"), i = sbg_elt(data, "i"), x = sbg_elt(data, "x");
+  check_csc(p, i, x, nth);
+  SEXP labels = sbg_vec_elt(data, "labels", INTSXP, -1), folds = sbg_elt(data, "folds");
   int32_t n = (int32_t)(XLENGTH(p) - 1);
   SBG_ASSERT(n >= 1 && XLENGTH(labels) % n == 0);
-  int32_t K = (int32_t)(XLENGTH(labels) / n);
-  int32_t nf = INTEGER(n_folds)[0];
+  int32_t nf = sbg_int_elt(params, "nfolds");
   SBG_ASSERT(nf >= 0 && (nf == 0) == Rf_isNull(folds));
   SBG_ASSERT(Rf_isNull(folds) || (TYPEOF(folds) == INTSXP && XLENGTH(folds) == XLENGTH(labels)));
-  int32_t n_jobs = K * (nf > 0 ? nf : 1);
-
   int64_t *rowptr = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
   for (int32_t v = 0; v <= n; v++) rowptr[v] = INTEGER(p)[v];
   int8_t *lab = (int8_t *)R_alloc((size_t)XLENGTH(labels), 1);
@@ -78,79 +70,74 @@ SEXP ffi_cosnet(SEXP p, SEXP i, SEXP x, SEXP labels, SEXP folds, SEXP n_folds, S
     SBG_ASSERT(l == 1 || l == -1 || l == 0);
     lab[t] = (int8_t)l;
   }
-  const int32_t *ci = INTEGER(i);
+  in->g.n = n;
+  in->g.v_rowptr = rowptr;
+  in->g.v_col = INTEGER(i);
+  in->g.v_w = REAL(x);
+  in->n_classes = (int32_t)(XLENGTH(labels) / n);
+  in->v_labels = lab;
+  in->v_folds = Rf_isNull(folds) ? NULL : INTEGER(folds);
+  in->n_folds = nf;
+}
 
-  sbg_cosnet_input in;
-  in.g.n = n;
-  in.g.v_rowptr = rowptr;
-  in.g.v_col = ci;
-  in.g.v_w = REAL(x);
-  in.n_classes = K;
-  in.v_labels = lab;
-  in.v_folds = Rf_isNull(folds) ? NULL : INTEGER(folds);
-  in.n_folds = nf;
-  sbg_cosnet_params par;
-  par.cost = REAL(cost)[0];
-  par.max_sweeps = INTEGER(max_sweeps)[0];
-  par.seed = (uint64_t)REAL(seed)[0];
-  par.max_batch = INTEGER(max_batch)[0];
-  par.device_budget = REAL(device_budget)[0];
-  /* device: one GPU index, or several sharing the jobs */
-  SBG_ASSERT(TYPEOF(device) == INTSXP && XLENGTH(device) >= 1 && XLENGTH(device) <= 1024);
-  par.devices = INTEGER(device);
-  par.n_devices = (int32_t)XLENGTH(device);
+/* params = list(nfolds, cost, maxSweeps, seed, batch, budget); the run's
+ * devices share the jobs. */
+static void params_decode(SEXP params, const sbg_run *r, sbg_cosnet_params *par) {
+  par->cost = sbg_real_elt(params, "cost");
+  par->max_sweeps = sbg_int_elt(params, "maxSweeps");
+  par->seed = (uint64_t)sbg_real_elt(params, "seed");
+  par->max_batch = sbg_int_elt(params, "batch");
+  par->device_budget = sbg_real_elt(params, "budget");
+  par->devices = r->devices;
+  par->n_devices = r->n_devices;
+}
 
-  SEXP scores = PROTECT(Rf_allocMatrix(REALSXP, n, K)); nprot++;
-  SEXP pred = PROTECT(Rf_allocMatrix(LGLSXP, n, K)); nprot++;
-  for (R_xlen_t t = 0; t < XLENGTH(scores); t++) {
-    REAL(scores)[t] = NA_REAL;
-    LOGICAL(pred)[t] = NA_LOGICAL;
+static const char *const result_names[] = {"scores", "pred", "alpha", "c", "fscore", "sweeps",
+                                           "converged", "colour", "nColours", "parts"};
+
+/* The result list, its vectors the engine's output (scores and pred NA
+ * where the engine writes nothing). */
+static SEXP result_alloc(int32_t n, int32_t K, int32_t n_jobs, sbg_cosnet_result *out) {
+  SEXP ans = PROTECT(sbg_named_list(10, result_names));
+  out->v_scores = REAL(sbg_set(ans, "scores", Rf_allocMatrix(REALSXP, n, K)));
+  out->v_pred = LOGICAL(sbg_set(ans, "pred", Rf_allocMatrix(LGLSXP, n, K)));
+  for (R_xlen_t t = 0; t < (R_xlen_t)n * K; t++) {
+    out->v_scores[t] = NA_REAL;
+    out->v_pred[t] = NA_LOGICAL;
   }
-  SEXP alpha = PROTECT(Rf_allocVector(REALSXP, n_jobs)); nprot++;
-  SEXP c = PROTECT(Rf_allocVector(REALSXP, n_jobs)); nprot++;
-  SEXP fs = PROTECT(Rf_allocVector(REALSXP, n_jobs)); nprot++;
-  SEXP sweeps = PROTECT(Rf_allocVector(INTSXP, n_jobs)); nprot++;
-  SEXP conv = PROTECT(Rf_allocVector(LGLSXP, n_jobs)); nprot++;
-  SEXP colour = PROTECT(Rf_allocVector(INTSXP, n)); nprot++;
+  out->v_alpha = REAL(sbg_set(ans, "alpha", Rf_allocVector(REALSXP, n_jobs)));
+  out->v_c = REAL(sbg_set(ans, "c", Rf_allocVector(REALSXP, n_jobs)));
+  out->v_fscore = REAL(sbg_set(ans, "fscore", Rf_allocVector(REALSXP, n_jobs)));
+  out->v_sweeps = INTEGER(sbg_set(ans, "sweeps", Rf_allocVector(INTSXP, n_jobs)));
+  out->v_converged = LOGICAL(sbg_set(ans, "converged", Rf_allocVector(LGLSXP, n_jobs)));
+  out->v_colour = INTEGER(sbg_set(ans, "colour", Rf_allocVector(INTSXP, n)));
+  out->n_colours = 0;
+  out->n_parts = 0;
+  UNPROTECT(1);
+  return ans;
+}
 
+/* parCosnet's engine call: data, params and run as above; a named list. */
+SEXP ffi_cosnet(SEXP data, SEXP params, SEXP run) {
+  sbg_run r;
+  sbg_run_decode(run, &r);
+  sbg_cosnet_input in;
+  input_decode(data, params, r.threads, &in);
+  sbg_cosnet_params par;
+  params_decode(params, &r, &par);
+  int32_t n_jobs = in.n_classes * (in.n_folds > 0 ? in.n_folds : 1);
   sbg_cosnet_result out;
-  out.v_scores = REAL(scores);
-  out.v_pred = LOGICAL(pred);
-  out.v_alpha = REAL(alpha);
-  out.v_c = REAL(c);
-  out.v_fscore = REAL(fs);
-  out.v_sweeps = INTEGER(sweeps);
-  out.v_converged = LOGICAL(conv);
-  out.v_colour = INTEGER(colour);
-  out.n_colours = 0;
-  out.n_parts = 0;
+  SEXP ans = PROTECT(result_alloc(in.g.n, in.n_classes, n_jobs, &out));
 
   sbg_ctx ctx;
   sbg_progress pr;
-  SEXP first_dev = PROTECT(Rf_ScalarInteger(INTEGER(device)[0])); nprot++;
-  sbg_ctx_init(&ctx, &pr, threads, first_dev, verbose, "parCosnet");
-  sbg_status st = LOGICAL(gpu)[0] ? sbg_cosnet_gpu(&in, &par, &out, &ctx)
-                                  : sbg_cosnet_cpu(&in, &par, &out, &ctx);
+  sbg_ctx_from_run(&ctx, &pr, &r, "parCosnet");
+  sbg_status st = r.gpu ? sbg_cosnet_gpu(&in, &par, &out, &ctx) : sbg_cosnet_cpu(&in, &par, &out, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-
-  const char *nm[] = {"scores", "pred", "alpha", "c", "fscore", "sweeps", "converged",
-                      "colour", "nColours", "parts"};
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 10)); nprot++;
-  SET_VECTOR_ELT(ans, 0, scores);
-  SET_VECTOR_ELT(ans, 1, pred);
-  SET_VECTOR_ELT(ans, 2, alpha);
-  SET_VECTOR_ELT(ans, 3, c);
-  SET_VECTOR_ELT(ans, 4, fs);
-  SET_VECTOR_ELT(ans, 5, sweeps);
-  SET_VECTOR_ELT(ans, 6, conv);
-  SET_VECTOR_ELT(ans, 7, colour);
-  SET_VECTOR_ELT(ans, 8, Rf_ScalarInteger(out.n_colours));
-  SET_VECTOR_ELT(ans, 9, Rf_ScalarInteger(out.n_parts));
-  SEXP names = PROTECT(Rf_allocVector(STRSXP, 10)); nprot++;
-  for (int t = 0; t < 10; t++) SET_STRING_ELT(names, t, Rf_mkChar(nm[t]));
-  Rf_setAttrib(ans, R_NamesSymbol, names);
-  UNPROTECT(nprot);
+  sbg_set(ans, "nColours", Rf_ScalarInteger(out.n_colours));
+  sbg_set(ans, "parts", Rf_ScalarInteger(out.n_parts));
+  UNPROTECT(1);
   return ans;
 }
 
@@ -165,17 +152,16 @@ SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab) {
   /* with the interrupt polls of a run (tests of Ctrl-C) */
   sbg_ctx ctx;
   sbg_progress pr;
-  SEXP one = PROTECT(Rf_ScalarInteger(1)), dev = PROTECT(Rf_ScalarInteger(0));
-  SEXP quiet = PROTECT(Rf_ScalarLogical(0));
-  sbg_ctx_init(&ctx, &pr, one, dev, quiet, "parCosnet");
+  const int no_device = 0;
+  sbg_ctx_setup(&ctx, &pr, 1, &no_device, 1, 0, "parCosnet");
   sbg_status st = sbg_cosnet_learn(REAL(x), REAL(y), l, (int64_t)m, REAL(ans), REAL(ans) + 1,
                                    REAL(ans) + 2, &ctx, 0.0);
   sbg_progress_end(&pr);
   if (st != SBG_OK) {
-    UNPROTECT(4);
+    UNPROTECT(1);
     sbg_stop(st, st == SBG_ERR_INTERRUPTED ? ctx.errbuf : "out of memory while learning");
   }
-  UNPROTECT(4);
+  UNPROTECT(1);
   return ans;
 }
 
@@ -232,16 +218,12 @@ SEXP ffi_cosnet_random_network(SEXP n_, SEXP prob_, SEXP seed_, SEXP threads_) {
   sbg_cosnet_er_fill(&er, rowptr, INTEGER(i), REAL(x));
   free(rowptr);
   sbg_cosnet_er_free(&er);
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 3));
-  SET_VECTOR_ELT(ans, 0, p);
-  SET_VECTOR_ELT(ans, 1, i);
-  SET_VECTOR_ELT(ans, 2, x);
-  SEXP nm = PROTECT(Rf_allocVector(STRSXP, 3));
-  SET_STRING_ELT(nm, 0, Rf_mkChar("p"));
-  SET_STRING_ELT(nm, 1, Rf_mkChar("i"));
-  SET_STRING_ELT(nm, 2, Rf_mkChar("x"));
-  Rf_setAttrib(ans, R_NamesSymbol, nm);
-  UNPROTECT(5);
+  const char *nm[] = {"p", "i", "x"};
+  SEXP ans = PROTECT(sbg_named_list(3, nm));
+  sbg_set(ans, "p", p);
+  sbg_set(ans, "i", i);
+  sbg_set(ans, "x", x);
+  UNPROTECT(4);
   return ans;
 }
 
@@ -262,9 +244,10 @@ SEXP ffi_cosnet_labels(SEXP x) {
   }
   for (R_xlen_t t = 0; t < len && bad < 0; t++)
     if (c[t] == 2) bad = t;
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 2));
-  SET_VECTOR_ELT(ans, 0, codes);
-  SET_VECTOR_ELT(ans, 1, Rf_ScalarReal((double)(bad + 1)));
+  const char *nm[] = {"codes", "bad"};
+  SEXP ans = PROTECT(sbg_named_list(2, nm));
+  sbg_set(ans, "codes", codes);
+  sbg_set(ans, "bad", Rf_ScalarReal((double)(bad + 1)));
   UNPROTECT(2);
   return ans;
 }

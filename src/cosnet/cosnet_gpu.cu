@@ -464,464 +464,577 @@ static sbg_status share_colouring(dev_worker *w, sbg_ctx *ctx) {
 
 /* ---- one device ------------------------------------------------------------ */
 
-/* Jobs w->j_lo .. w->j_hi - 1 on device ctx->device. */
-static sbg_status cosnet_gpu_device(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
-                                    sbg_cosnet_result *out, sbg_ctx *ctx, dev_worker *w) {
-  sbg_status st = SBG_OK;
-  const sbg_cosnet_graph *g = &in->g;
-  int32_t n = g->n;
-  int64_t nnz = g->v_rowptr[n];
-  int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
-  int32_t j_lo = w->j_lo, j_hi = w->j_hi;
-  int32_t n_jobs = j_hi - j_lo;
-  /* one device colours; several share its colouring */
-  int own_colour = !w->mr || w->owner;
-  cudaStream_t stream = NULL;
-  int64_t *d_rowptr = NULL, *d_cro = NULL;
-  int32_t *d_col = NULL, *d_colour = NULL, *d_item_job = NULL, *d_item_node = NULL;
-  int32_t *d_nodes = NULL, *d_pos = NULL, *d_hubs = NULL;
-  double *d_w = NULL, *d_x = NULL, *d_y = NULL;
-  uint64_t *d_prio = NULL;
-  int32_t *d_wait = NULL, *d_front = NULL, *d_next = NULL, *d_counts = NULL;
-  int8_t *d_codes = NULL, *d_state = NULL, *d_done = NULL;
-  unsigned long long *d_cnt_b = NULL, *d_cnt_a = NULL;
-  long long *d_tot = NULL;
-  int *d_changed = NULL;
-  job_consts *d_jc = NULL;
-  /* host */
-  int32_t *nodes = NULL, *item_job = NULL, *item_node = NULL, *changed = NULL, *pos = NULL;
-  int32_t *hubs = NULL;
-  int64_t *cptr = NULL, *iptr = NULL, *hptr = NULL, *npos = NULL, *nlab = NULL;
-  int8_t *codes = NULL, *state = NULL, *done = NULL;
-  double *hx = NULL, *hy = NULL, *alpha = NULL, *cc = NULL, *fs = NULL;
-  job_consts *jc = NULL;
-  int32_t B = 1;
-  int64_t n_hubs = 0, maxdeg = 0;
+/* Everything one device's run owns: the network (whole on the device, or
+ * in parts), the colour order, and the buffers of a batch of jobs.  Every
+ * pointer starts at NULL; dr_close() frees what was made. */
+struct dev_run {
+  const sbg_cosnet_input *in;
+  const sbg_cosnet_params *p;
+  sbg_cosnet_result *out;
+  dev_worker *w;
+  const sbg_cosnet_graph *g;
+  int32_t n, nf;
+  int64_t nnz, n_hubs, maxdeg;
+  double budget;
+  cudaStream_t stream;
+  /* the network, when resident */
+  int64_t *d_rowptr;
+  int32_t *d_col;
+  double *d_w;
+  /* colour order and parts */
+  int32_t *nodes, *pos, *hubs;
+  int64_t *cptr;
   parts P;
-  memset(&P, 0, sizeof(P));
-  P.loaded = -1;
   csr_view view;
-  memset(&view, 0, sizeof(view));
-  double budget = 0;
+  int64_t *d_cro;
+  int32_t *d_pos, *d_nodes, *d_hubs;
+  /* a batch of B jobs: device side */
+  int32_t B;
+  int8_t *d_codes, *d_state, *d_done;
+  double *d_x, *d_y;
+  int32_t *d_item_job, *d_item_node;
+  int *d_changed;
+  unsigned long long *d_cnt_b, *d_cnt_a;
+  long long *d_tot;
+  job_consts *d_jc;
+  /* ... and its host mirrors */
+  int8_t *codes, *state, *done;
+  double *hx, *hy, *alpha, *cc, *fs;
+  int32_t *item_job, *item_node, *changed;
+  int64_t *iptr, *npos, *nlab;
+  job_consts *jc;
+  /* the batch in hand: jobs j0 .. j0 + nb - 1 */
+  int32_t j0, nb;
+  int any_reg;
+};
 
+/* Device, stream, degrees, and the network on the device when it fits
+ * with room for the colouring and one job (about 60 bytes per node), else
+ * streamed later. */
+static sbg_status dr_open(dev_run *R, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const sbg_cosnet_graph *g = R->g;
+  int32_t n = R->n;
+  int64_t nnz = R->nnz;
   SBG_TRY(sbg_device_select(ctx->device, ctx));
-  SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&R->stream, cudaStreamNonBlocking));
   for (int32_t v = 0; v < n; v++) {
     int64_t d = g->v_rowptr[v + 1] - g->v_rowptr[v];
-    if (d > maxdeg) maxdeg = d;
-    n_hubs += d > SBG_COSNET_HUB_DEGREE;
+    if (d > R->maxdeg) R->maxdeg = d;
+    R->n_hubs += d > SBG_COSNET_HUB_DEGREE;
   }
   {
-    /* Whole network on the device when it fits with room for the
-     * colouring and one job (about 60 bytes per node), else streamed. */
     size_t free_b = 0, total_b = 0;
     SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    budget = p->device_budget > 0 ? p->device_budget : 0.9 * (double)free_b;
+    R->budget = R->p->device_budget > 0 ? R->p->device_budget : 0.9 * (double)free_b;
     double whole = 8.0 * (n + 1) + 12.0 * (double)nnz + 64.0 * n;
-    P.resident = whole <= budget;
+    R->P.resident = whole <= R->budget;
   }
-
-  if (P.resident) {
-    SBG_TRY(sbg_device_alloc((void **)&d_rowptr, (size_t)(n + 1) * sizeof(int64_t), "the network's row offsets", ctx));
-    SBG_TRY(sbg_device_alloc((void **)&d_col, (size_t)(nnz > 0 ? nnz : 1) * sizeof(int32_t), "the network's columns", ctx));
-    SBG_TRY(sbg_device_alloc((void **)&d_w, (size_t)(nnz > 0 ? nnz : 1) * sizeof(double), "the network's weights", ctx));
-    SBG_CUDA_CHECK(cudaMemcpyAsync(d_rowptr, g->v_rowptr, (size_t)(n + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+  if (R->P.resident) {
+    SBG_TRY(sbg_device_alloc((void **)&R->d_rowptr, (size_t)(n + 1) * sizeof(int64_t), "the network's row offsets", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&R->d_col, (size_t)(nnz > 0 ? nnz : 1) * sizeof(int32_t), "the network's columns", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&R->d_w, (size_t)(nnz > 0 ? nnz : 1) * sizeof(double), "the network's weights", ctx));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_rowptr, g->v_rowptr, (size_t)(n + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, R->stream));
     if (nnz > 0) {
-      SBG_CUDA_CHECK(cudaMemcpyAsync(d_col, g->v_col, (size_t)nnz * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
-      SBG_CUDA_CHECK(cudaMemcpyAsync(d_w, g->v_w, (size_t)nnz * sizeof(double), cudaMemcpyHostToDevice, stream));
+      SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_col, g->v_col, (size_t)nnz * sizeof(int32_t), cudaMemcpyHostToDevice, R->stream));
+      SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_w, g->v_w, (size_t)nnz * sizeof(double), cudaMemcpyHostToDevice, R->stream));
     }
   }
-  if (P.resident && own_colour) {
-    SBG_TRY(sbg_device_alloc((void **)&d_colour, (size_t)n * sizeof(int32_t), "the colours", ctx));
-    SBG_TRY(sbg_device_alloc((void **)&d_prio, (size_t)n * sizeof(uint64_t), "the priorities", ctx));
-    SBG_TRY(sbg_device_alloc((void **)&d_wait, (size_t)n * sizeof(int32_t), "the colouring counts", ctx));
-    SBG_TRY(sbg_device_alloc((void **)&d_front, (size_t)n * sizeof(int32_t), "the colouring frontier", ctx));
-    SBG_TRY(sbg_device_alloc((void **)&d_next, (size_t)n * sizeof(int32_t), "the colouring frontier", ctx));
-    SBG_TRY(sbg_device_alloc((void **)&d_counts, 2 * sizeof(int32_t), "counters", ctx));
+done:
+  return st;
+}
 
-    /* Colouring: Jones-Plassmann rounds, frontier after frontier. */
-    k_prio<<<blocks_for(n, 256), 256, 0, stream>>>(n, p->seed, d_prio, d_colour);
+/* Colouring of the resident network: Jones-Plassmann rounds, frontier
+ * after frontier, into out->v_colour. */
+static sbg_status dr_colour_device(dev_run *R, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t n = R->n;
+  cudaStream_t stream = R->stream;
+  int32_t *d_colour = NULL, *d_wait = NULL, *d_front = NULL, *d_next = NULL, *d_counts = NULL;
+  uint64_t *d_prio = NULL;
+  int32_t counts[2] = {0, 0}, coloured = 0, n_front = 0;
+  SBG_TRY(sbg_device_alloc((void **)&d_colour, (size_t)n * sizeof(int32_t), "the colours", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_prio, (size_t)n * sizeof(uint64_t), "the priorities", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_wait, (size_t)n * sizeof(int32_t), "the colouring counts", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_front, (size_t)n * sizeof(int32_t), "the colouring frontier", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_next, (size_t)n * sizeof(int32_t), "the colouring frontier", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_counts, 2 * sizeof(int32_t), "counters", ctx));
+  k_prio<<<blocks_for(n, 256), 256, 0, stream>>>(n, R->p->seed, d_prio, d_colour);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  SBG_CUDA_CHECK(cudaMemsetAsync(d_counts, 0, 2 * sizeof(int32_t), stream));
+  k_jp_wait<<<blocks_for(n, 256), 256, 0, stream>>>(n, R->d_rowptr, R->d_col, d_prio, d_wait, d_front, d_counts);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  SBG_CUDA_CHECK(cudaMemcpyAsync(counts, d_counts, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  n_front = counts[0];
+  while (n_front > 0) {
+    k_jp_assign<<<blocks_for(n_front, 256), 256, 0, stream>>>(n_front, d_front, R->d_rowptr, R->d_col, d_colour);
     SBG_CUDA_CHECK(cudaGetLastError());
-    SBG_CUDA_CHECK(cudaMemsetAsync(d_counts, 0, 2 * sizeof(int32_t), stream));
-    k_jp_wait<<<blocks_for(n, 256), 256, 0, stream>>>(n, d_rowptr, d_col, d_prio, d_wait, d_front, d_counts);
+    SBG_CUDA_CHECK(cudaMemsetAsync(d_counts + 1, 0, sizeof(int32_t), stream));
+    k_jp_release<<<blocks_for(n_front, 256), 256, 0, stream>>>(n_front, d_front, R->d_rowptr, R->d_col,
+                                                                d_prio, d_wait, d_next, d_counts + 1);
     SBG_CUDA_CHECK(cudaGetLastError());
-    {
-      int32_t counts[2] = {0, 0}, coloured = 0;
-      SBG_CUDA_CHECK(cudaMemcpyAsync(counts, d_counts, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
-      SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-      int32_t n_front = counts[0];
-      while (n_front > 0) {
-        k_jp_assign<<<blocks_for(n_front, 256), 256, 0, stream>>>(n_front, d_front, d_rowptr, d_col, d_colour);
-        SBG_CUDA_CHECK(cudaGetLastError());
-        SBG_CUDA_CHECK(cudaMemsetAsync(d_counts + 1, 0, sizeof(int32_t), stream));
-        k_jp_release<<<blocks_for(n_front, 256), 256, 0, stream>>>(n_front, d_front, d_rowptr, d_col,
-                                                                    d_prio, d_wait, d_next, d_counts + 1);
-        SBG_CUDA_CHECK(cudaGetLastError());
-        SBG_CUDA_CHECK(cudaMemcpyAsync(counts + 1, d_counts + 1, sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
-        SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-        coloured += n_front;
-        int32_t *sw = d_front; d_front = d_next; d_next = sw;
-        n_front = counts[1];
-        SBG_TRY(dev_poll(w, ctx, 0.0));
-      }
-      if (coloured != n) {
-        st = sbg_fail(ctx, SBG_ERR_INTERNAL, "colouring left %d node(s)", (int)(n - coloured));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(counts + 1, d_counts + 1, sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+    SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+    coloured += n_front;
+    int32_t *sw = d_front; d_front = d_next; d_next = sw;
+    n_front = counts[1];
+    SBG_TRY(dev_poll(R->w, ctx, 0.0));
+  }
+  if (coloured != n) {
+    st = sbg_fail(ctx, SBG_ERR_INTERNAL, "colouring left %d node(s)", (int)(n - coloured));
+    goto done;
+  }
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->out->v_colour, d_colour, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  R->out->n_colours = 0;
+  for (int32_t v = 0; v < n; v++)
+    if (R->out->v_colour[v] + 1 > R->out->n_colours) R->out->n_colours = R->out->v_colour[v] + 1;
+done:
+  cudaFree(d_colour); cudaFree(d_prio); cudaFree(d_wait); cudaFree(d_front); cudaFree(d_next); cudaFree(d_counts);
+  return st;
+}
+
+/* The colouring (one device colours, on itself when the network is
+ * resident, else on the host: greedy in priority order either way; the
+ * others wait for it) and the nodes in colour order. */
+static sbg_status dr_colour(dev_run *R, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int own_colour = !R->w->mr || R->w->owner;
+  if (R->P.resident && own_colour)
+    SBG_TRY(dr_colour_device(R, ctx));
+  else if (own_colour)
+    SBG_TRY(sbg_cosnet_colour_host(R->g, R->p->seed, R->out->v_colour, &R->out->n_colours, ctx));
+  if (R->w->mr) SBG_TRY(share_colouring(R->w, ctx));
+  if (sbg_cosnet_colour_order(R->out->v_colour, R->n, R->out->n_colours, &R->nodes, &R->cptr) != SBG_OK)
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory while ordering the colours");
+done:
+  return st;
+}
+
+/* Parts: one per colour, or (streamed) runs of at most P.cap entries in a
+ * colour, with the offsets of the rows in colour order. */
+static sbg_status dr_parts(dev_run *R, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  parts &P = R->P;
+  const sbg_cosnet_graph *g = R->g;
+  int32_t n = R->n, nc = R->out->n_colours, np = 0;
+  if (!P.resident) {
+    /* two buffers in half of the budget */
+    P.cap = (int64_t)(0.5 * R->budget / (2.0 * 12.0));
+    /* at most 2^27 entries (1.5 GB) a buffer: the pinned host copies
+     * stay modest, and parts stay many enough to overlap */
+    if (P.cap > ((int64_t)1 << 27)) P.cap = (int64_t)1 << 27;
+    if (P.cap > R->nnz) P.cap = R->nnz;
+    if (P.cap < R->maxdeg || P.cap < 1) {
+      P.cap = R->maxdeg > 0 ? R->maxdeg : 1;
+      if (R->p->device_budget <= 0) {
+        st = sbg_fail(ctx, SBG_ERR_DEVICE_ALLOC, "the device cannot hold two rows of %lld entries",
+                      (long long)R->maxdeg);
         goto done;
       }
     }
-    SBG_CUDA_CHECK(cudaMemcpyAsync(out->v_colour, d_colour, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream));
-    SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-    out->n_colours = 0;
-    for (int32_t v = 0; v < n; v++)
-      if (out->v_colour[v] + 1 > out->n_colours) out->n_colours = out->v_colour[v] + 1;
-    cudaFree(d_prio); d_prio = NULL;
-    cudaFree(d_wait); d_wait = NULL;
-    cudaFree(d_front); d_front = NULL;
-    cudaFree(d_next); d_next = NULL;
-  } else if (own_colour) {
-    /* The same colouring on the host (greedy in priority order either way). */
-    SBG_TRY(sbg_cosnet_colour_host(g, p->seed, out->v_colour, &out->n_colours, ctx));
+    P.cro = (int64_t *)malloc(((size_t)n + 1) * sizeof(int64_t));
+    if (!P.cro) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory"); goto done; }
+    P.cro[0] = 0;
+    for (int32_t t = 0; t < n; t++) {
+      int32_t v = R->nodes[t];
+      P.cro[t + 1] = P.cro[t] + (g->v_rowptr[v + 1] - g->v_rowptr[v]);
+    }
   }
-  if (w->mr) SBG_TRY(share_colouring(w, ctx));
-  if (sbg_cosnet_colour_order(out->v_colour, n, out->n_colours, &nodes, &cptr) != SBG_OK) {
-    st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory while ordering the colours");
+  /* count, then fill */
+  for (int pass = 0; pass < 2; pass++) {
+    np = 0;
+    for (int32_t cl = 0; cl < nc; cl++) {
+      int64_t a = R->cptr[cl];
+      while (a < R->cptr[cl + 1]) {
+        int64_t e = R->cptr[cl + 1];
+        if (!P.resident) {
+          /* as many rows as fit (at least one) */
+          e = a + 1;
+          while (e < R->cptr[cl + 1] && P.cro[e + 1] - P.cro[a] <= P.cap) e++;
+        }
+        if (pass == 1) { P.t0[np] = a; P.colour[np] = cl; }
+        np++;
+        a = e;
+      }
+    }
+    if (pass == 0) {
+      P.t0 = (int64_t *)malloc(((size_t)np + 1) * sizeof(int64_t));
+      P.colour = (int32_t *)malloc(((size_t)np + 1) * sizeof(int32_t));
+      P.hub0 = (int64_t *)malloc(((size_t)np + 1) * sizeof(int64_t));
+      if (!P.t0 || !P.colour || !P.hub0) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory"); goto done; }
+    }
+  }
+  P.t0[np] = n;
+  P.n_parts = np;
+  R->w->n_parts = P.resident ? 0 : np;
+done:
+  return st;
+}
+
+/* The hubs in colour order (each part's hubs contiguous) and what the
+ * kernels read the network through: the resident arrays, or the colour
+ * order and two pinned buffers for the parts. */
+static sbg_status dr_parts_upload(dev_run *R, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  parts &P = R->P;
+  const sbg_cosnet_graph *g = R->g;
+  int32_t n = R->n;
+  int64_t n_hubs = R->n_hubs, h = 0;
+  cudaStream_t stream = R->stream;
+  R->hubs = (int32_t *)malloc((size_t)(n_hubs > 0 ? n_hubs : 1) * sizeof(int32_t));
+  R->pos = (int32_t *)malloc((size_t)n * sizeof(int32_t));
+  if (!R->hubs || !R->pos) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory"); goto done; }
+  for (int32_t s = 0; s < P.n_parts; s++) {
+    P.hub0[s] = h;
+    for (int64_t t = P.t0[s]; t < P.t0[s + 1]; t++) {
+      int32_t v = R->nodes[t];
+      R->pos[v] = (int32_t)t;
+      if (g->v_rowptr[v + 1] - g->v_rowptr[v] > SBG_COSNET_HUB_DEGREE) R->hubs[h++] = v;
+    }
+  }
+  P.hub0[P.n_parts] = h;
+  SBG_TRY(sbg_device_alloc((void **)&R->d_hubs, (size_t)(n_hubs > 0 ? n_hubs : 1) * sizeof(int32_t), "the hub list", ctx));
+  if (n_hubs > 0)
+    SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_hubs, R->hubs, (size_t)n_hubs * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+  if (P.resident) {
+    R->view.rowptr = R->d_rowptr;
+    R->view.pos = NULL;
+    R->view.base = 0;
+    R->view.col = R->d_col;
+    R->view.w = R->d_w;
     goto done;
   }
-
-  {
-    /* Parts: one per colour, or runs of at most P.cap entries in a colour. */
-    int32_t nc = out->n_colours;
-    if (!P.resident) {
-      /* two buffers in half of the budget */
-      P.cap = (int64_t)(0.5 * budget / (2.0 * 12.0));
-      /* at most 2^27 entries (1.5 GB) a buffer: the pinned host copies
-       * stay modest, and parts stay many enough to overlap */
-      if (P.cap > ((int64_t)1 << 27)) P.cap = (int64_t)1 << 27;
-      if (P.cap > nnz) P.cap = nnz;
-      if (P.cap < maxdeg || P.cap < 1) {
-        P.cap = maxdeg > 0 ? maxdeg : 1;
-        if (p->device_budget <= 0) {
-          st = sbg_fail(ctx, SBG_ERR_DEVICE_ALLOC, "the device cannot hold two rows of %lld entries",
-                        (long long)maxdeg);
-          goto done;
-        }
-      }
-      P.cro = (int64_t *)malloc(((size_t)n + 1) * sizeof(int64_t));
-      if (!P.cro) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory"); goto done; }
-      P.cro[0] = 0;
-      for (int32_t t = 0; t < n; t++) {
-        int32_t v = nodes[t];
-        P.cro[t + 1] = P.cro[t] + (g->v_rowptr[v + 1] - g->v_rowptr[v]);
-      }
-    }
-    /* count, then fill */
-    int32_t np = 0;
-    for (int pass = 0; pass < 2; pass++) {
-      np = 0;
-      for (int32_t cl = 0; cl < nc; cl++) {
-        int64_t a = cptr[cl];
-        while (a < cptr[cl + 1]) {
-          int64_t e = cptr[cl + 1];
-          if (!P.resident) {
-            /* as many rows as fit (at least one) */
-            e = a + 1;
-            while (e < cptr[cl + 1] && P.cro[e + 1] - P.cro[a] <= P.cap) e++;
-          }
-          if (pass == 1) { P.t0[np] = a; P.colour[np] = cl; }
-          np++;
-          a = e;
-        }
-      }
-      if (pass == 0) {
-        P.t0 = (int64_t *)malloc(((size_t)np + 1) * sizeof(int64_t));
-        P.colour = (int32_t *)malloc(((size_t)np + 1) * sizeof(int32_t));
-        P.hub0 = (int64_t *)malloc(((size_t)np + 1) * sizeof(int64_t));
-        if (!P.t0 || !P.colour || !P.hub0) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory"); goto done; }
-      }
-    }
-    P.t0[np] = n;
-    P.n_parts = np;
-    w->n_parts = P.resident ? 0 : np;
-
-    /* hubs in colour order, so that each part's hubs are contiguous */
-    hubs = (int32_t *)malloc((size_t)(n_hubs > 0 ? n_hubs : 1) * sizeof(int32_t));
-    pos = (int32_t *)malloc((size_t)n * sizeof(int32_t));
-    if (!hubs || !pos) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory"); goto done; }
-    int64_t h = 0;
-    for (int32_t s = 0; s < np; s++) {
-      P.hub0[s] = h;
-      for (int64_t t = P.t0[s]; t < P.t0[s + 1]; t++) {
-        int32_t v = nodes[t];
-        pos[v] = (int32_t)t;
-        if (g->v_rowptr[v + 1] - g->v_rowptr[v] > SBG_COSNET_HUB_DEGREE) hubs[h++] = v;
-      }
-    }
-    P.hub0[np] = h;
-    SBG_TRY(sbg_device_alloc((void **)&d_hubs, (size_t)(n_hubs > 0 ? n_hubs : 1) * sizeof(int32_t), "the hub list", ctx));
-    if (n_hubs > 0)
-      SBG_CUDA_CHECK(cudaMemcpyAsync(d_hubs, hubs, (size_t)n_hubs * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
-    if (P.resident) {
-      view.rowptr = d_rowptr;
-      view.pos = NULL;
-      view.base = 0;
-      view.col = d_col;
-      view.w = d_w;
-    } else {
-      SBG_TRY(sbg_device_alloc((void **)&d_cro, (size_t)(n + 1) * sizeof(int64_t), "the row offsets in colour order", ctx));
-      SBG_TRY(sbg_device_alloc((void **)&d_pos, (size_t)n * sizeof(int32_t), "the colour positions", ctx));
-      SBG_TRY(sbg_device_alloc((void **)&d_nodes, (size_t)n * sizeof(int32_t), "the colour order", ctx));
-      SBG_CUDA_CHECK(cudaMemcpyAsync(d_cro, P.cro, (size_t)(n + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
-      SBG_CUDA_CHECK(cudaMemcpyAsync(d_pos, pos, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
-      SBG_CUDA_CHECK(cudaMemcpyAsync(d_nodes, nodes, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
-      for (int sl = 0; sl < 2; sl++) {
-        SBG_CUDA_CHECK(cudaHostAlloc((void **)&P.h_col[sl], (size_t)P.cap * sizeof(int32_t), cudaHostAllocDefault));
-        SBG_CUDA_CHECK(cudaHostAlloc((void **)&P.h_w[sl], (size_t)P.cap * sizeof(double), cudaHostAllocDefault));
-        SBG_TRY(sbg_device_alloc((void **)&P.d_col[sl], (size_t)P.cap * sizeof(int32_t), "a part of the network", ctx));
-        SBG_TRY(sbg_device_alloc((void **)&P.d_w[sl], (size_t)P.cap * sizeof(double), "a part of the network", ctx));
-        SBG_CUDA_CHECK(cudaEventCreateWithFlags(&P.ev[sl], cudaEventDisableTiming));
-        P.ev_ok[sl] = 1;
-        SBG_CUDA_CHECK(cudaEventRecord(P.ev[sl], stream));
-      }
-    }
+  SBG_TRY(sbg_device_alloc((void **)&R->d_cro, (size_t)(n + 1) * sizeof(int64_t), "the row offsets in colour order", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&R->d_pos, (size_t)n * sizeof(int32_t), "the colour positions", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&R->d_nodes, (size_t)n * sizeof(int32_t), "the colour order", ctx));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_cro, P.cro, (size_t)(n + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_pos, R->pos, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_nodes, R->nodes, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+  for (int sl = 0; sl < 2; sl++) {
+    SBG_CUDA_CHECK(cudaHostAlloc((void **)&P.h_col[sl], (size_t)P.cap * sizeof(int32_t), cudaHostAllocDefault));
+    SBG_CUDA_CHECK(cudaHostAlloc((void **)&P.h_w[sl], (size_t)P.cap * sizeof(double), cudaHostAllocDefault));
+    SBG_TRY(sbg_device_alloc((void **)&P.d_col[sl], (size_t)P.cap * sizeof(int32_t), "a part of the network", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&P.d_w[sl], (size_t)P.cap * sizeof(double), "a part of the network", ctx));
+    SBG_CUDA_CHECK(cudaEventCreateWithFlags(&P.ev[sl], cudaEventDisableTiming));
+    P.ev_ok[sl] = 1;
+    SBG_CUDA_CHECK(cudaEventRecord(P.ev[sl], stream));
   }
+done:
+  return st;
+}
 
+/* Jobs per batch: about 30 bytes per node and job on the device, within
+ * half of the free memory (and of what the budget leaves); the host
+ * mirrors (about 26 bytes per node and job) stay near 4 GB. */
+static sbg_status dr_batch_size(dev_run *R, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t n = R->n, n_jobs = R->w->j_hi - R->w->j_lo;
+  size_t free_b = 0, total_b = 0;
+  SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   {
-    /* Jobs per batch: about 30 bytes per node and job on the device, within
-     * half of the free memory (and of what the budget leaves). */
-    size_t free_b = 0, total_b = 0;
-    SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     double avail = (double)free_b;
-    if (p->device_budget > 0) {
-      double used = P.resident ? 8.0 * (n + 1) + 12.0 * (double)nnz
-                               : 24.0 * (double)P.cap + 16.0 * n;
-      double left = p->device_budget - used;
+    if (R->p->device_budget > 0) {
+      double used = R->P.resident ? 8.0 * (n + 1) + 12.0 * (double)R->nnz
+                                  : 24.0 * (double)R->P.cap + 16.0 * n;
+      double left = R->p->device_budget - used;
       if (left < avail) avail = left;
     }
     double per_job = 30.0 * (double)n + 64;
     double fit = avail * 0.5 / per_job;
-    B = fit < 1 ? 1 : fit > n_jobs ? n_jobs : (int32_t)fit;
-    /* the host mirrors (about 26 bytes per node and job) stay near 4 GB */
+    int32_t B = fit < 1 ? 1 : fit > n_jobs ? n_jobs : (int32_t)fit;
     double host_cap = 1.5e8 / (double)n;
     if (B > host_cap) B = (int32_t)host_cap;
     if (B > 4096) B = 4096;
-    if (p->max_batch > 0 && B > p->max_batch) B = p->max_batch;
+    if (R->p->max_batch > 0 && B > R->p->max_batch) B = R->p->max_batch;
     if (B < 1) B = 1;
+    R->B = B;
   }
-  SBG_TRY(sbg_device_alloc((void **)&d_codes, (size_t)B * n, "the job labels", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_state, (size_t)B * n, "the states", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_x, (size_t)B * n * sizeof(double), "the points / fields", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_y, (size_t)B * n * sizeof(double), "the points / thresholds", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_item_job, (size_t)B * n * sizeof(int32_t), "the work items", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_item_node, (size_t)B * n * sizeof(int32_t), "the work items", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_done, (size_t)B, "the job flags", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_changed, (size_t)B * sizeof(int), "the job flags", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_cnt_b, (size_t)2 * B * sizeof(unsigned long long), "counters", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_cnt_a, (size_t)2 * B * sizeof(unsigned long long), "counters", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_tot, (size_t)2 * B * sizeof(long long), "counters", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_jc, (size_t)B * sizeof(job_consts), "the job constants", ctx));
-
-  codes = (int8_t *)malloc((size_t)B * n);
-  state = (int8_t *)malloc((size_t)B * n);
-  hx = (double *)malloc((size_t)B * n * sizeof(double));
-  hy = (double *)malloc((size_t)B * n * sizeof(double));
-  item_job = (int32_t *)malloc((size_t)B * n * sizeof(int32_t));
-  item_node = (int32_t *)malloc((size_t)B * n * sizeof(int32_t));
-  /* items of part s: light ones iptr[2s] .. iptr[2s+1], hubs .. iptr[2s+2] */
-  iptr = (int64_t *)malloc((2 * (size_t)P.n_parts + 1) * sizeof(int64_t));
-  npos = (int64_t *)malloc((size_t)B * sizeof(int64_t));
-  nlab = (int64_t *)malloc((size_t)B * sizeof(int64_t));
-  alpha = (double *)malloc((size_t)B * sizeof(double));
-  cc = (double *)malloc((size_t)B * sizeof(double));
-  fs = (double *)malloc((size_t)B * sizeof(double));
-  jc = (job_consts *)malloc((size_t)B * sizeof(job_consts));
-  done = (int8_t *)malloc((size_t)B);
-  changed = (int32_t *)malloc((size_t)B * sizeof(int32_t));
-  if (!codes || !state || !hx || !hy || !item_job || !item_node || !iptr || !npos || !nlab ||
-      !alpha || !cc || !fs || !jc || !done || !changed) {
-    st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory for the GPU job batches");
-    goto done;
-  }
-
-  for (int32_t j0 = j_lo; j0 < j_hi; j0 += B) {
-    int32_t nb = j0 + B < j_hi ? B : j_hi - j0;
-    for (int32_t b = 0; b < nb; b++) sbg_cosnet_job_codes(in, j0 + b, codes + (size_t)b * n);
-    SBG_CUDA_CHECK(cudaMemcpyAsync(d_codes, codes, (size_t)nb * n, cudaMemcpyHostToDevice, stream));
-
-    /* Points on the device, learning on the host (as the CPU engine).
-     * Resident: all nodes at once; streamed: part after part. */
-    int64_t nw = (int64_t)nb * n;
-    for (int32_t s = 0; s < (P.resident ? 1 : P.n_parts); s++) {
-      part_span sp = span_of(P, s, n, n_hubs, d_nodes);
-      int32_t m = sp.m;
-      const int32_t *nd = sp.nodes;
-      int64_t h0 = sp.h0, mh = sp.n_hubs;
-      SBG_TRY(load_part(&P, s, g, nodes, d_cro, d_pos, &view, stream, ctx));
-      k_points<<<blocks_for((int64_t)m * nb * 32, 32 * WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, 0, stream>>>(
-          n, nb, m, nd, view, d_codes, d_x, d_y);
-      SBG_CUDA_CHECK(cudaGetLastError());
-      if (mh > 0) {
-        k_points_hub<<<(unsigned)(mh * nb), HUB_THREADS, 0, stream>>>(n, nb, (int32_t)mh, d_hubs + h0,
-                                                                     view, d_codes, d_x, d_y);
-        SBG_CUDA_CHECK(cudaGetLastError());
-      }
-    }
-    SBG_CUDA_CHECK(cudaMemcpyAsync(hx, d_x, (size_t)nw * sizeof(double), cudaMemcpyDeviceToHost, stream));
-    SBG_CUDA_CHECK(cudaMemcpyAsync(hy, d_y, (size_t)nw * sizeof(double), cudaMemcpyDeviceToHost, stream));
-    SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-    st = sbg_cosnet_learn_jobs(nb, n, codes, hx, hy, alpha, cc, fs, npos, nlab, ctx->n_threads);
-    if (st == SBG_ERR_INPUT) {
-      st = sbg_fail(ctx, st, "a training set needs labelled positives and negatives");
-      goto done;
-    }
-    if (st != SBG_OK) { st = sbg_fail(ctx, st, "out of memory while learning"); goto done; }
-
-    /* Work items: (job, unlabelled node) by part, then light before hubs,
-     * then job, then node.  The parts of a colour follow each other, so
-     * the items of a colour are contiguous too. */
-    int64_t ni = 0;
-    for (int32_t s = 0; s < P.n_parts; s++) {
-      for (int hub = 0; hub < 2; hub++) {
-        iptr[2 * s + hub] = ni;
-        for (int32_t b = 0; b < nb; b++) {
-          const int8_t *jl = codes + (size_t)b * n;
-          for (int64_t t = P.t0[s]; t < P.t0[s + 1]; t++) {
-            int32_t v = nodes[t];
-            int is_hub = g->v_rowptr[v + 1] - g->v_rowptr[v] > SBG_COSNET_HUB_DEGREE;
-            if (is_hub != hub) continue;
-            if (jl[v] == SBG_COSNET_REPORT || jl[v] == SBG_COSNET_QUIET) {
-              item_job[ni] = b;
-              item_node[ni] = v;
-              ni++;
-            }
-          }
-        }
-      }
-    }
-    iptr[2 * P.n_parts] = ni;
-    int any_reg = 0;
-    for (int32_t b = 0; b < nb; b++) {
-      int64_t nu = 0;
-      const int8_t *jl = codes + (size_t)b * n;
-      for (int32_t v = 0; v < n; v++) nu += jl[v] == SBG_COSNET_REPORT || jl[v] == SBG_COSNET_QUIET;
-      sbg_cosnet_reg reg = sbg_cosnet_regularisation(p->cost, alpha[b], npos[b], nlab[b], nu);
-      jc[b].hi = sin(alpha[b]);
-      jc[b].lo = -cos(alpha[b]);
-      jc[b].c = cc[b];
-      jc[b].reg = reg.on;
-      jc[b].theta_add = reg.theta_add;
-      jc[b].r = reg.r;
-      any_reg |= reg.on;
-      done[b] = 0;
-    }
-    SBG_CUDA_CHECK(cudaMemcpyAsync(d_jc, jc, (size_t)nb * sizeof(job_consts), cudaMemcpyHostToDevice, stream));
-    SBG_CUDA_CHECK(cudaMemcpyAsync(d_item_job, item_job, (size_t)(ni > 0 ? ni : 1) * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
-    SBG_CUDA_CHECK(cudaMemcpyAsync(d_item_node, item_node, (size_t)(ni > 0 ? ni : 1) * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
-    SBG_CUDA_CHECK(cudaMemcpyAsync(d_done, done, (size_t)nb, cudaMemcpyHostToDevice, stream));
-    SBG_CUDA_CHECK(cudaMemsetAsync(d_state, 0, (size_t)nw, stream));
-    SBG_CUDA_CHECK(cudaMemsetAsync(d_tot, 0, (size_t)2 * nb * sizeof(long long), stream));
-    SBG_CUDA_CHECK(cudaMemsetAsync(d_cnt_b, 0, (size_t)2 * nb * sizeof(unsigned long long), stream));
-    /* thresholds into d_y (the points are no longer needed), fields in d_x */
-    for (int32_t s = 0; s < (P.resident ? 1 : P.n_parts); s++) {
-      if (!P.resident && iptr[2 * s + 2] == iptr[2 * s]) continue; /* no unlabelled node here */
-      part_span sp = span_of(P, s, n, n_hubs, d_nodes);
-      int32_t m = sp.m;
-      const int32_t *nd = sp.nodes;
-      int64_t h0 = sp.h0, mh = sp.n_hubs;
-      SBG_TRY(load_part(&P, s, g, nodes, d_cro, d_pos, &view, stream, ctx));
-      k_thresholds<<<blocks_for((int64_t)m * nb * 32, 32 * WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, 0, stream>>>(
-          n, nb, m, nd, view, d_codes, d_jc, d_y);
-      SBG_CUDA_CHECK(cudaGetLastError());
-      if (mh > 0) {
-        k_thresholds_hub<<<(unsigned)(mh * nb), HUB_THREADS, 0, stream>>>(n, nb, (int32_t)mh, d_hubs + h0,
-                                                                         view, d_codes, d_jc, d_y);
-        SBG_CUDA_CHECK(cudaGetLastError());
-      }
-    }
-
-    int32_t n_left = nb, sweep = 0;
-    while (n_left > 0 && sweep < p->max_sweeps) {
-      sweep++;
-      SBG_CUDA_CHECK(cudaMemsetAsync(d_changed, 0, (size_t)nb * sizeof(int), stream));
-      for (int32_t s0 = 0; s0 < P.n_parts;) {
-        /* the parts s0 .. s1 - 1 of one colour; its items i0 .. i1 */
-        int32_t s1 = s0 + 1;
-        while (s1 < P.n_parts && P.colour[s1] == P.colour[s0]) s1++;
-        int64_t i0 = iptr[2 * s0], i1 = iptr[2 * s1];
-        if (i1 > i0) {
-          if (any_reg) {
-            /* the penalty reads the other colours' states before this
-             * colour updates: count this colour's states first */
-            SBG_CUDA_CHECK(cudaMemsetAsync(d_cnt_b, 0, (size_t)2 * nb * sizeof(unsigned long long), stream));
-            k_count<<<blocks_for(i1 - i0, 256), 256, 0, stream>>>(i1 - i0, d_item_job + i0, d_item_node + i0, n, d_state, d_cnt_b);
-            SBG_CUDA_CHECK(cudaGetLastError());
-          }
-          for (int32_t s = s0; s < s1; s++) {
-            int64_t a = iptr[2 * s], hb = iptr[2 * s + 1], e = iptr[2 * s + 2];
-            if (e == a) continue;
-            SBG_TRY(load_part(&P, s, g, nodes, d_cro, d_pos, &view, stream, ctx));
-            if (hb > a) {
-              k_sweep<<<blocks_for((hb - a) * 32, 32 * WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, 0, stream>>>(
-                  hb - a, d_item_job + a, d_item_node + a, n, view, d_jc, d_y, d_done, d_cnt_b, d_tot,
-                  d_state, d_x, d_changed);
-              SBG_CUDA_CHECK(cudaGetLastError());
-            }
-            if (e > hb) {
-              k_sweep_hub<<<(unsigned)(e - hb), HUB_THREADS, 0, stream>>>(
-                  e - hb, d_item_job + hb, d_item_node + hb, n, view, d_jc, d_y, d_done, d_cnt_b, d_tot,
-                  d_state, d_x, d_changed);
-              SBG_CUDA_CHECK(cudaGetLastError());
-            }
-          }
-          if (any_reg) {
-            SBG_CUDA_CHECK(cudaMemsetAsync(d_cnt_a, 0, (size_t)2 * nb * sizeof(unsigned long long), stream));
-            k_count<<<blocks_for(i1 - i0, 256), 256, 0, stream>>>(i1 - i0, d_item_job + i0, d_item_node + i0, n, d_state, d_cnt_a);
-            SBG_CUDA_CHECK(cudaGetLastError());
-            k_totals<<<blocks_for(nb, 128), 128, 0, stream>>>(nb, d_cnt_b, d_cnt_a, d_tot);
-            SBG_CUDA_CHECK(cudaGetLastError());
-          }
-        }
-        s0 = s1;
-      }
-      SBG_CUDA_CHECK(cudaMemcpyAsync(changed, d_changed, (size_t)nb * sizeof(int), cudaMemcpyDeviceToHost, stream));
-      SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-      for (int32_t b = 0; b < nb; b++) {
-        if (done[b]) continue;
-        if (!changed[b]) {
-          done[b] = 1;
-          n_left--;
-          out->v_sweeps[j0 + b] = sweep;
-          out->v_converged[j0 + b] = 1;
-        }
-      }
-      SBG_CUDA_CHECK(cudaMemcpyAsync(d_done, done, (size_t)nb, cudaMemcpyHostToDevice, stream));
-      SBG_TRY(dev_poll(w, ctx, ((double)(j0 - j_lo) + nb * (1.0 - 1.0 / (sweep + 1.0))) / n_jobs));
-    }
-    for (int32_t b = 0; b < nb; b++)
-      if (!done[b]) {
-        out->v_sweeps[j0 + b] = sweep;
-        out->v_converged[j0 + b] = 0;
-      }
-
-    SBG_CUDA_CHECK(cudaMemcpyAsync(hx, d_x, (size_t)nw * sizeof(double), cudaMemcpyDeviceToHost, stream));
-    SBG_CUDA_CHECK(cudaMemcpyAsync(state, d_state, (size_t)nw, cudaMemcpyDeviceToHost, stream));
-    SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-    for (int32_t b = 0; b < nb; b++) {
-      int32_t j = j0 + b, k = j / nf;
-      const int8_t *jl = codes + (size_t)b * n;
-      double *sc = out->v_scores + (size_t)k * n;
-      int32_t *pr = out->v_pred + (size_t)k * n;
-      for (int32_t v = 0; v < n; v++)
-        if (jl[v] == SBG_COSNET_REPORT) {
-          sc[v] = hx[(size_t)b * n + v];
-          pr[v] = state[(size_t)b * n + v] > 0;
-        }
-      out->v_alpha[j] = alpha[b];
-      out->v_c[j] = cc[b];
-      out->v_fscore[j] = fs[b];
-    }
-  }
-
 done:
+  return st;
+}
+
+/* The buffers of a batch of B jobs, on the device and on the host. */
+static sbg_status dr_batch_alloc(dev_run *R, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  size_t B = (size_t)R->B, n = (size_t)R->n;
+  SBG_TRY(sbg_device_alloc((void **)&R->d_codes, B * n, "the job labels", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&R->d_state, B * n, "the states", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&R->d_x, B * n * sizeof(double), "the points / fields", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&R->d_y, B * n * sizeof(double), "the points / thresholds", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&R->d_item_job, B * n * sizeof(int32_t), "the work items", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&R->d_item_node, B * n * sizeof(int32_t), "the work items", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&R->d_done, B, "the job flags", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&R->d_changed, B * sizeof(int), "the job flags", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&R->d_cnt_b, 2 * B * sizeof(unsigned long long), "counters", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&R->d_cnt_a, 2 * B * sizeof(unsigned long long), "counters", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&R->d_tot, 2 * B * sizeof(long long), "counters", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&R->d_jc, B * sizeof(job_consts), "the job constants", ctx));
+  R->codes = (int8_t *)malloc(B * n);
+  R->state = (int8_t *)malloc(B * n);
+  R->hx = (double *)malloc(B * n * sizeof(double));
+  R->hy = (double *)malloc(B * n * sizeof(double));
+  R->item_job = (int32_t *)malloc(B * n * sizeof(int32_t));
+  R->item_node = (int32_t *)malloc(B * n * sizeof(int32_t));
+  /* items of part s: light ones iptr[2s] .. iptr[2s+1], hubs .. iptr[2s+2] */
+  R->iptr = (int64_t *)malloc((2 * (size_t)R->P.n_parts + 1) * sizeof(int64_t));
+  R->npos = (int64_t *)malloc(B * sizeof(int64_t));
+  R->nlab = (int64_t *)malloc(B * sizeof(int64_t));
+  R->alpha = (double *)malloc(B * sizeof(double));
+  R->cc = (double *)malloc(B * sizeof(double));
+  R->fs = (double *)malloc(B * sizeof(double));
+  R->jc = (job_consts *)malloc(B * sizeof(job_consts));
+  R->done = (int8_t *)malloc(B);
+  R->changed = (int32_t *)malloc(B * sizeof(int32_t));
+  if (!R->codes || !R->state || !R->hx || !R->hy || !R->item_job || !R->item_node || !R->iptr || !R->npos ||
+      !R->nlab || !R->alpha || !R->cc || !R->fs || !R->jc || !R->done || !R->changed)
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory for the GPU job batches");
+done:
+  return st;
+}
+
+/* A kernel over the nodes of the batch's jobs, part after part (resident:
+ * all nodes at once): the points (x, y) or the thresholds into d_y. */
+enum node_pass { PASS_POINTS, PASS_THRESHOLDS };
+
+static sbg_status dr_node_pass(dev_run *R, node_pass what, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  parts &P = R->P;
+  int32_t n = R->n, nb = R->nb;
+  for (int32_t s = 0; s < (P.resident ? 1 : P.n_parts); s++) {
+    /* thresholds: only parts with an unlabelled node */
+    if (what == PASS_THRESHOLDS && !P.resident && R->iptr[2 * s + 2] == R->iptr[2 * s]) continue;
+    part_span sp = span_of(P, s, n, R->n_hubs, R->d_nodes);
+    SBG_TRY(load_part(&P, s, R->g, R->nodes, R->d_cro, R->d_pos, &R->view, R->stream, ctx));
+    unsigned grid = blocks_for((int64_t)sp.m * nb * 32, 32 * WARPS_PER_BLOCK);
+    if (what == PASS_POINTS)
+      k_points<<<grid, 32 * WARPS_PER_BLOCK, 0, R->stream>>>(n, nb, sp.m, sp.nodes, R->view, R->d_codes, R->d_x, R->d_y);
+    else
+      k_thresholds<<<grid, 32 * WARPS_PER_BLOCK, 0, R->stream>>>(n, nb, sp.m, sp.nodes, R->view, R->d_codes, R->d_jc,
+                                                                  R->d_y);
+    SBG_CUDA_CHECK(cudaGetLastError());
+    if (sp.n_hubs > 0) {
+      unsigned hgrid = (unsigned)(sp.n_hubs * nb);
+      const int32_t *hubs = R->d_hubs + sp.h0;
+      if (what == PASS_POINTS)
+        k_points_hub<<<hgrid, HUB_THREADS, 0, R->stream>>>(n, nb, (int32_t)sp.n_hubs, hubs, R->view, R->d_codes,
+                                                           R->d_x, R->d_y);
+      else
+        k_thresholds_hub<<<hgrid, HUB_THREADS, 0, R->stream>>>(n, nb, (int32_t)sp.n_hubs, hubs, R->view, R->d_codes,
+                                                               R->d_jc, R->d_y);
+      SBG_CUDA_CHECK(cudaGetLastError());
+    }
+  }
+done:
+  return st;
+}
+
+/* The batch's labels to the device, its points there, the learning on
+ * the host (as the CPU engine). */
+static sbg_status dr_batch_learn(dev_run *R, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t n = R->n, nb = R->nb;
+  int64_t nw = (int64_t)nb * n;
+  for (int32_t b = 0; b < nb; b++) sbg_cosnet_job_codes(R->in, R->j0 + b, R->codes + (size_t)b * n);
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_codes, R->codes, (size_t)nb * n, cudaMemcpyHostToDevice, R->stream));
+  SBG_TRY(dr_node_pass(R, PASS_POINTS, ctx));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->hx, R->d_x, (size_t)nw * sizeof(double), cudaMemcpyDeviceToHost, R->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->hy, R->d_y, (size_t)nw * sizeof(double), cudaMemcpyDeviceToHost, R->stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(R->stream));
+  st = sbg_cosnet_learn_jobs(nb, n, R->codes, R->hx, R->hy, R->alpha, R->cc, R->fs, R->npos, R->nlab,
+                             ctx->n_threads);
+  if (st == SBG_ERR_INPUT) st = sbg_fail(ctx, st, "a training set needs labelled positives and negatives");
+  else if (st != SBG_OK) st = sbg_fail(ctx, st, "out of memory while learning");
+done:
+  return st;
+}
+
+/* Work items: (job, unlabelled node) by part, then light before hubs,
+ * then job, then node.  The parts of a colour follow each other, so the
+ * items of a colour are contiguous too.  Returns their count. */
+static int64_t dr_items(dev_run *R) {
+  const parts &P = R->P;
+  const sbg_cosnet_graph *g = R->g;
+  int32_t n = R->n;
+  int64_t ni = 0;
+  for (int32_t s = 0; s < P.n_parts; s++) {
+    for (int hub = 0; hub < 2; hub++) {
+      R->iptr[2 * s + hub] = ni;
+      for (int32_t b = 0; b < R->nb; b++) {
+        const int8_t *jl = R->codes + (size_t)b * n;
+        for (int64_t t = P.t0[s]; t < P.t0[s + 1]; t++) {
+          int32_t v = R->nodes[t];
+          int is_hub = g->v_rowptr[v + 1] - g->v_rowptr[v] > SBG_COSNET_HUB_DEGREE;
+          if (is_hub != hub) continue;
+          if (jl[v] == SBG_COSNET_REPORT || jl[v] == SBG_COSNET_QUIET) {
+            R->item_job[ni] = b;
+            R->item_node[ni] = v;
+            ni++;
+          }
+        }
+      }
+    }
+  }
+  R->iptr[2 * P.n_parts] = ni;
+  return ni;
+}
+
+/* Each job's constants (threshold line, regularisation). */
+static void dr_job_consts(dev_run *R) {
+  int32_t n = R->n;
+  R->any_reg = 0;
+  for (int32_t b = 0; b < R->nb; b++) {
+    int64_t nu = 0;
+    const int8_t *jl = R->codes + (size_t)b * n;
+    for (int32_t v = 0; v < n; v++) nu += jl[v] == SBG_COSNET_REPORT || jl[v] == SBG_COSNET_QUIET;
+    sbg_cosnet_reg reg = sbg_cosnet_regularisation(R->p->cost, R->alpha[b], R->npos[b], R->nlab[b], nu);
+    R->jc[b].hi = sin(R->alpha[b]);
+    R->jc[b].lo = -cos(R->alpha[b]);
+    R->jc[b].c = R->cc[b];
+    R->jc[b].reg = reg.on;
+    R->jc[b].theta_add = reg.theta_add;
+    R->jc[b].r = reg.r;
+    R->any_reg |= reg.on;
+    R->done[b] = 0;
+  }
+}
+
+/* Items, constants and cleared states on the device, then the thresholds
+ * into d_y (the points are no longer needed); the fields go in d_x. */
+static sbg_status dr_batch_prepare(dev_run *R, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  cudaStream_t stream = R->stream;
+  int32_t nb = R->nb;
+  int64_t ni = dr_items(R);
+  dr_job_consts(R);
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_jc, R->jc, (size_t)nb * sizeof(job_consts), cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_item_job, R->item_job, (size_t)(ni > 0 ? ni : 1) * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_item_node, R->item_node, (size_t)(ni > 0 ? ni : 1) * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_done, R->done, (size_t)nb, cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(R->d_state, 0, (size_t)nb * R->n, stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(R->d_tot, 0, (size_t)2 * nb * sizeof(long long), stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(R->d_cnt_b, 0, (size_t)2 * nb * sizeof(unsigned long long), stream));
+  SBG_TRY(dr_node_pass(R, PASS_THRESHOLDS, ctx));
+done:
+  return st;
+}
+
+/* The states of one colour's items (i0 .. i1) counted into cnt. */
+static sbg_status dr_count(dev_run *R, int64_t i0, int64_t i1, unsigned long long *cnt, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  SBG_CUDA_CHECK(cudaMemsetAsync(cnt, 0, (size_t)2 * R->nb * sizeof(unsigned long long), R->stream));
+  k_count<<<blocks_for(i1 - i0, 256), 256, 0, R->stream>>>(i1 - i0, R->d_item_job + i0, R->d_item_node + i0, R->n,
+                                                            R->d_state, cnt);
+  SBG_CUDA_CHECK(cudaGetLastError());
+done:
+  return st;
+}
+
+/* One colour's update: its parts s0 .. s1 - 1, light items then hubs. */
+static sbg_status dr_sweep_colour(dev_run *R, int32_t s0, int32_t s1, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  cudaStream_t stream = R->stream;
+  int32_t n = R->n, nb = R->nb;
+  int64_t i0 = R->iptr[2 * s0], i1 = R->iptr[2 * s1];
+  if (i1 <= i0) return SBG_OK;
+  /* the penalty reads the other colours' states before this colour
+   * updates: count this colour's states first */
+  if (R->any_reg) SBG_TRY(dr_count(R, i0, i1, R->d_cnt_b, ctx));
+  for (int32_t s = s0; s < s1; s++) {
+    int64_t a = R->iptr[2 * s], hb = R->iptr[2 * s + 1], e = R->iptr[2 * s + 2];
+    if (e == a) continue;
+    SBG_TRY(load_part(&R->P, s, R->g, R->nodes, R->d_cro, R->d_pos, &R->view, stream, ctx));
+    if (hb > a) {
+      k_sweep<<<blocks_for((hb - a) * 32, 32 * WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, 0, stream>>>(
+          hb - a, R->d_item_job + a, R->d_item_node + a, n, R->view, R->d_jc, R->d_y, R->d_done, R->d_cnt_b,
+          R->d_tot, R->d_state, R->d_x, R->d_changed);
+      SBG_CUDA_CHECK(cudaGetLastError());
+    }
+    if (e > hb) {
+      k_sweep_hub<<<(unsigned)(e - hb), HUB_THREADS, 0, stream>>>(
+          e - hb, R->d_item_job + hb, R->d_item_node + hb, n, R->view, R->d_jc, R->d_y, R->d_done, R->d_cnt_b,
+          R->d_tot, R->d_state, R->d_x, R->d_changed);
+      SBG_CUDA_CHECK(cudaGetLastError());
+    }
+  }
+  if (R->any_reg) {
+    SBG_TRY(dr_count(R, i0, i1, R->d_cnt_a, ctx));
+    k_totals<<<blocks_for(nb, 128), 128, 0, stream>>>(nb, R->d_cnt_b, R->d_cnt_a, R->d_tot);
+    SBG_CUDA_CHECK(cudaGetLastError());
+  }
+done:
+  return st;
+}
+
+/* Sweeps over the colours until every job of the batch is stable or
+ * max_sweeps; each job's sweeps and convergence into out. */
+static sbg_status dr_batch_sweeps(dev_run *R, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  cudaStream_t stream = R->stream;
+  const parts &P = R->P;
+  int32_t nb = R->nb, j0 = R->j0, n_left = nb, sweep = 0;
+  int32_t n_jobs = R->w->j_hi - R->w->j_lo;
+  while (n_left > 0 && sweep < R->p->max_sweeps) {
+    sweep++;
+    SBG_CUDA_CHECK(cudaMemsetAsync(R->d_changed, 0, (size_t)nb * sizeof(int), stream));
+    for (int32_t s0 = 0; s0 < P.n_parts;) {
+      int32_t s1 = s0 + 1;
+      while (s1 < P.n_parts && P.colour[s1] == P.colour[s0]) s1++;
+      SBG_TRY(dr_sweep_colour(R, s0, s1, ctx));
+      s0 = s1;
+    }
+    SBG_CUDA_CHECK(cudaMemcpyAsync(R->changed, R->d_changed, (size_t)nb * sizeof(int), cudaMemcpyDeviceToHost, stream));
+    SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (int32_t b = 0; b < nb; b++) {
+      if (R->done[b]) continue;
+      if (!R->changed[b]) {
+        R->done[b] = 1;
+        n_left--;
+        R->out->v_sweeps[j0 + b] = sweep;
+        R->out->v_converged[j0 + b] = 1;
+      }
+    }
+    SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_done, R->done, (size_t)nb, cudaMemcpyHostToDevice, stream));
+    SBG_TRY(dev_poll(R->w, ctx, ((double)(j0 - R->w->j_lo) + nb * (1.0 - 1.0 / (sweep + 1.0))) / n_jobs));
+  }
+  for (int32_t b = 0; b < nb; b++)
+    if (!R->done[b]) {
+      R->out->v_sweeps[j0 + b] = sweep;
+      R->out->v_converged[j0 + b] = 0;
+    }
+done:
+  return st;
+}
+
+/* Scores and predictions of the reported nodes, and each job's learnt
+ * line, into out. */
+static sbg_status dr_batch_collect(dev_run *R, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t n = R->n, nb = R->nb;
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->hx, R->d_x, (size_t)nb * n * sizeof(double), cudaMemcpyDeviceToHost, R->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->state, R->d_state, (size_t)nb * n, cudaMemcpyDeviceToHost, R->stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(R->stream));
+  for (int32_t b = 0; b < nb; b++) {
+    int32_t j = R->j0 + b, k = j / R->nf;
+    const int8_t *jl = R->codes + (size_t)b * n;
+    double *sc = R->out->v_scores + (size_t)k * n;
+    int32_t *pr = R->out->v_pred + (size_t)k * n;
+    for (int32_t v = 0; v < n; v++)
+      if (jl[v] == SBG_COSNET_REPORT) {
+        sc[v] = R->hx[(size_t)b * n + v];
+        pr[v] = R->state[(size_t)b * n + v] > 0;
+      }
+    R->out->v_alpha[j] = R->alpha[b];
+    R->out->v_c[j] = R->cc[b];
+    R->out->v_fscore[j] = R->fs[b];
+  }
+done:
+  return st;
+}
+
+static void dr_close(dev_run *R, sbg_status st) {
+  dev_worker *w = R->w;
   if (w->mr && w->owner && st != SBG_OK) {
     /* the others must not wait for a colouring that will not come */
     std::lock_guard<std::mutex> lk(w->mr->m);
@@ -929,12 +1042,13 @@ done:
     w->mr->cv.notify_all();
   }
   /* the pinned buffers may still be read by a copy in flight */
-  if (stream) cudaStreamSynchronize(stream);
-  cudaFree(d_rowptr); cudaFree(d_col); cudaFree(d_w); cudaFree(d_colour); cudaFree(d_prio);
-  cudaFree(d_wait); cudaFree(d_front); cudaFree(d_next); cudaFree(d_counts); cudaFree(d_codes); cudaFree(d_state); cudaFree(d_x);
-  cudaFree(d_y); cudaFree(d_item_job); cudaFree(d_item_node); cudaFree(d_done);
-  cudaFree(d_changed); cudaFree(d_cnt_b); cudaFree(d_cnt_a); cudaFree(d_tot); cudaFree(d_jc);
-  cudaFree(d_cro); cudaFree(d_pos); cudaFree(d_nodes); cudaFree(d_hubs);
+  if (R->stream) cudaStreamSynchronize(R->stream);
+  cudaFree(R->d_rowptr); cudaFree(R->d_col); cudaFree(R->d_w);
+  cudaFree(R->d_codes); cudaFree(R->d_state); cudaFree(R->d_x); cudaFree(R->d_y);
+  cudaFree(R->d_item_job); cudaFree(R->d_item_node); cudaFree(R->d_done);
+  cudaFree(R->d_changed); cudaFree(R->d_cnt_b); cudaFree(R->d_cnt_a); cudaFree(R->d_tot); cudaFree(R->d_jc);
+  cudaFree(R->d_cro); cudaFree(R->d_pos); cudaFree(R->d_nodes); cudaFree(R->d_hubs);
+  parts &P = R->P;
   for (int sl = 0; sl < 2; sl++) {
     if (P.h_col[sl]) cudaFreeHost(P.h_col[sl]);
     if (P.h_w[sl]) cudaFreeHost(P.h_w[sl]);
@@ -942,11 +1056,44 @@ done:
     cudaFree(P.d_w[sl]);
     if (P.ev_ok[sl]) cudaEventDestroy(P.ev[sl]);
   }
-  if (stream) cudaStreamDestroy(stream);
+  if (R->stream) cudaStreamDestroy(R->stream);
   free(P.t0); free(P.colour); free(P.hub0); free(P.cro);
-  free(nodes); free(cptr); free(codes); free(state); free(hx); free(hy); free(item_job);
-  free(item_node); free(iptr); free(hptr); free(npos); free(nlab); free(alpha); free(cc); free(fs);
-  free(jc); free(done); free(changed); free(pos); free(hubs);
+  free(R->nodes); free(R->cptr); free(R->codes); free(R->state); free(R->hx); free(R->hy); free(R->item_job);
+  free(R->item_node); free(R->iptr); free(R->npos); free(R->nlab); free(R->alpha); free(R->cc); free(R->fs);
+  free(R->jc); free(R->done); free(R->changed); free(R->pos); free(R->hubs);
+}
+
+/* Jobs w->j_lo .. w->j_hi - 1 on device ctx->device: open, colour, lay out
+ * the parts, then batch after batch of jobs. */
+static sbg_status cosnet_gpu_device(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
+                                    sbg_cosnet_result *out, sbg_ctx *ctx, dev_worker *w) {
+  sbg_status st = SBG_OK;
+  dev_run R;
+  memset(&R, 0, sizeof(R));
+  R.in = in;
+  R.p = p;
+  R.out = out;
+  R.w = w;
+  R.g = &in->g;
+  R.n = in->g.n;
+  R.nnz = in->g.v_rowptr[R.n];
+  R.nf = in->n_folds > 0 ? in->n_folds : 1;
+  R.P.loaded = -1;
+  SBG_TRY(dr_open(&R, ctx));
+  SBG_TRY(dr_colour(&R, ctx));
+  SBG_TRY(dr_parts(&R, ctx));
+  SBG_TRY(dr_parts_upload(&R, ctx));
+  SBG_TRY(dr_batch_size(&R, ctx));
+  SBG_TRY(dr_batch_alloc(&R, ctx));
+  for (R.j0 = w->j_lo; R.j0 < w->j_hi; R.j0 += R.B) {
+    R.nb = R.j0 + R.B < w->j_hi ? R.B : w->j_hi - R.j0;
+    SBG_TRY(dr_batch_learn(&R, ctx));
+    SBG_TRY(dr_batch_prepare(&R, ctx));
+    SBG_TRY(dr_batch_sweeps(&R, ctx));
+    SBG_TRY(dr_batch_collect(&R, ctx));
+  }
+done:
+  dr_close(&R, st);
   return st;
 }
 

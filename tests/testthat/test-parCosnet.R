@@ -443,8 +443,10 @@ test_that("slots of W edited by hand give a classed error, in R and in C (issue 
   # other callers): p, i, x as they would come from an edited object
   chk <- function(p, i, x) .Call(sysbioGPU:::ffi_cosnet_check, p, i, x, 1e-12, 1L)
   eng <- function(p, i, x) {
-    .Call(sysbioGPU:::ffi_cosnet, p, i, x, matrix(c(1L, -1L, 0L), length(p) - 1L, 1L), NULL,
-          0L, 0, 10L, 1, 0L, 0, FALSE, 1L, 0L, FALSE)
+    .Call(sysbioGPU:::ffi_cosnet, list(p = p, i = i, x = x, labels = matrix(c(1L, -1L, 0L), length(p) - 1L, 1L),
+                                       folds = NULL),
+          list(nfolds = 0L, cost = 0, maxSweeps = 10L, seed = 1, batch = 0L, budget = 0),
+          list(gpu = FALSE, threads = 1L, devices = 0L, verbose = FALSE))
   }
   p <- W@p; i <- W@i; x <- W@x
   expect_identical(chk(p, i, x), c(0L, 0L))
