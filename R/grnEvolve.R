@@ -398,7 +398,7 @@ grnEvolve <- function(network, from, to, steps = 5, lambda = 0.9,
   # limit or the target usually cuts short) runs in rounds in this process,
   # the history grown as they go: the same run (see grn_workers()).
   rounds <- is.null(BPPARAM) && (generations + 1) * islands > grn_history_rows()
-  r <- if (is.null(BPPARAM) && !rounds) .Call(ffi_grn_evolve, pb, ga, a$gpu, a$threads, devs, verbose)
+  r <- if (is.null(BPPARAM) && !rounds) .Call(ffi_grn_evolve, pb, ga, run_list(a, verbose, devices = devs))
        else grn_workers(pb, ga, a, BPPARAM)
   seconds <- proc.time()[["elapsed"]] - t0
   new_grnEvolve(r, network, genes, from_i, to_i, pb, scale, b, seconds, seed,
@@ -454,7 +454,9 @@ grn_grow_history <- function(hist, rows) {
 # count), generations gens = c(from, to), from `state` (NULL: draw
 # generation 0) with the incoming migrants (NULL: none).
 grn_share <- function(block, dev, state, incoming, gens, pb, ga, gpu, threads) {
-  .Call(ffi_grn_round, pb, ga, block, gens, state, incoming, gpu, threads, dev)
+  .Call(ffi_grn_round, c(pb, list(state = state, incoming = incoming)),
+        c(ga, list(block = block, gens = as.double(gens))),
+        run_list(list(gpu = gpu), threads = threads, devices = dev))
 }
 
 # BPPARAM: each worker a contiguous block of islands (and a GPU, round robin
@@ -617,9 +619,7 @@ grn_evaluate <- function(network, from, to, steps, links, rules, threads = 1L, p
   pb$evalPath <- as.integer(path)
   storage.mode(links) <- "integer"
   storage.mode(rules) <- "integer"
-  r <- .Call(ffi_grn_evaluate, pb, links, rules, as.integer(threads))
-  names(r) <- c("dn", "dl", "path")
-  r
+  .Call(ffi_grn_evaluate, pb, links, rules, as.integer(threads))
 }
 
 # Evaluation throughput of one engine (inst/bench/grn.R); `path` as in
@@ -633,12 +633,12 @@ grn_bench_eval <- function(network, from, to, steps = 5, pop = 2^16, reps = 5L, 
   pb$evalPath <- as.integer(path)
   b <- resolveBackend(backend, threads, device)
   a <- backend_args(b)
-  r <- .Call(ffi_grn_bench, pb, as.double(pop), as.integer(reps), as.double(seed), a$gpu,
-             a$threads, a$device)
+  r <- .Call(ffi_grn_bench, pb, list(pop = as.double(pop), reps = as.integer(reps), seed = as.double(seed)),
+             run_list(a, devices = a$device))
   paths <- c("plain", "popcnt", "avx2", "avx512")
   cpu <- b$backend == "cpu"
-  list(seconds = r[[1]], checksum = r[[2]], perSecond = pop * reps / r[[1]], backend = b$backend,
+  list(seconds = r$seconds, checksum = r$checksum, perSecond = pop * reps / r$seconds, backend = b$backend,
        threads = b$threads, deviceName = b$deviceName,
-       path = if (cpu) paths[r[[3]]] else NA_character_,
-       cpuSeconds = r[[4]], perCpuSecond = if (cpu) pop * reps / r[[4]] else NA_real_)
+       path = if (cpu) paths[r$path] else NA_character_,
+       cpuSeconds = r$cpuSeconds, perCpuSecond = if (cpu) pop * reps / r$cpuSeconds else NA_real_)
 }

@@ -9,35 +9,10 @@
 #include "glue.h"
 #include "grn.h"
 
-static SEXP list_elt(SEXP list, const char *name) {
-  SEXP names = Rf_getAttrib(list, R_NamesSymbol);
-  for (R_xlen_t i = 0; i < XLENGTH(list); i++)
-    if (strcmp(CHAR(STRING_ELT(names, i)), name) == 0) return VECTOR_ELT(list, i);
-  char msg[160];
-  snprintf(msg, sizeof msg, "sysbioGPU internal error: no element '%s'; please report it", name);
-  sbg_stop(SBG_ERR_INTERNAL, msg);
-  return R_NilValue; /* # nocov */
-}
-
-/* An optional element: NULL where the list has none. */
-static SEXP list_elt_or_null(SEXP list, const char *name) {
-  SEXP names = Rf_getAttrib(list, R_NamesSymbol);
-  for (R_xlen_t i = 0; i < XLENGTH(list); i++)
-    if (strcmp(CHAR(STRING_ELT(names, i)), name) == 0) return VECTOR_ELT(list, i);
-  return NULL;
-}
-
-static int int_elt(SEXP list, const char *name) {
-  SEXP x = list_elt(list, name);
-  SBG_ASSERT(TYPEOF(x) == INTSXP && XLENGTH(x) == 1);
-  return INTEGER(x)[0];
-}
-
-static double real_elt(SEXP list, const char *name) {
-  SEXP x = list_elt(list, name);
-  SBG_ASSERT(TYPEOF(x) == REALSXP && XLENGTH(x) == 1);
-  return REAL(x)[0];
-}
+#define list_elt sbg_elt
+#define list_elt_or_null sbg_elt_or_null
+#define int_elt sbg_int_elt
+#define real_elt sbg_real_elt
 
 /* Signed n x n integer matrices (column-major, [i + j n] = link from j to
  * target i) to the engines' activator and repressor masks. */
@@ -124,6 +99,15 @@ static void params_from_list(SEXP ga, sbg_grn_params *gp) {
   SBG_ASSERT(gp->migration_interval >= 1 && gp->generations >= 0);
 }
 
+/* What evolve and a round decode: the problem, the GA's parameters and
+ * the run. */
+static void call_decode(SEXP data, SEXP params, SEXP run, sbg_grn_problem *pb, sbg_grn_params *gp,
+                        sbg_run *r) {
+  problem_from_list(data, pb);
+  params_from_list(params, gp);
+  sbg_run_decode(run, r);
+}
+
 /* The fitness history of a run: (generations + 1) x islands, the engines'
  * layout, reserved with malloc and never cleared, so that only the pages
  * of the generations that run are ever touched (committed): a cap of 1e9
@@ -152,56 +136,45 @@ static SEXP history_reserve(int64_t rows, int islands, double **at) {
   return ptr;
 }
 
-SEXP ffi_grn_evolve(SEXP problem, SEXP ga, SEXP gpu, SEXP threads, SEXP devices, SEXP verbose) {
+/* data: the problem (problem_from_list()), params: the GA's (params_from
+ * _list()), run: its devices share the islands.  A named list. */
+SEXP ffi_grn_evolve(SEXP data, SEXP params, SEXP run) {
   int nprot = 0;
   sbg_grn_problem pb;
   sbg_grn_params gp;
-  problem_from_list(problem, &pb);
-  params_from_list(ga, &gp);
-  SBG_ASSERT(TYPEOF(gpu) == LGLSXP && XLENGTH(gpu) == 1);
-  SBG_ASSERT(TYPEOF(devices) == INTSXP && XLENGTH(devices) >= 1);
+  sbg_run r;
+  call_decode(data, params, run, &pb, &gp, &r);
 
   int n = pb.n;
-  SEXP links = PROTECT(Rf_allocMatrix(INTSXP, n, n)); nprot++;
-  SEXP rules = PROTECT(Rf_allocVector(INTSXP, n)); nprot++;
+  const char *nm[] = {"links", "rules", "history", "generations", "score", "dn", "dl", "stop"};
+  SEXP ans = PROTECT(sbg_named_list(8, nm)); nprot++;
   double *reserved = NULL;
   int64_t rows = gp.generations + 1;
   SEXP hptr = PROTECT(history_reserve(rows, gp.islands, &reserved)); nprot++;
   sbg_grn_result out;
   memset(&out, 0, sizeof(out));
-  out.best_links = INTEGER(links);
-  out.best_rules = INTEGER(rules);
+  out.best_links = INTEGER(sbg_set(ans, "links", Rf_allocMatrix(INTSXP, n, n)));
+  out.best_rules = INTEGER(sbg_set(ans, "rules", Rf_allocVector(INTSXP, n)));
   out.history = reserved;
 
   sbg_ctx ctx;
   sbg_progress pr;
-  SEXP device = PROTECT(Rf_ScalarInteger(INTEGER(devices)[0])); nprot++;
-  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "grnEvolve");
-  sbg_status st = LOGICAL(gpu)[0]
-                      ? sbg_grn_evolve_gpu(&pb, &gp, &out, INTEGER(devices), (int)XLENGTH(devices), &ctx)
-                      : sbg_grn_evolve_cpu(&pb, &gp, &out, &ctx);
+  sbg_ctx_from_run(&ctx, &pr, &r, "grnEvolve");
+  sbg_status st = r.gpu ? sbg_grn_evolve_gpu(&pb, &gp, &out, r.devices, r.n_devices, &ctx)
+                        : sbg_grn_evolve_cpu(&pb, &gp, &out, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
   SBG_ASSERT(out.generations_run >= 0 && out.generations_run < rows);
   int64_t ran = out.generations_run + 1;
-  SEXP hist = PROTECT(Rf_allocMatrix(REALSXP, (int)ran, gp.islands)); nprot++;
+  SEXP hist = sbg_set(ans, "history", Rf_allocMatrix(REALSXP, (int)ran, gp.islands));
   for (int isl = 0; isl < gp.islands; isl++)
     memcpy(REAL(hist) + (int64_t)isl * ran, reserved + (int64_t)isl * rows, (size_t)ran * sizeof(double));
   history_free(hptr);
-
-  const char *nm[] = {"links", "rules", "history", "generations", "score", "dn", "dl", "stop"};
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 8)); nprot++;
-  SET_VECTOR_ELT(ans, 0, links);
-  SET_VECTOR_ELT(ans, 1, rules);
-  SET_VECTOR_ELT(ans, 2, hist);
-  SET_VECTOR_ELT(ans, 3, Rf_ScalarReal((double)out.generations_run));
-  SET_VECTOR_ELT(ans, 4, Rf_ScalarReal((double)out.best_score));
-  SET_VECTOR_ELT(ans, 5, Rf_ScalarInteger(out.best_dn));
-  SET_VECTOR_ELT(ans, 6, Rf_ScalarInteger(out.best_dl));
-  SET_VECTOR_ELT(ans, 7, Rf_ScalarInteger(out.stop_reason));
-  SEXP names = Rf_allocVector(STRSXP, 8);
-  Rf_setAttrib(ans, R_NamesSymbol, names);
-  for (int i = 0; i < 8; i++) SET_STRING_ELT(names, i, Rf_mkChar(nm[i]));
+  sbg_set(ans, "generations", Rf_ScalarReal((double)out.generations_run));
+  sbg_set(ans, "score", Rf_ScalarReal((double)out.best_score));
+  sbg_set(ans, "dn", Rf_ScalarInteger(out.best_dn));
+  sbg_set(ans, "dl", Rf_ScalarInteger(out.best_dl));
+  sbg_set(ans, "stop", Rf_ScalarInteger(out.stop_reason));
   UNPROTECT(nprot);
   return ans;
 }
@@ -209,49 +182,35 @@ SEXP ffi_grn_evolve(SEXP problem, SEXP ga, SEXP gpu, SEXP threads, SEXP devices,
 /* A state as an R list(act, rep, rule, score) of `count` individuals:
  * masks as integers (the same 32 bits), rules as raw, scores as doubles. */
 static SEXP state_alloc(int64_t count, int n, int w, sbg_grn_state *s) {
-  SEXP x = PROTECT(Rf_allocVector(VECSXP, 4));
-  SET_VECTOR_ELT(x, 0, Rf_allocVector(INTSXP, (R_xlen_t)(count * n * w)));
-  SET_VECTOR_ELT(x, 1, Rf_allocVector(INTSXP, (R_xlen_t)(count * n * w)));
-  SET_VECTOR_ELT(x, 2, Rf_allocVector(RAWSXP, (R_xlen_t)(count * n)));
-  SET_VECTOR_ELT(x, 3, Rf_allocVector(REALSXP, (R_xlen_t)count));
-  SEXP names = Rf_allocVector(STRSXP, 4);
-  Rf_setAttrib(x, R_NamesSymbol, names);
   const char *nm[] = {"act", "rep", "rule", "score"};
-  for (int i = 0; i < 4; i++) SET_STRING_ELT(names, i, Rf_mkChar(nm[i]));
-  s->act = (uint32_t *)INTEGER(VECTOR_ELT(x, 0));
-  s->rep = (uint32_t *)INTEGER(VECTOR_ELT(x, 1));
-  s->rule = RAW(VECTOR_ELT(x, 2));
-  s->score = REAL(VECTOR_ELT(x, 3));
+  SEXP x = PROTECT(sbg_named_list(4, nm));
+  s->act = (uint32_t *)INTEGER(sbg_set(x, "act", Rf_allocVector(INTSXP, (R_xlen_t)(count * n * w))));
+  s->rep = (uint32_t *)INTEGER(sbg_set(x, "rep", Rf_allocVector(INTSXP, (R_xlen_t)(count * n * w))));
+  s->rule = RAW(sbg_set(x, "rule", Rf_allocVector(RAWSXP, (R_xlen_t)(count * n))));
+  s->score = REAL(sbg_set(x, "score", Rf_allocVector(REALSXP, (R_xlen_t)count)));
   UNPROTECT(1);
   return x;
 }
 
 static void state_view(SEXP x, int64_t count, int n, int w, sbg_grn_state *s) {
-  SBG_ASSERT(TYPEOF(x) == VECSXP && XLENGTH(x) == 4);
-  SEXP a = VECTOR_ELT(x, 0), r = VECTOR_ELT(x, 1), u = VECTOR_ELT(x, 2), c = VECTOR_ELT(x, 3);
-  SBG_ASSERT(TYPEOF(a) == INTSXP && XLENGTH(a) == count * n * w);
-  SBG_ASSERT(TYPEOF(r) == INTSXP && XLENGTH(r) == count * n * w);
-  SBG_ASSERT(TYPEOF(u) == RAWSXP && XLENGTH(u) == count * n);
-  SBG_ASSERT(TYPEOF(c) == REALSXP && XLENGTH(c) == count);
-  s->act = (uint32_t *)INTEGER(a);
-  s->rep = (uint32_t *)INTEGER(r);
-  s->rule = RAW(u);
-  s->score = REAL(c);
+  s->act = (uint32_t *)INTEGER(sbg_vec_elt(x, "act", INTSXP, (R_xlen_t)(count * n * w)));
+  s->rep = (uint32_t *)INTEGER(sbg_vec_elt(x, "rep", INTSXP, (R_xlen_t)(count * n * w)));
+  s->rule = RAW(sbg_vec_elt(x, "rule", RAWSXP, (R_xlen_t)(count * n)));
+  s->score = REAL(sbg_vec_elt(x, "score", REALSXP, (R_xlen_t)count));
 }
 
-/* One BPPARAM worker's round: block c(first, count) of islands, generations
- * c(g_from, g_to), the state (NULL: draw generation 0) and the incoming
- * migrants (NULL: none).  list(state, outgoing, history, gDone, stopped,
+/* One BPPARAM worker's round: data = the problem with state (NULL: draw
+ * generation 0) and incoming (the migrants, NULL: none); params = the GA's
+ * with block = c(first, count) of islands and gens = c(g_from, g_to); run
+ * on its first device.  list(state, outgoing, history, gDone, stopped,
  * bestIndex, bestScore). */
-SEXP ffi_grn_round(SEXP problem, SEXP ga, SEXP block, SEXP gens, SEXP state, SEXP incoming,
-                   SEXP gpu, SEXP threads, SEXP device) {
-  int nprot = 0;
+SEXP ffi_grn_round(SEXP data, SEXP params, SEXP run) {
   sbg_grn_problem pb;
   sbg_grn_params gp;
-  problem_from_list(problem, &pb);
-  params_from_list(ga, &gp);
-  SBG_ASSERT(TYPEOF(block) == INTSXP && XLENGTH(block) == 2);
-  SBG_ASSERT(TYPEOF(gens) == REALSXP && XLENGTH(gens) == 2);
+  sbg_run r;
+  call_decode(data, params, run, &pb, &gp, &r);
+  SEXP block = sbg_vec_elt(params, "block", INTSXP, 2), gens = sbg_vec_elt(params, "gens", REALSXP, 2);
+  SEXP state = sbg_elt(data, "state"), incoming = sbg_elt(data, "incoming");
   sbg_grn_round rd;
   memset(&rd, 0, sizeof(rd));
   rd.first = INTEGER(block)[0];
@@ -265,7 +224,9 @@ SEXP ffi_grn_round(SEXP problem, SEXP ga, SEXP block, SEXP gens, SEXP state, SEX
   const int n = pb.n, w = pb.w;
   const int64_t size = gp.pop / gp.islands, np = size * rd.count;
   const int K = gp.islands > 1 ? gp.migrants : 0;
-  SEXP st_out = PROTECT(state_alloc(np, n, w, &rd.state)); nprot++;
+  const char *nm[] = {"state", "outgoing", "history", "gDone", "stopped", "bestIndex", "bestScore"};
+  SEXP ans = PROTECT(sbg_named_list(7, nm));
+  sbg_set(ans, "state", state_alloc(np, n, w, &rd.state));
   if (!rd.init) {
     sbg_grn_state in;
     state_view(state, np, n, w, &in);
@@ -279,32 +240,20 @@ SEXP ffi_grn_round(SEXP problem, SEXP ga, SEXP block, SEXP gens, SEXP state, SEX
     state_view(incoming, K, n, w, &inc);
     rd.incoming = &inc;
   }
-  SEXP outg = PROTECT(state_alloc(K, n, w, &rd.outgoing)); nprot++;
-  SEXP hist = PROTECT(Rf_allocMatrix(REALSXP, (int)(rd.g_to - rd.g_from + 1), rd.count)); nprot++;
-  rd.history = REAL(hist);
+  sbg_set(ans, "outgoing", state_alloc(K, n, w, &rd.outgoing));
+  rd.history = REAL(sbg_set(ans, "history", Rf_allocMatrix(REALSXP, (int)(rd.g_to - rd.g_from + 1), rd.count)));
 
   sbg_ctx ctx;
   sbg_progress pr;
-  SEXP verbose = PROTECT(Rf_ScalarLogical(FALSE)); nprot++;
-  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "grnEvolve");
-  sbg_status st = LOGICAL(gpu)[0] ? sbg_grn_round_gpu(&pb, &gp, &rd, &ctx)
-                                  : sbg_grn_round_cpu(&pb, &gp, &rd, &ctx);
+  sbg_ctx_setup(&ctx, &pr, r.threads, r.devices, 1, 0, "grnEvolve");
+  sbg_status st = r.gpu ? sbg_grn_round_gpu(&pb, &gp, &rd, &ctx) : sbg_grn_round_cpu(&pb, &gp, &rd, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-
-  const char *nm[] = {"state", "outgoing", "history", "gDone", "stopped", "bestIndex", "bestScore"};
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 7)); nprot++;
-  SET_VECTOR_ELT(ans, 0, st_out);
-  SET_VECTOR_ELT(ans, 1, outg);
-  SET_VECTOR_ELT(ans, 2, hist);
-  SET_VECTOR_ELT(ans, 3, Rf_ScalarReal((double)rd.g_done));
-  SET_VECTOR_ELT(ans, 4, Rf_ScalarLogical(rd.stopped));
-  SET_VECTOR_ELT(ans, 5, Rf_ScalarReal((double)rd.best_index));
-  SET_VECTOR_ELT(ans, 6, Rf_ScalarReal((double)rd.best_score));
-  SEXP names = Rf_allocVector(STRSXP, 7);
-  Rf_setAttrib(ans, R_NamesSymbol, names);
-  for (int i = 0; i < 7; i++) SET_STRING_ELT(names, i, Rf_mkChar(nm[i]));
-  UNPROTECT(nprot);
+  sbg_set(ans, "gDone", Rf_ScalarReal((double)rd.g_done));
+  sbg_set(ans, "stopped", Rf_ScalarLogical(rd.stopped));
+  sbg_set(ans, "bestIndex", Rf_ScalarReal((double)rd.best_index));
+  sbg_set(ans, "bestScore", Rf_ScalarReal((double)rd.best_score));
+  UNPROTECT(1);
   return ans;
 }
 
@@ -318,21 +267,16 @@ SEXP ffi_grn_decode(SEXP problem, SEXP state, SEXP count, SEXP k) {
   SBG_ASSERT(kk >= 0 && kk < cnt);
   sbg_grn_state s;
   state_view(state, cnt, n, pb.w, &s);
-  SEXP links = PROTECT(Rf_allocMatrix(INTSXP, n, n));
-  SEXP rules = PROTECT(Rf_allocVector(INTSXP, n));
-  int dn = 0, dl = 0;
-  int64_t score = sbg_grn_decode(&pb, &s, kk, INTEGER(links), INTEGER(rules), &dn, &dl);
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 5));
-  SET_VECTOR_ELT(ans, 0, links);
-  SET_VECTOR_ELT(ans, 1, rules);
-  SET_VECTOR_ELT(ans, 2, Rf_ScalarReal((double)score));
-  SET_VECTOR_ELT(ans, 3, Rf_ScalarInteger(dn));
-  SET_VECTOR_ELT(ans, 4, Rf_ScalarInteger(dl));
-  SEXP names = Rf_allocVector(STRSXP, 5);
-  Rf_setAttrib(ans, R_NamesSymbol, names);
   const char *nm[] = {"links", "rules", "score", "dn", "dl"};
-  for (int i = 0; i < 5; i++) SET_STRING_ELT(names, i, Rf_mkChar(nm[i]));
-  UNPROTECT(3);
+  SEXP ans = PROTECT(sbg_named_list(5, nm));
+  int *links = INTEGER(sbg_set(ans, "links", Rf_allocMatrix(INTSXP, n, n)));
+  int *rules = INTEGER(sbg_set(ans, "rules", Rf_allocVector(INTSXP, n)));
+  int dn = 0, dl = 0;
+  int64_t score = sbg_grn_decode(&pb, &s, kk, links, rules, &dn, &dl);
+  sbg_set(ans, "score", Rf_ScalarReal((double)score));
+  sbg_set(ans, "dn", Rf_ScalarInteger(dn));
+  sbg_set(ans, "dl", Rf_ScalarInteger(dl));
+  UNPROTECT(1);
   return ans;
 }
 
@@ -372,39 +316,39 @@ SEXP ffi_grn_evaluate(SEXP problem, SEXP links, SEXP rules, SEXP threads) {
   uint32_t *rep = (uint32_t *)R_alloc(count * n * w + 1, sizeof(uint32_t));
   for (R_xlen_t k = 0; k < count; k++)
     links_to_masks(INTEGER(links) + k * n * n, n, w, act + k * n * w, rep + k * n * w, NULL, NULL);
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 3));
-  SEXP dn = Rf_allocVector(INTSXP, count);
-  SET_VECTOR_ELT(ans, 0, dn);
-  SEXP dl = Rf_allocVector(INTSXP, count);
-  SET_VECTOR_ELT(ans, 1, dl);
-  SET_VECTOR_ELT(ans, 2, Rf_ScalarInteger(sbg_grn_cpu_eval_path(&pb)));
+  const char *nm[] = {"dn", "dl", "path"};
+  SEXP ans = PROTECT(sbg_named_list(3, nm));
+  SEXP dn = sbg_set(ans, "dn", Rf_allocVector(INTSXP, count));
+  SEXP dl = sbg_set(ans, "dl", Rf_allocVector(INTSXP, count));
+  sbg_set(ans, "path", Rf_ScalarInteger(sbg_grn_cpu_eval_path(&pb)));
   sbg_grn_evaluate(&pb, count, act, rep, r, INTEGER(dn), INTEGER(dl), INTEGER(threads)[0]);
   UNPROTECT(1);
   return ans;
 }
 
-/* c(seconds, checksum, CPU evaluation path, CPU seconds) of `reps`
- * evaluations of a random population (the last two: CPU engine only). */
-SEXP ffi_grn_bench(SEXP problem, SEXP pop, SEXP reps, SEXP seed, SEXP gpu, SEXP threads,
-                   SEXP device) {
+/* Evaluation throughput: data the problem, params = list(pop, reps, seed),
+ * run on its first device.  list(seconds, checksum, path (the CPU
+ * evaluation path), cpuSeconds) of `reps` evaluations of a random
+ * population (the last two: CPU engine only). */
+SEXP ffi_grn_bench(SEXP data, SEXP params, SEXP run) {
   sbg_grn_problem pb;
-  problem_from_list(problem, &pb);
-  SBG_ASSERT(TYPEOF(pop) == REALSXP && TYPEOF(reps) == INTSXP && TYPEOF(seed) == REALSXP);
-  SEXP ans = PROTECT(Rf_allocVector(REALSXP, 4));
-  REAL(ans)[2] = sbg_grn_cpu_eval_path(&pb);
-  REAL(ans)[3] = NA_REAL;
-  SEXP verbose = PROTECT(Rf_ScalarLogical(FALSE));
+  problem_from_list(data, &pb);
+  sbg_run r;
+  sbg_run_decode(run, &r);
+  int64_t np = (int64_t)sbg_real_elt(params, "pop");
+  int reps = sbg_int_elt(params, "reps");
+  uint64_t seed = (uint64_t)sbg_real_elt(params, "seed");
+  double v[4] = {0, 0, sbg_grn_cpu_eval_path(&pb), NA_REAL};
   sbg_ctx ctx;
   sbg_progress pr;
-  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "grn bench");
-  int64_t np = (int64_t)REAL(pop)[0];
-  uint64_t s = (uint64_t)REAL(seed)[0];
-  sbg_status st = LOGICAL(gpu)[0]
-                      ? sbg_grn_bench_gpu(&pb, np, INTEGER(reps)[0], s, REAL(ans), REAL(ans) + 1, &ctx)
-                      : sbg_grn_bench_cpu(&pb, np, INTEGER(reps)[0], s, REAL(ans), REAL(ans) + 1,
-                                          REAL(ans) + 3, &ctx);
+  sbg_ctx_setup(&ctx, &pr, r.threads, r.devices, 1, 0, "grn bench");
+  sbg_status st = r.gpu ? sbg_grn_bench_gpu(&pb, np, reps, seed, &v[0], &v[1], &ctx)
+                        : sbg_grn_bench_cpu(&pb, np, reps, seed, &v[0], &v[1], &v[3], &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-  UNPROTECT(2);
+  const char *nm[] = {"seconds", "checksum", "path", "cpuSeconds"};
+  SEXP ans = PROTECT(sbg_named_list(4, nm));
+  for (int i = 0; i < 4; i++) sbg_set(ans, nm[i], Rf_ScalarReal(v[i]));
+  UNPROTECT(1);
   return ans;
 }

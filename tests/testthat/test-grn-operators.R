@@ -157,8 +157,11 @@ test_that("one generation keeps the two best (the elite) and brings the best mig
   ga <- list(pop = size * I, islands = I, migrationInterval = 1L, migrants = 2L, roulette = 0L,
              pLink = 0.5, pRule = 0.5, generations = 1, target = -1, timeLimit = 0, seed = 12,
              blocks = 1L)
-  round <- function(gens, state) .Call(sysbioGPU:::ffi_grn_round, pb, ga, c(0L, I), as.double(gens),
-                                       state, NULL, FALSE, 1L, 0L)
+  round <- function(gens, state) {
+    .Call(sysbioGPU:::ffi_grn_round, c(pb, list(state = state, incoming = NULL)),
+          c(ga, list(block = c(0L, I), gens = as.double(gens))),
+          list(gpu = FALSE, threads = 1L, devices = 0L, verbose = FALSE))
+  }
   r0 <- round(c(0, 0), NULL)
   r1 <- round(c(0, 1), r0$state)
   dec <- function(st, k) .Call(sysbioGPU:::ffi_grn_decode, pb, st, size * I, k)
