@@ -211,7 +211,8 @@ cosnet_run <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM,
 #' @return An object of class `parCosnet`, a list with `scores` (nodes x
 #'   classes: the final field of each unlabelled node, for ranking; `NA` for
 #'   labelled nodes), `predictions` (nodes x classes, logical, `NA` for
-#'   labelled nodes), `classes` (a data.frame with one row per class:
+#'   labelled nodes), `labels` (nodes x classes, logical: the known labels,
+#'   `NA` for the unlabelled nodes), `classes` (a data.frame with one row per class:
 #'   `class`, `alpha`, `c`, `F` (training F-score of the learned line),
 #'   `sweeps`, `converged`, `unlabelled`, `predictedPositive`), `colours`
 #'   (the colour of each node, from 1) and `nColours`, and the run's
