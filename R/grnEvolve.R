@@ -590,23 +590,6 @@ print.summary.grnEvolve <- function(x, ...) {
   invisible(x)
 }
 
-#' @rdname grnEvolve
-#' @param log Draw the fitness axis on a log scale (`"y"`) or not (`""`).
-#' @export
-plot.grnEvolve <- function(x, log = "", ...) {
-  h <- x$history
-  gen <- as.numeric(rownames(h))
-  if (identical(log, "y")) h[h <= 0] <- NA
-  graphics::matplot(gen, h, type = "s", lty = 1, col = seq_len(ncol(h)), log = log,
-                    xlab = "generation", ylab = "best fitness",
-                    main = sprintf("grnEvolve: best fitness %.4g", x$fitness), ...)
-  if (ncol(h) > 1L) {
-    graphics::legend("topright", legend = colnames(h), col = seq_len(ncol(h)), lty = 1, bty = "n",
-                     cex = 0.8)
-  }
-  invisible(x)
-}
-
 # dn and dl of many networks (tests and checks): links an n x n x count
 # array, rules an n x count matrix of rule codes 0..3.  `path` picks the
 # CPU evaluation code (0 the fastest the CPU has, 1 plain C, 2 popcnt, 3

@@ -210,7 +210,8 @@ cosnet_run <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM,
 #' @return An object of class `parCosnet`, a list with `scores` (nodes x
 #'   classes: the final field of each unlabelled node, for ranking; `NA` for
 #'   labelled nodes), `predictions` (nodes x classes, logical, `NA` for
-#'   labelled nodes), `classes` (a data.frame with one row per class:
+#'   labelled nodes), `labels` (nodes x classes, logical: the known labels,
+#'   `NA` for the unlabelled nodes), `classes` (a data.frame with one row per class:
 #'   `class`, `alpha`, `c`, `F` (training F-score of the learned line),
 #'   `sweeps`, `converged`, `unlabelled`, `predictedPositive`), `colours`
 #'   (the colour of each node, from 1) and `nColours`, and the run's
@@ -267,7 +268,8 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
                  colours = r$colour + 1L, nColours = r$nColours, cost = cost,
                  normalize = normalize, seed = seed, backend = b$backend, device = b$device,
                  devices = b$devices, deviceName = b$deviceName, workers = r$workers, threads = b$threads, seconds = r$seconds,
-                 deviceParts = r$parts, nodes = nrow(W), edges = length(W@x) / 2, call = call),
+                 deviceParts = r$parts, nodes = nrow(W), edges = length(W@x) / 2, call = call,
+                 labels = cosnet_truth(lab)),
             class = "parCosnet")
 }
 
@@ -401,8 +403,7 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
   # classes: a worker evaluates the folds of the single process
   r <- cosnet_run(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM, verbose)
   dimnames(r$scores) <- dimnames(r$pred) <- dimnames(folds) <- list(rownames(W), colnames(lab))
-  truth <- lab == 1L
-  truth[lab == 0L] <- NA
+  truth <- cosnet_truth(lab)
   met <- cosnet_cv_metrics(lab, folds, r$pred, r$scores, nfolds, b$threads)
   metrics <- data.frame(class = colnames(lab), positives = npos, met,
                         stringsAsFactors = FALSE, row.names = NULL)
@@ -443,47 +444,6 @@ print.cvParCosnet <- function(x, ...) {
 #' @export
 summary.cvParCosnet <- function(object, ...) {
   object$metrics
-}
-
-#' Precision-recall curves of a cross-validation
-#'
-#' Draws, for each chosen class, the precision-recall curve of the pooled
-#' out-of-fold scores.
-#'
-#' @param x A `cvParCosnet` object.
-#' @param classes Classes to draw (names or indices); default the first 6.
-#' @param ... Passed to [graphics::plot()].
-#' @return `x`, invisibly.
-#' @examples
-#' set.seed(2)
-#' n <- 300
-#' W <- Matrix::rsparsematrix(n, n, density = 0.04, symmetric = TRUE,
-#'                            rand.x = function(k) runif(k))
-#' Matrix::diag(W) <- 0
-#' Y <- cbind(a = rbinom(n, 1, 0.1), b = rbinom(n, 1, 0.2))
-#' cv <- cvParCosnet(W, Y, nfolds = 3, seed = 1, backend = "cpu", threads = 1)
-#' plot(cv)
-#' @export
-plot.cvParCosnet <- function(x, classes = utils::head(seq_len(nrow(x$metrics)), 6L), ...) {
-  if (is.character(classes)) classes <- match(classes, x$metrics$class)
-  if (anyNA(classes) || any(classes < 1 | classes > nrow(x$metrics))) {
-    stop_input("`classes` must name or index classes of `x`")
-  }
-  cols <- grDevices::hcl.colors(max(length(classes), 2L), "Dark 3")
-  graphics::plot(NA, xlim = c(0, 1), ylim = c(0, 1), xlab = "recall", ylab = "precision",
-                 main = "cvParCosnet: precision-recall", ...)
-  for (h in seq_along(classes)) {
-    k <- classes[h]
-    ok <- !is.na(x$labels[, k])
-    s <- x$scores[ok, k]; t <- x$labels[ok, k]
-    o <- order(s, decreasing = TRUE)
-    tp <- cumsum(t[o]); np <- seq_along(o)
-    graphics::lines(tp / sum(t), tp / np, col = cols[h], type = "s")
-  }
-  graphics::legend("topright", legend = sprintf("%s (AUPRC %.2f)", x$metrics$class[classes],
-                                                x$metrics$AUPRC[classes]),
-                   col = cols[seq_along(classes)], lty = 1, bty = "n", cex = 0.8)
-  invisible(x)
 }
 
 # A random network for the benchmark (inst/bench/cosnet.R) and the tests:
