@@ -157,7 +157,7 @@ cg_check <- function(nperm, where, dev, s2n_ours, s2n_cg) {
                 prec, nperm, length(d), max(d), ours$set[which.max(d)], sum(d > 1e-6),
                 stats::cor(ours$NES, r$tab$NES[match(ours$set, r$tab$set)], use = "complete.obs")))
   }
-  cat(sprintf(paste0("  (beyond 1e-6 in single precision: two genes whose float metrics swap ranks, a step of about 1/N = %.2g;",
+  cat(sprintf(paste0("  (a set beyond 1e-6 in single precision: two genes whose float metrics swap ranks, a step of about 1/N = %.2g;",
                      " cudaGSEA's NES divides by the mean |ES| over all permutations, the observed included)\n"),
               1 / nrow(x)))
   d2 <- abs(s2n_ours$ES - s2n_cg$ES[match(s2n_ours$set, s2n_cg$set)])
