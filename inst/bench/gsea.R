@@ -40,21 +40,16 @@ h <- readGMT(file.path(dir, "h.v5.gmt"))
 freq <- sort(table(c(unlist(h), unlist(c2))), decreasing = TRUE)
 genes <- unique(c(unique(unlist(h)), names(freq)))[1:20639]
 set.seed(2016)
-x <- matrix(rnorm(20639 * 200), 20639, dimnames = list(genes, NULL))
+# held to 9 significant digits, so that the GCT file written for cudaGSEA
+# (below) holds the numbers that rapidGSEA gets (to a unit in the last place)
+x <- signif(matrix(rnorm(20639 * 200), 20639, dimnames = list(genes, NULL)), 9)
 y <- rep(c("MDS", "control"), c(183, 17))
 
 # The paper's reference times (seconds): rapidGSEA on a GTX Titan X and on a
-# 10-core Xeon E5-2660 v3, Table 2; cudaGSEA measured on an H200 for this
-# project (issue 3): 2^10 5.9 s, 2^14 7.8 s, 2^16 16.2 s.
+# 10-core Xeon E5-2660 v3, Table 2.
 paper <- list(
   h = c(`10` = 1.6, `12` = 1.9, `14` = 3.1, `16` = 8.3, `18` = 28.2, `20` = 105.2),
   c2 = c(`10` = 10.3, `12` = 20.8, `14` = 61.9, `16` = 214.0, `18` = 895.9, `20` = 3447.3))
-# cudaGSEA (the paper's code) on an H200, C2, as measured for issue 3; 2^20
-# was never run: 185 s is an extrapolation, so its ratio is printed as such
-# (issue 18) and is no measurement against cudaGSEA
-cudagsea_h200 <- c(`10` = 5.9, `14` = 7.8, `16` = 16.2, `20` = 185)
-cudagsea_extrapolated <- "20"
-cudagsea_kind <- function(e) if (as.character(e) %in% cudagsea_extrapolated) "extrapolated" else "measured"
 paper_cpu <- list(
   h = c(`10` = 3.0, `12` = 7.0, `14` = 22.7, `16` = 85.8, `18` = 339.4, `20` = 1357.8),
   c2 = c(`10` = 89.3, `12` = 282.9, `14` = 1084.8, `16` = 4266.2, `18` = 17069.0, `20` = 68682.3))
@@ -63,6 +58,145 @@ paper_cpu <- list(
 # in nperm from the previous run of the same collection, would not fit.
 budget <- as.numeric(Sys.getenv("SBG_BENCH_BUDGET", "Inf"))
 t_bench <- proc.time()[["elapsed"]]
+
+# ---- cudaGSEA side by side (issue 18) ----
+# CUDAGSEA_BIN: the command-line program of cudaGSEA (gravitino/cudaGSEA,
+# the paper's code), built by hand; this script never builds it. When set,
+# cudaGSEA runs on the same x, y and C2 (written once as GCT, CLS and GMT
+# files) for each C2 row whose nperm is 2^e with e in CUDAGSEA_SIZES
+# (default "10,14,16,18,20"), on that row's device (-gpu, or -cpu for CPU
+# rows, its OpenMP path on as many threads as ours), with its defaults
+# (single precision, onepass_signal2noise).
+# cudaGSEA_s is the wall clock of its process; cudaGSEA_own_s its own
+# "overall" timing (GPU rows; it starts after CUDA's set-up and includes
+# reading the files). Its runs count against SBG_BENCH_BUDGET: one is
+# skipped when the time expected from its previous runs (affine in nperm)
+# does not fit. At its first size its ES are checked against ours with
+# diff_of_classes (its signal2noise takes the biased standard deviation
+# without Broad's fix-low rule, so only class differences rank alike).
+# Without CUDAGSEA_BIN the column shows the times measured for issue 3 on
+# an H200: cited, not measured by this run.
+cg_bin <- Sys.getenv("CUDAGSEA_BIN", "")
+if (nzchar(cg_bin) && !file_test("-x", cg_bin)) stop("CUDAGSEA_BIN: '", cg_bin, "' is not an executable file")
+cg_sizes <- as.integer(strsplit(Sys.getenv("CUDAGSEA_SIZES", "10,14,16,18,20"), ",")[[1L]])
+cg_cited <- c(`10` = 5.9, `14` = 7.8, `16` = 16.2)
+cg_dir <- NULL
+cg_runs <- list()  # by "e where": list(s, own, src)
+cg_hist <- data.frame(n = numeric(), t = numeric())
+cg_failed <- FALSE  # after a failed run it is not tried again
+
+# The benchmark's inputs in the formats cudaGSEA reads (once).
+cg_files <- function() {
+  if (is.null(cg_dir)) {
+    cg_dir <<- tempfile("cudagsea-")
+    dir.create(cg_dir)
+    vals <- matrix(sprintf("%.9g", x), nrow(x))
+    writeLines(c("#1.2", sprintf("%d\t%d", nrow(x), ncol(x)),
+                 paste(c("NAME", "Description", sprintf("s%d", seq_len(ncol(x)))), collapse = "\t"),
+                 do.call(paste, c(list(rownames(x), "na"), as.data.frame(vals), sep = "\t"))),
+               file.path(cg_dir, "x.gct"))
+    writeLines(c(sprintf("%d 2 1", length(y)), paste("#", paste(unique(y), collapse = " ")),
+                 paste(y, collapse = " ")), file.path(cg_dir, "y.cls"))
+    writeGMT(c2, file.path(cg_dir, "c2.gmt"))
+  }
+  stats::setNames(file.path(cg_dir, c("x.gct", "y.cls", "c2.gmt")), c("gct", "cls", "gmt"))
+}
+
+# One cudaGSEA run: wall and own seconds and its table (set, ES, NES, NP,
+# FWER), or NULL (and the end of its output) when it fails.
+cg_run <- function(nperm, where, extra = character()) {
+  # CPU rows: its OpenMP path on as many threads as ours
+  env <- if (where[[1L]] == "-cpu") sprintf("OMP_NUM_THREADS=%d", resolveBackend("cpu")$threads) else character()
+  f <- cg_files()
+  log <- file.path(cg_dir, "run.log")
+  args <- c("-res", shQuote(f[["gct"]]), "-cls", shQuote(f[["cls"]]), "-gmx", shQuote(f[["gmt"]]),
+            "-nperm", format(nperm, scientific = FALSE), where, extra)
+  t0 <- proc.time()[["elapsed"]]
+  rc <- suppressWarnings(system2(cg_bin, args, stdout = log, stderr = log, env = env))
+  wall <- proc.time()[["elapsed"]] - t0
+  out <- readLines(log)
+  res <- grep("^RESULT:", out, value = TRUE)
+  if (rc != 0 || length(res) != length(c2)) {
+    cat(sprintf("cudaGSEA %s failed (exit status %d, %d of %d results); the end of its output:\n",
+                paste(where, collapse = " "), rc, length(res), length(c2)))
+    writeLines(utils::tail(out, 15))
+    return(NULL)
+  }
+  own <- regmatches(out, regexpr("(?<=^TIMING: )[0-9.eE+-]+(?= ms \\(overall\\))", out, perl = TRUE))
+  fld <- do.call(rbind, regmatches(res, regexec("ES: (\\S+) NES: (\\S+) NP: (\\S+) FWER: (\\S+)\t\\((.*)\\)$", res)))
+  tab <- data.frame(set = fld[, 6L], suppressWarnings(apply(fld[, 2:5], 2, as.numeric)))
+  names(tab)[-1L] <- c("ES", "NES", "NP", "FWER")
+  list(wall = wall, own = if (length(own) && where[[1L]] == "-gpu") as.numeric(own) / 1000 else NA_real_, tab = tab)
+}
+
+# cudaGSEA's observed ES with diff_of_classes, read at full precision from
+# its dump (a sets x permutations table; permutation 0 is the identity).
+cg_es <- function(nperm, where, precision) {
+  dump <- file.path(cg_dir, paste0("es-", precision))
+  r <- cg_run(nperm, where, c("-metric", "stable_diff_of_classes", "-precision", precision, "-dump", shQuote(dump)))
+  if (is.null(r)) return(NULL)
+  bits <- if (precision == "single") 32L else 64L
+  es <- readBin(sprintf("%s_%d_%d_%d.es", dump, length(c2), nperm, bits), "numeric", size = bits %/% 8L,
+                n = length(c2) * nperm)
+  r$es <- stats::setNames(es[(seq_along(c2) - 1) * nperm + 1], names(c2))
+  r
+}
+
+# Sanity check at cudaGSEA's first size: its ES against ours with
+# diff_of_classes, in its single and double precision; then the timed
+# signal2noise run's ES, which differ by its biased sd.
+cg_check <- function(nperm, where, dev, s2n_ours, s2n_cg) {
+  ours <- rapidGSEA(x, y, c2, nperm = nperm, metric = "diff_of_classes", minSize = 1, maxSize = 20638, seed = 1,
+                    backend = backend, device = dev, verbose = FALSE)
+  for (prec in c("single", "double")) {
+    r <- cg_es(nperm, where, prec)
+    if (is.null(r)) next
+    d <- abs(ours$ES - r$es[ours$set])
+    cat(sprintf(paste0("cudaGSEA check, diff_of_classes, %s precision, nperm %d: %d sets, max |ES diff| %.3g (%s),",
+                       " %d sets beyond 1e-6; NES correlation %.4f\n"),
+                prec, nperm, length(d), max(d), ours$set[which.max(d)], sum(d > 1e-6),
+                stats::cor(ours$NES, r$tab$NES[match(ours$set, r$tab$set)], use = "complete.obs")))
+  }
+  cat(sprintf(paste0("  (a set beyond 1e-6 in single precision: two genes whose float metrics swap ranks, a step of about 1/N = %.2g;",
+                     " cudaGSEA's NES divides by the mean |ES| over all permutations, the observed included)\n"),
+              1 / nrow(x)))
+  d2 <- abs(s2n_ours$ES - s2n_cg$ES[match(s2n_ours$set, s2n_cg$set)])
+  cat(sprintf("cudaGSEA check, signal2noise (the timed run): max |ES diff| %.3g, median %.3g (its biased sd ranks otherwise)\n",
+              max(d2), stats::median(d2)))
+}
+
+# cudaGSEA's time for a C2 row of rapidGSEA result `res` at nperm 2^e.
+cg_measure <- function(nm, e, res, dev) {
+  none <- list(s = NA_real_, own = NA_real_, src = NA_character_)
+  gpu <- attr(res, "backend") == "gpu"
+  if (nm != "c2") return(none)
+  if (!nzchar(cg_bin)) {
+    if (!gpu || !(as.character(e) %in% names(cg_cited))) return(none)
+    return(list(s = cg_cited[[as.character(e)]], own = NA_real_, src = "CITED: H200, issue 3"))
+  }
+  if (!(e %in% cg_sizes) || cg_failed) return(none)
+  where <- if (gpu) c("-gpu", attr(res, "device")[[1L]]) else "-cpu"
+  key <- paste(e, paste(where, collapse = " "))
+  if (!is.null(cg_runs[[key]])) return(cg_runs[[key]])
+  k <- nrow(cg_hist)
+  want <- if (k == 0L) 0 else if (k == 1L) cg_hist$t[[1L]] * 2^e / cg_hist$n[[1L]] else
+    cg_hist$t[[k]] + (cg_hist$t[[k]] - cg_hist$t[[k - 1L]]) / (cg_hist$n[[k]] - cg_hist$n[[k - 1L]]) * (2^e - cg_hist$n[[k]])
+  left <- budget - (proc.time()[["elapsed"]] - t_bench)
+  if (want > left) {
+    cat(sprintf("skipped cudaGSEA 2^%d: about %.0f s expected, %.0f s of budget left\n", e, want, left))
+    return(none)
+  }
+  r <- cg_run(2^e, where)
+  if (is.null(r)) {
+    cg_failed <<- TRUE
+    return(none)
+  }
+  if (k == 0L) cg_check(2^e, where, dev, res, r$tab)
+  cg_hist[k + 1L, ] <<- c(2^e, r$wall)
+  cg_runs[[key]] <<- list(s = round(r$wall, 2), own = round(r$own, 2), src = paste("measured,", paste(where, collapse = " ")))
+  cg_runs[[key]]
+}
+
 rows <- list()
 for (dev in if (spec == "none") list() else device_sets) {
   for (part in strsplit(spec, " ")[[1L]]) {
@@ -83,6 +217,7 @@ for (dev in if (spec == "none") list() else device_sets) {
       st <- attr(res, "stageTime")
       tabref <- if (attr(res, "backend") == "gpu") paper[[nm]] else paper_cpu[[nm]]
       ref <- if (as.character(e) %in% names(tabref)) tabref[[as.character(e)]] else NA_real_
+      cg <- cg_measure(nm, e, res, dev)
       rows[[length(rows) + 1L]] <- data.frame(
         sets = sprintf("%s (%d)", toupper(nm), nrow(res)), nperm = sprintf("2^%d", e),
         backend = attr(res, "backend"),
@@ -90,10 +225,8 @@ for (dev in if (spec == "none") list() else device_sets) {
         gpus = if (attr(res, "backend") == "gpu") length(attr(res, "device")) else 0L,
         seconds = round(attr(res, "time"), 2), pass1 = round(st[[1]], 2), pass2 = round(st[[2]], 2),
         stats = round(st[[3]], 2), paper_s = ref, speedup = round(ref / attr(res, "time"), 1),
-        vs_cudaGSEA_H200 = if (nm == "c2" && attr(res, "backend") == "gpu" && as.character(e) %in% names(cudagsea_h200))
-          round(cudagsea_h200[[as.character(e)]] / attr(res, "time"), 1) else NA_real_,
-        cudaGSEA_time = if (nm == "c2" && attr(res, "backend") == "gpu" && as.character(e) %in% names(cudagsea_h200))
-          cudagsea_kind(e) else NA_character_)
+        cudaGSEA_s = cg$s, cudaGSEA_own_s = cg$own, vs_cudaGSEA = round(cg$s / attr(res, "time"), 1),
+        cudaGSEA = cg$src)
       print(rows[[length(rows)]], row.names = FALSE)
       last <- c(t = attr(res, "time"), e = e)
     }
@@ -102,8 +235,14 @@ for (dev in if (spec == "none") list() else device_sets) {
 if (length(rows)) {
 tab <- do.call(rbind, rows)
 cat("\nrapidGSEA benchmark (paper workload; paper_s = rapidGSEA paper Table 2: Titan X for GPU rows, 10-core Xeon for CPU rows)\n")
-cat("vs_cudaGSEA_H200: cudaGSEA's H200 times from issue 3 (5.9, 7.8, 16.2 s at 2^10, 2^14, 2^16, measured);",
-    "at 2^20 its 185 s is EXTRAPOLATED, not measured (column cudaGSEA_time)\n")
+if (nzchar(cg_bin)) {
+  cat("cudaGSEA_s: cudaGSEA run by this script on the same data and device (wall clock of its process, reading a",
+      if (is.null(cg_dir)) "GCT file);" else sprintf("%.0f MB GCT file);", file.size(file.path(cg_dir, "x.gct")) / 2^20),
+      "cudaGSEA_own_s: its own overall timing; vs_cudaGSEA = cudaGSEA_s / seconds\n")
+} else {
+  cat("cudaGSEA_s: CITED, not measured by this run: cudaGSEA's H200 times for issue 3 (2^10, 2^14, 2^16);",
+      "set CUDAGSEA_BIN to run it side by side\n")
+}
 print(tab, row.names = FALSE)
 }
 
