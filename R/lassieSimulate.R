@@ -297,7 +297,7 @@ check_model <- function(model) {
 #' lassieSimulate(rob, times = c(0, 0.4, 4, 40), backend = "cpu")
 #' @export
 lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
-                           method = c("auto", "rkf45", "bdf"), rates = NULL,
+                           method = c("auto", "dopri5", "rkf45", "bdf"), rates = NULL,
                            initial = NULL, maxSteps = 1e6,
                            backend = getOption("sysbioGPU.backend", "auto"),
                            threads = getOption("sysbioGPU.threads"),
@@ -318,8 +318,9 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   rtol <- chk_tol(rtol, "rtol", 0)
   atol <- chk_tol(atol, "atol", 0)
   if (rtol == 0 && atol == 0) stop_input("`rtol` and `atol` must not both be 0")
-  if (is.character(method) && length(method) == 3L && identical(method, c("auto", "rkf45", "bdf"))) method <- "auto"
-  method <- check_choice(method, c("auto", "rkf45", "bdf"))
+  methods <- c("auto", "rkf45", "bdf", "dopri5")   # the engine's codes 0..3
+  if (is.character(method) && identical(method, c("auto", "dopri5", "rkf45", "bdf"))) method <- "auto"
+  method <- check_choice(method, methods)
   maxSteps <- check_whole(maxSteps, "maxSteps", 1, 2^53)
   check_flag(verbose)
   check_bpparam(BPPARAM)
@@ -334,7 +335,7 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   a <- backend_args(b, multi = TRUE)
   check_bpparam_gpu(BPPARAM, b)
   job <- list(arr = lassie_arrays(model), times = as.double(times), rtol = rtol, atol = atol,
-              method = match(method, c("auto", "rkf45", "bdf")) - 1L, maxSteps = maxSteps,
+              method = match(method, methods) - 1L, maxSteps = maxSteps,
               gpu = a$gpu, threads = a$threads, total = as.integer(n_sims),
               # the observables' weights, species x observables, added by the glue
               obs = if (!is.null(model$observables)) as.matrix(Matrix::t(model$observables)))
@@ -348,8 +349,19 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
                  atol = atol, backend = b$backend,
                  device = if (identical(b$backend, "gpu")) b$deviceName else NA_character_,
                  elapsed = elapsed, nSpecies = N)
+  single <- n_sims == 1L && !rt$batch && !it$batch
+  # one simulation that failed is an error; in a batch, a status per
+  # simulation and a warning (R/lassie-output.R)
+  if (single && res$status[[1L]] != 0L) lassie_stop(res$status[[1L]], res$messages[[1L]])
   # R/lassie-output.R: deSolve-compatible matrices, a lassieBatch for a batch
-  new_lassie_output(res, cn, common, single = n_sims == 1L && !rt$batch && !it$batch)
+  new_lassie_output(res, cn, common, single = single)
+}
+
+# A simulation's failure (SBG_LASSIE_FAIL_*: 1 maxSteps, 2 step size
+# underflow, 3 Newton, 4 too large for implicit steps) as the engine's
+# classed error.
+lassie_stop <- function(status, message) {
+  stop_engine(if (status == 4L) 1L else 8L, message)
 }
 
 # One engine call: the simulations base + 1 .. of the whole batch (job$total)
@@ -377,7 +389,9 @@ lassie_workers <- function(job, rt, it, M, N, devices, BPPARAM) {
   })
   parts <- BiocParallel::bplapply(shares, lassie_worker, job = job, BPPARAM = BPPARAM)
   for (p in parts) if (inherits(p, "condition")) stop(p)
-  list(unlist(lapply(parts, `[[`, 1L), recursive = FALSE), do.call(cbind, lapply(parts, `[[`, 2L)))
+  list(sims = unlist(lapply(parts, `[[`, "sims"), recursive = FALSE),
+       stats = do.call(cbind, lapply(parts, `[[`, "stats")),
+       status = unlist(lapply(parts, `[[`, "status")), messages = unlist(lapply(parts, `[[`, "messages")))
 }
 
 # A worker's share.  A function of the namespace, so that a worker gets the
