@@ -439,11 +439,16 @@ test_that("several GPUs share a batch: the results of one, bit for bit", {
   expect_true(all(vapply(c1, function(o) attr(o, "stats")[["switches"]] > 0, TRUE)))
   expect_identical(lassie_core(gpu(chen, tc, c(0, 1), rates = Kc)), lassie_core(c1))
   expect_identical(lassie_core(gpu(chen, tc, "all", rates = Kc)), lassie_core(c1))
-  # a failure is the one of one device, numbered in the whole batch
+  # a failure is the one of one device, numbered in the whole batch, and
+  # the others run on
   rob <- robertson_model()
   Kr <- rbind(rob$rates * 1e-9, rob$rates * 1e-9, rob$rates * 1e-9, rob$rates)
-  expect_error(gpu(rob, c(0, 40), c(0, 1), rates = Kr, maxSteps = 60), "in simulation 4",
-               class = "sysbioGPU_error_numeric")
+  expect_warning(f1 <- gpu(rob, c(0, 40), 0, rates = Kr, maxSteps = 60), "simulation 4: ",
+                 class = "sysbioGPU_warning_lassie")
+  expect_warning(f2 <- gpu(rob, c(0, 40), c(0, 1), rates = Kr, maxSteps = 60), "simulation 4: ",
+                 class = "sysbioGPU_warning_lassie")
+  expect_identical(attr(f2, "status"), c(0L, 0L, 0L, 1L))
+  expect_identical(lassie_core(f2), lassie_core(f1))
 })
 
 test_that("GPU workers (SnowParam) give the results of one process", {
