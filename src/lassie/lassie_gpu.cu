@@ -187,7 +187,7 @@ __global__ void k_control(int S, int N, int nt, const double *times, double rtol
     for (int j = threadIdx.x; j < N; j += blockDim.x) {
       size_t o = (size_t)s * N + j;
       double xv = x[o], y = xn[o];
-      if (row0 < row1 && times[row0] < tnew) {   /* rows inside a DP5 step */
+      if (scheme == LASSIE_DP5 && row0 < row1 && times[row0] < tnew) {   /* rows inside the step */
         double kv[LASSIE_MAX_STAGES], rc[4];
         for (int l = 0; l < LASSIE_MAX_STAGES; l++) kv[l] = K[(size_t)l * SN + o];
         lassie_dp5_dense_coefs(xv, y, h, kv, rc);
