@@ -3,8 +3,9 @@
 workloads solved by JAX + diffrax in float64, vmap over the parameter sets.
 
 Usage: python3 lassie_diffrax.py MODEL_DIR OUT_CSV [--solvers Tsit5,Kvaerno5]
-       [--rtol 1e-6] [--atol 1e-12] [--chunk 0] [--max-steps 1000000]
+       [--rtol 1e-6] [--atol 1e-12] [--chunk 0] [--max-steps 100000]
        [--reps 2] [--first-out FILE]
+(--max-steps: diffrax's bound on the steps of one solve, default 100000)
 
 MODEL_DIR holds the files inst/bench/lassie.R writes (one array per file,
 whitespace-separated, 0-based indices):
@@ -144,7 +145,7 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-6)
     ap.add_argument("--atol", type=float, default=1e-12)
     ap.add_argument("--chunk", type=int, default=0)
-    ap.add_argument("--max-steps", type=int, default=1000000)
+    ap.add_argument("--max-steps", type=int, default=100000)
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--first-out", default="")
     args = ap.parse_args()
