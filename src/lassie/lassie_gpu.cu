@@ -74,7 +74,9 @@ __global__ void k_stage(int S, int N, int scheme, const double *x, const double 
   if (!ss[s].active) return;
   size_t SN = (size_t)S * N, o = (size_t)s * N + j;
   double kv[LASSIE_MAX_STAGES];
-  for (int l = 0; l < stage; l++) kv[l] = K[(size_t)l * SN + o];
+  /* unrolled, so that kv stays in registers */
+#pragma unroll
+  for (int l = 0; l < LASSIE_MAX_STAGES; l++) kv[l] = l < stage ? K[(size_t)l * SN + o] : 0.0;
   ys[(stage == lassie_stiff_stage(scheme) ? SN : 0) + o] =
       lassie_stage_input(scheme, stage, x[o], ss[s].hs, kv);
 }
