@@ -75,7 +75,10 @@ new_lassie_output <- function(res, cn, common, single) {
 #' A batch from [lassieSimulate()] (several rows of `rates` or `initial`)
 #' is a list of class `lassieBatch`, one simulation (a deSolve-compatible
 #' matrix, see [plot.lassieSimulation()]) per parameter set, with
-#' attributes `status` (0 when the simulation succeeded), `messages` and
+#' attributes `status` (0 when the simulation succeeded; 1 `maxSteps`
+#' exhausted, 2 step size underflow, 3 Newton iterations failed, 4 the model
+#' is too large for implicit steps: its rows from there on are `NaN`),
+#' `messages` and
 #' `info` (a one-row data.frame: backend, device name, number of
 #' simulations and failures, seconds, package version).
 #'

@@ -194,17 +194,26 @@ check_model <- function(model) {
 #' Simulate a mass-action reaction network (LASSIE)
 #'
 #' Integrates `dX/dt = H v(X)` of a [reactionModel()] with the scheme of
-#' LASSIE (Tangherloni et al. 2017): explicit Runge-Kutta-Fehlberg 4(5)
-#' steps, and implicit backward differentiation (BDF) steps once the
-#' problem turns stiff, on the CPU (OpenMP over simulations) or on a GPU.
+#' LASSIE (Tangherloni et al. 2017): explicit Runge-Kutta steps, and
+#' implicit backward differentiation (BDF) steps once the problem turns
+#' stiff, on the CPU (OpenMP over simulations) or on a GPU.
 #'
-#' The explicit steps accept when `|err_j| <= atol + rtol |x_j|` for every
-#' species (LASSIE's own code used an absolute test only) and grow the step
-#' by at most 5x.  With `method = "auto"` the solver switches to BDF when the
+#' The explicit steps are Dormand and Prince's 5(4) pair (`"auto"`,
+#' `"dopri5"`), or LASSIE's Runge-Kutta-Fehlberg 4(5) (`"rkf45"`).  They
+#' accept when `|err_j| <= atol + rtol |x_j|` for every species (LASSIE's
+#' own code used an absolute test only) and grow the step by at most 5x.
+#' Steps follow the accuracy alone, and the requested `times` in between
+#' are interpolated, as LSODA and CVODE do: by the pair's continuous
+#' extension of order 4 (Hairer, Norsett and Wanner, II.6) for the explicit
+#' steps, by the polynomial through the BDF history (of the step's order)
+#' for the implicit ones; the last step lands on the last time.  So 1,000
+#' output times cost the steps of 10.  `method = "rkf45"` keeps the paper's
+#' scheme: a step lands exactly on every output time.  With `method =
+#' "auto"` the solver switches to BDF when the
 #' explicit steps' estimate of `h rho(J)` (from the last two stages, in the
 #' error test's weighted norm) exceeds 3 on 15 accepted steps, when 6 of the
 #' last 16 explicit attempts were rejected, or when the step collapses
-#' below `1e-7` of the time span, and back to RKF45 only after 20 implicit
+#' below `1e-7` of the time span, and back to explicit steps only after 20 implicit
 #' steps followed by 10 in a row with `h rho(J) < 1` (`rho` bounded by
 #' Gershgorin): a hysteresis that keeps it from flipping.  Implicit steps are
 #' variable-coefficient BDF of orders 1 to 5 (order 1 after a switch, then
@@ -216,14 +225,21 @@ check_model <- function(model) {
 #' minimum-degree order whose pattern (fill included) is computed once per
 #' run, with pivots on the diagonal and a dense LU with partial pivoting as
 #' fallback when a pivot lost 10 digits to cancellation; the ordering keeps an `N x N` bitset,
-#' which limits implicit steps to 16,384 species.  Steps land exactly on
-#' the requested `times`.
+#' which limits implicit steps to 16,384 species.
+#'
+#' A simulation that fails (`maxSteps` exhausted, step size underflow,
+#' Newton iterations that do not converge, a model too large for implicit
+#' steps) is an error when it is the only one; inside a batch it keeps its
+#' rows up to where it stopped (the rest `NaN`), its `status` and message,
+#' and the others run on: the batch warns (class
+#' `sysbioGPU_warning_lassie`) and names them (see [lassieBatch]).
 #'
 #' On the GPU (`backend = "gpu"`) the explicit steps of every simulation of
 #' a batch run on the device, one thread per reaction and simulation for the
 #' rates, one per species for `H v`, one block per simulation for the error
-#' test and step control, with the CPU engine's arithmetic (no fused
-#' multiply-adds), so both agree to rounding.  A simulation that turns stiff
+#' test and step control, with the CPU engine's arithmetic (the same
+#' per-species formulas, no fused multiply-adds), so the explicit steps
+#' agree bit for bit.  A simulation that turns stiff
 #' continues on the host with the CPU's implicit steps from where the device
 #' left it (and `method = "bdf"` runs entirely there) in this version.
 #'
@@ -242,13 +258,15 @@ check_model <- function(model) {
 #' @param times Output times, at least two, strictly increasing; the first
 #'   is the start, where the state is `initial`.
 #' @param rtol,atol Relative and absolute tolerances of the error test.
-#' @param method `"auto"` (RKF45, BDF on stiffness), `"rkf45"` (explicit
-#'   only) or `"bdf"` (implicit only).
+#' @param method `"auto"` (Dormand-Prince 5(4), BDF on stiffness),
+#'   `"dopri5"` (Dormand-Prince 5(4) only), `"rkf45"` (RKF45 only, stepping
+#'   onto every output time, as LASSIE) or `"bdf"` (implicit only).
 #' @param rates,initial `NULL` (the model's), a vector replacing the
 #'   model's, or a matrix with one row per simulation (rate constants x
 #'   reactions, initial amounts x species) to run a batch in one call.
 #' @param maxSteps Most steps (accepted or not) per simulation; exhausting
-#'   them is an error that names the time reached.
+#'   them is an error that names the time reached (in a batch: that
+#'   simulation's status, see Details).
 #' @param backend,threads,device See [resolveBackend()].  Several GPUs
 #'   (`device = c(0, 1)` or `"all"`, any number) share a batch: the
 #'   parameter sets (rows of `rates`/`initial`) are cut into contiguous
@@ -277,7 +295,8 @@ check_model <- function(model) {
 #'   steps, stiffness switches, implicit steps, Newton iterations,
 #'   factorisations, Jacobian evaluations, right-hand-side evaluations),
 #'   `method`, `rtol`, `atol`, `backend`, `device`, `elapsed` (seconds).  For
-#'   a batch, a list of such matrices, one per row of `rates`/`initial`.
+#'   a batch, a [lassieBatch]: a list of such matrices, one per row of
+#'   `rates`/`initial`, with a `status` per simulation.
 #' @seealso [reactionModel()], [readBioNetGen()], [plot.lassieSimulation()]
 #' @references Tangherloni A, Nobile MS, Besozzi D, Mauri G, Cazzaniga P
 #'   (2017). LASSIE: simulating large-scale models of biochemical systems on
@@ -297,7 +316,7 @@ check_model <- function(model) {
 #' lassieSimulate(rob, times = c(0, 0.4, 4, 40), backend = "cpu")
 #' @export
 lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
-                           method = c("auto", "rkf45", "bdf"), rates = NULL,
+                           method = c("auto", "dopri5", "rkf45", "bdf"), rates = NULL,
                            initial = NULL, maxSteps = 1e6,
                            backend = getOption("sysbioGPU.backend", "auto"),
                            threads = getOption("sysbioGPU.threads"),
@@ -318,8 +337,9 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   rtol <- chk_tol(rtol, "rtol", 0)
   atol <- chk_tol(atol, "atol", 0)
   if (rtol == 0 && atol == 0) stop_input("`rtol` and `atol` must not both be 0")
-  if (is.character(method) && length(method) == 3L && identical(method, c("auto", "rkf45", "bdf"))) method <- "auto"
-  method <- check_choice(method, c("auto", "rkf45", "bdf"))
+  methods <- c("auto", "rkf45", "bdf", "dopri5")   # the engine's codes 0..3
+  if (is.character(method) && identical(method, c("auto", "dopri5", "rkf45", "bdf"))) method <- "auto"
+  method <- check_choice(method, methods)
   maxSteps <- check_whole(maxSteps, "maxSteps", 1, 2^53)
   check_flag(verbose)
   check_bpparam(BPPARAM)
@@ -334,7 +354,7 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   a <- backend_args(b, multi = TRUE)
   check_bpparam_gpu(BPPARAM, b)
   job <- list(arr = lassie_arrays(model), times = as.double(times), rtol = rtol, atol = atol,
-              method = match(method, c("auto", "rkf45", "bdf")) - 1L, maxSteps = maxSteps,
+              method = match(method, methods) - 1L, maxSteps = maxSteps,
               gpu = a$gpu, threads = a$threads, total = as.integer(n_sims),
               # the observables' weights, species x observables, added by the glue
               obs = if (!is.null(model$observables)) as.matrix(Matrix::t(model$observables)))
@@ -348,8 +368,19 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
                  atol = atol, backend = b$backend,
                  device = if (identical(b$backend, "gpu")) b$deviceName else NA_character_,
                  elapsed = elapsed, nSpecies = N)
+  single <- n_sims == 1L && !rt$batch && !it$batch
+  # one simulation that failed is an error; in a batch, a status per
+  # simulation and a warning (R/lassie-output.R)
+  if (single && res$status[[1L]] != 0L) lassie_stop(res$status[[1L]], res$messages[[1L]])
   # R/lassie-output.R: deSolve-compatible matrices, a lassieBatch for a batch
-  new_lassie_output(res, cn, common, single = n_sims == 1L && !rt$batch && !it$batch)
+  new_lassie_output(res, cn, common, single = single)
+}
+
+# A simulation's failure (SBG_LASSIE_FAIL_*: 1 maxSteps, 2 step size
+# underflow, 3 Newton, 4 too large for implicit steps) as the engine's
+# classed error.
+lassie_stop <- function(status, message) {
+  stop_engine(if (status == 4L) 1L else 8L, message)
 }
 
 # One engine call: the simulations base + 1 .. of the whole batch (job$total)
@@ -377,7 +408,9 @@ lassie_workers <- function(job, rt, it, M, N, devices, BPPARAM) {
   })
   parts <- BiocParallel::bplapply(shares, lassie_worker, job = job, BPPARAM = BPPARAM)
   for (p in parts) if (inherits(p, "condition")) stop(p)
-  list(unlist(lapply(parts, `[[`, 1L), recursive = FALSE), do.call(cbind, lapply(parts, `[[`, 2L)))
+  list(sims = unlist(lapply(parts, `[[`, "sims"), recursive = FALSE),
+       stats = do.call(cbind, lapply(parts, `[[`, "stats")),
+       status = unlist(lapply(parts, `[[`, "status")), messages = unlist(lapply(parts, `[[`, "messages")))
 }
 
 # A worker's share.  A function of the namespace, so that a worker gets the

@@ -13,6 +13,7 @@
 # tolerances (rtol 1e-6, atol 1e-12), same input, same machine.
 #
 # Usage: Rscript inst/bench/lassie.R [quick]
+# LASSIE_DENSE_N, LASSIE_DENSE_ONLY: the dense-output section (below).
 # Environment: LASSIE_SIZES (comma list), LASSIE_LSODA_MAX (largest size
 # given to lsoda/lsodes, default 4096), LASSIE_BATCH (Haugh2b parameter
 # sets, default 1000), LASSIE_CHEN_BATCH (Chen parameter sets, default 100),
@@ -63,6 +64,119 @@ synthetic <- function(n, seed) {
 }
 
 timed <- function(expr) { t0 <- proc.time()[["elapsed"]]; v <- force(expr); list(v = v, s = proc.time()[["elapsed"]] - t0) }
+
+# The diffrax peer (issue 17): JAX + diffrax in float64, vmap over the
+# parameter sets, Tsit5 and Kvaerno5 at our tolerances, on the same
+# workloads, when LASSIE_PYTHON (default python3) imports diffrax;
+# inst/bench/lassie_diffrax.py reads the model this script exports and
+# times each solver (first call: compile; then best of 2).  Skipped
+# otherwise.  LASSIE_DIFFRAX_CHUNK: sets per vmap call (default 4096; 0 all
+# at once), LASSIE_DIFFRAX_TIMEOUT: seconds per workload (default 600),
+# LASSIE_DIFFRAX_SOLVERS (default Tsit5,Kvaerno5).
+py <- Sys.getenv("LASSIE_PYTHON", "python3")
+py_script <- local({
+  f <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
+  cand <- c(if (length(f)) file.path(dirname(f[1]), "lassie_diffrax.py"),
+            system.file("bench", "lassie_diffrax.py", package = "sysbioGPU"))
+  cand <- cand[nzchar(cand) & file.exists(cand)]
+  if (length(cand)) cand[1] else ""
+})
+has_diffrax <- nzchar(py_script) && nzchar(Sys.which(py)) &&
+  identical(suppressWarnings(system2(py, c("-c", shQuote("import diffrax")), stdout = FALSE, stderr = FALSE)), 0L)
+peer_rows <- list()
+print_peers <- function() {
+  if (length(peer_rows)) {
+    ptab <- do.call(rbind, peer_rows)
+    cat(sprintf("\ndiffrax (%s, float64, vmap over the sets; rtol 1e-6, atol 1e-12) on the same workloads: diffrax_s the best of 2 calls after the compiling one; rel_first: first set, relative to ours (floor 1e-6 of the largest):\n", py))
+    print(format(ptab, digits = 3), row.names = FALSE)
+    o <- Sys.getenv("OUT")
+    if (nzchar(o)) utils::write.csv(ptab, file.path(o, "bench-lassie-diffrax.csv"), row.names = FALSE)
+  } else if (!has_diffrax) cat("\n(diffrax peer skipped: `", py, " -c 'import diffrax'` fails here)\n", sep = "")
+}
+# the model, the sets (rows of K) and the times as lassie_diffrax.py reads them
+export_model <- function(m, tt, K, dir) {
+  arr <- sysbioGPU:::lassie_arrays(m)
+  put <- function(x, name) writeLines(sprintf("%.17g", as.double(x)), file.path(dir, name))
+  put(c(length(m$species), length(m$reactions), nrow(K)), "dims")
+  for (nm in names(arr)) put(arr[[nm]], nm)
+  put(t(K), "rates")          # row by row
+  put(m$initial, "initial"); put(tt, "times")
+}
+# runs the peer on a workload; ours_s: our time on it, ours: our first set
+diffrax_peer <- function(label, m, tt, K, ours_s, ours_backend, ours) {
+  if (!has_diffrax) return(invisible())
+  d <- tempfile("lassie-diffrax"); dir.create(d); on.exit(unlink(d, recursive = TRUE))
+  export_model(m, tt, K, d)
+  csv <- file.path(d, "out.csv"); first <- file.path(d, "first.txt")
+  chunk <- env_num("LASSIE_DIFFRAX_CHUNK", 4096)
+  rc <- suppressWarnings(system2(py, c(shQuote(py_script), shQuote(d), shQuote(csv),
+                                       "--solvers", Sys.getenv("LASSIE_DIFFRAX_SOLVERS", "Tsit5,Kvaerno5"),
+                                       "--rtol", "1e-6", "--atol", "1e-12", "--chunk", chunk,
+                                       "--first-out", shQuote(first)),
+                                 timeout = env_num("LASSIE_DIFFRAX_TIMEOUT", 600)))
+  if (!file.exists(csv)) {
+    peer_rows[[length(peer_rows) + 1L]] <<- data.frame(workload = label, sets = nrow(K), samples = length(tt),
+      ours = ours_backend, ours_s = ours_s, solver = "diffrax", diffrax_s = NA, compile_s = NA,
+      diffrax_over_ours = NA, steps = NA, rel_first = NA,
+      status = if (identical(rc, 124L)) "timed out" else paste("exit", rc), stringsAsFactors = FALSE)
+    return(invisible())
+  }
+  r <- utils::read.csv(csv, colClasses = "character", na.strings = character())
+  rel <- NA
+  if (file.exists(first)) {
+    y <- as.matrix(utils::read.table(first))
+    N <- length(m$species)
+    x <- unclass(ours)[, 1 + seq_len(N), drop = FALSE]
+    if (identical(dim(y), dim(x))) rel <- max(abs(x - y) / pmax(abs(x), 1e-6 * max(abs(x))))
+  }
+  for (i in seq_len(nrow(r))) {
+    peer_rows[[length(peer_rows) + 1L]] <<- data.frame(workload = label, sets = nrow(K), samples = length(tt),
+      ours = ours_backend, ours_s = ours_s, solver = r$solver[i], diffrax_s = suppressWarnings(as.numeric(r$run_s[i])),
+      compile_s = suppressWarnings(as.numeric(r$compile_s[i])),
+      diffrax_over_ours = suppressWarnings(as.numeric(r$run_s[i])) / ours_s,
+      steps = suppressWarnings(as.numeric(r$steps[i])), rel_first = rel,
+      status = trimws(paste(r$status[i], r$message[i])), stringsAsFactors = FALSE)
+  }
+}
+
+# Dense output (issue 17): steps by accuracy and interpolated output times
+# against LASSIE's scheme (method = "rkf45": a step onto every output
+# time), on the synthetic network of LASSIE_DENSE_N species (default 8192;
+# 0 skips), 10 and 1,000 output times over t 0-50, one thread (and the GPU
+# when there is one): steps, best of 3 seconds, and the largest difference of
+# the 1,000 samples from an rkf45 run at rtol 1e-10, relative to
+# max(|x|, 1e-6 max_t |x|) per species.  LASSIE_DENSE_ONLY=1 stops after it.
+dense_n <- env_num("LASSIE_DENSE_N", 8192)
+if (dense_n > 0) {
+  m <- synthetic(dense_n, seed = dense_n)
+  t1000 <- seq(0, 50, length.out = 1000)
+  ref <- lassieSimulate(m, t1000, method = "rkf45", rtol = 1e-10, backend = "cpu", threads = 1, verbose = FALSE)
+  R <- unclass(ref)[, 1 + seq_len(dense_n)]
+  fl <- rep(1e-6 * apply(abs(R), 2, max), each = nrow(R))
+  drows <- list()
+  for (be in c("cpu", if (gpu) "gpu")) for (meth in c("auto", "rkf45")) for (ns in c(10, 1000)) {
+    tt <- seq(0, 50, length.out = ns)
+    best <- Inf
+    for (r in 1:3) {
+      tr <- timed(lassieSimulate(m, tt, method = meth, backend = be, threads = 1, verbose = FALSE))
+      best <- min(best, tr$s)
+    }
+    st <- attr(tr$v, "stats")
+    err <- if (ns == 1000) { X <- unclass(tr$v)[, 1 + seq_len(dense_n)]; max(abs(X - R) / pmax(abs(R), fl)) } else NA
+    drows[[length(drows) + 1L]] <- data.frame(backend = be, method = meth, samples = ns, steps = st[["steps"]],
+                                              rhs = st[["rhsEvaluations"]], seconds = best, rel_vs_tight = err)
+  }
+  dtab <- do.call(rbind, drows)
+  be <- if (gpu) "gpu" else "cpu"
+  sel <- dtab$backend == be & dtab$method == "auto" & dtab$samples == 1000
+  diffrax_peer(sprintf("synthetic %d, 1 set", dense_n), m, t1000, matrix(m$rates, 1), dtab$seconds[sel], be,
+               lassieSimulate(m, t1000, backend = be, threads = 1, verbose = FALSE))
+  cat(sprintf("\nDense output, synthetic %d species, t 0-50, rtol 1e-6, atol 1e-12 (best of 3; rel_vs_tight: 1,000 samples against rkf45 at rtol 1e-10):\n", dense_n))
+  print(format(dtab, digits = 3), row.names = FALSE)
+  out_dir <- Sys.getenv("OUT")
+  if (nzchar(out_dir)) utils::write.csv(dtab, file.path(out_dir, "bench-lassie-dense.csv"), row.names = FALSE)
+  if (Sys.getenv("LASSIE_DENSE_ONLY") == "1") { print_peers(); quit(save = "no") }
+}
 
 # deSolve's side: a mass-action right-hand side in C for its compiled-code
 # interface.  ipar = N, M, reactant pointers (M + 1), reactant species and
@@ -197,10 +311,14 @@ if (sbmlAvailable() && file.exists(sbml4096)) {
 
 # Batches: every set run by both sides, ours on `threads` threads, deSolve
 # on `threads` workers.
-batch <- function(label, m, tt, K, method) {
+batch <- function(label, m, tt, K, method, peer = FALSE) {
   cpu <- timed(lassieSimulate(m, tt, rates = K, method = method, backend = "cpu", threads = threads,
                               verbose = FALSE))
   g <- if (gpu) timed(lassieSimulate(m, tt, rates = K, method = method, backend = "gpu", verbose = FALSE)) else NULL
+  if (peer) {
+    if (gpu) diffrax_peer(label, m, tt, K, g$s, "gpu", g$v[[1]])
+    else diffrax_peer(label, m, tt, K, cpu$s, sprintf("cpu x%d", threads), cpu$v[[1]])
+  }
   ls <- lss <- NULL; agree <- NA
   if (has_desolve) {
     dm <- desolve_model(m)
@@ -224,7 +342,7 @@ if (sbmlAvailable() && n_chen > 0) {
 m <- readBioNetGen(system.file("extdata", "lassie", "Haugh2b.net", package = "sysbioGPU"))
 set.seed(7)
 K <- t(replicate(n_batch, m$rates * 2^runif(length(m$rates), -1, 1)))
-batch("Haugh2b", m, seq(0, 50, by = 1), K, "auto")
+batch("Haugh2b", m, seq(0, 50, by = 1), K, "auto", peer = TRUE)
 
 # BCR (stiff; 1,122 species, 24,388 reactions) over BioNetGen's time span
 bcr <- file.path(data_dir, "bionetgen", "bcr.net")
@@ -320,7 +438,11 @@ if (gpu && nzchar(dev_sets)) {
       }
       same <- if (is.null(ref)) { ref <- core(tr$v); NA } else identical(core(tr$v), ref)
       nd <- length(resolveBackend("gpu", device = d)$devices)
-      if (is.na(t1)) { t1 <- best; e1 <- engine; n1d <- nd }
+      if (is.na(t1)) {
+        t1 <- best; e1 <- engine; n1d <- nd
+        # (Haugh2b's peer ran with the batches above)
+        if (startsWith(w, "synthetic")) diffrax_peer(w, x$m, x$tt, x$K, best, paste("gpu", paste(d, collapse = ",")), tr$v[[1]])
+      }
       sp <- t1 / best
       drows[[length(drows) + 1L]] <- data.frame(workload = w, devices = paste(d, collapse = ","), gpus = nd,
                                                 seconds = best, speedup = sp, efficiency = sp / (nd / n1d),
@@ -336,3 +458,5 @@ if (gpu && nzchar(dev_sets)) {
   print(format(dtab, digits = 3), row.names = FALSE)
   if (nzchar(out)) utils::write.csv(dtab, file.path(out, "bench-lassie-devices.csv"), row.names = FALSE)
 }
+
+print_peers()

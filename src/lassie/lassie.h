@@ -26,7 +26,10 @@ typedef struct sbg_lassie_model {
   const double *h_val;  /* h_ptr[N]: net coefficient */
 } sbg_lassie_model;
 
-enum { SBG_LASSIE_AUTO = 0, SBG_LASSIE_RKF45 = 1, SBG_LASSIE_BDF = 2 };
+/* AUTO: DOPRI5, BDF on stiffness; RKF45: explicit only, stepping onto each
+ * output time (LASSIE's scheme); BDF: implicit only; DOPRI5: explicit only.
+ * All but RKF45 step by accuracy and interpolate the output times. */
+enum { SBG_LASSIE_AUTO = 0, SBG_LASSIE_RKF45 = 1, SBG_LASSIE_BDF = 2, SBG_LASSIE_DOPRI5 = 3 };
 
 /* Solver statistics, per simulation, in this order (lassieSimulate()
  * returns them as the "stats" attribute). */
@@ -63,9 +66,20 @@ typedef struct sbg_lassie_params {
   int sim_base, sim_total;
 } sbg_lassie_params;
 
+/* Per simulation: 0, or why it stopped (its rows from there on are NaN) */
+enum { SBG_LASSIE_FAIL_MAXSTEPS = 1, SBG_LASSIE_FAIL_HMIN = 2, SBG_LASSIE_FAIL_NEWTON = 3,
+       SBG_LASSIE_FAIL_TOO_LARGE = 4 };
+#define SBG_LASSIE_MSG 192
+
 typedef struct sbg_lassie_result {
   double *out;            /* n_sims blocks of n_times x N, column-major */
   double *stats;          /* SBG_LASSIE_N_STATS x n_sims */
+  /* A simulation that fails does not stop the others: its status
+   * (SBG_LASSIE_FAIL_*, 0 when it succeeded) and message (SBG_LASSIE_MSG
+   * characters per simulation) are here, and the run returns SBG_OK.
+   * Errors of the run (memory, device, interrupt) are its status. */
+  int *status;
+  char *messages;
 } sbg_lassie_result;
 
 sbg_status sbg_lassie_cpu(const sbg_lassie_model *m, const sbg_lassie_params *p,

@@ -91,8 +91,12 @@ SEXP ffi_lassie_simulate(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_r
 
   SEXP out = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)p.n_times * N * p.n_sims)); nprot++;
   SEXP stats = PROTECT(Rf_allocMatrix(REALSXP, SBG_LASSIE_N_STATS, p.n_sims)); nprot++;
-  sbg_lassie_result r = {REAL(out), REAL(stats)};
+  SEXP status = PROTECT(Rf_allocVector(INTSXP, p.n_sims)); nprot++;
+  char *msgs = (char *)R_alloc((size_t)p.n_sims, SBG_LASSIE_MSG);
+  sbg_lassie_result r = {REAL(out), REAL(stats), INTEGER(status), msgs};
   memset(r.stats, 0, sizeof(double) * SBG_LASSIE_N_STATS * p.n_sims);
+  memset(r.status, 0, sizeof(int) * p.n_sims);
+  memset(msgs, 0, (size_t)p.n_sims * SBG_LASSIE_MSG);
   sbg_ctx ctx;
   sbg_progress pr;
   SEXP dev1 = PROTECT(Rf_ScalarInteger(INTEGER(device)[0])); nprot++;
@@ -128,9 +132,18 @@ SEXP ffi_lassie_simulate(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_r
           for (R_xlen_t t = 0; t < nt; t++) y[t] += sp[(R_xlen_t)j * nt + t] * w[j];
     }
   }
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 2)); nprot++;
+  /* a simulation's own failure: its status (SBG_LASSIE_FAIL_*) and message */
+  SEXP messages = PROTECT(Rf_allocVector(STRSXP, p.n_sims)); nprot++;
+  for (int s = 0; s < p.n_sims; s++) {
+    msgs[(size_t)s * SBG_LASSIE_MSG + SBG_LASSIE_MSG - 1] = '\0';
+    SET_STRING_ELT(messages, s, Rf_mkChar(msgs + (size_t)s * SBG_LASSIE_MSG));
+  }
+  const char *nms[] = {"sims", "stats", "status", "messages", ""};
+  SEXP ans = PROTECT(Rf_mkNamed(VECSXP, nms)); nprot++;
   SET_VECTOR_ELT(ans, 0, sims);
   SET_VECTOR_ELT(ans, 1, stats);
+  SET_VECTOR_ELT(ans, 2, status);
+  SET_VECTOR_ELT(ans, 3, messages);
   UNPROTECT(nprot);
   return ans;
 }

@@ -1,5 +1,6 @@
 /* Pieces of lassieSimulate()'s solver shared by the CPU and GPU engines:
- * mass-action rates, the RKF45 (Fehlberg) step, the constants of the
+ * mass-action rates, the explicit steps per species (RKF45 and
+ * Dormand-Prince 5(4) with its continuous extension), the constants of the
  * stiffness switch and Newton iteration, and the failure messages. */
 #ifndef SBG_LASSIE_COMMON_H
 #define SBG_LASSIE_COMMON_H
@@ -38,8 +39,9 @@
 /* implicit steps: weights never below this many ulps of a residual's terms */
 #define LASSIE_ROUNDOFF 100.0
 
-enum { LASSIE_OK = 0, LASSIE_FAIL_MAXSTEPS, LASSIE_FAIL_HMIN, LASSIE_FAIL_NEWTON,
-       LASSIE_FAIL_DENSE, LASSIE_FAIL_ALLOC, LASSIE_FAIL_INTERRUPT };
+enum { LASSIE_OK = 0, LASSIE_FAIL_MAXSTEPS = SBG_LASSIE_FAIL_MAXSTEPS,
+       LASSIE_FAIL_HMIN = SBG_LASSIE_FAIL_HMIN, LASSIE_FAIL_NEWTON = SBG_LASSIE_FAIL_NEWTON,
+       LASSIE_FAIL_DENSE = SBG_LASSIE_FAIL_TOO_LARGE, LASSIE_FAIL_ALLOC, LASSIE_FAIL_INTERRUPT };
 
 static LASSIE_HD inline double lassie_ipow(double x, int a) {
   double r = x;
@@ -66,6 +68,32 @@ static inline int lassie_popcount16(unsigned v) {
   while (v) { c += v & 1u; v >>= 1; }
   return c;
 }
+
+/* Products and sums rounded one by one: on the device nvcc would contract
+ * a * b + c into one fused multiply-add, which the host code does not do,
+ * and both engines run the per-species formulas below so as to agree to
+ * the last bit. */
+#ifdef __CUDA_ARCH__
+#define LASSIE_MUL(a, b) __dmul_rn((a), (b))
+#define LASSIE_ADD(a, b) __dadd_rn((a), (b))
+#else
+#define LASSIE_MUL(a, b) ((a) * (b))
+#define LASSIE_ADD(a, b) ((a) + (b))
+#endif
+#define LM_ LASSIE_MUL
+#define LA_ LASSIE_ADD
+
+/* The explicit schemes.  RKF45: Fehlberg's pair, stepping onto each output
+ * time (method = "rkf45", LASSIE's).  DP5: Dormand and Prince's 5(4) pair
+ * (FSAL: its 7th stage is f at the new state), stepping by accuracy alone
+ * and filling the output times from its continuous extension. */
+enum { LASSIE_RKF45 = 0, LASSIE_DP5 = 1 };
+/* stages, new right-hand sides per step, and the stage whose input lies at
+ * the end of the step before the new state (the stiffness estimate
+ * compares f there with f at the new state) */
+#define LASSIE_MAX_STAGES 7
+static LASSIE_HD inline int lassie_stages(int scheme) { return scheme == LASSIE_DP5 ? 7 : 6; }
+static LASSIE_HD inline int lassie_stiff_stage(int scheme) { return scheme == LASSIE_DP5 ? 5 : 4; }
 
 /* Fehlberg's tableau.  The step propagates the 5th-order solution (local
  * extrapolation); the difference to the 4th-order one is the error. */
@@ -95,44 +123,111 @@ static inline int lassie_popcount16(unsigned v) {
 #define RKF_E5 (1.0 / 50.0)
 #define RKF_E6 (2.0 / 55.0)
 
-typedef void (*lassie_rhs_fn)(const sbg_lassie_model *, const double *,
-                              const double *, double *, double *);
+/* Dormand and Prince (1980), RK5(4)7M: nodes 0, 1/5, 3/10, 4/5, 8/9, 1, 1;
+ * row 7 of A is the 5th-order weights b (b2 = b7 = 0); E = b - b^, the
+ * weights of the error estimate. */
+#define DP_A21 (1.0 / 5.0)
+#define DP_A31 (3.0 / 40.0)
+#define DP_A32 (9.0 / 40.0)
+#define DP_A41 (44.0 / 45.0)
+#define DP_A42 (-56.0 / 15.0)
+#define DP_A43 (32.0 / 9.0)
+#define DP_A51 (19372.0 / 6561.0)
+#define DP_A52 (-25360.0 / 2187.0)
+#define DP_A53 (64448.0 / 6561.0)
+#define DP_A54 (-212.0 / 729.0)
+#define DP_A61 (9017.0 / 3168.0)
+#define DP_A62 (-355.0 / 33.0)
+#define DP_A63 (46732.0 / 5247.0)
+#define DP_A64 (49.0 / 176.0)
+#define DP_A65 (-5103.0 / 18656.0)
+#define DP_B1 (35.0 / 384.0)
+#define DP_B3 (500.0 / 1113.0)
+#define DP_B4 (125.0 / 192.0)
+#define DP_B5 (-2187.0 / 6784.0)
+#define DP_B6 (11.0 / 84.0)
+#define DP_E1 (71.0 / 57600.0)
+#define DP_E3 (-71.0 / 16695.0)
+#define DP_E4 (71.0 / 1920.0)
+#define DP_E5 (-17253.0 / 339200.0)
+#define DP_E6 (22.0 / 525.0)
+#define DP_E7 (-1.0 / 40.0)
+/* The continuous extension of order 4 (Hairer, Norsett and Wanner,
+ * Solving ODEs I, sec. II.6; Shampine 1986): with
+ *   r1 = y1 - y0, r2 = h k1 - r1, r3 = r1 - h k7 - r2,
+ *   r4 = h (D1 k1 + D3 k3 + D4 k4 + D5 k5 + D6 k6 + D7 k7),
+ * y(t0 + theta h) = y0 + theta (r1 + (1 - theta) (r2 + theta (r3 +
+ * (1 - theta) r4))).  tests/testthat/test-lassie-dense.R checks its order
+ * conditions. */
+#define DP_D1 (-12715105075.0 / 11282082432.0)
+#define DP_D3 (87487479700.0 / 32700410799.0)
+#define DP_D4 (-10690763975.0 / 1880347072.0)
+#define DP_D5 (701980252875.0 / 199316789632.0)
+#define DP_D6 (-1453857185.0 / 822651844.0)
+#define DP_D7 (69997945.0 / 29380423.0)
 
-/* One RKF45 step of size h from x into xn (K[0] = f(x) given, stage 5's
- * input left in ys5 for the stiffness estimate); returns the scaled error
- * max_j |err_j| / (atol + rtol max(|x_j|, |xn_j|)) (NaN/Inf when the stages
- * blew up). */
-static inline double lassie_rkf45_step(const sbg_lassie_model *m, const double *k,
-                                       const double *x, double h, double **K,
-                                       double *ys, double *ys5, double *xn, double *v,
-                                       double rtol, double atol, lassie_rhs_fn f) {
-  const int N = m->n_species;
-  /* K[0] = f(x) is already there */
-  for (int j = 0; j < N; j++) ys[j] = x[j] + h * RKF_A21 * K[0][j];
-  f(m, k, ys, v, K[1]);
-  for (int j = 0; j < N; j++) ys[j] = x[j] + h * (RKF_A31 * K[0][j] + RKF_A32 * K[1][j]);
-  f(m, k, ys, v, K[2]);
-  for (int j = 0; j < N; j++)
-    ys[j] = x[j] + h * (RKF_A41 * K[0][j] + RKF_A42 * K[1][j] + RKF_A43 * K[2][j]);
-  f(m, k, ys, v, K[3]);
-  for (int j = 0; j < N; j++)
-    ys5[j] = x[j] + h * (RKF_A51 * K[0][j] + RKF_A52 * K[1][j] + RKF_A53 * K[2][j] +
-                         RKF_A54 * K[3][j]);
-  f(m, k, ys5, v, K[4]);
-  for (int j = 0; j < N; j++)
-    ys[j] = x[j] + h * (RKF_A61 * K[0][j] + RKF_A62 * K[1][j] + RKF_A63 * K[2][j] +
-                        RKF_A64 * K[3][j] + RKF_A65 * K[4][j]);
-  f(m, k, ys, v, K[5]);
-  double err = 0;
-  for (int j = 0; j < N; j++) {
-    xn[j] = x[j] + h * (RKF_B1 * K[0][j] + RKF_B3 * K[2][j] + RKF_B4 * K[3][j] +
-                        RKF_B5 * K[4][j] + RKF_B6 * K[5][j]);
-    double e = h * (RKF_E1 * K[0][j] + RKF_E3 * K[2][j] + RKF_E4 * K[3][j] +
-                    RKF_E5 * K[4][j] + RKF_E6 * K[5][j]);
-    double r = fabs(e) / (atol + rtol * fmax(fabs(x[j]), fabs(xn[j])));
-    err = lassie_maxnan(err, r);
+/* Input of stage `stage` (1-based count of the stages before it) for one
+ * species: x + h sum_l a_{stage,l} k[l], summed left to right.  For DP5
+ * the input of stage 6 (0-based) is the new state. */
+static LASSIE_HD inline double lassie_stage_input(int scheme, int stage, double x, double h,
+                                                  const double *k) {
+  if (scheme == LASSIE_RKF45) {
+    switch (stage) {
+      case 1: return LA_(x, LM_(LM_(h, RKF_A21), k[0]));
+      case 2: return LA_(x, LM_(h, LA_(LM_(RKF_A31, k[0]), LM_(RKF_A32, k[1]))));
+      case 3: return LA_(x, LM_(h, LA_(LA_(LM_(RKF_A41, k[0]), LM_(RKF_A42, k[1])), LM_(RKF_A43, k[2]))));
+      case 4: return LA_(x, LM_(h, LA_(LA_(LA_(LM_(RKF_A51, k[0]), LM_(RKF_A52, k[1])), LM_(RKF_A53, k[2])),
+                                      LM_(RKF_A54, k[3]))));
+      default: return LA_(x, LM_(h, LA_(LA_(LA_(LA_(LM_(RKF_A61, k[0]), LM_(RKF_A62, k[1])), LM_(RKF_A63, k[2])),
+                                            LM_(RKF_A64, k[3])), LM_(RKF_A65, k[4]))));
+    }
   }
-  return err;
+  switch (stage) {
+    case 1: return LA_(x, LM_(LM_(h, DP_A21), k[0]));
+    case 2: return LA_(x, LM_(h, LA_(LM_(DP_A31, k[0]), LM_(DP_A32, k[1]))));
+    case 3: return LA_(x, LM_(h, LA_(LA_(LM_(DP_A41, k[0]), LM_(DP_A42, k[1])), LM_(DP_A43, k[2]))));
+    case 4: return LA_(x, LM_(h, LA_(LA_(LA_(LM_(DP_A51, k[0]), LM_(DP_A52, k[1])), LM_(DP_A53, k[2])),
+                                    LM_(DP_A54, k[3]))));
+    case 5: return LA_(x, LM_(h, LA_(LA_(LA_(LA_(LM_(DP_A61, k[0]), LM_(DP_A62, k[1])), LM_(DP_A63, k[2])),
+                                          LM_(DP_A64, k[3])), LM_(DP_A65, k[4]))));
+    default: return LA_(x, LM_(h, LA_(LA_(LA_(LA_(LM_(DP_B1, k[0]), LM_(DP_B3, k[2])), LM_(DP_B4, k[3])),
+                                           LM_(DP_B5, k[4])), LM_(DP_B6, k[5]))));
+  }
+}
+
+/* The end of a step for one species, all stages k[] evaluated: the new
+ * state (RKF45: its 5th-order solution; DP5: stage 6's input, passed in y)
+ * and the returned scaled error |err| / (atol + rtol max(|x|, |y|)). */
+static LASSIE_HD inline double lassie_step_end(int scheme, double x, double h, const double *k,
+                                               double rtol, double atol, double *y) {
+  double e;
+  if (scheme == LASSIE_RKF45) {
+    *y = LA_(x, LM_(h, LA_(LA_(LA_(LA_(LM_(RKF_B1, k[0]), LM_(RKF_B3, k[2])), LM_(RKF_B4, k[3])),
+                                LM_(RKF_B5, k[4])), LM_(RKF_B6, k[5]))));
+    e = LM_(h, LA_(LA_(LA_(LA_(LM_(RKF_E1, k[0]), LM_(RKF_E3, k[2])), LM_(RKF_E4, k[3])),
+                        LM_(RKF_E5, k[4])), LM_(RKF_E6, k[5])));
+  } else {
+    e = LM_(h, LA_(LA_(LA_(LA_(LA_(LM_(DP_E1, k[0]), LM_(DP_E3, k[2])), LM_(DP_E4, k[3])),
+                            LM_(DP_E5, k[4])), LM_(DP_E6, k[5])), LM_(DP_E7, k[6])));
+  }
+  return fabs(e) / LA_(atol, LM_(rtol, fmax(fabs(x), fabs(*y))));
+}
+
+/* DP5's continuous extension for one species over a step (x the state at
+ * its start, y at its end, k[] its stages): the coefficients r[0..3]
+ * (r1..r4 above), computed once per step, and the value at theta in (0, 1). */
+static LASSIE_HD inline void lassie_dp5_dense_coefs(double x, double y, double h, const double *k,
+                                                    double *r) {
+  r[0] = LA_(y, -x);
+  r[1] = LA_(LM_(h, k[0]), -r[0]);
+  r[2] = LA_(LA_(r[0], -LM_(h, k[6])), -r[1]);
+  r[3] = LM_(h, LA_(LA_(LA_(LA_(LA_(LM_(DP_D1, k[0]), LM_(DP_D3, k[2])), LM_(DP_D4, k[3])),
+                              LM_(DP_D5, k[4])), LM_(DP_D6, k[5])), LM_(DP_D7, k[6])));
+}
+
+static LASSIE_HD inline double lassie_dp5_dense(double theta, double x, const double *r) {
+  double th1 = LA_(1.0, -theta);
+  return LA_(x, LM_(theta, LA_(r[0], LM_(th1, LA_(r[1], LM_(theta, LA_(r[2], LM_(th1, r[3]))))))));
 }
 
 #ifdef __cplusplus
@@ -153,8 +248,8 @@ double sbg_lassie_initial_step(const sbg_lassie_model *m, const sbg_lassie_param
  * out and stats are the whole batch's. */
 sbg_status sbg_lassie_cpu_continue_many(const sbg_lassie_model *m, const sbg_lassie_params *p,
                                         int n, const int *sims, const double *x, double *out,
-                                        double *stats, const sbg_lassie_start *starts,
-                                        sbg_ctx *ctx);
+                                        double *stats, int *status, char *messages,
+                                        const sbg_lassie_start *starts, sbg_ctx *ctx);
 sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_params *p,
                                    int sim, const double *x, double *out, double *stats,
                                    const sbg_lassie_start *start, sbg_ctx *ctx);
@@ -162,28 +257,50 @@ sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_p
 }
 #endif
 
-/* The message of a failed simulation (sim of the batch p, 0-based),
+/* The message of a simulation that failed (what: LASSIE_FAIL_*) at t,
+ * into buf; `where` is appended (" in simulation 3" or ""). */
+static inline void lassie_fail_text(char *buf, size_t n, int what, double t, const char *where,
+                                    const sbg_lassie_params *p, int N) {
+  switch (what) {
+    case LASSIE_FAIL_MAXSTEPS:
+      snprintf(buf, n, "`maxSteps` (%.0f) exhausted at t = %.10g%s", p->max_steps, t, where); break;
+    case LASSIE_FAIL_HMIN:
+      snprintf(buf, n, "step size underflow at t = %.10g%s: the model may be too stiff for an explicit method or its solution blows up", t, where); break;
+    case LASSIE_FAIL_NEWTON:
+      snprintf(buf, n, "Newton iterations fail to converge at t = %.10g%s even with the smallest step", t, where); break;
+    case LASSIE_FAIL_DENSE:
+      snprintf(buf, n, "the model needs implicit steps at t = %.10g%s, and this version orders their sparse LU with a %d x %d bitset, above its limit of 16384 species", t, where, N, N); break;
+    case LASSIE_FAIL_ALLOC:
+      snprintf(buf, n, "out of memory for the %d x %d iteration matrix of the implicit steps", N, N); break;
+    default:
+      snprintf(buf, n, "interrupted");
+  }
+}
+
+/* The error of a failed simulation (sim of the batch p, 0-based),
  * numbered in the whole batch when p is an R worker's block of one. */
 static inline sbg_status lassie_fail(sbg_ctx *ctx, sbg_status st, int what, double t,
                                      int sim, const sbg_lassie_params *p, int N) {
-  char where[64] = "";
-  const double max_steps = p->max_steps;
+  char where[64] = "", msg[SBG_ERRBUF];
   int total = p->sim_total > p->n_sims ? p->sim_total : p->n_sims;
+  if (what == LASSIE_FAIL_INTERRUPT) return st;   /* the message is already in ctx */
   if (total > 1) snprintf(where, sizeof(where), " in simulation %d", sim + p->sim_base + 1);
-  switch (what) {
-    case LASSIE_FAIL_MAXSTEPS:
-      return sbg_fail(ctx, st, "`maxSteps` (%.0f) exhausted at t = %.10g%s", max_steps, t, where);
-    case LASSIE_FAIL_HMIN:
-      return sbg_fail(ctx, st, "step size underflow at t = %.10g%s: the model may be too stiff for method = \"rkf45\" or its solution blows up", t, where);
-    case LASSIE_FAIL_NEWTON:
-      return sbg_fail(ctx, st, "Newton iterations fail to converge at t = %.10g%s even with the smallest step", t, where);
-    case LASSIE_FAIL_DENSE:
-      return sbg_fail(ctx, st, "the model needs implicit steps at t = %.10g%s, and this version orders their sparse LU with a %d x %d bitset, above its limit of 16384 species", t, where, N, N);
-    case LASSIE_FAIL_ALLOC:
-      return sbg_fail(ctx, st, "out of memory for the %d x %d iteration matrix of the implicit steps", N, N);
-    default:
-      return st;   /* interrupted: the message is already in ctx */
-  }
+  lassie_fail_text(msg, sizeof(msg), what, t, where, p, N);
+  return sbg_fail(ctx, st, "%s", msg);
+}
+
+/* A simulation's own failure, kept with its result (the batch goes on):
+ * numeric failures and a model too large for implicit steps.  Returns 0
+ * for failures of the run (memory, interrupt), which stay errors. */
+static inline int lassie_fail_is_per_sim(int what) {
+  return what == LASSIE_FAIL_MAXSTEPS || what == LASSIE_FAIL_HMIN || what == LASSIE_FAIL_NEWTON ||
+         what == LASSIE_FAIL_DENSE;
+}
+
+static inline void lassie_record_fail(int *status, char *messages, int sim, int what, double t,
+                                      const sbg_lassie_params *p, int N) {
+  status[sim] = what;
+  lassie_fail_text(messages + (size_t)sim * SBG_LASSIE_MSG, SBG_LASSIE_MSG, what, t, "", p, N);
 }
 
 #endif /* SBG_LASSIE_COMMON_H */

@@ -1,9 +1,10 @@
-/* CPU engine of lassieSimulate(): RKF45 with the error test
- * |err_j| <= atol + rtol |x_j|, stiffness detection with hysteresis, and
+/* CPU engine of lassieSimulate(): explicit Dormand-Prince 5(4) steps (or
+ * LASSIE's RKF45) with the error test |err_j| <= atol + rtol |x_j|, stiffness detection with hysteresis, and
  * variable-step BDF (orders 1-5) with modified Newton on I - gamma J, J = H D
  * analytic and sparse, solved by a sparse LU (fill-reducing order and
- * symbolic pattern computed once; a dense LU with pivoting as fallback).  Simulations of
- * a batch run in parallel (OpenMP).  Reached through ffi_lassie_simulate(). */
+ * symbolic pattern computed once; a dense LU with pivoting as fallback).  Steps
+ * follow the accuracy and the output times are interpolated (DP5's continuous
+ * extension, the BDF history).  Simulations of a batch run in parallel (OpenMP).  Reached through ffi_lassie_simulate(). */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -73,7 +74,7 @@ static void rhs_abs(const sbg_lassie_model *m, const double *k, const double *x,
 /* Per-thread workspace; the dense matrix is allocated on the first implicit
  * step only, so non-stiff runs of large models never pay for it. */
 typedef struct ws {
-  double *x, *xn, *ks[6], *ys, *ys5, *v, *fa, *wt, *yprev, *fn, *ypred, *y, *g, *dv;
+  double *x, *xn, *ks[LASSIE_MAX_STAGES], *ys, *ys5, *v, *fa, *wt, *yprev, *fn, *ypred, *y, *g, *dv;
   double *P;
   int *piv, *nzbuf;
   int *pos;          /* species -> row of P (fill-reducing order) */
@@ -96,7 +97,7 @@ typedef struct ws {
 
 static void ws_free(ws *w) {
   if (!w) return;
-  free(w->x); free(w->xn); for (int i = 0; i < 6; i++) free(w->ks[i]);
+  free(w->x); free(w->xn); for (int i = 0; i < LASSIE_MAX_STAGES; i++) free(w->ks[i]);
   free(w->ys); free(w->ys5); free(w->v); free(w->fa); free(w->wt); free(w->yprev); free(w->fn); free(w->ypred);
   free(w->y); free(w->g); free(w->dv); free(w->P); free(w->piv); free(w->nzbuf); free(w->pos);
   for (int i = 0; i < LASSIE_BDF_HIST; i++) free(w->hist[i]);
@@ -111,7 +112,7 @@ static int ws_alloc(ws *w, int N, int M, int nnzA) {
   size_t n = (size_t)(N > 0 ? N : 1);
   int ok = 1;
 #define A(p, cnt) ok &= ((p) = malloc(sizeof(*(p)) * (cnt))) != NULL
-  A(w->x, n); A(w->xn, n); for (int i = 0; i < 6; i++) A(w->ks[i], n);
+  A(w->x, n); A(w->xn, n); for (int i = 0; i < LASSIE_MAX_STAGES; i++) A(w->ks[i], n);
   A(w->ys, n); A(w->ys5, n); A(w->fa, n); A(w->wt, n); A(w->v, (size_t)(M > 0 ? M : 1)); A(w->yprev, n); A(w->fn, n);
   A(w->ypred, n); A(w->y, n); A(w->g, n); A(w->dv, (size_t)(nnzA > 0 ? nnzA : 1));
   A(w->piv, n); A(w->nzbuf, n);
@@ -559,338 +560,527 @@ double sbg_lassie_initial_step(const sbg_lassie_model *m, const sbg_lassie_param
   return h;
 }
 
+/* Where one simulation stands: its time, step, next output row and
+ * counters, and the state of its explicit and implicit steps. */
+enum { MODE_EXPLICIT = 0, MODE_IMPLICIT = 1 };
+typedef struct sim_run {
+  const sbg_lassie_model *m;
+  const sbg_lassie_params *p;
+  const double *k;       /* its rate constants */
+  double *out;           /* its n_times x N block */
+  ws *w;
+  sim_out *so;
+  double tend, span;
+  double t, h, attempts;
+  int next, mode;
+  int scheme;            /* LASSIE_RKF45 or LASSIE_DP5 */
+  int dense;             /* 1: steps by accuracy, output times interpolated */
+  double st[SBG_LASSIE_N_STATS];
+  /* explicit steps */
+  int f0_valid;          /* w->ks[0] holds f(x) */
+  unsigned rej_hist;     /* last attempts, 1 = rejected */
+  int stiff_count, calm_rk;
+  double prev_h;         /* size of the last step if accepted explicitly, else 0 */
+  /* implicit steps */
+  int nh;                /* states in w->hist (0: restart) */
+  int need_jac, jac_fresh, factored, fn_valid;
+  double gamma_fact, rho;
+  int bdf_steps, calm, jac_steps, q, q_steps, err_fails;
+  double ht[LASSIE_BDF_HIST];  /* times of the history */
+} sim_run;
+
+static int sim_fail(sim_run *r, sbg_status st, int what) {
+  r->so->st = st; r->so->what = what; r->so->t = r->t;
+  return -1;
+}
+
+static void to_implicit(sim_run *r) {
+  r->mode = MODE_IMPLICIT;
+  r->st[SBG_LASSIE_ST_SWITCHES]++;
+  r->nh = 0; r->need_jac = 1; r->factored = 0; r->fn_valid = 0;
+  r->bdf_steps = 0; r->calm = 0; r->rej_hist = 0; r->stiff_count = 0; r->calm_rk = 0; r->prev_h = 0;
+}
+
+static void to_explicit(sim_run *r) {
+  r->mode = MODE_EXPLICIT;
+  r->st[SBG_LASSIE_ST_SWITCHES]++;
+  r->rej_hist = 0; r->calm = 0; r->nh = 0; r->stiff_count = 0; r->calm_rk = 0; r->prev_h = 0;
+  r->f0_valid = 0;
+}
+
+/* Output rows filled per chunk: the species loop runs outside the rows of
+ * a chunk, so that each species' values are written next to each other
+ * (the output is column-major, rows x species). */
+#define LASSIE_ROW_CHUNK 64
+
+/* Rows r0 .. r1 - 1, all strictly inside the explicit DP5 step from t0 of
+ * size hs (state x to xn, stages in w->ks): its continuous extension. */
+static void dense_explicit_rows(sim_run *r, int r0, int r1, double t0, double hs,
+                                const double *x, const double *xn) {
+  const int N = r->m->n_species, nt = r->p->n_times;
+  double *const *K = r->w->ks;
+  double theta[LASSIE_ROW_CHUNK];
+  for (int i = r0; i < r1; i++) theta[i - r0] = (r->p->times[i] - t0) / hs;
+  for (int j = 0; j < N; j++) {
+    double kv[LASSIE_MAX_STAGES], rc[4];
+    for (int l = 0; l < LASSIE_MAX_STAGES; l++) kv[l] = K[l][j];
+    lassie_dp5_dense_coefs(x[j], xn[j], hs, kv, rc);
+    double *o = r->out + (size_t)j * nt;
+    for (int i = r0; i < r1; i++) o[i] = lassie_dp5_dense(theta[i - r0], x[j], rc);
+  }
+}
+
+/* Rows r0 .. r1 - 1 inside an implicit step: the polynomial through the
+ * last npts states of the BDF history (the one whose derivative the
+ * step's formula matched). */
+static void dense_implicit_rows(sim_run *r, int r0, int r1, int npts) {
+  const int N = r->m->n_species, nt = r->p->n_times;
+  const double *ht = r->ht;
+  double L[LASSIE_ROW_CHUNK][LASSIE_BDF_HIST];
+  for (int i = r0; i < r1; i++) {
+    const double tout = r->p->times[i];
+    for (int a = 0; a < npts; a++) {
+      double l = 1;
+      for (int b = 0; b < npts; b++) if (b != a) l *= (tout - ht[b]) / (ht[a] - ht[b]);
+      L[i - r0][a] = l;
+    }
+  }
+  for (int j = 0; j < N; j++) {
+    double *o = r->out + (size_t)j * nt;
+    for (int i = r0; i < r1; i++) {
+      double s = 0;
+      for (int a = 0; a < npts; a++) s += L[i - r0][a] * r->w->hist[a][j];
+      o[i] = s;
+    }
+  }
+}
+
+/* After a step from t0 of size hs to tnew with new state xn: the output
+ * rows up to tnew.  Rows inside the step are interpolated (explicit steps:
+ * DP5's continuous extension from x and the stages in w->ks; implicit
+ * ones: the BDF history, npts states); a row at tnew is xn itself. */
+static void emit_rows(sim_run *r, double t0, double hs, double tnew, const double *x,
+                      const double *xn, int npts) {
+  const int N = r->m->n_species, nt = r->p->n_times;
+  const double *times = r->p->times;
+  while (r->next < nt && times[r->next] < tnew) {
+    int r0 = r->next, r1 = r0;
+    while (r1 < nt && r1 - r0 < LASSIE_ROW_CHUNK && times[r1] < tnew) r1++;
+    if (r->mode == MODE_IMPLICIT) dense_implicit_rows(r, r0, r1, npts);
+    else dense_explicit_rows(r, r0, r1, t0, hs, x, xn);
+    r->next = r1;
+  }
+  if (r->next < nt && times[r->next] == tnew) {
+    for (int j = 0; j < N; j++) r->out[(size_t)j * nt + r->next] = xn[j];
+    r->next++;
+  }
+}
+
+/* Stiffness seen by the last accepted explicit step, h rho(J) with rho
+ * estimated as |f(x) - f(stage)| / |x - stage| for the stage whose input
+ * lies at the end of the step (their difference lies along the fast
+ * modes), in the norm of the error test (as LSODA's switch: unweighted,
+ * the large slow species hide the fast modes of the small ones; Chen:
+ * h rho 0.002 where the step is stability-bound).  Returns 1 when the
+ * simulation should switch to implicit steps. */
+static int explicit_turns_stiff(sim_run *r) {
+  const int N = r->m->n_species, sk = lassie_stiff_stage(r->scheme);
+  const double *x = r->w->x, *k0 = r->w->ks[0], *ks = r->w->ks[sk], *ys = r->w->ys5;
+  double num = 0, den = 0;
+  for (int j = 0; j < N; j++) {
+    double sc = 1.0 / (r->p->atol + r->p->rtol * fabs(x[j]));
+    double dk = (k0[j] - ks[j]) * sc, dy = (x[j] - ys[j]) * sc;
+    num += dk * dk; den += dy * dy;
+  }
+  double hrho = den > 0 ? r->prev_h * sqrt(num / den) : 0.0;
+  if (hrho > LASSIE_STIFF_HRHO) { r->stiff_count++; r->calm_rk = 0; }
+  else if (++r->calm_rk >= LASSIE_NONSTIFF_RESET) r->stiff_count = 0;
+  return r->p->method == SBG_LASSIE_AUTO && r->stiff_count >= LASSIE_STIFF_COUNT;
+}
+
+/* The stages and error of one explicit step of size hs from w->x into
+ * w->xn (per species by lassie_common.h, as the GPU engine computes them);
+ * returns the scaled max-norm error (NaN/Inf when the stages blew up). */
+static double explicit_stages(sim_run *r, double hs) {
+  const sbg_lassie_model *m = r->m;
+  ws *w = r->w;
+  const int N = m->n_species, S = lassie_stages(r->scheme), sk = lassie_stiff_stage(r->scheme);
+  const double *x = w->x;
+  double *const *K = w->ks;
+  for (int s = 1; s < S; s++) {
+    /* stage sk's input is kept for the stiffness estimate; DP5's last
+     * stage's input is the new state */
+    double *dst = s == sk ? w->ys5 : (s == 6 ? w->xn : w->ys);
+    for (int j = 0; j < N; j++) {
+      double kv[LASSIE_MAX_STAGES];
+      for (int l = 0; l < s; l++) kv[l] = K[l][j];
+      dst[j] = lassie_stage_input(r->scheme, s, x[j], hs, kv);
+    }
+    sbg_lassie_rhs(m, r->k, dst, w->v, K[s]);
+  }
+  r->st[SBG_LASSIE_ST_RHS] += S - 1;
+  double err = 0;
+  for (int j = 0; j < N; j++) {
+    double kv[LASSIE_MAX_STAGES], y = w->xn[j];
+    for (int l = 0; l < S; l++) kv[l] = K[l][j];
+    err = lassie_maxnan(err, lassie_step_end(r->scheme, x[j], hs, kv, r->p->rtol, r->p->atol, &y));
+    w->xn[j] = y;
+  }
+  return err;
+}
+
+/* One explicit attempt of size hs (landing on the target when hits).
+ * Returns -1 on failure, 1 when the simulation turned stiff before the
+ * attempt (the caller takes an implicit step instead), else 0. */
+static int explicit_attempt(sim_run *r, double hs, int hits, double target, double hmin) {
+  ws *w = r->w;
+  if (!r->f0_valid) {
+    sbg_lassie_rhs(r->m, r->k, w->x, w->v, w->ks[0]);
+    r->st[SBG_LASSIE_ST_RHS]++;
+    r->f0_valid = 1;
+  }
+  if (r->prev_h > 0 && explicit_turns_stiff(r)) { to_implicit(r); return 1; }
+  double err = explicit_stages(r, hs);
+  /* RKF45 evaluates f(x) at every attempt (as the GPU engine); DP5's last
+   * stage is f at the new state (FSAL), and a rejection keeps f(x) */
+  r->f0_valid = r->scheme == LASSIE_DP5;
+  if (err <= 1.0) {
+    const double t0 = r->t, tnew = hits ? target : r->t + hs;
+    emit_rows(r, t0, hs, tnew, w->x, w->xn, 0);
+    double *tmp = w->x; w->x = w->xn; w->xn = tmp;
+    if (r->scheme == LASSIE_DP5) { tmp = w->ks[0]; w->ks[0] = w->ks[6]; w->ks[6] = tmp; }
+    r->t = tnew;
+    r->st[SBG_LASSIE_ST_STEPS]++;
+    r->rej_hist <<= 1;
+    r->prev_h = hs;
+    double fac = err > 0 ? 0.9 * sbg_pow(err, -0.2) : 5.0;
+    if (fac > 5.0) fac = 5.0;
+    double hn = hs * fac;
+    r->h = (hits && hn < r->h) ? r->h : hn;
+    return 0;
+  }
+  r->st[SBG_LASSIE_ST_REJECTED]++;
+  r->rej_hist = (r->rej_hist << 1) | 1u;
+  r->prev_h = 0;
+  double fac = isfinite(err) ? 0.9 * sbg_pow(err, -0.25) : 0.1;
+  if (fac < 0.1) fac = 0.1;
+  if (fac > 0.9) fac = 0.9;
+  r->h = hs * fac;
+  int repeated = lassie_popcount16(r->rej_hist) >= LASSIE_STIFF_REJECTIONS;
+  int collapsed = r->h < LASSIE_STIFF_COLLAPSE * r->span;
+  if (r->p->method == SBG_LASSIE_AUTO && (repeated || collapsed)) to_implicit(r);
+  else if (r->h < hmin) return sim_fail(r, SBG_ERR_NUMERIC, LASSIE_FAIL_HMIN);
+  return 0;
+}
+
+/* Once per workspace: the fill-reducing order, the LU's pattern and the
+ * BDF history.  Returns -1 on failure. */
+static int implicit_setup(sim_run *r) {
+  const sbg_lassie_model *m = r->m;
+  ws *w = r->w;
+  const int N = m->n_species;
+  if (N > LASSIE_DENSE_MAX) return sim_fail(r, SBG_ERR_INPUT, LASSIE_FAIL_DENSE);
+  int ok = 0;
+  w->pos = malloc(sizeof(int) * (size_t)N);
+  w->ipos = malloc(sizeof(int) * (size_t)N);
+  if (w->pos && w->ipos && min_degree_order(m, w->pos) == 0) {
+    for (int j = 0; j < N; j++) w->ipos[w->pos[j]] = j;
+    ok = lu_symbolic(m, w) == 0;
+  }
+  for (int i = 0; ok && i < LASSIE_BDF_HIST; i++) ok = (w->hist[i] = malloc(sizeof(double) * (size_t)N)) != NULL;
+  if (ok) ok = (w->cvec = malloc(sizeof(double) * (size_t)N)) != NULL;
+  if (!ok) {
+    free(w->pos); w->pos = NULL; free(w->ipos); w->ipos = NULL;
+    return sim_fail(r, SBG_ERR_ALLOC, LASSIE_FAIL_ALLOC);
+  }
+  return 0;
+}
+
+/* The BDF formula of order *qq (the order at hand, limited by the history)
+ * for the new point tnew: the predictor in w->ypred, the constant part c
+ * of y - c - gamma f(y) = 0 in w->cvec, *gamma and the constant errc of
+ * the error estimate errc |y - ypred|. */
+static void implicit_formula(sim_run *r, double hs, double tnew, int *qq_out, double *gamma_out,
+                             double *errc_out) {
+  const sbg_lassie_model *m = r->m;
+  ws *w = r->w;
+  const int N = m->n_species;
+  const double *x = w->x;
+  double *c = w->cvec;
+  int qq = r->q < r->nh - 1 ? r->q : r->nh - 1;
+  if (qq < 1) qq = 1;
+  double gamma, errc;
+  if (r->nh == 1) {
+    /* BDF1 with an explicit Euler predictor: error = (y - ypred) / 2 */
+    if (!r->fn_valid) { sbg_lassie_rhs(m, r->k, x, w->v, w->fn); r->st[SBG_LASSIE_ST_RHS]++; r->fn_valid = 1; }
+    gamma = hs; errc = 0.5;
+    for (int j = 0; j < N; j++) { w->ypred[j] = x[j] + hs * w->fn[j]; c[j] = x[j]; }
+  } else {
+    double tau[LASSIE_BDF_HIST + 1], dl[LASSIE_BDF_HIST + 1], L[LASSIE_BDF_HIST + 1];
+    tau[0] = tnew;
+    for (int j = 1; j <= qq + 1 && j <= r->nh; j++) tau[j] = r->ht[j - 1];
+    gamma = bdf_coefs(tau, qq, dl);
+    /* predictor: the polynomial through the qq + 1 last states */
+    double p1 = 1, p2 = 1;
+    for (int j = 1; j <= qq; j++) p1 *= tau[0] - tau[j];
+    for (int j = 1; j <= qq + 1; j++) {
+      double lj = 1;
+      for (int mm = 1; mm <= qq + 1; mm++) if (mm != j) lj *= (tau[0] - tau[mm]) / (tau[j] - tau[mm]);
+      L[j] = lj;
+      p2 *= tau[0] - tau[j];
+    }
+    /* y - ypred = y[tau0..tau_{qq+1}] p2, local error = gamma p1 times it */
+    errc = gamma * p1 / fabs(p2 - gamma * p1);
+    for (int j = 0; j < N; j++) {
+      double pr = 0, cc = 0;
+      for (int i = 1; i <= qq + 1; i++) pr += L[i] * w->hist[i - 1][j];
+      for (int i = 1; i <= qq; i++) cc += dl[i] * w->hist[i - 1][j];
+      w->ypred[j] = pr;
+      c[j] = -gamma * cc;
+    }
+  }
+  *qq_out = qq; *gamma_out = gamma; *errc_out = errc;
+}
+
+/* Modified Newton on G(y) = y - c - gamma f(y) from the predictor, into
+ * w->y, with the weights of the error test left in w->wt.  Returns 1 when
+ * it converged. */
+static int implicit_newton(sim_run *r, double gamma) {
+  const sbg_lassie_model *m = r->m;
+  ws *w = r->w;
+  const int N = m->n_species;
+  const double rtol = r->p->rtol, atol = r->p->atol, *x = w->x, *c = w->cvec;
+  double *y = w->y, *g = w->g;
+  memcpy(y, w->ypred, sizeof(double) * N);
+  double scale = 2.0 / (1.0 + gamma / r->gamma_fact), dn_prev = 0;
+  for (int it = 0; it < LASSIE_NEWTON_MAXIT; it++) {
+    rhs_abs(m, r->k, y, w->v, g, w->fa);
+    r->st[SBG_LASSIE_ST_RHS]++; r->st[SBG_LASSIE_ST_NEWTON]++;
+    for (int j = 0; j < N; j++) {
+      /* weights of the Newton and error tests: the tolerance, but never
+       * below the roundoff of the residual (atol = 1e-12 next to amounts
+       * of 1e6 would otherwise ask for the impossible) */
+      double floor = LASSIE_ROUNDOFF * DBL_EPSILON * (fabs(y[j]) + fabs(c[j]) + gamma * w->fa[j]);
+      double wj = atol + rtol * fabs(x[j]);
+      w->wt[j] = wj > floor ? wj : floor;
+      g[j] = -(y[j] - c[j] - gamma * g[j]);
+    }
+    for (int j = 0; j < N; j++) w->ys[w->pos[j]] = g[j];
+    iter_solve(w, N, w->ys);
+    for (int j = 0; j < N; j++) g[j] = w->ys[w->pos[j]];
+    /* root-mean-square norm: a max norm would ask species near zero to
+     * converge below the roundoff of the large ones */
+    double dn = 0;
+    for (int j = 0; j < N; j++) {
+      double d = scale * g[j];
+      y[j] += d;
+      double q = d / w->wt[j];
+      dn += q * q;
+    }
+    dn = sqrt(dn / N);
+    if (!isfinite(dn)) return 0;
+    if (dn <= LASSIE_NEWTON_TOL) return 1;
+    if (it > 0) {
+      double rate = dn / dn_prev;
+      if (rate > 2.0) return 0;
+      if (rate < 1.0 && dn * rate / (1 - rate) <= LASSIE_NEWTON_TOL) return 1;
+    }
+    dn_prev = dn;
+  }
+  return 0;
+}
+
+/* After an accepted implicit step of order q: the step factor of the order
+ * whose estimated error allows the largest next step (biased towards
+ * keeping the order, as CVODE), checked after q + 1 steps at an order. */
+static double implicit_order(sim_run *r, double fac) {
+  ws *w = r->w;
+  const int N = r->m->n_species, q = r->q;
+  if (!(r->q_steps > q && r->nh >= q + 2)) return fac;
+  double best = fac;   /* current order: 0.9 err^(-1/(q+1)) */
+  int qn = q;
+  if (q > 1) {
+    double e = bdf_err_order(w->hist, r->ht, q - 1, w->wt, N);
+    double f = e > 0 ? 1.0 / (1.3 * sbg_pow(e, 1.0 / q)) : 2.0;
+    if (f > best) { best = f; qn = q - 1; }
+  }
+  if (q < LASSIE_BDF_MAXORD && r->nh >= q + 3) {
+    double e = bdf_err_order(w->hist, r->ht, q + 1, w->wt, N);
+    double f = e > 0 ? 1.0 / (1.4 * sbg_pow(e, 1.0 / (q + 2))) : 2.0;
+    if (f > best) { best = f; qn = q + 1; }
+  }
+  if (qn != q) { r->q = qn; r->q_steps = 0; return best; }
+  return fac;
+}
+
+/* Accepts the implicit step to tnew (order qq, scaled error err, state in
+ * w->y): history, output rows, next step and order, and the way back to
+ * explicit steps. */
+static void implicit_accept(sim_run *r, double hs, int hits, double tnew, int qq, double err) {
+  ws *w = r->w;
+  const int N = r->m->n_species;
+  double *last = w->hist[LASSIE_BDF_HIST - 1];
+  for (int i = LASSIE_BDF_HIST - 1; i > 0; i--) { w->hist[i] = w->hist[i - 1]; r->ht[i] = r->ht[i - 1]; }
+  w->hist[0] = last; r->ht[0] = tnew;
+  memcpy(last, w->y, sizeof(double) * N);
+  if (r->nh < LASSIE_BDF_HIST) r->nh++;
+  emit_rows(r, r->t, hs, tnew, w->x, w->y, qq + 1 < r->nh ? qq + 1 : r->nh);
+  memcpy(w->x, w->y, sizeof(double) * N);
+  r->fn_valid = 0; r->jac_fresh = 0; r->err_fails = 0;
+  r->t = tnew;
+  r->st[SBG_LASSIE_ST_STEPS]++; r->st[SBG_LASSIE_ST_IMPLICIT]++;
+  r->q = qq; r->q_steps++;
+  double fac = implicit_order(r, err > 0 ? 0.9 * sbg_pow(err, -1.0 / (qq + 1)) : 2.0);
+  if (fac > 2.0) fac = 2.0;
+  if (fac < 0.2) fac = 0.2;
+  /* keep the step (and so gamma and the factorisation) unless it can
+   * grow by half: small changes cost a factorisation for nothing */
+  if (fac >= 1.0 && fac < 1.5) fac = 1.0;
+  double hn = hs * fac;
+  r->h = (hits && hn < r->h) ? r->h : hn;
+  if (++r->jac_steps >= LASSIE_JAC_REUSE) r->need_jac = 1;
+  /* hysteresis: leave the implicit mode only after a minimum stay and
+   * when explicit steps of this size have been stable for a while */
+  r->bdf_steps++;
+  if (r->p->method == SBG_LASSIE_AUTO) {
+    r->calm = (r->bdf_steps >= LASSIE_BDF_MIN_STAY && hn * r->rho < LASSIE_CALM_HRHO) ? r->calm + 1 : 0;
+    if (r->calm >= LASSIE_CALM_STEPS) to_explicit(r);
+  }
+}
+
+/* One attempt of a variable-coefficient BDF step, orders 1 to 5, of size
+ * hs.  Returns -1 on failure, else 0. */
+static int implicit_attempt(sim_run *r, double hs, int hits, double target, double hmin) {
+  ws *w = r->w;
+  const int N = r->m->n_species;
+  if (!w->lu_ptr && implicit_setup(r) != 0) return -1;
+  if (r->nh == 0) {   /* (re)start: order 1 from the current state alone */
+    memcpy(w->hist[0], w->x, sizeof(double) * N);
+    r->ht[0] = r->t; r->nh = 1; r->q = 1; r->q_steps = 0; r->err_fails = 0;
+  }
+  const double tnew = hits ? target : r->t + hs;
+  int qq;
+  double gamma, errc;
+  implicit_formula(r, hs, tnew, &qq, &gamma, &errc);
+  if (r->need_jac) {
+    sbg_lassie_dvdx(r->m, r->k, w->x, w->dv);
+    r->st[SBG_LASSIE_ST_JAC]++;
+    r->rho = gershgorin(r->m, w);
+    r->need_jac = 0; r->jac_fresh = 1; r->factored = 0; r->jac_steps = 0;
+  }
+  if (!r->factored || fabs(gamma / r->gamma_fact - 1) > 0.3) {
+    r->st[SBG_LASSIE_ST_FACTOR]++;
+    int fr = iter_factor(r->m, gamma, w);
+    if (fr == -2) return sim_fail(r, SBG_ERR_ALLOC, LASSIE_FAIL_ALLOC);
+    if (fr != 0) {
+      r->factored = 0;
+      r->st[SBG_LASSIE_ST_REJECTED]++;
+      r->h = 0.25 * hs;
+      return r->h < hmin ? sim_fail(r, SBG_ERR_NUMERIC, LASSIE_FAIL_HMIN) : 0;
+    }
+    r->factored = 1; r->gamma_fact = gamma;
+  }
+  if (!implicit_newton(r, gamma)) {
+    r->st[SBG_LASSIE_ST_REJECTED]++;
+    if (!r->jac_fresh) { r->need_jac = 1; return 0; }
+    r->h = 0.25 * hs; r->factored = 0;
+    return r->h < hmin ? sim_fail(r, SBG_ERR_NUMERIC, LASSIE_FAIL_NEWTON) : 0;
+  }
+  double err = 0;
+  const double *x = w->x, *y = w->y;
+  for (int j = 0; j < N; j++) {
+    double wj = r->p->atol + r->p->rtol * fmax(fabs(x[j]), fabs(y[j]));
+    if (wj < w->wt[j]) wj = w->wt[j];
+    w->wt[j] = wj;   /* kept for the order selection */
+    err = lassie_maxnan(err, errc * fabs(y[j] - w->ypred[j]) / wj);
+  }
+  if (!(err <= 1.0)) {
+    r->st[SBG_LASSIE_ST_REJECTED]++;
+    double fac = isfinite(err) ? 0.9 * sbg_pow(err, -1.0 / (qq + 1)) : 0.1;
+    if (fac < 0.1) fac = 0.1;
+    if (fac > 0.9) fac = 0.9;
+    /* repeated failures: a lower order */
+    if (++r->err_fails >= 2 && qq > 1) { r->q = qq - 1; r->q_steps = 0; }
+    r->h = hs * fac;
+    return r->h < hmin ? sim_fail(r, SBG_ERR_NUMERIC, LASSIE_FAIL_HMIN) : 0;
+  }
+  implicit_accept(r, hs, hits, tnew, qq, err);
+  return 0;
+}
+
 /* Runs one simulation; with `start` it continues one that another engine
- * (the GPU's explicit steps) brought to start->t, in implicit mode. */
+ * (the GPU's explicit steps) brought to start->t, in implicit mode.  Each
+ * attempt steps towards the target (the next output time with RKF45, else
+ * the end: the output times in between are interpolated), the last one
+ * landing on it exactly. */
 static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
                       const double *k, const double *x0, double *out, double *stats,
-                      ws *w, lassie_poll *lp, int poller, int sim, int n_sims, sim_out *so,
+                      ws *w, lassie_poll *lp, int poller, sim_out *so,
                       const sbg_lassie_start *start) {
   const int N = m->n_species, nt = p->n_times;
-  const double rtol = p->rtol, atol = p->atol;
-  double *x = w->x, *xn = w->xn, **K = w->ks;
-  double st[SBG_LASSIE_N_STATS] = {0};
-  double t = p->times[0];
-  const double tend = p->times[nt - 1], span = tend - t;
+  sim_run r;
+  memset(&r, 0, sizeof(r));
+  r.m = m; r.p = p; r.k = k; r.out = out; r.w = w; r.so = so;
+  r.tend = p->times[nt - 1]; r.span = r.tend - p->times[0];
+  r.t = p->times[0];
+  r.scheme = p->method == SBG_LASSIE_RKF45 ? LASSIE_RKF45 : LASSIE_DP5;
+  r.dense = p->method != SBG_LASSIE_RKF45;
+  r.mode = p->method == SBG_LASSIE_BDF ? MODE_IMPLICIT : MODE_EXPLICIT;
+  r.next = 1;
+  r.need_jac = 1; r.q = 1;
   so->st = SBG_OK; so->what = LASSIE_OK; so->cancelled = 0;
-
-  memcpy(x, x0, sizeof(double) * N);
-  int mode = p->method == SBG_LASSIE_BDF ? SBG_LASSIE_BDF : SBG_LASSIE_RKF45;
-  double h;
-  int next = 1;
-  double attempts = 0;
+  memcpy(w->x, x0, sizeof(double) * N);
   if (start) {
-    memcpy(st, stats, sizeof(st));
-    t = start->t; h = start->h; next = start->next; attempts = start->attempts;
-    mode = SBG_LASSIE_BDF;
+    memcpy(r.st, stats, sizeof(r.st));
+    r.t = start->t; r.h = start->h; r.next = start->next; r.attempts = start->attempts;
+    r.mode = MODE_IMPLICIT;
   } else {
-    for (int j = 0; j < N; j++) out[(size_t)j * nt] = x[j];
-    h = sbg_lassie_initial_step(m, p, k, x, K[0], w->v);
-    if (!(p->h_init > 0)) st[SBG_LASSIE_ST_RHS]++;
+    for (int j = 0; j < N; j++) out[(size_t)j * nt] = x0[j];
+    r.h = sbg_lassie_initial_step(m, p, k, x0, w->ks[0], w->v);
+    if (!(p->h_init > 0)) r.st[SBG_LASSIE_ST_RHS]++;
   }
-  unsigned rej_hist = 0;             /* last attempts of RKF, 1 = rejected */
-  int stiff_count = 0, calm_rk = 0;
-  double prev_h = 0;                 /* size of the last step if accepted by RKF45 */
-  /* BDF state */
-  int nh = 0;                        /* states in w->hist (0: restart) */
-  int need_jac = 1, jac_fresh = 0, factored = 0, fn_valid = 0;
-  double gamma_fact = 0, rho = 0;
-  int bdf_steps = 0, calm = 0, jac_steps = 0;
-  int q = 1, q_steps = 0, err_fails = 0;
-  double ht[LASSIE_BDF_HIST] = {0};  /* times of the history */
-
-  while (next < nt) {
-    double tout = p->times[next];
-    if (++attempts > p->max_steps) {
-      so->st = SBG_ERR_NUMERIC; so->what = LASSIE_FAIL_MAXSTEPS; so->t = t; break;
-    }
-    if (lp->stop || (poller && lassie_poll_due(lp, (t - p->times[0]) / span))) {
-      so->st = SBG_ERR_INTERRUPTED; so->what = LASSIE_FAIL_INTERRUPT; so->t = t; so->cancelled = 1;
+  while (r.next < nt) {
+    if (++r.attempts > p->max_steps) { sim_fail(&r, SBG_ERR_NUMERIC, LASSIE_FAIL_MAXSTEPS); break; }
+    if (lp->stop || (poller && lassie_poll_due(lp, (r.t - p->times[0]) / r.span))) {
+      sim_fail(&r, SBG_ERR_INTERRUPTED, LASSIE_FAIL_INTERRUPT);
+      so->cancelled = 1;
       break;
     }
-    double hmin = 64 * DBL_EPSILON * fmax(fabs(t), fabs(tend));
-    /* land exactly on the next output time; split a near miss in two so no
-     * sliver of a step is left */
-    double hs = h;
+    double hmin = 64 * DBL_EPSILON * fmax(fabs(r.t), fabs(r.tend));
+    /* land exactly on the target; split a near miss in two so no sliver
+     * of a step is left */
+    const double target = r.dense ? r.tend : p->times[r.next];
+    double hs = r.h;
     int hits = 0;
-    if (t + 1.05 * h >= tout) { hs = tout - t; hits = 1; }
-    else if (t + 2 * h > tout) hs = 0.5 * (tout - t);
-    if (mode == SBG_LASSIE_BDF && nh >= 2 && hs > 2 * (ht[0] - ht[1])) { hs = 2 * (ht[0] - ht[1]); hits = 0; }
-
-    if (mode == SBG_LASSIE_RKF45) {
-      sbg_lassie_rhs(m, k, x, w->v, K[0]);
-      st[SBG_LASSIE_ST_RHS]++;
-      if (prev_h > 0) {
-        double num = 0, den = 0;
-        for (int j = 0; j < N; j++) {
-          /* in the norm of the error test (as LSODA's switch): unweighted,
-           * the large slow species hide the fast modes of the small ones
-           * (Chen: h rho 0.002 where the step is stability-bound) */
-          double sc = 1.0 / (atol + rtol * fabs(x[j]));
-          double dk = (K[0][j] - K[4][j]) * sc, dy = (x[j] - w->ys5[j]) * sc;
-          num += dk * dk; den += dy * dy;
-        }
-        double hrho = den > 0 ? prev_h * sqrt(num / den) : 0.0;
-        if (hrho > LASSIE_STIFF_HRHO) { stiff_count++; calm_rk = 0; }
-        else if (++calm_rk >= LASSIE_NONSTIFF_RESET) stiff_count = 0;
-        if (p->method == SBG_LASSIE_AUTO && stiff_count >= LASSIE_STIFF_COUNT) {
-          mode = SBG_LASSIE_BDF;
-          st[SBG_LASSIE_ST_SWITCHES]++;
-          nh = 0; need_jac = 1; factored = 0; fn_valid = 0;
-          bdf_steps = 0; calm = 0; rej_hist = 0; stiff_count = 0; calm_rk = 0; prev_h = 0;
-        }
-      }
+    if (r.t + 1.05 * r.h >= target) { hs = target - r.t; hits = 1; }
+    else if (r.t + 2 * r.h > target) hs = 0.5 * (target - r.t);
+    if (r.mode == MODE_IMPLICIT && r.nh >= 2 && hs > 2 * (r.ht[0] - r.ht[1])) {
+      hs = 2 * (r.ht[0] - r.ht[1]); hits = 0;
     }
-    if (mode == SBG_LASSIE_RKF45) {
-      double err = lassie_rkf45_step(m, k, x, hs, K, w->ys, w->ys5, xn, w->v, rtol, atol, sbg_lassie_rhs);
-      st[SBG_LASSIE_ST_RHS] += 5;
-      if (err <= 1.0) {
-        t = hits ? tout : t + hs;
-        memcpy(x, xn, sizeof(double) * N);
-        st[SBG_LASSIE_ST_STEPS]++;
-        rej_hist <<= 1;
-        prev_h = hs;
-        double fac = err > 0 ? 0.9 * sbg_pow(err, -0.2) : 5.0;
-        if (fac > 5.0) fac = 5.0;
-        double hn = hs * fac;
-        h = (hits && hn < h) ? h : hn;
-        if (hits) { for (int j = 0; j < N; j++) out[(size_t)j * nt + next] = x[j]; next++; }
-      } else {
-        st[SBG_LASSIE_ST_REJECTED]++;
-        rej_hist = (rej_hist << 1) | 1u;
-        prev_h = 0;
-        double fac = isfinite(err) ? 0.9 * sbg_pow(err, -0.25) : 0.1;
-        if (fac < 0.1) fac = 0.1;
-        if (fac > 0.9) fac = 0.9;
-        h = hs * fac;
-        int repeated = lassie_popcount16(rej_hist) >= LASSIE_STIFF_REJECTIONS;
-        int collapsed = h < LASSIE_STIFF_COLLAPSE * span;
-        if (p->method == SBG_LASSIE_AUTO && (repeated || collapsed)) {
-          mode = SBG_LASSIE_BDF;
-          st[SBG_LASSIE_ST_SWITCHES]++;
-          nh = 0; need_jac = 1; factored = 0; fn_valid = 0;
-          bdf_steps = 0; calm = 0; rej_hist = 0; stiff_count = 0; calm_rk = 0;
-        } else if (h < hmin) {
-          so->st = SBG_ERR_NUMERIC; so->what = LASSIE_FAIL_HMIN; so->t = t; break;
-        }
-      }
-      continue;
-    }
-
-    /* ---- implicit step: variable-coefficient BDF, orders 1 to 5 ---- */
-    if (!w->lu_ptr) {
-      /* once per workspace: fill-reducing order and the LU's pattern */
-      if (N > LASSIE_DENSE_MAX) {
-        so->st = SBG_ERR_INPUT; so->what = LASSIE_FAIL_DENSE; so->t = t; break;
-      }
-      int ok = 0;
-      w->pos = malloc(sizeof(int) * (size_t)N);
-      w->ipos = malloc(sizeof(int) * (size_t)N);
-      if (w->pos && w->ipos && min_degree_order(m, w->pos) == 0) {
-        for (int j = 0; j < N; j++) w->ipos[w->pos[j]] = j;
-        ok = lu_symbolic(m, w) == 0;
-      }
-      for (int i = 0; ok && i < LASSIE_BDF_HIST; i++) ok = (w->hist[i] = malloc(sizeof(double) * (size_t)N)) != NULL;
-      if (ok) ok = (w->cvec = malloc(sizeof(double) * (size_t)N)) != NULL;
-      if (!ok) {
-        free(w->pos); w->pos = NULL; free(w->ipos); w->ipos = NULL;
-        so->st = SBG_ERR_ALLOC; so->what = LASSIE_FAIL_ALLOC; so->t = t; break;
-      }
-    }
-    if (nh == 0) {   /* (re)start: order 1 from the current state alone */
-      memcpy(w->hist[0], x, sizeof(double) * N);
-      ht[0] = t; nh = 1; q = 1; q_steps = 0; err_fails = 0;
-    }
-    const double tnew = hits ? tout : t + hs;
-    /* the order usable with the history at hand */
-    int qq = q < nh - 1 ? q : nh - 1;
-    if (qq < 1) qq = 1;
-    double gamma, errc, *c = w->cvec;
-    if (nh == 1) {
-      /* BDF1 with an explicit Euler predictor: error = (y - ypred) / 2 */
-      if (!fn_valid) { sbg_lassie_rhs(m, k, x, w->v, w->fn); st[SBG_LASSIE_ST_RHS]++; fn_valid = 1; }
-      gamma = hs; errc = 0.5;
-      for (int j = 0; j < N; j++) { w->ypred[j] = x[j] + hs * w->fn[j]; c[j] = x[j]; }
-    } else {
-      double tau[LASSIE_BDF_HIST + 1], dl[LASSIE_BDF_HIST + 1], L[LASSIE_BDF_HIST + 1];
-      tau[0] = tnew;
-      for (int j = 1; j <= qq + 1 && j <= nh; j++) tau[j] = ht[j - 1];
-      gamma = bdf_coefs(tau, qq, dl);
-      /* predictor: the polynomial through the qq + 1 last states */
-      double p1 = 1, p2 = 1;
-      for (int j = 1; j <= qq; j++) p1 *= tau[0] - tau[j];
-      for (int j = 1; j <= qq + 1; j++) {
-        double lj = 1;
-        for (int mm = 1; mm <= qq + 1; mm++) if (mm != j) lj *= (tau[0] - tau[mm]) / (tau[j] - tau[mm]);
-        L[j] = lj;
-        p2 *= tau[0] - tau[j];
-      }
-      /* y - ypred = y[tau0..tau_{qq+1}] p2, local error = gamma p1 times it */
-      errc = gamma * p1 / fabs(p2 - gamma * p1);
-      for (int j = 0; j < N; j++) {
-        double pr = 0, cc = 0;
-        for (int i = 1; i <= qq + 1; i++) pr += L[i] * w->hist[i - 1][j];
-        for (int i = 1; i <= qq; i++) cc += dl[i] * w->hist[i - 1][j];
-        w->ypred[j] = pr;
-        c[j] = -gamma * cc;
-      }
-    }
-    if (need_jac) {
-      sbg_lassie_dvdx(m, k, x, w->dv);
-      st[SBG_LASSIE_ST_JAC]++;
-      rho = gershgorin(m, w);
-      need_jac = 0; jac_fresh = 1; factored = 0; jac_steps = 0;
-    }
-    if (!factored || fabs(gamma / gamma_fact - 1) > 0.3) {
-      st[SBG_LASSIE_ST_FACTOR]++;
-      int fr = iter_factor(m, gamma, w);
-      if (fr == -2) { so->st = SBG_ERR_ALLOC; so->what = LASSIE_FAIL_ALLOC; so->t = t; break; }
-      if (fr != 0) {
-        factored = 0;
-        st[SBG_LASSIE_ST_REJECTED]++;
-        h = 0.25 * hs;
-        if (h < hmin) { so->st = SBG_ERR_NUMERIC; so->what = LASSIE_FAIL_HMIN; so->t = t; break; }
-        continue;
-      }
-      factored = 1; gamma_fact = gamma;
-    }
-    /* modified Newton on G(y) = y - c - gamma f(y) */
-    double *y = w->y, *g = w->g;
-    memcpy(y, w->ypred, sizeof(double) * N);
-    double scale = 2.0 / (1.0 + gamma / gamma_fact), dn_prev = 0;
-    int conv = 0;
-    for (int it = 0; it < LASSIE_NEWTON_MAXIT; it++) {
-      rhs_abs(m, k, y, w->v, g, w->fa);
-      st[SBG_LASSIE_ST_RHS]++; st[SBG_LASSIE_ST_NEWTON]++;
-      for (int j = 0; j < N; j++) {
-        /* weights of the Newton and error tests: the tolerance, but never
-         * below the roundoff of the residual (atol = 1e-12 next to amounts
-         * of 1e6 would otherwise ask for the impossible) */
-        double floor = LASSIE_ROUNDOFF * DBL_EPSILON *
-                       (fabs(y[j]) + fabs(c[j]) + gamma * w->fa[j]);
-        double wj = atol + rtol * fabs(x[j]);
-        w->wt[j] = wj > floor ? wj : floor;
-        g[j] = -(y[j] - c[j] - gamma * g[j]);
-      }
-      for (int j = 0; j < N; j++) w->ys[w->pos[j]] = g[j];
-      iter_solve(w, N, w->ys);
-      for (int j = 0; j < N; j++) g[j] = w->ys[w->pos[j]];
-      /* root-mean-square norm: a max norm would ask species near zero to
-       * converge below the roundoff of the large ones */
-      double dn = 0;
-      for (int j = 0; j < N; j++) {
-        double d = scale * g[j];
-        y[j] += d;
-        double r = d / w->wt[j];
-        dn += r * r;
-      }
-      dn = sqrt(dn / N);
-      if (!isfinite(dn)) break;
-      if (dn <= LASSIE_NEWTON_TOL) { conv = 1; break; }
-      if (it > 0) {
-        double rate = dn / dn_prev;
-        if (rate > 2.0) break;
-        if (rate < 1.0 && dn * rate / (1 - rate) <= LASSIE_NEWTON_TOL) { conv = 1; break; }
-      }
-      dn_prev = dn;
-    }
-    if (!conv) {
-      st[SBG_LASSIE_ST_REJECTED]++;
-      if (!jac_fresh) { need_jac = 1; continue; }
-      h = 0.25 * hs; factored = 0;
-      if (h < hmin) { so->st = SBG_ERR_NUMERIC; so->what = LASSIE_FAIL_NEWTON; so->t = t; break; }
-      continue;
-    }
-    double err = 0;
-    for (int j = 0; j < N; j++) {
-      double wj = atol + rtol * fmax(fabs(x[j]), fabs(y[j]));
-      if (wj < w->wt[j]) wj = w->wt[j];
-      w->wt[j] = wj;   /* kept for the order selection */
-      err = lassie_maxnan(err, errc * fabs(y[j] - w->ypred[j]) / wj);
-    }
-    double expo = -1.0 / (qq + 1);
-    if (!(err <= 1.0)) {
-      st[SBG_LASSIE_ST_REJECTED]++;
-      double fac = isfinite(err) ? 0.9 * sbg_pow(err, expo) : 0.1;
-      if (fac < 0.1) fac = 0.1;
-      if (fac > 0.9) fac = 0.9;
-      /* repeated failures: a lower order */
-      if (++err_fails >= 2 && qq > 1) { q = qq - 1; q_steps = 0; }
-      h = hs * fac;
-      if (h < hmin) { so->st = SBG_ERR_NUMERIC; so->what = LASSIE_FAIL_HMIN; so->t = t; break; }
-      continue;
-    }
-    /* accept: the new state becomes hist[0] */
-    {
-      double *last = w->hist[LASSIE_BDF_HIST - 1];
-      for (int i = LASSIE_BDF_HIST - 1; i > 0; i--) { w->hist[i] = w->hist[i - 1]; ht[i] = ht[i - 1]; }
-      w->hist[0] = last; ht[0] = tnew;
-      memcpy(last, y, sizeof(double) * N);
-      if (nh < LASSIE_BDF_HIST) nh++;
-    }
-    memcpy(x, y, sizeof(double) * N);
-    fn_valid = 0; jac_fresh = 0; err_fails = 0;
-    t = tnew;
-    st[SBG_LASSIE_ST_STEPS]++; st[SBG_LASSIE_ST_IMPLICIT]++;
-    q = qq; q_steps++;
-    double fac = err > 0 ? 0.9 * sbg_pow(err, expo) : 2.0;
-    /* order selection, after q + 1 steps at this order: the order whose
-     * estimated error allows the largest next step (biased towards
-     * keeping the order, as CVODE) */
-    if (q_steps > q && nh >= q + 2) {
-      const double *tau = ht;
-      double best = fac;   /* current order: 0.9 err^(-1/(q+1)) */
-      int qn = q;
-      if (q > 1) {
-        double e = bdf_err_order(w->hist, tau, q - 1, w->wt, N);
-        double f = e > 0 ? 1.0 / (1.3 * sbg_pow(e, 1.0 / q)) : 2.0;
-        if (f > best) { best = f; qn = q - 1; }
-      }
-      if (q < LASSIE_BDF_MAXORD && nh >= q + 3) {
-        double e = bdf_err_order(w->hist, tau, q + 1, w->wt, N);
-        double f = e > 0 ? 1.0 / (1.4 * sbg_pow(e, 1.0 / (q + 2))) : 2.0;
-        if (f > best) { best = f; qn = q + 1; }
-      }
-      if (qn != q) { q = qn; q_steps = 0; fac = best; }
-    }
-    if (fac > 2.0) fac = 2.0;
-    if (fac < 0.2) fac = 0.2;
-    /* keep the step (and so gamma and the factorisation) unless it can
-     * grow by half: small changes cost a factorisation for nothing */
-    if (fac >= 1.0 && fac < 1.5) fac = 1.0;
-    double hn = hs * fac;
-    h = (hits && hn < h) ? h : hn;
-    if (hits) { for (int j = 0; j < N; j++) out[(size_t)j * nt + next] = x[j]; next++; }
-    if (++jac_steps >= LASSIE_JAC_REUSE) need_jac = 1;
-    /* hysteresis: leave the implicit mode only after a minimum stay and
-     * when explicit steps of this size have been stable for a while */
-    bdf_steps++;
-    if (p->method == SBG_LASSIE_AUTO) {
-      calm = (bdf_steps >= LASSIE_BDF_MIN_STAY && hn * rho < LASSIE_CALM_HRHO) ? calm + 1 : 0;
-      if (calm >= LASSIE_CALM_STEPS) {
-        mode = SBG_LASSIE_RKF45;
-        st[SBG_LASSIE_ST_SWITCHES]++;
-        rej_hist = 0; calm = 0; nh = 0; stiff_count = 0; calm_rk = 0; prev_h = 0;
-      }
-    }
+    /* an explicit attempt, or an implicit one (also when the explicit
+     * steps turned stiff before attempting) */
+    int rc = r.mode == MODE_EXPLICIT ? explicit_attempt(&r, hs, hits, target, hmin) : 1;
+    if (rc == 1) rc = implicit_attempt(&r, hs, hits, target, hmin);
+    if (rc < 0) break;
   }
   if (so->st != SBG_OK) {
     /* rows not reached are NA-like: fill with NaN so nothing stale leaks */
-    for (int r = next; r < nt; r++)
-      for (int j = 0; j < N; j++) out[(size_t)j * nt + r] = NAN;
+    for (int row = r.next; row < nt; row++)
+      for (int j = 0; j < N; j++) out[(size_t)j * nt + row] = NAN;
   }
-  (void)sim; (void)n_sims;
-  memcpy(stats, st, sizeof(st));
+  memcpy(stats, r.st, sizeof(r.st));
 }
-
 /* Simulations sims[0..n) of the batch (NULL: 0..n-1), each on one thread,
  * taken in order by whichever thread is free, so the numbers do not depend
  * on the threads; `x0` holds the starting states (one per simulation of the
- * batch when `x0_per_sim`, else one shared).  Thread 0 polls (lassie_poll);
- * a failed simulation stops the others, as the run's error names it. */
+ * batch when `x0_per_sim`, else one shared).  Thread 0 polls (lassie_poll).
+ * A simulation that fails numerically is recorded in status and messages
+ * (whole-batch arrays) and the others go on; a failure of the run (memory,
+ * interrupt) stops them all and is the returned status. */
 static sbg_status lassie_cpu_run(const sbg_lassie_model *m, const sbg_lassie_params *p,
                                  int n, const int *sims, const double *x0, int x0_per_sim,
-                                 double *out, double *stats, const sbg_lassie_start *starts,
-                                 sbg_ctx *ctx) {
+                                 double *out, double *stats, int *status, char *messages,
+                                 const sbg_lassie_start *starts, sbg_ctx *ctx) {
   const int N = m->n_species, M = m->n_reactions;
   const size_t blk = (size_t)p->n_times * N;
   int nth = ctx->n_threads < n ? ctx->n_threads : n;
@@ -915,9 +1105,9 @@ static sbg_status lassie_cpu_run(const sbg_lassie_model *m, const sbg_lassie_par
       const int s = sims ? sims[i] : i;
       integrate(m, p, p->rates + (p->rates_per_sim ? (size_t)s * M : 0),
                 x0 + (x0_per_sim ? (size_t)s * N : 0), out + (size_t)s * blk,
-                stats + (size_t)s * SBG_LASSIE_N_STATS, &w[tid], &lp, tid == 0, s, p->n_sims,
+                stats + (size_t)s * SBG_LASSIE_N_STATS, &w[tid], &lp, tid == 0,
                 &so[i], starts ? &starts[i] : NULL);
-      if (so[i].st != SBG_OK && !so[i].cancelled) lp.stop = 1;
+      if (so[i].st != SBG_OK && !so[i].cancelled && !lassie_fail_is_per_sim(so[i].what)) lp.stop = 1;
 #pragma omp atomic
       lp.finished++;
     }
@@ -936,7 +1126,12 @@ static sbg_status lassie_cpu_run(const sbg_lassie_model *m, const sbg_lassie_par
   }
   for (int i = 0; i < n; i++) {
     if (so[i].st == SBG_OK || so[i].cancelled) continue;
-    st = lassie_fail(ctx, so[i].st, so[i].what, so[i].t, sims ? sims[i] : i, p, N);
+    const int s = sims ? sims[i] : i;
+    if (lassie_fail_is_per_sim(so[i].what)) {
+      lassie_record_fail(status, messages, s, so[i].what, so[i].t, p, N);
+      continue;
+    }
+    st = lassie_fail(ctx, so[i].st, so[i].what, so[i].t, s, p, N);
     goto done;
   }
   st = lp.st;   /* interrupted (its message is in ctx), or SBG_OK */
@@ -950,7 +1145,7 @@ done:
 sbg_status sbg_lassie_cpu(const sbg_lassie_model *m, const sbg_lassie_params *p,
                           sbg_lassie_result *r, sbg_ctx *ctx) {
   return lassie_cpu_run(m, p, p->n_sims, NULL, p->initial, p->initial_per_sim, r->out, r->stats,
-                        NULL, ctx);
+                        r->status, r->messages, NULL, ctx);
 }
 
 sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_params *p,
@@ -962,7 +1157,7 @@ sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_p
     return sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory");
   const double *k = p->rates + (p->rates_per_sim ? (size_t)sim * m->n_reactions : 0);
   lassie_poll lp = {ctx, 0, SBG_OK, lassie_now() + LASSIE_POLL_EVERY, 0, 1};
-  integrate(m, p, k, x, out, stats, &w, &lp, 1, sim, p->n_sims, &so, start);
+  integrate(m, p, k, x, out, stats, &w, &lp, 1, &so, start);
   ws_free(&w);
   if (so.st == SBG_OK) return SBG_OK;
   if (so.cancelled) return lp.st;
@@ -971,7 +1166,7 @@ sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_p
 
 sbg_status sbg_lassie_cpu_continue_many(const sbg_lassie_model *m, const sbg_lassie_params *p,
                                         int n, const int *sims, const double *x, double *out,
-                                        double *stats, const sbg_lassie_start *starts,
-                                        sbg_ctx *ctx) {
-  return lassie_cpu_run(m, p, n, sims, x, 1, out, stats, starts, ctx);
+                                        double *stats, int *status, char *messages,
+                                        const sbg_lassie_start *starts, sbg_ctx *ctx) {
+  return lassie_cpu_run(m, p, n, sims, x, 1, out, stats, status, messages, starts, ctx);
 }

@@ -1,5 +1,6 @@
-/* GPU engine of lassieSimulate(): the RKF45 steps of a batch of simulations
- * run on the device (one thread per reaction and simulation for the rates,
+/* GPU engine of lassieSimulate(): the explicit steps (Dormand-Prince 5(4)
+ * with its continuous extension for the output times, or LASSIE's RKF45
+ * stepping onto them) of a batch of simulations run on the device (one thread per reaction and simulation for the rates,
  * one per species for H v, one block per simulation for the error test and
  * step control, mirroring lassie_cpu.c); a simulation that turns stiff is
  * handed to the CPU's implicit steps.  Several devices share a batch in
@@ -38,73 +39,78 @@ struct simstate {
   int stiff_count, calm_rk;
   int next, hits, active, flag;  /* flag: LASSIE_OK running/done, else why it stopped */
   int accepted;
+  int fsal;                      /* stage 0 (f(x)) is already in K: DP5 after a step */
+  int row0, row1;                /* output rows the accepted step fills */
+  double t0;                     /* start of the accepted step */
 };
 enum { FLAG_RUN = 0, FLAG_DONE = 1, FLAG_TO_CPU = 2, FLAG_MAXSTEPS = 3, FLAG_HMIN = 4 };
 
-/* Products and sums rounded one by one: nvcc would contract a*b + c into
- * one fused multiply-add, which the CPU engine does not do, and the
- * engines are to agree to the last bits wherever they can. */
+/* Products and sums rounded one by one (see lassie_common.h). */
 __device__ inline double M_(double a, double b) { return __dmul_rn(a, b); }
 __device__ inline double A_(double a, double b) { return __dadd_rn(a, b); }
 
-__device__ __host__ inline void next_step_size(simstate *s, const double *times) {
-  double tout = times[s->next];
+/* The step towards the target (the next output time with RKF45, else the
+ * end), as lassie_cpu.c's integrate() chooses it. */
+__device__ __host__ inline void next_step_size(simstate *s, const double *times, int nt, int dense) {
+  double target = dense ? times[nt - 1] : times[s->next];
   s->hs = s->h; s->hits = 0;
-  if (s->t + 1.05 * s->h >= tout) { s->hs = tout - s->t; s->hits = 1; }
-  else if (s->t + 2 * s->h > tout) s->hs = 0.5 * (tout - s->t);
+  if (s->t + 1.05 * s->h >= target) { s->hs = target - s->t; s->hits = 1; }
+  else if (s->t + 2 * s->h > target) s->hs = 0.5 * (target - s->t);
 }
 
-/* stage input ys = x + hs * sum_l a_{stage,l} K_l; stage 0 reads x itself */
-__global__ void k_stage(int S, int N, const double *x, const double *K, int stage,
+/* whether simulation q evaluates this stage (DP5 reuses f at its new state) */
+__device__ inline bool runs_stage(const simstate *q, int stage) {
+  return q->active && !(stage == 0 && q->fsal);
+}
+
+/* stage input ys = x + hs * sum_l a_{stage,l} K_l (stage >= 1), per species
+ * by lassie_common.h as on the CPU; the input of the stage kept for the
+ * stiffness estimate goes to the second buffer */
+__global__ void k_stage(int S, int N, int scheme, const double *x, const double *K, int stage,
                         double *ys, const simstate *ss) {
   size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= (size_t)S * N) return;
   int s = (int)(idx / N), j = (int)(idx % N);
   if (!ss[s].active) return;
-  double h = ss[s].hs;
   size_t SN = (size_t)S * N, o = (size_t)s * N + j;
-  const double *K0 = K, *K1 = K + SN, *K2 = K + 2 * SN, *K3 = K + 3 * SN, *K4 = K + 4 * SN;
-  double xv = x[o], y;
-  /* the CPU's order of operations (lassie_rkf45_step) */
-  switch (stage) {
-    case 1: y = A_(xv, M_(M_(h, RKF_A21), K0[o])); break;
-    case 2: y = A_(xv, M_(h, A_(M_(RKF_A31, K0[o]), M_(RKF_A32, K1[o])))); break;
-    case 3: y = A_(xv, M_(h, A_(A_(M_(RKF_A41, K0[o]), M_(RKF_A42, K1[o])), M_(RKF_A43, K2[o])))); break;
-    case 4: y = A_(xv, M_(h, A_(A_(A_(M_(RKF_A51, K0[o]), M_(RKF_A52, K1[o])), M_(RKF_A53, K2[o])),
-                                M_(RKF_A54, K3[o])))); break;
-    default: y = A_(xv, M_(h, A_(A_(A_(A_(M_(RKF_A61, K0[o]), M_(RKF_A62, K1[o])), M_(RKF_A63, K2[o])),
-                                     M_(RKF_A64, K3[o])), M_(RKF_A65, K4[o])))); break;
-  }
-  ys[(stage == 4 ? SN : 0) + o] = y;
+  double kv[LASSIE_MAX_STAGES];
+  /* unrolled, so that kv stays in registers */
+#pragma unroll
+  for (int l = 0; l < LASSIE_MAX_STAGES; l++) kv[l] = l < stage ? K[(size_t)l * SN + o] : 0.0;
+  ys[(stage == lassie_stiff_stage(scheme) ? SN : 0) + o] =
+      lassie_stage_input(scheme, stage, x[o], ss[s].hs, kv);
 }
 
 __global__ void k_rates(int S, dmodel m, const double *k, int k_per_sim, const double *y,
-                        double *v, const simstate *ss) {
+                        double *v, const simstate *ss, int stage) {
   size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= (size_t)S * m.M) return;
   int s = (int)(idx / m.M), i = (int)(idx % m.M);
-  if (!ss[s].active) return;
+  if (!runs_stage(&ss[s], stage)) return;
   v[idx] = lassie_rate(m.r_ptr, m.r_sp, m.r_ord, k + (k_per_sim ? (size_t)s * m.M : 0),
                        y + (size_t)s * m.N, i);
 }
 
 /* f = H v, summed in the order of the CPU engine */
-__global__ void k_spmv(int S, dmodel m, const double *v, double *f, const simstate *ss) {
+__global__ void k_spmv(int S, dmodel m, const double *v, double *f, const simstate *ss, int stage) {
   size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= (size_t)S * m.N) return;
   int s = (int)(idx / m.N), l = (int)(idx % m.N);
-  if (!ss[s].active) return;
+  if (!runs_stage(&ss[s], stage)) return;
   const double *vs = v + (size_t)s * m.M;
   double acc = 0;
   for (int q = m.h_ptr[l]; q < m.h_ptr[l + 1]; q++) acc = A_(acc, M_(m.h_val[q], vs[m.h_rx[q]]));
   f[idx] = acc;
 }
 
-/* One block per simulation: the 5th-order solution, the error test and the
- * step control of lassie_cpu.c's explicit branch. */
+/* One block per simulation: the new state, the error test and the step
+ * control of lassie_cpu.c's explicit_attempt(), and the output rows the
+ * accepted step reaches (DP5: its continuous extension inside the step;
+ * the state itself at its end).  xn: RKF45 writes the new state there;
+ * DP5 finds it there (its last stage's input). */
 __global__ void k_control(int S, int N, int nt, const double *times, double rtol, double atol,
-                          double max_steps, int method, double *x, const double *K,
-                          double *xn, double *out, simstate *ss) {
+                          double max_steps, int method, int scheme, int dense, double *x,
+                          double *K, double *xn, double *out, simstate *ss) {
   int s = blockIdx.x;
   if (s >= S || !ss[s].active) return;
   __shared__ double red[256];
@@ -112,18 +118,16 @@ __global__ void k_control(int S, int N, int nt, const double *times, double rtol
   if (threadIdx.x == 0) nanflag = 0;
   __syncthreads();
   simstate *st = &ss[s];
+  const int NS = lassie_stages(scheme);
   double h = st->hs;
   size_t SN = (size_t)S * N;
   double err = 0;
   for (int j = threadIdx.x; j < N; j += blockDim.x) {
     size_t o = (size_t)s * N + j;
-    double k0 = K[o], k2 = K[2 * SN + o], k3 = K[3 * SN + o], k4 = K[4 * SN + o], k5 = K[5 * SN + o];
-    double xv = x[o];
-    double y = A_(xv, M_(h, A_(A_(A_(A_(M_(RKF_B1, k0), M_(RKF_B3, k2)), M_(RKF_B4, k3)),
-                                   M_(RKF_B5, k4)), M_(RKF_B6, k5))));
-    double e = M_(h, A_(A_(A_(A_(M_(RKF_E1, k0), M_(RKF_E3, k2)), M_(RKF_E4, k3)),
-                           M_(RKF_E5, k4)), M_(RKF_E6, k5)));
-    double r = fabs(e) / A_(atol, M_(rtol, fmax(fabs(xv), fabs(y))));
+    double kv[LASSIE_MAX_STAGES];
+    for (int l = 0; l < NS; l++) kv[l] = K[(size_t)l * SN + o];
+    double y = xn[o];
+    double r = lassie_step_end(scheme, x[o], h, kv, rtol, atol, &y);
     if (!(r <= err)) { if (r != r) nanflag = 1; else err = r; }
     xn[o] = y;
   }
@@ -137,19 +141,24 @@ __global__ void k_control(int S, int N, int nt, const double *times, double rtol
     err = nanflag ? NAN : red[0];
     double tend = times[nt - 1], span = tend - times[0];
     double hmin = 64 * DBL_EPSILON * fmax(fabs(st->t), fabs(tend));
-    st->st[SBG_LASSIE_ST_RHS] += 6;
+    st->st[SBG_LASSIE_ST_RHS] += NS - 1 + (st->fsal ? 0 : 1);
+    st->fsal = scheme == LASSIE_DP5;
     st->accepted = 0;
     if (err <= 1.0) {
       st->accepted = 1;
-      double tout = times[st->next];
-      st->t = st->hits ? tout : st->t + h;
+      double target = dense ? tend : times[st->next];
+      st->t0 = st->t;
+      st->t = st->hits ? target : st->t + h;
+      /* rows before the new time are interpolated, a row at it is the state */
+      int r1 = st->next;
+      while (r1 < nt && times[r1] <= st->t) r1++;
+      st->row0 = st->next; st->row1 = r1; st->next = r1;
       st->st[SBG_LASSIE_ST_STEPS]++;
       st->rej <<= 1;
       double fac = err > 0 ? 0.9 * sbg_pow(err, -0.2) : 5.0;
       if (fac > 5.0) fac = 5.0;
       double hn = h * fac;
       st->h = (st->hits && hn < st->h) ? st->h : hn;
-      if (st->hits) st->next++;
       st->prev_h = h;
     } else {
       st->prev_h = 0;
@@ -174,25 +183,36 @@ __global__ void k_control(int S, int N, int nt, const double *times, double rtol
   }
   __syncthreads();
   if (st->accepted) {
-    int row = st->hits ? st->next - 1 : -1;
+    const int row0 = st->row0, row1 = st->row1;
+    const double t0 = st->t0, tnew = st->t;
+    double *os = out + (size_t)s * nt * N;
     for (int j = threadIdx.x; j < N; j += blockDim.x) {
       size_t o = (size_t)s * N + j;
-      x[o] = xn[o];
-      if (row >= 0) out[(size_t)s * nt * N + (size_t)j * nt + row] = xn[o];
+      double xv = x[o], y = xn[o];
+      if (scheme == LASSIE_DP5 && row0 < row1 && times[row0] < tnew) {   /* rows inside the step */
+        double kv[LASSIE_MAX_STAGES], rc[4];
+        for (int l = 0; l < LASSIE_MAX_STAGES; l++) kv[l] = K[(size_t)l * SN + o];
+        lassie_dp5_dense_coefs(xv, y, h, kv, rc);
+        for (int row = row0; row < row1 && times[row] < tnew; row++)
+          os[(size_t)j * nt + row] = lassie_dp5_dense((times[row] - t0) / h, xv, rc);
+      }
+      if (row1 > row0 && times[row1 - 1] == tnew) os[(size_t)j * nt + row1 - 1] = y;
+      x[o] = y;
+      if (scheme == LASSIE_DP5) K[o] = K[6 * SN + o];   /* FSAL: f at the new state */
     }
   }
   __syncthreads();
   if (threadIdx.x == 0 && st->active) {
     if (st->next >= nt) { st->flag = FLAG_DONE; st->active = 0; return; }
     if (++st->attempts > max_steps) { st->flag = FLAG_MAXSTEPS; st->active = 0; return; }
-    next_step_size(st, times);
+    next_step_size(st, times, nt, dense);
   }
 }
 
 /* Before a step: the stiffness estimate of the last accepted step,
- * h |f(x) - f(stage 5)| / |x - stage 5| in the error test's weighted norm,
- * and the switch of lassie_cpu.c. */
-__global__ void k_stiff(int S, int N, int method, double rtol, double atol, const double *x,
+ * h |f(x) - f(stage)| / |x - stage| for the stage at the end of the step,
+ * in the error test's weighted norm, and the switch of lassie_cpu.c. */
+__global__ void k_stiff(int S, int N, int method, int scheme, double rtol, double atol, const double *x,
                         const double *K, const double *ys5, simstate *ss) {
   int s = blockIdx.x;
   if (s >= S || !ss[s].active || !(ss[s].prev_h > 0)) return;
@@ -203,7 +223,7 @@ __global__ void k_stiff(int S, int N, int method, double rtol, double atol, cons
     size_t o = (size_t)s * N + j;
     /* weighted by the error test's scale, as on the CPU */
     double sc = 1.0 / A_(atol, M_(rtol, fabs(x[o])));
-    double dk = M_(K[o] - K[4 * SN + o], sc), dy = M_(x[o] - ys5[o], sc);
+    double dk = M_(K[o] - K[(size_t)lassie_stiff_stage(scheme) * SN + o], sc), dy = M_(x[o] - ys5[o], sc);
     num = A_(num, M_(dk, dk)); den = A_(den, M_(dy, dy));
   }
   rnum[threadIdx.x] = num; rden[threadIdx.x] = den;
@@ -219,7 +239,7 @@ __global__ void k_stiff(int S, int N, int method, double rtol, double atol, cons
     else if (++st->calm_rk >= LASSIE_NONSTIFF_RESET) st->stiff_count = 0;
     if (method == SBG_LASSIE_AUTO && st->stiff_count >= LASSIE_STIFF_COUNT) {
       st->st[SBG_LASSIE_ST_SWITCHES]++;
-      st->st[SBG_LASSIE_ST_RHS] += 1;   /* f(x) of this step */
+      st->st[SBG_LASSIE_ST_RHS] += st->fsal ? 0 : 1;   /* f(x) of this step, unless DP5's */
       st->flag = FLAG_TO_CPU; st->active = 0;
       st->attempts -= 1;                /* the CPU counts this attempt again */
     }
@@ -273,6 +293,9 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   dmodel dm;
   int active = 0;
   const int TB = 256;
+  const int scheme = p->method == SBG_LASSIE_RKF45 ? LASSIE_RKF45 : LASSIE_DP5;
+  const int dense = p->method != SBG_LASSIE_RKF45;
+  const int n_stages = lassie_stages(scheme);
 
   f = (double *)malloc(sizeof(double) * (size_t)N);
   v = (double *)malloc(sizeof(double) * (size_t)M);
@@ -293,7 +316,8 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     q->attempts = p->method == SBG_LASSIE_BDF ? 0 : 1;   /* the CPU counts its own */
     q->active = p->method != SBG_LASSIE_BDF;
     q->flag = q->active ? FLAG_RUN : FLAG_TO_CPU;
-    next_step_size(q, p->times);
+    q->fsal = 0;
+    next_step_size(q, p->times, nt, dense);
   }
   for (int s = 0; s < S; s++) active += hs[s].active;
   pt->active.store(active);
@@ -310,7 +334,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   SBG_TRY(sbg_device_alloc((void **)&d_k, sizeof(double) * nk, "the rate constants", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_x, sizeof(double) * SN, "the states", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_ys, sizeof(double) * SN * 2, "the stage states", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_K, sizeof(double) * SN * 6, "the RKF stages", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_K, sizeof(double) * SN * n_stages, "the explicit stages", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_v, sizeof(double) * SM, "the reaction rates", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_out, sizeof(double) * SN * nt, "the output", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_times, sizeof(double) * nt, "the times", ctx));
@@ -339,18 +363,19 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
    * of its own, looks whether the calling thread cancelled). */
   while (active > 0) {
     for (int rep = 0; rep < 64; rep++) {
-      for (int stage = 0; stage < 6; stage++) {
+      for (int stage = 0; stage < n_stages; stage++) {
         const double *y = d_x;
         if (stage > 0) {
-          k_stage<<<blocks(SN, TB), TB, 0, stream>>>(S, N, d_x, d_K, stage, d_ys, d_ss);
-          y = stage == 4 ? d_ys + SN : d_ys;
+          k_stage<<<blocks(SN, TB), TB, 0, stream>>>(S, N, scheme, d_x, d_K, stage, d_ys, d_ss);
+          y = stage == lassie_stiff_stage(scheme) ? d_ys + SN : d_ys;
         }
-        k_rates<<<blocks(SM, TB), TB, 0, stream>>>(S, dm, d_k, p->rates_per_sim, y, d_v, d_ss);
-        k_spmv<<<blocks(SN, TB), TB, 0, stream>>>(S, dm, d_v, d_K + (size_t)stage * SN, d_ss);
-        if (stage == 0) k_stiff<<<S, TB, 0, stream>>>(S, N, p->method, p->rtol, p->atol, d_x, d_K, d_ys + SN, d_ss);
+        k_rates<<<blocks(SM, TB), TB, 0, stream>>>(S, dm, d_k, p->rates_per_sim, y, d_v, d_ss, stage);
+        k_spmv<<<blocks(SN, TB), TB, 0, stream>>>(S, dm, d_v, d_K + (size_t)stage * SN, d_ss, stage);
+        if (stage == 0)
+          k_stiff<<<S, TB, 0, stream>>>(S, N, p->method, scheme, p->rtol, p->atol, d_x, d_K, d_ys + SN, d_ss);
       }
       k_control<<<S, TB, 0, stream>>>(S, N, nt, d_times, p->rtol, p->atol, p->max_steps,
-                                       p->method, d_x, d_K, d_ys, d_out, d_ss);
+                                       p->method, scheme, dense, d_x, d_K, d_ys, d_out, d_ss);
     }
     SBG_CUDA_CHECK(cudaGetLastError());
     SBG_CUDA_CHECK(cudaMemsetAsync(d_n, 0, sizeof(int), stream));
@@ -494,16 +519,21 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
     memcpy(r->stats + (size_t)s * SBG_LASSIE_N_STATS, q->st, sizeof(q->st));
     if (q->flag == FLAG_DONE) continue;
     if (q->flag == FLAG_MAXSTEPS || q->flag == FLAG_HMIN) {
-      st = lassie_fail(ctx, SBG_ERR_NUMERIC, q->flag == FLAG_MAXSTEPS ? LASSIE_FAIL_MAXSTEPS : LASSIE_FAIL_HMIN,
-                       q->t, s, p, N);
-      goto done;
+      /* its own failure: the batch goes on; rows not reached are NaN */
+      lassie_record_fail(r->status, r->messages, s, q->flag == FLAG_MAXSTEPS ? LASSIE_FAIL_MAXSTEPS : LASSIE_FAIL_HMIN,
+                         q->t, p, N);
+      double *o = r->out + (size_t)s * p->n_times * N;
+      for (int j = 0; j < N; j++)
+        for (int row = q->next; row < p->n_times; row++) o[(size_t)j * p->n_times + row] = NAN;
+      continue;
     }
     sbg_lassie_start *start = &cont_start[n_cont];
     start->t = q->t; start->h = q->h; start->attempts = q->attempts; start->next = q->next;
     cont_sims[n_cont++] = s;
   }
   if (n_cont > 0)
-    st = sbg_lassie_cpu_continue_many(m, p, n_cont, cont_sims, hx, r->out, r->stats, cont_start, ctx);
+    st = sbg_lassie_cpu_continue_many(m, p, n_cont, cont_sims, hx, r->out, r->stats, r->status,
+                                      r->messages, cont_start, ctx);
 
 done:
   free(hs); free(hx); free(cont_sims); free(cont_start);

@@ -110,7 +110,7 @@ test_that("the engine's glue refuses an edited model structure with a classed er
           as.double(rates), as.double(initial), as.double(times), 1e-6, 1e-12, 0L, 1e5, 0,
           FALSE, 1L, 0L, FALSE, c(0L, 1L), NULL)
   }
-  expect_length(run(arr), 2)
+  expect_named(run(arr), c("sims", "stats", "status", "messages"))
   bad <- arr; bad$r_ord[1] <- 1e9L
   expect_error(run(bad), "order is not a whole number", class = "sysbioGPU_error_input")
   bad <- arr; bad$r_sp[1] <- 7L

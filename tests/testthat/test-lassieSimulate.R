@@ -284,16 +284,20 @@ test_that("R workers share a batch: the results of one process", {
   s1 <- lassieSimulate(m, tt, backend = "cpu", verbose = FALSE, BPPARAM = BiocParallel::SerialParam())
   expect_s3_class(s1, "lassieSimulation")
   expect_identical(lassie_core(s1), lassie_core(sim(m, tt)))
-  # a failure is numbered in the whole batch, with its class
+  # a simulation that fails is reported with its status, numbered in the
+  # whole batch, and the others are those of one process
   rob <- robertson_model()
   Kr <- rbind(rob$rates * 1e-9, rob$rates * 1e-9, rob$rates * 1e-9, rob$rates)
-  expect_error(lassieSimulate(rob, c(0, 40), rates = Kr, maxSteps = 60, backend = "cpu", verbose = FALSE),
-               "exhausted at t = .* in simulation 4", class = "sysbioGPU_error_numeric")
+  runr <- function(...) lassieSimulate(rob, c(0, 40), rates = Kr, maxSteps = 60, backend = "cpu",
+                                       verbose = FALSE, ...)
+  expect_warning(ref <- runr(), "simulation 4: `maxSteps` \\(60\\) exhausted", class = "sysbioGPU_warning_lassie")
+  expect_equal(attr(ref, "status"), c(0L, 0L, 0L, 1L))
   # (the last worker's block is simulation 4 alone)
   bp4 <- if (.Platform$OS.type != "windows") BiocParallel::MulticoreParam(4) else BiocParallel::SerialParam()
-  expect_error(lassieSimulate(rob, c(0, 40), rates = Kr, maxSteps = 60, backend = "cpu", threads = 1,
-                              verbose = FALSE, BPPARAM = bp4),
-               "exhausted at t = .* in simulation 4", class = "sysbioGPU_error_numeric")
+  expect_warning(b4 <- runr(threads = 1, BPPARAM = bp4), "simulation 4: ", class = "sysbioGPU_warning_lassie")
+  expect_identical(lassie_core(b4), lassie_core(ref))
+  expect_identical(attr(b4, "status"), attr(ref, "status"))
+  expect_identical(attr(b4, "messages"), attr(ref, "messages"))
   expect_error(run(BPPARAM = 3), "BiocParallel back-end", class = "sysbioGPU_error_input")
   expect_error(run(BPPARAM = list()), "BiocParallel back-end", class = "sysbioGPU_error_input")
 })
@@ -435,11 +439,16 @@ test_that("several GPUs share a batch: the results of one, bit for bit", {
   expect_true(all(vapply(c1, function(o) attr(o, "stats")[["switches"]] > 0, TRUE)))
   expect_identical(lassie_core(gpu(chen, tc, c(0, 1), rates = Kc)), lassie_core(c1))
   expect_identical(lassie_core(gpu(chen, tc, "all", rates = Kc)), lassie_core(c1))
-  # a failure is the one of one device, numbered in the whole batch
+  # a failure is the one of one device, numbered in the whole batch, and
+  # the others run on
   rob <- robertson_model()
   Kr <- rbind(rob$rates * 1e-9, rob$rates * 1e-9, rob$rates * 1e-9, rob$rates)
-  expect_error(gpu(rob, c(0, 40), c(0, 1), rates = Kr, maxSteps = 60), "in simulation 4",
-               class = "sysbioGPU_error_numeric")
+  expect_warning(f1 <- gpu(rob, c(0, 40), 0, rates = Kr, maxSteps = 60), "simulation 4: ",
+                 class = "sysbioGPU_warning_lassie")
+  expect_warning(f2 <- gpu(rob, c(0, 40), c(0, 1), rates = Kr, maxSteps = 60), "simulation 4: ",
+                 class = "sysbioGPU_warning_lassie")
+  expect_identical(attr(f2, "status"), c(0L, 0L, 0L, 1L))
+  expect_identical(lassie_core(f2), lassie_core(f1))
 })
 
 test_that("GPU workers (SnowParam) give the results of one process", {
