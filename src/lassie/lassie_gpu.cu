@@ -20,6 +20,7 @@
 #include "cuda_check.cuh"
 #include "lassie.h"
 #include "lassie_common.h"
+#include "lassie_gpu.cuh"
 #include "portable_math.h"
 
 namespace {
@@ -29,17 +30,6 @@ struct dmodel {
   const int *r_ptr, *r_sp, *r_ord, *h_ptr, *h_rx;
   const double *h_val;
 };
-
-/* Per-simulation step control, on the device. */
-struct simstate {
-  double t, h, hs, attempts, prev_h;
-  double st[SBG_LASSIE_N_STATS];
-  unsigned rej;
-  int stiff_count, calm_rk;
-  int next, hits, active, flag;  /* flag: LASSIE_OK running/done, else why it stopped */
-  int accepted;
-};
-enum { FLAG_RUN = 0, FLAG_DONE = 1, FLAG_TO_CPU = 2, FLAG_MAXSTEPS = 3, FLAG_HMIN = 4 };
 
 /* Products and sums rounded one by one: nvcc would contract a*b + c into
  * one fused multiply-add, which the CPU engine does not do, and the
@@ -226,9 +216,13 @@ __global__ void k_stiff(int S, int N, int method, double rtol, double atol, cons
   }
 }
 
+/* n[0]: simulations in the explicit steps, n[1]: waiting for or in the
+ * device's implicit steps */
 __global__ void k_count_active(int S, const simstate *ss, int *n) {
   int s = blockIdx.x * blockDim.x + threadIdx.x;
-  if (s < S && ss[s].active) atomicAdd(n, 1);
+  if (s >= S) return;
+  if (ss[s].active) atomicAdd(n, 1);
+  else if (ss[s].flag == FLAG_TO_CPU || ss[s].flag == FLAG_BDF) atomicAdd(n + 1, 1);
 }
 
 inline unsigned blocks(size_t n, int b) { return (unsigned)((n + b - 1) / b); }
@@ -271,7 +265,11 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   simstate *d_ss = NULL;
   double *f = NULL, *v = NULL;
   dmodel dm;
-  int active = 0;
+  int active = 0, n_bdf = 0, counts[2];
+  /* the device's implicit steps, when the model has them (else the stiff
+   * simulations wait for the host's, FLAG_TO_CPU) */
+  lassie_gpu_bdf *bdf = NULL;
+  const int want_bdf = lassie_gpu_bdf_wanted(m);
   const int TB = 256;
 
   f = (double *)malloc(sizeof(double) * (size_t)N);
@@ -296,8 +294,9 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     next_step_size(q, p->times);
   }
   for (int s = 0; s < S; s++) active += hs[s].active;
-  pt->active.store(active);
-  if (active == 0) goto done;   /* nothing for the device */
+  if (want_bdf) for (int s = 0; s < S; s++) n_bdf += hs[s].flag == FLAG_TO_CPU;
+  pt->active.store(active + n_bdf);
+  if (active == 0 && n_bdf == 0) goto done;   /* nothing for the device */
 
   SBG_TRY(sbg_device_select(pt->device, ctx));
   SBG_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -315,7 +314,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   SBG_TRY(sbg_device_alloc((void **)&d_out, sizeof(double) * SN * nt, "the output", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_times, sizeof(double) * nt, "the times", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_ss, sizeof(simstate) * S, "the step control", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_n, sizeof(int), "a counter", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_n, sizeof(int) * 2, "a counter", ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(d_rptr, m->r_ptr, sizeof(int) * (M + 1), cudaMemcpyHostToDevice, stream));
   if (nnzA) {
     SBG_CUDA_CHECK(cudaMemcpyAsync(d_rsp, m->r_sp, sizeof(int) * nnzA, cudaMemcpyHostToDevice, stream));
@@ -333,12 +332,17 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   SBG_CUDA_CHECK(cudaMemsetAsync(d_out, 0, sizeof(double) * SN * nt, stream));
   dm.N = N; dm.M = M; dm.r_ptr = d_rptr; dm.r_sp = d_rsp; dm.r_ord = d_rord;
   dm.h_ptr = d_hptr; dm.h_rx = d_hrx; dm.h_val = d_hval;
+  if (want_bdf) {
+    sbg_lassie_model dmod = {N, M, d_rptr, d_rsp, d_rord, d_hptr, d_hrx, d_hval};
+    SBG_TRY(lassie_gpu_bdf_setup(m, &dmod, S, stream, &bdf, ctx));
+  }
+  if (!bdf) n_bdf = 0;
 
   /* Steps are queued without waiting; every 64 steps the host counts the
    * simulations still running and polls for an interrupt (or, on a thread
    * of its own, looks whether the calling thread cancelled). */
-  while (active > 0) {
-    for (int rep = 0; rep < 64; rep++) {
+  while (active > 0 || n_bdf > 0) {
+    for (int rep = 0; rep < (active > 0 ? 64 : 0); rep++) {
       for (int stage = 0; stage < 6; stage++) {
         const double *y = d_x;
         if (stage > 0) {
@@ -353,11 +357,14 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
                                        p->method, d_x, d_K, d_ys, d_out, d_ss);
     }
     SBG_CUDA_CHECK(cudaGetLastError());
-    SBG_CUDA_CHECK(cudaMemsetAsync(d_n, 0, sizeof(int), stream));
+    if (bdf) SBG_TRY(lassie_gpu_bdf_launch(bdf, p, d_k, d_times, d_x, d_out, d_ss, stream, ctx));
+    SBG_CUDA_CHECK(cudaMemsetAsync(d_n, 0, sizeof(int) * 2, stream));
     k_count_active<<<blocks(S, TB), TB, 0, stream>>>(S, d_ss, d_n);
-    SBG_CUDA_CHECK(cudaMemcpyAsync(&active, d_n, sizeof(int), cudaMemcpyDeviceToHost, stream));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(counts, d_n, sizeof(int) * 2, cudaMemcpyDeviceToHost, stream));
     SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-    pt->active.store(active);
+    active = counts[0];
+    n_bdf = bdf ? counts[1] : 0;
+    pt->active.store(active + n_bdf);
     if (poll) SBG_TRY(sbg_poll(ctx, (double)(S - active) / S));
     else if (cancel->load()) { st = SBG_ERR_INTERRUPTED; goto done; }
   }
@@ -377,6 +384,7 @@ done:
   cudaFree(d_rptr); cudaFree(d_rsp); cudaFree(d_rord); cudaFree(d_hptr); cudaFree(d_hrx);
   cudaFree(d_hval); cudaFree(d_k); cudaFree(d_x); cudaFree(d_ys); cudaFree(d_K); cudaFree(d_v);
   cudaFree(d_out); cudaFree(d_times); cudaFree(d_ss); cudaFree(d_n);
+  lassie_gpu_bdf_free(bdf);
   if (stream) cudaStreamDestroy(stream);
   free(f); free(v);
   return st;
@@ -493,9 +501,9 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
     simstate *q = &hs[s];
     memcpy(r->stats + (size_t)s * SBG_LASSIE_N_STATS, q->st, sizeof(q->st));
     if (q->flag == FLAG_DONE) continue;
-    if (q->flag == FLAG_MAXSTEPS || q->flag == FLAG_HMIN) {
-      st = lassie_fail(ctx, SBG_ERR_NUMERIC, q->flag == FLAG_MAXSTEPS ? LASSIE_FAIL_MAXSTEPS : LASSIE_FAIL_HMIN,
-                       q->t, s, p, N);
+    if (q->flag == FLAG_MAXSTEPS || q->flag == FLAG_HMIN || q->flag == FLAG_NEWTON) {
+      st = lassie_fail(ctx, SBG_ERR_NUMERIC, q->flag == FLAG_MAXSTEPS ? LASSIE_FAIL_MAXSTEPS :
+                       q->flag == FLAG_HMIN ? LASSIE_FAIL_HMIN : LASSIE_FAIL_NEWTON, q->t, s, p, N);
       goto done;
     }
     sbg_lassie_start *start = &cont_start[n_cont];
