@@ -26,8 +26,9 @@ best <- function(f) {
   list(v = v, s = s)
 }
 with_env <- function(var, val, f) {
-  old <- Sys.getenv(var, unset = NA); Sys.setenv(structure(val, names = var))
-  on.exit(if (is.na(old)) Sys.unsetenv(var) else Sys.setenv(structure(old, names = var)))
+  old <- Sys.getenv(var, unset = NA)
+  do.call(Sys.setenv, stats::setNames(list(val), var))
+  on.exit(if (is.na(old)) Sys.unsetenv(var) else do.call(Sys.setenv, stats::setNames(list(old), var)))
   f()
 }
 core <- function(b) lapply(b, function(o) list(unclass(o)[, ], attr(o, "stats")))

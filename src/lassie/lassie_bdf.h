@@ -69,6 +69,11 @@ static LASSIE_HD inline double lassie_team_max(const lassie_team *tm, double v) 
  * diag[i], then U's columns). */
 typedef struct lassie_lu {
   const int *pos, *ipos, *ptr, *col, *diag;
+  /* level schedule of the substitutions (sbg_lassie_lu_levels): lev holds
+   * the forward rows by level, then the backward rows by level, then the
+   * level offsets into them (n_fwd + 1, then n_bwd + 1) */
+  const int *lev;
+  int n_fwd, n_bwd;
 } lassie_lu;
 
 #ifdef __cplusplus
@@ -79,6 +84,13 @@ extern "C" {
  * factors' entries.  Returns 0, or -1 without memory. */
 int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **ptr,
                           int **col, int **diag, size_t *nnz);
+/* Level schedule of the substitutions with the factors (ptr, col, diag) of
+ * N rows: rows of one level depend only on rows of earlier levels, so a
+ * team can share a level's rows, each row's sum still in its own order.
+ * *lev malloc'ed (2 N + n_fwd + n_bwd + 2 ints, layout in lassie_lu).
+ * Returns 0, or -1 without memory. */
+int sbg_lassie_lu_levels(int N, const int *ptr, const int *col, const int *diag, int **lev,
+                         int *n_fwd, int *n_bwd);
 #ifdef __cplusplus
 }
 #endif
@@ -210,6 +222,33 @@ static LASSIE_HD inline void lassie_lu_substitute(int n, const int *ptr, const i
     double s = b[k];
     for (int q = diag[k] + 1; q < ptr[k + 1]; q++) s -= val[q] * b[col[q]];
     b[k] = s / val[diag[k]];
+  }
+}
+
+/* Solves L U z = b in place (the factors of lassie_lu_factor) by the level
+ * schedule of lu: the team shares each level's rows; every row sums its
+ * terms in the order of lassie_lu_substitute(), so the bits are its. */
+static LASSIE_HD inline void lassie_lu_solve_levels(const lassie_team *tm, const lassie_lu *lu,
+                                                    int N, const double *val, double *b) {
+  const int *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
+  const int *fr = lu->lev, *br = lu->lev + N, *fp = lu->lev + 2 * N, *bp = fp + lu->n_fwd + 1;
+  for (int lv = 0; lv < lu->n_fwd; lv++) {
+    for (int r = fp[lv] + tm->lane; r < fp[lv + 1]; r += tm->size) {
+      int i = fr[r];
+      double s = b[i];
+      for (int q = ptr[i]; q < diag[i]; q++) s -= val[q] * b[col[q]];
+      b[i] = s;
+    }
+    lassie_team_sync(tm);
+  }
+  for (int lv = 0; lv < lu->n_bwd; lv++) {
+    for (int r = bp[lv] + tm->lane; r < bp[lv + 1]; r += tm->size) {
+      int k = br[r];
+      double s = b[k];
+      for (int q = diag[k] + 1; q < ptr[k + 1]; q++) s -= val[q] * b[col[q]];
+      b[k] = s / val[diag[k]];
+    }
+    lassie_team_sync(tm);
   }
 }
 

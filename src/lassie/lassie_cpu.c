@@ -64,6 +64,7 @@ typedef struct ws {
    * once per workspace and model); per row: L columns ascending, then the
    * diagonal (lu_diag), then U's columns */
   int *lu_ptr, *lu_col, *lu_diag;
+  int *lu_lev, lu_nfwd, lu_nbwd;   /* level schedule of the substitutions */
   double *lu_val, *lu_x;
   int dense;         /* 1: the last factorisation is the dense fallback in P */
   /* the dense fallback's factors compressed to their nonzeros (same row
@@ -83,7 +84,7 @@ static void ws_free(ws *w) {
   free(w->y); free(w->g); free(w->dv); free(w->P); free(w->piv); free(w->nzbuf); free(w->pos);
   for (int i = 0; i < LASSIE_BDF_HIST; i++) free(w->hist[i]);
   free(w->cvec);
-  free(w->ipos); free(w->lu_ptr); free(w->lu_col); free(w->lu_diag); free(w->lu_val); free(w->lu_x);
+  free(w->ipos); free(w->lu_ptr); free(w->lu_col); free(w->lu_diag); free(w->lu_val); free(w->lu_x); free(w->lu_lev);
   free(w->dz_ptr); free(w->dz_col); free(w->dz_diag); free(w->dz_val);
   memset(w, 0, sizeof(*w));
 }
@@ -335,6 +336,44 @@ int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **
   return lu_symbolic_pattern(m, pos, ipos, ptr, col, diag, nnz);
 }
 
+int sbg_lassie_lu_levels(int N, const int *ptr, const int *col, const int *diag, int **lev_out,
+                         int *n_fwd, int *n_bwd) {
+  int *lev = malloc(sizeof(int) * (4 * (size_t)N + 2)), *lf = malloc(sizeof(int) * ((size_t)N + 1));
+  if (!lev || !lf) { free(lev); free(lf); return -1; }
+  int *fr = lev, *br = lev + N, *fp = lev + 2 * N;
+  /* forward: rows with an L part, level 1 + the deepest row they read */
+  int nf = 0, nb = 0;
+  for (int i = 0; i < N; i++) {
+    int d = -1;
+    for (int q = ptr[i]; q < diag[i]; q++) if (lf[col[q]] > d) d = lf[col[q]];
+    lf[i] = ptr[i] < diag[i] ? d + 1 : -1;
+    if (lf[i] + 1 > nf) nf = lf[i] + 1;
+  }
+  /* counting sort by level, rows ascending within a level */
+  int *cnt = calloc((size_t)N + 2, sizeof(int));
+  if (!cnt) { free(lev); free(lf); return -1; }
+  for (int i = 0; i < N; i++) if (lf[i] >= 0) cnt[lf[i] + 1]++;
+  for (int l = 0; l < nf; l++) cnt[l + 1] += cnt[l];
+  for (int l = 0; l <= nf; l++) fp[l] = cnt[l];
+  for (int i = 0; i < N; i++) if (lf[i] >= 0) fr[cnt[lf[i]]++] = i;
+  /* backward: every row, level 1 + the deepest later row it reads */
+  for (int k = N - 1; k >= 0; k--) {
+    int d = -1;
+    for (int q = diag[k] + 1; q < ptr[k + 1]; q++) if (lf[col[q]] > d) d = lf[col[q]];
+    lf[k] = d + 1;
+    if (lf[k] + 1 > nb) nb = lf[k] + 1;
+  }
+  int *bp = fp + nf + 1;
+  memset(cnt, 0, sizeof(int) * ((size_t)N + 2));
+  for (int k = 0; k < N; k++) cnt[lf[k] + 1]++;
+  for (int l = 0; l < nb; l++) cnt[l + 1] += cnt[l];
+  for (int l = 0; l <= nb; l++) bp[l] = cnt[l];
+  for (int k = N - 1; k >= 0; k--) br[cnt[lf[k]]++] = k;
+  free(cnt); free(lf);
+  *lev_out = lev; *n_fwd = nf; *n_bwd = nb;
+  return 0;
+}
+
 /* The pattern for this workspace (w->pos, w->ipos set) and its values. */
 static int lu_symbolic(const sbg_lassie_model *m, ws *w) {
   size_t nnz;
@@ -342,6 +381,8 @@ static int lu_symbolic(const sbg_lassie_model *m, ws *w) {
   w->lu_val = malloc(sizeof(double) * (nnz ? nnz : 1));
   w->lu_x = calloc((size_t)m->n_species, sizeof(double));
   if (!w->lu_val || !w->lu_x) return -1;   /* ws_free() frees the rest */
+  if (sbg_lassie_lu_levels(m->n_species, w->lu_ptr, w->lu_col, w->lu_diag, &w->lu_lev,
+                           &w->lu_nfwd, &w->lu_nbwd) != 0) return -1;
   return 0;
 }
 
@@ -349,13 +390,15 @@ static int lu_symbolic(const sbg_lassie_model *m, ws *w) {
  * (lassie_lu_factor); -1: the dense LU with pivoting takes over. */
 static int lu_sparse_factor(const sbg_lassie_model *m, double gamma, ws *w) {
   lassie_team tm = lassie_team_host();
-  lassie_lu lu = {w->pos, w->ipos, w->lu_ptr, w->lu_col, w->lu_diag};
+  lassie_lu lu = {w->pos, w->ipos, w->lu_ptr, w->lu_col, w->lu_diag, w->lu_lev, w->lu_nfwd, w->lu_nbwd};
   return lassie_lu_factor(&tm, m, &lu, gamma, w->dv, w->lu_val, w->lu_x);
 }
 
 /* Solves P z = b in place, b and z in the order pos. */
 static void lu_sparse_solve(const ws *w, int N, double *b) {
-  lassie_lu_substitute(N, w->lu_ptr, w->lu_col, w->lu_diag, w->lu_val, b);
+  lassie_team tm = lassie_team_host();
+  lassie_lu lu = {w->pos, w->ipos, w->lu_ptr, w->lu_col, w->lu_diag, w->lu_lev, w->lu_nfwd, w->lu_nbwd};
+  lassie_lu_solve_levels(&tm, &lu, N, w->lu_val, b);
 }
 
 /* Factorises P = I - gamma J: sparse first, the dense LU with partial

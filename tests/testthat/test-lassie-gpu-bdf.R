@@ -13,7 +13,7 @@ gpu_vs_cpu <- function(m, tt, ...) {
 }
 
 with_env <- function(vars, code) {
-  old <- Sys.getenv(names(vars), unset = NA)
+  old <- vapply(names(vars), function(v) Sys.getenv(v, unset = NA), "")
   do.call(Sys.setenv, as.list(vars))
   on.exit(for (v in names(vars)) if (is.na(old[[v]])) Sys.unsetenv(v) else
     do.call(Sys.setenv, stats::setNames(list(old[[v]]), v)))
