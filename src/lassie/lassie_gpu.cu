@@ -1,8 +1,9 @@
 /* GPU engine of lassieSimulate(): the RKF45 steps of a batch of simulations
  * run on the device (one thread per reaction and simulation for the rates,
  * one per species for H v, one block per simulation for the error test and
- * step control, mirroring lassie_cpu.c); a simulation that turns stiff is
- * handed to the CPU's implicit steps.  Several devices share a batch in
+ * step control, mirroring lassie_cpu.c); a simulation that turns stiff goes
+ * to the device's implicit steps (lassie_gpu_bdf.cu), or to the CPU's where
+ * the device has none for the model.  Several devices share a batch in
  * contiguous blocks, one host thread each.  Reached through
  * ffi_lassie_simulate(). */
 #include <math.h>
@@ -269,7 +270,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   /* the device's implicit steps, when the model has them (else the stiff
    * simulations wait for the host's, FLAG_TO_CPU) */
   lassie_gpu_bdf *bdf = NULL;
-  const int want_bdf = lassie_gpu_bdf_wanted(m);
+  const int want_bdf = p->method != SBG_LASSIE_RKF45 && lassie_gpu_bdf_wanted(m);
   const int TB = 256;
 
   f = (double *)malloc(sizeof(double) * (size_t)N);
