@@ -240,13 +240,23 @@ check_model <- function(model) {
 #' test and step control, with the CPU engine's arithmetic (the same
 #' per-species formulas, no fused multiply-adds), so the explicit steps
 #' agree bit for bit.  A simulation that turns stiff
-#' continues on the host with the CPU's implicit steps from where the device
-#' left it (and `method = "bdf"` runs entirely there) in this version.
+#' switches to the implicit steps on the device, and back when calm, each
+#' simulation on its own: the pattern of `I - gamma J` is the model's, so
+#' its ordering and the LU's fill are computed once on the host, and each
+#' simulation factors its own values with the CPU engine's sparse LU code
+#' (a warp per simulation for models of 32 species or more, a thread
+#' below), so the results and `stats` are the CPU engine's bit for bit.
+#' The host's implicit steps take over for models of more than 1,024
+#' species (BCR's 1,122: a single large model factors faster on one CPU
+#' core; the crossover has not been measured), for a simulation whose
+#' sparse LU needs pivoting (the dense fallback is on the host only; there
+#' the results agree within the tolerance, not bit for bit), and for a
+#' batch whose implicit workspaces would take more than half the device's
+#' free memory.
 #'
 #' A batch can be shared out: with several GPUs (`device = c(0, 1)` or
 #' `"all"`) each device takes a contiguous block of the simulations, driven
-#' by a host thread of its own, and the stiff ones continue on the host
-#' together; with `BPPARAM` each R worker takes a contiguous block (on the
+#' by a host thread of its own (implicit steps included); with `BPPARAM` each R worker takes a contiguous block (on the
 #' CPU with `threads` threads, by default the processors shared out among
 #' the workers, or on a GPU of `device`, round robin).  Every simulation's
 #' arithmetic is independent of the others, so the results and `stats`
@@ -271,8 +281,8 @@ check_model <- function(model) {
 #'   (`device = c(0, 1)` or `"all"`, any number) share a batch: the
 #'   parameter sets (rows of `rates`/`initial`) are cut into contiguous
 #'   blocks as even as can be, one per device in the order given, each
-#'   driven by a host thread of its own; simulations that turn stiff then
-#'   continue on the host's `threads`, so only the explicit part scales.
+#'   driven by a host thread of its own, implicit steps included (those
+#'   of models above 1,024 species run on the host's `threads`).
 #'   The results are those of one GPU, bit for bit.  A single simulation
 #'   runs on the first device.
 #' @param verbose Show a progress bar for long runs (not with `BPPARAM`).

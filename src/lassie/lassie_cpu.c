@@ -15,16 +15,13 @@
 
 #include "lassie.h"
 #include "lassie_common.h"
+#include "lassie_bdf.h"
 #include "portable_math.h"
 #include "omp_compat.h"
 
 /* Largest N for the implicit steps (the minimum-degree order keeps an
  * N x N bitset; the dense fallback LU an N x N matrix, 2 GiB). */
 #define LASSIE_DENSE_MAX 16384
-/* BDF: highest order, and the past states kept (order q needs q + 1 for
- * its predictor, the estimate for order q + 1 one more) */
-#define LASSIE_BDF_MAXORD 5
-#define LASSIE_BDF_HIST (LASSIE_BDF_MAXORD + 2)
 
 void sbg_lassie_rates(const sbg_lassie_model *m, const double *k,
                       const double *x, double *v) {
@@ -34,16 +31,8 @@ void sbg_lassie_rates(const sbg_lassie_model *m, const double *k,
 
 void sbg_lassie_dvdx(const sbg_lassie_model *m, const double *k,
                      const double *x, double *dv) {
-  for (int i = 0; i < m->n_reactions; i++) {
-    int b = m->r_ptr[i], c = m->r_ptr[i + 1];
-    for (int e = b; e < c; e++) {
-      int a = m->r_ord[e];
-      double d = k[i] * a * (a > 1 ? lassie_ipow(x[m->r_sp[e]], a - 1) : 1.0);
-      for (int e2 = b; e2 < c; e2++)
-        if (e2 != e) d *= lassie_ipow(x[m->r_sp[e2]], m->r_ord[e2]);
-      dv[e] = d;
-    }
-  }
+  lassie_team tm = lassie_team_host();
+  lassie_dvdx_team(&tm, m, k, x, dv);
 }
 
 void sbg_lassie_rhs(const sbg_lassie_model *m, const double *k, const double *x,
@@ -60,15 +49,8 @@ void sbg_lassie_rhs(const sbg_lassie_model *m, const double *k, const double *x,
  * scale of its roundoff. */
 static void rhs_abs(const sbg_lassie_model *m, const double *k, const double *x,
                     double *v, double *f, double *fa) {
-  sbg_lassie_rates(m, k, x, v);
-  for (int l = 0; l < m->n_species; l++) {
-    double s = 0, a = 0;
-    for (int q = m->h_ptr[l]; q < m->h_ptr[l + 1]; q++) {
-      double term = m->h_val[q] * v[m->h_rx[q]];
-      s += term; a += fabs(term);
-    }
-    f[l] = s; fa[l] = a;
-  }
+  lassie_team tm = lassie_team_host();
+  lassie_rhs_team(&tm, m, k, x, v, f, fa);
 }
 
 /* Per-thread workspace; the dense matrix is allocated on the first implicit
@@ -83,6 +65,7 @@ typedef struct ws {
    * once per workspace and model); per row: L columns ascending, then the
    * diagonal (lu_diag), then U's columns */
   int *lu_ptr, *lu_col, *lu_diag;
+  int *lu_lev, lu_nfwd, lu_nbwd;   /* level schedule of the substitutions */
   double *lu_val, *lu_x;
   int dense;         /* 1: the last factorisation is the dense fallback in P */
   /* the dense fallback's factors compressed to their nonzeros (same row
@@ -102,7 +85,7 @@ static void ws_free(ws *w) {
   free(w->y); free(w->g); free(w->dv); free(w->P); free(w->piv); free(w->nzbuf); free(w->pos);
   for (int i = 0; i < LASSIE_BDF_HIST; i++) free(w->hist[i]);
   free(w->cvec);
-  free(w->ipos); free(w->lu_ptr); free(w->lu_col); free(w->lu_diag); free(w->lu_val); free(w->lu_x);
+  free(w->ipos); free(w->lu_ptr); free(w->lu_col); free(w->lu_diag); free(w->lu_val); free(w->lu_x); free(w->lu_lev);
   free(w->dz_ptr); free(w->dz_col); free(w->dz_diag); free(w->dz_val);
   memset(w, 0, sizeof(*w));
 }
@@ -248,23 +231,6 @@ static int lu_compress(const double *a, int n, ws *w) {
   return 0;
 }
 
-/* Forward and back substitution with unit-lower / upper factors stored
- * row by row (ptr, col, val; diag: each row's diagonal entry), for the
- * sparse LU and the compressed dense one alike. */
-static void csr_lu_substitute(int n, const int *ptr, const int *col, const int *diag,
-                              const double *val, double *b) {
-  for (int i = 1; i < n; i++) {
-    double s = b[i];
-    for (int q = ptr[i]; q < diag[i]; q++) s -= val[q] * b[col[q]];
-    b[i] = s;
-  }
-  for (int k = n - 1; k >= 0; k--) {
-    double s = b[k];
-    for (int q = diag[k] + 1; q < ptr[k + 1]; q++) s -= val[q] * b[col[q]];
-    b[k] = s / val[diag[k]];
-  }
-}
-
 /* Solves with the compressed dense factors.  The sums run over the same
  * entries in the same order as a dense substitution less its zero terms,
  * so the result is the dense one's. */
@@ -276,7 +242,7 @@ static void lu_solve(const ws *w, int n, double *b) {
     int p = piv[k];
     if (p != k) { double t = b[k]; b[k] = b[p]; b[p] = t; }
   }
-  csr_lu_substitute(n, w->dz_ptr, w->dz_col, w->dz_diag, w->dz_val, b);
+  lassie_lu_substitute(n, w->dz_ptr, w->dz_col, w->dz_diag, w->dz_val, b);
 }
 
 /* P = I - gamma J from the stored factor D (w->dv); J = H D; rows and
@@ -300,9 +266,9 @@ static void build_iteration_matrix(const sbg_lassie_model *m, double gamma, ws *
  * order pos) without pivoting, row by row: row i of L+U is row i of P plus,
  * for each k < i in it (ascending, fill included), row k of U.  Computed
  * once; every factorisation reuses it.  Returns 0, or -1 without memory. */
-static int lu_symbolic(const sbg_lassie_model *m, ws *w) {
+static int lu_symbolic_pattern(const sbg_lassie_model *m, const int *pos, const int *ipos,
+                               int **ptr_out, int **col_out, int **diag_out, size_t *nnz_out) {
   const int N = m->n_species;
-  const int *pos = w->pos;
   size_t cap = (size_t)N * 8 + 64, nnz = 0;
   int *ptr = malloc(sizeof(int) * ((size_t)N + 1)), *diag = malloc(sizeof(int) * (size_t)N);
   int *col = malloc(sizeof(int) * cap);
@@ -312,7 +278,7 @@ static int lu_symbolic(const sbg_lassie_model *m, ws *w) {
   for (int j = 0; j < N; j++) flag[j] = -1;
   ptr[0] = 0;
   for (int i = 0; i < N; i++) {
-    int l = w->ipos[i], nl = 0, nu = 0;
+    int l = ipos[i], nl = 0, nu = 0;
     flag[i] = i;
     /* row i of P: columns pos[j] of the reactants of the reactions in H's row l */
     for (int q = m->h_ptr[l]; q < m->h_ptr[l + 1]; q++) {
@@ -356,10 +322,7 @@ static int lu_symbolic(const sbg_lassie_model *m, ws *w) {
     if (nnz > (size_t)INT32_MAX / 2) goto fail;
     ptr[i + 1] = (int)nnz;
   }
-  w->lu_val = malloc(sizeof(double) * (nnz ? nnz : 1));
-  w->lu_x = calloc((size_t)N, sizeof(double));
-  if (!w->lu_val || !w->lu_x) { free(w->lu_val); free(w->lu_x); w->lu_val = w->lu_x = NULL; goto fail; }
-  w->lu_ptr = ptr; w->lu_col = col; w->lu_diag = diag;
+  *ptr_out = ptr; *col_out = col; *diag_out = diag; *nnz_out = nnz;
   free(flag); free(lc); free(uc);
   return 0;
 fail:
@@ -367,57 +330,76 @@ fail:
   return -1;
 }
 
-/* Numeric LU of P = I - gamma J on the pattern of lu_symbolic(), pivots on
- * the diagonal (the fill-reducing order stays; I - gamma J of a reaction
- * network has a diagonal >= 1 wherever a species is only consumed, as in
- * KPP's static sparse LU for chemistry).  Returns -1 when a pivot is not
- * finite or lost its digits to cancellation: then the dense LU with pivoting takes
- * over for this matrix. */
-static int lu_sparse_factor(const sbg_lassie_model *m, double gamma, ws *w) {
-  const int N = m->n_species;
-  const int *pos = w->pos, *ptr = w->lu_ptr, *col = w->lu_col, *diag = w->lu_diag;
-  double *val = w->lu_val, *x = w->lu_x;
+int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **ptr,
+                          int **col, int **diag, size_t *nnz) {
+  if (min_degree_order(m, pos) != 0) return -1;
+  for (int j = 0; j < m->n_species; j++) ipos[pos[j]] = j;
+  return lu_symbolic_pattern(m, pos, ipos, ptr, col, diag, nnz);
+}
+
+int sbg_lassie_lu_levels(int N, const int *ptr, const int *col, const int *diag, int **lev_out,
+                         int *n_fwd, int *n_bwd) {
+  int *lev = malloc(sizeof(int) * (4 * (size_t)N + 2)), *lf = malloc(sizeof(int) * ((size_t)N + 1));
+  if (!lev || !lf) { free(lev); free(lf); return -1; }
+  int *fr = lev, *br = lev + N, *fp = lev + 2 * N;
+  /* forward: rows with an L part, level 1 + the deepest row they read */
+  int nf = 0, nb = 0;
   for (int i = 0; i < N; i++) {
-    int l = w->ipos[i];
-    x[i] += 1.0;
-    for (int q = m->h_ptr[l]; q < m->h_ptr[l + 1]; q++) {
-      int r = m->h_rx[q];
-      double gh = gamma * m->h_val[q];
-      for (int e = m->r_ptr[r]; e < m->r_ptr[r + 1]; e++) x[pos[m->r_sp[e]]] -= gh * w->dv[e];
-    }
-    /* dterm: the largest partial sum the pivot went through (at least
-     * half the largest term it is made of), tracked once per eliminated
-     * row and not per update */
-    double dterm = fabs(x[i]);
-    for (int p = ptr[i]; p < diag[i]; p++) {
-      int k = col[p];
-      double lk = x[k] / val[diag[k]];
-      x[k] = lk;
-      if (lk == 0) continue;
-      for (int p2 = diag[k] + 1; p2 < ptr[k + 1]; p2++) x[col[p2]] -= lk * val[p2];
-      double a = fabs(x[i]);
-      if (a > dterm) dterm = a;
-    }
-    for (int p = ptr[i]; p < ptr[i + 1]; p++) { val[p] = x[col[p]]; x[col[p]] = 0; }
-    double d = val[diag[i]];
-    /* The test is on cancellation, not on the pivot's size next to its
-     * row: rows of species with large amounts carry large off-diagonal
-     * entries (Chen's ligand: 1e11 next to a diagonal of 1), which a row
-     * scaling would remove and which do not harm the elimination, while
-     * the diagonal of I - gamma J is >= 1 before elimination (a species'
-     * own consumption), so a small pivot can only come from cancellation:
-     * it fails when it lost 10 digits to the terms it is made of. */
-    if (!isfinite(d) || !(fabs(d) > 1e-10 * dterm)) {
-      for (int j = 0; j < N; j++) x[j] = 0;
-      return -1;
-    }
+    int d = -1;
+    for (int q = ptr[i]; q < diag[i]; q++) if (lf[col[q]] > d) d = lf[col[q]];
+    lf[i] = ptr[i] < diag[i] ? d + 1 : -1;
+    if (lf[i] + 1 > nf) nf = lf[i] + 1;
   }
+  /* counting sort by level, rows ascending within a level */
+  int *cnt = calloc((size_t)N + 2, sizeof(int));
+  if (!cnt) { free(lev); free(lf); return -1; }
+  for (int i = 0; i < N; i++) if (lf[i] >= 0) cnt[lf[i] + 1]++;
+  for (int l = 0; l < nf; l++) cnt[l + 1] += cnt[l];
+  for (int l = 0; l <= nf; l++) fp[l] = cnt[l];
+  for (int i = 0; i < N; i++) if (lf[i] >= 0) fr[cnt[lf[i]]++] = i;
+  /* backward: every row, level 1 + the deepest later row it reads */
+  for (int k = N - 1; k >= 0; k--) {
+    int d = -1;
+    for (int q = diag[k] + 1; q < ptr[k + 1]; q++) if (lf[col[q]] > d) d = lf[col[q]];
+    lf[k] = d + 1;
+    if (lf[k] + 1 > nb) nb = lf[k] + 1;
+  }
+  int *bp = fp + nf + 1;
+  memset(cnt, 0, sizeof(int) * ((size_t)N + 2));
+  for (int k = 0; k < N; k++) cnt[lf[k] + 1]++;
+  for (int l = 0; l < nb; l++) cnt[l + 1] += cnt[l];
+  for (int l = 0; l <= nb; l++) bp[l] = cnt[l];
+  for (int k = N - 1; k >= 0; k--) br[cnt[lf[k]]++] = k;
+  free(cnt); free(lf);
+  *lev_out = lev; *n_fwd = nf; *n_bwd = nb;
   return 0;
+}
+
+/* The pattern for this workspace (w->pos, w->ipos set) and its values. */
+static int lu_symbolic(const sbg_lassie_model *m, ws *w) {
+  size_t nnz;
+  if (lu_symbolic_pattern(m, w->pos, w->ipos, &w->lu_ptr, &w->lu_col, &w->lu_diag, &nnz) != 0) return -1;
+  w->lu_val = malloc(sizeof(double) * (nnz ? nnz : 1));
+  w->lu_x = calloc((size_t)m->n_species, sizeof(double));
+  if (!w->lu_val || !w->lu_x) return -1;   /* ws_free() frees the rest */
+  if (sbg_lassie_lu_levels(m->n_species, w->lu_ptr, w->lu_col, w->lu_diag, &w->lu_lev,
+                           &w->lu_nfwd, &w->lu_nbwd) != 0) return -1;
+  return 0;
+}
+
+/* Numeric LU of P = I - gamma J on the pattern of lu_symbolic()
+ * (lassie_lu_factor); -1: the dense LU with pivoting takes over. */
+static int lu_sparse_factor(const sbg_lassie_model *m, double gamma, ws *w) {
+  lassie_team tm = lassie_team_host();
+  lassie_lu lu = {w->pos, w->ipos, w->lu_ptr, w->lu_col, w->lu_diag, w->lu_lev, w->lu_nfwd, w->lu_nbwd};
+  return lassie_lu_factor(&tm, m, &lu, gamma, w->dv, w->lu_val, w->lu_x);
 }
 
 /* Solves P z = b in place, b and z in the order pos. */
 static void lu_sparse_solve(const ws *w, int N, double *b) {
-  csr_lu_substitute(N, w->lu_ptr, w->lu_col, w->lu_diag, w->lu_val, b);
+  lassie_team tm = lassie_team_host();
+  lassie_lu lu = {w->pos, w->ipos, w->lu_ptr, w->lu_col, w->lu_diag, w->lu_lev, w->lu_nfwd, w->lu_nbwd};
+  lassie_lu_solve_levels(&tm, &lu, N, w->lu_val, b);
 }
 
 /* Factorises P = I - gamma J: sparse first, the dense LU with partial
@@ -442,59 +424,19 @@ static void iter_solve(const ws *w, int N, double *b) {
   else lu_sparse_solve(w, N, b);
 }
 
-/* Gershgorin bound on the spectral radius of J: the test for leaving the
- * implicit mode (an explicit step of that size would be stable). */
 static double gershgorin(const sbg_lassie_model *m, const ws *w) {
-  double rho = 0;
-  for (int l = 0; l < m->n_species; l++) {
-    double s = 0;
-    for (int q = m->h_ptr[l]; q < m->h_ptr[l + 1]; q++) {
-      int i = m->h_rx[q];
-      for (int e = m->r_ptr[i]; e < m->r_ptr[i + 1]; e++) s += fabs(m->h_val[q] * w->dv[e]);
-    }
-    if (s > rho) rho = s;
-  }
-  return rho;
+  lassie_team tm = lassie_team_host();
+  return lassie_gershgorin(&tm, m, w->dv);
 }
 
-/* Variable-coefficient BDF of order q on the nodes tau[0] = t_{n+1} (the new
- * point) and tau[1..q] (past points): gamma = 1 / l_0'(tau0) and the
- * weights dl[j] = l_j'(tau0) of the Lagrange basis, so that the formula is
- * y - gamma f(y) = -gamma sum_{j>=1} dl[j] y_j. */
 static double bdf_coefs(const double *tau, int q, double *dl) {
-  double s = 0;
-  for (int j = 1; j <= q; j++) s += 1.0 / (tau[0] - tau[j]);
-  for (int j = 1; j <= q; j++) {
-    double num = 1, den = 1;
-    for (int mm = 1; mm <= q; mm++) if (mm != j) num *= tau[0] - tau[mm];
-    for (int mm = 0; mm <= q; mm++) if (mm != j) den *= tau[j] - tau[mm];
-    dl[j] = num / den;
-  }
-  return 1.0 / s;
+  return lassie_bdf_coefs(tau, q, dl);
 }
 
-/* Scaled local error that BDF of order kk would make on the step just
- * accepted, gamma_k prod_{j=1..k}(tau0 - tau_j) |y[tau0..tau_{k+1}]|
- * (the divided difference of order k + 1 estimates y^(k+1) / (k+1)!),
- * max over species with weights wt; hist[0] is the new point. */
 static double bdf_err_order(double *const *hist, const double *tau, int kk,
                             const double *wt, int N) {
-  double c[LASSIE_BDF_HIST];
-  double s = 0, p1 = 1;
-  for (int j = 1; j <= kk; j++) { s += 1.0 / (tau[0] - tau[j]); p1 *= tau[0] - tau[j]; }
-  double gp = p1 / s;
-  for (int i = 0; i <= kk + 1; i++) {
-    double den = 1;
-    for (int j = 0; j <= kk + 1; j++) if (j != i) den *= tau[i] - tau[j];
-    c[i] = gp / den;
-  }
-  double e = 0;
-  for (int l = 0; l < N; l++) {
-    double d = 0;
-    for (int i = 0; i <= kk + 1; i++) d += c[i] * hist[i][l];
-    e = lassie_maxnan(e, fabs(d) / wt[l]);
-  }
-  return e;
+  lassie_team tm = lassie_team_host();
+  return lassie_bdf_err_order(&tm, hist, tau, kk, wt, N);
 }
 
 typedef struct sim_out {

@@ -2,8 +2,9 @@
  * with its continuous extension for the output times, or LASSIE's RKF45
  * stepping onto them) of a batch of simulations run on the device (one thread per reaction and simulation for the rates,
  * one per species for H v, one block per simulation for the error test and
- * step control, mirroring lassie_cpu.c); a simulation that turns stiff is
- * handed to the CPU's implicit steps.  Several devices share a batch in
+ * step control, mirroring lassie_cpu.c); a simulation that turns stiff goes
+ * to the device's implicit steps (lassie_gpu_bdf.cu), or to the CPU's where
+ * the device has none for the model.  Several devices share a batch in
  * contiguous blocks, one host thread each.  Reached through
  * ffi_lassie_simulate(). */
 #include <math.h>
@@ -21,6 +22,7 @@
 #include "cuda_check.cuh"
 #include "lassie.h"
 #include "lassie_common.h"
+#include "lassie_gpu.cuh"
 #include "portable_math.h"
 
 namespace {
@@ -30,20 +32,6 @@ struct dmodel {
   const int *r_ptr, *r_sp, *r_ord, *h_ptr, *h_rx;
   const double *h_val;
 };
-
-/* Per-simulation step control, on the device. */
-struct simstate {
-  double t, h, hs, attempts, prev_h;
-  double st[SBG_LASSIE_N_STATS];
-  unsigned rej;
-  int stiff_count, calm_rk;
-  int next, hits, active, flag;  /* flag: LASSIE_OK running/done, else why it stopped */
-  int accepted;
-  int fsal;                      /* stage 0 (f(x)) is already in K: DP5 after a step */
-  int row0, row1;                /* output rows the accepted step fills */
-  double t0;                     /* start of the accepted step */
-};
-enum { FLAG_RUN = 0, FLAG_DONE = 1, FLAG_TO_CPU = 2, FLAG_MAXSTEPS = 3, FLAG_HMIN = 4 };
 
 /* Products and sums rounded one by one (see lassie_common.h). */
 __device__ inline double M_(double a, double b) { return __dmul_rn(a, b); }
@@ -246,9 +234,13 @@ __global__ void k_stiff(int S, int N, int method, int scheme, double rtol, doubl
   }
 }
 
+/* n[0]: simulations in the explicit steps, n[1]: waiting for or in the
+ * device's implicit steps */
 __global__ void k_count_active(int S, const simstate *ss, int *n) {
   int s = blockIdx.x * blockDim.x + threadIdx.x;
-  if (s < S && ss[s].active) atomicAdd(n, 1);
+  if (s >= S) return;
+  if (ss[s].active) atomicAdd(n, 1);
+  else if (ss[s].flag == FLAG_TO_CPU || ss[s].flag == FLAG_BDF) atomicAdd(n + 1, 1);
 }
 
 inline unsigned blocks(size_t n, int b) { return (unsigned)((n + b - 1) / b); }
@@ -291,7 +283,11 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   simstate *d_ss = NULL;
   double *f = NULL, *v = NULL;
   dmodel dm;
-  int active = 0;
+  int active = 0, n_bdf = 0, counts[2];
+  /* the device's implicit steps, when the model has them (else the stiff
+   * simulations wait for the host's, FLAG_TO_CPU) */
+  lassie_gpu_bdf *bdf = NULL;
+  const int want_bdf = p->method != SBG_LASSIE_RKF45 && lassie_gpu_bdf_wanted(m);
   const int TB = 256;
   const int scheme = p->method == SBG_LASSIE_RKF45 ? LASSIE_RKF45 : LASSIE_DP5;
   const int dense = p->method != SBG_LASSIE_RKF45;
@@ -320,8 +316,9 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     next_step_size(q, p->times, nt, dense);
   }
   for (int s = 0; s < S; s++) active += hs[s].active;
-  pt->active.store(active);
-  if (active == 0) goto done;   /* nothing for the device */
+  if (want_bdf) for (int s = 0; s < S; s++) n_bdf += hs[s].flag == FLAG_TO_CPU;
+  pt->active.store(active + n_bdf);
+  if (active == 0 && n_bdf == 0) goto done;   /* nothing for the device */
 
   SBG_TRY(sbg_device_select(pt->device, ctx));
   SBG_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -339,7 +336,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   SBG_TRY(sbg_device_alloc((void **)&d_out, sizeof(double) * SN * nt, "the output", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_times, sizeof(double) * nt, "the times", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_ss, sizeof(simstate) * S, "the step control", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d_n, sizeof(int), "a counter", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_n, sizeof(int) * 2, "a counter", ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(d_rptr, m->r_ptr, sizeof(int) * (M + 1), cudaMemcpyHostToDevice, stream));
   if (nnzA) {
     SBG_CUDA_CHECK(cudaMemcpyAsync(d_rsp, m->r_sp, sizeof(int) * nnzA, cudaMemcpyHostToDevice, stream));
@@ -357,12 +354,17 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   SBG_CUDA_CHECK(cudaMemsetAsync(d_out, 0, sizeof(double) * SN * nt, stream));
   dm.N = N; dm.M = M; dm.r_ptr = d_rptr; dm.r_sp = d_rsp; dm.r_ord = d_rord;
   dm.h_ptr = d_hptr; dm.h_rx = d_hrx; dm.h_val = d_hval;
+  if (want_bdf) {
+    sbg_lassie_model dmod = {N, M, d_rptr, d_rsp, d_rord, d_hptr, d_hrx, d_hval};
+    SBG_TRY(lassie_gpu_bdf_setup(m, &dmod, S, stream, &bdf, ctx));
+  }
+  if (!bdf) n_bdf = 0;
 
   /* Steps are queued without waiting; every 64 steps the host counts the
    * simulations still running and polls for an interrupt (or, on a thread
    * of its own, looks whether the calling thread cancelled). */
-  while (active > 0) {
-    for (int rep = 0; rep < 64; rep++) {
+  while (active > 0 || n_bdf > 0) {
+    for (int rep = 0; rep < (active > 0 ? 64 : 0); rep++) {
       for (int stage = 0; stage < n_stages; stage++) {
         const double *y = d_x;
         if (stage > 0) {
@@ -378,11 +380,14 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
                                        p->method, scheme, dense, d_x, d_K, d_ys, d_out, d_ss);
     }
     SBG_CUDA_CHECK(cudaGetLastError());
-    SBG_CUDA_CHECK(cudaMemsetAsync(d_n, 0, sizeof(int), stream));
+    if (bdf) SBG_TRY(lassie_gpu_bdf_launch(bdf, p, d_k, d_times, d_x, d_out, d_ss, stream, ctx));
+    SBG_CUDA_CHECK(cudaMemsetAsync(d_n, 0, sizeof(int) * 2, stream));
     k_count_active<<<blocks(S, TB), TB, 0, stream>>>(S, d_ss, d_n);
-    SBG_CUDA_CHECK(cudaMemcpyAsync(&active, d_n, sizeof(int), cudaMemcpyDeviceToHost, stream));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(counts, d_n, sizeof(int) * 2, cudaMemcpyDeviceToHost, stream));
     SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-    pt->active.store(active);
+    active = counts[0];
+    n_bdf = bdf ? counts[1] : 0;
+    pt->active.store(active + n_bdf);
     if (poll) SBG_TRY(sbg_poll(ctx, (double)(S - active) / S));
     else if (cancel->load()) { st = SBG_ERR_INTERRUPTED; goto done; }
   }
@@ -402,6 +407,7 @@ done:
   cudaFree(d_rptr); cudaFree(d_rsp); cudaFree(d_rord); cudaFree(d_hptr); cudaFree(d_hrx);
   cudaFree(d_hval); cudaFree(d_k); cudaFree(d_x); cudaFree(d_ys); cudaFree(d_K); cudaFree(d_v);
   cudaFree(d_out); cudaFree(d_times); cudaFree(d_ss); cudaFree(d_n);
+  lassie_gpu_bdf_free(bdf);
   if (stream) cudaStreamDestroy(stream);
   free(f); free(v);
   return st;
@@ -518,10 +524,10 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
     simstate *q = &hs[s];
     memcpy(r->stats + (size_t)s * SBG_LASSIE_N_STATS, q->st, sizeof(q->st));
     if (q->flag == FLAG_DONE) continue;
-    if (q->flag == FLAG_MAXSTEPS || q->flag == FLAG_HMIN) {
+    if (q->flag == FLAG_MAXSTEPS || q->flag == FLAG_HMIN || q->flag == FLAG_NEWTON) {
       /* its own failure: the batch goes on; rows not reached are NaN */
-      lassie_record_fail(r->status, r->messages, s, q->flag == FLAG_MAXSTEPS ? LASSIE_FAIL_MAXSTEPS : LASSIE_FAIL_HMIN,
-                         q->t, p, N);
+      lassie_record_fail(r->status, r->messages, s, q->flag == FLAG_MAXSTEPS ? LASSIE_FAIL_MAXSTEPS :
+                         q->flag == FLAG_HMIN ? LASSIE_FAIL_HMIN : LASSIE_FAIL_NEWTON, q->t, p, N);
       double *o = r->out + (size_t)s * p->n_times * N;
       for (int j = 0; j < N; j++)
         for (int row = q->next; row < p->n_times; row++) o[(size_t)j * p->n_times + row] = NAN;

@@ -1,0 +1,109 @@
+# Implicit steps on the GPU (issue 17, point 2): stiff batches with the
+# device's BDF against the host's BDF behind the same GPU engine (the state
+# before issue 17, SYSBIOGPU_LASSIE_DEVICE_BDF=0) and against the CPU
+# engine on all threads, the results checked bit for bit against the CPU's.
+# Seconds from the R call, best of LASSIE_BDF_REPS (default 2) runs.
+#
+# Usage: Rscript inst/bench/lassie-bdf.R [output]
+# Environment: LASSIE_CHEN_BATCH (Chen 2009 ErbB parameter sets, default
+# 1000, method "bdf" as in lassie.R), LASSIE_BATCH (Haugh2b parameter sets,
+# default 20000, method "auto"), LASSIE_THREADS (CPU engine's threads,
+# default all processors), LASSIE_BDF_CPU=0 skips the CPU engine (then the
+# check is against the host's BDF within 1e-9 only), LASSIE_BDF_TEAMS
+# (e.g. "32,16,8": the Chen batch again with that many lanes per
+# simulation, SYSBIOGPU_LASSIE_BDF_TEAM).
+suppressPackageStartupMessages(library(sysbioGPU))
+env_num <- function(v, d) { x <- Sys.getenv(v); if (nzchar(x)) as.numeric(x) else d }
+n_chen <- env_num("LASSIE_CHEN_BATCH", 1000)
+n_haugh <- env_num("LASSIE_BATCH", 20000)
+reps <- env_num("LASSIE_BDF_REPS", 2)
+threads <- as.integer(env_num("LASSIE_THREADS", parallel::detectCores()))
+run_cpu <- Sys.getenv("LASSIE_BDF_CPU", "1") != "0"
+# `Rscript inst/bench/lassie-bdf.R output`: how much of a batch's time is R
+# building the result objects (CPU engine; no GPU needed), LASSIE_CHEN_BATCH
+# and LASSIE_BATCH sets
+if ("output" %in% commandArgs(trailingOnly = TRUE)) {
+  split_time <- function(label, m, tt, K, method) {
+    job <- list(arr = sysbioGPU:::lassie_arrays(m), times = tt, rtol = 1e-6, atol = 1e-12,
+                method = match(method, c("auto", "rkf45", "bdf")) - 1L, maxSteps = 1e6, gpu = FALSE,
+                threads = threads, total = nrow(K),
+                obs = if (!is.null(m$observables)) as.matrix(Matrix::t(m$observables)))
+    t0 <- proc.time()[["elapsed"]]
+    res <- sysbioGPU:::lassie_engine(job, as.double(t(K)), m$initial, 0L, 0L, FALSE)
+    t1 <- proc.time()[["elapsed"]]
+    cn <- list(NULL, c("time", m$species, rownames(m$observables)))
+    common <- list(method = method, rtol = 1e-6, atol = 1e-12, backend = "cpu", device = NA_character_,
+                   elapsed = t1 - t0, nSpecies = length(m$species))
+    invisible(sysbioGPU:::new_lassie_output(res, cn, common, FALSE))
+    cat(sprintf("%s, %d sets: engine call %.3f s, result objects %.3f s (%d threads)\n", label, nrow(K),
+                t1 - t0, proc.time()[["elapsed"]] - t1, threads))
+  }
+  if (sbmlAvailable() && n_chen > 0) {
+    m <- readSBML(system.file("extdata", "lassie", "Chen2009_ErbB_A431.xml.gz", package = "sysbioGPU"))
+    set.seed(11)
+    split_time("Chen (bdf)", m, seq(0, 3600, by = 60), t(replicate(n_chen, m$rates * 2^runif(length(m$rates), -1, 1))), "bdf")
+  }
+  m <- readBioNetGen(system.file("extdata", "lassie", "Haugh2b.net", package = "sysbioGPU"))
+  set.seed(7)
+  split_time("Haugh2b (auto)", m, seq(0, 50, by = 1), t(replicate(n_haugh, m$rates * 2^runif(length(m$rates), -1, 1))), "auto")
+  quit(save = "no")
+}
+if (!hasGPU()) { cat("lassie-bdf: no GPU, nothing to time\n"); quit(save = "no") }
+cat(sprintf("lassieSimulate implicit steps on the GPU, %s; %s; GPU %s; CPU engine on %d threads\n",
+            format(Sys.time(), "%Y-%m-%d %H:%M %Z"), Sys.info()[["nodename"]], gpuInfo()$name[1], threads))
+best <- function(f) {
+  s <- Inf; v <- NULL
+  for (i in seq_len(reps)) { t0 <- proc.time()[["elapsed"]]; v <- f(); s <- min(s, proc.time()[["elapsed"]] - t0) }
+  list(v = v, s = s)
+}
+with_env <- function(var, val, f) {
+  old <- Sys.getenv(var, unset = NA)
+  do.call(Sys.setenv, stats::setNames(list(val), var))
+  on.exit(if (is.na(old)) Sys.unsetenv(var) else do.call(Sys.setenv, stats::setNames(list(old), var)))
+  f()
+}
+core <- function(b) lapply(b, function(o) list(unclass(o)[, ], attr(o, "stats")))
+max_rel <- function(a, b) max(mapply(function(x, y) max(abs(x[, -1] - y[, -1]) / pmax(abs(y[, -1]), 1e-300)), a, b))
+rows <- list()
+work <- function(label, m, tt, K, method) {
+  sim <- function(backend, ...) lassieSimulate(m, tt, rates = K, method = method, backend = backend,
+                                               verbose = FALSE, ...)
+  dev <- best(function() sim("gpu"))
+  host <- best(function() with_env("SYSBIOGPU_LASSIE_DEVICE_BDF", "0", function() sim("gpu")))
+  cpu <- if (run_cpu) best(function() sim("cpu", threads = threads)) else NULL
+  st <- vapply(dev$v, function(o) attr(o, "stats")[["implicitSteps"]], 0)
+  rows[[length(rows) + 1]] <<- data.frame(
+    workload = label, sets = nrow(K), implicit_steps = sum(st), gpu_device_bdf = dev$s,
+    gpu_host_bdf = host$s, cpu = if (is.null(cpu)) NA else cpu$s,
+    speedup_vs_host_bdf = host$s / dev$s,
+    identical_to_cpu = if (is.null(cpu)) NA else identical(core(dev$v), core(cpu$v)),
+    rel_vs_host_bdf = max_rel(dev$v, host$v))
+}
+invisible(lassieSimulate(robertson <- reactionModel(rbind(c(1, 0, 0), c(0, 2, 0), c(0, 1, 1)),
+                                                  rbind(c(0, 1, 0), c(0, 1, 1), c(1, 0, 1)),
+                                                  rates = c(0.04, 3e7, 1e4), initial = c(1, 0, 0)),
+                         c(0, 40), backend = "gpu", verbose = FALSE))   # warm-up
+if (sbmlAvailable() && n_chen > 0) {
+  m <- readSBML(system.file("extdata", "lassie", "Chen2009_ErbB_A431.xml.gz", package = "sysbioGPU"))
+  set.seed(11)
+  K <- t(replicate(n_chen, m$rates * 2^runif(length(m$rates), -1, 1)))
+  work("Chen 2009 ErbB (bdf), t 0-3600", m, seq(0, 3600, by = 60), K, "bdf")
+  # lanes per simulation (LASSIE_BDF_TEAMS="32,16,8"), one run each
+  for (tm in strsplit(Sys.getenv("LASSIE_BDF_TEAMS"), ",")[[1]]) {
+    s <- with_env("SYSBIOGPU_LASSIE_BDF_TEAM", tm, function() system.time(invisible(
+      lassieSimulate(m, seq(0, 3600, by = 60), rates = K, method = "bdf", backend = "gpu", verbose = FALSE)))[["elapsed"]])
+    cat(sprintf("Chen %d sets, %s lanes per simulation: %.3f s\n", nrow(K), tm, s))
+  }
+}
+if (n_haugh > 0) {
+  m <- readBioNetGen(system.file("extdata", "lassie", "Haugh2b.net", package = "sysbioGPU"))
+  set.seed(7)
+  K <- t(replicate(n_haugh, m$rates * 2^runif(length(m$rates), -1, 1)))
+  work("Haugh2b (auto), t 0-50", m, seq(0, 50, by = 1), K, "auto")
+}
+tab <- do.call(rbind, rows)
+cat("\n(seconds from the R call, best of", reps, "runs; rtol 1e-6, atol 1e-12; gpu_host_bdf: the",
+    "GPU engine with the implicit steps on the host, as before issue 17)\n")
+print(format(tab, digits = 3), row.names = FALSE)
+out <- Sys.getenv("OUT")
+if (nzchar(out)) utils::write.csv(tab, file.path(out, "bench-lassie-bdf.csv"), row.names = FALSE)

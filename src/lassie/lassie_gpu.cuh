@@ -1,0 +1,50 @@
+/* What the GPU engine's explicit steps (lassie_gpu.cu) and its implicit
+ * steps (lassie_gpu_bdf.cu) share: the per-simulation step control on the
+ * device, and the device BDF's entry points. */
+#ifndef SBG_LASSIE_GPU_CUH
+#define SBG_LASSIE_GPU_CUH
+
+#include <cuda_runtime.h>
+#include "lassie.h"
+#include "status.h"
+
+/* Per-simulation step control, on the device. */
+struct simstate {
+  double t, h, hs, attempts, prev_h;
+  double st[SBG_LASSIE_N_STATS];
+  unsigned rej;
+  int stiff_count, calm_rk;
+  int next, hits, active, flag;  /* flag: LASSIE_OK running/done, else why it stopped */
+  int accepted;
+  int fsal;                      /* stage 0 (f(x)) is already in K: DP5 after a step */
+  int row0, row1;                /* output rows the accepted step fills */
+  double t0;                     /* start of the accepted step */
+};
+/* FLAG_TO_CPU: turned stiff (the device's implicit steps take it, or the
+ * host's when the device has none for this model); FLAG_BDF: in the
+ * device's implicit steps; FLAG_HOST: handed to the host's implicit steps
+ * (the sparse LU needs pivoting, which only the host has). */
+enum { FLAG_RUN = 0, FLAG_DONE = 1, FLAG_TO_CPU = 2, FLAG_MAXSTEPS = 3, FLAG_HMIN = 4,
+       FLAG_NEWTON = 5, FLAG_BDF = 6, FLAG_HOST = 7 };
+
+/* The device's implicit steps for one part of a batch (S simulations). */
+struct lassie_gpu_bdf;
+
+/* Whether the implicit steps of model m may run on the device (size, and
+ * SYSBIOGPU_LASSIE_DEVICE_BDF=0 keeps them on the host). */
+int lassie_gpu_bdf_wanted(const sbg_lassie_model *m);
+/* The symbolic LU on the host, the pattern and the workspace of S
+ * simulations on the device; dm holds the model's device arrays.  *out is
+ * NULL (and SBG_OK returned) when the workspace does not fit: the host
+ * takes the implicit steps then. */
+sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_model *dm, int S,
+                                cudaStream_t stream, lassie_gpu_bdf **out, sbg_ctx *ctx);
+/* Up to a fixed number of implicit step attempts of every simulation whose
+ * flag is FLAG_TO_CPU or FLAG_BDF; d_k the rates (M per simulation when
+ * p->rates_per_sim), d_x the states, d_out the output blocks. */
+sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
+                                 const double *d_k, const double *d_times, double *d_x,
+                                 double *d_out, simstate *d_ss, cudaStream_t stream, sbg_ctx *ctx);
+void lassie_gpu_bdf_free(lassie_gpu_bdf *b);
+
+#endif /* SBG_LASSIE_GPU_CUH */

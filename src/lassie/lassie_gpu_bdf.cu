@@ -1,0 +1,414 @@
+/* GPU engine of lassieSimulate(), implicit steps: the variable-step BDF
+ * (orders 1-5, modified Newton on I - gamma J) of lassie_cpu.c's
+ * integrate(), per simulation on the device.  The sparsity pattern of
+ * I - gamma J is the model's, shared by the batch, so its fill-reducing
+ * order and the LU's pattern are computed once on the host; each
+ * simulation factors its own values.  A team of lanes works on one
+ * simulation (a warp for models of LASSIE_TEAM_MIN_N species or more, one
+ * lane below, where a warp would idle) with the numerics of lassie_bdf.h,
+ * the CPU's own code, so both engines get the same bits.  A simulation
+ * whose implicit steps turn calm goes back to the explicit steps
+ * (lassie_gpu.cu) on the device; one whose sparse LU needs pivoting goes to
+ * the host's (which has the dense LU with pivoting). */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_check.cuh"
+#include "lassie.h"
+#include "lassie_common.h"
+#include "lassie_bdf.h"
+#include "lassie_gpu.cuh"
+#include "portable_math.h"
+
+/* Largest model whose implicit steps run on the device (larger ones, as
+ * BCR with 1,122 species, keep the host's: a warp per simulation
+ * serialises the LU's rows, while the host runs the factorisation of a
+ * single large model on one fast core; the crossover was not measured). */
+#define LASSIE_GPU_BDF_MAX_N 1024
+/* models with fewer species get one lane per simulation */
+#define LASSIE_TEAM_MIN_N 32
+/* implicit step attempts per simulation and launch: the host polls for
+ * interrupts between launches */
+#define LASSIE_BDF_ATTEMPTS 64
+/* the workspace may take at most this share of the device's free memory */
+#define LASSIE_BDF_MEM_SHARE 0.5
+
+/* Per simulation, what integrate() keeps across implicit steps. */
+struct bdfstate {
+  double ht[LASSIE_BDF_HIST];  /* times of the history */
+  double gamma_fact, rho;
+  int nh, q, q_steps, err_fails, need_jac, jac_fresh, factored, fn_valid;
+  int bdf_steps, calm, jac_steps, head;  /* head: ring index of hist[0] */
+};
+
+struct lassie_gpu_bdf {
+  sbg_lassie_model dm;   /* device arrays */
+  int S, T, nnz_lu;
+  int *d_pos, *d_ipos, *d_ptr, *d_col, *d_diag, *d_lev;
+  int n_fwd, n_bwd;
+  bdfstate *d_bs;
+  double *d_w;           /* S workspaces of `stride` doubles */
+  size_t stride;
+};
+
+namespace {
+
+/* Offsets (doubles) in a simulation's workspace: the history (a ring of
+ * LASSIE_BDF_HIST states), 10 vectors of N, the rates (M), D (nnz of the
+ * reactants) and the LU's values. */
+enum { W_YPRED = 0, W_Y, W_G, W_WT, W_FA, W_YS, W_C, W_FN, W_LUX, W_R, W_NVEC };
+
+inline size_t ws_stride(int N, int M, int nnzA, int nnzLU) {
+  size_t n = (size_t)(LASSIE_BDF_HIST + W_NVEC) * N + M + nnzA + nnzLU;
+  return (n + 3) & ~(size_t)3;   /* 32-byte aligned */
+}
+
+__device__ inline void next_step_size_d(simstate *s, const double *times) {
+  double tout = times[s->next];
+  s->hs = s->h; s->hits = 0;
+  if (s->t + 1.05 * s->h >= tout) { s->hs = tout - s->t; s->hits = 1; }
+  else if (s->t + 2 * s->h > tout) s->hs = 0.5 * (tout - s->t);
+}
+
+struct bdfargs {
+  sbg_lassie_model m;
+  lassie_lu lu;
+  const double *k;
+  int k_per_sim, nt, method, S, T, max_att;
+  const double *times;
+  double rtol, atol, max_steps;
+  double *x, *out, *w;
+  size_t stride;
+  simstate *ss;
+  bdfstate *bs;
+};
+
+/* The attempts of one simulation, by its team: integrate()'s implicit
+ * branch line by line (lassie_cpu.c), its vector loops split over the
+ * lanes.  Every lane keeps the same scalars: they only depend on values
+ * all lanes read after a sync. */
+__global__ void k_bdf(bdfargs a) {
+  const int T = a.T;
+  const int gt = blockIdx.x * blockDim.x + threadIdx.x;
+  const int s = gt / T;
+  if (s >= a.S) return;
+  lassie_team tm;
+  tm.lane = gt % T; tm.size = T;
+  tm.mask = T == 32 ? 0xffffffffu : ((1u << T) - 1u) << ((threadIdx.x & 31) & ~(T - 1));
+  simstate q = a.ss[s];
+  if (q.flag != FLAG_TO_CPU && q.flag != FLAG_BDF) return;
+  bdfstate b = a.bs[s];
+  const sbg_lassie_model *m = &a.m;
+  const int N = m->n_species, M = m->n_reactions, nnzA = m->r_ptr[M], nt = a.nt;
+  const int L = tm.lane;
+  const double rtol = a.rtol, atol = a.atol;
+  const double tend = a.times[nt - 1];
+  const double *k = a.k + (a.k_per_sim ? (size_t)s * M : 0);
+  double *x = a.x + (size_t)s * N, *out = a.out + (size_t)s * nt * N;
+  double *w = a.w + (size_t)s * a.stride, *histb = w, *wv = w + (size_t)LASSIE_BDF_HIST * N;
+  double *ypred = wv + W_YPRED * N, *y = wv + W_Y * N, *g = wv + W_G * N, *wt = wv + W_WT * N,
+         *fa = wv + W_FA * N, *ys = wv + W_YS * N, *c = wv + W_C * N, *fn = wv + W_FN * N,
+         *lux = wv + W_LUX * N, *rb = wv + W_R * N;
+  double *v = wv + (size_t)W_NVEC * N, *dv = v + M, *val = dv + nnzA;
+  const int *pos = a.lu.pos;
+  if (q.flag == FLAG_TO_CPU) {
+    /* switched in (as the CPU's integrate() continuing from `start`) */
+    q.flag = FLAG_BDF;
+    b.nh = 0; b.need_jac = 1; b.jac_fresh = 0; b.factored = 0; b.fn_valid = 0;
+    b.gamma_fact = 0; b.rho = 0; b.bdf_steps = 0; b.calm = 0; b.jac_steps = 0;
+    b.q = 1; b.q_steps = 0; b.err_fails = 0;
+  }
+#define HIST(i) (histb + (size_t)((b.head + (i)) % LASSIE_BDF_HIST) * N)
+  for (int att = 0; att < a.max_att && q.flag == FLAG_BDF; att++) {
+    double tout = a.times[q.next];
+    if (++q.attempts > a.max_steps) { q.flag = FLAG_MAXSTEPS; break; }
+    double hmin = 64 * DBL_EPSILON * fmax(fabs(q.t), fabs(tend));
+    double h = q.h, hs = h;
+    int hits = 0;
+    if (q.t + 1.05 * h >= tout) { hs = tout - q.t; hits = 1; }
+    else if (q.t + 2 * h > tout) hs = 0.5 * (tout - q.t);
+    if (b.nh >= 2 && hs > 2 * (b.ht[0] - b.ht[1])) { hs = 2 * (b.ht[0] - b.ht[1]); hits = 0; }
+    if (b.nh == 0) {   /* (re)start: order 1 from the current state alone */
+      double *h0 = HIST(0);
+      for (int j = L; j < N; j += T) h0[j] = x[j];
+      b.ht[0] = q.t; b.nh = 1; b.q = 1; b.q_steps = 0; b.err_fails = 0;
+    }
+    const double tnew = hits ? tout : q.t + hs;
+    int qq = b.q < b.nh - 1 ? b.q : b.nh - 1;
+    if (qq < 1) qq = 1;
+    double gamma, errc;
+    if (b.nh == 1) {
+      if (!b.fn_valid) {
+        lassie_rhs_team(&tm, m, k, x, v, fn, NULL);
+        q.st[SBG_LASSIE_ST_RHS]++; b.fn_valid = 1;
+      }
+      gamma = hs; errc = 0.5;
+      for (int j = L; j < N; j += T) { ypred[j] = x[j] + hs * fn[j]; c[j] = x[j]; }
+    } else {
+      double tau[LASSIE_BDF_HIST + 1], dl[LASSIE_BDF_HIST + 1], Lw[LASSIE_BDF_HIST + 1];
+      tau[0] = tnew;
+      for (int j = 1; j <= qq + 1 && j <= b.nh; j++) tau[j] = b.ht[j - 1];
+      gamma = lassie_bdf_coefs(tau, qq, dl);
+      double p1 = 1, p2 = 1;
+      for (int j = 1; j <= qq; j++) p1 *= tau[0] - tau[j];
+      for (int j = 1; j <= qq + 1; j++) {
+        double lj = 1;
+        for (int mm = 1; mm <= qq + 1; mm++) if (mm != j) lj *= (tau[0] - tau[mm]) / (tau[j] - tau[mm]);
+        Lw[j] = lj;
+        p2 *= tau[0] - tau[j];
+      }
+      errc = gamma * p1 / fabs(p2 - gamma * p1);
+      double *hp[LASSIE_BDF_HIST];
+      for (int i = 0; i < LASSIE_BDF_HIST; i++) hp[i] = HIST(i);
+      for (int j = L; j < N; j += T) {
+        double pr = 0, cc = 0;
+        for (int i = 1; i <= qq + 1; i++) pr += Lw[i] * hp[i - 1][j];
+        for (int i = 1; i <= qq; i++) cc += dl[i] * hp[i - 1][j];
+        ypred[j] = pr;
+        c[j] = -gamma * cc;
+      }
+    }
+    lassie_team_sync(&tm);
+    if (b.need_jac) {
+      lassie_dvdx_team(&tm, m, k, x, dv);
+      q.st[SBG_LASSIE_ST_JAC]++;
+      b.rho = lassie_gershgorin(&tm, m, dv);
+      b.need_jac = 0; b.jac_fresh = 1; b.factored = 0; b.jac_steps = 0;
+    }
+    if (!b.factored || fabs(gamma / b.gamma_fact - 1) > 0.3) {
+      q.st[SBG_LASSIE_ST_FACTOR]++;
+      if (lassie_lu_factor(&tm, m, &a.lu, gamma, dv, val, lux) != 0) {
+        /* the host's dense LU with pivoting takes over from here; it
+         * counts this attempt again */
+        q.st[SBG_LASSIE_ST_FACTOR]--;
+        q.attempts -= 1;
+        q.flag = FLAG_HOST;
+        break;
+      }
+      b.factored = 1; b.gamma_fact = gamma;
+    }
+    /* modified Newton on G(y) = y - c - gamma f(y) */
+    for (int j = L; j < N; j += T) y[j] = ypred[j];
+    lassie_team_sync(&tm);
+    double scale = 2.0 / (1.0 + gamma / b.gamma_fact), dn_prev = 0;
+    int conv = 0;
+    for (int it = 0; it < LASSIE_NEWTON_MAXIT; it++) {
+      lassie_rhs_team(&tm, m, k, y, v, g, fa);
+      q.st[SBG_LASSIE_ST_RHS]++; q.st[SBG_LASSIE_ST_NEWTON]++;
+      for (int j = L; j < N; j += T) {
+        double floor_ = LASSIE_ROUNDOFF * DBL_EPSILON * (fabs(y[j]) + fabs(c[j]) + gamma * fa[j]);
+        double wj = atol + rtol * fabs(x[j]);
+        wt[j] = wj > floor_ ? wj : floor_;
+        double gj = -(y[j] - c[j] - gamma * g[j]);
+        ys[pos[j]] = gj;
+      }
+      lassie_team_sync(&tm);
+      lassie_lu_solve_levels(&tm, &a.lu, N, val, ys);
+      for (int j = L; j < N; j += T) {
+        double d = scale * ys[pos[j]];
+        y[j] += d;
+        double r = d / wt[j];
+        rb[j] = r * r;
+      }
+      lassie_team_sync(&tm);
+      double dn = 0;
+      if (L == 0) {
+        for (int j = 0; j < N; j++) dn += rb[j];
+        dn = sqrt(dn / N);
+      }
+      dn = lassie_team_bcast(&tm, dn);
+      if (!isfinite(dn)) break;
+      if (dn <= LASSIE_NEWTON_TOL) { conv = 1; break; }
+      if (it > 0) {
+        double rate = dn / dn_prev;
+        if (rate > 2.0) break;
+        if (rate < 1.0 && dn * rate / (1 - rate) <= LASSIE_NEWTON_TOL) { conv = 1; break; }
+      }
+      dn_prev = dn;
+    }
+    if (!conv) {
+      q.st[SBG_LASSIE_ST_REJECTED]++;
+      if (!b.jac_fresh) { b.need_jac = 1; continue; }
+      q.h = 0.25 * hs; b.factored = 0;
+      if (q.h < hmin) { q.flag = FLAG_NEWTON; break; }
+      continue;
+    }
+    double err = 0;
+    for (int j = L; j < N; j += T) {
+      double wj = atol + rtol * fmax(fabs(x[j]), fabs(y[j]));
+      if (wj < wt[j]) wj = wt[j];
+      wt[j] = wj;   /* kept for the order selection */
+      err = lassie_maxnan(err, errc * fabs(y[j] - ypred[j]) / wj);
+    }
+    err = lassie_team_max(&tm, err);
+    double expo = -1.0 / (qq + 1);
+    if (!(err <= 1.0)) {
+      q.st[SBG_LASSIE_ST_REJECTED]++;
+      double fac = isfinite(err) ? 0.9 * sbg_pow(err, expo) : 0.1;
+      if (fac < 0.1) fac = 0.1;
+      if (fac > 0.9) fac = 0.9;
+      if (++b.err_fails >= 2 && qq > 1) { b.q = qq - 1; b.q_steps = 0; }
+      q.h = hs * fac;
+      if (q.h < hmin) { q.flag = FLAG_HMIN; break; }
+      lassie_team_sync(&tm);   /* wt and y are rewritten next attempt */
+      continue;
+    }
+    /* accept: the new state becomes hist[0] */
+    b.head = (b.head + LASSIE_BDF_HIST - 1) % LASSIE_BDF_HIST;
+    for (int i = LASSIE_BDF_HIST - 1; i > 0; i--) b.ht[i] = b.ht[i - 1];
+    b.ht[0] = tnew;
+    {
+      double *h0 = HIST(0);
+      for (int j = L; j < N; j += T) { h0[j] = y[j]; x[j] = y[j]; }
+    }
+    if (b.nh < LASSIE_BDF_HIST) b.nh++;
+    lassie_team_sync(&tm);
+    b.fn_valid = 0; b.jac_fresh = 0; b.err_fails = 0;
+    q.t = tnew;
+    q.st[SBG_LASSIE_ST_STEPS]++; q.st[SBG_LASSIE_ST_IMPLICIT]++;
+    b.q = qq; b.q_steps++;
+    double fac = err > 0 ? 0.9 * sbg_pow(err, expo) : 2.0;
+    if (b.q_steps > b.q && b.nh >= b.q + 2) {
+      double *hp[LASSIE_BDF_HIST];
+      for (int i = 0; i < LASSIE_BDF_HIST; i++) hp[i] = HIST(i);
+      double best = fac;
+      int qn = b.q;
+      if (b.q > 1) {
+        double e = lassie_bdf_err_order(&tm, hp, b.ht, b.q - 1, wt, N);
+        double f = e > 0 ? 1.0 / (1.3 * sbg_pow(e, 1.0 / b.q)) : 2.0;
+        if (f > best) { best = f; qn = b.q - 1; }
+      }
+      if (b.q < LASSIE_BDF_MAXORD && b.nh >= b.q + 3) {
+        double e = lassie_bdf_err_order(&tm, hp, b.ht, b.q + 1, wt, N);
+        double f = e > 0 ? 1.0 / (1.4 * sbg_pow(e, 1.0 / (b.q + 2))) : 2.0;
+        if (f > best) { best = f; qn = b.q + 1; }
+      }
+      if (qn != b.q) { b.q = qn; b.q_steps = 0; fac = best; }
+    }
+    if (fac > 2.0) fac = 2.0;
+    if (fac < 0.2) fac = 0.2;
+    if (fac >= 1.0 && fac < 1.5) fac = 1.0;
+    double hn = hs * fac;
+    q.h = (hits && hn < h) ? h : hn;
+    if (hits) {
+      for (int j = L; j < N; j += T) out[(size_t)j * nt + q.next] = x[j];
+      q.next++;
+    }
+    if (++b.jac_steps >= LASSIE_JAC_REUSE) b.need_jac = 1;
+    b.bdf_steps++;
+    lassie_team_sync(&tm);   /* wt is rewritten next attempt */
+    int back = 0;
+    if (a.method == SBG_LASSIE_AUTO) {
+      b.calm = (b.bdf_steps >= LASSIE_BDF_MIN_STAY && hn * b.rho < LASSIE_CALM_HRHO) ? b.calm + 1 : 0;
+      if (b.calm >= LASSIE_CALM_STEPS) {
+        q.st[SBG_LASSIE_ST_SWITCHES]++;
+        q.rej = 0; b.calm = 0; b.nh = 0; q.stiff_count = 0; q.calm_rk = 0; q.prev_h = 0;
+        back = 1;
+      }
+    }
+    if (q.next >= nt) { q.flag = FLAG_DONE; break; }
+    if (back) {
+      /* back to the explicit steps (lassie_gpu.cu), which go on from the
+       * top of the CPU's step loop */
+      if (++q.attempts > a.max_steps) { q.flag = FLAG_MAXSTEPS; break; }
+      q.flag = FLAG_RUN; q.active = 1;
+      next_step_size_d(&q, a.times);
+      break;
+    }
+  }
+#undef HIST
+  lassie_team_sync(&tm);
+  if (L == 0) { a.ss[s] = q; a.bs[s] = b; }
+}
+
+}  // namespace
+
+int lassie_gpu_bdf_wanted(const sbg_lassie_model *m) {
+  const char *e = getenv("SYSBIOGPU_LASSIE_DEVICE_BDF");
+  if (e && strcmp(e, "0") == 0) return 0;
+  return m->n_species <= LASSIE_GPU_BDF_MAX_N;
+}
+
+void lassie_gpu_bdf_free(lassie_gpu_bdf *b) {
+  if (!b) return;
+  cudaFree(b->d_pos); cudaFree(b->d_ipos); cudaFree(b->d_ptr); cudaFree(b->d_col);
+  cudaFree(b->d_diag); cudaFree(b->d_lev); cudaFree(b->d_bs); cudaFree(b->d_w);
+  free(b);
+}
+
+sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_model *dm, int S,
+                                cudaStream_t stream, lassie_gpu_bdf **out, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int N = m->n_species, M = m->n_reactions;
+  int *pos = NULL, *ipos = NULL, *ptr = NULL, *col = NULL, *diag = NULL, *lev = NULL;
+  size_t n_lev = 0;
+  size_t nnz = 0, free_b = 0, total_b = 0;
+  lassie_gpu_bdf *b = NULL;
+  *out = NULL;
+  pos = (int *)malloc(sizeof(int) * (size_t)N);
+  ipos = (int *)malloc(sizeof(int) * (size_t)N);
+  b = (lassie_gpu_bdf *)calloc(1, sizeof(lassie_gpu_bdf));
+  if (!pos || !ipos || !b || sbg_lassie_lu_pattern(m, pos, ipos, &ptr, &col, &diag, &nnz) != 0 ||
+      sbg_lassie_lu_levels(N, ptr, col, diag, &lev, &b->n_fwd, &b->n_bwd) != 0) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory");
+    goto done;
+  }
+  b->dm = *dm; b->S = S; b->nnz_lu = (int)nnz;
+  n_lev = 2 * (size_t)N + b->n_fwd + b->n_bwd + 2;
+  b->T = N >= LASSIE_TEAM_MIN_N ? 32 : 1;
+  {
+    const char *e = getenv("SYSBIOGPU_LASSIE_BDF_TEAM");   /* for measurements */
+    int t = e ? atoi(e) : 0;
+    if (t == 1 || t == 2 || t == 4 || t == 8 || t == 16 || t == 32) b->T = t;
+  }
+  b->stride = ws_stride(N, M, m->r_ptr[M], (int)nnz);
+  SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  if ((double)b->stride * sizeof(double) * S > LASSIE_BDF_MEM_SHARE * (double)free_b) goto done;
+  SBG_TRY(sbg_device_alloc((void **)&b->d_pos, sizeof(int) * N, "the LU's order", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_ipos, sizeof(int) * N, "the LU's order", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_ptr, sizeof(int) * (N + 1), "the LU's pattern", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_col, sizeof(int) * (nnz ? nnz : 1), "the LU's pattern", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_diag, sizeof(int) * N, "the LU's pattern", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_lev, sizeof(int) * n_lev, "the LU's level schedule", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_bs, sizeof(bdfstate) * S, "the BDF states", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_w, sizeof(double) * b->stride * S, "the BDF workspaces", ctx));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_pos, pos, sizeof(int) * N, cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_ipos, ipos, sizeof(int) * N, cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_ptr, ptr, sizeof(int) * (N + 1), cudaMemcpyHostToDevice, stream));
+  if (nnz) SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_col, col, sizeof(int) * nnz, cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_diag, diag, sizeof(int) * N, cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_lev, lev, sizeof(int) * n_lev, cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(b->d_bs, 0, sizeof(bdfstate) * S, stream));
+  /* the LU's scatter row must start zeroed (it is left zeroed) */
+  SBG_CUDA_CHECK(cudaMemsetAsync(b->d_w, 0, sizeof(double) * b->stride * S, stream));
+  /* the host arrays are freed below: wait for the copies */
+  SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  *out = b;
+  b = NULL;
+done:
+  lassie_gpu_bdf_free(b);
+  free(pos); free(ipos); free(ptr); free(col); free(diag); free(lev);
+  return st;
+}
+
+sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
+                                 const double *d_k, const double *d_times, double *d_x,
+                                 double *d_out, simstate *d_ss, cudaStream_t stream, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  bdfargs a;
+  a.m = b->dm;
+  a.lu.pos = b->d_pos; a.lu.ipos = b->d_ipos; a.lu.ptr = b->d_ptr; a.lu.col = b->d_col;
+  a.lu.diag = b->d_diag; a.lu.lev = b->d_lev; a.lu.n_fwd = b->n_fwd; a.lu.n_bwd = b->n_bwd;
+  a.k = d_k; a.k_per_sim = p->rates_per_sim; a.nt = p->n_times; a.method = p->method;
+  a.S = b->S; a.T = b->T; a.max_att = LASSIE_BDF_ATTEMPTS;
+  a.times = d_times; a.rtol = p->rtol; a.atol = p->atol; a.max_steps = p->max_steps;
+  a.x = d_x; a.out = d_out; a.w = b->d_w; a.stride = b->stride; a.ss = d_ss; a.bs = b->d_bs;
+  const int TB = 128;
+  size_t threads = (size_t)b->S * b->T;
+  k_bdf<<<(unsigned)((threads + TB - 1) / TB), TB, 0, stream>>>(a);
+  SBG_CUDA_CHECK(cudaGetLastError());
+done:
+  return st;
+}

@@ -1,0 +1,117 @@
+# The implicit (BDF) steps on the device (issue 17, point 2): each
+# simulation of a batch factors its own I - gamma J with the CPU's sparse LU
+# code (src/lassie/lassie_bdf.h), so the GPU gives the CPU engine's bits,
+# values and solver statistics alike, whatever the simulation's mode.
+# The CPU engine is pinned to independent oracles in test-lassieSimulate.R
+# (BioNetGen's trajectories, closed forms); here the GPU is also checked
+# against BioNetGen's Haugh2b trajectory directly.
+
+gpu_vs_cpu <- function(m, tt, ...) {
+  a <- lassieSimulate(m, tt, backend = "cpu", threads = 2L, verbose = FALSE, ...)
+  b <- lassieSimulate(m, tt, backend = "gpu", verbose = FALSE, ...)
+  list(cpu = a, gpu = b)
+}
+
+with_env <- function(vars, code) {
+  old <- vapply(names(vars), function(v) Sys.getenv(v, unset = NA), "")
+  do.call(Sys.setenv, as.list(vars))
+  on.exit(for (v in names(vars)) if (is.na(old[[v]])) Sys.unsetenv(v) else
+    do.call(Sys.setenv, stats::setNames(list(old[[v]]), v)))
+  force(code)
+}
+
+# A <-> B catalysed by C, fast while C lasts (C decays): stiff at first,
+# then calm, so a simulation goes RKF45 -> BDF -> RKF45; slowed down 100x it
+# never turns stiff.
+catalysed_model <- function() {
+  reactionModel(
+    reactants = rbind(c(1, 0, 1, 0, 0), c(0, 1, 1, 0, 0), c(0, 0, 1, 0, 0), c(0, 0, 0, 1, 0), c(0, 0, 0, 0, 1)),
+    products  = rbind(c(0, 1, 1, 0, 0), c(1, 0, 1, 0, 0), c(0, 0, 0, 0, 0), c(0, 0, 0, 0, 1), c(0, 0, 0, 1, 0)),
+    rates = c(1e4, 5e3, 1, 0.2, 0.1), initial = c(1e-6, 0, 1, 1, 0),
+    species = c("A", "B", "C", "D", "E"))
+}
+
+test_that("stiff batches: the device's implicit steps give the CPU's bits", {
+  skip_if_no_gpu()
+  rob <- robertson_model()
+  set.seed(5)
+  K <- t(replicate(8, rob$rates * 2^runif(3, -1, 1)))
+  tt <- c(0, 0.4, 4, 40, 400, 4000)
+  for (meth in c("bdf", "auto")) {
+    r <- gpu_vs_cpu(rob, tt, rates = K, method = meth)
+    expect_gt(sum(vapply(r$gpu, function(o) attr(o, "stats")[["implicitSteps"]], 0)), 0)
+    expect_identical(lassie_core(r$gpu), lassie_core(r$cpu), label = meth)
+  }
+  # a warp's lanes on a model of 3 species (most lanes idle): the same bits
+  r2 <- with_env(c(SYSBIOGPU_LASSIE_BDF_TEAM = "32"),
+                 lassieSimulate(rob, tt, rates = K, method = "bdf", backend = "gpu", verbose = FALSE))
+  r1 <- lassieSimulate(rob, tt, rates = K, method = "bdf", backend = "cpu", threads = 2L, verbose = FALSE)
+  expect_identical(lassie_core(r2), lassie_core(r1))
+  # the host's implicit steps (as before issue 17) agree within 1e-9
+  h <- with_env(c(SYSBIOGPU_LASSIE_DEVICE_BDF = "0"),
+                lassieSimulate(rob, tt, rates = K, method = "bdf", backend = "gpu", verbose = FALSE))
+  for (s in seq_along(h)) expect_lt(max_rel(h[[s]][, -1], r1[[s]][, -1], floor = 1e-300), 1e-9)
+
+  # Chen 2009 ErbB (504 species, 1,339 reactions: a warp per simulation,
+  # the LU's fill in the minimum-degree order)
+  skip_if_not(sbmlAvailable(), "no libSBML")
+  chen <- readSBML(lassie_extdata("Chen2009_ErbB_A431.xml.gz"))
+  set.seed(11)
+  Kc <- t(replicate(3, chen$rates * 2^runif(length(chen$rates), -1, 1)))
+  rc <- gpu_vs_cpu(chen, seq(0, 600, by = 60), rates = Kc, method = "bdf")
+  expect_identical(lassie_core(rc$gpu), lassie_core(rc$cpu))
+})
+
+test_that("the GPU's implicit steps reproduce BioNetGen's Haugh2b trajectory", {
+  skip_if_no_gpu()
+  m <- readBioNetGen(lassie_extdata("Haugh2b.net"))
+  g <- read_gdat(lassie_extdata("Haugh2b.gdat"))
+  out <- lassieSimulate(m, g$time, rtol = 1e-8, method = "bdf", backend = "gpu", verbose = FALSE)
+  expect_gt(attr(out, "stats")[["implicitSteps"]], 0)
+  obs <- setdiff(colnames(g), "time")
+  G <- as.matrix(g[, obs]); O <- out[, obs]
+  # as test-lassieSimulate.R: BioNetGen's CVODE ran with atol 1e-8
+  expect_true(all(abs(O - G) <= 1e-4 * abs(G) + 2e-8))
+  big <- abs(G) > 1e-3 * max(abs(G))
+  expect_lt(max(abs(O - G)[big] / abs(G)[big]), 1e-5)
+})
+
+test_that("each simulation switches on its own, on the device", {
+  skip_if_no_gpu()
+  m <- catalysed_model()
+  sc <- c(1, 1e-2, 2, 1e-5, 0.5, 1)
+  K <- t(vapply(sc, function(s) m$rates * c(s, s, 1, 1, 1), numeric(5)))
+  tt <- seq(0, 100, by = 0.5)
+  r <- gpu_vs_cpu(m, tt, rates = K)
+  sw <- vapply(r$gpu, function(o) attr(o, "stats")[["switches"]], 0)
+  # stiff ones go to BDF and back (2 switches), slow ones never switch
+  expect_true(all(sw[sc >= 0.5] >= 2))
+  expect_true(all(sw[sc < 0.5] == 0))
+  expect_identical(lassie_core(r$gpu), lassie_core(r$cpu))
+  # Haugh2b's batch (12 species: a lane per simulation) in automatic mode
+  h <- readBioNetGen(lassie_extdata("Haugh2b.net"))
+  set.seed(3)
+  Kh <- t(replicate(40, h$rates * exp(runif(length(h$rates), -0.7, 0.7))))
+  rh <- gpu_vs_cpu(h, seq(0, 50, 5), rates = Kh)
+  expect_true(all(vapply(rh$gpu, function(o) attr(o, "stats")[["switches"]], 0) >= 1))
+  expect_identical(lassie_core(rh$gpu), lassie_core(rh$cpu))
+})
+
+test_that("a simulation failing in the implicit steps fails the batch with the CPU's message", {
+  skip_if_no_gpu()
+  rob <- robertson_model()
+  Kr <- rbind(rob$rates * 1e-9, rob$rates * 1e-9, rob$rates * 1e-9, rob$rates)
+  msg <- function(backend) {
+    e <- tryCatch(lassieSimulate(rob, c(0, 40), rates = Kr, method = "bdf", maxSteps = 60,
+                                 backend = backend, verbose = FALSE), error = identity)
+    expect_s3_class(e, "sysbioGPU_error_numeric")
+    conditionMessage(e)
+  }
+  m_gpu <- msg("gpu")
+  expect_match(m_gpu, "exhausted at t = [0-9.e-]+ in simulation 4")
+  expect_identical(m_gpu, msg("cpu"))
+  # the others finish
+  ok <- lassieSimulate(rob, c(0, 40), rates = Kr[1:3, ], method = "bdf", maxSteps = 60,
+                       backend = "gpu", verbose = FALSE)
+  expect_length(ok, 3)
+})
