@@ -238,8 +238,9 @@ check_model <- function(model) {
 #' a batch run on the device, one thread per reaction and simulation for the
 #' rates, one per species for `H v`, one block per simulation for the error
 #' test and step control, with the CPU engine's arithmetic (the same
-#' per-species formulas, no fused multiply-adds), so the explicit steps
-#' agree bit for bit.  A simulation that turns stiff
+#' per-species formulas, no fused multiply-adds, the stiffness estimate
+#' summed in the same order), so the results agree bit for bit, switches
+#' to implicit steps included.  A simulation that turns stiff
 #' continues on the host with the CPU's implicit steps from where the device
 #' left it (and `method = "bdf"` runs entirely there) in this version.
 #'
