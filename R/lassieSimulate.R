@@ -238,8 +238,9 @@ check_model <- function(model) {
 #' a batch run on the device, one thread per reaction and simulation for the
 #' rates, one per species for `H v`, one block per simulation for the error
 #' test and step control, with the CPU engine's arithmetic (the same
-#' per-species formulas, no fused multiply-adds), so the explicit steps
-#' agree bit for bit.  A simulation that turns stiff
+#' per-species formulas, no fused multiply-adds, the stiffness estimate
+#' summed in the same order), so the explicit steps and the switches to
+#' implicit steps agree bit for bit.  A simulation that turns stiff
 #' switches to the implicit steps on the device, and back when calm, each
 #' simulation on its own: the pattern of `I - gamma J` is the model's, so
 #' its ordering and the LU's fill are computed once on the host, and each

@@ -15,6 +15,10 @@
 #define LASSIE_HD
 #endif
 
+/* Threads per block of the GPU engine's per-simulation kernels.  The CPU
+ * sums the stiffness estimate in the block's order (strided partial sums,
+ * then a tree), so that both engines switch at the same step. */
+#define LASSIE_BLOCK 256
 /* Stiffness seen by the explicit steps: h rho(J), rho estimated after each
  * accepted step as |f(x_new) - f(stage 5)| / |x_new - stage 5| (both at the
  * end of the step, so their difference lies along the fast modes), above LASSIE_STIFF_HRHO (RKF45 is stable to about 3 on

@@ -628,12 +628,17 @@ static void emit_rows(sim_run *r, double t0, double hs, double tnew, const doubl
 static int explicit_turns_stiff(sim_run *r) {
   const int N = r->m->n_species, sk = lassie_stiff_stage(r->scheme);
   const double *x = r->w->x, *k0 = r->w->ks[0], *ks = r->w->ks[sk], *ys = r->w->ys5;
-  double num = 0, den = 0;
+  /* summed as the GPU's k_stiff sums them: thread t of the block takes
+   * species t, t + LASSIE_BLOCK, ..., then a tree over the threads */
+  double pn[LASSIE_BLOCK] = {0}, pd[LASSIE_BLOCK] = {0};
   for (int j = 0; j < N; j++) {
     double sc = 1.0 / (r->p->atol + r->p->rtol * fabs(x[j]));
     double dk = (k0[j] - ks[j]) * sc, dy = (x[j] - ys[j]) * sc;
-    num += dk * dk; den += dy * dy;
+    pn[j % LASSIE_BLOCK] += dk * dk; pd[j % LASSIE_BLOCK] += dy * dy;
   }
+  for (int w = LASSIE_BLOCK / 2; w > 0; w >>= 1)
+    for (int t = 0; t < w; t++) { pn[t] += pn[t + w]; pd[t] += pd[t + w]; }
+  const double num = pn[0], den = pd[0];
   double hrho = den > 0 ? r->prev_h * sqrt(num / den) : 0.0;
   if (hrho > LASSIE_STIFF_HRHO) { r->stiff_count++; r->calm_rk = 0; }
   else if (++r->calm_rk >= LASSIE_NONSTIFF_RESET) r->stiff_count = 0;

@@ -101,7 +101,7 @@ __global__ void k_control(int S, int N, int nt, const double *times, double rtol
                           double *K, double *xn, double *out, simstate *ss) {
   int s = blockIdx.x;
   if (s >= S || !ss[s].active) return;
-  __shared__ double red[256];
+  __shared__ double red[LASSIE_BLOCK];
   __shared__ int nanflag;
   if (threadIdx.x == 0) nanflag = 0;
   __syncthreads();
@@ -204,7 +204,7 @@ __global__ void k_stiff(int S, int N, int method, int scheme, double rtol, doubl
                         const double *K, const double *ys5, simstate *ss) {
   int s = blockIdx.x;
   if (s >= S || !ss[s].active || !(ss[s].prev_h > 0)) return;
-  __shared__ double rnum[256], rden[256];
+  __shared__ double rnum[LASSIE_BLOCK], rden[LASSIE_BLOCK];
   size_t SN = (size_t)S * N;
   double num = 0, den = 0;
   for (int j = threadIdx.x; j < N; j += blockDim.x) {
@@ -288,7 +288,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
    * simulations wait for the host's, FLAG_TO_CPU) */
   lassie_gpu_bdf *bdf = NULL;
   const int want_bdf = p->method != SBG_LASSIE_RKF45 && lassie_gpu_bdf_wanted(m);
-  const int TB = 256;
+  const int TB = LASSIE_BLOCK;   /* k_stiff's reduction order is the CPU's */
   const int scheme = p->method == SBG_LASSIE_RKF45 ? LASSIE_RKF45 : LASSIE_DP5;
   const int dense = p->method != SBG_LASSIE_RKF45;
   const int n_stages = lassie_stages(scheme);

@@ -150,18 +150,25 @@ test_that("a simulation that fails inside a batch is reported with its status; t
   expect_equal(unname(bb[[2]][, "A"]), 1 / (1 - 0.1 * c(0, 0.5, 2)), tolerance = 1e-6)
 })
 
-test_that("the GPU's explicit steps are the CPU's, bit for bit, output rows and failures included", {
+test_that("the GPU's steps are the CPU's, bit for bit, output rows, switches and failures included", {
   skip_if_no_gpu()
   m <- readBioNetGen(lassie_extdata("Haugh2b.net"))
   set.seed(4)
   K <- t(replicate(9, m$rates * 2^runif(length(m$rates), -1, 1)))
-  for (meth in c("dopri5", "rkf45")) {
+  # "auto" too: the stiffness estimate is summed in the same order on both,
+  # so a set switches to implicit steps at the same step and the host's
+  # implicit steps continue from the device's bits (Haugh2b switches once)
+  for (meth in c("dopri5", "rkf45", "auto")) {
     for (tt in list(seq(0, 50, by = 5), seq(0, 50, length.out = 997))) {
       run <- function(backend) lassieSimulate(m, tt, rates = K, method = meth, backend = backend,
                                               verbose = FALSE)
       expect_identical(lassie_core(run("gpu")), lassie_core(run("cpu")), label = meth)
     }
   }
+  rob <- robertson_model()
+  tr <- c(0, 10^seq(-4, 4, by = 0.5))
+  expect_identical(lassie_core(lassieSimulate(rob, tr, backend = "gpu", verbose = FALSE)),
+                   lassie_core(sim(rob, tr)))
   # a failure on the device (maxSteps, explicit) and one on the host's
   # implicit steps after the device's hand-over, each with its status
   rob <- robertson_model()
