@@ -19,13 +19,27 @@ check_bpparam <- function(BPPARAM) {
 # units cuts[w] + 1 .. cuts[w + 1]), and each worker's GPU of `devices`,
 # round robin (with `several`, and more devices than workers, every
 # nw-th device from the w-th).
+# `ranges` gives each worker's units as c(first, end), 0-based, end
+# excluded.
 bp_split <- function(BPPARAM, n, devices, several = FALSE) {
-  nw <- as.integer(min(BiocParallel::bpnworkers(BPPARAM), n))
+  nw <- bp_nworkers(BPPARAM, n)
   nd <- length(devices)
   devs <- lapply(seq_len(nw), function(w) {
     if (several && nd > nw) devices[seq(w, nd, by = nw)] else devices[[(w - 1L) %% nd + 1L]]
   })
-  list(n = nw, cuts = floor(n * (0:nw) / nw), devices = devs)
+  cuts <- floor(n * (0:nw) / nw)
+  list(n = nw, cuts = cuts, devices = devs, ranges = lapply(seq_len(nw), function(w) c(cuts[[w]], cuts[[w + 1L]])))
+}
+
+# R workers for `n` units (at most one per unit; 1 without BPPARAM).
+bp_nworkers <- function(BPPARAM, n) {
+  if (is.null(BPPARAM)) 1L else as.integer(min(BiocParallel::bpnworkers(BPPARAM), n))
+}
+
+# Every method's map over its workers: fun(share_1[[w]], share_2[[w]], ...,
+# <MoreArgs>) on worker w, results in worker order.
+bp_map <- function(BPPARAM, fun, ..., MoreArgs = NULL) {
+  BiocParallel::bpmapply(fun, ..., MoreArgs = MoreArgs, BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
 }
 
 # CPU threads of each worker when the call gives none: the processors
