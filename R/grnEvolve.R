@@ -477,18 +477,15 @@ grn_workers <- function(pb, ga, a, BPPARAM) {
   mi <- ga$migrationInterval
   size <- ga$pop / I
   if (is.null(BPPARAM)) {
-    sp <- list(n = 1L, cuts = c(0L, I), devices = list(a$devices[[1L]]))
+    sp <- list(n = 1L, ranges = list(c(0L, I)), devices = list(a$devices[[1L]]))
     pmap <- function(f, ..., MoreArgs) mapply(f, ..., MoreArgs = MoreArgs, SIMPLIFY = FALSE, USE.NAMES = FALSE)
   } else {
     sp <- bp_split(BPPARAM, I, a$devices)
-    pmap <- function(f, ..., MoreArgs) {
-      BiocParallel::bpmapply(f, ..., MoreArgs = MoreArgs, BPPARAM = BPPARAM, SIMPLIFY = FALSE,
-                             USE.NAMES = FALSE)
-    }
+    pmap <- function(f, ..., MoreArgs) bp_map(BPPARAM, f, ..., MoreArgs = MoreArgs)
   }
   chunk <- 64
   nb <- sp$n
-  blocks <- lapply(seq_len(nb), function(i) as.integer(c(sp$cuts[[i]], sp$cuts[[i + 1L]] - sp$cuts[[i]])))
+  blocks <- lapply(sp$ranges, function(r) as.integer(c(r[[1L]], r[[2L]] - r[[1L]])))
   devs <- sp$devices
   migr <- I > 1 && ga$migrants > 0
   # grown as rounds run (doubling), never sized by the cap G

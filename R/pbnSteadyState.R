@@ -460,15 +460,12 @@ pbn_block <- function(range, state, dev, data, params, steps, count, gpu, thread
 # with each round and go out with the next.
 pbn_workers <- function(data, params, trajectories, a, threads, BPPARAM, verbose) {
   sp <- bp_split(BPPARAM, trajectories, a$devices)
-  ranges <- lapply(seq_len(sp$n), function(w) c(sp$cuts[[w]], sp$cuts[[w + 1L]]))
-  devs <- sp$devices
   states <- vector("list", sp$n)
   round <- function(steps, count) {
     r <- tryCatch(
-      BiocParallel::bpmapply(pbn_block, ranges, states, devs,
-                             MoreArgs = list(data = data, params = params, steps = steps,
-                                             count = count, gpu = a$gpu, threads = as.integer(threads)),
-                             BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE),
+      bp_map(BPPARAM, pbn_block, sp$ranges, states, sp$devices,
+             MoreArgs = list(data = data, params = params, steps = steps, count = count, gpu = a$gpu,
+                             threads = as.integer(threads))),
       error = function(e) e, interrupt = function(e) NA_character_)
     if (identical(r, NA_character_)) return(r) # Ctrl-C: the driver stops as in one process
     if (inherits(r, "error")) {
