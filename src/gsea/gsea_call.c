@@ -53,7 +53,7 @@ static void norm_decode(SEXP norm, int32_t S, sbg_gsea_norm *nm) {
 /* params = list(metric, weight, gene, seed, nperm, batch, cache, keepNull,
  * phase, range, norm): phase 0 runs everything; 1 and 2 run one BPPARAM
  * worker's share of permutations range = c(lo, hi) (see sbg_gsea_params),
- * phase 2 given norm; the run's devices share the permutations. */
+ * phase 2 given norm; the run's devices (ctx) share the permutations. */
 static void params_decode(SEXP params, const sbg_run *r, int32_t S, sbg_gsea_norm *nm, sbg_gsea_params *p) {
   p->metric = sbg_int_elt(params, "metric");
   p->weight = sbg_real_elt(params, "weight");
@@ -63,8 +63,6 @@ static void params_decode(SEXP params, const sbg_run *r, int32_t S, sbg_gsea_nor
   p->batch = (int64_t)sbg_real_elt(params, "batch");
   p->cache_max = (int64_t)sbg_real_elt(params, "cache");
   SBG_ASSERT(r->n_devices <= SBG_GSEA_MAX_DEVICES);
-  p->devices = r->devices;
-  p->n_devices = r->n_devices;
   SEXP range = sbg_vec_elt(params, "range", REALSXP, 2);
   p->phase = sbg_int_elt(params, "phase");
   p->perm_lo = (int64_t)REAL(range)[0];

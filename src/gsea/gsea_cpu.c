@@ -740,7 +740,7 @@ static sbg_status run_workers(gsea_run *R, sbg_ctx *ctx) {
   R->r_n = r_hi - R->r_lo;
   if (R->r_lo < 1 || r_hi > R->nperm + 1 || R->r_n < 1 || (p->phase == 2 && !p->norm) || (p->phase && out->null_es))
     return sbg_fail(ctx, SBG_ERR_INPUT, "gsea engine: bad permutation range or phase");
-  int nw = R->use_gpu ? (p->n_devices > 0 ? p->n_devices : 1) : 1;
+  int nw = R->use_gpu ? sbg_ctx_n_devices(ctx) : 1;
   if (nw > SBG_GSEA_MAX_DEVICES) nw = SBG_GSEA_MAX_DEVICES;
   if (nw > R->r_n) nw = (int)R->r_n;
   R->nw = nw;
@@ -755,7 +755,7 @@ static sbg_status run_workers(gsea_run *R, sbg_ctx *ctx) {
     int64_t range = R->hi[w] - R->lo[w];
     int64_t max_b = (range + CHUNK - 1) / CHUNK * CHUNK;
     int64_t keep = out->null_es || p->phase ? 0 : p->cache_max >= 0 && p->cache_max < range ? p->cache_max : range;
-    int dev = p->n_devices > 0 ? p->devices[w] : ctx->device;
+    int dev = sbg_ctx_device_at(ctx, w);
     if (p->batch > 0 && R->B < max_b) max_b = R->B;
     sbg_status st = sbg_gsea_gpu_open(R->in, p, &R->sh.prep, dev, max_b < (1 << 15) ? max_b : 1 << 15, keep,
                                       &R->gpus[w], ctx);

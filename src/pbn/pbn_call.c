@@ -196,8 +196,6 @@ SEXP ffi_pbn_steady(SEXP data, SEXP params, SEXP run) {
   pbn_call c;
   call_decode(data, params, run, &c);
   SBG_ASSERT(c.r.n_devices <= SBG_PBN_MAX_DEVICES);
-  c.p.devices = c.r.devices;
-  c.p.n_devices = c.r.n_devices;
   sbg_pbn_result out;
   SEXP ans = PROTECT(result_alloc(c.sets.n_sets, &out));
   sbg_ctx ctx;
@@ -231,8 +229,6 @@ SEXP ffi_pbn_block(SEXP data, SEXP params, SEXP run) {
   double steps = sbg_real_elt(params, "steps");
   SBG_ASSERT(steps >= 0 && steps < 2147483648.0);
   int cnt = sbg_lgl_elt(params, "count");
-  p.devices = r.devices;
-  p.n_devices = 1;
   const char *nm[] = {"state", "sums"};
   SEXP ans = PROTECT(sbg_named_list(2, nm));
   unsigned char *state_out = RAW(sbg_set(ans, "state", Rf_allocVector(RAWSXP, (R_xlen_t)bytes)));
