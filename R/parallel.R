@@ -42,6 +42,30 @@ bp_map <- function(BPPARAM, fun, ..., MoreArgs = NULL) {
   BiocParallel::bpmapply(fun, ..., MoreArgs = MoreArgs, BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
 }
 
+# The round driver of the methods that run in rounds (pbnSteadyState and
+# grnEvolve over BPPARAM; grnEvolve's long runs in this process with
+# BPPARAM NULL): `n` units in one block per worker (its range and device,
+# as bp_split()), each worker's state kept from one round to the next.
+# round(fun, ..., MoreArgs) runs fun(range, device, state, ...,
+# <MoreArgs>) on every worker (state NULL in the first round) and keeps
+# each result's $state for the next; the results in worker order.
+bp_rounds <- function(BPPARAM, n, devices) {
+  sp <- if (is.null(BPPARAM)) list(n = 1L, ranges = list(c(0, n)), devices = list(devices[[1L]]))
+        else bp_split(BPPARAM, n, devices)
+  map <- if (is.null(BPPARAM)) {
+    function(f, ..., MoreArgs) mapply(f, ..., MoreArgs = MoreArgs, SIMPLIFY = FALSE, USE.NAMES = FALSE)
+  } else {
+    function(f, ..., MoreArgs) bp_map(BPPARAM, f, ..., MoreArgs = MoreArgs)
+  }
+  states <- vector("list", sp$n)
+  round <- function(fun, ..., MoreArgs = NULL) {
+    r <- map(fun, sp$ranges, sp$devices, states, ..., MoreArgs = MoreArgs)
+    states <<- lapply(r, `[[`, "state")
+    r
+  }
+  list(n = sp$n, ranges = sp$ranges, devices = sp$devices, round = round)
+}
+
 # CPU threads of each worker when the call gives none: the processors
 # shared out among the workers; one for forked workers (MulticoreParam),
 # which the engines run on one thread anyway (src/core/threads.c: GNU

@@ -493,8 +493,8 @@ done:
  * its last island's K best through pinned host memory to the next device,
  * the host waiting for all of them; the stop test is each device's own,
  * and the run's stop is the earliest (see the end). */
-extern "C" sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
-                                         sbg_grn_result *out, sbg_ctx *ctx) {
+extern "C" sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_grn_params *gp, sbg_grn_result *out,
+                                         sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   const int n = pb->n, w = pb->w, I = gp->islands;
   const int64_t G = gp->generations, rows = G + 1;
