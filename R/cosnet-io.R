@@ -93,8 +93,8 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
   # Symmetric up to rounding (as left by, say, D^-1/2 W D^-1/2 computed in
   # two products) is accepted and made exact by averaging the two halves.
   chk <- .Call(ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps, check_threads)
-  at <- if (!is.null(colnames(M))) paste0(" (node ", colnames(M)[chk[2]], ")") else paste0(" (node ", chk[2], ")")
-  switch(chk[1] + 1L,
+  at <- if (!is.null(colnames(M))) paste0(" (node ", colnames(M)[chk$node], ")") else paste0(" (node ", chk$node, ")")
+  switch(chk$code + 1L,
     NULL,
     stop_input("`", arg, "` has NA or infinite weights", at),
     stop_input("`", arg, "` has negative weights", at),
@@ -110,8 +110,8 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
     {
       M <- Matrix::drop0(M)
       chk <- .Call(ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps, check_threads)
-      if (chk[1] == 4L) stop_input("`", arg, "` must be symmetric (an undirected network)")
-      if (chk[1] == 5L) {
+      if (chk$code == 4L) stop_input("`", arg, "` must be symmetric (an undirected network)")
+      if (chk$code == 5L) {
         tM <- Matrix::t(M)
         M@x <- (M@x + tM@x) / 2
         rm(tM)

@@ -453,7 +453,8 @@ grn_grow_history <- function(hist, rows) {
 # worker process loads the package to run it): islands block = c(first,
 # count), generations gens = c(from, to), from `state` (NULL: draw
 # generation 0) with the incoming migrants (NULL: none).
-grn_share <- function(block, dev, state, incoming, gens, pb, ga, gpu, threads) {
+grn_share <- function(range, dev, state, incoming, gens, pb, ga, gpu, threads) {
+  block <- as.integer(c(range[[1L]], range[[2L]] - range[[1L]]))
   .Call(ffi_grn_round, c(pb, list(state = state, incoming = incoming)),
         c(ga, list(block = block, gens = as.double(gens))),
         run_list(list(gpu = gpu), threads = threads, devices = dev))
@@ -476,24 +477,13 @@ grn_workers <- function(pb, ga, a, BPPARAM) {
   G <- ga$generations
   mi <- ga$migrationInterval
   size <- ga$pop / I
-  if (is.null(BPPARAM)) {
-    sp <- list(n = 1L, cuts = c(0L, I), devices = list(a$devices[[1L]]))
-    pmap <- function(f, ..., MoreArgs) mapply(f, ..., MoreArgs = MoreArgs, SIMPLIFY = FALSE, USE.NAMES = FALSE)
-  } else {
-    sp <- bp_split(BPPARAM, I, a$devices)
-    pmap <- function(f, ..., MoreArgs) {
-      BiocParallel::bpmapply(f, ..., MoreArgs = MoreArgs, BPPARAM = BPPARAM, SIMPLIFY = FALSE,
-                             USE.NAMES = FALSE)
-    }
-  }
+  rounds <- bp_rounds(BPPARAM, I, a$devices)
   chunk <- 64
-  nb <- sp$n
-  blocks <- lapply(seq_len(nb), function(i) as.integer(c(sp$cuts[[i]], sp$cuts[[i + 1L]] - sp$cuts[[i]])))
-  devs <- sp$devices
+  nb <- rounds$n
+  blocks <- lapply(rounds$ranges, function(r) as.integer(c(r[[1L]], r[[2L]] - r[[1L]])))
   migr <- I > 1 && ga$migrants > 0
   # grown as rounds run (doubling), never sized by the cap G
   hist <- matrix(NA_real_, min(G + 1, max(16, 2^16 %/% I)), I)
-  states <- vector("list", nb)
   incs <- vector("list", nb)
   g <- 0
   init <- TRUE
@@ -505,8 +495,8 @@ grn_workers <- function(pb, ga, a, BPPARAM) {
     g_to <- if (!migr) G else if (m1 == g + 1) (if (init) g else min(G, m1 + mi - 1)) else min(G, m1 - 1)
     g_to <- min(g_to, g + chunk)
     t1 <- proc.time()[["elapsed"]]
-    res <- pmap(grn_share, blocks, devs, states, incs,
-                MoreArgs = list(gens = c(g, g_to), pb = pb, ga = ga, gpu = a$gpu, threads = a$threads))
+    res <- rounds$round(grn_share, incs, MoreArgs = list(gens = c(g, g_to), pb = pb, ga = ga, gpu = a$gpu,
+                                                         threads = a$threads))
     # rounds of about 0.1 to 0.5 s: the time limit (checked between rounds)
     # is kept within that, and the history grows by what ran
     dt <- proc.time()[["elapsed"]] - t1
@@ -532,7 +522,6 @@ grn_workers <- function(pb, ga, a, BPPARAM) {
       stop <- 2L
       break
     }
-    states <- lapply(res, `[[`, "state")
     # incoming of block i at g + 1: block i - 1's outgoing (the ring)
     incs <- if (migr && (g + 1) %% mi == 0) lapply(seq_len(nb), function(i) res[[(i - 2L) %% nb + 1L]]$outgoing)
             else vector("list", nb)

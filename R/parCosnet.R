@@ -85,11 +85,6 @@ cosnet_share <- function(lab, folds, dev, job) {
   cosnet_engine(job, lab, folds, dev, FALSE)
 }
 
-# R workers of a run (1 without BPPARAM).
-cosnet_nworkers <- function(BPPARAM, K) {
-  if (is.null(BPPARAM)) 1L else as.integer(min(BiocParallel::bpnworkers(BPPARAM), K))
-}
-
 # The whole run: in this process (on all of `b$devices`), or over the R
 # workers of BPPARAM, each a contiguous block of classes (and a device,
 # round robin), merged in class order.  Each class is independent and the
@@ -100,17 +95,15 @@ cosnet_run <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM,
   job <- cosnet_job(W, nfolds, cost, maxSweeps, seed, a)
   t0 <- proc.time()[["elapsed"]]
   K <- ncol(lab)
-  nw <- cosnet_nworkers(BPPARAM, K)
+  nw <- bp_nworkers(BPPARAM, K)
   if (nw <= 1L) {
     r <- cosnet_engine(job, lab, folds, a$devices, verbose)
   } else {
     sp <- bp_split(BPPARAM, K, a$devices)
-    cuts <- sp$cuts
-    cols <- lapply(seq_len(nw), function(w) seq.int(cuts[[w]] + 1L, cuts[[w + 1L]]))
+    cols <- lapply(sp$ranges, function(r) seq.int(r[[1L]] + 1L, r[[2L]]))
     labs <- lapply(cols, function(k) lab[, k, drop = FALSE])
     fl <- lapply(cols, function(k) if (is.null(folds)) NULL else folds[, k, drop = FALSE])
-    parts <- BiocParallel::bpmapply(cosnet_share, labs, fl, sp$devices, MoreArgs = list(job = job),
-                                    BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
+    parts <- bp_map(BPPARAM, cosnet_share, labs, fl, sp$devices, MoreArgs = list(job = job))
     r <- parts[[1L]]
     r$scores <- do.call(cbind, lapply(parts, `[[`, "scores"))
     r$pred <- do.call(cbind, lapply(parts, `[[`, "pred"))

@@ -19,13 +19,51 @@ check_bpparam <- function(BPPARAM) {
 # units cuts[w] + 1 .. cuts[w + 1]), and each worker's GPU of `devices`,
 # round robin (with `several`, and more devices than workers, every
 # nw-th device from the w-th).
+# `ranges` gives each worker's units as c(first, end), 0-based, end
+# excluded.
 bp_split <- function(BPPARAM, n, devices, several = FALSE) {
-  nw <- as.integer(min(BiocParallel::bpnworkers(BPPARAM), n))
+  nw <- bp_nworkers(BPPARAM, n)
   nd <- length(devices)
   devs <- lapply(seq_len(nw), function(w) {
     if (several && nd > nw) devices[seq(w, nd, by = nw)] else devices[[(w - 1L) %% nd + 1L]]
   })
-  list(n = nw, cuts = floor(n * (0:nw) / nw), devices = devs)
+  cuts <- floor(n * (0:nw) / nw)
+  list(n = nw, cuts = cuts, devices = devs, ranges = lapply(seq_len(nw), function(w) c(cuts[[w]], cuts[[w + 1L]])))
+}
+
+# R workers for `n` units (at most one per unit; 1 without BPPARAM).
+bp_nworkers <- function(BPPARAM, n) {
+  if (is.null(BPPARAM)) 1L else as.integer(min(BiocParallel::bpnworkers(BPPARAM), n))
+}
+
+# Every method's map over its workers: fun(share_1[[w]], share_2[[w]], ...,
+# <MoreArgs>) on worker w, results in worker order.
+bp_map <- function(BPPARAM, fun, ..., MoreArgs = NULL) {
+  BiocParallel::bpmapply(fun, ..., MoreArgs = MoreArgs, BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
+}
+
+# The round driver of the methods that run in rounds (pbnSteadyState and
+# grnEvolve over BPPARAM; grnEvolve's long runs in this process with
+# BPPARAM NULL): `n` units in one block per worker (its range and device,
+# as bp_split()), each worker's state kept from one round to the next.
+# round(fun, ..., MoreArgs) runs fun(range, device, state, ...,
+# <MoreArgs>) on every worker (state NULL in the first round) and keeps
+# each result's $state for the next; the results in worker order.
+bp_rounds <- function(BPPARAM, n, devices) {
+  sp <- if (is.null(BPPARAM)) list(n = 1L, ranges = list(c(0, n)), devices = list(devices[[1L]]))
+        else bp_split(BPPARAM, n, devices)
+  map <- if (is.null(BPPARAM)) {
+    function(f, ..., MoreArgs) mapply(f, ..., MoreArgs = MoreArgs, SIMPLIFY = FALSE, USE.NAMES = FALSE)
+  } else {
+    function(f, ..., MoreArgs) bp_map(BPPARAM, f, ..., MoreArgs = MoreArgs)
+  }
+  states <- vector("list", sp$n)
+  round <- function(fun, ..., MoreArgs = NULL) {
+    r <- map(fun, sp$ranges, sp$devices, states, ..., MoreArgs = MoreArgs)
+    states <<- lapply(r, `[[`, "state")
+    r
+  }
+  list(n = sp$n, ranges = sp$ranges, devices = sp$devices, round = round)
 }
 
 # CPU threads of each worker when the call gives none: the processors

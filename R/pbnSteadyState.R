@@ -446,7 +446,7 @@ pbn_params <- function(seed, trajectories, r, s, epsilon, max_len) {
 # One block of chains on an R worker: [range[1], range[2]) (0-based) from
 # the seed (state NULL) or from the state the last round returned; returns
 # list(state (raw), sums (raw uint64, or NULL without count)).
-pbn_block <- function(range, state, dev, data, params, steps, count, gpu, threads) {
+pbn_block <- function(range, dev, state, data, params, steps, count, gpu, threads) {
   data["state"] <- list(state)
   params <- c(params, list(range = as.double(range), steps = as.double(steps), count = count))
   .Call(ffi_pbn_block, data, params, run_list(list(gpu = gpu), threads = threads, devices = dev))
@@ -459,23 +459,17 @@ pbn_block <- function(range, state, dev, data, params, steps, count, gpu, thread
 # states (raw bytes of the engine, same build on every worker) come back
 # with each round and go out with the next.
 pbn_workers <- function(data, params, trajectories, a, threads, BPPARAM, verbose) {
-  sp <- bp_split(BPPARAM, trajectories, a$devices)
-  ranges <- lapply(seq_len(sp$n), function(w) c(sp$cuts[[w]], sp$cuts[[w + 1L]]))
-  devs <- sp$devices
-  states <- vector("list", sp$n)
+  rounds <- bp_rounds(BPPARAM, trajectories, a$devices)
   round <- function(steps, count) {
     r <- tryCatch(
-      BiocParallel::bpmapply(pbn_block, ranges, states, devs,
-                             MoreArgs = list(data = data, params = params, steps = steps,
-                                             count = count, gpu = a$gpu, threads = as.integer(threads)),
-                             BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE),
+      rounds$round(pbn_block, MoreArgs = list(data = data, params = params, steps = steps, count = count,
+                                              gpu = a$gpu, threads = as.integer(threads))),
       error = function(e) e, interrupt = function(e) NA_character_)
     if (identical(r, NA_character_)) return(r) # Ctrl-C: the driver stops as in one process
     if (inherits(r, "error")) {
       failure <<- paste0("pbnSteadyState: a BPPARAM worker failed: ", conditionMessage(r))
       return(failure)
     }
-    states <<- lapply(r, `[[`, "state")
     if (count) lapply(r, `[[`, "sums") else NULL
   }
   failure <- NULL

@@ -250,11 +250,10 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
 # One engine call: the whole run (phase 0) or a BPPARAM worker's share of
 # the permutations `range` (phase 1: pass 1; phase 2: pass 2 given norm).
 gsea_engine <- function(job, phase, range, norm, devices, verbose) {
-  r <- .Call(ffi_gsea_run, job$expr, job$labels, job$ranking, job$start, job$index, job$metric,
-             job$weight, job$gene, job$seed, job$nperm, job$batch, job$cache, phase, as.double(range),
-             norm, job$keepNull, job$gpu, job$threads, devices, verbose)
-  names(r) <- c("metric", "order", "es", "nes", "pval", "fdr", "fwer", "pos", "null", "seconds", "part")
-  r
+  data <- job[c("expr", "labels", "ranking", "start", "index")]
+  params <- c(job[c("metric", "weight", "gene", "seed", "nperm", "batch", "cache", "keepNull")],
+              list(phase = phase, range = as.double(range), norm = norm))
+  .Call(ffi_gsea_run, data, params, run_list(job, verbose, devices = devices))
 }
 
 # One worker's share (a function of the namespace, so that a worker
@@ -266,23 +265,20 @@ gsea_share <- function(range, dev, phase, norm, job) gsea_engine(job, phase, ran
 # 2 everywhere, the bins and extremes merged: the single-process numbers.
 gsea_workers <- function(job, BPPARAM) {
   sp <- bp_split(BPPARAM, job$nperm, job$devices)
-  cuts <- 1 + sp$cuts  # 1-based permutation numbers
-  ranges <- lapply(seq_len(sp$n), function(w) c(cuts[[w]], cuts[[w + 1L]]))
+  ranges <- lapply(sp$ranges, `+`, 1)  # 1-based permutation numbers
   devs <- sp$devices
   t0 <- proc.time()[["elapsed"]]
-  p1 <- BiocParallel::bpmapply(gsea_share, ranges, devs, MoreArgs = list(phase = 1L, norm = NULL, job = job),
-                               BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
+  p1 <- bp_map(BPPARAM, gsea_share, ranges, devs, MoreArgs = list(phase = 1L, norm = NULL, job = job))
   r <- p1[[1L]]
   c1 <- .Call(ffi_gsea_combine1, r$es, as.double(job$nperm), lapply(p1, `[[`, "part"), job$gene)
   t1 <- proc.time()[["elapsed"]]
-  p2 <- BiocParallel::bpmapply(gsea_share, ranges, devs, MoreArgs = list(phase = 2L, norm = c1[[3L]], job = job),
-                               BPPARAM = BPPARAM, SIMPLIFY = FALSE, USE.NAMES = FALSE)
+  p2 <- bp_map(BPPARAM, gsea_share, ranges, devs, MoreArgs = list(phase = 2L, norm = c1$norm, job = job))
   t2 <- proc.time()[["elapsed"]]
-  c2 <- .Call(ffi_gsea_combine2, c1[[1L]], as.double(job$nperm), c1[[3L]], lapply(p2, `[[`, "part"))
-  r$nes <- c1[[1L]]
-  r$pval <- c1[[2L]]
-  r$fdr <- c2[[1L]]
-  r$fwer <- c2[[2L]]
+  c2 <- .Call(ffi_gsea_combine2, c1$nes, as.double(job$nperm), c1$norm, lapply(p2, `[[`, "part"))
+  r$nes <- c1$nes
+  r$pval <- c1$pval
+  r$fdr <- c2$fdr
+  r$fwer <- c2$fwer
   r$seconds <- c(t1 - t0, t2 - t1, proc.time()[["elapsed"]] - t2)
   r
 }
@@ -441,8 +437,8 @@ gseaStats <- function(es, esNull, threads = getOption("sysbioGPU.threads")) {
   storage.mode(esNull) <- "double"
   r <- .Call(ffi_gsea_stats, as.double(es), esNull, b$threads)
   nm <- if (!is.null(names(es))) names(es) else rownames(esNull)
-  data.frame(ES = as.double(es), NES = r[[1L]], pval = r[[2L]], padj = stats::p.adjust(r[[2L]], "BH"),
-             FDR = r[[3L]], FWER = r[[4L]], row.names = nm)
+  data.frame(ES = as.double(es), NES = r$nes, pval = r$pval, padj = stats::p.adjust(r$pval, "BH"),
+             FDR = r$fdr, FWER = r$fwer, row.names = nm)
 }
 
 #' @export

@@ -21,8 +21,7 @@ SEXP ffi_cosnet_folds(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_cv_metrics(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
 /* rapidGSEA (src/gsea) */
-SEXP ffi_gsea_run(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
-                  SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_gsea_run(SEXP, SEXP, SEXP);
 SEXP ffi_gsea_combine1(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_gsea_combine2(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_gsea_stats(SEXP, SEXP, SEXP);
@@ -35,11 +34,11 @@ SEXP ffi_pbn_block(SEXP, SEXP, SEXP);
 SEXP ffi_pbn_steady_bp(SEXP, SEXP, SEXP);
 
 /* grnEvolve */
-SEXP ffi_grn_evolve(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_grn_evolve(SEXP, SEXP, SEXP);
 SEXP ffi_grn_simulate(SEXP, SEXP);
 SEXP ffi_grn_evaluate(SEXP, SEXP, SEXP, SEXP);
-SEXP ffi_grn_bench(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-SEXP ffi_grn_round(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_grn_bench(SEXP, SEXP, SEXP);
+SEXP ffi_grn_round(SEXP, SEXP, SEXP);
 SEXP ffi_grn_decode(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_grn_testhook(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
@@ -61,7 +60,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_rng_fill, 10),
     CALLDEF(ffi_busy, 6),
     /* rapidGSEA */
-    CALLDEF(ffi_gsea_run, 20),
+    CALLDEF(ffi_gsea_run, 3),
     CALLDEF(ffi_gsea_combine1, 4),
     CALLDEF(ffi_gsea_combine2, 4),
     CALLDEF(ffi_gsea_stats, 3),
@@ -80,11 +79,11 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_pbn_block, 3),
     CALLDEF(ffi_pbn_steady_bp, 3),
     /* grnEvolve */
-    CALLDEF(ffi_grn_evolve, 6),
+    CALLDEF(ffi_grn_evolve, 3),
     CALLDEF(ffi_grn_simulate, 2),
     CALLDEF(ffi_grn_evaluate, 4),
-    CALLDEF(ffi_grn_bench, 7),
-    CALLDEF(ffi_grn_round, 9),
+    CALLDEF(ffi_grn_bench, 3),
+    CALLDEF(ffi_grn_round, 3),
     CALLDEF(ffi_grn_decode, 4),
     CALLDEF(ffi_grn_testhook, 7),
     /* lassieSimulate */

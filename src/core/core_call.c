@@ -71,6 +71,15 @@ SEXP ffi_threads_info(void) {
   return ans;
 }
 
+/* The context of a helper entry from its integer scalars `threads` and
+ * `device` (validated in R). */
+static void ctx_from_scalars(sbg_ctx *ctx, sbg_progress *pr, SEXP threads, SEXP device, int verbose,
+                             const char *label) {
+  SBG_ASSERT(TYPEOF(threads) == INTSXP && XLENGTH(threads) == 1);
+  SBG_ASSERT(TYPEOF(device) == INTSXP && XLENGTH(device) == 1);
+  sbg_ctx_setup(ctx, pr, INTEGER(threads)[0], INTEGER(device), 1, verbose, label);
+}
+
 /* R doubles carry the 64-bit seed, subsequence and offset; R has checked
  * they are whole numbers in [0, 2^53]. */
 static uint64_t as_u64(SEXP x) {
@@ -112,15 +121,14 @@ SEXP ffi_rng_fill(SEXP seed, SEXP subsequence, SEXP offset, SEXP n_streams,
   SBG_ASSERT(p.kind != SBG_RNG_SHUFFLE || p.n_per_stream <= INT32_MAX);
 
   SEXP ans = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)(p.n_streams * p.n_per_stream)));
-  SEXP verbose = PROTECT(Rf_ScalarLogical(FALSE));
   sbg_ctx ctx;
   sbg_progress pr;
-  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "draws");
+  ctx_from_scalars(&ctx, &pr, threads, device, 0, "draws");
   sbg_status st = LOGICAL(gpu)[0] ? sbg_rng_fill_gpu(&p, REAL(ans), &ctx)
                                   : sbg_rng_fill_cpu(&p, REAL(ans), &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-  UNPROTECT(2);
+  UNPROTECT(1);
   return ans;
 }
 
@@ -131,7 +139,8 @@ SEXP ffi_busy(SEXP seconds, SEXP bytes, SEXP gpu, SEXP threads, SEXP device,
   SEXP ans = PROTECT(Rf_allocVector(REALSXP, 1));
   sbg_ctx ctx;
   sbg_progress pr;
-  sbg_ctx_init(&ctx, &pr, threads, device, verbose, "busy");
+  SBG_ASSERT(TYPEOF(verbose) == LGLSXP && XLENGTH(verbose) == 1);
+  ctx_from_scalars(&ctx, &pr, threads, device, LOGICAL(verbose)[0] == TRUE, "busy");
   sbg_status st = LOGICAL(gpu)[0]
                       ? sbg_busy_gpu(REAL(seconds)[0], REAL(bytes)[0], REAL(ans), &ctx)
                       : sbg_busy_cpu(REAL(seconds)[0], REAL(bytes)[0], REAL(ans), &ctx);

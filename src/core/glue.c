@@ -141,7 +141,7 @@ SEXP sbg_elt(SEXP list, const char *name) {
 
 SEXP sbg_vec_elt(SEXP list, const char *name, SEXPTYPE type, R_xlen_t len) {
   SEXP x = sbg_elt(list, name);
-  if (TYPEOF(x) != type || (len >= 0 && XLENGTH(x) != len)) {
+  if ((SEXPTYPE)TYPEOF(x) != type || (len >= 0 && XLENGTH(x) != len)) {
     char what[80];
     snprintf(what, sizeof what, "a %s vector%s", Rf_type2char(type), len == 1 ? " of length 1" : "");
     bad_elt(name, what, x);

@@ -41,6 +41,15 @@ typedef struct sbg_ctx {
   char errbuf[SBG_ERRBUF];/* message for a status other than SBG_OK */
 } sbg_ctx;
 
+/* The run's device count (1 when it names no set: ctx->device alone) and
+ * its i-th device. */
+static inline int sbg_ctx_n_devices(const sbg_ctx *ctx) {
+  return ctx->devices && ctx->n_devices > 0 ? ctx->n_devices : 1;
+}
+static inline int sbg_ctx_device_at(const sbg_ctx *ctx, int i) {
+  return ctx->devices && ctx->n_devices > 0 ? ctx->devices[i] : ctx->device;
+}
+
 /* Sets ctx->errbuf from a printf-style message; returns `status`. */
 sbg_status sbg_fail(sbg_ctx *ctx, sbg_status status, const char *fmt, ...)
 #ifdef __GNUC__

@@ -55,10 +55,8 @@ typedef struct sbg_cosnet_params {
   double device_budget;    /* GPU: bytes of device memory to use, 0 = what is free; a
                             * network that does not fit is streamed in parts (a small
                             * budget forces that path in the tests) */
-  const int32_t *devices;  /* GPU: the devices sharing the jobs (contiguous ranges, one
-                            * host thread each; identical results), n_devices of them;
-                            * one device: ctx->device */
-  int32_t n_devices;
+  /* GPU: the run's devices (ctx) share the jobs, contiguous ranges, one
+   * host thread each; identical results */
 } sbg_cosnet_params;
 
 /* Outputs, allocated by the caller.  n_jobs = n_classes * max(1, n_folds),

@@ -80,16 +80,13 @@ static void input_decode(SEXP data, SEXP params, int nth, sbg_cosnet_input *in) 
   in->n_folds = nf;
 }
 
-/* params = list(nfolds, cost, maxSweeps, seed, batch, budget); the run's
- * devices share the jobs. */
-static void params_decode(SEXP params, const sbg_run *r, sbg_cosnet_params *par) {
+/* params = list(nfolds, cost, maxSweeps, seed, batch, budget). */
+static void params_decode(SEXP params, sbg_cosnet_params *par) {
   par->cost = sbg_real_elt(params, "cost");
   par->max_sweeps = sbg_int_elt(params, "maxSweeps");
   par->seed = (uint64_t)sbg_real_elt(params, "seed");
   par->max_batch = sbg_int_elt(params, "batch");
   par->device_budget = sbg_real_elt(params, "budget");
-  par->devices = r->devices;
-  par->n_devices = r->n_devices;
 }
 
 static const char *const result_names[] = {"scores", "pred", "alpha", "c", "fscore", "sweeps",
@@ -124,7 +121,7 @@ SEXP ffi_cosnet(SEXP data, SEXP params, SEXP run) {
   sbg_cosnet_input in;
   input_decode(data, params, r.threads, &in);
   sbg_cosnet_params par;
-  params_decode(params, &r, &par);
+  params_decode(params, &par);
   int32_t n_jobs = in.n_classes * (in.n_folds > 0 ? in.n_folds : 1);
   sbg_cosnet_result out;
   SEXP ans = PROTECT(result_alloc(in.g.n, in.n_classes, n_jobs, &out));
@@ -141,32 +138,31 @@ SEXP ffi_cosnet(SEXP data, SEXP params, SEXP run) {
   return ans;
 }
 
-/* The learning step alone, on given points: c(alpha, c, F). */
+/* The learning step alone, on given points: list(alpha, c, F). */
 SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab) {
   SBG_ASSERT(TYPEOF(x) == REALSXP && TYPEOF(y) == REALSXP && TYPEOF(lab) == INTSXP);
   SBG_ASSERT(XLENGTH(x) == XLENGTH(y) && XLENGTH(x) == XLENGTH(lab));
   R_xlen_t m = XLENGTH(x);
   int8_t *l = (int8_t *)R_alloc((size_t)(m > 0 ? m : 1), 1);
   for (R_xlen_t t = 0; t < m; t++) l[t] = INTEGER(lab)[t] > 0;
-  SEXP ans = PROTECT(Rf_allocVector(REALSXP, 3));
+  double v[3] = {0, 0, 0};
   /* with the interrupt polls of a run (tests of Ctrl-C) */
   sbg_ctx ctx;
   sbg_progress pr;
   const int no_device = 0;
   sbg_ctx_setup(&ctx, &pr, 1, &no_device, 1, 0, "parCosnet");
-  sbg_status st = sbg_cosnet_learn(REAL(x), REAL(y), l, (int64_t)m, REAL(ans), REAL(ans) + 1,
-                                   REAL(ans) + 2, &ctx, 0.0);
+  sbg_status st = sbg_cosnet_learn(REAL(x), REAL(y), l, (int64_t)m, &v[0], &v[1], &v[2], &ctx, 0.0);
   sbg_progress_end(&pr);
-  if (st != SBG_OK) {
-    UNPROTECT(1);
-    sbg_stop(st, st == SBG_ERR_INTERRUPTED ? ctx.errbuf : "out of memory while learning");
-  }
+  if (st != SBG_OK) sbg_stop(st, st == SBG_ERR_INTERRUPTED ? ctx.errbuf : "out of memory while learning");
+  const char *nm[] = {"alpha", "c", "F"};
+  SEXP ans = PROTECT(sbg_named_list(3, nm));
+  for (int k = 0; k < 3; k++) sbg_set(ans, nm[k], Rf_ScalarReal(v[k]));
   UNPROTECT(1);
   return ans;
 }
 
-/* Checks a dgCMatrix for parCosnet() without copying it (R/cosnet-io.R);
- * see sbg_cosnet_check() for the codes. */
+/* Checks a dgCMatrix for parCosnet() without copying it (R/cosnet-io.R):
+ * list(code, node), see sbg_cosnet_check() for the codes. */
 SEXP ffi_cosnet_check(SEXP p, SEXP i, SEXP x, SEXP tol, SEXP threads) {
   SBG_ASSERT(TYPEOF(tol) == REALSXP && TYPEOF(threads) == INTSXP && XLENGTH(threads) >= 1);
   check_csc(p, i, x, INTEGER(threads)[0]);
@@ -174,9 +170,10 @@ SEXP ffi_cosnet_check(SEXP p, SEXP i, SEXP x, SEXP tol, SEXP threads) {
   int32_t res[2];
   sbg_cosnet_check((int32_t)(XLENGTH(p) - 1), INTEGER(p), INTEGER(i), REAL(x), REAL(tol)[0],
                    INTEGER(threads)[0], res);
-  SEXP ans = PROTECT(Rf_allocVector(INTSXP, 2));
-  INTEGER(ans)[0] = res[0];
-  INTEGER(ans)[1] = res[1];
+  const char *nm[] = {"code", "node"};
+  SEXP ans = PROTECT(sbg_named_list(2, nm));
+  sbg_set(ans, "code", Rf_ScalarInteger(res[0]));
+  sbg_set(ans, "node", Rf_ScalarInteger(res[1]));
   UNPROTECT(1);
   return ans;
 }

@@ -472,21 +472,14 @@ static sbg_status work_alloc(work *w, int32_t n, int32_t n_colours, int32_t batc
   return SBG_OK;
 }
 
-/* Runs job j with `nt` threads inside (1 when jobs run in parallel);
- * polls only when `poll` (the calling thread outside parallel regions). */
-static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
-                          const int32_t *cptr_nodes, const int64_t *cptr, int32_t n_colours,
-                          int32_t j, int nt, work *w, const double *bpx, const double *bpy,
-                          sbg_cosnet_result *out, sbg_ctx *ctx, int poll, double done_before,
-                          double done_share) {
-  const sbg_cosnet_graph *g = &in->g;
+/* Training points of the job whose codes are in w->jl: weight to the
+ * labelled positives (px) and negatives (py) of each labelled node, in
+ * node order (w->ulist), with its label (w->plab).  bpx/bpy: computed for
+ * all folds of the class at once (class_points), else NULL. */
+static void job_points(const sbg_cosnet_graph *g, int nt, work *w, const double *bpx, const double *bpy,
+                       int64_t *m_out, int64_t *npos_out) {
   int32_t n = g->n;
-  int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
-  int32_t k = j / nf;
-  sbg_cosnet_job_codes(in, j, w->jl);
-  int8_t *jl = w->jl;
-
-  /* Training points: weight to labelled positives, then to negatives. */
+  const int8_t *jl = w->jl;
   int64_t m = 0, npos = 0;
   for (int32_t v = 0; v < n; v++)
     if (jl[v] == SBG_COSNET_POS || jl[v] == SBG_COSNET_NEG) {
@@ -494,75 +487,91 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
       npos += jl[v] == SBG_COSNET_POS;
       w->ulist[m++] = v; /* scratch: the labelled nodes in order */
     }
-  if (npos == 0 || npos == m)
-    return sbg_fail(ctx, SBG_ERR_INPUT, "job %d (class %d): the training set needs labelled positives and negatives",
-                    (int)j + 1, (int)k + 1);
+  *m_out = m;
+  *npos_out = npos;
+  if (npos == 0 || npos == m) return;
   if (bpx) {
-    /* computed for all folds of the class at once (class_points) */
     for (int64_t i = 0; i < m; i++) {
       w->px[i] = bpx[w->ulist[i]];
       w->py[i] = bpy[w->ulist[i]];
     }
-  } else {
-    /* value of each node in the sums to positives (val1) and negatives */
-    for (int32_t v = 0; v < n; v++) {
-      w->val1[v] = jl[v] == SBG_COSNET_POS ? 1.0 : 0.0;
-      w->val2[v] = jl[v] == SBG_COSNET_NEG ? 1.0 : 0.0;
-    }
-    /* (a parallel region only with threads: entering one costs even then) */
-    if (nt > 1) {
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
-      for (int64_t i = 0; i < m; i++)
-        row_sum2(g, w->ulist[i], w->val1, w->val2, &w->px[i], &w->py[i]);
-    } else {
-      for (int64_t i = 0; i < m; i++)
-        row_sum2(g, w->ulist[i], w->val1, w->val2, &w->px[i], &w->py[i]);
-    }
+    return;
   }
+  /* value of each node in the sums to positives (val1) and negatives */
+  for (int32_t v = 0; v < n; v++) {
+    w->val1[v] = jl[v] == SBG_COSNET_POS ? 1.0 : 0.0;
+    w->val2[v] = jl[v] == SBG_COSNET_NEG ? 1.0 : 0.0;
+  }
+  /* (a parallel region only with threads: entering one costs even then) */
+  if (nt > 1) {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
+    for (int64_t i = 0; i < m; i++)
+      row_sum2(g, w->ulist[i], w->val1, w->val2, &w->px[i], &w->py[i]);
+  } else {
+    for (int64_t i = 0; i < m; i++)
+      row_sum2(g, w->ulist[i], w->val1, w->val2, &w->px[i], &w->py[i]);
+  }
+}
 
-  double alpha, c, fs;
-  sbg_status st = sbg_cosnet_learn(w->px, w->py, w->plab, m, &alpha, &c, &fs, poll ? ctx : NULL,
-                                   done_before);
-  if (st == SBG_ERR_INTERRUPTED) return st; /* ctx->errbuf set by sbg_poll */
-  if (st != SBG_OK) return sbg_fail(ctx, st, "out of memory while learning job %d", (int)j + 1);
-  double hi = sin(alpha), lo = -cos(alpha);
-
-  /* U nodes in colour order. */
+/* The unlabelled nodes in colour order (w->ulist, w->uptr); their count. */
+static int64_t job_unlabelled(const int32_t *cptr_nodes, const int64_t *cptr, int32_t n_colours, work *w) {
   int64_t nu = 0;
   for (int32_t cl = 0; cl < n_colours; cl++) {
     w->uptr[cl] = nu;
     for (int64_t t = cptr[cl]; t < cptr[cl + 1]; t++) {
       int32_t v = cptr_nodes[t];
-      if (jl[v] == SBG_COSNET_REPORT || jl[v] == SBG_COSNET_QUIET) w->ulist[nu++] = v;
+      if (w->jl[v] == SBG_COSNET_REPORT || w->jl[v] == SBG_COSNET_QUIET) w->ulist[nu++] = v;
     }
   }
   w->uptr[n_colours] = nu;
-  sbg_cosnet_reg reg = sbg_cosnet_regularisation(p->cost, alpha, npos, m, nu);
+  return nu;
+}
 
-  /* Thresholds: c minus the pull of the labelled neighbours. */
+/* Thresholds of the unlabelled nodes: c minus the pull of the labelled
+ * neighbours (plus the regularisation's shift). */
+static void job_thresholds(const sbg_cosnet_graph *g, int nt, work *w, int64_t nu, double hi, double lo, double c,
+                           const sbg_cosnet_reg *reg) {
   double *val = w->val1;
-  for (int32_t v = 0; v < n; v++)
+  const int8_t *jl = w->jl;
+  for (int32_t v = 0; v < g->n; v++)
     val[v] = jl[v] == SBG_COSNET_POS ? hi : jl[v] == SBG_COSNET_NEG ? lo : 0.0;
   if (nt > 1) {
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
     for (int64_t i = 0; i < nu; i++) {
       int32_t v = w->ulist[i];
       double th = c - row_sum(g, v, val);
-      if (reg.on) th = th + reg.theta_add;
+      if (reg->on) th = th + reg->theta_add;
       w->theta[v] = th;
     }
   } else {
     for (int64_t i = 0; i < nu; i++) {
       int32_t v = w->ulist[i];
       double th = c - row_sum(g, v, val);
-      if (reg.on) th = th + reg.theta_add;
+      if (reg->on) th = th + reg->theta_add;
       w->theta[v] = th;
     }
   }
+}
 
-  /* Dynamics from the all-unset state (0); labelled nodes keep state 0 and
-   * act through the thresholds only.  val: the value of each state (0, hi
-   * or lo), kept with the states. */
+/* What the dynamics of one job need besides the work space. */
+typedef struct job_dyn {
+  double hi, lo;          /* the values of the states +1 and -1 */
+  sbg_cosnet_reg reg;
+  int nt, poll;
+  double done_before, done_share;
+  int32_t sweeps, converged;
+} job_dyn;
+
+/* Dynamics from the all-unset state (0); labelled nodes keep state 0 and
+ * act through the thresholds only.  val: the value of each state (0, hi
+ * or lo), kept with the states. */
+static sbg_status job_dynamics(const sbg_cosnet_graph *g, const sbg_cosnet_params *p, int32_t n_colours, work *w,
+                               job_dyn *d, sbg_ctx *ctx) {
+  int32_t n = g->n;
+  double *val = w->val1;
+  const double hi = d->hi, lo = d->lo;
+  const sbg_cosnet_reg reg = d->reg;
+  const int nt = d->nt;
   for (int32_t v = 0; v < n; v++) {
     w->state[v] = 0;
     val[v] = 0.0;
@@ -640,24 +649,66 @@ static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p
         tot_pos += np2 - col_pos;
         tot_neg += nn2 - col_neg;
       }
-      if (poll) {
-        st = sbg_poll(ctx, done_before + done_share * (1.0 - 1.0 / (sweep + 1.0)));
+      if (d->poll) {
+        sbg_status st = sbg_poll(ctx, d->done_before + d->done_share * (1.0 - 1.0 / (sweep + 1.0)));
         if (st != SBG_OK) return st;
       }
     }
     if (changed == 0) converged = 1;
   }
 
+  d->sweeps = sweep;
+  d->converged = converged;
+  return SBG_OK;
+}
+
+/* Runs job j with `nt` threads inside (1 when jobs run in parallel);
+ * polls only when `poll` (the calling thread outside parallel regions):
+ * training points, learning, thresholds, dynamics, results. */
+static sbg_status run_job(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
+                          const int32_t *cptr_nodes, const int64_t *cptr, int32_t n_colours,
+                          int32_t j, int nt, work *w, const double *bpx, const double *bpy,
+                          sbg_cosnet_result *out, sbg_ctx *ctx, int poll, double done_before,
+                          double done_share) {
+  const sbg_cosnet_graph *g = &in->g;
+  int32_t n = g->n;
+  int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
+  int32_t k = j / nf;
+  sbg_cosnet_job_codes(in, j, w->jl);
+  int64_t m = 0, npos = 0;
+  job_points(g, nt, w, bpx, bpy, &m, &npos);
+  if (npos == 0 || npos == m)
+    return sbg_fail(ctx, SBG_ERR_INPUT, "job %d (class %d): the training set needs labelled positives and negatives",
+                    (int)j + 1, (int)k + 1);
+
+  double alpha, c, fs;
+  sbg_status st = sbg_cosnet_learn(w->px, w->py, w->plab, m, &alpha, &c, &fs, poll ? ctx : NULL,
+                                   done_before);
+  if (st == SBG_ERR_INTERRUPTED) return st; /* ctx->errbuf set by sbg_poll */
+  if (st != SBG_OK) return sbg_fail(ctx, st, "out of memory while learning job %d", (int)j + 1);
+  job_dyn d;
+  memset(&d, 0, sizeof d);
+  d.hi = sin(alpha);
+  d.lo = -cos(alpha);
+  d.nt = nt;
+  d.poll = poll;
+  d.done_before = done_before;
+  d.done_share = done_share;
+  int64_t nu = job_unlabelled(cptr_nodes, cptr, n_colours, w);
+  d.reg = sbg_cosnet_regularisation(p->cost, alpha, npos, m, nu);
+  job_thresholds(g, nt, w, nu, d.hi, d.lo, c, &d.reg);
+  if ((st = job_dynamics(g, p, n_colours, w, &d, ctx)) != SBG_OK) return st;
+
   out->v_alpha[j] = alpha;
   out->v_c[j] = c;
   out->v_fscore[j] = fs;
-  out->v_sweeps[j] = sweep;
-  out->v_converged[j] = converged;
+  out->v_sweeps[j] = d.sweeps;
+  out->v_converged[j] = d.converged;
   double *sc = out->v_scores + (size_t)k * n;
   int32_t *pr = out->v_pred + (size_t)k * n;
   for (int64_t i = 0; i < nu; i++) {
     int32_t v = w->ulist[i];
-    if (jl[v] != SBG_COSNET_REPORT) continue;
+    if (w->jl[v] != SBG_COSNET_REPORT) continue;
     sc[v] = w->score[v];
     pr[v] = w->state[v] > 0;
   }

@@ -1103,7 +1103,7 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
                                      sbg_cosnet_result *out, sbg_ctx *ctx) {
   int32_t nf = in->n_folds > 0 ? in->n_folds : 1;
   int32_t n_jobs = in->n_classes * nf;
-  int nd = p->n_devices > 1 ? p->n_devices : 1;
+  int nd = sbg_ctx_n_devices(ctx);
   if (nd > n_jobs) nd = n_jobs;
   if (nd <= 1) {
     dev_worker w;
@@ -1138,8 +1138,10 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     w.frac.store(0.0);
     w.stopped = 0;
     w.n_parts = 0;
-    w.ctx = *ctx;
-    w.ctx.device = p->devices[d];
+    w.ctx = *ctx; /* one device each */
+    w.ctx.device = sbg_ctx_device_at(ctx, d);
+    w.ctx.devices = NULL;
+    w.ctx.n_devices = 0;
     /* the host work of each device (learning, gathering parts) gets its
      * share of the threads */
     w.ctx.n_threads = ctx->n_threads / nd > 1 ? ctx->n_threads / nd : 1;

@@ -113,14 +113,13 @@ sbg_status sbg_grn_round_cpu(const sbg_grn_problem *pb, const sbg_grn_params *gp
 sbg_status sbg_grn_round_gpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
                              sbg_grn_round *rd, sbg_ctx *ctx);
 
-/* The island genetic algorithm (grnEvolve()).  The GPU engine takes
- * `n_devices` devices (one block of islands each, migration crossing them
- * on the ring); `devices` NULL or n_devices 1: ctx->device alone. */
+/* The island genetic algorithm (grnEvolve()).  The GPU engine runs on the
+ * run's devices (ctx: one block of islands each, migration crossing them
+ * on the ring). */
 sbg_status sbg_grn_evolve_cpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
                               sbg_grn_result *out, sbg_ctx *ctx);
 sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
-                              sbg_grn_result *out, const int *devices, int n_devices,
-                              sbg_ctx *ctx);
+                              sbg_grn_result *out, sbg_ctx *ctx);
 
 /* Evaluation throughput (inst/bench/grn.R): a random population of `pop`
  * individuals from `seed` is evaluated `reps` times; `seconds` is the time

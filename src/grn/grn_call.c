@@ -9,11 +9,6 @@
 #include "glue.h"
 #include "grn.h"
 
-#define list_elt sbg_elt
-#define list_elt_or_null sbg_elt_or_null
-#define int_elt sbg_int_elt
-#define real_elt sbg_real_elt
-
 /* Signed n x n integer matrices (column-major, [i + j n] = link from j to
  * target i) to the engines' activator and repressor masks. */
 static void links_to_masks(const int *links, int n, int w, uint32_t *act, uint32_t *rep,
@@ -39,7 +34,7 @@ static void state_to_bits(SEXP x, int n, int w, uint32_t *bits) {
 /* list(network, from, to, steps, wn, wl, maxIn, allowed) -> problem; the
  * arrays live in R_alloc memory until the .Call returns. */
 static void problem_from_list(SEXP p, sbg_grn_problem *pb) {
-  SEXP net = list_elt(p, "network");
+  SEXP net = sbg_elt(p, "network");
   SBG_ASSERT(TYPEOF(net) == INTSXP);
   int n = Rf_nrows(net);
   SBG_ASSERT(n >= 1 && n <= SBG_GRN_MAX_GENES && Rf_ncols(net) == n);
@@ -52,25 +47,25 @@ static void problem_from_list(SEXP p, sbg_grn_problem *pb) {
   pb->n = n;
   pb->w = w;
   links_to_masks(INTEGER(net), n, w, act, rep, &pb->n_ref_act, &pb->n_ref_rep);
-  state_to_bits(list_elt(p, "from"), n, w, from);
-  state_to_bits(list_elt(p, "to"), n, w, to);
+  state_to_bits(sbg_elt(p, "from"), n, w, from);
+  state_to_bits(sbg_elt(p, "to"), n, w, to);
   pb->ref_act = act;
   pb->ref_rep = rep;
   pb->from = from;
   pb->to = to;
-  pb->steps = int_elt(p, "steps");
+  pb->steps = sbg_int_elt(p, "steps");
   SBG_ASSERT(pb->steps >= 1);
-  pb->wn = (int64_t)real_elt(p, "wn");
-  pb->wl = (int64_t)real_elt(p, "wl");
-  pb->max_in = int_elt(p, "maxIn");
-  SEXP allowed = list_elt(p, "allowed");
+  pb->wn = (int64_t)sbg_real_elt(p, "wn");
+  pb->wl = (int64_t)sbg_real_elt(p, "wl");
+  pb->max_in = sbg_int_elt(p, "maxIn");
+  SEXP allowed = sbg_elt(p, "allowed");
   SBG_ASSERT(TYPEOF(allowed) == INTSXP && XLENGTH(allowed) >= 1 && XLENGTH(allowed) <= 4);
   pb->n_allowed = (int)XLENGTH(allowed);
   for (int a = 0; a < pb->n_allowed; a++) {
     SBG_ASSERT(INTEGER(allowed)[a] >= 0 && INTEGER(allowed)[a] <= 3);
     pb->allowed[a] = (uint8_t)INTEGER(allowed)[a];
   }
-  SEXP path = list_elt_or_null(p, "evalPath"); /* CPU evaluation path, tests only */
+  SEXP path = sbg_elt_or_null(p, "evalPath"); /* CPU evaluation path, tests only */
   if (path) {
     SBG_ASSERT(TYPEOF(path) == INTSXP && XLENGTH(path) == 1);
     pb->eval_path = INTEGER(path)[0];
@@ -80,18 +75,18 @@ static void problem_from_list(SEXP p, sbg_grn_problem *pb) {
 /* list(pop, islands, ...) -> params; R has validated every element. */
 static void params_from_list(SEXP ga, sbg_grn_params *gp) {
   memset(gp, 0, sizeof(*gp));
-  gp->pop = (int64_t)real_elt(ga, "pop");
-  gp->islands = int_elt(ga, "islands");
-  gp->migration_interval = int_elt(ga, "migrationInterval");
-  gp->migrants = int_elt(ga, "migrants");
-  gp->roulette = int_elt(ga, "roulette");
-  gp->p_link = real_elt(ga, "pLink");
-  gp->p_rule = real_elt(ga, "pRule");
-  gp->generations = (int64_t)real_elt(ga, "generations");
-  gp->target = (int64_t)real_elt(ga, "target");
-  gp->time_limit = real_elt(ga, "timeLimit");
-  gp->seed = (uint64_t)real_elt(ga, "seed");
-  SEXP blocks = list_elt_or_null(ga, "blocks"); /* CPU blocks in lockstep, tests only */
+  gp->pop = (int64_t)sbg_real_elt(ga, "pop");
+  gp->islands = sbg_int_elt(ga, "islands");
+  gp->migration_interval = sbg_int_elt(ga, "migrationInterval");
+  gp->migrants = sbg_int_elt(ga, "migrants");
+  gp->roulette = sbg_int_elt(ga, "roulette");
+  gp->p_link = sbg_real_elt(ga, "pLink");
+  gp->p_rule = sbg_real_elt(ga, "pRule");
+  gp->generations = (int64_t)sbg_real_elt(ga, "generations");
+  gp->target = (int64_t)sbg_real_elt(ga, "target");
+  gp->time_limit = sbg_real_elt(ga, "timeLimit");
+  gp->seed = (uint64_t)sbg_real_elt(ga, "seed");
+  SEXP blocks = sbg_elt_or_null(ga, "blocks"); /* CPU blocks in lockstep, tests only */
   gp->blocks = blocks ? Rf_asInteger(blocks) : 1;
   SBG_ASSERT(gp->islands >= 1 && gp->pop % gp->islands == 0);
   SBG_ASSERT((gp->pop / gp->islands) % 2 == 0 && gp->pop / gp->islands >= 4);
@@ -160,7 +155,7 @@ SEXP ffi_grn_evolve(SEXP data, SEXP params, SEXP run) {
   sbg_ctx ctx;
   sbg_progress pr;
   sbg_ctx_from_run(&ctx, &pr, &r, "grnEvolve");
-  sbg_status st = r.gpu ? sbg_grn_evolve_gpu(&pb, &gp, &out, r.devices, r.n_devices, &ctx)
+  sbg_status st = r.gpu ? sbg_grn_evolve_gpu(&pb, &gp, &out, &ctx)
                         : sbg_grn_evolve_cpu(&pb, &gp, &out, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);

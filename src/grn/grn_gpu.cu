@@ -493,13 +493,12 @@ done:
  * its last island's K best through pinned host memory to the next device,
  * the host waiting for all of them; the stop test is each device's own,
  * and the run's stop is the earliest (see the end). */
-extern "C" sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
-                                         sbg_grn_result *out, const int *devices, int n_devices,
+extern "C" sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_grn_params *gp, sbg_grn_result *out,
                                          sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   const int n = pb->n, w = pb->w, I = gp->islands;
   const int64_t G = gp->generations, rows = G + 1;
-  const int ND = devices == NULL || n_devices < 1 ? 1 : n_devices > I ? I : n_devices;
+  const int ND = sbg_ctx_n_devices(ctx) > I ? I : sbg_ctx_n_devices(ctx);
   gpu_block *bl = (gpu_block *)calloc((size_t)ND, sizeof(gpu_block));
   uint32_t *d_best = NULL, *h_best = NULL;
   int64_t g = 0, g_stop = -1;
@@ -509,7 +508,7 @@ extern "C" sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_gr
   if (!bl) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate host buffers"); goto done; }
   for (int d = 0; d < ND; d++) {
     int first = (int)((int64_t)I * d / ND), last = (int)((int64_t)I * (d + 1) / ND);
-    int dev = devices ? devices[d] : ctx->device;
+    int dev = sbg_ctx_device_at(ctx, d);
     SBG_TRY(gpu_block_alloc(&bl[d], pb, gp, dev, first, last - first, 0, rows, ctx));
   }
   for (int d = 0; d < ND; d++) {

@@ -3,9 +3,8 @@
 #include "grn.h"
 
 sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_grn_params *gp,
-                              sbg_grn_result *out, const int *devices, int n_devices,
-                              sbg_ctx *ctx) {
-  (void)pb; (void)gp; (void)out; (void)devices; (void)n_devices;
+                              sbg_grn_result *out, sbg_ctx *ctx) {
+  (void)pb; (void)gp; (void)out;
   return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
 }
 

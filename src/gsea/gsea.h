@@ -56,8 +56,7 @@ typedef struct sbg_gsea_params {
   int64_t batch;           /* permutations per batch (multiple of 64; on the GPU at most); 0 = auto */
   int64_t cache_max;       /* GPU: at most this many permutations' ES kept on each device
                               for pass 2; < 0 = as many as fit (tests set it) */
-  const int32_t *devices;  /* GPU: the devices sharing the permutations ... */
-  int32_t n_devices;       /* ... (0: ctx->device alone) */
+  /* GPU: the run's devices (ctx) share the permutations */
   /* 0: the whole run.  1: pass 1 of permutations [perm_lo, perm_hi) only,
    * its sums and counts into the result; 2: pass 2 of them given norm, its
    * FDR bins and extremes into the result (a worker's share; nperm is

@@ -7,155 +7,159 @@
 #include "glue.h"
 #include "gsea.h"
 
-/* phase 0 runs everything; 1 and 2 run one BPPARAM worker's share of
- * permutations range = c(lo, hi) (see sbg_gsea_params), phase 2 given
- * norm = list(mpos, mneg, opos, oneg) from ffi_gsea_combine1; their
- * results are the list's 11th element. */
-SEXP ffi_gsea_run(SEXP expr, SEXP labels, SEXP ranking, SEXP set_start, SEXP set_genes,
-                  SEXP metric, SEXP weight, SEXP gene_perm, SEXP seed, SEXP nperm,
-                  SEXP batch, SEXP cache, SEXP phase, SEXP range, SEXP norm, SEXP keep_null,
-                  SEXP gpu, SEXP threads, SEXP device, SEXP verbose) {
-  int nprot = 0;
-  sbg_gsea_input in;
-  sbg_gsea_params p;
-  SBG_ASSERT(TYPEOF(set_start) == INTSXP && TYPEOF(set_genes) == INTSXP);
+/* data = list(expr, labels, ranking, start, index): an expression matrix
+ * with 0/1 labels, or (expr NULL) a ranking; the sets as offsets into
+ * their genes' indices. */
+static void input_decode(SEXP data, sbg_gsea_input *in) {
+  SEXP set_start = sbg_vec_elt(data, "start", INTSXP, -1), set_genes = sbg_vec_elt(data, "index", INTSXP, -1);
+  SEXP expr = sbg_elt(data, "expr");
   SBG_ASSERT(XLENGTH(set_start) >= 2);
-  SBG_ASSERT(TYPEOF(metric) == INTSXP && TYPEOF(weight) == REALSXP);
-  SBG_ASSERT(TYPEOF(gene_perm) == LGLSXP && TYPEOF(keep_null) == LGLSXP && TYPEOF(gpu) == LGLSXP);
-  SBG_ASSERT(TYPEOF(seed) == REALSXP && TYPEOF(nperm) == REALSXP && TYPEOF(batch) == REALSXP);
-  SBG_ASSERT(TYPEOF(cache) == REALSXP && XLENGTH(cache) == 1);
-  in.n_sets = (int32_t)(XLENGTH(set_start) - 1);
-  in.set_start = INTEGER(set_start);
-  in.set_genes = INTEGER(set_genes);
-  SBG_ASSERT(in.set_start[0] == 0 && in.set_start[in.n_sets] == XLENGTH(set_genes));
-  for (int32_t s = 0; s < in.n_sets; s++) SBG_ASSERT(in.set_start[s] <= in.set_start[s + 1]);
+  in->n_sets = (int32_t)(XLENGTH(set_start) - 1);
+  in->set_start = INTEGER(set_start);
+  in->set_genes = INTEGER(set_genes);
+  SBG_ASSERT(in->set_start[0] == 0 && in->set_start[in->n_sets] == XLENGTH(set_genes));
+  for (int32_t s = 0; s < in->n_sets; s++) SBG_ASSERT(in->set_start[s] <= in->set_start[s + 1]);
   if (!Rf_isNull(expr)) {
     SBG_ASSERT(TYPEOF(expr) == REALSXP && Rf_isMatrix(expr));
-    SBG_ASSERT(TYPEOF(labels) == INTSXP);
-    in.n_genes = Rf_nrows(expr);
-    in.n_samples = Rf_ncols(expr);
-    SBG_ASSERT(XLENGTH(labels) == in.n_samples);
-    for (int32_t i = 0; i < in.n_samples; i++) SBG_ASSERT(INTEGER(labels)[i] == 0 || INTEGER(labels)[i] == 1);
-    in.expr = REAL(expr);
-    in.labels = INTEGER(labels);
-    in.ranking = NULL;
+    in->n_genes = Rf_nrows(expr);
+    in->n_samples = Rf_ncols(expr);
+    SEXP labels = sbg_vec_elt(data, "labels", INTSXP, in->n_samples);
+    for (int32_t i = 0; i < in->n_samples; i++) SBG_ASSERT(INTEGER(labels)[i] == 0 || INTEGER(labels)[i] == 1);
+    in->expr = REAL(expr);
+    in->labels = INTEGER(labels);
+    in->ranking = NULL;
   } else {
-    SBG_ASSERT(TYPEOF(ranking) == REALSXP);
-    in.n_genes = (int32_t)XLENGTH(ranking);
-    in.n_samples = 0;
-    in.expr = NULL;
-    in.labels = NULL;
-    in.ranking = REAL(ranking);
+    SEXP ranking = sbg_vec_elt(data, "ranking", REALSXP, -1);
+    in->n_genes = (int32_t)XLENGTH(ranking);
+    in->n_samples = 0;
+    in->expr = NULL;
+    in->labels = NULL;
+    in->ranking = REAL(ranking);
   }
-  p.metric = INTEGER(metric)[0];
-  p.weight = REAL(weight)[0];
-  p.gene_perm = LOGICAL(gene_perm)[0] == TRUE;
-  p.seed = (uint64_t)REAL(seed)[0];
-  p.nperm = (int64_t)REAL(nperm)[0];
-  p.batch = (int64_t)REAL(batch)[0];
-  p.cache_max = (int64_t)REAL(cache)[0];
-  /* device: one GPU index or several sharing the permutations */
-  SBG_ASSERT(TYPEOF(device) == INTSXP && XLENGTH(device) >= 1 && XLENGTH(device) <= SBG_GSEA_MAX_DEVICES);
-  p.devices = INTEGER(device);
-  p.n_devices = (int32_t)XLENGTH(device);
-  SBG_ASSERT(TYPEOF(phase) == INTSXP && XLENGTH(phase) == 1 && TYPEOF(range) == REALSXP && XLENGTH(range) == 2);
-  p.phase = INTEGER(phase)[0];
-  p.perm_lo = (int64_t)REAL(range)[0];
-  p.perm_hi = (int64_t)REAL(range)[1];
-  SBG_ASSERT(p.phase >= 0 && p.phase <= 2);
-  SBG_ASSERT(p.phase == 0 || (p.perm_lo >= 1 && p.perm_hi > p.perm_lo && p.perm_hi <= p.nperm + 1));
+}
+
+/* norm = list(mpos, mneg, opos, oneg) from ffi_gsea_combine1. */
+static void norm_decode(SEXP norm, int32_t S, sbg_gsea_norm *nm) {
+  nm->mpos = REAL(sbg_vec_elt(norm, "mpos", REALSXP, S));
+  nm->mneg = REAL(sbg_vec_elt(norm, "mneg", REALSXP, S));
+  SEXP opos = sbg_vec_elt(norm, "opos", REALSXP, -1), oneg = sbg_vec_elt(norm, "oneg", REALSXP, -1);
+  nm->opos = REAL(opos);
+  nm->oneg = REAL(oneg);
+  nm->kp = (int32_t)XLENGTH(opos);
+  nm->kn = (int32_t)XLENGTH(oneg);
+  SBG_ASSERT(nm->kp <= S && nm->kn <= S);
+}
+
+/* params = list(metric, weight, gene, seed, nperm, batch, cache, keepNull,
+ * phase, range, norm): phase 0 runs everything; 1 and 2 run one BPPARAM
+ * worker's share of permutations range = c(lo, hi) (see sbg_gsea_params),
+ * phase 2 given norm; the run's devices (ctx) share the permutations. */
+static void params_decode(SEXP params, const sbg_run *r, int32_t S, sbg_gsea_norm *nm, sbg_gsea_params *p) {
+  p->metric = sbg_int_elt(params, "metric");
+  p->weight = sbg_real_elt(params, "weight");
+  p->gene_perm = sbg_lgl_elt(params, "gene");
+  p->seed = (uint64_t)sbg_real_elt(params, "seed");
+  p->nperm = (int64_t)sbg_real_elt(params, "nperm");
+  p->batch = (int64_t)sbg_real_elt(params, "batch");
+  p->cache_max = (int64_t)sbg_real_elt(params, "cache");
+  SBG_ASSERT(r->n_devices <= SBG_GSEA_MAX_DEVICES);
+  SEXP range = sbg_vec_elt(params, "range", REALSXP, 2);
+  p->phase = sbg_int_elt(params, "phase");
+  p->perm_lo = (int64_t)REAL(range)[0];
+  p->perm_hi = (int64_t)REAL(range)[1];
+  SBG_ASSERT(p->phase >= 0 && p->phase <= 2);
+  SBG_ASSERT(p->phase == 0 || (p->perm_lo >= 1 && p->perm_hi > p->perm_lo && p->perm_hi <= p->nperm + 1));
+  p->norm = NULL;
+  if (p->phase == 2) {
+    norm_decode(sbg_elt(params, "norm"), S, nm);
+    p->norm = nm;
+  }
+  SBG_ASSERT(p->nperm >= 1 && p->metric >= 0 && p->metric <= 4 && p->weight >= 0);
+}
+
+static const char *const part1_names[] = {"sumPos", "sumNeg", "nPos", "nNeg", "nExt"};
+static const char *const part2_names[] = {"hp", "hn", "valid", "pmax", "pmin"};
+
+/* A worker's share (phase 1: exact sums as raw bytes, 128-bit integers;
+ * phase 2: bins, valid counts and extremes), pointed to by out. */
+static SEXP part_alloc(const sbg_gsea_params *p, int32_t S, sbg_gsea_result *out) {
+  SEXP part;
+  if (p->phase == 1) {
+    part = PROTECT(sbg_named_list(5, part1_names));
+    R_xlen_t acc = (R_xlen_t)S * sizeof(gsea_acc), cnt = (R_xlen_t)S * sizeof(int64_t);
+    out->sum_pos = (gsea_acc *)RAW(sbg_set(part, "sumPos", Rf_allocVector(RAWSXP, acc)));
+    out->sum_neg = (gsea_acc *)RAW(sbg_set(part, "sumNeg", Rf_allocVector(RAWSXP, acc)));
+    out->n_pos = (int64_t *)RAW(sbg_set(part, "nPos", Rf_allocVector(RAWSXP, cnt)));
+    out->n_neg = (int64_t *)RAW(sbg_set(part, "nNeg", Rf_allocVector(RAWSXP, cnt)));
+    out->n_ext = (int64_t *)RAW(sbg_set(part, "nExt", Rf_allocVector(RAWSXP, cnt)));
+  } else {
+    R_xlen_t n = (R_xlen_t)(p->perm_hi - p->perm_lo);
+    part = PROTECT(sbg_named_list(5, part2_names));
+    out->hp = (uint64_t *)RAW(sbg_set(part, "hp", Rf_allocVector(RAWSXP, ((R_xlen_t)p->norm->kp + 1) * 8)));
+    out->hn = (uint64_t *)RAW(sbg_set(part, "hn", Rf_allocVector(RAWSXP, ((R_xlen_t)p->norm->kn + 1) * 8)));
+    sbg_set(part, "valid", Rf_allocVector(REALSXP, 2));
+    out->pmax = REAL(sbg_set(part, "pmax", Rf_allocVector(REALSXP, n)));
+    out->pmin = REAL(sbg_set(part, "pmin", Rf_allocVector(REALSXP, n)));
+  }
+  UNPROTECT(1);
+  return part;
+}
+
+static const char *const run_names[] = {"metric", "order", "es", "nes", "pval", "fdr", "fwer", "pos",
+                                        "null", "seconds", "part"};
+
+/* The result list (null: S x nperm with keepNull), its vectors the
+ * engine's output. */
+static SEXP result_alloc(const sbg_gsea_input *in, const sbg_gsea_params *p, int keep_null,
+                         sbg_gsea_result *out) {
+  int32_t G = in->n_genes, S = in->n_sets;
+  SEXP ans = PROTECT(sbg_named_list(11, run_names));
+  memset(out, 0, sizeof(*out));
+  out->metric = REAL(sbg_set(ans, "metric", Rf_allocVector(REALSXP, G)));
+  out->order = INTEGER(sbg_set(ans, "order", Rf_allocVector(INTSXP, G)));
+  double **cols[] = {&out->es, &out->nes, &out->pval, &out->fdr, &out->fwer};
+  for (int j = 0; j < 5; j++) *cols[j] = REAL(sbg_set(ans, run_names[2 + j], Rf_allocVector(REALSXP, S)));
+  out->rank_at_max = INTEGER(sbg_set(ans, "pos", Rf_allocVector(INTSXP, S)));
+  if (keep_null) out->null_es = REAL(sbg_set(ans, "null", Rf_allocMatrix(REALSXP, S, (int)p->nperm)));
+  sbg_set(ans, "seconds", Rf_allocVector(REALSXP, 3));
+  if (p->phase != 0) sbg_set(ans, "part", part_alloc(p, S, out));
+  UNPROTECT(1);
+  return ans;
+}
+
+/* rapidGSEA's engine call: data, params and run as above; a named list. */
+SEXP ffi_gsea_run(SEXP data, SEXP params, SEXP run) {
+  sbg_gsea_input in;
+  sbg_gsea_params p;
   sbg_gsea_norm nm;
-  p.norm = NULL;
-  if (p.phase == 2) {
-    SBG_ASSERT(TYPEOF(norm) == VECSXP && XLENGTH(norm) == 4);
-    for (int i = 0; i < 4; i++) SBG_ASSERT(TYPEOF(VECTOR_ELT(norm, i)) == REALSXP);
-    SBG_ASSERT(XLENGTH(VECTOR_ELT(norm, 0)) == XLENGTH(set_start) - 1 && XLENGTH(VECTOR_ELT(norm, 1)) == XLENGTH(set_start) - 1);
-    nm.mpos = REAL(VECTOR_ELT(norm, 0));
-    nm.mneg = REAL(VECTOR_ELT(norm, 1));
-    nm.opos = REAL(VECTOR_ELT(norm, 2));
-    nm.oneg = REAL(VECTOR_ELT(norm, 3));
-    nm.kp = (int32_t)XLENGTH(VECTOR_ELT(norm, 2));
-    nm.kn = (int32_t)XLENGTH(VECTOR_ELT(norm, 3));
-    SBG_ASSERT(nm.kp < XLENGTH(set_start) && nm.kn < XLENGTH(set_start));
-    p.norm = &nm;
-  }
-  SBG_ASSERT(p.nperm >= 1 && p.metric >= 0 && p.metric <= 4 && p.weight >= 0);
+  sbg_run r;
+  sbg_run_decode(run, &r);
+  input_decode(data, &in);
+  params_decode(params, &r, in.n_sets, &nm, &p);
   SBG_ASSERT(in.expr || p.gene_perm);
-
-  int32_t G = in.n_genes, S = in.n_sets;
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 11)); nprot++;
-  SEXP v_metric = Rf_allocVector(REALSXP, G); SET_VECTOR_ELT(ans, 0, v_metric);
-  SEXP v_order = Rf_allocVector(INTSXP, G);   SET_VECTOR_ELT(ans, 1, v_order);
-  SEXP v_es = Rf_allocVector(REALSXP, S);     SET_VECTOR_ELT(ans, 2, v_es);
-  SEXP v_nes = Rf_allocVector(REALSXP, S);    SET_VECTOR_ELT(ans, 3, v_nes);
-  SEXP v_p = Rf_allocVector(REALSXP, S);      SET_VECTOR_ELT(ans, 4, v_p);
-  SEXP v_fdr = Rf_allocVector(REALSXP, S);    SET_VECTOR_ELT(ans, 5, v_fdr);
-  SEXP v_fwer = Rf_allocVector(REALSXP, S);   SET_VECTOR_ELT(ans, 6, v_fwer);
-  SEXP v_pos = Rf_allocVector(INTSXP, S);     SET_VECTOR_ELT(ans, 7, v_pos);
-  SEXP v_null = R_NilValue;
-  if (LOGICAL(keep_null)[0] == TRUE) {
-    v_null = Rf_allocMatrix(REALSXP, S, (int)p.nperm);
-    SET_VECTOR_ELT(ans, 8, v_null);
-  }
-  SEXP v_sec = Rf_allocVector(REALSXP, 3);    SET_VECTOR_ELT(ans, 9, v_sec);
-
   sbg_gsea_result out;
-  out.metric = REAL(v_metric);
-  out.order = INTEGER(v_order);
-  out.es = REAL(v_es);
-  out.nes = REAL(v_nes);
-  out.pval = REAL(v_p);
-  out.fdr = REAL(v_fdr);
-  out.fwer = REAL(v_fwer);
-  out.rank_at_max = INTEGER(v_pos);
-  out.null_es = Rf_isNull(v_null) ? NULL : REAL(v_null);
-  for (int i = 0; i < 3; i++) out.seconds[i] = 0;
-  out.sum_pos = out.sum_neg = NULL;
-  out.n_pos = out.n_neg = out.n_ext = NULL;
-  out.hp = out.hn = NULL;
-  out.pmax = out.pmin = NULL;
-  out.valid_pos = out.valid_neg = 0;
-  SEXP part = R_NilValue;
-  if (p.phase == 1) { /* sums as raw bytes: exact 128-bit integers */
-    part = Rf_allocVector(VECSXP, 5);
-    SET_VECTOR_ELT(ans, 10, part);
-    SET_VECTOR_ELT(part, 0, Rf_allocVector(RAWSXP, (R_xlen_t)S * sizeof(gsea_acc)));
-    SET_VECTOR_ELT(part, 1, Rf_allocVector(RAWSXP, (R_xlen_t)S * sizeof(gsea_acc)));
-    for (int i = 2; i < 5; i++) SET_VECTOR_ELT(part, i, Rf_allocVector(RAWSXP, (R_xlen_t)S * sizeof(int64_t)));
-    out.sum_pos = (gsea_acc *)RAW(VECTOR_ELT(part, 0));
-    out.sum_neg = (gsea_acc *)RAW(VECTOR_ELT(part, 1));
-    out.n_pos = (int64_t *)RAW(VECTOR_ELT(part, 2));
-    out.n_neg = (int64_t *)RAW(VECTOR_ELT(part, 3));
-    out.n_ext = (int64_t *)RAW(VECTOR_ELT(part, 4));
-  } else if (p.phase == 2) {
-    R_xlen_t n = (R_xlen_t)(p.perm_hi - p.perm_lo);
-    part = Rf_allocVector(VECSXP, 5);
-    SET_VECTOR_ELT(ans, 10, part);
-    SET_VECTOR_ELT(part, 0, Rf_allocVector(RAWSXP, ((R_xlen_t)nm.kp + 1) * sizeof(uint64_t)));
-    SET_VECTOR_ELT(part, 1, Rf_allocVector(RAWSXP, ((R_xlen_t)nm.kn + 1) * sizeof(uint64_t)));
-    SET_VECTOR_ELT(part, 2, Rf_allocVector(REALSXP, 2));
-    SET_VECTOR_ELT(part, 3, Rf_allocVector(REALSXP, n));
-    SET_VECTOR_ELT(part, 4, Rf_allocVector(REALSXP, n));
-    out.hp = (uint64_t *)RAW(VECTOR_ELT(part, 0));
-    out.hn = (uint64_t *)RAW(VECTOR_ELT(part, 1));
-    out.pmax = REAL(VECTOR_ELT(part, 3));
-    out.pmin = REAL(VECTOR_ELT(part, 4));
-  }
+  SEXP ans = PROTECT(result_alloc(&in, &p, sbg_lgl_elt(params, "keepNull"), &out));
 
   sbg_ctx ctx;
   sbg_progress pr;
-  SEXP first_dev = PROTECT(Rf_ScalarInteger(INTEGER(device)[0])); nprot++;
-  sbg_ctx_init(&ctx, &pr, threads, first_dev, verbose, "rapidGSEA");
-  sbg_status st = sbg_gsea_run(&in, &p, &out, LOGICAL(gpu)[0] == TRUE, &ctx);
+  sbg_ctx_from_run(&ctx, &pr, &r, "rapidGSEA");
+  sbg_status st = sbg_gsea_run(&in, &p, &out, r.gpu, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-  for (int i = 0; i < 3; i++) REAL(v_sec)[i] = out.seconds[i];
+  memcpy(REAL(sbg_elt(ans, "seconds")), out.seconds, 3 * sizeof(double));
   if (p.phase == 2) { /* counts of permutations: below 2^53, exact in a double */
-    REAL(VECTOR_ELT(part, 2))[0] = (double)out.valid_pos;
-    REAL(VECTOR_ELT(part, 2))[1] = (double)out.valid_neg;
+    double *valid = REAL(sbg_elt(sbg_elt(ans, "part"), "valid"));
+    valid[0] = (double)out.valid_pos;
+    valid[1] = (double)out.valid_neg;
   }
-  UNPROTECT(nprot);
+  UNPROTECT(1);
   return ans;
+}
+
+/* A combine step's context: one thread, no device, no progress. */
+static void quiet_ctx(sbg_ctx *ctx, sbg_progress *pr, int threads, const char *label) {
+  static const int no_device = 0;
+  sbg_ctx_setup(ctx, pr, threads, &no_device, 1, 0, label);
 }
 
 /* BPPARAM: the workers' phase-1 parts (list of lists from ffi_gsea_run)
@@ -169,87 +173,81 @@ SEXP ffi_gsea_combine1(SEXP es, SEXP nperm, SEXP parts, SEXP plus1) {
   const int64_t *cp[1024], *cn[1024], *ce[1024];
   for (int i = 0; i < np; i++) {
     SEXP q = VECTOR_ELT(parts, i);
-    SBG_ASSERT(TYPEOF(q) == VECSXP && XLENGTH(q) == 5);
-    for (int k = 0; k < 5; k++) {
-      SBG_ASSERT(TYPEOF(VECTOR_ELT(q, k)) == RAWSXP);
-      SBG_ASSERT(XLENGTH(VECTOR_ELT(q, k)) == (R_xlen_t)S * (k < 2 ? (R_xlen_t)sizeof(gsea_acc) : (R_xlen_t)sizeof(int64_t)));
-    }
-    sp[i] = (const gsea_acc *)RAW(VECTOR_ELT(q, 0));
-    sn[i] = (const gsea_acc *)RAW(VECTOR_ELT(q, 1));
-    cp[i] = (const int64_t *)RAW(VECTOR_ELT(q, 2));
-    cn[i] = (const int64_t *)RAW(VECTOR_ELT(q, 3));
-    ce[i] = (const int64_t *)RAW(VECTOR_ELT(q, 4));
+    R_xlen_t acc = (R_xlen_t)S * sizeof(gsea_acc), cnt = (R_xlen_t)S * sizeof(int64_t);
+    sp[i] = (const gsea_acc *)RAW(sbg_vec_elt(q, "sumPos", RAWSXP, acc));
+    sn[i] = (const gsea_acc *)RAW(sbg_vec_elt(q, "sumNeg", RAWSXP, acc));
+    cp[i] = (const int64_t *)RAW(sbg_vec_elt(q, "nPos", RAWSXP, cnt));
+    cn[i] = (const int64_t *)RAW(sbg_vec_elt(q, "nNeg", RAWSXP, cnt));
+    ce[i] = (const int64_t *)RAW(sbg_vec_elt(q, "nExt", RAWSXP, cnt));
   }
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 3));
-  SEXP v_nes = Rf_allocVector(REALSXP, S); SET_VECTOR_ELT(ans, 0, v_nes);
-  SEXP v_p = Rf_allocVector(REALSXP, S);   SET_VECTOR_ELT(ans, 1, v_p);
-  SEXP nm = Rf_allocVector(VECSXP, 4);     SET_VECTOR_ELT(ans, 2, nm);
-  for (int k = 0; k < 4; k++) SET_VECTOR_ELT(nm, k, Rf_allocVector(REALSXP, S));
+  const char *names[] = {"nes", "pval", "norm"}, *norm_names[] = {"mpos", "mneg", "opos", "oneg"};
+  SEXP ans = PROTECT(sbg_named_list(3, names));
+  double *nes = REAL(sbg_set(ans, "nes", Rf_allocVector(REALSXP, S)));
+  double *pval = REAL(sbg_set(ans, "pval", Rf_allocVector(REALSXP, S)));
+  SEXP nm = sbg_set(ans, "norm", sbg_named_list(4, norm_names));
+  double *v[4];
+  for (int k = 0; k < 4; k++) v[k] = REAL(sbg_set(nm, norm_names[k], Rf_allocVector(REALSXP, S)));
   int32_t kp = 0, kn = 0;
-  SEXP dev = PROTECT(Rf_ScalarInteger(0)), thr = PROTECT(Rf_ScalarInteger(1)), verbose = PROTECT(Rf_ScalarLogical(FALSE));
   sbg_ctx ctx;
   sbg_progress pr;
-  sbg_ctx_init(&ctx, &pr, thr, dev, verbose, "rapidGSEA");
+  quiet_ctx(&ctx, &pr, 1, "rapidGSEA");
   sbg_status st = sbg_gsea_combine1(S, (int64_t)REAL(nperm)[0], REAL(es), np, sp, sn, cp, cn, ce,
-                                    Rf_asLogical(plus1) == TRUE, REAL(v_nes),
-                                    REAL(v_p), REAL(VECTOR_ELT(nm, 0)), REAL(VECTOR_ELT(nm, 1)),
-                                    REAL(VECTOR_ELT(nm, 2)), REAL(VECTOR_ELT(nm, 3)), &kp, &kn, &ctx);
+                                    Rf_asLogical(plus1) == TRUE, nes, pval, v[0], v[1], v[2], v[3], &kp, &kn,
+                                    &ctx);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-  SET_VECTOR_ELT(nm, 2, Rf_xlengthgets(VECTOR_ELT(nm, 2), kp));
-  SET_VECTOR_ELT(nm, 3, Rf_xlengthgets(VECTOR_ELT(nm, 3), kn));
-  UNPROTECT(4);
+  sbg_set(nm, "opos", Rf_xlengthgets(sbg_elt(nm, "opos"), kp));
+  sbg_set(nm, "oneg", Rf_xlengthgets(sbg_elt(nm, "oneg"), kn));
+  UNPROTECT(1);
   return ans;
 }
 
 /* BPPARAM: the workers' phase-2 parts (in permutation order) merged into
  * list(fdr, fwer). */
 SEXP ffi_gsea_combine2(SEXP nes, SEXP nperm, SEXP norm, SEXP parts) {
-  SBG_ASSERT(TYPEOF(nes) == REALSXP && TYPEOF(nperm) == REALSXP && TYPEOF(norm) == VECSXP && XLENGTH(norm) == 4);
-  SBG_ASSERT(TYPEOF(parts) == VECSXP);
+  SBG_ASSERT(TYPEOF(nes) == REALSXP && TYPEOF(nperm) == REALSXP && TYPEOF(parts) == VECSXP);
   int32_t S = (int32_t)XLENGTH(nes);
   int64_t N = (int64_t)REAL(nperm)[0];
   int np = (int)XLENGTH(parts);
   SBG_ASSERT(np >= 1 && np <= 1024);
-  int32_t kp = (int32_t)XLENGTH(VECTOR_ELT(norm, 2)), kn = (int32_t)XLENGTH(VECTOR_ELT(norm, 3));
+  sbg_gsea_norm nrm;
+  norm_decode(norm, S, &nrm);
+  int32_t kp = nrm.kp, kn = nrm.kn;
   const uint64_t *hp[1024], *hn[1024];
   double vp = 0, vn = 0;
   int64_t total = 0;
   for (int i = 0; i < np; i++) {
     SEXP q = VECTOR_ELT(parts, i);
-    SBG_ASSERT(TYPEOF(q) == VECSXP && XLENGTH(q) == 5);
-    SBG_ASSERT(TYPEOF(VECTOR_ELT(q, 0)) == RAWSXP && XLENGTH(VECTOR_ELT(q, 0)) == ((R_xlen_t)kp + 1) * 8);
-    SBG_ASSERT(TYPEOF(VECTOR_ELT(q, 1)) == RAWSXP && XLENGTH(VECTOR_ELT(q, 1)) == ((R_xlen_t)kn + 1) * 8);
-    SBG_ASSERT(TYPEOF(VECTOR_ELT(q, 2)) == REALSXP && TYPEOF(VECTOR_ELT(q, 3)) == REALSXP &&
-               TYPEOF(VECTOR_ELT(q, 4)) == REALSXP && XLENGTH(VECTOR_ELT(q, 3)) == XLENGTH(VECTOR_ELT(q, 4)));
-    hp[i] = (const uint64_t *)RAW(VECTOR_ELT(q, 0));
-    hn[i] = (const uint64_t *)RAW(VECTOR_ELT(q, 1));
-    vp += REAL(VECTOR_ELT(q, 2))[0];
-    vn += REAL(VECTOR_ELT(q, 2))[1];
-    total += XLENGTH(VECTOR_ELT(q, 3));
+    hp[i] = (const uint64_t *)RAW(sbg_vec_elt(q, "hp", RAWSXP, ((R_xlen_t)kp + 1) * 8));
+    hn[i] = (const uint64_t *)RAW(sbg_vec_elt(q, "hn", RAWSXP, ((R_xlen_t)kn + 1) * 8));
+    const double *valid = REAL(sbg_vec_elt(q, "valid", REALSXP, 2));
+    R_xlen_t n = XLENGTH(sbg_vec_elt(q, "pmax", REALSXP, -1));
+    SBG_ASSERT(XLENGTH(sbg_vec_elt(q, "pmin", REALSXP, -1)) == n);
+    vp += valid[0];
+    vn += valid[1];
+    total += n;
   }
   SBG_ASSERT(total == N);
   SEXP ext = PROTECT(Rf_allocVector(REALSXP, 2 * (R_xlen_t)N));
   double *pmax = REAL(ext), *pmin = REAL(ext) + N;
   R_xlen_t at = 0;
   for (int i = 0; i < np; i++) { /* parts in permutation order */
-    SEXP q = VECTOR_ELT(parts, i);
-    R_xlen_t n = XLENGTH(VECTOR_ELT(q, 3));
-    memcpy(pmax + at, REAL(VECTOR_ELT(q, 3)), (size_t)n * sizeof(double));
-    memcpy(pmin + at, REAL(VECTOR_ELT(q, 4)), (size_t)n * sizeof(double));
+    SEXP q = VECTOR_ELT(parts, i), qmax = sbg_elt(q, "pmax");
+    R_xlen_t n = XLENGTH(qmax);
+    memcpy(pmax + at, REAL(qmax), (size_t)n * sizeof(double));
+    memcpy(pmin + at, REAL(sbg_elt(q, "pmin")), (size_t)n * sizeof(double));
     at += n;
   }
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 2));
-  SEXP v_fdr = Rf_allocVector(REALSXP, S); SET_VECTOR_ELT(ans, 0, v_fdr);
-  SEXP v_fwer = Rf_allocVector(REALSXP, S); SET_VECTOR_ELT(ans, 1, v_fwer);
-  SEXP dev = PROTECT(Rf_ScalarInteger(0)), thr = PROTECT(Rf_ScalarInteger(1)), verbose = PROTECT(Rf_ScalarLogical(FALSE));
+  const char *names[] = {"fdr", "fwer"};
+  SEXP ans = PROTECT(sbg_named_list(2, names));
+  double *fdr = REAL(sbg_set(ans, "fdr", Rf_allocVector(REALSXP, S)));
+  double *fwer = REAL(sbg_set(ans, "fwer", Rf_allocVector(REALSXP, S)));
   sbg_ctx ctx;
   sbg_progress pr;
-  sbg_ctx_init(&ctx, &pr, thr, dev, verbose, "rapidGSEA");
-  sbg_status st = sbg_gsea_combine2(S, N, REAL(nes), REAL(VECTOR_ELT(norm, 2)), kp, REAL(VECTOR_ELT(norm, 3)), kn,
-                                    np, hp, hn, (int64_t)vp, (int64_t)vn, pmax, pmin, REAL(v_fdr),
-                                    REAL(v_fwer), &ctx);
+  quiet_ctx(&ctx, &pr, 1, "rapidGSEA");
+  sbg_status st = sbg_gsea_combine2(S, N, REAL(nes), nrm.opos, kp, nrm.oneg, kn, np, hp, hn, (int64_t)vp,
+                                    (int64_t)vn, pmax, pmin, fdr, fwer, &ctx);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-  UNPROTECT(5);
+  UNPROTECT(2);
   return ans;
 }
 
@@ -258,20 +256,17 @@ SEXP ffi_gsea_stats(SEXP es, SEXP null_es, SEXP threads) {
   SBG_ASSERT(Rf_nrows(null_es) == XLENGTH(es) && Rf_ncols(null_es) >= 1);
   int32_t S = (int32_t)XLENGTH(es);
   int64_t N = Rf_ncols(null_es);
-  SEXP ans = PROTECT(Rf_allocVector(VECSXP, 4));
-  SEXP v_nes = Rf_allocVector(REALSXP, S); SET_VECTOR_ELT(ans, 0, v_nes);
-  SEXP v_p = Rf_allocVector(REALSXP, S);   SET_VECTOR_ELT(ans, 1, v_p);
-  SEXP v_fdr = Rf_allocVector(REALSXP, S); SET_VECTOR_ELT(ans, 2, v_fdr);
-  SEXP v_fwer = Rf_allocVector(REALSXP, S); SET_VECTOR_ELT(ans, 3, v_fwer);
-  SEXP dev = PROTECT(Rf_ScalarInteger(0));
-  SEXP verbose = PROTECT(Rf_ScalarLogical(FALSE));
+  SBG_ASSERT(TYPEOF(threads) == INTSXP && XLENGTH(threads) == 1);
+  const char *names[] = {"nes", "pval", "fdr", "fwer"};
+  SEXP ans = PROTECT(sbg_named_list(4, names));
+  double *v[4];
+  for (int k = 0; k < 4; k++) v[k] = REAL(sbg_set(ans, names[k], Rf_allocVector(REALSXP, S)));
   sbg_ctx ctx;
   sbg_progress pr;
-  sbg_ctx_init(&ctx, &pr, threads, dev, verbose, "gseaStats");
-  sbg_status st = sbg_gsea_stats_table(S, N, REAL(es), REAL(null_es), REAL(v_nes), REAL(v_p),
-                                       REAL(v_fdr), REAL(v_fwer), &ctx);
+  quiet_ctx(&ctx, &pr, INTEGER(threads)[0], "gseaStats");
+  sbg_status st = sbg_gsea_stats_table(S, N, REAL(es), REAL(null_es), v[0], v[1], v[2], v[3], &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-  UNPROTECT(3);
+  UNPROTECT(1);
   return ans;
 }

@@ -555,312 +555,428 @@ static sbg_status cpu_batch(const shared *sh, ws *wss, int64_t first, int64_t n,
   return SBG_OK;
 }
 
-sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
-                        sbg_gsea_result *out, int use_gpu, sbg_ctx *ctx) {
-  sbg_status st = SBG_OK;
-  int32_t G = in->n_genes, P = in->n_samples, S = in->n_sets;
-  int nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
-  double *xc = NULL, *mu = NULL, *t1 = NULL, *t2 = NULL, *nb = NULL;
-  int32_t *gs_start = NULL, *gs_sets = NULL;
-  double *inv_nmiss = NULL, *wr = NULL;
-  int32_t *repv = NULL, *multv = NULL;
-  sbg_gsea_sizes sizes;
-  memset(&sizes, 0, sizeof sizes);
-  ws *wss = NULL;
-  stats t;
-  memset(&t, 0, sizeof t);
-  sbg_gsea_gpu *gpus[SBG_GSEA_MAX_DEVICES] = {NULL};
-  int64_t lo[SBG_GSEA_MAX_DEVICES], hi[SBG_GSEA_MAX_DEVICES], bw[SBG_GSEA_MAX_DEVICES];
-  int nw = 0;
-  shared sh;
-  memset(&sh, 0, sizeof sh);
-  int64_t nperm = p->nperm;
-  double t0 = now_s();
+/* ---------------------------------------------------------------------- */
+/* The driver: a run is a sequence of named steps over one struct that
+ * owns every buffer (all NULL at the start; run_close() frees them). */
 
-  if (G < 2 || S < 1 || nperm < 1 || (!p->gene_perm && (P < 2 || !in->expr)) ||
-      (p->gene_perm && !in->expr && !in->ranking))
+typedef struct gsea_run {
+  const sbg_gsea_input *in;
+  const sbg_gsea_params *p;
+  sbg_gsea_result *out;
+  int use_gpu, nth;
+  int32_t G, P, S;
+  int64_t M, nperm;
+  double *xc, *mu, *t1, *t2;   /* centred data and its totals */
+  int32_t *gs_start, *gs_sets; /* gene -> sets index */
+  double *inv_nmiss, *wr;
+  int32_t *repv, *multv;       /* gene permutation: representative sets */
+  sbg_gsea_sizes sizes;
+  ws *wss;                     /* per-thread workspaces */
+  shared sh;
+  stats t;
+  /* workers: the CPU, or each GPU with permutations [lo, hi) in batches of bw */
+  sbg_gsea_gpu *gpus[SBG_GSEA_MAX_DEVICES];
+  int64_t lo[SBG_GSEA_MAX_DEVICES], hi[SBG_GSEA_MAX_DEVICES], bw[SBG_GSEA_MAX_DEVICES];
+  int nw;
+  int64_t B, bmax, r_lo, r_n;
+  double *nb;                  /* a host batch of null ES (bmax x S), or NULL */
+  int dev_stats;               /* the statistics run on the devices */
+  double t0, work, done_w;     /* stage clock; progress */
+} gsea_run;
+
+static sbg_status run_check(const gsea_run *R, sbg_ctx *ctx) {
+  const sbg_gsea_input *in = R->in;
+  int32_t G = R->G, S = R->S;
+  if (G < 2 || S < 1 || R->nperm < 1 || (!R->p->gene_perm && (R->P < 2 || !in->expr)) ||
+      (R->p->gene_perm && !in->expr && !in->ranking))
     return sbg_fail(ctx, SBG_ERR_INPUT, "gsea engine: inconsistent input");
-  int64_t M = in->set_start[S];
   for (int32_t s = 0; s < S; s++) {
     int32_t k = in->set_start[s + 1] - in->set_start[s];
     if (k < 1 || k >= G) return sbg_fail(ctx, SBG_ERR_INPUT, "gene set %d has %d genes of %d", s + 1, k, G);
   }
-  for (int64_t i = 0; i < M; i++)
+  for (int64_t i = 0; i < R->M; i++)
     if (in->set_genes[i] < 0 || in->set_genes[i] >= G)
       return sbg_fail(ctx, SBG_ERR_INPUT, "gene index out of range in the gene sets");
+  return SBG_OK;
+}
 
-  sh.in = in;
-  sh.p = p;
-  /* centred data and the totals every permutation shares */
+/* Centred data and the totals every permutation shares. */
+static sbg_status run_centre(gsea_run *R, sbg_ctx *ctx) {
+  const sbg_gsea_input *in = R->in;
+  int32_t G = R->G, P = R->P;
   if (in->expr) {
-    xc = malloc((size_t)G * (size_t)P * sizeof(double));
-    mu = calloc((size_t)G, sizeof(double));
-    t1 = calloc((size_t)G, sizeof(double));
-    t2 = calloc((size_t)G, sizeof(double));
-    if (!xc || !mu || !t1 || !t2) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the centred data"); goto done; }
+    R->xc = malloc((size_t)G * (size_t)P * sizeof(double));
+    R->mu = calloc((size_t)G, sizeof(double));
+    R->t1 = calloc((size_t)G, sizeof(double));
+    R->t2 = calloc((size_t)G, sizeof(double));
+    if (!R->xc || !R->mu || !R->t1 || !R->t2) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the centred data");
     for (int32_t i = 0; i < P; i++)
-      for (int32_t g = 0; g < G; g++) mu[g] += in->expr[(size_t)i * G + g];
-    for (int32_t g = 0; g < G; g++) mu[g] /= P;
+      for (int32_t g = 0; g < G; g++) R->mu[g] += in->expr[(size_t)i * G + g];
+    for (int32_t g = 0; g < G; g++) R->mu[g] /= P;
     for (int32_t i = 0; i < P; i++)
       for (int32_t g = 0; g < G; g++) {
-        double x = in->expr[(size_t)i * G + g] - mu[g];
-        xc[(size_t)i * G + g] = x;
-        t1[g] += x;
-        t2[g] += x * x;
+        double x = in->expr[(size_t)i * G + g] - R->mu[g];
+        R->xc[(size_t)i * G + g] = x;
+        R->t1[g] += x;
+        R->t2[g] += x * x;
       }
     int32_t na = 0;
     for (int32_t i = 0; i < P; i++) na += in->labels[i] == 0;
-    sh.prep.n_a = na;
-    sh.prep.n_b = P - na;
-    sh.prep.small_label = P - na <= na ? 1 : 0;
+    R->sh.prep.n_a = na;
+    R->sh.prep.n_b = P - na;
+    R->sh.prep.small_label = P - na <= na ? 1 : 0;
   }
-  sh.prep.xc = xc; sh.prep.mu = mu; sh.prep.t1 = t1; sh.prep.t2 = t2;
-  sh.prep.metric0 = out->metric;
+  R->sh.prep.xc = R->xc; R->sh.prep.mu = R->mu; R->sh.prep.t1 = R->t1; R->sh.prep.t2 = R->t2;
+  R->sh.prep.metric0 = R->out->metric;
+  return SBG_OK;
+}
 
-  /* gene -> sets index for the sweep */
-  gs_start = calloc((size_t)G + 1, sizeof(int32_t));
-  gs_sets = malloc((size_t)(M > 0 ? M : 1) * sizeof(int32_t));
-  wss = calloc((size_t)nth, sizeof(ws));
-  if (!gs_start || !gs_sets || !wss) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the gene set index"); goto done; }
-  for (int64_t i = 0; i < M; i++) gs_start[in->set_genes[i] + 1]++;
-  for (int32_t g = 0; g < G; g++) gs_start[g + 1] += gs_start[g];
-  {
-    int32_t *fill = malloc((size_t)G * sizeof(int32_t));
-    if (!fill) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the gene set index"); goto done; }
-    memcpy(fill, gs_start, (size_t)G * sizeof(int32_t));
-    for (int32_t s = 0; s < S; s++)
-      for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++) gs_sets[fill[in->set_genes[i]]++] = s;
+/* The gene -> sets index for the sweep, 1 / (N - k) per set, and the
+ * per-thread workspaces. */
+static sbg_status run_index(gsea_run *R, sbg_ctx *ctx) {
+  const sbg_gsea_input *in = R->in;
+  int32_t G = R->G, S = R->S;
+  R->gs_start = calloc((size_t)G + 1, sizeof(int32_t));
+  R->gs_sets = malloc((size_t)(R->M > 0 ? R->M : 1) * sizeof(int32_t));
+  R->wss = calloc((size_t)R->nth, sizeof(ws));
+  R->inv_nmiss = malloc((size_t)S * sizeof(double));
+  int32_t *fill = malloc((size_t)G * sizeof(int32_t));
+  if (!R->gs_start || !R->gs_sets || !R->wss || !R->inv_nmiss || !fill) {
     free(fill);
+    return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the gene set index");
   }
-  sh.gs_start = gs_start;
-  sh.gs_sets = gs_sets;
-  inv_nmiss = malloc((size_t)S * sizeof(double));
-  if (!inv_nmiss) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the gene set index"); goto done; }
-  for (int32_t s = 0; s < S; s++) inv_nmiss[s] = 1.0 / ((double)G - (double)(in->set_start[s + 1] - in->set_start[s]));
-  sh.inv_nmiss = inv_nmiss;
-  for (int i = 0; i < nth; i++)
-    if (!ws_alloc(&wss[i], G, P, S)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the work space"); goto done; }
+  for (int64_t i = 0; i < R->M; i++) R->gs_start[in->set_genes[i] + 1]++;
+  for (int32_t g = 0; g < G; g++) R->gs_start[g + 1] += R->gs_start[g];
+  memcpy(fill, R->gs_start, (size_t)G * sizeof(int32_t));
+  for (int32_t s = 0; s < S; s++)
+    for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++) R->gs_sets[fill[in->set_genes[i]]++] = s;
+  free(fill);
+  R->sh.gs_start = R->gs_start;
+  R->sh.gs_sets = R->gs_sets;
+  for (int32_t s = 0; s < S; s++) R->inv_nmiss[s] = 1.0 / ((double)G - (double)(in->set_start[s + 1] - in->set_start[s]));
+  R->sh.inv_nmiss = R->inv_nmiss;
+  for (int i = 0; i < R->nth; i++)
+    if (!ws_alloc(&R->wss[i], G, R->P, S)) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the work space");
+  return SBG_OK;
+}
 
-  /* observed: metric, ranking, ES and its position */
-  if (in->ranking) {
-    for (int32_t g = 0; g < G; g++) out->metric[g] = in->ranking[g] == 0 ? 0.0 : in->ranking[g];
+/* Observed: metric, ranking, ES and its position. */
+static void run_observed(gsea_run *R) {
+  const sbg_gsea_params *p = R->p;
+  sbg_gsea_result *out = R->out;
+  int32_t G = R->G;
+  if (R->in->ranking) {
+    for (int32_t g = 0; g < G; g++) out->metric[g] = R->in->ranking[g] == 0 ? 0.0 : R->in->ranking[g];
   } else {
     sbg_gsea_params p0 = *p;
     p0.gene_perm = 0;
-    sh.p = &p0;
-    permuted_metric(&sh, &wss[0], 0);
-    sh.p = p;
-    memcpy(out->metric, wss[0].m, (size_t)G * sizeof(double));
+    R->sh.p = &p0;
+    permuted_metric(&R->sh, &R->wss[0], 0);
+    R->sh.p = p;
+    memcpy(out->metric, R->wss[0].m, (size_t)G * sizeof(double));
   }
-  {
-    /* perm 0 through the same path as the null (gene_perm reads metric0) */
-    sbg_gsea_params p0 = *p;
-    p0.gene_perm = 1;
-    sh.p = &p0;
-    perm_es(&sh, &wss[0], 0, out->es, out->rank_at_max);
-    sh.p = p;
-    memcpy(out->order, wss[0].ord, (size_t)G * sizeof(int32_t));
-  }
-  if (p->gene_perm) {
-    /* The null of a set depends on its size alone: one draw per permutation
-     * serves every set (gsea_preranked.c).  Its GPU engine is not written
-     * yet, so gene permutations run here, with the same table. */
-    use_gpu = 0;
-    wr = malloc((size_t)G * sizeof(double));
-    if (!wr || !sbg_gsea_sizes_make(&sizes, in->set_start, S)) {
-      st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the shared null");
-      goto done;
-    }
-    for (int32_t r = 0; r < G; r++) wr[r] = gsea_weight(out->metric[out->order[r]], p->weight);
-    sh.wr = wr;
-    sh.sizes = &sizes;
-    /* pass 2 reads pass 1's ES by size (n_sizes per permutation, far
-     * fewer than the sets) instead of drawing again, up to 256 MiB */
-    int64_t cap = ((int64_t)1 << 25) / sizes.n;
-    sh.n_cache = p->phase ? 0 : nperm < cap ? nperm : cap;
-    if (sh.n_cache > 0) {
-      sh.zcache = malloc((size_t)sh.n_cache * (size_t)sizes.n * sizeof(double));
-      sh.zhave = calloc((size_t)sh.n_cache, 1);
-      if (!sh.zcache || !sh.zhave) { free(sh.zcache); free(sh.zhave); sh.zcache = NULL; sh.zhave = NULL; sh.n_cache = 0; }
-    }
-  }
+  /* perm 0 through the same path as the null (gene_perm reads metric0) */
+  sbg_gsea_params p0 = *p;
+  p0.gene_perm = 1;
+  R->sh.p = &p0;
+  perm_es(&R->sh, &R->wss[0], 0, out->es, out->rank_at_max);
+  R->sh.p = p;
+  memcpy(out->order, R->wss[0].ord, (size_t)G * sizeof(int32_t));
+}
 
-  /* batch size: about 0.1 s of CPU work per batch, for polling */
+/* Gene permutation: the null of a set depends on its size alone, so one
+ * draw per permutation serves every set (gsea_preranked.c).  Its GPU
+ * engine is not written yet, so gene permutations run here, with the same
+ * table. */
+static sbg_status run_gene_null(gsea_run *R, sbg_ctx *ctx) {
+  const sbg_gsea_params *p = R->p;
+  int32_t G = R->G;
+  R->use_gpu = 0;
+  R->wr = malloc((size_t)G * sizeof(double));
+  if (!R->wr || !sbg_gsea_sizes_make(&R->sizes, R->in->set_start, R->S))
+    return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the shared null");
+  for (int32_t r = 0; r < G; r++) R->wr[r] = gsea_weight(R->out->metric[R->out->order[r]], p->weight);
+  R->sh.wr = R->wr;
+  R->sh.sizes = &R->sizes;
+  /* pass 2 reads pass 1's ES by size (n_sizes per permutation, far
+   * fewer than the sets) instead of drawing again, up to 256 MiB */
+  int64_t cap = ((int64_t)1 << 25) / R->sizes.n;
+  shared *sh = &R->sh;
+  sh->n_cache = p->phase ? 0 : R->nperm < cap ? R->nperm : cap;
+  if (sh->n_cache > 0) {
+    sh->zcache = malloc((size_t)sh->n_cache * (size_t)R->sizes.n * sizeof(double));
+    sh->zhave = calloc((size_t)sh->n_cache, 1);
+    if (!sh->zcache || !sh->zhave) { free(sh->zcache); free(sh->zhave); sh->zcache = NULL; sh->zhave = NULL; sh->n_cache = 0; }
+  }
+  return SBG_OK;
+}
+
+/* Batch size: about 0.1 s of CPU work per batch, for polling. */
+static void run_batch_size(gsea_run *R) {
+  const sbg_gsea_params *p = R->p;
   int64_t B = p->batch;
   if (B <= 0) {
-    double ops = (double)G * (p->gene_perm ? 20.0 : 2.0 * (sh.prep.n_a < sh.prep.n_b ? sh.prep.n_a : sh.prep.n_b) + 20.0) +
-                 6.0 * (double)M;
-    B = (int64_t)(2e8 * nth / ops);
+    const sbg_gsea_prep *pr = &R->sh.prep;
+    double ops = (double)R->G * (p->gene_perm ? 20.0 : 2.0 * (pr->n_a < pr->n_b ? pr->n_a : pr->n_b) + 20.0) +
+                 6.0 * (double)R->M;
+    B = (int64_t)(2e8 * R->nth / ops);
   }
   B = (B + CHUNK - 1) / CHUNK * CHUNK;
   if (B < CHUNK) B = CHUNK;
   if (B > 65536) B = 65536;
-  if (B > nperm) B = (nperm + CHUNK - 1) / CHUNK * CHUNK;
+  if (B > R->nperm) B = (R->nperm + CHUNK - 1) / CHUNK * CHUNK;
+  R->B = B;
+}
 
-  /* Workers: the CPU, or each GPU with a contiguous range of this call's
-   * permutations [lo, hi); every statistic merges exactly (integer sums
-   * and counts, per-permutation extremes by index), so the split does not
-   * change a bit.  With a phase, the call runs one R worker's share. */
-  int64_t r_lo = p->phase ? p->perm_lo : 1, r_hi = p->phase ? p->perm_hi : nperm + 1;
-  int64_t r_n = r_hi - r_lo;
-  if (r_lo < 1 || r_hi > nperm + 1 || r_n < 1 || (p->phase == 2 && !p->norm) || (p->phase && out->null_es)) {
-    st = sbg_fail(ctx, SBG_ERR_INPUT, "gsea engine: bad permutation range or phase");
-    goto done;
-  }
-  nw = use_gpu ? (p->n_devices > 0 ? p->n_devices : 1) : 1;
+/* Workers: the CPU, or each GPU with a contiguous range of this call's
+ * permutations [lo, hi); every statistic merges exactly (integer sums
+ * and counts, per-permutation extremes by index), so the split does not
+ * change a bit.  With a phase, the call runs one R worker's share. */
+static sbg_status run_workers(gsea_run *R, sbg_ctx *ctx) {
+  const sbg_gsea_params *p = R->p;
+  const sbg_gsea_result *out = R->out;
+  int64_t r_hi = p->phase ? p->perm_hi : R->nperm + 1;
+  R->r_lo = p->phase ? p->perm_lo : 1;
+  R->r_n = r_hi - R->r_lo;
+  if (R->r_lo < 1 || r_hi > R->nperm + 1 || R->r_n < 1 || (p->phase == 2 && !p->norm) || (p->phase && out->null_es))
+    return sbg_fail(ctx, SBG_ERR_INPUT, "gsea engine: bad permutation range or phase");
+  int nw = R->use_gpu ? sbg_ctx_n_devices(ctx) : 1;
   if (nw > SBG_GSEA_MAX_DEVICES) nw = SBG_GSEA_MAX_DEVICES;
-  if (nw > r_n) nw = (int)r_n;
+  if (nw > R->r_n) nw = (int)R->r_n;
+  R->nw = nw;
   for (int w = 0; w < nw; w++) {
-    lo[w] = r_lo + (int64_t)((double)r_n * w / nw);
-    hi[w] = r_lo + (int64_t)((double)r_n * (w + 1) / nw);
-    bw[w] = B;
+    R->lo[w] = R->r_lo + (int64_t)((double)R->r_n * w / nw);
+    R->hi[w] = R->r_lo + (int64_t)((double)R->r_n * (w + 1) / nw);
+    R->bw[w] = R->B;
   }
-  if (use_gpu) {
-    for (int w = 0; w < nw; w++) {
-      /* batches of at most 2^15 (grid y <= 65535); without a kept table the
-       * device keeps pass 1's ES for pass 2 where it has room */
-      int64_t range = hi[w] - lo[w];
-      int64_t max_b = (range + CHUNK - 1) / CHUNK * CHUNK;
-      int64_t keep = out->null_es || p->phase ? 0 : p->cache_max >= 0 && p->cache_max < range ? p->cache_max : range;
-      int dev = p->n_devices > 0 ? p->devices[w] : ctx->device;
-      if (p->batch > 0 && B < max_b) max_b = B;
-      st = sbg_gsea_gpu_open(in, p, &sh.prep, dev, max_b < (1 << 15) ? max_b : 1 << 15, keep, &gpus[w], ctx);
-      if (st != SBG_OK) goto done;
-      bw[w] = sbg_gsea_gpu_max_batch(gpus[w]);
-    }
+  for (int w = 0; w < nw && R->use_gpu; w++) {
+    /* batches of at most 2^15 (grid y <= 65535); without a kept table the
+     * device keeps pass 1's ES for pass 2 where it has room */
+    int64_t range = R->hi[w] - R->lo[w];
+    int64_t max_b = (range + CHUNK - 1) / CHUNK * CHUNK;
+    int64_t keep = out->null_es || p->phase ? 0 : p->cache_max >= 0 && p->cache_max < range ? p->cache_max : range;
+    int dev = sbg_ctx_device_at(ctx, w);
+    if (p->batch > 0 && R->B < max_b) max_b = R->B;
+    sbg_status st = sbg_gsea_gpu_open(R->in, p, &R->sh.prep, dev, max_b < (1 << 15) ? max_b : 1 << 15, keep,
+                                      &R->gpus[w], ctx);
+    if (st != SBG_OK) return st;
+    R->bw[w] = sbg_gsea_gpu_max_batch(R->gpus[w]);
   }
-  int64_t bmax = 0;
-  for (int w = 0; w < nw; w++) if (bw[w] > bmax) bmax = bw[w];
-  if (!out->null_es && !use_gpu) {
-    nb = malloc((size_t)bmax * (size_t)S * sizeof(double));
-    if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)bmax, (int)S); goto done; }
-  }
-  if (!stats_alloc(&t, S, nperm, out->es, nth)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
-  t.plus1 = p->gene_perm;
+  R->bmax = 0;
+  for (int w = 0; w < nw; w++) if (R->bw[w] > R->bmax) R->bmax = R->bw[w];
+  return SBG_OK;
+}
+
+/* The statistics' tables: representatives of each set size (gene
+ * permutation) and, in phase 2, pass 1's merged results from the caller. */
+static sbg_status run_stats_open(gsea_run *R, sbg_ctx *ctx) {
+  const sbg_gsea_params *p = R->p;
+  stats *t = &R->t;
+  int32_t S = R->S;
+  if (!stats_alloc(t, S, R->nperm, R->out->es, R->nth)) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics");
+  t->plus1 = p->gene_perm;
   if (p->gene_perm) {
-    int32_t *first = malloc((size_t)sizes.n * sizeof(int32_t));
-    repv = malloc((size_t)S * sizeof(int32_t));
-    multv = calloc((size_t)S, sizeof(int32_t));
-    if (!first || !repv || !multv) { free(first); st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
-    for (int32_t z = 0; z < sizes.n; z++) first[z] = -1;
+    int32_t *first = malloc((size_t)R->sizes.n * sizeof(int32_t));
+    R->repv = malloc((size_t)S * sizeof(int32_t));
+    R->multv = calloc((size_t)S, sizeof(int32_t));
+    if (!first || !R->repv || !R->multv) { free(first); return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); }
+    for (int32_t z = 0; z < R->sizes.n; z++) first[z] = -1;
     for (int32_t s = 0; s < S; s++) {
-      int32_t z = sizes.of_set[s];
+      int32_t z = R->sizes.of_set[s];
       if (first[z] < 0) first[z] = s;
-      repv[s] = first[z];
-      multv[first[z]]++;
+      R->repv[s] = first[z];
+      R->multv[first[z]]++;
     }
     free(first);
-    t.rep = repv;
-    t.mult = multv;
+    t->rep = R->repv;
+    t->mult = R->multv;
   }
-  if (p->phase == 2) { /* pass 1's merged results, from the caller */
-    memcpy(t.mpos, p->norm->mpos, (size_t)S * sizeof(double));
-    memcpy(t.mneg, p->norm->mneg, (size_t)S * sizeof(double));
-    memcpy(t.opos, p->norm->opos, (size_t)p->norm->kp * sizeof(double));
-    memcpy(t.oneg, p->norm->oneg, (size_t)p->norm->kn * sizeof(double));
-    t.kp = p->norm->kp;
-    t.kn = p->norm->kn;
+  if (p->phase == 2) {
+    memcpy(t->mpos, p->norm->mpos, (size_t)S * sizeof(double));
+    memcpy(t->mneg, p->norm->mneg, (size_t)S * sizeof(double));
+    memcpy(t->opos, p->norm->opos, (size_t)p->norm->kp * sizeof(double));
+    memcpy(t->oneg, p->norm->oneg, (size_t)p->norm->kn * sizeof(double));
+    t->kp = p->norm->kp;
+    t->kn = p->norm->kn;
   }
+  return SBG_OK;
+}
 
-  /* pass 1, then pass 2 regenerating the same permutations (or reading the
-   * kept table).  On the GPUs the statistics run on the devices unless the
-   * table is kept or pass 2's observed NES do not fit their shared memory;
-   * there each round launches a batch on every device, then waits for each. */
-  int passes = out->null_es || p->phase ? 1 : 2;
-  int dev_stats = use_gpu && !out->null_es;
-  double work = (double)r_n * passes, doneW = 0;
-  if (dev_stats && p->phase == 2)
-    for (int w = 0; w < nw; w++)
-      if (!sbg_gsea_gpu_pass2_fits(gpus[w], t.kp, t.kn)) dev_stats = 0;
-  if (!dev_stats && !nb && !out->null_es) {
-    nb = malloc((size_t)bmax * (size_t)S * sizeof(double));
-    if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)bmax, (int)S); goto done; }
-  }
-  for (int pass = p->phase == 2 ? 2 : 1; pass <= (p->phase == 1 ? 1 : 2); pass++) {
-    int64_t next[SBG_GSEA_MAX_DEVICES], n[SBG_GSEA_MAX_DEVICES];
-    for (int w = 0; w < nw; w++) next[w] = lo[w];
-    for (;;) {
-      int any = 0;
-      for (int w = 0; w < nw; w++) {
-        n[w] = hi[w] - next[w] < bw[w] ? hi[w] - next[w] : bw[w];
-        any |= n[w] > 0;
-      }
-      if (!any) break;
-      if (dev_stats) {
-        for (int w = 0; w < nw; w++)
-          if (n[w] > 0) SBG_TRY(sbg_gsea_gpu_batch(gpus[w], next[w], n[w], NULL, ctx));
-        for (int w = 0; w < nw; w++) {
-          if (n[w] <= 0) continue;
-          if (pass == 1) SBG_TRY(sbg_gsea_gpu_pass1(gpus[w], out->es, n[w], ctx));
-          else SBG_TRY(sbg_gsea_gpu_pass2(gpus[w], next[w], n[w], t.mpos, t.mneg, t.opos, t.kp, t.oneg, t.kn,
-                                          t.fbits, t.pmax, t.pmin, ctx));
-        }
-      } else {
-        for (int w = 0; w < nw; w++) {
-          if (n[w] <= 0) continue;
-          double *batch = out->null_es ? out->null_es + (size_t)(next[w] - 1) * S : nb;
-          if (pass == 1 || !out->null_es) {
-            if (use_gpu) SBG_TRY(sbg_gsea_gpu_batch(gpus[w], next[w], n[w], batch, ctx));
-            else SBG_TRY(cpu_batch(&sh, wss, next[w], n[w], batch, ctx));
-          }
-          if (pass == 1) stats_pass1(&t, batch, n[w], nth);
-          else stats_pass2(&t, batch, next[w], n[w], nth);
-        }
-      }
-      for (int w = 0; w < nw; w++) {
-        next[w] += n[w];
-        if (pass == 1 || !out->null_es) doneW += (double)n[w];
-      }
-      SBG_TRY(sbg_poll(ctx, doneW / work));
-    }
-    if (pass == 1) {
-      if (dev_stats)
-        for (int w = 0; w < nw; w++)
-          SBG_TRY(sbg_gsea_gpu_pass1_result(gpus[w], t.sum_pos, t.sum_neg, t.n_pos, t.n_neg, t.n_ext, ctx));
-      if (p->phase == 1) { /* the share's sums and counts go to the caller */
-        stats_share_sums(&t);
-        memcpy(out->sum_pos, t.sum_pos, (size_t)S * sizeof(gsea_acc));
-        memcpy(out->sum_neg, t.sum_neg, (size_t)S * sizeof(gsea_acc));
-        memcpy(out->n_pos, t.n_pos, (size_t)S * sizeof(int64_t));
-        memcpy(out->n_neg, t.n_neg, (size_t)S * sizeof(int64_t));
-        memcpy(out->n_ext, t.n_ext, (size_t)S * sizeof(int64_t));
-        out->seconds[0] = now_s() - t0;
-        goto done;
-      }
-      stats_end_pass1(&t, out->nes, out->pval);
-      for (int w = 0; w < nw && dev_stats; w++)
-        if (!sbg_gsea_gpu_pass2_fits(gpus[w], t.kp, t.kn)) dev_stats = 0;
-      if (!dev_stats && !nb && !out->null_es) {
-        nb = malloc((size_t)bmax * (size_t)S * sizeof(double));
-        if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)bmax, (int)S); goto done; }
-      }
-      out->seconds[0] = now_s() - t0;
-      t0 = now_s();
-    }
-  }
-  if (dev_stats)
-    for (int w = 0; w < nw; w++)
-      SBG_TRY(sbg_gsea_gpu_pass2_result(gpus[w], t.hp, t.hn, &t.valid_pos, &t.valid_neg, ctx));
-  out->seconds[1] = now_s() - t0;
-  t0 = now_s();
-  if (p->phase == 2) { /* the share's bins and extremes go to the caller */
-    memcpy(out->hp, t.hp, ((size_t)t.kp + 1) * sizeof(uint64_t));
-    memcpy(out->hn, t.hn, ((size_t)t.kn + 1) * sizeof(uint64_t));
-    out->valid_pos = t.valid_pos;
-    out->valid_neg = t.valid_neg;
-    memcpy(out->pmax, t.pmax + (r_lo - 1), (size_t)r_n * sizeof(double));
-    memcpy(out->pmin, t.pmin + (r_lo - 1), (size_t)r_n * sizeof(double));
-    goto done;
-  }
-  if (!stats_finish(&t, out->fdr, out->fwer)) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the FWER tables"); goto done; }
-  out->seconds[2] = now_s() - t0;
+/* The statistics leave the devices when a device's shared memory cannot
+ * hold pass 2's observed NES; then (and on the CPU) the null ES of a batch
+ * come to a host buffer, unless the whole table is kept. */
+static sbg_status run_host_batch(gsea_run *R, sbg_ctx *ctx) {
+  for (int w = 0; w < R->nw && R->dev_stats; w++)
+    if (!sbg_gsea_gpu_pass2_fits(R->gpus[w], R->t.kp, R->t.kn)) R->dev_stats = 0;
+  if (R->dev_stats || R->nb || R->out->null_es) return SBG_OK;
+  R->nb = malloc((size_t)R->bmax * (size_t)R->S * sizeof(double));
+  if (!R->nb) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)R->bmax, (int)R->S);
+  return SBG_OK;
+}
 
+/* One round of a pass: n[w] permutations from next[w] on every worker.
+ * With the statistics on the devices, a batch is launched on every device
+ * and then each is waited for; else each batch's ES come to the host. */
+static sbg_status run_round(gsea_run *R, int pass, const int64_t *next, const int64_t *n, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  stats *t = &R->t;
+  double *null_es = R->out->null_es;
+  if (R->dev_stats) {
+    for (int w = 0; w < R->nw; w++)
+      if (n[w] > 0) SBG_TRY(sbg_gsea_gpu_batch(R->gpus[w], next[w], n[w], NULL, ctx));
+    for (int w = 0; w < R->nw; w++) {
+      if (n[w] <= 0) continue;
+      if (pass == 1) SBG_TRY(sbg_gsea_gpu_pass1(R->gpus[w], R->out->es, n[w], ctx));
+      else SBG_TRY(sbg_gsea_gpu_pass2(R->gpus[w], next[w], n[w], t->mpos, t->mneg, t->opos, t->kp, t->oneg, t->kn,
+                                      t->fbits, t->pmax, t->pmin, ctx));
+    }
+    return SBG_OK;
+  }
+  for (int w = 0; w < R->nw; w++) {
+    if (n[w] <= 0) continue;
+    double *batch = null_es ? null_es + (size_t)(next[w] - 1) * R->S : R->nb;
+    if (pass == 1 || !null_es) {
+      if (R->use_gpu) SBG_TRY(sbg_gsea_gpu_batch(R->gpus[w], next[w], n[w], batch, ctx));
+      else SBG_TRY(cpu_batch(&R->sh, R->wss, next[w], n[w], batch, ctx));
+    }
+    if (pass == 1) stats_pass1(t, batch, n[w], R->nth);
+    else stats_pass2(t, batch, next[w], n[w], R->nth);
+  }
 done:
-  for (int w = 0; w < SBG_GSEA_MAX_DEVICES; w++) sbg_gsea_gpu_close(gpus[w]);
-  if (wss) for (int i = 0; i < nth; i++) ws_free(&wss[i]);
-  free(wss); free(xc); free(mu); free(t1); free(t2); free(nb); free(gs_start); free(gs_sets); free(inv_nmiss);
-  free(wr); free(sh.zcache); free(sh.zhave); free(repv); free(multv);
-  sbg_gsea_sizes_free(&sizes);
-  stats_free(&t);
+  return st;
+}
+
+/* Pass 1 or 2 over the workers' ranges, round after round (pass 2
+ * regenerates the same permutations, or reads the kept table). */
+static sbg_status run_pass(gsea_run *R, int pass, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int64_t next[SBG_GSEA_MAX_DEVICES], n[SBG_GSEA_MAX_DEVICES];
+  for (int w = 0; w < R->nw; w++) next[w] = R->lo[w];
+  for (;;) {
+    int any = 0;
+    for (int w = 0; w < R->nw; w++) {
+      n[w] = R->hi[w] - next[w] < R->bw[w] ? R->hi[w] - next[w] : R->bw[w];
+      any |= n[w] > 0;
+    }
+    if (!any) break;
+    SBG_TRY(run_round(R, pass, next, n, ctx));
+    for (int w = 0; w < R->nw; w++) {
+      next[w] += n[w];
+      if (pass == 1 || !R->out->null_es) R->done_w += (double)n[w];
+    }
+    SBG_TRY(sbg_poll(ctx, R->done_w / R->work));
+  }
+done:
+  return st;
+}
+
+/* After pass 1: the devices' sums; in phase 1 the share's sums and counts
+ * go to the caller (*last set), else the NES and p-values. */
+static sbg_status run_end_pass1(gsea_run *R, int *last, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  stats *t = &R->t;
+  sbg_gsea_result *out = R->out;
+  int32_t S = R->S;
+  if (R->dev_stats)
+    for (int w = 0; w < R->nw; w++)
+      SBG_TRY(sbg_gsea_gpu_pass1_result(R->gpus[w], t->sum_pos, t->sum_neg, t->n_pos, t->n_neg, t->n_ext, ctx));
+  if (R->p->phase == 1) {
+    stats_share_sums(t);
+    memcpy(out->sum_pos, t->sum_pos, (size_t)S * sizeof(gsea_acc));
+    memcpy(out->sum_neg, t->sum_neg, (size_t)S * sizeof(gsea_acc));
+    memcpy(out->n_pos, t->n_pos, (size_t)S * sizeof(int64_t));
+    memcpy(out->n_neg, t->n_neg, (size_t)S * sizeof(int64_t));
+    memcpy(out->n_ext, t->n_ext, (size_t)S * sizeof(int64_t));
+    out->seconds[0] = now_s() - R->t0;
+    *last = 1;
+    return SBG_OK;
+  }
+  stats_end_pass1(t, out->nes, out->pval);
+  SBG_TRY(run_host_batch(R, ctx));
+  out->seconds[0] = now_s() - R->t0;
+  R->t0 = now_s();
+done:
+  return st;
+}
+
+/* After pass 2: the devices' bins; in phase 2 the share's bins and
+ * extremes go to the caller, else the FDR and FWER. */
+static sbg_status run_end_pass2(gsea_run *R, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  stats *t = &R->t;
+  sbg_gsea_result *out = R->out;
+  if (R->dev_stats)
+    for (int w = 0; w < R->nw; w++)
+      SBG_TRY(sbg_gsea_gpu_pass2_result(R->gpus[w], t->hp, t->hn, &t->valid_pos, &t->valid_neg, ctx));
+  out->seconds[1] = now_s() - R->t0;
+  R->t0 = now_s();
+  if (R->p->phase == 2) {
+    memcpy(out->hp, t->hp, ((size_t)t->kp + 1) * sizeof(uint64_t));
+    memcpy(out->hn, t->hn, ((size_t)t->kn + 1) * sizeof(uint64_t));
+    out->valid_pos = t->valid_pos;
+    out->valid_neg = t->valid_neg;
+    memcpy(out->pmax, t->pmax + (R->r_lo - 1), (size_t)R->r_n * sizeof(double));
+    memcpy(out->pmin, t->pmin + (R->r_lo - 1), (size_t)R->r_n * sizeof(double));
+    return SBG_OK;
+  }
+  if (!stats_finish(t, out->fdr, out->fwer)) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the FWER tables");
+  out->seconds[2] = now_s() - R->t0;
+done:
+  return st;
+}
+
+static void run_close(gsea_run *R) {
+  for (int w = 0; w < SBG_GSEA_MAX_DEVICES; w++) sbg_gsea_gpu_close(R->gpus[w]);
+  if (R->wss) for (int i = 0; i < R->nth; i++) ws_free(&R->wss[i]);
+  free(R->wss); free(R->xc); free(R->mu); free(R->t1); free(R->t2); free(R->nb); free(R->gs_start);
+  free(R->gs_sets); free(R->inv_nmiss); free(R->wr); free(R->sh.zcache); free(R->sh.zhave); free(R->repv);
+  free(R->multv);
+  sbg_gsea_sizes_free(&R->sizes);
+  stats_free(&R->t);
+}
+
+sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
+                        sbg_gsea_result *out, int use_gpu, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  gsea_run R;
+  memset(&R, 0, sizeof R);
+  R.in = in;
+  R.p = p;
+  R.out = out;
+  R.use_gpu = use_gpu;
+  R.nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
+  R.G = in->n_genes;
+  R.P = in->n_samples;
+  R.S = in->n_sets;
+  R.nperm = p->nperm;
+  R.t0 = now_s();
+  R.sh.in = in;
+  R.sh.p = p;
+  if (R.G >= 2 && R.S >= 1) R.M = in->set_start[R.S];
+  if ((st = run_check(&R, ctx)) != SBG_OK) return st;
+  SBG_TRY(run_centre(&R, ctx));
+  SBG_TRY(run_index(&R, ctx));
+  run_observed(&R);
+  if (p->gene_perm) SBG_TRY(run_gene_null(&R, ctx));
+  run_batch_size(&R);
+  SBG_TRY(run_workers(&R, ctx));
+  SBG_TRY(run_stats_open(&R, ctx));
+  /* On the GPUs the statistics run on the devices unless the table is kept
+   * or pass 2's observed NES do not fit their shared memory. */
+  R.dev_stats = R.use_gpu && !out->null_es;
+  R.work = (double)R.r_n * (out->null_es || p->phase ? 1 : 2);
+  if (p->phase == 2) SBG_TRY(run_host_batch(&R, ctx));
+  else if (!R.dev_stats && !out->null_es) SBG_TRY(run_host_batch(&R, ctx));
+  for (int pass = p->phase == 2 ? 2 : 1; pass <= (p->phase == 1 ? 1 : 2); pass++) {
+    SBG_TRY(run_pass(&R, pass, ctx));
+    if (pass == 1) {
+      int last = 0;
+      SBG_TRY(run_end_pass1(&R, &last, ctx));
+      if (last) goto done;
+    }
+  }
+  SBG_TRY(run_end_pass2(&R, ctx));
+done:
+  run_close(&R);
   return st;
 }

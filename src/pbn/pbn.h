@@ -119,8 +119,7 @@ typedef struct sbg_pbn_params {
   int64_t min_switches;   /* transitions 0->1 and 1->0 needed before trusting alpha, beta */
   int small;              /* use the register step pbn_step2() for <= 128 nodes (1; 0 for
                              tests: the general step, which must give the same result) */
-  const int32_t *devices; /* GPU: the devices sharing the chains (contiguous blocks) ... */
-  int32_t n_devices;      /* ... (0: ctx->device alone) */
+  /* GPU: the run's devices (ctx) share the chains, contiguous blocks */
 } sbg_pbn_params;
 
 /* Results per set (arrays of n_sets), filled by the driver. */

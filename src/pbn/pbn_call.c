@@ -22,7 +22,7 @@
 static SEXP pbn_el(SEXP l, const char *name, SEXPTYPE type, R_xlen_t len) {
   PBN_CHECK(TYPEOF(l) == VECSXP);
   SEXP x = sbg_elt_or_null(l, name);
-  PBN_CHECK(x != NULL && TYPEOF(x) == type && (len < 0 || XLENGTH(x) == len));
+  PBN_CHECK(x != NULL && (SEXPTYPE)TYPEOF(x) == type && (len < 0 || XLENGTH(x) == len));
   return x;
 }
 
@@ -153,6 +153,21 @@ static void params_decode(SEXP params, sbg_pbn_net *net, sbg_pbn_params *p) {
   PBN_CHECK(p->n_chains >= 2 && p->psi0 >= 2 && p->max_len >= 4 && p->t > 0 && p->r > 0);
 }
 
+/* What every entry decodes: the network (and sets), the two-state
+ * parameters and the run. */
+typedef struct pbn_call {
+  sbg_pbn_net net;
+  sbg_pbn_sets sets;
+  sbg_pbn_params p;
+  sbg_run r;
+} pbn_call;
+
+static void call_decode(SEXP data, SEXP params, SEXP run, pbn_call *c) {
+  data_decode(data, 1, &c->net, &c->sets);
+  params_decode(params, &c->net, &c->p);
+  sbg_run_decode(run, &c->r);
+}
+
 static const char *const result_names[] = {"prob", "alpha", "beta", "rhat", "N", "M", "samples",
                                            "converged", "steps", "burnin", "psi", "se"};
 
@@ -167,7 +182,9 @@ static SEXP result_alloc(int32_t S, sbg_pbn_result *out) {
   return ans;
 }
 
-static void result_finish(SEXP ans, const sbg_pbn_result *out) {
+/* The engine's status (an error does not return), then the scalars. */
+static void result_finish(SEXP ans, const sbg_pbn_result *out, sbg_status st, const sbg_ctx *ctx) {
+  if (st != SBG_OK) sbg_stop(st, ctx->errbuf);
   sbg_set(ans, "steps", Rf_ScalarReal(out->steps_per_chain));
   sbg_set(ans, "burnin", Rf_ScalarReal(out->burnin));
   sbg_set(ans, "psi", Rf_ScalarReal(out->psi));
@@ -176,27 +193,17 @@ static void result_finish(SEXP ans, const sbg_pbn_result *out) {
 /* data = list(net, sets), params (pbn_params()), run: several devices
  * share the chains. */
 SEXP ffi_pbn_steady(SEXP data, SEXP params, SEXP run) {
-  sbg_pbn_net net;
-  sbg_pbn_sets sets;
-  data_decode(data, 1, &net, &sets);
-  sbg_pbn_params p;
-  params_decode(params, &net, &p);
-  sbg_run r;
-  sbg_run_decode(run, &r);
-  SBG_ASSERT(r.n_devices <= SBG_PBN_MAX_DEVICES);
-  p.devices = r.devices;
-  p.n_devices = r.n_devices;
-
+  pbn_call c;
+  call_decode(data, params, run, &c);
+  SBG_ASSERT(c.r.n_devices <= SBG_PBN_MAX_DEVICES);
   sbg_pbn_result out;
-  SEXP ans = PROTECT(result_alloc(sets.n_sets, &out));
+  SEXP ans = PROTECT(result_alloc(c.sets.n_sets, &out));
   sbg_ctx ctx;
   sbg_progress pr;
-  sbg_ctx_from_run(&ctx, &pr, &r, "pbnSteadyState");
-  sbg_status st = r.gpu ? sbg_pbn_steady_gpu(&net, &sets, &p, &out, &ctx)
-                        : sbg_pbn_steady_cpu(&net, &sets, &p, &out, &ctx);
+  sbg_ctx_from_run(&ctx, &pr, &c.r, "pbnSteadyState");
+  sbg_status st = (c.r.gpu ? sbg_pbn_steady_gpu : sbg_pbn_steady_cpu)(&c.net, &c.sets, &c.p, &out, &ctx);
   sbg_progress_end(&pr);
-  if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-  result_finish(ans, &out);
+  result_finish(ans, &out, st, &ctx);
   UNPROTECT(1);
   return ans;
 }
@@ -207,13 +214,12 @@ SEXP ffi_pbn_steady(SEXP data, SEXP params, SEXP run) {
  * run on its first device.  Returns list(state (raw), sums (raw: n_sets *
  * SBG_PBN_NSUM uint64, NULL without count)). */
 SEXP ffi_pbn_block(SEXP data, SEXP params, SEXP run) {
-  sbg_pbn_net net;
-  sbg_pbn_sets sets;
-  data_decode(data, 1, &net, &sets);
-  sbg_pbn_params p;
-  params_decode(params, &net, &p);
-  sbg_run r;
-  sbg_run_decode(run, &r);
+  pbn_call c;
+  call_decode(data, params, run, &c);
+  sbg_pbn_net net = c.net;
+  sbg_pbn_sets sets = c.sets;
+  sbg_pbn_params p = c.p;
+  sbg_run r = c.r;
   SEXP range = sbg_vec_elt(params, "range", REALSXP, 2);
   int64_t c0 = (int64_t)REAL(range)[0], c1 = (int64_t)REAL(range)[1];
   SBG_ASSERT(c0 >= 0 && c1 > c0 && c1 <= p.n_chains);
@@ -223,8 +229,6 @@ SEXP ffi_pbn_block(SEXP data, SEXP params, SEXP run) {
   double steps = sbg_real_elt(params, "steps");
   SBG_ASSERT(steps >= 0 && steps < 2147483648.0);
   int cnt = sbg_lgl_elt(params, "count");
-  p.devices = r.devices;
-  p.n_devices = 1;
   const char *nm[] = {"state", "sums"};
   SEXP ans = PROTECT(sbg_named_list(2, nm));
   unsigned char *state_out = RAW(sbg_set(ans, "state", Rf_allocVector(RAWSXP, (R_xlen_t)bytes)));
@@ -304,36 +308,30 @@ static sbg_status pbn_r_advance(sbg_pbn_engine *eng, int64_t steps, int count, u
 /* data = list(net, sets), params, run with round (the R function) and env
  * (where to call it). */
 SEXP ffi_pbn_steady_bp(SEXP data, SEXP params, SEXP run) {
-  sbg_pbn_net net;
-  sbg_pbn_sets sets;
-  data_decode(data, 1, &net, &sets);
-  sbg_pbn_params p;
-  params_decode(params, &net, &p);
-  sbg_run r;
-  sbg_run_decode(run, &r);
+  pbn_call c;
+  call_decode(data, params, run, &c);
   SEXP fun = sbg_elt(run, "round"), rho = sbg_elt(run, "env");
   SBG_ASSERT(Rf_isFunction(fun) && TYPEOF(rho) == ENVSXP);
   sbg_pbn_result out;
-  SEXP ans = PROTECT(result_alloc(sets.n_sets, &out));
+  SEXP ans = PROTECT(result_alloc(c.sets.n_sets, &out));
   pbn_r_engine e;
   memset(&e, 0, sizeof e);
   e.base.self = &e;
   e.base.advance = pbn_r_advance;
   e.fun = fun;
   e.rho = rho;
-  e.n_sets = sets.n_sets;
+  e.n_sets = c.sets.n_sets;
   sbg_ctx ctx;
   sbg_progress pr;
   const int no_device = 0;
-  sbg_ctx_setup(&ctx, &pr, 1, &no_device, 1, r.verbose, "pbnSteadyState");
-  sbg_status st = sbg_pbn_two_state(&e.base, &p, sets.n_sets, &out, &ctx);
+  sbg_ctx_setup(&ctx, &pr, 1, &no_device, 1, c.r.verbose, "pbnSteadyState");
+  sbg_status st = sbg_pbn_two_state(&e.base, &c.p, c.sets.n_sets, &out, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK && e.worker_failed) {
     UNPROTECT(1);
     return R_NilValue;  /* the driver has freed its buffers; R raises the worker's error */
   }
-  if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-  result_finish(ans, &out);
+  result_finish(ans, &out, st, &ctx);
   UNPROTECT(1);
   return ans;
 }

@@ -469,15 +469,14 @@ extern "C" sbg_status sbg_pbn_steady_gpu(const sbg_pbn_net *net, const sbg_pbn_s
   const int32_t S = sets->n_sets;
   const int64_t nc = p->n_chains;
   if (!e) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the GPU engine");
-  e->nd = p->n_devices > 0 ? p->n_devices : 1;
+  e->nd = sbg_ctx_n_devices(ctx);
   if (e->nd > SBG_PBN_MAX_DEVICES) e->nd = SBG_PBN_MAX_DEVICES;
   if (e->nd > nc) e->nd = (int)nc;
   e->part = (uint64_t *)malloc(sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)(S > 0 ? S : 1));
   if (!e->part) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the sums"); goto done; }
   for (int i = 0; i < e->nd; i++) {
     int64_t c0 = nc * i / e->nd, c1 = nc * (i + 1) / e->nd;
-    SBG_TRY(pbn_gpu_open(&e->dev[i], net, sets, p, p->n_devices > 0 ? p->devices[i] : ctx->device, c0,
-                         c1 - c0, ctx));
+    SBG_TRY(pbn_gpu_open(&e->dev[i], net, sets, p, sbg_ctx_device_at(ctx, i), c0, c1 - c0, ctx));
   }
   e->chunk = 1e8 * e->nd / ((double)nc * ((double)net->n + 8.0));
   if (e->chunk < 1) e->chunk = 1;
@@ -574,7 +573,7 @@ extern "C" sbg_status sbg_pbn_block_gpu(const sbg_pbn_net *net, const sbg_pbn_se
   e->part = (uint64_t *)malloc(sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)(S > 0 ? S : 1));
   h_state = (uint64_t *)malloc(sb > 0 ? sb : 8);
   if (!e->part || !h_state) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the block's state"); goto done; }
-  SBG_TRY(pbn_gpu_open(d, net, sets, p, p->n_devices > 0 ? p->devices[0] : ctx->device, c0, nc, ctx));
+  SBG_TRY(pbn_gpu_open(d, net, sets, p, ctx->device, c0, nc, ctx));
   if (state_in) {
     /* chain-major on the host, word-major on the device */
     for (int64_t c = 0; c < nc; c++)

@@ -73,8 +73,7 @@ cosnet_greedy_colours <- function(W, seed) {
 }
 
 cosnet_learn <- function(x, y, lab) {
-  r <- .Call(sysbioGPU:::ffi_cosnet_learn, as.double(x), as.double(y), as.integer(lab > 0))
-  list(alpha = r[1], c = r[2], F = r[3])
+  .Call(sysbioGPU:::ffi_cosnet_learn, as.double(x), as.double(y), as.integer(lab > 0))
 }
 
 # Plain-R oracles of cvParCosnet()'s bookkeeping (cosnet_cv.c): the folds of

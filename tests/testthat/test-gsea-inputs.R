@@ -215,7 +215,7 @@ test_that("gseaStats() refuses ES outside [-1, 1]; the exact sums check |ES| < 2
                class = "sysbioGPU_error_input")
   ok <- null
   ok[abs(ok) == 2] <- sign(ok[abs(ok) == 2]) * (1.999)
-  expect_equal(.Call(sysbioGPU:::ffi_gsea_stats, es, ok, 1L)[[1L]], gsea_ref_stats(es, ok)$NES)
+  expect_equal(.Call(sysbioGPU:::ffi_gsea_stats, es, ok, 1L)$nes, gsea_ref_stats(es, ok)$NES)
   # 1 and -1 exactly, and rounding just above, are scores
   edge <- matrix(c(1, -1, 1 + 2^-52, -1 - 2^-52, 0.5, -0.5), 2)
   expect_equal(gseaStats(c(1, -1), edge)$NES, gsea_ref_stats(c(1, -1), edge)$NES)

@@ -202,7 +202,10 @@ test_that("dgCMatrix, dsCMatrix, dense matrix and edge data.frame give the same 
 
 test_that("the fast check of W (hashes of the mirrored entries) agrees with an exact oracle", {
   W <- cosnet_random_graph(200, 0.08, 93)
-  chk <- function(M, th = 2L) .Call(sysbioGPU:::ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps, th)
+  chk <- function(M, th = 2L) {
+    r <- .Call(sysbioGPU:::ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps, th)
+    c(r$code, r$node)
+  }
   expect_identical(chk(W), c(0L, 0L))
   colj <- rep(seq_len(ncol(W)), diff(W@p)); rowi <- W@i + 1L
   up <- which(rowi < colj)
@@ -441,7 +444,7 @@ test_that("slots of W edited by hand give a classed error, in R and in C (issue 
   }
   # the C glue validates too (objects reach it without validObject() from
   # other callers): p, i, x as they would come from an edited object
-  chk <- function(p, i, x) .Call(sysbioGPU:::ffi_cosnet_check, p, i, x, 1e-12, 1L)
+  chk <- function(p, i, x) unlist(.Call(sysbioGPU:::ffi_cosnet_check, p, i, x, 1e-12, 1L), use.names = FALSE)
   eng <- function(p, i, x) {
     .Call(sysbioGPU:::ffi_cosnet, list(p = p, i = i, x = x, labels = matrix(c(1L, -1L, 0L), length(p) - 1L, 1L),
                                        folds = NULL),

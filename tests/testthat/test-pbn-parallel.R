@@ -23,6 +23,18 @@ test_that("a block's exported state continues exactly as one engine advancing st
     expect_named(r, c("state", "sums"))
     r
   }
+  # the run contract: a list element missing or of the wrong type is a
+  # classed error that names it
+  run <- list(gpu = FALSE, threads = 1L, devices = 0L, verbose = FALSE)
+  call <- function(params, run) .Call(sysbioGPU:::ffi_pbn_block, list(net = flat, sets = sets_l, state = NULL),
+                                      c(params, list(range = c(0, 10), steps = 10, count = TRUE)), run)
+  expect_error(call(params[setdiff(names(params), "rhatMax")], run), "no element 'rhatMax'",
+               class = "sysbioGPU_error_internal")
+  expect_error(call(params, run[-3]), "no element 'devices'", class = "sysbioGPU_error_internal")
+  expect_error(call(replace(params, "seed", list(7L)), run), "'seed' must be a double vector",
+               class = "sysbioGPU_error_internal")
+  expect_error(call(params, replace(run, "threads", list(NA_integer_))), "'threads' must be a non-missing integer",
+               class = "sysbioGPU_error_internal")
   for (small in 0:1) {
     s <- function(r) matrix(readBin(r, "integer", n = length(r) %/% 4, size = 4), 2)
     w <- function(r) colSums(s(r) * c(1, 2^32)) # uint64 sums, exact below 2^53 here
