@@ -399,9 +399,10 @@ lassie_stop <- function(status, message) {
 # the CPU or on `devices` (several share the batch).
 lassie_engine <- function(job, rates, initial, base, devices, verbose) {
   arr <- job$arr
-  .Call(ffi_lassie_simulate, arr$r_ptr, arr$r_sp, arr$r_ord, arr$h_ptr, arr$h_rx,
-        arr$h_val, rates, initial, job$times, job$rtol, job$atol, job$method, job$maxSteps, 0,
-        job$gpu, job$threads, as.integer(devices), verbose, as.integer(c(base, job$total)), job$obs)
+  data <- list(model = job$arr, rates = rates, initial = initial, times = job$times, obs = job$obs)
+  params <- list(rtol = job$rtol, atol = job$atol, method = job$method, maxSteps = job$maxSteps,
+                 hInit = 0, part = as.integer(c(base, job$total)))
+  .Call(ffi_lassie_simulate, data, params, run_list(job, verbose, devices = devices))
 }
 
 # BPPARAM: each worker a contiguous block of the simulations (on the GPU a
@@ -466,14 +467,12 @@ print.lassieSimulation <- function(x, ...) {
 # sparse analytic Jacobian of a model at state x.
 lassie_rhs <- function(model, x, rates = model$rates) {
   arr <- lassie_arrays(model)
-  .Call(ffi_lassie_rhs, arr$r_ptr, arr$r_sp, arr$r_ord, arr$h_ptr, arr$h_rx, arr$h_val,
-        as.double(rates), as.double(x))
+  .Call(ffi_lassie_rhs, arr, as.double(rates), as.double(x))
 }
 
 lassie_jacobian <- function(model, x, rates = model$rates) {
   arr <- lassie_arrays(model)
-  tr <- .Call(ffi_lassie_jacobian, arr$r_ptr, arr$r_sp, arr$r_ord, arr$h_ptr, arr$h_rx,
-              arr$h_val, as.double(rates), as.double(x))
+  tr <- .Call(ffi_lassie_jacobian, arr, as.double(rates), as.double(x))
   N <- length(model$species)
   Matrix::sparseMatrix(i = tr[[1]], j = tr[[2]], x = tr[[3]], dims = c(N, N))
 }

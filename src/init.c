@@ -43,11 +43,10 @@ SEXP ffi_grn_decode(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_grn_testhook(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
 /* lassieSimulate */
-SEXP ffi_lassie_simulate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
-                         SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_lassie_simulate(SEXP, SEXP, SEXP);
 SEXP ffi_lassie_batch_values(SEXP, SEXP);
-SEXP ffi_lassie_rhs(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-SEXP ffi_lassie_jacobian(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_lassie_rhs(SEXP, SEXP, SEXP);
+SEXP ffi_lassie_jacobian(SEXP, SEXP, SEXP);
 SEXP ffi_lassie_read_sbml(SEXP);
 SEXP ffi_lassie_sbml_available(void);
 
@@ -87,10 +86,10 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_grn_decode, 4),
     CALLDEF(ffi_grn_testhook, 7),
     /* lassieSimulate */
-    CALLDEF(ffi_lassie_simulate, 20),
+    CALLDEF(ffi_lassie_simulate, 3),
     CALLDEF(ffi_lassie_batch_values, 2),
-    CALLDEF(ffi_lassie_rhs, 8),
-    CALLDEF(ffi_lassie_jacobian, 8),
+    CALLDEF(ffi_lassie_rhs, 3),
+    CALLDEF(ffi_lassie_jacobian, 3),
     CALLDEF(ffi_lassie_read_sbml, 1),
     CALLDEF(ffi_lassie_sbml_available, 0),
     {NULL, NULL, 0}};

@@ -104,14 +104,6 @@ void sbg_ctx_from_run(sbg_ctx *ctx, sbg_progress *pr, const sbg_run *r, const ch
   sbg_ctx_setup(ctx, pr, r->threads, r->devices, r->n_devices, r->verbose, label);
 }
 
-void sbg_ctx_init(sbg_ctx *ctx, sbg_progress *pr, SEXP threads, SEXP device,
-                  SEXP verbose, const char *label) {
-  SBG_ASSERT(TYPEOF(threads) == INTSXP && XLENGTH(threads) == 1);
-  SBG_ASSERT(TYPEOF(device) == INTSXP && XLENGTH(device) == 1);
-  SBG_ASSERT(TYPEOF(verbose) == LGLSXP && XLENGTH(verbose) == 1);
-  sbg_ctx_setup(ctx, pr, INTEGER(threads)[0], INTEGER(device), 1, LOGICAL(verbose)[0] == TRUE, label);
-}
-
 /* ---- named lists (the run contract) ---- */
 
 static void NORET bad_elt(const char *name, const char *what, SEXP x) {

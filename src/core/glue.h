@@ -60,12 +60,6 @@ void sbg_ctx_setup(sbg_ctx *ctx, sbg_progress *pr, int threads, const int *devic
 /* The same from a decoded run. */
 void sbg_ctx_from_run(sbg_ctx *ctx, sbg_progress *pr, const sbg_run *r, const char *label);
 
-/* Legacy form for glue not yet on the run contract (lassie_call.c only): the
- * validated R scalars `threads` (integer), `device` (integer), `verbose`
- * (logical). */
-void sbg_ctx_init(sbg_ctx *ctx, sbg_progress *pr, SEXP threads, SEXP device,
-                  SEXP verbose, const char *label);
-
 /* Ends the progress display (call on every path, before sbg_stop()). */
 void sbg_progress_end(sbg_progress *pr);
 

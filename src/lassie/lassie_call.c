@@ -17,8 +17,11 @@
     if (!(cond)) sbg_stop(SBG_ERR_INPUT, "`model` is not a valid reactionModel: " what); \
   } while (0)
 
-static void model_from_sexp(sbg_lassie_model *m, SEXP r_ptr, SEXP r_sp, SEXP r_ord,
-                            SEXP h_ptr, SEXP h_rx, SEXP h_val) {
+/* The model's arrays, list(r_ptr, r_sp, r_ord, h_ptr, h_rx, h_val) from
+ * lassie_arrays() in R/lassieSimulate.R. */
+static void model_from_list(sbg_lassie_model *m, SEXP model) {
+  SEXP r_ptr = sbg_elt(model, "r_ptr"), r_sp = sbg_elt(model, "r_sp"), r_ord = sbg_elt(model, "r_ord");
+  SEXP h_ptr = sbg_elt(model, "h_ptr"), h_rx = sbg_elt(model, "h_rx"), h_val = sbg_elt(model, "h_val");
   SBG_ASSERT(TYPEOF(r_ptr) == INTSXP && TYPEOF(r_sp) == INTSXP && TYPEOF(r_ord) == INTSXP);
   SBG_ASSERT(TYPEOF(h_ptr) == INTSXP && TYPEOF(h_rx) == INTSXP && TYPEOF(h_val) == REALSXP);
   MODEL_CHECK(XLENGTH(r_ptr) >= 1 && XLENGTH(h_ptr) >= 1, "no reactions or no species");
@@ -44,20 +47,21 @@ static void model_from_sexp(sbg_lassie_model *m, SEXP r_ptr, SEXP r_sp, SEXP r_o
   }
 }
 
-SEXP ffi_lassie_simulate(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_rx,
-                         SEXP h_val, SEXP rates, SEXP initial, SEXP times, SEXP rtol,
-                         SEXP atol, SEXP method, SEXP max_steps, SEXP h_init, SEXP gpu,
-                         SEXP threads, SEXP device, SEXP verbose, SEXP part, SEXP obs) {
+/* .Call(ffi_lassie_simulate, data, params, run): data = list(model, rates,
+ * initial, times, obs), params = list(rtol, atol, method, maxSteps, hInit,
+ * part), run = run_list() (the GPUs in run$devices share the batch). */
+SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   int nprot = 0;
   sbg_lassie_model m;
-  model_from_sexp(&m, r_ptr, r_sp, r_ord, h_ptr, h_rx, h_val);
+  model_from_list(&m, sbg_elt(data, "model"));
   int N = m.n_species, M = m.n_reactions;
-  SBG_ASSERT(TYPEOF(rates) == REALSXP && TYPEOF(initial) == REALSXP && TYPEOF(times) == REALSXP);
-  SBG_ASSERT(TYPEOF(method) == INTSXP && TYPEOF(gpu) == LGLSXP);
-  /* device: the GPUs sharing the batch; part: this batch's first
-   * simulation (0-based) and the size of the whole batch, for messages */
-  SBG_ASSERT(TYPEOF(device) == INTSXP && XLENGTH(device) >= 1);
-  SBG_ASSERT(TYPEOF(part) == INTSXP && XLENGTH(part) == 2);
+  SEXP rates = sbg_vec_elt(data, "rates", REALSXP, -1), initial = sbg_vec_elt(data, "initial", REALSXP, -1);
+  SEXP times = sbg_vec_elt(data, "times", REALSXP, -1), obs = sbg_elt(data, "obs");
+  /* part: this batch's first simulation (0-based) and the size of the
+   * whole batch, for messages */
+  SEXP part = sbg_vec_elt(params, "part", INTSXP, 2);
+  sbg_run rn;
+  sbg_run_decode(run, &rn);
   SBG_ASSERT(M > 0 && XLENGTH(rates) % M == 0 && XLENGTH(initial) % (N > 0 ? N : 1) == 0);
   SBG_ASSERT(N > 0 && XLENGTH(times) >= 2);
   sbg_lassie_params p;
@@ -78,13 +82,13 @@ SEXP ffi_lassie_simulate(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_r
     if (!R_FINITE(p.rates[e]) || p.rates[e] < 0) sbg_stop(SBG_ERR_INPUT, "`rates` must be finite and >= 0");
   for (R_xlen_t e = 0; e < XLENGTH(initial); e++)
     if (!R_FINITE(p.initial[e]) || p.initial[e] < 0) sbg_stop(SBG_ERR_INPUT, "`initial` must be finite and >= 0");
-  p.rtol = Rf_asReal(rtol);
-  p.atol = Rf_asReal(atol);
-  p.method = INTEGER(method)[0];
-  p.max_steps = Rf_asReal(max_steps);
-  p.h_init = Rf_asReal(h_init);
-  p.devices = INTEGER(device);
-  p.n_devices = (int)XLENGTH(device);
+  p.rtol = sbg_real_elt(params, "rtol");
+  p.atol = sbg_real_elt(params, "atol");
+  p.method = sbg_int_elt(params, "method");
+  p.max_steps = sbg_real_elt(params, "maxSteps");
+  p.h_init = sbg_real_elt(params, "hInit");
+  p.devices = rn.devices;
+  p.n_devices = rn.n_devices;
   p.sim_base = INTEGER(part)[0];
   p.sim_total = INTEGER(part)[1];
   SBG_ASSERT(p.sim_base >= 0 && p.sim_total >= p.sim_base + p.n_sims);
@@ -99,9 +103,8 @@ SEXP ffi_lassie_simulate(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_r
   memset(msgs, 0, (size_t)p.n_sims * SBG_LASSIE_MSG);
   sbg_ctx ctx;
   sbg_progress pr;
-  SEXP dev1 = PROTECT(Rf_ScalarInteger(INTEGER(device)[0])); nprot++;
-  sbg_ctx_init(&ctx, &pr, threads, dev1, verbose, "lassieSimulate");
-  sbg_status st = LOGICAL(gpu)[0] ? sbg_lassie_gpu(&m, &p, &r, &ctx)
+  sbg_ctx_from_run(&ctx, &pr, &rn, "lassieSimulate");
+  sbg_status st = rn.gpu ? sbg_lassie_gpu(&m, &p, &r, &ctx)
                                   : sbg_lassie_cpu(&m, &p, &r, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
@@ -149,10 +152,9 @@ SEXP ffi_lassie_simulate(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_r
 }
 
 /* dX/dt at x (one state) */
-SEXP ffi_lassie_rhs(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_rx,
-                    SEXP h_val, SEXP rates, SEXP x) {
+SEXP ffi_lassie_rhs(SEXP model, SEXP rates, SEXP x) {
   sbg_lassie_model m;
-  model_from_sexp(&m, r_ptr, r_sp, r_ord, h_ptr, h_rx, h_val);
+  model_from_list(&m, model);
   SBG_ASSERT(TYPEOF(rates) == REALSXP && XLENGTH(rates) == m.n_reactions);
   SBG_ASSERT(TYPEOF(x) == REALSXP && XLENGTH(x) == m.n_species);
   SEXP v = PROTECT(Rf_allocVector(REALSXP, m.n_reactions));
@@ -164,10 +166,9 @@ SEXP ffi_lassie_rhs(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_rx,
 
 /* The analytic Jacobian J = H D at x as triplets (i, j, value), 1-based,
  * duplicates to be summed (Matrix::sparseMatrix does). */
-SEXP ffi_lassie_jacobian(SEXP r_ptr, SEXP r_sp, SEXP r_ord, SEXP h_ptr, SEXP h_rx,
-                         SEXP h_val, SEXP rates, SEXP x) {
+SEXP ffi_lassie_jacobian(SEXP model, SEXP rates, SEXP x) {
   sbg_lassie_model m;
-  model_from_sexp(&m, r_ptr, r_sp, r_ord, h_ptr, h_rx, h_val);
+  model_from_list(&m, model);
   SBG_ASSERT(TYPEOF(rates) == REALSXP && XLENGTH(rates) == m.n_reactions);
   SBG_ASSERT(TYPEOF(x) == REALSXP && XLENGTH(x) == m.n_species);
   int nnzA = m.r_ptr[m.n_reactions];

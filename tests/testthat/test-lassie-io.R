@@ -106,9 +106,11 @@ test_that("the engine's glue refuses an edited model structure with a classed er
                      rates = c(2, 1), initial = c(1, 0), species = c("A", "B"))
   arr <- sysbioGPU:::lassie_arrays(m)
   run <- function(a, rates = m$rates, initial = m$initial, times = c(0, 1)) {
-    .Call(sysbioGPU:::ffi_lassie_simulate, a$r_ptr, a$r_sp, a$r_ord, a$h_ptr, a$h_rx, a$h_val,
-          as.double(rates), as.double(initial), as.double(times), 1e-6, 1e-12, 0L, 1e5, 0,
-          FALSE, 1L, 0L, FALSE, c(0L, 1L), NULL)
+    .Call(sysbioGPU:::ffi_lassie_simulate,
+          list(model = a, rates = as.double(rates), initial = as.double(initial),
+               times = as.double(times), obs = NULL),
+          list(rtol = 1e-6, atol = 1e-12, method = 0L, maxSteps = 1e5, hInit = 0, part = c(0L, 1L)),
+          list(gpu = FALSE, threads = 1L, devices = 0L, verbose = FALSE))
   }
   expect_named(run(arr), c("sims", "stats", "status", "messages"))
   bad <- arr; bad$r_ord[1] <- 1e9L
@@ -122,4 +124,7 @@ test_that("the engine's glue refuses an edited model structure with a classed er
   expect_error(run(arr, rates = c(-1, 1)), "`rates` must be finite", class = "sysbioGPU_error_input")
   expect_error(run(arr, initial = c(NA, 0)), "`initial` must be finite", class = "sysbioGPU_error_input")
   expect_error(run(arr, times = c(0, 1, 1)), "strictly increasing", class = "sysbioGPU_error_input")
+  # the run contract: a missing element of a list is named
+  bad <- arr; bad$h_val <- NULL
+  expect_error(run(bad), "h_val", class = "sysbioGPU_error_internal")
 })
