@@ -45,6 +45,18 @@ poly_mul <- function(a, b) {
   r <- rowsum(v, keys, reorder = FALSE)
   stats::setNames(r[, 1L], rownames(r))
 }
+# The arithmetic of rate laws on polynomials (both readers): op applied to
+# the operands' polynomials ps, or NULL when the result is no polynomial
+# (a division by a non-constant, a power that is not a whole number).
+poly_arith <- function(op, ps) {
+  if (op == "+") return(if (length(ps) == 1L) ps[[1]] else poly_add(ps[[1]], ps[[2]]))
+  if (op == "-") return(if (length(ps) == 1L) -ps[[1]] else poly_add(ps[[1]], -ps[[2]]))
+  if (op == "*") return(poly_mul(ps[[1]], ps[[2]]))
+  if (op == "/" && poly_is_const(ps[[2]])) return(ps[[1]] / sum(ps[[2]]))
+  if (op == "^" && poly_is_const(ps[[2]])) return(poly_pow(ps[[1]], sum(ps[[2]])))
+  NULL
+}
+
 poly_pow <- function(a, e) {
   if (poly_is_const(a)) return(poly_const(sum(a)^e))
   if (!(is.finite(e) && e >= 0 && e == round(e))) return(NULL)
@@ -210,14 +222,8 @@ readBioNetGen <- function(file) {
       }
       if (op == "(") return(to_poly(args[[1]], ln, depth))
       ps <- lapply(args, to_poly, ln = ln, depth = depth)
-      if (op == "+") return(if (length(ps) == 1L) ps[[1]] else poly_add(ps[[1]], ps[[2]]))
-      if (op == "-") return(if (length(ps) == 1L) -ps[[1]] else poly_add(ps[[1]], -ps[[2]]))
-      if (op == "*") return(poly_mul(ps[[1]], ps[[2]]))
-      if (op == "/" && poly_is_const(ps[[2]])) return(ps[[1]] / sum(ps[[2]]))
-      if (op == "^" && poly_is_const(ps[[2]])) {
-        r <- poly_pow(ps[[1]], sum(ps[[2]]))
-        if (!is.null(r)) return(r)
-      }
+      r <- poly_arith(op, ps)
+      if (!is.null(r)) return(r)
       if (all(vapply(ps, poly_is_const, TRUE)) && exists(op, envir = fn_env, inherits = FALSE)) {
         return(poly_const(do.call(get(op, envir = fn_env), lapply(ps, sum))))
       }
@@ -512,14 +518,8 @@ readSBML <- function(file, propensities = FALSE) {
     args <- as.list(ex)[-1]
     if (op == "(") return(to_poly(args[[1]], loc))
     ps <- lapply(args, to_poly, loc = loc)
-    if (op == "+") return(if (length(ps) == 1L) ps[[1]] else poly_add(ps[[1]], ps[[2]]))
-    if (op == "-") return(if (length(ps) == 1L) -ps[[1]] else poly_add(ps[[1]], -ps[[2]]))
-    if (op == "*") return(poly_mul(ps[[1]], ps[[2]]))
-    if (op == "/" && poly_is_const(ps[[2]])) return(ps[[1]] / sum(ps[[2]]))
-    if (op == "^" && poly_is_const(ps[[2]])) {
-      r <- poly_pow(ps[[1]], sum(ps[[2]]))
-      if (!is.null(r)) return(r)
-    }
+    r <- poly_arith(op, ps)
+    if (!is.null(r)) return(r)
     if (all(vapply(ps, poly_is_const, TRUE)) && !is.null(fns[[op]])) {
       return(poly_const(do.call(fns[[op]], lapply(ps, sum))))
     }

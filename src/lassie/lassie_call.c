@@ -151,12 +151,17 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   return ans;
 }
 
+/* The model, its rates and one state x, for the helpers below. */
+static void model_at_state(sbg_lassie_model *m, SEXP model, SEXP rates, SEXP x) {
+  model_from_list(m, model);
+  SBG_ASSERT(TYPEOF(rates) == REALSXP && XLENGTH(rates) == m->n_reactions);
+  SBG_ASSERT(TYPEOF(x) == REALSXP && XLENGTH(x) == m->n_species);
+}
+
 /* dX/dt at x (one state) */
 SEXP ffi_lassie_rhs(SEXP model, SEXP rates, SEXP x) {
   sbg_lassie_model m;
-  model_from_list(&m, model);
-  SBG_ASSERT(TYPEOF(rates) == REALSXP && XLENGTH(rates) == m.n_reactions);
-  SBG_ASSERT(TYPEOF(x) == REALSXP && XLENGTH(x) == m.n_species);
+  model_at_state(&m, model, rates, x);
   SEXP v = PROTECT(Rf_allocVector(REALSXP, m.n_reactions));
   SEXP f = PROTECT(Rf_allocVector(REALSXP, m.n_species));
   sbg_lassie_rhs(&m, REAL(rates), REAL(x), REAL(v), REAL(f));
@@ -168,9 +173,7 @@ SEXP ffi_lassie_rhs(SEXP model, SEXP rates, SEXP x) {
  * duplicates to be summed (Matrix::sparseMatrix does). */
 SEXP ffi_lassie_jacobian(SEXP model, SEXP rates, SEXP x) {
   sbg_lassie_model m;
-  model_from_list(&m, model);
-  SBG_ASSERT(TYPEOF(rates) == REALSXP && XLENGTH(rates) == m.n_reactions);
-  SBG_ASSERT(TYPEOF(x) == REALSXP && XLENGTH(x) == m.n_species);
+  model_at_state(&m, model, rates, x);
   int nnzA = m.r_ptr[m.n_reactions];
   R_xlen_t n = 0;
   for (int l = 0; l < m.n_species; l++)
