@@ -86,9 +86,11 @@ test_that("each simulation switches on its own, on the device", {
   tt <- seq(0, 100, by = 0.5)
   r <- gpu_vs_cpu(m, tt, rates = K)
   sw <- vapply(r$gpu, function(o) attr(o, "stats")[["switches"]], 0)
-  # stiff ones go to BDF and back (2 switches), slow ones never switch
+  # stiff ones go to BDF and back (2 switches or more); slow ones switch at
+  # most once, late, when the dense output's steps grow to the stability
+  # bound of the explicit steps (then stay: a few implicit steps to the end)
   expect_true(all(sw[sc >= 0.5] >= 2))
-  expect_true(all(sw[sc < 0.5] == 0))
+  expect_true(all(sw[sc < 0.5] <= 1))
   expect_identical(lassie_core(r$gpu), lassie_core(r$cpu))
   # Haugh2b's batch (12 species: a lane per simulation) in automatic mode
   h <- readBioNetGen(lassie_extdata("Haugh2b.net"))
