@@ -16,6 +16,7 @@
 #include <math.h>
 #include "lassie.h"
 #include "lassie_common.h"
+#include "portable_math.h"
 
 /* BDF: highest order, and the past states kept (order q needs q + 1 for
  * its predictor, the estimate for order q + 1 one more) */
@@ -291,6 +292,148 @@ static LASSIE_HD inline double lassie_bdf_err_order(const lassie_team *tm, doubl
     e = lassie_maxnan(e, fabs(d) / wt[l]);
   }
   return lassie_team_max(tm, e);
+}
+
+/* Implicit steps grow at most twice the last one (the interpolation of the
+ * output rows and the predictor stay on a history of similar steps): the
+ * attempt's size hs, capped; a capped attempt no longer lands on the
+ * target. */
+static LASSIE_HD inline double lassie_bdf_cap(double hs, const double *ht, int nh, int *hits) {
+  if (nh >= 2 && hs > 2 * (ht[0] - ht[1])) { *hits = 0; return 2 * (ht[0] - ht[1]); }
+  return hs;
+}
+
+/* The scalars of the BDF formula of order qq (1 <= qq <= nh - 1) for the
+ * new point tnew after the history's times ht: the weights dl of
+ * lassie_bdf_coefs(), the predictor's weights lp[1..qq+1] (the polynomial
+ * through the qq + 1 last states, at tnew), *errc, the constant of the
+ * local error errc |y - ypred|; returns gamma. */
+static LASSIE_HD inline double lassie_bdf_formula(double tnew, const double *ht, int nh, int qq,
+                                                  double *dl, double *lp, double *errc) {
+  double tau[LASSIE_BDF_HIST + 1];
+  tau[0] = tnew;
+  for (int j = 1; j <= qq + 1 && j <= nh; j++) tau[j] = ht[j - 1];
+  double gamma = lassie_bdf_coefs(tau, qq, dl);
+  double p1 = 1, p2 = 1;
+  for (int j = 1; j <= qq; j++) p1 *= tau[0] - tau[j];
+  for (int j = 1; j <= qq + 1; j++) {
+    double lj = 1;
+    for (int mm = 1; mm <= qq + 1; mm++) if (mm != j) lj *= (tau[0] - tau[mm]) / (tau[j] - tau[mm]);
+    lp[j] = lj;
+    p2 *= tau[0] - tau[j];
+  }
+  /* y - ypred = y[tau0..tau_{qq+1}] p2, local error = gamma p1 times it */
+  *errc = gamma * p1 / fabs(p2 - gamma * p1);
+  return gamma;
+}
+
+/* Per species over the team: the predictor ypred and the constant part c
+ * of y - c - gamma f(y) = 0 of that formula (hist[i] i steps back). */
+static LASSIE_HD inline void lassie_bdf_predict(const lassie_team *tm, double *const *hist,
+                                                const double *lp, const double *dl, int qq,
+                                                double gamma, int N, double *ypred, double *c) {
+  for (int j = tm->lane; j < N; j += tm->size) {
+    double pr = 0, cc = 0;
+    for (int i = 1; i <= qq + 1; i++) pr += lp[i] * hist[i - 1][j];
+    for (int i = 1; i <= qq; i++) cc += dl[i] * hist[i - 1][j];
+    ypred[j] = pr;
+    c[j] = -gamma * cc;
+  }
+}
+
+/* The scaled error errc |y - ypred| of the step from x to y, max over
+ * species (NaN winning), in weights that are the Newton test's wt or the
+ * tolerance at the larger of x and y; the weights are left in wt for the
+ * order selection. */
+static LASSIE_HD inline double lassie_bdf_error(const lassie_team *tm, const double *x,
+                                                const double *y, const double *ypred, double *wt,
+                                                double errc, double rtol, double atol, int N) {
+  double err = 0;
+  for (int j = tm->lane; j < N; j += tm->size) {
+    double wj = atol + rtol * fmax(fabs(x[j]), fabs(y[j]));
+    if (wj < wt[j]) wj = wt[j];
+    wt[j] = wj;
+    err = lassie_maxnan(err, errc * fabs(y[j] - ypred[j]) / wj);
+  }
+  return lassie_team_max(tm, err);
+}
+
+/* After an accepted step of order *q (hist[0] the new state, nh states,
+ * wt the error test's weights): the step factor of the order whose
+ * estimated error allows the largest next step (biased towards keeping
+ * the order, as CVODE), checked after q + 1 steps at an order; fac is the
+ * current order's, 0.9 err^(-1/(q+1)).  A new order goes to *q (its
+ * steps *q_steps restart). */
+static LASSIE_HD inline double lassie_bdf_order(const lassie_team *tm, double *const *hist,
+                                                const double *ht, int nh, int *q, int *q_steps,
+                                                const double *wt, int N, double fac) {
+  const int qc = *q;
+  if (!(*q_steps > qc && nh >= qc + 2)) return fac;
+  double best = fac;
+  int qn = qc;
+  if (qc > 1) {
+    double e = lassie_bdf_err_order(tm, hist, ht, qc - 1, wt, N);
+    double f = e > 0 ? 1.0 / (1.3 * sbg_pow(e, 1.0 / qc)) : 2.0;
+    if (f > best) { best = f; qn = qc - 1; }
+  }
+  if (qc < LASSIE_BDF_MAXORD && nh >= qc + 3) {
+    double e = lassie_bdf_err_order(tm, hist, ht, qc + 1, wt, N);
+    double f = e > 0 ? 1.0 / (1.4 * sbg_pow(e, 1.0 / (qc + 2))) : 2.0;
+    if (f > best) { best = f; qn = qc + 1; }
+  }
+  if (qn != qc) { *q = qn; *q_steps = 0; return best; }
+  return fac;
+}
+
+/* The next step's factor after an accepted implicit step of order qq with
+ * scaled error err (history nh states, order and its steps in *q and
+ * *q_steps, updated by lassie_bdf_order()). */
+static LASSIE_HD inline double lassie_bdf_accept_factor(const lassie_team *tm, double *const *hist,
+                                                        const double *ht, int nh, int *q,
+                                                        int *q_steps, const double *wt, int N,
+                                                        double err, int qq) {
+  double fac = lassie_bdf_order(tm, hist, ht, nh, q, q_steps, wt, N,
+                                err > 0 ? 0.9 * sbg_pow(err, -1.0 / (qq + 1)) : 2.0);
+  if (fac > 2.0) fac = 2.0;
+  if (fac < 0.2) fac = 0.2;
+  /* keep the step (and so gamma and the factorisation) unless it can
+   * grow by half: small changes cost a factorisation for nothing */
+  if (fac >= 1.0 && fac < 1.5) fac = 1.0;
+  return fac;
+}
+
+/* The step factor after a rejected implicit step of order qq. */
+static LASSIE_HD inline double lassie_bdf_reject_factor(double err, int qq) {
+  double fac = isfinite(err) ? 0.9 * sbg_pow(err, -1.0 / (qq + 1)) : 0.1;
+  if (fac < 0.1) fac = 0.1;
+  if (fac > 0.9) fac = 0.9;
+  return fac;
+}
+
+/* Output rows inside an implicit step: the weights L[0..npts) at tout of
+ * the polynomial through the last npts states of the history (times ht),
+ * the one whose derivative the step's formula matched ... */
+static LASSIE_HD inline void lassie_bdf_interp_weights(double tout, const double *ht, int npts,
+                                                       double *L) {
+  for (int a = 0; a < npts; a++) {
+    double l = 1;
+    for (int b = 0; b < npts; b++) if (b != a) l *= (tout - ht[b]) / (ht[a] - ht[b]);
+    L[a] = l;
+  }
+}
+
+/* ... and its value for species j. */
+static LASSIE_HD inline double lassie_bdf_interp(const double *L, double *const *hist, int npts,
+                                                 int j) {
+  double s = 0;
+  for (int a = 0; a < npts; a++) s += L[a] * hist[a][j];
+  return s;
+}
+
+/* Points of that polynomial after a step of order qq: qq + 1, as many as
+ * the history has. */
+static LASSIE_HD inline int lassie_bdf_interp_points(int qq, int nh) {
+  return qq + 1 < nh ? qq + 1 : nh;
 }
 
 #endif /* SBG_LASSIE_BDF_H */

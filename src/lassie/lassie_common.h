@@ -66,6 +66,17 @@ static LASSIE_HD inline double lassie_maxnan(double acc, double r) {
   return (r > acc || r != r) ? r : acc;
 }
 
+/* The size of the next attempt from t with step h towards the target (the
+ * next output time with RKF45, else the end): it lands exactly on the
+ * target (*hits) when within 5% of it, and a near miss is split in two so
+ * that no sliver of a step is left.  Both engines choose it here. */
+static LASSIE_HD inline double lassie_attempt_size(double t, double h, double target, int *hits) {
+  *hits = 0;
+  if (t + 1.05 * h >= target) { *hits = 1; return target - t; }
+  if (t + 2 * h > target) return 0.5 * (target - t);
+  return h;
+}
+
 static inline int lassie_popcount16(unsigned v) {
   v &= 0xFFFFu;
   int c = 0;

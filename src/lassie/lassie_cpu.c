@@ -429,16 +429,6 @@ static double gershgorin(const sbg_lassie_model *m, const ws *w) {
   return lassie_gershgorin(&tm, m, w->dv);
 }
 
-static double bdf_coefs(const double *tau, int q, double *dl) {
-  return lassie_bdf_coefs(tau, q, dl);
-}
-
-static double bdf_err_order(double *const *hist, const double *tau, int kk,
-                            const double *wt, int N) {
-  lassie_team tm = lassie_team_host();
-  return lassie_bdf_err_order(&tm, hist, tau, kk, wt, N);
-}
-
 typedef struct sim_out {
   sbg_status st;
   double t;         /* time reached */
@@ -577,23 +567,11 @@ static void dense_explicit_rows(sim_run *r, int r0, int r1, double t0, double hs
  * step's formula matched). */
 static void dense_implicit_rows(sim_run *r, int r0, int r1, int npts) {
   const int N = r->m->n_species, nt = r->p->n_times;
-  const double *ht = r->ht;
   double L[LASSIE_ROW_CHUNK][LASSIE_BDF_HIST];
-  for (int i = r0; i < r1; i++) {
-    const double tout = r->p->times[i];
-    for (int a = 0; a < npts; a++) {
-      double l = 1;
-      for (int b = 0; b < npts; b++) if (b != a) l *= (tout - ht[b]) / (ht[a] - ht[b]);
-      L[i - r0][a] = l;
-    }
-  }
+  for (int i = r0; i < r1; i++) lassie_bdf_interp_weights(r->p->times[i], r->ht, npts, L[i - r0]);
   for (int j = 0; j < N; j++) {
     double *o = r->out + (size_t)j * nt;
-    for (int i = r0; i < r1; i++) {
-      double s = 0;
-      for (int a = 0; a < npts; a++) s += L[i - r0][a] * r->w->hist[a][j];
-      o[i] = s;
-    }
+    for (int i = r0; i < r1; i++) o[i] = lassie_bdf_interp(L[i - r0], r->w->hist, npts, j);
   }
 }
 
@@ -763,28 +741,10 @@ static void implicit_formula(sim_run *r, double hs, double tnew, int *qq_out, do
     gamma = hs; errc = 0.5;
     for (int j = 0; j < N; j++) { w->ypred[j] = x[j] + hs * w->fn[j]; c[j] = x[j]; }
   } else {
-    double tau[LASSIE_BDF_HIST + 1], dl[LASSIE_BDF_HIST + 1], L[LASSIE_BDF_HIST + 1];
-    tau[0] = tnew;
-    for (int j = 1; j <= qq + 1 && j <= r->nh; j++) tau[j] = r->ht[j - 1];
-    gamma = bdf_coefs(tau, qq, dl);
-    /* predictor: the polynomial through the qq + 1 last states */
-    double p1 = 1, p2 = 1;
-    for (int j = 1; j <= qq; j++) p1 *= tau[0] - tau[j];
-    for (int j = 1; j <= qq + 1; j++) {
-      double lj = 1;
-      for (int mm = 1; mm <= qq + 1; mm++) if (mm != j) lj *= (tau[0] - tau[mm]) / (tau[j] - tau[mm]);
-      L[j] = lj;
-      p2 *= tau[0] - tau[j];
-    }
-    /* y - ypred = y[tau0..tau_{qq+1}] p2, local error = gamma p1 times it */
-    errc = gamma * p1 / fabs(p2 - gamma * p1);
-    for (int j = 0; j < N; j++) {
-      double pr = 0, cc = 0;
-      for (int i = 1; i <= qq + 1; i++) pr += L[i] * w->hist[i - 1][j];
-      for (int i = 1; i <= qq; i++) cc += dl[i] * w->hist[i - 1][j];
-      w->ypred[j] = pr;
-      c[j] = -gamma * cc;
-    }
+    double dl[LASSIE_BDF_HIST + 1], L[LASSIE_BDF_HIST + 1];
+    lassie_team tm = lassie_team_host();
+    gamma = lassie_bdf_formula(tnew, r->ht, r->nh, qq, dl, L, &errc);
+    lassie_bdf_predict(&tm, w->hist, L, dl, qq, gamma, N, w->ypred, c);
   }
   *qq_out = qq; *gamma_out = gamma; *errc_out = errc;
 }
@@ -837,29 +797,6 @@ static int implicit_newton(sim_run *r, double gamma) {
   return 0;
 }
 
-/* After an accepted implicit step of order q: the step factor of the order
- * whose estimated error allows the largest next step (biased towards
- * keeping the order, as CVODE), checked after q + 1 steps at an order. */
-static double implicit_order(sim_run *r, double fac) {
-  ws *w = r->w;
-  const int N = r->m->n_species, q = r->q;
-  if (!(r->q_steps > q && r->nh >= q + 2)) return fac;
-  double best = fac;   /* current order: 0.9 err^(-1/(q+1)) */
-  int qn = q;
-  if (q > 1) {
-    double e = bdf_err_order(w->hist, r->ht, q - 1, w->wt, N);
-    double f = e > 0 ? 1.0 / (1.3 * sbg_pow(e, 1.0 / q)) : 2.0;
-    if (f > best) { best = f; qn = q - 1; }
-  }
-  if (q < LASSIE_BDF_MAXORD && r->nh >= q + 3) {
-    double e = bdf_err_order(w->hist, r->ht, q + 1, w->wt, N);
-    double f = e > 0 ? 1.0 / (1.4 * sbg_pow(e, 1.0 / (q + 2))) : 2.0;
-    if (f > best) { best = f; qn = q + 1; }
-  }
-  if (qn != q) { r->q = qn; r->q_steps = 0; return best; }
-  return fac;
-}
-
 /* Accepts the implicit step to tnew (order qq, scaled error err, state in
  * w->y): history, output rows, next step and order, and the way back to
  * explicit steps. */
@@ -871,18 +808,15 @@ static void implicit_accept(sim_run *r, double hs, int hits, double tnew, int qq
   w->hist[0] = last; r->ht[0] = tnew;
   memcpy(last, w->y, sizeof(double) * N);
   if (r->nh < LASSIE_BDF_HIST) r->nh++;
-  emit_rows(r, r->t, hs, tnew, w->x, w->y, qq + 1 < r->nh ? qq + 1 : r->nh);
+  emit_rows(r, r->t, hs, tnew, w->x, w->y, lassie_bdf_interp_points(qq, r->nh));
   memcpy(w->x, w->y, sizeof(double) * N);
   r->fn_valid = 0; r->jac_fresh = 0; r->err_fails = 0;
   r->t = tnew;
   r->st[SBG_LASSIE_ST_STEPS]++; r->st[SBG_LASSIE_ST_IMPLICIT]++;
   r->q = qq; r->q_steps++;
-  double fac = implicit_order(r, err > 0 ? 0.9 * sbg_pow(err, -1.0 / (qq + 1)) : 2.0);
-  if (fac > 2.0) fac = 2.0;
-  if (fac < 0.2) fac = 0.2;
-  /* keep the step (and so gamma and the factorisation) unless it can
-   * grow by half: small changes cost a factorisation for nothing */
-  if (fac >= 1.0 && fac < 1.5) fac = 1.0;
+  lassie_team tm = lassie_team_host();
+  double fac = lassie_bdf_accept_factor(&tm, w->hist, r->ht, r->nh, &r->q, &r->q_steps, w->wt, N,
+                                        err, qq);
   double hn = hs * fac;
   r->h = (hits && hn < r->h) ? r->h : hn;
   if (++r->jac_steps >= LASSIE_JAC_REUSE) r->need_jac = 1;
@@ -933,19 +867,11 @@ static int implicit_attempt(sim_run *r, double hs, int hits, double target, doub
     r->h = 0.25 * hs; r->factored = 0;
     return r->h < hmin ? sim_fail(r, SBG_ERR_NUMERIC, LASSIE_FAIL_NEWTON) : 0;
   }
-  double err = 0;
-  const double *x = w->x, *y = w->y;
-  for (int j = 0; j < N; j++) {
-    double wj = r->p->atol + r->p->rtol * fmax(fabs(x[j]), fabs(y[j]));
-    if (wj < w->wt[j]) wj = w->wt[j];
-    w->wt[j] = wj;   /* kept for the order selection */
-    err = lassie_maxnan(err, errc * fabs(y[j] - w->ypred[j]) / wj);
-  }
+  lassie_team tm = lassie_team_host();
+  double err = lassie_bdf_error(&tm, w->x, w->y, w->ypred, w->wt, errc, r->p->rtol, r->p->atol, N);
   if (!(err <= 1.0)) {
     r->st[SBG_LASSIE_ST_REJECTED]++;
-    double fac = isfinite(err) ? 0.9 * sbg_pow(err, -1.0 / (qq + 1)) : 0.1;
-    if (fac < 0.1) fac = 0.1;
-    if (fac > 0.9) fac = 0.9;
+    double fac = lassie_bdf_reject_factor(err, qq);
     /* repeated failures: a lower order */
     if (++r->err_fails >= 2 && qq > 1) { r->q = qq - 1; r->q_steps = 0; }
     r->h = hs * fac;
@@ -997,13 +923,9 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
     /* land exactly on the target; split a near miss in two so no sliver
      * of a step is left */
     const double target = r.dense ? r.tend : p->times[r.next];
-    double hs = r.h;
-    int hits = 0;
-    if (r.t + 1.05 * r.h >= target) { hs = target - r.t; hits = 1; }
-    else if (r.t + 2 * r.h > target) hs = 0.5 * (target - r.t);
-    if (r.mode == MODE_IMPLICIT && r.nh >= 2 && hs > 2 * (r.ht[0] - r.ht[1])) {
-      hs = 2 * (r.ht[0] - r.ht[1]); hits = 0;
-    }
+    int hits;
+    double hs = lassie_attempt_size(r.t, r.h, target, &hits);
+    if (r.mode == MODE_IMPLICIT) hs = lassie_bdf_cap(hs, r.ht, r.nh, &hits);
     /* an explicit attempt, or an implicit one (also when the explicit
      * steps turned stiff before attempting) */
     int rc = r.mode == MODE_EXPLICIT ? explicit_attempt(&r, hs, hits, target, hmin) : 1;

@@ -37,15 +37,6 @@ struct dmodel {
 __device__ inline double M_(double a, double b) { return __dmul_rn(a, b); }
 __device__ inline double A_(double a, double b) { return __dadd_rn(a, b); }
 
-/* The step towards the target (the next output time with RKF45, else the
- * end), as lassie_cpu.c's integrate() chooses it. */
-__device__ __host__ inline void next_step_size(simstate *s, const double *times, int nt, int dense) {
-  double target = dense ? times[nt - 1] : times[s->next];
-  s->hs = s->h; s->hits = 0;
-  if (s->t + 1.05 * s->h >= target) { s->hs = target - s->t; s->hits = 1; }
-  else if (s->t + 2 * s->h > target) s->hs = 0.5 * (target - s->t);
-}
-
 /* whether simulation q evaluates this stage (DP5 reuses f at its new state) */
 __device__ inline bool runs_stage(const simstate *q, int stage) {
   return q->active && !(stage == 0 && q->fsal);
@@ -193,7 +184,7 @@ __global__ void k_control(int S, int N, int nt, const double *times, double rtol
   if (threadIdx.x == 0 && st->active) {
     if (st->next >= nt) { st->flag = FLAG_DONE; st->active = 0; return; }
     if (++st->attempts > max_steps) { st->flag = FLAG_MAXSTEPS; st->active = 0; return; }
-    next_step_size(st, times, nt, dense);
+    lassie_next_step(st, times, nt, dense);
   }
 }
 
@@ -313,7 +304,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     q->active = p->method != SBG_LASSIE_BDF;
     q->flag = q->active ? FLAG_RUN : FLAG_TO_CPU;
     q->fsal = 0;
-    next_step_size(q, p->times, nt, dense);
+    lassie_next_step(q, p->times, nt, dense);
   }
   for (int s = 0; s < S; s++) active += hs[s].active;
   if (want_bdf) for (int s = 0; s < S; s++) n_bdf += hs[s].flag == FLAG_TO_CPU;

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 #include "lassie.h"
+#include "lassie_common.h"
 #include "status.h"
 
 /* Per-simulation step control, on the device. */
@@ -20,6 +21,15 @@ struct simstate {
   int row0, row1;                /* output rows the accepted step fills */
   double t0;                     /* start of the accepted step */
 };
+/* The next explicit attempt's size towards the target (the next output
+ * time with RKF45, else the end: `dense`), as lassie_cpu.c's integrate()
+ * chooses it. */
+static __host__ __device__ inline void lassie_next_step(simstate *s, const double *times, int nt,
+                                                         int dense) {
+  double target = dense ? times[nt - 1] : times[s->next];
+  s->hs = lassie_attempt_size(s->t, s->h, target, &s->hits);
+}
+
 /* FLAG_TO_CPU: turned stiff (the device's implicit steps take it, or the
  * host's when the device has none for this model); FLAG_BDF: in the
  * device's implicit steps; FLAG_HOST: handed to the host's implicit steps

@@ -65,13 +65,6 @@ inline size_t ws_stride(int N, int M, int nnzA, int nnzLU) {
   return (n + 3) & ~(size_t)3;   /* 32-byte aligned */
 }
 
-__device__ inline void next_step_size_d(simstate *s, const double *times) {
-  double tout = times[s->next];
-  s->hs = s->h; s->hits = 0;
-  if (s->t + 1.05 * s->h >= tout) { s->hs = tout - s->t; s->hits = 1; }
-  else if (s->t + 2 * s->h > tout) s->hs = 0.5 * (tout - s->t);
-}
-
 struct bdfargs {
   sbg_lassie_model m;
   lassie_lu lu;
@@ -86,9 +79,12 @@ struct bdfargs {
 };
 
 /* The attempts of one simulation, by its team: integrate()'s implicit
- * branch line by line (lassie_cpu.c), its vector loops split over the
- * lanes.  Every lane keeps the same scalars: they only depend on values
- * all lanes read after a sync. */
+ * attempts line by line (lassie_cpu.c: implicit_attempt() and the
+ * functions it calls), its vector loops split over the lanes, the shared
+ * parts in lassie_bdf.h.  As on the CPU, each attempt steps towards the
+ * end (never more than twice the last step) and the output rows it passes
+ * are interpolated from the history.  Every lane keeps the same scalars:
+ * they only depend on values all lanes read after a sync. */
 __global__ void k_bdf(bdfargs a) {
   const int T = a.T;
   const int gt = blockIdx.x * blockDim.x + threadIdx.x;
@@ -122,20 +118,20 @@ __global__ void k_bdf(bdfargs a) {
   }
 #define HIST(i) (histb + (size_t)((b.head + (i)) % LASSIE_BDF_HIST) * N)
   for (int att = 0; att < a.max_att && q.flag == FLAG_BDF; att++) {
-    double tout = a.times[q.next];
     if (++q.attempts > a.max_steps) { q.flag = FLAG_MAXSTEPS; break; }
     double hmin = 64 * DBL_EPSILON * fmax(fabs(q.t), fabs(tend));
-    double h = q.h, hs = h;
-    int hits = 0;
-    if (q.t + 1.05 * h >= tout) { hs = tout - q.t; hits = 1; }
-    else if (q.t + 2 * h > tout) hs = 0.5 * (tout - q.t);
-    if (b.nh >= 2 && hs > 2 * (b.ht[0] - b.ht[1])) { hs = 2 * (b.ht[0] - b.ht[1]); hits = 0; }
+    const double h = q.h;
+    int hits;
+    double hs = lassie_attempt_size(q.t, h, tend, &hits);
+    hs = lassie_bdf_cap(hs, b.ht, b.nh, &hits);
+    double *hp[LASSIE_BDF_HIST];   /* hist[i], i steps back */
+    for (int i = 0; i < LASSIE_BDF_HIST; i++) hp[i] = HIST(i);
     if (b.nh == 0) {   /* (re)start: order 1 from the current state alone */
       double *h0 = HIST(0);
       for (int j = L; j < N; j += T) h0[j] = x[j];
       b.ht[0] = q.t; b.nh = 1; b.q = 1; b.q_steps = 0; b.err_fails = 0;
     }
-    const double tnew = hits ? tout : q.t + hs;
+    const double tnew = hits ? tend : q.t + hs;
     int qq = b.q < b.nh - 1 ? b.q : b.nh - 1;
     if (qq < 1) qq = 1;
     double gamma, errc;
@@ -147,28 +143,9 @@ __global__ void k_bdf(bdfargs a) {
       gamma = hs; errc = 0.5;
       for (int j = L; j < N; j += T) { ypred[j] = x[j] + hs * fn[j]; c[j] = x[j]; }
     } else {
-      double tau[LASSIE_BDF_HIST + 1], dl[LASSIE_BDF_HIST + 1], Lw[LASSIE_BDF_HIST + 1];
-      tau[0] = tnew;
-      for (int j = 1; j <= qq + 1 && j <= b.nh; j++) tau[j] = b.ht[j - 1];
-      gamma = lassie_bdf_coefs(tau, qq, dl);
-      double p1 = 1, p2 = 1;
-      for (int j = 1; j <= qq; j++) p1 *= tau[0] - tau[j];
-      for (int j = 1; j <= qq + 1; j++) {
-        double lj = 1;
-        for (int mm = 1; mm <= qq + 1; mm++) if (mm != j) lj *= (tau[0] - tau[mm]) / (tau[j] - tau[mm]);
-        Lw[j] = lj;
-        p2 *= tau[0] - tau[j];
-      }
-      errc = gamma * p1 / fabs(p2 - gamma * p1);
-      double *hp[LASSIE_BDF_HIST];
-      for (int i = 0; i < LASSIE_BDF_HIST; i++) hp[i] = HIST(i);
-      for (int j = L; j < N; j += T) {
-        double pr = 0, cc = 0;
-        for (int i = 1; i <= qq + 1; i++) pr += Lw[i] * hp[i - 1][j];
-        for (int i = 1; i <= qq; i++) cc += dl[i] * hp[i - 1][j];
-        ypred[j] = pr;
-        c[j] = -gamma * cc;
-      }
+      double dl[LASSIE_BDF_HIST + 1], lp[LASSIE_BDF_HIST + 1];
+      gamma = lassie_bdf_formula(tnew, b.ht, b.nh, qq, dl, lp, &errc);
+      lassie_bdf_predict(&tm, hp, lp, dl, qq, gamma, N, ypred, c);
     }
     lassie_team_sync(&tm);
     if (b.need_jac) {
@@ -235,67 +212,45 @@ __global__ void k_bdf(bdfargs a) {
       if (q.h < hmin) { q.flag = FLAG_NEWTON; break; }
       continue;
     }
-    double err = 0;
-    for (int j = L; j < N; j += T) {
-      double wj = atol + rtol * fmax(fabs(x[j]), fabs(y[j]));
-      if (wj < wt[j]) wj = wt[j];
-      wt[j] = wj;   /* kept for the order selection */
-      err = lassie_maxnan(err, errc * fabs(y[j] - ypred[j]) / wj);
-    }
-    err = lassie_team_max(&tm, err);
-    double expo = -1.0 / (qq + 1);
+    double err = lassie_bdf_error(&tm, x, y, ypred, wt, errc, rtol, atol, N);
     if (!(err <= 1.0)) {
       q.st[SBG_LASSIE_ST_REJECTED]++;
-      double fac = isfinite(err) ? 0.9 * sbg_pow(err, expo) : 0.1;
-      if (fac < 0.1) fac = 0.1;
-      if (fac > 0.9) fac = 0.9;
+      double fac = lassie_bdf_reject_factor(err, qq);
       if (++b.err_fails >= 2 && qq > 1) { b.q = qq - 1; b.q_steps = 0; }
       q.h = hs * fac;
       if (q.h < hmin) { q.flag = FLAG_HMIN; break; }
       lassie_team_sync(&tm);   /* wt and y are rewritten next attempt */
       continue;
     }
-    /* accept: the new state becomes hist[0] */
+    /* accept (implicit_accept()): the new state becomes hist[0] */
     b.head = (b.head + LASSIE_BDF_HIST - 1) % LASSIE_BDF_HIST;
     for (int i = LASSIE_BDF_HIST - 1; i > 0; i--) b.ht[i] = b.ht[i - 1];
     b.ht[0] = tnew;
-    {
-      double *h0 = HIST(0);
-      for (int j = L; j < N; j += T) { h0[j] = y[j]; x[j] = y[j]; }
-    }
+    for (int i = 0; i < LASSIE_BDF_HIST; i++) hp[i] = HIST(i);
+    for (int j = L; j < N; j += T) { hp[0][j] = y[j]; x[j] = y[j]; }
     if (b.nh < LASSIE_BDF_HIST) b.nh++;
     lassie_team_sync(&tm);
+    {
+      /* emit_rows(): rows inside the step from the history, a row at tnew
+       * the new state itself */
+      const int npts = lassie_bdf_interp_points(qq, b.nh);
+      for (; q.next < nt && a.times[q.next] < tnew; q.next++) {
+        double lw[LASSIE_BDF_HIST];
+        lassie_bdf_interp_weights(a.times[q.next], b.ht, npts, lw);
+        for (int j = L; j < N; j += T) out[(size_t)j * nt + q.next] = lassie_bdf_interp(lw, hp, npts, j);
+      }
+      if (q.next < nt && a.times[q.next] == tnew) {
+        for (int j = L; j < N; j += T) out[(size_t)j * nt + q.next] = y[j];
+        q.next++;
+      }
+    }
     b.fn_valid = 0; b.jac_fresh = 0; b.err_fails = 0;
     q.t = tnew;
     q.st[SBG_LASSIE_ST_STEPS]++; q.st[SBG_LASSIE_ST_IMPLICIT]++;
     b.q = qq; b.q_steps++;
-    double fac = err > 0 ? 0.9 * sbg_pow(err, expo) : 2.0;
-    if (b.q_steps > b.q && b.nh >= b.q + 2) {
-      double *hp[LASSIE_BDF_HIST];
-      for (int i = 0; i < LASSIE_BDF_HIST; i++) hp[i] = HIST(i);
-      double best = fac;
-      int qn = b.q;
-      if (b.q > 1) {
-        double e = lassie_bdf_err_order(&tm, hp, b.ht, b.q - 1, wt, N);
-        double f = e > 0 ? 1.0 / (1.3 * sbg_pow(e, 1.0 / b.q)) : 2.0;
-        if (f > best) { best = f; qn = b.q - 1; }
-      }
-      if (b.q < LASSIE_BDF_MAXORD && b.nh >= b.q + 3) {
-        double e = lassie_bdf_err_order(&tm, hp, b.ht, b.q + 1, wt, N);
-        double f = e > 0 ? 1.0 / (1.4 * sbg_pow(e, 1.0 / (b.q + 2))) : 2.0;
-        if (f > best) { best = f; qn = b.q + 1; }
-      }
-      if (qn != b.q) { b.q = qn; b.q_steps = 0; fac = best; }
-    }
-    if (fac > 2.0) fac = 2.0;
-    if (fac < 0.2) fac = 0.2;
-    if (fac >= 1.0 && fac < 1.5) fac = 1.0;
+    double fac = lassie_bdf_accept_factor(&tm, hp, b.ht, b.nh, &b.q, &b.q_steps, wt, N, err, qq);
     double hn = hs * fac;
     q.h = (hits && hn < h) ? h : hn;
-    if (hits) {
-      for (int j = L; j < N; j += T) out[(size_t)j * nt + q.next] = x[j];
-      q.next++;
-    }
     if (++b.jac_steps >= LASSIE_JAC_REUSE) b.need_jac = 1;
     b.bdf_steps++;
     lassie_team_sync(&tm);   /* wt is rewritten next attempt */
@@ -303,8 +258,10 @@ __global__ void k_bdf(bdfargs a) {
     if (a.method == SBG_LASSIE_AUTO) {
       b.calm = (b.bdf_steps >= LASSIE_BDF_MIN_STAY && hn * b.rho < LASSIE_CALM_HRHO) ? b.calm + 1 : 0;
       if (b.calm >= LASSIE_CALM_STEPS) {
+        /* to_explicit(): DP5 evaluates f(x) afresh (K's stage 0 is stale) */
         q.st[SBG_LASSIE_ST_SWITCHES]++;
         q.rej = 0; b.calm = 0; b.nh = 0; q.stiff_count = 0; q.calm_rk = 0; q.prev_h = 0;
+        q.fsal = 0; q.accepted = 0; q.row0 = q.row1 = q.next; q.t0 = q.t;
         back = 1;
       }
     }
@@ -314,7 +271,7 @@ __global__ void k_bdf(bdfargs a) {
        * top of the CPU's step loop */
       if (++q.attempts > a.max_steps) { q.flag = FLAG_MAXSTEPS; break; }
       q.flag = FLAG_RUN; q.active = 1;
-      next_step_size_d(&q, a.times);
+      lassie_next_step(&q, a.times, nt, 1);
       break;
     }
   }

@@ -37,8 +37,10 @@ test_that("stiff batches: the device's implicit steps give the CPU's bits", {
   set.seed(5)
   K <- t(replicate(8, rob$rates * 2^runif(3, -1, 1)))
   tt <- c(0, 0.4, 4, 40, 400, 4000)
-  for (meth in c("bdf", "auto")) {
-    r <- gpu_vs_cpu(rob, tt, rates = K, method = meth)
+  # also 200 output times: most rows fall inside implicit steps and are
+  # interpolated from the BDF history (the steps go by accuracy to the end)
+  for (meth in c("bdf", "auto")) for (tts in list(tt, c(0, 10^seq(-5, 4, length.out = 199)))) {
+    r <- gpu_vs_cpu(rob, tts, rates = K, method = meth)
     expect_gt(sum(vapply(r$gpu, function(o) attr(o, "stats")[["implicitSteps"]], 0)), 0)
     expect_identical(lassie_core(r$gpu), lassie_core(r$cpu), label = meth)
   }
@@ -84,9 +86,11 @@ test_that("each simulation switches on its own, on the device", {
   tt <- seq(0, 100, by = 0.5)
   r <- gpu_vs_cpu(m, tt, rates = K)
   sw <- vapply(r$gpu, function(o) attr(o, "stats")[["switches"]], 0)
-  # stiff ones go to BDF and back (2 switches), slow ones never switch
+  # stiff ones go to BDF and back (2 switches or more); slow ones switch at
+  # most once, late, when the dense output's steps grow to the stability
+  # bound of the explicit steps (then stay: a few implicit steps to the end)
   expect_true(all(sw[sc >= 0.5] >= 2))
-  expect_true(all(sw[sc < 0.5] == 0))
+  expect_true(all(sw[sc < 0.5] <= 1))
   expect_identical(lassie_core(r$gpu), lassie_core(r$cpu))
   # Haugh2b's batch (12 species: a lane per simulation) in automatic mode
   h <- readBioNetGen(lassie_extdata("Haugh2b.net"))
@@ -97,21 +101,20 @@ test_that("each simulation switches on its own, on the device", {
   expect_identical(lassie_core(rh$gpu), lassie_core(rh$cpu))
 })
 
-test_that("a simulation failing in the implicit steps fails the batch with the CPU's message", {
+test_that("a simulation failing in the implicit steps is reported as on the CPU; the others finish", {
   skip_if_no_gpu()
   rob <- robertson_model()
   Kr <- rbind(rob$rates * 1e-9, rob$rates * 1e-9, rob$rates * 1e-9, rob$rates)
-  msg <- function(backend) {
-    e <- tryCatch(lassieSimulate(rob, c(0, 40), rates = Kr, method = "bdf", maxSteps = 60,
-                                 backend = backend, verbose = FALSE), error = identity)
-    expect_s3_class(e, "sysbioGPU_error_numeric")
-    conditionMessage(e)
+  run <- function(backend) {
+    expect_warning(b <- lassieSimulate(rob, c(0, 0.4, 4, 40), rates = Kr, method = "bdf",
+                                       maxSteps = 60, backend = backend, threads = 2L, verbose = FALSE),
+                   "1 of 4 simulation\\(s\\) failed.*simulation 4: `maxSteps` \\(60\\) exhausted at t = ",
+                   class = "sysbioGPU_warning_lassie")
+    b
   }
-  m_gpu <- msg("gpu")
-  expect_match(m_gpu, "exhausted at t = [0-9.e-]+ in simulation 4")
-  expect_identical(m_gpu, msg("cpu"))
-  # the others finish
-  ok <- lassieSimulate(rob, c(0, 40), rates = Kr[1:3, ], method = "bdf", maxSteps = 60,
-                       backend = "gpu", verbose = FALSE)
-  expect_length(ok, 3)
+  g <- run("gpu"); c <- run("cpu")
+  expect_identical(attr(g, "status"), c(0L, 0L, 0L, 1L))
+  expect_identical(attr(g, "messages"), attr(c, "messages"))
+  # the rows it reached, the NaN after them and the others' rows: the CPU's
+  expect_identical(lassie_core(g), lassie_core(c))
 })
