@@ -218,10 +218,11 @@ grnSimulate <- function(network, rules, from, steps = 5) {
 #' pRule = 0.05`, reach the optimum of the mouse eye network
 #' ([grnMouseEye()]: no gene off the goal, 6 links changed; a SAT search,
 #' `inst/bench/grn_optimum.py`, proves that no network within 5 changes
-#' reaches the goal) in each of 8 seeds, in 861 to 1,922 generations, a few
-#' seconds of CPU on 2 threads; lower rates, towards the paper's 0.001, need
-#' more generations (`inst/bench/grn-defaults.R`, whose table is in
-#' BENCHMARKS.md).
+#' reaches the goal) in each of 8 seeds, in 861 to 1,922 generations
+#' (under a minute on 2 CPU threads even on a loaded machine); 0.01, 0.02,
+#' 0.1 and 0.2 need more generations, and the paper's 0.001 still had 9
+#' and 11 changed links after 60 s (`inst/bench/grn-defaults.R`, whose
+#' table is in BENCHMARKS.md).
 #'
 #' **Exact and reproducible.** Fitness is compared in the integer form
 #' `p N dn + (q - p) dl`, with `lambda = p / q` (the nearest fraction with

@@ -17,6 +17,7 @@
 # and pLink = pRule; default the five below), GRN_DEFAULTS_CSV (a file for
 # the per-run rows).
 suppressPackageStartupMessages(library(sysbioGPU))
+options(width = 200)
 env_num <- function(name, default) {
   v <- Sys.getenv(name)
   if (nzchar(v)) as.numeric(v) else default
@@ -68,7 +69,7 @@ tab <- do.call(rbind, lapply(split(runs, list(runs$popSize, runs$rate), drop = T
              medianCpuPerThread = if (any(ok)) stats::median(r$cpuPerThread[ok]) else NA,
              medianGenerations = if (any(ok)) stats::median(r$generations[ok]) else NA,
              maxGenerations = if (any(ok)) max(r$generations[ok]) else NA,
-             worstDl = max(r$dl[!ok], NA, na.rm = TRUE))
+             worstDl = if (all(ok)) NA else max(r$dl[!ok]))
 }))
 cat(sprintf("\nReached the optimum (6 links) within %g s of wall time (wall) or of CPU time per thread (cpu), or at all within %g s of wall time (reached); seconds and generations over the runs that reached it; worstDl: the most links changed by a run that did not (load average at the end %s)\n",
             limit, wall, paste(load_avg(), collapse = " ")))
