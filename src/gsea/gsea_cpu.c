@@ -47,7 +47,7 @@ typedef struct ws {
   uint64_t *key, *key2;
   int32_t *ord, *ord2;
   set_state *st;          /* per set: running sum and its constants */
-  int32_t *swp, *sorted;  /* shared null: swaps and the ascending draw */
+  sbg_gsea_prerank_ws pr; /* shared null */
   double *esz;            /* shared null: ES by distinct set size */
 } ws;
 
@@ -55,7 +55,7 @@ static void ws_free(ws *w) {
   if (!w) return;
   free(w->lab); free(w->small); free(w->perm); free(w->s); free(w->ss); free(w->m);
   free(w->w); free(w->key); free(w->key2); free(w->ord); free(w->ord2); free(w->st);
-  free(w->swp); free(w->sorted); free(w->esz);
+  sbg_gsea_prerank_ws_free(&w->pr); free(w->esz);
 }
 
 static int ws_alloc(ws *w, int32_t G, int32_t P, int32_t S) {
@@ -73,11 +73,9 @@ static int ws_alloc(ws *w, int32_t G, int32_t P, int32_t S) {
   w->ord = malloc(g * sizeof(int32_t));
   w->ord2 = malloc(g * sizeof(int32_t));
   w->st = malloc(s * sizeof(set_state));
-  w->swp = malloc(g * sizeof(int32_t));
-  w->sorted = malloc(g * sizeof(int32_t));
   w->esz = malloc(s * sizeof(double));
   if (w->perm) for (int32_t i = 0; i < G; i++) w->perm[i] = i;
-  return w->swp && w->sorted && w->esz && w->lab && w->small && w->perm && w->s && w->ss && w->m && w->w && w->key &&
+  return sbg_gsea_prerank_ws_alloc(&w->pr, G, G - 1) && w->esz && w->lab && w->small && w->perm && w->s && w->ss && w->m && w->w && w->key &&
          w->key2 && w->ord && w->ord2 && w->st;
 }
 
@@ -177,7 +175,7 @@ static void perm_es(const shared *sh, ws *w, int64_t j, double *es, int32_t *pos
     double *esz = j <= sh->n_cache ? sh->zcache + (size_t)(j - 1) * nz : w->esz;
     /* each permutation is one thread's: the flag and its row are not shared */
     if (j > sh->n_cache || !sh->zhave[j - 1]) {
-      sbg_gsea_prerank_null(sh->sizes, sh->wr, G, sh->p->seed, j, w->perm, w->swp, w->sorted, esz);
+      sbg_gsea_prerank_null(sh->sizes, sh->wr, G, sh->p->seed, j, &w->pr, esz);
       if (j <= sh->n_cache) sh->zhave[j - 1] = 1;
     }
     for (int32_t s = 0; s < S; s++) es[s] = esz[sh->sizes->of_set[s]];

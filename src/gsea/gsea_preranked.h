@@ -15,10 +15,21 @@ typedef struct sbg_gsea_sizes {
 int sbg_gsea_sizes_make(sbg_gsea_sizes *z, const int32_t *set_start, int32_t S);
 void sbg_gsea_sizes_free(sbg_gsea_sizes *z);
 
+/* Per-thread room of the shared null for n_genes G and largest size kmax. */
+typedef struct sbg_gsea_prerank_ws {
+  int32_t *perm;      /* G: the identity between permutations */
+  int32_t *swp;       /* kmax: the swaps of the partial shuffle */
+  int32_t *pos, *tix; /* kmax: drawn rank positions ascending, their draw index */
+  int32_t *sub;       /* kmax: one size's positions (sequential rule) */
+  double *buf;        /* 2 x 4 x kmax: running sums of a group of sizes */
+} sbg_gsea_prerank_ws;
+
+int sbg_gsea_prerank_ws_alloc(sbg_gsea_prerank_ws *w, int32_t G, int32_t kmax);
+void sbg_gsea_prerank_ws_free(sbg_gsea_prerank_ws *w);
+
 /* Null ES of permutation j >= 1 for each distinct size into es_size[z->n]:
- * wr (G): running-sum weight at each rank position; perm (G): the identity
- * on entry and on return; swp, sorted: room for the largest size. */
-void sbg_gsea_prerank_null(const sbg_gsea_sizes *z, const double *wr, int32_t G, uint64_t seed,
-                           int64_t j, int32_t *perm, int32_t *swp, int32_t *sorted, double *es_size);
+ * wr (G): running-sum weight at each rank position. */
+void sbg_gsea_prerank_null(const sbg_gsea_sizes *z, const double *wr, int32_t G, uint64_t seed, int64_t j,
+                           sbg_gsea_prerank_ws *w, double *es_size);
 
 #endif /* SBG_GSEA_PRERANKED_H */
