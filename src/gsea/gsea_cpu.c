@@ -89,9 +89,6 @@ typedef struct shared {
   /* gene permutation: the null of each set size from one shared draw */
   const sbg_gsea_sizes *sizes;
   const double *wr;            /* weight at each rank position, or NULL */
-  double *zcache;              /* ES by size of permutations 1..n_cache (pass 2 reads them) */
-  uint8_t *zhave;              /* per cached permutation: computed */
-  int64_t n_cache;
 } shared;
 
 /* Stable LSD radix sort of the keys, genes in index order on input, so
@@ -171,14 +168,9 @@ static void perm_es(const shared *sh, ws *w, int64_t j, double *es, int32_t *pos
   const sbg_gsea_input *in = sh->in;
   int32_t G = in->n_genes, S = in->n_sets;
   if (sh->p->gene_perm && j > 0 && sh->wr) {
-    int32_t nz = sh->sizes->n;
-    double *esz = j <= sh->n_cache ? sh->zcache + (size_t)(j - 1) * nz : w->esz;
-    /* each permutation is one thread's: the flag and its row are not shared */
-    if (j > sh->n_cache || !sh->zhave[j - 1]) {
-      sbg_gsea_prerank_null(sh->sizes, sh->wr, G, sh->p->seed, j, &w->pr, esz);
-      if (j <= sh->n_cache) sh->zhave[j - 1] = 1;
-    }
-    for (int32_t s = 0; s < S; s++) es[s] = esz[sh->sizes->of_set[s]];
+    /* the kept table: each set gets its size's null */
+    sbg_gsea_prerank_null(sh->sizes, sh->wr, G, sh->p->seed, j, &w->pr, w->esz);
+    for (int32_t s = 0; s < S; s++) es[s] = w->esz[sh->sizes->of_set[s]];
     return;
   }
   permuted_metric(sh, w, j);
@@ -351,14 +343,161 @@ static int32_t count_lt(const double *a, int32_t n, double x) {
   return lo;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Gene permutations: the passes by set size.  Sets of one size share their
+ * null ES, so the batches hold one ES per distinct size (nz per
+ * permutation) and the passes cost nz, not S, per permutation.  The counts
+ * of nulls beyond each set's own ES come from the sets of a size sorted by
+ * ES: one binary search per null adds 1 to a bin, and prefix sums over the
+ * bins give every set's count.  All integers, so the same bits as the
+ * per-set passes (which the kept table still takes). */
+
+typedef struct zstats {
+  int32_t nz, nth;
+  const int32_t *of_set;   /* per set: its size index */
+  int32_t *rep, *mult;     /* per size: first set of that size, sets of that size */
+  /* per size: sets with ES >= 0 by ascending ES at [ps[z], ps[z + 1]), and
+   * with ES < 0 at [ns[z], ns[z + 1]); bins: one more slot per size */
+  int32_t *ps, *ns, *pset, *nset;
+  double *pe, *ne;
+  /* per thread: sums and counts by size, bins */
+  gsea_acc *sp, *sn;
+  int64_t *np, *nn, *bp, *bn;
+} zstats;
+
+static void zstats_free(zstats *z) {
+  free(z->rep); free(z->mult); free(z->ps); free(z->ns); free(z->pset); free(z->nset);
+  free(z->pe); free(z->ne); free(z->sp); free(z->sn); free(z->np); free(z->nn); free(z->bp); free(z->bn);
+  memset(z, 0, sizeof *z);
+}
+
+typedef struct es_idx {
+  int32_t q, s; /* size index, set */
+  double e;
+} es_idx;
+
+static int cmp_es_idx(const void *a, const void *b) {
+  const es_idx *x = a, *y = b;
+  if (x->q != y->q) return (x->q > y->q) - (x->q < y->q);
+  if (x->e != y->e) return (x->e > y->e) - (x->e < y->e);
+  return (x->s > y->s) - (x->s < y->s);
+}
+
+/* Tables of the sizes z (of_set, nz sizes) for observed ES es of S sets. */
+static int zstats_alloc(zstats *z, const sbg_gsea_sizes *sz, const double *es, int32_t S, int nth) {
+  memset(z, 0, sizeof *z);
+  int32_t nz = sz->n;
+  z->nz = nz;
+  z->nth = nth;
+  z->of_set = sz->of_set;
+  size_t n1 = (size_t)nz + 1, s1 = (size_t)S + 1;
+  z->rep = malloc((size_t)nz * sizeof(int32_t));
+  z->mult = calloc((size_t)nz, sizeof(int32_t));
+  z->ps = calloc(n1, sizeof(int32_t));
+  z->ns = calloc(n1, sizeof(int32_t));
+  z->pset = malloc(s1 * sizeof(int32_t));
+  z->nset = malloc(s1 * sizeof(int32_t));
+  z->pe = malloc(s1 * sizeof(double));
+  z->ne = malloc(s1 * sizeof(double));
+  z->sp = calloc((size_t)nth * nz, sizeof(gsea_acc));
+  z->sn = calloc((size_t)nth * nz, sizeof(gsea_acc));
+  z->np = calloc((size_t)nth * nz, sizeof(int64_t));
+  z->nn = calloc((size_t)nth * nz, sizeof(int64_t));
+  z->bp = calloc((size_t)nth * (s1 + nz), sizeof(int64_t));
+  z->bn = calloc((size_t)nth * (s1 + nz), sizeof(int64_t));
+  es_idx *tmp = malloc(s1 * sizeof(es_idx));
+  if (!z->rep || !z->mult || !z->ps || !z->ns || !z->pset || !z->nset || !z->pe || !z->ne || !z->sp || !z->sn ||
+      !z->np || !z->nn || !z->bp || !z->bn || !tmp) {
+    free(tmp);
+    return 0;
+  }
+  for (int32_t q = 0; q < nz; q++) z->rep[q] = -1;
+  for (int32_t s = 0; s < S; s++) {
+    int32_t q = sz->of_set[s];
+    if (z->rep[q] < 0) z->rep[q] = s;
+    z->mult[q]++;
+    if (es[s] >= 0) z->ps[q + 1]++; else z->ns[q + 1]++;
+  }
+  for (int32_t q = 0; q < nz; q++) { z->ps[q + 1] += z->ps[q]; z->ns[q + 1] += z->ns[q]; }
+  for (int32_t s = 0; s < S; s++) { tmp[s].q = sz->of_set[s]; tmp[s].s = s; tmp[s].e = es[s]; }
+  qsort(tmp, (size_t)S, sizeof(es_idx), cmp_es_idx); /* by size, then ES */
+  int32_t np = 0, nn = 0;
+  for (int32_t i = 0; i < S; i++) {
+    if (tmp[i].e >= 0) { z->pe[np] = tmp[i].e; z->pset[np++] = tmp[i].s; }
+    else { z->ne[nn] = tmp[i].e; z->nset[nn++] = tmp[i].s; }
+  }
+  free(tmp);
+  return 1;
+}
+
+/* Pass 1 over a batch of n permutations, nz ES each (see stats_pass1). */
+static void zstats_pass1(zstats *z, const double *nbz, int64_t n) {
+  int32_t nz = z->nz;
+#pragma omp parallel for num_threads(z->nth) schedule(static)
+  for (int64_t b = 0; b < n; b++) {
+    int th = omp_get_thread_num();
+    gsea_acc *sp = z->sp + (size_t)th * nz, *sn = z->sn + (size_t)th * nz;
+    int64_t *np = z->np + (size_t)th * nz, *nn = z->nn + (size_t)th * nz;
+    int64_t *bp = z->bp + (size_t)th * ((size_t)z->ps[nz] + nz), *bn = z->bn + (size_t)th * ((size_t)z->ns[nz] + nz);
+    const double *row = nbz + (size_t)b * nz;
+    for (int32_t q = 0; q < nz; q++) {
+      double v = row[q];
+      if (v >= 0) { /* beyond the sets of ES in [0, v) */
+        gsea_acc_add(&sp[q], v);
+        np[q]++;
+        int32_t lo = z->ps[q];
+        bp[lo + q + count_lt(z->pe + lo, z->ps[q + 1] - lo, v)]++;
+      }
+      if (v <= 0) { /* beyond the sets of ES in (v, 0) */
+        gsea_acc_add(&sn[q], v);
+        nn[q]++;
+        int32_t lo = z->ns[q];
+        bn[lo + q + gsea_count_le(z->ne + lo, z->ns[q + 1] - lo, v)]++;
+      }
+    }
+  }
+}
+
+/* End of pass 1: the threads' sums into the sets of each size, and each
+ * set's count of nulls beyond its ES from the bins. */
+static void zstats_end1(const zstats *z, stats *t) {
+  int32_t nz = z->nz;
+  size_t wp = (size_t)z->ps[nz] + nz, wn = (size_t)z->ns[nz] + nz;
+  for (int32_t q = 0; q < nz; q++) {
+    int32_t s = z->rep[q];
+    for (int th = 0; th < z->nth; th++) {
+      gsea_acc_merge(&t->sum_pos[s], z->sp[(size_t)th * nz + q]);
+      gsea_acc_merge(&t->sum_neg[s], z->sn[(size_t)th * nz + q]);
+      t->n_pos[s] += z->np[(size_t)th * nz + q];
+      t->n_neg[s] += z->nn[(size_t)th * nz + q];
+    }
+    /* ES >= 0, ascending: set i is beyond the nulls of bins > i */
+    int32_t lo = z->ps[q], m = z->ps[q + 1] - lo;
+    int64_t acc = 0;
+    for (int32_t i = m; i >= 0; i--) {
+      if (i < m) t->n_ext[z->pset[lo + i]] += acc;
+      for (int th = 0; th < z->nth; th++) acc += z->bp[(size_t)th * wp + lo + q + i];
+    }
+    /* ES < 0, ascending: set i is beyond the nulls of bins <= i */
+    lo = z->ns[q];
+    m = z->ns[q + 1] - lo;
+    acc = 0;
+    for (int32_t i = 0; i < m; i++) {
+      for (int th = 0; th < z->nth; th++) acc += z->bn[(size_t)th * wn + lo + q + i];
+      t->n_ext[z->nset[lo + i]] += acc;
+    }
+  }
+}
+
 /* Pass 2 over permutations [first, first + n): normalised null ES, the per
  * permutation max/min (FWER) and the FDR numerators.  A null NES v >= 0
  * adds 1/#{null NES >= 0 in its permutation} to every observed NES <= v;
  * that weight goes into bin #{observed <= v} and suffix sums finish it.
  * The weights are integers (gsea_fdr_weight), so the sums do not depend on
- * the order: the GPU's pass gives the same bits. */
-static void stats_pass2(stats *t, const double *nb, int64_t first, int64_t n, int nth) {
-  int32_t S = t->S;
+ * the order: the GPU's pass gives the same bits.  Columns: the S sets, or
+ * (colset, colmult) the sizes of a gene permutation (zstats). */
+static void stats_pass2(stats *t, const double *nb, int32_t ncol, const int32_t *colset, const int32_t *colmult,
+                        int64_t first, int64_t n, int nth) {
   size_t wp = (size_t)t->kp + 1, wn = (size_t)t->kn + 1;
   int64_t vpos = 0, vneg = 0;
   memset(t->thp, 0, (size_t)nth * wp * sizeof(uint64_t));
@@ -367,13 +506,13 @@ static void stats_pass2(stats *t, const double *nb, int64_t first, int64_t n, in
   for (int64_t b = 0; b < n; b++) {
     uint64_t *hp = t->thp + (size_t)omp_get_thread_num() * wp;
     uint64_t *hn = t->thn + (size_t)omp_get_thread_num() * wn;
-    const double *col = nb + (size_t)b * S;
+    const double *col = nb + (size_t)b * ncol;
     double mx = -INFINITY, mn = INFINITY;
     int32_t mp = 0, mm = 0;
-    for (int32_t s = 0; s < S; s++) {
-      int32_t m = t->rep ? t->mult[s] : 1;
+    for (int32_t c = 0; c < ncol; c++) {
+      int32_t s = colset ? colset[c] : c, m = colmult ? colmult[c] : t->rep ? t->mult[s] : 1;
       if (!m) continue;
-      double z = gsea_null_nes(col[s], t->mpos[s], t->mneg[s]);
+      double z = gsea_null_nes(col[c], t->mpos[s], t->mneg[s]);
       if (isnan(z)) continue;
       if (z > mx) mx = z;
       if (z < mn) mn = z;
@@ -385,10 +524,11 @@ static void stats_pass2(stats *t, const double *nb, int64_t first, int64_t n, in
     if (mp) vpos++;
     if (mm) vneg++;
     uint64_t wpv = mp ? gsea_fdr_weight(mp, t->fbits) : 0, wnv = mm ? gsea_fdr_weight(mm, t->fbits) : 0;
-    for (int32_t s = 0; s < S; s++) {
-      uint64_t m = t->rep ? (uint64_t)t->mult[s] : 1;
+    for (int32_t c = 0; c < ncol; c++) {
+      int32_t s = colset ? colset[c] : c;
+      uint64_t m = colmult ? (uint64_t)colmult[c] : t->rep ? (uint64_t)t->mult[s] : 1;
       if (!m) continue;
-      double z = gsea_null_nes(col[s], t->mpos[s], t->mneg[s]);
+      double z = gsea_null_nes(col[c], t->mpos[s], t->mneg[s]);
       if (isnan(z)) continue;
       if (z >= 0) hp[gsea_count_le(t->opos, t->kp, z)] += m * wpv;
       if (z <= 0) hn[gsea_count_le(t->oneg, t->kn, -z)] += m * wnv;
@@ -472,7 +612,7 @@ sbg_status sbg_gsea_stats_table(int32_t n_sets, int64_t nperm, const double *es,
   }
   stats_pass1(&t, null_es, nperm, nth);
   stats_end_pass1(&t, nes, pval);
-  stats_pass2(&t, null_es, 1, nperm, nth);
+  stats_pass2(&t, null_es, n_sets, NULL, NULL, 1, nperm, nth);
   if (!stats_finish(&t, fdr, fwer)) st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the FWER tables");
 done:
   stats_free(&t);
@@ -553,6 +693,19 @@ static sbg_status cpu_batch(const shared *sh, ws *wss, int64_t first, int64_t n,
   return SBG_OK;
 }
 
+/* Gene permutations [first, first + n): the null ES of each distinct set
+ * size into nbz (nz x n), on the CPU or, with pg, on a GPU. */
+static sbg_status null_sizes_batch(const shared *sh, ws *wss, sbg_gsea_pre_gpu *pg, int64_t first, int64_t n,
+                                   double *nbz, sbg_ctx *ctx) {
+  if (pg) return sbg_gsea_pre_gpu_batch(pg, first, n, nbz, ctx);
+  int32_t nz = sh->sizes->n;
+#pragma omp parallel for num_threads(ctx->n_threads) schedule(dynamic, 1)
+  for (int64_t b = 0; b < n; b++)
+    sbg_gsea_prerank_null(sh->sizes, sh->wr, sh->in->n_genes, sh->p->seed, first + b,
+                          &wss[omp_get_thread_num()].pr, nbz + (size_t)b * nz);
+  return SBG_OK;
+}
+
 sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
                         sbg_gsea_result *out, int use_gpu, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
@@ -562,6 +715,11 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   int32_t *gs_start = NULL, *gs_sets = NULL;
   double *inv_nmiss = NULL, *wr = NULL;
   int32_t *repv = NULL, *multv = NULL;
+  double *zbatch = NULL, *zcache = NULL;
+  zstats zs;
+  memset(&zs, 0, sizeof zs);
+  sbg_gsea_pre_gpu *pgs[SBG_GSEA_MAX_DEVICES] = {NULL};
+  int pre_gpu = 0; /* gene permutations on the GPUs (gsea_preranked_gpu.cu) */
   sbg_gsea_sizes sizes;
   memset(&sizes, 0, sizeof sizes);
   ws *wss = NULL;
@@ -661,8 +819,9 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   }
   if (p->gene_perm) {
     /* The null of a set depends on its size alone: one draw per permutation
-     * serves every set (gsea_preranked.c).  Its GPU engine is not written
-     * yet, so gene permutations run here, with the same table. */
+     * serves every set (gsea_preranked.c, gsea_preranked_gpu.cu), with the
+     * same table on either; the statistics stay on the host, by size. */
+    pre_gpu = use_gpu;
     use_gpu = 0;
     wr = malloc((size_t)G * sizeof(double));
     if (!wr || !sbg_gsea_sizes_make(&sizes, in->set_start, S)) {
@@ -672,15 +831,6 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
     for (int32_t r = 0; r < G; r++) wr[r] = gsea_weight(out->metric[out->order[r]], p->weight);
     sh.wr = wr;
     sh.sizes = &sizes;
-    /* pass 2 reads pass 1's ES by size (n_sizes per permutation, far
-     * fewer than the sets) instead of drawing again, up to 256 MiB */
-    int64_t cap = ((int64_t)1 << 25) / sizes.n;
-    sh.n_cache = p->phase ? 0 : nperm < cap ? nperm : cap;
-    if (sh.n_cache > 0) {
-      sh.zcache = malloc((size_t)sh.n_cache * (size_t)sizes.n * sizeof(double));
-      sh.zhave = calloc((size_t)sh.n_cache, 1);
-      if (!sh.zcache || !sh.zhave) { free(sh.zcache); free(sh.zhave); sh.zcache = NULL; sh.zhave = NULL; sh.n_cache = 0; }
-    }
   }
 
   /* batch size: about 0.1 s of CPU work per batch, for polling */
@@ -727,9 +877,32 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
       bw[w] = sbg_gsea_gpu_max_batch(gpus[w]);
     }
   }
+  if (pre_gpu) {
+    nw = p->n_devices > 0 ? p->n_devices : 1;
+    if (nw > SBG_GSEA_MAX_DEVICES) nw = SBG_GSEA_MAX_DEVICES;
+    if (nw > r_n) nw = (int)r_n;
+    for (int w = 0; w < nw; w++) {
+      lo[w] = r_lo + (int64_t)((double)r_n * w / nw);
+      hi[w] = r_lo + (int64_t)((double)r_n * (w + 1) / nw);
+      SBG_TRY(sbg_gsea_pre_gpu_open(&sizes, wr, G, p->seed, p->n_devices > 0 ? p->devices[w] : ctx->device,
+                                    p->batch > 0 ? B : hi[w] - lo[w], &pgs[w], ctx));
+      bw[w] = sbg_gsea_pre_gpu_max_batch(pgs[w]);
+    }
+  }
   int64_t bmax = 0;
   for (int w = 0; w < nw; w++) if (bw[w] > bmax) bmax = bw[w];
-  if (!out->null_es && !use_gpu) {
+  /* gene permutations without a kept table: batches of ES by size, and
+   * pass 2 reads pass 1's (nz per permutation, far fewer than the sets)
+   * instead of drawing again when they fit 256 MiB */
+  int bysize = p->gene_perm && !out->null_es;
+  int zkeep = bysize && !p->phase && (double)r_n * sizes.n <= (double)((int64_t)1 << 25);
+  if (p->gene_perm) {
+    if (zkeep) zcache = malloc((size_t)r_n * (size_t)sizes.n * sizeof(double));
+    if (zkeep && !zcache) zkeep = 0;
+    zbatch = malloc((size_t)bmax * (size_t)sizes.n * sizeof(double));
+    if (!zbatch) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)bmax, (int)sizes.n); goto done; }
+  }
+  if (!out->null_es && !use_gpu && !bysize) {
     nb = malloc((size_t)bmax * (size_t)S * sizeof(double));
     if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)bmax, (int)S); goto done; }
   }
@@ -750,6 +923,10 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
     free(first);
     t.rep = repv;
     t.mult = multv;
+    if (bysize && !zstats_alloc(&zs, &sizes, out->es, S, nth)) {
+      st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics");
+      goto done;
+    }
   }
   if (p->phase == 2) { /* pass 1's merged results, from the caller */
     memcpy(t.mpos, p->norm->mpos, (size_t)S * sizeof(double));
@@ -770,7 +947,7 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   if (dev_stats && p->phase == 2)
     for (int w = 0; w < nw; w++)
       if (!sbg_gsea_gpu_pass2_fits(gpus[w], t.kp, t.kn)) dev_stats = 0;
-  if (!dev_stats && !nb && !out->null_es) {
+  if (!dev_stats && !nb && !out->null_es && !bysize) {
     nb = malloc((size_t)bmax * (size_t)S * sizeof(double));
     if (!nb) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)bmax, (int)S); goto done; }
   }
@@ -793,16 +970,28 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
           else SBG_TRY(sbg_gsea_gpu_pass2(gpus[w], next[w], n[w], t.mpos, t.mneg, t.opos, t.kp, t.oneg, t.kn,
                                           t.fbits, t.pmax, t.pmin, ctx));
         }
+      } else if (bysize) {
+        for (int w = 0; w < nw; w++) {
+          if (n[w] <= 0) continue;
+          double *zb = zkeep ? zcache + (size_t)(next[w] - r_lo) * sizes.n : zbatch;
+          if (pass == 1 || !zkeep) SBG_TRY(null_sizes_batch(&sh, wss, pgs[w], next[w], n[w], zb, ctx));
+          if (pass == 1) zstats_pass1(&zs, zb, n[w]);
+          else stats_pass2(&t, zb, sizes.n, zs.rep, zs.mult, next[w], n[w], nth);
+        }
       } else {
         for (int w = 0; w < nw; w++) {
           if (n[w] <= 0) continue;
           double *batch = out->null_es ? out->null_es + (size_t)(next[w] - 1) * S : nb;
           if (pass == 1 || !out->null_es) {
             if (use_gpu) SBG_TRY(sbg_gsea_gpu_batch(gpus[w], next[w], n[w], batch, ctx));
-            else SBG_TRY(cpu_batch(&sh, wss, next[w], n[w], batch, ctx));
+            else if (pgs[w]) { /* the kept table of gene permutations on a GPU */
+              SBG_TRY(null_sizes_batch(&sh, wss, pgs[w], next[w], n[w], zbatch, ctx));
+              for (int64_t b = 0; b < n[w]; b++)
+                for (int32_t s = 0; s < S; s++) batch[(size_t)b * S + s] = zbatch[(size_t)b * sizes.n + sizes.of_set[s]];
+            } else SBG_TRY(cpu_batch(&sh, wss, next[w], n[w], batch, ctx));
           }
           if (pass == 1) stats_pass1(&t, batch, n[w], nth);
-          else stats_pass2(&t, batch, next[w], n[w], nth);
+          else stats_pass2(&t, batch, S, NULL, NULL, next[w], n[w], nth);
         }
       }
       for (int w = 0; w < nw; w++) {
@@ -812,6 +1001,7 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
       SBG_TRY(sbg_poll(ctx, doneW / work));
     }
     if (pass == 1) {
+      if (bysize) zstats_end1(&zs, &t);
       if (dev_stats)
         for (int w = 0; w < nw; w++)
           SBG_TRY(sbg_gsea_gpu_pass1_result(gpus[w], t.sum_pos, t.sum_neg, t.n_pos, t.n_neg, t.n_ext, ctx));
@@ -854,10 +1044,14 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   out->seconds[2] = now_s() - t0;
 
 done:
-  for (int w = 0; w < SBG_GSEA_MAX_DEVICES; w++) sbg_gsea_gpu_close(gpus[w]);
+  for (int w = 0; w < SBG_GSEA_MAX_DEVICES; w++) {
+    sbg_gsea_gpu_close(gpus[w]);
+    sbg_gsea_pre_gpu_close(pgs[w]);
+  }
   if (wss) for (int i = 0; i < nth; i++) ws_free(&wss[i]);
   free(wss); free(xc); free(mu); free(t1); free(t2); free(nb); free(gs_start); free(gs_sets); free(inv_nmiss);
-  free(wr); free(sh.zcache); free(sh.zhave); free(repv); free(multv);
+  free(wr); free(zbatch); free(zcache); free(repv); free(multv);
+  zstats_free(&zs);
   sbg_gsea_sizes_free(&sizes);
   stats_free(&t);
   return st;

@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "status.h"
+
 typedef struct sbg_gsea_sizes {
   int32_t n;        /* distinct set sizes */
   int32_t *size;    /* n ascending sizes */
@@ -31,5 +33,17 @@ void sbg_gsea_prerank_ws_free(sbg_gsea_prerank_ws *w);
  * wr (G): running-sum weight at each rank position. */
 void sbg_gsea_prerank_null(const sbg_gsea_sizes *z, const double *wr, int32_t G, uint64_t seed, int64_t j,
                            sbg_gsea_prerank_ws *w, double *es_size);
+
+/* The same null on a GPU (gsea_preranked_gpu.cu; gsea_preranked_gpu_stub.c
+ * without CUDA): a batch of permutations [first, first + n) into es
+ * (z->n x n, host memory), with the bits of sbg_gsea_prerank_null().  Open
+ * leaves *h NULL, with SBG_OK, when the largest size does not fit a
+ * block's shared memory: the caller then draws on the CPU. */
+typedef struct sbg_gsea_pre_gpu sbg_gsea_pre_gpu;
+sbg_status sbg_gsea_pre_gpu_open(const sbg_gsea_sizes *z, const double *wr, int32_t G, uint64_t seed, int device,
+                                 int64_t max_batch, sbg_gsea_pre_gpu **h, sbg_ctx *ctx);
+int64_t sbg_gsea_pre_gpu_max_batch(const sbg_gsea_pre_gpu *h);
+sbg_status sbg_gsea_pre_gpu_batch(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, double *es, sbg_ctx *ctx);
+void sbg_gsea_pre_gpu_close(sbg_gsea_pre_gpu *h);
 
 #endif /* SBG_GSEA_PRERANKED_H */
