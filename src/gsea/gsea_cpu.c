@@ -973,7 +973,8 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
       } else if (bysize) {
         for (int w = 0; w < nw; w++) {
           if (n[w] <= 0) continue;
-          double *zb = zkeep ? zcache + (size_t)(next[w] - r_lo) * sizes.n : zbatch;
+          double *zb = zkeep ? zcache + (size_t)(next[w] - r_lo) * sizes.n
+                             : pgs[w] ? sbg_gsea_pre_gpu_buffer(pgs[w]) : zbatch;
           if (pass == 1 || !zkeep) SBG_TRY(null_sizes_batch(&sh, wss, pgs[w], next[w], n[w], zb, ctx));
           if (pass == 1) zstats_pass1(&zs, zb, n[w]);
           else stats_pass2(&t, zb, sizes.n, zs.rep, zs.mult, next[w], n[w], nth);

@@ -8,6 +8,10 @@
 
 #include "status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct sbg_gsea_sizes {
   int32_t n;        /* distinct set sizes */
   int32_t *size;    /* n ascending sizes */
@@ -43,7 +47,14 @@ typedef struct sbg_gsea_pre_gpu sbg_gsea_pre_gpu;
 sbg_status sbg_gsea_pre_gpu_open(const sbg_gsea_sizes *z, const double *wr, int32_t G, uint64_t seed, int device,
                                  int64_t max_batch, sbg_gsea_pre_gpu **h, sbg_ctx *ctx);
 int64_t sbg_gsea_pre_gpu_max_batch(const sbg_gsea_pre_gpu *h);
+/* Page-locked room for one batch (max_batch x z->n) that the copies from
+ * the device fill fastest; NULL without CUDA. */
+double *sbg_gsea_pre_gpu_buffer(sbg_gsea_pre_gpu *h);
 sbg_status sbg_gsea_pre_gpu_batch(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, double *es, sbg_ctx *ctx);
 void sbg_gsea_pre_gpu_close(sbg_gsea_pre_gpu *h);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* SBG_GSEA_PRERANKED_H */

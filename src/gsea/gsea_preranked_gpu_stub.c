@@ -17,6 +17,11 @@ int64_t sbg_gsea_pre_gpu_max_batch(const sbg_gsea_pre_gpu *h) {
   return 64;
 }
 
+double *sbg_gsea_pre_gpu_buffer(sbg_gsea_pre_gpu *h) {
+  (void)h;
+  return NULL;
+}
+
 sbg_status sbg_gsea_pre_gpu_batch(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, double *es, sbg_ctx *ctx) {
   (void)h; (void)first; (void)n; (void)es;
   return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
