@@ -694,15 +694,24 @@ static sbg_status cpu_batch(const shared *sh, ws *wss, int64_t first, int64_t n,
 }
 
 /* Gene permutations [first, first + n): the null ES of each distinct set
- * size into nbz (nz x n), on the CPU or, with pg, on a GPU. */
+ * size (nz x n) at *out, on the CPU into room or, with pg, on a GPU (into
+ * the handle's memory, copied into room unless room is NULL). */
 static sbg_status null_sizes_batch(const shared *sh, ws *wss, sbg_gsea_pre_gpu *pg, int64_t first, int64_t n,
-                                   double *nbz, sbg_ctx *ctx) {
-  if (pg) return sbg_gsea_pre_gpu_batch(pg, first, n, nbz, ctx);
+                                   double *room, const double **out, sbg_ctx *ctx) {
   int32_t nz = sh->sizes->n;
+  if (pg) {
+    sbg_status st = sbg_gsea_pre_gpu_batch(pg, first, n, out, ctx);
+    if (st == SBG_OK && room) {
+      memcpy(room, *out, (size_t)n * (size_t)nz * sizeof(double));
+      *out = room;
+    }
+    return st;
+  }
 #pragma omp parallel for num_threads(ctx->n_threads) schedule(dynamic, 1)
   for (int64_t b = 0; b < n; b++)
     sbg_gsea_prerank_null(sh->sizes, sh->wr, sh->in->n_genes, sh->p->seed, first + b,
-                          &wss[omp_get_thread_num()].pr, nbz + (size_t)b * nz);
+                          &wss[omp_get_thread_num()].pr, room + (size_t)b * nz);
+  *out = room;
   return SBG_OK;
 }
 
@@ -885,8 +894,8 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
       lo[w] = r_lo + (int64_t)((double)r_n * w / nw);
       hi[w] = r_lo + (int64_t)((double)r_n * (w + 1) / nw);
       SBG_TRY(sbg_gsea_pre_gpu_open(&sizes, wr, G, p->seed, p->n_devices > 0 ? p->devices[w] : ctx->device,
-                                    p->batch > 0 ? B : hi[w] - lo[w], &pgs[w], ctx));
-      bw[w] = sbg_gsea_pre_gpu_max_batch(pgs[w]);
+                                    lo[w], hi[w], p->batch > 0 ? B : hi[w] - lo[w], &pgs[w], ctx));
+      bw[w] = pgs[w] ? sbg_gsea_pre_gpu_max_batch(pgs[w]) : B; /* NULL: sets too large, drawn here */
     }
   }
   int64_t bmax = 0;
@@ -973,9 +982,9 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
       } else if (bysize) {
         for (int w = 0; w < nw; w++) {
           if (n[w] <= 0) continue;
-          double *zb = zkeep ? zcache + (size_t)(next[w] - r_lo) * sizes.n
-                             : pgs[w] ? sbg_gsea_pre_gpu_buffer(pgs[w]) : zbatch;
-          if (pass == 1 || !zkeep) SBG_TRY(null_sizes_batch(&sh, wss, pgs[w], next[w], n[w], zb, ctx));
+          double *room = zkeep ? zcache + (size_t)(next[w] - r_lo) * sizes.n : pgs[w] ? NULL : zbatch;
+          const double *zb = room;
+          if (pass == 1 || !zkeep) SBG_TRY(null_sizes_batch(&sh, wss, pgs[w], next[w], n[w], room, &zb, ctx));
           if (pass == 1) zstats_pass1(&zs, zb, n[w]);
           else stats_pass2(&t, zb, sizes.n, zs.rep, zs.mult, next[w], n[w], nth);
         }
@@ -986,9 +995,10 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
           if (pass == 1 || !out->null_es) {
             if (use_gpu) SBG_TRY(sbg_gsea_gpu_batch(gpus[w], next[w], n[w], batch, ctx));
             else if (pgs[w]) { /* the kept table of gene permutations on a GPU */
-              SBG_TRY(null_sizes_batch(&sh, wss, pgs[w], next[w], n[w], zbatch, ctx));
+              const double *zb = NULL;
+              SBG_TRY(null_sizes_batch(&sh, wss, pgs[w], next[w], n[w], NULL, &zb, ctx));
               for (int64_t b = 0; b < n[w]; b++)
-                for (int32_t s = 0; s < S; s++) batch[(size_t)b * S + s] = zbatch[(size_t)b * sizes.n + sizes.of_set[s]];
+                for (int32_t s = 0; s < S; s++) batch[(size_t)b * S + s] = zb[(size_t)b * sizes.n + sizes.of_set[s]];
             } else SBG_TRY(cpu_batch(&sh, wss, next[w], n[w], batch, ctx));
           }
           if (pass == 1) stats_pass1(&t, batch, n[w], nth);

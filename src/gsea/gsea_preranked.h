@@ -39,18 +39,17 @@ void sbg_gsea_prerank_null(const sbg_gsea_sizes *z, const double *wr, int32_t G,
                            sbg_gsea_prerank_ws *w, double *es_size);
 
 /* The same null on a GPU (gsea_preranked_gpu.cu; gsea_preranked_gpu_stub.c
- * without CUDA): a batch of permutations [first, first + n) into es
- * (z->n x n, host memory), with the bits of sbg_gsea_prerank_null().  Open
+ * without CUDA), with the bits of sbg_gsea_prerank_null(), for the
+ * permutations [lo, hi) asked for in order, batch after batch, once per
+ * pass: *es (z->n x n, host memory owned by the handle, valid until the
+ * next call) gets the ES of [first, first + n), n <= the max batch.  Open
  * leaves *h NULL, with SBG_OK, when the largest size does not fit a
  * block's shared memory: the caller then draws on the CPU. */
 typedef struct sbg_gsea_pre_gpu sbg_gsea_pre_gpu;
 sbg_status sbg_gsea_pre_gpu_open(const sbg_gsea_sizes *z, const double *wr, int32_t G, uint64_t seed, int device,
-                                 int64_t max_batch, sbg_gsea_pre_gpu **h, sbg_ctx *ctx);
+                                 int64_t lo, int64_t hi, int64_t max_batch, sbg_gsea_pre_gpu **h, sbg_ctx *ctx);
 int64_t sbg_gsea_pre_gpu_max_batch(const sbg_gsea_pre_gpu *h);
-/* Page-locked room for one batch (max_batch x z->n) that the copies from
- * the device fill fastest; NULL without CUDA. */
-double *sbg_gsea_pre_gpu_buffer(sbg_gsea_pre_gpu *h);
-sbg_status sbg_gsea_pre_gpu_batch(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, double *es, sbg_ctx *ctx);
+sbg_status sbg_gsea_pre_gpu_batch(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, const double **es, sbg_ctx *ctx);
 void sbg_gsea_pre_gpu_close(sbg_gsea_pre_gpu *h);
 
 #ifdef __cplusplus

@@ -22,11 +22,14 @@ struct sbg_gsea_pre_gpu {
   int device;
   int32_t G, nz, kmax, H, NP;
   uint64_t seed;
-  int64_t B;
+  int64_t B, lo, hi;  /* batch size; the range asked for, in order, once per pass */
   size_t smem;
   int32_t *d_size;
-  double *d_wr, *d_es;
-  double *h_es; /* pinned: B x nz, the caller's batch buffer */
+  double *d_wr, *d_es[2];
+  double *h_es[2];    /* page-locked: B x nz each */
+  int64_t pf_first[2], pf_n[2]; /* what each buffer holds or is receiving (n 0: nothing) */
+  cudaEvent_t ev[2];
+  int cur;            /* the buffer handed out last */
 };
 
 /* Linear-probing table of the partial shuffle's swapped entries: key d ->
@@ -64,7 +67,6 @@ k_prerank(const int32_t *size, int32_t nz, int32_t kmax, int32_t G, const double
   if (tid == 0) {
     sbg_philox r;
     sbg_philox_init(&r, seed, (uint64_t)(first + blockIdx.x), 0);
-    double nr = 0;
     for (int32_t i = 0; i < kmax; i++) {
       /* perm[d] <-> perm[i]; perm[i] is never read again (later draws
        * take d > i), so only perm[d] is written */
@@ -72,8 +74,18 @@ k_prerank(const int32_t *size, int32_t nz, int32_t kmax, int32_t G, const double
       int32_t p = pre_get(hkey, hval, H, d);
       pre_set(hkey, hval, H, d, pre_get(hkey, hval, H, i));
       spos[i] = p;
-      stix[i] = i + 1;
-      wd[i] = wr[p];
+    }
+  }
+  __syncthreads();
+  /* the weights in parallel, then their sums in draw order, as the CPU */
+  for (int32_t i = tid; i < kmax; i += blockDim.x) {
+    wd[i] = wr[spos[i]];
+    stix[i] = i + 1;
+  }
+  __syncthreads();
+  if (tid == 0) {
+    double nr = 0;
+    for (int32_t i = 0; i < kmax; i++) {
       nr = G_ADD(nr, wd[i]);
       nrd[i] = nr;
     }
@@ -114,20 +126,24 @@ k_prerank(const int32_t *size, int32_t nz, int32_t kmax, int32_t G, const double
 extern "C" void sbg_gsea_pre_gpu_close(sbg_gsea_pre_gpu *h) {
   if (!h) return;
   cudaSetDevice(h->device);
+  if (h->stream) cudaStreamSynchronize(h->stream);
   cudaFree(h->d_size);
   cudaFree(h->d_wr);
-  cudaFree(h->d_es);
-  if (h->h_es) cudaFreeHost(h->h_es);
+  for (int i = 0; i < 2; i++) {
+    cudaFree(h->d_es[i]);
+    if (h->h_es[i]) cudaFreeHost(h->h_es[i]);
+    if (h->ev[i]) cudaEventDestroy(h->ev[i]);
+  }
   if (h->stream) cudaStreamDestroy(h->stream);
   free(h);
 }
 
 extern "C" int64_t sbg_gsea_pre_gpu_max_batch(const sbg_gsea_pre_gpu *h) { return h->B; }
 
-extern "C" double *sbg_gsea_pre_gpu_buffer(sbg_gsea_pre_gpu *h) { return h->h_es; }
 
 extern "C" sbg_status sbg_gsea_pre_gpu_open(const sbg_gsea_sizes *z, const double *wr, int32_t G, uint64_t seed,
-                                            int device, int64_t max_batch, sbg_gsea_pre_gpu **out, sbg_ctx *ctx) {
+                                            int device, int64_t lo, int64_t hi, int64_t max_batch,
+                                            sbg_gsea_pre_gpu **out, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   int max_smem = 0;
   *out = NULL;
@@ -138,6 +154,8 @@ extern "C" sbg_status sbg_gsea_pre_gpu_open(const sbg_gsea_sizes *z, const doubl
   h->nz = z->n;
   h->kmax = z->size[z->n - 1];
   h->seed = seed;
+  h->lo = lo;
+  h->hi = hi;
   h->H = 64;
   while (h->H < 2 * h->kmax) h->H <<= 1;
   h->NP = 1;
@@ -155,8 +173,11 @@ extern "C" sbg_status sbg_gsea_pre_gpu_open(const sbg_gsea_sizes *z, const doubl
   h->B = max_batch < 65536 ? (max_batch < 64 ? 64 : max_batch) : 65536;
   SBG_TRY(sbg_device_alloc((void **)&h->d_size, (size_t)h->nz * sizeof(int32_t), "the set sizes", ctx));
   SBG_TRY(sbg_device_alloc((void **)&h->d_wr, (size_t)G * sizeof(double), "the running-sum weights", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&h->d_es, (size_t)h->B * h->nz * sizeof(double), "a batch of null ES", ctx));
-  SBG_CUDA_CHECK(cudaMallocHost((void **)&h->h_es, (size_t)h->B * h->nz * sizeof(double)));
+  for (int i = 0; i < 2; i++) {
+    SBG_TRY(sbg_device_alloc((void **)&h->d_es[i], (size_t)h->B * h->nz * sizeof(double), "a batch of null ES", ctx));
+    SBG_CUDA_CHECK(cudaMallocHost((void **)&h->h_es[i], (size_t)h->B * h->nz * sizeof(double)));
+    SBG_CUDA_CHECK(cudaEventCreateWithFlags(&h->ev[i], cudaEventDisableTiming));
+  }
   SBG_CUDA_CHECK(cudaMemcpyAsync(h->d_size, z->size, (size_t)h->nz * sizeof(int32_t), cudaMemcpyHostToDevice, h->stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(h->d_wr, wr, (size_t)G * sizeof(double), cudaMemcpyHostToDevice, h->stream));
   SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
@@ -169,16 +190,46 @@ done:
   return st;
 }
 
-extern "C" sbg_status sbg_gsea_pre_gpu_batch(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, double *es,
+/* Launches permutations [first, first + n) into buffer i, copies included. */
+static sbg_status pre_launch(sbg_gsea_pre_gpu *h, int i, int64_t first, int64_t n, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  k_prerank<<<(unsigned)n, PRE_THREADS, h->smem, h->stream>>>(h->d_size, h->nz, h->kmax, h->G, h->d_wr, h->seed,
+                                                              first, h->H, h->NP, h->d_es[i]);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  SBG_CUDA_CHECK(cudaMemcpyAsync(h->h_es[i], h->d_es[i], (size_t)n * h->nz * sizeof(double), cudaMemcpyDeviceToHost,
+                                 h->stream));
+  SBG_CUDA_CHECK(cudaEventRecord(h->ev[i], h->stream));
+  h->pf_first[i] = first;
+  h->pf_n[i] = n;
+done:
+  return st;
+}
+
+/* The batches come in order over [lo, hi), once per pass: before handing
+ * one out, the next (wrapping to lo for the next pass) is launched into
+ * the other buffer, so the GPU draws while the host runs the statistics of
+ * this one.  A batch that was not foreseen is drawn on the spot. */
+extern "C" sbg_status sbg_gsea_pre_gpu_batch(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, const double **es,
                                              sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
+  int i = -1;
+  int64_t nf, nn;
   if (n < 1 || n > h->B) return sbg_fail(ctx, SBG_ERR_INTERNAL, "GPU batch of %lld permutations", (long long)n);
   SBG_TRY(sbg_device_select(h->device, ctx));
-  k_prerank<<<(unsigned)n, PRE_THREADS, h->smem, h->stream>>>(h->d_size, h->nz, h->kmax, h->G, h->d_wr, h->seed,
-                                                              first, h->H, h->NP, h->d_es);
-  SBG_CUDA_CHECK(cudaGetLastError());
-  SBG_CUDA_CHECK(cudaMemcpyAsync(es, h->d_es, (size_t)n * h->nz * sizeof(double), cudaMemcpyDeviceToHost, h->stream));
-  SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
+  for (int b = 0; b < 2; b++)
+    if (h->pf_n[b] == n && h->pf_first[b] == first) i = b;
+  if (i < 0) {
+    i = 1 - h->cur;
+    SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream)); /* the other buffer may be receiving */
+    SBG_TRY(pre_launch(h, i, first, n, ctx));
+  }
+  /* the next batch into the other buffer (the caller is done with it) */
+  nf = first + n < h->hi ? first + n : h->lo;
+  nn = h->hi - nf < h->B ? h->hi - nf : h->B;
+  if (nn > 0 && !(h->pf_first[1 - i] == nf && h->pf_n[1 - i] == nn)) SBG_TRY(pre_launch(h, 1 - i, nf, nn, ctx));
+  SBG_CUDA_CHECK(cudaEventSynchronize(h->ev[i]));
+  h->cur = i;
+  *es = h->h_es[i];
 done:
   return st;
 }

@@ -6,8 +6,8 @@
 #include "gsea_preranked.h"
 
 sbg_status sbg_gsea_pre_gpu_open(const sbg_gsea_sizes *z, const double *wr, int32_t G, uint64_t seed, int device,
-                                 int64_t max_batch, sbg_gsea_pre_gpu **h, sbg_ctx *ctx) {
-  (void)z; (void)wr; (void)G; (void)seed; (void)device; (void)max_batch;
+                                 int64_t lo, int64_t hi, int64_t max_batch, sbg_gsea_pre_gpu **h, sbg_ctx *ctx) {
+  (void)z; (void)wr; (void)G; (void)seed; (void)device; (void)lo; (void)hi; (void)max_batch;
   *h = NULL;
   return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
 }
@@ -17,12 +17,7 @@ int64_t sbg_gsea_pre_gpu_max_batch(const sbg_gsea_pre_gpu *h) {
   return 64;
 }
 
-double *sbg_gsea_pre_gpu_buffer(sbg_gsea_pre_gpu *h) {
-  (void)h;
-  return NULL;
-}
-
-sbg_status sbg_gsea_pre_gpu_batch(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, double *es, sbg_ctx *ctx) {
+sbg_status sbg_gsea_pre_gpu_batch(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, const double **es, sbg_ctx *ctx) {
   (void)h; (void)first; (void)n; (void)es;
   return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
 }
