@@ -225,12 +225,17 @@ typedef struct stats {
   uint64_t *thp, *thn;       /* per-thread partials of the current batch */
   int64_t valid_pos, valid_neg;
   double *pmax, *pmin;       /* per permutation max / min null NES */
+  double *zb;                /* per thread: a permutation's null NES (S) */
+  /* pass 2's bins: where to search opos / oneg for a value (bucket_find) */
+  int32_t nbp, nbn, *bplo, *bphi, *bnlo, *bnhi;
+  double sbp, sbn;
 } stats;
 
 static void stats_free(stats *t) {
   free(t->sum_pos); free(t->sum_neg); free(t->n_pos); free(t->n_neg); free(t->n_ext);
   free(t->mpos); free(t->mneg); free(t->nes); free(t->opos); free(t->oneg);
   free(t->hp); free(t->hn); free(t->thp); free(t->thn); free(t->pmax); free(t->pmin);
+  free(t->zb); free(t->bplo); free(t->bphi); free(t->bnlo); free(t->bnhi);
 }
 
 static int stats_alloc(stats *t, int32_t S, int64_t nperm, const double *es, int nth) {
@@ -257,7 +262,8 @@ static int stats_alloc(stats *t, int32_t S, int64_t nperm, const double *es, int
   t->thn = malloc((size_t)nth * (s + 1) * sizeof(uint64_t));
   t->pmax = malloc((size_t)nperm * sizeof(double));
   t->pmin = malloc((size_t)nperm * sizeof(double));
-  return t->sum_pos && t->sum_neg && t->n_pos && t->n_neg && t->n_ext && t->mpos &&
+  t->zb = malloc((size_t)nth * s * sizeof(double));
+  return t->zb && t->sum_pos && t->sum_neg && t->n_pos && t->n_neg && t->n_ext && t->mpos &&
          t->mneg && t->nes && t->opos && t->oneg && t->hp && t->hn && t->thp && t->thn &&
          t->pmax && t->pmin;
 }
@@ -489,6 +495,34 @@ static void zstats_end1(const zstats *z, stats *t) {
   }
 }
 
+/* Buckets over a sorted array a[0..n) of values >= 0, so that the count of
+ * a <= x needs a search of a few entries only: bucket b of width 1/scale
+ * holds that count between lo[b] and hi[b], with a margin of one bucket
+ * on each side for the rounding of x * scale (pass 2 counts 2^20 x sizes
+ * values; the binary search over all observed NES was most of its time). */
+static int bucket_make(const double *a, int32_t n, int32_t *nb, double *scale, int32_t **lo, int32_t **hi) {
+  int32_t m = 4 * n + 16;
+  double top = n > 0 ? a[n - 1] : 0;
+  *nb = m;
+  *scale = top > 0 && isfinite(top) ? (double)(m - 2) / top : 1.0;
+  *lo = malloc((size_t)m * sizeof(int32_t));
+  *hi = malloc((size_t)m * sizeof(int32_t));
+  if (!*lo || !*hi) return 0;
+  for (int32_t b = 0; b < m; b++) {
+    (*lo)[b] = b > 0 ? gsea_count_le(a, n, (double)(b - 1) / *scale) : 0;
+    (*hi)[b] = b < m - 1 ? gsea_count_le(a, n, (double)(b + 2) / *scale) : n;
+  }
+  return 1;
+}
+
+/* gsea_count_le(a, n, x) for x >= 0 through the buckets. */
+static inline int32_t bucket_find(const double *a, int32_t nb, double scale, const int32_t *lo, const int32_t *hi,
+                                  double x) {
+  double f = x * scale;
+  int32_t b = f < (double)(nb - 1) ? (int32_t)f : nb - 1;
+  return lo[b] + gsea_count_le(a + lo[b], hi[b] - lo[b], x);
+}
+
 /* Pass 2 over permutations [first, first + n): normalised null ES, the per
  * permutation max/min (FWER) and the FDR numerators.  A null NES v >= 0
  * adds 1/#{null NES >= 0 in its permutation} to every observed NES <= v;
@@ -500,12 +534,18 @@ static void stats_pass2(stats *t, const double *nb, int32_t ncol, const int32_t 
                         int64_t first, int64_t n, int nth) {
   size_t wp = (size_t)t->kp + 1, wn = (size_t)t->kn + 1;
   int64_t vpos = 0, vneg = 0;
+  if (!t->bplo && (!bucket_make(t->opos, t->kp, &t->nbp, &t->sbp, &t->bplo, &t->bphi) ||
+                   !bucket_make(t->oneg, t->kn, &t->nbn, &t->sbn, &t->bnlo, &t->bnhi))) {
+    free(t->bplo); free(t->bphi); free(t->bnlo); free(t->bnhi);
+    t->bplo = t->bphi = t->bnlo = t->bnhi = NULL;
+  }
   memset(t->thp, 0, (size_t)nth * wp * sizeof(uint64_t));
   memset(t->thn, 0, (size_t)nth * wn * sizeof(uint64_t));
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 64) reduction(+ : vpos, vneg)
   for (int64_t b = 0; b < n; b++) {
     uint64_t *hp = t->thp + (size_t)omp_get_thread_num() * wp;
     uint64_t *hn = t->thn + (size_t)omp_get_thread_num() * wn;
+    double *zs = t->zb + (size_t)omp_get_thread_num() * t->S;
     const double *col = nb + (size_t)b * ncol;
     double mx = -INFINITY, mn = INFINITY;
     int32_t mp = 0, mm = 0;
@@ -513,6 +553,7 @@ static void stats_pass2(stats *t, const double *nb, int32_t ncol, const int32_t 
       int32_t s = colset ? colset[c] : c, m = colmult ? colmult[c] : t->rep ? t->mult[s] : 1;
       if (!m) continue;
       double z = gsea_null_nes(col[c], t->mpos[s], t->mneg[s]);
+      zs[c] = z;
       if (isnan(z)) continue;
       if (z > mx) mx = z;
       if (z < mn) mn = z;
@@ -528,10 +569,15 @@ static void stats_pass2(stats *t, const double *nb, int32_t ncol, const int32_t 
       int32_t s = colset ? colset[c] : c;
       uint64_t m = colmult ? (uint64_t)colmult[c] : t->rep ? (uint64_t)t->mult[s] : 1;
       if (!m) continue;
-      double z = gsea_null_nes(col[c], t->mpos[s], t->mneg[s]);
+      double z = zs[c];
       if (isnan(z)) continue;
-      if (z >= 0) hp[gsea_count_le(t->opos, t->kp, z)] += m * wpv;
-      if (z <= 0) hn[gsea_count_le(t->oneg, t->kn, -z)] += m * wnv;
+      if (!t->bplo) {
+        if (z >= 0) hp[gsea_count_le(t->opos, t->kp, z)] += m * wpv;
+        if (z <= 0) hn[gsea_count_le(t->oneg, t->kn, -z)] += m * wnv;
+        continue;
+      }
+      if (z >= 0) hp[bucket_find(t->opos, t->nbp, t->sbp, t->bplo, t->bphi, z)] += m * wpv;
+      if (z <= 0) hn[bucket_find(t->oneg, t->nbn, t->sbn, t->bnlo, t->bnhi, -z)] += m * wnv;
     }
   }
   for (int i = 0; i < nth; i++) {
