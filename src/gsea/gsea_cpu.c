@@ -775,6 +775,8 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   memset(&zs, 0, sizeof zs);
   sbg_gsea_pre_gpu *pgs[SBG_GSEA_MAX_DEVICES] = {NULL};
   int pre_gpu = 0; /* gene permutations on the GPUs (gsea_preranked_gpu.cu) */
+  int zdev = 0;    /* ... with their statistics there too */
+  double *zmpos = NULL; /* per size: mpos, then mneg, for the devices' pass 2 */
   sbg_gsea_sizes sizes;
   memset(&sizes, 0, sizeof sizes);
   ws *wss = NULL;
@@ -982,6 +984,13 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
       st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics");
       goto done;
     }
+    zdev = bysize && nw > 0 && pgs[0];
+    for (int w = 0; w < nw && zdev; w++) {
+      int on = 0;
+      SBG_TRY(sbg_gsea_pre_gpu_stats(pgs[w], zs.ps, zs.ns, zs.pe, zs.ne, zs.mult, S, &on, ctx));
+      zdev = on;
+    }
+    if (zdev) zkeep = 0;
   }
   if (p->phase == 2) { /* pass 1's merged results, from the caller */
     memcpy(t.mpos, p->norm->mpos, (size_t)S * sizeof(double));
@@ -1025,6 +1034,21 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
           else SBG_TRY(sbg_gsea_gpu_pass2(gpus[w], next[w], n[w], t.mpos, t.mneg, t.opos, t.kp, t.oneg, t.kn,
                                           t.fbits, t.pmax, t.pmin, ctx));
         }
+      } else if (zdev) {
+        if (pass == 2 && !zmpos) {
+          zmpos = malloc(2 * (size_t)sizes.n * sizeof(double));
+          if (!zmpos) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); goto done; }
+          for (int32_t q = 0; q < sizes.n; q++) {
+            zmpos[q] = t.mpos[zs.rep[q]];
+            zmpos[sizes.n + q] = t.mneg[zs.rep[q]];
+          }
+        }
+        for (int w = 0; w < nw; w++) {
+          if (n[w] <= 0) continue;
+          if (pass == 1) SBG_TRY(sbg_gsea_pre_gpu_pass1(pgs[w], next[w], n[w], ctx));
+          else SBG_TRY(sbg_gsea_pre_gpu_pass2(pgs[w], next[w], n[w], zmpos, zmpos + sizes.n, t.opos, t.kp, t.oneg,
+                                              t.kn, t.fbits, t.pmax, t.pmin, ctx));
+        }
       } else if (bysize) {
         for (int w = 0; w < nw; w++) {
           if (n[w] <= 0) continue;
@@ -1058,6 +1082,8 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
       SBG_TRY(sbg_poll(ctx, doneW / work));
     }
     if (pass == 1) {
+      for (int w = 0; w < nw && zdev; w++)
+        SBG_TRY(sbg_gsea_pre_gpu_pass1_result(pgs[w], zs.sp, zs.sn, zs.np, zs.nn, zs.bp, zs.bn, ctx));
       if (bysize) zstats_end1(&zs, &t);
       if (dev_stats)
         for (int w = 0; w < nw; w++)
@@ -1086,6 +1112,9 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   if (dev_stats)
     for (int w = 0; w < nw; w++)
       SBG_TRY(sbg_gsea_gpu_pass2_result(gpus[w], t.hp, t.hn, &t.valid_pos, &t.valid_neg, ctx));
+  if (zdev && p->phase != 1)
+    for (int w = 0; w < nw; w++)
+      SBG_TRY(sbg_gsea_pre_gpu_pass2_result(pgs[w], t.hp, t.hn, &t.valid_pos, &t.valid_neg, ctx));
   out->seconds[1] = now_s() - t0;
   t0 = now_s();
   if (p->phase == 2) { /* the share's bins and extremes go to the caller */
@@ -1107,7 +1136,7 @@ done:
   }
   if (wss) for (int i = 0; i < nth; i++) ws_free(&wss[i]);
   free(wss); free(xc); free(mu); free(t1); free(t2); free(nb); free(gs_start); free(gs_sets); free(inv_nmiss);
-  free(wr); free(zbatch); free(zcache); free(repv); free(multv);
+  free(wr); free(zbatch); free(zcache); free(zmpos); free(repv); free(multv);
   zstats_free(&zs);
   sbg_gsea_sizes_free(&sizes);
   stats_free(&t);

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "gsea.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -51,6 +52,24 @@ sbg_status sbg_gsea_pre_gpu_open(const sbg_gsea_sizes *z, const double *wr, int3
 int64_t sbg_gsea_pre_gpu_max_batch(const sbg_gsea_pre_gpu *h);
 sbg_status sbg_gsea_pre_gpu_batch(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, const double **es, sbg_ctx *ctx);
 void sbg_gsea_pre_gpu_close(sbg_gsea_pre_gpu *h);
+
+/* The statistics passes by size on the device (gsea_cpu.c's zstats_pass1
+ * and stats_pass2, same integers), so no ES leave it: stats sets them up
+ * from the sizes' sorted observed ES (zstats' ps, ns, pe, ne) and the sets
+ * per size, *on = 0 where pass 2's bins do not fit a block (the host then
+ * runs them).  pass1_result and pass2_result add the device's sums,
+ * counts and bins to the host's; pass2 writes each permutation's max and
+ * min null NES into pmax, pmin (index first - 1 on). */
+sbg_status sbg_gsea_pre_gpu_stats(sbg_gsea_pre_gpu *h, const int32_t *ps, const int32_t *ns, const double *pe,
+                                  const double *ne, const int32_t *mult, int32_t S, int *on, sbg_ctx *ctx);
+sbg_status sbg_gsea_pre_gpu_pass1(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, sbg_ctx *ctx);
+sbg_status sbg_gsea_pre_gpu_pass1_result(sbg_gsea_pre_gpu *h, gsea_acc *sp, gsea_acc *sn, int64_t *np, int64_t *nn,
+                                         int64_t *bp, int64_t *bn, sbg_ctx *ctx);
+sbg_status sbg_gsea_pre_gpu_pass2(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, const double *mpos,
+                                  const double *mneg, const double *opos, int32_t kp, const double *oneg, int32_t kn,
+                                  int fbits, double *pmax, double *pmin, sbg_ctx *ctx);
+sbg_status sbg_gsea_pre_gpu_pass2_result(sbg_gsea_pre_gpu *h, uint64_t *hp, uint64_t *hn, int64_t *valid_pos,
+                                         int64_t *valid_neg, sbg_ctx *ctx);
 
 #ifdef __cplusplus
 }

@@ -30,7 +30,125 @@ struct sbg_gsea_pre_gpu {
   int64_t pf_first[2], pf_n[2]; /* what each buffer holds or is receiving (n 0: nothing) */
   cudaEvent_t ev[2];
   int cur;            /* the buffer handed out last */
+  /* statistics on the device (sbg_gsea_pre_gpu_stats): pass 1 by size in
+   * SLICES slices of each batch, each (slice, size) one thread's; pass 2
+   * one block per permutation, as gsea_gpu.cu's k_pass2 by set */
+  int stats, sms;
+  int32_t kp, kn, npos, nneg;
+  int32_t *d_ps, *d_ns, *d_mult;
+  double *d_pe, *d_ne, *d_obs;         /* observed ES by size; mpos, mneg (nz each), opos, oneg */
+  gsea_acc *d_sp, *d_sn;               /* SLICES x nz */
+  unsigned long long *d_np, *d_nn, *d_bp, *d_bn, *d_hist;
+  double *d_pext;                      /* per permutation max, min (2 x B) */
 };
+
+#define SLICES 64
+
+/* Pass 1 of a batch (the host's zstats_pass1): thread (slice, size) adds
+ * the null ES of its size in permutations slice, slice + SLICES, ... to its
+ * own sums, and 1 to the bin of the sets each null is beyond (atomics:
+ * integers, order-free). */
+static __global__ void k_zpass1(const double *es, int64_t n, int32_t nz, const int32_t *ps, const int32_t *ns,
+                                const double *pe, const double *ne, gsea_acc *sp, gsea_acc *sn,
+                                unsigned long long *np, unsigned long long *nn, unsigned long long *bp,
+                                unsigned long long *bn) {
+  int32_t q = blockIdx.x * blockDim.x + threadIdx.x, slice = blockIdx.y;
+  if (q >= nz) return;
+  gsea_acc a = sp[(size_t)slice * nz + q], c = sn[(size_t)slice * nz + q];
+  unsigned long long kp = 0, kn = 0;
+  int32_t plo = ps[q], pm = ps[q + 1] - plo, nlo = ns[q], nm = ns[q + 1] - nlo;
+  for (int64_t b = slice; b < n; b += SLICES) {
+    double v = es[(size_t)b * nz + q];
+    if (v >= 0) {
+      gsea_acc_add(&a, v);
+      kp++;
+      int32_t lo = 0, hi = pm; /* count of ES < v */
+      while (lo < hi) {
+        int32_t mid = (lo + hi) >> 1;
+        if (pe[plo + mid] < v) lo = mid + 1; else hi = mid;
+      }
+      if (lo > 0) atomicAdd(&bp[plo + q + lo], 1ull);
+    }
+    if (v <= 0) {
+      gsea_acc_add(&c, v);
+      kn++;
+      int32_t lo = gsea_count_le(ne + nlo, nm, v);
+      if (lo < nm) atomicAdd(&bn[nlo + q + lo], 1ull);
+    }
+  }
+  sp[(size_t)slice * nz + q] = a;
+  sn[(size_t)slice * nz + q] = c;
+  atomicAdd(&np[q], kp);
+  atomicAdd(&nn[q], kn);
+}
+
+/* Pass 2 of a batch: gsea_cpu.c's stats_pass2 by size (sets of a size
+ * counted mult times), one block per permutation. */
+static __global__ void __launch_bounds__(PRE_THREADS)
+k_zpass2(const double *es, int64_t n, int32_t nz, const int32_t *mult, const double *obs, int32_t kp, int32_t kn,
+         int fbits, double *pext, int64_t B, unsigned long long *gh) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  unsigned long long *hp = reinterpret_cast<unsigned long long *>(smem), *hn = hp + kp + 1;
+  double *opos = reinterpret_cast<double *>(hn + kn + 1), *oneg = opos + kp;
+  __shared__ double rmax[PRE_THREADS / 32], rmin[PRE_THREADS / 32];
+  __shared__ int32_t rp[PRE_THREADS / 32], rm[PRE_THREADS / 32];
+  __shared__ unsigned long long vpos, vneg;
+  const double *mpos = obs, *mneg = obs + nz;
+  for (int32_t i = threadIdx.x; i <= kp; i += blockDim.x) hp[i] = 0;
+  for (int32_t i = threadIdx.x; i <= kn; i += blockDim.x) hn[i] = 0;
+  for (int32_t i = threadIdx.x; i < kp; i += blockDim.x) opos[i] = obs[2 * nz + i];
+  for (int32_t i = threadIdx.x; i < kn; i += blockDim.x) oneg[i] = obs[2 * nz + kp + i];
+  if (threadIdx.x == 0) vpos = vneg = 0;
+  __syncthreads();
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+  for (int64_t b = blockIdx.x; b < n; b += gridDim.x) {
+    const double *col = es + (size_t)b * nz;
+    double mx = -INFINITY, mn = INFINITY;
+    int32_t mp = 0, mm = 0;
+    for (int32_t q = threadIdx.x; q < nz; q += blockDim.x) {
+      double z = gsea_null_nes(col[q], mpos[q], mneg[q]);
+      if (isnan(z)) continue;
+      mx = fmax(mx, z);
+      mn = fmin(mn, z);
+      if (z >= 0) mp += mult[q];
+      if (z <= 0) mm += mult[q];
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      mn = fmin(mn, __shfl_xor_sync(0xffffffffu, mn, o));
+      mp += __shfl_xor_sync(0xffffffffu, mp, o);
+      mm += __shfl_xor_sync(0xffffffffu, mm, o);
+    }
+    if (lane == 0) { rmax[wid] = mx; rmin[wid] = mn; rp[wid] = mp; rm[wid] = mm; }
+    __syncthreads();
+    mx = rmax[0]; mn = rmin[0]; mp = rp[0]; mm = rm[0];
+    for (int i = 1; i < PRE_THREADS / 32; i++) {
+      mx = fmax(mx, rmax[i]); mn = fmin(mn, rmin[i]); mp += rp[i]; mm += rm[i];
+    }
+    __syncthreads(); /* every thread has read the partials */
+    if (threadIdx.x == 0) {
+      pext[b] = mx;
+      pext[B + b] = mn;
+      if (mp) vpos++;
+      if (mm) vneg++;
+    }
+    unsigned long long wpv = mp ? gsea_fdr_weight(mp, fbits) : 0, wnv = mm ? gsea_fdr_weight(mm, fbits) : 0;
+    for (int32_t q = threadIdx.x; q < nz; q += blockDim.x) {
+      double z = gsea_null_nes(col[q], mpos[q], mneg[q]);
+      if (isnan(z)) continue;
+      unsigned long long m = (unsigned long long)mult[q];
+      if (z >= 0) atomicAdd(&hp[gsea_count_le(opos, kp, z)], m * wpv);
+      if (z <= 0) atomicAdd(&hn[gsea_count_le(oneg, kn, -z)], m * wnv);
+    }
+  }
+  __syncthreads();
+  for (int32_t i = threadIdx.x; i <= kp; i += blockDim.x) if (hp[i]) atomicAdd(&gh[i], hp[i]);
+  for (int32_t i = threadIdx.x; i <= kn; i += blockDim.x) if (hn[i]) atomicAdd(&gh[kp + 1 + i], hn[i]);
+  if (threadIdx.x == 0) {
+    atomicAdd(&gh[kp + kn + 2], vpos);
+    atomicAdd(&gh[kp + kn + 3], vneg);
+  }
+}
 
 /* Linear-probing table of the partial shuffle's swapped entries: key d ->
  * perm[d]; an absent key is the identity. */
@@ -129,6 +247,9 @@ extern "C" void sbg_gsea_pre_gpu_close(sbg_gsea_pre_gpu *h) {
   if (h->stream) cudaStreamSynchronize(h->stream);
   cudaFree(h->d_size);
   cudaFree(h->d_wr);
+  void *st[] = {h->d_ps, h->d_ns, h->d_mult, h->d_pe, h->d_ne, h->d_obs, h->d_sp, h->d_sn,
+                h->d_np, h->d_nn, h->d_bp, h->d_bn, h->d_hist, h->d_pext};
+  for (size_t i = 0; i < sizeof st / sizeof st[0]; i++) cudaFree(st[i]);
   for (int i = 0; i < 2; i++) {
     cudaFree(h->d_es[i]);
     if (h->h_es[i]) cudaFreeHost(h->h_es[i]);
@@ -173,11 +294,8 @@ extern "C" sbg_status sbg_gsea_pre_gpu_open(const sbg_gsea_sizes *z, const doubl
   h->B = max_batch < 65536 ? (max_batch < 64 ? 64 : max_batch) : 65536;
   SBG_TRY(sbg_device_alloc((void **)&h->d_size, (size_t)h->nz * sizeof(int32_t), "the set sizes", ctx));
   SBG_TRY(sbg_device_alloc((void **)&h->d_wr, (size_t)G * sizeof(double), "the running-sum weights", ctx));
-  for (int i = 0; i < 2; i++) {
-    SBG_TRY(sbg_device_alloc((void **)&h->d_es[i], (size_t)h->B * h->nz * sizeof(double), "a batch of null ES", ctx));
-    SBG_CUDA_CHECK(cudaMallocHost((void **)&h->h_es[i], (size_t)h->B * h->nz * sizeof(double)));
-    SBG_CUDA_CHECK(cudaEventCreateWithFlags(&h->ev[i], cudaEventDisableTiming));
-  }
+  /* the second buffer and the page-locked ones when the host asks for ES */
+  SBG_TRY(sbg_device_alloc((void **)&h->d_es[0], (size_t)h->B * h->nz * sizeof(double), "a batch of null ES", ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(h->d_size, z->size, (size_t)h->nz * sizeof(int32_t), cudaMemcpyHostToDevice, h->stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(h->d_wr, wr, (size_t)G * sizeof(double), cudaMemcpyHostToDevice, h->stream));
   SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
@@ -193,6 +311,12 @@ done:
 /* Launches permutations [first, first + n) into buffer i, copies included. */
 static sbg_status pre_launch(sbg_gsea_pre_gpu *h, int i, int64_t first, int64_t n, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
+  if (!h->h_es[i]) {
+    if (!h->d_es[i])
+      SBG_TRY(sbg_device_alloc((void **)&h->d_es[i], (size_t)h->B * h->nz * sizeof(double), "a batch of null ES", ctx));
+    SBG_CUDA_CHECK(cudaMallocHost((void **)&h->h_es[i], (size_t)h->B * h->nz * sizeof(double)));
+    SBG_CUDA_CHECK(cudaEventCreateWithFlags(&h->ev[i], cudaEventDisableTiming));
+  }
   k_prerank<<<(unsigned)n, PRE_THREADS, h->smem, h->stream>>>(h->d_size, h->nz, h->kmax, h->G, h->d_wr, h->seed,
                                                               first, h->H, h->NP, h->d_es[i]);
   SBG_CUDA_CHECK(cudaGetLastError());
@@ -231,5 +355,174 @@ extern "C" sbg_status sbg_gsea_pre_gpu_batch(sbg_gsea_pre_gpu *h, int64_t first,
   h->cur = i;
   *es = h->h_es[i];
 done:
+  return st;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Statistics on the device */
+
+#define PRE_ALLOC(ptr, count, what) \
+  SBG_TRY(sbg_device_alloc((void **)&(ptr), (size_t)(count) * sizeof(*(ptr)), what, ctx))
+#define PRE_TO_DEVICE(dst, src, count) \
+  SBG_CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)(count) * sizeof(*(dst)), cudaMemcpyHostToDevice, h->stream))
+
+static size_t zpass2_smem(int32_t kp, int32_t kn) {
+  return ((size_t)kp + kn + 2) * sizeof(unsigned long long) + ((size_t)kp + kn) * sizeof(double);
+}
+
+extern "C" sbg_status sbg_gsea_pre_gpu_stats(sbg_gsea_pre_gpu *h, const int32_t *ps, const int32_t *ns,
+                                             const double *pe, const double *ne, const int32_t *mult, int32_t S,
+                                             int *on, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t nz = h->nz;
+  int max_smem = 0;
+  size_t nb;
+  *on = 0;
+  SBG_TRY(sbg_device_select(h->device, ctx));
+  SBG_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, h->device));
+  SBG_CUDA_CHECK(cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, h->device));
+  if (zpass2_smem(S, S) + 1024 > (size_t)max_smem) return SBG_OK; /* pass 2's bins: on the host */
+  SBG_CUDA_CHECK(cudaFuncSetAttribute(k_zpass2, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem - 1024));
+  h->npos = ps[nz];
+  h->nneg = ns[nz];
+  nb = (size_t)S + nz;
+  PRE_ALLOC(h->d_ps, nz + 1, "the statistics");
+  PRE_ALLOC(h->d_ns, nz + 1, "the statistics");
+  PRE_ALLOC(h->d_mult, nz, "the statistics");
+  PRE_ALLOC(h->d_pe, h->npos + 1, "the statistics");
+  PRE_ALLOC(h->d_ne, h->nneg + 1, "the statistics");
+  PRE_ALLOC(h->d_obs, 2 * (size_t)nz + 2 * (size_t)S, "the statistics");
+  PRE_ALLOC(h->d_sp, (size_t)SLICES * nz, "the statistics");
+  PRE_ALLOC(h->d_sn, (size_t)SLICES * nz, "the statistics");
+  PRE_ALLOC(h->d_np, nz, "the statistics");
+  PRE_ALLOC(h->d_nn, nz, "the statistics");
+  PRE_ALLOC(h->d_bp, nb, "the statistics");
+  PRE_ALLOC(h->d_bn, nb, "the statistics");
+  PRE_ALLOC(h->d_hist, 2 * (size_t)S + 4, "the statistics");
+  PRE_ALLOC(h->d_pext, 2 * (size_t)h->B, "the statistics");
+  PRE_TO_DEVICE(h->d_ps, ps, nz + 1);
+  PRE_TO_DEVICE(h->d_ns, ns, nz + 1);
+  PRE_TO_DEVICE(h->d_mult, mult, nz);
+  if (h->npos) PRE_TO_DEVICE(h->d_pe, pe, h->npos);
+  if (h->nneg) PRE_TO_DEVICE(h->d_ne, ne, h->nneg);
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_sp, 0, (size_t)SLICES * nz * sizeof(gsea_acc), h->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_sn, 0, (size_t)SLICES * nz * sizeof(gsea_acc), h->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_np, 0, (size_t)nz * 8, h->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_nn, 0, (size_t)nz * 8, h->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_bp, 0, nb * 8, h->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_bn, 0, nb * 8, h->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_hist, 0, (2 * (size_t)S + 4) * 8, h->stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
+  h->kp = h->kn = -1;
+  h->stats = 1;
+  *on = 1;
+done:
+  return st;
+}
+
+/* Draws permutations [first, first + n) into the device's buffer (no copy). */
+static sbg_status pre_draw(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  if (n < 1 || n > h->B) return sbg_fail(ctx, SBG_ERR_INTERNAL, "GPU batch of %lld permutations", (long long)n);
+  SBG_TRY(sbg_device_select(h->device, ctx));
+  k_prerank<<<(unsigned)n, PRE_THREADS, h->smem, h->stream>>>(h->d_size, h->nz, h->kmax, h->G, h->d_wr, h->seed,
+                                                              first, h->H, h->NP, h->d_es[0]);
+  SBG_CUDA_CHECK(cudaGetLastError());
+done:
+  return st;
+}
+
+extern "C" sbg_status sbg_gsea_pre_gpu_pass1(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  SBG_TRY(pre_draw(h, first, n, ctx));
+  {
+    dim3 g((unsigned)((h->nz + 127) / 128), SLICES);
+    k_zpass1<<<g, 128, 0, h->stream>>>(h->d_es[0], n, h->nz, h->d_ps, h->d_ns, h->d_pe, h->d_ne, h->d_sp, h->d_sn,
+                                       h->d_np, h->d_nn, h->d_bp, h->d_bn);
+    SBG_CUDA_CHECK(cudaGetLastError());
+  }
+  SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream)); /* polls between batches */
+done:
+  return st;
+}
+
+/* Adds the device's pass-1 results to the host's: sums and counts by size
+ * (sp, sn, np, nn: nz each), bins (bp, bn: as zstats, npos + nz and
+ * nneg + nz). */
+extern "C" sbg_status sbg_gsea_pre_gpu_pass1_result(sbg_gsea_pre_gpu *h, gsea_acc *sp, gsea_acc *sn, int64_t *np,
+                                                    int64_t *nn, int64_t *bp, int64_t *bn, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t nz = h->nz;
+  size_t nbp = (size_t)h->npos + nz, nbn = (size_t)h->nneg + nz;
+  gsea_acc *a = (gsea_acc *)malloc(2 * (size_t)SLICES * nz * sizeof(gsea_acc));
+  unsigned long long *c = (unsigned long long *)malloc((2 * (size_t)nz + nbp + nbn) * sizeof(unsigned long long));
+  if (!a || !c) { free(a); free(c); return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics"); }
+  SBG_TRY(sbg_device_select(h->device, ctx));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(a, h->d_sp, (size_t)SLICES * nz * sizeof(gsea_acc), cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(a + (size_t)SLICES * nz, h->d_sn, (size_t)SLICES * nz * sizeof(gsea_acc),
+                                 cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(c, h->d_np, nz * 8, cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(c + nz, h->d_nn, nz * 8, cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(c + 2 * nz, h->d_bp, nbp * 8, cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(c + 2 * nz + nbp, h->d_bn, nbn * 8, cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
+  for (int i = 0; i < SLICES; i++)
+    for (int32_t q = 0; q < nz; q++) {
+      gsea_acc_merge(&sp[q], a[(size_t)i * nz + q]);
+      gsea_acc_merge(&sn[q], a[(size_t)(SLICES + i) * nz + q]);
+    }
+  for (int32_t q = 0; q < nz; q++) { np[q] += (int64_t)c[q]; nn[q] += (int64_t)c[nz + q]; }
+  for (size_t i = 0; i < nbp; i++) bp[i] += (int64_t)c[2 * nz + i];
+  for (size_t i = 0; i < nbn; i++) bn[i] += (int64_t)c[2 * nz + nbp + i];
+done:
+  free(a);
+  free(c);
+  return st;
+}
+
+extern "C" sbg_status sbg_gsea_pre_gpu_pass2(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, const double *mpos,
+                                             const double *mneg, const double *opos, int32_t kp, const double *oneg,
+                                             int32_t kn, int fbits, double *pmax, double *pmin, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t nz = h->nz;
+  SBG_TRY(pre_draw(h, first, n, ctx));
+  if (h->kp < 0) { /* the observed side, once */
+    h->kp = kp;
+    h->kn = kn;
+    PRE_TO_DEVICE(h->d_obs, mpos, nz);
+    PRE_TO_DEVICE(h->d_obs + nz, mneg, nz);
+    if (kp) PRE_TO_DEVICE(h->d_obs + 2 * nz, opos, kp);
+    if (kn) PRE_TO_DEVICE(h->d_obs + 2 * nz + kp, oneg, kn);
+  }
+  {
+    int64_t blocks = (int64_t)h->sms * 8 < n ? (int64_t)h->sms * 8 : n;
+    k_zpass2<<<(unsigned)blocks, PRE_THREADS, zpass2_smem(kp, kn), h->stream>>>(
+        h->d_es[0], n, nz, h->d_mult, h->d_obs, kp, kn, fbits, h->d_pext, h->B, h->d_hist);
+    SBG_CUDA_CHECK(cudaGetLastError());
+  }
+  SBG_CUDA_CHECK(cudaMemcpyAsync(pmax + first - 1, h->d_pext, n * sizeof(double), cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(pmin + first - 1, h->d_pext + h->B, n * sizeof(double), cudaMemcpyDeviceToHost,
+                                 h->stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
+done:
+  return st;
+}
+
+extern "C" sbg_status sbg_gsea_pre_gpu_pass2_result(sbg_gsea_pre_gpu *h, uint64_t *hp, uint64_t *hn,
+                                                    int64_t *valid_pos, int64_t *valid_neg, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t kp = h->kp < 0 ? 0 : h->kp, kn = h->kn < 0 ? 0 : h->kn;
+  size_t nh = (size_t)kp + kn + 4;
+  unsigned long long *c = (unsigned long long *)malloc(nh * sizeof(unsigned long long));
+  if (!c) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics");
+  SBG_TRY(sbg_device_select(h->device, ctx));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(c, h->d_hist, nh * sizeof(*c), cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
+  for (int32_t i = 0; i <= kp; i++) hp[i] += c[i];
+  for (int32_t i = 0; i <= kn; i++) hn[i] += c[kp + 1 + i];
+  *valid_pos += (int64_t)c[kp + kn + 2];
+  *valid_neg += (int64_t)c[kp + kn + 3];
+done:
+  free(c);
   return st;
 }
