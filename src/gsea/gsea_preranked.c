@@ -101,7 +101,32 @@ __attribute__((target("avx2"))) static void group_sums_avx2(const int32_t *pos, 
   }
   for (int q = 0; q < LANES; q++) m[q] = mb[q] > mt[q] ? mb[q] : mt[q];
 }
+
+/* The first row i >= from of v (n rows of LANES) with a lane's |value| >=
+ * near[lane]; n if none. */
+__attribute__((target("avx2"))) static int32_t first_near_avx2(const double *v, int32_t from, int32_t n,
+                                                              const double *near) {
+  vd vn;
+  memcpy(&vn, near, sizeof vn);
+  int32_t i = from;
+  for (; i + 1 < n; i += 2) {
+    vd x0 = *(const vdu *)(v + (size_t)i * LANES), x1 = *(const vdu *)(v + (size_t)(i + 1) * LANES);
+    vi c = (VABS(x0) >= vn) | (VABS(x1) >= vn);
+    if (__builtin_ia32_movmskpd256((vd)c)) break;
+  }
+  return i < n ? i : n;
+}
 #endif
+
+/* The same, scalar. */
+static int32_t first_near_scalar(const double *v, int32_t from, int32_t n, const double *near) {
+  for (int32_t i = from; i < n; i++) {
+    const double *x = v + (size_t)i * LANES;
+    if ((fabs(x[0]) >= near[0]) | (fabs(x[1]) >= near[1]) | (fabs(x[2]) >= near[2]) | (fabs(x[3]) >= near[3]))
+      return i;
+  }
+  return n;
+}
 
 /* The ES of LANES sizes K[q] (0: an unused lane) from the ascending
  * positions pos[0..k) with draw indices tix (1-based; a position belongs
@@ -122,8 +147,10 @@ static void prefix_es_group(const int32_t *pos, const int32_t *tix, int32_t k, c
     kd[q] = (double)K[q];
     slow[q] = K[q] > 0 && nr[q] == 0;
   }
+  int avx2 = 0;
 #ifdef SBG_PRERANK_AVX2
-  if (__builtin_cpu_supports("avx2")) group_sums_avx2(pos, tix, k, kd, inv_nr, inv_nmiss, wr, v, m);
+  avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) group_sums_avx2(pos, tix, k, kd, inv_nr, inv_nmiss, wr, v, m);
   else
 #endif
     group_sums_scalar(pos, tix, k, kd, inv_nr, inv_nmiss, wr, v, m);
@@ -134,16 +161,20 @@ static void prefix_es_group(const int32_t *pos, const int32_t *tix, int32_t k, c
     near[q] = m[q] == 0 || slow[q] || K[q] == 0 ? INFINITY : m[q] * (1.0 - 1e-11);
     open += near[q] < INFINITY;
   }
-  for (int32_t i = 0; i < 2 * k && open; i++) {
+  for (int32_t i = 0; open; i++) {
+#ifdef SBG_PRERANK_AVX2
+    if (avx2) i = first_near_avx2(v, i, 2 * k, near);
+    else
+#endif
+      i = first_near_scalar(v, i, 2 * k, near);
+    if (i >= 2 * k) break;
     const double *x = v + (size_t)i * LANES;
-    if ((fabs(x[0]) >= near[0]) | (fabs(x[1]) >= near[1]) | (fabs(x[2]) >= near[2]) | (fabs(x[3]) >= near[3])) {
-      for (int q = 0; q < LANES; q++) {
-        double a = fabs(x[q]);
-        if (a < near[q]) continue;
-        if (a == m[q]) es[q] = x[q]; else slow[q] = 1;
-        near[q] = INFINITY; /* settled: later values cannot replace M */
-        open--;
-      }
+    for (int q = 0; q < LANES; q++) {
+      double a = fabs(x[q]);
+      if (a < near[q]) continue;
+      if (a == m[q]) es[q] = x[q]; else slow[q] = 1;
+      near[q] = INFINITY; /* settled: later values cannot replace M */
+      open--;
     }
   }
   for (int q = 0; q < LANES; q++) {
