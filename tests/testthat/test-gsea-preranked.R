@@ -112,6 +112,35 @@ test_that("near-ties of the running sum go to the first position, as Broad's rul
   expect_gt(near_ties, 20) # 37 of the 600 cases with this seed
 })
 
+test_that("shared-null ES have the bits of the full sweep's ES of the same sets", {
+  # integer weights: every sum of them is exact in any order, so the ES of
+  # a drawn null set, computed as an observed set by the sweep over all
+  # genes (Broad's sequential rule, another code path), must be the same
+  # double; rounding still makes mathematically equal running sums differ
+  # in the last bits, the near-ties the engine must settle as that rule does
+  set.seed(31)
+  G <- 150
+  r <- stats::setNames(sample(c(-3:-1, 1:3), G, replace = TRUE), paste0("g", seq_len(G)))
+  sizes <- c(1, 2, 3, 4, 6, 9, 13, 20, 30, 45)
+  sets <- lapply(seq_along(sizes), function(i) sample(names(r), sizes[[i]]))
+  names(sets) <- paste0("s", seq_along(sets))
+  for (q in c(1, 0)) {
+    res <- suppressWarnings(rapidGSEA(r, geneSets = sets, nperm = 50, minSize = 1, weight = q, seed = 4,
+                                      backend = "cpu", threads = 2, keepNull = TRUE, verbose = FALSE))
+    null <- attr(res, "nullES")
+    ranked <- attr(res, "ranking")
+    drawn <- list()
+    for (j in seq_len(50)) {
+      pos <- ref_draw(G, max(sizes), 4, j)
+      for (s in seq_along(sizes)) drawn[[sprintf("p%d_s%d", j, s)]] <- names(ranked)[pos[seq_len(sizes[[s]])]]
+    }
+    obs <- suppressWarnings(rapidGSEA(r, geneSets = drawn, nperm = 1, minSize = 1, weight = q, seed = 1,
+                                      backend = "cpu", threads = 1, verbose = FALSE))
+    expect_identical(obs$set, names(drawn))
+    expect_identical(obs$ES, as.vector(null), info = sprintf("q %g", q))
+  }
+})
+
 test_that("passes by set size give the per-set passes' table", {
   # without keepNull the statistics run by size (counts from sorted ES);
   # with it, per set over the kept table: the same bits
