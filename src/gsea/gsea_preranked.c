@@ -4,7 +4,9 @@
  * largest set, from its own Philox subsequence, and scores its prefixes:
  * the first k positions drawn are a uniform random set of size k.  Every
  * permutation is computed alone from the seed, so threads and batches do
- * not change a bit. */
+ * not change a bit.  Each size's ES has the bits of Broad's sequential
+ * rule on its own positions (prefix_es), computed four sizes at a time
+ * (prefix_es_group); gsea_preranked_gpu.cu gives the same bits on a GPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

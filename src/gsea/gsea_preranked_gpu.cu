@@ -6,8 +6,11 @@
  * order; the block sorts the positions with their draw indices; then each
  * thread scores distinct sizes: Broad's sequential rule (gsea_es_hit, the
  * CPU's operations without FMA) over the positions drawn no later than the
- * size.  Same bits as the CPU, so the same table.  The statistics stay on
- * the host (by size, gsea_cpu.c). */
+ * size.  Same bits as the CPU, so the same table.  The statistics passes
+ * by size run on the device too where pass 2's bins fit a block (the
+ * host's zstats_pass1 and stats_pass2, same integers), so no ES leave it;
+ * otherwise the batches come to page-locked host memory, the next one
+ * drawn while the host runs the statistics of this one. */
 #include <climits>
 
 #include "cuda_check.cuh"
