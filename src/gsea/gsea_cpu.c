@@ -956,8 +956,10 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   if (p->gene_perm) {
     if (zkeep) zcache = malloc((size_t)r_n * (size_t)sizes.n * sizeof(double));
     if (zkeep && !zcache) zkeep = 0;
-    zbatch = malloc((size_t)bmax * (size_t)sizes.n * sizeof(double));
-    if (!zbatch) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)bmax, (int)sizes.n); goto done; }
+    /* room for a batch where the CPU draws (a GPU's stay in its memory) */
+    int cpu_draws = !pre_gpu || !pgs[0];
+    if (cpu_draws) zbatch = malloc((size_t)bmax * (size_t)sizes.n * sizeof(double));
+    if (cpu_draws && !zbatch) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)bmax, (int)sizes.n); goto done; }
   }
   if (!out->null_es && !use_gpu && !bysize) {
     nb = malloc((size_t)bmax * (size_t)S * sizeof(double));
