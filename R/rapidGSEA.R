@@ -36,7 +36,8 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   \eqn{j} draws rank positions without replacement (a partial
 #'   Fisher-Yates from subsequence \eqn{j}), as many as the largest set,
 #'   and the first \eqn{k} of them are the null set of every set of
-#'   \eqn{k} genes (one draw serves all sets; they run on the CPU engine).
+#'   \eqn{k} genes (one draw serves all sets, on the CPU or a GPU with the
+#'   same bits).
 #' - **NES** = ES / mean of the null ES of the same sign (\eqn{\ge 0} or
 #'   \eqn{\le 0}) of that set; the null ES are normalised the same way.
 #' - **pval** (nominal): fraction of the same-sign null ES strictly beyond

@@ -50,7 +50,7 @@ out$cvCosnet <- untimed_list(cvParCosnet(W, lab, nfolds = 3, seed = 2, backend =
 
 eye <- grnMouseEye()
 grn_run <- function(...) {
-  untimed_list(grnEvolve(eye$network, eye$from, eye$to, popSize = 256, islands = 2, generations = 50, seed = 1,
+  untimed_list(grnEvolve(eye$network, eye$from, eye$to, popSize = 256, islands = 2, generations = 50, seed = 1, pLink = 0.001, pRule = 0.001,
                          backend = backend, threads = 1, ...))
 }
 out$grn <- grn_run()

@@ -12,7 +12,8 @@
 # The preranked section (SBG_BENCH_PRERANKED = nperm; issue 14) compares
 # rapidGSEA with fgsea on C2 (sets of 15-500 genes) on its own genes, a
 # random preranked list, the same threads (SBG_BENCH_THREADS, default 2),
-# runs interleaved (SBG_BENCH_REPS rounds).  fgsea is not in Debian: it is
+# runs interleaved (SBG_BENCH_REPS rounds; SBG_BENCH_PRERANKED_CHECK=1 then
+# checks that the CPU gives the same table).  fgsea is not in Debian: it is
 # used when installed (in FGSEA_LIB or the default library) and skipped
 # otherwise; this script never builds it.
 #
@@ -279,6 +280,15 @@ if (pre_nperm > 0) {
                 max(abs(rg$ES - fs$ES[m]), na.rm = TRUE)))
   }
   print(pr, row.names = FALSE)
+  # SBG_BENCH_PRERANKED_CHECK=1: the last run once more on the CPU (same
+  # seed and threads); the two tables must be identical
+  if (identical(Sys.getenv("SBG_BENCH_PRERANKED_CHECK"), "1")) {
+    tc <- system.time(rc <- rapidGSEA(rk, geneSets = pw, nperm = pre_nperm, minSize = 15, maxSize = 500,
+                                      seed = reps, backend = "cpu", threads = th, verbose = FALSE))[["elapsed"]]
+    cols <- c("set", "ES", "NES", "pval", "FDR", "FWER")
+    cat(sprintf("same seed on the CPU (%d threads, %.2f s): table identical to the %s run: %s\n", th, tc,
+                attr(rg, "backend"), identical(as.data.frame(rc)[cols], as.data.frame(rg)[cols])))
+  }
   cat("load average at the end:", readLines("/proc/loadavg"), "\n")
 }
 hwm <- grep("^VmHWM", readLines("/proc/self/status"), value = TRUE)

@@ -47,7 +47,7 @@ typedef struct ws {
   uint64_t *key, *key2;
   int32_t *ord, *ord2;
   set_state *st;          /* per set: running sum and its constants */
-  int32_t *swp, *sorted;  /* shared null: swaps and the ascending draw */
+  sbg_gsea_prerank_ws pr; /* shared null */
   double *esz;            /* shared null: ES by distinct set size */
 } ws;
 
@@ -55,7 +55,7 @@ static void ws_free(ws *w) {
   if (!w) return;
   free(w->lab); free(w->small); free(w->perm); free(w->s); free(w->ss); free(w->m);
   free(w->w); free(w->key); free(w->key2); free(w->ord); free(w->ord2); free(w->st);
-  free(w->swp); free(w->sorted); free(w->esz);
+  sbg_gsea_prerank_ws_free(&w->pr); free(w->esz);
 }
 
 static int ws_alloc(ws *w, int32_t G, int32_t P, int32_t S) {
@@ -73,11 +73,9 @@ static int ws_alloc(ws *w, int32_t G, int32_t P, int32_t S) {
   w->ord = malloc(g * sizeof(int32_t));
   w->ord2 = malloc(g * sizeof(int32_t));
   w->st = malloc(s * sizeof(set_state));
-  w->swp = malloc(g * sizeof(int32_t));
-  w->sorted = malloc(g * sizeof(int32_t));
   w->esz = malloc(s * sizeof(double));
   if (w->perm) for (int32_t i = 0; i < G; i++) w->perm[i] = i;
-  return w->swp && w->sorted && w->esz && w->lab && w->small && w->perm && w->s && w->ss && w->m && w->w && w->key &&
+  return sbg_gsea_prerank_ws_alloc(&w->pr, G, G - 1) && w->esz && w->lab && w->small && w->perm && w->s && w->ss && w->m && w->w && w->key &&
          w->key2 && w->ord && w->ord2 && w->st;
 }
 
@@ -91,9 +89,6 @@ typedef struct shared {
   /* gene permutation: the null of each set size from one shared draw */
   const sbg_gsea_sizes *sizes;
   const double *wr;            /* weight at each rank position, or NULL */
-  double *zcache;              /* ES by size of permutations 1..n_cache (pass 2 reads them) */
-  uint8_t *zhave;              /* per cached permutation: computed */
-  int64_t n_cache;
 } shared;
 
 /* Stable LSD radix sort of the keys, genes in index order on input, so
@@ -173,14 +168,9 @@ static void perm_es(const shared *sh, ws *w, int64_t j, double *es, int32_t *pos
   const sbg_gsea_input *in = sh->in;
   int32_t G = in->n_genes, S = in->n_sets;
   if (sh->p->gene_perm && j > 0 && sh->wr) {
-    int32_t nz = sh->sizes->n;
-    double *esz = j <= sh->n_cache ? sh->zcache + (size_t)(j - 1) * nz : w->esz;
-    /* each permutation is one thread's: the flag and its row are not shared */
-    if (j > sh->n_cache || !sh->zhave[j - 1]) {
-      sbg_gsea_prerank_null(sh->sizes, sh->wr, G, sh->p->seed, j, w->perm, w->swp, w->sorted, esz);
-      if (j <= sh->n_cache) sh->zhave[j - 1] = 1;
-    }
-    for (int32_t s = 0; s < S; s++) es[s] = esz[sh->sizes->of_set[s]];
+    /* the kept table: each set gets its size's null */
+    sbg_gsea_prerank_null(sh->sizes, sh->wr, G, sh->p->seed, j, &w->pr, w->esz);
+    for (int32_t s = 0; s < S; s++) es[s] = w->esz[sh->sizes->of_set[s]];
     return;
   }
   permuted_metric(sh, w, j);
@@ -235,12 +225,17 @@ typedef struct stats {
   uint64_t *thp, *thn;       /* per-thread partials of the current batch */
   int64_t valid_pos, valid_neg;
   double *pmax, *pmin;       /* per permutation max / min null NES */
+  double *zb;                /* per thread: a permutation's null NES (S) */
+  /* pass 2's bins: where to search opos / oneg for a value (bucket_find) */
+  int32_t nbp, nbn, *bplo, *bphi, *bnlo, *bnhi;
+  double sbp, sbn;
 } stats;
 
 static void stats_free(stats *t) {
   free(t->sum_pos); free(t->sum_neg); free(t->n_pos); free(t->n_neg); free(t->n_ext);
   free(t->mpos); free(t->mneg); free(t->nes); free(t->opos); free(t->oneg);
   free(t->hp); free(t->hn); free(t->thp); free(t->thn); free(t->pmax); free(t->pmin);
+  free(t->zb); free(t->bplo); free(t->bphi); free(t->bnlo); free(t->bnhi);
 }
 
 static int stats_alloc(stats *t, int32_t S, int64_t nperm, const double *es, int nth) {
@@ -267,7 +262,8 @@ static int stats_alloc(stats *t, int32_t S, int64_t nperm, const double *es, int
   t->thn = malloc((size_t)nth * (s + 1) * sizeof(uint64_t));
   t->pmax = malloc((size_t)nperm * sizeof(double));
   t->pmin = malloc((size_t)nperm * sizeof(double));
-  return t->sum_pos && t->sum_neg && t->n_pos && t->n_neg && t->n_ext && t->mpos &&
+  t->zb = malloc((size_t)nth * s * sizeof(double));
+  return t->zb && t->sum_pos && t->sum_neg && t->n_pos && t->n_neg && t->n_ext && t->mpos &&
          t->mneg && t->nes && t->opos && t->oneg && t->hp && t->hn && t->thp && t->thn &&
          t->pmax && t->pmin;
 }
@@ -353,29 +349,211 @@ static int32_t count_lt(const double *a, int32_t n, double x) {
   return lo;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Gene permutations: the passes by set size.  Sets of one size share their
+ * null ES, so the batches hold one ES per distinct size (nz per
+ * permutation) and the passes cost nz, not S, per permutation.  The counts
+ * of nulls beyond each set's own ES come from the sets of a size sorted by
+ * ES: one binary search per null adds 1 to a bin, and prefix sums over the
+ * bins give every set's count.  All integers, so the same bits as the
+ * per-set passes (which the kept table still takes). */
+
+typedef struct zstats {
+  int32_t nz, nth;
+  const int32_t *of_set;   /* per set: its size index */
+  int32_t *rep, *mult;     /* per size: first set of that size, sets of that size */
+  /* per size: sets with ES >= 0 by ascending ES at [ps[z], ps[z + 1]), and
+   * with ES < 0 at [ns[z], ns[z + 1]); bins: one more slot per size */
+  int32_t *ps, *ns, *pset, *nset;
+  double *pe, *ne;
+  /* per thread: sums and counts by size, bins */
+  gsea_acc *sp, *sn;
+  int64_t *np, *nn, *bp, *bn;
+} zstats;
+
+static void zstats_free(zstats *z) {
+  free(z->rep); free(z->mult); free(z->ps); free(z->ns); free(z->pset); free(z->nset);
+  free(z->pe); free(z->ne); free(z->sp); free(z->sn); free(z->np); free(z->nn); free(z->bp); free(z->bn);
+  memset(z, 0, sizeof *z);
+}
+
+typedef struct es_idx {
+  int32_t q, s; /* size index, set */
+  double e;
+} es_idx;
+
+static int cmp_es_idx(const void *a, const void *b) {
+  const es_idx *x = a, *y = b;
+  if (x->q != y->q) return (x->q > y->q) - (x->q < y->q);
+  if (x->e != y->e) return (x->e > y->e) - (x->e < y->e);
+  return (x->s > y->s) - (x->s < y->s);
+}
+
+/* Tables of the sizes z (of_set, nz sizes) for observed ES es of S sets. */
+static int zstats_alloc(zstats *z, const sbg_gsea_sizes *sz, const double *es, int32_t S, int nth) {
+  memset(z, 0, sizeof *z);
+  int32_t nz = sz->n;
+  z->nz = nz;
+  z->nth = nth;
+  z->of_set = sz->of_set;
+  size_t n1 = (size_t)nz + 1, s1 = (size_t)S + 1;
+  z->rep = malloc((size_t)nz * sizeof(int32_t));
+  z->mult = calloc((size_t)nz, sizeof(int32_t));
+  z->ps = calloc(n1, sizeof(int32_t));
+  z->ns = calloc(n1, sizeof(int32_t));
+  z->pset = malloc(s1 * sizeof(int32_t));
+  z->nset = malloc(s1 * sizeof(int32_t));
+  z->pe = malloc(s1 * sizeof(double));
+  z->ne = malloc(s1 * sizeof(double));
+  z->sp = calloc((size_t)nth * nz, sizeof(gsea_acc));
+  z->sn = calloc((size_t)nth * nz, sizeof(gsea_acc));
+  z->np = calloc((size_t)nth * nz, sizeof(int64_t));
+  z->nn = calloc((size_t)nth * nz, sizeof(int64_t));
+  z->bp = calloc((size_t)nth * (s1 + nz), sizeof(int64_t));
+  z->bn = calloc((size_t)nth * (s1 + nz), sizeof(int64_t));
+  es_idx *tmp = malloc(s1 * sizeof(es_idx));
+  if (!z->rep || !z->mult || !z->ps || !z->ns || !z->pset || !z->nset || !z->pe || !z->ne || !z->sp || !z->sn ||
+      !z->np || !z->nn || !z->bp || !z->bn || !tmp) {
+    free(tmp);
+    return 0;
+  }
+  for (int32_t q = 0; q < nz; q++) z->rep[q] = -1;
+  for (int32_t s = 0; s < S; s++) {
+    int32_t q = sz->of_set[s];
+    if (z->rep[q] < 0) z->rep[q] = s;
+    z->mult[q]++;
+    if (es[s] >= 0) z->ps[q + 1]++; else z->ns[q + 1]++;
+  }
+  for (int32_t q = 0; q < nz; q++) { z->ps[q + 1] += z->ps[q]; z->ns[q + 1] += z->ns[q]; }
+  for (int32_t s = 0; s < S; s++) { tmp[s].q = sz->of_set[s]; tmp[s].s = s; tmp[s].e = es[s]; }
+  qsort(tmp, (size_t)S, sizeof(es_idx), cmp_es_idx); /* by size, then ES */
+  int32_t np = 0, nn = 0;
+  for (int32_t i = 0; i < S; i++) {
+    if (tmp[i].e >= 0) { z->pe[np] = tmp[i].e; z->pset[np++] = tmp[i].s; }
+    else { z->ne[nn] = tmp[i].e; z->nset[nn++] = tmp[i].s; }
+  }
+  free(tmp);
+  return 1;
+}
+
+/* Pass 1 over a batch of n permutations, nz ES each (see stats_pass1). */
+static void zstats_pass1(zstats *z, const double *nbz, int64_t n) {
+  int32_t nz = z->nz;
+#pragma omp parallel for num_threads(z->nth) schedule(static)
+  for (int64_t b = 0; b < n; b++) {
+    int th = omp_get_thread_num();
+    gsea_acc *sp = z->sp + (size_t)th * nz, *sn = z->sn + (size_t)th * nz;
+    int64_t *np = z->np + (size_t)th * nz, *nn = z->nn + (size_t)th * nz;
+    int64_t *bp = z->bp + (size_t)th * ((size_t)z->ps[nz] + nz), *bn = z->bn + (size_t)th * ((size_t)z->ns[nz] + nz);
+    const double *row = nbz + (size_t)b * nz;
+    for (int32_t q = 0; q < nz; q++) {
+      double v = row[q];
+      if (v >= 0) { /* beyond the sets of ES in [0, v) */
+        gsea_acc_add(&sp[q], v);
+        np[q]++;
+        int32_t lo = z->ps[q];
+        bp[lo + q + count_lt(z->pe + lo, z->ps[q + 1] - lo, v)]++;
+      }
+      if (v <= 0) { /* beyond the sets of ES in (v, 0) */
+        gsea_acc_add(&sn[q], v);
+        nn[q]++;
+        int32_t lo = z->ns[q];
+        bn[lo + q + gsea_count_le(z->ne + lo, z->ns[q + 1] - lo, v)]++;
+      }
+    }
+  }
+}
+
+/* End of pass 1: the threads' sums into the sets of each size, and each
+ * set's count of nulls beyond its ES from the bins. */
+static void zstats_end1(const zstats *z, stats *t) {
+  int32_t nz = z->nz;
+  size_t wp = (size_t)z->ps[nz] + nz, wn = (size_t)z->ns[nz] + nz;
+  for (int32_t q = 0; q < nz; q++) {
+    int32_t s = z->rep[q];
+    for (int th = 0; th < z->nth; th++) {
+      gsea_acc_merge(&t->sum_pos[s], z->sp[(size_t)th * nz + q]);
+      gsea_acc_merge(&t->sum_neg[s], z->sn[(size_t)th * nz + q]);
+      t->n_pos[s] += z->np[(size_t)th * nz + q];
+      t->n_neg[s] += z->nn[(size_t)th * nz + q];
+    }
+    /* ES >= 0, ascending: set i is beyond the nulls of bins > i */
+    int32_t lo = z->ps[q], m = z->ps[q + 1] - lo;
+    int64_t acc = 0;
+    for (int32_t i = m; i >= 0; i--) {
+      if (i < m) t->n_ext[z->pset[lo + i]] += acc;
+      for (int th = 0; th < z->nth; th++) acc += z->bp[(size_t)th * wp + lo + q + i];
+    }
+    /* ES < 0, ascending: set i is beyond the nulls of bins <= i */
+    lo = z->ns[q];
+    m = z->ns[q + 1] - lo;
+    acc = 0;
+    for (int32_t i = 0; i < m; i++) {
+      for (int th = 0; th < z->nth; th++) acc += z->bn[(size_t)th * wn + lo + q + i];
+      t->n_ext[z->nset[lo + i]] += acc;
+    }
+  }
+}
+
+/* Buckets over a sorted array a[0..n) of values >= 0, so that the count of
+ * a <= x needs a search of a few entries only: bucket b of width 1/scale
+ * holds that count between lo[b] and hi[b], with a margin of one bucket
+ * on each side for the rounding of x * scale (pass 2 counts 2^20 x sizes
+ * values; the binary search over all observed NES was most of its time). */
+static int bucket_make(const double *a, int32_t n, int32_t *nb, double *scale, int32_t **lo, int32_t **hi) {
+  int32_t m = 4 * n + 16;
+  double top = n > 0 ? a[n - 1] : 0;
+  *nb = m;
+  *scale = top > 0 && isfinite(top) ? (double)(m - 2) / top : 1.0;
+  *lo = malloc((size_t)m * sizeof(int32_t));
+  *hi = malloc((size_t)m * sizeof(int32_t));
+  if (!*lo || !*hi) return 0;
+  for (int32_t b = 0; b < m; b++) {
+    (*lo)[b] = b > 0 ? gsea_count_le(a, n, (double)(b - 1) / *scale) : 0;
+    (*hi)[b] = b < m - 1 ? gsea_count_le(a, n, (double)(b + 2) / *scale) : n;
+  }
+  return 1;
+}
+
+/* gsea_count_le(a, n, x) for x >= 0 through the buckets. */
+static inline int32_t bucket_find(const double *a, int32_t nb, double scale, const int32_t *lo, const int32_t *hi,
+                                  double x) {
+  double f = x * scale;
+  int32_t b = f < (double)(nb - 1) ? (int32_t)f : nb - 1;
+  return lo[b] + gsea_count_le(a + lo[b], hi[b] - lo[b], x);
+}
+
 /* Pass 2 over permutations [first, first + n): normalised null ES, the per
  * permutation max/min (FWER) and the FDR numerators.  A null NES v >= 0
  * adds 1/#{null NES >= 0 in its permutation} to every observed NES <= v;
  * that weight goes into bin #{observed <= v} and suffix sums finish it.
  * The weights are integers (gsea_fdr_weight), so the sums do not depend on
- * the order: the GPU's pass gives the same bits. */
-static void stats_pass2(stats *t, const double *nb, int64_t first, int64_t n, int nth) {
-  int32_t S = t->S;
+ * the order: the GPU's pass gives the same bits.  Columns: the S sets, or
+ * (colset, colmult) the sizes of a gene permutation (zstats). */
+static void stats_pass2(stats *t, const double *nb, int32_t ncol, const int32_t *colset, const int32_t *colmult,
+                        int64_t first, int64_t n, int nth) {
   size_t wp = (size_t)t->kp + 1, wn = (size_t)t->kn + 1;
   int64_t vpos = 0, vneg = 0;
+  if (!t->bplo && (!bucket_make(t->opos, t->kp, &t->nbp, &t->sbp, &t->bplo, &t->bphi) ||
+                   !bucket_make(t->oneg, t->kn, &t->nbn, &t->sbn, &t->bnlo, &t->bnhi))) {
+    free(t->bplo); free(t->bphi); free(t->bnlo); free(t->bnhi);
+    t->bplo = t->bphi = t->bnlo = t->bnhi = NULL;
+  }
   memset(t->thp, 0, (size_t)nth * wp * sizeof(uint64_t));
   memset(t->thn, 0, (size_t)nth * wn * sizeof(uint64_t));
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 64) reduction(+ : vpos, vneg)
   for (int64_t b = 0; b < n; b++) {
     uint64_t *hp = t->thp + (size_t)omp_get_thread_num() * wp;
     uint64_t *hn = t->thn + (size_t)omp_get_thread_num() * wn;
-    const double *col = nb + (size_t)b * S;
+    double *zs = t->zb + (size_t)omp_get_thread_num() * t->S;
+    const double *col = nb + (size_t)b * ncol;
     double mx = -INFINITY, mn = INFINITY;
     int32_t mp = 0, mm = 0;
-    for (int32_t s = 0; s < S; s++) {
-      int32_t m = t->rep ? t->mult[s] : 1;
+    for (int32_t c = 0; c < ncol; c++) {
+      int32_t s = colset ? colset[c] : c, m = colmult ? colmult[c] : t->rep ? t->mult[s] : 1;
       if (!m) continue;
-      double z = gsea_null_nes(col[s], t->mpos[s], t->mneg[s]);
+      double z = gsea_null_nes(col[c], t->mpos[s], t->mneg[s]);
+      zs[c] = z;
       if (isnan(z)) continue;
       if (z > mx) mx = z;
       if (z < mn) mn = z;
@@ -387,13 +565,19 @@ static void stats_pass2(stats *t, const double *nb, int64_t first, int64_t n, in
     if (mp) vpos++;
     if (mm) vneg++;
     uint64_t wpv = mp ? gsea_fdr_weight(mp, t->fbits) : 0, wnv = mm ? gsea_fdr_weight(mm, t->fbits) : 0;
-    for (int32_t s = 0; s < S; s++) {
-      uint64_t m = t->rep ? (uint64_t)t->mult[s] : 1;
+    for (int32_t c = 0; c < ncol; c++) {
+      int32_t s = colset ? colset[c] : c;
+      uint64_t m = colmult ? (uint64_t)colmult[c] : t->rep ? (uint64_t)t->mult[s] : 1;
       if (!m) continue;
-      double z = gsea_null_nes(col[s], t->mpos[s], t->mneg[s]);
+      double z = zs[c];
       if (isnan(z)) continue;
-      if (z >= 0) hp[gsea_count_le(t->opos, t->kp, z)] += m * wpv;
-      if (z <= 0) hn[gsea_count_le(t->oneg, t->kn, -z)] += m * wnv;
+      if (!t->bplo) {
+        if (z >= 0) hp[gsea_count_le(t->opos, t->kp, z)] += m * wpv;
+        if (z <= 0) hn[gsea_count_le(t->oneg, t->kn, -z)] += m * wnv;
+        continue;
+      }
+      if (z >= 0) hp[bucket_find(t->opos, t->nbp, t->sbp, t->bplo, t->bphi, z)] += m * wpv;
+      if (z <= 0) hn[bucket_find(t->oneg, t->nbn, t->sbn, t->bnlo, t->bnhi, -z)] += m * wnv;
     }
   }
   for (int i = 0; i < nth; i++) {
@@ -474,7 +658,7 @@ sbg_status sbg_gsea_stats_table(int32_t n_sets, int64_t nperm, const double *es,
   }
   stats_pass1(&t, null_es, nperm, nth);
   stats_end_pass1(&t, nes, pval);
-  stats_pass2(&t, null_es, 1, nperm, nth);
+  stats_pass2(&t, null_es, n_sets, NULL, NULL, 1, nperm, nth);
   if (!stats_finish(&t, fdr, fwer)) st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the FWER tables");
 done:
   stats_free(&t);
@@ -555,6 +739,28 @@ static sbg_status cpu_batch(const shared *sh, ws *wss, int64_t first, int64_t n,
   return SBG_OK;
 }
 
+/* Gene permutations [first, first + n): the null ES of each distinct set
+ * size (nz x n) at *out, on the CPU into room or, with pg, on a GPU (into
+ * the handle's memory, copied into room unless room is NULL). */
+static sbg_status null_sizes_batch(const shared *sh, ws *wss, sbg_gsea_pre_gpu *pg, int64_t first, int64_t n,
+                                   double *room, const double **out, sbg_ctx *ctx) {
+  int32_t nz = sh->sizes->n;
+  if (pg) {
+    sbg_status st = sbg_gsea_pre_gpu_batch(pg, first, n, out, ctx);
+    if (st == SBG_OK && room) {
+      memcpy(room, *out, (size_t)n * (size_t)nz * sizeof(double));
+      *out = room;
+    }
+    return st;
+  }
+#pragma omp parallel for num_threads(ctx->n_threads) schedule(dynamic, 1)
+  for (int64_t b = 0; b < n; b++)
+    sbg_gsea_prerank_null(sh->sizes, sh->wr, sh->in->n_genes, sh->p->seed, first + b,
+                          &wss[omp_get_thread_num()].pr, room + (size_t)b * nz);
+  *out = room;
+  return SBG_OK;
+}
+
 /* ---------------------------------------------------------------------- */
 /* The driver: a run is a sequence of named steps over one struct that
  * owns every buffer (all NULL at the start; run_close() frees them). */
@@ -581,6 +787,13 @@ typedef struct gsea_run {
   int64_t B, bmax, r_lo, r_n;
   double *nb;                  /* a host batch of null ES (bmax x S), or NULL */
   int dev_stats;               /* the statistics run on the devices */
+  /* gene permutations: the shared null on the GPUs (gsea_preranked_gpu.cu),
+   * the statistics by set size (zstats), on the devices too (zdev) */
+  sbg_gsea_pre_gpu *pgs[SBG_GSEA_MAX_DEVICES];
+  int pre_gpu, zdev, bysize, zkeep;
+  zstats zs;
+  double *zbatch, *zcache;     /* a batch of ES by size; pass 1's, kept for pass 2 */
+  double *zmpos;               /* per size: mpos, then mneg, for the devices' pass 2 */
   double t0, work, done_w;     /* stage clock; progress */
 } gsea_run;
 
@@ -685,12 +898,12 @@ static void run_observed(gsea_run *R) {
 }
 
 /* Gene permutation: the null of a set depends on its size alone, so one
- * draw per permutation serves every set (gsea_preranked.c).  Its GPU
- * engine is not written yet, so gene permutations run here, with the same
- * table. */
+ * draw per permutation serves every set (gsea_preranked.c,
+ * gsea_preranked_gpu.cu), with the same table on either. */
 static sbg_status run_gene_null(gsea_run *R, sbg_ctx *ctx) {
   const sbg_gsea_params *p = R->p;
   int32_t G = R->G;
+  R->pre_gpu = R->use_gpu;
   R->use_gpu = 0;
   R->wr = malloc((size_t)G * sizeof(double));
   if (!R->wr || !sbg_gsea_sizes_make(&R->sizes, R->in->set_start, R->S))
@@ -698,16 +911,6 @@ static sbg_status run_gene_null(gsea_run *R, sbg_ctx *ctx) {
   for (int32_t r = 0; r < G; r++) R->wr[r] = gsea_weight(R->out->metric[R->out->order[r]], p->weight);
   R->sh.wr = R->wr;
   R->sh.sizes = &R->sizes;
-  /* pass 2 reads pass 1's ES by size (n_sizes per permutation, far
-   * fewer than the sets) instead of drawing again, up to 256 MiB */
-  int64_t cap = ((int64_t)1 << 25) / R->sizes.n;
-  shared *sh = &R->sh;
-  sh->n_cache = p->phase ? 0 : R->nperm < cap ? R->nperm : cap;
-  if (sh->n_cache > 0) {
-    sh->zcache = malloc((size_t)sh->n_cache * (size_t)R->sizes.n * sizeof(double));
-    sh->zhave = calloc((size_t)sh->n_cache, 1);
-    if (!sh->zcache || !sh->zhave) { free(sh->zcache); free(sh->zhave); sh->zcache = NULL; sh->zhave = NULL; sh->n_cache = 0; }
-  }
   return SBG_OK;
 }
 
@@ -762,8 +965,37 @@ static sbg_status run_workers(gsea_run *R, sbg_ctx *ctx) {
     if (st != SBG_OK) return st;
     R->bw[w] = sbg_gsea_gpu_max_batch(R->gpus[w]);
   }
+  if (R->pre_gpu) {
+    nw = sbg_ctx_n_devices(ctx);
+    if (nw > SBG_GSEA_MAX_DEVICES) nw = SBG_GSEA_MAX_DEVICES;
+    if (nw > R->r_n) nw = (int)R->r_n;
+    R->nw = nw;
+    for (int w = 0; w < nw; w++) {
+      R->lo[w] = R->r_lo + (int64_t)((double)R->r_n * w / nw);
+      R->hi[w] = R->r_lo + (int64_t)((double)R->r_n * (w + 1) / nw);
+      sbg_status st = sbg_gsea_pre_gpu_open(&R->sizes, R->wr, R->G, p->seed, sbg_ctx_device_at(ctx, w), R->lo[w],
+                                            R->hi[w], p->batch > 0 ? R->B : R->hi[w] - R->lo[w], &R->pgs[w], ctx);
+      if (st != SBG_OK) return st;
+      R->bw[w] = R->pgs[w] ? sbg_gsea_pre_gpu_max_batch(R->pgs[w]) : R->B; /* NULL: sets too large, drawn here */
+    }
+  }
   R->bmax = 0;
   for (int w = 0; w < nw; w++) if (R->bw[w] > R->bmax) R->bmax = R->bw[w];
+  /* gene permutations without a kept table: batches of ES by size, and
+   * pass 2 reads pass 1's (nz per permutation, far fewer than the sets)
+   * instead of drawing again when they fit 256 MiB */
+  R->bysize = p->gene_perm && !out->null_es;
+  R->zkeep = R->bysize && !p->phase && (double)R->r_n * R->sizes.n <= (double)((int64_t)1 << 25);
+  if (p->gene_perm) {
+    if (R->zkeep) R->zcache = malloc((size_t)R->r_n * (size_t)R->sizes.n * sizeof(double));
+    if (R->zkeep && !R->zcache) R->zkeep = 0;
+    /* room for a batch where the CPU draws (a GPU's stay in its memory) */
+    if (!R->pre_gpu || !R->pgs[0]) {
+      R->zbatch = malloc((size_t)R->bmax * (size_t)R->sizes.n * sizeof(double));
+      if (!R->zbatch)
+        return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)R->bmax, (int)R->sizes.n);
+    }
+  }
   return SBG_OK;
 }
 
@@ -790,6 +1022,16 @@ static sbg_status run_stats_open(gsea_run *R, sbg_ctx *ctx) {
     free(first);
     t->rep = R->repv;
     t->mult = R->multv;
+    if (R->bysize && !zstats_alloc(&R->zs, &R->sizes, R->out->es, S, R->nth))
+      return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics");
+    R->zdev = R->bysize && R->nw > 0 && R->pgs[0];
+    for (int w = 0; w < R->nw && R->zdev; w++) {
+      int on = 0;
+      sbg_status st = sbg_gsea_pre_gpu_stats(R->pgs[w], R->zs.ps, R->zs.ns, R->zs.pe, R->zs.ne, R->zs.mult, S, &on, ctx);
+      if (st != SBG_OK) return st;
+      R->zdev = on;
+    }
+    if (R->zdev) R->zkeep = 0;
   }
   if (p->phase == 2) {
     memcpy(t->mpos, p->norm->mpos, (size_t)S * sizeof(double));
@@ -808,10 +1050,34 @@ static sbg_status run_stats_open(gsea_run *R, sbg_ctx *ctx) {
 static sbg_status run_host_batch(gsea_run *R, sbg_ctx *ctx) {
   for (int w = 0; w < R->nw && R->dev_stats; w++)
     if (!sbg_gsea_gpu_pass2_fits(R->gpus[w], R->t.kp, R->t.kn)) R->dev_stats = 0;
-  if (R->dev_stats || R->nb || R->out->null_es) return SBG_OK;
+  if (R->dev_stats || R->nb || R->out->null_es || R->bysize) return SBG_OK;
   R->nb = malloc((size_t)R->bmax * (size_t)R->S * sizeof(double));
   if (!R->nb) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)R->bmax, (int)R->S);
   return SBG_OK;
+}
+
+/* One round of gene permutations with the statistics by size on the
+ * devices (gsea_preranked_gpu.cu): no ES cross to the host. */
+static sbg_status run_round_zdev(gsea_run *R, int pass, const int64_t *next, const int64_t *n, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  stats *t = &R->t;
+  int32_t nz = R->sizes.n;
+  if (pass == 2 && !R->zmpos) {
+    R->zmpos = malloc(2 * (size_t)nz * sizeof(double));
+    if (!R->zmpos) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics");
+    for (int32_t q = 0; q < nz; q++) {
+      R->zmpos[q] = t->mpos[R->zs.rep[q]];
+      R->zmpos[nz + q] = t->mneg[R->zs.rep[q]];
+    }
+  }
+  for (int w = 0; w < R->nw; w++) {
+    if (n[w] <= 0) continue;
+    if (pass == 1) SBG_TRY(sbg_gsea_pre_gpu_pass1(R->pgs[w], next[w], n[w], ctx));
+    else SBG_TRY(sbg_gsea_pre_gpu_pass2(R->pgs[w], next[w], n[w], R->zmpos, R->zmpos + nz, t->opos, t->kp, t->oneg,
+                                        t->kn, t->fbits, t->pmax, t->pmin, ctx));
+  }
+done:
+  return st;
 }
 
 /* One round of a pass: n[w] permutations from next[w] on every worker.
@@ -832,15 +1098,32 @@ static sbg_status run_round(gsea_run *R, int pass, const int64_t *next, const in
     }
     return SBG_OK;
   }
+  if (R->zdev) return run_round_zdev(R, pass, next, n, ctx);
+  if (R->bysize) {
+    for (int w = 0; w < R->nw; w++) {
+      if (n[w] <= 0) continue;
+      double *room = R->zkeep ? R->zcache + (size_t)(next[w] - R->r_lo) * R->sizes.n : R->pgs[w] ? NULL : R->zbatch;
+      const double *zb = room;
+      if (pass == 1 || !R->zkeep) SBG_TRY(null_sizes_batch(&R->sh, R->wss, R->pgs[w], next[w], n[w], room, &zb, ctx));
+      if (pass == 1) zstats_pass1(&R->zs, zb, n[w]);
+      else stats_pass2(t, zb, R->sizes.n, R->zs.rep, R->zs.mult, next[w], n[w], R->nth);
+    }
+    return SBG_OK;
+  }
   for (int w = 0; w < R->nw; w++) {
     if (n[w] <= 0) continue;
     double *batch = null_es ? null_es + (size_t)(next[w] - 1) * R->S : R->nb;
     if (pass == 1 || !null_es) {
       if (R->use_gpu) SBG_TRY(sbg_gsea_gpu_batch(R->gpus[w], next[w], n[w], batch, ctx));
-      else SBG_TRY(cpu_batch(&R->sh, R->wss, next[w], n[w], batch, ctx));
+      else if (R->pgs[w]) { /* the kept table of gene permutations on a GPU */
+        const double *zb = NULL;
+        SBG_TRY(null_sizes_batch(&R->sh, R->wss, R->pgs[w], next[w], n[w], NULL, &zb, ctx));
+        for (int64_t b = 0; b < n[w]; b++)
+          for (int32_t s = 0; s < R->S; s++) batch[(size_t)b * R->S + s] = zb[(size_t)b * R->sizes.n + R->sizes.of_set[s]];
+      } else SBG_TRY(cpu_batch(&R->sh, R->wss, next[w], n[w], batch, ctx));
     }
     if (pass == 1) stats_pass1(t, batch, n[w], R->nth);
-    else stats_pass2(t, batch, next[w], n[w], R->nth);
+    else stats_pass2(t, batch, R->S, NULL, NULL, next[w], n[w], R->nth);
   }
 done:
   return st;
@@ -877,6 +1160,9 @@ static sbg_status run_end_pass1(gsea_run *R, int *last, sbg_ctx *ctx) {
   stats *t = &R->t;
   sbg_gsea_result *out = R->out;
   int32_t S = R->S;
+  for (int w = 0; w < R->nw && R->zdev; w++)
+    SBG_TRY(sbg_gsea_pre_gpu_pass1_result(R->pgs[w], R->zs.sp, R->zs.sn, R->zs.np, R->zs.nn, R->zs.bp, R->zs.bn, ctx));
+  if (R->bysize) zstats_end1(&R->zs, t);
   if (R->dev_stats)
     for (int w = 0; w < R->nw; w++)
       SBG_TRY(sbg_gsea_gpu_pass1_result(R->gpus[w], t->sum_pos, t->sum_neg, t->n_pos, t->n_neg, t->n_ext, ctx));
@@ -908,6 +1194,9 @@ static sbg_status run_end_pass2(gsea_run *R, sbg_ctx *ctx) {
   if (R->dev_stats)
     for (int w = 0; w < R->nw; w++)
       SBG_TRY(sbg_gsea_gpu_pass2_result(R->gpus[w], t->hp, t->hn, &t->valid_pos, &t->valid_neg, ctx));
+  if (R->zdev && R->p->phase != 1)
+    for (int w = 0; w < R->nw; w++)
+      SBG_TRY(sbg_gsea_pre_gpu_pass2_result(R->pgs[w], t->hp, t->hn, &t->valid_pos, &t->valid_neg, ctx));
   out->seconds[1] = now_s() - R->t0;
   R->t0 = now_s();
   if (R->p->phase == 2) {
@@ -926,11 +1215,15 @@ done:
 }
 
 static void run_close(gsea_run *R) {
-  for (int w = 0; w < SBG_GSEA_MAX_DEVICES; w++) sbg_gsea_gpu_close(R->gpus[w]);
+  for (int w = 0; w < SBG_GSEA_MAX_DEVICES; w++) {
+    sbg_gsea_gpu_close(R->gpus[w]);
+    sbg_gsea_pre_gpu_close(R->pgs[w]);
+  }
   if (R->wss) for (int i = 0; i < R->nth; i++) ws_free(&R->wss[i]);
   free(R->wss); free(R->xc); free(R->mu); free(R->t1); free(R->t2); free(R->nb); free(R->gs_start);
-  free(R->gs_sets); free(R->inv_nmiss); free(R->wr); free(R->sh.zcache); free(R->sh.zhave); free(R->repv);
-  free(R->multv);
+  free(R->gs_sets); free(R->inv_nmiss); free(R->wr); free(R->repv); free(R->multv);
+  free(R->zbatch); free(R->zcache); free(R->zmpos);
+  zstats_free(&R->zs);
   sbg_gsea_sizes_free(&R->sizes);
   stats_free(&R->t);
 }

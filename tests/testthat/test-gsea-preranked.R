@@ -81,17 +81,115 @@ test_that("the shared null is the same on 1 and 2 threads and across batches", {
   }
 })
 
+test_that("near-ties of the running sum go to the first position, as Broad's rule does", {
+  # weights equal up to 1e-13: the running sums of a random set tie in
+  # exact arithmetic (often +x against -x) and differ here by rounding, so
+  # the engine's fast maximum must hand these sets to the sequential rule
+  set.seed(21)
+  G <- 90
+  r <- stats::setNames((1 + stats::runif(G) * 1e-13) * rep(c(1, -1), each = G / 2), paste0("g", seq_len(G)))
+  sizes <- c(1, 2, 3, 4, 5, 6, 8, 10, 12, 15)
+  sets <- lapply(seq_along(sizes), function(i) sample(names(r), sizes[[i]]))
+  names(sets) <- paste0("s", seq_along(sets))
+  res <- suppressWarnings(rapidGSEA(r, geneSets = sets, nperm = 60, minSize = 1, seed = 8, backend = "cpu",
+                                    threads = 2, keepNull = TRUE, verbose = FALSE))
+  null <- attr(res, "nullES")
+  ranked <- attr(res, "ranking")
+  near_ties <- 0
+  for (j in seq_len(60)) {
+    pos <- ref_draw(G, max(sizes), 8, j)
+    for (s in seq_along(sets)) {
+      set <- names(ranked)[pos[seq_len(sizes[[s]])]]
+      ref <- gsea_ref_es(ranked, set, 1)[["ES"]]
+      expect_equal(unname(null[s, j]), ref, tolerance = 1e-12, info = sprintf("perm %d set %d", j, s))
+      # count the cases where another running sum lies within 1e-11
+      hit <- names(ranked) %in% set
+      rs <- cumsum(ifelse(hit, abs(ranked) / sum(abs(ranked)[hit]), -1 / (G - sum(hit))))
+      a <- abs(rs)
+      near_ties <- near_ties + (sum(a >= max(a) * (1 - 1e-11)) > 1)
+    }
+  }
+  expect_gt(near_ties, 20) # 37 of the 600 cases with this seed
+})
+
+test_that("shared-null ES have the bits of the full sweep's ES of the same sets", {
+  # integer weights: every sum of them is exact in any order, so the ES of
+  # a drawn null set, computed as an observed set by the sweep over all
+  # genes (Broad's sequential rule, another code path), must be the same
+  # double; rounding still makes mathematically equal running sums differ
+  # in the last bits, the near-ties the engine must settle as that rule does
+  set.seed(31)
+  G <- 150
+  r <- stats::setNames(sample(c(-3:-1, 1:3), G, replace = TRUE), paste0("g", seq_len(G)))
+  sizes <- c(1, 2, 3, 4, 6, 9, 13, 20, 30, 45)
+  sets <- lapply(seq_along(sizes), function(i) sample(names(r), sizes[[i]]))
+  names(sets) <- paste0("s", seq_along(sets))
+  for (q in c(1, 0)) {
+    res <- suppressWarnings(rapidGSEA(r, geneSets = sets, nperm = 50, minSize = 1, weight = q, seed = 4,
+                                      backend = "cpu", threads = 2, keepNull = TRUE, verbose = FALSE))
+    null <- attr(res, "nullES")
+    ranked <- attr(res, "ranking")
+    drawn <- list()
+    for (j in seq_len(50)) {
+      pos <- ref_draw(G, max(sizes), 4, j)
+      for (s in seq_along(sizes)) drawn[[sprintf("p%d_s%d", j, s)]] <- names(ranked)[pos[seq_len(sizes[[s]])]]
+    }
+    obs <- suppressWarnings(rapidGSEA(r, geneSets = drawn, nperm = 1, minSize = 1, weight = q, seed = 1,
+                                      backend = "cpu", threads = 1, verbose = FALSE))
+    expect_identical(obs$set, names(drawn))
+    expect_identical(obs$ES, as.vector(null), info = sprintf("q %g", q))
+  }
+})
+
+test_that("passes by set size give the per-set passes' table", {
+  # without keepNull the statistics run by size (counts from sorted ES);
+  # with it, per set over the kept table: the same bits
+  set.seed(5)
+  r <- stats::setNames(stats::rnorm(600), paste0("g", 1:600))
+  k <- rep(c(15, 16, 40, 41, 90), c(12, 3, 20, 1, 8))
+  sets <- lapply(k, function(n) sample(names(r), n))
+  sets[[1]] <- names(r)[1:15] # a set far in the tail: few nulls beyond it
+  names(sets) <- paste0("s", seq_along(sets))
+  run <- function(threads, keep) rapidGSEA(r, geneSets = sets, nperm = 700, seed = 3, backend = "cpu",
+                                           threads = threads, keepNull = keep, verbose = FALSE)
+  a <- run(2, TRUE)
+  b <- run(2, FALSE)
+  c1 <- run(1, FALSE)
+  cols <- c("ES", "NES", "pval", "FDR", "FWER")
+  expect_identical(as.data.frame(a)[cols], as.data.frame(b)[cols])
+  expect_identical(as.data.frame(c1)[cols], as.data.frame(b)[cols])
+  null <- attr(a, "nullES")
+  for (s in seq_along(sets)) {
+    e <- b$ES[[s]]
+    ns <- if (e >= 0) null[s, null[s, ] >= 0] else null[s, null[s, ] <= 0]
+    expect_equal(b$pval[[s]], ((if (e >= 0) sum(ns > e) else sum(ns < e)) + 1) / (length(ns) + 1))
+  }
+})
+
 test_that("GPU gene permutations give the CPU's table", {
   skip_if_no_gpu()
   set.seed(4)
-  r <- stats::setNames(rnorm(500), paste0("g", 1:500))
-  sets <- lapply(c(15, 20, 33, 60, 100), function(k) sample(names(r), k))
-  names(sets) <- paste0("s", seq_along(sets))
-  a <- rapidGSEA(r, geneSets = sets, nperm = 500, seed = 2, backend = "cpu", threads = 2,
-                 keepNull = TRUE, verbose = FALSE)
-  g <- rapidGSEA(r, geneSets = sets, nperm = 500, seed = 2, backend = "gpu",
-                 keepNull = TRUE, verbose = FALSE)
-  expect_identical(attr(a, "nullES"), attr(g, "nullES"))
-  cols <- c("ES", "NES", "pval", "FDR", "FWER")
-  expect_identical(as.data.frame(a)[cols], as.data.frame(g)[cols])
+  G <- 3000
+  cases <- list(
+    normal = stats::setNames(stats::rnorm(G), paste0("g", seq_len(G))),
+    # many zeros: small sets of zero weight take unit weights
+    zeros = stats::setNames(c(stats::rnorm(G / 2), rep(0, G / 2)), paste0("g", seq_len(G))),
+    # weights equal up to 1e-13: near-ties of the running sum
+    near = stats::setNames((1 + stats::runif(G) * 1e-13) * rep(c(1, -1), each = G / 2), paste0("g", seq_len(G))))
+  k <- c(1, 2, 3, 15, 15, 20, 33, 60, 100, 100, 250, 500)
+  for (nm in names(cases)) {
+    r <- cases[[nm]]
+    sets <- lapply(k, function(n) sample(names(r), n))
+    names(sets) <- paste0("s", seq_along(sets))
+    for (q in c(1, 0)) for (keep in c(TRUE, FALSE)) {
+      a <- suppressWarnings(rapidGSEA(r, geneSets = sets, nperm = 2000, minSize = 1, weight = q, seed = 2,
+                                      backend = "cpu", threads = 2, keepNull = keep, verbose = FALSE))
+      g <- suppressWarnings(rapidGSEA(r, geneSets = sets, nperm = 2000, minSize = 1, weight = q, seed = 2,
+                                      backend = "gpu", keepNull = keep, verbose = FALSE))
+      info <- sprintf("%s q %g keepNull %s", nm, q, keep)
+      if (keep) expect_identical(attr(a, "nullES"), attr(g, "nullES"), info = info)
+      cols <- c("ES", "NES", "pval", "FDR", "FWER")
+      expect_identical(as.data.frame(a)[cols], as.data.frame(g)[cols], info = info)
+    }
+  }
 })
