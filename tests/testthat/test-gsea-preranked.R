@@ -58,7 +58,7 @@ test_that("the shared null is the same on 1 and 2 threads and across batches", {
   names(sets) <- paste0("s", seq_along(sets))
   run <- function(threads, keep = FALSE) {
     rapidGSEA(r, geneSets = sets, nperm = 300, seed = 9, backend = "cpu", threads = threads,
-              keepNull = keep, verbose = FALSE)
+              keepNull = keep, verbose = FALSE, pvalue = "permutation")
   }
   a <- run(1, TRUE)
   b <- run(2, TRUE)
