@@ -62,7 +62,10 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   `NA` where `pval` is a bound (`eps` reached, or no random set could
 #'   reach the ES). Each size and sign draws from its own Philox
 #'   subsequence of `seed`, so threads do not change the result. `NES`,
-#'   `FDR` and `FWER` still come from the `nperm` gene permutations.
+#'   `FDR` and `FWER` still come from the `nperm` gene permutations. In
+#'   tiny lists (tens of genes) the few most extreme sets of a size may be
+#'   out of reach of single swaps from each other, and their p-values are
+#'   then less accurate than `log2err` says.
 #' - **FWER**: fraction of permutations whose largest null NES over all
 #'   sets is > NES (smallest < NES for negative NES).
 #' - **FDR**: for NES \eqn{\ge 0}, the mean over permutations of
@@ -539,7 +542,9 @@ summary.rapidGSEA <- function(object, ...) {
               down = sum(object$FDR < 0.25 & object$NES < 0, na.rm = TRUE)),
     p05 = c(up = sum(object$pval < 0.05 & object$NES > 0, na.rm = TRUE),
             down = sum(object$pval < 0.05 & object$NES < 0, na.rm = TRUE)),
-    minP = 1 / attr(object, "nperm"),
+    # a multilevel p goes down to eps (to about 1e-300 with eps = 0)
+    minP = if (identical(attr(object, "pvalue"), "multilevel")) max(attr(object, "eps"), 1e-300)
+           else 1 / attr(object, "nperm"),
     backend = attr(object, "backend"), time = attr(object, "time"), stageTime = attr(object, "stageTime")
   )
   class(s) <- "summary.rapidGSEA"

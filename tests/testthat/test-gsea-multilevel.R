@@ -135,6 +135,7 @@ test_that("log2err: the order statistics' sd for multilevel p, NA for permutatio
   expect_true(all(a$log2err[lp > 20] > a$log2err[lp < 5][1]))
   ref <- sqrt(floor(lp + 1) * (trigamma(51) - trigamma(102))) / log(2)
   expect_true(all(abs(a$log2err - ref) < 0.25))
+  expect_identical(summary(a)$minP, 1e-300)
   p <- rapidGSEA(d$r, geneSets = d$sets, nperm = 500, seed = 1, backend = "cpu", threads = 1, verbose = FALSE,
                  pvalue = "permutation")
   expect_true(all(is.na(p$log2err)))
