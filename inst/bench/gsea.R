@@ -130,6 +130,7 @@ if (pre_nperm > 0) {
                                                                  nproc = th))[["elapsed"]]
     }
     tm$rapid[i] <- system.time(rg <- rapidGSEA(rk, geneSets = pw, nperm = pre_nperm, minSize = 15, maxSize = 500,
+                                               pvalue = "permutation", # as fgseaSimple
                                                seed = i, backend = backend, threads = th, verbose = FALSE))[["elapsed"]]
   }
   pr <- data.frame(run = c("rapidGSEA", if (have_fgsea) "fgseaSimple"), backend = c(attr(rg, "backend"), if (have_fgsea) "cpu"),
