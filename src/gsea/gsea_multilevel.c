@@ -35,6 +35,7 @@
 #define ML_STUCK 3            /* levels without progress before a ruler gives up */
 #define ML_MIN_SWAPS 25       /* kept swaps per set and level, at least (small sets) */
 #define ML_LN2 0.69314718055994530942 /* log(2) */
+#define ML_CAP 1000          /* proposals per kept swap wanted, at most (thin level sets) */
 #define ML_SLOTS 4            /* rulers in flight per thread */
 /* Philox key of the rulers: the seed mixed with "multilvl", so that they do
  * not replay the draws of the permutations of the same seed */
@@ -388,7 +389,9 @@ static void make_blocks(ml_task *t, int32_t n, const double *w, int32_t G) {
 
 /* Markov chain moves at the current level: `moves` kept swaps per member
  * of the sample (each set about moves x k, at least ML_MIN_SWAPS), in rounds of k / 10 proposals
- * per set; a level whose swaps are almost all refused stops at 50 x that.
+ * per set; a level whose swaps are almost all refused stops after ML_CAP
+ * proposals per wanted swap (thin level sets near the largest ES need
+ * hundreds: at 50, p of the top genes came out 2^-2.5 too small on average).
  * Too few moves leave the copies near their parents, which sit high in
  * the level set, and bias every level's fraction up. */
 static void mix(ml_task *t, const ml_shared *sh) {
@@ -398,7 +401,7 @@ static void mix(ml_task *t, const ml_shared *sh) {
   make_blocks(t, n, w, G);
   int64_t per_set = (int64_t)k * sh->p->moves;
   if (per_set < ML_MIN_SWAPS) per_set = ML_MIN_SWAPS;
-  int64_t target = n * per_set, cap = 50 * target, kept = 0, tried = 0;
+  int64_t target = n * per_set, cap = ML_CAP * target, kept = 0, tried = 0;
   int32_t per = k / 10 > 1 ? k / 10 : 1;
   while (kept < target && tried < cap) {
     for (int32_t e = 0; e < n; e++)

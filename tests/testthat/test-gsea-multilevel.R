@@ -97,6 +97,31 @@ test_that("multilevel p matches a long permutation run where p ~ 1e-4", {
   expect_lt(abs(mean(z)), 1.5) # six independent rulers: sd of the mean about 0.4
 })
 
+# ---- oracle: the top and bottom sets of a list, p = 1 / choose(G, k) ----
+
+test_that("multilevel p of the k top-ranked genes is 1 / choose(G, k) / P(ES >= 0)", {
+  # only the top k genes reach ES+ = 1 (every hit before any miss); the
+  # levels near it are thin (few sets, rare swaps): a chain stopped too
+  # early there leaves copies of the wrong sets and p comes out too small
+  # (with at most 50 proposals per wanted swap: log2 ratios -2.1 and -5.5
+  # here, mean -2.5)
+  set.seed(8)
+  G <- 8000
+  r <- stats::setNames(sort(stats::rnorm(G), decreasing = TRUE), paste0("g", seq_len(G)))
+  sets <- list(top = names(r)[1:15], bottom = names(r)[(G - 14):G])
+  # P(ES >= 0) is about 1/2 (2,000 random sets estimate it within 3%)
+  exact <- 1 / choose(G, 15) / 0.5
+  lr <- unlist(lapply(3:4, function(seed) {
+    a <- rapidGSEA(r, geneSets = sets, nperm = 2000, minSize = 5, seed = seed, backend = "cpu", threads = 2,
+                   verbose = FALSE)
+    expect_identical(a$ES, c(1, -1))
+    lr <- log2(a$pval / exact)
+    expect_true(all(abs(lr) < 3 * a$log2err + 0.2), info = paste(round(lr, 2), round(a$log2err, 2)))
+    lr
+  }))
+  expect_lt(abs(mean(lr)), 1.5) # log2err about 1.8 each
+})
+
 # ---- reproducibility, log2err, eps ----
 
 ml_list <- function(G = 3000, seed = 5) {
