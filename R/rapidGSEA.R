@@ -43,6 +43,34 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #' - **pval** (nominal): fraction of the same-sign null ES strictly beyond
 #'   the ES; with gene permutations \eqn{(b + 1) / (m + 1)} (\eqn{b} of
 #'   the \eqn{m} same-sign null ES beyond), never 0.
+#' - **Multilevel pval** (`pvalue = "multilevel"`, gene permutations):
+#'   adaptive multilevel splitting (Korotkevich, Sukhov and Sergushichev,
+#'   the fgsea paper), for p-values far below `1 / nperm`. For each set size
+#'   \eqn{k} and sign, a sample of 101 random \eqn{k}-sets is scored by
+#'   \eqn{ES^+} (the largest running sum; for negative ES the least, on the
+#'   mirrored list); the sets at or above the median are kept and copied
+#'   back to 101, then moved by swaps of a member for a non-member that keep
+#'   \eqn{ES^+} at or above the median (Markov chain moves), and the next
+#'   level is the new sample's median, until the level passes the largest
+#'   ES of that size. \eqn{P(ES^+ \ge ES)} is the product of the levels'
+#'   fractions (each fraction \eqn{c/n} taken as the \eqn{c}-th largest
+#'   of \eqn{n} uniforms, with log mean \eqn{\psi(c) - \psi(n+1)});
+#'   `pval` is it divided by \eqn{P(ES \ge 0)} (from 1,000 to 10,000
+#'   random sets, `nperm` within that range), the same conditioning on the
+#'   sign as the permutation p-value. Where the count of those random sets
+#'   beyond the ES, \eqn{b} of the \eqn{m} of the same sign, estimates p
+#'   at least as precisely as the levels would (about p > 0.02 for 1,000
+#'   sets), `pval` is \eqn{(b + 1) / (m + 1)} from it instead (as fgsea
+#'   does), and no level is run. `log2err` is the standard deviation
+#'   of \eqn{\log_2} `pval` from the levels' order statistics
+#'   (\eqn{\psi_1(c) - \psi_1(n+1)} each) and the sign fraction; it is
+#'   `NA` where `pval` is a bound (`eps` reached, or no random set could
+#'   reach the ES). Each size and sign draws from its own Philox
+#'   subsequence of `seed`, so threads do not change the result. `NES`,
+#'   `FDR` and `FWER` still come from the `nperm` gene permutations. In
+#'   tiny lists (tens of genes) the few most extreme sets of a size may be
+#'   out of reach of single swaps from each other, and their p-values are
+#'   then less accurate than `log2err` says.
 #' - **FWER**: fraction of permutations whose largest null NES over all
 #'   sets is > NES (smallest < NES for negative NES).
 #' - **FDR**: for NES \eqn{\ge 0}, the mean over permutations of
@@ -97,6 +125,15 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   1; 0 is the classic Kolmogorov-Smirnov statistic).
 #' @param permutation `"phenotype"` (default for expression data) or
 #'   `"gene"` (the default and only choice for a preranked analysis).
+#' @param pvalue How `pval` is computed: `"permutation"` (the fraction of
+#'   permutations beyond the ES), `"multilevel"` (multilevel splitting, see
+#'   Algorithm; gene permutations only, p-values far below `1 / nperm`), or
+#'   `"auto"` (default: multilevel for gene permutations, permutation for
+#'   phenotype permutations).
+#' @param eps Smallest multilevel p-value estimated (default 0: as small as
+#'   double precision allows, about 1e-300). Sets whose p-value is below
+#'   `eps` get `pval = eps` and `log2err = NA` (a bound); a larger `eps`
+#'   stops the levels earlier and saves time.
 #' @param minSize,maxSize Sets with fewer or more genes present are dropped
 #'   (defaults 15 and 500).
 #' @param seed Seed of the permutations (whole number); `NULL` draws one
@@ -119,13 +156,16 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #' @return A data.frame of class `"rapidGSEA"`, one row per gene set kept,
 #'   in the order given: `set`, `size` (genes present), `ES`, `NES`, `pval`
 #'   (nominal), `padj` (Benjamini-Hochberg adjustment of `pval`, as
-#'   `p.adjust(pval, "BH")`), `FDR` (Broad's q-value), `FWER`, `rankAtMax` (1-based position of
+#'   `p.adjust(pval, "BH")`), `FDR` (Broad's q-value), `FWER`, `log2err`
+#'   (standard deviation of \eqn{\log_2} `pval` for multilevel p-values,
+#'   `NA` for permutation p-values and bounds), `rankAtMax` (1-based position of
 #'   the ES in the ranked list; Broad's RANK_AT_ES + 1) and `leadingEdge`
 #'   (list of the genes before the peak, or after the trough; written as
 #'   one string joined by `","` by [utils::write.csv()] and
 #'   [as.data.frame.rapidGSEA()]). Attributes:
 #'   `ranking` (the metric in rank order, named by gene), `members` (each
 #'   set's genes), `nperm`, `seed`, `metric`, `weight`, `permutation`,
+#'   `pvalue` (`"permutation"` or `"multilevel"`), `eps`,
 #'   `classes`, `backend`, `device`, `deviceName`, `time` (seconds, call to
 #'   table), `stageTime` (engine seconds: observed + pass 1, pass 2,
 #'   statistics) and `nullES` when `keepNull`.
@@ -144,6 +184,7 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 1000,
                       metric = "signal2noise", weight = 1,
                       permutation = c("phenotype", "gene"),
+                      pvalue = c("auto", "permutation", "multilevel"), eps = 0,
                       minSize = 15, maxSize = 500, seed = NULL,
                       backend = getOption("sysbioGPU.backend", "auto"),
                       threads = getOption("sysbioGPU.threads"),
@@ -155,6 +196,10 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
   metric <- check_choice(metric, gsea_metrics, "metric")
   perm_given <- !missing(permutation)
   permutation <- check_choice(permutation, c("phenotype", "gene"), "permutation")
+  pvalue <- check_choice(pvalue, c("auto", "permutation", "multilevel"), "pvalue")
+  if (!is.numeric(eps) || length(eps) != 1L || is.na(eps) || eps < 0 || eps >= 1) {
+    stop_input("`eps` must be a single number in [0, 1), not ", arg_label(eps))
+  }
   nperm <- check_whole(nperm, "nperm", min = 1, max = 2^31 - 1)
   if (!is.numeric(weight) || length(weight) != 1L || !is.finite(weight) || weight < 0) {
     stop_input("`weight` must be a single number >= 0, not ", arg_label(weight))
@@ -189,6 +234,12 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
     if (metric %in% c("ratio_of_classes", "log2_ratio_of_classes") && any(d$expr <= 0)) {
       stop_input("`metric` = \"", metric, "\" needs positive expression values; `expr` has values <= 0")
     }
+  }
+  if (pvalue == "auto") pvalue <- if (permutation == "gene") "multilevel" else "permutation"
+  if (pvalue == "multilevel" && permutation == "phenotype") {
+    stop_input("`pvalue` = \"multilevel\" needs `permutation` = \"gene\": multilevel splitting follows ",
+               "random gene sets against one fixed ranking, and phenotype permutations change the ranking; ",
+               "use `pvalue` = \"permutation\" (or \"auto\") with phenotype permutations")
   }
   gsea_check_numbers(d, metric, weight, labels)
   if (preranked) gsea_check_metric(d$ranking, weight)
@@ -229,9 +280,17 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
   f <- structure(set_of, levels = as.character(seq_len(n_sets)), class = "factor")
   members <- split(genes[gi], f)
   names(members) <- gs$names
+  pval <- r$pval
+  log2err <- rep(NA_real_, n_sets)
+  if (pvalue == "multilevel") {
+    ml <- gsea_multilevel(r$metric[ord], weight, gs$start, rank_of[gs$index + 1L], seed, eps,
+                          nSign = max(1000L, min(nperm, 10000L)), threads = a$threads, verbose = verbose)
+    pval <- ml$pval
+    log2err <- ml$log2err
+  }
   out <- data.frame(set = gs$names, size = gs$size, ES = r$es,
-                    NES = r$nes, pval = r$pval, padj = stats::p.adjust(r$pval, "BH"), FDR = r$fdr, FWER = r$fwer,
-                    rankAtMax = r$pos + 1L, stringsAsFactors = FALSE)
+                    NES = r$nes, pval = pval, padj = stats::p.adjust(pval, "BH"), FDR = r$fdr, FWER = r$fwer,
+                    log2err = log2err, rankAtMax = r$pos + 1L, stringsAsFactors = FALSE)
   out$leadingEdge <- gsea_genelist(unname(split(genes[gi[in_lead]], f[in_lead])))
   if (keepNull) {
     null <- r$null
@@ -241,11 +300,24 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
             class = c("rapidGSEA", "data.frame"),
             ranking = ranking, members = members, nperm = nperm, seed = seed,
             metric = if (preranked) "preranked" else metric, weight = weight,
-            permutation = permutation, classes = classes,
+            permutation = permutation, pvalue = pvalue, eps = eps, classes = classes,
             backend = b$backend, device = b$devices, deviceName = b$deviceName,
             stageTime = stats::setNames(r$seconds, c("observed+pass1", "pass2", "statistics")),
             time = proc.time()[["elapsed"]] - t_start,
             nullES = if (keepNull) null else NULL)
+}
+
+# Multilevel p-values of preranked sets (src/gsea/gsea_multilevel.c):
+# metric in rank order, the sets as 0-based rank positions (start: offsets).
+# moves: kept swaps per member per level (option for tests and probes only).
+gsea_multilevel <- function(metric, weight, start, pos, seed, eps, nSign = 1000L, sampleSize = 101L,
+                            moves = getOption("sysbioGPU.gseaMoves", 1L), threads = 1L, verbose = FALSE) {
+  .Call(ffi_gsea_multilevel,
+        list(metric = as.double(metric), weight = as.double(weight), start = as.integer(start),
+             pos = as.integer(pos)),
+        list(seed = as.double(seed), sampleSize = as.integer(sampleSize), nSign = as.integer(nSign),
+             moves = as.integer(moves), eps = as.double(eps)),
+        list(gpu = FALSE, threads = as.integer(threads), devices = 0L, verbose = isTRUE(verbose)))
 }
 
 # One engine call: the whole run (phase 0) or a BPPARAM worker's share of
@@ -471,7 +543,9 @@ summary.rapidGSEA <- function(object, ...) {
               down = sum(object$FDR < 0.25 & object$NES < 0, na.rm = TRUE)),
     p05 = c(up = sum(object$pval < 0.05 & object$NES > 0, na.rm = TRUE),
             down = sum(object$pval < 0.05 & object$NES < 0, na.rm = TRUE)),
-    minP = 1 / attr(object, "nperm"),
+    # a multilevel p goes down to eps (to about 1e-300 with eps = 0)
+    minP = if (identical(attr(object, "pvalue"), "multilevel")) max(attr(object, "eps"), 1e-300)
+           else 1 / attr(object, "nperm"),
     backend = attr(object, "backend"), time = attr(object, "time"), stageTime = attr(object, "stageTime")
   )
   class(s) <- "summary.rapidGSEA"

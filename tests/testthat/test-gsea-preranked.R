@@ -58,7 +58,7 @@ test_that("the shared null is the same on 1 and 2 threads and across batches", {
   names(sets) <- paste0("s", seq_along(sets))
   run <- function(threads, keep = FALSE) {
     rapidGSEA(r, geneSets = sets, nperm = 300, seed = 9, backend = "cpu", threads = threads,
-              keepNull = keep, verbose = FALSE)
+              keepNull = keep, verbose = FALSE, pvalue = "permutation")
   }
   a <- run(1, TRUE)
   b <- run(2, TRUE)
@@ -151,7 +151,8 @@ test_that("passes by set size give the per-set passes' table", {
   sets[[1]] <- names(r)[1:15] # a set far in the tail: few nulls beyond it
   names(sets) <- paste0("s", seq_along(sets))
   run <- function(threads, keep) rapidGSEA(r, geneSets = sets, nperm = 700, seed = 3, backend = "cpu",
-                                           threads = threads, keepNull = keep, verbose = FALSE)
+                                           threads = threads, keepNull = keep, verbose = FALSE,
+                                           pvalue = "permutation")
   a <- run(2, TRUE)
   b <- run(2, FALSE)
   c1 <- run(1, FALSE)
@@ -183,9 +184,11 @@ test_that("GPU gene permutations give the CPU's table", {
     names(sets) <- paste0("s", seq_along(sets))
     for (q in c(1, 0)) for (keep in c(TRUE, FALSE)) {
       a <- suppressWarnings(rapidGSEA(r, geneSets = sets, nperm = 2000, minSize = 1, weight = q, seed = 2,
-                                      backend = "cpu", threads = 2, keepNull = keep, verbose = FALSE))
+                                      backend = "cpu", threads = 2, keepNull = keep, verbose = FALSE,
+                                      pvalue = "permutation"))
       g <- suppressWarnings(rapidGSEA(r, geneSets = sets, nperm = 2000, minSize = 1, weight = q, seed = 2,
-                                      backend = "gpu", keepNull = keep, verbose = FALSE))
+                                      backend = "gpu", keepNull = keep, verbose = FALSE,
+                                      pvalue = "permutation"))
       info <- sprintf("%s q %g keepNull %s", nm, q, keep)
       if (keep) expect_identical(attr(a, "nullES"), attr(g, "nullES"), info = info)
       cols <- c("ES", "NES", "pval", "FDR", "FWER")

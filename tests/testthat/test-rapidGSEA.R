@@ -240,7 +240,7 @@ test_that("result, print, summary and plot", {
   d <- gsea_toy(G = 300)
   res <- cpu(d$x, factor(d$y), d$sets, nperm = 100, minSize = 5, seed = 1, threads = 1)
   expect_s3_class(res, "rapidGSEA")
-  expect_named(res, c("set", "size", "ES", "NES", "pval", "padj", "FDR", "FWER", "rankAtMax", "leadingEdge"))
+  expect_named(res, c("set", "size", "ES", "NES", "pval", "padj", "FDR", "FWER", "log2err", "rankAtMax", "leadingEdge"))
   expect_equal(res$size, c(20L, 24L, 25L, 40L))
   expect_equal(attr(res, "backend"), "cpu")
   expect_equal(attr(res, "seed"), 1)

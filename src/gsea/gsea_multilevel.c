@@ -1,0 +1,631 @@
+/* Multilevel p-values of preranked gene sets (rapidGSEA(pvalue =
+ * "multilevel")), by adaptive multilevel splitting as in Korotkevich,
+ * Sukhov and Sergushichev's fgsea paper, written from the paper.
+ *
+ * With a fixed ranking the null of a set depends only on its size k, so
+ * one "ruler" per size and tail serves all its sets.  A population of n
+ * uniform random k-sets is scored by ES+ (the largest running sum); the
+ * sets at or above the median are kept, copied back to n, and moved by
+ * Markov chain swaps (a member for a non-member, accepted when ES+ stays
+ * at or above the median): the population is then a sample of the sets
+ * beyond that level, and the next level is its median.  P(ES+ >= level t)
+ * is the product of the levels' fractions; each fraction c/n is taken as
+ * the c-th largest of n uniforms, whose log has mean psi(c) - psi(n + 1)
+ * and variance psi1(c) - psi1(n + 1) (hence log2err).  Negative ES use the
+ * mirrored list (the least running sum of a list is minus the largest of
+ * the reversed one).  p is conditional on the sign, P(ES+ >= ES) /
+ * P(ES >= 0), like Broad's nominal p, with P(ES >= 0) from n_sign plain
+ * random sets.  Those n_sign sets also give the p of the sets where their
+ * plain count is as precise as the levels would be (as fgsea does), so
+ * rulers climb only for the smaller p-values.
+ *
+ * Work unit: one level of one ruler.  Each ruler draws from its own Philox
+ * subsequence, so the levels it goes through do not depend on the threads;
+ * the calling thread polls between rounds of levels. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gsea_multilevel.h"
+#include "gsea_math.h"
+#include "omp_compat.h"
+#include "philox.h"
+
+#define ML_LOG_FLOOR (-700.0) /* exp() of less is subnormal: the last p doubles give */
+#define ML_STUCK 3            /* levels without progress before a ruler gives up */
+#define ML_MIN_SWAPS 25       /* kept swaps per set and level, at least (small sets) */
+#define ML_LN2 0.69314718055994530942 /* log(2) */
+#define ML_CAP 1000          /* proposals per kept swap wanted, at most (thin level sets) */
+#define ML_SLOTS 4            /* rulers in flight per thread */
+/* Philox key of the rulers: the seed mixed with "multilvl", so that they do
+ * not replay the draws of the permutations of the same seed */
+#define ML_KEY(seed) ((seed) ^ 0x6d756c74696c766cull)
+
+/* One ruler: the sets of one size in one tail (dir 0: ES >= 0, scored on
+ * the list; dir 1: ES < 0, scored on the reversed list). */
+typedef struct ml_task {
+  int32_t k, dir;
+  int32_t n_sets;        /* its sets, ascending x, in order[first..] */
+  int32_t first;
+  /* state, once started */
+  int started, done;
+  sbg_status st;
+  sbg_philox rng;
+  double level;          /* current level (-inf before the first) */
+  double logp, var;      /* log P(ES+ >= level) and its variance */
+  double logf, varf;     /* log P(ES >= 0) (of the tail's sign), variance */
+  int32_t next;          /* first set not yet given its p */
+  int32_t nlev, stuck;
+  int32_t nb;            /* blocks of rank positions for the moves */
+  int32_t *pop, *pop2;   /* n x k members, ascending, and the copy buffer */
+  double *score, *score2, *sorted;
+  int32_t *bnd, *cnt;    /* nb block ends; n x nb members per block */
+  double *bsum, *nr;     /* n x nb weight per block; n total weights */
+  int32_t *cand, *cand_h;/* per set: a member where ES+ reaches the level, hits up to it */
+  double *cand_c;        /* and the weight up to it */
+  int32_t *tmp, *tmp2;
+  double *plain;         /* n_sign plain random sets' ES+, ascending */
+  uint64_t *bits;
+} ml_task;
+
+typedef struct ml_shared {
+  int32_t G;
+  const double *w[2];    /* weight by position: list, reversed list */
+  const sbg_gsea_ml_params *p;
+  const double *x;       /* per set: ES+ in its tail's frame */
+  const int32_t *order;  /* sets by (dir, k, x) */
+  sbg_gsea_ml_result *out;
+} ml_shared;
+
+/* ---------------------------------------------------------------------- */
+/* Scores */
+
+/* ES+ of the set at ascending positions pos[0..k): the largest running
+ * sum, with gsea_es_hit's arithmetic (0 when it never rises above 0). */
+static double es_plus(const int32_t *pos, int32_t k, const double *w, int32_t G) {
+  double nr = 0;
+  for (int32_t i = 0; i < k; i++) nr += w[pos[i]];
+  int unit = nr == 0; /* all weights 0: unit weights, as the sweep does */
+  double inv_nr = 1.0 / (unit ? (double)k : nr), inv_nmiss = 1.0 / ((double)G - (double)k);
+  double cum = 0, best = 0;
+  for (int32_t i = 0; i < k; i++) {
+    double miss = (double)(pos[i] - i) * inv_nmiss;
+    cum += unit ? 1.0 : w[pos[i]];
+    double top = cum * inv_nr - miss;
+    if (top > best) best = top;
+  }
+  return best;
+}
+
+/* Broad's signed ES (gsea_es_hit, the engines' rule). */
+static double es_signed(const int32_t *pos, int32_t k, const double *w, int32_t G) {
+  double nr = 0;
+  for (int32_t i = 0; i < k; i++) nr += w[pos[i]];
+  int unit = nr == 0;
+  double inv_nr = 1.0 / (unit ? (double)k : nr), inv_nmiss = 1.0 / ((double)G - (double)k);
+  gsea_es_state s;
+  gsea_es_init(&s);
+  for (int32_t i = 0; i < k; i++) gsea_es_hit(&s, pos[i], unit ? 1.0 : w[pos[i]], inv_nr, inv_nmiss);
+  return s.best;
+}
+
+/* sum_{i=c}^{n} 1/i = psi(n + 1) - psi(c), and of 1/i^2 = psi1(c) - psi1(n + 1). */
+static double harm(int32_t c, int32_t n) {
+  double s = 0;
+  for (int32_t i = n; i >= c; i--) s += 1.0 / i;
+  return s;
+}
+
+static double harm2(int32_t c, int32_t n) {
+  double s = 0;
+  for (int32_t i = n; i >= c; i--) s += 1.0 / ((double)i * i);
+  return s;
+}
+
+/* First index of a[0..n) >= x (doubles, ascending). */
+static int32_t lower_bound_d(const double *a, int32_t n, double x) {
+  int32_t lo = 0, hi = n;
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < x) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+static int32_t lower_bound_i(const int32_t *a, int32_t n, int32_t x) {
+  int32_t lo = 0, hi = n;
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < x) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+/* Block of position x: the first j with x < bnd[j]. */
+static int32_t block_of(const int32_t *bnd, int32_t nb, int32_t x) {
+  int32_t lo = 0, hi = nb - 1;
+  while (lo < hi) {
+    int32_t mid = (lo + hi) / 2;
+    if (x < bnd[mid]) hi = mid; else lo = mid + 1;
+  }
+  return lo;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static int cmp_i32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* A uniform random k-subset of [0, G) in ascending order (Floyd's
+ * algorithm: k draws, then the bit set read in order; bits is all zero on
+ * entry and on return). */
+static void draw_set(sbg_philox *r, int32_t G, int32_t k, uint64_t *bits, int32_t *out) {
+  for (int32_t j = G - k; j < G; j++) {
+    int32_t t = (int32_t)sbg_philox_below(r, (uint32_t)j + 1u);
+    if (bits[t >> 6] >> (t & 63) & 1u) t = j;
+    bits[t >> 6] |= (uint64_t)1 << (t & 63);
+  }
+  int32_t n = 0;
+  for (int32_t i = 0; i < (G + 63) / 64; i++) {
+    uint64_t v = bits[i];
+    while (v) {
+      out[n++] = i * 64 + __builtin_ctzll(v);
+      v &= v - 1;
+    }
+    bits[i] = 0;
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+/* One ruler */
+
+static void task_free(ml_task *t) {
+  free(t->pop); free(t->pop2); free(t->score); free(t->score2); free(t->sorted);
+  free(t->bnd); free(t->cnt); free(t->bsum); free(t->nr);
+  free(t->cand); free(t->cand_h); free(t->cand_c); free(t->tmp); free(t->tmp2); free(t->plain);
+  free(t->bits);
+  t->pop = t->pop2 = t->bnd = t->cnt = t->cand = t->cand_h = t->tmp = t->tmp2 = NULL;
+  t->score = t->score2 = t->sorted = t->bsum = t->nr = t->cand_c = t->plain = NULL;
+  t->bits = NULL;
+}
+
+/* Set j of the ruler gets p and the sd of log2 p (NaN: p is a bound). */
+static void put_result(const ml_shared *sh, const ml_task *t, int32_t j, double pv, double err) {
+  int32_t s = sh->order[t->first + j];
+  if (pv > 1) pv = 1;
+  if (sh->p->eps > 0 && pv < sh->p->eps) {
+    pv = sh->p->eps; /* p < eps: eps is the answer, a bound */
+    err = NAN;
+  }
+  sh->out->pval[s] = pv;
+  sh->out->log2err[s] = err;
+  sh->out->levels[s] = t->nlev;
+}
+
+/* From the ruler: log P(ES+ >= x) and its variance. */
+static void set_result(const ml_shared *sh, const ml_task *t, int32_t j, double logp, double var, int bound) {
+  put_result(sh, t, j, exp(logp - t->logf), bound ? NAN : sqrt(var + t->varf) / ML_LN2);
+}
+
+/* The sets not reached get the last level's p as a bound. */
+static void finish_bound(const ml_shared *sh, ml_task *t, double logp) {
+  for (; t->next < t->n_sets; t->next++) set_result(sh, t, t->next, logp, 0, 1);
+  t->done = 1;
+}
+
+/* After scoring a population (a sample beyond t->level): gives p to the
+ * sets up to the next level, then keeps the sets at or beyond it. */
+static void next_level(const ml_shared *sh, ml_task *t) {
+  int32_t n = sh->p->sample_size, k = t->k;
+  memcpy(t->sorted, t->score, (size_t)n * sizeof(double));
+  qsort(t->sorted, (size_t)n, sizeof(double), cmp_double);
+  double lnew = t->sorted[(n - 1) / 2];
+  if (!(lnew > t->level)) { /* half the sample sits on the level: the next value up */
+    int32_t i = lower_bound_d(t->sorted, n, t->level);
+    while (i < n && !(t->sorted[i] > t->level)) i++;
+    lnew = i < n ? t->sorted[i] : t->level;
+  }
+  while (t->next < t->n_sets) {
+    double x = sh->x[sh->order[t->first + t->next]];
+    if (x > lnew) break;
+    int32_t c = n - lower_bound_d(t->sorted, n, x); /* sample at or beyond x */
+    set_result(sh, t, t->next, t->logp - harm(c, n), t->var + harm2(c, n), 0);
+    t->next++;
+  }
+  if (t->next == t->n_sets) { t->done = 1; return; }
+  if (!(lnew > t->level)) { /* nothing beyond the level yet: move again */
+    if (++t->stuck >= ML_STUCK) finish_bound(sh, t, t->logp);
+    return;
+  }
+  t->stuck = 0;
+  int32_t ct = n - lower_bound_d(t->sorted, n, lnew);
+  double logp = t->logp - harm(ct, n);
+  if ((sh->p->eps > 0 && logp - t->logf < log(sh->p->eps)) || logp < ML_LOG_FLOOR) {
+    finish_bound(sh, t, logp);
+    return;
+  }
+  /* the ct sets at or beyond lnew, copied in turn to fill the sample */
+  int32_t m = 0;
+  for (int32_t e = 0; e < n; e++)
+    if (t->score[e] >= lnew) t->tmp[m++] = e;
+  for (int32_t e = 0; e < n; e++) {
+    int32_t from = t->tmp[e % m];
+    memcpy(t->pop2 + (size_t)e * k, t->pop + (size_t)from * k, (size_t)k * sizeof(int32_t));
+    t->score2[e] = t->score[from];
+  }
+  int32_t *pp = t->pop; t->pop = t->pop2; t->pop2 = pp;
+  double *ss = t->score; t->score = t->score2; t->score2 = ss;
+  t->level = lnew;
+  t->logp = logp;
+  t->var += harm2(ct, n);
+  t->nlev++;
+}
+
+/* Whether ES+ of set e reaches the level, from its block sums: a block
+ * whose whole weight, counted at its start, cannot reach the level is
+ * skipped.  On success remembers where the level was reached. */
+static int reaches(ml_task *t, int32_t e, const double *w, double q1, double q2) {
+  const int32_t *pos = t->pop + (size_t)e * t->k;
+  const int32_t *cnt = t->cnt + (size_t)e * t->nb;
+  const double *bsum = t->bsum + (size_t)e * t->nb;
+  double C = 0, level = t->level;
+  int32_t h = 0, lo = 0;
+  for (int32_t j = 0; j < t->nb; j++) {
+    if ((C + bsum[j]) * q2 - (double)(lo - h) * q1 < level - 1e-12) {
+      C += bsum[j];
+      h += cnt[j];
+    } else {
+      for (int32_t end = h + cnt[j]; h < end;) {
+        int32_t r = pos[h];
+        double miss = (double)(r - h) * q1;
+        C += w[r];
+        h++;
+        if (C * q2 - miss >= level) {
+          t->cand[e] = r;
+          t->cand_c[e] = C;
+          t->cand_h[e] = h;
+          return 1;
+        }
+      }
+    }
+    lo = t->bnd[j];
+  }
+  return 0;
+}
+
+/* One proposed swap in set e: a random member out, a random non-member
+ * in, kept when ES+ stays at or beyond the level.  Returns 1 if kept. */
+static int move(ml_task *t, int32_t e, const double *w, int32_t G, double q1) {
+  int32_t k = t->k, nb = t->nb;
+  int32_t *pos = t->pop + (size_t)e * k;
+  int32_t i = (int32_t)sbg_philox_below(&t->rng, (uint32_t)k);
+  int32_t b = (int32_t)sbg_philox_below(&t->rng, (uint32_t)G);
+  int32_t a = pos[i];
+  int32_t ib = lower_bound_i(pos, k, b);
+  if (ib < k && pos[ib] == b) return 0;
+  if (ib > i) {
+    memmove(pos + i, pos + i + 1, (size_t)(ib - 1 - i) * sizeof(int32_t));
+    pos[ib - 1] = b;
+  } else {
+    memmove(pos + ib + 1, pos + ib, (size_t)(i - ib) * sizeof(int32_t));
+    pos[ib] = b;
+  }
+  int32_t *cnt = t->cnt + (size_t)e * nb;
+  double *bsum = t->bsum + (size_t)e * nb;
+  int32_t ja = block_of(t->bnd, nb, a), jb = block_of(t->bnd, nb, b);
+  double wa = w[a], wb = w[b], sa = bsum[ja], sb = bsum[jb], nr0 = t->nr[e];
+  cnt[ja]--;
+  cnt[jb]++;
+  bsum[ja] -= wa;
+  bsum[jb] += wb;
+  t->nr[e] = nr0 - wa + wb;
+  int ok = 0;
+  if (t->nr[e] > 0) {
+    double q2 = 1.0 / t->nr[e];
+    int32_t c = t->cand[e];
+    if (c >= 0 && c != a) { /* the last crossing point often still crosses */
+      double C = t->cand_c[e] + (b < c ? wb : 0) - (a < c ? wa : 0);
+      int32_t H = t->cand_h[e] + (b < c) - (a < c);
+      if (C * q2 - (double)(c + 1 - H) * q1 >= t->level) {
+        ok = 1;
+        t->cand_c[e] = C;
+        t->cand_h[e] = H;
+      }
+    }
+    if (!ok) ok = reaches(t, e, w, q1, q2);
+  } else {
+    ok = es_plus(pos, k, w, G) >= t->level; /* unit weights: rare, slow path */
+    t->cand[e] = -1;
+  }
+  if (ok) return 1;
+  if (ib > i) {
+    memmove(pos + i + 1, pos + i, (size_t)(ib - 1 - i) * sizeof(int32_t));
+  } else {
+    memmove(pos + ib, pos + ib + 1, (size_t)(i - ib) * sizeof(int32_t));
+  }
+  pos[i] = a;
+  cnt[ja]++;
+  cnt[jb]--;
+  bsum[ja] = sa;
+  bsum[jb] = sb;
+  t->nr[e] = nr0;
+  return 0;
+}
+
+/* Blocks of about sqrt(k) members each: ends at the sample's medians of
+ * every (k / nb)-th member; then each set's counts and sums per block. */
+static void make_blocks(ml_task *t, int32_t n, const double *w, int32_t G) {
+  int32_t k = t->k, nb = t->nb;
+  for (int32_t j = 0; j + 1 < nb; j++) {
+    int32_t idx = (int32_t)((int64_t)(j + 1) * k / nb);
+    for (int32_t e = 0; e < n; e++) t->tmp[e] = t->pop[(size_t)e * k + idx];
+    qsort(t->tmp, (size_t)n, sizeof(int32_t), cmp_i32);
+    t->bnd[j] = t->tmp[n / 2];
+    if (j > 0 && t->bnd[j] < t->bnd[j - 1]) t->bnd[j] = t->bnd[j - 1];
+  }
+  t->bnd[nb - 1] = G;
+  for (int32_t e = 0; e < n; e++) {
+    const int32_t *pos = t->pop + (size_t)e * k;
+    int32_t *cnt = t->cnt + (size_t)e * nb;
+    double *bsum = t->bsum + (size_t)e * nb;
+    memset(cnt, 0, (size_t)nb * sizeof(int32_t));
+    for (int32_t j = 0; j < nb; j++) bsum[j] = 0;
+    double nr = 0;
+    for (int32_t i = 0, j = 0; i < k; i++) {
+      while (pos[i] >= t->bnd[j]) j++;
+      cnt[j]++;
+      bsum[j] += w[pos[i]];
+      nr += w[pos[i]];
+    }
+    t->nr[e] = nr;
+    t->cand[e] = -1;
+  }
+}
+
+/* Markov chain moves at the current level: `moves` kept swaps per member
+ * of the sample (each set about moves x k, at least ML_MIN_SWAPS), in rounds of k / 10 proposals
+ * per set; a level whose swaps are almost all refused stops after ML_CAP
+ * proposals per wanted swap (thin level sets near the largest ES need
+ * hundreds: at 50, p of the top genes came out 2^-2.5 too small on average).
+ * Too few moves leave the copies near their parents, which sit high in
+ * the level set, and bias every level's fraction up. */
+static void mix(ml_task *t, const ml_shared *sh) {
+  int32_t n = sh->p->sample_size, k = t->k, G = sh->G;
+  const double *w = sh->w[t->dir];
+  double q1 = 1.0 / ((double)G - (double)k);
+  make_blocks(t, n, w, G);
+  int64_t per_set = (int64_t)k * sh->p->moves;
+  if (per_set < ML_MIN_SWAPS) per_set = ML_MIN_SWAPS;
+  int64_t target = n * per_set, cap = ML_CAP * target, kept = 0, tried = 0;
+  int32_t per = k / 10 > 1 ? k / 10 : 1;
+  while (kept < target && tried < cap) {
+    for (int32_t e = 0; e < n; e++)
+      for (int32_t r = 0; r < per; r++) kept += move(t, e, w, G, q1);
+    tried += (int64_t)n * per;
+  }
+  for (int32_t e = 0; e < n; e++) t->score[e] = es_plus(t->pop + (size_t)e * k, k, w, G);
+}
+
+static int task_alloc(ml_task *t, int32_t n, int32_t G, int32_t n_sign) {
+  size_t nk = (size_t)n * (size_t)t->k;
+  t->nb = (int32_t)sqrt((double)t->k);
+  if (t->nb < 1) t->nb = 1;
+  size_t nb = (size_t)n * (size_t)t->nb;
+  t->pop = malloc(nk * sizeof(int32_t));
+  t->pop2 = malloc(nk * sizeof(int32_t));
+  t->score = malloc((size_t)n * sizeof(double));
+  t->score2 = malloc((size_t)n * sizeof(double));
+  t->sorted = malloc((size_t)n * sizeof(double));
+  t->bnd = malloc((size_t)t->nb * sizeof(int32_t));
+  t->cnt = malloc(nb * sizeof(int32_t));
+  t->bsum = malloc(nb * sizeof(double));
+  t->nr = malloc((size_t)n * sizeof(double));
+  t->cand = malloc((size_t)n * sizeof(int32_t));
+  t->cand_h = malloc((size_t)n * sizeof(int32_t));
+  t->cand_c = malloc((size_t)n * sizeof(double));
+  t->tmp = malloc((size_t)(n > t->k ? n : t->k) * sizeof(int32_t));
+  t->tmp2 = malloc((size_t)t->k * sizeof(int32_t));
+  t->plain = malloc((size_t)n_sign * sizeof(double));
+  t->bits = calloc((size_t)(G + 63) / 64, sizeof(uint64_t));
+  return t->pop && t->pop2 && t->score && t->score2 && t->sorted && t->bnd && t->cnt && t->bsum &&
+         t->nr && t->cand && t->cand_h && t->cand_c && t->tmp && t->tmp2 && t->plain && t->bits;
+}
+
+/* First step of a ruler: n_sign plain random sets give P(ES >= 0) (or
+ * <= 0) and, as fgsea does, the p of the sets where their count is at
+ * least as precise as the levels would be (about p > 0.02 for 1,000 sets:
+ * most sets of most lists, at no further cost); the rest start the first
+ * sample and its level. */
+static void task_start(ml_task *t, const ml_shared *sh) {
+  int32_t n = sh->p->sample_size, k = t->k, G = sh->G, N = sh->p->n_sign;
+  t->started = 1;
+  if (!task_alloc(t, n, G, N)) {
+    t->st = SBG_ERR_ALLOC;
+    t->done = 1;
+    return;
+  }
+  sbg_philox r;
+  sbg_philox_init(&r, ML_KEY(sh->p->seed), (uint64_t)k * 4u + 2u, 0); /* the same sample for both tails */
+  int32_t m = 0;
+  for (int32_t i = 0; i < N; i++) {
+    draw_set(&r, G, k, t->bits, t->tmp);
+    double es = es_signed(t->tmp, k, sh->w[0], G);
+    m += t->dir == 0 ? es >= 0 : es <= 0;
+    if (t->dir) /* the same set on the reversed list */
+      for (int32_t j = 0; j < k; j++) t->tmp2[j] = G - 1 - t->tmp[k - 1 - j];
+    t->plain[i] = es_plus(t->dir ? t->tmp2 : t->tmp, k, sh->w[t->dir], G);
+  }
+  qsort(t->plain, (size_t)N, sizeof(double), cmp_double);
+  t->logf = log(((double)m + 1) / ((double)N + 1));
+  t->varf = harm2(m + 1, N + 1);
+  double level_var = harm2((n + 1) / 2, n);
+  for (; t->next < t->n_sets; t->next++) {
+    double x = sh->x[sh->order[t->first + t->next]];
+    int32_t b = N - lower_bound_d(t->plain, N, x); /* plain sets at or beyond x */
+    if (b > m) b = m;
+    double pv = ((double)b + 1) / ((double)m + 1), var = harm2(b + 1, m + 1);
+    if (var > (floor(-log2(pv)) + 1) * level_var) break; /* the levels do better from here on */
+    put_result(sh, t, t->next, pv, sqrt(var) / ML_LN2);
+  }
+  if (t->next == t->n_sets) {
+    t->done = 1;
+    return;
+  }
+  sbg_philox_init(&t->rng, ML_KEY(sh->p->seed), (uint64_t)k * 4u + (uint64_t)t->dir, 0);
+  for (int32_t e = 0; e < n; e++) {
+    draw_set(&t->rng, G, k, t->bits, t->pop + (size_t)e * k);
+    t->score[e] = es_plus(t->pop + (size_t)e * k, k, sh->w[t->dir], G);
+  }
+  t->level = -INFINITY;
+  t->logp = 0;
+  t->var = 0;
+  next_level(sh, t);
+}
+
+static void task_step(ml_task *t, const ml_shared *sh) {
+  if (!t->started) {
+    task_start(t, sh);
+    return;
+  }
+  mix(t, sh);
+  next_level(sh, t);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Sets to rulers, rulers to threads */
+
+typedef struct ml_key {
+  int32_t dir, k, s;
+  double x;
+} ml_key;
+
+static int cmp_key(const void *a, const void *b) {
+  const ml_key *x = a, *y = b;
+  if (x->dir != y->dir) return x->dir - y->dir;
+  if (x->k != y->k) return (x->k > y->k) - (x->k < y->k);
+  if (x->x != y->x) return (x->x > y->x) - (x->x < y->x);
+  return (x->s > y->s) - (x->s < y->s);
+}
+
+/* Each set's tail, signed ES and ES+ in its tail's frame. */
+static int score_sets(const sbg_gsea_ml_input *in, const ml_shared *sh, ml_key *key, double *x,
+                      sbg_gsea_ml_result *out) {
+  int32_t G = in->n_genes, kmax = 0;
+  for (int32_t s = 0; s < in->n_sets; s++) {
+    int32_t k = in->set_start[s + 1] - in->set_start[s];
+    if (k > kmax) kmax = k;
+  }
+  int32_t *buf = malloc((size_t)(kmax > 0 ? kmax : 1) * sizeof(int32_t));
+  if (!buf) return 0;
+  for (int32_t s = 0; s < in->n_sets; s++) {
+    int32_t k = in->set_start[s + 1] - in->set_start[s];
+    memcpy(buf, in->set_pos + in->set_start[s], (size_t)k * sizeof(int32_t));
+    qsort(buf, (size_t)k, sizeof(int32_t), cmp_i32);
+    double es = es_signed(buf, k, sh->w[0], G);
+    int dir = es < 0;
+    if (dir) { /* mirrored positions, ascending */
+      for (int32_t i = 0; i < k / 2; i++) {
+        int32_t u = buf[i];
+        buf[i] = buf[k - 1 - i];
+        buf[k - 1 - i] = u;
+      }
+      for (int32_t i = 0; i < k; i++) buf[i] = G - 1 - buf[i];
+    }
+    out->es[s] = es;
+    x[s] = es_plus(buf, k, sh->w[dir], G);
+    key[s].dir = dir;
+    key[s].k = k;
+    key[s].s = s;
+    key[s].x = x[s];
+  }
+  free(buf);
+  return 1;
+}
+
+/* Rulers from the sorted keys; largest sizes first, for balance. */
+static int32_t make_tasks(const ml_key *key, int32_t S, int32_t *order, ml_task *task) {
+  int32_t n = 0;
+  for (int32_t s = 0; s < S; s++) {
+    order[s] = key[s].s;
+    if (s == 0 || key[s].dir != key[s - 1].dir || key[s].k != key[s - 1].k) {
+      memset(&task[n], 0, sizeof task[n]);
+      task[n].k = key[s].k;
+      task[n].dir = key[s].dir;
+      task[n].first = s;
+      n++;
+    }
+    task[n - 1].n_sets++;
+  }
+  return n;
+}
+
+static int cmp_task(const void *a, const void *b) {
+  const ml_task *x = a, *y = b;
+  if (x->k != y->k) return (x->k < y->k) - (x->k > y->k);
+  return x->dir - y->dir;
+}
+
+sbg_status sbg_gsea_multilevel_cpu(const sbg_gsea_ml_input *in, const sbg_gsea_ml_params *p,
+                                   sbg_gsea_ml_result *out, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t G = in->n_genes, S = in->n_sets;
+  int nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
+  double *wf = malloc((size_t)G * sizeof(double)), *wb = malloc((size_t)G * sizeof(double));
+  double *x = malloc((size_t)(S > 0 ? S : 1) * sizeof(double));
+  ml_key *key = malloc((size_t)(S > 0 ? S : 1) * sizeof(ml_key));
+  int32_t *order = malloc((size_t)(S > 0 ? S : 1) * sizeof(int32_t));
+  ml_task *task = malloc((size_t)(S > 0 ? S : 1) * sizeof(ml_task));
+  int32_t nslot = nth * ML_SLOTS, *slot = malloc((size_t)nslot * sizeof(int32_t));
+  int32_t n_task = 0;
+  if (!wf || !wb || !x || !key || !order || !task || !slot) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the multilevel work space");
+    goto done;
+  }
+  for (int32_t r = 0; r < G; r++) wf[r] = gsea_weight(in->metric[r], in->weight);
+  for (int32_t r = 0; r < G; r++) wb[r] = wf[G - 1 - r];
+  ml_shared sh = {G, {wf, wb}, p, x, order, out};
+  if (!score_sets(in, &sh, key, x, out)) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the multilevel work space");
+    goto done;
+  }
+  qsort(key, (size_t)S, sizeof(ml_key), cmp_key);
+  n_task = make_tasks(key, S, order, task);
+  qsort(task, (size_t)n_task, sizeof(ml_task), cmp_task);
+
+  double work = 0, worked = 0;
+  for (int32_t i = 0; i < n_task; i++) work += task[i].k;
+  int32_t next = 0, active = 0;
+  for (int32_t i = 0; i < nslot; i++) slot[i] = -1;
+  for (;;) {
+    for (int32_t i = 0; i < nslot; i++)
+      if (slot[i] < 0 && next < n_task) { slot[i] = next++; active++; }
+    if (active == 0) break;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nth)
+    for (int32_t i = 0; i < nslot; i++)
+      if (slot[i] >= 0) task_step(&task[slot[i]], &sh);
+    for (int32_t i = 0; i < nslot; i++) {
+      if (slot[i] < 0 || !task[slot[i]].done) continue;
+      ml_task *t = &task[slot[i]];
+      if (t->st != SBG_OK && st == SBG_OK) st = sbg_fail(ctx, t->st, "cannot allocate a multilevel sample");
+      task_free(t);
+      worked += t->k;
+      slot[i] = -1;
+      active--;
+    }
+    if (st != SBG_OK) goto done;
+    st = sbg_poll(ctx, worked / work);
+    if (st != SBG_OK) goto done;
+  }
+
+done:
+  if (slot && task)
+    for (int32_t i = 0; i < nslot; i++)
+      if (slot[i] >= 0) task_free(&task[slot[i]]);
+  free(wf); free(wb); free(x); free(key); free(order); free(task); free(slot);
+  return st;
+}
