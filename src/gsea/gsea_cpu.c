@@ -339,15 +339,6 @@ static void stats_end_pass1(stats *t, double *nes, double *pval) {
   qsort(t->oneg, (size_t)t->kn, sizeof(double), cmp_double);
 }
 
-/* Number of a[0..n) < x, a ascending. */
-static int32_t count_lt(const double *a, int32_t n, double x) {
-  int32_t lo = 0, hi = n;
-  while (lo < hi) {
-    int32_t mid = lo + (hi - lo) / 2;
-    if (a[mid] < x) lo = mid + 1; else hi = mid;
-  }
-  return lo;
-}
 
 /* ---------------------------------------------------------------------- */
 /* Gene permutations: the passes by set size.  Sets of one size share their
@@ -452,7 +443,7 @@ static void zstats_pass1(zstats *z, const double *nbz, int64_t n) {
         gsea_acc_add(&sp[q], v);
         np[q]++;
         int32_t lo = z->ps[q];
-        bp[lo + q + count_lt(z->pe + lo, z->ps[q + 1] - lo, v)]++;
+        bp[lo + q + gsea_count_lt(z->pe + lo, z->ps[q + 1] - lo, v)]++;
       }
       if (v <= 0) { /* beyond the sets of ES in (v, 0) */
         gsea_acc_add(&sn[q], v);
@@ -611,8 +602,8 @@ static int stats_finish(stats *t, double *fdr, double *fwer) {
   cn[kn] = 0;
   for (int32_t i = kn - 1; i >= 0; i--) cn[i] = cn[i + 1] + t->hn[i + 1];
   for (int64_t b = 0; b < N; b++) {
-    gp[count_lt(t->opos, kp, t->pmax[b])]++;  /* max > opos[i] for every i below */
-    gn[count_lt(t->oneg, kn, -t->pmin[b])]++;
+    gp[gsea_count_lt(t->opos, kp, t->pmax[b])]++;  /* max > opos[i] for every i below */
+    gn[gsea_count_lt(t->oneg, kn, -t->pmin[b])]++;
   }
   for (int32_t i = kp - 1; i >= 0; i--) gp[i] += gp[i + 1]; /* gp[i]: bins >= i */
   for (int32_t i = kn - 1; i >= 0; i--) gn[i] += gn[i + 1];
@@ -620,14 +611,14 @@ static int stats_finish(stats *t, double *fdr, double *fwer) {
     double v = t->nes[s];
     if (isnan(v)) { fdr[s] = NAN; fwer[s] = NAN; continue; }
     if (v >= 0) {
-      int32_t i = count_lt(t->opos, kp, v);              /* first observed == v */
+      int32_t i = gsea_count_lt(t->opos, kp, v);              /* first observed == v */
       double num = t->valid_pos ? ldexp((double)cp[i], -t->fbits) / (double)t->valid_pos : 0;
       double den = (double)(kp - i) / (double)kp;          /* observed >= v */
       double q = num / den;
       fdr[s] = q < 1 ? q : 1;
       fwer[s] = (double)gp[i + 1] / (double)N;             /* max > v */
     } else {
-      int32_t i = count_lt(t->oneg, kn, -v);
+      int32_t i = gsea_count_lt(t->oneg, kn, -v);
       double num = t->valid_neg ? ldexp((double)cn[i], -t->fbits) / (double)t->valid_neg : 0;
       double den = (double)(kn - i) / (double)kn;
       double q = num / den;

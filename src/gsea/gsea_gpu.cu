@@ -16,6 +16,7 @@
 
 #include "cuda_check.cuh"
 #include "gsea.h"
+#include "gsea_gpu_host.cuh"
 #include "gsea_math.h"
 #include "philox.h"
 
@@ -762,28 +763,12 @@ extern "C" sbg_status sbg_gsea_gpu_pass2(sbg_gsea_gpu *h, int64_t first, int64_t
     k_pass2<<<(unsigned)blocks, STATS_THREADS, pass2_smem(kp, kn), h->stream>>>(*h, n, fbits);
     SBG_CUDA_CHECK(cudaGetLastError());
   }
-  SBG_CUDA_CHECK(cudaMemcpyAsync(pmax + first - 1, h->d_pext, n * sizeof(double), cudaMemcpyDeviceToHost, h->stream));
-  SBG_CUDA_CHECK(cudaMemcpyAsync(pmin + first - 1, h->d_pext + h->B, n * sizeof(double), cudaMemcpyDeviceToHost, h->stream));
-  SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
+  SBG_TRY(gsea_gpu_copy_extremes(h->d_pext, h->B, first, n, pmax, pmin, h->stream, ctx));
 done:
   return st;
 }
 
 extern "C" sbg_status sbg_gsea_gpu_pass2_result(sbg_gsea_gpu *h, uint64_t *hp, uint64_t *hn,
                                                 int64_t *valid_pos, int64_t *valid_neg, sbg_ctx *ctx) {
-  sbg_status st = SBG_OK;
-  int32_t kp = h->kp < 0 ? 0 : h->kp, kn = h->kn < 0 ? 0 : h->kn;
-  size_t nh = (size_t)kp + kn + 4;
-  unsigned long long *c = (unsigned long long *)malloc(nh * sizeof(unsigned long long));
-  if (!c) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics");
-  SBG_TRY(sbg_device_select(h->device, ctx));
-  SBG_CUDA_CHECK(cudaMemcpyAsync(c, h->d_hist, nh * sizeof(*c), cudaMemcpyDeviceToHost, h->stream));
-  SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
-  for (int32_t i = 0; i <= kp; i++) hp[i] += c[i];
-  for (int32_t i = 0; i <= kn; i++) hn[i] += c[kp + 1 + i];
-  *valid_pos += (int64_t)c[kp + kn + 2];
-  *valid_neg += (int64_t)c[kp + kn + 3];
-done:
-  free(c);
-  return st;
+  return gsea_gpu_add_bins(h->device, h->d_hist, h->kp, h->kn, hp, hn, valid_pos, valid_neg, h->stream, ctx);
 }

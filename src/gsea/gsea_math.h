@@ -191,6 +191,20 @@ GSEA_HD double gsea_null_nes(double v, double mpos, double mneg) {
   return v >= 0 ? G_DIV(v, mpos) : G_DIV(v, mneg);
 }
 
+/* Number of a[0..n) < x, a ascending (the first index with a >= x), for
+ * doubles (gsea_count_lt) and positions (gsea_count_lt_i). */
+#define GSEA_COUNT_LT(name, T)                                  \
+  GSEA_HD int32_t name(const T *a, int32_t n, T x) {            \
+    int32_t lo = 0, hi = n;                                     \
+    while (lo < hi) {                                           \
+      int32_t mid = lo + (hi - lo) / 2;                         \
+      if (a[mid] < x) lo = mid + 1; else hi = mid;              \
+    }                                                           \
+    return lo;                                                  \
+  }
+GSEA_COUNT_LT(gsea_count_lt, double)
+GSEA_COUNT_LT(gsea_count_lt_i, int32_t)
+
 /* Number of a[0..n) <= x, a ascending. */
 GSEA_HD int32_t gsea_count_le(const double *a, int32_t n, double x) {
   int32_t lo = 0, hi = n;

@@ -122,25 +122,6 @@ static double harm2(int32_t c, int32_t n) {
   return s;
 }
 
-/* First index of a[0..n) >= x (doubles, ascending). */
-static int32_t lower_bound_d(const double *a, int32_t n, double x) {
-  int32_t lo = 0, hi = n;
-  while (lo < hi) {
-    int32_t mid = lo + (hi - lo) / 2;
-    if (a[mid] < x) lo = mid + 1; else hi = mid;
-  }
-  return lo;
-}
-
-static int32_t lower_bound_i(const int32_t *a, int32_t n, int32_t x) {
-  int32_t lo = 0, hi = n;
-  while (lo < hi) {
-    int32_t mid = lo + (hi - lo) / 2;
-    if (a[mid] < x) lo = mid + 1; else hi = mid;
-  }
-  return lo;
-}
-
 /* Block of position x: the first j with x < bnd[j]. */
 static int32_t block_of(const int32_t *bnd, int32_t nb, int32_t x) {
   int32_t lo = 0, hi = nb - 1;
@@ -226,14 +207,14 @@ static void next_level(const ml_shared *sh, ml_task *t) {
   qsort(t->sorted, (size_t)n, sizeof(double), cmp_double);
   double lnew = t->sorted[(n - 1) / 2];
   if (!(lnew > t->level)) { /* half the sample sits on the level: the next value up */
-    int32_t i = lower_bound_d(t->sorted, n, t->level);
+    int32_t i = gsea_count_lt(t->sorted, n, t->level);
     while (i < n && !(t->sorted[i] > t->level)) i++;
     lnew = i < n ? t->sorted[i] : t->level;
   }
   while (t->next < t->n_sets) {
     double x = sh->x[sh->order[t->first + t->next]];
     if (x > lnew) break;
-    int32_t c = n - lower_bound_d(t->sorted, n, x); /* sample at or beyond x */
+    int32_t c = n - gsea_count_lt(t->sorted, n, x); /* sample at or beyond x */
     set_result(sh, t, t->next, t->logp - harm(c, n), t->var + harm2(c, n), 0);
     t->next++;
   }
@@ -243,7 +224,7 @@ static void next_level(const ml_shared *sh, ml_task *t) {
     return;
   }
   t->stuck = 0;
-  int32_t ct = n - lower_bound_d(t->sorted, n, lnew);
+  int32_t ct = n - gsea_count_lt(t->sorted, n, lnew);
   double logp = t->logp - harm(ct, n);
   if ((sh->p->eps > 0 && logp - t->logf < log(sh->p->eps)) || logp < ML_LOG_FLOOR) {
     finish_bound(sh, t, logp);
@@ -306,7 +287,7 @@ static int move(ml_task *t, int32_t e, const double *w, int32_t G, double q1) {
   int32_t i = (int32_t)sbg_philox_below(&t->rng, (uint32_t)k);
   int32_t b = (int32_t)sbg_philox_below(&t->rng, (uint32_t)G);
   int32_t a = pos[i];
-  int32_t ib = lower_bound_i(pos, k, b);
+  int32_t ib = gsea_count_lt_i(pos, k, b);
   if (ib < k && pos[ib] == b) return 0;
   if (ib > i) {
     memmove(pos + i, pos + i + 1, (size_t)(ib - 1 - i) * sizeof(int32_t));
@@ -466,7 +447,7 @@ static void task_start(ml_task *t, const ml_shared *sh) {
   double level_var = harm2((n + 1) / 2, n);
   for (; t->next < t->n_sets; t->next++) {
     double x = sh->x[sh->order[t->first + t->next]];
-    int32_t b = N - lower_bound_d(t->plain, N, x); /* plain sets at or beyond x */
+    int32_t b = N - gsea_count_lt(t->plain, N, x); /* plain sets at or beyond x */
     if (b > m) b = m;
     double pv = ((double)b + 1) / ((double)m + 1), var = harm2(b + 1, m + 1);
     if (var > (floor(-log2(pv)) + 1) * level_var) break; /* the levels do better from here on */

@@ -18,6 +18,16 @@ ref_draw <- function(G, kmax, seed, j) {
   perm[seq_len(kmax)]
 }
 
+# The nominal p of each set from a kept null table: (b + 1) / (m + 1), b
+# same-sign nulls strictly beyond the set's ES among its m same-sign nulls.
+expect_kept_null_p <- function(res, null) {
+  for (s in seq_len(nrow(res))) {
+    e <- res$ES[[s]]
+    ns <- if (e >= 0) null[s, null[s, ] >= 0] else null[s, null[s, ] <= 0]
+    expect_equal(res$pval[[s]], ((if (e >= 0) sum(ns > e) else sum(ns < e)) + 1) / (length(ns) + 1))
+  }
+}
+
 test_that("shared-null ES equal brute-force random-set ES in plain R", {
   set.seed(11)
   G <- 120
@@ -73,12 +83,7 @@ test_that("the shared null is the same on 1 and 2 threads and across batches", {
   for (v in c("NES", "FDR", "FWER")) expect_identical(a[[v]], st[[v]], info = v)
   # the nominal p follows the kept table: (b + 1) / (m + 1), b same-sign nulls
   # strictly beyond the ES of m, so never 0
-  null <- attr(a, "nullES")
-  for (s in seq_along(sets)) {
-    e <- a$ES[[s]]
-    ns <- if (e >= 0) null[s, null[s, ] >= 0] else null[s, null[s, ] <= 0]
-    expect_equal(a$pval[[s]], ((if (e >= 0) sum(ns > e) else sum(ns < e)) + 1) / (length(ns) + 1))
-  }
+  expect_kept_null_p(a, attr(a, "nullES"))
 })
 
 test_that("near-ties of the running sum go to the first position, as Broad's rule does", {
@@ -159,12 +164,7 @@ test_that("passes by set size give the per-set passes' table", {
   cols <- c("ES", "NES", "pval", "FDR", "FWER")
   expect_identical(as.data.frame(a)[cols], as.data.frame(b)[cols])
   expect_identical(as.data.frame(c1)[cols], as.data.frame(b)[cols])
-  null <- attr(a, "nullES")
-  for (s in seq_along(sets)) {
-    e <- b$ES[[s]]
-    ns <- if (e >= 0) null[s, null[s, ] >= 0] else null[s, null[s, ] <= 0]
-    expect_equal(b$pval[[s]], ((if (e >= 0) sum(ns > e) else sum(ns < e)) + 1) / (length(ns) + 1))
-  }
+  expect_kept_null_p(b, attr(a, "nullES"))
 })
 
 test_that("GPU gene permutations give the CPU's table", {
