@@ -14,6 +14,17 @@ ref <- rapidGSEA(readGCT(ex("leukemia_small.gct")), readCLS(ex("leukemia_small.c
                  readGMT(ex("leukemia_go.gmt")), nperm = 200, seed = 1, backend = "cpu", verbose = FALSE)
 same("rapidGSEA GPU == CPU (ES, pval)", isTRUE(all.equal(res$ES, ref$ES, tolerance = 1e-9)) && identical(res$pval, ref$pval))
 
+# rapidGSEA: a preranked list, gene permutations with the shared null and
+# its statistics on the device (gsea_preranked_gpu.cu)
+set.seed(5)
+rk <- stats::setNames(stats::rnorm(3000), paste0("g", 1:3000))
+gs <- lapply(c(15, 15, 40, 120, 400), function(k) sample(names(rk), k))
+names(gs) <- paste0("s", seq_along(gs))
+pg <- rapidGSEA(rk, geneSets = gs, nperm = 4000, seed = 1, backend = "gpu", pvalue = "permutation", verbose = FALSE)
+pc <- rapidGSEA(rk, geneSets = gs, nperm = 4000, seed = 1, backend = "cpu", pvalue = "permutation", verbose = FALSE)
+cols <- c("ES", "NES", "pval", "FDR", "FWER")
+same("rapidGSEA preranked GPU == CPU (table)", identical(as.data.frame(pg)[cols], as.data.frame(pc)[cols]))
+
 # pbnSteadyState: the new sample size from the chains' spread, GPU engine
 net <- readPBN(ex("pbn-example.bnet"))
 g <- pbnSteadyState(net, c(Apoptosis = TRUE), p = 0.01, r = 0.01, seed = 2, backend = "gpu", verbose = FALSE)
@@ -39,10 +50,17 @@ r <- grnEvolve(eye$network, eye$from, eye$to, popSize = 1024, generations = 60, 
 options(op)
 same("grnEvolve GPU rounds == one call", identical(a$history, r$history) && identical(a$network, r$network))
 
-# lassieSimulate: a batch on the device, stiff ones continued on the host
+# lassieSimulate: a batch on the device, stiff ones in the device's implicit
+# steps (lassie_gpu_bdf.cu), output times interpolated
 m <- readBioNetGen(ex("lassie", "Haugh2b.net"))
 K <- rbind(m$rates, m$rates * 1.5, m$rates * 0.5)
 lg <- lassieSimulate(m, times = 0:10, rates = K, backend = "gpu", verbose = FALSE)
 lc <- lassieSimulate(m, times = 0:10, rates = K, backend = "cpu", verbose = FALSE)
 same("lassieSimulate GPU batch == CPU", isTRUE(all.equal(lapply(lg, unclass), lapply(lc, unclass), tolerance = 1e-9,
                                                         check.attributes = FALSE)))
+# values and solver statistics (the other attributes name the backend and time)
+vals <- function(b) lapply(b, function(s) list(c(s), attr(s, "stats")))
+same("lassieSimulate GPU batch identical to CPU", identical(vals(lg), vals(lc)))
+lg <- lassieSimulate(m, times = seq(0, 10, by = 0.05), rates = K, method = "bdf", backend = "gpu", verbose = FALSE)
+lc <- lassieSimulate(m, times = seq(0, 10, by = 0.05), rates = K, method = "bdf", backend = "cpu", verbose = FALSE)
+same("lassieSimulate GPU bdf identical to CPU", identical(vals(lg), vals(lc)))
