@@ -118,3 +118,16 @@ ref_cv_metrics <- function(lab, folds, pred, scores, nfolds) {
     rowMeans(m, na.rm = TRUE)
   }, numeric(4)))
 }
+
+# A random graph of n nodes (edge density `density`) whose first k are positives linked among
+# themselves more densely (so that the learned alpha exceeds pi / 4 and
+# the regularisation is on), with `hide` random labels unknown; seeds as
+# given.  list(W, y).
+cosnet_clustered <- function(n, density, k, hide, graph_seed, label_seed) {
+  W <- cosnet_random_graph(n, density, graph_seed)
+  set.seed(label_seed)
+  y <- rep(0, n); y[1:k] <- 1; y[sample(n, hide)] <- NA
+  W[1:k, 1:k] <- W[1:k, 1:k] + 0.5 * (Matrix::rsparsematrix(k, k, 0.3, symmetric = TRUE) != 0)
+  Matrix::diag(W) <- 0
+  list(W = methods::as(Matrix::drop0(W), "generalMatrix"), y = y)
+}

@@ -172,12 +172,8 @@ test_that("a hand-made tie: two lines with the same F, the first one wins", {
 })
 
 test_that("the regularisation's constants follow from eta (sum of z - k)^2", {
-  W <- cosnet_random_graph(120, 0.06, 81)
-  set.seed(82)
-  y <- rep(0, 120); y[1:30] <- 1; y[sample(120, 45)] <- NA
-  W[1:30, 1:30] <- W[1:30, 1:30] + 0.5 * (Matrix::rsparsematrix(30, 30, 0.3, symmetric = TRUE) != 0)
-  Matrix::diag(W) <- 0
-  W <- methods::as(Matrix::drop0(W), "generalMatrix")
+  g <- cosnet_clustered(120, 0.06, 30, 45, 81, 82)
+  W <- g$W; y <- g$y
   for (cost in c(1e-3, 5e-2)) {
     fit <- parCosnet(W, y, cost = cost, seed = 3, backend = "cpu", threads = 2, verbose = FALSE)
     a <- fit$classes$alpha

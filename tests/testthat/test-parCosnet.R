@@ -126,13 +126,9 @@ test_that("the colouring is proper and is the greedy colouring in priority order
 })
 
 test_that("regularisation (cost > 0) follows the colour-synchronous scheme", {
-  W <- cosnet_random_graph(200, 0.05, 51)
-  set.seed(52)
-  y <- rep(0, 200); y[1:40] <- 1; y[sample(200, 70)] <- NA
-  # make positives cluster so that alpha > pi/4 and the penalty is on
-  W[1:40, 1:40] <- W[1:40, 1:40] + 0.5 * (Matrix::rsparsematrix(40, 40, 0.3, symmetric = TRUE) != 0)
-  Matrix::diag(W) <- 0
-  W <- methods::as(Matrix::drop0(W), "generalMatrix")
+  # positives cluster, so that alpha > pi/4 and the penalty is on
+  g <- cosnet_clustered(200, 0.05, 40, 70, 51, 52)
+  W <- g$W; y <- g$y
   cost <- 1e-3
   fit <- parCosnet(W, y, cost = cost, seed = 4, backend = "cpu", threads = 2, verbose = FALSE)
   a <- fit$classes$alpha
