@@ -23,6 +23,7 @@
  * subsequence, so the levels it goes through do not depend on the threads;
  * the calling thread polls between rounds of levels. */
 #include <math.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,7 +76,31 @@ typedef struct ml_shared {
   const double *x;       /* per set: ES+ in its tail's frame */
   const int32_t *order;  /* sets by (dir, k, x) */
   sbg_gsea_ml_result *out;
+  /* interrupts inside a level (a thin level set can take seconds): the
+   * calling thread (thread 0 of the team) polls every ML_POLL_S seconds
+   * and raises `stop`, which every thread's moves look at */
+  sbg_ctx *ctx;
+  volatile int *stop;
+  double *last_poll, done;
 } ml_shared;
+
+#define ML_POLL_S 0.05
+
+static double ml_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Whether the run is to stop; the calling thread polls when one is due. */
+static int ml_stopped(const ml_shared *sh) {
+  if (*sh->stop) return 1;
+  if (omp_get_thread_num() == 0 && ml_now() - *sh->last_poll > ML_POLL_S) {
+    *sh->last_poll = ml_now();
+    if (sbg_poll(sh->ctx, sh->done) != SBG_OK) *sh->stop = 1;
+  }
+  return *sh->stop;
+}
 
 /* ---------------------------------------------------------------------- */
 /* Scores */
@@ -384,7 +409,7 @@ static void mix(ml_task *t, const ml_shared *sh) {
   if (per_set < ML_MIN_SWAPS) per_set = ML_MIN_SWAPS;
   int64_t target = n * per_set, cap = ML_CAP * target, kept = 0, tried = 0;
   int32_t per = k / 10 > 1 ? k / 10 : 1;
-  while (kept < target && tried < cap) {
+  while (kept < target && tried < cap && !ml_stopped(sh)) {
     for (int32_t e = 0; e < n; e++)
       for (int32_t r = 0; r < per; r++) kept += move(t, e, w, G, q1);
     tried += (int64_t)n * per;
@@ -569,7 +594,9 @@ sbg_status sbg_gsea_multilevel_cpu(const sbg_gsea_ml_input *in, const sbg_gsea_m
   }
   for (int32_t r = 0; r < G; r++) wf[r] = gsea_weight(in->metric[r], in->weight);
   for (int32_t r = 0; r < G; r++) wb[r] = wf[G - 1 - r];
-  ml_shared sh = {G, {wf, wb}, p, x, order, out};
+  volatile int stop = 0;
+  double last_poll = ml_now();
+  ml_shared sh = {G, {wf, wb}, p, x, order, out, ctx, &stop, &last_poll, 0.0};
   if (!score_sets(in, &sh, key, x, out)) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the multilevel work space");
     goto done;
@@ -589,6 +616,7 @@ sbg_status sbg_gsea_multilevel_cpu(const sbg_gsea_ml_input *in, const sbg_gsea_m
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nth)
     for (int32_t i = 0; i < nslot; i++)
       if (slot[i] >= 0) task_step(&task[slot[i]], &sh);
+    if (stop) { st = SBG_ERR_INTERRUPTED; goto done; } /* ctx->errbuf set by sbg_poll */
     for (int32_t i = 0; i < nslot; i++) {
       if (slot[i] < 0 || !task[slot[i]].done) continue;
       ml_task *t = &task[slot[i]];
@@ -599,7 +627,8 @@ sbg_status sbg_gsea_multilevel_cpu(const sbg_gsea_ml_input *in, const sbg_gsea_m
       active--;
     }
     if (st != SBG_OK) goto done;
-    st = sbg_poll(ctx, worked / work);
+    sh.done = worked / work;
+    st = sbg_poll(ctx, sh.done);
     if (st != SBG_OK) goto done;
   }
 
