@@ -317,7 +317,7 @@ gsea_multilevel <- function(metric, weight, start, pos, seed, eps, nSign = 1000L
              pos = as.integer(pos)),
         list(seed = as.double(seed), sampleSize = as.integer(sampleSize), nSign = as.integer(nSign),
              moves = as.integer(moves), eps = as.double(eps)),
-        list(gpu = FALSE, threads = as.integer(threads), devices = 0L, verbose = isTRUE(verbose)))
+        run_list(list(gpu = FALSE), verbose, threads = threads, devices = 0L))
 }
 
 # One engine call: the whole run (phase 0) or a BPPARAM worker's share of

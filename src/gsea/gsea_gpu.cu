@@ -18,6 +18,7 @@
 #include "gsea.h"
 #include "gsea_gpu_host.cuh"
 #include "gsea_math.h"
+#include "gsea_pass2.cuh"
 #include "philox.h"
 
 /* A tile: consecutive sets (in tile order, sets sorted by size) whose hits
@@ -330,69 +331,7 @@ static __global__ void k_pass1(const sbg_gsea_gpu h, int64_t n) {
  * memory (integers: the order does not matter), flushed at the end. */
 static __global__ void __launch_bounds__(STATS_THREADS)
 k_pass2(const sbg_gsea_gpu h, int64_t n, int fbits) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  const int32_t S = h.S, kp = h.kp, kn = h.kn;
-  unsigned long long *hp = reinterpret_cast<unsigned long long *>(smem);
-  unsigned long long *hn = hp + kp + 1;
-  double *opos = reinterpret_cast<double *>(hn + kn + 1), *oneg = opos + kp;
-  __shared__ double rmax[STATS_THREADS / 32], rmin[STATS_THREADS / 32];
-  __shared__ int32_t rp[STATS_THREADS / 32], rm[STATS_THREADS / 32];
-  __shared__ unsigned long long vpos, vneg;
-  const double *mpos = h.d_obs, *mneg = h.d_obs + S;
-  for (int32_t i = threadIdx.x; i <= kp; i++) hp[i] = 0;
-  for (int32_t i = threadIdx.x; i <= kn; i++) hn[i] = 0;
-  for (int32_t i = threadIdx.x; i < kp; i += blockDim.x) opos[i] = h.d_obs[2 * S + i];
-  for (int32_t i = threadIdx.x; i < kn; i += blockDim.x) oneg[i] = h.d_obs[2 * S + kp + i];
-  if (threadIdx.x == 0) vpos = vneg = 0;
-  __syncthreads();
-  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-  for (int64_t b = blockIdx.x; b < n; b += gridDim.x) {
-    const double *col = h.d_es + (size_t)b * S;
-    double mx = -INFINITY, mn = INFINITY;
-    int32_t mp = 0, mm = 0;
-    for (int32_t s = threadIdx.x; s < S; s += blockDim.x) {
-      double z = gsea_null_nes(col[s], mpos[s], mneg[s]);
-      if (isnan(z)) continue;
-      mx = fmax(mx, z);
-      mn = fmin(mn, z);
-      mp += z >= 0;
-      mm += z <= 0;
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-      mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      mn = fmin(mn, __shfl_xor_sync(0xffffffffu, mn, o));
-      mp += __shfl_xor_sync(0xffffffffu, mp, o);
-      mm += __shfl_xor_sync(0xffffffffu, mm, o);
-    }
-    if (lane == 0) { rmax[wid] = mx; rmin[wid] = mn; rp[wid] = mp; rm[wid] = mm; }
-    __syncthreads();
-    mx = rmax[0]; mn = rmin[0]; mp = rp[0]; mm = rm[0];
-    for (int i = 1; i < STATS_THREADS / 32; i++) {
-      mx = fmax(mx, rmax[i]); mn = fmin(mn, rmin[i]); mp += rp[i]; mm += rm[i];
-    }
-    __syncthreads(); /* every thread has read the partials */
-    if (threadIdx.x == 0) {
-      h.d_pext[b] = mx;
-      h.d_pext[h.B + b] = mn;
-      if (mp) vpos++;
-      if (mm) vneg++;
-    }
-    unsigned long long wpv = mp ? gsea_fdr_weight(mp, fbits) : 0, wnv = mm ? gsea_fdr_weight(mm, fbits) : 0;
-    for (int32_t s = threadIdx.x; s < S; s += blockDim.x) {
-      double z = gsea_null_nes(col[s], mpos[s], mneg[s]);
-      if (isnan(z)) continue;
-      if (z >= 0) atomicAdd(&hp[gsea_count_le(opos, kp, z)], wpv);
-      if (z <= 0) atomicAdd(&hn[gsea_count_le(oneg, kn, -z)], wnv);
-    }
-  }
-  __syncthreads();
-  unsigned long long *gh = h.d_hist;
-  for (int32_t i = threadIdx.x; i <= kp; i += blockDim.x) if (hp[i]) atomicAdd(&gh[i], hp[i]);
-  for (int32_t i = threadIdx.x; i <= kn; i += blockDim.x) if (hn[i]) atomicAdd(&gh[kp + 1 + i], hn[i]);
-  if (threadIdx.x == 0) {
-    atomicAdd(&gh[kp + kn + 2], vpos);
-    atomicAdd(&gh[kp + kn + 3], vneg);
-  }
+  gsea_pass2_block<STATS_THREADS>(h.d_es, n, h.S, NULL, h.d_obs, h.kp, h.kn, fbits, h.d_pext, h.B, h.d_hist);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -733,12 +672,8 @@ done:
   return st;
 }
 
-static size_t pass2_smem(int32_t kp, int32_t kn) {
-  return ((size_t)kp + kn + 2) * sizeof(unsigned long long) + ((size_t)kp + kn) * sizeof(double);
-}
-
 extern "C" int sbg_gsea_gpu_pass2_fits(const sbg_gsea_gpu *h, int32_t kp, int32_t kn) {
-  return pass2_smem(kp, kn) + 1024 <= (size_t)h->max_smem;
+  return gsea_pass2_smem(kp, kn) + 1024 <= (size_t)h->max_smem;
 }
 
 extern "C" sbg_status sbg_gsea_gpu_pass2(sbg_gsea_gpu *h, int64_t first, int64_t n, const double *mpos,
@@ -760,7 +695,7 @@ extern "C" sbg_status sbg_gsea_gpu_pass2(sbg_gsea_gpu *h, int64_t first, int64_t
   SBG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, h->device));
   {
     int64_t blocks = (int64_t)sms * 4 < n ? (int64_t)sms * 4 : n;
-    k_pass2<<<(unsigned)blocks, STATS_THREADS, pass2_smem(kp, kn), h->stream>>>(*h, n, fbits);
+    k_pass2<<<(unsigned)blocks, STATS_THREADS, gsea_pass2_smem(kp, kn), h->stream>>>(*h, n, fbits);
     SBG_CUDA_CHECK(cudaGetLastError());
   }
   SBG_TRY(gsea_gpu_copy_extremes(h->d_pext, h->B, first, n, pmax, pmin, h->stream, ctx));

@@ -16,9 +16,9 @@ SEXP ffi_gsea_multilevel(SEXP data, SEXP params, SEXP run) {
   int nprot = 0;
   sbg_gsea_ml_input in;
   sbg_gsea_ml_params p;
-  SEXP metric = sbg_elt(data, "metric"), start = sbg_elt(data, "start"), pos = sbg_elt(data, "pos");
-  SBG_ASSERT(TYPEOF(metric) == REALSXP && XLENGTH(metric) >= 2 && XLENGTH(metric) < INT32_MAX);
-  SBG_ASSERT(TYPEOF(start) == INTSXP && XLENGTH(start) >= 2 && TYPEOF(pos) == INTSXP);
+  SEXP metric = sbg_vec_elt(data, "metric", REALSXP, -1), start = sbg_vec_elt(data, "start", INTSXP, -1);
+  SEXP pos = sbg_vec_elt(data, "pos", INTSXP, -1);
+  SBG_ASSERT(XLENGTH(metric) >= 2 && XLENGTH(metric) < INT32_MAX && XLENGTH(start) >= 2);
   in.n_genes = (int32_t)XLENGTH(metric);
   in.metric = REAL(metric);
   in.weight = sbg_real_elt(data, "weight");

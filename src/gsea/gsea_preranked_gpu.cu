@@ -16,6 +16,7 @@
 #include "cuda_check.cuh"
 #include "gsea_gpu_host.cuh"
 #include "gsea_math.h"
+#include "gsea_pass2.cuh"
 #include "gsea_preranked.h"
 #include "philox.h"
 
@@ -91,67 +92,7 @@ static __global__ void k_zpass1(const double *es, int64_t n, int32_t nz, const i
 static __global__ void __launch_bounds__(PRE_THREADS)
 k_zpass2(const double *es, int64_t n, int32_t nz, const int32_t *mult, const double *obs, int32_t kp, int32_t kn,
          int fbits, double *pext, int64_t B, unsigned long long *gh) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  unsigned long long *hp = reinterpret_cast<unsigned long long *>(smem), *hn = hp + kp + 1;
-  double *opos = reinterpret_cast<double *>(hn + kn + 1), *oneg = opos + kp;
-  __shared__ double rmax[PRE_THREADS / 32], rmin[PRE_THREADS / 32];
-  __shared__ int32_t rp[PRE_THREADS / 32], rm[PRE_THREADS / 32];
-  __shared__ unsigned long long vpos, vneg;
-  const double *mpos = obs, *mneg = obs + nz;
-  for (int32_t i = threadIdx.x; i <= kp; i += blockDim.x) hp[i] = 0;
-  for (int32_t i = threadIdx.x; i <= kn; i += blockDim.x) hn[i] = 0;
-  for (int32_t i = threadIdx.x; i < kp; i += blockDim.x) opos[i] = obs[2 * nz + i];
-  for (int32_t i = threadIdx.x; i < kn; i += blockDim.x) oneg[i] = obs[2 * nz + kp + i];
-  if (threadIdx.x == 0) vpos = vneg = 0;
-  __syncthreads();
-  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-  for (int64_t b = blockIdx.x; b < n; b += gridDim.x) {
-    const double *col = es + (size_t)b * nz;
-    double mx = -INFINITY, mn = INFINITY;
-    int32_t mp = 0, mm = 0;
-    for (int32_t q = threadIdx.x; q < nz; q += blockDim.x) {
-      double z = gsea_null_nes(col[q], mpos[q], mneg[q]);
-      if (isnan(z)) continue;
-      mx = fmax(mx, z);
-      mn = fmin(mn, z);
-      if (z >= 0) mp += mult[q];
-      if (z <= 0) mm += mult[q];
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-      mx = fmax(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      mn = fmin(mn, __shfl_xor_sync(0xffffffffu, mn, o));
-      mp += __shfl_xor_sync(0xffffffffu, mp, o);
-      mm += __shfl_xor_sync(0xffffffffu, mm, o);
-    }
-    if (lane == 0) { rmax[wid] = mx; rmin[wid] = mn; rp[wid] = mp; rm[wid] = mm; }
-    __syncthreads();
-    mx = rmax[0]; mn = rmin[0]; mp = rp[0]; mm = rm[0];
-    for (int i = 1; i < PRE_THREADS / 32; i++) {
-      mx = fmax(mx, rmax[i]); mn = fmin(mn, rmin[i]); mp += rp[i]; mm += rm[i];
-    }
-    __syncthreads(); /* every thread has read the partials */
-    if (threadIdx.x == 0) {
-      pext[b] = mx;
-      pext[B + b] = mn;
-      if (mp) vpos++;
-      if (mm) vneg++;
-    }
-    unsigned long long wpv = mp ? gsea_fdr_weight(mp, fbits) : 0, wnv = mm ? gsea_fdr_weight(mm, fbits) : 0;
-    for (int32_t q = threadIdx.x; q < nz; q += blockDim.x) {
-      double z = gsea_null_nes(col[q], mpos[q], mneg[q]);
-      if (isnan(z)) continue;
-      unsigned long long m = (unsigned long long)mult[q];
-      if (z >= 0) atomicAdd(&hp[gsea_count_le(opos, kp, z)], m * wpv);
-      if (z <= 0) atomicAdd(&hn[gsea_count_le(oneg, kn, -z)], m * wnv);
-    }
-  }
-  __syncthreads();
-  for (int32_t i = threadIdx.x; i <= kp; i += blockDim.x) if (hp[i]) atomicAdd(&gh[i], hp[i]);
-  for (int32_t i = threadIdx.x; i <= kn; i += blockDim.x) if (hn[i]) atomicAdd(&gh[kp + 1 + i], hn[i]);
-  if (threadIdx.x == 0) {
-    atomicAdd(&gh[kp + kn + 2], vpos);
-    atomicAdd(&gh[kp + kn + 3], vneg);
-  }
+  gsea_pass2_block<PRE_THREADS>(es, n, nz, mult, obs, kp, kn, fbits, pext, B, gh);
 }
 
 /* Linear-probing table of the partial shuffle's swapped entries: key d ->
@@ -370,10 +311,6 @@ done:
 #define PRE_TO_DEVICE(dst, src, count) \
   SBG_CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)(count) * sizeof(*(dst)), cudaMemcpyHostToDevice, h->stream))
 
-static size_t zpass2_smem(int32_t kp, int32_t kn) {
-  return ((size_t)kp + kn + 2) * sizeof(unsigned long long) + ((size_t)kp + kn) * sizeof(double);
-}
-
 extern "C" sbg_status sbg_gsea_pre_gpu_stats(sbg_gsea_pre_gpu *h, const int32_t *ps, const int32_t *ns,
                                              const double *pe, const double *ne, const int32_t *mult, int32_t S,
                                              int *on, sbg_ctx *ctx) {
@@ -385,7 +322,7 @@ extern "C" sbg_status sbg_gsea_pre_gpu_stats(sbg_gsea_pre_gpu *h, const int32_t 
   SBG_TRY(sbg_device_select(h->device, ctx));
   SBG_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, h->device));
   SBG_CUDA_CHECK(cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, h->device));
-  if (zpass2_smem(S, S) + 1024 > (size_t)max_smem) return SBG_OK; /* pass 2's bins: on the host */
+  if (gsea_pass2_smem(S, S) + 1024 > (size_t)max_smem) return SBG_OK; /* pass 2's bins: on the host */
   SBG_CUDA_CHECK(cudaFuncSetAttribute(k_zpass2, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem - 1024));
   h->npos = ps[nz];
   h->nneg = ns[nz];
@@ -500,7 +437,7 @@ extern "C" sbg_status sbg_gsea_pre_gpu_pass2(sbg_gsea_pre_gpu *h, int64_t first,
   }
   {
     int64_t blocks = (int64_t)h->sms * 8 < n ? (int64_t)h->sms * 8 : n;
-    k_zpass2<<<(unsigned)blocks, PRE_THREADS, zpass2_smem(kp, kn), h->stream>>>(
+    k_zpass2<<<(unsigned)blocks, PRE_THREADS, gsea_pass2_smem(kp, kn), h->stream>>>(
         h->d_es[0], n, nz, h->d_mult, h->d_obs, kp, kn, fbits, h->d_pext, h->B, h->d_hist);
     SBG_CUDA_CHECK(cudaGetLastError());
   }
