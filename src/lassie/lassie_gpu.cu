@@ -1,8 +1,11 @@
 /* GPU engine of lassieSimulate(): the explicit steps (Dormand-Prince 5(4)
  * with its continuous extension for the output times, or LASSIE's RKF45
- * stepping onto them) of a batch of simulations run on the device (one thread per reaction and simulation for the rates,
- * one per species for H v, one block per simulation for the error test and
- * step control, mirroring lassie_cpu.c); a simulation that turns stiff goes
+ * stepping onto them) of a batch of simulations run on the device,
+ * mirroring lassie_cpu.c: for models whose stages fit a block's shared
+ * memory, a block per simulation runs whole steps (k_explicit); for larger
+ * ones a kernel per stage (one thread per reaction and simulation for the
+ * rates, one per species for H v, one block per simulation for the error
+ * test and step control); a simulation that turns stiff goes
  * to the device's implicit steps (lassie_gpu_bdf.cu), or to the CPU's where
  * the device has none for the model.  Several devices share a batch in
  * contiguous blocks, one host thread each.  Reached through
@@ -82,33 +85,30 @@ __global__ void k_spmv(int S, dmodel m, const double *v, double *f, const simsta
   f[idx] = acc;
 }
 
-/* One block per simulation: the new state, the error test and the step
- * control of lassie_cpu.c's explicit_attempt(), and the output rows the
- * accepted step reaches (DP5: its continuous extension inside the step;
- * the state itself at its end).  xn: RKF45 writes the new state there;
- * DP5 finds it there (its last stage's input). */
-__global__ void k_control(int S, int N, int nt, const double *times, double rtol, double atol,
-                          double max_steps, int method, int scheme, int dense, double *x,
-                          double *K, double *xn, double *out, simstate *ss) {
-  int s = blockIdx.x;
-  if (s >= S || !ss[s].active) return;
-  __shared__ double red[LASSIE_BLOCK];
-  __shared__ int nanflag;
-  if (threadIdx.x == 0) nanflag = 0;
+/* One simulation's attempt end, by its block: the new state, the error
+ * test and the step control of lassie_cpu.c's explicit_attempt(), and the
+ * output rows the accepted step reaches (DP5: its continuous extension
+ * inside the step; the state itself at its end).  x, xn: the simulation's
+ * state and new state (RKF45 writes the new state to xn; DP5 finds it
+ * there, its last stage's input); K its stages, `kst` apart; os its output
+ * block; red (LASSIE_BLOCK) and nanflag shared scratch.  Global or shared
+ * pointers alike: k_control and k_explicit run the same code. */
+__device__ void control_block(int N, int nt, const double *times, double rtol, double atol,
+                              double max_steps, int method, int scheme, int dense, double *x,
+                              double *K, size_t kst, double *xn, double *os, simstate *st,
+                              double *red, int *nanflag) {
+  if (threadIdx.x == 0) *nanflag = 0;
   __syncthreads();
-  simstate *st = &ss[s];
   const int NS = lassie_stages(scheme);
   double h = st->hs;
-  size_t SN = (size_t)S * N;
   double err = 0;
   for (int j = threadIdx.x; j < N; j += blockDim.x) {
-    size_t o = (size_t)s * N + j;
     double kv[LASSIE_MAX_STAGES];
-    for (int l = 0; l < NS; l++) kv[l] = K[(size_t)l * SN + o];
-    double y = xn[o];
-    double r = lassie_step_end(scheme, x[o], h, kv, rtol, atol, &y);
-    if (!(r <= err)) { if (r != r) nanflag = 1; else err = r; }
-    xn[o] = y;
+    for (int l = 0; l < NS; l++) kv[l] = K[(size_t)l * kst + j];
+    double y = xn[j];
+    double r = lassie_step_end(scheme, x[j], h, kv, rtol, atol, &y);
+    if (!(r <= err)) { if (r != r) *nanflag = 1; else err = r; }
+    xn[j] = y;
   }
   red[threadIdx.x] = err;
   __syncthreads();
@@ -117,7 +117,7 @@ __global__ void k_control(int S, int N, int nt, const double *times, double rtol
     __syncthreads();
   }
   if (threadIdx.x == 0) {
-    err = nanflag ? NAN : red[0];
+    err = *nanflag ? NAN : red[0];
     double tend = times[nt - 1], span = tend - times[0];
     double hmin = 64 * DBL_EPSILON * fmax(fabs(st->t), fabs(tend));
     st->st[SBG_LASSIE_ST_RHS] += NS - 1 + (st->fsal ? 0 : 1);
@@ -164,45 +164,55 @@ __global__ void k_control(int S, int N, int nt, const double *times, double rtol
   if (st->accepted) {
     const int row0 = st->row0, row1 = st->row1;
     const double t0 = st->t0, tnew = st->t;
-    double *os = out + (size_t)s * nt * N;
     for (int j = threadIdx.x; j < N; j += blockDim.x) {
-      size_t o = (size_t)s * N + j;
-      double xv = x[o], y = xn[o];
+      double xv = x[j], y = xn[j];
       if (scheme == LASSIE_DP5 && row0 < row1 && times[row0] < tnew) {   /* rows inside the step */
         double kv[LASSIE_MAX_STAGES], rc[4];
-        for (int l = 0; l < LASSIE_MAX_STAGES; l++) kv[l] = K[(size_t)l * SN + o];
+        for (int l = 0; l < LASSIE_MAX_STAGES; l++) kv[l] = K[(size_t)l * kst + j];
         lassie_dp5_dense_coefs(xv, y, h, kv, rc);
         for (int row = row0; row < row1 && times[row] < tnew; row++)
           os[(size_t)j * nt + row] = lassie_dp5_dense((times[row] - t0) / h, xv, rc);
       }
       if (row1 > row0 && times[row1 - 1] == tnew) os[(size_t)j * nt + row1 - 1] = y;
-      x[o] = y;
-      if (scheme == LASSIE_DP5) K[o] = K[6 * SN + o];   /* FSAL: f at the new state */
+      x[j] = y;
+      if (scheme == LASSIE_DP5) K[j] = K[6 * kst + j];   /* FSAL: f at the new state */
     }
   }
   __syncthreads();
   if (threadIdx.x == 0 && st->active) {
-    if (st->next >= nt) { st->flag = FLAG_DONE; st->active = 0; return; }
-    if (++st->attempts > max_steps) { st->flag = FLAG_MAXSTEPS; st->active = 0; return; }
-    lassie_next_step(st, times, nt, dense);
+    if (st->next >= nt) { st->flag = FLAG_DONE; st->active = 0; }
+    else if (++st->attempts > max_steps) { st->flag = FLAG_MAXSTEPS; st->active = 0; }
+    else lassie_next_step(st, times, nt, dense);
   }
+  __syncthreads();
 }
 
-/* Before a step: the stiffness estimate of the last accepted step,
- * h |f(x) - f(stage)| / |x - stage| for the stage at the end of the step,
- * in the error test's weighted norm, and the switch of lassie_cpu.c. */
-__global__ void k_stiff(int S, int N, int method, int scheme, double rtol, double atol, const double *x,
-                        const double *K, const double *ys5, simstate *ss) {
+/* control_block() for every simulation, a block each, on global memory */
+__global__ void k_control(int S, int N, int nt, const double *times, double rtol, double atol,
+                          double max_steps, int method, int scheme, int dense, double *x,
+                          double *K, double *xn, double *out, simstate *ss) {
   int s = blockIdx.x;
-  if (s >= S || !ss[s].active || !(ss[s].prev_h > 0)) return;
-  __shared__ double rnum[LASSIE_BLOCK], rden[LASSIE_BLOCK];
-  size_t SN = (size_t)S * N;
+  if (s >= S || !ss[s].active) return;
+  __shared__ double red[LASSIE_BLOCK];
+  __shared__ int nanflag;
+  size_t o = (size_t)s * N;
+  control_block(N, nt, times, rtol, atol, max_steps, method, scheme, dense, x + o, K + o,
+                (size_t)S * N, xn + o, out + (size_t)s * nt * N, &ss[s], red, &nanflag);
+}
+
+/* Before a step, by the simulation's block: the stiffness estimate of the
+ * last accepted step, h |f(x) - f(stage)| / |x - stage| for the stage at
+ * the end of the step (K0: f(x), Ksk: that stage's f, ys5 its input), in
+ * the error test's weighted norm, and the switch of lassie_cpu.c.  rnum,
+ * rden: shared scratch of LASSIE_BLOCK (the CPU sums in this order). */
+__device__ void stiff_block(int N, int method, int scheme, double rtol, double atol,
+                            const double *x, const double *K0, const double *Ksk,
+                            const double *ys5, simstate *st, double *rnum, double *rden) {
   double num = 0, den = 0;
   for (int j = threadIdx.x; j < N; j += blockDim.x) {
-    size_t o = (size_t)s * N + j;
     /* weighted by the error test's scale, as on the CPU */
-    double sc = 1.0 / A_(atol, M_(rtol, fabs(x[o])));
-    double dk = M_(K[o] - K[(size_t)lassie_stiff_stage(scheme) * SN + o], sc), dy = M_(x[o] - ys5[o], sc);
+    double sc = 1.0 / A_(atol, M_(rtol, fabs(x[j])));
+    double dk = M_(K0[j] - Ksk[j], sc), dy = M_(x[j] - ys5[j], sc);
     num = A_(num, M_(dk, dk)); den = A_(den, M_(dy, dy));
   }
   rnum[threadIdx.x] = num; rden[threadIdx.x] = den;
@@ -212,7 +222,6 @@ __global__ void k_stiff(int S, int N, int method, int scheme, double rtol, doubl
     __syncthreads();
   }
   if (threadIdx.x == 0) {
-    simstate *st = &ss[s];
     double hrho = rden[0] > 0 ? st->prev_h * sqrt(rnum[0] / rden[0]) : 0.0;
     if (hrho > LASSIE_STIFF_HRHO) { st->stiff_count++; st->calm_rk = 0; }
     else if (++st->calm_rk >= LASSIE_NONSTIFF_RESET) st->stiff_count = 0;
@@ -223,6 +232,94 @@ __global__ void k_stiff(int S, int N, int method, int scheme, double rtol, doubl
       st->attempts -= 1;                /* the CPU counts this attempt again */
     }
   }
+  __syncthreads();
+}
+
+/* stiff_block() for every simulation that has a last step, on global memory */
+__global__ void k_stiff(int S, int N, int method, int scheme, double rtol, double atol, const double *x,
+                        const double *K, const double *ys5, simstate *ss) {
+  int s = blockIdx.x;
+  if (s >= S || !ss[s].active || !(ss[s].prev_h > 0)) return;
+  __shared__ double rnum[LASSIE_BLOCK], rden[LASSIE_BLOCK];
+  size_t SN = (size_t)S * N, o = (size_t)s * N;
+  stiff_block(N, method, scheme, rtol, atol, x + o, K + o, K + (size_t)lassie_stiff_stage(scheme) * SN + o,
+              ys5 + o, &ss[s], rnum, rden);
+}
+
+/* k_explicit runs where at least this many of its blocks fit a
+ * multiprocessor's shared memory */
+#define LASSIE_FUSED_BLOCKS 2
+
+/* Shared memory of a simulation in k_explicit, in doubles: x, xn, ys5, the
+ * stages (n_stages x N) and the rates (M). */
+inline size_t explicit_smem(int N, int M, int n_stages) { return (size_t)(3 + n_stages) * N + M; }
+
+/* Up to max_att explicit attempts of each simulation, a block each, with
+ * its state, stages and rates in shared memory: the kernels above in one
+ * launch (the rates, H v and stage inputs per element as k_rates, k_spmv
+ * and k_stage compute them, then stiff_block and control_block), so that a
+ * batch of mid-size models makes no round trips to global memory between
+ * stages.  What the next launch (or the implicit steps) needs goes back:
+ * the state, f(x) (DP5's first stage), the stiffness stage and its input. */
+__global__ void __launch_bounds__(LASSIE_BLOCK)
+k_explicit(int S, dmodel m, const double *k, int k_per_sim, int nt, const double *times,
+           double rtol, double atol, double max_steps, int method, int scheme, int dense,
+           int max_att, double *gx, double *gK, double *gys, double *out, simstate *ss) {
+  extern __shared__ double sm[];
+  __shared__ double red[LASSIE_BLOCK], red2[LASSIE_BLOCK];
+  __shared__ int nanflag;
+  __shared__ simstate st;
+  const int s = blockIdx.x;
+  if (s >= S || !ss[s].active) return;
+  const int N = m.N, M = m.M, NS = lassie_stages(scheme), sk = lassie_stiff_stage(scheme);
+  const size_t SN = (size_t)S * N, o = (size_t)s * N;
+  double *x = sm, *xn = x + N, *ys5 = xn + N, *K = ys5 + N, *v = K + (size_t)NS * N;
+  const double *ks = k + (k_per_sim ? (size_t)s * M : 0);
+  if (threadIdx.x == 0) st = ss[s];
+  for (int j = threadIdx.x; j < N; j += blockDim.x) {
+    x[j] = gx[o + j]; K[j] = gK[o + j];
+    K[(size_t)sk * N + j] = gK[(size_t)sk * SN + o + j]; ys5[j] = gys[SN + o + j];
+  }
+  __syncthreads();
+  for (int att = 0; att < max_att && st.active; att++) {
+    for (int stage = 0; stage < NS; stage++) {
+      const double *y = x;
+      if (stage > 0) {
+        double *ys = stage == sk ? ys5 : xn;
+        for (int j = threadIdx.x; j < N; j += blockDim.x) {
+          double kv[LASSIE_MAX_STAGES];
+#pragma unroll
+          for (int l = 0; l < LASSIE_MAX_STAGES; l++) kv[l] = l < stage ? K[(size_t)l * N + j] : 0.0;
+          ys[j] = lassie_stage_input(scheme, stage, x[j], st.hs, kv);
+        }
+        __syncthreads();
+        y = ys;
+      }
+      if (runs_stage(&st, stage)) {
+        for (int i = threadIdx.x; i < M; i += blockDim.x) v[i] = lassie_rate(m.r_ptr, m.r_sp, m.r_ord, ks, y, i);
+        __syncthreads();
+        double *f = K + (size_t)stage * N;
+        for (int l = threadIdx.x; l < N; l += blockDim.x) {
+          double acc = 0;
+          for (int q = m.h_ptr[l]; q < m.h_ptr[l + 1]; q++) acc = A_(acc, M_(m.h_val[q], v[m.h_rx[q]]));
+          f[l] = acc;
+        }
+        __syncthreads();
+      }
+      if (stage == 0 && st.prev_h > 0) {
+        stiff_block(N, method, scheme, rtol, atol, x, K, K + (size_t)sk * N, ys5, &st, red, red2);
+        if (!st.active) break;
+      }
+    }
+    if (!st.active) break;
+    control_block(N, nt, times, rtol, atol, max_steps, method, scheme, dense, x, K, N, xn,
+                  out + (size_t)s * nt * N, &st, red, &nanflag);
+  }
+  for (int j = threadIdx.x; j < N; j += blockDim.x) {
+    gx[o + j] = x[j]; gK[o + j] = K[j];
+    gK[(size_t)sk * SN + o + j] = K[(size_t)sk * N + j]; gys[SN + o + j] = ys5[j];
+  }
+  if (threadIdx.x == 0) ss[s] = st;
 }
 
 /* n[0]: simulations in the explicit steps, n[1]: waiting for or in the
@@ -283,6 +380,18 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   const int scheme = p->method == SBG_LASSIE_RKF45 ? LASSIE_RKF45 : LASSIE_DP5;
   const int dense = p->method != SBG_LASSIE_RKF45;
   const int n_stages = lassie_stages(scheme);
+  /* k_explicit when a simulation's stages fit in a block's shared memory
+   * and at least LASSIE_FUSED_BLOCKS blocks share a multiprocessor (fewer
+   * leave too few warps to hide the model's index loads, which then miss
+   * the L1 that the shared memory takes: on an H100, 2,048 species x
+   * 16,384 sets ran 10% slower fused, one block per multiprocessor; 1,024
+   * species x 4,096 sets 25% faster, two).  SYSBIOGPU_LASSIE_FUSED=0:
+   * never, 1: whenever a block fits (tests, measurements).  The block has
+   * the fewest threads (a power of 2, 32 to LASSIE_BLOCK) that cover the
+   * species: the stiffness sums then add the same nonzero terms in the same
+   * tree as LASSIE_BLOCK's. */
+  const size_t smem = explicit_smem(N, M, n_stages) * sizeof(double);
+  int fused = 0, fb = 32;
 
   f = (double *)malloc(sizeof(double) * (size_t)N);
   v = (double *)malloc(sizeof(double) * (size_t)M);
@@ -350,12 +459,31 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     SBG_TRY(lassie_gpu_bdf_setup(m, &dmod, S, stream, &bdf, ctx));
   }
   if (!bdf) n_bdf = 0;
+  {
+    const char *e = getenv("SYSBIOGPU_LASSIE_FUSED");
+    int optin = 0, per_sm = 0;
+    cudaFuncAttributes fa;
+    SBG_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, pt->device));
+    SBG_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, pt->device));
+    SBG_CUDA_CHECK(cudaFuncGetAttributes(&fa, k_explicit));
+    const size_t block_b = smem + fa.sharedSizeBytes;
+    const int mode = e ? atoi(e) : -1;
+    fused = mode != 0 && block_b <= (size_t)optin &&
+            (mode == 1 || block_b * LASSIE_FUSED_BLOCKS <= (size_t)per_sm);
+    while (fb < N && fb < TB) fb *= 2;
+    if (fused)
+      SBG_CUDA_CHECK(cudaFuncSetAttribute(k_explicit, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  }
 
   /* Steps are queued without waiting; every 64 steps the host counts the
    * simulations still running and polls for an interrupt (or, on a thread
    * of its own, looks whether the calling thread cancelled). */
   while (active > 0 || n_bdf > 0) {
-    for (int rep = 0; rep < (active > 0 ? 64 : 0); rep++) {
+    if (fused && active > 0)
+      k_explicit<<<S, fb, smem, stream>>>(S, dm, d_k, p->rates_per_sim, nt, d_times, p->rtol, p->atol,
+                                          p->max_steps, p->method, scheme, dense, 64, d_x, d_K, d_ys,
+                                          d_out, d_ss);
+    for (int rep = 0; rep < (active > 0 && !fused ? 64 : 0); rep++) {
       for (int stage = 0; stage < n_stages; stage++) {
         const double *y = d_x;
         if (stage > 0) {

@@ -184,3 +184,51 @@ test_that("the GPU's steps are the CPU's, bit for bit, output rows, switches and
     expect_lt(max_rel(unclass(g[[1]])[, -1], unclass(c[[1]])[, -1], floor = 1e-300), 1e-9)
   }
 })
+
+test_that("the GPU's fused explicit steps and its per-stage kernels both give the CPU's bits", {
+  skip_if_no_gpu()
+  # k_explicit (a simulation's stages in a block's shared memory, a block
+  # of 64 threads for 40 species, 256 for 300) runs small models by
+  # default, SYSBIOGPU_LASSIE_FUSED=0 the kernels per stage, =1 k_explicit
+  # wherever a block fits (1,000 species; 3,000 do not fit: per stage)
+  ring <- function(n, seed) {
+    set.seed(seed)
+    R <- matrix(0, n, n); P <- matrix(0, n, n)
+    R[cbind(1:n, 1:n)] <- 1
+    P[cbind(1:n, c(2:n, 1))] <- 1
+    j <- sample(n, n %/% 3)   # some A + B -> C
+    R[cbind(j, (j + 7) %% n + 1)] <- 1
+    reactionModel(R, P, rates = 10^runif(n, -2, 0.5), initial = runif(n), species = paste0("S", 1:n))
+  }
+  fused_off <- function(code, mode = "0") {
+    old <- Sys.getenv("SYSBIOGPU_LASSIE_FUSED", unset = NA)
+    Sys.setenv(SYSBIOGPU_LASSIE_FUSED = mode)
+    on.exit(if (is.na(old)) Sys.unsetenv("SYSBIOGPU_LASSIE_FUSED") else Sys.setenv(SYSBIOGPU_LASSIE_FUSED = old))
+    force(code)
+  }
+  for (n in c(40, 300, 1000, 3000)) {
+    m <- ring(n, n)
+    K <- t(replicate(if (n < 1000) 6 else 2, m$rates * 2^runif(n, -1, 1)))
+    tt <- seq(0, 2, length.out = 41)
+    for (meth in c("auto", "rkf45")) {
+      run <- function(backend) lassieSimulate(m, tt, rates = K, method = meth, backend = backend, verbose = FALSE)
+      cpu <- lassie_core(run("cpu"))
+      expect_identical(lassie_core(run("gpu")), cpu, label = paste(n, meth))
+      expect_identical(lassie_core(fused_off(run("gpu"))), cpu, label = paste(n, meth, "per stage"))
+      expect_identical(lassie_core(fused_off(run("gpu"), "1")), cpu, label = paste(n, meth, "fused"))
+    }
+  }
+  # switching both ways (explicit -> implicit -> explicit) through the
+  # fused kernel and the per-stage kernels
+  cat_m <- reactionModel(
+    reactants = rbind(c(1, 0, 1, 0, 0), c(0, 1, 1, 0, 0), c(0, 0, 1, 0, 0), c(0, 0, 0, 1, 0), c(0, 0, 0, 0, 1)),
+    products  = rbind(c(0, 1, 1, 0, 0), c(1, 0, 1, 0, 0), c(0, 0, 0, 0, 0), c(0, 0, 0, 0, 1), c(0, 0, 0, 1, 0)),
+    rates = c(1e4, 5e3, 1, 0.2, 0.1), initial = c(1e-6, 0, 1, 1, 0), species = c("A", "B", "C", "D", "E"))
+  Kc <- rbind(cat_m$rates, cat_m$rates * c(1, 1, 2, 1, 1), cat_m$rates / 100)
+  tc <- seq(0, 30, by = 0.5)
+  run <- function(backend) lassieSimulate(cat_m, tc, rates = Kc, backend = backend, verbose = FALSE)
+  g <- run("gpu")
+  expect_gt(sum(vapply(g, function(o) attr(o, "stats")[["switches"]], 0)), 1)
+  expect_identical(lassie_core(g), lassie_core(run("cpu")))
+  expect_identical(lassie_core(fused_off(run("gpu"))), lassie_core(g))
+})
