@@ -169,14 +169,14 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
                      STRING_ELT(messages, s));
   }
   if (elapsed != R_NilValue) REAL(elapsed)[0] = lassie_out_seconds() - t_entry;
-  /* elapsed: NULL when the matrices have no attributes yet */
-  const char *nms[] = {"sims", "stats", "status", "messages", "elapsed", ""};
+  /* elapsed only when the matrices have their attributes */
+  const char *nms[] = {"sims", "stats", "status", "messages", elapsed != R_NilValue ? "elapsed" : "", ""};
   SEXP ans = PROTECT(Rf_mkNamed(VECSXP, nms)); nprot++;
   SET_VECTOR_ELT(ans, 0, sims);
   SET_VECTOR_ELT(ans, 1, stats);
   SET_VECTOR_ELT(ans, 2, status);
   SET_VECTOR_ELT(ans, 3, messages);
-  SET_VECTOR_ELT(ans, 4, elapsed);
+  if (elapsed != R_NilValue) SET_VECTOR_ELT(ans, 4, elapsed);
   UNPROTECT(nprot);
   return ans;
 }
