@@ -25,11 +25,14 @@ run_cpu <- Sys.getenv("LASSIE_BDF_CPU", "1") != "0"
 # LASSIE_BDF_REPS: LASSIE_CHEN_BATCH and LASSIE_BATCH sets on LASSIE_THREADS,
 # and one simulation of the synthetic network of LASSIE_OUTPUT_N species
 # (default 8192, 0 skips; lassie.R's generator) with 1,000 output times.
-# "engine call": the glue without attributes; "result objects": R's loop
-# over the matrices before issue 17, now the glue's attributes in C (the
-# same call with them, less the call without) and R's batch-level rest;
-# "whole": lassieSimulate() from the R call.  Runs on builds before and
-# after the change (it looks for lassie_output_attrs()).
+# "engine call": the glue without attributes; "whole": lassieSimulate() from
+# the R call.  The result objects are timed on the same call with
+# maxSteps = 1 (every simulation stops at once: the same matrices without
+# the steps, whose seconds vary more than the objects' on a loaded
+# machine): "glue" is that engine call, "result objects" R's loop over the
+# matrices before issue 17, now the glue's attributes in C (the call with
+# them less the call without) and R's batch-level rest.  Runs on builds
+# before and after the change (it looks for lassie_output_attrs()).
 if ("output" %in% commandArgs(trailingOnly = TRUE)) {
   ns <- asNamespace("sysbioGPU")
   c_attrs <- exists("lassie_output_attrs", ns)
@@ -48,21 +51,24 @@ if ("output" %in% commandArgs(trailingOnly = TRUE)) {
                    elapsed = NA_real_, nSpecies = length(m$species))
     single <- nrow(K) == 1L
     rates <- as.double(t(K))
-    call <- function() ns$lassie_engine(job, rates, m$initial, 0L, 0L, FALSE)
-    engine <- secs(call)
-    if (c_attrs) {
-      job$output <- ns$lassie_output_attrs(cn, common)
-      with_attrs <- secs(call)
-      res <- call()
-      objects <- with_attrs - engine + secs(function() ns$new_lassie_output(res, cn, common, single))
-    } else {
-      res <- call()
-      objects <- secs(function() ns$new_lassie_output(res, cn, common, single))
-    }
+    call <- function(j) ns$lassie_engine(j, rates, m$initial, 0L, 0L, FALSE)
+    engine <- secs(function() call(job))
     whole <- secs(function() lassieSimulate(m, tt, rates = if (single) NULL else K, method = method,
                                             backend = "cpu", threads = thr, verbose = FALSE))
-    cat(sprintf("%s, %d sets x %d times: engine call %.3f s, result objects %.3f s, whole R call %.3f s (%d threads, best of %d)\n",
-                label, nrow(K), length(tt), engine, objects, whole, thr, reps))
+    job$maxSteps <- 1
+    glue <- secs(function() call(job))
+    res <- call(job)
+    build <- function() suppressWarnings(ns$new_lassie_output(res, cn, common, single))
+    if (c_attrs) {
+      job$output <- ns$lassie_output_attrs(cn, common)
+      with_attrs <- secs(function() call(job))
+      res <- call(job)
+      objects <- with_attrs - glue + secs(build)
+    } else {
+      objects <- secs(build)
+    }
+    cat(sprintf("%s, %d sets x %d times (%d threads, best of %d): engine call %.3f s, whole R call %.3f s; maxSteps = 1: glue %.3f s, result objects %.3f s\n",
+                label, nrow(K), length(tt), thr, reps, engine, whole, glue, objects))
   }
   cat(sprintf("lassieSimulate result objects, %s; %s; attributes set %s; load average %s\n",
               format(Sys.time(), "%Y-%m-%d %H:%M %Z"), Sys.info()[["nodename"]],
@@ -72,15 +78,17 @@ if ("output" %in% commandArgs(trailingOnly = TRUE)) {
     set.seed(11)
     split_time("Chen (bdf)", m, seq(0, 3600, by = 60), t(replicate(n_chen, m$rates * 2^runif(length(m$rates), -1, 1))), "bdf", threads)
   }
-  m <- readBioNetGen(system.file("extdata", "lassie", "Haugh2b.net", package = "sysbioGPU"))
-  set.seed(7)
-  split_time("Haugh2b (auto)", m, seq(0, 50, by = 1), t(replicate(n_haugh, m$rates * 2^runif(length(m$rates), -1, 1))), "auto", threads)
+  if (n_haugh > 0) {
+    m <- readBioNetGen(system.file("extdata", "lassie", "Haugh2b.net", package = "sysbioGPU"))
+    set.seed(7)
+    split_time("Haugh2b (auto)", m, seq(0, 50, by = 1), t(replicate(n_haugh, m$rates * 2^runif(length(m$rates), -1, 1))), "auto", threads)
+  }
   n_syn <- env_num("LASSIE_OUTPUT_N", 8192)
   if (n_syn > 0) {
     # lassie.R's generator, taken from that script rather than copied
     here <- dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1]))
     ex <- parse(file.path(here, "lassie.R"))
-    eval(ex[[which(vapply(ex, function(e) identical(e[[2L]], quote(synthetic)), TRUE))]])
+    eval(ex[[which(vapply(ex, function(e) length(e) == 3L && identical(e[[2L]], quote(synthetic)), TRUE))]])
     m <- synthetic(n_syn, seed = n_syn)
     split_time(sprintf("synthetic %d (auto)", n_syn), m, seq(0, 50, length.out = 1000), matrix(m$rates, 1), "auto", 1L)
   }
