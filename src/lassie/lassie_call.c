@@ -48,6 +48,39 @@ static void model_from_list(sbg_lassie_model *m, SEXP model) {
   }
 }
 
+/* The simulations' matrices in `sims`, times x (time, species,
+ * observables), from the engine's result r: a batch's are made here and
+ * get their block of r->out (one simulation's matrix is there already, the
+ * engine wrote into it).  obs: NULL or the observables' weights, species x
+ * observables; each observable is the sum over its nonzero weights, in
+ * species order (a sparse product's terms).  sh: their attributes, or NULL. */
+static void fill_matrices(SEXP sims, const sbg_lassie_params *p, const sbg_lassie_result *r, int N,
+                          SEXP obs, SEXP messages, const lassie_out_shared *sh) {
+  const R_xlen_t nt = p->n_times, block = nt * (R_xlen_t)N;
+  const int n_obs = Rf_isNull(obs) ? 0 : Rf_ncols(obs);
+  for (int s = 0; s < p->n_sims; s++) {
+    SEXP x = VECTOR_ELT(sims, s);
+    if (p->n_sims > 1) {
+      x = Rf_allocMatrix(REALSXP, p->n_times, N + 1 + n_obs);
+      SET_VECTOR_ELT(sims, s, x);
+      memcpy(REAL(x) + nt, r->out + (R_xlen_t)s * block, (size_t)block * sizeof(double));
+    }
+    double *X = REAL(x), *sp = X + nt;
+    memcpy(X, p->times, (size_t)nt * sizeof(double));
+    for (int o = 0; o < n_obs; o++) {
+      const double *w = REAL(obs) + (R_xlen_t)o * N;
+      double *y = sp + block + (R_xlen_t)o * nt;
+      for (R_xlen_t t = 0; t < nt; t++) y[t] = 0;
+      for (int j = 0; j < N; j++)
+        if (w[j] != 0)
+          for (R_xlen_t t = 0; t < nt; t++) y[t] += sp[(R_xlen_t)j * nt + t] * w[j];
+    }
+    if (sh)
+      lassie_out_set(x, sh, r->stats + (size_t)s * SBG_LASSIE_N_STATS, r->status[s],
+                     STRING_ELT(messages, s));
+  }
+}
+
 /* .Call(ffi_lassie_simulate, data, params, run): data = list(model, rates,
  * initial, times, obs), params = list(rtol, atol, method, maxSteps, hInit,
  * part, output), run = run_list() (the GPUs in run$devices share the
@@ -107,7 +140,8 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   /* each simulation as the matrix R returns, times x (time, species,
    * observables).  One simulation: the engine writes its species straight
    * into the matrix's columns 2..N+1 (they are its block of r.out), which
-   * spares a copy of the whole output; a batch's blocks are copied. */
+   * spares a copy of the whole output; a batch's blocks are copied (in
+   * fill_matrices). */
   const R_xlen_t nt = p.n_times, block = nt * (R_xlen_t)N;
   SEXP sims = PROTECT(Rf_allocVector(VECSXP, p.n_sims)); nprot++;
   double *out;
@@ -145,29 +179,7 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
     sh.elapsed = elapsed = PROTECT(Rf_allocVector(REALSXP, 1)); nprot++;
     MARK_NOT_MUTABLE(elapsed);
   }
-  /* each observable is the sum over its nonzero weights, in species order
-   * (a sparse product's terms) */
-  for (int s = 0; s < p.n_sims; s++) {
-    SEXP x = VECTOR_ELT(sims, s);
-    if (p.n_sims > 1) {
-      x = Rf_allocMatrix(REALSXP, p.n_times, N + 1 + n_obs);
-      SET_VECTOR_ELT(sims, s, x);
-      memcpy(REAL(x) + nt, r.out + (R_xlen_t)s * block, (size_t)block * sizeof(double));
-    }
-    double *X = REAL(x), *sp = X + nt;
-    memcpy(X, p.times, (size_t)nt * sizeof(double));
-    for (int o = 0; o < n_obs; o++) {
-      const double *w = REAL(obs) + (R_xlen_t)o * N;
-      double *y = sp + block + (R_xlen_t)o * nt;
-      for (R_xlen_t t = 0; t < nt; t++) y[t] = 0;
-      for (int j = 0; j < N; j++)
-        if (w[j] != 0)
-          for (R_xlen_t t = 0; t < nt; t++) y[t] += sp[(R_xlen_t)j * nt + t] * w[j];
-    }
-    if (elapsed != R_NilValue)
-      lassie_out_set(x, &sh, r.stats + (size_t)s * SBG_LASSIE_N_STATS, r.status[s],
-                     STRING_ELT(messages, s));
-  }
+  fill_matrices(sims, &p, &r, N, obs, messages, elapsed != R_NilValue ? &sh : NULL);
   if (elapsed != R_NilValue) REAL(elapsed)[0] = lassie_out_seconds() - t_entry;
   /* elapsed only when the matrices have their attributes */
   const char *nms[] = {"sims", "stats", "status", "messages", elapsed != R_NilValue ? "elapsed" : "", ""};
