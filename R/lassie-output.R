@@ -9,48 +9,37 @@
 lassie_stat_names <- c("steps", "rejected", "switches", "implicitSteps", "newtonIterations",
                        "factorisations", "jacobians", "rhsEvaluations")
 
-# deSolve's istate (21 integers, as lsoda's) from our counters: what has
-# no counterpart here is NA, which diagnostics() leaves out.
-lassie_istate <- function(st, status) {
-  is <- rep(NA_integer_, 21L)
-  is[1L] <- if (status == 0L) 2L else -1L        # lsoda's "successful" / failed
-  is[c(2L, 3L, 4L, 10L, 11L, 13L)] <- as.integer(pmin(
-    st[c("steps", "rhsEvaluations", "jacobians", "factorisations", "newtonIterations", "rejected")],
-    .Machine$integer.max))
-  is
-}
-
-# Builds the result from the engine's output res: list(matrices (times x
-# columns), counters x simulations, optionally status = per simulation (0
-# = ok), messages = per simulation); cn: the dimnames, common: attributes
-# shared by all (method, rtol, atol, backend, device, elapsed, nSpecies),
-# single: return one matrix rather than a batch.
-new_lassie_output <- function(res, cn, common, single) {
-  sims <- res[[1L]]; stats <- res[[2L]]
-  status <- res$status; messages <- res$messages
-  res[[1L]] <- NULL # (so that only `sims` holds the matrices: see below)
-  n <- length(sims)
-  status <- if (is.null(status)) integer(n) else as.integer(status)
-  messages <- if (is.null(messages)) character(n) else as.character(messages)
+# The attributes all simulations of a call share, for the C code that sets
+# each matrix's (src/lassie/lassie_output.c): cn the dimnames, common:
+# method, rtol, atol, backend, device, elapsed, nSpecies.  Each matrix
+# gets, in this order, dim, dimnames, class, stats (named counters),
+# istate (deSolve's 21 integers, as lsoda's: 2 or -1, the counters that
+# have a counterpart, capped at .Machine$integer.max, NA elsewhere),
+# rstate (NA but the time reached, NA on failure), type, lengthvar,
+# status, message, then `common`.
+lassie_output_attrs <- function(cn, common) {
   N <- common$nSpecies
   nobs <- length(cn[[2L]]) - 1L - N
   lv <- c(N, rep.int(1L, nobs))
   names(lv) <- c("", utils::tail(cn[[2L]], nobs))
-  cls <- c("lassieSimulation", "deSolve", "matrix", "array")
-  for (s in seq_len(n)) {
-    out <- sims[[s]]
-    # the list lets go of the matrix first, so that setting its attributes
-    # does not copy it (a batch's copies cost more than a GPU's steps)
-    sims[s] <- list(NULL)
-    st <- stats[, s]
-    names(st) <- lassie_stat_names
-    tl <- if (status[s] == 0L) out[nrow(out), 1L] else NA_real_
-    attributes(out) <- c(list(dim = dim(out), dimnames = cn, class = cls, stats = st,
-                              istate = lassie_istate(st, status[s]),
-                              rstate = c(NA, NA, tl, NA, NA), type = "lassie",
-                              lengthvar = lv, status = status[s], message = messages[s]),
-                         common)
-    sims[[s]] <- out
+  list(dimnames = cn, class = c("lassieSimulation", "deSolve", "matrix", "array"), type = "lassie",
+       lengthvar = lv, common = common, statNames = lassie_stat_names)
+}
+
+# Builds the result from the engine's output res: list(matrices (times x
+# columns), counters x simulations, optionally status = per simulation (0
+# = ok), messages = per simulation, elapsed); cn: the dimnames, common:
+# attributes shared by all (method, rtol, atol, backend, device, elapsed,
+# nSpecies), single: return one matrix rather than a batch.  When the glue
+# was given the attributes (res$elapsed set) the matrices have them
+# already; otherwise (workers' blocks) C sets them on copies.
+new_lassie_output <- function(res, cn, common, single) {
+  sims <- res[[1L]]
+  n <- length(sims)
+  status <- if (is.null(res$status)) integer(n) else as.integer(res$status)
+  messages <- if (is.null(res$messages)) character(n) else as.character(res$messages)
+  if (is.null(res$elapsed)) {
+    sims <- .Call(ffi_lassie_output, sims, res[[2L]], status, messages, lassie_output_attrs(cn, common))
   }
   bad <- which(status != 0L)
   if (length(bad)) {

@@ -369,16 +369,18 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
               gpu = a$gpu, threads = a$threads, total = as.integer(n_sims),
               # the observables' weights, species x observables, added by the glue
               obs = if (!is.null(model$observables)) as.matrix(Matrix::t(model$observables)))
-  t0 <- proc.time()[["elapsed"]]
-  res <- if (is.null(BPPARAM)) lassie_engine(job, rt$values, it$values, 0L, a$devices, verbose)
-         else lassie_workers(job, rt, it, M, N, a$devices, BPPARAM)
-  elapsed <- proc.time()[["elapsed"]] - t0
-  nt <- length(times)
   cn <- list(NULL, c("time", model$species, rownames(model$observables)))
   common <- list(method = method, rtol = rtol,
                  atol = atol, backend = b$backend,
                  device = if (identical(b$backend, "gpu")) b$deviceName else NA_character_,
-                 elapsed = elapsed, nSpecies = N)
+                 elapsed = NA_real_, nSpecies = N)
+  # the glue sets the matrices' attributes (and elapsed, its own seconds);
+  # workers' blocks get theirs in new_lassie_output()
+  if (is.null(BPPARAM)) job$output <- lassie_output_attrs(cn, common)
+  t0 <- proc.time()[["elapsed"]]
+  res <- if (is.null(BPPARAM)) lassie_engine(job, rt$values, it$values, 0L, a$devices, verbose)
+         else lassie_workers(job, rt, it, M, N, a$devices, BPPARAM)
+  common$elapsed <- if (is.null(res$elapsed)) proc.time()[["elapsed"]] - t0 else res$elapsed
   single <- n_sims == 1L && !rt$batch && !it$batch
   # one simulation that failed is an error; in a batch, a status per
   # simulation and a warning (R/lassie-output.R)
@@ -401,7 +403,7 @@ lassie_engine <- function(job, rates, initial, base, devices, verbose) {
   arr <- job$arr
   data <- list(model = job$arr, rates = rates, initial = initial, times = job$times, obs = job$obs)
   params <- list(rtol = job$rtol, atol = job$atol, method = job$method, maxSteps = job$maxSteps,
-                 hInit = 0, part = as.integer(c(base, job$total)))
+                 hInit = 0, part = as.integer(c(base, job$total)), output = job$output)
   .Call(ffi_lassie_simulate, data, params, run_list(job, verbose, devices = devices))
 }
 

@@ -46,6 +46,7 @@ SEXP ffi_grn_testhook(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 /* lassieSimulate */
 SEXP ffi_lassie_simulate(SEXP, SEXP, SEXP);
 SEXP ffi_lassie_batch_values(SEXP, SEXP);
+SEXP ffi_lassie_output(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_lassie_rhs(SEXP, SEXP, SEXP);
 SEXP ffi_lassie_jacobian(SEXP, SEXP, SEXP);
 SEXP ffi_lassie_read_sbml(SEXP);
@@ -90,6 +91,7 @@ static const R_CallMethodDef call_methods[] = {
     /* lassieSimulate */
     CALLDEF(ffi_lassie_simulate, 3),
     CALLDEF(ffi_lassie_batch_values, 2),
+    CALLDEF(ffi_lassie_output, 5),
     CALLDEF(ffi_lassie_rhs, 3),
     CALLDEF(ffi_lassie_jacobian, 3),
     CALLDEF(ffi_lassie_read_sbml, 1),

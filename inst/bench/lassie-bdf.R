@@ -20,33 +20,94 @@ n_haugh <- env_num("LASSIE_BATCH", 20000)
 reps <- env_num("LASSIE_BDF_REPS", 2)
 threads <- as.integer(env_num("LASSIE_THREADS", parallel::detectCores()))
 run_cpu <- Sys.getenv("LASSIE_BDF_CPU", "1") != "0"
-# `Rscript inst/bench/lassie-bdf.R output`: how much of a batch's time is R
-# building the result objects (CPU engine; no GPU needed), LASSIE_CHEN_BATCH
-# and LASSIE_BATCH sets
+# `Rscript inst/bench/lassie-bdf.R output`: how much of a call's time is R
+# and the result objects (CPU engine; no GPU needed), best of
+# LASSIE_BDF_REPS: LASSIE_CHEN_BATCH and LASSIE_BATCH sets on LASSIE_THREADS,
+# and one simulation of the synthetic network of LASSIE_OUTPUT_N species
+# (default 8192, 0 skips; lassie.R's generator) with 1,000 output times.
+# "engine call": the glue without attributes; "whole": lassieSimulate() from
+# the R call.  The result objects are timed on the same call with
+# maxSteps = 1 (every simulation stops at once: the same matrices without
+# the steps, whose seconds vary more than the objects' on a loaded
+# machine): "glue" is that engine call, "result objects" R's loop over the
+# matrices before issue 17, now the glue's attributes in C (the call with
+# them less the call without, timed in turn) and R's batch-level rest;
+# and the whole R call of a batch with maxSteps = 1 (R's checks and objects
+# around that glue).  Runs on builds
+# before and after the change (it looks for lassie_output_attrs()).
 if ("output" %in% commandArgs(trailingOnly = TRUE)) {
-  split_time <- function(label, m, tt, K, method) {
-    job <- list(arr = sysbioGPU:::lassie_arrays(m), times = tt, rtol = 1e-6, atol = 1e-12,
+  ns <- asNamespace("sysbioGPU")
+  c_attrs <- exists("lassie_output_attrs", ns)
+  secs <- function(f, n = reps) {
+    s <- Inf
+    # each run from a collected heap, so that a collection of the previous
+    # run's garbage does not land in one version's time and not the other's
+    for (i in seq_len(n)) {
+      invisible(gc())
+      t0 <- proc.time()[["elapsed"]]; f(); s <- min(s, proc.time()[["elapsed"]] - t0)
+    }
+    s
+  }
+  split_time <- function(label, m, tt, K, method, thr) {
+    job <- list(arr = ns$lassie_arrays(m), times = tt, rtol = 1e-6, atol = 1e-12,
                 method = match(method, c("auto", "rkf45", "bdf")) - 1L, maxSteps = 1e6, gpu = FALSE,
-                threads = threads, total = nrow(K),
+                threads = thr, total = nrow(K),
                 obs = if (!is.null(m$observables)) as.matrix(Matrix::t(m$observables)))
-    t0 <- proc.time()[["elapsed"]]
-    res <- sysbioGPU:::lassie_engine(job, as.double(t(K)), m$initial, 0L, 0L, FALSE)
-    t1 <- proc.time()[["elapsed"]]
     cn <- list(NULL, c("time", m$species, rownames(m$observables)))
     common <- list(method = method, rtol = 1e-6, atol = 1e-12, backend = "cpu", device = NA_character_,
-                   elapsed = t1 - t0, nSpecies = length(m$species))
-    invisible(sysbioGPU:::new_lassie_output(res, cn, common, FALSE))
-    cat(sprintf("%s, %d sets: engine call %.3f s, result objects %.3f s (%d threads)\n", label, nrow(K),
-                t1 - t0, proc.time()[["elapsed"]] - t1, threads))
+                   elapsed = NA_real_, nSpecies = length(m$species))
+    single <- nrow(K) == 1L
+    rates <- as.double(t(K))
+    call <- function(j) ns$lassie_engine(j, rates, m$initial, 0L, 0L, FALSE)
+    engine <- secs(function() call(job))
+    whole <- secs(function() lassieSimulate(m, tt, rates = if (single) NULL else K, method = method,
+                                            backend = "cpu", threads = thr, verbose = FALSE))
+    job$maxSteps <- 1
+    res <- call(job)
+    build <- function() suppressWarnings(ns$new_lassie_output(res, cn, common, single))
+    if (c_attrs) {
+      # the calls with and without attributes in turn, the best of each
+      ja <- job
+      ja$output <- ns$lassie_output_attrs(cn, common)
+      glue <- with_attrs <- Inf
+      for (i in seq_len(reps)) {
+        glue <- min(glue, secs(function() call(job), 1L))
+        with_attrs <- min(with_attrs, secs(function() call(ja), 1L))
+      }
+      res <- call(ja)
+      objects <- with_attrs - glue + secs(build)
+    } else {
+      glue <- secs(function() call(job))
+      objects <- secs(build)
+    }
+    # (a batch: one simulation that fails is an error)
+    whole1 <- if (single) NA else secs(function() suppressWarnings(lassieSimulate(
+      m, tt, rates = K, method = method, maxSteps = 1, backend = "cpu", threads = thr, verbose = FALSE)))
+    cat(sprintf("%s, %d sets x %d times (%d threads, best of %d): engine call %.3f s, whole R call %.3f s; maxSteps = 1: glue %.3f s, result objects %.3f s, whole R call %.3f s\n",
+                label, nrow(K), length(tt), thr, reps, engine, whole, glue, objects, whole1))
   }
+  cat(sprintf("lassieSimulate result objects, %s; %s; attributes set %s; load average %s\n",
+              format(Sys.time(), "%Y-%m-%d %H:%M %Z"), Sys.info()[["nodename"]],
+              if (c_attrs) "in C" else "in R", paste(readLines("/proc/loadavg", warn = FALSE), collapse = "")))
   if (sbmlAvailable() && n_chen > 0) {
     m <- readSBML(system.file("extdata", "lassie", "Chen2009_ErbB_A431.xml.gz", package = "sysbioGPU"))
     set.seed(11)
-    split_time("Chen (bdf)", m, seq(0, 3600, by = 60), t(replicate(n_chen, m$rates * 2^runif(length(m$rates), -1, 1))), "bdf")
+    split_time("Chen (bdf)", m, seq(0, 3600, by = 60), t(replicate(n_chen, m$rates * 2^runif(length(m$rates), -1, 1))), "bdf", threads)
   }
-  m <- readBioNetGen(system.file("extdata", "lassie", "Haugh2b.net", package = "sysbioGPU"))
-  set.seed(7)
-  split_time("Haugh2b (auto)", m, seq(0, 50, by = 1), t(replicate(n_haugh, m$rates * 2^runif(length(m$rates), -1, 1))), "auto")
+  if (n_haugh > 0) {
+    m <- readBioNetGen(system.file("extdata", "lassie", "Haugh2b.net", package = "sysbioGPU"))
+    set.seed(7)
+    split_time("Haugh2b (auto)", m, seq(0, 50, by = 1), t(replicate(n_haugh, m$rates * 2^runif(length(m$rates), -1, 1))), "auto", threads)
+  }
+  n_syn <- env_num("LASSIE_OUTPUT_N", 8192)
+  if (n_syn > 0) {
+    # lassie.R's generator, taken from that script rather than copied
+    here <- dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1]))
+    ex <- parse(file.path(here, "lassie.R"))
+    eval(ex[[which(vapply(ex, function(e) length(e) == 3L && identical(e[[2L]], quote(synthetic)), TRUE))]])
+    m <- synthetic(n_syn, seed = n_syn)
+    split_time(sprintf("synthetic %d (auto)", n_syn), m, seq(0, 50, length.out = 1000), matrix(m$rates, 1), "auto", 1L)
+  }
   quit(save = "no")
 }
 if (!hasGPU()) { cat("lassie-bdf: no GPU, nothing to time\n"); quit(save = "no") }
@@ -111,7 +172,7 @@ if (n_haugh > 0) {
 tab <- do.call(rbind, rows)
 cat("\n(seconds from the R call, best of", reps, "runs; rtol 1e-6, atol 1e-12; gpu_host_bdf: the",
     "GPU engine with the implicit steps on the host, as before issue 17; engine_*: the engine",
-    "call's seconds in those runs, without R's checks and result objects)\n")
+    "call's seconds in those runs (the glue's, result attributes included), without R's checks)\n")
 print(format(tab, digits = 3), row.names = FALSE)
 out <- Sys.getenv("OUT")
 if (nzchar(out)) utils::write.csv(tab, file.path(out, "bench-lassie-bdf.csv"), row.names = FALSE)

@@ -6,6 +6,7 @@
 
 #include "glue.h"
 #include "lassie.h"
+#include "lassie_output.h"
 #include "omp_compat.h"
 
 /* What reaches C is checked here again, because users edit model lists by
@@ -47,11 +48,48 @@ static void model_from_list(sbg_lassie_model *m, SEXP model) {
   }
 }
 
+/* The simulations' matrices in `sims`, times x (time, species,
+ * observables), from the engine's result r: a batch's are made here and
+ * get their block of r->out (one simulation's matrix is there already, the
+ * engine wrote into it).  obs: NULL or the observables' weights, species x
+ * observables; each observable is the sum over its nonzero weights, in
+ * species order (a sparse product's terms).  sh: their attributes, or NULL. */
+static void fill_matrices(SEXP sims, const sbg_lassie_params *p, const sbg_lassie_result *r, int N,
+                          SEXP obs, SEXP messages, const lassie_out_shared *sh) {
+  const R_xlen_t nt = p->n_times, block = nt * (R_xlen_t)N;
+  const int n_obs = Rf_isNull(obs) ? 0 : Rf_ncols(obs);
+  for (int s = 0; s < p->n_sims; s++) {
+    SEXP x = VECTOR_ELT(sims, s);
+    if (p->n_sims > 1) {
+      x = Rf_allocMatrix(REALSXP, p->n_times, N + 1 + n_obs);
+      SET_VECTOR_ELT(sims, s, x);
+      memcpy(REAL(x) + nt, r->out + (R_xlen_t)s * block, (size_t)block * sizeof(double));
+    }
+    double *X = REAL(x), *sp = X + nt;
+    memcpy(X, p->times, (size_t)nt * sizeof(double));
+    for (int o = 0; o < n_obs; o++) {
+      const double *w = REAL(obs) + (R_xlen_t)o * N;
+      double *y = sp + block + (R_xlen_t)o * nt;
+      for (R_xlen_t t = 0; t < nt; t++) y[t] = 0;
+      for (int j = 0; j < N; j++)
+        if (w[j] != 0)
+          for (R_xlen_t t = 0; t < nt; t++) y[t] += sp[(R_xlen_t)j * nt + t] * w[j];
+    }
+    if (sh)
+      lassie_out_set(x, sh, r->stats + (size_t)s * SBG_LASSIE_N_STATS, r->status[s],
+                     STRING_ELT(messages, s));
+  }
+}
+
 /* .Call(ffi_lassie_simulate, data, params, run): data = list(model, rates,
  * initial, times, obs), params = list(rtol, atol, method, maxSteps, hInit,
- * part), run = run_list() (the GPUs in run$devices share the batch). */
+ * part, output), run = run_list() (the GPUs in run$devices share the
+ * batch).  output: NULL, or the attributes the matrices share
+ * (lassie_output_attrs() in R/lassie-output.R), which the matrices then
+ * get here, each with its own, and `elapsed` the seconds of this call. */
 SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   int nprot = 0;
+  const double t_entry = lassie_out_seconds();
   sbg_lassie_model m;
   model_from_list(&m, sbg_elt(data, "model"));
   int N = m.n_species, M = m.n_reactions;
@@ -93,11 +131,30 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   p.sim_total = INTEGER(part)[1];
   SBG_ASSERT(p.sim_base >= 0 && p.sim_total >= p.sim_base + p.n_sims);
 
-  SEXP out = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)p.n_times * N * p.n_sims)); nprot++;
+  /* obs: NULL or the observables' weights, species x observables */
+  int n_obs = 0;
+  if (!Rf_isNull(obs)) {
+    SBG_ASSERT(TYPEOF(obs) == REALSXP && Rf_isMatrix(obs) && Rf_nrows(obs) == N);
+    n_obs = Rf_ncols(obs);
+  }
+  /* each simulation as the matrix R returns, times x (time, species,
+   * observables).  One simulation: the engine writes its species straight
+   * into the matrix's columns 2..N+1 (they are its block of r.out), which
+   * spares a copy of the whole output; a batch's blocks are copied (in
+   * fill_matrices). */
+  const R_xlen_t nt = p.n_times, block = nt * (R_xlen_t)N;
+  SEXP sims = PROTECT(Rf_allocVector(VECSXP, p.n_sims)); nprot++;
+  double *out;
+  if (p.n_sims == 1) {
+    SET_VECTOR_ELT(sims, 0, Rf_allocMatrix(REALSXP, p.n_times, N + 1 + n_obs));
+    out = REAL(VECTOR_ELT(sims, 0)) + nt;
+  } else {
+    out = REAL(PROTECT(Rf_allocVector(REALSXP, block * p.n_sims))); nprot++;
+  }
   SEXP stats = PROTECT(Rf_allocMatrix(REALSXP, SBG_LASSIE_N_STATS, p.n_sims)); nprot++;
   SEXP status = PROTECT(Rf_allocVector(INTSXP, p.n_sims)); nprot++;
   char *msgs = (char *)R_alloc((size_t)p.n_sims, SBG_LASSIE_MSG);
-  sbg_lassie_result r = {REAL(out), REAL(stats), INTEGER(status), msgs};
+  sbg_lassie_result r = {out, REAL(stats), INTEGER(status), msgs};
   memset(r.stats, 0, sizeof(double) * SBG_LASSIE_N_STATS * p.n_sims);
   memset(r.status, 0, sizeof(int) * p.n_sims);
   memset(msgs, 0, (size_t)p.n_sims * SBG_LASSIE_MSG);
@@ -108,45 +165,30 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
                                   : sbg_lassie_cpu(&m, &p, &r, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
-  /* each simulation as the matrix R returns, times x (time, species,
-   * observables): one copy here instead of R's subset, matrix() and
-   * cbind().  obs: NULL or the observables' weights, species x
-   * observables; each observable is the sum over its nonzero weights, in
-   * species order (a sparse product's terms). */
-  int n_obs = 0;
-  if (!Rf_isNull(obs)) {
-    SBG_ASSERT(TYPEOF(obs) == REALSXP && Rf_isMatrix(obs) && Rf_nrows(obs) == N);
-    n_obs = Rf_ncols(obs);
-  }
-  SEXP sims = PROTECT(Rf_allocVector(VECSXP, p.n_sims)); nprot++;
-  R_xlen_t nt = p.n_times, block = nt * (R_xlen_t)N;
-  for (int s = 0; s < p.n_sims; s++) {
-    SEXP x = Rf_allocMatrix(REALSXP, p.n_times, N + 1 + n_obs);
-    SET_VECTOR_ELT(sims, s, x);
-    double *X = REAL(x), *sp = X + nt;
-    memcpy(X, p.times, (size_t)nt * sizeof(double));
-    memcpy(sp, r.out + (R_xlen_t)s * block, (size_t)block * sizeof(double));
-    for (int o = 0; o < n_obs; o++) {
-      const double *w = REAL(obs) + (R_xlen_t)o * N;
-      double *y = sp + block + (R_xlen_t)o * nt;
-      for (R_xlen_t t = 0; t < nt; t++) y[t] = 0;
-      for (int j = 0; j < N; j++)
-        if (w[j] != 0)
-          for (R_xlen_t t = 0; t < nt; t++) y[t] += sp[(R_xlen_t)j * nt + t] * w[j];
-    }
-  }
   /* a simulation's own failure: its status (SBG_LASSIE_FAIL_*) and message */
   SEXP messages = PROTECT(Rf_allocVector(STRSXP, p.n_sims)); nprot++;
   for (int s = 0; s < p.n_sims; s++) {
     msgs[(size_t)s * SBG_LASSIE_MSG + SBG_LASSIE_MSG - 1] = '\0';
     SET_STRING_ELT(messages, s, Rf_mkChar(msgs + (size_t)s * SBG_LASSIE_MSG));
   }
-  const char *nms[] = {"sims", "stats", "status", "messages", ""};
+  SEXP attrs = sbg_elt_or_null(params, "output"), elapsed = R_NilValue;
+  lassie_out_shared sh;
+  if (attrs && !Rf_isNull(attrs)) {
+    lassie_out_decode(attrs, &sh);
+    /* one `elapsed` shared by all, its value set once they are built */
+    sh.elapsed = elapsed = PROTECT(Rf_allocVector(REALSXP, 1)); nprot++;
+    MARK_NOT_MUTABLE(elapsed);
+  }
+  fill_matrices(sims, &p, &r, N, obs, messages, elapsed != R_NilValue ? &sh : NULL);
+  if (elapsed != R_NilValue) REAL(elapsed)[0] = lassie_out_seconds() - t_entry;
+  /* elapsed only when the matrices have their attributes */
+  const char *nms[] = {"sims", "stats", "status", "messages", elapsed != R_NilValue ? "elapsed" : "", ""};
   SEXP ans = PROTECT(Rf_mkNamed(VECSXP, nms)); nprot++;
   SET_VECTOR_ELT(ans, 0, sims);
   SET_VECTOR_ELT(ans, 1, stats);
   SET_VECTOR_ELT(ans, 2, status);
   SET_VECTOR_ELT(ans, 3, messages);
+  if (elapsed != R_NilValue) SET_VECTOR_ELT(ans, 4, elapsed);
   UNPROTECT(nprot);
   return ans;
 }

@@ -1,0 +1,119 @@
+/* Attributes of lassieSimulate()'s matrices (lassie_output.h) and
+ * ffi_lassie_output, which gives them to matrices made in R (the blocks of
+ * BiocParallel's workers): deSolve's istate/rstate/type/lengthvar, our
+ * counters, status and message, and what the call's simulations share. */
+#include <limits.h>
+#include <string.h>
+#include <time.h>
+
+#include "lassie.h"
+#include "lassie_output.h"
+
+double lassie_out_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* A shared value: every matrix references it, so R must copy it before a
+ * change (modifying one simulation's attribute leaves the others alone). */
+static SEXP shared(SEXP x) {
+  if (x != R_NilValue) MARK_NOT_MUTABLE(x);
+  return x;
+}
+
+void lassie_out_decode(SEXP attrs, lassie_out_shared *sh) {
+  sh->dimnames = shared(sbg_vec_elt(attrs, "dimnames", VECSXP, 2));
+  sh->cls = shared(sbg_vec_elt(attrs, "class", STRSXP, -1));
+  sh->type = shared(sbg_vec_elt(attrs, "type", STRSXP, 1));
+  sh->lengthvar = shared(sbg_elt(attrs, "lengthvar"));
+  sh->stat_names = shared(sbg_vec_elt(attrs, "statNames", STRSXP, SBG_LASSIE_N_STATS));
+  sh->common = sbg_vec_elt(attrs, "common", VECSXP, -1);
+  SEXP nm = Rf_getAttrib(sh->common, R_NamesSymbol);
+  R_xlen_t nc = XLENGTH(sh->common);
+  SBG_ASSERT(TYPEOF(nm) == STRSXP && XLENGTH(nm) == nc);
+  sh->common_syms = (SEXP *)R_alloc((size_t)nc + 1, sizeof(SEXP));
+  sh->elapsed_at = -1;
+  for (R_xlen_t i = 0; i < nc; i++) {
+    sh->common_syms[i] = Rf_installChar(STRING_ELT(nm, i));
+    if (strcmp(CHAR(STRING_ELT(nm, i)), "elapsed") == 0) sh->elapsed_at = i;
+    shared(VECTOR_ELT(sh->common, i));
+  }
+  sh->elapsed = NULL;
+  const char *sym[7] = {"stats", "istate", "rstate", "type", "lengthvar", "status", "message"};
+  for (int i = 0; i < 7; i++) sh->sym[i] = Rf_install(sym[i]);
+}
+
+/* as.integer(pmin(v, .Machine$integer.max)) for a counter */
+static int count_int(double v) {
+  if (ISNAN(v) || v <= INT_MIN) return NA_INTEGER;
+  return v >= INT_MAX ? INT_MAX : (int)v;
+}
+
+/* deSolve's istate (21 integers, as lsoda's): 2 (lsoda's "successful") or
+ * -1, then the counters that have a counterpart; NA elsewhere, which
+ * diagnostics() leaves out. */
+static SEXP istate(const double *st, int status) {
+  SEXP is = Rf_allocVector(INTSXP, 21);
+  int *v = INTEGER(is);
+  for (int i = 0; i < 21; i++) v[i] = NA_INTEGER;
+  v[0] = status == 0 ? 2 : -1;
+  v[1] = count_int(st[SBG_LASSIE_ST_STEPS]);
+  v[2] = count_int(st[SBG_LASSIE_ST_RHS]);
+  v[3] = count_int(st[SBG_LASSIE_ST_JAC]);
+  v[9] = count_int(st[SBG_LASSIE_ST_FACTOR]);
+  v[10] = count_int(st[SBG_LASSIE_ST_NEWTON]);
+  v[12] = count_int(st[SBG_LASSIE_ST_REJECTED]);
+  return is;
+}
+
+void lassie_out_set(SEXP x, const lassie_out_shared *sh, const double *st, int status,
+                    SEXP message) {
+  SBG_ASSERT(TYPEOF(x) == REALSXP && Rf_isMatrix(x) && Rf_nrows(x) >= 1);
+  Rf_setAttrib(x, R_DimNamesSymbol, sh->dimnames);
+  Rf_setAttrib(x, R_ClassSymbol, sh->cls);
+  SEXP s = PROTECT(Rf_allocVector(REALSXP, SBG_LASSIE_N_STATS));
+  memcpy(REAL(s), st, sizeof(double) * SBG_LASSIE_N_STATS);
+  Rf_setAttrib(s, R_NamesSymbol, sh->stat_names);
+  Rf_setAttrib(x, sh->sym[0], s);
+  Rf_setAttrib(x, sh->sym[1], PROTECT(istate(st, status)));
+  /* rstate: deSolve's third entry is the time reached, NA for a failure */
+  SEXP rs = PROTECT(Rf_allocVector(REALSXP, 5));
+  for (int i = 0; i < 5; i++) REAL(rs)[i] = NA_REAL;
+  if (status == 0) REAL(rs)[2] = REAL(x)[Rf_nrows(x) - 1];
+  Rf_setAttrib(x, sh->sym[2], rs);
+  Rf_setAttrib(x, sh->sym[3], sh->type);
+  Rf_setAttrib(x, sh->sym[4], sh->lengthvar);
+  Rf_setAttrib(x, sh->sym[5], PROTECT(Rf_ScalarInteger(status)));
+  Rf_setAttrib(x, sh->sym[6], PROTECT(Rf_ScalarString(message)));
+  for (R_xlen_t i = 0; i < XLENGTH(sh->common); i++)
+    Rf_setAttrib(x, sh->common_syms[i],
+                 i == sh->elapsed_at && sh->elapsed ? sh->elapsed : VECTOR_ELT(sh->common, i));
+  UNPROTECT(5);
+}
+
+/* .Call(ffi_lassie_output, sims, stats, status, messages, attrs): copies of
+ * the matrices `sims` (times x columns) with their attributes; stats:
+ * counters x simulations, status and messages per simulation.  The inputs
+ * are R's (other objects may share them), hence copies, not changes. */
+SEXP ffi_lassie_output(SEXP sims, SEXP stats, SEXP status, SEXP messages, SEXP attrs) {
+  SBG_ASSERT(TYPEOF(sims) == VECSXP && TYPEOF(stats) == REALSXP && TYPEOF(status) == INTSXP &&
+             TYPEOF(messages) == STRSXP);
+  R_xlen_t n = XLENGTH(sims);
+  SBG_ASSERT(XLENGTH(status) == n && XLENGTH(messages) == n &&
+             XLENGTH(stats) == (R_xlen_t)SBG_LASSIE_N_STATS * n);
+  lassie_out_shared sh;
+  lassie_out_decode(attrs, &sh);
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, n));
+  for (R_xlen_t s = 0; s < n; s++) {
+    SEXP in = VECTOR_ELT(sims, s);
+    SBG_ASSERT(TYPEOF(in) == REALSXP && Rf_isMatrix(in));
+    SEXP x = Rf_allocMatrix(REALSXP, Rf_nrows(in), Rf_ncols(in));
+    SET_VECTOR_ELT(ans, s, x);
+    memcpy(REAL(x), REAL(in), sizeof(double) * (size_t)XLENGTH(in));
+    lassie_out_set(x, &sh, REAL(stats) + s * SBG_LASSIE_N_STATS, INTEGER(status)[s],
+                   STRING_ELT(messages, s));
+  }
+  UNPROTECT(1);
+  return ans;
+}
