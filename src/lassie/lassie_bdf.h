@@ -226,9 +226,43 @@ static LASSIE_HD inline void lassie_lu_substitute(int n, const int *ptr, const i
   }
 }
 
+/* Rows of the factors with at least LASSIE_LU_SPLIT terms (a hub species:
+ * Chen's longest row of L has 175, and such rows, one per level, made most
+ * of a warp's substitution time) sum them as LASSIE_LU_LANES strided
+ * partial sums (partial v: terms v, v + 32, ..., in order), added by a
+ * fixed pairwise tree; a warp computes them in parallel, the CPU and
+ * smaller teams in turn, with the same bits. */
+#define LASSIE_LU_SPLIT 32
+#define LASSIE_LU_LANES 32
+
+/* sum_{q0 <= q < q1} val[q] b[col[q]] in the order above, on every lane */
+static LASSIE_HD inline double lassie_lu_row_sum(const lassie_team *tm, const double *val,
+                                                 const double *b, const int *col, int q0, int q1) {
+#ifdef __CUDA_ARCH__
+  if (tm->size == LASSIE_LU_LANES) {
+    double p = 0;
+    for (int q = q0 + tm->lane; q < q1; q += LASSIE_LU_LANES) p += val[q] * b[col[q]];
+    /* lane l < o holds the tree's entry l after each step (t[l] + t[l + o]) */
+    for (int o = LASSIE_LU_LANES / 2; o > 0; o >>= 1) p = p + __shfl_xor_sync(tm->mask, p, o);
+    return __shfl_sync(tm->mask, p, 0);
+  }
+#endif
+  (void)tm;
+  double t[LASSIE_LU_LANES];
+  for (int v = 0; v < LASSIE_LU_LANES; v++) {
+    double p = 0;
+    for (int q = q0 + v; q < q1; q += LASSIE_LU_LANES) p += val[q] * b[col[q]];
+    t[v] = p;
+  }
+  for (int o = LASSIE_LU_LANES / 2; o > 0; o >>= 1)
+    for (int v = 0; v < o; v++) t[v] = t[v] + t[v + o];
+  return t[0];
+}
+
 /* Solves L U z = b in place (the factors of lassie_lu_factor) by the level
- * schedule of lu: the team shares each level's rows; every row sums its
- * terms in the order of lassie_lu_substitute(), so the bits are its. */
+ * schedule of lu: the lanes share each level's short rows, each summed in
+ * order as lassie_lu_substitute() does; the team takes its long rows one
+ * by one (lassie_lu_row_sum).  The CPU (a team of one) gets the same bits. */
 static LASSIE_HD inline void lassie_lu_solve_levels(const lassie_team *tm, const lassie_lu *lu,
                                                     int N, const double *val, double *b) {
   const int *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
@@ -236,18 +270,32 @@ static LASSIE_HD inline void lassie_lu_solve_levels(const lassie_team *tm, const
   for (int lv = 0; lv < lu->n_fwd; lv++) {
     for (int r = fp[lv] + tm->lane; r < fp[lv + 1]; r += tm->size) {
       int i = fr[r];
+      if (diag[i] - ptr[i] >= LASSIE_LU_SPLIT) continue;
       double s = b[i];
       for (int q = ptr[i]; q < diag[i]; q++) s -= val[q] * b[col[q]];
       b[i] = s;
+    }
+    for (int r = fp[lv]; r < fp[lv + 1]; r++) {
+      int i = fr[r];
+      if (diag[i] - ptr[i] < LASSIE_LU_SPLIT) continue;
+      double t = lassie_lu_row_sum(tm, val, b, col, ptr[i], diag[i]);
+      if (tm->lane == 0) b[i] = b[i] - t;
     }
     lassie_team_sync(tm);
   }
   for (int lv = 0; lv < lu->n_bwd; lv++) {
     for (int r = bp[lv] + tm->lane; r < bp[lv + 1]; r += tm->size) {
       int k = br[r];
+      if (ptr[k + 1] - diag[k] - 1 >= LASSIE_LU_SPLIT) continue;
       double s = b[k];
       for (int q = diag[k] + 1; q < ptr[k + 1]; q++) s -= val[q] * b[col[q]];
       b[k] = s / val[diag[k]];
+    }
+    for (int r = bp[lv]; r < bp[lv + 1]; r++) {
+      int k = br[r];
+      if (ptr[k + 1] - diag[k] - 1 < LASSIE_LU_SPLIT) continue;
+      double t = lassie_lu_row_sum(tm, val, b, col, diag[k] + 1, ptr[k + 1]);
+      if (tm->lane == 0) b[k] = (b[k] - t) / val[diag[k]];
     }
     lassie_team_sync(tm);
   }
