@@ -309,7 +309,8 @@ if (pre_nperm > 0) {
 # rapidGSEA(pvalue = "multilevel", eps = 0) at each sample size of
 # SBG_BENCH_MULTILEVEL vs fgsea::fgsea(eps = 0) with its defaults (samples
 # of 101), 1,000 simple permutations on both sides, the same threads, runs
-# interleaved (SBG_BENCH_REPS rounds; ours with seeds 1, 2, ...).
+# interleaved (SBG_BENCH_REPS rounds; ours with seeds s, s + 1, ..., s =
+# SBG_BENCH_ML_SEED, default 1).
 # Agreement: the share of sets whose p is within a factor 2^1.5 of the
 # reference's, by the reference's p.  A default fgsea run is as noisy as
 # ours (log2 sd about 0.8 below 1e-8), so the reference is fgsea with a
@@ -317,6 +318,7 @@ if (pre_nperm > 0) {
 # third), run once; 0 leaves it out (then fgsea's first default run).
 if (length(ml_sizes) && have_fgsea) {
   ref_size <- as.integer(Sys.getenv("SBG_BENCH_ML_REF", "1001"))
+  seed0 <- as.integer(Sys.getenv("SBG_BENCH_ML_SEED", "1"))
   set.seed(15)
   rml <- rk
   pick <- sample(length(pw), 60)
@@ -330,7 +332,7 @@ if (length(ml_sizes) && have_fgsea) {
     for (j in seq_along(ml_sizes)) {
       tml[[ours_name[j]]][i] <- system.time(
         res[[ours_name[j]]][[i]] <- rapidGSEA(rml, geneSets = pw, nperm = 1000, minSize = 15, maxSize = 500,
-                                              pvalue = "multilevel", eps = 0, sampleSize = ml_sizes[j], seed = i,
+                                              pvalue = "multilevel", eps = 0, sampleSize = ml_sizes[j], seed = seed0 + i - 1L,
                                               backend = "cpu", threads = th, verbose = FALSE))[["elapsed"]]
     }
     cat(sprintf("round %d: %s; load average %s\n", i,
