@@ -59,8 +59,8 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   random sets, `nperm` within that range), the same conditioning on the
 #'   sign as the permutation p-value. Where the count of those random sets
 #'   beyond the ES, \eqn{b} of the \eqn{m} of the same sign, estimates p
-#'   at least as precisely as the levels would (about p > 0.02 for 1,000
-#'   sets), `pval` is \eqn{(b + 1) / (m + 1)} from it instead (as fgsea
+#'   at least as precisely as the levels would (about p > 0.06 for 1,000
+#'   sets and samples of 151), `pval` is \eqn{(b + 1) / (m + 1)} from it instead (as fgsea
 #'   does), and no level is run. `log2err` is the standard deviation
 #'   of \eqn{\log_2} `pval` from the levels' order statistics
 #'   (\eqn{\psi_1(c) - \psi_1(n+1)} each) and the sign fraction; it is
@@ -70,7 +70,11 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   `FDR` and `FWER` still come from the `nperm` gene permutations. In
 #'   tiny lists (tens of genes) the few most extreme sets of a size may be
 #'   out of reach of single swaps from each other, and their p-values are
-#'   then less accurate than `log2err` says.
+#'   then less accurate than `log2err` says. Sets of the very top (or
+#'   bottom) genes of a list, where p is about
+#'   \eqn{1/\binom{G}{k}}{1 / choose(G, k)}, come out about 2 times too
+#'   large on average (thin level sets; the top 15 of 8,000 genes, samples
+#'   of 101 to 201).
 #' - **FWER**: fraction of permutations whose largest null NES over all
 #'   sets is > NES (smallest < NES for negative NES).
 #' - **FDR**: for NES \eqn{\ge 0}, the mean over permutations of
@@ -136,9 +140,12 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   stops the levels earlier and saves time.
 #' @param sampleSize Multilevel p-values: the number of random sets per
 #'   level (the population of each level, as fgsea's `sampleSize`), an odd
-#'   whole number >= 3 (odd so that the median is one of its sets; default
-#'   101). `log2err` shrinks about as \eqn{1/\sqrt{sampleSize}}, the time
-#'   grows about in proportion.
+#'   whole number from 3 to 1e6 (odd so that the median is one of its
+#'   sets). `log2err` shrinks about as \eqn{1/\sqrt{sampleSize}} and the
+#'   time grows about in proportion. The default, 151 (fgsea's is 101), is
+#'   the smallest of 101, 151, 201 and 301 that put 90% of the p-values
+#'   below 1e-6 within a factor \eqn{2^{1.5}} of a precise reference on
+#'   MSigDB C2 (BENCHMARKS.md, issue 14).
 #' @param minSize,maxSize Sets with fewer or more genes present are dropped
 #'   (defaults 15 and 500).
 #' @param seed Seed of the permutations (whole number); `NULL` draws one
@@ -190,7 +197,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
                       metric = "signal2noise", weight = 1,
                       permutation = c("phenotype", "gene"),
                       pvalue = c("auto", "permutation", "multilevel"), eps = 0,
-                      sampleSize = 101L, minSize = 15, maxSize = 500, seed = NULL,
+                      sampleSize = 151L, minSize = 15, maxSize = 500, seed = NULL,
                       backend = getOption("sysbioGPU.backend", "auto"),
                       threads = getOption("sysbioGPU.threads"),
                       device = getOption("sysbioGPU.device", 0L),

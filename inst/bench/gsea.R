@@ -8,6 +8,8 @@
 #   SBG_BENCH_GSEA="c2:10,12,14 h:10,14" SBG_BENCH_BACKEND=cpu Rscript inst/bench/gsea.R
 #   SBG_BENCH_DEVICES="0;0,1" Rscript inst/bench/gsea.R   # 1 GPU, then 2 GPUs
 #   SBG_BENCH_GSEA=none SBG_BENCH_PRERANKED=10000 FGSEA_LIB=/tmp/fgsea-lib Rscript inst/bench/gsea.R
+#   SBG_BENCH_GSEA=none SBG_BENCH_MULTILEVEL=101,151,201,301 SBG_BENCH_REPS=5 FGSEA_LIB=/tmp/fgsea-lib Rscript inst/bench/gsea.R
+#   SBG_BENCH_GSEA=none SBG_BENCH_MULTILEVEL=101,151,201,301 SBG_BENCH_ML_VS_FGSEA=0 SBG_BENCH_ML_TOP=10 Rscript inst/bench/gsea.R
 #
 # The preranked section (SBG_BENCH_PRERANKED = nperm; issue 14) compares
 # rapidGSEA with fgsea on C2 (sets of 15-500 genes) on its own genes, a
@@ -18,6 +20,9 @@
 # agreement of the p-values below 1e-6.  fgsea is not in Debian: it is
 # used when installed (in FGSEA_LIB or the default library) and skipped
 # otherwise; this script never builds it.
+# The multilevel part alone: SBG_BENCH_MULTILEVEL (our sample sizes), see
+# its comment below; SBG_BENCH_ML_TOP: p of the top genes against the
+# exact answer.
 #
 # The MSigDB files are benchmark inputs only and are never shipped: set
 # SBG_GSEA_MSIGDB to their folder (default ../shared/data/gsea/msigdb-v5 or
@@ -316,7 +321,8 @@ if (pre_nperm > 0) {
 # ours (log2 sd about 0.8 below 1e-8), so the reference is fgsea with a
 # sample SBG_BENCH_ML_REF times larger (default 1001: log2 sd about a
 # third), run once; 0 leaves it out (then fgsea's first default run).
-if (length(ml_sizes) && have_fgsea) {
+# SBG_BENCH_ML_VS_FGSEA=0 skips this part.
+if (length(ml_sizes) && have_fgsea && Sys.getenv("SBG_BENCH_ML_VS_FGSEA") != "0") {
   ref_size <- as.integer(Sys.getenv("SBG_BENCH_ML_REF", "1001"))
   seed0 <- as.integer(Sys.getenv("SBG_BENCH_ML_SEED", "1"))
   set.seed(15)
@@ -397,13 +403,21 @@ if (length(ml_sizes) && have_fgsea) {
   print(st, row.names = FALSE)
   options(old)
   cat("load average at the end:", readLines("/proc/loadavg"), "\n")
+}
 
-  # SBG_BENCH_ML_TOP=1: the top and bottom 15 genes of the random list,
-  # where p is known: only those sets reach ES+ = 1, so P(ES+ >= ES) =
-  # 1 / choose(G, 15); P(ES >= 0) and P(ES <= 0) from 20,000 random sets
-  # scored here in plain R
-  if (identical(Sys.getenv("SBG_BENCH_ML_TOP"), "1")) {
-    r0 <- sort(rk, decreasing = TRUE)
+# SBG_BENCH_ML_TOP = number of seeds (default 0: none): multilevel p of the
+# top and bottom 15 genes of a list, where p is known: only those sets
+# reach ES+ = 1, so P(ES+ >= ES) = 1 / choose(G, 15); P(ES >= 0) and
+# P(ES <= 0) from 20,000 random sets scored here in plain R.  Two lists:
+# the random C2 list above (21,086 genes) and the 8,000 rnorm genes of
+# tests/testthat/test-gsea-multilevel.R's top-genes test.
+ml_top <- as.integer(Sys.getenv("SBG_BENCH_ML_TOP", "0"))
+if (length(ml_sizes) && ml_top > 0) {
+  set.seed(8)
+  lists <- list(c2_random = sort(rk, decreasing = TRUE),
+                test_8000 = stats::setNames(sort(stats::rnorm(8000), decreasing = TRUE), paste0("g", 1:8000)))
+  for (ln in names(lists)) {
+    r0 <- lists[[ln]]
     G <- length(r0)
     es_r <- function(p) { # Broad's ES of the set at 1-based rank positions p (ascending)
       w <- abs(r0[p]) / sum(abs(r0[p]))
@@ -415,12 +429,25 @@ if (length(ml_sizes) && have_fgsea) {
     es0 <- vapply(seq_len(20000), function(i) es_r(sort(sample.int(G, 15))), 0)
     exact <- 1 / choose(G, 15) / c(mean(es0 >= 0), mean(es0 <= 0))
     top <- list(top15 = names(r0)[1:15], bottom15 = names(r0)[(G - 14):G])
-    cat(sprintf("\ntop and bottom 15 of %d genes: exact p %.3g and %.3g\n", G, exact[1], exact[2]))
-    for (n in ml_sizes) for (s in 1:2) {
-      tt <- system.time(a <- rapidGSEA(r0, geneSets = top, nperm = 1000, minSize = 15, eps = 0, sampleSize = n,
-                                       seed = s, backend = "cpu", threads = th, verbose = FALSE))[["elapsed"]]
-      cat(sprintf("  sampleSize %d seed %d: log2(p / exact) %s, log2err %s, %.1f s\n", n, s,
-                  paste(round(log2(a$pval / exact), 2), collapse = " "), paste(round(a$log2err, 2), collapse = " "), tt))
+    cat(sprintf("
+%s: top and bottom 15 of %d genes, exact p %.3g and %.3g; log2(p / exact) for seeds 1-%d, %d threads
+",
+                ln, G, exact[1], exact[2], ml_top, th))
+    for (n in ml_sizes) {
+      tt <- numeric()
+      lr <- err <- NULL
+      for (s in seq_len(ml_top)) {
+        tt[s] <- system.time(a <- rapidGSEA(r0, geneSets = top, nperm = 1000, minSize = 15, eps = 0, sampleSize = n,
+                                            seed = s, backend = "cpu", threads = th, verbose = FALSE))[["elapsed"]]
+        lr <- cbind(lr, log2(a$pval / exact))
+        err <- cbind(err, a$log2err)
+      }
+      cat(sprintf("  sampleSize %d: mean %.2f (sd %.2f, of %d), mean log2err %.2f, median %.1f s a run
+    top: %s
+    bottom: %s
+",
+                  n, mean(lr), stats::sd(as.vector(lr)), length(lr), mean(err), stats::median(tt),
+                  paste(round(lr[1, ], 2), collapse = " "), paste(round(lr[2, ], 2), collapse = " ")))
     }
   }
 }

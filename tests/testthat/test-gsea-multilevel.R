@@ -75,17 +75,16 @@ test_that("multilevel p matches exact enumeration of all subsets of tiny lists (
                        ml_vs_exact(G = 14, k = 3, q = 1, seeds = 1:5, list_seed = 3)))
 })
 
-test_that("a larger sampleSize: smaller log2err, and p still within it of the exact p", {
-  # log2err shrinks about as 1 / sqrt(sampleSize); an engine that ignored
-  # sampleSize (samples of the default size) but reported the smaller
-  # log2err would put the p-values 2-3 log2err away from the exact ones
-  small <- ml_vs_exact(G = 16, k = 4, q = 1, seeds = 1:3, sampleSize = 25)
-  big <- ml_vs_exact(G = 16, k = 4, q = 1, seeds = 1:3, sampleSize = 625)
-  ml <- small$exact < 0.01 # p from the levels (the rest from the plain random sets)
-  expect_true(any(ml))
-  expect_true(all(big$err[ml] < small$err[ml] / 3))
+test_that("a larger sampleSize: p still within its (smaller) log2err of the exact p", {
+  # samples of 625 instead of the default: log2err about half; an engine
+  # that ignored sampleSize but reported the smaller log2err would put the
+  # p-values about 2 log2err away from the exact ones
+  big <- ml_vs_exact(G = 16, k = 5, q = 2, seeds = 1:3, list_seed = 2, sampleSize = 625)
+  def <- ml_vs_exact(G = 16, k = 5, q = 2, seeds = 1, list_seed = 2)
+  lv <- def$exact < 0.02 # p from the levels at both sizes (above: the plain random sets)
+  expect_true(any(lv))
+  expect_true(all(big$err[big$seed == 1][lv] < def$err[lv] / 1.8))
   ml_check_exact(big)
-  ml_check_exact(small)
 })
 
 # ---- oracle: long plain permutation runs, p ~ 1e-3 to 1e-4 ----
@@ -138,7 +137,13 @@ test_that("multilevel p of the k top-ranked genes is 1 / choose(G, k) / P(ES >= 
     expect_true(all(abs(lr) < 3 * a$log2err + 0.2), info = paste(round(lr, 2), round(a$log2err, 2)))
     lr
   }))
-  expect_lt(abs(mean(lr)), 1.5) # log2err about 1.8 each
+  # log2err about 1.45 each (samples of 151). Here p errs high on average:
+  # over seeds 1-10 (20 p) mean log2 ratio +1.04 (sd 0.95) with samples of
+  # 151, +0.64 (1.72) with 101, +0.86 (1.08) with 201: the thin top levels
+  # (BENCHMARKS.md, issue 14); the bounds take that, and catch the
+  # too-few-proposals regression (-2.5)
+  expect_gt(mean(lr), -1)
+  expect_lt(mean(lr), 2.5)
 })
 
 # ---- reproducibility, log2err, eps ----
@@ -174,6 +179,11 @@ test_that("same seed, same multilevel p on 1 and 2 threads; another seed or samp
   expect_identical(s1$pval, s2$pval)
   expect_identical(s1$log2err, s2$log2err)
   expect_false(identical(s1$pval, a$pval))
+  # log2err as the order statistics of the smaller samples say (about
+  # sqrt(3) times the default's), and the two estimates within it
+  lv <- a$pval < 1e-3
+  expect_true(all(s1$log2err[lv] > 1.5 * a$log2err[lv]))
+  expect_true(all(abs(log2(s1$pval / a$pval)) < 3 * sqrt(s1$log2err^2 + a$log2err^2)))
 })
 
 test_that("log2err: the order statistics' sd for multilevel p, NA for permutation p", {
