@@ -72,9 +72,9 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   out of reach of single swaps from each other, and their p-values are
 #'   then less accurate than `log2err` says. Sets of the very top (or
 #'   bottom) genes of a list, where p is about
-#'   \eqn{1/\binom{G}{k}}{1 / choose(G, k)}, come out about 2 times too
-#'   large on average (thin level sets; the top 15 of 8,000 genes, samples
-#'   of 101 to 201).
+#'   \eqn{1/\binom{G}{k}}{1 / choose(G, k)}, may come out up to about 2
+#'   times too large on average (thin level sets; seen with the top 15 of
+#'   one list of 8,000 genes, not with one of 21,086 genes).
 #' - **FWER**: fraction of permutations whose largest null NES over all
 #'   sets is > NES (smallest < NES for negative NES).
 #' - **FDR**: for NES \eqn{\ge 0}, the mean over permutations of
