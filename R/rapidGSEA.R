@@ -46,13 +46,13 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #' - **Multilevel pval** (`pvalue = "multilevel"`, gene permutations):
 #'   adaptive multilevel splitting (Korotkevich, Sukhov and Sergushichev,
 #'   the fgsea paper), for p-values far below `1 / nperm`. For each set size
-#'   \eqn{k} and sign, a sample of `sampleSize` random \eqn{k}-sets is scored by
-#'   \eqn{ES^+} (the largest running sum; for negative ES the least, on the
-#'   mirrored list); the sets at or above the median are kept and copied
-#'   back to `sampleSize`, then moved by swaps of a member for a non-member that keep
-#'   \eqn{ES^+} at or above the median (Markov chain moves), and the next
-#'   level is the new sample's median, until the level passes the largest
-#'   ES of that size. \eqn{P(ES^+ \ge ES)} is the product of the levels'
+#'   \eqn{k} and sign, a sample of `sampleSize` random \eqn{k}-sets is
+#'   scored by \eqn{ES^+} (the largest running sum; for negative ES the
+#'   least, on the mirrored list); the sets at or above the median are kept
+#'   and copied back to `sampleSize`, then moved by swaps of a member for a
+#'   non-member that keep \eqn{ES^+} at or above the median (Markov chain
+#'   moves), and the next level is the new sample's median, until the level
+#'   passes the largest ES of that size. \eqn{P(ES^+ \ge ES)} is the product of the levels'
 #'   fractions (each fraction \eqn{c/n} taken as the \eqn{c}-th largest
 #'   of \eqn{n} uniforms, with log mean \eqn{\psi(c) - \psi(n+1)});
 #'   `pval` is it divided by \eqn{P(ES \ge 0)} (from 1,000 to 10,000
@@ -60,8 +60,8 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   sign as the permutation p-value. Where the count of those random sets
 #'   beyond the ES, \eqn{b} of the \eqn{m} of the same sign, estimates p
 #'   at least as precisely as the levels would (about p > 0.06 for 1,000
-#'   sets and samples of 151), `pval` is \eqn{(b + 1) / (m + 1)} from it instead (as fgsea
-#'   does), and no level is run. `log2err` is the standard deviation
+#'   sets and samples of 151), `pval` is \eqn{(b + 1) / (m + 1)} from it
+#'   instead (as fgsea does), and no level is run. `log2err` is the standard deviation
 #'   of \eqn{\log_2} `pval` from the levels' order statistics
 #'   (\eqn{\psi_1(c) - \psi_1(n+1)} each) and the sign fraction; it is
 #'   `NA` where `pval` is a bound (`eps` reached, or no random set could
@@ -143,7 +143,7 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   whole number from 3 to 1e6 (odd so that the median is one of its
 #'   sets). `log2err` shrinks about as \eqn{1/\sqrt{sampleSize}} and the
 #'   time grows about in proportion. The default, 151 (fgsea's is 101), is
-#'   the smallest of 101, 151, 201 and 301 that put 90% of the p-values
+#'   the smallest of 101, 151, 201 and 301 that puts 90% of the p-values
 #'   below 1e-6 within a factor \eqn{2^{1.5}} of a precise reference on
 #'   MSigDB C2 (BENCHMARKS.md, issue 14).
 #' @param minSize,maxSize Sets with fewer or more genes present are dropped
@@ -177,7 +177,7 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   [as.data.frame.rapidGSEA()]). Attributes:
 #'   `ranking` (the metric in rank order, named by gene), `members` (each
 #'   set's genes), `nperm`, `seed`, `metric`, `weight`, `permutation`,
-#'   `pvalue` (`"permutation"` or `"multilevel"`), `eps`, `sampleSize`,
+#'   `pvalue` (`"permutation"` or `"multilevel"`), `eps`, `sampleSize` (multilevel only),
 #'   `classes`, `backend`, `device`, `deviceName`, `time` (seconds, call to
 #'   table), `stageTime` (engine seconds: observed + pass 1, pass 2,
 #'   statistics) and `nullES` when `keepNull`.
@@ -298,7 +298,8 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
   log2err <- rep(NA_real_, n_sets)
   if (pvalue == "multilevel") {
     ml <- gsea_multilevel(r$metric[ord], weight, gs$start, rank_of[gs$index + 1L], seed, eps,
-                          sampleSize = sampleSize, nSign = max(1000L, min(nperm, 10000L)), threads = a$threads, verbose = verbose)
+                          sampleSize = sampleSize, nSign = max(1000L, min(nperm, 10000L)), threads = a$threads,
+                          verbose = verbose)
     pval <- ml$pval
     log2err <- ml$log2err
   }
