@@ -46,22 +46,22 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #' - **Multilevel pval** (`pvalue = "multilevel"`, gene permutations):
 #'   adaptive multilevel splitting (Korotkevich, Sukhov and Sergushichev,
 #'   the fgsea paper), for p-values far below `1 / nperm`. For each set size
-#'   \eqn{k} and sign, a sample of 101 random \eqn{k}-sets is scored by
-#'   \eqn{ES^+} (the largest running sum; for negative ES the least, on the
-#'   mirrored list); the sets at or above the median are kept and copied
-#'   back to 101, then moved by swaps of a member for a non-member that keep
-#'   \eqn{ES^+} at or above the median (Markov chain moves), and the next
-#'   level is the new sample's median, until the level passes the largest
-#'   ES of that size. \eqn{P(ES^+ \ge ES)} is the product of the levels'
+#'   \eqn{k} and sign, a sample of `sampleSize` random \eqn{k}-sets is
+#'   scored by \eqn{ES^+} (the largest running sum; for negative ES the
+#'   least, on the mirrored list); the sets at or above the median are kept
+#'   and copied back to `sampleSize`, then moved by swaps of a member for a
+#'   non-member that keep \eqn{ES^+} at or above the median (Markov chain
+#'   moves), and the next level is the new sample's median, until the level
+#'   passes the largest ES of that size. \eqn{P(ES^+ \ge ES)} is the product of the levels'
 #'   fractions (each fraction \eqn{c/n} taken as the \eqn{c}-th largest
 #'   of \eqn{n} uniforms, with log mean \eqn{\psi(c) - \psi(n+1)});
 #'   `pval` is it divided by \eqn{P(ES \ge 0)} (from 1,000 to 10,000
 #'   random sets, `nperm` within that range), the same conditioning on the
 #'   sign as the permutation p-value. Where the count of those random sets
 #'   beyond the ES, \eqn{b} of the \eqn{m} of the same sign, estimates p
-#'   at least as precisely as the levels would (about p > 0.02 for 1,000
-#'   sets), `pval` is \eqn{(b + 1) / (m + 1)} from it instead (as fgsea
-#'   does), and no level is run. `log2err` is the standard deviation
+#'   at least as precisely as the levels would (about p > 0.06 for 1,000
+#'   sets and samples of 151), `pval` is \eqn{(b + 1) / (m + 1)} from it
+#'   instead (as fgsea does), and no level is run. `log2err` is the standard deviation
 #'   of \eqn{\log_2} `pval` from the levels' order statistics
 #'   (\eqn{\psi_1(c) - \psi_1(n+1)} each) and the sign fraction; it is
 #'   `NA` where `pval` is a bound (`eps` reached, or no random set could
@@ -70,7 +70,11 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   `FDR` and `FWER` still come from the `nperm` gene permutations. In
 #'   tiny lists (tens of genes) the few most extreme sets of a size may be
 #'   out of reach of single swaps from each other, and their p-values are
-#'   then less accurate than `log2err` says.
+#'   then less accurate than `log2err` says. Sets of the very top (or
+#'   bottom) genes of a list, where p is about
+#'   \eqn{1/\binom{G}{k}}{1 / choose(G, k)}, may come out up to about 2
+#'   times too large on average (thin level sets; seen with the top 15 of
+#'   one list of 8,000 genes, not with one of 21,086 genes).
 #' - **FWER**: fraction of permutations whose largest null NES over all
 #'   sets is > NES (smallest < NES for negative NES).
 #' - **FDR**: for NES \eqn{\ge 0}, the mean over permutations of
@@ -134,6 +138,14 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   double precision allows, about 1e-300). Sets whose p-value is below
 #'   `eps` get `pval = eps` and `log2err = NA` (a bound); a larger `eps`
 #'   stops the levels earlier and saves time.
+#' @param sampleSize Multilevel p-values: the number of random sets per
+#'   level (the population of each level, as fgsea's `sampleSize`), an odd
+#'   whole number from 3 to 1e6 (odd so that the median is one of its
+#'   sets). `log2err` shrinks about as \eqn{1/\sqrt{sampleSize}} and the
+#'   time grows about in proportion. The default, 151 (fgsea's is 101), is
+#'   the smallest of 101, 151, 201 and 301 that puts 90% of the p-values
+#'   below 1e-6 within a factor \eqn{2^{1.5}} of a precise reference on
+#'   MSigDB C2 (BENCHMARKS.md, issue 14).
 #' @param minSize,maxSize Sets with fewer or more genes present are dropped
 #'   (defaults 15 and 500).
 #' @param seed Seed of the permutations (whole number); `NULL` draws one
@@ -165,7 +177,7 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   [as.data.frame.rapidGSEA()]). Attributes:
 #'   `ranking` (the metric in rank order, named by gene), `members` (each
 #'   set's genes), `nperm`, `seed`, `metric`, `weight`, `permutation`,
-#'   `pvalue` (`"permutation"` or `"multilevel"`), `eps`,
+#'   `pvalue` (`"permutation"` or `"multilevel"`), `eps`, `sampleSize` (multilevel only),
 #'   `classes`, `backend`, `device`, `deviceName`, `time` (seconds, call to
 #'   table), `stageTime` (engine seconds: observed + pass 1, pass 2,
 #'   statistics) and `nullES` when `keepNull`.
@@ -185,7 +197,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
                       metric = "signal2noise", weight = 1,
                       permutation = c("phenotype", "gene"),
                       pvalue = c("auto", "permutation", "multilevel"), eps = 0,
-                      minSize = 15, maxSize = 500, seed = NULL,
+                      sampleSize = 151L, minSize = 15, maxSize = 500, seed = NULL,
                       backend = getOption("sysbioGPU.backend", "auto"),
                       threads = getOption("sysbioGPU.threads"),
                       device = getOption("sysbioGPU.device", 0L),
@@ -200,6 +212,8 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
   if (!is.numeric(eps) || length(eps) != 1L || is.na(eps) || eps < 0 || eps >= 1) {
     stop_input("`eps` must be a single number in [0, 1), not ", arg_label(eps))
   }
+  sampleSize <- check_whole(sampleSize, "sampleSize", min = 3, max = 1e6)
+  if (sampleSize %% 2 != 1) stop_input("`sampleSize` must be odd (the median is one of its sets), not ", sampleSize)
   nperm <- check_whole(nperm, "nperm", min = 1, max = 2^31 - 1)
   if (!is.numeric(weight) || length(weight) != 1L || !is.finite(weight) || weight < 0) {
     stop_input("`weight` must be a single number >= 0, not ", arg_label(weight))
@@ -284,7 +298,8 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
   log2err <- rep(NA_real_, n_sets)
   if (pvalue == "multilevel") {
     ml <- gsea_multilevel(r$metric[ord], weight, gs$start, rank_of[gs$index + 1L], seed, eps,
-                          nSign = max(1000L, min(nperm, 10000L)), threads = a$threads, verbose = verbose)
+                          sampleSize = sampleSize, nSign = max(1000L, min(nperm, 10000L)), threads = a$threads,
+                          verbose = verbose)
     pval <- ml$pval
     log2err <- ml$log2err
   }
@@ -300,7 +315,8 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
             class = c("rapidGSEA", "data.frame"),
             ranking = ranking, members = members, nperm = nperm, seed = seed,
             metric = if (preranked) "preranked" else metric, weight = weight,
-            permutation = permutation, pvalue = pvalue, eps = eps, classes = classes,
+            permutation = permutation, pvalue = pvalue, eps = eps,
+            sampleSize = if (pvalue == "multilevel") as.integer(sampleSize), classes = classes,
             backend = b$backend, device = b$devices, deviceName = b$deviceName,
             stageTime = stats::setNames(r$seconds, c("observed+pass1", "pass2", "statistics")),
             time = proc.time()[["elapsed"]] - t_start,
@@ -310,7 +326,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
 # Multilevel p-values of preranked sets (src/gsea/gsea_multilevel.c):
 # metric in rank order, the sets as 0-based rank positions (start: offsets).
 # moves: kept swaps per member per level (option for tests and probes only).
-gsea_multilevel <- function(metric, weight, start, pos, seed, eps, nSign = 1000L, sampleSize = 101L,
+gsea_multilevel <- function(metric, weight, start, pos, seed, eps, sampleSize, nSign = 1000L,
                             moves = getOption("sysbioGPU.gseaMoves", 1L), threads = 1L, verbose = FALSE) {
   .Call(ffi_gsea_multilevel,
         list(metric = as.double(metric), weight = as.double(weight), start = as.integer(start),

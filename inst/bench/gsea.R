@@ -8,6 +8,8 @@
 #   SBG_BENCH_GSEA="c2:10,12,14 h:10,14" SBG_BENCH_BACKEND=cpu Rscript inst/bench/gsea.R
 #   SBG_BENCH_DEVICES="0;0,1" Rscript inst/bench/gsea.R   # 1 GPU, then 2 GPUs
 #   SBG_BENCH_GSEA=none SBG_BENCH_PRERANKED=10000 FGSEA_LIB=/tmp/fgsea-lib Rscript inst/bench/gsea.R
+#   SBG_BENCH_GSEA=none SBG_BENCH_MULTILEVEL=101,151,201,301 SBG_BENCH_REPS=5 FGSEA_LIB=/tmp/fgsea-lib Rscript inst/bench/gsea.R
+#   SBG_BENCH_GSEA=none SBG_BENCH_MULTILEVEL=101,151,201,301 SBG_BENCH_ML_VS_FGSEA=0 SBG_BENCH_ML_TOP=10 Rscript inst/bench/gsea.R
 #
 # The preranked section (SBG_BENCH_PRERANKED = nperm; issue 14) compares
 # rapidGSEA with fgsea on C2 (sets of 15-500 genes) on its own genes, a
@@ -18,6 +20,9 @@
 # agreement of the p-values below 1e-6.  fgsea is not in Debian: it is
 # used when installed (in FGSEA_LIB or the default library) and skipped
 # otherwise; this script never builds it.
+# The multilevel part alone: SBG_BENCH_MULTILEVEL (our sample sizes), see
+# its comment below; SBG_BENCH_ML_TOP: p of the top genes against the
+# exact answer.
 #
 # The MSigDB files are benchmark inputs only and are never shipped: set
 # SBG_GSEA_MSIGDB to their folder (default ../shared/data/gsea/msigdb-v5 or
@@ -251,7 +256,12 @@ print(tab, row.names = FALSE)
 
 # ---- preranked: rapidGSEA vs fgsea (issue 14) ----
 pre_nperm <- as.numeric(Sys.getenv("SBG_BENCH_PRERANKED", "0"))
-if (pre_nperm > 0) {
+# multilevel sample sizes of ours to compare (","-separated); by default the
+# one of rapidGSEA() when the preranked section runs, none otherwise
+ml_sizes <- as.integer(strsplit(Sys.getenv("SBG_BENCH_MULTILEVEL",
+                                           if (pre_nperm > 0) as.character(formals(rapidGSEA)$sampleSize) else ""),
+                                ",")[[1L]])
+if (pre_nperm > 0 || length(ml_sizes)) {
   th <- as.integer(Sys.getenv("SBG_BENCH_THREADS", "2"))
   reps <- as.integer(Sys.getenv("SBG_BENCH_REPS", "2"))
   flib <- Sys.getenv("FGSEA_LIB", "")
@@ -261,6 +271,8 @@ if (pre_nperm > 0) {
   set.seed(14)
   rk <- stats::setNames(rnorm(length(pg)), pg)
   pw <- c2[lengths(c2) >= 15 & lengths(c2) <= 500]
+}
+if (pre_nperm > 0) {
   cat(sprintf("\npreranked C2: %d genes, %d sets of 15-500 genes, nperm %d, %d threads, %s\n",
               length(pg), length(pw), pre_nperm, th, if (have_fgsea) paste("fgsea", utils::packageVersion("fgsea", lib.loc = if (nzchar(flib)) flib)) else "fgsea not installed: rapidGSEA only"))
   tm <- list(rapid = numeric(), fgseaSimple = numeric())
@@ -294,56 +306,153 @@ if (pre_nperm > 0) {
                 attr(rg, "backend"), identical(as.data.frame(rc)[cols], as.data.frame(rg)[cols])))
   }
   cat("load average at the end:", readLines("/proc/loadavg"), "\n")
+}
 
-  # Multilevel p-values (issue 14 point 2), when fgsea is installed: a list
-  # with planted signal (the genes of 60 random C2 sets shifted by +-0.8, so
-  # that sets reach p < 1e-6), rapidGSEA(pvalue = "multilevel", eps = 0) vs
-  # fgsea::fgsea(eps = 0), both with 1,000 simple permutations and samples
-  # of 101, the same threads, interleaved; agreement: the share of sets with
-  # fgsea p < 1e-6 whose p is within a factor 2^1.5 of fgsea's.
-  if (have_fgsea) {
-    set.seed(15)
-    rml <- rk
-    pick <- sample(length(pw), 60)
-    for (i in seq_along(pick)) rml[pw[[pick[[i]]]]] <- rml[pw[[pick[[i]]]]] + if (i <= 30) 0.8 else -0.8
-    tml <- list(rapid = numeric(), fgsea = numeric())
-    fms <- rms <- list()
-    for (i in seq_len(reps)) {
-      tml$fgsea[i] <- system.time(fms[[i]] <- fgsea::fgsea(pw, rml, minSize = 15, maxSize = 500, eps = 0,
-                                                           nproc = th))[["elapsed"]]
-      tml$rapid[i] <- system.time(rms[[i]] <- rapidGSEA(rml, geneSets = pw, nperm = 1000, minSize = 15,
-                                                        maxSize = 500, pvalue = "multilevel", eps = 0, seed = i,
-                                                        backend = "cpu", threads = th, verbose = FALSE))[["elapsed"]]
+# ---- multilevel p-values vs fgsea (issue 14 point 2) ----
+# When fgsea is installed: a list with planted signal (the genes of 60
+# random C2 sets shifted by +-0.8, so that sets reach p < 1e-6),
+# rapidGSEA(pvalue = "multilevel", eps = 0) at each sample size of
+# SBG_BENCH_MULTILEVEL vs fgsea::fgsea(eps = 0) with its defaults (samples
+# of 101), 1,000 simple permutations on both sides, the same threads, runs
+# interleaved (SBG_BENCH_REPS rounds; ours with seeds s, s + 1, ..., s =
+# SBG_BENCH_ML_SEED, default 1).
+# Agreement: the share of sets whose p is within a factor 2^1.5 of the
+# reference's, by the reference's p.  A default fgsea run is as noisy as
+# ours (log2 sd about 0.8 below 1e-8), so the reference is fgsea with a
+# sample SBG_BENCH_ML_REF times larger (default 1001: log2 sd about a
+# third), run once; 0 leaves it out (then fgsea's first default run).
+# SBG_BENCH_ML_VS_FGSEA=0 skips this part.
+if (length(ml_sizes) && have_fgsea && Sys.getenv("SBG_BENCH_ML_VS_FGSEA") != "0") {
+  ref_size <- as.integer(Sys.getenv("SBG_BENCH_ML_REF", "1001"))
+  seed0 <- as.integer(Sys.getenv("SBG_BENCH_ML_SEED", "1"))
+  set.seed(15)
+  rml <- rk
+  pick <- sample(length(pw), 60)
+  for (i in seq_along(pick)) rml[pw[[pick[[i]]]]] <- rml[pw[[pick[[i]]]]] + if (i <= 30) 0.8 else -0.8
+  ours_name <- sprintf("ours_%d", ml_sizes)
+  tml <- stats::setNames(rep(list(numeric()), length(ml_sizes) + 1L), c(ours_name, "fgsea"))
+  res <- stats::setNames(rep(list(list()), length(ml_sizes) + 1L), names(tml))
+  for (i in seq_len(reps)) {
+    tml$fgsea[i] <- system.time(res$fgsea[[i]] <- fgsea::fgsea(pw, rml, minSize = 15, maxSize = 500, eps = 0,
+                                                               nproc = th))[["elapsed"]]
+    for (j in seq_along(ml_sizes)) {
+      tml[[ours_name[j]]][i] <- system.time(
+        res[[ours_name[j]]][[i]] <- rapidGSEA(rml, geneSets = pw, nperm = 1000, minSize = 15, maxSize = 500,
+                                              pvalue = "multilevel", eps = 0, sampleSize = ml_sizes[j], seed = seed0 + i - 1L,
+                                              backend = "cpu", threads = th, verbose = FALSE))[["elapsed"]]
     }
-    fm <- fms[[1L]]
-    m <- match(rms[[1L]]$set, fm$pathway)
-    fp <- fm$pval[m]
-    cat(sprintf("\nmultilevel p, C2 with planted signal, eps = 0, %d threads: sets with fgsea p < 1e-6: %d (ours: %d), smallest p %.2g (fgsea %.2g)\n",
-                th, sum(fp < 1e-6, na.rm = TRUE), sum(rms[[1L]]$pval < 1e-6), min(rms[[1L]]$pval), min(fp, na.rm = TRUE)))
-    # share within 2^1.5 by fgsea's p (run 1); fgsea against itself (its
-    # runs draw from R's generator, so they differ) is the reference: the
-    # noise of both estimates counts
-    agree <- function(a, b, lo, hi) {
-      s <- which(fp < hi & fp >= lo)
-      sprintf("%5.1f%% (%d)", 100 * mean(abs(log2(a[s] / b[s])) <= 1.5), length(s))
+    cat(sprintf("round %d: %s; load average %s\n", i,
+                paste(sprintf("%s %.2f s", names(tml), vapply(tml, `[`, 0, i)), collapse = ", "),
+                readLines("/proc/loadavg")))
+  }
+  sets <- res[[1L]][[1L]]$set
+  fgsea_1 <- res$fgsea[[1L]]
+  fgsea_rest <- res$fgsea[-1L]
+  fgp <- function(r) r$pval[match(sets, r$pathway)]
+  if (ref_size > 0) {
+    tref <- system.time(fref <- fgsea::fgsea(pw, rml, minSize = 15, maxSize = 500, eps = 0, sampleSize = ref_size,
+                                             nproc = th))[["elapsed"]]
+    ref <- fgp(fref)
+    ref_err <- fref$log2err[match(sets, fref$pathway)]
+    ref_name <- sprintf("fgsea(sampleSize = %d)", ref_size)
+    cat(sprintf("reference %s: %.1f s, median log2err %.2f for p < 1e-6; load average %s\n", ref_name, tref,
+                stats::median(ref_err[ref < 1e-6], na.rm = TRUE), readLines("/proc/loadavg")))
+  } else {
+    ref <- fgp(res$fgsea[[1L]])
+    ref_name <- "fgsea run 1"
+  }
+  # without a separate reference, fgsea's run 1 is left out of its own rows
+  if (ref_size <= 0 && reps >= 2) res$fgsea <- res$fgsea[-1L]
+  pv <- lapply(res, function(rs) lapply(rs, function(r) if (inherits(r, "rapidGSEA")) r$pval else fgp(r)))
+  cat(sprintf("\nmultilevel p, C2 with planted signal (%d sets), eps = 0, %d threads; reference %s: %d sets with p < 1e-6, smallest %.2g\n",
+              length(sets), th, ref_name, sum(ref < 1e-6, na.rm = TRUE), min(ref, na.rm = TRUE)))
+  bands <- list(c(0, 1e-6), c(1e-15, 1e-6), c(0, 1e-15), c(1e-6, 1e-2))
+  band_names <- c("< 1e-6", "1e-15 to 1e-6", "< 1e-15", "1e-6 to 1e-2")
+  # share within 2^1.5 of b over all runs in `runs` (each a p vector), by
+  # the band of `by`; with the lowest and highest share of one run
+  agree <- function(runs, b, by = ref) {
+    vapply(bands, function(bd) {
+      s <- which(by < bd[2] & by >= bd[1])
+      per <- vapply(runs, function(a) mean(abs(log2(a[s] / b[s])) <= 1.5), 0)
+      sprintf("%5.1f%% (%d; %.0f-%.0f%%)", 100 * mean(per), length(s), 100 * min(per), 100 * max(per))
+    }, "")
+  }
+  lo <- ref < 1e-6
+  ag <- data.frame(ref_p = band_names)
+  for (nm in names(pv)) ag[[paste0(nm, "_vs_ref")]] <- agree(pv[[nm]], ref)
+  if (reps >= 2) {
+    # two default estimates of each tool, by fgsea run 1's p: the noise of both counts
+    f1 <- fgp(fgsea_1)
+    ag$fgsea_vs_fgsea <- agree(lapply(fgsea_rest, fgp), f1, by = f1)
+    for (nm in ours_name) ag[[paste0(nm, "_vs_fgsea1")]] <- agree(pv[[nm]], f1, by = f1)
+  }
+  cat(sprintf("  share of p within a factor 2^1.5 of the reference, mean over the %d runs (sets in the band; lowest-highest run):\n", reps))
+  old <- options(width = 200)
+  print(ag, row.names = FALSE)
+  # bias and spread below 1e-6: median log2 ratio to the reference, its
+  # observed sd, and the sd expected from both sides' log2err
+  st <- do.call(rbind, lapply(names(pv), function(nm) {
+    lr <- unlist(lapply(pv[[nm]], function(a) log2(a / ref)[lo]))
+    err <- unlist(lapply(res[[nm]], function(r) {
+      if (inherits(r, "rapidGSEA")) r$log2err[lo] else r$log2err[match(sets, r$pathway)][lo]
+    }))
+    data.frame(run = nm, median_log2_vs_ref = round(stats::median(lr, na.rm = TRUE), 2),
+               mean_log2 = round(mean(lr, na.rm = TRUE), 2), sd_log2 = round(stats::sd(lr, na.rm = TRUE), 2),
+               expected_sd = if (ref_size > 0) round(sqrt(mean(err^2 + ref_err[lo]^2, na.rm = TRUE)), 2) else NA,
+               median_log2err = round(stats::median(err, na.rm = TRUE), 2),
+               seconds = round(stats::median(tml[[nm]]), 2), all = paste(round(tml[[nm]], 2), collapse = " "))
+  }))
+  st$ratio_to_fgsea <- round(st$seconds / st$seconds[st$run == "fgsea"], 3)
+  cat(sprintf("  sets with reference p < 1e-6, log2(p / reference) over all runs; times (s), median of %d, interleaved:\n", reps))
+  print(st, row.names = FALSE)
+  options(old)
+  cat("load average at the end:", readLines("/proc/loadavg"), "\n")
+}
+
+# SBG_BENCH_ML_TOP = number of seeds (default 0: none): multilevel p of the
+# top and bottom 15 genes of a list, where p is known: only those sets
+# reach ES+ = 1, so P(ES+ >= ES) = 1 / choose(G, 15); P(ES >= 0) and
+# P(ES <= 0) from 20,000 random sets scored here in plain R.  Two lists:
+# the 8,000 rnorm genes of tests/testthat/test-gsea-multilevel.R's
+# top-genes test and the random C2 list above (21,086 genes).
+ml_top <- as.integer(Sys.getenv("SBG_BENCH_ML_TOP", "0"))
+if (length(ml_sizes) && ml_top > 0) {
+  set.seed(8)
+  lists <- list(test_8000 = stats::setNames(sort(stats::rnorm(8000), decreasing = TRUE), paste0("g", 1:8000)),
+                c2_random = sort(rk, decreasing = TRUE))
+  for (ln in names(lists)) {
+    r0 <- lists[[ln]]
+    G <- length(r0)
+    es_r <- function(p) { # Broad's ES of the set at 1-based rank positions p (ascending)
+      w <- abs(r0[p]) / sum(abs(r0[p]))
+      hi <- cumsum(w) - (p - seq_along(p)) / (G - 15)  # running sum at each hit
+      lo <- hi - w                                     # just before it
+      if (max(hi) >= -min(lo)) max(hi) else min(lo)
     }
-    bands <- list(c(0, 1e-6), c(1e-15, 1e-6), c(0, 1e-15), c(1e-6, 1e-2))
-    ag <- data.frame(fgsea_p = c("< 1e-6", "1e-15 to 1e-6", "< 1e-15", "1e-6 to 1e-2"),
-                     ours_vs_fgsea = vapply(bands, function(b) agree(rms[[1L]]$pval, fp, b[1], b[2]), ""))
-    if (reps >= 2) {
-      ag$fgsea_vs_fgsea <- vapply(bands, function(b) agree(fms[[2L]]$pval[m], fp, b[1], b[2]), "")
-      ag$ours_vs_ours <- vapply(bands, function(b) agree(rms[[2L]]$pval, rms[[1L]]$pval, b[1], b[2]), "")
+    set.seed(16)
+    es0 <- vapply(seq_len(20000), function(i) es_r(sort(sample.int(G, 15))), 0)
+    exact <- 1 / choose(G, 15) / c(mean(es0 >= 0), mean(es0 <= 0))
+    top <- list(top15 = names(r0)[1:15], bottom15 = names(r0)[(G - 14):G])
+    cat(sprintf("
+%s: top and bottom 15 of %d genes, exact p %.3g and %.3g; log2(p / exact) for seeds 1-%d, %d threads
+",
+                ln, G, exact[1], exact[2], ml_top, th))
+    for (n in ml_sizes) {
+      tt <- numeric()
+      lr <- err <- NULL
+      for (s in seq_len(ml_top)) {
+        tt[s] <- system.time(a <- rapidGSEA(r0, geneSets = top, nperm = 1000, minSize = 15, eps = 0, sampleSize = n,
+                                            seed = s, backend = "cpu", threads = th, verbose = FALSE))[["elapsed"]]
+        lr <- cbind(lr, log2(a$pval / exact))
+        err <- cbind(err, a$log2err)
+      }
+      cat(sprintf("  sampleSize %d: mean %.2f (sd %.2f, of %d), mean log2err %.2f, median %.1f s a run
+    top: %s
+    bottom: %s
+",
+                  n, mean(lr), stats::sd(as.vector(lr)), length(lr), mean(err), stats::median(tt),
+                  paste(round(lr[1, ], 2), collapse = " "), paste(round(lr[2, ], 2), collapse = " ")))
     }
-    cat("  share of p within a factor 2^1.5 (sets in the band):\n")
-    print(ag, row.names = FALSE)
-    cat(sprintf("  median log2(ours / fgsea) for fgsea p < 1e-6: %.2f\n",
-                stats::median(log2(rms[[1L]]$pval / fp)[fp < 1e-6], na.rm = TRUE)))
-    mt <- data.frame(run = c("rapidGSEA multilevel", "fgsea multilevel"),
-                     seconds = c(stats::median(tml$rapid), stats::median(tml$fgsea)),
-                     all = c(paste(round(tml$rapid, 2), collapse = " "), paste(round(tml$fgsea, 2), collapse = " ")))
-    mt$ratio_to_fgsea <- round(mt$seconds / mt$seconds[[2]], 3)
-    print(mt, row.names = FALSE)
-    cat("load average at the end:", readLines("/proc/loadavg"), "\n")
   }
 }
 hwm <- grep("^VmHWM", readLines("/proc/self/status"), value = TRUE)
