@@ -321,7 +321,22 @@ if (pre_nperm > 0) {
 # ours (log2 sd about 0.8 below 1e-8), so the reference is fgsea with a
 # sample SBG_BENCH_ML_REF times larger (default 1001: log2 sd about a
 # third), run once; 0 leaves it out (then fgsea's first default run).
-# SBG_BENCH_ML_VS_FGSEA=0 skips this part.
+# SBG_BENCH_ML_VS_FGSEA=0 skips this part.  Without fgsea (the GPU
+# machine), ours alone on the same list: seconds at each sample size on
+# SBG_BENCH_THREADS threads (the host's cores a GPU run leaves to it).
+if (length(ml_sizes) && !have_fgsea && Sys.getenv("SBG_BENCH_ML_VS_FGSEA") != "0") {
+  set.seed(15)
+  rml <- rk
+  pick <- sample(length(pw), 60)
+  for (i in seq_along(pick)) rml[pw[[pick[[i]]]]] <- rml[pw[[pick[[i]]]]] + if (i <= 30) 0.8 else -0.8
+  for (n in ml_sizes) {
+    tt <- vapply(seq_len(reps), function(i) system.time(r <- rapidGSEA(
+      rml, geneSets = pw, nperm = 1000, minSize = 15, maxSize = 500, pvalue = "multilevel", eps = 0,
+      sampleSize = n, seed = i, backend = "cpu", threads = th, verbose = FALSE))[["elapsed"]], 0)
+    cat(sprintf("multilevel p, C2 with planted signal, eps = 0, sampleSize %d, %d threads (fgsea absent): %.2f s (median of %s), %d sets with p < 1e-6\n",
+                n, th, stats::median(tt), paste(round(tt, 2), collapse = " "), sum(r$pval < 1e-6)))
+  }
+}
 if (length(ml_sizes) && have_fgsea && Sys.getenv("SBG_BENCH_ML_VS_FGSEA") != "0") {
   ref_size <- as.integer(Sys.getenv("SBG_BENCH_ML_REF", "1001"))
   seed0 <- as.integer(Sys.getenv("SBG_BENCH_ML_SEED", "1"))
