@@ -330,7 +330,8 @@ if (length(ml_sizes) && !have_fgsea && Sys.getenv("SBG_BENCH_ML_VS_FGSEA") != "0
   pick <- sample(length(pw), 60)
   for (i in seq_along(pick)) rml[pw[[pick[[i]]]]] <- rml[pw[[pick[[i]]]]] + if (i <= 30) 0.8 else -0.8
   for (n in ml_sizes) {
-    tt <- vapply(seq_len(reps), function(i) system.time(r <- rapidGSEA(
+    r <- NULL
+    tt <- vapply(seq_len(reps), function(i) system.time(r <<- rapidGSEA(
       rml, geneSets = pw, nperm = 1000, minSize = 15, maxSize = 500, pvalue = "multilevel", eps = 0,
       sampleSize = n, seed = i, backend = "cpu", threads = th, verbose = FALSE))[["elapsed"]], 0)
     cat(sprintf("multilevel p, C2 with planted signal, eps = 0, sampleSize %d, %d threads (fgsea absent): %.2f s (median of %s), %d sets with p < 1e-6\n",
