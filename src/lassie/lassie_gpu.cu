@@ -93,7 +93,7 @@ __global__ void k_spmv(int S, dmodel m, const double *v, double *f, const simsta
  * there, its last stage's input); K its stages, `kst` apart; os its output
  * block; red (LASSIE_BLOCK) and nanflag shared scratch.  Global or shared
  * pointers alike: k_control and k_explicit run the same code. */
-__device__ void control_block(int N, int nt, const double *times, double rtol, double atol,
+__device__ inline void control_block(int N, int nt, const double *times, double rtol, double atol,
                               double max_steps, int method, int scheme, int dense, double *x,
                               double *K, size_t kst, double *xn, double *os, simstate *st,
                               double *red, int *nanflag) {
@@ -205,7 +205,7 @@ __global__ void k_control(int S, int N, int nt, const double *times, double rtol
  * the end of the step (K0: f(x), Ksk: that stage's f, ys5 its input), in
  * the error test's weighted norm, and the switch of lassie_cpu.c.  rnum,
  * rden: shared scratch of LASSIE_BLOCK (the CPU sums in this order). */
-__device__ void stiff_block(int N, int method, int scheme, double rtol, double atol,
+__device__ inline void stiff_block(int N, int method, int scheme, double rtol, double atol,
                             const double *x, const double *K0, const double *Ksk,
                             const double *ys5, simstate *st, double *rnum, double *rden) {
   double num = 0, den = 0;
