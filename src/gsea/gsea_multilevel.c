@@ -19,9 +19,12 @@
  * plain count is as precise as the levels would be (as fgsea does), so
  * rulers climb only for the smaller p-values.
  *
- * Work unit: one level of one ruler.  Each ruler draws from its own Philox
- * subsequence, so the levels it goes through do not depend on the threads;
- * the calling thread polls between rounds of levels. */
+ * Work unit: one level of one ruler.  Each ruler draws its sample from its
+ * own Philox subsequence and each member of the sample its moves from its
+ * own, so the levels a ruler goes through do not depend on the threads;
+ * threads without a ruler of their own take members' moves (the rulers of
+ * the smallest p climb last).  The calling thread polls between rounds of
+ * levels and within the moves. */
 #include <math.h>
 #include <time.h>
 #include <stdlib.h>
@@ -41,6 +44,11 @@
 /* Philox key of the rulers: the seed mixed with "multilvl", so that they do
  * not replay the draws of the permutations of the same seed */
 #define ML_KEY(seed) ((seed) ^ 0x6d756c74696c766cull)
+/* and of the members' moves ("members"): a stream per member, so that the
+ * members of a ruler move in parallel with the bits of one thread */
+#define ML_MEMBER_KEY(seed) ((seed) ^ 0x6d656d62657273ull)
+/* members per task of a round's moves (idle threads take tasks) */
+#define ML_MEMBER_GRAIN 8
 
 /* One ruler: the sets of one size in one tail (dir 0: ES >= 0, scored on
  * the list; dir 1: ES < 0, scored on the reversed list). */
@@ -67,6 +75,8 @@ typedef struct ml_task {
   int32_t *tmp, *tmp2;
   double *plain;         /* n_sign plain random sets' ES+, ascending */
   uint64_t *bits;
+  sbg_philox *mrng;      /* per member: its moves' stream */
+  int64_t *kept;         /* per member: swaps kept in a round */
 } ml_task;
 
 typedef struct ml_shared {
@@ -194,7 +204,8 @@ static void task_free(ml_task *t) {
   free(t->pop); free(t->pop2); free(t->score); free(t->score2); free(t->sorted);
   free(t->bnd); free(t->cnt); free(t->bsum); free(t->nr);
   free(t->cand); free(t->cand_h); free(t->cand_c); free(t->tmp); free(t->tmp2); free(t->plain);
-  free(t->bits);
+  free(t->bits); free(t->mrng); free(t->kept);
+  t->mrng = NULL; t->kept = NULL;
   t->pop = t->pop2 = t->bnd = t->cnt = t->cand = t->cand_h = t->tmp = t->tmp2 = NULL;
   t->score = t->score2 = t->sorted = t->bsum = t->nr = t->cand_c = t->plain = NULL;
   t->bits = NULL;
@@ -309,8 +320,8 @@ static int reaches(ml_task *t, int32_t e, const double *w, double q1, double q2)
 static int move(ml_task *t, int32_t e, const double *w, int32_t G, double q1) {
   int32_t k = t->k, nb = t->nb;
   int32_t *pos = t->pop + (size_t)e * k;
-  int32_t i = (int32_t)sbg_philox_below(&t->rng, (uint32_t)k);
-  int32_t b = (int32_t)sbg_philox_below(&t->rng, (uint32_t)G);
+  int32_t i = (int32_t)sbg_philox_below(&t->mrng[e], (uint32_t)k);
+  int32_t b = (int32_t)sbg_philox_below(&t->mrng[e], (uint32_t)G);
   int32_t a = pos[i];
   int32_t ib = gsea_count_lt_i(pos, k, b);
   if (ib < k && pos[ib] == b) return 0;
@@ -410,8 +421,16 @@ static void mix(ml_task *t, const ml_shared *sh) {
   int64_t target = n * per_set, cap = ML_CAP * target, kept = 0, tried = 0;
   int32_t per = k / 10 > 1 ? k / 10 : 1;
   while (kept < target && tried < cap && !ml_stopped(sh)) {
-    for (int32_t e = 0; e < n; e++)
-      for (int32_t r = 0; r < per; r++) kept += move(t, e, w, G, q1);
+    /* a round: each member's proposals from its own stream; threads idle
+     * at the rulers' barrier take tasks of members (the rulers of the
+     * smallest p climb last and alone) */
+#pragma omp taskloop grainsize(ML_MEMBER_GRAIN)
+    for (int32_t e = 0; e < n; e++) {
+      int64_t c = 0;
+      for (int32_t r = 0; r < per; r++) c += move(t, e, w, G, q1);
+      t->kept[e] = c;
+    }
+    for (int32_t e = 0; e < n; e++) kept += t->kept[e];
     tried += (int64_t)n * per;
   }
   for (int32_t e = 0; e < n; e++) t->score[e] = es_plus(t->pop + (size_t)e * k, k, w, G);
@@ -438,8 +457,11 @@ static int task_alloc(ml_task *t, int32_t n, int32_t G, int32_t n_sign) {
   t->tmp2 = malloc((size_t)t->k * sizeof(int32_t));
   t->plain = malloc((size_t)n_sign * sizeof(double));
   t->bits = calloc((size_t)(G + 63) / 64, sizeof(uint64_t));
+  t->mrng = malloc((size_t)n * sizeof(sbg_philox));
+  t->kept = malloc((size_t)n * sizeof(int64_t));
   return t->pop && t->pop2 && t->score && t->score2 && t->sorted && t->bnd && t->cnt && t->bsum &&
-         t->nr && t->cand && t->cand_h && t->cand_c && t->tmp && t->tmp2 && t->plain && t->bits;
+         t->nr && t->cand && t->cand_h && t->cand_c && t->tmp && t->tmp2 && t->plain && t->bits &&
+         t->mrng && t->kept;
 }
 
 /* First step of a ruler: n_sign plain random sets give P(ES >= 0) (or
@@ -486,6 +508,8 @@ static void task_start(ml_task *t, const ml_shared *sh) {
   for (int32_t e = 0; e < n; e++) {
     draw_set(&t->rng, G, k, t->bits, t->pop + (size_t)e * k);
     t->score[e] = es_plus(t->pop + (size_t)e * k, k, sh->w[t->dir], G);
+    /* subsequence: ruler (size, tail), then member */
+    sbg_philox_init(&t->mrng[e], ML_MEMBER_KEY(sh->p->seed), ((uint64_t)k * 2u + (uint64_t)t->dir) << 32 | (uint64_t)e, 0);
   }
   t->level = -INFINITY;
   t->logp = 0;
