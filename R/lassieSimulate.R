@@ -472,6 +472,13 @@ lassie_rhs <- function(model, x, rates = model$rates) {
   .Call(ffi_lassie_rhs, arr, as.double(rates), as.double(x))
 }
 
+# z = (I - gamma J(x))^-1 b by the implicit steps' sparse LU (tests); NULL
+# when a pivot fails (the steps then take the dense LU)
+lassie_lu_solve <- function(model, x, gamma, b, rates = model$rates) {
+  .Call(ffi_lassie_lu_solve, lassie_arrays(model), as.double(rates), as.double(x), as.double(gamma),
+        as.double(b))
+}
+
 lassie_jacobian <- function(model, x, rates = model$rates) {
   arr <- lassie_arrays(model)
   tr <- .Call(ffi_lassie_jacobian, arr, as.double(rates), as.double(x))

@@ -97,6 +97,10 @@ void sbg_lassie_rates(const sbg_lassie_model *m, const double *k,
  * the sparse factor D of the Jacobian J = H D. */
 void sbg_lassie_dvdx(const sbg_lassie_model *m, const double *k,
                      const double *x, double *dv);
+/* (I - gamma J(x)) z = b by the implicit steps' sparse LU, once (b becomes
+ * z, species order).  Returns 0, -1 when a pivot fails, -2 without memory. */
+int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const double *x,
+                             double gamma, double *b);
 
 #ifdef __cplusplus
 }

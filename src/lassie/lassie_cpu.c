@@ -375,6 +375,41 @@ int sbg_lassie_lu_levels(int N, const int *ptr, const int *col, const int *diag,
   return 0;
 }
 
+/* Solves (I - gamma J(x)) z = b once with the sparse LU of the implicit
+ * steps (the fill-reducing order, lassie_lu_factor, lassie_lu_solve_levels
+ * on one thread): the check of that code against a dense solver
+ * (ffi_lassie_lu_solve).  b is replaced by z, both in species order.
+ * Returns 0, -1 when a pivot fails (the steps would take the dense LU), -2
+ * without memory. */
+int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const double *x,
+                             double gamma, double *b) {
+  const int N = m->n_species, M = m->n_reactions;
+  int *pos = malloc(sizeof(int) * (size_t)N), *ipos = malloc(sizeof(int) * (size_t)N);
+  int *ptr = NULL, *col = NULL, *diag = NULL, *lev = NULL, n_fwd = 0, n_bwd = 0, rc = -2;
+  double *dv = malloc(sizeof(double) * (size_t)(m->r_ptr[M] > 0 ? m->r_ptr[M] : 1));
+  double *scratch = calloc((size_t)N, sizeof(double)), *y = malloc(sizeof(double) * (size_t)N);
+  double *val = NULL;
+  size_t nnz = 0;
+  if (!pos || !ipos || !dv || !scratch || !y ||
+      sbg_lassie_lu_pattern(m, pos, ipos, &ptr, &col, &diag, &nnz) != 0 ||
+      sbg_lassie_lu_levels(N, ptr, col, diag, &lev, &n_fwd, &n_bwd) != 0 ||
+      !(val = malloc(sizeof(double) * (nnz ? nnz : 1))))
+    goto done;
+  sbg_lassie_dvdx(m, k, x, dv);
+  lassie_team tm = lassie_team_host();
+  lassie_lu lu = {pos, ipos, ptr, col, diag, lev, n_fwd, n_bwd};
+  rc = -1;
+  if (lassie_lu_factor(&tm, m, &lu, gamma, dv, val, scratch) != 0) goto done;
+  for (int j = 0; j < N; j++) y[pos[j]] = b[j];
+  lassie_lu_solve_levels(&tm, &lu, N, val, y);
+  for (int j = 0; j < N; j++) b[j] = y[pos[j]];
+  rc = 0;
+done:
+  free(pos); free(ipos); free(ptr); free(col); free(diag); free(lev); free(dv); free(scratch);
+  free(y); free(val);
+  return rc;
+}
+
 /* The pattern for this workspace (w->pos, w->ipos set) and its values. */
 static int lu_symbolic(const sbg_lassie_model *m, ws *w) {
   size_t nnz;
