@@ -324,11 +324,14 @@ if (pre_nperm > 0) {
 # SBG_BENCH_ML_VS_FGSEA=0 skips this part.  Without fgsea (the GPU
 # machine), ours alone on the same list: seconds at each sample size on
 # SBG_BENCH_THREADS threads (the host's cores a GPU run leaves to it).
-if (length(ml_sizes) && !have_fgsea && Sys.getenv("SBG_BENCH_ML_VS_FGSEA") != "0") {
+if (length(ml_sizes)) {
+  # the planted-signal list of both parts below
   set.seed(15)
   rml <- rk
   pick <- sample(length(pw), 60)
   for (i in seq_along(pick)) rml[pw[[pick[[i]]]]] <- rml[pw[[pick[[i]]]]] + if (i <= 30) 0.8 else -0.8
+}
+if (length(ml_sizes) && !have_fgsea && Sys.getenv("SBG_BENCH_ML_VS_FGSEA") != "0") {
   for (n in ml_sizes) {
     r <- NULL
     tt <- vapply(seq_len(reps), function(i) system.time(r <<- rapidGSEA(
@@ -341,10 +344,6 @@ if (length(ml_sizes) && !have_fgsea && Sys.getenv("SBG_BENCH_ML_VS_FGSEA") != "0
 if (length(ml_sizes) && have_fgsea && Sys.getenv("SBG_BENCH_ML_VS_FGSEA") != "0") {
   ref_size <- as.integer(Sys.getenv("SBG_BENCH_ML_REF", "1001"))
   seed0 <- as.integer(Sys.getenv("SBG_BENCH_ML_SEED", "1"))
-  set.seed(15)
-  rml <- rk
-  pick <- sample(length(pw), 60)
-  for (i in seq_along(pick)) rml[pw[[pick[[i]]]]] <- rml[pw[[pick[[i]]]]] + if (i <= 30) 0.8 else -0.8
   ours_name <- sprintf("ours_%d", ml_sizes)
   tml <- stats::setNames(rep(list(numeric()), length(ml_sizes) + 1L), c(ours_name, "fgsea"))
   res <- stats::setNames(rep(list(list()), length(ml_sizes) + 1L), names(tml))

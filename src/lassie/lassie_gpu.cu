@@ -45,22 +45,35 @@ __device__ inline bool runs_stage(const simstate *q, int stage) {
   return q->active && !(stage == 0 && q->fsal);
 }
 
-/* stage input ys = x + hs * sum_l a_{stage,l} K_l (stage >= 1), per species
- * by lassie_common.h as on the CPU; the input of the stage kept for the
- * stiffness estimate goes to the second buffer */
+/* Species j's input to stage `stage` (>= 1), x_j + hs sum_l a_{stage,l}
+ * K_l,j, by lassie_common.h as on the CPU; K's stages `kst` apart.  Shared
+ * by the kernels per stage and k_explicit. */
+__device__ inline double stage_input_at(int scheme, int stage, const double *x, const double *K,
+                                        size_t kst, size_t j, double hs) {
+  double kv[LASSIE_MAX_STAGES];
+  /* unrolled, so that kv stays in registers */
+#pragma unroll
+  for (int l = 0; l < LASSIE_MAX_STAGES; l++) kv[l] = l < stage ? K[(size_t)l * kst + j] : 0.0;
+  return lassie_stage_input(scheme, stage, x[j], hs, kv);
+}
+
+/* (H v)_l, summed in the order of the CPU engine */
+__device__ inline double hv_row(const dmodel &m, const double *v, int l) {
+  double acc = 0;
+  for (int q = m.h_ptr[l]; q < m.h_ptr[l + 1]; q++) acc = A_(acc, M_(m.h_val[q], v[m.h_rx[q]]));
+  return acc;
+}
+
+/* stage inputs of every species and simulation; the input of the stage
+ * kept for the stiffness estimate goes to the second buffer */
 __global__ void k_stage(int S, int N, int scheme, const double *x, const double *K, int stage,
                         double *ys, const simstate *ss) {
   size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= (size_t)S * N) return;
-  int s = (int)(idx / N), j = (int)(idx % N);
+  int s = (int)(idx / N);
   if (!ss[s].active) return;
-  size_t SN = (size_t)S * N, o = (size_t)s * N + j;
-  double kv[LASSIE_MAX_STAGES];
-  /* unrolled, so that kv stays in registers */
-#pragma unroll
-  for (int l = 0; l < LASSIE_MAX_STAGES; l++) kv[l] = l < stage ? K[(size_t)l * SN + o] : 0.0;
-  ys[(stage == lassie_stiff_stage(scheme) ? SN : 0) + o] =
-      lassie_stage_input(scheme, stage, x[o], ss[s].hs, kv);
+  size_t SN = (size_t)S * N;
+  ys[(stage == lassie_stiff_stage(scheme) ? SN : 0) + idx] = stage_input_at(scheme, stage, x, K, SN, idx, ss[s].hs);
 }
 
 __global__ void k_rates(int S, dmodel m, const double *k, int k_per_sim, const double *y,
@@ -73,16 +86,13 @@ __global__ void k_rates(int S, dmodel m, const double *k, int k_per_sim, const d
                        y + (size_t)s * m.N, i);
 }
 
-/* f = H v, summed in the order of the CPU engine */
+/* f = H v for every species and simulation */
 __global__ void k_spmv(int S, dmodel m, const double *v, double *f, const simstate *ss, int stage) {
   size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= (size_t)S * m.N) return;
   int s = (int)(idx / m.N), l = (int)(idx % m.N);
   if (!runs_stage(&ss[s], stage)) return;
-  const double *vs = v + (size_t)s * m.M;
-  double acc = 0;
-  for (int q = m.h_ptr[l]; q < m.h_ptr[l + 1]; q++) acc = A_(acc, M_(m.h_val[q], vs[m.h_rx[q]]));
-  f[idx] = acc;
+  f[idx] = hv_row(m, v + (size_t)s * m.M, l);
 }
 
 /* One simulation's attempt end, by its block: the new state, the error
@@ -286,12 +296,7 @@ k_explicit(int S, dmodel m, const double *k, int k_per_sim, int nt, const double
       const double *y = x;
       if (stage > 0) {
         double *ys = stage == sk ? ys5 : xn;
-        for (int j = threadIdx.x; j < N; j += blockDim.x) {
-          double kv[LASSIE_MAX_STAGES];
-#pragma unroll
-          for (int l = 0; l < LASSIE_MAX_STAGES; l++) kv[l] = l < stage ? K[(size_t)l * N + j] : 0.0;
-          ys[j] = lassie_stage_input(scheme, stage, x[j], st.hs, kv);
-        }
+        for (int j = threadIdx.x; j < N; j += blockDim.x) ys[j] = stage_input_at(scheme, stage, x, K, N, j, st.hs);
         __syncthreads();
         y = ys;
       }
@@ -299,11 +304,7 @@ k_explicit(int S, dmodel m, const double *k, int k_per_sim, int nt, const double
         for (int i = threadIdx.x; i < M; i += blockDim.x) v[i] = lassie_rate(m.r_ptr, m.r_sp, m.r_ord, ks, y, i);
         __syncthreads();
         double *f = K + (size_t)stage * N;
-        for (int l = threadIdx.x; l < N; l += blockDim.x) {
-          double acc = 0;
-          for (int q = m.h_ptr[l]; q < m.h_ptr[l + 1]; q++) acc = A_(acc, M_(m.h_val[q], v[m.h_rx[q]]));
-          f[l] = acc;
-        }
+        for (int l = threadIdx.x; l < N; l += blockDim.x) f[l] = hv_row(m, v, l);
         __syncthreads();
       }
       if (stage == 0 && st.prev_h > 0) {
