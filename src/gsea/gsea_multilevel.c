@@ -31,15 +31,14 @@
 #include <string.h>
 
 #include "gsea_multilevel.h"
+#include "gsea_multilevel_core.h"
 #include "gsea_math.h"
 #include "omp_compat.h"
 #include "philox.h"
 
 #define ML_LOG_FLOOR (-700.0) /* exp() of less is subnormal: the last p doubles give */
 #define ML_STUCK 3            /* levels without progress before a ruler gives up */
-#define ML_MIN_SWAPS 25       /* kept swaps per set and level, at least (small sets) */
 #define ML_LN2 0.69314718055994530942 /* log(2) */
-#define ML_CAP 1000          /* proposals per kept swap wanted, at most (thin level sets) */
 #define ML_SLOTS 4            /* rulers in flight per thread */
 /* Philox key of the rulers: the seed mixed with "multilvl", so that they do
  * not replay the draws of the permutations of the same seed */
@@ -67,7 +66,7 @@ typedef struct ml_task {
   int32_t nlev, stuck;
   int32_t nb;            /* blocks of rank positions for the moves */
   int32_t *pop, *pop2;   /* n x k members, ascending, and the copy buffer */
-  double *score, *score2, *sorted;
+  double *score, *sorted; /* members' ES+ (mix() scores them again) */
   int32_t *bnd, *cnt;    /* nb block ends; n x nb members per block */
   double *bsum, *nr;     /* n x nb weight per block; n total weights */
   int32_t *cand, *cand_h;/* per set: a member where ES+ reaches the level, hits up to it */
@@ -77,6 +76,7 @@ typedef struct ml_task {
   uint64_t *bits;
   sbg_philox *mrng;      /* per member: its moves' stream */
   int64_t *kept;         /* per member: swaps kept in a round */
+  int resampled;         /* next_level left the copy of members to make in tmp */
 } ml_task;
 
 typedef struct ml_shared {
@@ -115,23 +115,6 @@ static int ml_stopped(const ml_shared *sh) {
 /* ---------------------------------------------------------------------- */
 /* Scores */
 
-/* ES+ of the set at ascending positions pos[0..k): the largest running
- * sum, with gsea_es_hit's arithmetic (0 when it never rises above 0). */
-static double es_plus(const int32_t *pos, int32_t k, const double *w, int32_t G) {
-  double nr = 0;
-  for (int32_t i = 0; i < k; i++) nr += w[pos[i]];
-  int unit = nr == 0; /* all weights 0: unit weights, as the sweep does */
-  double inv_nr = 1.0 / (unit ? (double)k : nr), inv_nmiss = 1.0 / ((double)G - (double)k);
-  double cum = 0, best = 0;
-  for (int32_t i = 0; i < k; i++) {
-    double miss = (double)(pos[i] - i) * inv_nmiss;
-    cum += unit ? 1.0 : w[pos[i]];
-    double top = cum * inv_nr - miss;
-    if (top > best) best = top;
-  }
-  return best;
-}
-
 /* Broad's signed ES (gsea_es_hit, the engines' rule). */
 static double es_signed(const int32_t *pos, int32_t k, const double *w, int32_t G) {
   double nr = 0;
@@ -155,16 +138,6 @@ static double harm2(int32_t c, int32_t n) {
   double s = 0;
   for (int32_t i = n; i >= c; i--) s += 1.0 / ((double)i * i);
   return s;
-}
-
-/* Block of position x: the first j with x < bnd[j]. */
-static int32_t block_of(const int32_t *bnd, int32_t nb, int32_t x) {
-  int32_t lo = 0, hi = nb - 1;
-  while (lo < hi) {
-    int32_t mid = (lo + hi) / 2;
-    if (x < bnd[mid]) hi = mid; else lo = mid + 1;
-  }
-  return lo;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -201,13 +174,13 @@ static void draw_set(sbg_philox *r, int32_t G, int32_t k, uint64_t *bits, int32_
 /* One ruler */
 
 static void task_free(ml_task *t) {
-  free(t->pop); free(t->pop2); free(t->score); free(t->score2); free(t->sorted);
+  free(t->pop); free(t->pop2); free(t->score); free(t->sorted);
   free(t->bnd); free(t->cnt); free(t->bsum); free(t->nr);
   free(t->cand); free(t->cand_h); free(t->cand_c); free(t->tmp); free(t->tmp2); free(t->plain);
   free(t->bits); free(t->mrng); free(t->kept);
   t->mrng = NULL; t->kept = NULL;
   t->pop = t->pop2 = t->bnd = t->cnt = t->cand = t->cand_h = t->tmp = t->tmp2 = NULL;
-  t->score = t->score2 = t->sorted = t->bsum = t->nr = t->cand_c = t->plain = NULL;
+  t->score = t->sorted = t->bsum = t->nr = t->cand_c = t->plain = NULL;
   t->bits = NULL;
 }
 
@@ -238,7 +211,7 @@ static void finish_bound(const ml_shared *sh, ml_task *t, double logp) {
 /* After scoring a population (a sample beyond t->level): gives p to the
  * sets up to the next level, then keeps the sets at or beyond it. */
 static void next_level(const ml_shared *sh, ml_task *t) {
-  int32_t n = sh->p->sample_size, k = t->k;
+  int32_t n = sh->p->sample_size;
   memcpy(t->sorted, t->score, (size_t)n * sizeof(double));
   qsort(t->sorted, (size_t)n, sizeof(double), cmp_double);
   double lnew = t->sorted[(n - 1) / 2];
@@ -266,62 +239,34 @@ static void next_level(const ml_shared *sh, ml_task *t) {
     finish_bound(sh, t, logp);
     return;
   }
-  /* the ct sets at or beyond lnew, copied in turn to fill the sample */
+  /* the ct sets at or beyond lnew, copied in turn to fill the sample
+   * (t->tmp: where each new member comes from, for the engine's copy) */
   int32_t m = 0;
   for (int32_t e = 0; e < n; e++)
     if (t->score[e] >= lnew) t->tmp[m++] = e;
-  for (int32_t e = 0; e < n; e++) {
-    int32_t from = t->tmp[e % m];
-    memcpy(t->pop2 + (size_t)e * k, t->pop + (size_t)from * k, (size_t)k * sizeof(int32_t));
-    t->score2[e] = t->score[from];
-  }
-  int32_t *pp = t->pop; t->pop = t->pop2; t->pop2 = pp;
-  double *ss = t->score; t->score = t->score2; t->score2 = ss;
+  for (int32_t e = n - 1; e >= 0; e--) t->tmp[e] = t->tmp[e % m];
+  t->resampled = 1;
   t->level = lnew;
   t->logp = logp;
   t->var += harm2(ct, n);
   t->nlev++;
 }
 
-/* Whether ES+ of set e reaches the level, from its block sums: a block
- * whose whole weight, counted at its start, cannot reach the level is
- * skipped.  On success remembers where the level was reached. */
-static int reaches(ml_task *t, int32_t e, const double *w, double q1, double q2) {
-  const int32_t *pos = t->pop + (size_t)e * t->k;
-  const int32_t *cnt = t->cnt + (size_t)e * t->nb;
-  const double *bsum = t->bsum + (size_t)e * t->nb;
-  double C = 0, level = t->level;
-  int32_t h = 0, lo = 0;
-  for (int32_t j = 0; j < t->nb; j++) {
-    if ((C + bsum[j]) * q2 - (double)(lo - h) * q1 < level - 1e-12) {
-      C += bsum[j];
-      h += cnt[j];
-    } else {
-      for (int32_t end = h + cnt[j]; h < end;) {
-        int32_t r = pos[h];
-        double miss = (double)(r - h) * q1;
-        C += w[r];
-        h++;
-        if (C * q2 - miss >= level) {
-          t->cand[e] = r;
-          t->cand_c[e] = C;
-          t->cand_h[e] = h;
-          return 1;
-        }
-      }
-    }
-    lo = t->bnd[j];
-  }
-  return 0;
+/* Member e of the ruler's sample, for the shared arithmetic. */
+static ml_member member_of(const ml_task *t, int32_t e) {
+  ml_member m = {t->pop + (size_t)e * t->k, t->cnt + (size_t)e * t->nb, t->bsum + (size_t)e * t->nb, t->nr + e,
+                 t->cand + e, t->cand_h + e, t->cand_c + e};
+  return m;
 }
 
-/* One proposed swap in set e: a random member out, a random non-member
+/* One proposed swap in member e: a random member out, a random non-member
  * in, kept when ES+ stays at or beyond the level.  Returns 1 if kept. */
-static int move(ml_task *t, int32_t e, const double *w, int32_t G, double q1) {
-  int32_t k = t->k, nb = t->nb;
-  int32_t *pos = t->pop + (size_t)e * k;
+static int move(const ml_task *t, const ml_frame *f, int32_t e) {
+  int32_t k = t->k;
+  ml_member m = member_of(t, e);
+  int32_t *pos = m.pos;
   int32_t i = (int32_t)sbg_philox_below(&t->mrng[e], (uint32_t)k);
-  int32_t b = (int32_t)sbg_philox_below(&t->mrng[e], (uint32_t)G);
+  int32_t b = (int32_t)sbg_philox_below(&t->mrng[e], (uint32_t)f->G);
   int32_t a = pos[i];
   int32_t ib = gsea_count_lt_i(pos, k, b);
   if (ib < k && pos[ib] == b) return 0;
@@ -332,51 +277,19 @@ static int move(ml_task *t, int32_t e, const double *w, int32_t G, double q1) {
     memmove(pos + ib + 1, pos + ib, (size_t)(i - ib) * sizeof(int32_t));
     pos[ib] = b;
   }
-  int32_t *cnt = t->cnt + (size_t)e * nb;
-  double *bsum = t->bsum + (size_t)e * nb;
-  int32_t ja = block_of(t->bnd, nb, a), jb = block_of(t->bnd, nb, b);
-  double wa = w[a], wb = w[b], sa = bsum[ja], sb = bsum[jb], nr0 = t->nr[e];
-  cnt[ja]--;
-  cnt[jb]++;
-  bsum[ja] -= wa;
-  bsum[jb] += wb;
-  t->nr[e] = nr0 - wa + wb;
-  int ok = 0;
-  if (t->nr[e] > 0) {
-    double q2 = 1.0 / t->nr[e];
-    int32_t c = t->cand[e];
-    if (c >= 0 && c != a) { /* the last crossing point often still crosses */
-      double C = t->cand_c[e] + (b < c ? wb : 0) - (a < c ? wa : 0);
-      int32_t H = t->cand_h[e] + (b < c) - (a < c);
-      if (C * q2 - (double)(c + 1 - H) * q1 >= t->level) {
-        ok = 1;
-        t->cand_c[e] = C;
-        t->cand_h[e] = H;
-      }
-    }
-    if (!ok) ok = reaches(t, e, w, q1, q2);
-  } else {
-    ok = es_plus(pos, k, w, G) >= t->level; /* unit weights: rare, slow path */
-    t->cand[e] = -1;
-  }
-  if (ok) return 1;
+  if (ml_accept(f, m, a, b)) return 1;
   if (ib > i) {
     memmove(pos + i + 1, pos + i, (size_t)(ib - 1 - i) * sizeof(int32_t));
   } else {
     memmove(pos + ib, pos + ib + 1, (size_t)(i - ib) * sizeof(int32_t));
   }
   pos[i] = a;
-  cnt[ja]++;
-  cnt[jb]--;
-  bsum[ja] = sa;
-  bsum[jb] = sb;
-  t->nr[e] = nr0;
   return 0;
 }
 
 /* Blocks of about sqrt(k) members each: ends at the sample's medians of
- * every (k / nb)-th member; then each set's counts and sums per block. */
-static void make_blocks(ml_task *t, int32_t n, const double *w, int32_t G) {
+ * every (k / nb)-th member; then each member's counts and sums per block. */
+static void make_blocks(ml_task *t, int32_t n, const ml_frame *f) {
   int32_t k = t->k, nb = t->nb;
   for (int32_t j = 0; j + 1 < nb; j++) {
     int32_t idx = (int32_t)((int64_t)(j + 1) * k / nb);
@@ -385,23 +298,14 @@ static void make_blocks(ml_task *t, int32_t n, const double *w, int32_t G) {
     t->bnd[j] = t->tmp[n / 2];
     if (j > 0 && t->bnd[j] < t->bnd[j - 1]) t->bnd[j] = t->bnd[j - 1];
   }
-  t->bnd[nb - 1] = G;
-  for (int32_t e = 0; e < n; e++) {
-    const int32_t *pos = t->pop + (size_t)e * k;
-    int32_t *cnt = t->cnt + (size_t)e * nb;
-    double *bsum = t->bsum + (size_t)e * nb;
-    memset(cnt, 0, (size_t)nb * sizeof(int32_t));
-    for (int32_t j = 0; j < nb; j++) bsum[j] = 0;
-    double nr = 0;
-    for (int32_t i = 0, j = 0; i < k; i++) {
-      while (pos[i] >= t->bnd[j]) j++;
-      cnt[j]++;
-      bsum[j] += w[pos[i]];
-      nr += w[pos[i]];
-    }
-    t->nr[e] = nr;
-    t->cand[e] = -1;
-  }
+  t->bnd[nb - 1] = f->G;
+  for (int32_t e = 0; e < n; e++) ml_member_blocks(f, member_of(t, e));
+}
+
+/* The ruler's frame at its current level. */
+static ml_frame frame_of(const ml_task *t, const ml_shared *sh) {
+  ml_frame f = {t->k, t->nb, sh->G, t->bnd, sh->w[t->dir], 1.0 / ((double)sh->G - (double)t->k), t->level};
+  return f;
 }
 
 /* Markov chain moves at the current level: `moves` kept swaps per member
@@ -412,14 +316,11 @@ static void make_blocks(ml_task *t, int32_t n, const double *w, int32_t G) {
  * Too few moves leave the copies near their parents, which sit high in
  * the level set, and bias every level's fraction up. */
 static void mix(ml_task *t, const ml_shared *sh) {
-  int32_t n = sh->p->sample_size, k = t->k, G = sh->G;
-  const double *w = sh->w[t->dir];
-  double q1 = 1.0 / ((double)G - (double)k);
-  make_blocks(t, n, w, G);
-  int64_t per_set = (int64_t)k * sh->p->moves;
-  if (per_set < ML_MIN_SWAPS) per_set = ML_MIN_SWAPS;
-  int64_t target = n * per_set, cap = ML_CAP * target, kept = 0, tried = 0;
-  int32_t per = k / 10 > 1 ? k / 10 : 1;
+  int32_t n = sh->p->sample_size, k = t->k, per;
+  ml_frame f = frame_of(t, sh);
+  make_blocks(t, n, &f);
+  int64_t target, cap, kept = 0, tried = 0;
+  ml_budget(k, n, sh->p->moves, &target, &cap, &per);
   while (kept < target && tried < cap && !ml_stopped(sh)) {
     /* a round: each member's proposals from its own stream; threads idle
      * at the rulers' barrier take tasks of members (the rulers of the
@@ -427,13 +328,13 @@ static void mix(ml_task *t, const ml_shared *sh) {
 #pragma omp taskloop grainsize(ML_MEMBER_GRAIN)
     for (int32_t e = 0; e < n; e++) {
       int64_t c = 0;
-      for (int32_t r = 0; r < per; r++) c += move(t, e, w, G, q1);
+      for (int32_t r = 0; r < per; r++) c += move(t, &f, e);
       t->kept[e] = c;
     }
     for (int32_t e = 0; e < n; e++) kept += t->kept[e];
     tried += (int64_t)n * per;
   }
-  for (int32_t e = 0; e < n; e++) t->score[e] = es_plus(t->pop + (size_t)e * k, k, w, G);
+  for (int32_t e = 0; e < n; e++) t->score[e] = ml_es_plus(t->pop + (size_t)e * k, k, f.w, sh->G);
 }
 
 static int task_alloc(ml_task *t, int32_t n, int32_t G, int32_t n_sign) {
@@ -444,7 +345,6 @@ static int task_alloc(ml_task *t, int32_t n, int32_t G, int32_t n_sign) {
   t->pop = malloc(nk * sizeof(int32_t));
   t->pop2 = malloc(nk * sizeof(int32_t));
   t->score = malloc((size_t)n * sizeof(double));
-  t->score2 = malloc((size_t)n * sizeof(double));
   t->sorted = malloc((size_t)n * sizeof(double));
   t->bnd = malloc((size_t)t->nb * sizeof(int32_t));
   t->cnt = malloc(nb * sizeof(int32_t));
@@ -459,7 +359,7 @@ static int task_alloc(ml_task *t, int32_t n, int32_t G, int32_t n_sign) {
   t->bits = calloc((size_t)(G + 63) / 64, sizeof(uint64_t));
   t->mrng = malloc((size_t)n * sizeof(sbg_philox));
   t->kept = malloc((size_t)n * sizeof(int64_t));
-  return t->pop && t->pop2 && t->score && t->score2 && t->sorted && t->bnd && t->cnt && t->bsum &&
+  return t->pop && t->pop2 && t->score && t->sorted && t->bnd && t->cnt && t->bsum &&
          t->nr && t->cand && t->cand_h && t->cand_c && t->tmp && t->tmp2 && t->plain && t->bits &&
          t->mrng && t->kept;
 }
@@ -486,7 +386,7 @@ static void task_start(ml_task *t, const ml_shared *sh) {
     m += t->dir == 0 ? es >= 0 : es <= 0;
     if (t->dir) /* the same set on the reversed list */
       for (int32_t j = 0; j < k; j++) t->tmp2[j] = G - 1 - t->tmp[k - 1 - j];
-    t->plain[i] = es_plus(t->dir ? t->tmp2 : t->tmp, k, sh->w[t->dir], G);
+    t->plain[i] = ml_es_plus(t->dir ? t->tmp2 : t->tmp, k, sh->w[t->dir], G);
   }
   qsort(t->plain, (size_t)N, sizeof(double), cmp_double);
   t->logf = log(((double)m + 1) / ((double)N + 1));
@@ -507,7 +407,7 @@ static void task_start(ml_task *t, const ml_shared *sh) {
   sbg_philox_init(&t->rng, ML_KEY(sh->p->seed), (uint64_t)k * 4u + (uint64_t)t->dir, 0);
   for (int32_t e = 0; e < n; e++) {
     draw_set(&t->rng, G, k, t->bits, t->pop + (size_t)e * k);
-    t->score[e] = es_plus(t->pop + (size_t)e * k, k, sh->w[t->dir], G);
+    t->score[e] = ml_es_plus(t->pop + (size_t)e * k, k, sh->w[t->dir], G);
     /* subsequence: ruler (size, tail), then member */
     sbg_philox_init(&t->mrng[e], ML_MEMBER_KEY(sh->p->seed), ((uint64_t)k * 2u + (uint64_t)t->dir) << 32 | (uint64_t)e, 0);
   }
@@ -517,13 +417,23 @@ static void task_start(ml_task *t, const ml_shared *sh) {
   next_level(sh, t);
 }
 
+/* The copy next_level asked for: member e from member tmp[e]. */
+static void resample(ml_task *t, int32_t n) {
+  int32_t k = t->k;
+  for (int32_t e = 0; e < n; e++)
+    memcpy(t->pop2 + (size_t)e * k, t->pop + (size_t)t->tmp[e] * k, (size_t)k * sizeof(int32_t));
+  int32_t *pp = t->pop; t->pop = t->pop2; t->pop2 = pp;
+  t->resampled = 0;
+}
+
 static void task_step(ml_task *t, const ml_shared *sh) {
   if (!t->started) {
     task_start(t, sh);
-    return;
+  } else {
+    mix(t, sh);
+    next_level(sh, t);
   }
-  mix(t, sh);
-  next_level(sh, t);
+  if (t->resampled) resample(t, sh->p->sample_size);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -567,7 +477,7 @@ static int score_sets(const sbg_gsea_ml_input *in, const ml_shared *sh, ml_key *
       for (int32_t i = 0; i < k; i++) buf[i] = G - 1 - buf[i];
     }
     out->es[s] = es;
-    x[s] = es_plus(buf, k, sh->w[dir], G);
+    x[s] = ml_es_plus(buf, k, sh->w[dir], G);
     key[s].dir = dir;
     key[s].k = k;
     key[s].s = s;
