@@ -299,7 +299,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
   if (pvalue == "multilevel") {
     ml <- gsea_multilevel(r$metric[ord], weight, gs$start, rank_of[gs$index + 1L], seed, eps,
                           sampleSize = sampleSize, nSign = max(1000L, min(nperm, 10000L)), threads = a$threads,
-                          verbose = verbose)
+                          gpu = a$gpu, device = a$device, verbose = verbose)
     pval <- ml$pval
     log2err <- ml$log2err
   }
@@ -326,14 +326,16 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
 # Multilevel p-values of preranked sets (src/gsea/gsea_multilevel.c):
 # metric in rank order, the sets as 0-based rank positions (start: offsets).
 # moves: kept swaps per member per level (option for tests and probes only).
+# gpu: the members' moves on GPU `device` (the same p as on the CPU).
 gsea_multilevel <- function(metric, weight, start, pos, seed, eps, sampleSize, nSign = 1000L,
-                            moves = getOption("sysbioGPU.gseaMoves", 1L), threads = 1L, verbose = FALSE) {
+                            moves = getOption("sysbioGPU.gseaMoves", 1L), threads = 1L, gpu = FALSE, device = 0L,
+                            verbose = FALSE) {
   .Call(ffi_gsea_multilevel,
         list(metric = as.double(metric), weight = as.double(weight), start = as.integer(start),
              pos = as.integer(pos)),
         list(seed = as.double(seed), sampleSize = as.integer(sampleSize), nSign = as.integer(nSign),
              moves = as.integer(moves), eps = as.double(eps)),
-        run_list(list(gpu = FALSE), verbose, threads = threads, devices = 0L))
+        run_list(list(gpu = gpu), verbose, threads = threads, devices = device))
 }
 
 # One engine call: the whole run (phase 0) or a BPPARAM worker's share of

@@ -332,13 +332,30 @@ if (length(ml_sizes)) {
   for (i in seq_along(pick)) rml[pw[[pick[[i]]]]] <- rml[pw[[pick[[i]]]]] + if (i <= 30) 0.8 else -0.8
 }
 if (length(ml_sizes) && !have_fgsea && Sys.getenv("SBG_BENCH_ML_VS_FGSEA") != "0") {
+  # on a GPU machine the members' moves on the GPU too, interleaved with the
+  # CPU runs of the same seeds; the two tables must be identical
+  ml_backends <- c("cpu", if (hasGPU()) "gpu")
   for (n in ml_sizes) {
-    r <- NULL
-    tt <- vapply(seq_len(reps), function(i) system.time(r <<- rapidGSEA(
-      rml, geneSets = pw, nperm = 1000, minSize = 15, maxSize = 500, pvalue = "multilevel", eps = 0,
-      sampleSize = n, seed = i, backend = "cpu", threads = th, verbose = FALSE))[["elapsed"]], 0)
-    cat(sprintf("multilevel p, C2 with planted signal, eps = 0, sampleSize %d, %d threads (fgsea absent): %.2f s (median of %s), %d sets with p < 1e-6\n",
-                n, th, stats::median(tt), paste(round(tt, 2), collapse = " "), sum(r$pval < 1e-6)))
+    tt <- matrix(NA_real_, reps, length(ml_backends), dimnames = list(NULL, ml_backends))
+    same <- TRUE
+    for (i in seq_len(reps)) {
+      r <- list()
+      for (b in ml_backends) {
+        tt[i, b] <- system.time(r[[b]] <- rapidGSEA(
+          rml, geneSets = pw, nperm = 1000, minSize = 15, maxSize = 500, pvalue = "multilevel", eps = 0,
+          sampleSize = n, seed = i, backend = b, threads = th, verbose = FALSE))[["elapsed"]]
+      }
+      if (length(r) == 2L) same <- same && identical(r$cpu$pval, r$gpu$pval) && identical(r$cpu$log2err, r$gpu$log2err)
+    }
+    for (b in ml_backends) {
+      cat(sprintf("multilevel p, C2 with planted signal, eps = 0, sampleSize %d, %s, %d host threads (fgsea absent): %.2f s (median of %s), %d sets with p < 1e-6\n",
+                  n, toupper(b), th, stats::median(tt[, b]), paste(round(tt[, b], 2), collapse = " "),
+                  sum(r[[b]]$pval < 1e-6)))
+    }
+    if (length(ml_backends) == 2L) {
+      cat(sprintf("  GPU / CPU time %.3f; p and log2err identical on every seed: %s\n",
+                  stats::median(tt[, "gpu"]) / stats::median(tt[, "cpu"]), same))
+    }
   }
 }
 if (length(ml_sizes) && have_fgsea && Sys.getenv("SBG_BENCH_ML_VS_FGSEA") != "0") {

@@ -96,6 +96,13 @@ typedef struct ml_shared {
 
 #define ML_POLL_S 0.05
 
+/* On failure, jump to the function's done label. */
+#define SBG_TRY_ML(expr)            \
+  do {                              \
+    st = (expr);                    \
+    if (st != SBG_OK) goto done;    \
+  } while (0)
+
 static double ml_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -339,8 +346,7 @@ static void mix(ml_task *t, const ml_shared *sh) {
 
 static int task_alloc(ml_task *t, int32_t n, int32_t G, int32_t n_sign) {
   size_t nk = (size_t)n * (size_t)t->k;
-  t->nb = (int32_t)sqrt((double)t->k);
-  if (t->nb < 1) t->nb = 1;
+  t->nb = ml_n_blocks(t->k);
   size_t nb = (size_t)n * (size_t)t->nb;
   t->pop = malloc(nk * sizeof(int32_t));
   t->pop2 = malloc(nk * sizeof(int32_t));
@@ -510,8 +516,132 @@ static int cmp_task(const void *a, const void *b) {
   return x->dir - y->dir;
 }
 
-sbg_status sbg_gsea_multilevel_cpu(const sbg_gsea_ml_input *in, const sbg_gsea_ml_params *p,
-                                   sbg_gsea_ml_result *out, sbg_ctx *ctx) {
+/* The rulers on the CPU: ML_SLOTS per thread in flight, each slot a level
+ * per pass. */
+static sbg_status run_cpu(ml_task *task, int32_t n_task, ml_shared *sh, int nth) {
+  sbg_status st = SBG_OK;
+  sbg_ctx *ctx = sh->ctx;
+  int32_t nslot = nth * ML_SLOTS, *slot = malloc((size_t)nslot * sizeof(int32_t));
+  if (!slot) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the multilevel work space");
+  double work = 0, worked = 0;
+  for (int32_t i = 0; i < n_task; i++) work += task[i].k;
+  int32_t next = 0, active = 0;
+  for (int32_t i = 0; i < nslot; i++) slot[i] = -1;
+  for (;;) {
+    for (int32_t i = 0; i < nslot; i++)
+      if (slot[i] < 0 && next < n_task) { slot[i] = next++; active++; }
+    if (active == 0) break;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nth)
+    for (int32_t i = 0; i < nslot; i++)
+      if (slot[i] >= 0) task_step(&task[slot[i]], sh);
+    if (*sh->stop) { st = SBG_ERR_INTERRUPTED; break; } /* ctx->errbuf set by sbg_poll */
+    for (int32_t i = 0; i < nslot; i++) {
+      if (slot[i] < 0 || !task[slot[i]].done) continue;
+      ml_task *t = &task[slot[i]];
+      if (t->st != SBG_OK && st == SBG_OK) st = sbg_fail(ctx, t->st, "cannot allocate a multilevel sample");
+      task_free(t);
+      worked += t->k;
+      slot[i] = -1;
+      active--;
+    }
+    if (st != SBG_OK) break;
+    sh->done = worked / work;
+    st = sbg_poll(ctx, sh->done);
+    if (st != SBG_OK) break;
+  }
+  free(slot);
+  return st;
+}
+
+/* The rulers with the members' moves on the GPU: every ruler's first step
+ * (its plain sets and first sample) on the CPU's threads; then waves of
+ * the rulers that climb, as many as the device holds, a level of all of a
+ * wave's rulers per pass (the device moves and scores, the host takes the
+ * levels, as on the CPU). */
+static sbg_status run_gpu(ml_task *task, int32_t n_task, ml_shared *sh, int nth) {
+  sbg_status st = SBG_OK;
+  sbg_ctx *ctx = sh->ctx;
+  int32_t n = sh->p->sample_size, n_climb = 0;
+  size_t free_bytes = 0;
+  sbg_gsea_ml_gpu *gpu = NULL;
+  int32_t *climb = malloc((size_t)n_task * sizeof(int32_t)), *act = malloc((size_t)n_task * sizeof(int32_t));
+  int32_t *wk = malloc((size_t)n_task * sizeof(int32_t)), *wdir = malloc((size_t)n_task * sizeof(int32_t));
+  int32_t **wpop = malloc((size_t)n_task * sizeof(int32_t *));
+  const sbg_philox **wrng = malloc((size_t)n_task * sizeof(sbg_philox *));
+  const int32_t **map = malloc((size_t)n_task * sizeof(int32_t *));
+  double **score = malloc((size_t)n_task * sizeof(double *)), *level = malloc((size_t)n_task * sizeof(double));
+  if (!climb || !act || !wk || !wdir || !wpop || !wrng || !map || !score || !level) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the multilevel work space");
+    goto done;
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nth)
+  for (int32_t i = 0; i < n_task; i++) task_step(&task[i], sh);
+  for (int32_t i = 0; i < n_task; i++) {
+    ml_task *t = &task[i];
+    if (t->st != SBG_OK && st == SBG_OK) st = sbg_fail(ctx, t->st, "cannot allocate a multilevel sample");
+    if (t->done) task_free(t);
+    else climb[n_climb++] = i;
+  }
+  if (st != SBG_OK || n_climb == 0) goto done;
+  SBG_TRY_ML(sbg_poll(ctx, 0.0));
+  SBG_TRY_ML(sbg_gsea_ml_gpu_open(ctx->device, sh->G, sh->w[0], sh->w[1], n, sh->p->moves, &free_bytes, &gpu, ctx));
+  {
+    double work = 0, worked = 0;
+    size_t budget = free_bytes / 2;
+    const char *e = getenv("SYSBIOGPU_GSEA_ML_WAVE_BYTES"); /* tests: waves of one ruler */
+    if (e && *e) budget = (size_t)strtoull(e, NULL, 10);
+    for (int32_t i = 0; i < n_climb; i++) work += task[climb[i]].k;
+    for (int32_t first = 0; first < n_climb;) {
+      /* a wave: the next rulers (largest sizes first) while they fit */
+      int32_t R = 0;
+      size_t bytes = 0;
+      while (first + R < n_climb) {
+        ml_task *t = &task[climb[first + R]];
+        size_t b = sbg_gsea_ml_gpu_ruler_bytes(n, t->k);
+        if (R > 0 && bytes + b > budget) break;
+        wk[R] = t->k;
+        wdir[R] = t->dir;
+        wpop[R] = t->pop;
+        wrng[R] = t->mrng;
+        bytes += b;
+        R++;
+      }
+      SBG_TRY_ML(sbg_gsea_ml_gpu_load(gpu, R, wk, wdir, wpop, wrng, ctx));
+      for (int32_t r = 0; r < R; r++) task[climb[first + r]].resampled = 0; /* the host copied before the load */
+      for (;;) {
+        int32_t A = 0;
+        for (int32_t r = 0; r < R; r++) {
+          ml_task *t = &task[climb[first + r]];
+          if (t->done) continue;
+          act[A] = r;
+          level[A] = t->level;
+          map[A] = t->resampled ? t->tmp : NULL;
+          score[A] = t->score;
+          A++;
+        }
+        if (A == 0) break;
+        SBG_TRY_ML(sbg_gsea_ml_gpu_level(gpu, A, act, level, map, score, worked / work, ctx));
+        for (int32_t a = 0; a < A; a++) {
+          ml_task *t = &task[climb[first + act[a]]];
+          t->resampled = 0;
+          next_level(sh, t);
+          if (t->done) {
+            task_free(t);
+            worked += t->k;
+          }
+        }
+      }
+      first += R;
+    }
+  }
+done:
+  sbg_gsea_ml_gpu_close(gpu);
+  free(climb); free(act); free(wk); free(wdir); free(wpop); free(wrng); free(map); free(score); free(level);
+  return st;
+}
+
+sbg_status sbg_gsea_multilevel(const sbg_gsea_ml_input *in, const sbg_gsea_ml_params *p, sbg_gsea_ml_result *out,
+                               sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   int32_t G = in->n_genes, S = in->n_sets;
   int nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
@@ -520,9 +650,8 @@ sbg_status sbg_gsea_multilevel_cpu(const sbg_gsea_ml_input *in, const sbg_gsea_m
   ml_key *key = malloc((size_t)(S > 0 ? S : 1) * sizeof(ml_key));
   int32_t *order = malloc((size_t)(S > 0 ? S : 1) * sizeof(int32_t));
   ml_task *task = malloc((size_t)(S > 0 ? S : 1) * sizeof(ml_task));
-  int32_t nslot = nth * ML_SLOTS, *slot = malloc((size_t)nslot * sizeof(int32_t));
   int32_t n_task = 0;
-  if (!wf || !wb || !x || !key || !order || !task || !slot) {
+  if (!wf || !wb || !x || !key || !order || !task) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the multilevel work space");
     goto done;
   }
@@ -538,38 +667,12 @@ sbg_status sbg_gsea_multilevel_cpu(const sbg_gsea_ml_input *in, const sbg_gsea_m
   qsort(key, (size_t)S, sizeof(ml_key), cmp_key);
   n_task = make_tasks(key, S, order, task);
   qsort(task, (size_t)n_task, sizeof(ml_task), cmp_task);
-
-  double work = 0, worked = 0;
-  for (int32_t i = 0; i < n_task; i++) work += task[i].k;
-  int32_t next = 0, active = 0;
-  for (int32_t i = 0; i < nslot; i++) slot[i] = -1;
-  for (;;) {
-    for (int32_t i = 0; i < nslot; i++)
-      if (slot[i] < 0 && next < n_task) { slot[i] = next++; active++; }
-    if (active == 0) break;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nth)
-    for (int32_t i = 0; i < nslot; i++)
-      if (slot[i] >= 0) task_step(&task[slot[i]], &sh);
-    if (stop) { st = SBG_ERR_INTERRUPTED; goto done; } /* ctx->errbuf set by sbg_poll */
-    for (int32_t i = 0; i < nslot; i++) {
-      if (slot[i] < 0 || !task[slot[i]].done) continue;
-      ml_task *t = &task[slot[i]];
-      if (t->st != SBG_OK && st == SBG_OK) st = sbg_fail(ctx, t->st, "cannot allocate a multilevel sample");
-      task_free(t);
-      worked += t->k;
-      slot[i] = -1;
-      active--;
-    }
-    if (st != SBG_OK) goto done;
-    sh.done = worked / work;
-    st = sbg_poll(ctx, sh.done);
-    if (st != SBG_OK) goto done;
-  }
+  if (p->gpu && p->sample_size <= SBG_GSEA_ML_GPU_MAX_SAMPLE) st = run_gpu(task, n_task, &sh, nth);
+  else st = run_cpu(task, n_task, &sh, nth);
 
 done:
-  if (slot && task)
-    for (int32_t i = 0; i < nslot; i++)
-      if (slot[i] >= 0) task_free(&task[slot[i]]);
-  free(wf); free(wb); free(x); free(key); free(order); free(task); free(slot);
+  if (task)
+    for (int32_t i = 0; i < n_task; i++) task_free(&task[i]);
+  free(wf); free(wb); free(x); free(key); free(order); free(task);
   return st;
 }

@@ -11,7 +11,7 @@
 
 /* data = list(metric (double, rank order), weight, start (S + 1), pos
  * (0-based rank positions)); params = list(seed, sampleSize, nSign, moves, eps);
- * run = run_list() (threads, verbose; the CPU only).  Returns list(pval, log2err, es, levels). */
+ * run = run_list() (threads, verbose, gpu, devices: the first moves the members).  Returns list(pval, log2err, es, levels). */
 SEXP ffi_gsea_multilevel(SEXP data, SEXP params, SEXP run) {
   int nprot = 0;
   sbg_gsea_ml_input in;
@@ -46,6 +46,7 @@ SEXP ffi_gsea_multilevel(SEXP data, SEXP params, SEXP run) {
 
   sbg_run rn;
   sbg_run_decode(run, &rn);
+  p.gpu = rn.gpu;
   sbg_ctx ctx;
   sbg_progress pr;
   sbg_ctx_from_run(&ctx, &pr, &rn, "rapidGSEA multilevel p-values");
@@ -58,7 +59,7 @@ SEXP ffi_gsea_multilevel(SEXP data, SEXP params, SEXP run) {
   SET_VECTOR_ELT(ans, 3, Rf_allocVector(INTSXP, in.n_sets));
   sbg_gsea_ml_result out = {REAL(VECTOR_ELT(ans, 0)), REAL(VECTOR_ELT(ans, 1)), REAL(VECTOR_ELT(ans, 2)),
                             INTEGER(VECTOR_ELT(ans, 3))};
-  sbg_status st = sbg_gsea_multilevel_cpu(&in, &p, &out, &ctx);
+  sbg_status st = sbg_gsea_multilevel(&in, &p, &out, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) {
     char msg[SBG_ERRBUF];

@@ -8,6 +8,7 @@
 #ifndef SBG_GSEA_MULTILEVEL_CORE_H
 #define SBG_GSEA_MULTILEVEL_CORE_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "gsea_math.h"
@@ -35,6 +36,13 @@ typedef struct ml_frame {
   double q1;          /* 1 / (G - k) */
   double level;
 } ml_frame;
+
+/* Blocks of rank positions of a ruler of size k: about sqrt(k), of about
+ * sqrt(k) members each. */
+GSEA_HD int32_t ml_n_blocks(int32_t k) {
+  int32_t nb = (int32_t)sqrt((double)k);
+  return nb < 1 ? 1 : nb;
+}
 
 /* The moves of a level: kept swaps wanted in all (`target`), proposals at
  * most (`cap`) and proposals per member and round (`per`). */

@@ -34,7 +34,7 @@ ml_exact_p <- function(ex, j) {
 # tiny lists the few most extreme subsets can be cut off from each other by
 # single swaps, and the Markov chain cannot cross between them).
 ml_vs_exact <- function(G, k, q, seeds, min_tail = 12, n_pick = 16, list_seed = 1,
-                        sampleSize = formals(rapidGSEA)$sampleSize) {
+                        sampleSize = formals(rapidGSEA)$sampleSize, backend = "cpu") {
   set.seed(list_seed)
   m <- sort(stats::rnorm(G), decreasing = TRUE)
   names(m) <- paste0("g", seq_len(G))
@@ -46,7 +46,7 @@ ml_vs_exact <- function(G, k, q, seeds, min_tail = 12, n_pick = 16, list_seed = 
   sets <- stats::setNames(lapply(pick, function(j) names(m)[ex$sub[, j]]), paste0("s", pick))
   do.call(rbind, lapply(seeds, function(seed) {
     r <- rapidGSEA(m, geneSets = sets, nperm = 1000, minSize = k, maxSize = k, weight = q, seed = seed,
-                   sampleSize = sampleSize, backend = "cpu", threads = 1, verbose = FALSE)
+                   sampleSize = sampleSize, backend = backend, threads = 1, verbose = FALSE)
     data.frame(seed = seed, exact = ep[pick], ml = r$pval, err = r$log2err, ES = r$ES, es_ref = ex$es[pick])
   }))
 }
@@ -270,4 +270,60 @@ test_that("Ctrl-C stops a long multilevel run", {
                "interrupted by the user", class = "sysbioGPU_error_interrupted")
   expect_lt(as.numeric(difftime(Sys.time(), t0, units = "secs")), 10)
   expect_length(philoxDraws(3, 1), 3)
+})
+
+# ---- the members' moves on a GPU (src/gsea/gsea_multilevel_gpu.cu) ----
+
+test_that("GPU multilevel p are the CPU's, bit for bit (sample sizes, weights, eps, waves)", {
+  skip_if_no_gpu()
+  d <- ml_list()
+  run <- function(backend, seed = 3, ...) {
+    rapidGSEA(d$r, geneSets = d$sets, nperm = 500, seed = seed, backend = backend, threads = 2, verbose = FALSE, ...)
+  }
+  for (args in list(list(), list(sampleSize = 51), list(weight = 0), list(weight = 2, seed = 8),
+                    list(eps = 1e-12))) {
+    a <- do.call(run, c(list("cpu"), args))
+    g <- do.call(run, c(list("gpu"), args))
+    expect_identical(attr(g, "backend"), "gpu")
+    expect_identical(g$pval, a$pval)
+    expect_identical(g$log2err, a$log2err)
+    expect_true(min(a$pval) < 1e-6) # the rulers climbed many levels
+  }
+  # every ruler in a wave of its own: the same table
+  withr_env <- Sys.getenv("SYSBIOGPU_GSEA_ML_WAVE_BYTES")
+  Sys.setenv(SYSBIOGPU_GSEA_ML_WAVE_BYTES = "1")
+  on.exit(Sys.setenv(SYSBIOGPU_GSEA_ML_WAVE_BYTES = withr_env), add = TRUE)
+  w <- run("gpu")
+  expect_identical(w$pval, run("cpu")$pval)
+})
+
+test_that("GPU multilevel p against exact enumeration of tiny lists: the CPU's p", {
+  skip_if_no_gpu()
+  g <- rbind(ml_vs_exact(G = 16, k = 4, q = 1, seeds = 1:3, backend = "gpu"),
+             ml_vs_exact(G = 16, k = 5, q = 2, seeds = 1:3, list_seed = 2, backend = "gpu"))
+  a <- rbind(ml_vs_exact(G = 16, k = 4, q = 1, seeds = 1:3),
+             ml_vs_exact(G = 16, k = 5, q = 2, seeds = 1:3, list_seed = 2))
+  expect_identical(g$ml, a$ml)
+  expect_identical(g$err, a$err)
+  ml_check_exact(g)
+})
+
+test_that("Ctrl-C stops a long multilevel run on the GPU, which stays usable", {
+  skip_if_no_gpu()
+  skip_on_os("windows")
+  set.seed(4)
+  G <- 20000L
+  m <- sort(stats::rnorm(G), decreasing = TRUE)
+  sizes <- 200:259
+  pos <- unlist(lapply(sizes, function(k) sample(3000L, k) - 1L))
+  interrupt_after(1)
+  t0 <- Sys.time()
+  expect_error(sysbioGPU:::gsea_multilevel(m, 1, c(0L, cumsum(sizes)), pos, seed = 1, eps = 0, sampleSize = 101L,
+                                           threads = 2L, gpu = TRUE),
+               "interrupted by the user", class = "sysbioGPU_error_interrupted")
+  expect_lt(as.numeric(difftime(Sys.time(), t0, units = "secs")), 10)
+  d <- ml_list()
+  g <- rapidGSEA(d$r, geneSets = d$sets, nperm = 500, seed = 3, backend = "gpu", verbose = FALSE)
+  expect_identical(g$pval, rapidGSEA(d$r, geneSets = d$sets, nperm = 500, seed = 3, backend = "cpu", threads = 2,
+                                     verbose = FALSE)$pval)
 })
