@@ -66,7 +66,13 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   (\eqn{\psi_1(c) - \psi_1(n+1)} each) and the sign fraction; it is
 #'   `NA` where `pval` is a bound (`eps` reached, or no random set could
 #'   reach the ES). Each size and sign draws from its own Philox
-#'   subsequence of `seed`, so threads do not change the result. `NES`,
+#'   subsequence of `seed`, and each member of its sample its moves, so
+#'   neither threads nor the backend change the result. With `backend =
+#'   "gpu"` a warp of the first GPU moves each member (samples of up to
+#'   2,047; larger ones move on the CPU), the host's threads keep the
+#'   levels, and the last few sizes to climb finish on the host's threads,
+#'   where a level of a few sizes is faster; the p-values are those of the
+#'   CPU, bit for bit. `NES`,
 #'   `FDR` and `FWER` still come from the `nperm` gene permutations. In
 #'   tiny lists (tens of genes) the few most extreme sets of a size may be
 #'   out of reach of single swaps from each other, and their p-values are

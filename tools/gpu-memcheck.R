@@ -25,6 +25,18 @@ pc <- rapidGSEA(rk, geneSets = gs, nperm = 4000, seed = 1, backend = "cpu", pval
 cols <- c("ES", "NES", "pval", "FDR", "FWER")
 same("rapidGSEA preranked GPU == CPU (table)", identical(as.data.frame(pg)[cols], as.data.frame(pc)[cols]))
 
+# rapidGSEA: multilevel p-values with the members' moves on the device
+# (gsea_multilevel_gpu.cu), then the same on the CPU
+# on a list where three sets are shifted, so that their sizes climb levels
+rs <- rk
+rs[gs$s1] <- rs[gs$s1] - 2
+rs[gs$s3] <- rs[gs$s3] + 1.5
+rs[gs$s4] <- rs[gs$s4] + 0.5
+mg <- rapidGSEA(rs, geneSets = gs, nperm = 500, seed = 1, backend = "gpu", sampleSize = 51, verbose = FALSE)
+mc <- rapidGSEA(rs, geneSets = gs, nperm = 500, seed = 1, backend = "cpu", sampleSize = 51, verbose = FALSE)
+same("rapidGSEA multilevel GPU == CPU (pval)", identical(mg$pval, mc$pval) && identical(mg$log2err, mc$log2err) &&
+       min(mc$pval) < 1e-8)
+
 # pbnSteadyState: the new sample size from the chains' spread, GPU engine
 net <- readPBN(ex("pbn-example.bnet"))
 g <- pbnSteadyState(net, c(Apoptosis = TRUE), p = 0.01, r = 0.01, seed = 2, backend = "gpu", verbose = FALSE)

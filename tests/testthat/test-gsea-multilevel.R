@@ -254,21 +254,26 @@ test_that("multilevel with phenotype permutations and a bad eps are classed inpu
 
 # ---- interrupts ----
 
-test_that("Ctrl-C stops a long multilevel run", {
-  skip_on_os("windows")
-  # 60 sizes of sets drawn from the top 15% of 20,000 genes: p ~ 1e-100,
-  # hundreds of levels per size, minutes of work unless interrupted
+# A long multilevel run (60 sizes of sets drawn from the top 15% of 20,000
+# genes: p ~ 1e-100, hundreds of levels per size, minutes of work) stopped
+# by an interrupt `after` seconds in: a classed error within 10 s.
+ml_expect_interrupt <- function(after, gpu = FALSE) {
   set.seed(4)
   G <- 20000L
   m <- sort(stats::rnorm(G), decreasing = TRUE)
   sizes <- 200:259
   pos <- unlist(lapply(sizes, function(k) sample(3000L, k) - 1L))
-  interrupt_after(0.5)
+  interrupt_after(after)
   t0 <- Sys.time()
   expect_error(sysbioGPU:::gsea_multilevel(m, 1, c(0L, cumsum(sizes)), pos, seed = 1, eps = 0, sampleSize = 101L,
-                                           threads = 2L),
+                                           threads = 2L, gpu = gpu),
                "interrupted by the user", class = "sysbioGPU_error_interrupted")
   expect_lt(as.numeric(difftime(Sys.time(), t0, units = "secs")), 10)
+}
+
+test_that("Ctrl-C stops a long multilevel run", {
+  skip_on_os("windows")
+  ml_expect_interrupt(0.5)
   expect_length(philoxDraws(3, 1), 3)
 })
 
@@ -290,11 +295,14 @@ test_that("GPU multilevel p are the CPU's, bit for bit (sample sizes, weights, e
     expect_true(min(a$pval) < 1e-6) # the rulers climbed many levels
   }
   # every ruler in a wave of its own: the same table
-  withr_env <- Sys.getenv("SYSBIOGPU_GSEA_ML_WAVE_BYTES")
+  old <- Sys.getenv("SYSBIOGPU_GSEA_ML_WAVE_BYTES", unset = NA)
+  on.exit(if (is.na(old)) Sys.unsetenv("SYSBIOGPU_GSEA_ML_WAVE_BYTES") else
+    Sys.setenv(SYSBIOGPU_GSEA_ML_WAVE_BYTES = old), add = TRUE)
   Sys.setenv(SYSBIOGPU_GSEA_ML_WAVE_BYTES = "1")
-  on.exit(Sys.setenv(SYSBIOGPU_GSEA_ML_WAVE_BYTES = withr_env), add = TRUE)
-  w <- run("gpu")
-  expect_identical(w$pval, run("cpu")$pval)
+  a <- run("cpu")
+  g <- run("gpu")
+  expect_identical(g$pval, a$pval)
+  expect_identical(g$log2err, a$log2err)
 })
 
 test_that("GPU multilevel p against exact enumeration of tiny lists: the CPU's p", {
@@ -311,17 +319,7 @@ test_that("GPU multilevel p against exact enumeration of tiny lists: the CPU's p
 test_that("Ctrl-C stops a long multilevel run on the GPU, which stays usable", {
   skip_if_no_gpu()
   skip_on_os("windows")
-  set.seed(4)
-  G <- 20000L
-  m <- sort(stats::rnorm(G), decreasing = TRUE)
-  sizes <- 200:259
-  pos <- unlist(lapply(sizes, function(k) sample(3000L, k) - 1L))
-  interrupt_after(1)
-  t0 <- Sys.time()
-  expect_error(sysbioGPU:::gsea_multilevel(m, 1, c(0L, cumsum(sizes)), pos, seed = 1, eps = 0, sampleSize = 101L,
-                                           threads = 2L, gpu = TRUE),
-               "interrupted by the user", class = "sysbioGPU_error_interrupted")
-  expect_lt(as.numeric(difftime(Sys.time(), t0, units = "secs")), 10)
+  ml_expect_interrupt(1, gpu = TRUE)
   d <- ml_list()
   g <- rapidGSEA(d$r, geneSets = d$sets, nperm = 500, seed = 3, backend = "gpu", verbose = FALSE)
   expect_identical(g$pval, rapidGSEA(d$r, geneSets = d$sets, nperm = 500, seed = 3, backend = "cpu", threads = 2,
