@@ -1,7 +1,11 @@
 /* R side of the engine context: interrupts, progress, errors (glue.h). */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "glue.h"
 #include "threads.h"
@@ -206,4 +210,17 @@ void sbg_stop(sbg_status st, const char *msg) {
   Rf_eval(call, ns);
   UNPROTECT(5); /* # nocov: stop_engine() never returns */
   Rf_error("%s", msg);
+}
+
+/* 62 MB of lassieSimulate output (8,192 species x 1,000 times): the first
+ * touch took 14 ms of page faults and the copy from the GPU 22 ms on the
+ * GPU machine, 10 and 5 ms with this hint (BENCHMARKS.md, issue 17). */
+void sbg_hint_huge_pages(void *p, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, b = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
+  if (bytes >= ((size_t)4 << 20) && b > a) (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
 }

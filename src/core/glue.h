@@ -60,6 +60,12 @@ void sbg_ctx_setup(sbg_ctx *ctx, sbg_progress *pr, int threads, const int *devic
 /* The same from a decoded run. */
 void sbg_ctx_from_run(sbg_ctx *ctx, sbg_progress *pr, const sbg_run *r, const char *label);
 
+/* Asks Linux to back a large buffer that nothing has touched yet (an R
+ * vector just allocated) with transparent huge pages, where the system
+ * leaves that to madvise: its first touch then faults once per 2 MB
+ * instead of once per 4 KB.  A hint; nothing happens elsewhere. */
+void sbg_hint_huge_pages(void *p, size_t bytes);
+
 /* Ends the progress display (call on every path, before sbg_stop()). */
 void sbg_progress_end(sbg_progress *pr);
 

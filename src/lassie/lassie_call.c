@@ -151,6 +151,7 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   } else {
     out = REAL(PROTECT(Rf_allocVector(REALSXP, block * p.n_sims))); nprot++;
   }
+  sbg_hint_huge_pages(out, sizeof(double) * (size_t)block * (size_t)p.n_sims);
   SEXP stats = PROTECT(Rf_allocMatrix(REALSXP, SBG_LASSIE_N_STATS, p.n_sims)); nprot++;
   SEXP status = PROTECT(Rf_allocVector(INTSXP, p.n_sims)); nprot++;
   char *msgs = (char *)R_alloc((size_t)p.n_sims, SBG_LASSIE_MSG);
