@@ -70,9 +70,9 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   neither threads nor the backend change the result. With `backend =
 #'   "gpu"` a warp of the first GPU moves each member (samples of up to
 #'   2,047; larger ones move on the CPU), the host's threads keep the
-#'   levels, and the last few sizes to climb finish on the host's threads,
-#'   where a level of a few sizes is faster; the p-values are those of the
-#'   CPU, bit for bit. `NES`,
+#'   levels, and with at most 6 host `threads` the GPU draws the random sets
+#'   of the sign fraction too; the p-values are those of the CPU, bit for
+#'   bit. `NES`,
 #'   `FDR` and `FWER` still come from the `nperm` gene permutations. In
 #'   tiny lists (tens of genes) the few most extreme sets of a size may be
 #'   out of reach of single swaps from each other, and their p-values are

@@ -24,7 +24,13 @@
  * own, so the levels a ruler goes through do not depend on the threads;
  * threads without a ruler of their own take members' moves (the rulers of
  * the smallest p climb last).  The calling thread polls between rounds of
- * levels and within the moves. */
+ * levels and within the moves.
+ *
+ * With a GPU (p->gpu) the members' moves of all climbing rulers run there,
+ * and, when the host has few threads, the plain random sets of every size
+ * are drawn there too, a thread per size (gsea_multilevel_gpu.cu); both use
+ * gsea_multilevel_core.h, the code this file runs on the CPU, so the
+ * p-values are the same bits. */
 #include <math.h>
 #include <time.h>
 #include <stdlib.h>
@@ -48,6 +54,10 @@
 #define ML_MEMBER_KEY(seed) ((seed) ^ 0x6d656d62657273ull)
 /* members per task of a round's moves (idle threads take tasks) */
 #define ML_MEMBER_GRAIN 8
+/* host threads up to which the plain random sets are drawn on the GPU (a
+ * thread per size there): on the H100 machine, C2's took the device about
+ * 0.66 s, 16 host threads 0.26 s and 2 about 2.1 s (BENCHMARKS.md) */
+#define ML_GPU_PLAIN_THREADS 6
 
 /* One ruler: the sets of one size in one tail (dir 0: ES >= 0, scored on
  * the list; dir 1: ES < 0, scored on the reversed list). */
@@ -123,18 +133,6 @@ static int ml_stopped(const ml_shared *sh) {
 /* ---------------------------------------------------------------------- */
 /* Scores */
 
-/* Broad's signed ES (gsea_es_hit, the engines' rule). */
-static double es_signed(const int32_t *pos, int32_t k, const double *w, int32_t G) {
-  double nr = 0;
-  for (int32_t i = 0; i < k; i++) nr += w[pos[i]];
-  int unit = nr == 0;
-  double inv_nr = 1.0 / (unit ? (double)k : nr), inv_nmiss = 1.0 / ((double)G - (double)k);
-  gsea_es_state s;
-  gsea_es_init(&s);
-  for (int32_t i = 0; i < k; i++) gsea_es_hit(&s, pos[i], unit ? 1.0 : w[pos[i]], inv_nr, inv_nmiss);
-  return s.best;
-}
-
 /* sum_{i=c}^{n} 1/i = psi(n + 1) - psi(c), and of 1/i^2 = psi1(c) - psi1(n + 1). */
 static double harm(int32_t c, int32_t n) {
   double s = 0;
@@ -156,26 +154,6 @@ static int cmp_double(const void *a, const void *b) {
 static int cmp_i32(const void *a, const void *b) {
   int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
   return (x > y) - (x < y);
-}
-
-/* A uniform random k-subset of [0, G) in ascending order (Floyd's
- * algorithm: k draws, then the bit set read in order; bits is all zero on
- * entry and on return). */
-static void draw_set(sbg_philox *r, int32_t G, int32_t k, uint64_t *bits, int32_t *out) {
-  for (int32_t j = G - k; j < G; j++) {
-    int32_t t = (int32_t)sbg_philox_below(r, (uint32_t)j + 1u);
-    if (bits[t >> 6] >> (t & 63) & 1u) t = j;
-    bits[t >> 6] |= (uint64_t)1 << (t & 63);
-  }
-  int32_t n = 0;
-  for (int32_t i = 0; i < (G + 63) / 64; i++) {
-    uint64_t v = bits[i];
-    while (v) {
-      out[n++] = i * 64 + __builtin_ctzll(v);
-      v &= v - 1;
-    }
-    bits[i] = 0;
-  }
 }
 
 /* ---------------------------------------------------------------------- */
@@ -369,34 +347,39 @@ static int task_alloc(ml_task *t, int32_t n, int32_t G) {
          t->mrng && t->kept;
 }
 
-/* The n_sign plain random sets of one size, for its rulers t[0..nt) (its
- * tails; both draw the same sets): their ES+ in each ruler's frame
- * (t->plain, unsorted) and the count of the ruler's sign (t->m_sign).
- * Returns 0 when out of memory. */
-static int plain_sets(ml_task *const *t, int nt, const ml_shared *sh) {
-  int32_t k = t[0]->k, G = sh->G, N = sh->p->n_sign;
-  uint64_t *bits = calloc((size_t)(G + 63) / 64, sizeof(uint64_t));
-  int32_t *set = malloc((size_t)k * sizeof(int32_t)), *mirror = malloc((size_t)k * sizeof(int32_t));
-  int ok = bits && set && mirror;
+/* Buffers of the plain random sets of one size, for its rulers t[0..nt)
+ * (its tails): plain[dir] (n_sign each) of those there are.  Returns 0
+ * when out of memory. */
+static int plain_alloc(ml_task *const *t, int nt, int32_t N, double **plain) {
+  int ok = 1;
+  plain[0] = plain[1] = NULL;
   for (int j = 0; j < nt; j++) {
     t[j]->plain = malloc((size_t)N * sizeof(double));
+    plain[t[j]->dir] = t[j]->plain;
     ok = ok && t[j]->plain;
   }
+  return ok;
+}
+
+/* The Philox stream of a size's plain random sets (the same for both tails). */
+static void plain_stream(sbg_philox *r, uint64_t seed, int32_t k) {
+  sbg_philox_init(r, ML_KEY(seed), (uint64_t)k * 4u + 2u, 0);
+}
+
+/* The n_sign plain random sets of one size, for its rulers t[0..nt) (its
+ * tails): their ES+ in each ruler's frame (t->plain, unsorted) and the
+ * count of the ruler's sign (t->m_sign).  Returns 0 when out of memory. */
+static int plain_sets(ml_task *const *t, int nt, const ml_shared *sh) {
+  int32_t k = t[0]->k, G = sh->G, N = sh->p->n_sign, m[2];
+  uint64_t *bits = calloc((size_t)(G + 63) / 64, sizeof(uint64_t));
+  int32_t *set = malloc((size_t)k * sizeof(int32_t)), *mirror = malloc((size_t)k * sizeof(int32_t));
+  double *plain[2];
+  int ok = plain_alloc(t, nt, N, plain) && bits && set && mirror;
   if (ok) {
     sbg_philox r;
-    sbg_philox_init(&r, ML_KEY(sh->p->seed), (uint64_t)k * 4u + 2u, 0);
-    for (int j = 0; j < nt; j++) t[j]->m_sign = 0;
-    for (int32_t i = 0; i < N; i++) {
-      draw_set(&r, G, k, bits, set);
-      double es = es_signed(set, k, sh->w[0], G);
-      if (t[nt - 1]->dir) /* the same set on the reversed list */
-        for (int32_t j = 0; j < k; j++) mirror[j] = G - 1 - set[k - 1 - j];
-      for (int j = 0; j < nt; j++) {
-        int dir = t[j]->dir;
-        t[j]->m_sign += dir == 0 ? es >= 0 : es <= 0;
-        t[j]->plain[i] = ml_es_plus(dir ? mirror : set, k, sh->w[dir], G);
-      }
-    }
+    plain_stream(&r, sh->p->seed, k);
+    ml_plain_sets(&r, G, k, N, sh->w[0], sh->w[1], bits, set, mirror, plain, m);
+    for (int j = 0; j < nt; j++) t[j]->m_sign = m[t[j]->dir];
   }
   free(bits); free(set); free(mirror);
   return ok;
@@ -435,7 +418,7 @@ static void task_start(ml_task *t, const ml_shared *sh) {
   }
   sbg_philox_init(&t->rng, ML_KEY(sh->p->seed), (uint64_t)k * 4u + (uint64_t)t->dir, 0);
   for (int32_t e = 0; e < n; e++) {
-    draw_set(&t->rng, G, k, t->bits, t->pop + (size_t)e * k);
+    ml_draw_set(&t->rng, G, k, t->bits, t->pop + (size_t)e * k);
     t->score[e] = ml_es_plus(t->pop + (size_t)e * k, k, sh->w[t->dir], G);
     /* subsequence: ruler (size, tail), then member */
     sbg_philox_init(&t->mrng[e], ML_MEMBER_KEY(sh->p->seed), ((uint64_t)k * 2u + (uint64_t)t->dir) << 32 | (uint64_t)e, 0);
@@ -495,7 +478,7 @@ static int score_sets(const sbg_gsea_ml_input *in, const ml_shared *sh, ml_key *
     int32_t k = in->set_start[s + 1] - in->set_start[s];
     memcpy(buf, in->set_pos + in->set_start[s], (size_t)k * sizeof(int32_t));
     qsort(buf, (size_t)k, sizeof(int32_t), cmp_i32);
-    double es = es_signed(buf, k, sh->w[0], G);
+    double es = ml_es_signed(buf, k, sh->w[0], G);
     int dir = es < 0;
     if (dir) { /* mirrored positions, ascending */
       for (int32_t i = 0; i < k / 2; i++) {
@@ -539,15 +522,45 @@ static int cmp_task(const void *a, const void *b) {
   return x->dir - y->dir;
 }
 
+/* Every size's plain random sets on the GPU (group[g]: the first task of
+ * size g). */
+static sbg_status plain_gpu(ml_task *task, const int32_t *group, int32_t n_group, ml_shared *sh) {
+  sbg_status st = SBG_OK;
+  int32_t N = sh->p->n_sign;
+  int32_t *k = malloc((size_t)n_group * sizeof(int32_t)), *m = malloc((size_t)n_group * 2 * sizeof(int32_t));
+  sbg_philox *stream = malloc((size_t)n_group * sizeof(sbg_philox));
+  double **plain = malloc((size_t)n_group * 2 * sizeof(double *));
+  int ok = k && m && stream && plain;
+  for (int32_t g = 0; ok && g < n_group; g++) {
+    ml_task *t[2] = {&task[group[g]], &task[group[g + 1] - 1]};
+    k[g] = t[0]->k;
+    plain_stream(&stream[g], sh->p->seed, k[g]);
+    ok = plain_alloc(t, group[g + 1] - group[g], N, plain + 2 * g);
+  }
+  if (!ok) st = sbg_fail(sh->ctx, SBG_ERR_ALLOC, "cannot allocate the multilevel plain sets");
+  else st = sbg_gsea_ml_gpu_plain(sh->ctx->device, sh->G, sh->w[0], sh->w[1], N, n_group, k, stream, plain, m,
+                                  sh->ctx);
+  for (int32_t g = 0; st == SBG_OK && g < n_group; g++)
+    for (int32_t i = group[g]; i < group[g + 1]; i++) task[i].m_sign = m[2 * g + task[i].dir];
+  free(k); free(m); free(stream); free(plain);
+  return st;
+}
+
 /* Every size's plain random sets, the sizes in parallel (the tasks are in
- * order of size, a size's tails next to each other). */
-static sbg_status plain_phase(ml_task *task, int32_t n_task, ml_shared *sh, int nth) {
+ * order of size, a size's tails next to each other), on the CPU's threads
+ * or the GPU. */
+static sbg_status plain_phase(ml_task *task, int32_t n_task, ml_shared *sh, int nth, int gpu) {
   int32_t *group = malloc((size_t)(n_task + 1) * sizeof(int32_t)), n_group = 0;
   int failed = 0;
   if (!group) return sbg_fail(sh->ctx, SBG_ERR_ALLOC, "cannot allocate the multilevel work space");
   for (int32_t i = 0; i < n_task; i++)
     if (i == 0 || task[i].k != task[i - 1].k) group[n_group++] = i;
   group[n_group] = n_task;
+  if (gpu) { /* one thread per size on the device */
+    sbg_status st = plain_gpu(task, group, n_group, sh);
+    free(group);
+    return st == SBG_OK ? sbg_poll(sh->ctx, 0.0) : st;
+  }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nth) reduction(| : failed)
   for (int32_t g = 0; g < n_group; g++) {
     if (ml_stopped(sh)) continue;
@@ -723,9 +736,10 @@ sbg_status sbg_gsea_multilevel(const sbg_gsea_ml_input *in, const sbg_gsea_ml_pa
   qsort(key, (size_t)S, sizeof(ml_key), cmp_key);
   n_task = make_tasks(key, S, order, task);
   qsort(task, (size_t)n_task, sizeof(ml_task), cmp_task);
-  st = plain_phase(task, n_task, &sh, nth);
+  int gpu = p->gpu && p->sample_size <= SBG_GSEA_ML_GPU_MAX_SAMPLE;
+  st = plain_phase(task, n_task, &sh, nth, gpu && nth <= ML_GPU_PLAIN_THREADS);
   if (st != SBG_OK) goto done;
-  if (p->gpu && p->sample_size <= SBG_GSEA_ML_GPU_MAX_SAMPLE) st = run_gpu(task, n_task, &sh, nth);
+  if (gpu) st = run_gpu(task, n_task, &sh, nth);
   else st = run_cpu(task, n_task, &sh, nth);
 
 done:

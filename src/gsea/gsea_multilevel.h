@@ -44,6 +44,13 @@ typedef struct sbg_gsea_ml_result {
 sbg_status sbg_gsea_multilevel(const sbg_gsea_ml_input *in, const sbg_gsea_ml_params *p, sbg_gsea_ml_result *out,
                                sbg_ctx *ctx);
 
+/* The N plain random sets of n_size sizes k[] on a GPU, from the streams
+ * stream[] (one per size): plain[2 s + d] (N, NULL: tail d not wanted) and
+ * m[2 s + d], as ml_plain_sets() on the CPU. */
+sbg_status sbg_gsea_ml_gpu_plain(int device, int32_t G, const double *w0, const double *w1, int32_t N,
+                                 int32_t n_size, const int32_t *k, const sbg_philox *stream, double *const *plain,
+                                 int32_t *m, sbg_ctx *ctx);
+
 /* Samples of a GPU engine (built without CUDA: open fails). */
 #define SBG_GSEA_ML_GPU_MAX_SAMPLE 2047 /* larger samples move on the CPU */
 typedef struct sbg_gsea_ml_gpu sbg_gsea_ml_gpu;

@@ -1,7 +1,8 @@
 /* The arithmetic of one member of a multilevel sample (gsea_multilevel.c)
  * that the CPU engine and the GPU engine (gsea_multilevel_gpu.cu) share, so
- * that both give the same bits: the score ES+, the blocks of rank positions
- * a member's weight is summed in, and the test of a proposed swap.  The
+ * that both give the same bits: the plain random sets of a size, the score
+ * ES+, the blocks of rank positions a member's weight is summed in, and
+ * the test of a proposed swap.  The
  * search for the new member's place and the shift of the members around it
  * are integer work each engine does its own way (memmove on the CPU, the
  * lanes of a warp on the GPU). */
@@ -12,6 +13,7 @@
 #include <stdint.h>
 
 #include "gsea_math.h"
+#include "philox.h"
 
 #define ML_MIN_SWAPS 25 /* kept swaps per set and level, at least (small sets) */
 #define ML_CAP 1000     /* proposals per kept swap wanted, at most (thin level sets) */
@@ -69,6 +71,67 @@ GSEA_HD double ml_es_plus(const int32_t *pos, int32_t k, const double *w, int32_
     if (top > best) best = top;
   }
   return best;
+}
+
+/* Broad's signed ES (gsea_es_hit, the engines' rule). */
+GSEA_HD double ml_es_signed(const int32_t *pos, int32_t k, const double *w, int32_t G) {
+  double nr = 0;
+  for (int32_t i = 0; i < k; i++) nr = G_ADD(nr, w[pos[i]]);
+  int unit = nr == 0;
+  double inv_nr = G_DIV(1.0, unit ? (double)k : nr), inv_nmiss = G_DIV(1.0, G_SUB((double)G, (double)k));
+  gsea_es_state s;
+  gsea_es_init(&s);
+  for (int32_t i = 0; i < k; i++) gsea_es_hit(&s, pos[i], unit ? 1.0 : w[pos[i]], inv_nr, inv_nmiss);
+  return s.best;
+}
+
+GSEA_HD int32_t ml_ctz64(uint64_t v) {
+#ifdef __CUDA_ARCH__
+  return __ffsll((long long)v) - 1;
+#else
+  return __builtin_ctzll(v);
+#endif
+}
+
+/* A uniform random k-subset of [0, G) in ascending order (Floyd's
+ * algorithm: k draws, then the bit set read in order; bits is all zero on
+ * entry and on return). */
+GSEA_HD void ml_draw_set(sbg_philox *r, int32_t G, int32_t k, uint64_t *bits, int32_t *out) {
+  for (int32_t j = G - k; j < G; j++) {
+    int32_t t = (int32_t)sbg_philox_below(r, (uint32_t)j + 1u);
+    if (bits[t >> 6] >> (t & 63) & 1u) t = j;
+    bits[t >> 6] |= (uint64_t)1 << (t & 63);
+  }
+  int32_t n = 0;
+  for (int32_t i = 0; i < (G + 63) / 64; i++) {
+    uint64_t v = bits[i];
+    while (v) {
+      out[n++] = i * 64 + ml_ctz64(v);
+      v &= v - 1;
+    }
+    bits[i] = 0;
+  }
+}
+
+/* The N plain random sets of size k from the stream r, for the tails that
+ * want them (plain[d] not NULL; d = 1: the mirrored list): each set's ES+
+ * in the tail's frame (plain[d][i]) and the count of the sets of the
+ * tail's sign (m[d]).  Both tails score the same sets.  bits: G bits, all
+ * zero; set, mirror: k each. */
+GSEA_HD void ml_plain_sets(sbg_philox *r, int32_t G, int32_t k, int32_t N, const double *w0, const double *w1,
+                           uint64_t *bits, int32_t *set, int32_t *mirror, double *const *plain, int32_t *m) {
+  m[0] = m[1] = 0;
+  for (int32_t i = 0; i < N; i++) {
+    ml_draw_set(r, G, k, bits, set);
+    double es = ml_es_signed(set, k, w0, G);
+    m[0] += es >= 0;
+    m[1] += es <= 0;
+    if (plain[0]) plain[0][i] = ml_es_plus(set, k, w0, G);
+    if (plain[1]) { /* the same set on the reversed list */
+      for (int32_t j = 0; j < k; j++) mirror[j] = G - 1 - set[k - 1 - j];
+      plain[1][i] = ml_es_plus(mirror, k, w1, G);
+    }
+  }
 }
 
 /* Block of position x: the first j with x < bnd[j]. */

@@ -271,8 +271,81 @@ static __global__ void k_score(const ml_dev_ruler *desc, int32_t A, int32_t n, i
   score[t] = ml_es_plus(R->pop + (size_t)e * R->k, R->k, w2 + (size_t)R->dir * G, G);
 }
 
+/* The plain random sets of a size per thread (ml_plain_sets, the CPU's
+ * code): each size's N sets come from one stream, one after the other. */
+static __global__ void k_plain(int32_t n_size, const int32_t *k, const int64_t *koff, sbg_philox *stream,
+                               const int32_t *want, int32_t G, int32_t N, const double *w2, uint64_t *bits,
+                               int32_t *buf, double *plain, int32_t *m) {
+  int32_t s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s >= n_size) return;
+  double *pl[2] = {want[2 * s] ? plain + (size_t)(2 * s) * N : NULL,
+                   want[2 * s + 1] ? plain + (size_t)(2 * s + 1) * N : NULL};
+  sbg_philox r = stream[s];
+  ml_plain_sets(&r, G, k[s], N, w2, w2 + G, bits + (size_t)s * ((G + 63) / 64), buf + 2 * koff[s],
+                buf + 2 * koff[s] + k[s], pl, m + 2 * s);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Host side */
+
+extern "C" sbg_status sbg_gsea_ml_gpu_plain(int device, int32_t G, const double *w0, const double *w1, int32_t N,
+                                            int32_t n_size, const int32_t *k, const sbg_philox *stream,
+                                            double *const *plain, int32_t *m, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  cudaStream_t cs = NULL;
+  int32_t *d_k = NULL, *d_want = NULL, *d_buf = NULL, *d_m = NULL, *want = NULL;
+  int64_t *koff = NULL, *d_koff = NULL, total = 0;
+  sbg_philox *d_stream = NULL;
+  double *d_w = NULL, *d_plain = NULL, *h_plain = NULL;
+  uint64_t *d_bits = NULL;
+  size_t words = (size_t)(G + 63) / 64;
+  want = (int32_t *)malloc((size_t)n_size * 2 * sizeof(int32_t));
+  koff = (int64_t *)malloc((size_t)n_size * sizeof(int64_t));
+  h_plain = (double *)malloc((size_t)n_size * 2 * N * sizeof(double));
+  if (!want || !koff || !h_plain) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the multilevel plain sets");
+    goto done;
+  }
+  for (int32_t s = 0; s < n_size; s++) {
+    koff[s] = total;
+    total += k[s];
+    want[2 * s] = plain[2 * s] != NULL;
+    want[2 * s + 1] = plain[2 * s + 1] != NULL;
+  }
+  SBG_TRY(sbg_device_select(device, ctx));
+  SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+  SBG_TRY(sbg_device_alloc((void **)&d_w, 2 * (size_t)G * sizeof(double), "the multilevel plain sets", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_k, (size_t)n_size * sizeof(int32_t), "the multilevel plain sets", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_koff, (size_t)n_size * sizeof(int64_t), "the multilevel plain sets", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_want, (size_t)n_size * 2 * sizeof(int32_t), "the multilevel plain sets", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_stream, (size_t)n_size * sizeof(sbg_philox), "the multilevel plain sets", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_bits, (size_t)n_size * words * sizeof(uint64_t), "the multilevel plain sets", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_buf, (size_t)(2 * total) * sizeof(int32_t), "the multilevel plain sets", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_plain, (size_t)n_size * 2 * N * sizeof(double), "the multilevel plain sets", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d_m, (size_t)n_size * 2 * sizeof(int32_t), "the multilevel plain sets", ctx));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d_w, w0, (size_t)G * sizeof(double), cudaMemcpyHostToDevice, cs));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d_w + G, w1, (size_t)G * sizeof(double), cudaMemcpyHostToDevice, cs));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d_k, k, (size_t)n_size * sizeof(int32_t), cudaMemcpyHostToDevice, cs));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d_koff, koff, (size_t)n_size * sizeof(int64_t), cudaMemcpyHostToDevice, cs));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d_want, want, (size_t)n_size * 2 * sizeof(int32_t), cudaMemcpyHostToDevice, cs));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d_stream, stream, (size_t)n_size * sizeof(sbg_philox), cudaMemcpyHostToDevice, cs));
+  SBG_CUDA_CHECK(cudaMemsetAsync(d_bits, 0, (size_t)n_size * words * sizeof(uint64_t), cs));
+  k_plain<<<(unsigned)((n_size + 31) / 32), 32, 0, cs>>>(n_size, d_k, d_koff, d_stream, d_want, G, N, d_w, d_bits,
+                                                         d_buf, d_plain, d_m);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  SBG_CUDA_CHECK(cudaMemcpyAsync(h_plain, d_plain, (size_t)n_size * 2 * N * sizeof(double), cudaMemcpyDeviceToHost, cs));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(m, d_m, (size_t)n_size * 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, cs));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(cs));
+  for (int32_t s = 0; s < 2 * n_size; s++)
+    if (plain[s]) memcpy(plain[s], h_plain + (size_t)s * N, (size_t)N * sizeof(double));
+done:
+  if (cs) cudaStreamSynchronize(cs);
+  cudaFree(d_w); cudaFree(d_k); cudaFree(d_koff); cudaFree(d_want); cudaFree(d_stream); cudaFree(d_bits);
+  cudaFree(d_buf); cudaFree(d_plain); cudaFree(d_m);
+  if (cs) cudaStreamDestroy(cs);
+  free(want); free(koff); free(h_plain);
+  return st;
+}
 
 static size_t align_up(size_t x) { return (x + 255) & ~(size_t)255; }
 

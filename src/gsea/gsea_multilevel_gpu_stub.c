@@ -29,4 +29,11 @@ sbg_status sbg_gsea_ml_gpu_level(sbg_gsea_ml_gpu *h, int32_t A, const int32_t *a
   return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
 }
 
+sbg_status sbg_gsea_ml_gpu_plain(int device, int32_t G, const double *w0, const double *w1, int32_t N,
+                                 int32_t n_size, const int32_t *k, const sbg_philox *stream, double *const *plain,
+                                 int32_t *m, sbg_ctx *ctx) {
+  (void)device; (void)G; (void)w0; (void)w1; (void)N; (void)n_size; (void)k; (void)stream; (void)plain; (void)m;
+  return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
+}
+
 void sbg_gsea_ml_gpu_close(sbg_gsea_ml_gpu *h) { (void)h; }

@@ -282,8 +282,9 @@ test_that("Ctrl-C stops a long multilevel run", {
 test_that("GPU multilevel p are the CPU's, bit for bit (sample sizes, weights, eps, waves)", {
   skip_if_no_gpu()
   d <- ml_list()
-  run <- function(backend, seed = 3, ...) {
-    rapidGSEA(d$r, geneSets = d$sets, nperm = 500, seed = seed, backend = backend, threads = 2, verbose = FALSE, ...)
+  run <- function(backend, seed = 3, threads = 2, ...) {
+    rapidGSEA(d$r, geneSets = d$sets, nperm = 500, seed = seed, backend = backend, threads = threads,
+              verbose = FALSE, ...)
   }
   for (args in list(list(), list(sampleSize = 51), list(weight = 0), list(weight = 2, seed = 8),
                     list(eps = 1e-12))) {
@@ -293,6 +294,10 @@ test_that("GPU multilevel p are the CPU's, bit for bit (sample sizes, weights, e
     expect_identical(g$pval, a$pval)
     expect_identical(g$log2err, a$log2err)
     expect_true(min(a$pval) < 1e-6) # the rulers climbed many levels
+    # more than 6 host threads: the plain random sets on the host
+    g8 <- do.call(run, c(list("gpu", threads = 8), args))
+    expect_identical(g8$pval, a$pval)
+    expect_identical(g8$log2err, a$log2err)
   }
   # every ruler in a wave of its own: the same table
   old <- Sys.getenv("SYSBIOGPU_GSEA_ML_WAVE_BYTES", unset = NA)
