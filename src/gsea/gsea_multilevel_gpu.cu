@@ -5,12 +5,18 @@
  * samples and, per level, copies the members, makes the blocks, moves the
  * members and scores them.
  *
- * A warp moves one member: lane 0 draws from the member's Philox stream and
- * tests the swap (gsea_multilevel_core.h, the CPU's arithmetic); the lanes
- * find the new member's place and shift the members around it.  Rounds of
- * k / 10 proposals per member end with the ruler's count of kept swaps, as
- * on the CPU, so a member makes the same proposals in the same order and
- * the samples, and the p-values, are the CPU's bits. */
+ * A warp moves one member, held in the warp's shared memory for a round:
+ * lane 0 draws from the member's Philox stream and tests the swap
+ * (gsea_multilevel_core.h, the CPU's arithmetic); the lanes find the new
+ * member's place and shift the members around it.  Rounds of k / 10
+ * proposals per member end with the ruler's count of kept swaps, as on the
+ * CPU, so a member makes the same proposals in the same order and the
+ * samples, and the p-values, are the CPU's bits.  (Such a chain of
+ * dependent steps runs about ten times slower on a GPU thread than on a CPU
+ * core; the device wins by moving the members of all rulers at once.)
+ *
+ * The plain random sets of every size can be drawn here too (k_plain, a
+ * thread per size, the CPU's ml_plain_sets). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +49,6 @@ struct sbg_gsea_ml_gpu {
   int32_t G, n, moves;
   double *d_w;             /* G x 2: the list's weights, then the reversed list's */
   void *d_arena;           /* the wave's samples */
-  size_t arena_bytes;
   int32_t R;               /* rulers in the wave */
   ml_dev_ruler *host;      /* R: the host's copy */
   ml_dev_ruler *d_desc;    /* R, uploaded per level in the order of the active rulers */
