@@ -527,6 +527,7 @@ static int cmp_task(const void *a, const void *b) {
 static sbg_status plain_gpu(ml_task *task, const int32_t *group, int32_t n_group, ml_shared *sh) {
   sbg_status st = SBG_OK;
   int32_t N = sh->p->n_sign;
+  if (n_group == 0) return SBG_OK; /* no sets: no launch */
   int32_t *k = malloc((size_t)n_group * sizeof(int32_t)), *m = malloc((size_t)n_group * 2 * sizeof(int32_t));
   sbg_philox *stream = malloc((size_t)n_group * sizeof(sbg_philox));
   double **plain = malloc((size_t)n_group * 2 * sizeof(double *));
