@@ -33,8 +33,12 @@ run_cpu <- Sys.getenv("LASSIE_BDF_CPU", "1") != "0"
 # matrices before issue 17, now the glue's attributes in C (the call with
 # them less the call without, timed in turn) and R's batch-level rest;
 # and the whole R call of a batch with maxSteps = 1 (R's checks and objects
-# around that glue).  Runs on builds
-# before and after the change (it looks for lassie_output_attrs()).
+# around that glue); and the whole R call of the batch over a horizon 1e6
+# times shorter (every simulation succeeds in a few steps: R's checks, the
+# glue and the objects of successful simulations; median of
+# max(LASSIE_BDF_REPS, 5)).  LASSIE_OUTPUT_FULL=0 skips the runs over the
+# whole horizon (NA).  Runs on builds before and after the change (it
+# looks for lassie_output_attrs()).
 if ("output" %in% commandArgs(trailingOnly = TRUE)) {
   ns <- asNamespace("sysbioGPU")
   c_attrs <- exists("lassie_output_attrs", ns)
@@ -59,9 +63,10 @@ if ("output" %in% commandArgs(trailingOnly = TRUE)) {
     single <- nrow(K) == 1L
     rates <- as.double(t(K))
     call <- function(j) ns$lassie_engine(j, rates, m$initial, 0L, 0L, FALSE)
-    engine <- secs(function() call(job))
-    whole <- secs(function() lassieSimulate(m, tt, rates = if (single) NULL else K, method = method,
-                                            backend = "cpu", threads = thr, verbose = FALSE))
+    full <- Sys.getenv("LASSIE_OUTPUT_FULL", "1") != "0"
+    engine <- if (full) secs(function() call(job)) else NA
+    whole <- if (full) secs(function() lassieSimulate(m, tt, rates = if (single) NULL else K, method = method,
+                                                      backend = "cpu", threads = thr, verbose = FALSE)) else NA
     job$maxSteps <- 1
     res <- call(job)
     build <- function() suppressWarnings(ns$new_lassie_output(res, cn, common, single))
@@ -83,8 +88,26 @@ if ("output" %in% commandArgs(trailingOnly = TRUE)) {
     # (a batch: one simulation that fails is an error)
     whole1 <- if (single) NA else secs(function() suppressWarnings(lassieSimulate(
       m, tt, rates = K, method = method, maxSteps = 1, backend = "cpu", threads = thr, verbose = FALSE)))
-    cat(sprintf("%s, %d sets x %d times (%d threads, best of %d): engine call %.3f s, whole R call %.3f s; maxSteps = 1: glue %.3f s, result objects %.3f s, whole R call %.3f s\n",
-                label, nrow(K), length(tt), thr, reps, engine, whole, glue, objects, whole1))
+    # the same batch over a horizon 1e6 times shorter: every simulation
+    # succeeds in a few steps, so the call is R's checks, the glue and the
+    # result objects of successful simulations (median: a collection of
+    # R's lands in some runs and not in others)
+    short <- if (single) NA else {
+      ts <- tt * 1e-6
+      stats::median(vapply(seq_len(max(reps, 5)), function(i) secs(function() lassieSimulate(
+        m, ts, rates = K, method = method, backend = "cpu", threads = thr, verbose = FALSE), 1L), 0))
+    }
+    # and the R heap that call takes: vectors at the peak (MB) and the R
+    # objects it leaves (the result's)
+    heap <- if (single) c(NA, NA) else {
+      ts <- tt * 1e-6
+      invisible(gc(reset = TRUE)); g0 <- gc(reset = TRUE)
+      r <- lassieSimulate(m, ts, rates = K, method = method, backend = "cpu", threads = thr, verbose = FALSE)
+      g1 <- gc(); rm(r)
+      c(g1[2, 6], g1[1, 1] - g0[1, 1])
+    }
+    cat(sprintf("%s, %d sets x %d times (%d threads, best of %d): engine call %.3f s, whole R call %.3f s; maxSteps = 1: glue %.3f s, result objects %.3f s, whole R call %.3f s; horizon x 1e-6: whole R call %.3f s (median), R vector heap at the peak %.1f MB, R objects made %.0f\n",
+                label, nrow(K), length(tt), thr, reps, engine, whole, glue, objects, whole1, short, heap[1], heap[2]))
   }
   cat(sprintf("lassieSimulate result objects, %s; %s; attributes set %s; load average %s\n",
               format(Sys.time(), "%Y-%m-%d %H:%M %Z"), Sys.info()[["nodename"]],

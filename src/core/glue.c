@@ -1,5 +1,6 @@
 /* R side of the engine context: interrupts, progress, errors (glue.h). */
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -224,3 +225,20 @@ void sbg_hint_huge_pages(void *p, size_t bytes) {
   (void)bytes;
 #endif
 }
+
+static void scratch_free(SEXP holder) {
+  free(R_ExternalPtrAddr(holder));
+  R_ClearExternalPtr(holder);
+}
+
+SEXP sbg_scratch(size_t bytes, void **at) {
+  /* the holder first: if making it fails, nothing is allocated yet */
+  SEXP holder = PROTECT(R_MakeExternalPtr(NULL, R_NilValue, R_NilValue));
+  R_RegisterCFinalizerEx(holder, scratch_free, TRUE);
+  *at = malloc(bytes ? bytes : 1);
+  R_SetExternalPtrAddr(holder, *at);
+  UNPROTECT(1);
+  return holder;
+}
+
+void sbg_scratch_release(SEXP holder) { scratch_free(holder); }

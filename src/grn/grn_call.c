@@ -110,25 +110,19 @@ static void call_decode(SEXP data, SEXP params, SEXP run, sbg_grn_problem *pb, s
  * 8 GB per island.  Held by an external pointer, so that R frees it on
  * every path (an error, an interrupt).  The rows that ran are copied to an
  * R matrix at the end. */
-static void history_free(SEXP ptr) {
-  free(R_ExternalPtrAddr(ptr));
-  R_ClearExternalPtr(ptr);
-}
-
 static SEXP history_reserve(int64_t rows, int islands, double **at) {
   double bytes = (double)rows * islands * sizeof(double);
-  void *h = bytes <= (double)SIZE_MAX ? malloc((size_t)rows * islands * sizeof(double)) : NULL;
+  void *h = NULL;
+  SEXP holder = bytes <= (double)SIZE_MAX ? sbg_scratch((size_t)rows * islands * sizeof(double), &h)
+                                          : R_NilValue;
   if (!h) {
     char msg[200];
     snprintf(msg, sizeof msg, "cannot reserve %.3g GB for the fitness history (%.0f generations x %d "
              "islands); lower `generations`", bytes / 1e9, (double)rows - 1, islands);
     sbg_stop(SBG_ERR_ALLOC, msg);
   }
-  SEXP ptr = PROTECT(R_MakeExternalPtr(h, R_NilValue, R_NilValue));
-  R_RegisterCFinalizerEx(ptr, history_free, TRUE);
-  UNPROTECT(1);
   *at = (double *)h;
-  return ptr;
+  return holder;
 }
 
 /* data: the problem (problem_from_list()), params: the GA's (params_from
@@ -164,7 +158,7 @@ SEXP ffi_grn_evolve(SEXP data, SEXP params, SEXP run) {
   SEXP hist = sbg_set(ans, "history", Rf_allocMatrix(REALSXP, (int)ran, gp.islands));
   for (int isl = 0; isl < gp.islands; isl++)
     memcpy(REAL(hist) + (int64_t)isl * ran, reserved + (int64_t)isl * rows, (size_t)ran * sizeof(double));
-  history_free(hptr);
+  sbg_scratch_release(hptr);
   sbg_set(ans, "generations", Rf_ScalarReal((double)out.generations_run));
   sbg_set(ans, "score", Rf_ScalarReal((double)out.best_score));
   sbg_set(ans, "dn", Rf_ScalarInteger(out.best_dn));

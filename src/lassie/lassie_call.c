@@ -2,6 +2,7 @@
  * helpers behind its tests and benchmark: right-hand side and sparse
  * analytic Jacobian (ffi_lassie_rhs, ffi_lassie_jacobian).  R has checked
  * and converted every argument (R/lassieSimulate.R); here only sizes. */
+#include <stdio.h>
 #include <string.h>
 
 #include "glue.h"
@@ -55,7 +56,7 @@ static void model_from_list(sbg_lassie_model *m, SEXP model) {
  * observables; each observable is the sum over its nonzero weights, in
  * species order (a sparse product's terms).  sh: their attributes, or NULL. */
 static void fill_matrices(SEXP sims, const sbg_lassie_params *p, const sbg_lassie_result *r, int N,
-                          SEXP obs, SEXP messages, const lassie_out_shared *sh) {
+                          SEXP obs, SEXP messages, lassie_out_shared *sh) {
   const R_xlen_t nt = p->n_times, block = nt * (R_xlen_t)N;
   const int n_obs = Rf_isNull(obs) ? 0 : Rf_ncols(obs);
   for (int s = 0; s < p->n_sims; s++) {
@@ -145,11 +146,21 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   const R_xlen_t nt = p.n_times, block = nt * (R_xlen_t)N;
   SEXP sims = PROTECT(Rf_allocVector(VECSXP, p.n_sims)); nprot++;
   double *out;
+  SEXP staging = R_NilValue;
   if (p.n_sims == 1) {
     SET_VECTOR_ELT(sims, 0, Rf_allocMatrix(REALSXP, p.n_times, N + 1 + n_obs));
     out = REAL(VECTOR_ELT(sims, 0)) + nt;
   } else {
-    out = REAL(PROTECT(Rf_allocVector(REALSXP, block * p.n_sims))); nprot++;
+    /* outside R's heap: R allocates as much again for the matrices, and
+     * the collections that the two together trigger cost more than the
+     * attributes (BENCHMARKS.md, issue 17) */
+    staging = PROTECT(sbg_scratch(sizeof(double) * (size_t)block * (size_t)p.n_sims, (void **)&out)); nprot++;
+    if (!out) {
+      char msg[160];
+      snprintf(msg, sizeof msg, "cannot reserve %.3g GB for the output of %d simulations",
+               sizeof(double) * (double)block * p.n_sims / 1e9, p.n_sims);
+      sbg_stop(SBG_ERR_ALLOC, msg);
+    }
   }
   sbg_hint_huge_pages(out, sizeof(double) * (size_t)block * (size_t)p.n_sims);
   SEXP stats = PROTECT(Rf_allocMatrix(REALSXP, SBG_LASSIE_N_STATS, p.n_sims)); nprot++;
@@ -175,12 +186,13 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   SEXP attrs = sbg_elt_or_null(params, "output"), elapsed = R_NilValue;
   lassie_out_shared sh;
   if (attrs && !Rf_isNull(attrs)) {
-    lassie_out_decode(attrs, &sh);
+    PROTECT(lassie_out_decode(attrs, &sh)); nprot++;
     /* one `elapsed` shared by all, its value set once they are built */
     sh.elapsed = elapsed = PROTECT(Rf_allocVector(REALSXP, 1)); nprot++;
     MARK_NOT_MUTABLE(elapsed);
   }
   fill_matrices(sims, &p, &r, N, obs, messages, elapsed != R_NilValue ? &sh : NULL);
+  if (staging != R_NilValue) sbg_scratch_release(staging);
   if (elapsed != R_NilValue) REAL(elapsed)[0] = lassie_out_seconds() - t_entry;
   /* elapsed only when the matrices have their attributes */
   const char *nms[] = {"sims", "stats", "status", "messages", elapsed != R_NilValue ? "elapsed" : "", ""};

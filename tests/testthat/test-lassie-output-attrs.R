@@ -136,9 +136,19 @@ test_that("the attributes the simulations share are copied when one is changed",
   attr(x, "class")[1] <- "other"
   attr(x, "stats")[1] <- -1
   colnames(x)[2] <- "Z"
+  # status 0, message "" and the rstate of a success are one object each
+  # for the whole batch
+  attr(x, "status")[1] <- 3L
+  attr(x, "message")[1] <- "changed"
+  attr(x, "rstate")[3] <- -1
+  attr(b[[2]], "rstate")[1] <- 5
   attr(b[[2]], "atol")[1] <- 7
   names(attr(b[[2]], "lengthvar"))[2] <- "W"
   expect_identical(attr(x, "lengthvar")[[1]], 99L)
+  expect_identical(attr(x, "status"), 3L)
+  expect_identical(attr(x, "message"), "changed")
+  expect_identical(attr(x, "rstate")[3], -1)
+  expect_identical(attr(b[[2]], "rstate"), c(5, NA, 2, NA, NA))
   expect_identical(attr(b[[2]], "atol"), 7)
   expect_identical(attributes(b[[1]]), keep[[1]])
   expect_identical(attributes(b[[3]]), keep[[3]])
