@@ -41,15 +41,7 @@ new_lassie_output <- function(res, cn, common, single) {
   if (is.null(res$elapsed)) {
     sims <- .Call(ffi_lassie_output, sims, res[[2L]], status, messages, lassie_output_attrs(cn, common))
   }
-  bad <- which(status != 0L)
-  if (length(bad)) {
-    warning(structure(class = c("sysbioGPU_warning_lassie", "warning", "condition"), list(
-      message = paste0(length(bad), " of ", n, " simulation(s) failed (partial results, status ",
-                       "!= 0): ", paste0("simulation ", utils::head(bad, 3), ": ",
-                                         utils::head(messages[bad], 3), collapse = "; "),
-                       if (length(bad) > 3L) "; ..."),
-      call = NULL)))
-  }
+  bad <- lassie_warn_failed(status, messages)
   if (single) return(sims[[1L]])
   info <- data.frame(method = "lassieSimulate", backend = common$backend,
                      deviceName = common$device, simulations = n, failed = length(bad),
@@ -57,6 +49,51 @@ new_lassie_output <- function(res, cn, common, single) {
                      version = as.character(utils::packageVersion("sysbioGPU")),
                      stringsAsFactors = FALSE)
   structure(sims, class = "lassieBatch", status = status, messages = messages, info = info)
+}
+
+# A batch's failures (status != 0) as one warning naming the first three;
+# returns their indices.
+lassie_warn_failed <- function(status, messages) {
+  bad <- which(status != 0L)
+  if (length(bad)) {
+    warning(structure(class = c("sysbioGPU_warning_lassie", "warning", "condition"), list(
+      message = paste0(length(bad), " of ", length(status), " simulation(s) failed (partial results, ",
+                       "status != 0): ", paste0("simulation ", utils::head(bad, 3), ": ",
+                                                utils::head(messages[bad], 3), collapse = "; "),
+                       if (length(bad) > 3L) "; ..."),
+      call = NULL)))
+  }
+  bad
+}
+
+# The attributes of output = "array" (nt times x the columns cols x n
+# simulations, from the engine's result res): dim, dimnames, class, times,
+# stats (counters x simulations), status, messages, then `common` (method,
+# rtol, atol, backend, device, elapsed, nSpecies), as a batch's matrices
+# have them.
+lassie_array_attributes <- function(nt, cols, n, times, res, common) {
+  stats <- matrix(as.double(res$stats), length(lassie_stat_names), n,
+                  dimnames = list(lassie_stat_names, NULL))
+  c(list(dim = c(as.integer(nt), length(cols), as.integer(n)), dimnames = list(NULL, cols, NULL),
+         class = c("lassieArray", "array"), times = as.double(times), stats = stats,
+         status = as.integer(res$status), messages = as.character(res$messages)),
+    common)
+}
+
+#' @rdname lassieSimulate
+#' @param x A `lassieArray`.
+#' @param ... Ignored.
+#' @export
+print.lassieArray <- function(x, ...) {
+  d <- dim(x)
+  st <- attr(x, "status")
+  cat(sprintf("<lassieArray> %d times x %d columns x %d simulations; %s on %s; %d failed\n",
+              d[1L], d[2L], d[3L], attr(x, "method"), attr(x, "backend"), sum(st != 0L)))
+  cat(sprintf("times %s ... %s; columns %s", format(attr(x, "times")[1L]),
+              format(attr(x, "times")[d[1L]]),
+              paste(utils::head(dimnames(x)[[2L]], 6L), collapse = ", ")),
+      if (d[2L] > 6L) ", ..." else "", "\n", sep = "")
+  invisible(x)
 }
 
 #' Results of a batch of simulations

@@ -300,6 +300,14 @@ check_model <- function(model) {
 #'   its GPUs), as CUDA cannot run in a forked child, and `MulticoreParam`
 #'   with `backend = "gpu"` is an error.  Default `NULL`: this process
 #'   alone.
+#' @param output `"matrices"` (default): deSolve-compatible matrices, one
+#'   per simulation (a [lassieBatch] for a batch); `"array"`: all
+#'   simulations in one array (see Value), for parameter scans: one R
+#'   object instead of a matrix with its attributes per simulation (20,000
+#'   Haugh2b sets: 460,000 R objects fewer), indexed by time, column and
+#'   simulation.  The numbers and counters are those of the matrices, bit
+#'   for bit; the time R takes is about the same either way (measured in
+#'   BENCHMARKS.md).
 #' @return For one simulation, a matrix of class `lassieSimulation` with a
 #'   `time` column, one column per species and one per observable of the
 #'   model, like deSolve's `ode()`; attributes `stats` (steps, rejected
@@ -307,7 +315,14 @@ check_model <- function(model) {
 #'   factorisations, Jacobian evaluations, right-hand-side evaluations),
 #'   `method`, `rtol`, `atol`, `backend`, `device`, `elapsed` (seconds).  For
 #'   a batch, a [lassieBatch]: a list of such matrices, one per row of
-#'   `rates`/`initial`, with a `status` per simulation.
+#'   `rates`/`initial`, with a `status` per simulation.  With `output =
+#'   "array"`, one array of class `lassieArray`, times x (species,
+#'   observables) x simulations (a single simulation too), without the
+#'   time column: attributes `times`, `stats` (counters x simulations),
+#'   `status` and `messages` per simulation (a failure warns as in a
+#'   batch), and the run's `method`, `rtol`, `atol`, `backend`, `device`,
+#'   `elapsed`, `nSpecies`.  `x[, "A", ]` is then species A over time
+#'   (rows) and simulations (columns).
 #' @seealso [reactionModel()], [readBioNetGen()], [plot.lassieSimulation()]
 #' @references Tangherloni A, Nobile MS, Besozzi D, Mauri G, Cazzaniga P
 #'   (2017). LASSIE: simulating large-scale models of biochemical systems on
@@ -332,7 +347,8 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
                            backend = getOption("sysbioGPU.backend", "auto"),
                            threads = getOption("sysbioGPU.threads"),
                            device = getOption("sysbioGPU.device", 0L),
-                           verbose = interactive(), BPPARAM = NULL) {
+                           verbose = interactive(), BPPARAM = NULL,
+                           output = c("matrices", "array")) {
   check_model(model)
   M <- length(model$reactions); N <- length(model$species)
   if (!is.numeric(times) || length(times) < 2L || anyNA(times) || any(!is.finite(times))) {
@@ -352,6 +368,9 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   if (is.character(method) && identical(method, c("auto", "dopri5", "rkf45", "bdf"))) method <- "auto"
   method <- check_choice(method, methods)
   maxSteps <- check_whole(maxSteps, "maxSteps", 1, 2^53)
+  if (identical(output, c("matrices", "array"))) output <- "matrices"
+  output <- check_choice(output, c("matrices", "array"))
+  as_array <- output == "array"
   check_flag(verbose)
   check_bpparam(BPPARAM)
   rt <- batch_values(rates, model$rates, M, "rates", "reaction")
@@ -366,7 +385,7 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   check_bpparam_gpu(BPPARAM, b)
   job <- list(arr = lassie_arrays(model), times = as.double(times), rtol = rtol, atol = atol,
               method = match(method, methods) - 1L, maxSteps = maxSteps,
-              gpu = a$gpu, threads = a$threads, total = as.integer(n_sims),
+              gpu = a$gpu, threads = a$threads, total = as.integer(n_sims), array = as_array,
               # the observables' weights, species x observables, added by the glue
               obs = if (!is.null(model$observables)) as.matrix(Matrix::t(model$observables)))
   cn <- list(NULL, c("time", model$species, rownames(model$observables)))
@@ -376,11 +395,20 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
                  elapsed = NA_real_, nSpecies = N)
   # the glue sets the matrices' attributes (and elapsed, its own seconds);
   # workers' blocks get theirs in new_lassie_output()
-  if (is.null(BPPARAM)) job$output <- lassie_output_attrs(cn, common)
+  if (is.null(BPPARAM) && !as_array) job$output <- lassie_output_attrs(cn, common)
   t0 <- proc.time()[["elapsed"]]
   res <- if (is.null(BPPARAM)) lassie_engine(job, rt$values, it$values, 0L, a$devices, verbose)
          else lassie_workers(job, rt, it, M, N, a$devices, BPPARAM)
   common$elapsed <- if (is.null(res$elapsed)) proc.time()[["elapsed"]] - t0 else res$elapsed
+  if (as_array) {
+    # the array is set its attributes here, where nothing else refers to
+    # it (R would copy it otherwise: 100 MB for 20,000 Haugh2b sets)
+    x <- res$sims
+    res$sims <- NULL
+    attributes(x) <- lassie_array_attributes(length(times), cn[[2L]][-1L], n_sims, times, res, common)
+    lassie_warn_failed(res$status, res$messages)
+    return(x)
+  }
   single <- n_sims == 1L && !rt$batch && !it$batch
   # one simulation that failed is an error; in a batch, a status per
   # simulation and a warning (R/lassie-output.R)
@@ -403,7 +431,8 @@ lassie_engine <- function(job, rates, initial, base, devices, verbose) {
   arr <- job$arr
   data <- list(model = job$arr, rates = rates, initial = initial, times = job$times, obs = job$obs)
   params <- list(rtol = job$rtol, atol = job$atol, method = job$method, maxSteps = job$maxSteps,
-                 hInit = 0, part = as.integer(c(base, job$total)), output = job$output)
+                 hInit = 0, part = as.integer(c(base, job$total)), array = isTRUE(job$array),
+                 output = job$output)
   .Call(ffi_lassie_simulate, data, params, run_list(job, verbose, devices = devices))
 }
 
@@ -422,7 +451,10 @@ lassie_workers <- function(job, rt, it, M, N, devices, BPPARAM) {
   })
   parts <- BiocParallel::bplapply(shares, lassie_worker, job = job, BPPARAM = BPPARAM)
   for (p in parts) if (inherits(p, "condition")) stop(p)
-  list(sims = unlist(lapply(parts, `[[`, "sims"), recursive = FALSE),
+  # output = "array": the blocks are consecutive simulations, so their
+  # arrays (times x columns x block) are concatenated as vectors
+  list(sims = if (isTRUE(job$array)) unlist(lapply(parts, `[[`, "sims"))
+              else unlist(lapply(parts, `[[`, "sims"), recursive = FALSE),
        stats = do.call(cbind, lapply(parts, `[[`, "stats")),
        status = unlist(lapply(parts, `[[`, "status")), messages = unlist(lapply(parts, `[[`, "messages")))
 }

@@ -3,7 +3,9 @@
 # before issue 17, SYSBIOGPU_LASSIE_DEVICE_BDF=0) and against the CPU
 # engine on all threads, the results checked bit for bit against the CPU's.
 # Seconds from the R call, best of LASSIE_BDF_REPS (default 2) runs, and
-# (engine_*) the engine call's share of them.
+# (engine_*) the engine call's share of them; gpu_device_bdf_array: the
+# device BDF's run with output = "array" (one array instead of a matrix
+# per simulation).
 #
 # Usage: Rscript inst/bench/lassie-bdf.R [output]
 # Environment: LASSIE_CHEN_BATCH (Chen 2009 ErbB parameter sets, default
@@ -92,22 +94,32 @@ if ("output" %in% commandArgs(trailingOnly = TRUE)) {
     # succeeds in a few steps, so the call is R's checks, the glue and the
     # result objects of successful simulations (median: a collection of
     # R's lands in some runs and not in others)
-    short <- if (single) NA else {
+    has_array <- "output" %in% names(formals(lassieSimulate))
+    short_call <- function(output) {
+      if (single || (output == "array" && !has_array)) return(NA)
       ts <- tt * 1e-6
-      stats::median(vapply(seq_len(max(reps, 5)), function(i) secs(function() lassieSimulate(
-        m, ts, rates = K, method = method, backend = "cpu", threads = thr, verbose = FALSE), 1L), 0))
+      args <- list(m, ts, rates = K, method = method, backend = "cpu", threads = thr, verbose = FALSE)
+      if (has_array) args$output <- output
+      stats::median(vapply(seq_len(max(reps, 5)), function(i) secs(function() do.call(lassieSimulate, args), 1L), 0))
     }
+    short <- short_call("matrices")
+    short_array <- short_call("array")
     # and the R heap that call takes: vectors at the peak (MB) and the R
     # objects it leaves (the result's)
-    heap <- if (single) c(NA, NA) else {
-      ts <- tt * 1e-6
+    heap_of <- function(output) {
+      if (single || (output == "array" && !has_array)) return(c(NA, NA))
+      args <- list(m, tt * 1e-6, rates = K, method = method, backend = "cpu", threads = thr, verbose = FALSE)
+      if (has_array) args$output <- output
       invisible(gc(reset = TRUE)); g0 <- gc(reset = TRUE)
-      r <- lassieSimulate(m, ts, rates = K, method = method, backend = "cpu", threads = thr, verbose = FALSE)
+      r <- do.call(lassieSimulate, args)
       g1 <- gc(); rm(r)
       c(g1[2, 6], g1[1, 1] - g0[1, 1])
     }
-    cat(sprintf("%s, %d sets x %d times (%d threads, best of %d): engine call %.3f s, whole R call %.3f s; maxSteps = 1: glue %.3f s, result objects %.3f s, whole R call %.3f s; horizon x 1e-6: whole R call %.3f s (median), R vector heap at the peak %.1f MB, R objects made %.0f\n",
-                label, nrow(K), length(tt), thr, reps, engine, whole, glue, objects, whole1, short, heap[1], heap[2]))
+    heap <- heap_of("matrices")
+    heap_array <- heap_of("array")
+    cat(sprintf("%s, %d sets x %d times (%d threads, best of %d): engine call %.3f s, whole R call %.3f s; maxSteps = 1: glue %.3f s, result objects %.3f s, whole R call %.3f s; horizon x 1e-6: whole R call %.3f s (median), R vector heap at the peak %.1f MB, R objects made %.0f; the same with output = \"array\": %.3f s, %.1f MB, %.0f objects\n",
+                label, nrow(K), length(tt), thr, reps, engine, whole, glue, objects, whole1, short, heap[1], heap[2],
+                short_array, heap_array[1], heap_array[2]))
   }
   cat(sprintf("lassieSimulate result objects, %s; %s; attributes set %s; load average %s\n",
               format(Sys.time(), "%Y-%m-%d %H:%M %Z"), Sys.info()[["nodename"]],
@@ -159,11 +171,14 @@ work <- function(label, m, tt, K, method) {
   sim <- function(backend, ...) lassieSimulate(m, tt, rates = K, method = method, backend = backend,
                                                verbose = FALSE, ...)
   dev <- best(function() sim("gpu"))
+  # the same run returning one array (output = "array", where this build has it)
+  dev_array <- if ("output" %in% names(formals(lassieSimulate))) best(function() sim("gpu", output = "array")) else NULL
   host <- best(function() with_env("SYSBIOGPU_LASSIE_DEVICE_BDF", "0", function() sim("gpu")))
   cpu <- if (run_cpu) best(function() sim("cpu", threads = threads)) else NULL
   st <- vapply(dev$v, function(o) attr(o, "stats")[["implicitSteps"]], 0)
   rows[[length(rows) + 1]] <<- data.frame(
     workload = label, sets = nrow(K), implicit_steps = sum(st), gpu_device_bdf = dev$s,
+    gpu_device_bdf_array = if (is.null(dev_array)) NA else dev_array$s,
     gpu_host_bdf = host$s, cpu = if (is.null(cpu)) NA else cpu$s,
     engine_device_bdf = dev$e, engine_host_bdf = host$e, engine_cpu = if (is.null(cpu)) NA else cpu$e,
     speedup_vs_host_bdf = host$s / dev$s,

@@ -49,43 +49,64 @@ static void model_from_list(sbg_lassie_model *m, SEXP model) {
   }
 }
 
+/* The observables of one simulation into y (nt x n_obs, column-major)
+ * from its species sp (nt x N): each the sum over its nonzero weights
+ * (obs: species x observables), in species order (a sparse product's
+ * terms). */
+static void observables(const double *sp, R_xlen_t nt, int N, SEXP obs, double *y) {
+  for (int o = 0; o < Rf_ncols(obs); o++, y += nt) {
+    const double *w = REAL(obs) + (R_xlen_t)o * N;
+    for (R_xlen_t t = 0; t < nt; t++) y[t] = 0;
+    for (int j = 0; j < N; j++)
+      if (w[j] != 0)
+        for (R_xlen_t t = 0; t < nt; t++) y[t] += sp[(R_xlen_t)j * nt + t] * w[j];
+  }
+}
+
 /* The simulations' matrices in `sims`, times x (time, species,
  * observables), from the engine's result r: a batch's are made here and
  * get their block of r->out (one simulation's matrix is there already, the
  * engine wrote into it).  obs: NULL or the observables' weights, species x
- * observables; each observable is the sum over its nonzero weights, in
- * species order (a sparse product's terms).  sh: their attributes, or NULL. */
+ * observables.  sh: their attributes, or NULL. */
 static void fill_matrices(SEXP sims, const sbg_lassie_params *p, const sbg_lassie_result *r, int N,
                           SEXP obs, SEXP messages, lassie_out_shared *sh) {
   const R_xlen_t nt = p->n_times, block = nt * (R_xlen_t)N;
-  const int n_obs = Rf_isNull(obs) ? 0 : Rf_ncols(obs);
   for (int s = 0; s < p->n_sims; s++) {
     SEXP x = VECTOR_ELT(sims, s);
     if (p->n_sims > 1) {
-      x = Rf_allocMatrix(REALSXP, p->n_times, N + 1 + n_obs);
+      x = Rf_allocMatrix(REALSXP, p->n_times, N + 1 + (Rf_isNull(obs) ? 0 : Rf_ncols(obs)));
       SET_VECTOR_ELT(sims, s, x);
       memcpy(REAL(x) + nt, r->out + (R_xlen_t)s * block, (size_t)block * sizeof(double));
     }
     double *X = REAL(x), *sp = X + nt;
     memcpy(X, p->times, (size_t)nt * sizeof(double));
-    for (int o = 0; o < n_obs; o++) {
-      const double *w = REAL(obs) + (R_xlen_t)o * N;
-      double *y = sp + block + (R_xlen_t)o * nt;
-      for (R_xlen_t t = 0; t < nt; t++) y[t] = 0;
-      for (int j = 0; j < N; j++)
-        if (w[j] != 0)
-          for (R_xlen_t t = 0; t < nt; t++) y[t] += sp[(R_xlen_t)j * nt + t] * w[j];
-    }
+    if (!Rf_isNull(obs)) observables(sp, nt, N, obs, sp + block);
     if (sh)
       lassie_out_set(x, sh, r->stats + (size_t)s * SBG_LASSIE_N_STATS, r->status[s],
                      STRING_ELT(messages, s));
   }
 }
 
+/* output = "array": the simulations' species and observables in one
+ * array, times x (species, observables) x simulations, without the time
+ * column.  Without observables the engine wrote it in place (its blocks
+ * are the array's); otherwise its blocks are copied from r->out. */
+static void fill_array(double *arr, const sbg_lassie_params *p, const sbg_lassie_result *r, int N,
+                       SEXP obs) {
+  if (Rf_isNull(obs)) return;
+  const R_xlen_t nt = p->n_times, block = nt * (R_xlen_t)N, cols = N + Rf_ncols(obs);
+  for (int s = 0; s < p->n_sims; s++) {
+    double *x = arr + (R_xlen_t)s * nt * cols;
+    memcpy(x, r->out + (R_xlen_t)s * block, (size_t)block * sizeof(double));
+    observables(x, nt, N, obs, x + block);
+  }
+}
+
 /* .Call(ffi_lassie_simulate, data, params, run): data = list(model, rates,
  * initial, times, obs), params = list(rtol, atol, method, maxSteps, hInit,
- * part, output), run = run_list() (the GPUs in run$devices share the
- * batch).  output: NULL, or the attributes the matrices share
+ * part, array, output), run = run_list() (the GPUs in run$devices share the
+ * batch).  array: TRUE for one array instead of matrices (fill_array; R
+ * sets its attributes).  output: NULL, or the attributes the matrices share
  * (lassie_output_attrs() in R/lassie-output.R), which the matrices then
  * get here, each with its own, and `elapsed` the seconds of this call. */
 SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
@@ -142,15 +163,27 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
    * observables).  One simulation: the engine writes its species straight
    * into the matrix's columns 2..N+1 (they are its block of r.out), which
    * spares a copy of the whole output; a batch's blocks are copied (in
-   * fill_matrices). */
+   * fill_matrices).  output = "array" (params$array): one R vector, times
+   * x (species, observables) x simulations, which the engine fills in
+   * place when there are no observables (fill_array). */
+  const int as_array = sbg_lgl_elt(params, "array");
   const R_xlen_t nt = p.n_times, block = nt * (R_xlen_t)N;
-  SEXP sims = PROTECT(Rf_allocVector(VECSXP, p.n_sims)); nprot++;
+  SEXP sims;
   double *out;
   SEXP staging = R_NilValue;
-  if (p.n_sims == 1) {
+  if (as_array) {
+    double len = (double)nt * (N + n_obs) * p.n_sims;
+    if (len > (double)R_XLEN_T_MAX) sbg_stop(SBG_ERR_INPUT, "the output array would be longer than R allows");
+    sims = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)len)); nprot++;
+    out = REAL(sims);
+    sbg_hint_huge_pages(out, sizeof(double) * (size_t)len);
+  } else {
+    sims = PROTECT(Rf_allocVector(VECSXP, p.n_sims)); nprot++;
+  }
+  if (p.n_sims == 1 && !as_array) {
     SET_VECTOR_ELT(sims, 0, Rf_allocMatrix(REALSXP, p.n_times, N + 1 + n_obs));
     out = REAL(VECTOR_ELT(sims, 0)) + nt;
-  } else {
+  } else if (!as_array || n_obs > 0) {
     /* outside R's heap: R allocates as much again for the matrices, and
      * the collections that the two together trigger cost more than the
      * attributes (BENCHMARKS.md, issue 17) */
@@ -191,7 +224,8 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
     sh.elapsed = elapsed = PROTECT(Rf_allocVector(REALSXP, 1)); nprot++;
     MARK_NOT_MUTABLE(elapsed);
   }
-  fill_matrices(sims, &p, &r, N, obs, messages, elapsed != R_NilValue ? &sh : NULL);
+  if (as_array) fill_array(REAL(sims), &p, &r, N, obs);
+  else fill_matrices(sims, &p, &r, N, obs, messages, elapsed != R_NilValue ? &sh : NULL);
   if (staging != R_NilValue) sbg_scratch_release(staging);
   if (elapsed != R_NilValue) REAL(elapsed)[0] = lassie_out_seconds() - t_entry;
   /* elapsed only when the matrices have their attributes */
