@@ -109,7 +109,8 @@ test_that("the engine's glue refuses an edited model structure with a classed er
     .Call(sysbioGPU:::ffi_lassie_simulate,
           list(model = a, rates = as.double(rates), initial = as.double(initial),
                times = as.double(times), obs = NULL),
-          list(rtol = 1e-6, atol = 1e-12, method = 0L, maxSteps = 1e5, hInit = 0, part = c(0L, 1L)),
+          list(rtol = 1e-6, atol = 1e-12, method = 0L, maxSteps = 1e5, hInit = 0, part = c(0L, 1L),
+               array = FALSE),
           list(gpu = FALSE, threads = 1L, devices = 0L, verbose = FALSE))
   }
   expect_named(run(arr), c("sims", "stats", "status", "messages"))
