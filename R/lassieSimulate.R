@@ -304,7 +304,7 @@ check_model <- function(model) {
 #'   per simulation (a [lassieBatch] for a batch); `"array"`: all
 #'   simulations in one array (see Value), for parameter scans: one R
 #'   object instead of a matrix with its attributes per simulation (20,000
-#'   Haugh2b sets: 460,000 R objects fewer), indexed by time, column and
+#'   Haugh2b sets: 42 R objects instead of 520,000), indexed by time, column and
 #'   simulation.  The numbers and counters are those of the matrices, bit
 #'   for bit; the time R takes is about the same either way (measured in
 #'   BENCHMARKS.md).

@@ -66,9 +66,9 @@ void sbg_ctx_from_run(sbg_ctx *ctx, sbg_progress *pr, const sbg_run *r, const ch
  * instead of once per 4 KB.  A hint; nothing happens elsewhere. */
 void sbg_hint_huge_pages(void *p, size_t bytes);
 
-/* Host memory outside R's heap, for a large buffer that only C reads: R's
- * collector neither counts it (it would trigger full collections) nor
- * scans it.  Held by the external pointer returned (protect it), which
+/* Host memory outside R's heap, for a large buffer that only C reads: it
+ * does not count towards R's heap (nor towards the collections its size
+ * triggers).  Held by the external pointer returned (protect it), which
  * frees it on every path, an error or an interrupt included, when R
  * collects the pointer; sbg_scratch_release() frees it at once.  *at is
  * the memory, or NULL when malloc fails. */

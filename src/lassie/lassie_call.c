@@ -69,7 +69,7 @@ static void observables(const double *sp, R_xlen_t nt, int N, SEXP obs, double *
  * engine wrote into it).  obs: NULL or the observables' weights, species x
  * observables.  sh: their attributes, or NULL. */
 static void fill_matrices(SEXP sims, const sbg_lassie_params *p, const sbg_lassie_result *r, int N,
-                          SEXP obs, SEXP messages, lassie_out_shared *sh) {
+                          SEXP obs, SEXP messages, const lassie_out_shared *sh) {
   const R_xlen_t nt = p->n_times, block = nt * (R_xlen_t)N;
   for (int s = 0; s < p->n_sims; s++) {
     SEXP x = VECTOR_ELT(sims, s);
@@ -184,9 +184,9 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
     SET_VECTOR_ELT(sims, 0, Rf_allocMatrix(REALSXP, p.n_times, N + 1 + n_obs));
     out = REAL(VECTOR_ELT(sims, 0)) + nt;
   } else if (!as_array || n_obs > 0) {
-    /* outside R's heap: R allocates as much again for the matrices, and
-     * the collections that the two together trigger cost more than the
-     * attributes (BENCHMARKS.md, issue 17) */
+    /* outside R's heap, freed once copied: R allocates as much again for
+     * the matrices, and the call's peak R heap is then theirs alone
+     * (BENCHMARKS.md, issue 17) */
     staging = PROTECT(sbg_scratch(sizeof(double) * (size_t)block * (size_t)p.n_sims, (void **)&out)); nprot++;
     if (!out) {
       char msg[160];
@@ -219,7 +219,7 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   SEXP attrs = sbg_elt_or_null(params, "output"), elapsed = R_NilValue;
   lassie_out_shared sh;
   if (attrs && !Rf_isNull(attrs)) {
-    PROTECT(lassie_out_decode(attrs, &sh)); nprot++;
+    lassie_out_decode(attrs, &sh);
     /* one `elapsed` shared by all, its value set once they are built */
     sh.elapsed = elapsed = PROTECT(Rf_allocVector(REALSXP, 1)); nprot++;
     MARK_NOT_MUTABLE(elapsed);

@@ -22,7 +22,7 @@ static SEXP shared(SEXP x) {
   return x;
 }
 
-SEXP lassie_out_decode(SEXP attrs, lassie_out_shared *sh) {
+void lassie_out_decode(SEXP attrs, lassie_out_shared *sh) {
   sh->dimnames = shared(sbg_vec_elt(attrs, "dimnames", VECSXP, 2));
   sh->cls = shared(sbg_vec_elt(attrs, "class", STRSXP, -1));
   sh->type = shared(sbg_vec_elt(attrs, "type", STRSXP, 1));
@@ -42,12 +42,6 @@ SEXP lassie_out_decode(SEXP attrs, lassie_out_shared *sh) {
   sh->elapsed = NULL;
   const char *sym[7] = {"stats", "istate", "rstate", "type", "lengthvar", "status", "message"};
   for (int i = 0; i < 7; i++) sh->sym[i] = Rf_install(sym[i]);
-  sh->keep = PROTECT(Rf_allocVector(VECSXP, 3));
-  SET_VECTOR_ELT(sh->keep, 0, shared(Rf_ScalarInteger(0)));
-  SET_VECTOR_ELT(sh->keep, 1, shared(Rf_ScalarString(R_BlankString)));
-  sh->ok_end = NA_REAL;
-  UNPROTECT(1);
-  return sh->keep;
 }
 
 /* as.integer(pmin(v, .Machine$integer.max)) for a counter */
@@ -73,7 +67,8 @@ static SEXP istate(const double *st, int status) {
   return is;
 }
 
-void lassie_out_set(SEXP x, lassie_out_shared *sh, const double *st, int status, SEXP message) {
+void lassie_out_set(SEXP x, const lassie_out_shared *sh, const double *st, int status,
+                    SEXP message) {
   SBG_ASSERT(TYPEOF(x) == REALSXP && Rf_isMatrix(x) && Rf_nrows(x) >= 1);
   Rf_setAttrib(x, R_DimNamesSymbol, sh->dimnames);
   Rf_setAttrib(x, R_ClassSymbol, sh->cls);
@@ -83,28 +78,18 @@ void lassie_out_set(SEXP x, lassie_out_shared *sh, const double *st, int status,
   Rf_setAttrib(x, sh->sym[0], s);
   Rf_setAttrib(x, sh->sym[1], PROTECT(istate(st, status)));
   /* rstate: deSolve's third entry is the time reached, NA for a failure */
-  const double end = REAL(x)[Rf_nrows(x) - 1];
-  SEXP rs = status == 0 && end == sh->ok_end ? VECTOR_ELT(sh->keep, 2) : R_NilValue;
-  if (rs == R_NilValue) {
-    rs = Rf_allocVector(REALSXP, 5);
-    for (int i = 0; i < 5; i++) REAL(rs)[i] = NA_REAL;
-    if (status == 0) {
-      REAL(rs)[2] = end;
-      SET_VECTOR_ELT(sh->keep, 2, shared(rs));
-      sh->ok_end = end;
-    }
-  }
-  PROTECT(rs);
+  SEXP rs = PROTECT(Rf_allocVector(REALSXP, 5));
+  for (int i = 0; i < 5; i++) REAL(rs)[i] = NA_REAL;
+  if (status == 0) REAL(rs)[2] = REAL(x)[Rf_nrows(x) - 1];
   Rf_setAttrib(x, sh->sym[2], rs);
   Rf_setAttrib(x, sh->sym[3], sh->type);
   Rf_setAttrib(x, sh->sym[4], sh->lengthvar);
-  Rf_setAttrib(x, sh->sym[5], status == 0 ? VECTOR_ELT(sh->keep, 0) : PROTECT(Rf_ScalarInteger(status)));
-  const int no_message = CHAR(message)[0] == '\0';
-  Rf_setAttrib(x, sh->sym[6], no_message ? VECTOR_ELT(sh->keep, 1) : PROTECT(Rf_ScalarString(message)));
+  Rf_setAttrib(x, sh->sym[5], PROTECT(Rf_ScalarInteger(status)));
+  Rf_setAttrib(x, sh->sym[6], PROTECT(Rf_ScalarString(message)));
   for (R_xlen_t i = 0; i < XLENGTH(sh->common); i++)
     Rf_setAttrib(x, sh->common_syms[i],
                  i == sh->elapsed_at && sh->elapsed ? sh->elapsed : VECTOR_ELT(sh->common, i));
-  UNPROTECT(3 + (status != 0) + !no_message);
+  UNPROTECT(5);
 }
 
 /* .Call(ffi_lassie_output, sims, stats, status, messages, attrs): copies of
@@ -118,7 +103,7 @@ SEXP ffi_lassie_output(SEXP sims, SEXP stats, SEXP status, SEXP messages, SEXP a
   SBG_ASSERT(XLENGTH(status) == n && XLENGTH(messages) == n &&
              XLENGTH(stats) == (R_xlen_t)SBG_LASSIE_N_STATS * n);
   lassie_out_shared sh;
-  PROTECT(lassie_out_decode(attrs, &sh));
+  lassie_out_decode(attrs, &sh);
   SEXP ans = PROTECT(Rf_allocVector(VECSXP, n));
   for (R_xlen_t s = 0; s < n; s++) {
     SEXP in = VECTOR_ELT(sims, s);
@@ -129,6 +114,6 @@ SEXP ffi_lassie_output(SEXP sims, SEXP stats, SEXP status, SEXP messages, SEXP a
     lassie_out_set(x, &sh, REAL(stats) + s * SBG_LASSIE_N_STATS, INTEGER(status)[s],
                    STRING_ELT(messages, s));
   }
-  UNPROTECT(2);
+  UNPROTECT(1);
   return ans;
 }

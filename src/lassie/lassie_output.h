@@ -16,24 +16,18 @@ typedef struct lassie_out_shared {
   R_xlen_t elapsed_at;  /* the position of "elapsed" in common, or -1 */
   SEXP elapsed;         /* replaces common's "elapsed" when not NULL */
   SEXP sym[7];          /* stats, istate, rstate, type, lengthvar, status, message */
-  /* what every simulation that succeeded shares (status 0, message "",
-   * the rstate of its end time): three R objects fewer for each of them,
-   * and so less work for R's collector, whose full collections during a
-   * batch of 20,000 cost more than the attributes themselves */
-  SEXP keep;            /* list(status 0, message "", rstate or NULL) */
-  double ok_end;        /* the time of keep's rstate */
 } lassie_out_shared;
 
-/* Decodes `attrs` into sh (R_alloc'ed; the objects stay held by attrs) and
- * returns sh->keep, which the caller protects. */
-SEXP lassie_out_decode(SEXP attrs, lassie_out_shared *sh);
+/* Decodes `attrs` into sh (R_alloc'ed; the objects stay held by attrs). */
+void lassie_out_decode(SEXP attrs, lassie_out_shared *sh);
 
 /* Gives x (times x columns, only its dim set, protected by the caller) the
  * attributes of simulation s, in the order R's constructor used: dim,
  * dimnames, class, stats, istate, rstate, type, lengthvar, status,
  * message, then the common ones.  st: its SBG_LASSIE_N_STATS counters;
  * message: its CHARSXP. */
-void lassie_out_set(SEXP x, lassie_out_shared *sh, const double *st, int status, SEXP message);
+void lassie_out_set(SEXP x, const lassie_out_shared *sh, const double *st, int status,
+                    SEXP message);
 
 /* Wall-clock seconds (monotonic), for the `elapsed` the glue measures. */
 double lassie_out_seconds(void);

@@ -136,8 +136,7 @@ test_that("the attributes the simulations share are copied when one is changed",
   attr(x, "class")[1] <- "other"
   attr(x, "stats")[1] <- -1
   colnames(x)[2] <- "Z"
-  # status 0, message "" and the rstate of a success are one object each
-  # for the whole batch
+  # a simulation's own attributes
   attr(x, "status")[1] <- 3L
   attr(x, "message")[1] <- "changed"
   attr(x, "rstate")[3] <- -1
