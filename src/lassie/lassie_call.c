@@ -71,16 +71,17 @@ static void observables(const double *sp, R_xlen_t nt, int N, SEXP obs, double *
 static void fill_matrices(SEXP sims, const sbg_lassie_params *p, const sbg_lassie_result *r, int N,
                           SEXP obs, SEXP messages, const lassie_out_shared *sh) {
   const R_xlen_t nt = p->n_times, block = nt * (R_xlen_t)N;
+  const int n_obs = Rf_isNull(obs) ? 0 : Rf_ncols(obs);
   for (int s = 0; s < p->n_sims; s++) {
     SEXP x = VECTOR_ELT(sims, s);
     if (p->n_sims > 1) {
-      x = Rf_allocMatrix(REALSXP, p->n_times, N + 1 + (Rf_isNull(obs) ? 0 : Rf_ncols(obs)));
+      x = Rf_allocMatrix(REALSXP, p->n_times, N + 1 + n_obs);
       SET_VECTOR_ELT(sims, s, x);
       memcpy(REAL(x) + nt, r->out + (R_xlen_t)s * block, (size_t)block * sizeof(double));
     }
     double *X = REAL(x), *sp = X + nt;
     memcpy(X, p->times, (size_t)nt * sizeof(double));
-    if (!Rf_isNull(obs)) observables(sp, nt, N, obs, sp + block);
+    if (n_obs > 0) observables(sp, nt, N, obs, sp + block);
     if (sh)
       lassie_out_set(x, sh, r->stats + (size_t)s * SBG_LASSIE_N_STATS, r->status[s],
                      STRING_ELT(messages, s));
@@ -176,7 +177,8 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
     if (len > (double)R_XLEN_T_MAX) sbg_stop(SBG_ERR_INPUT, "the output array would be longer than R allows");
     sims = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)len)); nprot++;
     out = REAL(sims);
-    sbg_hint_huge_pages(out, sizeof(double) * (size_t)len);
+    /* (without observables the array is `out`, hinted below) */
+    if (n_obs > 0) sbg_hint_huge_pages(out, sizeof(double) * (size_t)len);
   } else {
     sims = PROTECT(Rf_allocVector(VECSXP, p.n_sims)); nprot++;
   }
