@@ -14,7 +14,8 @@
 # default all processors), LASSIE_BDF_CPU=0 skips the CPU engine (then the
 # check is against the host's BDF within 1e-9 only), LASSIE_BDF_TEAMS
 # (e.g. "32,16,8": the Chen batch again with that many lanes per
-# simulation, SYSBIOGPU_LASSIE_BDF_TEAM).
+# simulation, SYSBIOGPU_LASSIE_BDF_TEAM), LASSIE_CROSSOVER (the crossover
+# of the device's implicit steps with the model's size, below).
 suppressPackageStartupMessages(library(sysbioGPU))
 env_num <- function(v, d) { x <- Sys.getenv(v); if (nzchar(x)) as.numeric(x) else d }
 n_chen <- env_num("LASSIE_CHEN_BATCH", 1000)
@@ -207,10 +208,48 @@ if (n_haugh > 0) {
   K <- t(replicate(n_haugh, m$rates * 2^runif(length(m$rates), -1, 1)))
   work("Haugh2b (auto), t 0-50", m, seq(0, 50, by = 1), K, "auto")
 }
-tab <- do.call(rbind, rows)
-cat("\n(seconds from the R call, best of", reps, "runs; rtol 1e-6, atol 1e-12; gpu_host_bdf: the",
-    "GPU engine with the implicit steps on the host, as before issue 17; engine_*: the engine",
-    "call's seconds in those runs (the glue's, result attributes included), without R's checks)\n")
-print(format(tab, digits = 3), row.names = FALSE)
-out <- Sys.getenv("OUT")
-if (nzchar(out)) utils::write.csv(tab, file.path(out, "bench-lassie-bdf.csv"), row.names = FALSE)
+# Where the device's implicit steps stop paying (issue 17: the crossover of
+# LASSIE_GPU_BDF_MAX_N, 1,024 species): stiff models of growing size, one
+# simulation and a batch of LASSIE_CROSSOVER_BATCH (default 8) parameter
+# sets, method "bdf", t 0-100 (11 times), with the implicit steps forced
+# onto the device (SYSBIOGPU_LASSIE_DEVICE_BDF=1) and kept on the host
+# ("0"), one run each after a warm-up; the two must agree bit for bit
+# (the same code).  LASSIE_CROSSOVER names the folder of BioNetGen's .net
+# files (../shared/data/lassie/bionetgen) and turns the section on;
+# LASSIE_CROSSOVER_MODELS the files (default fceri_ji, egfr_net, bcr).
+cross_dir <- Sys.getenv("LASSIE_CROSSOVER")
+if (nzchar(cross_dir)) {
+  files <- strsplit(Sys.getenv("LASSIE_CROSSOVER_MODELS", "fceri_ji.net,egfr_net.net,bcr.net"), ",")[[1]]
+  nb <- env_num("LASSIE_CROSSOVER_BATCH", 8)
+  cross <- list()
+  for (f in files) {
+    m <- readBioNetGen(file.path(cross_dir, f))
+    set.seed(5)
+    K <- t(replicate(nb, m$rates * 2^runif(length(m$rates), -1, 1)))
+    for (batch in c(FALSE, TRUE)) {
+      sim <- function(where) with_env("SYSBIOGPU_LASSIE_DEVICE_BDF", where, function() {
+        t0 <- proc.time()[["elapsed"]]
+        r <- lassieSimulate(m, seq(0, 100, length.out = 11), rates = if (batch) K else NULL, method = "bdf",
+                            backend = "gpu", verbose = FALSE)
+        list(v = r, s = proc.time()[["elapsed"]] - t0)
+      })
+      invisible(sim("1"))
+      dv <- sim("1"); hs <- sim("0")
+      same <- if (batch) identical(core(dv$v), core(hs$v)) else identical(core(list(dv$v)), core(list(hs$v)))
+      cross[[length(cross) + 1L]] <- data.frame(model = f, species = length(m$species), sets = if (batch) nb else 1L,
+                                                device_bdf_s = dv$s, host_bdf_s = hs$s,
+                                                device_over_host = dv$s / hs$s, identical = same)
+    }
+  }
+  cat("\nCrossover (method \"bdf\", t 0-100, one run each after a warm-up; seconds from the R call)\n")
+  print(format(do.call(rbind, cross), digits = 3), row.names = FALSE)
+}
+if (length(rows)) {
+  tab <- do.call(rbind, rows)
+  cat("\n(seconds from the R call, best of", reps, "runs; rtol 1e-6, atol 1e-12; gpu_host_bdf: the",
+      "GPU engine with the implicit steps on the host, as before issue 17; engine_*: the engine",
+      "call's seconds in those runs (the glue's, result attributes included), without R's checks)\n")
+  print(format(tab, digits = 3), row.names = FALSE)
+  out <- Sys.getenv("OUT")
+  if (nzchar(out)) utils::write.csv(tab, file.path(out, "bench-lassie-bdf.csv"), row.names = FALSE)
+}

@@ -283,8 +283,12 @@ __global__ void k_bdf(bdfargs a) {
 }  // namespace
 
 int lassie_gpu_bdf_wanted(const sbg_lassie_model *m) {
+  /* for measurements (inst/bench/lassie-bdf.R): "0" keeps every
+   * simulation's implicit steps on the host, "1" puts them on the device
+   * whatever the model's size (the crossover of LASSIE_GPU_BDF_MAX_N) */
   const char *e = getenv("SYSBIOGPU_LASSIE_DEVICE_BDF");
   if (e && strcmp(e, "0") == 0) return 0;
+  if (e && strcmp(e, "1") == 0) return 1;
   return m->n_species <= LASSIE_GPU_BDF_MAX_N;
 }
 
