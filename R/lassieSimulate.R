@@ -247,13 +247,23 @@ check_model <- function(model) {
 #' simulation factors its own values with the CPU engine's sparse LU code
 #' (a warp per simulation for models of 32 species or more, a thread
 #' below), so the results and `stats` are the CPU engine's bit for bit.
-#' The host's implicit steps take over for models of more than 1,024
-#' species (BCR's 1,122: a single large model factors faster on one CPU
-#' core; the crossover has not been measured), for a simulation whose
-#' sparse LU needs pivoting (the dense fallback is on the host only; there
-#' the results agree within the tolerance, not bit for bit), and for a
-#' batch whose implicit workspaces would take more than half the device's
-#' free memory.
+#' A simulation's implicit steps take a device warp far longer than a
+#' host core, while the device runs a thousand simulations in little more
+#' than the time of one, so they run on the device only for batches large
+#' enough: 16 simulations or more per host thread (`threads`) for models
+#' of 32 species or more, 128 for smaller ones (a thread per simulation).
+#' Smaller batches take the host's implicit steps on `threads` threads
+#' (the same code, so the same results and `stats`).  Measured on an H100
+#' with 16 host threads (`inst/bench/lassie-bdf.R`): the device took 1.97 s
+#' for one simulation of the 354-species fceri_ji model against the host's
+#' 0.19 s, was even at 256 simulations and 2.5 times faster at 1,024; Chen
+#' 2009 (504 species) broke even near 300.  The host also keeps the
+#' implicit steps of models of more than 1,024 species (BCR's 1,122: the
+#' device 2.4 times slower at 128 simulations; larger batches were not
+#' measured), of a simulation whose sparse LU needs pivoting (the dense
+#' fallback is on the host only; there the results agree within the
+#' tolerance, not bit for bit), and of a batch whose implicit workspaces
+#' would take more than half the device's free memory.
 #'
 #' A batch can be shared out: with several GPUs (`device = c(0, 1)` or
 #' `"all"`) each device takes a contiguous block of the simulations, driven
@@ -283,7 +293,8 @@ check_model <- function(model) {
 #'   parameter sets (rows of `rates`/`initial`) are cut into contiguous
 #'   blocks as even as can be, one per device in the order given, each
 #'   driven by a host thread of its own, implicit steps included (those
-#'   of models above 1,024 species run on the host's `threads`).
+#'   of small batches and of models above 1,024 species run on the host's
+#'   `threads`, see Details).
 #'   The results are those of one GPU, bit for bit.  A single simulation
 #'   runs on the first device.
 #' @param verbose Show a progress bar for long runs (not with `BPPARAM`).
@@ -509,6 +520,13 @@ lassie_rhs <- function(model, x, rates = model$rates) {
 lassie_lu_solve <- function(model, x, gamma, b, rates = model$rates) {
   .Call(ffi_lassie_lu_solve, lassie_arrays(model), as.double(rates), as.double(x), as.double(gamma),
         as.double(b))
+}
+
+# whether backend = "gpu" takes the implicit steps of `sims` simulations of
+# a model of `species` on the device rather than on `threads` host threads
+# (tests)
+lassie_device_bdf_pays <- function(species, sims, threads) {
+  .Call(ffi_lassie_device_bdf_pays, as.integer(species), as.integer(sims), as.integer(threads))
 }
 
 lassie_jacobian <- function(model, x, rates = model$rates) {

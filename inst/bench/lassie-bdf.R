@@ -209,39 +209,54 @@ if (n_haugh > 0) {
   work("Haugh2b (auto), t 0-50", m, seq(0, 50, by = 1), K, "auto")
 }
 # Where the device's implicit steps stop paying (issue 17: the crossover of
-# LASSIE_GPU_BDF_MAX_N, 1,024 species): stiff models of growing size, one
-# simulation and a batch of LASSIE_CROSSOVER_BATCH (default 8) parameter
-# sets, method "bdf", t 0-100 (11 times), with the implicit steps forced
-# onto the device (SYSBIOGPU_LASSIE_DEVICE_BDF=1) and kept on the host
-# ("0"), one run each after a warm-up; the two must agree bit for bit
-# (the same code).  LASSIE_CROSSOVER names the folder of BioNetGen's .net
-# files (../shared/data/lassie/bionetgen) and turns the section on;
-# LASSIE_CROSSOVER_MODELS the files (default fceri_ji, egfr_net, bcr).
+# LASSIE_GPU_BDF_MAX_N): stiff models of growing size, batches of growing
+# size (LASSIE_CROSSOVER_SETS, default 1,32,128,512; parameter sets drawn
+# as above), method "bdf", t 0-100 (11 times), with the implicit steps
+# forced onto the device (SYSBIOGPU_LASSIE_DEVICE_BDF=1) and kept on the
+# host's threads ("0"), one run each after a warm-up; the two must agree
+# bit for bit (the same code); default_s: the engine's own choice
+# (sbg_lassie_device_bdf_pays in src/lassie/lassie_cpu.c), with `picked`
+# the side its time matches.  LASSIE_CROSSOVER names the folder of
+# BioNetGen's .net files (../shared/data/lassie/bionetgen) and turns the
+# section on; LASSIE_CROSSOVER_MODELS the files (default fceri_ji,
+# egfr_net, bcr); "Haugh2b.net" and "Chen" (the shipped SBML) also work.
 cross_dir <- Sys.getenv("LASSIE_CROSSOVER")
 if (nzchar(cross_dir)) {
   files <- strsplit(Sys.getenv("LASSIE_CROSSOVER_MODELS", "fceri_ji.net,egfr_net.net,bcr.net"), ",")[[1]]
-  nb <- env_num("LASSIE_CROSSOVER_BATCH", 8)
+  sets <- as.integer(strsplit(Sys.getenv("LASSIE_CROSSOVER_SETS", "1,32,128,512"), ",")[[1]])
   cross <- list()
   for (f in files) {
-    m <- readBioNetGen(file.path(cross_dir, f))
+    m <- if (f == "Chen") readSBML(system.file("extdata", "lassie", "Chen2009_ErbB_A431.xml.gz", package = "sysbioGPU")) else
+      readBioNetGen(file.path(cross_dir, f))
+    tt <- seq(0, 100, length.out = 11)
+    run1 <- function(K) {
+      t0 <- proc.time()[["elapsed"]]
+      r <- lassieSimulate(m, tt, rates = K, method = "bdf", backend = "gpu", verbose = FALSE)
+      list(v = r, s = proc.time()[["elapsed"]] - t0)
+    }
+    run <- function(where, K) with_env("SYSBIOGPU_LASSIE_DEVICE_BDF", where, function() {
+      if (where == "default") Sys.unsetenv("SYSBIOGPU_LASSIE_DEVICE_BDF")
+      run1(K)
+    })
     set.seed(5)
-    K <- t(replicate(nb, m$rates * 2^runif(length(m$rates), -1, 1)))
-    for (batch in c(FALSE, TRUE)) {
-      sim <- function(where) with_env("SYSBIOGPU_LASSIE_DEVICE_BDF", where, function() {
-        t0 <- proc.time()[["elapsed"]]
-        r <- lassieSimulate(m, seq(0, 100, length.out = 11), rates = if (batch) K else NULL, method = "bdf",
-                            backend = "gpu", verbose = FALSE)
-        list(v = r, s = proc.time()[["elapsed"]] - t0)
-      })
-      invisible(sim("1"))
-      dv <- sim("1"); hs <- sim("0")
-      same <- if (batch) identical(core(dv$v), core(hs$v)) else identical(core(list(dv$v)), core(list(hs$v)))
-      cross[[length(cross) + 1L]] <- data.frame(model = f, species = length(m$species), sets = if (batch) nb else 1L,
+    K1 <- t(replicate(max(sets), m$rates * 2^runif(length(m$rates), -1, 1)))
+    invisible(run("1", K1[1:2, , drop = FALSE]))
+    for (nb in sets) {
+      K <- K1[seq_len(nb), , drop = FALSE]
+      dv <- run("1", K); hs <- run("0", K); df <- run("default", K)
+      pays <- asNamespace("sysbioGPU")$lassie_device_bdf_pays(length(m$species), nb, resolveBackend("gpu")$threads)
+      cross[[length(cross) + 1L]] <- data.frame(model = sub("\\.net$", "", f), species = length(m$species), sets = nb,
                                                 device_bdf_s = dv$s, host_bdf_s = hs$s,
-                                                device_over_host = dv$s / hs$s, identical = same)
+                                                device_over_host = dv$s / hs$s, default_s = df$s,
+                                                picked = if (pays) "device" else "host",
+                                                implicit_steps = sum(vapply(dv$v, function(o) attr(o, "stats")[["implicitSteps"]], 0)),
+                                                identical = identical(core(dv$v), core(hs$v)))
+      cat(sprintf("  %s (%d species), %d sets: device %.3f s, host %.3f s, default (%s) %.3f s\n", f, length(m$species),
+                  nb, dv$s, hs$s, if (pays) "device" else "host", df$s))
     }
   }
-  cat("\nCrossover (method \"bdf\", t 0-100, one run each after a warm-up; seconds from the R call)\n")
+  cat(sprintf("\nCrossover (method \"bdf\", t 0-100, one run each after a warm-up; seconds from the R call; host: %d threads)\n",
+              resolveBackend("cpu")$threads))
   print(format(do.call(rbind, cross), digits = 3), row.names = FALSE)
 }
 if (length(rows)) {

@@ -101,6 +101,10 @@ void sbg_lassie_dvdx(const sbg_lassie_model *m, const double *k,
  * z, species order).  Returns 0, -1 when a pivot fails, -2 without memory. */
 int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const double *x,
                              double gamma, double *b);
+/* Whether the GPU engine should take the implicit steps of a batch of
+ * n_sims simulations of a model of n_species on the device rather than on
+ * the host's `threads` (1 or 0; lassie_cpu.c says why). */
+int sbg_lassie_device_bdf_pays(int n_species, int n_sims, int threads);
 
 #ifdef __cplusplus
 }

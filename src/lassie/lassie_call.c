@@ -306,6 +306,14 @@ SEXP ffi_lassie_lu_solve(SEXP model, SEXP rates, SEXP x, SEXP gamma, SEXP b) {
   return rc == 0 ? z : R_NilValue;
 }
 
+/* Whether the GPU engine takes a batch's implicit steps on the device
+ * (sbg_lassie_device_bdf_pays; tests). */
+SEXP ffi_lassie_device_bdf_pays(SEXP n_species, SEXP n_sims, SEXP threads) {
+  SBG_ASSERT(TYPEOF(n_species) == INTSXP && TYPEOF(n_sims) == INTSXP && TYPEOF(threads) == INTSXP);
+  return Rf_ScalarLogical(sbg_lassie_device_bdf_pays(INTEGER(n_species)[0], INTEGER(n_sims)[0],
+                                                      INTEGER(threads)[0]));
+}
+
 /* A batch's values (rates or initial amounts): an S x n double matrix, one
  * row per simulation, to the engines' layout (simulation s's n values at
  * s n), checked on the way: list(values, first bad value as a 1-based

@@ -42,6 +42,9 @@
 #define LASSIE_JAC_REUSE 20
 /* implicit steps: weights never below this many ulps of a residual's terms */
 #define LASSIE_ROUNDOFF 100.0
+/* the GPU's implicit steps: a warp per simulation for models of this many
+ * species or more, one lane below (where a warp would idle) */
+#define LASSIE_TEAM_MIN_N 32
 
 enum { LASSIE_OK = 0, LASSIE_FAIL_MAXSTEPS = SBG_LASSIE_FAIL_MAXSTEPS,
        LASSIE_FAIL_HMIN = SBG_LASSIE_FAIL_HMIN, LASSIE_FAIL_NEWTON = SBG_LASSIE_FAIL_NEWTON,

@@ -337,6 +337,30 @@ int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **
   return lu_symbolic_pattern(m, pos, ipos, ptr, col, diag, nnz);
 }
 
+/* The device's implicit steps pay once a batch gives each host thread
+ * enough simulations.  A simulation's implicit steps take a device team far
+ * longer than a host core (the sparse LU's chains of dependent loads), but
+ * the device runs a thousand simulations in little more than the time of
+ * one.  inst/bench/lassie-bdf.R's crossover section, H100 and 16 host
+ * threads, method "bdf", device against host, seconds from the R call
+ * (BENCHMARKS.md): fceri_ji (354 species) 1.97 / 0.19 for one simulation,
+ * even at 256, 4.46 / 11.06 at 1,024; egfr_net (356) even at about 220;
+ * Chen 2009 (504) 1.56 / 1.30 at 256, 1.93 / 2.70 at 512.  So a warp per
+ * simulation pays from 16 simulations per host thread.  A lane per
+ * simulation (Haugh2b, 12 species) 0.089 / 0.061 at 1,024, 0.109 / 0.169
+ * at 4,096: from 128 per thread.  Larger models than
+ * LASSIE_DEVICE_BDF_MAX_N keep the host's (BCR, 1,122 species: 29 / 4.5
+ * for one simulation, 73 / 30 for 128; larger batches not measured). */
+#define LASSIE_DEVICE_BDF_PER_THREAD_WARP 16
+#define LASSIE_DEVICE_BDF_PER_THREAD_LANE 128
+#define LASSIE_DEVICE_BDF_MAX_N 1024
+int sbg_lassie_device_bdf_pays(int n_species, int n_sims, int threads) {
+  const double per = n_species >= LASSIE_TEAM_MIN_N ? LASSIE_DEVICE_BDF_PER_THREAD_WARP
+                                                    : LASSIE_DEVICE_BDF_PER_THREAD_LANE;
+  if (threads < 1) threads = 1;
+  return n_species <= LASSIE_DEVICE_BDF_MAX_N && (double)n_sims >= per * threads;
+}
+
 int sbg_lassie_lu_levels(int N, const int *ptr, const int *col, const int *diag, int **lev_out,
                          int *n_fwd, int *n_bwd) {
   int *lev = malloc(sizeof(int) * (4 * (size_t)N + 2)), *lf = malloc(sizeof(int) * ((size_t)N + 1));

@@ -40,9 +40,11 @@ enum { FLAG_RUN = 0, FLAG_DONE = 1, FLAG_TO_CPU = 2, FLAG_MAXSTEPS = 3, FLAG_HMI
 /* The device's implicit steps for one part of a batch (S simulations). */
 struct lassie_gpu_bdf;
 
-/* Whether the implicit steps of model m may run on the device (size, and
- * SYSBIOGPU_LASSIE_DEVICE_BDF=0 keeps them on the host). */
-int lassie_gpu_bdf_wanted(const sbg_lassie_model *m);
+/* Whether the implicit steps of a part of S simulations of model m run on
+ * the device rather than on the host's `threads`
+ * (sbg_lassie_device_bdf_pays; SYSBIOGPU_LASSIE_DEVICE_BDF=0 or 1 forces
+ * host or device). */
+int lassie_gpu_bdf_wanted(const sbg_lassie_model *m, int S, int threads);
 /* The symbolic LU on the host, the pattern and the workspace of S
  * simulations on the device; dm holds the model's device arrays.  *out is
  * NULL (and SBG_OK returned) when the workspace does not fit: the host

@@ -22,13 +22,6 @@
 #include "lassie_gpu.cuh"
 #include "portable_math.h"
 
-/* Largest model whose implicit steps run on the device (larger ones, as
- * BCR with 1,122 species, keep the host's: a warp per simulation
- * serialises the LU's rows, while the host runs the factorisation of a
- * single large model on one fast core; the crossover was not measured). */
-#define LASSIE_GPU_BDF_MAX_N 1024
-/* models with fewer species get one lane per simulation */
-#define LASSIE_TEAM_MIN_N 32
 /* implicit step attempts per simulation and launch: the host polls for
  * interrupts between launches */
 #define LASSIE_BDF_ATTEMPTS 64
@@ -282,14 +275,14 @@ __global__ void k_bdf(bdfargs a) {
 
 }  // namespace
 
-int lassie_gpu_bdf_wanted(const sbg_lassie_model *m) {
-  /* for measurements (inst/bench/lassie-bdf.R): "0" keeps every
+int lassie_gpu_bdf_wanted(const sbg_lassie_model *m, int S, int threads) {
+  /* for tests and measurements (inst/bench/lassie-bdf.R): "0" keeps every
    * simulation's implicit steps on the host, "1" puts them on the device
-   * whatever the model's size (the crossover of LASSIE_GPU_BDF_MAX_N) */
+   * whatever the model's and the batch's size */
   const char *e = getenv("SYSBIOGPU_LASSIE_DEVICE_BDF");
   if (e && strcmp(e, "0") == 0) return 0;
   if (e && strcmp(e, "1") == 0) return 1;
-  return m->n_species <= LASSIE_GPU_BDF_MAX_N;
+  return sbg_lassie_device_bdf_pays(m->n_species, S, threads);
 }
 
 void lassie_gpu_bdf_free(lassie_gpu_bdf *b) {

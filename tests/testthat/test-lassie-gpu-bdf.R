@@ -31,6 +31,29 @@ catalysed_model <- function() {
     species = c("A", "B", "C", "D", "E"))
 }
 
+test_that("the implicit steps go to the device only for batches that keep it busy", {
+  pays <- sysbioGPU:::lassie_device_bdf_pays
+  # a warp per simulation (32 species or more): 16 simulations per host
+  # thread or more; a lane per simulation: 128; models of up to 1,024
+  # species (the crossover measured in inst/bench/lassie-bdf.R, BENCHMARKS.md)
+  expect_false(pays(504, 1, 16))
+  expect_false(pays(504, 255, 16))
+  expect_true(pays(504, 256, 16))
+  expect_true(pays(32, 32, 2))
+  expect_false(pays(31, 32, 2))
+  expect_true(pays(12, 256, 2))
+  expect_false(pays(12, 255, 2))
+  expect_true(pays(12, 20000, 16))
+  expect_true(pays(1024, 64, 1))
+  expect_false(pays(1025, 1e6, 1))
+  expect_true(pays(504, 16, 0))   # threads below 1 count as 1
+})
+
+# The tests below check the device's implicit steps themselves: their small
+# batches would take the host's (the same code, so the same bits), so this
+# file forces the device's (reset at its end).
+Sys.setenv(SYSBIOGPU_LASSIE_DEVICE_BDF = "1")
+
 test_that("stiff batches: the device's implicit steps give the CPU's bits", {
   skip_if_no_gpu()
   rob <- robertson_model()
@@ -125,3 +148,5 @@ test_that("a simulation failing in the implicit steps is reported as on the CPU;
   # the rows it reached, the NaN after them and the others' rows: the CPU's
   expect_identical(lassie_core(g), lassie_core(c))
 })
+
+Sys.unsetenv("SYSBIOGPU_LASSIE_DEVICE_BDF")
