@@ -373,10 +373,14 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   double *f = NULL, *v = NULL;
   dmodel dm;
   int active = 0, n_bdf = 0, counts[2];
-  /* the device's implicit steps, when the model has them (else the stiff
-   * simulations wait for the host's, FLAG_TO_CPU) */
+  /* the device's implicit steps, when the model and the batch have them
+   * (else the stiff simulations wait for the host's, FLAG_TO_CPU).  The
+   * whole batch decides, not this part: the host would take every part's
+   * stiff simulations on the same threads, while each device takes its
+   * part in about the time of one simulation; and every part chooses
+   * alike. */
   lassie_gpu_bdf *bdf = NULL;
-  const int want_bdf = p->method != SBG_LASSIE_RKF45 && lassie_gpu_bdf_wanted(m, S, ctx->n_threads);
+  const int want_bdf = p->method != SBG_LASSIE_RKF45 && lassie_gpu_bdf_wanted(m, p->n_sims, ctx->n_threads);
   const int TB = LASSIE_BLOCK;   /* k_stiff's reduction order is the CPU's */
   const int scheme = p->method == SBG_LASSIE_RKF45 ? LASSIE_RKF45 : LASSIE_DP5;
   const int dense = p->method != SBG_LASSIE_RKF45;
