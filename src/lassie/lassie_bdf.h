@@ -71,8 +71,10 @@ static LASSIE_HD inline double lassie_team_max(const lassie_team *tm, double v) 
 typedef struct lassie_lu {
   const int *pos, *ipos, *ptr, *col, *diag;
   /* level schedule of the substitutions (sbg_lassie_lu_levels): lev holds
-   * the forward rows by level, then the backward rows by level, then the
-   * level offsets into them (n_fwd + 1, then n_bwd + 1) */
+   * the forward rows by level, then the backward rows by level (in each
+   * level its short rows, then its long ones), then the level offsets into
+   * them (n_fwd + 1, then n_bwd + 1), then where each level's long rows
+   * start (n_fwd, then n_bwd) */
   const int *lev;
   int n_fwd, n_bwd;
 } lassie_lu;
@@ -88,13 +90,17 @@ int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **
 /* Level schedule of the substitutions with the factors (ptr, col, diag) of
  * N rows: rows of one level depend only on rows of earlier levels, so a
  * team can share a level's rows, each row's sum still in its own order.
- * *lev malloc'ed (2 N + n_fwd + n_bwd + 2 ints, layout in lassie_lu).
+ * *lev malloc'ed (lassie_lu_lev_len() ints, layout in lassie_lu).
  * Returns 0, or -1 without memory. */
 int sbg_lassie_lu_levels(int N, const int *ptr, const int *col, const int *diag, int **lev,
                          int *n_fwd, int *n_bwd);
 #ifdef __cplusplus
 }
 #endif
+/* Length of that schedule. */
+static inline size_t lassie_lu_lev_len(int N, int n_fwd, int n_bwd) {
+  return 2 * (size_t)N + 2 * ((size_t)n_fwd + (size_t)n_bwd) + 2;
+}
 
 /* dX/dt = H v into f at x (v: the rates, scratch M) and, when fa is not
  * NULL, per species the sum of |terms| f_j is made of: the scale of its
@@ -262,38 +268,38 @@ static LASSIE_HD inline double lassie_lu_row_sum(const lassie_team *tm, const do
 /* Solves L U z = b in place (the factors of lassie_lu_factor) by the level
  * schedule of lu: the lanes share each level's short rows, each summed in
  * order as lassie_lu_substitute() does; the team takes its long rows one
- * by one (lassie_lu_row_sum).  The CPU (a team of one) gets the same bits. */
+ * by one (lassie_lu_row_sum).  The CPU (a team of one) gets the same bits.
+ * (Rows of a level are independent, so their order in it does not change
+ * a bit; the schedule lists the long rows apart, which spares the team a
+ * pass over every row of the level to find them.) */
 static LASSIE_HD inline void lassie_lu_solve_levels(const lassie_team *tm, const lassie_lu *lu,
                                                     int N, const double *val, double *b) {
   const int *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
   const int *fr = lu->lev, *br = lu->lev + N, *fp = lu->lev + 2 * N, *bp = fp + lu->n_fwd + 1;
+  const int *fl = bp + lu->n_bwd + 1, *bl = fl + lu->n_fwd;
   for (int lv = 0; lv < lu->n_fwd; lv++) {
-    for (int r = fp[lv] + tm->lane; r < fp[lv + 1]; r += tm->size) {
+    for (int r = fp[lv] + tm->lane; r < fl[lv]; r += tm->size) {
       int i = fr[r];
-      if (diag[i] - ptr[i] >= LASSIE_LU_SPLIT) continue;
       double s = b[i];
       for (int q = ptr[i]; q < diag[i]; q++) s -= val[q] * b[col[q]];
       b[i] = s;
     }
-    for (int r = fp[lv]; r < fp[lv + 1]; r++) {
+    for (int r = fl[lv]; r < fp[lv + 1]; r++) {
       int i = fr[r];
-      if (diag[i] - ptr[i] < LASSIE_LU_SPLIT) continue;
       double t = lassie_lu_row_sum(tm, val, b, col, ptr[i], diag[i]);
       if (tm->lane == 0) b[i] = b[i] - t;
     }
     lassie_team_sync(tm);
   }
   for (int lv = 0; lv < lu->n_bwd; lv++) {
-    for (int r = bp[lv] + tm->lane; r < bp[lv + 1]; r += tm->size) {
+    for (int r = bp[lv] + tm->lane; r < bl[lv]; r += tm->size) {
       int k = br[r];
-      if (ptr[k + 1] - diag[k] - 1 >= LASSIE_LU_SPLIT) continue;
       double s = b[k];
       for (int q = diag[k] + 1; q < ptr[k + 1]; q++) s -= val[q] * b[col[q]];
       b[k] = s / val[diag[k]];
     }
-    for (int r = bp[lv]; r < bp[lv + 1]; r++) {
+    for (int r = bl[lv]; r < bp[lv + 1]; r++) {
       int k = br[r];
-      if (ptr[k + 1] - diag[k] - 1 < LASSIE_LU_SPLIT) continue;
       double t = lassie_lu_row_sum(tm, val, b, col, diag[k] + 1, ptr[k + 1]);
       if (tm->lane == 0) b[k] = (b[k] - t) / val[diag[k]];
     }

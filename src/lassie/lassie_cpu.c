@@ -361,9 +361,24 @@ int sbg_lassie_device_bdf_pays(int n_species, int n_sims, int threads) {
   return n_species <= LASSIE_DEVICE_BDF_MAX_N && (double)n_sims >= per * threads;
 }
 
+/* Each level of rows[off[l] .. off[l + 1]) reordered to its short rows,
+ * then its long ones (long[row] set), in their order; lo[l]: where the long
+ * ones start.  tmp: scratch of the longest level. */
+static void lu_levels_long_last(int *rows, const int *off, int nl, const unsigned char *is_long,
+                                int *lo, int *tmp) {
+  for (int l = 0; l < nl; l++) {
+    int n = 0;
+    for (int r = off[l]; r < off[l + 1]; r++) if (!is_long[rows[r]]) tmp[n++] = rows[r];
+    lo[l] = off[l] + n;
+    for (int r = off[l]; r < off[l + 1]; r++) if (is_long[rows[r]]) tmp[n++] = rows[r];
+    memcpy(rows + off[l], tmp, sizeof(int) * (size_t)n);
+  }
+}
+
 int sbg_lassie_lu_levels(int N, const int *ptr, const int *col, const int *diag, int **lev_out,
                          int *n_fwd, int *n_bwd) {
-  int *lev = malloc(sizeof(int) * (4 * (size_t)N + 2)), *lf = malloc(sizeof(int) * ((size_t)N + 1));
+  /* n_fwd, n_bwd <= N: lassie_lu_lev_len(N, N, N) ints suffice */
+  int *lev = malloc(sizeof(int) * lassie_lu_lev_len(N, N, N)), *lf = malloc(sizeof(int) * ((size_t)N + 1));
   if (!lev || !lf) { free(lev); free(lf); return -1; }
   int *fr = lev, *br = lev + N, *fp = lev + 2 * N;
   /* forward: rows with an L part, level 1 + the deepest row they read */
@@ -394,7 +409,15 @@ int sbg_lassie_lu_levels(int N, const int *ptr, const int *col, const int *diag,
   for (int l = 0; l < nb; l++) cnt[l + 1] += cnt[l];
   for (int l = 0; l <= nb; l++) bp[l] = cnt[l];
   for (int k = N - 1; k >= 0; k--) br[cnt[lf[k]]++] = k;
-  free(cnt); free(lf);
+  /* the long rows of each level last (lassie_lu_solve_levels) */
+  unsigned char *is_long = malloc((size_t)N + 1);
+  if (!is_long) { free(cnt); free(lev); free(lf); return -1; }
+  int *fl = bp + nb + 1, *bl = fl + nf;
+  for (int i = 0; i < N; i++) is_long[i] = diag[i] - ptr[i] >= LASSIE_LU_SPLIT;
+  lu_levels_long_last(fr, fp, nf, is_long, fl, lf);
+  for (int k = 0; k < N; k++) is_long[k] = ptr[k + 1] - diag[k] - 1 >= LASSIE_LU_SPLIT;
+  lu_levels_long_last(br, bp, nb, is_long, bl, lf);
+  free(is_long); free(cnt); free(lf);
   *lev_out = lev; *n_fwd = nf; *n_bwd = nb;
   return 0;
 }

@@ -310,7 +310,7 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
     goto done;
   }
   b->dm = *dm; b->S = S; b->nnz_lu = (int)nnz;
-  n_lev = 2 * (size_t)N + b->n_fwd + b->n_bwd + 2;
+  n_lev = lassie_lu_lev_len(N, b->n_fwd, b->n_bwd);
   b->T = N >= LASSIE_TEAM_MIN_N ? 32 : 1;
   {
     const char *e = getenv("SYSBIOGPU_LASSIE_BDF_TEAM");   /* for measurements */
