@@ -362,7 +362,7 @@ int sbg_lassie_device_bdf_pays(int n_species, int n_sims, int threads) {
 }
 
 /* Each level of rows[off[l] .. off[l + 1]) reordered to its short rows,
- * then its long ones (long[row] set), in their order; lo[l]: where the long
+ * then its long ones (is_long[row] set), in their order; lo[l]: where the long
  * ones start.  tmp: scratch of the longest level. */
 static void lu_levels_long_last(int *rows, const int *off, int nl, const unsigned char *is_long,
                                 int *lo, int *tmp) {
