@@ -51,7 +51,8 @@ test_that("the implicit steps go to the device only for batches that keep it bus
 
 # The tests below check the device's implicit steps themselves: their small
 # batches would take the host's (the same code, so the same bits), so this
-# file forces the device's (reset at its end).
+# file forces the device's (the caller's setting is restored at its end).
+device_bdf_before <- Sys.getenv("SYSBIOGPU_LASSIE_DEVICE_BDF", unset = NA)
 Sys.setenv(SYSBIOGPU_LASSIE_DEVICE_BDF = "1")
 
 test_that("stiff batches: the device's implicit steps give the CPU's bits", {
@@ -149,4 +150,5 @@ test_that("a simulation failing in the implicit steps is reported as on the CPU;
   expect_identical(lassie_core(g), lassie_core(c))
 })
 
-Sys.unsetenv("SYSBIOGPU_LASSIE_DEVICE_BDF")
+if (is.na(device_bdf_before)) Sys.unsetenv("SYSBIOGPU_LASSIE_DEVICE_BDF") else
+  Sys.setenv(SYSBIOGPU_LASSIE_DEVICE_BDF = device_bdf_before)
