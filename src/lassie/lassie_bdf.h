@@ -52,6 +52,39 @@ static LASSIE_HD inline double lassie_team_bcast(const lassie_team *tm, double v
   return v;
 }
 
+/* Lane j's value, on every lane (int and double). */
+static LASSIE_HD inline int lassie_team_shfl_int(const lassie_team *tm, int v, int j) {
+#ifdef __CUDA_ARCH__
+  if (tm->size > 1) v = __shfl_sync(tm->mask, v, j, tm->size);
+#else
+  (void)tm; (void)j;
+#endif
+  return v;
+}
+static LASSIE_HD inline double lassie_team_shfl(const lassie_team *tm, double v, int j) {
+#ifdef __CUDA_ARCH__
+  if (tm->size > 1) v = __shfl_sync(tm->mask, v, j, tm->size);
+#else
+  (void)tm; (void)j;
+#endif
+  return v;
+}
+
+/* Asks the device's L2 for the lines of a[0..n) (the team's lanes share
+ * them) and to keep them: a simulation's factors and vectors do not stay
+ * in L2 between its own uses while a thousand others run, and their loads
+ * are on the substitutions' and the elimination's chains of dependent
+ * loads.  No-op on the CPU. */
+static LASSIE_HD inline void lassie_team_prefetch(const lassie_team *tm, const double *a, int n) {
+#ifdef __CUDA_ARCH__
+  const char *p = (const char *)((size_t)a & ~(size_t)127), *e = (const char *)(a + n);
+  for (p += (size_t)tm->lane * 128; p < e; p += (size_t)tm->size * 128)
+    asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p));
+#else
+  (void)tm; (void)a; (void)n;
+#endif
+}
+
 /* The largest of the lanes' values, NaN winning (lassie_maxnan does not
  * depend on the order, so this is the serial maximum). */
 static LASSIE_HD inline double lassie_team_max(const lassie_team *tm, double v) {
@@ -67,17 +100,29 @@ static LASSIE_HD inline double lassie_team_max(const lassie_team *tm, double v) 
 /* The symbolic part of the sparse LU, shared by all simulations of a
  * model: pos[species] = its row (fill-reducing order), ipos the inverse;
  * the factors' pattern row by row (L columns ascending, the diagonal at
- * diag[i], then U's columns). */
+ * diag[i], then U's columns).  The rest is the plan of the numeric phases
+ * (sbg_lassie_lu_plan(), one int array that lassie_lu_plan_view() points
+ * into):
+ * - wlog: per row, log2 of the partial sums its substitution sum is split
+ *   into (forward rows, then backward rows; lassie_lu_tree_sum());
+ * - the level schedule of the substitutions as warp passes: rows of a level
+ *   depend only on rows of earlier levels; a pass gives each of a warp's 32
+ *   lanes one partial sum of one row of the level (entry row << 10 | v << 5
+ *   | log2 W for partial v of W, -1 for none), rows' lanes W-aligned;
+ *   lev_pass: the first pass of each forward level (n_fwd + 1), then of each
+ *   backward one (n_bwd + 1); pass_w: the largest log2 W of each pass;
+ * - the assembly of I - gamma J at the factors' positions: position p's
+ *   terms asm_ptr[p] .. asm_ptr[p + 1] in the order of the CPU's serial
+ *   scatter, each H's entry asm_q (-1: the identity's 1) times D's entry
+ *   asm_e. */
 typedef struct lassie_lu {
   const int *pos, *ipos, *ptr, *col, *diag;
-  /* level schedule of the substitutions (sbg_lassie_lu_levels): lev holds
-   * the forward rows by level, then the backward rows by level (in each
-   * level its short rows, then its long ones), then the level offsets into
-   * them (n_fwd + 1, then n_bwd + 1), then where each level's long rows
-   * start (n_fwd, then n_bwd) */
-  const int *lev;
-  int n_fwd, n_bwd;
+  const int *wlog, *lev_pass, *pass_w, *pass, *asm_ptr, *asm_q, *asm_e;
+  int n_fwd, n_bwd, n_pass, n_terms;
 } lassie_lu;
+
+/* lanes of a warp: the passes' width */
+#define LASSIE_LU_WARP 32
 
 #ifdef __cplusplus
 extern "C" {
@@ -87,19 +132,30 @@ extern "C" {
  * factors' entries.  Returns 0, or -1 without memory. */
 int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **ptr,
                           int **col, int **diag, size_t *nnz);
-/* Level schedule of the substitutions with the factors (ptr, col, diag) of
- * N rows: rows of one level depend only on rows of earlier levels, so a
- * team can share a level's rows, each row's sum still in its own order.
- * *lev malloc'ed (lassie_lu_lev_len() ints, layout in lassie_lu).
- * Returns 0, or -1 without memory. */
-int sbg_lassie_lu_levels(int N, const int *ptr, const int *col, const int *diag, int **lev,
-                         int *n_fwd, int *n_bwd);
+/* The plan of lu (pos, ipos, ptr, col, diag set) for model m: *plan
+ * malloc'ed (lassie_lu_plan_len() ints), lu's counts set and its plan
+ * pointers into *plan.  Returns 0, or -1 without memory. */
+int sbg_lassie_lu_plan(const sbg_lassie_model *m, lassie_lu *lu, int **plan);
 #ifdef __cplusplus
 }
 #endif
-/* Length of that schedule. */
-static inline size_t lassie_lu_lev_len(int N, int n_fwd, int n_bwd) {
-  return 2 * (size_t)N + 2 * ((size_t)n_fwd + (size_t)n_bwd) + 2;
+
+/* Length of the plan of lu's counts (N rows, nnz entries). */
+static inline size_t lassie_lu_plan_len(const lassie_lu *lu, int N, size_t nnz) {
+  return 2 * (size_t)N + (size_t)lu->n_fwd + (size_t)lu->n_bwd + 2 +
+         (size_t)lu->n_pass * (LASSIE_LU_WARP + 1) + nnz + 1 + 2 * (size_t)lu->n_terms;
+}
+
+/* Points lu's plan arrays into plan (its counts set): the host's copy or
+ * the device's. */
+static inline void lassie_lu_plan_view(lassie_lu *lu, const int *plan, int N, size_t nnz) {
+  lu->wlog = plan;
+  lu->lev_pass = lu->wlog + 2 * (size_t)N;
+  lu->pass_w = lu->lev_pass + lu->n_fwd + lu->n_bwd + 2;
+  lu->pass = lu->pass_w + lu->n_pass;
+  lu->asm_ptr = lu->pass + (size_t)lu->n_pass * LASSIE_LU_WARP;
+  lu->asm_q = lu->asm_ptr + nnz + 1;
+  lu->asm_e = lu->asm_q + lu->n_terms;
 }
 
 /* dX/dt = H v into f at x (v: the rates, scratch M) and, when fa is not
@@ -108,6 +164,8 @@ static inline size_t lassie_lu_lev_len(int N, int n_fwd, int n_bwd) {
 static LASSIE_HD inline void lassie_rhs_team(const lassie_team *tm, const sbg_lassie_model *m,
                                              const double *k, const double *x, double *v,
                                              double *f, double *fa) {
+  lassie_team_prefetch(tm, k, m->n_reactions);
+  lassie_team_prefetch(tm, x, m->n_species);
   for (int i = tm->lane; i < m->n_reactions; i += tm->size)
     v[i] = lassie_rate(m->r_ptr, m->r_sp, m->r_ord, k, x, i);
   lassie_team_sync(tm);
@@ -160,45 +218,70 @@ static LASSIE_HD inline double lassie_gershgorin(const lassie_team *tm, const sb
  * pivots on the diagonal (the fill-reducing order stays; I - gamma J of a
  * reaction network has a diagonal >= 1 wherever a species is only
  * consumed, as in KPP's static sparse LU for chemistry); val the factors,
- * x a zeroed scratch of N (left zeroed).  Row by row: lane 0 scatters the
- * row, the lanes share each update with a row of U (distinct columns).
- * Returns -1 when a pivot is not finite or lost its digits to
- * cancellation (the CPU then takes a dense LU with pivoting). */
+ * with each pivot's reciprocal on the diagonal (a multiplication, not a
+ * division, per eliminated entry and per row of the substitutions); x a
+ * zeroed scratch of N (left zeroed).  The lanes assemble P's entries in
+ * parallel (each entry's terms in the order of lu's plan), then go row by
+ * row: they scatter the row, share each update with a row of U (distinct
+ * columns), and gather it.  Returns -1 when a pivot is not finite or lost
+ * its digits to cancellation (the CPU then takes a dense LU with
+ * pivoting). */
 static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_lassie_model *m,
                                              const lassie_lu *lu, double gamma,
                                              const double *dv, double *val, double *x) {
   const int N = m->n_species, L = tm->lane, T = tm->size;
-  const int *pos = lu->pos, *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
-  for (int i = 0; i < N; i++) {
-    if (L == 0) {
-      int l = lu->ipos[i];
-      x[i] += 1.0;
-      for (int q = m->h_ptr[l]; q < m->h_ptr[l + 1]; q++) {
-        int r = m->h_rx[q];
-        double gh = gamma * m->h_val[q];
-        for (int e = m->r_ptr[r]; e < m->r_ptr[r + 1]; e++) x[pos[m->r_sp[e]]] -= gh * dv[e];
-      }
+  const int *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
+  const lassie_team tm_one = {0, 1, 0u};   /* a lane prefetching alone */
+  lassie_team_prefetch(tm, dv, m->r_ptr[m->n_reactions]);
+  for (int p = L; p < ptr[N]; p += T) {
+    double a = 0;
+    for (int t = lu->asm_ptr[p]; t < lu->asm_ptr[p + 1]; t++) {
+      const int q = lu->asm_q[t];
+      if (q < 0) a += 1.0;
+      else a -= gamma * m->h_val[q] * dv[lu->asm_e[t]];
     }
+    val[p] = a;
+  }
+  lassie_team_sync(tm);
+  for (int i = 0; i < N; i++) {
+    for (int p = ptr[i] + L; p < ptr[i + 1]; p += T) x[col[p]] = val[p];
     lassie_team_sync(tm);
     /* dterm: the largest partial sum the pivot went through (at least
      * half the largest term it is made of), tracked once per eliminated
      * row and not per update */
     double dterm = fabs(x[i]);
-    for (int p = ptr[i]; p < diag[i]; p++) {
-      int k = col[p];
-      double lk = x[k] / val[diag[k]];
-      lassie_team_sync(tm);   /* all lanes read x[k] before lane 0 writes it */
-      if (L == 0) x[k] = lk;
-      if (lk == 0) continue;
-      for (int p2 = diag[k] + 1 + L; p2 < ptr[k + 1]; p2 += T) x[col[p2]] -= lk * val[p2];
-      lassie_team_sync(tm);
-      double a = fabs(x[i]);
-      if (a > dterm) dterm = a;
+    /* row i's L entries, T at a time: lane j loads entry j's column k, the
+     * bounds of U's row k and k's reciprocal pivot (final: row k is done)
+     * ahead of the serial elimination, which takes them by shuffles */
+    for (int p0 = ptr[i]; p0 < diag[i]; p0 += T) {
+      int kl = 0, dl = 0, el = 0;
+      double rl = 0;
+      if (p0 + L < diag[i]) {
+        kl = col[p0 + L]; dl = diag[kl]; el = ptr[kl + 1]; rl = val[dl];
+        lassie_team_prefetch(&tm_one, val + dl + 1, el - dl - 1);
+      }
+      const int nj = diag[i] - p0 < T ? diag[i] - p0 : T;
+      for (int j = 0; j < nj; j++) {
+        const int k = lassie_team_shfl_int(tm, kl, j), dk = lassie_team_shfl_int(tm, dl, j);
+        const int ek = lassie_team_shfl_int(tm, el, j);
+        double lk = x[k] * lassie_team_shfl(tm, rl, j);
+        lassie_team_sync(tm);   /* all lanes read x[k] before lane 0 writes it */
+        if (L == 0) x[k] = lk;
+        if (lk == 0) continue;
+        for (int p2 = dk + 1 + L; p2 < ek; p2 += T) x[col[p2]] -= lk * val[p2];
+        lassie_team_sync(tm);
+        double a = fabs(x[i]);
+        if (a > dterm) dterm = a;
+      }
     }
     lassie_team_sync(tm);
-    for (int p = ptr[i] + L; p < ptr[i + 1]; p += T) { val[p] = x[col[p]]; x[col[p]] = 0; }
+    const double d = x[i];
+    lassie_team_sync(tm);   /* all lanes read the pivot before it is cleared */
+    for (int p = ptr[i] + L; p < ptr[i + 1]; p += T) {
+      val[p] = p == diag[i] ? 1.0 / d : x[col[p]];
+      x[col[p]] = 0;
+    }
     lassie_team_sync(tm);
-    double d = val[diag[i]];
     /* The test is on cancellation, not on the pivot's size next to its
      * row: rows of species with large amounts carry large off-diagonal
      * entries (Chen's ligand: 1e11 next to a diagonal of 1), which a row
@@ -206,18 +289,14 @@ static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_la
      * the diagonal of I - gamma J is >= 1 before elimination (a species'
      * own consumption), so a small pivot can only come from cancellation:
      * it fails when it lost 10 digits to the terms it is made of. */
-    if (!isfinite(d) || !(fabs(d) > 1e-10 * dterm)) {
-      for (int j = L; j < N; j += T) x[j] = 0;
-      lassie_team_sync(tm);
-      return -1;
-    }
+    if (!isfinite(d) || !(fabs(d) > 1e-10 * dterm)) return -1;
   }
   return 0;
 }
 
 /* Forward and back substitution with unit-lower / upper factors stored
  * row by row (ptr, col, val; diag: each row's diagonal entry), for the
- * sparse LU and the CPU's compressed dense one alike.  Serial. */
+ * CPU's compressed dense LU.  Serial. */
 static LASSIE_HD inline void lassie_lu_substitute(int n, const int *ptr, const int *col,
                                                   const int *diag, const double *val, double *b) {
   for (int i = 1; i < n; i++) {
@@ -232,79 +311,94 @@ static LASSIE_HD inline void lassie_lu_substitute(int n, const int *ptr, const i
   }
 }
 
-/* Rows of the factors with at least LASSIE_LU_SPLIT terms (a hub species:
- * Chen's longest row of L has 175, and such rows, one per level, made most
- * of a warp's substitution time) sum them as LASSIE_LU_LANES strided
- * partial sums (partial v: terms v, v + 32, ..., in order), added by a
- * fixed pairwise tree; a warp computes them in parallel, the CPU and
- * smaller teams in turn, with the same bits. */
-#define LASSIE_LU_SPLIT 32
-#define LASSIE_LU_LANES 32
-
-/* sum_{q0 <= q < q1} val[q] b[col[q]] in the order above, on every lane */
-static LASSIE_HD inline double lassie_lu_row_sum(const lassie_team *tm, const double *val,
-                                                 const double *b, const int *col, int q0, int q1) {
-#ifdef __CUDA_ARCH__
-  if (tm->size == LASSIE_LU_LANES) {
+/* A substitution row's sum_{q0 <= q < q1} val[q] b[col[q]] as 2^w partial
+ * sums (partial v: terms v, v + 2^w, ..., in order, from 0) added by a
+ * fixed pairwise tree: the order a warp's pass computes it in (a lane per
+ * partial, the tree by shuffles), here in turn on one thread. */
+static LASSIE_HD inline double lassie_lu_tree_sum(const double *val, const double *b,
+                                                  const int *col, int q0, int q1, int w) {
+  if (w == 0) {
     double p = 0;
-    for (int q = q0 + tm->lane; q < q1; q += LASSIE_LU_LANES) p += val[q] * b[col[q]];
-    /* lane l < o holds the tree's entry l after each step (t[l] + t[l + o]) */
-    for (int o = LASSIE_LU_LANES / 2; o > 0; o >>= 1) p = p + __shfl_xor_sync(tm->mask, p, o);
-    return __shfl_sync(tm->mask, p, 0);
+    for (int q = q0; q < q1; q++) p += val[q] * b[col[q]];
+    return p;
   }
-#endif
-  (void)tm;
-  double t[LASSIE_LU_LANES];
-  for (int v = 0; v < LASSIE_LU_LANES; v++) {
+  const int W = 1 << w;
+  double t[LASSIE_LU_WARP];
+  for (int v = 0; v < W; v++) {
     double p = 0;
-    for (int q = q0 + v; q < q1; q += LASSIE_LU_LANES) p += val[q] * b[col[q]];
+    for (int q = q0 + v; q < q1; q += W) p += val[q] * b[col[q]];
     t[v] = p;
   }
-  for (int o = LASSIE_LU_LANES / 2; o > 0; o >>= 1)
+  for (int o = W / 2; o > 0; o >>= 1)
     for (int v = 0; v < o; v++) t[v] = t[v] + t[v + o];
   return t[0];
 }
 
-/* Solves L U z = b in place (the factors of lassie_lu_factor) by the level
- * schedule of lu: the lanes share each level's short rows, each summed in
- * order as lassie_lu_substitute() does; the team takes its long rows one
- * by one (lassie_lu_row_sum).  The CPU (a team of one) gets the same bits.
- * (Rows of a level are independent, so their order in it does not change
- * a bit; the schedule lists the long rows apart, which spares the team a
- * pass over every row of the level to find them.) */
+#ifdef __CUDA_ARCH__
+/* The passes [s0, s1) of a level on a warp: each lane sums its partial,
+ * the row's lanes add them by the tree of lassie_lu_tree_sum() (lane v
+ * adds lane v + o's), and the row's lane 0 updates it; rows of a level are
+ * independent, so its passes need no sync between them. */
+static __device__ inline void lassie_lu_passes(const lassie_team *tm, const lassie_lu *lu, int s0,
+                                               int s1, int back, const double *val, double *b) {
+  const int *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
+  for (int s = s0; s < s1; s++) {
+    const int e = lu->pass[(size_t)s * LASSIE_LU_WARP + tm->lane];
+    double p = 0;
+    int i = 0, v = 1, w = 0;
+    if (e >= 0) {
+      i = e >> 10; v = (e >> 5) & 31; w = e & 31;
+      const int q1 = back ? ptr[i + 1] : diag[i], W = 1 << w;
+      int q = (back ? diag[i] + 1 : ptr[i]) + v;
+      /* four terms' loads at a time, added in order */
+      for (; q + 3 * W < q1; q += 4 * W) {
+        const int c0 = col[q], c1 = col[q + W], c2 = col[q + 2 * W], c3 = col[q + 3 * W];
+        const double v0 = val[q], v1 = val[q + W], v2 = val[q + 2 * W], v3 = val[q + 3 * W];
+        const double b0 = b[c0], b1 = b[c1], b2 = b[c2], b3 = b[c3];
+        p += v0 * b0; p += v1 * b1; p += v2 * b2; p += v3 * b3;
+      }
+      for (; q < q1; q += W) p += val[q] * b[col[q]];
+    }
+    for (int o = (1 << lu->pass_w[s]) >> 1; o > 0; o >>= 1) {
+      double t = __shfl_xor_sync(tm->mask, p, o);
+      if (o < (1 << w)) p = p + t;
+    }
+    if (v == 0) b[i] = back ? (b[i] - p) * val[diag[i]] : b[i] - p;
+  }
+}
+#endif
+
+/* Solves L U z = b in place (the factors of lassie_lu_factor), each row's
+ * sum by lassie_lu_tree_sum() with its plan's split: a warp by the plan's
+ * passes, level by level; the CPU and smaller teams row by row, in order,
+ * on one lane, with the same bits. */
 static LASSIE_HD inline void lassie_lu_solve_levels(const lassie_team *tm, const lassie_lu *lu,
                                                     int N, const double *val, double *b) {
+#ifdef __CUDA_ARCH__
+  if (tm->size == LASSIE_LU_WARP) {
+    const int *lp = lu->lev_pass;
+    lassie_team_prefetch(tm, val, lu->ptr[N]);
+    for (int lv = 0; lv < lu->n_fwd; lv++) {
+      lassie_lu_passes(tm, lu, lp[lv], lp[lv + 1], 0, val, b);
+      __syncwarp(tm->mask);
+    }
+    lp += lu->n_fwd + 1;
+    for (int lv = 0; lv < lu->n_bwd; lv++) {
+      lassie_lu_passes(tm, lu, lp[lv], lp[lv + 1], 1, val, b);
+      __syncwarp(tm->mask);
+    }
+    return;
+  }
+#endif
   const int *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
-  const int *fr = lu->lev, *br = lu->lev + N, *fp = lu->lev + 2 * N, *bp = fp + lu->n_fwd + 1;
-  const int *fl = bp + lu->n_bwd + 1, *bl = fl + lu->n_fwd;
-  for (int lv = 0; lv < lu->n_fwd; lv++) {
-    for (int r = fp[lv] + tm->lane; r < fl[lv]; r += tm->size) {
-      int i = fr[r];
-      double s = b[i];
-      for (int q = ptr[i]; q < diag[i]; q++) s -= val[q] * b[col[q]];
-      b[i] = s;
-    }
-    for (int r = fl[lv]; r < fp[lv + 1]; r++) {
-      int i = fr[r];
-      double t = lassie_lu_row_sum(tm, val, b, col, ptr[i], diag[i]);
-      if (tm->lane == 0) b[i] = b[i] - t;
-    }
-    lassie_team_sync(tm);
+  if (tm->lane == 0) {
+    for (int i = 0; i < N; i++)
+      if (ptr[i] < diag[i]) b[i] = b[i] - lassie_lu_tree_sum(val, b, col, ptr[i], diag[i], lu->wlog[i]);
+    for (int k = N - 1; k >= 0; k--)
+      b[k] = (b[k] - lassie_lu_tree_sum(val, b, col, diag[k] + 1, ptr[k + 1], lu->wlog[N + k])) *
+             val[diag[k]];
   }
-  for (int lv = 0; lv < lu->n_bwd; lv++) {
-    for (int r = bp[lv] + tm->lane; r < bl[lv]; r += tm->size) {
-      int k = br[r];
-      double s = b[k];
-      for (int q = diag[k] + 1; q < ptr[k + 1]; q++) s -= val[q] * b[col[q]];
-      b[k] = s / val[diag[k]];
-    }
-    for (int r = bl[lv]; r < bp[lv + 1]; r++) {
-      int k = br[r];
-      double t = lassie_lu_row_sum(tm, val, b, col, diag[k] + 1, ptr[k + 1]);
-      if (tm->lane == 0) b[k] = (b[k] - t) / val[diag[k]];
-    }
-    lassie_team_sync(tm);
-  }
+  lassie_team_sync(tm);
 }
 
 /* Variable-coefficient BDF of order q on the nodes tau[0] = t_{n+1} (the new

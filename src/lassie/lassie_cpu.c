@@ -65,7 +65,8 @@ typedef struct ws {
    * once per workspace and model); per row: L columns ascending, then the
    * diagonal (lu_diag), then U's columns */
   int *lu_ptr, *lu_col, *lu_diag;
-  int *lu_lev, lu_nfwd, lu_nbwd;   /* level schedule of the substitutions */
+  int *lu_plan;      /* the plan of the numeric phases (sbg_lassie_lu_plan) */
+  lassie_lu lu;      /* all of the above */
   double *lu_val, *lu_x;
   int dense;         /* 1: the last factorisation is the dense fallback in P */
   /* the dense fallback's factors compressed to their nonzeros (same row
@@ -85,7 +86,7 @@ static void ws_free(ws *w) {
   free(w->y); free(w->g); free(w->dv); free(w->P); free(w->piv); free(w->nzbuf); free(w->pos);
   for (int i = 0; i < LASSIE_BDF_HIST; i++) free(w->hist[i]);
   free(w->cvec);
-  free(w->ipos); free(w->lu_ptr); free(w->lu_col); free(w->lu_diag); free(w->lu_val); free(w->lu_x); free(w->lu_lev);
+  free(w->ipos); free(w->lu_ptr); free(w->lu_col); free(w->lu_diag); free(w->lu_val); free(w->lu_x); free(w->lu_plan);
   free(w->dz_ptr); free(w->dz_col); free(w->dz_diag); free(w->dz_val);
   memset(w, 0, sizeof(*w));
 }
@@ -361,65 +362,162 @@ int sbg_lassie_device_bdf_pays(int n_species, int n_sims, int threads) {
   return n_species <= LASSIE_DEVICE_BDF_MAX_N && (double)n_sims >= per * threads;
 }
 
-/* Each level of rows[off[l] .. off[l + 1]) reordered to its short rows,
- * then its long ones (is_long[row] set), in their order; lo[l]: where the long
- * ones start.  tmp: scratch of the longest level. */
-static void lu_levels_long_last(int *rows, const int *off, int nl, const unsigned char *is_long,
-                                int *lo, int *tmp) {
-  for (int l = 0; l < nl; l++) {
-    int n = 0;
-    for (int r = off[l]; r < off[l + 1]; r++) if (!is_long[rows[r]]) tmp[n++] = rows[r];
-    lo[l] = off[l] + n;
-    for (int r = off[l]; r < off[l + 1]; r++) if (is_long[rows[r]]) tmp[n++] = rows[r];
-    memcpy(rows + off[l], tmp, sizeof(int) * (size_t)n);
-  }
+/* A warp's time in the model the passes are planned by: a pass costs
+ * LU_PASS_COST (its loads of the schedule, the rows' bounds, the write),
+ * each term a lane adds LU_TERM_COST (a dependent add; its loads overlap),
+ * each step of the tree LU_STEP_COST (a shuffle and an add). */
+#define LU_PASS_COST 18
+#define LU_TERM_COST 1
+#define LU_STEP_COST 4
+
+/* log2 of the lanes for a row of n terms at most `chunk` terms per lane */
+static int lu_row_wlog(int n, int chunk) {
+  int w = 0;
+  while (w < 5 && (1 << w) * chunk < n) w++;
+  return w;
 }
 
-int sbg_lassie_lu_levels(int N, const int *ptr, const int *col, const int *diag, int **lev_out,
-                         int *n_fwd, int *n_bwd) {
-  /* n_fwd, n_bwd <= N: lassie_lu_lev_len(N, N, N) ints suffice */
-  int *lev = malloc(sizeof(int) * lassie_lu_lev_len(N, N, N)), *lf = malloc(sizeof(int) * ((size_t)N + 1));
-  if (!lev || !lf) { free(lev); free(lf); return -1; }
-  int *fr = lev, *br = lev + N, *fp = lev + 2 * N;
-  /* forward: rows with an L part, level 1 + the deepest row they read */
-  int nf = 0, nb = 0;
+/* Builds (emit) or costs (!emit) the passes of the level rows[0..nr) (len:
+ * each row's terms) with at most `chunk` terms per lane: rows by
+ * decreasing width, each pass filled in turn (widths are powers of 2 taken
+ * largest first, so each row's lanes stay aligned).  Emitting writes the
+ * rows' widths to wl[] and the passes from pass / pass_w[*np] on. */
+static long lu_level_passes(const int *rows, const int *len, int nr, int chunk, int emit, int *wl,
+                            int *pass, int *pass_w, int *np) {
+  long cost = 0;
+  int fill = LASSIE_LU_WARP, pmax = 0, pw = 0;
+  for (int w = 5; w >= 0; w--)
+    for (int r = 0; r < nr; r++) {
+      const int n = len[rows[r]];
+      if (lu_row_wlog(n, chunk) != w) continue;
+      const int W = 1 << w, per = (n + W - 1) / W;
+      if (fill + W > LASSIE_LU_WARP) {   /* a new pass */
+        if (fill < LASSIE_LU_WARP || pmax || pw) cost += LU_PASS_COST + LU_TERM_COST * pmax + LU_STEP_COST * pw;
+        fill = 0; pmax = 0; pw = w;
+        if (emit) {
+          for (int l = 0; l < LASSIE_LU_WARP; l++) pass[(size_t)*np * LASSIE_LU_WARP + l] = -1;
+          pass_w[*np] = w;
+          (*np)++;
+        }
+      }
+      if (per > pmax) pmax = per;
+      if (emit) {
+        wl[rows[r]] = w;
+        for (int v = 0; v < W; v++)
+          pass[(size_t)(*np - 1) * LASSIE_LU_WARP + fill + v] = rows[r] << 10 | v << 5 | w;
+      }
+      fill += W;
+    }
+  if (fill < LASSIE_LU_WARP || pmax) cost += LU_PASS_COST + LU_TERM_COST * pmax + LU_STEP_COST * pw;
+  return cost;
+}
+
+/* Levels of the substitution rows (lvl[row], -1 for none) as passes: per
+ * level the chunk whose passes cost least; lev_pass[0..nl] their offsets
+ * (from *np on).  rows, off: scratch of N and N + 2. */
+static void lu_plan_passes(int N, const int *lvl, int nl, const int *len, int *wl, int *lev_pass,
+                           int *pass, int *pass_w, int *np, int *rows, int *off) {
+  /* rows by level (counting sort, ascending within a level) */
+  for (int l = 0; l <= nl + 1; l++) off[l] = 0;
+  for (int i = 0; i < N; i++) if (lvl[i] >= 0) off[lvl[i] + 2]++;
+  for (int l = 0; l < nl; l++) off[l + 2] += off[l + 1];
+  for (int i = 0; i < N; i++) if (lvl[i] >= 0) rows[off[lvl[i] + 1]++] = i;
+  for (int l = 0; l < nl; l++) {
+    const int *lr = rows + off[l], nr = off[l + 1] - off[l];
+    int best = 1, maxlen = 1;
+    for (int r = 0; r < nr; r++) if (len[lr[r]] > maxlen) maxlen = len[lr[r]];
+    long best_cost = -1;
+    for (int chunk = 1;; chunk = chunk < 4 ? chunk + 1 : chunk + chunk / 2) {
+      long c = lu_level_passes(lr, len, nr, chunk, 0, NULL, NULL, NULL, NULL);
+      if (best_cost < 0 || c < best_cost) { best_cost = c; best = chunk; }
+      if (chunk >= maxlen) break;
+    }
+    lev_pass[l] = *np;
+    lu_level_passes(lr, len, nr, best, 1, wl, pass, pass_w, np);
+  }
+  lev_pass[nl] = *np;
+}
+
+int sbg_lassie_lu_plan(const sbg_lassie_model *m, lassie_lu *lu, int **plan_out) {
+  const int N = m->n_species, *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
+  const size_t nnz = (size_t)ptr[N];
+  int rc = -1, nf = 0, nb = 0, np = 0, nt = 0;
+  int *lf = malloc(sizeof(int) * ((size_t)N + 1)), *lb = malloc(sizeof(int) * ((size_t)N + 1));
+  int *len = malloc(sizeof(int) * 2 * ((size_t)N + 1)), *rows = malloc(sizeof(int) * ((size_t)N + 1));
+  int *wl = calloc(2 * (size_t)N + 1, sizeof(int)), *lev_pass = malloc(sizeof(int) * (2 * (size_t)N + 2));
+  /* at most a pass per row */
+  int *pass = malloc(sizeof(int) * LASSIE_LU_WARP * (2 * (size_t)N + 1));
+  int *pass_w = malloc(sizeof(int) * (2 * (size_t)N + 1));
+  int *at = malloc(sizeof(int) * ((size_t)N + 2)), *cnt = calloc(nnz + 1, sizeof(int));
+  int *plan = NULL;
+  if (!lf || !lb || !len || !rows || !wl || !lev_pass || !pass || !pass_w || !at || !cnt) goto done;
+  /* forward: rows with an L part, level 1 + the deepest row they read;
+   * backward: every row, level 1 + the deepest later row it reads */
   for (int i = 0; i < N; i++) {
     int d = -1;
     for (int q = ptr[i]; q < diag[i]; q++) if (lf[col[q]] > d) d = lf[col[q]];
     lf[i] = ptr[i] < diag[i] ? d + 1 : -1;
     if (lf[i] + 1 > nf) nf = lf[i] + 1;
+    len[i] = diag[i] - ptr[i];
   }
-  /* counting sort by level, rows ascending within a level */
-  int *cnt = calloc((size_t)N + 2, sizeof(int));
-  if (!cnt) { free(lev); free(lf); return -1; }
-  for (int i = 0; i < N; i++) if (lf[i] >= 0) cnt[lf[i] + 1]++;
-  for (int l = 0; l < nf; l++) cnt[l + 1] += cnt[l];
-  for (int l = 0; l <= nf; l++) fp[l] = cnt[l];
-  for (int i = 0; i < N; i++) if (lf[i] >= 0) fr[cnt[lf[i]]++] = i;
-  /* backward: every row, level 1 + the deepest later row it reads */
   for (int k = N - 1; k >= 0; k--) {
     int d = -1;
-    for (int q = diag[k] + 1; q < ptr[k + 1]; q++) if (lf[col[q]] > d) d = lf[col[q]];
-    lf[k] = d + 1;
-    if (lf[k] + 1 > nb) nb = lf[k] + 1;
+    for (int q = diag[k] + 1; q < ptr[k + 1]; q++) if (lb[col[q]] > d) d = lb[col[q]];
+    lb[k] = d + 1;
+    if (lb[k] + 1 > nb) nb = lb[k] + 1;
+    len[N + k] = ptr[k + 1] - diag[k] - 1;
   }
-  int *bp = fp + nf + 1;
-  memset(cnt, 0, sizeof(int) * ((size_t)N + 2));
-  for (int k = 0; k < N; k++) cnt[lf[k] + 1]++;
-  for (int l = 0; l < nb; l++) cnt[l + 1] += cnt[l];
-  for (int l = 0; l <= nb; l++) bp[l] = cnt[l];
-  for (int k = N - 1; k >= 0; k--) br[cnt[lf[k]]++] = k;
-  /* the long rows of each level last (lassie_lu_solve_levels) */
-  unsigned char *is_long = malloc((size_t)N + 1);
-  if (!is_long) { free(cnt); free(lev); free(lf); return -1; }
-  int *fl = bp + nb + 1, *bl = fl + nf;
-  for (int i = 0; i < N; i++) is_long[i] = diag[i] - ptr[i] >= LASSIE_LU_SPLIT;
-  lu_levels_long_last(fr, fp, nf, is_long, fl, lf);
-  for (int k = 0; k < N; k++) is_long[k] = ptr[k + 1] - diag[k] - 1 >= LASSIE_LU_SPLIT;
-  lu_levels_long_last(br, bp, nb, is_long, bl, lf);
-  free(is_long); free(cnt); free(lf);
-  *lev_out = lev; *n_fwd = nf; *n_bwd = nb;
-  return 0;
+  /* the passes pack a row into 21 bits; larger models keep the widths
+   * (the CPU's order) but get no passes (the device does not take them) */
+  if (N < (1 << 21)) {
+    lu_plan_passes(N, lf, nf, len, wl, lev_pass, pass, pass_w, &np, rows, at);
+    lu_plan_passes(N, lb, nb, len + N, wl + N, lev_pass + nf + 1, pass, pass_w, &np, rows, at);
+  } else {
+    for (int i = 0; i < 2 * N; i++) wl[i] = lu_row_wlog(len[i], 4);
+    nf = nb = 0; lev_pass[0] = lev_pass[1] = 0;
+  }
+  /* the assembly: P's row i is the identity's 1 on the diagonal, then
+   * -gamma H[l, r] D[r, e] for the reactions r of species l = ipos[i] and
+   * their reactants e, in this order (the CPU's serial scatter) */
+  for (int j = 0; j < N; j++) at[j] = -1;
+  for (int pass2 = 0; pass2 < 2; pass2++) {
+    if (pass2) {   /* counts to offsets */
+      int run = 0;
+      for (size_t p = 0; p <= nnz; p++) { int c = cnt[p]; cnt[p] = run; run += c; }
+      nt = cnt[nnz];
+      lu->n_fwd = nf; lu->n_bwd = nb; lu->n_pass = np; lu->n_terms = nt;
+      plan = malloc(sizeof(int) * lassie_lu_plan_len(lu, N, nnz));
+      if (!plan) goto done;
+      lassie_lu_plan_view(lu, plan, N, nnz);
+      memcpy((int *)lu->asm_ptr, cnt, sizeof(int) * (nnz + 1));
+    }
+    for (int i = 0; i < N; i++) {
+      const int l = lu->ipos[i];
+      for (int p = ptr[i]; p < ptr[i + 1]; p++) at[col[p]] = p;
+      if (pass2) { int t = cnt[diag[i]]++; ((int *)lu->asm_q)[t] = -1; ((int *)lu->asm_e)[t] = -1; }
+      else cnt[diag[i]]++;
+      for (int q = m->h_ptr[l]; q < m->h_ptr[l + 1]; q++) {
+        const int r = m->h_rx[q];
+        for (int e = m->r_ptr[r]; e < m->r_ptr[r + 1]; e++) {
+          const int p = at[lu->pos[m->r_sp[e]]];
+          if (pass2) { int t = cnt[p]++; ((int *)lu->asm_q)[t] = q; ((int *)lu->asm_e)[t] = e; }
+          else cnt[p]++;
+        }
+      }
+      for (int p = ptr[i]; p < ptr[i + 1]; p++) at[col[p]] = -1;
+    }
+  }
+  memcpy((int *)lu->wlog, wl, sizeof(int) * 2 * (size_t)N);
+  memcpy((int *)lu->lev_pass, lev_pass, sizeof(int) * ((size_t)nf + nb + 2));
+  memcpy((int *)lu->pass_w, pass_w, sizeof(int) * (size_t)np);
+  memcpy((int *)lu->pass, pass, sizeof(int) * LASSIE_LU_WARP * (size_t)np);
+  *plan_out = plan;
+  plan = NULL;
+  rc = 0;
+done:
+  free(lf); free(lb); free(len); free(rows); free(wl); free(lev_pass); free(pass); free(pass_w);
+  free(at); free(cnt); free(plan);
+  return rc;
 }
 
 /* Solves (I - gamma J(x)) z = b once with the sparse LU of the implicit
@@ -432,19 +530,20 @@ int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const d
                              double gamma, double *b) {
   const int N = m->n_species, M = m->n_reactions;
   int *pos = malloc(sizeof(int) * (size_t)N), *ipos = malloc(sizeof(int) * (size_t)N);
-  int *ptr = NULL, *col = NULL, *diag = NULL, *lev = NULL, n_fwd = 0, n_bwd = 0, rc = -2;
+  int *ptr = NULL, *col = NULL, *diag = NULL, *plan = NULL, rc = -2;
   double *dv = malloc(sizeof(double) * (size_t)(m->r_ptr[M] > 0 ? m->r_ptr[M] : 1));
   double *scratch = calloc((size_t)N, sizeof(double)), *y = malloc(sizeof(double) * (size_t)N);
   double *val = NULL;
   size_t nnz = 0;
+  lassie_lu lu;
   if (!pos || !ipos || !dv || !scratch || !y ||
-      sbg_lassie_lu_pattern(m, pos, ipos, &ptr, &col, &diag, &nnz) != 0 ||
-      sbg_lassie_lu_levels(N, ptr, col, diag, &lev, &n_fwd, &n_bwd) != 0 ||
-      !(val = malloc(sizeof(double) * (nnz ? nnz : 1))))
+      sbg_lassie_lu_pattern(m, pos, ipos, &ptr, &col, &diag, &nnz) != 0)
+    goto done;
+  lu = (lassie_lu){.pos = pos, .ipos = ipos, .ptr = ptr, .col = col, .diag = diag};
+  if (sbg_lassie_lu_plan(m, &lu, &plan) != 0 || !(val = malloc(sizeof(double) * (nnz ? nnz : 1))))
     goto done;
   sbg_lassie_dvdx(m, k, x, dv);
   lassie_team tm = lassie_team_host();
-  lassie_lu lu = {pos, ipos, ptr, col, diag, lev, n_fwd, n_bwd};
   rc = -1;
   if (lassie_lu_factor(&tm, m, &lu, gamma, dv, val, scratch) != 0) goto done;
   for (int j = 0; j < N; j++) y[pos[j]] = b[j];
@@ -452,7 +551,7 @@ int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const d
   for (int j = 0; j < N; j++) b[j] = y[pos[j]];
   rc = 0;
 done:
-  free(pos); free(ipos); free(ptr); free(col); free(diag); free(lev); free(dv); free(scratch);
+  free(pos); free(ipos); free(ptr); free(col); free(diag); free(plan); free(dv); free(scratch);
   free(y); free(val);
   return rc;
 }
@@ -464,8 +563,9 @@ static int lu_symbolic(const sbg_lassie_model *m, ws *w) {
   w->lu_val = malloc(sizeof(double) * (nnz ? nnz : 1));
   w->lu_x = calloc((size_t)m->n_species, sizeof(double));
   if (!w->lu_val || !w->lu_x) return -1;   /* ws_free() frees the rest */
-  if (sbg_lassie_lu_levels(m->n_species, w->lu_ptr, w->lu_col, w->lu_diag, &w->lu_lev,
-                           &w->lu_nfwd, &w->lu_nbwd) != 0) return -1;
+  lassie_lu lu = {.pos = w->pos, .ipos = w->ipos, .ptr = w->lu_ptr, .col = w->lu_col, .diag = w->lu_diag};
+  if (sbg_lassie_lu_plan(m, &lu, &w->lu_plan) != 0) return -1;
+  w->lu = lu;
   return 0;
 }
 
@@ -473,15 +573,13 @@ static int lu_symbolic(const sbg_lassie_model *m, ws *w) {
  * (lassie_lu_factor); -1: the dense LU with pivoting takes over. */
 static int lu_sparse_factor(const sbg_lassie_model *m, double gamma, ws *w) {
   lassie_team tm = lassie_team_host();
-  lassie_lu lu = {w->pos, w->ipos, w->lu_ptr, w->lu_col, w->lu_diag, w->lu_lev, w->lu_nfwd, w->lu_nbwd};
-  return lassie_lu_factor(&tm, m, &lu, gamma, w->dv, w->lu_val, w->lu_x);
+  return lassie_lu_factor(&tm, m, &w->lu, gamma, w->dv, w->lu_val, w->lu_x);
 }
 
 /* Solves P z = b in place, b and z in the order pos. */
 static void lu_sparse_solve(const ws *w, int N, double *b) {
   lassie_team tm = lassie_team_host();
-  lassie_lu lu = {w->pos, w->ipos, w->lu_ptr, w->lu_col, w->lu_diag, w->lu_lev, w->lu_nfwd, w->lu_nbwd};
-  lassie_lu_solve_levels(&tm, &lu, N, w->lu_val, b);
+  lassie_lu_solve_levels(&tm, &w->lu, N, w->lu_val, b);
 }
 
 /* Factorises P = I - gamma J: sparse first, the dense LU with partial

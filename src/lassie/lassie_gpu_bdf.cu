@@ -39,8 +39,8 @@ struct bdfstate {
 struct lassie_gpu_bdf {
   sbg_lassie_model dm;   /* device arrays */
   int S, T, nnz_lu;
-  int *d_pos, *d_ipos, *d_ptr, *d_col, *d_diag, *d_lev;
-  int n_fwd, n_bwd;
+  int *d_pos, *d_ipos, *d_ptr, *d_col, *d_diag, *d_plan;
+  lassie_lu lu;          /* the plan's counts (its pointers: the device's) */
   bdfstate *d_bs;
   double *d_w;           /* S workspaces of `stride` doubles */
   size_t stride;
@@ -288,7 +288,7 @@ int lassie_gpu_bdf_wanted(const sbg_lassie_model *m, int S, int threads) {
 void lassie_gpu_bdf_free(lassie_gpu_bdf *b) {
   if (!b) return;
   cudaFree(b->d_pos); cudaFree(b->d_ipos); cudaFree(b->d_ptr); cudaFree(b->d_col);
-  cudaFree(b->d_diag); cudaFree(b->d_lev); cudaFree(b->d_bs); cudaFree(b->d_w);
+  cudaFree(b->d_diag); cudaFree(b->d_plan); cudaFree(b->d_bs); cudaFree(b->d_w);
   free(b);
 }
 
@@ -296,21 +296,29 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
                                 cudaStream_t stream, lassie_gpu_bdf **out, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   const int N = m->n_species, M = m->n_reactions;
-  int *pos = NULL, *ipos = NULL, *ptr = NULL, *col = NULL, *diag = NULL, *lev = NULL;
-  size_t n_lev = 0;
+  int *pos = NULL, *ipos = NULL, *ptr = NULL, *col = NULL, *diag = NULL, *plan = NULL;
+  size_t n_plan = 0;
+  lassie_lu lu;
   size_t nnz = 0, free_b = 0, total_b = 0;
   lassie_gpu_bdf *b = NULL;
   *out = NULL;
   pos = (int *)malloc(sizeof(int) * (size_t)N);
   ipos = (int *)malloc(sizeof(int) * (size_t)N);
   b = (lassie_gpu_bdf *)calloc(1, sizeof(lassie_gpu_bdf));
-  if (!pos || !ipos || !b || sbg_lassie_lu_pattern(m, pos, ipos, &ptr, &col, &diag, &nnz) != 0 ||
-      sbg_lassie_lu_levels(N, ptr, col, diag, &lev, &b->n_fwd, &b->n_bwd) != 0) {
+  if (!pos || !ipos || !b || sbg_lassie_lu_pattern(m, pos, ipos, &ptr, &col, &diag, &nnz) != 0) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory");
     goto done;
   }
-  b->dm = *dm; b->S = S; b->nnz_lu = (int)nnz;
-  n_lev = lassie_lu_lev_len(N, b->n_fwd, b->n_bwd);
+  memset(&lu, 0, sizeof(lu));
+  lu.pos = pos; lu.ipos = ipos; lu.ptr = ptr; lu.col = col; lu.diag = diag;
+  if (sbg_lassie_lu_plan(m, &lu, &plan) != 0) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory");
+    goto done;
+  }
+  /* the plan's passes pack a row into 21 bits (the host keeps larger ones) */
+  if (N >= (1 << 21)) goto done;
+  b->dm = *dm; b->S = S; b->nnz_lu = (int)nnz; b->lu = lu;
+  n_plan = lassie_lu_plan_len(&lu, N, nnz);
   b->T = N >= LASSIE_TEAM_MIN_N ? 32 : 1;
   {
     const char *e = getenv("SYSBIOGPU_LASSIE_BDF_TEAM");   /* for measurements */
@@ -325,7 +333,7 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   SBG_TRY(sbg_device_alloc((void **)&b->d_ptr, sizeof(int) * (N + 1), "the LU's pattern", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_col, sizeof(int) * (nnz ? nnz : 1), "the LU's pattern", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_diag, sizeof(int) * N, "the LU's pattern", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&b->d_lev, sizeof(int) * n_lev, "the LU's level schedule", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_plan, sizeof(int) * n_plan, "the LU's plan", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_bs, sizeof(bdfstate) * S, "the BDF states", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_w, sizeof(double) * b->stride * S, "the BDF workspaces", ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_pos, pos, sizeof(int) * N, cudaMemcpyHostToDevice, stream));
@@ -333,7 +341,7 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_ptr, ptr, sizeof(int) * (N + 1), cudaMemcpyHostToDevice, stream));
   if (nnz) SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_col, col, sizeof(int) * nnz, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_diag, diag, sizeof(int) * N, cudaMemcpyHostToDevice, stream));
-  SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_lev, lev, sizeof(int) * n_lev, cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_plan, plan, sizeof(int) * n_plan, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(b->d_bs, 0, sizeof(bdfstate) * S, stream));
   /* the LU's scatter row must start zeroed (it is left zeroed) */
   SBG_CUDA_CHECK(cudaMemsetAsync(b->d_w, 0, sizeof(double) * b->stride * S, stream));
@@ -343,7 +351,7 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   b = NULL;
 done:
   lassie_gpu_bdf_free(b);
-  free(pos); free(ipos); free(ptr); free(col); free(diag); free(lev);
+  free(pos); free(ipos); free(ptr); free(col); free(diag); free(plan);
   return st;
 }
 
@@ -353,8 +361,10 @@ sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
   sbg_status st = SBG_OK;
   bdfargs a;
   a.m = b->dm;
+  a.lu = b->lu;
   a.lu.pos = b->d_pos; a.lu.ipos = b->d_ipos; a.lu.ptr = b->d_ptr; a.lu.col = b->d_col;
-  a.lu.diag = b->d_diag; a.lu.lev = b->d_lev; a.lu.n_fwd = b->n_fwd; a.lu.n_bwd = b->n_bwd;
+  a.lu.diag = b->d_diag;
+  lassie_lu_plan_view(&a.lu, b->d_plan, b->dm.n_species, (size_t)b->nnz_lu);
   a.k = d_k; a.k_per_sim = p->rates_per_sim; a.nt = p->n_times; a.method = p->method;
   a.S = b->S; a.T = b->T; a.max_att = LASSIE_BDF_ATTEMPTS;
   a.times = d_times; a.rtol = p->rtol; a.atol = p->atol; a.max_steps = p->max_steps;

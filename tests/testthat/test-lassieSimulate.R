@@ -225,9 +225,10 @@ test_that("the analytic Jacobian equals finite differences", {
 
 test_that("the implicit steps' sparse LU solves I - gamma J as a dense solver does", {
   # the Jacobian's own test above pins J; here the fill-reducing order, the
-  # factorisation and the substitution by levels, whose rows of 32 terms or
-  # more are summed as 32 partial sums (a hub species reacting with 40
-  # others gets such a row), against base R's dense solve()
+  # assembly of I - gamma J from its plan, the factorisation (reciprocal
+  # pivots) and the substitution, whose longer rows are summed as 2, 4, ...,
+  # 32 partial sums (a hub species reacting with 40 others gets such a row),
+  # against base R's dense solve()
   hub <- function(n) {
     R <- matrix(0, 2 * n, 2 * n + 1); P <- R
     for (i in seq_len(n)) {   # H + S_i -> C_i (reaction i), C_i -> H + S_i (n + i)
