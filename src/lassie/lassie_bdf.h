@@ -107,22 +107,26 @@ static LASSIE_HD inline double lassie_team_max(const lassie_team *tm, double v) 
  *   into (forward rows, then backward rows; lassie_lu_tree_sum());
  * - the level schedule of the substitutions as warp passes: rows of a level
  *   depend only on rows of earlier levels; a pass gives each of a warp's 32
- *   lanes one partial sum of one row of the level (entry row << 10 | v << 5
- *   | log2 W for partial v of W, -1 for none), rows' lanes W-aligned;
- *   lev_pass: the first pass of each forward level (n_fwd + 1), then of each
- *   backward one (n_bwd + 1); pass_w: the largest log2 W of each pass;
+ *   lanes one partial sum of one row of the level, rows' lanes W-aligned
+ *   (LASSIE_LU_ENTRY ints a lane: the partial's first and end term, the row,
+ *   v << 8 | log2 W for partial v of W; a lane without a row: no terms,
+ *   v = 1); lev_pass: the first pass of each forward level (n_fwd + 1),
+ *   then of each backward one (n_bwd + 1); pass_w: the largest log2 W of
+ *   each pass;
  * - the assembly of I - gamma J at the factors' positions: position p's
  *   terms asm_ptr[p] .. asm_ptr[p + 1] in the order of the CPU's serial
  *   scatter, each H's entry asm_q (-1: the identity's 1) times D's entry
  *   asm_e. */
 typedef struct lassie_lu {
   const int *pos, *ipos, *ptr, *col, *diag;
-  const int *wlog, *lev_pass, *pass_w, *pass, *asm_ptr, *asm_q, *asm_e;
+  const int *pass, *wlog, *lev_pass, *pass_w, *asm_ptr, *asm_q, *asm_e;
   int n_fwd, n_bwd, n_pass, n_terms;
 } lassie_lu;
 
-/* lanes of a warp: the passes' width */
+/* lanes of a warp: the passes' width; ints of a lane's entry (an int4,
+ * so the plan starts with the passes) */
 #define LASSIE_LU_WARP 32
+#define LASSIE_LU_ENTRY 4
 
 #ifdef __cplusplus
 extern "C" {
@@ -142,18 +146,18 @@ int sbg_lassie_lu_plan(const sbg_lassie_model *m, lassie_lu *lu, int **plan);
 
 /* Length of the plan of lu's counts (N rows, nnz entries). */
 static inline size_t lassie_lu_plan_len(const lassie_lu *lu, int N, size_t nnz) {
-  return 2 * (size_t)N + (size_t)lu->n_fwd + (size_t)lu->n_bwd + 2 +
-         (size_t)lu->n_pass * (LASSIE_LU_WARP + 1) + nnz + 1 + 2 * (size_t)lu->n_terms;
+  return (size_t)lu->n_pass * (LASSIE_LU_WARP * LASSIE_LU_ENTRY + 1) + 2 * (size_t)N +
+         (size_t)lu->n_fwd + (size_t)lu->n_bwd + 2 + nnz + 1 + 2 * (size_t)lu->n_terms;
 }
 
-/* Points lu's plan arrays into plan (its counts set): the host's copy or
- * the device's. */
+/* Points lu's plan arrays into plan (its counts set; 16-byte aligned): the
+ * host's copy or the device's. */
 static inline void lassie_lu_plan_view(lassie_lu *lu, const int *plan, int N, size_t nnz) {
-  lu->wlog = plan;
+  lu->pass = plan;
+  lu->wlog = lu->pass + (size_t)lu->n_pass * LASSIE_LU_WARP * LASSIE_LU_ENTRY;
   lu->lev_pass = lu->wlog + 2 * (size_t)N;
   lu->pass_w = lu->lev_pass + lu->n_fwd + lu->n_bwd + 2;
-  lu->pass = lu->pass_w + lu->n_pass;
-  lu->asm_ptr = lu->pass + (size_t)lu->n_pass * LASSIE_LU_WARP;
+  lu->asm_ptr = lu->pass_w + lu->n_pass;
   lu->asm_q = lu->asm_ptr + nnz + 1;
   lu->asm_e = lu->asm_q + lu->n_terms;
 }
@@ -341,29 +345,25 @@ static LASSIE_HD inline double lassie_lu_tree_sum(const double *val, const doubl
  * independent, so its passes need no sync between them. */
 static __device__ inline void lassie_lu_passes(const lassie_team *tm, const lassie_lu *lu, int s0,
                                                int s1, int back, const double *val, double *b) {
-  const int *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
   for (int s = s0; s < s1; s++) {
-    const int e = lu->pass[(size_t)s * LASSIE_LU_WARP + tm->lane];
+    const int4 e = ((const int4 *)lu->pass)[(size_t)s * LASSIE_LU_WARP + tm->lane];
+    const int W = 1 << (e.w & 31), v = e.w >> 8;
     double p = 0;
-    int i = 0, v = 1, w = 0;
-    if (e >= 0) {
-      i = e >> 10; v = (e >> 5) & 31; w = e & 31;
-      const int q1 = back ? ptr[i + 1] : diag[i], W = 1 << w;
-      int q = (back ? diag[i] + 1 : ptr[i]) + v;
-      /* four terms' loads at a time, added in order */
-      for (; q + 3 * W < q1; q += 4 * W) {
-        const int c0 = col[q], c1 = col[q + W], c2 = col[q + 2 * W], c3 = col[q + 3 * W];
-        const double v0 = val[q], v1 = val[q + W], v2 = val[q + 2 * W], v3 = val[q + 3 * W];
-        const double b0 = b[c0], b1 = b[c1], b2 = b[c2], b3 = b[c3];
-        p += v0 * b0; p += v1 * b1; p += v2 * b2; p += v3 * b3;
-      }
-      for (; q < q1; q += W) p += val[q] * b[col[q]];
+    int q = e.x;
+    /* four terms' loads at a time, added in order */
+    for (; q + 3 * W < e.y; q += 4 * W) {
+      const int c0 = lu->col[q], c1 = lu->col[q + W], c2 = lu->col[q + 2 * W], c3 = lu->col[q + 3 * W];
+      const double v0 = val[q], v1 = val[q + W], v2 = val[q + 2 * W], v3 = val[q + 3 * W];
+      const double b0 = b[c0], b1 = b[c1], b2 = b[c2], b3 = b[c3];
+      p += v0 * b0; p += v1 * b1; p += v2 * b2; p += v3 * b3;
     }
+    for (; q < e.y; q += W) p += val[q] * b[lu->col[q]];
     for (int o = (1 << lu->pass_w[s]) >> 1; o > 0; o >>= 1) {
       double t = __shfl_xor_sync(tm->mask, p, o);
-      if (o < (1 << w)) p = p + t;
+      if (o < W) p = p + t;
     }
-    if (v == 0) b[i] = back ? (b[i] - p) * val[diag[i]] : b[i] - p;
+    /* (a backward row's partial 0 starts right after its diagonal) */
+    if (v == 0) b[e.z] = back ? (b[e.z] - p) * val[e.x - 1] : b[e.z] - p;
   }
 }
 #endif

@@ -377,34 +377,39 @@ static int lu_row_wlog(int n, int chunk) {
   return w;
 }
 
-/* Builds (emit) or costs (!emit) the passes of the level rows[0..nr) (len:
- * each row's terms) with at most `chunk` terms per lane: rows by
+/* Builds (emit) or costs (!emit) the passes of the level rows[0..nr) (row
+ * r's terms rb[r] .. re[r]) with at most `chunk` terms per lane: rows by
  * decreasing width, each pass filled in turn (widths are powers of 2 taken
  * largest first, so each row's lanes stay aligned).  Emitting writes the
  * rows' widths to wl[] and the passes from pass / pass_w[*np] on. */
-static long lu_level_passes(const int *rows, const int *len, int nr, int chunk, int emit, int *wl,
-                            int *pass, int *pass_w, int *np) {
+static long lu_level_passes(const int *rows, const int *rb, const int *re, int nr, int chunk,
+                            int emit, int *wl, int *pass, int *pass_w, int *np) {
   long cost = 0;
   int fill = LASSIE_LU_WARP, pmax = 0, pw = 0;
   for (int w = 5; w >= 0; w--)
     for (int r = 0; r < nr; r++) {
-      const int n = len[rows[r]];
+      const int i = rows[r], n = re[i] - rb[i];
       if (lu_row_wlog(n, chunk) != w) continue;
       const int W = 1 << w, per = (n + W - 1) / W;
       if (fill + W > LASSIE_LU_WARP) {   /* a new pass */
         if (fill < LASSIE_LU_WARP || pmax || pw) cost += LU_PASS_COST + LU_TERM_COST * pmax + LU_STEP_COST * pw;
         fill = 0; pmax = 0; pw = w;
         if (emit) {
-          for (int l = 0; l < LASSIE_LU_WARP; l++) pass[(size_t)*np * LASSIE_LU_WARP + l] = -1;
+          int *e = pass + (size_t)*np * LASSIE_LU_WARP * LASSIE_LU_ENTRY;
+          for (int l = 0; l < LASSIE_LU_WARP; l++, e += LASSIE_LU_ENTRY) {
+            e[0] = -1; e[1] = -1; e[2] = 0; e[3] = 1 << 8;
+          }
           pass_w[*np] = w;
           (*np)++;
         }
       }
       if (per > pmax) pmax = per;
       if (emit) {
-        wl[rows[r]] = w;
-        for (int v = 0; v < W; v++)
-          pass[(size_t)(*np - 1) * LASSIE_LU_WARP + fill + v] = rows[r] << 10 | v << 5 | w;
+        wl[i] = w;
+        int *e = pass + ((size_t)(*np - 1) * LASSIE_LU_WARP + fill) * LASSIE_LU_ENTRY;
+        for (int v = 0; v < W; v++, e += LASSIE_LU_ENTRY) {
+          e[0] = rb[i] + v; e[1] = re[i]; e[2] = i; e[3] = v << 8 | w;
+        }
       }
       fill += W;
     }
@@ -412,11 +417,12 @@ static long lu_level_passes(const int *rows, const int *len, int nr, int chunk, 
   return cost;
 }
 
-/* Levels of the substitution rows (lvl[row], -1 for none) as passes: per
- * level the chunk whose passes cost least; lev_pass[0..nl] their offsets
- * (from *np on).  rows, off: scratch of N and N + 2. */
-static void lu_plan_passes(int N, const int *lvl, int nl, const int *len, int *wl, int *lev_pass,
-                           int *pass, int *pass_w, int *np, int *rows, int *off) {
+/* Levels of the substitution rows (lvl[row], -1 for none; row i's terms
+ * rb[i] .. re[i]) as passes: per level the chunk whose passes cost least;
+ * lev_pass[0..nl] their offsets (from *np on).  rows, off: scratch of N
+ * and N + 2. */
+static void lu_plan_passes(int N, const int *lvl, int nl, const int *rb, const int *re, int *wl,
+                           int *lev_pass, int *pass, int *pass_w, int *np, int *rows, int *off) {
   /* rows by level (counting sort, ascending within a level) */
   for (int l = 0; l <= nl + 1; l++) off[l] = 0;
   for (int i = 0; i < N; i++) if (lvl[i] >= 0) off[lvl[i] + 2]++;
@@ -425,15 +431,15 @@ static void lu_plan_passes(int N, const int *lvl, int nl, const int *len, int *w
   for (int l = 0; l < nl; l++) {
     const int *lr = rows + off[l], nr = off[l + 1] - off[l];
     int best = 1, maxlen = 1;
-    for (int r = 0; r < nr; r++) if (len[lr[r]] > maxlen) maxlen = len[lr[r]];
+    for (int r = 0; r < nr; r++) if (re[lr[r]] - rb[lr[r]] > maxlen) maxlen = re[lr[r]] - rb[lr[r]];
     long best_cost = -1;
     for (int chunk = 1;; chunk = chunk < 4 ? chunk + 1 : chunk + chunk / 2) {
-      long c = lu_level_passes(lr, len, nr, chunk, 0, NULL, NULL, NULL, NULL);
+      long c = lu_level_passes(lr, rb, re, nr, chunk, 0, NULL, NULL, NULL, NULL);
       if (best_cost < 0 || c < best_cost) { best_cost = c; best = chunk; }
       if (chunk >= maxlen) break;
     }
     lev_pass[l] = *np;
-    lu_level_passes(lr, len, nr, best, 1, wl, pass, pass_w, np);
+    lu_level_passes(lr, rb, re, nr, best, 1, wl, pass, pass_w, np);
   }
   lev_pass[nl] = *np;
 }
@@ -443,14 +449,16 @@ int sbg_lassie_lu_plan(const sbg_lassie_model *m, lassie_lu *lu, int **plan_out)
   const size_t nnz = (size_t)ptr[N];
   int rc = -1, nf = 0, nb = 0, np = 0, nt = 0;
   int *lf = malloc(sizeof(int) * ((size_t)N + 1)), *lb = malloc(sizeof(int) * ((size_t)N + 1));
-  int *len = malloc(sizeof(int) * 2 * ((size_t)N + 1)), *rows = malloc(sizeof(int) * ((size_t)N + 1));
+  /* each substitution row's terms rb .. re: forward rows, then backward */
+  int *rb = malloc(sizeof(int) * 2 * ((size_t)N + 1)), *re = malloc(sizeof(int) * 2 * ((size_t)N + 1));
+  int *rows = malloc(sizeof(int) * ((size_t)N + 1));
   int *wl = calloc(2 * (size_t)N + 1, sizeof(int)), *lev_pass = malloc(sizeof(int) * (2 * (size_t)N + 2));
   /* at most a pass per row */
-  int *pass = malloc(sizeof(int) * LASSIE_LU_WARP * (2 * (size_t)N + 1));
+  int *pass = malloc(sizeof(int) * LASSIE_LU_WARP * LASSIE_LU_ENTRY * (2 * (size_t)N + 1));
   int *pass_w = malloc(sizeof(int) * (2 * (size_t)N + 1));
   int *at = malloc(sizeof(int) * ((size_t)N + 2)), *cnt = calloc(nnz + 1, sizeof(int));
   int *plan = NULL;
-  if (!lf || !lb || !len || !rows || !wl || !lev_pass || !pass || !pass_w || !at || !cnt) goto done;
+  if (!lf || !lb || !rb || !re || !rows || !wl || !lev_pass || !pass || !pass_w || !at || !cnt) goto done;
   /* forward: rows with an L part, level 1 + the deepest row they read;
    * backward: every row, level 1 + the deepest later row it reads */
   for (int i = 0; i < N; i++) {
@@ -458,22 +466,22 @@ int sbg_lassie_lu_plan(const sbg_lassie_model *m, lassie_lu *lu, int **plan_out)
     for (int q = ptr[i]; q < diag[i]; q++) if (lf[col[q]] > d) d = lf[col[q]];
     lf[i] = ptr[i] < diag[i] ? d + 1 : -1;
     if (lf[i] + 1 > nf) nf = lf[i] + 1;
-    len[i] = diag[i] - ptr[i];
+    rb[i] = ptr[i]; re[i] = diag[i];
   }
   for (int k = N - 1; k >= 0; k--) {
     int d = -1;
     for (int q = diag[k] + 1; q < ptr[k + 1]; q++) if (lb[col[q]] > d) d = lb[col[q]];
     lb[k] = d + 1;
     if (lb[k] + 1 > nb) nb = lb[k] + 1;
-    len[N + k] = ptr[k + 1] - diag[k] - 1;
+    rb[N + k] = diag[k] + 1; re[N + k] = ptr[k + 1];
   }
   /* the passes pack a row into 21 bits; larger models keep the widths
    * (the CPU's order) but get no passes (the device does not take them) */
   if (N < (1 << 21)) {
-    lu_plan_passes(N, lf, nf, len, wl, lev_pass, pass, pass_w, &np, rows, at);
-    lu_plan_passes(N, lb, nb, len + N, wl + N, lev_pass + nf + 1, pass, pass_w, &np, rows, at);
+    lu_plan_passes(N, lf, nf, rb, re, wl, lev_pass, pass, pass_w, &np, rows, at);
+    lu_plan_passes(N, lb, nb, rb + N, re + N, wl + N, lev_pass + nf + 1, pass, pass_w, &np, rows, at);
   } else {
-    for (int i = 0; i < 2 * N; i++) wl[i] = lu_row_wlog(len[i], 4);
+    for (int i = 0; i < 2 * N; i++) wl[i] = lu_row_wlog(re[i] - rb[i], 4);
     nf = nb = 0; lev_pass[0] = lev_pass[1] = 0;
   }
   /* the assembly: P's row i is the identity's 1 on the diagonal, then
@@ -510,12 +518,12 @@ int sbg_lassie_lu_plan(const sbg_lassie_model *m, lassie_lu *lu, int **plan_out)
   memcpy((int *)lu->wlog, wl, sizeof(int) * 2 * (size_t)N);
   memcpy((int *)lu->lev_pass, lev_pass, sizeof(int) * ((size_t)nf + nb + 2));
   memcpy((int *)lu->pass_w, pass_w, sizeof(int) * (size_t)np);
-  memcpy((int *)lu->pass, pass, sizeof(int) * LASSIE_LU_WARP * (size_t)np);
+  memcpy((int *)lu->pass, pass, sizeof(int) * LASSIE_LU_WARP * LASSIE_LU_ENTRY * (size_t)np);
   *plan_out = plan;
   plan = NULL;
   rc = 0;
 done:
-  free(lf); free(lb); free(len); free(rows); free(wl); free(lev_pass); free(pass); free(pass_w);
+  free(lf); free(lb); free(rb); free(re); free(rows); free(wl); free(lev_pass); free(pass); free(pass_w);
   free(at); free(cnt); free(plan);
   return rc;
 }

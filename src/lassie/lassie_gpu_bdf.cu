@@ -27,6 +27,10 @@
 #define LASSIE_BDF_ATTEMPTS 64
 /* the workspace may take at most this share of the device's free memory */
 #define LASSIE_BDF_MEM_SHARE 0.5
+/* threads of a block, and the most shared memory (bytes) a block takes: two
+ * blocks per SM */
+#define LASSIE_BDF_BLOCK 128
+#define LASSIE_BDF_SMEM_MAX (96 * 1024)
 
 /* Per simulation, what integrate() keeps across implicit steps. */
 struct bdfstate {
@@ -44,6 +48,7 @@ struct lassie_gpu_bdf {
   bdfstate *d_bs;
   double *d_w;           /* S workspaces of `stride` doubles */
   size_t stride;
+  int smem_vecs;         /* per team in shared memory: 0, 2 (ys, lux) or 3 (and v) */
 };
 
 namespace {
@@ -52,6 +57,11 @@ namespace {
  * LASSIE_BDF_HIST states), 10 vectors of N, the rates (M), D (nnz of the
  * reactants) and the LU's values. */
 enum { W_YPRED = 0, W_Y, W_G, W_WT, W_FA, W_YS, W_C, W_FN, W_LUX, W_R, W_NVEC };
+
+/* doubles of a team's vectors in shared memory (nv of them: lux, ys, v) */
+__host__ __device__ inline size_t lassie_bdf_smem_len(int N, int M, int nv) {
+  return 2 * (size_t)N + (nv > 2 ? (size_t)M : 0);
+}
 
 inline size_t ws_stride(int N, int M, int nnzA, int nnzLU) {
   size_t n = (size_t)(LASSIE_BDF_HIST + W_NVEC) * N + M + nnzA + nnzLU;
@@ -69,6 +79,7 @@ struct bdfargs {
   size_t stride;
   simstate *ss;
   bdfstate *bs;
+  int smem_vecs;
 };
 
 /* The attempts of one simulation, by its team: integrate()'s implicit
@@ -102,6 +113,17 @@ __global__ void k_bdf(bdfargs a) {
          *lux = wv + W_LUX * N, *rb = wv + W_R * N;
   double *v = wv + (size_t)W_NVEC * N, *dv = v + M, *val = dv + nnzA;
   const int *pos = a.lu.pos;
+  if (a.smem_vecs > 0) {
+    /* the vectors that lanes write and other lanes read within a phase
+     * (the substitutions' right-hand side, the elimination's row, the
+     * rates) live in the block's shared memory, out of L2's way */
+    extern __shared__ double smem[];
+    double *sm = smem + (size_t)(threadIdx.x / T) * lassie_bdf_smem_len(N, M, a.smem_vecs);
+    lux = sm; ys = sm + N;
+    if (a.smem_vecs > 2) v = sm + 2 * N;
+    for (int j = L; j < N; j += T) lux[j] = 0;
+    lassie_team_sync(&tm);
+  }
   if (q.flag == FLAG_TO_CPU) {
     /* switched in (as the CPU's integrate() continuing from `start`) */
     q.flag = FLAG_BDF;
@@ -326,6 +348,16 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
     if (t == 1 || t == 2 || t == 4 || t == 8 || t == 16 || t == 32) b->T = t;
   }
   b->stride = ws_stride(N, M, m->r_ptr[M], (int)nnz);
+  /* shared memory for a block's teams: the rates too where two blocks
+   * (the registers' limit) still fit an SM, else ys and lux (Chen, 1,000
+   * sets on an H100: 2.24 s with the rates, 2.36-2.47 with ys and lux,
+   * 2.70-2.85 with neither, interleaved) */
+  b->smem_vecs = 0;
+  if (b->T == 32) {
+    const size_t teams = LASSIE_BDF_BLOCK / 32;
+    if (sizeof(double) * teams * lassie_bdf_smem_len(N, M, 3) <= LASSIE_BDF_SMEM_MAX) b->smem_vecs = 3;
+    else if (sizeof(double) * teams * lassie_bdf_smem_len(N, M, 2) <= LASSIE_BDF_SMEM_MAX) b->smem_vecs = 2;
+  }
   SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   if ((double)b->stride * sizeof(double) * S > LASSIE_BDF_MEM_SHARE * (double)free_b) goto done;
   SBG_TRY(sbg_device_alloc((void **)&b->d_pos, sizeof(int) * N, "the LU's order", ctx));
@@ -369,9 +401,16 @@ sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
   a.S = b->S; a.T = b->T; a.max_att = LASSIE_BDF_ATTEMPTS;
   a.times = d_times; a.rtol = p->rtol; a.atol = p->atol; a.max_steps = p->max_steps;
   a.x = d_x; a.out = d_out; a.w = b->d_w; a.stride = b->stride; a.ss = d_ss; a.bs = b->d_bs;
-  const int TB = 128;
+  a.smem_vecs = b->smem_vecs;
+  const int TB = LASSIE_BDF_BLOCK;
   size_t threads = (size_t)b->S * b->T;
-  k_bdf<<<(unsigned)((threads + TB - 1) / TB), TB, 0, stream>>>(a);
+  size_t smem = 0;
+  if (b->smem_vecs > 0) {
+    smem = sizeof(double) * (size_t)(TB / b->T) *
+           lassie_bdf_smem_len(b->dm.n_species, b->dm.n_reactions, b->smem_vecs);
+    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_bdf, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  }
+  k_bdf<<<(unsigned)((threads + TB - 1) / TB), TB, smem, stream>>>(a);
   SBG_CUDA_CHECK(cudaGetLastError());
 done:
   return st;
