@@ -255,10 +255,11 @@ check_model <- function(model) {
 #' with several GPUs the whole batch counts.
 #' Smaller batches take the host's implicit steps on `threads` threads
 #' (the same code, so the same results and `stats`).  Measured on an H100
-#' with 16 host threads (`inst/bench/lassie-bdf.R`): the device took 1.97 s
-#' for one simulation of the 354-species fceri_ji model against the host's
-#' 0.19 s, was even at 256 simulations and 2.5 times faster at 1,024; Chen
-#' 2009 (504 species) broke even near 300.  The host also keeps the
+#' with 16 host threads (`inst/bench/lassie-bdf.R`, method `"bdf"`, t 0 to
+#' 100): 32 simulations of the 354-species fceri_ji model took the device
+#' 1.68 s and the host 0.49 s, 256 took 2.19 s against 2.93 s (even near
+#' 150); Chen 2009 (504 species) 0.99 s against 0.59 s at 128 and 1.01 s
+#' against 1.30 s at 256 (even near 210).  The host also keeps the
 #' implicit steps of models of more than 1,024 species (BCR's 1,122: the
 #' device 2.4 times slower at 128 simulations; larger batches were not
 #' measured), of a simulation whose sparse LU needs pivoting (the dense
@@ -517,10 +518,11 @@ lassie_rhs <- function(model, x, rates = model$rates) {
 }
 
 # z = (I - gamma J(x))^-1 b by the implicit steps' sparse LU (tests); NULL
-# when a pivot fails (the steps then take the dense LU)
-lassie_lu_solve <- function(model, x, gamma, b, rates = model$rates) {
+# when a pivot fails (the steps then take the dense LU); by_passes: the
+# substitution by the device's warp passes, emulated on the CPU
+lassie_lu_solve <- function(model, x, gamma, b, rates = model$rates, by_passes = FALSE) {
   .Call(ffi_lassie_lu_solve, lassie_arrays(model), as.double(rates), as.double(x), as.double(gamma),
-        as.double(b))
+        as.double(b), isTRUE(by_passes))
 }
 
 # whether backend = "gpu" takes the implicit steps of `sims` simulations of

@@ -49,7 +49,7 @@ SEXP ffi_lassie_batch_values(SEXP, SEXP);
 SEXP ffi_lassie_output(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_lassie_rhs(SEXP, SEXP, SEXP);
 SEXP ffi_lassie_jacobian(SEXP, SEXP, SEXP);
-SEXP ffi_lassie_lu_solve(SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_lassie_lu_solve(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_lassie_device_bdf_pays(SEXP, SEXP, SEXP);
 SEXP ffi_lassie_read_sbml(SEXP);
 SEXP ffi_lassie_sbml_available(void);
@@ -96,7 +96,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_lassie_output, 5),
     CALLDEF(ffi_lassie_rhs, 3),
     CALLDEF(ffi_lassie_jacobian, 3),
-    CALLDEF(ffi_lassie_lu_solve, 5),
+    CALLDEF(ffi_lassie_lu_solve, 6),
     CALLDEF(ffi_lassie_device_bdf_pays, 3),
     CALLDEF(ffi_lassie_read_sbml, 1),
     CALLDEF(ffi_lassie_sbml_available, 0),

@@ -98,9 +98,10 @@ void sbg_lassie_rates(const sbg_lassie_model *m, const double *k,
 void sbg_lassie_dvdx(const sbg_lassie_model *m, const double *k,
                      const double *x, double *dv);
 /* (I - gamma J(x)) z = b by the implicit steps' sparse LU, once (b becomes
- * z, species order).  Returns 0, -1 when a pivot fails, -2 without memory. */
+ * z, species order; by_passes: substituted by the device's warp passes,
+ * emulated).  Returns 0, -1 when a pivot fails, -2 without memory. */
 int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const double *x,
-                             double gamma, double *b);
+                             double gamma, double *b, int by_passes);
 /* Whether the GPU engine should take the implicit steps of a batch of
  * n_sims simulations of a model of n_species on the device rather than on
  * the host's `threads` (1 or 0; lassie_cpu.c says why). */

@@ -294,13 +294,15 @@ SEXP ffi_lassie_jacobian(SEXP model, SEXP rates, SEXP x) {
 
 /* z = (I - gamma J(x))^-1 b by the implicit steps' sparse LU (a check of
  * that code against a dense solver in the tests); NULL when a pivot fails. */
-SEXP ffi_lassie_lu_solve(SEXP model, SEXP rates, SEXP x, SEXP gamma, SEXP b) {
+SEXP ffi_lassie_lu_solve(SEXP model, SEXP rates, SEXP x, SEXP gamma, SEXP b, SEXP by_passes) {
   sbg_lassie_model m;
   model_at_state(&m, model, rates, x);
   SBG_ASSERT(TYPEOF(gamma) == REALSXP && XLENGTH(gamma) == 1);
   SBG_ASSERT(TYPEOF(b) == REALSXP && XLENGTH(b) == m.n_species);
+  SBG_ASSERT(TYPEOF(by_passes) == LGLSXP && XLENGTH(by_passes) == 1);
   SEXP z = PROTECT(Rf_duplicate(b));
-  int rc = sbg_lassie_lu_solve_once(&m, REAL(rates), REAL(x), REAL(gamma)[0], REAL(z));
+  int rc = sbg_lassie_lu_solve_once(&m, REAL(rates), REAL(x), REAL(gamma)[0], REAL(z),
+                                    LOGICAL(by_passes)[0] == TRUE);
   if (rc == -2) sbg_stop(SBG_ERR_ALLOC, "out of memory");
   UNPROTECT(1);
   return rc == 0 ? z : R_NilValue;

@@ -344,10 +344,11 @@ int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **
  * the device runs a thousand simulations in little more than the time of
  * one.  inst/bench/lassie-bdf.R's crossover section, H100 and 16 host
  * threads, method "bdf", device against host, seconds from the R call
- * (BENCHMARKS.md): fceri_ji (354 species) 1.97 / 0.19 for one simulation,
- * even at 256, 4.46 / 11.06 at 1,024; egfr_net (356) even at about 220;
- * Chen 2009 (504) 1.56 / 1.30 at 256, 1.93 / 2.70 at 512.  So a warp per
- * simulation pays from 16 simulations per host thread.  A lane per
+ * (BENCHMARKS.md, session 25's engine): fceri_ji (354 species) 1.68 / 0.49
+ * at 32, 1.84 / 1.66 at 128, 2.19 / 2.93 at 256; egfr_net (356) 2.22 /
+ * 2.10 at 128, 2.46 / 3.84 at 256; Chen 2009 (504) 0.99 / 0.59 at 128,
+ * 1.01 / 1.30 at 256.  So a warp per simulation pays from 16 simulations
+ * per host thread (even between 8 and 16).  A lane per
  * simulation (Haugh2b, 12 species) 0.089 / 0.061 at 1,024, 0.109 / 0.169
  * at 4,096: from 128 per thread.  Larger models than
  * LASSIE_DEVICE_BDF_MAX_N keep the host's (BCR, 1,122 species: 29 / 4.5
@@ -528,14 +529,46 @@ done:
   return rc;
 }
 
+/* The warp passes of lu's plan on one thread, lane by lane, each
+ * shuffle step a read of the lanes' values before the step: the device's
+ * order of operations (lassie_lu_passes()), so that the CPU's tests check
+ * the device's schedule (its levels, each row's terms covered once, the
+ * trees) against the row-by-row substitution, bit for bit. */
+static void lu_solve_by_passes(const lassie_lu *lu, const double *val, double *b) {
+  for (int back = 0; back < 2; back++) {
+    const int nl = back ? lu->n_bwd : lu->n_fwd;
+    const int *lp = lu->lev_pass + (back ? lu->n_fwd + 1 : 0);
+    for (int lv = 0; lv < nl; lv++)
+      for (int s = lp[lv]; s < lp[lv + 1]; s++) {
+        const int *e = lu->pass + (size_t)s * LASSIE_LU_WARP * LASSIE_LU_ENTRY;
+        double p[LASSIE_LU_WARP], t[LASSIE_LU_WARP];
+        for (int l = 0; l < LASSIE_LU_WARP; l++) {
+          const int *el = e + l * LASSIE_LU_ENTRY, W = 1 << (el[3] & 31);
+          p[l] = 0;
+          for (int q = el[0]; q < el[1]; q += W) p[l] += val[q] * b[lu->col[q]];
+        }
+        for (int o = (1 << lu->pass_w[s]) >> 1; o > 0; o >>= 1) {
+          for (int l = 0; l < LASSIE_LU_WARP; l++) t[l] = p[l ^ o];
+          for (int l = 0; l < LASSIE_LU_WARP; l++)
+            if (o < 1 << (e[l * LASSIE_LU_ENTRY + 3] & 31)) p[l] = p[l] + t[l];
+        }
+        for (int l = 0; l < LASSIE_LU_WARP; l++) {
+          const int *el = e + l * LASSIE_LU_ENTRY, i = el[2];
+          if (el[3] >> 8 == 0) b[i] = back ? (b[i] - p[l]) * val[el[0] - 1] : b[i] - p[l];
+        }
+      }
+  }
+}
+
 /* Solves (I - gamma J(x)) z = b once with the sparse LU of the implicit
  * steps (the fill-reducing order, lassie_lu_factor, lassie_lu_solve_levels
  * on one thread): the check of that code against a dense solver
- * (ffi_lassie_lu_solve).  b is replaced by z, both in species order.
+ * (ffi_lassie_lu_solve).  b is replaced by z, both in species order;
+ * by_passes: substituted by the device's passes (lu_solve_by_passes).
  * Returns 0, -1 when a pivot fails (the steps would take the dense LU), -2
  * without memory. */
 int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const double *x,
-                             double gamma, double *b) {
+                             double gamma, double *b, int by_passes) {
   const int N = m->n_species, M = m->n_reactions;
   int *pos = malloc(sizeof(int) * (size_t)N), *ipos = malloc(sizeof(int) * (size_t)N);
   int *ptr = NULL, *col = NULL, *diag = NULL, *plan = NULL, rc = -2;
@@ -555,7 +588,8 @@ int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const d
   rc = -1;
   if (lassie_lu_factor(&tm, m, &lu, gamma, dv, val, scratch) != 0) goto done;
   for (int j = 0; j < N; j++) y[pos[j]] = b[j];
-  lassie_lu_solve_levels(&tm, &lu, N, val, y);
+  if (by_passes) lu_solve_by_passes(&lu, val, y);
+  else lassie_lu_solve_levels(&tm, &lu, N, val, y);
   for (int j = 0; j < N; j++) b[j] = y[pos[j]];
   rc = 0;
 done:
