@@ -42,25 +42,7 @@ static LASSIE_HD inline void lassie_team_sync(const lassie_team *tm) {
 #endif
 }
 
-/* Lane 0's value, on every lane. */
-static LASSIE_HD inline double lassie_team_bcast(const lassie_team *tm, double v) {
-#ifdef __CUDA_ARCH__
-  if (tm->size > 1) v = __shfl_sync(tm->mask, v, 0, tm->size);
-#else
-  (void)tm;
-#endif
-  return v;
-}
-
-/* Lane j's value, on every lane (int and double). */
-static LASSIE_HD inline int lassie_team_shfl_int(const lassie_team *tm, int v, int j) {
-#ifdef __CUDA_ARCH__
-  if (tm->size > 1) v = __shfl_sync(tm->mask, v, j, tm->size);
-#else
-  (void)tm; (void)j;
-#endif
-  return v;
-}
+/* Lane j's value, on every lane. */
 static LASSIE_HD inline double lassie_team_shfl(const lassie_team *tm, double v, int j) {
 #ifdef __CUDA_ARCH__
   if (tm->size > 1) v = __shfl_sync(tm->mask, v, j, tm->size);
@@ -68,6 +50,16 @@ static LASSIE_HD inline double lassie_team_shfl(const lassie_team *tm, double v,
   (void)tm; (void)j;
 #endif
   return v;
+}
+
+/* ... of an int (exact through a double) */
+static LASSIE_HD inline int lassie_team_shfl_int(const lassie_team *tm, int v, int j) {
+  return (int)lassie_team_shfl(tm, (double)v, j);
+}
+
+/* Lane 0's value, on every lane. */
+static LASSIE_HD inline double lassie_team_bcast(const lassie_team *tm, double v) {
+  return lassie_team_shfl(tm, v, 0);
 }
 
 /* Asks the device's L2 for the lines of a[0..n) (the team's lanes share
