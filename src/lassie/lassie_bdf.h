@@ -154,6 +154,38 @@ static inline void lassie_lu_plan_view(lassie_lu *lu, const int *plan, int N, si
   lu->asm_e = lu->asm_q + lu->n_terms;
 }
 
+/* reactions a lane evaluates together */
+#define LASSIE_RATE_BATCH 4
+
+/* The rates v at x, lassie_rate()'s products: a lane takes
+ * LASSIE_RATE_BATCH reactions at a time, reactant by reactant, so that
+ * their loads (the reactants, then the amounts) are issued together
+ * rather than one reaction's chain of dependent loads after another's. */
+static LASSIE_HD inline void lassie_rates_team(const lassie_team *tm, const sbg_lassie_model *m,
+                                               const double *k, const double *x, double *v) {
+  const int M = m->n_reactions, T = tm->size;
+  const int *r_ptr = m->r_ptr, *r_sp = m->r_sp, *r_ord = m->r_ord;
+  for (int i0 = tm->lane; i0 < M; i0 += LASSIE_RATE_BATCH * T) {
+    int b[LASSIE_RATE_BATCH], c[LASSIE_RATE_BATCH];
+    double r[LASSIE_RATE_BATCH];
+    for (int j = 0; j < LASSIE_RATE_BATCH; j++) {
+      const int i = i0 + j * T;
+      b[j] = i < M ? r_ptr[i] : 0;
+      c[j] = i < M ? r_ptr[i + 1] : 0;
+      r[j] = i < M ? k[i] : 0;
+    }
+    /* the first two reactants (mass action rarely has more), then the rest */
+    for (int j = 0; j < LASSIE_RATE_BATCH; j++)
+      if (b[j] < c[j]) r[j] *= lassie_ipow(x[r_sp[b[j]]], r_ord[b[j]]);
+    for (int j = 0; j < LASSIE_RATE_BATCH; j++)
+      if (b[j] + 1 < c[j]) r[j] *= lassie_ipow(x[r_sp[b[j] + 1]], r_ord[b[j] + 1]);
+    for (int j = 0; j < LASSIE_RATE_BATCH; j++)
+      for (int e = b[j] + 2; e < c[j]; e++) r[j] *= lassie_ipow(x[r_sp[e]], r_ord[e]);
+    for (int j = 0; j < LASSIE_RATE_BATCH; j++)
+      if (i0 + j * T < M) v[i0 + j * T] = r[j];
+  }
+}
+
 /* dX/dt = H v into f at x (v: the rates, scratch M) and, when fa is not
  * NULL, per species the sum of |terms| f_j is made of: the scale of its
  * roundoff. */
@@ -162,8 +194,7 @@ static LASSIE_HD inline void lassie_rhs_team(const lassie_team *tm, const sbg_la
                                              double *f, double *fa) {
   lassie_team_prefetch(tm, k, m->n_reactions);
   lassie_team_prefetch(tm, x, m->n_species);
-  for (int i = tm->lane; i < m->n_reactions; i += tm->size)
-    v[i] = lassie_rate(m->r_ptr, m->r_sp, m->r_ord, k, x, i);
+  lassie_rates_team(tm, m, k, x, v);
   lassie_team_sync(tm);
   for (int l = tm->lane; l < m->n_species; l += tm->size) {
     double s = 0, a = 0;
@@ -248,7 +279,9 @@ static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_la
     double dterm = fabs(x[i]);
     /* row i's L entries, T at a time: lane j loads entry j's column k, the
      * bounds of U's row k and k's reciprocal pivot (final: row k is done)
-     * ahead of the serial elimination, which takes them by shuffles */
+     * ahead of the serial elimination, which takes them by shuffles; each
+     * lane's first entry of U's row k is loaded an entry ahead (it does not
+     * depend on row i's updates), off the chain of dependent updates */
     for (int p0 = ptr[i]; p0 < diag[i]; p0 += T) {
       int kl = 0, dl = 0, el = 0;
       double rl = 0;
@@ -257,17 +290,29 @@ static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_la
         lassie_team_prefetch(&tm_one, val + dl + 1, el - dl - 1);
       }
       const int nj = diag[i] - p0 < T ? diag[i] - p0 : T;
+      int k = lassie_team_shfl_int(tm, kl, 0), dk = lassie_team_shfl_int(tm, dl, 0);
+      int ek = lassie_team_shfl_int(tm, el, 0), c0 = 0;
+      double rk = lassie_team_shfl(tm, rl, 0), u0 = 0;
+      if (dk + 1 + L < ek) { c0 = col[dk + 1 + L]; u0 = val[dk + 1 + L]; }
       for (int j = 0; j < nj; j++) {
-        const int k = lassie_team_shfl_int(tm, kl, j), dk = lassie_team_shfl_int(tm, dl, j);
-        const int ek = lassie_team_shfl_int(tm, el, j);
-        double lk = x[k] * lassie_team_shfl(tm, rl, j);
+        int kn = 0, dkn = 0, ekn = 0, c1 = 0;
+        double rn = 0, u1 = 0;
+        if (j + 1 < nj) {
+          kn = lassie_team_shfl_int(tm, kl, j + 1); dkn = lassie_team_shfl_int(tm, dl, j + 1);
+          ekn = lassie_team_shfl_int(tm, el, j + 1); rn = lassie_team_shfl(tm, rl, j + 1);
+          if (dkn + 1 + L < ekn) { c1 = col[dkn + 1 + L]; u1 = val[dkn + 1 + L]; }
+        }
+        double lk = x[k] * rk;
         lassie_team_sync(tm);   /* all lanes read x[k] before lane 0 writes it */
         if (L == 0) x[k] = lk;
-        if (lk == 0) continue;
-        for (int p2 = dk + 1 + L; p2 < ek; p2 += T) x[col[p2]] -= lk * val[p2];
-        lassie_team_sync(tm);
-        double a = fabs(x[i]);
-        if (a > dterm) dterm = a;
+        if (lk != 0) {
+          if (dk + 1 + L < ek) x[c0] -= lk * u0;
+          for (int p2 = dk + 1 + L + T; p2 < ek; p2 += T) x[col[p2]] -= lk * val[p2];
+          lassie_team_sync(tm);
+          double a = fabs(x[i]);
+          if (a > dterm) dterm = a;
+        }
+        k = kn; dk = dkn; ek = ekn; rk = rn; c0 = c1; u0 = u1;
       }
     }
     lassie_team_sync(tm);
@@ -331,31 +376,86 @@ static LASSIE_HD inline double lassie_lu_tree_sum(const double *val, const doubl
 }
 
 #ifdef __CUDA_ARCH__
-/* The passes [s0, s1) of a level on a warp: each lane sums its partial,
- * the row's lanes add them by the tree of lassie_lu_tree_sum() (lane v
- * adds lane v + o's), and the row's lane 0 updates it; rows of a level are
- * independent, so its passes need no sync between them. */
-static __device__ inline void lassie_lu_passes(const lassie_team *tm, const lassie_lu *lu, int s0,
-                                               int s1, int back, const double *val, double *b) {
-  for (int s = s0; s < s1; s++) {
-    const int4 e = ((const int4 *)lu->pass)[(size_t)s * LASSIE_LU_WARP + tm->lane];
-    const int W = 1 << (e.w & 31), v = e.w >> 8;
-    double p = 0;
-    int q = e.x;
-    /* four terms' loads at a time, added in order */
-    for (; q + 3 * W < e.y; q += 4 * W) {
-      const int c0 = lu->col[q], c1 = lu->col[q + W], c2 = lu->col[q + 2 * W], c3 = lu->col[q + 3 * W];
-      const double v0 = val[q], v1 = val[q + W], v2 = val[q + 2 * W], v3 = val[q + 3 * W];
-      const double b0 = b[c0], b1 = b[c1], b2 = b[c2], b3 = b[c3];
-      p += v0 * b0; p += v1 * b1; p += v2 * b2; p += v3 * b3;
+/* terms of a lane's partial sum loaded a pass ahead (most passes' lanes
+ * have at most 6 on Chen's factors; the rest are loaded in the pass) */
+#define LASSIE_LU_AHEAD 6
+
+/* A lane's share of a pass, loaded before the pass is due: its entry,
+ * its first terms' columns and factors, the row's reciprocal pivot
+ * (backward rows) and the pass's widest tree. */
+struct lassie_lu_pre {
+  int4 e;
+  int c[LASSIE_LU_AHEAD], tree;
+  double v[LASSIE_LU_AHEAD], piv;
+};
+
+/* lane's entry of pass s (a lane without a row when s is past the end) */
+static __device__ inline int4 lassie_lu_entry(const lassie_lu *lu, int s, int lane) {
+  if (s >= lu->n_pass) return make_int4(0, 0, 0, 1 << 8);
+  return __ldg((const int4 *)lu->pass + (size_t)s * LASSIE_LU_WARP + lane);
+}
+
+/* The loads of pass s (entry e) that do not depend on the vector: the
+ * plan and the factors are read-only during a solve. */
+static __device__ inline void lassie_lu_preload(const lassie_lu *lu, int s, int4 e, int back,
+                                                const double *val, struct lassie_lu_pre *r) {
+  const int W = 1 << (e.w & 31);
+  r->e = e;
+  r->tree = s < lu->n_pass ? __ldg(lu->pass_w + s) : 0;
+#pragma unroll
+  for (int i = 0; i < LASSIE_LU_AHEAD; i++) {
+    const int q = e.x + i * W;
+    r->c[i] = q < e.y ? __ldg(lu->col + q) : 0;
+    r->v[i] = q < e.y ? val[q] : 0;
+  }
+  r->piv = back && (e.w >> 8) == 0 ? val[e.x - 1] : 0;
+}
+
+/* Pass r on a warp: each lane sums its partial (its terms in order), the
+ * row's lanes add them by the tree of lassie_lu_tree_sum() (lane v adds
+ * lane v + o's), and the row's lane 0 updates the row. */
+static __device__ inline void lassie_lu_pass(const lassie_team *tm, const lassie_lu *lu,
+                                             const struct lassie_lu_pre *r, int back,
+                                             const double *val, double *b) {
+  const int4 e = r->e;
+  const int W = 1 << (e.w & 31);
+  double p = 0;
+#pragma unroll
+  for (int i = 0; i < LASSIE_LU_AHEAD; i++)
+    if (e.x + i * W < e.y) p += r->v[i] * b[r->c[i]];
+  for (int q = e.x + LASSIE_LU_AHEAD * W; q < e.y; q += W) p += val[q] * b[__ldg(lu->col + q)];
+  for (int o = (1 << r->tree) >> 1; o > 0; o >>= 1) {
+    double t = __shfl_xor_sync(tm->mask, p, o);
+    if (o < W) p = p + t;
+  }
+  if ((e.w >> 8) == 0) b[e.z] = back ? (b[e.z] - p) * r->piv : b[e.z] - p;
+}
+
+/* All passes in turn, the forward levels' then the backward ones', with a
+ * sync after each level (a level's rows only read earlier levels' rows).
+ * Pass s + 1's loads are issued before pass s runs, and pass s + 2's
+ * entry before that: the substitutions' chain of dependent steps is then
+ * the vector's loads, the sums and the trees, not the plan's and the
+ * factors' loads. */
+static __device__ inline void lassie_lu_passes(const lassie_team *tm, const lassie_lu *lu,
+                                               const double *val, double *b) {
+  const int *lp = lu->lev_pass, fe = lp[lu->n_fwd], L = tm->lane;
+  /* the level ends: lp[1 .. n_fwd], then lp[n_fwd + 2 .. n_fwd + n_bwd + 1] */
+  int li = 1, lend = lu->n_fwd + lu->n_bwd + 1;
+  if (lu->n_fwd == 0) li = 2;
+  struct lassie_lu_pre cur, nxt;
+  lassie_lu_preload(lu, 0, lassie_lu_entry(lu, 0, L), 0 >= fe, val, &cur);
+  int4 e1 = lassie_lu_entry(lu, 1, L);
+  for (int s = 0; s < lu->n_pass; s++) {
+    const int4 e2 = lassie_lu_entry(lu, s + 2, L);
+    lassie_lu_preload(lu, s + 1, e1, s + 1 >= fe, val, &nxt);
+    lassie_lu_pass(tm, lu, &cur, s >= fe, val, b);
+    while (li <= lend && lp[li] <= s + 1) {
+      __syncwarp(tm->mask);
+      li += li == lu->n_fwd ? 2 : 1;
     }
-    for (; q < e.y; q += W) p += val[q] * b[lu->col[q]];
-    for (int o = (1 << lu->pass_w[s]) >> 1; o > 0; o >>= 1) {
-      double t = __shfl_xor_sync(tm->mask, p, o);
-      if (o < W) p = p + t;
-    }
-    /* (a backward row's partial 0 starts right after its diagonal) */
-    if (v == 0) b[e.z] = back ? (b[e.z] - p) * val[e.x - 1] : b[e.z] - p;
+    cur = nxt;
+    e1 = e2;
   }
 }
 #endif
@@ -368,17 +468,9 @@ static LASSIE_HD inline void lassie_lu_solve_levels(const lassie_team *tm, const
                                                     int N, const double *val, double *b) {
 #ifdef __CUDA_ARCH__
   if (tm->size == LASSIE_LU_WARP) {
-    const int *lp = lu->lev_pass;
     lassie_team_prefetch(tm, val, lu->ptr[N]);
-    for (int lv = 0; lv < lu->n_fwd; lv++) {
-      lassie_lu_passes(tm, lu, lp[lv], lp[lv + 1], 0, val, b);
-      __syncwarp(tm->mask);
-    }
-    lp += lu->n_fwd + 1;
-    for (int lv = 0; lv < lu->n_bwd; lv++) {
-      lassie_lu_passes(tm, lu, lp[lv], lp[lv + 1], 1, val, b);
-      __syncwarp(tm->mask);
-    }
+    lassie_lu_passes(tm, lu, val, b);
+    __syncwarp(tm->mask);
     return;
   }
 #endif

@@ -51,12 +51,16 @@ int lassie_gpu_bdf_wanted(const sbg_lassie_model *m, int S, int threads);
  * takes the implicit steps then. */
 sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_model *dm, int S,
                                 cudaStream_t stream, lassie_gpu_bdf **out, sbg_ctx *ctx);
-/* Up to a fixed number of implicit step attempts of every simulation whose
+/* Up to b's number of implicit step attempts of every simulation whose
  * flag is FLAG_TO_CPU or FLAG_BDF; d_k the rates (M per simulation when
  * p->rates_per_sim), d_x the states, d_out the output blocks. */
 sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
                                  const double *d_k, const double *d_times, double *d_x,
                                  double *d_out, simstate *d_ss, cudaStream_t stream, sbg_ctx *ctx);
+/* Paces b's attempts per launch by the seconds the engine's last loop took
+ * (the results do not depend on it: a simulation's attempts resume where
+ * the last launch left them). */
+void lassie_gpu_bdf_pace(lassie_gpu_bdf *b, double seconds);
 void lassie_gpu_bdf_free(lassie_gpu_bdf *b);
 
 #endif /* SBG_LASSIE_GPU_CUH */

@@ -22,9 +22,13 @@
 #include "lassie_gpu.cuh"
 #include "portable_math.h"
 
-/* implicit step attempts per simulation and launch: the host polls for
- * interrupts between launches */
+/* implicit step attempts per simulation and launch: at first, and the
+ * range the pacing keeps to (lassie_gpu_bdf_pace()).  The host polls for
+ * interrupts between launches. */
 #define LASSIE_BDF_ATTEMPTS 64
+#define LASSIE_BDF_ATTEMPTS_MAX 4096
+/* the seconds a loop of the engine (a launch, and the host's poll) aims at */
+#define LASSIE_BDF_LAUNCH_S 0.25
 /* the workspace may take at most this share of the device's free memory */
 #define LASSIE_BDF_MEM_SHARE 0.5
 /* threads of a block, and the most shared memory (bytes) a block takes: two
@@ -49,6 +53,7 @@ struct lassie_gpu_bdf {
   double *d_w;           /* S workspaces of `stride` doubles */
   size_t stride;
   int smem_vecs;         /* per team in shared memory: 0, 2 (ys, lux) or 3 (and v) */
+  int att, att_fixed;    /* attempts per launch; fixed: not paced */
 };
 
 namespace {
@@ -307,6 +312,18 @@ int lassie_gpu_bdf_wanted(const sbg_lassie_model *m, int S, int threads) {
   return sbg_lassie_device_bdf_pays(m->n_species, S, threads);
 }
 
+void lassie_gpu_bdf_pace(lassie_gpu_bdf *b, double seconds) {
+  /* A launch ends with its slowest simulation, and a simulation's attempts
+   * differ in cost (those that factorise, those that iterate more), so
+   * short launches pay the spread once per launch: more attempts a launch,
+   * as long as the host still polls about every LASSIE_BDF_LAUNCH_S. */
+  if (b->att_fixed || !(seconds > 0)) return;
+  double att = b->att * (LASSIE_BDF_LAUNCH_S / seconds);
+  if (att > 2.0 * b->att) att = 2.0 * b->att;
+  b->att = att < LASSIE_BDF_ATTEMPTS ? LASSIE_BDF_ATTEMPTS
+         : att > LASSIE_BDF_ATTEMPTS_MAX ? LASSIE_BDF_ATTEMPTS_MAX : (int)att;
+}
+
 void lassie_gpu_bdf_free(lassie_gpu_bdf *b) {
   if (!b) return;
   cudaFree(b->d_pos); cudaFree(b->d_ipos); cudaFree(b->d_ptr); cudaFree(b->d_col);
@@ -340,6 +357,12 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   /* the plan's passes pack a row into 21 bits (the host keeps larger ones) */
   if (N >= (1 << 21)) goto done;
   b->dm = *dm; b->S = S; b->nnz_lu = (int)nnz; b->lu = lu;
+  b->att = LASSIE_BDF_ATTEMPTS;
+  {
+    const char *e = getenv("SYSBIOGPU_LASSIE_BDF_ATTEMPTS");   /* for measurements */
+    int n = e ? atoi(e) : 0;
+    if (n > 0) { b->att = n; b->att_fixed = 1; }
+  }
   n_plan = lassie_lu_plan_len(&lu, N, nnz);
   b->T = N >= LASSIE_TEAM_MIN_N ? 32 : 1;
   {
@@ -398,7 +421,7 @@ sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
   a.lu.diag = b->d_diag;
   lassie_lu_plan_view(&a.lu, b->d_plan, b->dm.n_species, (size_t)b->nnz_lu);
   a.k = d_k; a.k_per_sim = p->rates_per_sim; a.nt = p->n_times; a.method = p->method;
-  a.S = b->S; a.T = b->T; a.max_att = LASSIE_BDF_ATTEMPTS;
+  a.S = b->S; a.T = b->T; a.max_att = b->att;
   a.times = d_times; a.rtol = p->rtol; a.atol = p->atol; a.max_steps = p->max_steps;
   a.x = d_x; a.out = d_out; a.w = b->d_w; a.stride = b->stride; a.ss = d_ss; a.bs = b->d_bs;
   a.smem_vecs = b->smem_vecs;
