@@ -13,10 +13,20 @@
 #ifndef SBG_LASSIE_BDF_H
 #define SBG_LASSIE_BDF_H
 
+#include <float.h>
 #include <math.h>
 #include "lassie.h"
 #include "lassie_common.h"
 #include "portable_math.h"
+
+/* A load of the model's read-only data (the plan's, the network's, the
+ * rate constants): on the device through the read-only path, which lets
+ * the compiler issue it ahead of the stores around it. */
+#ifdef __CUDA_ARCH__
+#define LASSIE_RO(p) __ldg(p)
+#else
+#define LASSIE_RO(p) (*(p))
+#endif
 
 /* BDF: highest order, and the past states kept (order q needs q + 1 for
  * its predictor, the estimate for order q + 1 one more) */
@@ -52,9 +62,14 @@ static LASSIE_HD inline double lassie_team_shfl(const lassie_team *tm, double v,
   return v;
 }
 
-/* ... of an int (exact through a double) */
+/* ... of an int */
 static LASSIE_HD inline int lassie_team_shfl_int(const lassie_team *tm, int v, int j) {
-  return (int)lassie_team_shfl(tm, (double)v, j);
+#ifdef __CUDA_ARCH__
+  if (tm->size > 1) v = __shfl_sync(tm->mask, v, j, tm->size);
+#else
+  (void)tm; (void)j;
+#endif
+  return v;
 }
 
 /* Lane 0's value, on every lane. */
@@ -69,6 +84,7 @@ static LASSIE_HD inline double lassie_team_bcast(const lassie_team *tm, double v
  * loads.  No-op on the CPU. */
 static LASSIE_HD inline void lassie_team_prefetch(const lassie_team *tm, const double *a, int n) {
 #ifdef __CUDA_ARCH__
+  if (!__isGlobal(a)) return;   /* a vector in shared memory */
   const char *p = (const char *)((size_t)a & ~(size_t)127), *e = (const char *)(a + n);
   for (p += (size_t)tm->lane * 128; p < e; p += (size_t)tm->size * 128)
     asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p));
@@ -104,7 +120,7 @@ static LASSIE_HD inline double lassie_team_max(const lassie_team *tm, double v) 
  *   v << 8 | log2 W for partial v of W; a lane without a row: no terms,
  *   v = 1); lev_pass: the first pass of each forward level (n_fwd + 1),
  *   then of each backward one (n_bwd + 1); pass_w: the largest log2 W of
- *   each pass;
+ *   each pass (LASSIE_LU_TREE bits), LASSIE_LU_SYNC on a level's last;
  * - the assembly of I - gamma J at the factors' positions: position p's
  *   terms asm_ptr[p] .. asm_ptr[p + 1] in the order of the CPU's serial
  *   scatter, each H's entry asm_q (-1: the identity's 1) times D's entry
@@ -119,6 +135,9 @@ typedef struct lassie_lu {
  * so the plan starts with the passes) */
 #define LASSIE_LU_WARP 32
 #define LASSIE_LU_ENTRY 4
+/* a pass's pass_w: its tree's log2 width, and the flag of a level's end */
+#define LASSIE_LU_TREE 255
+#define LASSIE_LU_SYNC 256
 
 #ifdef __cplusplus
 extern "C" {
@@ -170,17 +189,17 @@ static LASSIE_HD inline void lassie_rates_team(const lassie_team *tm, const sbg_
     double r[LASSIE_RATE_BATCH];
     for (int j = 0; j < LASSIE_RATE_BATCH; j++) {
       const int i = i0 + j * T;
-      b[j] = i < M ? r_ptr[i] : 0;
-      c[j] = i < M ? r_ptr[i + 1] : 0;
-      r[j] = i < M ? k[i] : 0;
+      b[j] = i < M ? LASSIE_RO(r_ptr + i) : 0;
+      c[j] = i < M ? LASSIE_RO(r_ptr + i + 1) : 0;
+      r[j] = i < M ? LASSIE_RO(k + i) : 0;
     }
     /* the first two reactants (mass action rarely has more), then the rest */
     for (int j = 0; j < LASSIE_RATE_BATCH; j++)
-      if (b[j] < c[j]) r[j] *= lassie_ipow(x[r_sp[b[j]]], r_ord[b[j]]);
+      if (b[j] < c[j]) r[j] *= lassie_ipow(x[LASSIE_RO(r_sp + b[j])], LASSIE_RO(r_ord + b[j]));
     for (int j = 0; j < LASSIE_RATE_BATCH; j++)
-      if (b[j] + 1 < c[j]) r[j] *= lassie_ipow(x[r_sp[b[j] + 1]], r_ord[b[j] + 1]);
+      if (b[j] + 1 < c[j]) r[j] *= lassie_ipow(x[LASSIE_RO(r_sp + b[j] + 1)], LASSIE_RO(r_ord + b[j] + 1));
     for (int j = 0; j < LASSIE_RATE_BATCH; j++)
-      for (int e = b[j] + 2; e < c[j]; e++) r[j] *= lassie_ipow(x[r_sp[e]], r_ord[e]);
+      for (int e = b[j] + 2; e < c[j]; e++) r[j] *= lassie_ipow(x[LASSIE_RO(r_sp + e)], LASSIE_RO(r_ord + e));
     for (int j = 0; j < LASSIE_RATE_BATCH; j++)
       if (i0 + j * T < M) v[i0 + j * T] = r[j];
   }
@@ -204,6 +223,46 @@ static LASSIE_HD inline void lassie_rhs_team(const lassie_team *tm, const sbg_la
     }
     f[l] = s;
     if (fa) fa[l] = a;
+  }
+  lassie_team_sync(tm);
+}
+
+/* The modified Newton iteration's residual at y for the BDF formula
+ * y - c - gamma f(y) = 0 (x the step's start): the rates (v, scratch M),
+ * then per species its sum of H v (f, and the sum of |terms|, the scale of
+ * its roundoff, as lassie_rhs_team()), the weight of the Newton and error
+ * tests into wt (the tolerance, but never below the roundoff of the
+ * residual: atol = 1e-12 next to amounts of 1e6 would otherwise ask for
+ * the impossible) and -G(y) into b at the species' row of the LU (pos). */
+static LASSIE_HD inline void lassie_newton_residual(const lassie_team *tm, const sbg_lassie_model *m,
+                                                    const double *k, const double *y,
+                                                    const double *x, const double *c,
+                                                    double gamma, double rtol, double atol,
+                                                    const int *pos, double *v, double *wt,
+                                                    double *b) {
+  const int N = m->n_species;
+  const int *h_ptr = m->h_ptr, *h_rx = m->h_rx;
+  const double *h_val = m->h_val;
+  lassie_team_prefetch(tm, k, m->n_reactions);
+  lassie_team_prefetch(tm, y, N);
+  lassie_rates_team(tm, m, k, y, v);
+  lassie_team_sync(tm);
+  /* each species' terms' bounds are loaded a species ahead */
+  int q = 0, qe = 0;
+  if (tm->lane < N) { q = LASSIE_RO(h_ptr + tm->lane); qe = LASSIE_RO(h_ptr + tm->lane + 1); }
+  for (int j = tm->lane; j < N; j += tm->size) {
+    int qn = 0, qen = 0;
+    if (j + tm->size < N) { qn = LASSIE_RO(h_ptr + j + tm->size); qen = LASSIE_RO(h_ptr + j + tm->size + 1); }
+    double s = 0, a = 0;
+    for (; q < qe; q++) {
+      double term = LASSIE_RO(h_val + q) * v[LASSIE_RO(h_rx + q)];
+      s += term; a += fabs(term);
+    }
+    q = qn; qe = qen;
+    double floor_ = LASSIE_ROUNDOFF * DBL_EPSILON * (fabs(y[j]) + fabs(c[j]) + gamma * a);
+    double wj = atol + rtol * fabs(x[j]);
+    wt[j] = wj > floor_ ? wj : floor_;
+    b[LASSIE_RO(pos + j)] = -(y[j] - c[j] - gamma * s);
   }
   lassie_team_sync(tm);
 }
@@ -270,56 +329,89 @@ static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_la
     val[p] = a;
   }
   lassie_team_sync(tm);
+  /* Each lane's first entry of row i is loaded while row i - 1 is
+   * eliminated (rows after the current one do not change until their
+   * turn): its column and value and, for an L entry, the bounds of U's
+   * row k it eliminates with and k's reciprocal pivot (final unless k is
+   * row i - 1, whose pivot is taken as it is computed). */
+  int pc = 0, pd = 0, pe = 0;
+  double pv = 0, pr = 0, recip = 0;
+  if (N > 0 && L < ptr[1]) {
+    pc = col[L]; pv = val[L];
+    if (L < diag[0]) { pd = diag[pc]; pe = ptr[pc + 1]; }
+  }
   for (int i = 0; i < N; i++) {
-    for (int p = ptr[i] + L; p < ptr[i + 1]; p += T) x[col[p]] = val[p];
+    const int rb = ptr[i], di = diag[i], re = ptr[i + 1];
+    const int c0 = pc, d0 = pd, e0 = pe;
+    const double v0 = pv, r0 = rb + L < di && c0 == i - 1 ? recip : pr;
+    if (i + 1 < N && ptr[i + 1] + L < ptr[i + 2]) {
+      const int p = ptr[i + 1] + L;
+      pc = col[p]; pv = val[p];
+      if (p < diag[i + 1]) { pd = diag[pc]; pe = ptr[pc + 1]; pr = pc < i ? val[pd] : 0; }
+    }
+    if (rb + L < re) x[c0] = v0;
+    for (int p = rb + L + T; p < re; p += T) x[col[p]] = val[p];
     lassie_team_sync(tm);
     /* dterm: the largest partial sum the pivot went through (at least
-     * half the largest term it is made of), tracked once per eliminated
-     * row and not per update */
+     * half the largest term it is made of): each lane tracks the values
+     * of x[i] it writes, and the lanes' maxima are taken at the end */
     double dterm = fabs(x[i]);
-    /* row i's L entries, T at a time: lane j loads entry j's column k, the
-     * bounds of U's row k and k's reciprocal pivot (final: row k is done)
-     * ahead of the serial elimination, which takes them by shuffles; each
-     * lane's first entry of U's row k is loaded an entry ahead (it does not
-     * depend on row i's updates), off the chain of dependent updates */
-    for (int p0 = ptr[i]; p0 < diag[i]; p0 += T) {
+    /* row i's L entries, T at a time: lane j holds entry j's column k,
+     * the bounds of U's row k and k's reciprocal pivot for the serial
+     * elimination, which takes them by shuffles; each lane's first entry
+     * of U's row k is loaded an entry ahead, off the chain of dependent
+     * updates.  Entry j's multiplier goes to x[k] after the T entries (no
+     * later entry of the row reads or updates x[k]: U's rows only have
+     * columns after their diagonal). */
+    for (int p0 = rb; p0 < di; p0 += T) {
       int kl = 0, dl = 0, el = 0;
-      double rl = 0;
-      if (p0 + L < diag[i]) {
-        kl = col[p0 + L]; dl = diag[kl]; el = ptr[kl + 1]; rl = val[dl];
+      double rl = 0, lmine = 0;
+      if (p0 + L < di) {
+        if (p0 == rb) { kl = c0; dl = d0; el = e0; rl = r0; }
+        else { kl = col[p0 + L]; dl = diag[kl]; el = ptr[kl + 1]; rl = val[dl]; }
         lassie_team_prefetch(&tm_one, val + dl + 1, el - dl - 1);
       }
-      const int nj = diag[i] - p0 < T ? diag[i] - p0 : T;
+      const int nj = di - p0 < T ? di - p0 : T;
       int k = lassie_team_shfl_int(tm, kl, 0), dk = lassie_team_shfl_int(tm, dl, 0);
-      int ek = lassie_team_shfl_int(tm, el, 0), c0 = 0;
-      double rk = lassie_team_shfl(tm, rl, 0), u0 = 0;
-      if (dk + 1 + L < ek) { c0 = col[dk + 1 + L]; u0 = val[dk + 1 + L]; }
+      int ek = lassie_team_shfl_int(tm, el, 0), cu = 0;
+      double rk = lassie_team_shfl(tm, rl, 0), uu = 0;
+      if (dk + 1 + L < ek) { cu = col[dk + 1 + L]; uu = val[dk + 1 + L]; }
       for (int j = 0; j < nj; j++) {
-        int kn = 0, dkn = 0, ekn = 0, c1 = 0;
-        double rn = 0, u1 = 0;
+        int kn = 0, dkn = 0, ekn = 0, cn = 0;
+        double rn = 0, un = 0;
         if (j + 1 < nj) {
           kn = lassie_team_shfl_int(tm, kl, j + 1); dkn = lassie_team_shfl_int(tm, dl, j + 1);
           ekn = lassie_team_shfl_int(tm, el, j + 1); rn = lassie_team_shfl(tm, rl, j + 1);
-          if (dkn + 1 + L < ekn) { c1 = col[dkn + 1 + L]; u1 = val[dkn + 1 + L]; }
+          if (dkn + 1 + L < ekn) { cn = col[dkn + 1 + L]; un = val[dkn + 1 + L]; }
         }
-        double lk = x[k] * rk;
-        lassie_team_sync(tm);   /* all lanes read x[k] before lane 0 writes it */
-        if (L == 0) x[k] = lk;
+        const double lk = x[k] * rk;
+        if (L == j) lmine = lk;
         if (lk != 0) {
-          if (dk + 1 + L < ek) x[c0] -= lk * u0;
-          for (int p2 = dk + 1 + L + T; p2 < ek; p2 += T) x[col[p2]] -= lk * val[p2];
-          lassie_team_sync(tm);
-          double a = fabs(x[i]);
-          if (a > dterm) dterm = a;
+          if (dk + 1 + L < ek) {
+            const double nv = x[cu] - lk * uu;
+            x[cu] = nv;
+            if (cu == i && fabs(nv) > dterm) dterm = fabs(nv);
+          }
+          for (int p2 = dk + 1 + L + T; p2 < ek; p2 += T) {
+            const int cc = col[p2];
+            const double nv = x[cc] - lk * val[p2];
+            x[cc] = nv;
+            if (cc == i && fabs(nv) > dterm) dterm = fabs(nv);
+          }
+          lassie_team_sync(tm);   /* the updates before the next entry's reads */
         }
-        k = kn; dk = dkn; ek = ekn; rk = rn; c0 = c1; u0 = u1;
+        k = kn; dk = dkn; ek = ekn; rk = rn; cu = cn; uu = un;
       }
+      if (p0 + L < di) x[kl] = lmine;
     }
     lassie_team_sync(tm);
     const double d = x[i];
+    dterm = lassie_team_max(tm, dterm);
     lassie_team_sync(tm);   /* all lanes read the pivot before it is cleared */
-    for (int p = ptr[i] + L; p < ptr[i + 1]; p += T) {
-      val[p] = p == diag[i] ? 1.0 / d : x[col[p]];
+    recip = 1.0 / d;
+    if (rb + L < re) { val[rb + L] = rb + L == di ? recip : x[c0]; x[c0] = 0; }
+    for (int p = rb + L + T; p < re; p += T) {
+      val[p] = p == di ? recip : x[col[p]];
       x[col[p]] = 0;
     }
     lassie_team_sync(tm);
@@ -424,7 +516,7 @@ static __device__ inline void lassie_lu_pass(const lassie_team *tm, const lassie
   for (int i = 0; i < LASSIE_LU_AHEAD; i++)
     if (e.x + i * W < e.y) p += r->v[i] * b[r->c[i]];
   for (int q = e.x + LASSIE_LU_AHEAD * W; q < e.y; q += W) p += val[q] * b[__ldg(lu->col + q)];
-  for (int o = (1 << r->tree) >> 1; o > 0; o >>= 1) {
+  for (int o = (1 << (r->tree & LASSIE_LU_TREE)) >> 1; o > 0; o >>= 1) {
     double t = __shfl_xor_sync(tm->mask, p, o);
     if (o < W) p = p + t;
   }
@@ -439,10 +531,7 @@ static __device__ inline void lassie_lu_pass(const lassie_team *tm, const lassie
  * factors' loads. */
 static __device__ inline void lassie_lu_passes(const lassie_team *tm, const lassie_lu *lu,
                                                const double *val, double *b) {
-  const int *lp = lu->lev_pass, fe = lp[lu->n_fwd], L = tm->lane;
-  /* the level ends: lp[1 .. n_fwd], then lp[n_fwd + 2 .. n_fwd + n_bwd + 1] */
-  int li = 1, lend = lu->n_fwd + lu->n_bwd + 1;
-  if (lu->n_fwd == 0) li = 2;
+  const int fe = lu->lev_pass[lu->n_fwd], L = tm->lane;
   struct lassie_lu_pre cur, nxt;
   lassie_lu_preload(lu, 0, lassie_lu_entry(lu, 0, L), 0 >= fe, val, &cur);
   int4 e1 = lassie_lu_entry(lu, 1, L);
@@ -450,10 +539,7 @@ static __device__ inline void lassie_lu_passes(const lassie_team *tm, const lass
     const int4 e2 = lassie_lu_entry(lu, s + 2, L);
     lassie_lu_preload(lu, s + 1, e1, s + 1 >= fe, val, &nxt);
     lassie_lu_pass(tm, lu, &cur, s >= fe, val, b);
-    while (li <= lend && lp[li] <= s + 1) {
-      __syncwarp(tm->mask);
-      li += li == lu->n_fwd ? 2 : 1;
-    }
+    if (cur.tree & LASSIE_LU_SYNC) __syncwarp(tm->mask);
     cur = nxt;
     e1 = e2;
   }

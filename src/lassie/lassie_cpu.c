@@ -45,18 +45,10 @@ void sbg_lassie_rhs(const sbg_lassie_model *m, const double *k, const double *x,
   }
 }
 
-/* f = H v and, per species, the sum of |terms| that f_j is made of: the
- * scale of its roundoff. */
-static void rhs_abs(const sbg_lassie_model *m, const double *k, const double *x,
-                    double *v, double *f, double *fa) {
-  lassie_team tm = lassie_team_host();
-  lassie_rhs_team(&tm, m, k, x, v, f, fa);
-}
-
 /* Per-thread workspace; the dense matrix is allocated on the first implicit
  * step only, so non-stiff runs of large models never pay for it. */
 typedef struct ws {
-  double *x, *xn, *ks[LASSIE_MAX_STAGES], *ys, *ys5, *v, *fa, *wt, *yprev, *fn, *ypred, *y, *g, *dv;
+  double *x, *xn, *ks[LASSIE_MAX_STAGES], *ys, *ys5, *v, *wt, *yprev, *fn, *ypred, *y, *g, *dv;
   double *P;
   int *piv, *nzbuf;
   int *pos;          /* species -> row of P (fill-reducing order) */
@@ -82,7 +74,7 @@ typedef struct ws {
 static void ws_free(ws *w) {
   if (!w) return;
   free(w->x); free(w->xn); for (int i = 0; i < LASSIE_MAX_STAGES; i++) free(w->ks[i]);
-  free(w->ys); free(w->ys5); free(w->v); free(w->fa); free(w->wt); free(w->yprev); free(w->fn); free(w->ypred);
+  free(w->ys); free(w->ys5); free(w->v); free(w->wt); free(w->yprev); free(w->fn); free(w->ypred);
   free(w->y); free(w->g); free(w->dv); free(w->P); free(w->piv); free(w->nzbuf); free(w->pos);
   for (int i = 0; i < LASSIE_BDF_HIST; i++) free(w->hist[i]);
   free(w->cvec);
@@ -97,7 +89,7 @@ static int ws_alloc(ws *w, int N, int M, int nnzA) {
   int ok = 1;
 #define A(p, cnt) ok &= ((p) = malloc(sizeof(*(p)) * (cnt))) != NULL
   A(w->x, n); A(w->xn, n); for (int i = 0; i < LASSIE_MAX_STAGES; i++) A(w->ks[i], n);
-  A(w->ys, n); A(w->ys5, n); A(w->fa, n); A(w->wt, n); A(w->v, (size_t)(M > 0 ? M : 1)); A(w->yprev, n); A(w->fn, n);
+  A(w->ys, n); A(w->ys5, n); A(w->wt, n); A(w->v, (size_t)(M > 0 ? M : 1)); A(w->yprev, n); A(w->fn, n);
   A(w->ypred, n); A(w->y, n); A(w->g, n); A(w->dv, (size_t)(nnzA > 0 ? nnzA : 1));
   A(w->piv, n); A(w->nzbuf, n);
 #undef A
@@ -441,6 +433,7 @@ static void lu_plan_passes(int N, const int *lvl, int nl, const int *rb, const i
     }
     lev_pass[l] = *np;
     lu_level_passes(lr, rb, re, nr, best, 1, wl, pass, pass_w, np);
+    if (*np > lev_pass[l]) pass_w[*np - 1] |= LASSIE_LU_SYNC;   /* the level ends */
   }
   lev_pass[nl] = *np;
 }
@@ -547,7 +540,7 @@ static void lu_solve_by_passes(const lassie_lu *lu, const double *val, double *b
           p[l] = 0;
           for (int q = el[0]; q < el[1]; q += W) p[l] += val[q] * b[lu->col[q]];
         }
-        for (int o = (1 << lu->pass_w[s]) >> 1; o > 0; o >>= 1) {
+        for (int o = (1 << (lu->pass_w[s] & LASSIE_LU_TREE)) >> 1; o > 0; o >>= 1) {
           for (int l = 0; l < LASSIE_LU_WARP; l++) t[l] = p[l ^ o];
           for (int l = 0; l < LASSIE_LU_WARP; l++)
             if (o < 1 << (e[l * LASSIE_LU_ENTRY + 3] & 31)) p[l] = p[l] + t[l];
@@ -982,19 +975,10 @@ static int implicit_newton(sim_run *r, double gamma) {
   double *y = w->y, *g = w->g;
   memcpy(y, w->ypred, sizeof(double) * N);
   double scale = 2.0 / (1.0 + gamma / r->gamma_fact), dn_prev = 0;
+  lassie_team tm = lassie_team_host();
   for (int it = 0; it < LASSIE_NEWTON_MAXIT; it++) {
-    rhs_abs(m, r->k, y, w->v, g, w->fa);
+    lassie_newton_residual(&tm, m, r->k, y, x, c, gamma, rtol, atol, w->pos, w->v, w->wt, w->ys);
     r->st[SBG_LASSIE_ST_RHS]++; r->st[SBG_LASSIE_ST_NEWTON]++;
-    for (int j = 0; j < N; j++) {
-      /* weights of the Newton and error tests: the tolerance, but never
-       * below the roundoff of the residual (atol = 1e-12 next to amounts
-       * of 1e6 would otherwise ask for the impossible) */
-      double floor = LASSIE_ROUNDOFF * DBL_EPSILON * (fabs(y[j]) + fabs(c[j]) + gamma * w->fa[j]);
-      double wj = atol + rtol * fabs(x[j]);
-      w->wt[j] = wj > floor ? wj : floor;
-      g[j] = -(y[j] - c[j] - gamma * g[j]);
-    }
-    for (int j = 0; j < N; j++) w->ys[w->pos[j]] = g[j];
     iter_solve(w, N, w->ys);
     for (int j = 0; j < N; j++) g[j] = w->ys[w->pos[j]];
     /* root-mean-square norm: a max norm would ask species near zero to

@@ -52,20 +52,21 @@ struct lassie_gpu_bdf {
   bdfstate *d_bs;
   double *d_w;           /* S workspaces of `stride` doubles */
   size_t stride;
-  int smem_vecs;         /* per team in shared memory: 0, 2 (ys, lux) or 3 (and v) */
+  int smem_vecs;         /* per team in shared memory: 0, 2 (lux, ys), 3 (and v) or 4 (and y) */
   int att, att_fixed;    /* attempts per launch; fixed: not paced */
 };
 
 namespace {
 
 /* Offsets (doubles) in a simulation's workspace: the history (a ring of
- * LASSIE_BDF_HIST states), 10 vectors of N, the rates (M), D (nnz of the
+ * LASSIE_BDF_HIST states), 8 vectors of N, the rates (M), D (nnz of the
  * reactants) and the LU's values. */
-enum { W_YPRED = 0, W_Y, W_G, W_WT, W_FA, W_YS, W_C, W_FN, W_LUX, W_R, W_NVEC };
+enum { W_YPRED = 0, W_Y, W_WT, W_YS, W_C, W_FN, W_LUX, W_R, W_NVEC };
 
-/* doubles of a team's vectors in shared memory (nv of them: lux, ys, v) */
+/* doubles of a team's vectors in shared memory (the first nv of lux, ys,
+ * v, y) */
 __host__ __device__ inline size_t lassie_bdf_smem_len(int N, int M, int nv) {
-  return 2 * (size_t)N + (nv > 2 ? (size_t)M : 0);
+  return 2 * (size_t)N + (nv > 2 ? (size_t)M : 0) + (nv > 3 ? (size_t)N : 0);
 }
 
 inline size_t ws_stride(int N, int M, int nnzA, int nnzLU) {
@@ -113,19 +114,22 @@ __global__ void k_bdf(bdfargs a) {
   const double *k = a.k + (a.k_per_sim ? (size_t)s * M : 0);
   double *x = a.x + (size_t)s * N, *out = a.out + (size_t)s * nt * N;
   double *w = a.w + (size_t)s * a.stride, *histb = w, *wv = w + (size_t)LASSIE_BDF_HIST * N;
-  double *ypred = wv + W_YPRED * N, *y = wv + W_Y * N, *g = wv + W_G * N, *wt = wv + W_WT * N,
-         *fa = wv + W_FA * N, *ys = wv + W_YS * N, *c = wv + W_C * N, *fn = wv + W_FN * N,
+  double *ypred = wv + W_YPRED * N, *y = wv + W_Y * N, *wt = wv + W_WT * N,
+         *ys = wv + W_YS * N, *c = wv + W_C * N, *fn = wv + W_FN * N,
          *lux = wv + W_LUX * N, *rb = wv + W_R * N;
   double *v = wv + (size_t)W_NVEC * N, *dv = v + M, *val = dv + nnzA;
   const int *pos = a.lu.pos;
   if (a.smem_vecs > 0) {
     /* the vectors that lanes write and other lanes read within a phase
      * (the substitutions' right-hand side, the elimination's row, the
-     * rates) live in the block's shared memory, out of L2's way */
+     * rates and the Newton iterate the rates gather from) live in the
+     * block's shared memory, out of L2's way; the Newton norm's squares
+     * take the rates' place (dead by then), where they fit */
     extern __shared__ double smem[];
     double *sm = smem + (size_t)(threadIdx.x / T) * lassie_bdf_smem_len(N, M, a.smem_vecs);
     lux = sm; ys = sm + N;
-    if (a.smem_vecs > 2) v = sm + 2 * N;
+    if (a.smem_vecs > 2) { v = sm + 2 * N; if (M >= N) rb = v; }
+    if (a.smem_vecs > 3) y = sm + 2 * N + M;
     for (int j = L; j < N; j += T) lux[j] = 0;
     lassie_team_sync(&tm);
   }
@@ -192,16 +196,8 @@ __global__ void k_bdf(bdfargs a) {
     double scale = 2.0 / (1.0 + gamma / b.gamma_fact), dn_prev = 0;
     int conv = 0;
     for (int it = 0; it < LASSIE_NEWTON_MAXIT; it++) {
-      lassie_rhs_team(&tm, m, k, y, v, g, fa);
+      lassie_newton_residual(&tm, m, k, y, x, c, gamma, rtol, atol, pos, v, wt, ys);
       q.st[SBG_LASSIE_ST_RHS]++; q.st[SBG_LASSIE_ST_NEWTON]++;
-      for (int j = L; j < N; j += T) {
-        double floor_ = LASSIE_ROUNDOFF * DBL_EPSILON * (fabs(y[j]) + fabs(c[j]) + gamma * fa[j]);
-        double wj = atol + rtol * fabs(x[j]);
-        wt[j] = wj > floor_ ? wj : floor_;
-        double gj = -(y[j] - c[j] - gamma * g[j]);
-        ys[pos[j]] = gj;
-      }
-      lassie_team_sync(&tm);
       lassie_lu_solve_levels(&tm, &a.lu, N, val, ys);
       for (int j = L; j < N; j += T) {
         double d = scale * ys[pos[j]];
@@ -371,15 +367,18 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
     if (t == 1 || t == 2 || t == 4 || t == 8 || t == 16 || t == 32) b->T = t;
   }
   b->stride = ws_stride(N, M, m->r_ptr[M], (int)nnz);
-  /* shared memory for a block's teams: the rates too where two blocks
-   * (the registers' limit) still fit an SM, else ys and lux (Chen, 1,000
-   * sets on an H100: 2.24 s with the rates, 2.36-2.47 with ys and lux,
-   * 2.70-2.85 with neither, interleaved) */
+  /* shared memory for a block's teams: as many of lux, ys, the rates and
+   * y as fit where two blocks (the registers' limit) still fit an SM
+   * (Chen, 1,000 sets on an H100: 2.24 s with the rates, 2.36-2.47 with
+   * ys and lux, 2.70-2.85 with neither, interleaved; session 26: y too) */
   b->smem_vecs = 0;
   if (b->T == 32) {
     const size_t teams = LASSIE_BDF_BLOCK / 32;
-    if (sizeof(double) * teams * lassie_bdf_smem_len(N, M, 3) <= LASSIE_BDF_SMEM_MAX) b->smem_vecs = 3;
-    else if (sizeof(double) * teams * lassie_bdf_smem_len(N, M, 2) <= LASSIE_BDF_SMEM_MAX) b->smem_vecs = 2;
+    const char *e = getenv("SYSBIOGPU_LASSIE_BDF_SMEM");   /* at most this tier, for tests */
+    const int most = e ? atoi(e) : 4;
+    for (int nv = 4; nv >= 2 && !b->smem_vecs; nv--)
+      if (nv <= most && sizeof(double) * teams * lassie_bdf_smem_len(N, M, nv) <= LASSIE_BDF_SMEM_MAX)
+        b->smem_vecs = nv;
   }
   SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   if ((double)b->stride * sizeof(double) * S > LASSIE_BDF_MEM_SHARE * (double)free_b) goto done;

@@ -93,6 +93,15 @@ test_that("stiff batches: the device's implicit steps give the CPU's bits", {
                   lassieSimulate(chen, seq(0, 600, by = 60), rates = Kc[1:2, ], method = "bdf",
                                  backend = "gpu", verbose = FALSE))
   expect_identical(lassie_core(r16), lassie_core(rc$cpu[1:2]))
+  # the vectors a warp keeps in shared memory, tier by tier (larger models
+  # get the lower ones; 4: the Newton iterate too, its norm's squares in
+  # the rates' place): the same bits
+  for (tier in c("0", "2", "3")) {
+    rt <- with_env(c(SYSBIOGPU_LASSIE_BDF_SMEM = tier),
+                   lassieSimulate(chen, seq(0, 600, by = 60), rates = Kc[1:2, ], method = "bdf",
+                                  backend = "gpu", verbose = FALSE))
+    expect_identical(lassie_core(rt), lassie_core(rc$cpu[1:2]), label = paste("shared-memory tier", tier))
+  }
 })
 
 test_that("the GPU's implicit steps reproduce BioNetGen's Haugh2b trajectory", {
