@@ -227,6 +227,18 @@ static LASSIE_HD inline void lassie_rhs_team(const lassie_team *tm, const sbg_la
   lassie_team_sync(tm);
 }
 
+/* Species j's part of lassie_newton_residual(), its sums s (f_j) and a
+ * (of |terms|) given. */
+static LASSIE_HD inline void lassie_newton_row(int j, double s, double a, const double *y,
+                                               const double *x, const double *c, double gamma,
+                                               double rtol, double atol, const int *pos,
+                                               double *wt, double *b) {
+  double floor_ = LASSIE_ROUNDOFF * DBL_EPSILON * (fabs(y[j]) + fabs(c[j]) + gamma * a);
+  double wj = atol + rtol * fabs(x[j]);
+  wt[j] = wj > floor_ ? wj : floor_;
+  b[LASSIE_RO(pos + j)] = -(y[j] - c[j] - gamma * s);
+}
+
 /* The modified Newton iteration's residual at y for the BDF formula
  * y - c - gamma f(y) = 0 (x the step's start): the rates (v, scratch M),
  * then per species its sum of H v (f, and the sum of |terms|, the scale of
@@ -247,22 +259,30 @@ static LASSIE_HD inline void lassie_newton_residual(const lassie_team *tm, const
   lassie_team_prefetch(tm, y, N);
   lassie_rates_team(tm, m, k, y, v);
   lassie_team_sync(tm);
-  /* each species' terms' bounds are loaded a species ahead */
-  int q = 0, qe = 0;
-  if (tm->lane < N) { q = LASSIE_RO(h_ptr + tm->lane); qe = LASSIE_RO(h_ptr + tm->lane + 1); }
-  for (int j = tm->lane; j < N; j += tm->size) {
-    int qn = 0, qen = 0;
-    if (j + tm->size < N) { qn = LASSIE_RO(h_ptr + j + tm->size); qen = LASSIE_RO(h_ptr + j + tm->size + 1); }
-    double s = 0, a = 0;
-    for (; q < qe; q++) {
-      double term = LASSIE_RO(h_val + q) * v[LASSIE_RO(h_rx + q)];
-      s += term; a += fabs(term);
+  /* two species a lane at a time, their terms in step (their loads
+   * issued together); each pair's terms' bounds loaded a pair ahead */
+  const int T = tm->size;
+  int q1 = 0, e1 = 0, q2 = 0, e2 = 0;
+  if (tm->lane < N) { q1 = LASSIE_RO(h_ptr + tm->lane); e1 = LASSIE_RO(h_ptr + tm->lane + 1); }
+  if (tm->lane + T < N) { q2 = LASSIE_RO(h_ptr + tm->lane + T); e2 = LASSIE_RO(h_ptr + tm->lane + T + 1); }
+  for (int j = tm->lane; j < N; j += 2 * T) {
+    int n1 = 0, ne1 = 0, n2 = 0, ne2 = 0;
+    if (j + 2 * T < N) { n1 = LASSIE_RO(h_ptr + j + 2 * T); ne1 = LASSIE_RO(h_ptr + j + 2 * T + 1); }
+    if (j + 3 * T < N) { n2 = LASSIE_RO(h_ptr + j + 3 * T); ne2 = LASSIE_RO(h_ptr + j + 3 * T + 1); }
+    double s1 = 0, a1 = 0, s2 = 0, a2 = 0;
+    while (q1 < e1 || q2 < e2) {
+      if (q1 < e1) {
+        const double t = LASSIE_RO(h_val + q1) * v[LASSIE_RO(h_rx + q1)];
+        s1 += t; a1 += fabs(t); q1++;
+      }
+      if (q2 < e2) {
+        const double t = LASSIE_RO(h_val + q2) * v[LASSIE_RO(h_rx + q2)];
+        s2 += t; a2 += fabs(t); q2++;
+      }
     }
-    q = qn; qe = qen;
-    double floor_ = LASSIE_ROUNDOFF * DBL_EPSILON * (fabs(y[j]) + fabs(c[j]) + gamma * a);
-    double wj = atol + rtol * fabs(x[j]);
-    wt[j] = wj > floor_ ? wj : floor_;
-    b[LASSIE_RO(pos + j)] = -(y[j] - c[j] - gamma * s);
+    lassie_newton_row(j, s1, a1, y, x, c, gamma, rtol, atol, pos, wt, b);
+    if (j + T < N) lassie_newton_row(j + T, s2, a2, y, x, c, gamma, rtol, atol, pos, wt, b);
+    q1 = n1; e1 = ne1; q2 = n2; e2 = ne2;
   }
   lassie_team_sync(tm);
 }
@@ -298,6 +318,21 @@ static LASSIE_HD inline double lassie_gershgorin(const lassie_team *tm, const sb
     if (s > rho) rho = s;
   }
   return lassie_team_max(tm, rho);
+}
+
+/* Entry j (< nj) of a row's T entries held by lane j (column kl, U's row
+ * bounds dl, el, reciprocal pivot rl) on every lane, and this lane's first
+ * entry of that U row (column *cu, value *uu): lassie_lu_factor() takes
+ * them two entries ahead of their use. */
+static LASSIE_HD inline void lassie_lu_entry_ahead(const lassie_team *tm, const int *col,
+                                                   const double *val, int kl, int dl, int el,
+                                                   double rl, int j, int nj, int *k, int *dk,
+                                                   int *ek, double *rk, int *cu, double *uu) {
+  if (j >= nj) return;
+  *k = lassie_team_shfl_int(tm, kl, j); *dk = lassie_team_shfl_int(tm, dl, j);
+  *ek = lassie_team_shfl_int(tm, el, j); *rk = lassie_team_shfl(tm, rl, j);
+  const int p = *dk + 1 + tm->lane;
+  if (p < *ek) { *cu = col[p]; *uu = val[p]; }
 }
 
 /* Numeric LU of P = I - gamma J (J = H D, D in dv) on the pattern lu,
@@ -349,17 +384,21 @@ static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_la
       pc = col[p]; pv = val[p];
       if (p < diag[i + 1]) { pd = diag[pc]; pe = ptr[pc + 1]; pr = pc < i ? val[pd] : 0; }
     }
-    if (rb + L < re) x[c0] = v0;
-    for (int p = rb + L + T; p < re; p += T) x[col[p]] = val[p];
-    lassie_team_sync(tm);
     /* dterm: the largest partial sum the pivot went through (at least
      * half the largest term it is made of): each lane tracks the values
-     * of x[i] it writes, and the lanes' maxima are taken at the end */
-    double dterm = fabs(x[i]);
+     * of x[i] it writes (the scattered diagonal, then updates), and the
+     * lanes' maxima are taken at the end */
+    double dterm = 0;
+    if (rb + L < re) { x[c0] = v0; if (c0 == i) dterm = fabs(v0); }
+    for (int p = rb + L + T; p < re; p += T) {
+      x[col[p]] = val[p];
+      if (col[p] == i) dterm = fabs(val[p]);
+    }
+    lassie_team_sync(tm);
     /* row i's L entries, T at a time: lane j holds entry j's column k,
      * the bounds of U's row k and k's reciprocal pivot for the serial
      * elimination, which takes them by shuffles; each lane's first entry
-     * of U's row k is loaded an entry ahead, off the chain of dependent
+     * of U's row k is loaded two entries ahead, off the chain of dependent
      * updates.  Entry j's multiplier goes to x[k] after the T entries (no
      * later entry of the row reads or updates x[k]: U's rows only have
      * columns after their diagonal). */
@@ -372,18 +411,14 @@ static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_la
         lassie_team_prefetch(&tm_one, val + dl + 1, el - dl - 1);
       }
       const int nj = di - p0 < T ? di - p0 : T;
-      int k = lassie_team_shfl_int(tm, kl, 0), dk = lassie_team_shfl_int(tm, dl, 0);
-      int ek = lassie_team_shfl_int(tm, el, 0), cu = 0;
-      double rk = lassie_team_shfl(tm, rl, 0), uu = 0;
-      if (dk + 1 + L < ek) { cu = col[dk + 1 + L]; uu = val[dk + 1 + L]; }
+      int k = 0, dk = 0, ek = 0, cu = 0, kn = 0, dkn = 0, ekn = 0, cn = 0;
+      double rk = 0, uu = 0, rn = 0, un = 0;
+      lassie_lu_entry_ahead(tm, col, val, kl, dl, el, rl, 0, nj, &k, &dk, &ek, &rk, &cu, &uu);
+      lassie_lu_entry_ahead(tm, col, val, kl, dl, el, rl, 1, nj, &kn, &dkn, &ekn, &rn, &cn, &un);
       for (int j = 0; j < nj; j++) {
-        int kn = 0, dkn = 0, ekn = 0, cn = 0;
-        double rn = 0, un = 0;
-        if (j + 1 < nj) {
-          kn = lassie_team_shfl_int(tm, kl, j + 1); dkn = lassie_team_shfl_int(tm, dl, j + 1);
-          ekn = lassie_team_shfl_int(tm, el, j + 1); rn = lassie_team_shfl(tm, rl, j + 1);
-          if (dkn + 1 + L < ekn) { cn = col[dkn + 1 + L]; un = val[dkn + 1 + L]; }
-        }
+        int k2 = 0, dk2 = 0, ek2 = 0, c2 = 0;
+        double r2 = 0, u2 = 0;
+        lassie_lu_entry_ahead(tm, col, val, kl, dl, el, rl, j + 2, nj, &k2, &dk2, &ek2, &r2, &c2, &u2);
         const double lk = x[k] * rk;
         if (L == j) lmine = lk;
         if (lk != 0) {
@@ -401,7 +436,9 @@ static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_la
           lassie_team_sync(tm);   /* the updates before the next entry's reads */
         }
         k = kn; dk = dkn; ek = ekn; rk = rn; cu = cn; uu = un;
+        kn = k2; dkn = dk2; ekn = ek2; rn = r2; cn = c2; un = u2;
       }
+      lassie_team_sync(tm);   /* all lanes read the entries' x[k] before they are replaced */
       if (p0 + L < di) x[kl] = lmine;
     }
     lassie_team_sync(tm);
@@ -604,10 +641,13 @@ static LASSIE_HD inline double lassie_bdf_err_order(const lassie_team *tm, doubl
     c[i] = gp / den;
   }
   double e = 0;
-  for (int l = tm->lane; l < N; l += tm->size) {
-    double d = 0;
-    for (int i = 0; i <= kk + 1; i++) d += c[i] * hist[i][l];
+  /* two species a lane at a time (their loads together) */
+  for (int l = tm->lane; l < N; l += 2 * tm->size) {
+    const int l2 = l + tm->size < N ? l + tm->size : l;
+    double d = 0, d2 = 0;
+    for (int i = 0; i <= kk + 1; i++) { d += c[i] * hist[i][l]; d2 += c[i] * hist[i][l2]; }
     e = lassie_maxnan(e, fabs(d) / wt[l]);
+    e = lassie_maxnan(e, fabs(d2) / wt[l2]);
   }
   return lassie_team_max(tm, e);
 }
@@ -650,12 +690,16 @@ static LASSIE_HD inline double lassie_bdf_formula(double tnew, const double *ht,
 static LASSIE_HD inline void lassie_bdf_predict(const lassie_team *tm, double *const *hist,
                                                 const double *lp, const double *dl, int qq,
                                                 double gamma, int N, double *ypred, double *c) {
-  for (int j = tm->lane; j < N; j += tm->size) {
-    double pr = 0, cc = 0;
-    for (int i = 1; i <= qq + 1; i++) pr += lp[i] * hist[i - 1][j];
-    for (int i = 1; i <= qq; i++) cc += dl[i] * hist[i - 1][j];
+  /* two species a lane at a time (their loads together) */
+  for (int j = tm->lane; j < N; j += 2 * tm->size) {
+    const int j2 = j + tm->size < N ? j + tm->size : j;
+    double pr = 0, cc = 0, pr2 = 0, cc2 = 0;
+    for (int i = 1; i <= qq + 1; i++) { pr += lp[i] * hist[i - 1][j]; pr2 += lp[i] * hist[i - 1][j2]; }
+    for (int i = 1; i <= qq; i++) { cc += dl[i] * hist[i - 1][j]; cc2 += dl[i] * hist[i - 1][j2]; }
     ypred[j] = pr;
     c[j] = -gamma * cc;
+    ypred[j2] = pr2;
+    c[j2] = -gamma * cc2;
   }
 }
 
@@ -667,11 +711,19 @@ static LASSIE_HD inline double lassie_bdf_error(const lassie_team *tm, const dou
                                                 const double *y, const double *ypred, double *wt,
                                                 double errc, double rtol, double atol, int N) {
   double err = 0;
-  for (int j = tm->lane; j < N; j += tm->size) {
+  /* two species a lane at a time (their loads before their stores) */
+  for (int j = tm->lane; j < N; j += 2 * tm->size) {
+    const int j2 = j + tm->size < N ? j + tm->size : j;
     double wj = atol + rtol * fmax(fabs(x[j]), fabs(y[j]));
-    if (wj < wt[j]) wj = wt[j];
+    double wj2 = atol + rtol * fmax(fabs(x[j2]), fabs(y[j2]));
+    const double w1 = wt[j], w2 = wt[j2];
+    const double d1 = fabs(y[j] - ypred[j]), d2 = fabs(y[j2] - ypred[j2]);
+    if (wj < w1) wj = w1;
+    if (wj2 < w2) wj2 = w2;
     wt[j] = wj;
-    err = lassie_maxnan(err, errc * fabs(y[j] - ypred[j]) / wj);
+    wt[j2] = wj2;
+    err = lassie_maxnan(err, errc * d1 / wj);
+    err = lassie_maxnan(err, errc * d2 / wj2);
   }
   return lassie_team_max(tm, err);
 }

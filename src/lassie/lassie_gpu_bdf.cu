@@ -212,6 +212,7 @@ __global__ void k_bdf(bdfargs a) {
         dn = sqrt(dn / N);
       }
       dn = lassie_team_bcast(&tm, dn);
+      lassie_team_sync(&tm);   /* lane 0 read the squares before the rates take their place */
       if (!isfinite(dn)) break;
       if (dn <= LASSIE_NEWTON_TOL) { conv = 1; break; }
       if (it > 0) {
