@@ -258,8 +258,10 @@ check_model <- function(model) {
 #' with 16 host threads (`inst/bench/lassie-bdf.R`, method `"bdf"`, t 0 to
 #' 100): 32 simulations of the 354-species fceri_ji model took the device
 #' 1.68 s and the host 0.49 s, 256 took 2.19 s against 2.93 s (even near
-#' 150); Chen 2009 (504 species) 0.99 s against 0.59 s at 128 and 1.01 s
-#' against 1.30 s at 256 (even near 210).  The host also keeps the
+#' 150); Chen 2009 (504 species) 0.70 s against 0.48 s at 64, 0.73 s
+#' against 0.95 s at 128 and 0.91 s against 1.79 s at 256 (even near 100;
+#' fceri_ji was measured on the engine before, whose implicit steps took
+#' about 1.5 times as long).  The host also keeps the
 #' implicit steps of models of more than 1,024 species (BCR's 1,122: the
 #' device 2.4 times slower at 128 simulations; larger batches were not
 #' measured), of a simulation whose sparse LU needs pivoting (the dense

@@ -52,24 +52,17 @@ static LASSIE_HD inline void lassie_team_sync(const lassie_team *tm) {
 #endif
 }
 
-/* Lane j's value, on every lane. */
+/* Lane j's value v, on every lane (a double or an int). */
+#ifdef __CUDA_ARCH__
+#define LASSIE_TEAM_SHFL(tm, v, j) ((tm)->size > 1 ? __shfl_sync((tm)->mask, (v), (j), (tm)->size) : (v))
+#else
+#define LASSIE_TEAM_SHFL(tm, v, j) ((void)(tm), (void)(j), (v))
+#endif
 static LASSIE_HD inline double lassie_team_shfl(const lassie_team *tm, double v, int j) {
-#ifdef __CUDA_ARCH__
-  if (tm->size > 1) v = __shfl_sync(tm->mask, v, j, tm->size);
-#else
-  (void)tm; (void)j;
-#endif
-  return v;
+  return LASSIE_TEAM_SHFL(tm, v, j);
 }
-
-/* ... of an int */
 static LASSIE_HD inline int lassie_team_shfl_int(const lassie_team *tm, int v, int j) {
-#ifdef __CUDA_ARCH__
-  if (tm->size > 1) v = __shfl_sync(tm->mask, v, j, tm->size);
-#else
-  (void)tm; (void)j;
-#endif
-  return v;
+  return LASSIE_TEAM_SHFL(tm, v, j);
 }
 
 /* Lane 0's value, on every lane. */
@@ -703,6 +696,14 @@ static LASSIE_HD inline void lassie_bdf_predict(const lassie_team *tm, double *c
   }
 }
 
+/* A species' weight in the error test of a step from x to y: the
+ * tolerance at the larger of the two, never below w (the Newton test's). */
+static LASSIE_HD inline double lassie_err_weight(double x, double y, double w, double rtol,
+                                                 double atol) {
+  double wj = atol + rtol * fmax(fabs(x), fabs(y));
+  return wj < w ? w : wj;
+}
+
 /* The scaled error errc |y - ypred| of the step from x to y, max over
  * species (NaN winning), in weights that are the Newton test's wt or the
  * tolerance at the larger of x and y; the weights are left in wt for the
@@ -714,12 +715,9 @@ static LASSIE_HD inline double lassie_bdf_error(const lassie_team *tm, const dou
   /* two species a lane at a time (their loads before their stores) */
   for (int j = tm->lane; j < N; j += 2 * tm->size) {
     const int j2 = j + tm->size < N ? j + tm->size : j;
-    double wj = atol + rtol * fmax(fabs(x[j]), fabs(y[j]));
-    double wj2 = atol + rtol * fmax(fabs(x[j2]), fabs(y[j2]));
-    const double w1 = wt[j], w2 = wt[j2];
+    const double wj = lassie_err_weight(x[j], y[j], wt[j], rtol, atol);
+    const double wj2 = lassie_err_weight(x[j2], y[j2], wt[j2], rtol, atol);
     const double d1 = fabs(y[j] - ypred[j]), d2 = fabs(y[j2] - ypred[j2]);
-    if (wj < w1) wj = w1;
-    if (wj2 < w2) wj2 = w2;
     wt[j] = wj;
     wt[j2] = wj2;
     err = lassie_maxnan(err, errc * d1 / wj);

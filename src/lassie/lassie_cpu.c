@@ -340,7 +340,9 @@ int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **
  * at 32, 1.84 / 1.66 at 128, 2.19 / 2.93 at 256; egfr_net (356) 2.22 /
  * 2.10 at 128, 2.46 / 3.84 at 256; Chen 2009 (504) 0.99 / 0.59 at 128,
  * 1.01 / 1.30 at 256.  So a warp per simulation pays from 16 simulations
- * per host thread (even between 8 and 16).  A lane per
+ * per host thread (even between 8 and 16).  Session 26's engine: Chen
+ * 0.70 / 0.48 at 64, 0.73 / 0.95 at 128, 0.91 / 1.79 at 256 (even near
+ * 6 per thread); the others not measured on it, so the rule stays.  A lane per
  * simulation (Haugh2b, 12 species) 0.089 / 0.061 at 1,024, 0.109 / 0.169
  * at 4,096: from 128 per thread.  Larger models than
  * LASSIE_DEVICE_BDF_MAX_N keep the host's (BCR, 1,122 species: 29 / 4.5
