@@ -198,24 +198,18 @@ static LASSIE_HD inline void lassie_rates_team(const lassie_team *tm, const sbg_
   }
 }
 
-/* dX/dt = H v into f at x (v: the rates, scratch M) and, when fa is not
- * NULL, per species the sum of |terms| f_j is made of: the scale of its
- * roundoff. */
+/* dX/dt = H v into f at x (v: the rates, scratch M). */
 static LASSIE_HD inline void lassie_rhs_team(const lassie_team *tm, const sbg_lassie_model *m,
                                              const double *k, const double *x, double *v,
-                                             double *f, double *fa) {
+                                             double *f) {
   lassie_team_prefetch(tm, k, m->n_reactions);
   lassie_team_prefetch(tm, x, m->n_species);
   lassie_rates_team(tm, m, k, x, v);
   lassie_team_sync(tm);
   for (int l = tm->lane; l < m->n_species; l += tm->size) {
-    double s = 0, a = 0;
-    for (int q = m->h_ptr[l]; q < m->h_ptr[l + 1]; q++) {
-      double term = m->h_val[q] * v[m->h_rx[q]];
-      s += term; a += fabs(term);
-    }
+    double s = 0;
+    for (int q = m->h_ptr[l]; q < m->h_ptr[l + 1]; q++) s += m->h_val[q] * v[m->h_rx[q]];
     f[l] = s;
-    if (fa) fa[l] = a;
   }
   lassie_team_sync(tm);
 }
@@ -234,8 +228,8 @@ static LASSIE_HD inline void lassie_newton_row(int j, double s, double a, const 
 
 /* The modified Newton iteration's residual at y for the BDF formula
  * y - c - gamma f(y) = 0 (x the step's start): the rates (v, scratch M),
- * then per species its sum of H v (f, and the sum of |terms|, the scale of
- * its roundoff, as lassie_rhs_team()), the weight of the Newton and error
+ * then per species its sum of H v (f, as lassie_rhs_team(), and the sum of
+ * |terms|, the scale of its roundoff), the weight of the Newton and error
  * tests into wt (the tolerance, but never below the roundoff of the
  * residual: atol = 1e-12 next to amounts of 1e6 would otherwise ask for
  * the impossible) and -G(y) into b at the species' row of the LU (pos). */

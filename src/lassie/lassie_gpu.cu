@@ -517,8 +517,9 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     /* paced only where every simulation takes implicit steps throughout:
      * with explicit steps in the batch (method "auto"), longer implicit
      * launches kept the explicit ones waiting (Haugh2b, 20,000 sets:
-     * 0.28-0.32 s paced against 0.23-0.27 s at 64 a launch; Chen,
-     * method "bdf": 2.27-2.41 s paced against 2.44-2.56 s, one H200) */
+     * 0.28-0.32 s paced against 0.23-0.27 s at 64 a launch, one H200;
+     * Chen, method "bdf", as one array: 1.72-1.80 s paced against
+     * 1.99-2.02 s, one H100, BENCHMARKS.md session 26) */
     if (bdf && p->method == SBG_LASSIE_BDF)
       lassie_gpu_bdf_pace(bdf, std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_t0).count());
     pt->active.store(active + n_bdf);

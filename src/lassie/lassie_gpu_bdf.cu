@@ -161,7 +161,7 @@ __global__ void k_bdf(bdfargs a) {
     double gamma, errc;
     if (b.nh == 1) {
       if (!b.fn_valid) {
-        lassie_rhs_team(&tm, m, k, x, v, fn, NULL);
+        lassie_rhs_team(&tm, m, k, x, v, fn);
         q.st[SBG_LASSIE_ST_RHS]++; b.fn_valid = 1;
       }
       gamma = hs; errc = 0.5;
