@@ -250,18 +250,18 @@ check_model <- function(model) {
 #' A simulation's implicit steps take a device warp far longer than a
 #' host core, while the device runs a thousand simulations in little more
 #' than the time of one, so they run on the device only for batches large
-#' enough: 16 simulations or more per host thread (`threads`) for models
+#' enough: 8 simulations or more per host thread (`threads`) for models
 #' of 32 species or more, 128 for smaller ones (a thread per simulation);
 #' with several GPUs the whole batch counts.
 #' Smaller batches take the host's implicit steps on `threads` threads
 #' (the same code, so the same results and `stats`).  Measured on an H100
 #' with 16 host threads (`inst/bench/lassie-bdf.R`, method `"bdf"`, t 0 to
-#' 100): 32 simulations of the 354-species fceri_ji model took the device
-#' 1.68 s and the host 0.49 s, 256 took 2.19 s against 2.93 s (even near
-#' 150); Chen 2009 (504 species) 0.70 s against 0.48 s at 64, 0.73 s
-#' against 0.95 s at 128 and 0.91 s against 1.79 s at 256 (even near 100;
-#' fceri_ji was measured on the engine before, whose implicit steps took
-#' about 1.5 times as long).  The host also keeps the
+#' 100), device against host: the 354-species fceri_ji model 1.57 s
+#' against 1.15 s at 64 simulations, 1.63 s against 2.05 s at 128 and
+#' 1.92 s against 3.85 s at 256; egfr_net (356 species) 1.84 s against
+#' 1.32 s at 64 and 1.92 s against 2.62 s at 128; Chen 2009 (504 species)
+#' 0.70 s against 0.48 s at 64, 0.73 s against 0.95 s at 128 and 0.91 s
+#' against 1.79 s at 256 (each even between 64 and 128).  The host also keeps the
 #' implicit steps of models of more than 1,024 species (BCR's 1,122: the
 #' device 2.4 times slower at 128 simulations; larger batches were not
 #' measured), of a simulation whose sparse LU needs pivoting (the dense

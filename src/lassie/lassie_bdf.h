@@ -19,13 +19,17 @@
 #include "lassie_common.h"
 #include "portable_math.h"
 
-/* A load of the model's read-only data (the plan's, the network's, the
- * rate constants): on the device through the read-only path, which lets
- * the compiler issue it ahead of the stores around it. */
+/* LASSIE_RO: a load of the model's read-only data (the plan's, the
+ * network's, the rate constants), on the device through the read-only
+ * path, which lets the compiler issue it ahead of the stores around it.
+ * LASSIE_UNROLL: a loop over a batch held in registers, unrolled on the
+ * device (so that the batch stays in registers). */
 #ifdef __CUDA_ARCH__
 #define LASSIE_RO(p) __ldg(p)
+#define LASSIE_UNROLL _Pragma("unroll")
 #else
 #define LASSIE_RO(p) (*(p))
+#define LASSIE_UNROLL
 #endif
 
 /* BDF: highest order, and the past states kept (order q needs q + 1 for
@@ -165,6 +169,10 @@ static inline void lassie_lu_plan_view(lassie_lu *lu, const int *plan, int N, si
   lu->asm_q = lu->asm_ptr + nnz + 1;
   lu->asm_e = lu->asm_q + lu->n_terms;
 }
+
+/* species a lane takes together in the predictor and the order
+ * estimates (their loads of the history issued together) */
+#define LASSIE_SPECIES_BATCH 4
 
 /* reactions a lane evaluates together */
 #define LASSIE_RATE_BATCH 4
@@ -628,13 +636,22 @@ static LASSIE_HD inline double lassie_bdf_err_order(const lassie_team *tm, doubl
     c[i] = gp / den;
   }
   double e = 0;
-  /* two species a lane at a time (their loads together) */
-  for (int l = tm->lane; l < N; l += 2 * tm->size) {
-    const int l2 = l + tm->size < N ? l + tm->size : l;
-    double d = 0, d2 = 0;
-    for (int i = 0; i <= kk + 1; i++) { d += c[i] * hist[i][l]; d2 += c[i] * hist[i][l2]; }
-    e = lassie_maxnan(e, fabs(d) / wt[l]);
-    e = lassie_maxnan(e, fabs(d2) / wt[l2]);
+  /* LASSIE_SPECIES_BATCH species a lane at a time (their loads together;
+   * past the end, the batch's first again) */
+  for (int l0 = tm->lane; l0 < N; l0 += LASSIE_SPECIES_BATCH * tm->size) {
+    int ls[LASSIE_SPECIES_BATCH];
+    double d[LASSIE_SPECIES_BATCH];
+    LASSIE_UNROLL
+    for (int u = 0; u < LASSIE_SPECIES_BATCH; u++) {
+      ls[u] = l0 + u * tm->size < N ? l0 + u * tm->size : l0;
+      d[u] = 0;
+    }
+    for (int i = 0; i <= kk + 1; i++) {
+      LASSIE_UNROLL
+      for (int u = 0; u < LASSIE_SPECIES_BATCH; u++) d[u] += c[i] * hist[i][ls[u]];
+    }
+    LASSIE_UNROLL
+    for (int u = 0; u < LASSIE_SPECIES_BATCH; u++) e = lassie_maxnan(e, fabs(d[u]) / wt[ls[u]]);
   }
   return lassie_team_max(tm, e);
 }
@@ -677,16 +694,30 @@ static LASSIE_HD inline double lassie_bdf_formula(double tnew, const double *ht,
 static LASSIE_HD inline void lassie_bdf_predict(const lassie_team *tm, double *const *hist,
                                                 const double *lp, const double *dl, int qq,
                                                 double gamma, int N, double *ypred, double *c) {
-  /* two species a lane at a time (their loads together) */
-  for (int j = tm->lane; j < N; j += 2 * tm->size) {
-    const int j2 = j + tm->size < N ? j + tm->size : j;
-    double pr = 0, cc = 0, pr2 = 0, cc2 = 0;
-    for (int i = 1; i <= qq + 1; i++) { pr += lp[i] * hist[i - 1][j]; pr2 += lp[i] * hist[i - 1][j2]; }
-    for (int i = 1; i <= qq; i++) { cc += dl[i] * hist[i - 1][j]; cc2 += dl[i] * hist[i - 1][j2]; }
-    ypred[j] = pr;
-    c[j] = -gamma * cc;
-    ypred[j2] = pr2;
-    c[j2] = -gamma * cc2;
+  /* LASSIE_SPECIES_BATCH species a lane at a time (their loads together;
+   * past the end, the batch's first again) */
+  for (int j0 = tm->lane; j0 < N; j0 += LASSIE_SPECIES_BATCH * tm->size) {
+    int js[LASSIE_SPECIES_BATCH];
+    double pr[LASSIE_SPECIES_BATCH], cc[LASSIE_SPECIES_BATCH];
+    LASSIE_UNROLL
+    for (int u = 0; u < LASSIE_SPECIES_BATCH; u++) {
+      js[u] = j0 + u * tm->size < N ? j0 + u * tm->size : j0;
+      pr[u] = 0;
+      cc[u] = 0;
+    }
+    for (int i = 1; i <= qq + 1; i++) {
+      LASSIE_UNROLL
+      for (int u = 0; u < LASSIE_SPECIES_BATCH; u++) pr[u] += lp[i] * hist[i - 1][js[u]];
+    }
+    for (int i = 1; i <= qq; i++) {
+      LASSIE_UNROLL
+      for (int u = 0; u < LASSIE_SPECIES_BATCH; u++) cc[u] += dl[i] * hist[i - 1][js[u]];
+    }
+    LASSIE_UNROLL
+    for (int u = 0; u < LASSIE_SPECIES_BATCH; u++) {
+      ypred[js[u]] = pr[u];
+      c[js[u]] = -gamma * cc[u];
+    }
   }
 }
 

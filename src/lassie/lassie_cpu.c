@@ -335,19 +335,18 @@ int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **
  * longer than a host core (the sparse LU's chains of dependent loads), but
  * the device runs a thousand simulations in little more than the time of
  * one.  inst/bench/lassie-bdf.R's crossover section, H100 and 16 host
- * threads, method "bdf", device against host, seconds from the R call
- * (BENCHMARKS.md, session 25's engine): fceri_ji (354 species) 1.68 / 0.49
- * at 32, 1.84 / 1.66 at 128, 2.19 / 2.93 at 256; egfr_net (356) 2.22 /
- * 2.10 at 128, 2.46 / 3.84 at 256; Chen 2009 (504) 0.99 / 0.59 at 128,
- * 1.01 / 1.30 at 256.  So a warp per simulation pays from 16 simulations
- * per host thread (even between 8 and 16).  Session 26's engine: Chen
- * 0.70 / 0.48 at 64, 0.73 / 0.95 at 128, 0.91 / 1.79 at 256 (even near
- * 6 per thread); the others not measured on it, so the rule stays.  A lane per
+ * threads, method "bdf", t 0-100, device against host, seconds from the R
+ * call (BENCHMARKS.md, sessions 26 and 27, the engine since session 26):
+ * fceri_ji (354 species) 1.57 / 1.15 at 64, 1.63 / 2.05 at 128, 1.92 /
+ * 3.85 at 256; egfr_net (356) 1.84 / 1.32 at 64, 1.92 / 2.62 at 128, 2.11
+ * / 4.96 at 256; Chen 2009 (504) 0.70 / 0.48 at 64, 0.73 / 0.95 at 128,
+ * 0.91 / 1.79 at 256.  So a warp per simulation pays from 8 simulations
+ * per host thread (the host wins at 4 on all three).  A lane per
  * simulation (Haugh2b, 12 species) 0.089 / 0.061 at 1,024, 0.109 / 0.169
  * at 4,096: from 128 per thread.  Larger models than
  * LASSIE_DEVICE_BDF_MAX_N keep the host's (BCR, 1,122 species: 29 / 4.5
  * for one simulation, 73 / 30 for 128; larger batches not measured). */
-#define LASSIE_DEVICE_BDF_PER_THREAD_WARP 16
+#define LASSIE_DEVICE_BDF_PER_THREAD_WARP 8
 #define LASSIE_DEVICE_BDF_PER_THREAD_LANE 128
 #define LASSIE_DEVICE_BDF_MAX_N 1024
 int sbg_lassie_device_bdf_pays(int n_species, int n_sims, int threads) {

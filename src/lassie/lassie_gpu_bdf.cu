@@ -88,6 +88,53 @@ struct bdfargs {
   int smem_vecs;
 };
 
+/* species a lane updates together, and squares lane 0 loads together */
+#define LASSIE_UPDATE_BATCH 4
+#define LASSIE_SUM_BATCH 8
+
+/* The Newton update y += d (d = scale times the solution ys, in the LU's
+ * row order pos) and the squares of d / wt into r, species
+ * LASSIE_UPDATE_BATCH a lane at a time (their loads issued together). */
+__device__ inline void lassie_newton_update(const lassie_team *tm, int N, double scale,
+                                            const int *pos, const double *ys, const double *wt,
+                                            double *y, double *r) {
+  for (int j0 = tm->lane; j0 < N; j0 += LASSIE_UPDATE_BATCH * tm->size) {
+    double d[LASSIE_UPDATE_BATCH], w[LASSIE_UPDATE_BATCH], yj[LASSIE_UPDATE_BATCH];
+#pragma unroll
+    for (int u = 0; u < LASSIE_UPDATE_BATCH; u++) {
+      const int j = j0 + u * tm->size;
+      d[u] = j < N ? ys[__ldg(pos + j)] : 0;
+      w[u] = j < N ? wt[j] : 1;
+      yj[u] = j < N ? y[j] : 0;
+    }
+#pragma unroll
+    for (int u = 0; u < LASSIE_UPDATE_BATCH; u++) {
+      const int j = j0 + u * tm->size;
+      if (j >= N) break;
+      const double dj = scale * d[u];
+      y[j] = yj[u] + dj;
+      const double q = dj / w[u];
+      r[j] = q * q;
+    }
+  }
+}
+
+/* a[0] + a[1] + ... + a[n - 1] in this order, on one lane, its loads
+ * LASSIE_SUM_BATCH at a time (the adds' chain no longer waits for each) */
+__device__ inline double lassie_serial_sum(const double *a, int n) {
+  double s = 0;
+  int j = 0;
+  for (; j + LASSIE_SUM_BATCH <= n; j += LASSIE_SUM_BATCH) {
+    double t[LASSIE_SUM_BATCH];
+#pragma unroll
+    for (int u = 0; u < LASSIE_SUM_BATCH; u++) t[u] = a[j + u];
+#pragma unroll
+    for (int u = 0; u < LASSIE_SUM_BATCH; u++) s += t[u];
+  }
+  for (; j < n; j++) s += a[j];
+  return s;
+}
+
 /* The attempts of one simulation, by its team: integrate()'s implicit
  * attempts line by line (lassie_cpu.c: implicit_attempt() and the
  * functions it calls), its vector loops split over the lanes, the shared
@@ -199,18 +246,10 @@ __global__ void k_bdf(bdfargs a) {
       lassie_newton_residual(&tm, m, k, y, x, c, gamma, rtol, atol, pos, v, wt, ys);
       q.st[SBG_LASSIE_ST_RHS]++; q.st[SBG_LASSIE_ST_NEWTON]++;
       lassie_lu_solve_levels(&tm, &a.lu, N, val, ys);
-      for (int j = L; j < N; j += T) {
-        double d = scale * ys[pos[j]];
-        y[j] += d;
-        double r = d / wt[j];
-        rb[j] = r * r;
-      }
+      lassie_newton_update(&tm, N, scale, pos, ys, wt, y, rb);
       lassie_team_sync(&tm);
-      double dn = 0;
-      if (L == 0) {
-        for (int j = 0; j < N; j++) dn += rb[j];
-        dn = sqrt(dn / N);
-      }
+      double dn = L == 0 ? lassie_serial_sum(rb, N) : 0;
+      if (L == 0) dn = sqrt(dn / N);
       dn = lassie_team_bcast(&tm, dn);
       lassie_team_sync(&tm);   /* lane 0 read the squares before the rates take their place */
       if (!isfinite(dn)) break;

@@ -33,13 +33,14 @@ catalysed_model <- function() {
 
 test_that("the implicit steps go to the device only for batches that keep it busy", {
   pays <- sysbioGPU:::lassie_device_bdf_pays
-  # a warp per simulation (32 species or more): 16 simulations per host
+  # a warp per simulation (32 species or more): 8 simulations per host
   # thread or more; a lane per simulation: 128; models of up to 1,024
   # species (the crossover measured in inst/bench/lassie-bdf.R, BENCHMARKS.md)
   expect_false(pays(504, 1, 16))
-  expect_false(pays(504, 255, 16))
-  expect_true(pays(504, 256, 16))
-  expect_true(pays(32, 32, 2))
+  expect_false(pays(504, 127, 16))
+  expect_true(pays(504, 128, 16))
+  expect_true(pays(32, 16, 2))
+  expect_false(pays(32, 15, 2))
   expect_false(pays(31, 32, 2))
   expect_true(pays(12, 256, 2))
   expect_false(pays(12, 255, 2))
