@@ -144,6 +144,13 @@ extern "C" {
  * factors' entries.  Returns 0, or -1 without memory. */
 int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **ptr,
                           int **col, int **diag, size_t *nnz);
+/* The order in which a team's lanes take the species in the Newton
+ * residual (lassie_newton_residual()): the most stoichiometric terms first
+ * (ties by index).  A warp takes two species a lane, 64 a round, and
+ * waits for the longest sum of each round: Chen 2009's species (0-126
+ * terms) in their own order cost 486 terms in turn a residual, in this
+ * order 167.  order: N ints.  Returns 0, or -1 without memory. */
+int sbg_lassie_sum_order(const sbg_lassie_model *m, int *order);
 /* The plan of lu (pos, ipos, ptr, col, diag set) for model m: *plan
  * malloc'ed (lassie_lu_plan_len() ints), lu's counts set and its plan
  * pointers into *plan.  Returns 0, or -1 without memory. */
@@ -240,13 +247,15 @@ static LASSIE_HD inline void lassie_newton_row(int j, double s, double a, const 
  * |terms|, the scale of its roundoff), the weight of the Newton and error
  * tests into wt (the tolerance, but never below the roundoff of the
  * residual: atol = 1e-12 next to amounts of 1e6 would otherwise ask for
- * the impossible) and -G(y) into b at the species' row of the LU (pos). */
+ * the impossible) and -G(y) into b at the species' row of the LU (pos).
+ * The lanes take the species in the order `order` (NULL: 0, 1, ...; see
+ * sbg_lassie_sum_order()). */
 static LASSIE_HD inline void lassie_newton_residual(const lassie_team *tm, const sbg_lassie_model *m,
                                                     const double *k, const double *y,
                                                     const double *x, const double *c,
                                                     double gamma, double rtol, double atol,
-                                                    const int *pos, double *v, double *wt,
-                                                    double *b) {
+                                                    const int *pos, const int *order, double *v,
+                                                    double *wt, double *b) {
   const int N = m->n_species;
   const int *h_ptr = m->h_ptr, *h_rx = m->h_rx;
   const double *h_val = m->h_val;
@@ -255,15 +264,17 @@ static LASSIE_HD inline void lassie_newton_residual(const lassie_team *tm, const
   lassie_rates_team(tm, m, k, y, v);
   lassie_team_sync(tm);
   /* two species a lane at a time, their terms in step (their loads
-   * issued together); each pair's terms' bounds loaded a pair ahead */
+   * issued together); each pair's species and terms' bounds loaded a pair
+   * ahead */
+#define LASSIE_SP(i) (order ? LASSIE_RO(order + (i)) : (i))
   const int T = tm->size;
-  int q1 = 0, e1 = 0, q2 = 0, e2 = 0;
-  if (tm->lane < N) { q1 = LASSIE_RO(h_ptr + tm->lane); e1 = LASSIE_RO(h_ptr + tm->lane + 1); }
-  if (tm->lane + T < N) { q2 = LASSIE_RO(h_ptr + tm->lane + T); e2 = LASSIE_RO(h_ptr + tm->lane + T + 1); }
-  for (int j = tm->lane; j < N; j += 2 * T) {
-    int n1 = 0, ne1 = 0, n2 = 0, ne2 = 0;
-    if (j + 2 * T < N) { n1 = LASSIE_RO(h_ptr + j + 2 * T); ne1 = LASSIE_RO(h_ptr + j + 2 * T + 1); }
-    if (j + 3 * T < N) { n2 = LASSIE_RO(h_ptr + j + 3 * T); ne2 = LASSIE_RO(h_ptr + j + 3 * T + 1); }
+  int j1 = 0, j2 = 0, q1 = 0, e1 = 0, q2 = 0, e2 = 0;
+  if (tm->lane < N) { j1 = LASSIE_SP(tm->lane); q1 = LASSIE_RO(h_ptr + j1); e1 = LASSIE_RO(h_ptr + j1 + 1); }
+  if (tm->lane + T < N) { j2 = LASSIE_SP(tm->lane + T); q2 = LASSIE_RO(h_ptr + j2); e2 = LASSIE_RO(h_ptr + j2 + 1); }
+  for (int i = tm->lane; i < N; i += 2 * T) {
+    int m1 = 0, n1 = 0, ne1 = 0, m2 = 0, n2 = 0, ne2 = 0;
+    if (i + 2 * T < N) { m1 = LASSIE_SP(i + 2 * T); n1 = LASSIE_RO(h_ptr + m1); ne1 = LASSIE_RO(h_ptr + m1 + 1); }
+    if (i + 3 * T < N) { m2 = LASSIE_SP(i + 3 * T); n2 = LASSIE_RO(h_ptr + m2); ne2 = LASSIE_RO(h_ptr + m2 + 1); }
     double s1 = 0, a1 = 0, s2 = 0, a2 = 0;
     while (q1 < e1 || q2 < e2) {
       if (q1 < e1) {
@@ -275,10 +286,11 @@ static LASSIE_HD inline void lassie_newton_residual(const lassie_team *tm, const
         s2 += t; a2 += fabs(t); q2++;
       }
     }
-    lassie_newton_row(j, s1, a1, y, x, c, gamma, rtol, atol, pos, wt, b);
-    if (j + T < N) lassie_newton_row(j + T, s2, a2, y, x, c, gamma, rtol, atol, pos, wt, b);
-    q1 = n1; e1 = ne1; q2 = n2; e2 = ne2;
+    lassie_newton_row(j1, s1, a1, y, x, c, gamma, rtol, atol, pos, wt, b);
+    if (i + T < N) lassie_newton_row(j2, s2, a2, y, x, c, gamma, rtol, atol, pos, wt, b);
+    j1 = m1; q1 = n1; e1 = ne1; j2 = m2; q2 = n2; e2 = ne2;
   }
+#undef LASSIE_SP
   lassie_team_sync(tm);
 }
 

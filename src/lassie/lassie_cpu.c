@@ -323,6 +323,18 @@ fail:
   return -1;
 }
 
+int sbg_lassie_sum_order(const sbg_lassie_model *m, int *order) {
+  /* a counting sort by terms, longest first, stable */
+  const int N = m->n_species, most = m->h_ptr[N];   /* a species has at most all terms */
+  int *at = calloc((size_t)most + 2, sizeof(int));
+  if (!at) return -1;
+  for (int j = 0; j < N; j++) at[most - (m->h_ptr[j + 1] - m->h_ptr[j]) + 1]++;
+  for (int t = 1; t <= most + 1; t++) at[t] += at[t - 1];
+  for (int j = 0; j < N; j++) order[at[most - (m->h_ptr[j + 1] - m->h_ptr[j])]++] = j;
+  free(at);
+  return 0;
+}
+
 int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **ptr,
                           int **col, int **diag, size_t *nnz) {
   if (min_degree_order(m, pos) != 0) return -1;
@@ -978,7 +990,7 @@ static int implicit_newton(sim_run *r, double gamma) {
   double scale = 2.0 / (1.0 + gamma / r->gamma_fact), dn_prev = 0;
   lassie_team tm = lassie_team_host();
   for (int it = 0; it < LASSIE_NEWTON_MAXIT; it++) {
-    lassie_newton_residual(&tm, m, r->k, y, x, c, gamma, rtol, atol, w->pos, w->v, w->wt, w->ys);
+    lassie_newton_residual(&tm, m, r->k, y, x, c, gamma, rtol, atol, w->pos, NULL, w->v, w->wt, w->ys);
     r->st[SBG_LASSIE_ST_RHS]++; r->st[SBG_LASSIE_ST_NEWTON]++;
     iter_solve(w, N, w->ys);
     for (int j = 0; j < N; j++) g[j] = w->ys[w->pos[j]];

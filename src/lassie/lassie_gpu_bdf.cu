@@ -48,6 +48,7 @@ struct lassie_gpu_bdf {
   sbg_lassie_model dm;   /* device arrays */
   int S, T, nnz_lu;
   int *d_pos, *d_ipos, *d_ptr, *d_col, *d_diag, *d_plan;
+  int *d_order;          /* the residual's species order (sbg_lassie_sum_order()) */
   lassie_lu lu;          /* the plan's counts (its pointers set at each launch) */
   bdfstate *d_bs;
   double *d_w;           /* S workspaces of `stride` doubles */
@@ -77,6 +78,7 @@ inline size_t ws_stride(int N, int M, int nnzA, int nnzLU) {
 struct bdfargs {
   sbg_lassie_model m;
   lassie_lu lu;
+  const int *order;
   const double *k;
   int k_per_sim, nt, method, S, T, max_att;
   const double *times;
@@ -243,7 +245,7 @@ __global__ void k_bdf(bdfargs a) {
     double scale = 2.0 / (1.0 + gamma / b.gamma_fact), dn_prev = 0;
     int conv = 0;
     for (int it = 0; it < LASSIE_NEWTON_MAXIT; it++) {
-      lassie_newton_residual(&tm, m, k, y, x, c, gamma, rtol, atol, pos, v, wt, ys);
+      lassie_newton_residual(&tm, m, k, y, x, c, gamma, rtol, atol, pos, a.order, v, wt, ys);
       q.st[SBG_LASSIE_ST_RHS]++; q.st[SBG_LASSIE_ST_NEWTON]++;
       lassie_lu_solve_levels(&tm, &a.lu, N, val, ys);
       lassie_newton_update(&tm, N, scale, pos, ys, wt, y, rb);
@@ -363,7 +365,7 @@ void lassie_gpu_bdf_pace(lassie_gpu_bdf *b, double seconds) {
 void lassie_gpu_bdf_free(lassie_gpu_bdf *b) {
   if (!b) return;
   cudaFree(b->d_pos); cudaFree(b->d_ipos); cudaFree(b->d_ptr); cudaFree(b->d_col);
-  cudaFree(b->d_diag); cudaFree(b->d_plan); cudaFree(b->d_bs); cudaFree(b->d_w);
+  cudaFree(b->d_diag); cudaFree(b->d_plan); cudaFree(b->d_order); cudaFree(b->d_bs); cudaFree(b->d_w);
   free(b);
 }
 
@@ -371,7 +373,7 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
                                 cudaStream_t stream, lassie_gpu_bdf **out, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   const int N = m->n_species, M = m->n_reactions;
-  int *pos = NULL, *ipos = NULL, *ptr = NULL, *col = NULL, *diag = NULL, *plan = NULL;
+  int *pos = NULL, *ipos = NULL, *ptr = NULL, *col = NULL, *diag = NULL, *plan = NULL, *order = NULL;
   size_t n_plan = 0;
   lassie_lu lu;
   size_t nnz = 0, free_b = 0, total_b = 0;
@@ -379,8 +381,10 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   *out = NULL;
   pos = (int *)malloc(sizeof(int) * (size_t)N);
   ipos = (int *)malloc(sizeof(int) * (size_t)N);
+  order = (int *)malloc(sizeof(int) * (size_t)N);
   b = (lassie_gpu_bdf *)calloc(1, sizeof(lassie_gpu_bdf));
-  if (!pos || !ipos || !b || sbg_lassie_lu_pattern(m, pos, ipos, &ptr, &col, &diag, &nnz) != 0) {
+  if (!pos || !ipos || !order || !b || sbg_lassie_sum_order(m, order) != 0 ||
+      sbg_lassie_lu_pattern(m, pos, ipos, &ptr, &col, &diag, &nnz) != 0) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory");
     goto done;
   }
@@ -428,6 +432,7 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   SBG_TRY(sbg_device_alloc((void **)&b->d_col, sizeof(int) * (nnz ? nnz : 1), "the LU's pattern", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_diag, sizeof(int) * N, "the LU's pattern", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_plan, sizeof(int) * n_plan, "the LU's plan", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_order, sizeof(int) * N, "the species' order", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_bs, sizeof(bdfstate) * S, "the BDF states", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_w, sizeof(double) * b->stride * S, "the BDF workspaces", ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_pos, pos, sizeof(int) * N, cudaMemcpyHostToDevice, stream));
@@ -436,6 +441,7 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   if (nnz) SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_col, col, sizeof(int) * nnz, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_diag, diag, sizeof(int) * N, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_plan, plan, sizeof(int) * n_plan, cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_order, order, sizeof(int) * N, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(b->d_bs, 0, sizeof(bdfstate) * S, stream));
   /* the LU's scatter row must start zeroed (it is left zeroed) */
   SBG_CUDA_CHECK(cudaMemsetAsync(b->d_w, 0, sizeof(double) * b->stride * S, stream));
@@ -445,7 +451,7 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   b = NULL;
 done:
   lassie_gpu_bdf_free(b);
-  free(pos); free(ipos); free(ptr); free(col); free(diag); free(plan);
+  free(pos); free(ipos); free(ptr); free(col); free(diag); free(plan); free(order);
   return st;
 }
 
@@ -459,6 +465,7 @@ sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
   a.lu.pos = b->d_pos; a.lu.ipos = b->d_ipos; a.lu.ptr = b->d_ptr; a.lu.col = b->d_col;
   a.lu.diag = b->d_diag;
   lassie_lu_plan_view(&a.lu, b->d_plan, b->dm.n_species, (size_t)b->nnz_lu);
+  a.order = b->d_order;
   a.k = d_k; a.k_per_sim = p->rates_per_sim; a.nt = p->n_times; a.method = p->method;
   a.S = b->S; a.T = b->T; a.max_att = b->att;
   a.times = d_times; a.rtol = p->rtol; a.atol = p->atol; a.max_steps = p->max_steps;
