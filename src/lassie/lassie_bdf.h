@@ -294,6 +294,54 @@ static LASSIE_HD inline void lassie_newton_residual(const lassie_team *tm, const
   lassie_team_sync(tm);
 }
 
+/* species a lane updates together, and squares a lane loads together */
+#define LASSIE_UPDATE_BATCH 4
+#define LASSIE_SUM_BATCH 8
+
+/* The Newton update y += d (d = scale times the solution ys, in the LU's
+ * row order pos) and the squares of d / wt into r, species
+ * LASSIE_UPDATE_BATCH a lane at a time (their loads issued together). */
+static LASSIE_HD inline void lassie_newton_update(const lassie_team *tm, int N, double scale,
+                                                  const int *pos, const double *ys,
+                                                  const double *wt, double *y, double *r) {
+  for (int j0 = tm->lane; j0 < N; j0 += LASSIE_UPDATE_BATCH * tm->size) {
+    double d[LASSIE_UPDATE_BATCH], w[LASSIE_UPDATE_BATCH], yj[LASSIE_UPDATE_BATCH];
+    LASSIE_UNROLL
+    for (int u = 0; u < LASSIE_UPDATE_BATCH; u++) {
+      const int j = j0 + u * tm->size;
+      d[u] = j < N ? ys[LASSIE_RO(pos + j)] : 0;
+      w[u] = j < N ? wt[j] : 1;
+      yj[u] = j < N ? y[j] : 0;
+    }
+    LASSIE_UNROLL
+    for (int u = 0; u < LASSIE_UPDATE_BATCH; u++) {
+      const int j = j0 + u * tm->size;
+      if (j >= N) break;
+      const double dj = scale * d[u];
+      y[j] = yj[u] + dj;
+      const double q = dj / w[u];
+      r[j] = q * q;
+    }
+  }
+}
+
+/* a[0] + a[1] + ... + a[n - 1] in this order, on one lane, its loads
+ * LASSIE_SUM_BATCH at a time (the adds' chain no longer waits for each):
+ * the Newton norm's sum of squares */
+static LASSIE_HD inline double lassie_serial_sum(const double *a, int n) {
+  double s = 0;
+  int j = 0;
+  for (; j + LASSIE_SUM_BATCH <= n; j += LASSIE_SUM_BATCH) {
+    double t[LASSIE_SUM_BATCH];
+    LASSIE_UNROLL
+    for (int u = 0; u < LASSIE_SUM_BATCH; u++) t[u] = a[j + u];
+    LASSIE_UNROLL
+    for (int u = 0; u < LASSIE_SUM_BATCH; u++) s += t[u];
+  }
+  for (; j < n; j++) s += a[j];
+  return s;
+}
+
 /* dv_i/dx_j for every reactant entry e of reaction i: the sparse factor D
  * of the Jacobian J = H D. */
 static LASSIE_HD inline void lassie_dvdx_team(const lassie_team *tm, const sbg_lassie_model *m,

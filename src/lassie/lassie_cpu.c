@@ -993,17 +993,10 @@ static int implicit_newton(sim_run *r, double gamma) {
     lassie_newton_residual(&tm, m, r->k, y, x, c, gamma, rtol, atol, w->pos, NULL, w->v, w->wt, w->ys);
     r->st[SBG_LASSIE_ST_RHS]++; r->st[SBG_LASSIE_ST_NEWTON]++;
     iter_solve(w, N, w->ys);
-    for (int j = 0; j < N; j++) g[j] = w->ys[w->pos[j]];
     /* root-mean-square norm: a max norm would ask species near zero to
      * converge below the roundoff of the large ones */
-    double dn = 0;
-    for (int j = 0; j < N; j++) {
-      double d = scale * g[j];
-      y[j] += d;
-      double q = d / w->wt[j];
-      dn += q * q;
-    }
-    dn = sqrt(dn / N);
+    lassie_newton_update(&tm, N, scale, w->pos, w->ys, w->wt, y, g);
+    double dn = sqrt(lassie_serial_sum(g, N) / N);
     if (!isfinite(dn)) return 0;
     if (dn <= LASSIE_NEWTON_TOL) return 1;
     if (it > 0) {

@@ -90,53 +90,6 @@ struct bdfargs {
   int smem_vecs;
 };
 
-/* species a lane updates together, and squares lane 0 loads together */
-#define LASSIE_UPDATE_BATCH 4
-#define LASSIE_SUM_BATCH 8
-
-/* The Newton update y += d (d = scale times the solution ys, in the LU's
- * row order pos) and the squares of d / wt into r, species
- * LASSIE_UPDATE_BATCH a lane at a time (their loads issued together). */
-__device__ inline void lassie_newton_update(const lassie_team *tm, int N, double scale,
-                                            const int *pos, const double *ys, const double *wt,
-                                            double *y, double *r) {
-  for (int j0 = tm->lane; j0 < N; j0 += LASSIE_UPDATE_BATCH * tm->size) {
-    double d[LASSIE_UPDATE_BATCH], w[LASSIE_UPDATE_BATCH], yj[LASSIE_UPDATE_BATCH];
-#pragma unroll
-    for (int u = 0; u < LASSIE_UPDATE_BATCH; u++) {
-      const int j = j0 + u * tm->size;
-      d[u] = j < N ? ys[__ldg(pos + j)] : 0;
-      w[u] = j < N ? wt[j] : 1;
-      yj[u] = j < N ? y[j] : 0;
-    }
-#pragma unroll
-    for (int u = 0; u < LASSIE_UPDATE_BATCH; u++) {
-      const int j = j0 + u * tm->size;
-      if (j >= N) break;
-      const double dj = scale * d[u];
-      y[j] = yj[u] + dj;
-      const double q = dj / w[u];
-      r[j] = q * q;
-    }
-  }
-}
-
-/* a[0] + a[1] + ... + a[n - 1] in this order, on one lane, its loads
- * LASSIE_SUM_BATCH at a time (the adds' chain no longer waits for each) */
-__device__ inline double lassie_serial_sum(const double *a, int n) {
-  double s = 0;
-  int j = 0;
-  for (; j + LASSIE_SUM_BATCH <= n; j += LASSIE_SUM_BATCH) {
-    double t[LASSIE_SUM_BATCH];
-#pragma unroll
-    for (int u = 0; u < LASSIE_SUM_BATCH; u++) t[u] = a[j + u];
-#pragma unroll
-    for (int u = 0; u < LASSIE_SUM_BATCH; u++) s += t[u];
-  }
-  for (; j < n; j++) s += a[j];
-  return s;
-}
-
 /* The attempts of one simulation, by its team: integrate()'s implicit
  * attempts line by line (lassie_cpu.c: implicit_attempt() and the
  * functions it calls), its vector loops split over the lanes, the shared
