@@ -121,11 +121,16 @@ static LASSIE_HD inline double lassie_team_max(const lassie_team *tm, double v) 
  * - the assembly of I - gamma J at the factors' positions: position p's
  *   terms asm_ptr[p] .. asm_ptr[p + 1] in the order of the CPU's serial
  *   scatter, each H's entry asm_q (-1: the identity's 1) times D's entry
- *   asm_e. */
+ *   asm_e; asm_ent the positions with the most terms first (p, its first
+ *   and end term, 0: LASSIE_LU_ENTRY ints each), the order the lanes
+ *   take them in (a warp waits for the longest position of each 32: Chen
+ *   2009's 6,325 positions cost 1,156 terms in turn in their own order);
+ * - elim: the rows with an L part, ascending, then N (n_elim + 1): the
+ *   factorisation's rows in turn (the others depend on no row). */
 typedef struct lassie_lu {
   const int *pos, *ipos, *ptr, *col, *diag;
-  const int *pass, *wlog, *lev_pass, *pass_w, *asm_ptr, *asm_q, *asm_e;
-  int n_fwd, n_bwd, n_pass, n_terms;
+  const int *pass, *asm_ent, *wlog, *lev_pass, *pass_w, *asm_ptr, *asm_q, *asm_e, *elim;
+  int n_fwd, n_bwd, n_pass, n_terms, n_elim;
 } lassie_lu;
 
 /* lanes of a warp: the passes' width; ints of a lane's entry (an int4,
@@ -161,20 +166,23 @@ int sbg_lassie_lu_plan(const sbg_lassie_model *m, lassie_lu *lu, int **plan);
 
 /* Length of the plan of lu's counts (N rows, nnz entries). */
 static inline size_t lassie_lu_plan_len(const lassie_lu *lu, int N, size_t nnz) {
-  return (size_t)lu->n_pass * (LASSIE_LU_WARP * LASSIE_LU_ENTRY + 1) + 2 * (size_t)N +
-         (size_t)lu->n_fwd + (size_t)lu->n_bwd + 2 + nnz + 1 + 2 * (size_t)lu->n_terms;
+  return (size_t)lu->n_pass * (LASSIE_LU_WARP * LASSIE_LU_ENTRY + 1) + LASSIE_LU_ENTRY * nnz +
+         2 * (size_t)N + (size_t)lu->n_fwd + (size_t)lu->n_bwd + 2 + nnz + 1 +
+         2 * (size_t)lu->n_terms + (size_t)lu->n_elim + 1;
 }
 
 /* Points lu's plan arrays into plan (its counts set; 16-byte aligned): the
  * host's copy or the device's. */
 static inline void lassie_lu_plan_view(lassie_lu *lu, const int *plan, int N, size_t nnz) {
   lu->pass = plan;
-  lu->wlog = lu->pass + (size_t)lu->n_pass * LASSIE_LU_WARP * LASSIE_LU_ENTRY;
+  lu->asm_ent = lu->pass + (size_t)lu->n_pass * LASSIE_LU_WARP * LASSIE_LU_ENTRY;
+  lu->wlog = lu->asm_ent + LASSIE_LU_ENTRY * nnz;
   lu->lev_pass = lu->wlog + 2 * (size_t)N;
   lu->pass_w = lu->lev_pass + lu->n_fwd + lu->n_bwd + 2;
   lu->asm_ptr = lu->pass_w + lu->n_pass;
   lu->asm_q = lu->asm_ptr + nnz + 1;
   lu->asm_e = lu->asm_q + lu->n_terms;
+  lu->elim = lu->asm_e + lu->n_terms;
 }
 
 /* species a lane takes together in the predictor and the order
@@ -390,6 +398,19 @@ static LASSIE_HD inline void lassie_lu_entry_ahead(const lassie_team *tm, const 
   if (p < *ek) { *cu = col[p]; *uu = val[p]; }
 }
 
+/* Entry i of the assembly's order: the position p and its terms t0 .. t1
+ * (on the device one 16-byte load). */
+static LASSIE_HD inline void lassie_lu_asm_entry(const lassie_lu *lu, int i, int *p, int *t0,
+                                                 int *t1) {
+#ifdef __CUDA_ARCH__
+  const int4 e = __ldg((const int4 *)lu->asm_ent + i);
+  *p = e.x; *t0 = e.y; *t1 = e.z;
+#else
+  const int *e = lu->asm_ent + (size_t)LASSIE_LU_ENTRY * i;
+  *p = e[0]; *t0 = e[1]; *t1 = e[2];
+#endif
+}
+
 /* Numeric LU of P = I - gamma J (J = H D, D in dv) on the pattern lu,
  * pivots on the diagonal (the fill-reducing order stays; I - gamma J of a
  * reaction network has a diagonal >= 1 wherever a species is only
@@ -409,9 +430,11 @@ static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_la
   const int *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
   const lassie_team tm_one = {0, 1, 0u};   /* a lane prefetching alone */
   lassie_team_prefetch(tm, dv, m->r_ptr[m->n_reactions]);
-  for (int p = L; p < ptr[N]; p += T) {
+  for (int i = L; i < ptr[N]; i += T) {
+    int p, t0, t1;
+    lassie_lu_asm_entry(lu, i, &p, &t0, &t1);
     double a = 0;
-    for (int t = lu->asm_ptr[p]; t < lu->asm_ptr[p + 1]; t++) {
+    for (int t = t0; t < t1; t++) {
       const int q = lu->asm_q[t];
       if (q < 0) a += 1.0;
       else a -= gamma * m->h_val[q] * dv[lu->asm_e[t]];
@@ -419,26 +442,46 @@ static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_la
     val[p] = a;
   }
   lassie_team_sync(tm);
-  /* Each lane's first entry of row i is loaded while row i - 1 is
-   * eliminated (rows after the current one do not change until their
-   * turn): its column and value and, for an L entry, the bounds of U's
-   * row k it eliminates with and k's reciprocal pivot (final unless k is
-   * row i - 1, whose pivot is taken as it is computed). */
-  int pc = 0, pd = 0, pe = 0;
+  /* A row without an L part is P's own row with its pivot's reciprocal,
+   * and no row before it changes it: the lanes take all such rows at
+   * once (half of Chen 2009's), the test on the pivot as below (no
+   * partial sums but the pivot itself). */
+  double bad = 0;
+  for (int i = L; i < N; i += T)
+    if (ptr[i] == diag[i]) {
+      const double d = val[diag[i]];
+      if (!isfinite(d) || !(fabs(d) > 1e-10 * fabs(d))) bad = 1;
+      val[diag[i]] = 1.0 / d;
+    }
+  if (lassie_team_max(tm, bad) != 0) return -1;
+  lassie_team_sync(tm);
+  /* The rows with an L part in turn (lu->elim).  Each lane's first entry
+   * of row i is loaded while the row before is eliminated (rows after the
+   * current one do not change until their turn): its column and value
+   * and, for an L entry, the bounds of U's row k it eliminates with and
+   * k's reciprocal pivot (final unless k is the row being eliminated,
+   * whose pivot is taken as it is computed). */
+  int pc = 0, pd = 0, pe = 0, prev = -1;
   double pv = 0, pr = 0, recip = 0;
-  if (N > 0 && L < ptr[1]) {
-    pc = col[L]; pv = val[L];
-    if (L < diag[0]) { pd = diag[pc]; pe = ptr[pc + 1]; }
+  {
+    const int i1 = lu->elim[0];
+    if (i1 < N && ptr[i1] + L < ptr[i1 + 1]) {
+      const int p = ptr[i1] + L;
+      pc = col[p]; pv = val[p];
+      if (p < diag[i1]) { pd = diag[pc]; pe = ptr[pc + 1]; pr = val[pd]; }
+    }
   }
-  for (int i = 0; i < N; i++) {
+  for (int ei = 0; ei < lu->n_elim; ei++) {
+    const int i = lu->elim[ei], inext = lu->elim[ei + 1];
     const int rb = ptr[i], di = diag[i], re = ptr[i + 1];
     const int c0 = pc, d0 = pd, e0 = pe;
-    const double v0 = pv, r0 = rb + L < di && c0 == i - 1 ? recip : pr;
-    if (i + 1 < N && ptr[i + 1] + L < ptr[i + 2]) {
-      const int p = ptr[i + 1] + L;
+    const double v0 = pv, r0 = rb + L < di && c0 == prev ? recip : pr;
+    if (inext < N && ptr[inext] + L < ptr[inext + 1]) {
+      const int p = ptr[inext] + L;
       pc = col[p]; pv = val[p];
-      if (p < diag[i + 1]) { pd = diag[pc]; pe = ptr[pc + 1]; pr = pc < i ? val[pd] : 0; }
+      if (p < diag[inext]) { pd = diag[pc]; pe = ptr[pc + 1]; pr = pc != i ? val[pd] : 0; }
     }
+    prev = i;
     /* dterm: the largest partial sum the pivot went through (at least
      * half the largest term it is made of): each lane tracks the values
      * of x[i] it writes (the scattered diagonal, then updates), and the

@@ -501,6 +501,8 @@ int sbg_lassie_lu_plan(const sbg_lassie_model *m, lassie_lu *lu, int **plan_out)
       for (size_t p = 0; p <= nnz; p++) { int c = cnt[p]; cnt[p] = run; run += c; }
       nt = cnt[nnz];
       lu->n_fwd = nf; lu->n_bwd = nb; lu->n_pass = np; lu->n_terms = nt;
+      lu->n_elim = 0;
+      for (int i = 0; i < N; i++) lu->n_elim += ptr[i] < diag[i];
       plan = malloc(sizeof(int) * lassie_lu_plan_len(lu, N, nnz));
       if (!plan) goto done;
       lassie_lu_plan_view(lu, plan, N, nnz);
@@ -521,6 +523,24 @@ int sbg_lassie_lu_plan(const sbg_lassie_model *m, lassie_lu *lu, int **plan_out)
       }
       for (int p = ptr[i]; p < ptr[i + 1]; p++) at[col[p]] = -1;
     }
+  }
+  {
+    /* the assembly's order: the positions by their terms (at most nt),
+     * most first, stable (a counting sort) */
+    int *byt = calloc((size_t)nt + 2, sizeof(int));
+    if (!byt) goto done;
+    for (size_t p = 0; p < nnz; p++) byt[nt - (lu->asm_ptr[p + 1] - lu->asm_ptr[p]) + 1]++;
+    for (int t = 1; t <= nt + 1; t++) byt[t] += byt[t - 1];
+    for (size_t p = 0; p < nnz; p++) {
+      int *e = (int *)lu->asm_ent + (size_t)LASSIE_LU_ENTRY * byt[nt - (lu->asm_ptr[p + 1] - lu->asm_ptr[p])]++;
+      e[0] = (int)p; e[1] = lu->asm_ptr[p]; e[2] = lu->asm_ptr[p + 1]; e[3] = 0;
+    }
+    free(byt);
+  }
+  {
+    int *el = (int *)lu->elim, ne = 0;
+    for (int i = 0; i < N; i++) if (ptr[i] < diag[i]) el[ne++] = i;
+    el[ne] = N;
   }
   memcpy((int *)lu->wlog, wl, sizeof(int) * 2 * (size_t)N);
   memcpy((int *)lu->lev_pass, lev_pass, sizeof(int) * ((size_t)nf + nb + 2));
