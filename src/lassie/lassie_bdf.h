@@ -149,13 +149,21 @@ extern "C" {
  * factors' entries.  Returns 0, or -1 without memory. */
 int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **ptr,
                           int **col, int **diag, size_t *nnz);
-/* The order in which a team's lanes take the species in the Newton
- * residual (lassie_newton_residual()): the most stoichiometric terms first
- * (ties by index).  A warp takes two species a lane, 64 a round, and
- * waits for the longest sum of each round: Chen 2009's species (0-126
- * terms) in their own order cost 486 terms in turn a residual, in this
- * order 167.  order: N ints.  Returns 0, or -1 without memory. */
-int sbg_lassie_sum_order(const sbg_lassie_model *m, int *order);
+/* The warp's schedule of the Newton residual's species sums
+ * (lassie_newton_residual()): each species' parts (lassie_sum_parts())
+ * dealt to LASSIE_SUM_STREAMS streams, longest part first, each to the
+ * stream with the fewest terms so far; a lane runs two streams side by
+ * side.  *ent (malloc'ed) holds *len rows of LASSIE_SUM_STREAMS entries of
+ * LASSIE_LU_ENTRY ints (row r: the streams' r-th terms): the term's
+ * reaction, the slot of the part it ends (else -1) and its coefficient's
+ * two halves; a stream past its end has reaction 0, slot -1 and
+ * coefficient 0.  *slot_ptr (malloc'ed, N + 1): species j's parts are the
+ * slots slot_ptr[j] .. slot_ptr[j + 1], *n_slots in all.  Chen 2009's
+ * species (0-126 terms, 3,838 in all) take 64 rows, where two species a
+ * lane in turn took 486 terms in turn (167 sorted by their terms).
+ * Returns 0, or -1 without memory. */
+int sbg_lassie_sum_plan(const sbg_lassie_model *m, int **ent, int *len, int **slot_ptr,
+                        int *n_slots);
 /* The plan of lu (pos, ipos, ptr, col, diag set) for model m: *plan
  * malloc'ed (lassie_lu_plan_len() ints), lu's counts set and its plan
  * pointers into *plan.  Returns 0, or -1 without memory. */
@@ -249,56 +257,103 @@ static LASSIE_HD inline void lassie_newton_row(int j, double s, double a, const 
   b[LASSIE_RO(pos + j)] = -(y[j] - c[j] - gamma * s);
 }
 
+/* A species' sum of H v in the Newton residual is split into parts of at
+ * most LASSIE_SUM_PART terms, as even as can be, each summed from 0 and
+ * then added in turn: a warp deals the parts to its streams
+ * (sbg_lassie_sum_plan()), so its longest sum is a part, not a species.
+ * A species of at most LASSIE_SUM_PART terms is one part, a plain sum. */
+#define LASSIE_SUM_PART 64
+#define LASSIE_SUM_STREAMS 64
+static LASSIE_HD inline int lassie_sum_parts(int n) {
+  return (n + LASSIE_SUM_PART - 1) / LASSIE_SUM_PART;
+}
+static LASSIE_HD inline int lassie_sum_part_len(int n) {
+  const int P = lassie_sum_parts(n);
+  return P > 0 ? (n + P - 1) / P : 0;
+}
+
+/* The device's plan of the species sums (sbg_lassie_sum_plan()). */
+typedef struct lassie_sum_plan {
+  const int *ent, *slot_ptr;
+  int len, n_slots;
+} lassie_sum_plan;
+
 /* The modified Newton iteration's residual at y for the BDF formula
  * y - c - gamma f(y) = 0 (x the step's start): the rates (v, scratch M),
- * then per species its sum of H v (f, as lassie_rhs_team(), and the sum of
- * |terms|, the scale of its roundoff), the weight of the Newton and error
- * tests into wt (the tolerance, but never below the roundoff of the
- * residual: atol = 1e-12 next to amounts of 1e6 would otherwise ask for
- * the impossible) and -G(y) into b at the species' row of the LU (pos).
- * The lanes take the species in the order `order` (NULL: 0, 1, ...; see
- * sbg_lassie_sum_order()). */
+ * then per species its sum of H v (f, by parts: LASSIE_SUM_PART) and the
+ * sum of |terms| (the scale of its roundoff), the weight of the Newton
+ * and error tests into wt (the tolerance, but never below the roundoff of
+ * the residual: atol = 1e-12 next to amounts of 1e6 would otherwise ask
+ * for the impossible) and -G(y) into b at the species' row of the LU
+ * (pos).  A warp with a plan sp runs the plan's streams, the parts' sums
+ * into ps and pa (sp->n_slots each), then adds each species' parts; the
+ * CPU and a lane (sp NULL) take the species in turn: the same sums. */
 static LASSIE_HD inline void lassie_newton_residual(const lassie_team *tm, const sbg_lassie_model *m,
                                                     const double *k, const double *y,
                                                     const double *x, const double *c,
                                                     double gamma, double rtol, double atol,
-                                                    const int *pos, const int *order, double *v,
-                                                    double *wt, double *b) {
-  const int N = m->n_species;
+                                                    const int *pos, const lassie_sum_plan *sp,
+                                                    double *v, double *wt, double *b, double *ps,
+                                                    double *pa) {
+  const int N = m->n_species, T = tm->size, L = tm->lane;
   const int *h_ptr = m->h_ptr, *h_rx = m->h_rx;
   const double *h_val = m->h_val;
   lassie_team_prefetch(tm, k, m->n_reactions);
   lassie_team_prefetch(tm, y, N);
   lassie_rates_team(tm, m, k, y, v);
   lassie_team_sync(tm);
-  /* two species a lane at a time, their terms in step (their loads
-   * issued together); each pair's species and terms' bounds loaded a pair
-   * ahead */
-#define LASSIE_SP(i) (order ? LASSIE_RO(order + (i)) : (i))
-  const int T = tm->size;
-  int j1 = 0, j2 = 0, q1 = 0, e1 = 0, q2 = 0, e2 = 0;
-  if (tm->lane < N) { j1 = LASSIE_SP(tm->lane); q1 = LASSIE_RO(h_ptr + j1); e1 = LASSIE_RO(h_ptr + j1 + 1); }
-  if (tm->lane + T < N) { j2 = LASSIE_SP(tm->lane + T); q2 = LASSIE_RO(h_ptr + j2); e2 = LASSIE_RO(h_ptr + j2 + 1); }
-  for (int i = tm->lane; i < N; i += 2 * T) {
-    int m1 = 0, n1 = 0, ne1 = 0, m2 = 0, n2 = 0, ne2 = 0;
-    if (i + 2 * T < N) { m1 = LASSIE_SP(i + 2 * T); n1 = LASSIE_RO(h_ptr + m1); ne1 = LASSIE_RO(h_ptr + m1 + 1); }
-    if (i + 3 * T < N) { m2 = LASSIE_SP(i + 3 * T); n2 = LASSIE_RO(h_ptr + m2); ne2 = LASSIE_RO(h_ptr + m2 + 1); }
+#ifdef __CUDA_ARCH__
+  if (sp && 2 * T == LASSIE_SUM_STREAMS) {
+    /* streams L and L + T side by side, each row's entries loaded a row
+     * ahead (16 bytes a lane, the warp's together) */
+    const int4 *e = (const int4 *)sp->ent + L;
+    const int n = sp->len;
+    int4 na = make_int4(0, -1, 0, 0), nb = na;
+    if (n > 0) { na = __ldg(e); nb = __ldg(e + T); }
     double s1 = 0, a1 = 0, s2 = 0, a2 = 0;
-    while (q1 < e1 || q2 < e2) {
-      if (q1 < e1) {
-        const double t = LASSIE_RO(h_val + q1) * v[LASSIE_RO(h_rx + q1)];
-        s1 += t; a1 += fabs(t); q1++;
+    for (int r = 0; r < n; r++) {
+      const int4 ea = na, eb = nb;
+      if (r + 1 < n) {
+        na = __ldg(e + (size_t)(r + 1) * LASSIE_SUM_STREAMS);
+        nb = __ldg(e + (size_t)(r + 1) * LASSIE_SUM_STREAMS + T);
       }
-      if (q2 < e2) {
-        const double t = LASSIE_RO(h_val + q2) * v[LASSIE_RO(h_rx + q2)];
-        s2 += t; a2 += fabs(t); q2++;
-      }
+      const double t1 = __hiloint2double(ea.w, ea.z) * v[ea.x];
+      const double t2 = __hiloint2double(eb.w, eb.z) * v[eb.x];
+      s1 += t1; a1 += fabs(t1); s2 += t2; a2 += fabs(t2);
+      if (ea.y >= 0) { ps[ea.y] = s1; pa[ea.y] = a1; s1 = 0; a1 = 0; }
+      if (eb.y >= 0) { ps[eb.y] = s2; pa[eb.y] = a2; s2 = 0; a2 = 0; }
     }
-    lassie_newton_row(j1, s1, a1, y, x, c, gamma, rtol, atol, pos, wt, b);
-    if (i + T < N) lassie_newton_row(j2, s2, a2, y, x, c, gamma, rtol, atol, pos, wt, b);
-    j1 = m1; q1 = n1; e1 = ne1; j2 = m2; q2 = n2; e2 = ne2;
+    lassie_team_sync(tm);
+    for (int j = L; j < N; j += T) {
+      const int p0 = LASSIE_RO(sp->slot_ptr + j), p1 = LASSIE_RO(sp->slot_ptr + j + 1);
+      double s = 0, a = 0;
+      if (p0 < p1) {
+        s = ps[p0]; a = pa[p0];
+        for (int p = p0 + 1; p < p1; p++) { s += ps[p]; a += pa[p]; }
+      }
+      lassie_newton_row(j, s, a, y, x, c, gamma, rtol, atol, pos, wt, b);
+    }
+    lassie_team_sync(tm);
+    return;
   }
-#undef LASSIE_SP
+#endif
+  (void)sp; (void)ps; (void)pa;
+  for (int j = L; j < N; j += T) {
+    const int q0 = LASSIE_RO(h_ptr + j), q1 = LASSIE_RO(h_ptr + j + 1);
+    const int len = lassie_sum_part_len(q1 - q0);
+    double s = 0, a = 0;
+    for (int b0 = q0; b0 < q1; b0 += len) {
+      const int b1 = b0 + len < q1 ? b0 + len : q1;
+      double ts = 0, ta = 0;
+      for (int q = b0; q < b1; q++) {
+        const double t = LASSIE_RO(h_val + q) * v[LASSIE_RO(h_rx + q)];
+        ts += t; ta += fabs(t);
+      }
+      if (b0 == q0) { s = ts; a = ta; }
+      else { s += ts; a += ta; }
+    }
+    lassie_newton_row(j, s, a, y, x, c, gamma, rtol, atol, pos, wt, b);
+  }
   lassie_team_sync(tm);
 }
 

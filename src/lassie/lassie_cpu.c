@@ -323,16 +323,67 @@ fail:
   return -1;
 }
 
-int sbg_lassie_sum_order(const sbg_lassie_model *m, int *order) {
-  /* a counting sort by terms, longest first, stable */
-  const int N = m->n_species, most = m->h_ptr[N];   /* a species has at most all terms */
-  int *at = calloc((size_t)most + 2, sizeof(int));
-  if (!at) return -1;
-  for (int j = 0; j < N; j++) at[most - (m->h_ptr[j + 1] - m->h_ptr[j]) + 1]++;
-  for (int t = 1; t <= most + 1; t++) at[t] += at[t - 1];
-  for (int j = 0; j < N; j++) order[at[most - (m->h_ptr[j + 1] - m->h_ptr[j])]++] = j;
-  free(at);
-  return 0;
+int sbg_lassie_sum_plan(const sbg_lassie_model *m, int **ent_out, int *len_out, int **slot_ptr_out,
+                        int *n_slots_out) {
+  const int N = m->n_species, S = LASSIE_SUM_STREAMS;
+  int rc = -1, n_slots = 0, len = 0;
+  int *slot_ptr = malloc(sizeof(int) * ((size_t)N + 1)), *ent = NULL;
+  int *first = NULL, *plen = NULL, *owner = NULL, *by_len = NULL, *at = NULL;
+  long load[LASSIE_SUM_STREAMS] = {0};
+  if (!slot_ptr) goto done;
+  slot_ptr[0] = 0;
+  for (int j = 0; j < N; j++) slot_ptr[j + 1] = slot_ptr[j] + lassie_sum_parts(m->h_ptr[j + 1] - m->h_ptr[j]);
+  n_slots = slot_ptr[N];
+  /* each part (slot): its first term and length */
+  first = malloc(sizeof(int) * ((size_t)n_slots + 1));
+  plen = malloc(sizeof(int) * ((size_t)n_slots + 1));
+  owner = malloc(sizeof(int) * ((size_t)n_slots + 1));
+  by_len = malloc(sizeof(int) * ((size_t)n_slots + 1));
+  at = calloc(LASSIE_SUM_PART + 2, sizeof(int));
+  if (!first || !plen || !owner || !by_len || !at) goto done;
+  for (int j = 0; j < N; j++) {
+    const int q0 = m->h_ptr[j], q1 = m->h_ptr[j + 1], pl = lassie_sum_part_len(q1 - q0);
+    for (int p = slot_ptr[j]; p < slot_ptr[j + 1]; p++) {
+      first[p] = q0 + (p - slot_ptr[j]) * pl;
+      plen[p] = first[p] + pl < q1 ? pl : q1 - first[p];
+    }
+  }
+  /* the parts longest first (a counting sort, stable), each to the
+   * stream with the fewest terms so far (the first of equals) */
+  for (int p = 0; p < n_slots; p++) at[LASSIE_SUM_PART - plen[p] + 1]++;
+  for (int t = 1; t <= LASSIE_SUM_PART + 1; t++) at[t] += at[t - 1];
+  for (int p = 0; p < n_slots; p++) by_len[at[LASSIE_SUM_PART - plen[p]]++] = p;
+  for (int i = 0; i < n_slots; i++) {
+    const int p = by_len[i];
+    int best = 0;
+    for (int st = 1; st < S; st++) if (load[st] < load[best]) best = st;
+    owner[p] = best;
+    load[best] += plen[p];
+    if (load[best] > len) len = (int)load[best];
+  }
+  ent = malloc(sizeof(int) * LASSIE_LU_ENTRY * ((size_t)len * S + 1));
+  if (!ent) goto done;
+  for (long st = 0; st < S; st++) load[st] = 0;
+  for (int i = 0; i < n_slots; i++) {
+    const int p = by_len[i], st = owner[p];
+    for (int q = first[p]; q < first[p] + plen[p]; q++) {
+      int *e = ent + LASSIE_LU_ENTRY * ((size_t)load[st]++ * S + st);
+      e[0] = m->h_rx[q];
+      e[1] = q == first[p] + plen[p] - 1 ? p : -1;
+      memcpy(e + 2, m->h_val + q, sizeof(double));   /* the low half, then the high one */
+    }
+  }
+  for (int st = 0; st < S; st++)
+    for (long r = load[st]; r < len; r++) {
+      int *e = ent + LASSIE_LU_ENTRY * ((size_t)r * S + st);
+      e[0] = 0; e[1] = -1; e[2] = 0; e[3] = 0;
+    }
+  *ent_out = ent; *len_out = len; *slot_ptr_out = slot_ptr; *n_slots_out = n_slots;
+  ent = NULL; slot_ptr = NULL;
+  rc = 0;
+done:
+  free(slot_ptr); free(ent); free(first); free(plen); free(owner); free(by_len); free(at);
+  return rc;
 }
 
 int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **ptr,
@@ -1010,7 +1061,8 @@ static int implicit_newton(sim_run *r, double gamma) {
   double scale = 2.0 / (1.0 + gamma / r->gamma_fact), dn_prev = 0;
   lassie_team tm = lassie_team_host();
   for (int it = 0; it < LASSIE_NEWTON_MAXIT; it++) {
-    lassie_newton_residual(&tm, m, r->k, y, x, c, gamma, rtol, atol, w->pos, NULL, w->v, w->wt, w->ys);
+    lassie_newton_residual(&tm, m, r->k, y, x, c, gamma, rtol, atol, w->pos, NULL, w->v, w->wt, w->ys,
+                           NULL, NULL);
     r->st[SBG_LASSIE_ST_RHS]++; r->st[SBG_LASSIE_ST_NEWTON]++;
     iter_solve(w, N, w->ys);
     /* root-mean-square norm: a max norm would ask species near zero to

@@ -48,11 +48,12 @@ struct lassie_gpu_bdf {
   sbg_lassie_model dm;   /* device arrays */
   int S, T, nnz_lu;
   int *d_pos, *d_ipos, *d_ptr, *d_col, *d_diag, *d_plan;
-  int *d_order;          /* the residual's species order (sbg_lassie_sum_order()) */
+  int *d_sum_ent, *d_sum_slot;   /* the residual's species sums (sbg_lassie_sum_plan()) */
+  lassie_sum_plan sum;   /* their counts (the pointers set at each launch) */
   lassie_lu lu;          /* the plan's counts (its pointers set at each launch) */
   bdfstate *d_bs;
   double *d_w;           /* S workspaces of `stride` doubles */
-  size_t stride;
+  size_t stride, sum_off;   /* sum_off: the parts' sums in a workspace */
   int smem_vecs;         /* per team in shared memory: 0, 2 (lux, ys), 3 (and v) or 4 (and y) */
   int att, att_fixed;    /* attempts per launch; fixed: not paced */
 };
@@ -61,7 +62,8 @@ namespace {
 
 /* Offsets (doubles) in a simulation's workspace: the history (a ring of
  * LASSIE_BDF_HIST states), 8 vectors of N, the rates (M), D (nnz of the
- * reactants) and the LU's values. */
+ * reactants), the LU's values and the residual's parts' sums (2 x
+ * n_slots). */
 enum { W_YPRED = 0, W_Y, W_WT, W_YS, W_C, W_FN, W_LUX, W_R, W_NVEC };
 
 /* doubles of a team's vectors in shared memory (the first nv of lux, ys,
@@ -70,21 +72,25 @@ __host__ __device__ inline size_t lassie_bdf_smem_len(int N, int M, int nv) {
   return 2 * (size_t)N + (nv > 2 ? (size_t)M : 0) + (nv > 3 ? (size_t)N : 0);
 }
 
-inline size_t ws_stride(int N, int M, int nnzA, int nnzLU) {
-  size_t n = (size_t)(LASSIE_BDF_HIST + W_NVEC) * N + M + nnzA + nnzLU;
+inline size_t ws_sum_off(int N, int M, int nnzA, int nnzLU) {
+  return (size_t)(LASSIE_BDF_HIST + W_NVEC) * N + M + nnzA + nnzLU;
+}
+
+inline size_t ws_stride(int N, int M, int nnzA, int nnzLU, int n_slots) {
+  size_t n = ws_sum_off(N, M, nnzA, nnzLU) + 2 * (size_t)n_slots;
   return (n + 3) & ~(size_t)3;   /* 32-byte aligned */
 }
 
 struct bdfargs {
   sbg_lassie_model m;
   lassie_lu lu;
-  const int *order;
+  lassie_sum_plan sum;
   const double *k;
   int k_per_sim, nt, method, S, T, max_att;
   const double *times;
   double rtol, atol, max_steps;
   double *x, *out, *w;
-  size_t stride;
+  size_t stride, sum_off;
   simstate *ss;
   bdfstate *bs;
   int smem_vecs;
@@ -120,6 +126,7 @@ __global__ void k_bdf(bdfargs a) {
          *ys = wv + W_YS * N, *c = wv + W_C * N, *fn = wv + W_FN * N,
          *lux = wv + W_LUX * N, *rb = wv + W_R * N;
   double *v = wv + (size_t)W_NVEC * N, *dv = v + M, *val = dv + nnzA;
+  double *ps = w + a.sum_off, *pa = ps + a.sum.n_slots;
   const int *pos = a.lu.pos;
   if (a.smem_vecs > 0) {
     /* the vectors that lanes write and other lanes read within a phase
@@ -198,7 +205,7 @@ __global__ void k_bdf(bdfargs a) {
     double scale = 2.0 / (1.0 + gamma / b.gamma_fact), dn_prev = 0;
     int conv = 0;
     for (int it = 0; it < LASSIE_NEWTON_MAXIT; it++) {
-      lassie_newton_residual(&tm, m, k, y, x, c, gamma, rtol, atol, pos, a.order, v, wt, ys);
+      lassie_newton_residual(&tm, m, k, y, x, c, gamma, rtol, atol, pos, &a.sum, v, wt, ys, ps, pa);
       q.st[SBG_LASSIE_ST_RHS]++; q.st[SBG_LASSIE_ST_NEWTON]++;
       lassie_lu_solve_levels(&tm, &a.lu, N, val, ys);
       lassie_newton_update(&tm, N, scale, pos, ys, wt, y, rb);
@@ -318,7 +325,8 @@ void lassie_gpu_bdf_pace(lassie_gpu_bdf *b, double seconds) {
 void lassie_gpu_bdf_free(lassie_gpu_bdf *b) {
   if (!b) return;
   cudaFree(b->d_pos); cudaFree(b->d_ipos); cudaFree(b->d_ptr); cudaFree(b->d_col);
-  cudaFree(b->d_diag); cudaFree(b->d_plan); cudaFree(b->d_order); cudaFree(b->d_bs); cudaFree(b->d_w);
+  cudaFree(b->d_diag); cudaFree(b->d_plan); cudaFree(b->d_sum_ent); cudaFree(b->d_sum_slot);
+  cudaFree(b->d_bs); cudaFree(b->d_w);
   free(b);
 }
 
@@ -326,7 +334,8 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
                                 cudaStream_t stream, lassie_gpu_bdf **out, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   const int N = m->n_species, M = m->n_reactions;
-  int *pos = NULL, *ipos = NULL, *ptr = NULL, *col = NULL, *diag = NULL, *plan = NULL, *order = NULL;
+  int *pos = NULL, *ipos = NULL, *ptr = NULL, *col = NULL, *diag = NULL, *plan = NULL;
+  int *sum_ent = NULL, *sum_slot = NULL;
   size_t n_plan = 0;
   lassie_lu lu;
   size_t nnz = 0, free_b = 0, total_b = 0;
@@ -334,9 +343,9 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   *out = NULL;
   pos = (int *)malloc(sizeof(int) * (size_t)N);
   ipos = (int *)malloc(sizeof(int) * (size_t)N);
-  order = (int *)malloc(sizeof(int) * (size_t)N);
   b = (lassie_gpu_bdf *)calloc(1, sizeof(lassie_gpu_bdf));
-  if (!pos || !ipos || !order || !b || sbg_lassie_sum_order(m, order) != 0 ||
+  if (!pos || !ipos || !b ||
+      sbg_lassie_sum_plan(m, &sum_ent, &b->sum.len, &sum_slot, &b->sum.n_slots) != 0 ||
       sbg_lassie_lu_pattern(m, pos, ipos, &ptr, &col, &diag, &nnz) != 0) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory");
     goto done;
@@ -363,7 +372,8 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
     int t = e ? atoi(e) : 0;
     if (t == 1 || t == 2 || t == 4 || t == 8 || t == 16 || t == 32) b->T = t;
   }
-  b->stride = ws_stride(N, M, m->r_ptr[M], (int)nnz);
+  b->stride = ws_stride(N, M, m->r_ptr[M], (int)nnz, b->sum.n_slots);
+  b->sum_off = ws_sum_off(N, M, m->r_ptr[M], (int)nnz);
   /* shared memory for a block's teams: as many of lux, ys, the rates and
    * y as fit where two blocks (the registers' limit) still fit an SM
    * (Chen, 1,000 sets on an H100: 2.24 s with the rates, 2.36-2.47 with
@@ -385,7 +395,10 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   SBG_TRY(sbg_device_alloc((void **)&b->d_col, sizeof(int) * (nnz ? nnz : 1), "the LU's pattern", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_diag, sizeof(int) * N, "the LU's pattern", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_plan, sizeof(int) * n_plan, "the LU's plan", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&b->d_order, sizeof(int) * N, "the species' order", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_sum_ent,
+                           sizeof(int) * LASSIE_LU_ENTRY * ((size_t)b->sum.len * LASSIE_SUM_STREAMS + 1),
+                           "the species sums' plan", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_sum_slot, sizeof(int) * ((size_t)N + 1), "the species sums' plan", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_bs, sizeof(bdfstate) * S, "the BDF states", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_w, sizeof(double) * b->stride * S, "the BDF workspaces", ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_pos, pos, sizeof(int) * N, cudaMemcpyHostToDevice, stream));
@@ -394,7 +407,11 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   if (nnz) SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_col, col, sizeof(int) * nnz, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_diag, diag, sizeof(int) * N, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_plan, plan, sizeof(int) * n_plan, cudaMemcpyHostToDevice, stream));
-  SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_order, order, sizeof(int) * N, cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_sum_ent, sum_ent,
+                                 sizeof(int) * LASSIE_LU_ENTRY * ((size_t)b->sum.len * LASSIE_SUM_STREAMS + 1),
+                                 cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_sum_slot, sum_slot, sizeof(int) * ((size_t)N + 1),
+                                 cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(b->d_bs, 0, sizeof(bdfstate) * S, stream));
   /* the LU's scatter row must start zeroed (it is left zeroed) */
   SBG_CUDA_CHECK(cudaMemsetAsync(b->d_w, 0, sizeof(double) * b->stride * S, stream));
@@ -404,7 +421,7 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   b = NULL;
 done:
   lassie_gpu_bdf_free(b);
-  free(pos); free(ipos); free(ptr); free(col); free(diag); free(plan); free(order);
+  free(pos); free(ipos); free(ptr); free(col); free(diag); free(plan); free(sum_ent); free(sum_slot);
   return st;
 }
 
@@ -418,11 +435,13 @@ sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
   a.lu.pos = b->d_pos; a.lu.ipos = b->d_ipos; a.lu.ptr = b->d_ptr; a.lu.col = b->d_col;
   a.lu.diag = b->d_diag;
   lassie_lu_plan_view(&a.lu, b->d_plan, b->dm.n_species, (size_t)b->nnz_lu);
-  a.order = b->d_order;
+  a.sum = b->sum;
+  a.sum.ent = b->d_sum_ent; a.sum.slot_ptr = b->d_sum_slot;
   a.k = d_k; a.k_per_sim = p->rates_per_sim; a.nt = p->n_times; a.method = p->method;
   a.S = b->S; a.T = b->T; a.max_att = b->att;
   a.times = d_times; a.rtol = p->rtol; a.atol = p->atol; a.max_steps = p->max_steps;
-  a.x = d_x; a.out = d_out; a.w = b->d_w; a.stride = b->stride; a.ss = d_ss; a.bs = b->d_bs;
+  a.x = d_x; a.out = d_out; a.w = b->d_w; a.stride = b->stride; a.sum_off = b->sum_off;
+  a.ss = d_ss; a.bs = b->d_bs;
   a.smem_vecs = b->smem_vecs;
   const int TB = LASSIE_BDF_BLOCK;
   size_t threads = (size_t)b->S * b->T;
