@@ -149,8 +149,11 @@ extern "C" {
  * factors' entries.  Returns 0, or -1 without memory. */
 int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **ptr,
                           int **col, int **diag, size_t *nnz);
-/* The warp's schedule of the Newton residual's species sums
- * (lassie_newton_residual()): each species' parts (lassie_sum_parts())
+/* The warp's plan of the Newton residual (lassie_newton_residual()).
+ * The rates: *rate_ent (malloc'ed) holds per reaction LASSIE_LU_ENTRY ints,
+ * its first two reactants and their orders (reactant -1: none), the
+ * second order negated when more reactants follow (from the model's
+ * arrays).  The species sums: each species' parts (lassie_sum_parts())
  * dealt to LASSIE_SUM_STREAMS streams, longest part first, each to the
  * stream with the fewest terms so far; a lane runs two streams side by
  * side.  *ent (malloc'ed) holds *len rows of LASSIE_SUM_STREAMS entries of
@@ -162,8 +165,8 @@ int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **
  * species (0-126 terms, 3,838 in all) take 64 rows, where two species a
  * lane in turn took 486 terms in turn (167 sorted by their terms).
  * Returns 0, or -1 without memory. */
-int sbg_lassie_sum_plan(const sbg_lassie_model *m, int **ent, int *len, int **slot_ptr,
-                        int *n_slots);
+int sbg_lassie_res_plan(const sbg_lassie_model *m, int **rate_ent, int **ent, int *len,
+                        int **slot_ptr, int *n_slots);
 /* The plan of lu (pos, ipos, ptr, col, diag set) for model m: *plan
  * malloc'ed (lassie_lu_plan_len() ints), lu's counts set and its plan
  * pointers into *plan.  Returns 0, or -1 without memory. */
@@ -260,7 +263,7 @@ static LASSIE_HD inline void lassie_newton_row(int j, double s, double a, const 
 /* A species' sum of H v in the Newton residual is split into parts of at
  * most LASSIE_SUM_PART terms, as even as can be, each summed from 0 and
  * then added in turn: a warp deals the parts to its streams
- * (sbg_lassie_sum_plan()), so its longest sum is a part, not a species.
+ * (sbg_lassie_res_plan()), so its longest sum is a part, not a species.
  * A species of at most LASSIE_SUM_PART terms is one part, a plain sum. */
 #define LASSIE_SUM_PART 64
 #define LASSIE_SUM_STREAMS 64
@@ -272,11 +275,45 @@ static LASSIE_HD inline int lassie_sum_part_len(int n) {
   return P > 0 ? (n + P - 1) / P : 0;
 }
 
-/* The device's plan of the species sums (sbg_lassie_sum_plan()). */
-typedef struct lassie_sum_plan {
-  const int *ent, *slot_ptr;
+/* The device's plan of the Newton residual (sbg_lassie_res_plan()). */
+typedef struct lassie_res_plan {
+  const int *rate_ent, *ent, *slot_ptr;
   int len, n_slots;
-} lassie_sum_plan;
+} lassie_res_plan;
+
+#ifdef __CUDA_ARCH__
+/* The rates v at x as lassie_rates_team() computes them, each reaction's
+ * first two reactants from one 16-byte entry of the plan (the lanes'
+ * entries loaded together) rather than through its reactant pointers. */
+static __device__ inline void lassie_rates_planned(const lassie_team *tm, const sbg_lassie_model *m,
+                                                   const int *rate_ent, const double *k,
+                                                   const double *x, double *v) {
+  const int M = m->n_reactions, T = tm->size;
+  for (int i0 = tm->lane; i0 < M; i0 += LASSIE_RATE_BATCH * T) {
+    int4 e[LASSIE_RATE_BATCH];
+    double r[LASSIE_RATE_BATCH];
+    LASSIE_UNROLL
+    for (int j = 0; j < LASSIE_RATE_BATCH; j++) {
+      const int i = i0 + j * T;
+      e[j] = i < M ? __ldg((const int4 *)rate_ent + i) : make_int4(-1, 0, -1, 0);
+      r[j] = i < M ? __ldg(k + i) : 0;
+    }
+    LASSIE_UNROLL
+    for (int j = 0; j < LASSIE_RATE_BATCH; j++) {
+      if (e[j].x >= 0) r[j] *= lassie_ipow(x[e[j].x], e[j].y);
+      if (e[j].z >= 0) r[j] *= lassie_ipow(x[e[j].z], e[j].w < 0 ? -e[j].w : e[j].w);
+    }
+    LASSIE_UNROLL
+    for (int j = 0; j < LASSIE_RATE_BATCH; j++) {
+      const int i = i0 + j * T;
+      if (e[j].w < 0)
+        for (int q = __ldg(m->r_ptr + i) + 2; q < __ldg(m->r_ptr + i + 1); q++)
+          r[j] *= lassie_ipow(x[__ldg(m->r_sp + q)], __ldg(m->r_ord + q));
+      if (i < M) v[i] = r[j];
+    }
+  }
+}
+#endif
 
 /* The modified Newton iteration's residual at y for the BDF formula
  * y - c - gamma f(y) = 0 (x the step's start): the rates (v, scratch M),
@@ -292,7 +329,7 @@ static LASSIE_HD inline void lassie_newton_residual(const lassie_team *tm, const
                                                     const double *k, const double *y,
                                                     const double *x, const double *c,
                                                     double gamma, double rtol, double atol,
-                                                    const int *pos, const lassie_sum_plan *sp,
+                                                    const int *pos, const lassie_res_plan *sp,
                                                     double *v, double *wt, double *b, double *ps,
                                                     double *pa) {
   const int N = m->n_species, T = tm->size, L = tm->lane;
@@ -300,7 +337,11 @@ static LASSIE_HD inline void lassie_newton_residual(const lassie_team *tm, const
   const double *h_val = m->h_val;
   lassie_team_prefetch(tm, k, m->n_reactions);
   lassie_team_prefetch(tm, y, N);
-  lassie_rates_team(tm, m, k, y, v);
+#ifdef __CUDA_ARCH__
+  if (sp) lassie_rates_planned(tm, m, sp->rate_ent, k, y, v);
+  else
+#endif
+    lassie_rates_team(tm, m, k, y, v);
   lassie_team_sync(tm);
 #ifdef __CUDA_ARCH__
   if (sp && 2 * T == LASSIE_SUM_STREAMS) {

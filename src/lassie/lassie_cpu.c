@@ -323,14 +323,22 @@ fail:
   return -1;
 }
 
-int sbg_lassie_sum_plan(const sbg_lassie_model *m, int **ent_out, int *len_out, int **slot_ptr_out,
-                        int *n_slots_out) {
-  const int N = m->n_species, S = LASSIE_SUM_STREAMS;
+int sbg_lassie_res_plan(const sbg_lassie_model *m, int **rate_out, int **ent_out, int *len_out,
+                        int **slot_ptr_out, int *n_slots_out) {
+  const int N = m->n_species, M = m->n_reactions, S = LASSIE_SUM_STREAMS;
   int rc = -1, n_slots = 0, len = 0;
   int *slot_ptr = malloc(sizeof(int) * ((size_t)N + 1)), *ent = NULL;
+  int *rate = malloc(sizeof(int) * LASSIE_LU_ENTRY * ((size_t)M + 1));
   int *first = NULL, *plen = NULL, *owner = NULL, *by_len = NULL, *at = NULL;
   long load[LASSIE_SUM_STREAMS] = {0};
-  if (!slot_ptr) goto done;
+  if (!slot_ptr || !rate) goto done;
+  for (int i = 0; i < M; i++) {
+    const int b = m->r_ptr[i], n = m->r_ptr[i + 1] - b;
+    int *e = rate + (size_t)LASSIE_LU_ENTRY * i;
+    e[0] = n > 0 ? m->r_sp[b] : -1; e[1] = n > 0 ? m->r_ord[b] : 0;
+    e[2] = n > 1 ? m->r_sp[b + 1] : -1; e[3] = n > 1 ? m->r_ord[b + 1] : 0;
+    if (n > 2) e[3] = -e[3];
+  }
   slot_ptr[0] = 0;
   for (int j = 0; j < N; j++) slot_ptr[j + 1] = slot_ptr[j] + lassie_sum_parts(m->h_ptr[j + 1] - m->h_ptr[j]);
   n_slots = slot_ptr[N];
@@ -378,11 +386,11 @@ int sbg_lassie_sum_plan(const sbg_lassie_model *m, int **ent_out, int *len_out, 
       int *e = ent + LASSIE_LU_ENTRY * ((size_t)r * S + st);
       e[0] = 0; e[1] = -1; e[2] = 0; e[3] = 0;
     }
-  *ent_out = ent; *len_out = len; *slot_ptr_out = slot_ptr; *n_slots_out = n_slots;
-  ent = NULL; slot_ptr = NULL;
+  *rate_out = rate; *ent_out = ent; *len_out = len; *slot_ptr_out = slot_ptr; *n_slots_out = n_slots;
+  rate = NULL; ent = NULL; slot_ptr = NULL;
   rc = 0;
 done:
-  free(slot_ptr); free(ent); free(first); free(plen); free(owner); free(by_len); free(at);
+  free(rate); free(slot_ptr); free(ent); free(first); free(plen); free(owner); free(by_len); free(at);
   return rc;
 }
 

@@ -352,6 +352,15 @@ struct part {
  * r->out.  Free of R.  With poll set it runs on the calling thread and
  * polls between rounds (interrupt, progress bar); otherwise it runs on a
  * host thread of its own and stops at the next round once *cancel is set. */
+/* Row 0 of S simulations' outputs (nt x N blocks, column-major): their
+ * initial states. */
+void lassie_write_row0(double *out, const double *initial, int per_sim, int S, int N, int nt) {
+  for (int s = 0; s < S; s++) {
+    const double *x0 = initial + (per_sim ? (size_t)s * N : 0);
+    for (int j = 0; j < N; j++) out[(size_t)s * nt * N + (size_t)j * nt] = x0[j];
+  }
+}
+
 sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part *pt,
                     simstate *hs_all, double *hx_all, sbg_lassie_result *r, sbg_ctx *ctx,
                     int poll, const std::atomic<int> *cancel) {
@@ -371,6 +380,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
          *d_out = NULL, *d_times = NULL;
   simstate *d_ss = NULL;
   double *f = NULL, *v = NULL;
+  std::thread row0;
   dmodel dm;
   int active = 0, n_bdf = 0, counts[2];
   /* the device's implicit steps, when the model and the batch have them
@@ -401,10 +411,19 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   f = (double *)malloc(sizeof(double) * (size_t)N);
   v = (double *)malloc(sizeof(double) * (size_t)M);
   if (!f || !v) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
+  /* The output's row 0 (the initial states, there if the run stops early)
+   * on a thread of its own while the device works: its writes fault in
+   * every page of the output, fresh memory from R (Chen, 1,000 sets: 246
+   * MB), which in turn would hold up the device's start.  Joined before
+   * the output is copied back (and on every way out). */
+  try {
+    row0 = std::thread(lassie_write_row0, rout, initial, p->initial_per_sim, S, N, nt);
+  } catch (...) {
+    lassie_write_row0(rout, initial, p->initial_per_sim, S, N, nt);
+  }
   for (int s = 0; s < S; s++) {
     const double *x0 = initial + (p->initial_per_sim ? (size_t)s * N : 0);
     memcpy(hx + (size_t)s * N, x0, sizeof(double) * N);
-    for (int j = 0; j < N; j++) rout[(size_t)s * nt * N + (size_t)j * nt] = x0[j];
   }
   /* method = "bdf": every simulation goes to the implicit steps at once */
   for (int s = 0; s < S; s++) {
@@ -528,16 +547,15 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   }
   SBG_CUDA_CHECK(cudaMemcpyAsync(hs, d_ss, sizeof(simstate) * S, cudaMemcpyDeviceToHost, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(hx, d_x, sizeof(double) * SN, cudaMemcpyDeviceToHost, stream));
+  if (row0.joinable()) row0.join();
   /* rows 1.. written by the device (the part's blocks are contiguous) */
   SBG_CUDA_CHECK(cudaMemcpyAsync(rout, d_out, sizeof(double) * SN * nt, cudaMemcpyDeviceToHost, stream));
   SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
   /* row 0, which the device left at zero */
-  for (int s = 0; s < S; s++) {
-    const double *x0 = initial + (p->initial_per_sim ? (size_t)s * N : 0);
-    for (int j = 0; j < N; j++) rout[(size_t)s * nt * N + (size_t)j * nt] = x0[j];
-  }
+  lassie_write_row0(rout, initial, p->initial_per_sim, S, N, nt);
 
 done:
+  if (row0.joinable()) row0.join();
   if (stream) cudaStreamSynchronize(stream);
   cudaFree(d_rptr); cudaFree(d_rsp); cudaFree(d_rord); cudaFree(d_hptr); cudaFree(d_hrx);
   cudaFree(d_hval); cudaFree(d_k); cudaFree(d_x); cudaFree(d_ys); cudaFree(d_K); cudaFree(d_v);
