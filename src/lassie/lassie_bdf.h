@@ -153,7 +153,8 @@ int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **
  * The rates: *rate_ent (malloc'ed) holds per reaction LASSIE_LU_ENTRY ints,
  * its first two reactants and their orders (reactant -1: none), the
  * second order negated when more reactants follow (from the model's
- * arrays).  The species sums: each species' parts (lassie_sum_parts())
+ * arrays).  *g_order (malloc'ed, N): the species by their terms in the
+ * Gershgorin bound (lassie_gershgorin()), most first.  The species sums: each species' parts (lassie_sum_parts())
  * dealt to LASSIE_SUM_STREAMS streams, longest part first, each to the
  * stream with the fewest terms so far; a lane runs two streams side by
  * side.  *ent (malloc'ed) holds *len rows of LASSIE_SUM_STREAMS entries of
@@ -166,7 +167,7 @@ int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **
  * lane in turn took 486 terms in turn (167 sorted by their terms).
  * Returns 0, or -1 without memory. */
 int sbg_lassie_res_plan(const sbg_lassie_model *m, int **rate_ent, int **ent, int *len,
-                        int **slot_ptr, int *n_slots);
+                        int **slot_ptr, int *n_slots, int **g_order);
 /* The plan of lu (pos, ipos, ptr, col, diag set) for model m: *plan
  * malloc'ed (lassie_lu_plan_len() ints), lu's counts set and its plan
  * pointers into *plan.  Returns 0, or -1 without memory. */
@@ -202,6 +203,12 @@ static inline void lassie_lu_plan_view(lassie_lu *lu, const int *plan, int N, si
 
 /* reactions a lane evaluates together */
 #define LASSIE_RATE_BATCH 4
+
+/* species a lane updates together (the Newton update; the Newton
+ * residual's rows), and squares a lane loads together */
+#define LASSIE_UPDATE_BATCH 4
+#define LASSIE_ROW_BATCH 2
+#define LASSIE_SUM_BATCH 8
 
 /* The rates v at x, lassie_rate()'s products: a lane takes
  * LASSIE_RATE_BATCH reactions at a time, reactant by reactant, so that
@@ -248,16 +255,21 @@ static LASSIE_HD inline void lassie_rhs_team(const lassie_team *tm, const sbg_la
   lassie_team_sync(tm);
 }
 
-/* Species j's part of lassie_newton_residual(), its sums s (f_j) and a
- * (of |terms|) given. */
+/* Species j's part of lassie_newton_residual() from its values yj, xj,
+ * cj and its sums s (f_j) and a (of |terms|): its weight *wt and -G_j *b. */
+static LASSIE_HD inline void lassie_newton_row_v(double yj, double xj, double cj, double s, double a,
+                                                 double gamma, double rtol, double atol,
+                                                 double *wt, double *b) {
+  double floor_ = LASSIE_ROUNDOFF * DBL_EPSILON * (fabs(yj) + fabs(cj) + gamma * a);
+  double wj = atol + rtol * fabs(xj);
+  *wt = wj > floor_ ? wj : floor_;
+  *b = -(yj - cj - gamma * s);
+}
 static LASSIE_HD inline void lassie_newton_row(int j, double s, double a, const double *y,
                                                const double *x, const double *c, double gamma,
                                                double rtol, double atol, const int *pos,
                                                double *wt, double *b) {
-  double floor_ = LASSIE_ROUNDOFF * DBL_EPSILON * (fabs(y[j]) + fabs(c[j]) + gamma * a);
-  double wj = atol + rtol * fabs(x[j]);
-  wt[j] = wj > floor_ ? wj : floor_;
-  b[LASSIE_RO(pos + j)] = -(y[j] - c[j] - gamma * s);
+  lassie_newton_row_v(y[j], x[j], c[j], s, a, gamma, rtol, atol, wt + j, b + LASSIE_RO(pos + j));
 }
 
 /* A species' sum of H v in the Newton residual is split into parts of at
@@ -277,7 +289,7 @@ static LASSIE_HD inline int lassie_sum_part_len(int n) {
 
 /* The device's plan of the Newton residual (sbg_lassie_res_plan()). */
 typedef struct lassie_res_plan {
-  const int *rate_ent, *ent, *slot_ptr;
+  const int *rate_ent, *ent, *slot_ptr, *g_order;
   int len, n_slots;
 } lassie_res_plan;
 
@@ -365,14 +377,33 @@ static LASSIE_HD inline void lassie_newton_residual(const lassie_team *tm, const
       if (eb.y >= 0) { ps[eb.y] = s2; pa[eb.y] = a2; s2 = 0; a2 = 0; }
     }
     lassie_team_sync(tm);
-    for (int j = L; j < N; j += T) {
-      const int p0 = LASSIE_RO(sp->slot_ptr + j), p1 = LASSIE_RO(sp->slot_ptr + j + 1);
-      double s = 0, a = 0;
-      if (p0 < p1) {
-        s = ps[p0]; a = pa[p0];
-        for (int p = p0 + 1; p < p1; p++) { s += ps[p]; a += pa[p]; }
+    /* LASSIE_ROW_BATCH species a lane at a time, their loads first */
+    for (int j0 = L; j0 < N; j0 += LASSIE_ROW_BATCH * T) {
+      int p0[LASSIE_ROW_BATCH], p1[LASSIE_ROW_BATCH], pj[LASSIE_ROW_BATCH];
+      double s[LASSIE_ROW_BATCH], a[LASSIE_ROW_BATCH], yj[LASSIE_ROW_BATCH],
+             xj[LASSIE_ROW_BATCH], cj[LASSIE_ROW_BATCH];
+      LASSIE_UNROLL
+      for (int u = 0; u < LASSIE_ROW_BATCH; u++) {
+        const int j = j0 + u * T;
+        p0[u] = j < N ? LASSIE_RO(sp->slot_ptr + j) : 0;
+        p1[u] = j < N ? LASSIE_RO(sp->slot_ptr + j + 1) : 0;
+        pj[u] = j < N ? LASSIE_RO(pos + j) : 0;
+        yj[u] = j < N ? y[j] : 0;
+        xj[u] = j < N ? x[j] : 0;
+        cj[u] = j < N ? c[j] : 0;
       }
-      lassie_newton_row(j, s, a, y, x, c, gamma, rtol, atol, pos, wt, b);
+      LASSIE_UNROLL
+      for (int u = 0; u < LASSIE_ROW_BATCH; u++) {
+        s[u] = p0[u] < p1[u] ? ps[p0[u]] : 0;
+        a[u] = p0[u] < p1[u] ? pa[p0[u]] : 0;
+      }
+      LASSIE_UNROLL
+      for (int u = 0; u < LASSIE_ROW_BATCH; u++) {
+        const int j = j0 + u * T;
+        if (j >= N) break;
+        for (int p = p0[u] + 1; p < p1[u]; p++) { s[u] += ps[p]; a[u] += pa[p]; }
+        lassie_newton_row_v(yj[u], xj[u], cj[u], s[u], a[u], gamma, rtol, atol, wt + j, b + pj[u]);
+      }
     }
     lassie_team_sync(tm);
     return;
@@ -398,9 +429,6 @@ static LASSIE_HD inline void lassie_newton_residual(const lassie_team *tm, const
   lassie_team_sync(tm);
 }
 
-/* species a lane updates together, and squares a lane loads together */
-#define LASSIE_UPDATE_BATCH 4
-#define LASSIE_SUM_BATCH 8
 
 /* The Newton update y += d (d = scale times the solution ys, in the LU's
  * row order pos) and the squares of d / wt into r, species
@@ -464,11 +492,16 @@ static LASSIE_HD inline void lassie_dvdx_team(const lassie_team *tm, const sbg_l
 }
 
 /* Gershgorin bound on the spectral radius of J: the test for leaving the
- * implicit mode (an explicit step of that size would be stable). */
+ * implicit mode (an explicit step of that size would be stable).  The
+ * lanes take the species in the order `order` (NULL: 0, 1, ...; a warp
+ * waits for the longest sum of each 32, so the plan puts the species with
+ * the most terms first: Chen 2009's rounds cost 313 terms in turn rather
+ * than 821); the largest sum does not depend on it. */
 static LASSIE_HD inline double lassie_gershgorin(const lassie_team *tm, const sbg_lassie_model *m,
-                                                 const double *dv) {
+                                                 const double *dv, const int *order) {
   double rho = 0;
-  for (int l = tm->lane; l < m->n_species; l += tm->size) {
+  for (int i0 = tm->lane; i0 < m->n_species; i0 += tm->size) {
+    const int l = order ? LASSIE_RO(order + i0) : i0;
     double s = 0;
     for (int q = m->h_ptr[l]; q < m->h_ptr[l + 1]; q++) {
       int i = m->h_rx[q];

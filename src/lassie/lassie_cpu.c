@@ -323,15 +323,35 @@ fail:
   return -1;
 }
 
+/* 0 .. n - 1 by count, most first (ties by index): a counting sort */
+static int order_by_count(const int *count, int n, int *order) {
+  int most = 0;
+  for (int j = 0; j < n; j++) if (count[j] > most) most = count[j];
+  int *at = calloc((size_t)most + 2, sizeof(int));
+  if (!at) return -1;
+  for (int j = 0; j < n; j++) at[most - count[j] + 1]++;
+  for (int t = 1; t <= most + 1; t++) at[t] += at[t - 1];
+  for (int j = 0; j < n; j++) order[at[most - count[j]]++] = j;
+  free(at);
+  return 0;
+}
+
 int sbg_lassie_res_plan(const sbg_lassie_model *m, int **rate_out, int **ent_out, int *len_out,
-                        int **slot_ptr_out, int *n_slots_out) {
+                        int **slot_ptr_out, int *n_slots_out, int **g_order_out) {
   const int N = m->n_species, M = m->n_reactions, S = LASSIE_SUM_STREAMS;
   int rc = -1, n_slots = 0, len = 0;
   int *slot_ptr = malloc(sizeof(int) * ((size_t)N + 1)), *ent = NULL;
   int *rate = malloc(sizeof(int) * LASSIE_LU_ENTRY * ((size_t)M + 1));
+  int *g_order = malloc(sizeof(int) * ((size_t)N + 1)), *g_count = malloc(sizeof(int) * ((size_t)N + 1));
   int *first = NULL, *plen = NULL, *owner = NULL, *by_len = NULL, *at = NULL;
   long load[LASSIE_SUM_STREAMS] = {0};
-  if (!slot_ptr || !rate) goto done;
+  if (!slot_ptr || !rate || !g_order || !g_count) goto done;
+  for (int l = 0; l < N; l++) {
+    g_count[l] = 0;
+    for (int q = m->h_ptr[l]; q < m->h_ptr[l + 1]; q++)
+      g_count[l] += m->r_ptr[m->h_rx[q] + 1] - m->r_ptr[m->h_rx[q]];
+  }
+  if (order_by_count(g_count, N, g_order) != 0) goto done;
   for (int i = 0; i < M; i++) {
     const int b = m->r_ptr[i], n = m->r_ptr[i + 1] - b;
     int *e = rate + (size_t)LASSIE_LU_ENTRY * i;
@@ -387,10 +407,11 @@ int sbg_lassie_res_plan(const sbg_lassie_model *m, int **rate_out, int **ent_out
       e[0] = 0; e[1] = -1; e[2] = 0; e[3] = 0;
     }
   *rate_out = rate; *ent_out = ent; *len_out = len; *slot_ptr_out = slot_ptr; *n_slots_out = n_slots;
-  rate = NULL; ent = NULL; slot_ptr = NULL;
+  *g_order_out = g_order;
+  rate = NULL; ent = NULL; slot_ptr = NULL; g_order = NULL;
   rc = 0;
 done:
-  free(rate); free(slot_ptr); free(ent); free(first); free(plen); free(owner); free(by_len); free(at);
+  free(rate); free(slot_ptr); free(ent); free(g_order); free(g_count); free(first); free(plen); free(owner); free(by_len); free(at);
   return rc;
 }
 
@@ -733,7 +754,7 @@ static void iter_solve(const ws *w, int N, double *b) {
 
 static double gershgorin(const sbg_lassie_model *m, const ws *w) {
   lassie_team tm = lassie_team_host();
-  return lassie_gershgorin(&tm, m, w->dv);
+  return lassie_gershgorin(&tm, m, w->dv, NULL);
 }
 
 typedef struct sim_out {

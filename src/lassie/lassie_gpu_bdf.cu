@@ -48,7 +48,7 @@ struct lassie_gpu_bdf {
   sbg_lassie_model dm;   /* device arrays */
   int S, T, nnz_lu;
   int *d_pos, *d_ipos, *d_ptr, *d_col, *d_diag, *d_plan;
-  int *d_rate_ent, *d_sum_ent, *d_sum_slot;   /* the residual's plan (sbg_lassie_res_plan()) */
+  int *d_rate_ent, *d_sum_ent, *d_sum_slot, *d_g_order;   /* the residual's plan (sbg_lassie_res_plan()) */
   lassie_res_plan sum;   /* its counts (the pointers set at each launch) */
   lassie_lu lu;          /* the plan's counts (its pointers set at each launch) */
   bdfstate *d_bs;
@@ -184,7 +184,7 @@ __global__ void k_bdf(bdfargs a) {
     if (b.need_jac) {
       lassie_dvdx_team(&tm, m, k, x, dv);
       q.st[SBG_LASSIE_ST_JAC]++;
-      b.rho = lassie_gershgorin(&tm, m, dv);
+      b.rho = lassie_gershgorin(&tm, m, dv, T == 32 ? a.sum.g_order : NULL);
       b.need_jac = 0; b.jac_fresh = 1; b.factored = 0; b.jac_steps = 0;
     }
     if (!b.factored || fabs(gamma / b.gamma_fact - 1) > 0.3) {
@@ -326,7 +326,7 @@ void lassie_gpu_bdf_free(lassie_gpu_bdf *b) {
   if (!b) return;
   cudaFree(b->d_pos); cudaFree(b->d_ipos); cudaFree(b->d_ptr); cudaFree(b->d_col);
   cudaFree(b->d_diag); cudaFree(b->d_plan); cudaFree(b->d_rate_ent); cudaFree(b->d_sum_ent);
-  cudaFree(b->d_sum_slot);
+  cudaFree(b->d_sum_slot); cudaFree(b->d_g_order);
   cudaFree(b->d_bs); cudaFree(b->d_w);
   free(b);
 }
@@ -336,7 +336,7 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   sbg_status st = SBG_OK;
   const int N = m->n_species, M = m->n_reactions;
   int *pos = NULL, *ipos = NULL, *ptr = NULL, *col = NULL, *diag = NULL, *plan = NULL;
-  int *rate_ent = NULL, *sum_ent = NULL, *sum_slot = NULL;
+  int *rate_ent = NULL, *sum_ent = NULL, *sum_slot = NULL, *g_order = NULL;
   size_t n_plan = 0;
   lassie_lu lu;
   size_t nnz = 0, free_b = 0, total_b = 0;
@@ -346,7 +346,7 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   ipos = (int *)malloc(sizeof(int) * (size_t)N);
   b = (lassie_gpu_bdf *)calloc(1, sizeof(lassie_gpu_bdf));
   if (!pos || !ipos || !b ||
-      sbg_lassie_res_plan(m, &rate_ent, &sum_ent, &b->sum.len, &sum_slot, &b->sum.n_slots) != 0 ||
+      sbg_lassie_res_plan(m, &rate_ent, &sum_ent, &b->sum.len, &sum_slot, &b->sum.n_slots, &g_order) != 0 ||
       sbg_lassie_lu_pattern(m, pos, ipos, &ptr, &col, &diag, &nnz) != 0) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory");
     goto done;
@@ -402,6 +402,7 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   SBG_TRY(sbg_device_alloc((void **)&b->d_sum_slot, sizeof(int) * ((size_t)N + 1), "the species sums' plan", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_rate_ent, sizeof(int) * LASSIE_LU_ENTRY * ((size_t)M + 1),
                            "the rates' plan", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&b->d_g_order, sizeof(int) * ((size_t)N + 1), "the species' order", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_bs, sizeof(bdfstate) * S, "the BDF states", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_w, sizeof(double) * b->stride * S, "the BDF workspaces", ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_pos, pos, sizeof(int) * N, cudaMemcpyHostToDevice, stream));
@@ -417,6 +418,8 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
                                  cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_rate_ent, rate_ent, sizeof(int) * LASSIE_LU_ENTRY * ((size_t)M + 1),
                                  cudaMemcpyHostToDevice, stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_g_order, g_order, sizeof(int) * ((size_t)N + 1),
+                                 cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(b->d_bs, 0, sizeof(bdfstate) * S, stream));
   /* the LU's scatter row must start zeroed (it is left zeroed) */
   SBG_CUDA_CHECK(cudaMemsetAsync(b->d_w, 0, sizeof(double) * b->stride * S, stream));
@@ -426,7 +429,7 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   b = NULL;
 done:
   lassie_gpu_bdf_free(b);
-  free(pos); free(ipos); free(ptr); free(col); free(diag); free(plan); free(rate_ent); free(sum_ent); free(sum_slot);
+  free(pos); free(ipos); free(ptr); free(col); free(diag); free(plan); free(rate_ent); free(sum_ent); free(sum_slot); free(g_order);
   return st;
 }
 
@@ -442,6 +445,7 @@ sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
   lassie_lu_plan_view(&a.lu, b->d_plan, b->dm.n_species, (size_t)b->nnz_lu);
   a.sum = b->sum;
   a.sum.rate_ent = b->d_rate_ent; a.sum.ent = b->d_sum_ent; a.sum.slot_ptr = b->d_sum_slot;
+  a.sum.g_order = b->d_g_order;
   a.k = d_k; a.k_per_sim = p->rates_per_sim; a.nt = p->n_times; a.method = p->method;
   a.S = b->S; a.T = b->T; a.max_att = b->att;
   a.times = d_times; a.rtol = p->rtol; a.atol = p->atol; a.max_steps = p->max_steps;
