@@ -731,10 +731,11 @@ static LASSIE_HD inline double lassie_lu_tree_sum(const double *val, const doubl
   return t[0];
 }
 
-#ifdef __CUDA_ARCH__
-/* terms of a lane's partial sum loaded a pass ahead (most passes' lanes
- * have at most 6 on Chen's factors; the rest are loaded in the pass) */
+/* terms of a lane's partial sum loaded a pass ahead (the plan keeps most
+ * passes' lanes to at most these; the rest are loaded in the pass) */
 #define LASSIE_LU_AHEAD 6
+
+#ifdef __CUDA_ARCH__
 
 /* A lane's share of a pass, loaded before the pass is due: its entry,
  * its first terms' columns and factors, the row's reciprocal pivot

@@ -451,10 +451,18 @@ int sbg_lassie_device_bdf_pays(int n_species, int n_sims, int threads) {
 /* A warp's time in the model the passes are planned by: a pass costs
  * LU_PASS_COST (its loads of the schedule, the rows' bounds, the write),
  * each term a lane adds LU_TERM_COST (a dependent add; its loads overlap),
- * each step of the tree LU_STEP_COST (a shuffle and an add). */
+ * each step of the tree LU_STEP_COST (a shuffle and an add), and each term
+ * a lane has beyond the LASSIE_LU_AHEAD loaded ahead LU_SPILL_COST more
+ * (its loads in the pass's chain: Chen's factors had 22 of 113 passes with
+ * such terms, 1 with this cost, for 21 more steps of the trees). */
 #define LU_PASS_COST 18
 #define LU_TERM_COST 1
 #define LU_STEP_COST 4
+#define LU_SPILL_COST 12
+static long lu_pass_cost(int most_terms, int tree_steps) {
+  const int spill = most_terms > LASSIE_LU_AHEAD ? most_terms - LASSIE_LU_AHEAD : 0;
+  return LU_PASS_COST + LU_TERM_COST * most_terms + LU_STEP_COST * tree_steps + LU_SPILL_COST * spill;
+}
 
 /* log2 of the lanes for a row of n terms at most `chunk` terms per lane */
 static int lu_row_wlog(int n, int chunk) {
@@ -478,7 +486,7 @@ static long lu_level_passes(const int *rows, const int *rb, const int *re, int n
       if (lu_row_wlog(n, chunk) != w) continue;
       const int W = 1 << w, per = (n + W - 1) / W;
       if (fill + W > LASSIE_LU_WARP) {   /* a new pass */
-        if (fill < LASSIE_LU_WARP || pmax || pw) cost += LU_PASS_COST + LU_TERM_COST * pmax + LU_STEP_COST * pw;
+        if (fill < LASSIE_LU_WARP || pmax || pw) cost += lu_pass_cost(pmax, pw);
         fill = 0; pmax = 0; pw = w;
         if (emit) {
           int *e = pass + (size_t)*np * LASSIE_LU_WARP * LASSIE_LU_ENTRY;
@@ -499,7 +507,7 @@ static long lu_level_passes(const int *rows, const int *rb, const int *re, int n
       }
       fill += W;
     }
-  if (fill < LASSIE_LU_WARP || pmax) cost += LU_PASS_COST + LU_TERM_COST * pmax + LU_STEP_COST * pw;
+  if (fill < LASSIE_LU_WARP || pmax) cost += lu_pass_cost(pmax, pw);
   return cost;
 }
 
