@@ -163,7 +163,7 @@ int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **
  * two halves; a stream past its end has reaction 0, slot -1 and
  * coefficient 0.  *slot_ptr (malloc'ed, N + 1): species j's parts are the
  * slots slot_ptr[j] .. slot_ptr[j + 1], *n_slots in all.  Chen 2009's
- * species (0-126 terms, 3,838 in all) take 64 rows, where two species a
+ * species (0-126 terms, 3,815 in all) take 64 rows, where two species a
  * lane in turn took 486 terms in turn (167 sorted by their terms).
  * Returns 0, or -1 without memory. */
 int sbg_lassie_res_plan(const sbg_lassie_model *m, int **rate_ent, int **ent, int *len,

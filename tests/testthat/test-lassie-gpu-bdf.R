@@ -133,6 +133,13 @@ test_that("each simulation switches on its own, on the device", {
   expect_true(all(sw[sc >= 0.5] >= 2))
   expect_true(all(sw[sc < 0.5] <= 1))
   expect_identical(lassie_core(r$gpu), lassie_core(r$cpu))
+  # the same on a warp a simulation, whose Gershgorin bound (the way back
+  # to explicit steps) takes the species in the plan's order: the same
+  # switches, the same bits
+  rw <- with_env(c(SYSBIOGPU_LASSIE_BDF_TEAM = "32"),
+                 lassieSimulate(m, tt, rates = K, backend = "gpu", verbose = FALSE))
+  expect_identical(vapply(rw, function(o) attr(o, "stats")[["switches"]], 0), sw)
+  expect_identical(lassie_core(rw), lassie_core(r$cpu))
   # Haugh2b's batch (12 species: a lane per simulation) in automatic mode
   h <- readBioNetGen(lassie_extdata("Haugh2b.net"))
   set.seed(3)
