@@ -361,6 +361,10 @@ void lassie_write_row0(double *out, const double *initial, int per_sim, int S, i
   }
 }
 
+/* the host looks at an unpaced launch every millisecond (cudaStreamQuery)
+ * and polls for an interrupt every LASSIE_WAIT_POLL looks */
+#define LASSIE_WAIT_POLL 10
+
 sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part *pt,
                     simstate *hs_all, double *hx_all, sbg_lassie_result *r, sbg_ctx *ctx,
                     int poll, const std::atomic<int> *cancel) {
@@ -390,6 +394,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
    * part in about the time of one simulation; and every part chooses
    * alike. */
   lassie_gpu_bdf *bdf = NULL;
+  int bdf_unpaced = 0;
   const int want_bdf = p->method != SBG_LASSIE_RKF45 && lassie_gpu_bdf_wanted(m, p->n_sims, ctx->n_threads);
   const int TB = LASSIE_BLOCK;   /* k_stiff's reduction order is the CPU's */
   const int scheme = p->method == SBG_LASSIE_RKF45 ? LASSIE_RKF45 : LASSIE_DP5;
@@ -483,6 +488,16 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     SBG_TRY(lassie_gpu_bdf_setup(m, &dmod, S, stream, &bdf, ctx));
   }
   if (!bdf) n_bdf = 0;
+  /* With method "bdf" every simulation takes implicit steps throughout:
+   * launches of the most attempts, the host polling while they run.  A
+   * launch ends with its slowest simulation: launches paced to a quarter
+   * second cost Chen's 1,000 sets 0.05-0.15 s more (BENCHMARKS.md,
+   * session 28).  With explicit steps in the batch (method "auto") longer
+   * implicit launches keep the explicit ones waiting (Haugh2b, 20,000
+   * sets: 0.28-0.32 s paced against 0.23-0.27 s at 64 a launch, one H200,
+   * session 26), so those stay at 64 attempts a launch. */
+  bdf_unpaced = bdf && p->method == SBG_LASSIE_BDF;
+  if (bdf_unpaced) lassie_gpu_bdf_unpaced(bdf);
   {
     const char *e = getenv("SYSBIOGPU_LASSIE_FUSED");
     int optin = 0, per_sm = 0;
@@ -505,7 +520,6 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
    * and polls for an interrupt (or, on a thread of its own, looks whether
    * the calling thread cancelled). */
   while (active > 0 || n_bdf > 0) {
-    const auto loop_t0 = std::chrono::steady_clock::now();
     if (fused && active > 0)
       k_explicit<<<S, fb, smem, stream>>>(S, dm, d_k, p->rates_per_sim, nt, d_times, p->rtol, p->atol,
                                           p->max_steps, p->method, scheme, dense, 64, d_x, d_K, d_ys,
@@ -527,20 +541,28 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     }
     SBG_CUDA_CHECK(cudaGetLastError());
     if (bdf) SBG_TRY(lassie_gpu_bdf_launch(bdf, p, d_k, d_times, d_x, d_out, d_ss, stream, ctx));
+    if (bdf_unpaced) {
+      /* poll while the launch runs (before anything that waits for it:
+       * the counts' copy to pageable memory does); an interrupt stops it
+       * within LASSIE_BDF_STOP_EVERY attempts */
+      for (int w = 0; cudaStreamQuery(stream) == cudaErrorNotReady; w++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (w % LASSIE_WAIT_POLL != LASSIE_WAIT_POLL - 1) continue;
+        if (poll) st = sbg_poll(ctx, (double)(S - active - n_bdf) / S);
+        else if (cancel->load()) st = SBG_ERR_INTERRUPTED;
+        if (st != SBG_OK) {
+          lassie_gpu_bdf_stop(bdf);
+          cudaStreamSynchronize(stream);
+          goto done;
+        }
+      }
+    }
     SBG_CUDA_CHECK(cudaMemsetAsync(d_n, 0, sizeof(int) * 2, stream));
     k_count_active<<<blocks(S, TB), TB, 0, stream>>>(S, d_ss, d_n);
     SBG_CUDA_CHECK(cudaMemcpyAsync(counts, d_n, sizeof(int) * 2, cudaMemcpyDeviceToHost, stream));
     SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
     active = counts[0];
     n_bdf = bdf ? counts[1] : 0;
-    /* paced only where every simulation takes implicit steps throughout:
-     * with explicit steps in the batch (method "auto"), longer implicit
-     * launches kept the explicit ones waiting (Haugh2b, 20,000 sets:
-     * 0.28-0.32 s paced against 0.23-0.27 s at 64 a launch, one H200;
-     * Chen, method "bdf", as one array: 1.72-1.80 s paced against
-     * 1.99-2.02 s, one H100, BENCHMARKS.md session 26) */
-    if (bdf && p->method == SBG_LASSIE_BDF)
-      lassie_gpu_bdf_pace(bdf, std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_t0).count());
     pt->active.store(active + n_bdf);
     if (poll) SBG_TRY(sbg_poll(ctx, (double)(S - active) / S));
     else if (cancel->load()) { st = SBG_ERR_INTERRUPTED; goto done; }

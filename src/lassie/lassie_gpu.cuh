@@ -57,10 +57,11 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
 sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
                                  const double *d_k, const double *d_times, double *d_x,
                                  double *d_out, simstate *d_ss, cudaStream_t stream, sbg_ctx *ctx);
-/* Paces b's attempts per launch by the seconds the engine's last loop took
- * (the results do not depend on it: a simulation's attempts resume where
- * the last launch left them). */
-void lassie_gpu_bdf_pace(lassie_gpu_bdf *b, double seconds);
+/* Launches of LASSIE_BDF_ATTEMPTS_MAX attempts, not paced: the host polls
+ * while one runs and stops it with lassie_gpu_bdf_stop(). */
+void lassie_gpu_bdf_unpaced(lassie_gpu_bdf *b);
+/* Asks b's running launch to stop (its simulations keep their state). */
+void lassie_gpu_bdf_stop(lassie_gpu_bdf *b);
 void lassie_gpu_bdf_free(lassie_gpu_bdf *b);
 
 #endif /* SBG_LASSIE_GPU_CUH */

@@ -22,13 +22,14 @@
 #include "lassie_gpu.cuh"
 #include "portable_math.h"
 
-/* implicit step attempts per simulation and launch: at first, and the
- * range the pacing keeps to (lassie_gpu_bdf_pace()).  The host polls for
- * interrupts between launches. */
+/* implicit step attempts per simulation and launch: with explicit steps
+ * in the batch (the host polls for interrupts between launches), and
+ * unpaced (lassie_gpu_bdf_unpaced(): the host polls while a launch runs,
+ * and its simulations look every LASSIE_BDF_STOP_EVERY attempts whether
+ * the host asked them to stop) */
 #define LASSIE_BDF_ATTEMPTS 64
 #define LASSIE_BDF_ATTEMPTS_MAX 4096
-/* the seconds a loop of the engine (a launch, and the host's poll) aims at */
-#define LASSIE_BDF_LAUNCH_S 0.25
+#define LASSIE_BDF_STOP_EVERY 64
 /* the workspace may take at most this share of the device's free memory */
 #define LASSIE_BDF_MEM_SHARE 0.5
 /* threads of a block, and the most shared memory (bytes) a block takes: two
@@ -55,7 +56,8 @@ struct lassie_gpu_bdf {
   double *d_w;           /* S workspaces of `stride` doubles */
   size_t stride, sum_off;   /* sum_off: the parts' sums in a workspace */
   int smem_vecs;         /* per team in shared memory: 0, 2 (lux, ys), 3 (and v) or 4 (and y) */
-  int att, att_fixed;    /* attempts per launch; fixed: not paced */
+  int att, att_fixed;    /* attempts per launch; fixed: SYSBIOGPU_LASSIE_BDF_ATTEMPTS set */
+  int *h_stop, *d_stop;  /* the host's request to stop a launch (mapped pinned memory) */
 };
 
 namespace {
@@ -94,6 +96,7 @@ struct bdfargs {
   simstate *ss;
   bdfstate *bs;
   int smem_vecs;
+  const volatile int *stop;   /* nonzero: leave the launch */
 };
 
 /* The attempts of one simulation, by its team: integrate()'s implicit
@@ -151,6 +154,12 @@ __global__ void k_bdf(bdfargs a) {
   }
 #define HIST(i) (histb + (size_t)((b.head + (i)) % LASSIE_BDF_HIST) * N)
   for (int att = 0; att < a.max_att && q.flag == FLAG_BDF; att++) {
+    if (att % LASSIE_BDF_STOP_EVERY == LASSIE_BDF_STOP_EVERY - 1) {
+      /* the host asked the launch to stop (an interrupt): lane 0 reads its
+       * flag over the bus, the team follows */
+      const double stop = lassie_team_bcast(&tm, L == 0 ? (double)*a.stop : 0.0);
+      if (stop != 0) break;
+    }
     if (++q.attempts > a.max_steps) { q.flag = FLAG_MAXSTEPS; break; }
     double hmin = 64 * DBL_EPSILON * fmax(fabs(q.t), fabs(tend));
     const double h = q.h;
@@ -310,20 +319,17 @@ int lassie_gpu_bdf_wanted(const sbg_lassie_model *m, int S, int threads) {
   return sbg_lassie_device_bdf_pays(m->n_species, S, threads);
 }
 
-void lassie_gpu_bdf_pace(lassie_gpu_bdf *b, double seconds) {
-  /* A launch ends with its slowest simulation, and a simulation's attempts
-   * differ in cost (those that factorise, those that iterate more), so
-   * short launches pay the spread once per launch: more attempts a launch,
-   * as long as the host still polls about every LASSIE_BDF_LAUNCH_S. */
-  if (b->att_fixed || !(seconds > 0)) return;
-  double att = b->att * (LASSIE_BDF_LAUNCH_S / seconds);
-  if (att > 2.0 * b->att) att = 2.0 * b->att;
-  b->att = att < LASSIE_BDF_ATTEMPTS ? LASSIE_BDF_ATTEMPTS
-         : att > LASSIE_BDF_ATTEMPTS_MAX ? LASSIE_BDF_ATTEMPTS_MAX : (int)att;
+void lassie_gpu_bdf_unpaced(lassie_gpu_bdf *b) {
+  if (!b->att_fixed) b->att = LASSIE_BDF_ATTEMPTS_MAX;
+}
+
+void lassie_gpu_bdf_stop(lassie_gpu_bdf *b) {
+  *(volatile int *)b->h_stop = 1;
 }
 
 void lassie_gpu_bdf_free(lassie_gpu_bdf *b) {
   if (!b) return;
+  if (b->h_stop) cudaFreeHost(b->h_stop);
   cudaFree(b->d_pos); cudaFree(b->d_ipos); cudaFree(b->d_ptr); cudaFree(b->d_col);
   cudaFree(b->d_diag); cudaFree(b->d_plan); cudaFree(b->d_rate_ent); cudaFree(b->d_sum_ent);
   cudaFree(b->d_sum_slot); cudaFree(b->d_g_order);
@@ -404,6 +410,13 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
                            "the rates' plan", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_g_order, sizeof(int) * ((size_t)N + 1), "the species' order", ctx));
   SBG_TRY(sbg_device_alloc((void **)&b->d_bs, sizeof(bdfstate) * S, "the BDF states", ctx));
+  if (cudaHostAlloc((void **)&b->h_stop, sizeof(int), cudaHostAllocMapped) != cudaSuccess) {
+    b->h_stop = NULL;
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory for the implicit steps' stop flag");
+    goto done;
+  }
+  *b->h_stop = 0;
+  SBG_CUDA_CHECK(cudaHostGetDevicePointer((void **)&b->d_stop, b->h_stop, 0));
   SBG_TRY(sbg_device_alloc((void **)&b->d_w, sizeof(double) * b->stride * S, "the BDF workspaces", ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_pos, pos, sizeof(int) * N, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_ipos, ipos, sizeof(int) * N, cudaMemcpyHostToDevice, stream));
@@ -452,6 +465,7 @@ sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
   a.x = d_x; a.out = d_out; a.w = b->d_w; a.stride = b->stride; a.sum_off = b->sum_off;
   a.ss = d_ss; a.bs = b->d_bs;
   a.smem_vecs = b->smem_vecs;
+  a.stop = b->d_stop;
   const int TB = LASSIE_BDF_BLOCK;
   size_t threads = (size_t)b->S * b->T;
   size_t smem = 0;

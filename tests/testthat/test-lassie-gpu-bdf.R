@@ -149,6 +149,27 @@ test_that("each simulation switches on its own, on the device", {
   expect_identical(lassie_core(rh$gpu), lassie_core(rh$cpu))
 })
 
+test_that("Ctrl-C stops the device's implicit steps inside a launch, and the device works afterwards", {
+  skip_if_no_gpu()
+  skip_on_os("windows")
+  skip_if_not(sbmlAvailable(), "no libSBML")
+  # method "bdf": the device takes every attempt in launches of 4,096 while
+  # the host polls; an interrupt asks the launch to stop
+  chen <- readSBML(lassie_extdata("Chen2009_ErbB_A431.xml.gz"))
+  set.seed(11)
+  K <- t(replicate(512, chen$rates * 2^runif(length(chen$rates), -1, 1)))
+  # (about 3,500 steps a simulation: 2.5 s or more on an H100 when not
+  # interrupted)
+  long <- function() lassieSimulate(chen, seq(0, 36000, by = 600), rates = K, method = "bdf",
+                                    rtol = 1e-8, backend = "gpu", verbose = FALSE)
+  interrupt_after(0.5)
+  t0 <- proc.time()[["elapsed"]]
+  expect_error(long(), "interrupted by the user", class = "sysbioGPU_error_interrupted")
+  expect_lt(proc.time()[["elapsed"]] - t0, 1.5)
+  r <- gpu_vs_cpu(chen, seq(0, 60, by = 30), rates = K[1:2, ], method = "bdf")
+  expect_identical(lassie_core(r$gpu), lassie_core(r$cpu))
+})
+
 test_that("a simulation failing in the implicit steps is reported as on the CPU; the others finish", {
   skip_if_no_gpu()
   rob <- robertson_model()
