@@ -1240,7 +1240,7 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
       so->cancelled = 1;
       break;
     }
-    double hmin = 64 * DBL_EPSILON * fmax(fabs(r.t), fabs(r.tend));
+    double hmin = lassie_hmin(r.t, r.span);
     /* land exactly on the target; split a near miss in two so no sliver
      * of a step is left */
     const double target = r.dense ? r.tend : p->times[r.next];

@@ -129,7 +129,7 @@ __device__ inline void control_block(int N, int nt, const double *times, double 
   if (threadIdx.x == 0) {
     err = *nanflag ? NAN : red[0];
     double tend = times[nt - 1], span = tend - times[0];
-    double hmin = 64 * DBL_EPSILON * fmax(fabs(st->t), fabs(tend));
+    double hmin = lassie_hmin(st->t, span);
     st->st[SBG_LASSIE_ST_RHS] += NS - 1 + (st->fsal ? 0 : 1);
     st->fsal = scheme == LASSIE_DP5;
     st->accepted = 0;

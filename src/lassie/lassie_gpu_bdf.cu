@@ -161,7 +161,7 @@ __global__ void k_bdf(bdfargs a) {
       if (stop != 0) break;
     }
     if (++q.attempts > a.max_steps) { q.flag = FLAG_MAXSTEPS; break; }
-    double hmin = 64 * DBL_EPSILON * fmax(fabs(q.t), fabs(tend));
+    double hmin = lassie_hmin(q.t, tend - a.times[0]);
     const double h = q.h;
     int hits;
     double hs = lassie_attempt_size(q.t, h, tend, &hits);

@@ -510,3 +510,19 @@ test_that("GPU workers (SnowParam) give the results of one process", {
   expect_error(lassieSimulate(m, tt, rates = K, backend = "gpu", BPPARAM = BiocParallel::MulticoreParam(2)),
                "SnowParam", class = "sysbioGPU_error_input")
 })
+
+test_that("a long run's first steps may lie far below the ulps of its end", {
+  # A -> B at k = 1e6 to t = 1e10: the first steps are about 1e-7 long,
+  # where 64 ulps of t = 1e10 are 1.4e-4 (a floor on the step relative to
+  # the run's end failed such runs at t = 0); the exact solution is
+  # A = exp(-k t)
+  m <- reactionModel(matrix(c(1, 0), 1), matrix(c(0, 1), 1), rates = 1e6, initial = c(1, 0),
+                     species = c("A", "B"))
+  tt <- c(0, 1e-6, 1e-5, 1, 1e10)
+  for (meth in c("bdf", "auto")) {
+    r <- lassieSimulate(m, tt, method = meth, rtol = 1e-8, backend = "cpu", verbose = FALSE)
+    expect_identical(attr(r, "status"), 0L, label = meth)
+    expect_lt(max(abs(r[, "A"] - exp(-1e6 * tt))), 1e-7, label = meth)
+    expect_lt(max(abs(r[, "B"] - (1 - exp(-1e6 * tt)))), 1e-7, label = meth)
+  }
+})
