@@ -154,11 +154,12 @@ int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **
  * its first two reactants and their orders (reactant -1: none), the
  * second order negated when more reactants follow (from the model's
  * arrays).  *g_order (malloc'ed, N): the species by their terms in the
- * Gershgorin bound (lassie_gershgorin()), most first.  The species sums: each species' parts (lassie_sum_parts())
- * dealt to LASSIE_SUM_STREAMS streams, longest part first, each to the
- * stream with the fewest terms so far; a lane runs two streams side by
- * side.  *ent (malloc'ed) holds *len rows of LASSIE_SUM_STREAMS entries of
- * LASSIE_LU_ENTRY ints (row r: the streams' r-th terms): the term's
+ * Gershgorin bound (lassie_gershgorin()), most first.  The species sums:
+ * each species' parts (lassie_sum_parts()) dealt to LASSIE_SUM_STREAMS
+ * streams, longest part first, each to the stream with the fewest terms
+ * so far; a lane runs two streams side by side.  *ent (malloc'ed) holds
+ * *len rows of LASSIE_SUM_STREAMS entries of LASSIE_LU_ENTRY ints (row r:
+ * the streams' r-th terms): the term's
  * reaction, the slot of the part it ends (else -1) and its coefficient's
  * two halves; a stream past its end has reaction 0, slot -1 and
  * coefficient 0.  *slot_ptr (malloc'ed, N + 1): species j's parts are the
@@ -428,7 +429,6 @@ static LASSIE_HD inline void lassie_newton_residual(const lassie_team *tm, const
   }
   lassie_team_sync(tm);
 }
-
 
 /* The Newton update y += d (d = scale times the solution ys, in the LU's
  * row order pos) and the squares of d / wt into r, species

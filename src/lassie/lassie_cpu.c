@@ -343,7 +343,7 @@ int sbg_lassie_res_plan(const sbg_lassie_model *m, int **rate_out, int **ent_out
   int *slot_ptr = malloc(sizeof(int) * ((size_t)N + 1)), *ent = NULL;
   int *rate = malloc(sizeof(int) * LASSIE_LU_ENTRY * ((size_t)M + 1));
   int *g_order = malloc(sizeof(int) * ((size_t)N + 1)), *g_count = malloc(sizeof(int) * ((size_t)N + 1));
-  int *first = NULL, *plen = NULL, *owner = NULL, *by_len = NULL, *at = NULL;
+  int *first = NULL, *plen = NULL, *owner = NULL, *by_len = NULL;
   long load[LASSIE_SUM_STREAMS] = {0};
   if (!slot_ptr || !rate || !g_order || !g_count) goto done;
   for (int l = 0; l < N; l++) {
@@ -367,8 +367,7 @@ int sbg_lassie_res_plan(const sbg_lassie_model *m, int **rate_out, int **ent_out
   plen = malloc(sizeof(int) * ((size_t)n_slots + 1));
   owner = malloc(sizeof(int) * ((size_t)n_slots + 1));
   by_len = malloc(sizeof(int) * ((size_t)n_slots + 1));
-  at = calloc(LASSIE_SUM_PART + 2, sizeof(int));
-  if (!first || !plen || !owner || !by_len || !at) goto done;
+  if (!first || !plen || !owner || !by_len) goto done;
   for (int j = 0; j < N; j++) {
     const int q0 = m->h_ptr[j], q1 = m->h_ptr[j + 1], pl = lassie_sum_part_len(q1 - q0);
     for (int p = slot_ptr[j]; p < slot_ptr[j + 1]; p++) {
@@ -376,11 +375,9 @@ int sbg_lassie_res_plan(const sbg_lassie_model *m, int **rate_out, int **ent_out
       plen[p] = first[p] + pl < q1 ? pl : q1 - first[p];
     }
   }
-  /* the parts longest first (a counting sort, stable), each to the
-   * stream with the fewest terms so far (the first of equals) */
-  for (int p = 0; p < n_slots; p++) at[LASSIE_SUM_PART - plen[p] + 1]++;
-  for (int t = 1; t <= LASSIE_SUM_PART + 1; t++) at[t] += at[t - 1];
-  for (int p = 0; p < n_slots; p++) by_len[at[LASSIE_SUM_PART - plen[p]]++] = p;
+  /* the parts longest first, each to the stream with the fewest terms so
+   * far (the first of equals) */
+  if (order_by_count(plen, n_slots, by_len) != 0) goto done;
   for (int i = 0; i < n_slots; i++) {
     const int p = by_len[i];
     int best = 0;
@@ -411,7 +408,7 @@ int sbg_lassie_res_plan(const sbg_lassie_model *m, int **rate_out, int **ent_out
   rate = NULL; ent = NULL; slot_ptr = NULL; g_order = NULL;
   rc = 0;
 done:
-  free(rate); free(slot_ptr); free(ent); free(g_order); free(g_count); free(first); free(plen); free(owner); free(by_len); free(at);
+  free(rate); free(slot_ptr); free(ent); free(g_order); free(g_count); free(first); free(plen); free(owner); free(by_len);
   return rc;
 }
 
@@ -613,17 +610,17 @@ int sbg_lassie_lu_plan(const sbg_lassie_model *m, lassie_lu *lu, int **plan_out)
     }
   }
   {
-    /* the assembly's order: the positions by their terms (at most nt),
-     * most first, stable (a counting sort) */
-    int *byt = calloc((size_t)nt + 2, sizeof(int));
-    if (!byt) goto done;
-    for (size_t p = 0; p < nnz; p++) byt[nt - (lu->asm_ptr[p + 1] - lu->asm_ptr[p]) + 1]++;
-    for (int t = 1; t <= nt + 1; t++) byt[t] += byt[t - 1];
-    for (size_t p = 0; p < nnz; p++) {
-      int *e = (int *)lu->asm_ent + (size_t)LASSIE_LU_ENTRY * byt[nt - (lu->asm_ptr[p + 1] - lu->asm_ptr[p])]++;
-      e[0] = (int)p; e[1] = lu->asm_ptr[p]; e[2] = lu->asm_ptr[p + 1]; e[3] = 0;
+    /* the assembly's order: the positions by their terms, most first */
+    int *terms = malloc(sizeof(int) * (nnz + 1)), *by_terms = malloc(sizeof(int) * (nnz + 1));
+    if (!terms || !by_terms) { free(terms); free(by_terms); goto done; }
+    for (size_t p = 0; p < nnz; p++) terms[p] = lu->asm_ptr[p + 1] - lu->asm_ptr[p];
+    if (order_by_count(terms, (int)nnz, by_terms) != 0) { free(terms); free(by_terms); goto done; }
+    for (size_t i = 0; i < nnz; i++) {
+      const int p = by_terms[i];
+      int *e = (int *)lu->asm_ent + (size_t)LASSIE_LU_ENTRY * i;
+      e[0] = p; e[1] = lu->asm_ptr[p]; e[2] = lu->asm_ptr[p + 1]; e[3] = 0;
     }
-    free(byt);
+    free(terms); free(by_terms);
   }
   {
     int *el = (int *)lu->elim, ne = 0;

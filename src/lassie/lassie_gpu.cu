@@ -346,12 +346,6 @@ struct part {
   std::atomic<int> finished;
 };
 
-/* The explicit steps of a part's simulations on its device, from the
- * initial states to where each finished, failed or turned stiff: fills
- * their entries of hs_all and hx_all (whole-batch arrays) and their rows of
- * r->out.  Free of R.  With poll set it runs on the calling thread and
- * polls between rounds (interrupt, progress bar); otherwise it runs on a
- * host thread of its own and stops at the next round once *cancel is set. */
 /* Row 0 of S simulations' outputs (nt x N blocks, column-major): their
  * initial states. */
 void lassie_write_row0(double *out, const double *initial, int per_sim, int S, int N, int nt) {
@@ -365,6 +359,12 @@ void lassie_write_row0(double *out, const double *initial, int per_sim, int S, i
  * and polls for an interrupt every LASSIE_WAIT_POLL looks */
 #define LASSIE_WAIT_POLL 10
 
+/* The explicit steps of a part's simulations on its device, from the
+ * initial states to where each finished, failed or turned stiff: fills
+ * their entries of hs_all and hx_all (whole-batch arrays) and their rows of
+ * r->out.  Free of R.  With poll set it runs on the calling thread and
+ * polls between rounds (interrupt, progress bar); otherwise it runs on a
+ * host thread of its own and stops at the next round once *cancel is set. */
 sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part *pt,
                     simstate *hs_all, double *hx_all, sbg_lassie_result *r, sbg_ctx *ctx,
                     int poll, const std::atomic<int> *cancel) {
