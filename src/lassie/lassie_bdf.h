@@ -113,16 +113,25 @@ static LASSIE_HD inline double lassie_team_max(const lassie_team *tm, double v) 
  * - the level schedule of the substitutions as warp passes: rows of a level
  *   depend only on rows of earlier levels; a pass gives each of a warp's 32
  *   lanes one partial sum of one row of the level, rows' lanes W-aligned
- *   (LASSIE_LU_ENTRY ints a lane: the partial's first and end term, the row,
- *   v << 8 | log2 W for partial v of W; a lane without a row: no terms,
- *   v = 1); lev_pass: the first pass of each forward level (n_fwd + 1),
- *   then of each backward one (n_bwd + 1); pass_w: the largest log2 W of
- *   each pass (LASSIE_LU_TREE bits), LASSIE_LU_SYNC on a level's last;
+ *   (LASSIE_LU_ENTRY ints a lane: the partial's first slot in pass order
+ *   (below) and its number of terms, the row, v << 8 | log2 W for partial
+ *   v of W; a lane without a row: no terms, v = 1); partial v of W sums
+ *   the row's terms v, v + W, ... in order (lassie_lu_tree_sum());
+ *   lev_pass: the first pass of each forward level (n_fwd + 1), then of
+ *   each backward one (n_bwd + 1); pass_w: the largest log2 W of each pass
+ *   (LASSIE_LU_TREE bits), LASSIE_LU_SYNC on a level's last;
+ * - the pass order of the factors' nnz entries: the passes in turn, their
+ *   lanes in turn, each lane's terms in its order, a backward row's
+ *   reciprocal pivot in the slot before its lane v = 0's terms; perm[p]
+ *   the slot of position p, pcol[slot] its column (nnz + LASSIE_LU_PAD,
+ *   the pad 0).  The factorisation also writes its values in this order,
+ *   so that a lane reads its terms from consecutive slots (the device's
+ *   passes: one load a term, no address work);
  * - the assembly of I - gamma J at the factors' positions: position p's
  *   terms asm_ptr[p] .. asm_ptr[p + 1] in the order of the CPU's serial
  *   scatter, each H's entry asm_q (-1: the identity's 1) times D's entry
  *   asm_e; asm_ent the positions with the most terms first (p, its first
- *   and end term, 0: LASSIE_LU_ENTRY ints each), the order the lanes
+ *   and end term, its slot in pass order: LASSIE_LU_ENTRY ints each), the order the lanes
  *   take them in (a warp waits for the longest position of each 32: Chen
  *   2009's 6,325 positions cost 1,156 terms in turn in their own order);
  * - elim: the rows with an L part, ascending, then N (n_elim + 1): the
@@ -130,6 +139,7 @@ static LASSIE_HD inline double lassie_team_max(const lassie_team *tm, double v) 
 typedef struct lassie_lu {
   const int *pos, *ipos, *ptr, *col, *diag;
   const int *pass, *asm_ent, *wlog, *lev_pass, *pass_w, *asm_ptr, *asm_q, *asm_e, *elim;
+  const int *perm, *pcol;
   int n_fwd, n_bwd, n_pass, n_terms, n_elim;
 } lassie_lu;
 
@@ -140,6 +150,9 @@ typedef struct lassie_lu {
 /* a pass's pass_w: its tree's log2 width, and the flag of a level's end */
 #define LASSIE_LU_TREE 255
 #define LASSIE_LU_SYNC 256
+/* slots after the pass order's last (pcol 0, values 0): a pass's loads of
+ * a lane's first terms run past its own without a bound */
+#define LASSIE_LU_PAD 8
 
 #ifdef __cplusplus
 extern "C" {
@@ -181,7 +194,7 @@ int sbg_lassie_lu_plan(const sbg_lassie_model *m, lassie_lu *lu, int **plan);
 static inline size_t lassie_lu_plan_len(const lassie_lu *lu, int N, size_t nnz) {
   return (size_t)lu->n_pass * (LASSIE_LU_WARP * LASSIE_LU_ENTRY + 1) + LASSIE_LU_ENTRY * nnz +
          2 * (size_t)N + (size_t)lu->n_fwd + (size_t)lu->n_bwd + 2 + nnz + 1 +
-         2 * (size_t)lu->n_terms + (size_t)lu->n_elim + 1;
+         2 * (size_t)lu->n_terms + (size_t)lu->n_elim + 1 + 2 * nnz + LASSIE_LU_PAD;
 }
 
 /* Points lu's plan arrays into plan (its counts set; 16-byte aligned): the
@@ -196,6 +209,8 @@ static inline void lassie_lu_plan_view(lassie_lu *lu, const int *plan, int N, si
   lu->asm_q = lu->asm_ptr + nnz + 1;
   lu->asm_e = lu->asm_q + lu->n_terms;
   lu->elim = lu->asm_e + lu->n_terms;
+  lu->perm = lu->elim + lu->n_elim + 1;
+  lu->pcol = lu->perm + nnz;
 }
 
 /* species a lane takes together in the predictor and the order
@@ -527,16 +542,16 @@ static LASSIE_HD inline void lassie_lu_entry_ahead(const lassie_team *tm, const 
   if (p < *ek) { *cu = col[p]; *uu = val[p]; }
 }
 
-/* Entry i of the assembly's order: the position p and its terms t0 .. t1
- * (on the device one 16-byte load). */
+/* Entry i of the assembly's order: the position p, its terms t0 .. t1
+ * and its slot in pass order (on the device one 16-byte load). */
 static LASSIE_HD inline void lassie_lu_asm_entry(const lassie_lu *lu, int i, int *p, int *t0,
-                                                 int *t1) {
+                                                 int *t1, int *slot) {
 #ifdef __CUDA_ARCH__
   const int4 e = __ldg((const int4 *)lu->asm_ent + i);
-  *p = e.x; *t0 = e.y; *t1 = e.z;
+  *p = e.x; *t0 = e.y; *t1 = e.z; *slot = e.w;
 #else
   const int *e = lu->asm_ent + (size_t)LASSIE_LU_ENTRY * i;
-  *p = e[0]; *t0 = e[1]; *t1 = e[2];
+  *p = e[0]; *t0 = e[1]; *t1 = e[2]; *slot = e[3];
 #endif
 }
 
@@ -545,8 +560,10 @@ static LASSIE_HD inline void lassie_lu_asm_entry(const lassie_lu *lu, int i, int
  * reaction network has a diagonal >= 1 wherever a species is only
  * consumed, as in KPP's static sparse LU for chemistry); val the factors,
  * with each pivot's reciprocal on the diagonal (a multiplication, not a
- * division, per eliminated entry and per row of the substitutions); x a
- * zeroed scratch of N (left zeroed).  The lanes assemble P's entries in
+ * division, per eliminated entry and per row of the substitutions); pval
+ * (unless NULL) the same values in the plan's pass order, for the warp's
+ * substitutions (lassie_lu_passes()); x a zeroed scratch of N (left
+ * zeroed).  The lanes assemble P's entries in
  * parallel (each entry's terms in the order of lu's plan), then go row by
  * row: they scatter the row, share each update with a row of U (distinct
  * columns), and gather it.  Returns -1 when a pivot is not finite or lost
@@ -554,14 +571,15 @@ static LASSIE_HD inline void lassie_lu_asm_entry(const lassie_lu *lu, int i, int
  * pivoting). */
 static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_lassie_model *m,
                                              const lassie_lu *lu, double gamma,
-                                             const double *dv, double *val, double *x) {
+                                             const double *dv, double *val, double *pval,
+                                             double *x) {
   const int N = m->n_species, L = tm->lane, T = tm->size;
   const int *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
   const lassie_team tm_one = {0, 1, 0u};   /* a lane prefetching alone */
   lassie_team_prefetch(tm, dv, m->r_ptr[m->n_reactions]);
   for (int i = L; i < ptr[N]; i += T) {
-    int p, t0, t1;
-    lassie_lu_asm_entry(lu, i, &p, &t0, &t1);
+    int p, t0, t1, slot;
+    lassie_lu_asm_entry(lu, i, &p, &t0, &t1, &slot);
     double a = 0;
     for (int t = t0; t < t1; t++) {
       const int q = lu->asm_q[t];
@@ -569,6 +587,7 @@ static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_la
       else a -= gamma * m->h_val[q] * dv[lu->asm_e[t]];
     }
     val[p] = a;
+    if (pval) pval[slot] = a;
   }
   lassie_team_sync(tm);
   /* A row without an L part is P's own row with its pivot's reciprocal,
@@ -581,6 +600,7 @@ static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_la
       const double d = val[diag[i]];
       if (!isfinite(d) || !(fabs(d) > 1e-10 * fabs(d))) bad = 1;
       val[diag[i]] = 1.0 / d;
+      if (pval) pval[lu->perm[diag[i]]] = 1.0 / d;
     }
   if (lassie_team_max(tm, bad) != 0) return -1;
   lassie_team_sync(tm);
@@ -673,9 +693,16 @@ static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_la
     dterm = lassie_team_max(tm, dterm);
     lassie_team_sync(tm);   /* all lanes read the pivot before it is cleared */
     recip = 1.0 / d;
-    if (rb + L < re) { val[rb + L] = rb + L == di ? recip : x[c0]; x[c0] = 0; }
+    if (rb + L < re) {
+      const double u = rb + L == di ? recip : x[c0];
+      val[rb + L] = u;
+      if (pval) pval[lu->perm[rb + L]] = u;
+      x[c0] = 0;
+    }
     for (int p = rb + L + T; p < re; p += T) {
-      val[p] = p == di ? recip : x[col[p]];
+      const double u = p == di ? recip : x[col[p]];
+      val[p] = u;
+      if (pval) pval[lu->perm[p]] = u;
       x[col[p]] = 0;
     }
     lassie_team_sync(tm);
@@ -753,19 +780,21 @@ static __device__ inline int4 lassie_lu_entry(const lassie_lu *lu, int s, int la
 }
 
 /* The loads of pass s (entry e) that do not depend on the vector: the
- * plan and the factors are read-only during a solve. */
+ * plan and the factors (pval: in pass order) are read-only during a
+ * solve.  A lane's terms are consecutive slots; the loads run past a
+ * lane's last term into the next lane's or the pad, unused. */
 static __device__ inline void lassie_lu_preload(const lassie_lu *lu, int s, int4 e, int back,
-                                                const double *val, struct lassie_lu_pre *r) {
-  const int W = 1 << (e.w & 31);
+                                                const double *pval, struct lassie_lu_pre *r) {
   r->e = e;
   r->tree = s < lu->n_pass ? __ldg(lu->pass_w + s) : 0;
+  const int *pc = lu->pcol + e.x;
+  const double *pv = pval + e.x;
 #pragma unroll
   for (int i = 0; i < LASSIE_LU_AHEAD; i++) {
-    const int q = e.x + i * W;
-    r->c[i] = q < e.y ? __ldg(lu->col + q) : 0;
-    r->v[i] = q < e.y ? val[q] : 0;
+    r->c[i] = __ldg(pc + i);
+    r->v[i] = pv[i];
   }
-  r->piv = back && (e.w >> 8) == 0 ? val[e.x - 1] : 0;
+  r->piv = back && (e.w >> 8) == 0 ? pv[-1] : 0;
 }
 
 /* Pass r on a warp: each lane sums its partial (its terms in order), the
@@ -773,14 +802,15 @@ static __device__ inline void lassie_lu_preload(const lassie_lu *lu, int s, int4
  * lane v + o's), and the row's lane 0 updates the row. */
 static __device__ inline void lassie_lu_pass(const lassie_team *tm, const lassie_lu *lu,
                                              const struct lassie_lu_pre *r, int back,
-                                             const double *val, double *b) {
+                                             const double *pval, double *b) {
   const int4 e = r->e;
   const int W = 1 << (e.w & 31);
   double p = 0;
 #pragma unroll
   for (int i = 0; i < LASSIE_LU_AHEAD; i++)
-    if (e.x + i * W < e.y) p += r->v[i] * b[r->c[i]];
-  for (int q = e.x + LASSIE_LU_AHEAD * W; q < e.y; q += W) p += val[q] * b[__ldg(lu->col + q)];
+    if (i < e.y) p += r->v[i] * b[r->c[i]];
+#pragma unroll 1
+  for (int i = LASSIE_LU_AHEAD; i < e.y; i++) p += pval[e.x + i] * b[__ldg(lu->pcol + e.x + i)];
   for (int o = (1 << (r->tree & LASSIE_LU_TREE)) >> 1; o > 0; o >>= 1) {
     double t = __shfl_xor_sync(tm->mask, p, o);
     if (o < W) p = p + t;
@@ -795,15 +825,15 @@ static __device__ inline void lassie_lu_pass(const lassie_team *tm, const lassie
  * the vector's loads, the sums and the trees, not the plan's and the
  * factors' loads. */
 static __device__ inline void lassie_lu_passes(const lassie_team *tm, const lassie_lu *lu,
-                                               const double *val, double *b) {
+                                               const double *pval, double *b) {
   const int fe = lu->lev_pass[lu->n_fwd], L = tm->lane;
   struct lassie_lu_pre cur, nxt;
-  lassie_lu_preload(lu, 0, lassie_lu_entry(lu, 0, L), 0 >= fe, val, &cur);
+  lassie_lu_preload(lu, 0, lassie_lu_entry(lu, 0, L), 0 >= fe, pval, &cur);
   int4 e1 = lassie_lu_entry(lu, 1, L);
   for (int s = 0; s < lu->n_pass; s++) {
     const int4 e2 = lassie_lu_entry(lu, s + 2, L);
-    lassie_lu_preload(lu, s + 1, e1, s + 1 >= fe, val, &nxt);
-    lassie_lu_pass(tm, lu, &cur, s >= fe, val, b);
+    lassie_lu_preload(lu, s + 1, e1, s + 1 >= fe, pval, &nxt);
+    lassie_lu_pass(tm, lu, &cur, s >= fe, pval, b);
     if (cur.tree & LASSIE_LU_SYNC) __syncwarp(tm->mask);
     cur = nxt;
     e1 = e2;
@@ -811,20 +841,23 @@ static __device__ inline void lassie_lu_passes(const lassie_team *tm, const lass
 }
 #endif
 
-/* Solves L U z = b in place (the factors of lassie_lu_factor), each row's
- * sum by lassie_lu_tree_sum() with its plan's split: a warp by the plan's
- * passes, level by level; the CPU and smaller teams row by row, in order,
- * on one lane, with the same bits. */
+/* Solves L U z = b in place (the factors of lassie_lu_factor: val row by
+ * row, pval in pass order), each row's sum by lassie_lu_tree_sum() with its
+ * plan's split: a warp by the plan's passes from pval, level by level; the
+ * CPU and smaller teams row by row from val, in order, on one lane, with
+ * the same bits. */
 static LASSIE_HD inline void lassie_lu_solve_levels(const lassie_team *tm, const lassie_lu *lu,
-                                                    int N, const double *val, double *b) {
+                                                    int N, const double *val, const double *pval,
+                                                    double *b) {
 #ifdef __CUDA_ARCH__
   if (tm->size == LASSIE_LU_WARP) {
-    lassie_team_prefetch(tm, val, lu->ptr[N]);
-    lassie_lu_passes(tm, lu, val, b);
+    lassie_team_prefetch(tm, pval, lu->ptr[N]);
+    lassie_lu_passes(tm, lu, pval, b);
     __syncwarp(tm->mask);
     return;
   }
 #endif
+  (void)pval;
   const int *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
   if (tm->lane == 0) {
     for (int i = 0; i < N; i++)

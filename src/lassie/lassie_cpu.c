@@ -610,6 +610,27 @@ int sbg_lassie_lu_plan(const sbg_lassie_model *m, lassie_lu *lu, int **plan_out)
     }
   }
   {
+    /* the pass order: each lane's partial (its terms v, v + W, ... of the
+     * row's) in consecutive slots, a backward row's pivot before its first
+     * lane's; the entries then name their first slot and count */
+    int *perm = (int *)lu->perm, *pcol = (int *)lu->pcol, slot = 0;
+    const int fe = lev_pass[nf];
+    if (np == 0)   /* no passes (see above): row order, for tidiness */
+      for (size_t p = 0; p < nnz; p++) { perm[p] = (int)p; pcol[p] = col[p]; slot++; }
+    for (int s = 0; s < np; s++)
+      for (int l = 0; l < LASSIE_LU_WARP; l++) {
+        int *e = pass + ((size_t)s * LASSIE_LU_WARP + l) * LASSIE_LU_ENTRY;
+        if (e[0] < 0) { e[0] = 0; e[1] = 0; continue; }
+        const int W = 1 << (e[3] & 31), first = e[0], end = e[1];
+        if (s >= fe && e[3] >> 8 == 0) { perm[first - 1] = slot; pcol[slot++] = 0; }
+        e[0] = slot;
+        for (int q = first; q < end; q += W) { perm[q] = slot; pcol[slot++] = col[q]; }
+        e[1] = slot - e[0];
+      }
+    for (int i = 0; i < LASSIE_LU_PAD; i++) pcol[slot + i] = 0;
+    if ((size_t)slot != nnz) goto done;   /* every position once: cannot happen */
+  }
+  {
     /* the assembly's order: the positions by their terms, most first */
     int *terms = malloc(sizeof(int) * (nnz + 1)), *by_terms = malloc(sizeof(int) * (nnz + 1));
     if (!terms || !by_terms) { free(terms); free(by_terms); goto done; }
@@ -618,7 +639,7 @@ int sbg_lassie_lu_plan(const sbg_lassie_model *m, lassie_lu *lu, int **plan_out)
     for (size_t i = 0; i < nnz; i++) {
       const int p = by_terms[i];
       int *e = (int *)lu->asm_ent + (size_t)LASSIE_LU_ENTRY * i;
-      e[0] = p; e[1] = lu->asm_ptr[p]; e[2] = lu->asm_ptr[p + 1]; e[3] = 0;
+      e[0] = p; e[1] = lu->asm_ptr[p]; e[2] = lu->asm_ptr[p + 1]; e[3] = lu->perm[p];
     }
     free(terms); free(by_terms);
   }
@@ -641,11 +662,13 @@ done:
 }
 
 /* The warp passes of lu's plan on one thread, lane by lane, each
- * shuffle step a read of the lanes' values before the step: the device's
- * order of operations (lassie_lu_passes()), so that the CPU's tests check
- * the device's schedule (its levels, each row's terms covered once, the
- * trees) against the row-by-row substitution, bit for bit. */
-static void lu_solve_by_passes(const lassie_lu *lu, const double *val, double *b) {
+ * shuffle step a read of the lanes' values before the step, the factors
+ * from pval (the pass order): the device's order of operations
+ * (lassie_lu_passes()), so that the CPU's tests check the device's
+ * schedule (its levels, each row's terms covered once, the trees, the
+ * pass order and the factorisation's writes to it) against the
+ * row-by-row substitution, bit for bit. */
+static void lu_solve_by_passes(const lassie_lu *lu, const double *pval, double *b) {
   for (int back = 0; back < 2; back++) {
     const int nl = back ? lu->n_bwd : lu->n_fwd;
     const int *lp = lu->lev_pass + (back ? lu->n_fwd + 1 : 0);
@@ -654,9 +677,9 @@ static void lu_solve_by_passes(const lassie_lu *lu, const double *val, double *b
         const int *e = lu->pass + (size_t)s * LASSIE_LU_WARP * LASSIE_LU_ENTRY;
         double p[LASSIE_LU_WARP], t[LASSIE_LU_WARP];
         for (int l = 0; l < LASSIE_LU_WARP; l++) {
-          const int *el = e + l * LASSIE_LU_ENTRY, W = 1 << (el[3] & 31);
+          const int *el = e + l * LASSIE_LU_ENTRY;
           p[l] = 0;
-          for (int q = el[0]; q < el[1]; q += W) p[l] += val[q] * b[lu->col[q]];
+          for (int q = el[0]; q < el[0] + el[1]; q++) p[l] += pval[q] * b[lu->pcol[q]];
         }
         for (int o = (1 << (lu->pass_w[s] & LASSIE_LU_TREE)) >> 1; o > 0; o >>= 1) {
           for (int l = 0; l < LASSIE_LU_WARP; l++) t[l] = p[l ^ o];
@@ -665,7 +688,7 @@ static void lu_solve_by_passes(const lassie_lu *lu, const double *val, double *b
         }
         for (int l = 0; l < LASSIE_LU_WARP; l++) {
           const int *el = e + l * LASSIE_LU_ENTRY, i = el[2];
-          if (el[3] >> 8 == 0) b[i] = back ? (b[i] - p[l]) * val[el[0] - 1] : b[i] - p[l];
+          if (el[3] >> 8 == 0) b[i] = back ? (b[i] - p[l]) * pval[el[0] - 1] : b[i] - p[l];
         }
       }
   }
@@ -685,27 +708,30 @@ int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const d
   int *ptr = NULL, *col = NULL, *diag = NULL, *plan = NULL, rc = -2;
   double *dv = malloc(sizeof(double) * (size_t)(m->r_ptr[M] > 0 ? m->r_ptr[M] : 1));
   double *scratch = calloc((size_t)N, sizeof(double)), *y = malloc(sizeof(double) * (size_t)N);
-  double *val = NULL;
+  double *val = NULL, *pval = NULL;
   size_t nnz = 0;
   lassie_lu lu;
   if (!pos || !ipos || !dv || !scratch || !y ||
       sbg_lassie_lu_pattern(m, pos, ipos, &ptr, &col, &diag, &nnz) != 0)
     goto done;
   lu = (lassie_lu){.pos = pos, .ipos = ipos, .ptr = ptr, .col = col, .diag = diag};
-  if (sbg_lassie_lu_plan(m, &lu, &plan) != 0 || !(val = malloc(sizeof(double) * (nnz ? nnz : 1))))
+  if (sbg_lassie_lu_plan(m, &lu, &plan) != 0 || !(val = malloc(sizeof(double) * (nnz ? nnz : 1))) ||
+      !(pval = malloc(sizeof(double) * (nnz + LASSIE_LU_PAD))))
     goto done;
+  /* a slot the factorisation misses stays NaN (and fails the check) */
+  for (size_t q = 0; q < nnz + LASSIE_LU_PAD; q++) pval[q] = NAN;
   sbg_lassie_dvdx(m, k, x, dv);
   lassie_team tm = lassie_team_host();
   rc = -1;
-  if (lassie_lu_factor(&tm, m, &lu, gamma, dv, val, scratch) != 0) goto done;
+  if (lassie_lu_factor(&tm, m, &lu, gamma, dv, val, by_passes ? pval : NULL, scratch) != 0) goto done;
   for (int j = 0; j < N; j++) y[pos[j]] = b[j];
-  if (by_passes) lu_solve_by_passes(&lu, val, y);
-  else lassie_lu_solve_levels(&tm, &lu, N, val, y);
+  if (by_passes) lu_solve_by_passes(&lu, pval, y);
+  else lassie_lu_solve_levels(&tm, &lu, N, val, NULL, y);
   for (int j = 0; j < N; j++) b[j] = y[pos[j]];
   rc = 0;
 done:
   free(pos); free(ipos); free(ptr); free(col); free(diag); free(plan); free(dv); free(scratch);
-  free(y); free(val);
+  free(y); free(val); free(pval);
   return rc;
 }
 
@@ -726,13 +752,13 @@ static int lu_symbolic(const sbg_lassie_model *m, ws *w) {
  * (lassie_lu_factor); -1: the dense LU with pivoting takes over. */
 static int lu_sparse_factor(const sbg_lassie_model *m, double gamma, ws *w) {
   lassie_team tm = lassie_team_host();
-  return lassie_lu_factor(&tm, m, &w->lu, gamma, w->dv, w->lu_val, w->lu_x);
+  return lassie_lu_factor(&tm, m, &w->lu, gamma, w->dv, w->lu_val, NULL, w->lu_x);
 }
 
 /* Solves P z = b in place, b and z in the order pos. */
 static void lu_sparse_solve(const ws *w, int N, double *b) {
   lassie_team tm = lassie_team_host();
-  lassie_lu_solve_levels(&tm, &w->lu, N, w->lu_val, b);
+  lassie_lu_solve_levels(&tm, &w->lu, N, w->lu_val, NULL, b);
 }
 
 /* Factorises P = I - gamma J: sparse first, the dense LU with partial

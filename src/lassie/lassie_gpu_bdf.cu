@@ -54,7 +54,7 @@ struct lassie_gpu_bdf {
   lassie_lu lu;          /* the plan's counts (its pointers set at each launch) */
   bdfstate *d_bs;
   double *d_w;           /* S workspaces of `stride` doubles */
-  size_t stride, sum_off;   /* sum_off: the parts' sums in a workspace */
+  size_t stride, sum_off, pval_off;   /* offsets in a workspace: the parts' sums, the pass order */
   int smem_vecs;         /* per team in shared memory: 0, 2 (lux, ys), 3 (and v) or 4 (and y) */
   int att, att_fixed;    /* attempts per launch; fixed: SYSBIOGPU_LASSIE_BDF_ATTEMPTS set */
   int *h_stop, *d_stop;  /* the host's request to stop a launch (mapped pinned memory) */
@@ -64,8 +64,8 @@ namespace {
 
 /* Offsets (doubles) in a simulation's workspace: the history (a ring of
  * LASSIE_BDF_HIST states), 8 vectors of N, the rates (M), D (nnz of the
- * reactants), the LU's values and the residual's parts' sums (2 x
- * n_slots). */
+ * reactants), the LU's values, the residual's parts' sums (2 x n_slots)
+ * and the LU's values in pass order (nnzLU + LASSIE_LU_PAD, the pad 0). */
 enum { W_YPRED = 0, W_Y, W_WT, W_YS, W_C, W_FN, W_LUX, W_R, W_NVEC };
 
 /* doubles of a team's vectors in shared memory (the first nv of lux, ys,
@@ -78,8 +78,12 @@ inline size_t ws_sum_off(int N, int M, int nnzA, int nnzLU) {
   return (size_t)(LASSIE_BDF_HIST + W_NVEC) * N + M + nnzA + nnzLU;
 }
 
+inline size_t ws_pval_off(int N, int M, int nnzA, int nnzLU, int n_slots) {
+  return ws_sum_off(N, M, nnzA, nnzLU) + 2 * (size_t)n_slots;
+}
+
 inline size_t ws_stride(int N, int M, int nnzA, int nnzLU, int n_slots) {
-  size_t n = ws_sum_off(N, M, nnzA, nnzLU) + 2 * (size_t)n_slots;
+  size_t n = ws_pval_off(N, M, nnzA, nnzLU, n_slots) + (size_t)nnzLU + LASSIE_LU_PAD;
   return (n + 3) & ~(size_t)3;   /* 32-byte aligned */
 }
 
@@ -92,7 +96,7 @@ struct bdfargs {
   const double *times;
   double rtol, atol, max_steps;
   double *x, *out, *w;
-  size_t stride, sum_off;
+  size_t stride, sum_off, pval_off;
   simstate *ss;
   bdfstate *bs;
   int smem_vecs;
@@ -130,6 +134,8 @@ __global__ void k_bdf(bdfargs a) {
          *lux = wv + W_LUX * N, *rb = wv + W_R * N;
   double *v = wv + (size_t)W_NVEC * N, *dv = v + M, *val = dv + nnzA;
   double *ps = w + a.sum_off, *pa = ps + a.sum.n_slots;
+  /* the warp's substitutions read the factors in pass order */
+  double *pval = T == LASSIE_LU_WARP ? w + a.pval_off : NULL;
   const int *pos = a.lu.pos;
   if (a.smem_vecs > 0) {
     /* the vectors that lanes write and other lanes read within a phase
@@ -198,7 +204,7 @@ __global__ void k_bdf(bdfargs a) {
     }
     if (!b.factored || fabs(gamma / b.gamma_fact - 1) > 0.3) {
       q.st[SBG_LASSIE_ST_FACTOR]++;
-      if (lassie_lu_factor(&tm, m, &a.lu, gamma, dv, val, lux) != 0) {
+      if (lassie_lu_factor(&tm, m, &a.lu, gamma, dv, val, pval, lux) != 0) {
         /* the host's dense LU with pivoting takes over from here; it
          * counts this attempt again */
         q.st[SBG_LASSIE_ST_FACTOR]--;
@@ -216,7 +222,7 @@ __global__ void k_bdf(bdfargs a) {
     for (int it = 0; it < LASSIE_NEWTON_MAXIT; it++) {
       lassie_newton_residual(&tm, m, k, y, x, c, gamma, rtol, atol, pos, &a.sum, v, wt, ys, ps, pa);
       q.st[SBG_LASSIE_ST_RHS]++; q.st[SBG_LASSIE_ST_NEWTON]++;
-      lassie_lu_solve_levels(&tm, &a.lu, N, val, ys);
+      lassie_lu_solve_levels(&tm, &a.lu, N, val, pval, ys);
       lassie_newton_update(&tm, N, scale, pos, ys, wt, y, rb);
       lassie_team_sync(&tm);
       double dn = L == 0 ? lassie_serial_sum(rb, N) : 0;
@@ -381,6 +387,7 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   }
   b->stride = ws_stride(N, M, m->r_ptr[M], (int)nnz, b->sum.n_slots);
   b->sum_off = ws_sum_off(N, M, m->r_ptr[M], (int)nnz);
+  b->pval_off = ws_pval_off(N, M, m->r_ptr[M], (int)nnz, b->sum.n_slots);
   /* shared memory for a block's teams: as many of lux, ys, the rates and
    * y as fit where two blocks (the registers' limit) still fit an SM
    * (Chen, 1,000 sets on an H100: 2.24 s with the rates, 2.36-2.47 with
@@ -462,7 +469,7 @@ sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
   a.k = d_k; a.k_per_sim = p->rates_per_sim; a.nt = p->n_times; a.method = p->method;
   a.S = b->S; a.T = b->T; a.max_att = b->att;
   a.times = d_times; a.rtol = p->rtol; a.atol = p->atol; a.max_steps = p->max_steps;
-  a.x = d_x; a.out = d_out; a.w = b->d_w; a.stride = b->stride; a.sum_off = b->sum_off;
+  a.x = d_x; a.out = d_out; a.w = b->d_w; a.stride = b->stride; a.sum_off = b->sum_off; a.pval_off = b->pval_off;
   a.ss = d_ss; a.bs = b->d_bs;
   a.smem_vecs = b->smem_vecs;
   a.stop = b->d_stop;

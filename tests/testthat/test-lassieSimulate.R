@@ -243,8 +243,9 @@ test_that("the implicit steps' sparse LU solves I - gamma J as a dense solver do
     b <- rnorm(length(m$species))
     z <- sysbioGPU:::lassie_lu_solve(m, x, gamma, b)
     expect_false(is.null(z))
-    # the device's schedule (levels, warp passes, their trees), emulated:
-    # the same bits as the row-by-row substitution
+    # the device's schedule (levels, warp passes, their trees, the factors
+    # in pass order as the factorisation writes them: a slot it missed
+    # would be NaN), emulated: the same bits as the row-by-row substitution
     expect_identical(sysbioGPU:::lassie_lu_solve(m, x, gamma, b, by_passes = TRUE), z)
     A <- diag(length(b)) - gamma * as.matrix(sysbioGPU:::lassie_jacobian(m, x))
     ref <- solve(A, b)
