@@ -63,24 +63,20 @@ static void observables(const double *sp, R_xlen_t nt, int N, const double *w0, 
   }
 }
 
-/* The simulations' matrices in `sims`, times x (time, species,
- * observables), from the engine's result r: a batch's are made here and
- * get their block of r->out (one simulation's matrix is there already, the
+/* The simulations' matrices in `sims` (made by make_output()), times x
+ * (time, species, observables), from the engine's result r: a batch's get
+ * their block of r->out (one simulation's matrix has it already, the
  * engine wrote into it).  obs: NULL or the observables' weights, species x
- * observables.  sh: their attributes, or NULL.  The matrices are made in
- * turn (R's allocator), filled on `threads` threads (their first writes
- * fault in R's fresh pages: 1,000 Chen matrices are 246 MB), and given
- * their attributes in turn. */
+ * observables.  sh: their attributes, or NULL.  The matrices are filled
+ * on `threads` threads (their first writes fault in R's fresh pages: 1,000
+ * Chen matrices are 246 MB), and given their attributes in turn. */
 static void fill_matrices(SEXP sims, const sbg_lassie_params *p, const sbg_lassie_result *r, int N,
                           SEXP obs, SEXP messages, const lassie_out_shared *sh, int threads) {
   const R_xlen_t nt = p->n_times, block = nt * (R_xlen_t)N;
   const int n_obs = Rf_isNull(obs) ? 0 : Rf_ncols(obs);
   const int S = p->n_sims;
   double **dst = (double **)R_alloc((size_t)S, sizeof(double *));
-  for (int s = 0; s < S; s++) {
-    if (S > 1) SET_VECTOR_ELT(sims, s, Rf_allocMatrix(REALSXP, p->n_times, N + 1 + n_obs));
-    dst[s] = REAL(VECTOR_ELT(sims, s));
-  }
+  for (int s = 0; s < S; s++) dst[s] = REAL(VECTOR_ELT(sims, s));
   const double *w = n_obs > 0 ? REAL(obs) : NULL;
 #pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static) if (S > 1)
   for (int s = 0; s < S; s++) {
@@ -108,6 +104,83 @@ static void fill_array(double *arr, const sbg_lassie_params *p, const sbg_lassie
     memcpy(x, r->out + (R_xlen_t)s * block, (size_t)block * sizeof(double));
     observables(x, nt, N, REAL(obs), Rf_ncols(obs), x + block);
   }
+}
+
+/* The output of a run, made when the engine asks for it
+ * (sbg_lassie_result's make_out): the GPU engine asks once its device has
+ * work, so that R's allocator (a full garbage collection when the output
+ * outgrows R's heap: 0.1-0.2 s for Chen's 1,000 sets) works meanwhile.
+ * held: a list of 2 the caller protects, [0] the array, [1] the staging
+ * block's holder (sbg_scratch()); sims: the list of matrices (made
+ * before) unless as_array.  The engine's blocks (out): the array itself
+ * (as_array without observables), the one matrix's species columns (one
+ * simulation), else the staging block, which fill_matrices() or
+ * fill_array() copy from.  An allocation's error is caught (msg) and
+ * ends the run. */
+typedef struct {
+  SEXP held, sims;
+  const sbg_lassie_params *p;
+  int N, n_obs, as_array;
+  double *out;
+  char msg[200];
+} out_maker;
+
+static SEXP make_output_body(void *data) {
+  out_maker *om = (out_maker *)data;
+  const sbg_lassie_params *p = om->p;
+  const int S = p->n_sims, N = om->N, n_obs = om->n_obs;
+  const R_xlen_t nt = p->n_times, block = nt * (R_xlen_t)N;
+  double *out = NULL;
+  if (om->as_array) {
+    const R_xlen_t len = nt * (N + n_obs) * (R_xlen_t)S;   /* (checked by the caller) */
+    SET_VECTOR_ELT(om->held, 0, Rf_allocVector(REALSXP, (R_xlen_t)len));
+    out = REAL(VECTOR_ELT(om->held, 0));
+    /* (without observables the array is `out`, hinted below) */
+    if (n_obs > 0) sbg_hint_huge_pages(out, sizeof(double) * (size_t)len);
+  }
+  if (S == 1 && !om->as_array) {
+    SET_VECTOR_ELT(om->sims, 0, Rf_allocMatrix(REALSXP, p->n_times, N + 1 + n_obs));
+    out = REAL(VECTOR_ELT(om->sims, 0)) + nt;
+  } else if (!om->as_array || n_obs > 0) {
+    /* outside R's heap, freed once copied: R allocates as much again for
+     * the matrices, and the call's peak R heap is then theirs alone
+     * (BENCHMARKS.md, issue 17) */
+    SET_VECTOR_ELT(om->held, 1, sbg_scratch(sizeof(double) * (size_t)block * (size_t)S, (void **)&out));
+    if (!out) {
+      snprintf(om->msg, sizeof om->msg, "cannot reserve %.3g GB for the output of %d simulations",
+               sizeof(double) * (double)block * S / 1e9, S);
+      return R_NilValue;
+    }
+    if (!om->as_array)
+      for (int s = 0; s < S; s++) SET_VECTOR_ELT(om->sims, s, Rf_allocMatrix(REALSXP, p->n_times, N + 1 + n_obs));
+  }
+  sbg_hint_huge_pages(out, sizeof(double) * (size_t)block * (size_t)S);
+  om->out = out;
+  return R_NilValue;
+}
+
+static SEXP make_output_error(SEXP cond, void *data) {
+  out_maker *om = (out_maker *)data;
+  SEXP m = Rf_isVectorList(cond) && XLENGTH(cond) > 0 ? VECTOR_ELT(cond, 0) : R_NilValue;
+  snprintf(om->msg, sizeof om->msg, "%s",
+           TYPEOF(m) == STRSXP && XLENGTH(m) > 0 ? CHAR(STRING_ELT(m, 0)) : "cannot allocate the output");
+  return R_NilValue;
+}
+
+static void make_output_top(void *data) {
+  R_tryCatchError(make_output_body, data, make_output_error, data);
+}
+
+/* sbg_lassie_result's make_out: never leaves by a jump (the engine holds
+ * device memory and threads), so inside R_ToplevelExec(); a jump that is
+ * not an error (caught with its message) is the user's interrupt */
+static sbg_status make_output(void *data, double **out) {
+  out_maker *om = (out_maker *)data;
+  om->out = NULL;
+  if (!R_ToplevelExec(make_output_top, om) && !om->msg[0]) return SBG_ERR_INTERRUPTED;
+  if (om->msg[0]) return SBG_ERR_ALLOC;
+  *out = om->out;
+  return SBG_OK;
 }
 
 /* .Call(ffi_lassie_simulate, data, params, run): data = list(model, rates,
@@ -175,40 +248,15 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
    * x (species, observables) x simulations, which the engine fills in
    * place when there are no observables (fill_array). */
   const int as_array = sbg_lgl_elt(params, "array");
-  const R_xlen_t nt = p.n_times, block = nt * (R_xlen_t)N;
-  SEXP sims;
-  double *out;
-  SEXP staging = R_NilValue;
-  if (as_array) {
-    double len = (double)nt * (N + n_obs) * p.n_sims;
-    if (len > (double)R_XLEN_T_MAX) sbg_stop(SBG_ERR_INPUT, "the output array would be longer than R allows");
-    sims = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)len)); nprot++;
-    out = REAL(sims);
-    /* (without observables the array is `out`, hinted below) */
-    if (n_obs > 0) sbg_hint_huge_pages(out, sizeof(double) * (size_t)len);
-  } else {
-    sims = PROTECT(Rf_allocVector(VECSXP, p.n_sims)); nprot++;
-  }
-  if (p.n_sims == 1 && !as_array) {
-    SET_VECTOR_ELT(sims, 0, Rf_allocMatrix(REALSXP, p.n_times, N + 1 + n_obs));
-    out = REAL(VECTOR_ELT(sims, 0)) + nt;
-  } else if (!as_array || n_obs > 0) {
-    /* outside R's heap, freed once copied: R allocates as much again for
-     * the matrices, and the call's peak R heap is then theirs alone
-     * (BENCHMARKS.md, issue 17) */
-    staging = PROTECT(sbg_scratch(sizeof(double) * (size_t)block * (size_t)p.n_sims, (void **)&out)); nprot++;
-    if (!out) {
-      char msg[160];
-      snprintf(msg, sizeof msg, "cannot reserve %.3g GB for the output of %d simulations",
-               sizeof(double) * (double)block * p.n_sims / 1e9, p.n_sims);
-      sbg_stop(SBG_ERR_ALLOC, msg);
-    }
-  }
-  sbg_hint_huge_pages(out, sizeof(double) * (size_t)block * (size_t)p.n_sims);
+  if (as_array && (double)p.n_times * (N + n_obs) * p.n_sims > (double)R_XLEN_T_MAX)
+    sbg_stop(SBG_ERR_INPUT, "the output array would be longer than R allows");
+  out_maker om = {PROTECT(Rf_allocVector(VECSXP, 2)), R_NilValue, &p, N, n_obs, as_array, NULL, ""};
+  nprot++;
+  if (!as_array) { om.sims = PROTECT(Rf_allocVector(VECSXP, p.n_sims)); nprot++; }
   SEXP stats = PROTECT(Rf_allocMatrix(REALSXP, SBG_LASSIE_N_STATS, p.n_sims)); nprot++;
   SEXP status = PROTECT(Rf_allocVector(INTSXP, p.n_sims)); nprot++;
   char *msgs = (char *)R_alloc((size_t)p.n_sims, SBG_LASSIE_MSG);
-  sbg_lassie_result r = {out, REAL(stats), INTEGER(status), msgs};
+  sbg_lassie_result r = {NULL, make_output, &om, REAL(stats), INTEGER(status), msgs};
   memset(r.stats, 0, sizeof(double) * SBG_LASSIE_N_STATS * p.n_sims);
   memset(r.status, 0, sizeof(int) * p.n_sims);
   memset(msgs, 0, (size_t)p.n_sims * SBG_LASSIE_MSG);
@@ -218,7 +266,12 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   sbg_status st = rn.gpu ? sbg_lassie_gpu(&m, &p, &r, &ctx)
                                   : sbg_lassie_cpu(&m, &p, &r, &ctx);
   sbg_progress_end(&pr);
-  if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
+  if (st != SBG_OK) sbg_stop(st, st == SBG_ERR_ALLOC && om.msg[0] ? om.msg : ctx.errbuf);
+  SBG_ASSERT(r.out != NULL);   /* (the engines make it before they write) */
+  SEXP sims = as_array ? VECTOR_ELT(om.held, 0) : om.sims, staging = VECTOR_ELT(om.held, 1);
+  /* the array's only reference the answer's: R sets its attributes in
+   * place (a second one would have R copy its 246 MB) */
+  if (as_array) { PROTECT(sims); nprot++; SET_VECTOR_ELT(om.held, 0, R_NilValue); }
   /* a simulation's own failure: its status (SBG_LASSIE_FAIL_*) and message */
   SEXP messages = PROTECT(Rf_allocVector(STRSXP, p.n_sims)); nprot++;
   for (int s = 0; s < p.n_sims; s++) {

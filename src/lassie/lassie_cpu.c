@@ -1357,6 +1357,8 @@ done:
 
 sbg_status sbg_lassie_cpu(const sbg_lassie_model *m, const sbg_lassie_params *p,
                           sbg_lassie_result *r, sbg_ctx *ctx) {
+  sbg_status st = lassie_out_ready(r, ctx);
+  if (st != SBG_OK) return st;
   return lassie_cpu_run(m, p, p->n_sims, NULL, p->initial, p->initial_per_sim, r->out, r->stats,
                         r->status, r->messages, NULL, ctx);
 }

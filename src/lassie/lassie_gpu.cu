@@ -348,6 +348,38 @@ struct part {
 
 /* Row 0 of S simulations' outputs (nt x N blocks, column-major): their
  * initial states. */
+/* the output's row 0 on the device: the initial states x (before any
+ * step) of S simulations of N species, nt rows */
+__global__ void k_row0(size_t SN, int N, int nt, const double *x, double *out) {
+  const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (i < SN) out[(i / N) * nt * N + (i % N) * (size_t)nt] = x[i];
+}
+
+/* Each simulation's start (simulations s0 .. s1 of a part): its state hx
+ * and its step control hs, the first step from the problem (f, v:
+ * scratch of N and M).  As the CPU engine starts its simulations. */
+void lassie_start_sims(const sbg_lassie_model *m, const sbg_lassie_params *p, const double *rates,
+                       const double *initial, double *hx, simstate *hs, int s0, int s1, double *f,
+                       double *v) {
+  const int N = m->n_species, M = m->n_reactions, dense = p->method != SBG_LASSIE_RKF45;
+  for (int s = s0; s < s1; s++) {
+    const double *x0 = initial + (p->initial_per_sim ? (size_t)s * N : 0);
+    const double *k = rates + (p->rates_per_sim ? (size_t)s * M : 0);
+    simstate *q = &hs[s];
+    memcpy(hx + (size_t)s * N, x0, sizeof(double) * N);
+    q->t = p->times[0];
+    q->h = sbg_lassie_initial_step(m, p, k, hx + (size_t)s * N, f, v);
+    if (!(p->h_init > 0)) q->st[SBG_LASSIE_ST_RHS] = 1;
+    q->next = 1;
+    q->attempts = p->method == SBG_LASSIE_BDF ? 0 : 1;   /* the CPU counts its own */
+    q->active = p->method != SBG_LASSIE_BDF;
+    /* method = "bdf": every simulation goes to the implicit steps at once */
+    q->flag = q->active ? FLAG_RUN : FLAG_TO_CPU;
+    q->fsal = 0;
+    lassie_next_step(q, p->times, p->n_times, dense);
+  }
+}
+
 void lassie_write_row0(double *out, const double *initial, int per_sim, int S, int N, int nt) {
   for (int s = 0; s < S; s++) {
     const double *x0 = initial + (per_sim ? (size_t)s * N : 0);
@@ -363,8 +395,10 @@ void lassie_write_row0(double *out, const double *initial, int per_sim, int S, i
  * initial states to where each finished, failed or turned stiff: fills
  * their entries of hs_all and hx_all (whole-batch arrays) and their rows of
  * r->out.  Free of R.  With poll set it runs on the calling thread and
- * polls between rounds (interrupt, progress bar); otherwise it runs on a
- * host thread of its own and stops at the next round once *cancel is set. */
+ * polls between rounds (interrupt, progress bar), and makes r->out if it
+ * is not there (lassie_out_ready()) once the device has its first work;
+ * otherwise it runs on a host thread of its own (r->out made) and stops at
+ * the next round once *cancel is set. */
 sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part *pt,
                     simstate *hs_all, double *hx_all, sbg_lassie_result *r, sbg_ctx *ctx,
                     int poll, const std::atomic<int> *cancel) {
@@ -375,7 +409,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   const size_t nk = p->rates_per_sim ? SM : (size_t)M;
   const double *rates = p->rates + (p->rates_per_sim ? (size_t)pt->s0 * M : 0);
   const double *initial = p->initial + (p->initial_per_sim ? (size_t)pt->s0 * N : 0);
-  double *rout = r->out + (size_t)pt->s0 * nt * N;
+  double *rout = r->out ? r->out + (size_t)pt->s0 * nt * N : NULL;
   simstate *hs = hs_all + pt->s0;
   double *hx = hx_all + (size_t)pt->s0 * N;
   cudaStream_t stream = NULL;
@@ -413,41 +447,60 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   const size_t smem = explicit_smem(N, M, n_stages) * sizeof(double);
   int fused = 0, fb = 32;
 
-  f = (double *)malloc(sizeof(double) * (size_t)N);
-  v = (double *)malloc(sizeof(double) * (size_t)M);
-  if (!f || !v) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
-  /* The output's row 0 (the initial states, there if the run stops early)
-   * on a thread of its own while the device works: its writes fault in
-   * every page of the output, fresh memory from R (Chen, 1,000 sets: 246
-   * MB), which in turn would hold up the device's start.  Joined before
-   * the output is copied back (and on every way out). */
-  try {
-    row0 = std::thread(lassie_write_row0, rout, initial, p->initial_per_sim, S, N, nt);
-  } catch (...) {
-    lassie_write_row0(rout, initial, p->initial_per_sim, S, N, nt);
-  }
-  for (int s = 0; s < S; s++) {
-    const double *x0 = initial + (p->initial_per_sim ? (size_t)s * N : 0);
-    memcpy(hx + (size_t)s * N, x0, sizeof(double) * N);
-  }
-  /* method = "bdf": every simulation goes to the implicit steps at once */
-  for (int s = 0; s < S; s++) {
-    const double *k = rates + (p->rates_per_sim ? (size_t)s * M : 0);
-    simstate *q = &hs[s];
-    q->t = p->times[0];
-    q->h = sbg_lassie_initial_step(m, p, k, hx + (size_t)s * N, f, v);
-    if (!(p->h_init > 0)) q->st[SBG_LASSIE_ST_RHS] = 1;
-    q->next = 1;
-    q->attempts = p->method == SBG_LASSIE_BDF ? 0 : 1;   /* the CPU counts its own */
-    q->active = p->method != SBG_LASSIE_BDF;
-    q->flag = q->active ? FLAG_RUN : FLAG_TO_CPU;
-    q->fsal = 0;
-    lassie_next_step(q, p->times, nt, dense);
+  /* The output made if it is not there, and its row 0 (the initial
+   * states, there if the run stops early) written on a thread of its own
+   * while the device works: its writes fault in every page of the output,
+   * fresh memory from R (Chen, 1,000 sets: 246 MB), which in turn would
+   * hold up the device's start.  Joined before the output is copied back
+   * (and on every way out).  Once the device has work when the output is
+   * made here, else now. */
+  bool have_out = false;
+  auto output_ready = [&]() -> sbg_status {
+    if (!rout) {
+      sbg_status s = lassie_out_ready(r, ctx);
+      if (s != SBG_OK) return s;
+      rout = r->out + (size_t)pt->s0 * nt * N;
+    }
+    try {
+      row0 = std::thread(lassie_write_row0, rout, initial, p->initial_per_sim, S, N, nt);
+    } catch (...) {
+      lassie_write_row0(rout, initial, p->initial_per_sim, S, N, nt);
+    }
+    have_out = true;
+    return SBG_OK;
+  };
+  {
+    /* the simulations' starts on the host's threads (Chen, 1,000 sets: 8-14
+     * ms on one), each thread a block of them with scratch of its own */
+    const int nth = ctx->n_threads > 1 && S >= 64 ? (ctx->n_threads < S / 32 ? ctx->n_threads : S / 32) : 1;
+    f = (double *)malloc(sizeof(double) * (size_t)N * nth);
+    v = (double *)malloc(sizeof(double) * (size_t)M * nth);
+    if (!f || !v) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
+    if (rout) SBG_TRY(output_ready());
+    std::thread *starts = new (std::nothrow) std::thread[nth];
+    for (int t = 0; t < nth; t++) {
+      const int s0 = (int)((long long)S * t / nth), s1 = (int)((long long)S * (t + 1) / nth);
+      double *ft = f + (size_t)N * t, *vt = v + (size_t)M * t;
+      bool started = false;
+      if (starts && t > 0) {
+        try {
+          starts[t] = std::thread(lassie_start_sims, m, p, rates, initial, hx, hs, s0, s1, ft, vt);
+          started = true;
+        } catch (...) {
+        }
+      }
+      if (!started) lassie_start_sims(m, p, rates, initial, hx, hs, s0, s1, ft, vt);
+    }
+    for (int t = 1; starts && t < nth; t++) if (starts[t].joinable()) starts[t].join();
+    delete[] starts;
   }
   for (int s = 0; s < S; s++) active += hs[s].active;
   if (want_bdf) for (int s = 0; s < S; s++) n_bdf += hs[s].flag == FLAG_TO_CPU;
   pt->active.store(active + n_bdf);
-  if (active == 0 && n_bdf == 0) goto done;   /* nothing for the device */
+  if (active == 0 && n_bdf == 0) {   /* nothing for the device */
+    if (!have_out) st = output_ready();
+    goto done;
+  }
 
   SBG_TRY(sbg_device_select(pt->device, ctx));
   SBG_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -481,6 +534,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   SBG_CUDA_CHECK(cudaMemcpyAsync(d_times, p->times, sizeof(double) * nt, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(d_ss, hs, sizeof(simstate) * S, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(d_out, 0, sizeof(double) * SN * nt, stream));
+  k_row0<<<blocks(SN, TB), TB, 0, stream>>>(SN, N, nt, d_x, d_out);
   dm.N = N; dm.M = M; dm.r_ptr = d_rptr; dm.r_sp = d_rsp; dm.r_ord = d_rord;
   dm.h_ptr = d_hptr; dm.h_rx = d_hrx; dm.h_val = d_hval;
   if (want_bdf) {
@@ -541,6 +595,13 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     }
     SBG_CUDA_CHECK(cudaGetLastError());
     if (bdf) SBG_TRY(lassie_gpu_bdf_launch(bdf, p, d_k, d_times, d_x, d_out, d_ss, stream, ctx));
+    if (!have_out) {
+      st = output_ready();
+      if (st != SBG_OK) {
+        if (bdf_unpaced) lassie_gpu_bdf_stop(bdf);
+        goto done;
+      }
+    }
     if (bdf_unpaced) {
       /* poll while the launch runs (before anything that waits for it:
        * the counts' copy to pageable memory does); an interrupt stops it
@@ -567,14 +628,13 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     if (poll) SBG_TRY(sbg_poll(ctx, (double)(S - active) / S));
     else if (cancel->load()) { st = SBG_ERR_INTERRUPTED; goto done; }
   }
+  if (!have_out) SBG_TRY(output_ready());   /* (no round ran) */
   SBG_CUDA_CHECK(cudaMemcpyAsync(hs, d_ss, sizeof(simstate) * S, cudaMemcpyDeviceToHost, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(hx, d_x, sizeof(double) * SN, cudaMemcpyDeviceToHost, stream));
   if (row0.joinable()) row0.join();
   /* rows 1.. written by the device (the part's blocks are contiguous) */
   SBG_CUDA_CHECK(cudaMemcpyAsync(rout, d_out, sizeof(double) * SN * nt, cudaMemcpyDeviceToHost, stream));
   SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
-  /* row 0, which the device left at zero */
-  lassie_write_row0(rout, initial, p->initial_per_sim, S, N, nt);
 
 done:
   if (row0.joinable()) row0.join();
@@ -688,6 +748,8 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
     pt->active.store(0);
     pt->finished.store(0);
   }
+  /* one device: the output is made while it works (run_part()) */
+  if (n_parts > 1 && (st = lassie_out_ready(r, ctx)) != SBG_OK) goto done;
   if (n_parts == 1) st = run_part(m, p, &parts[0], hs, hx, r, ctx, 1, NULL);
   else st = run_parts_threaded(m, p, parts, n_parts, hs, hx, r, ctx);
   if (st != SBG_OK) goto done;
