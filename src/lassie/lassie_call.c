@@ -172,8 +172,8 @@ static SEXP make_output_body(void *data) {
 static SEXP make_output_error(SEXP cond, void *data) {
   out_maker *om = (out_maker *)data;
   SEXP m = Rf_isVectorList(cond) && XLENGTH(cond) > 0 ? VECTOR_ELT(cond, 0) : R_NilValue;
-  snprintf(om->msg, sizeof om->msg, "%s",
-           TYPEOF(m) == STRSXP && XLENGTH(m) > 0 ? CHAR(STRING_ELT(m, 0)) : "cannot allocate the output");
+  snprintf(om->msg, sizeof om->msg, "cannot allocate the output: %s",
+           TYPEOF(m) == STRSXP && XLENGTH(m) > 0 ? CHAR(STRING_ELT(m, 0)) : "R's allocator failed");
   return R_NilValue;
 }
 

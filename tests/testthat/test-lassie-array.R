@@ -62,6 +62,32 @@ test_that("a single simulation is an array of one, and a bad `output` is an erro
                "`output` must be one of", class = "sysbioGPU_error_input")
 })
 
+test_that("an output R cannot allocate is a memory error, for every output, and R goes on", {
+  # the engine asks the glue for the output (an R allocation inside
+  # R_ToplevelExec): R's error becomes the call's, with nothing left behind.
+  # R's vector heap capped 400 MB above its use; the conditions are caught
+  # by base R and looked at once the cap is gone
+  skip_if_not(exists("mem.maxVSize", baseenv()), "no mem.maxVSize in this R")
+  m <- arr_model(observables = FALSE)
+  K <- matrix(seq(0.5, 2, length.out = 20000), ncol = 2, nrow = 20000)
+  tt <- seq(0, 1, length.out = 5000)   # 20,000 x 5,000 x 2 doubles: 1.6 GB
+  old <- mem.maxVSize()
+  on.exit(mem.maxVSize(old), add = TRUE)
+  mem.maxVSize(ceiling(gc()[2L, 2L]) + 400)
+  caught <- lapply(c("array", "matrices"), function(out) {
+    tryCatch(lassieSimulate(m, tt, rates = K, backend = "cpu", threads = 1, verbose = FALSE, output = out),
+             error = function(e) e)
+  })
+  mem.maxVSize(old)
+  for (e in caught) {
+    expect_s3_class(e, "sysbioGPU_error_memory")
+    expect_match(conditionMessage(e), "cannot allocate the output")
+  }
+  a <- lassieSimulate(m, tt[1:10], rates = K[1:3, ], backend = "cpu", threads = 1, verbose = FALSE, output = "array")
+  expect_identical(dim(a), c(10L, 2L, 3L))
+  expect_false(anyNA(a))
+})
+
 test_that("BiocParallel's blocks make the array of one process", {
   skip_if_not_installed("BiocParallel")
   skip_on_os("windows")   # MulticoreParam forks
