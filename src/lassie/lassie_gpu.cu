@@ -346,8 +346,6 @@ struct part {
   std::atomic<int> finished;
 };
 
-/* Row 0 of S simulations' outputs (nt x N blocks, column-major): their
- * initial states. */
 /* the output's row 0 on the device: the initial states x (before any
  * step) of S simulations of N species, nt rows */
 __global__ void k_row0(size_t SN, int N, int nt, const double *x, double *out) {
@@ -380,6 +378,8 @@ void lassie_start_sims(const sbg_lassie_model *m, const sbg_lassie_params *p, co
   }
 }
 
+/* Row 0 of S simulations' outputs (nt x N blocks, column-major): their
+ * initial states. */
 void lassie_write_row0(double *out, const double *initial, int per_sim, int S, int N, int nt) {
   for (int s = 0; s < S; s++) {
     const double *x0 = initial + (per_sim ? (size_t)s * N : 0);
@@ -448,10 +448,10 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   int fused = 0, fb = 32;
 
   /* The output made if it is not there, and its row 0 (the initial
-   * states, there if the run stops early) written on a thread of its own
-   * while the device works: its writes fault in every page of the output,
-   * fresh memory from R (Chen, 1,000 sets: 246 MB), which in turn would
-   * hold up the device's start.  Joined before the output is copied back
+   * states; the device's copy brings them again) written on a thread of
+   * its own while the device works: its writes fault in every page of the
+   * output, fresh memory from R (Chen, 1,000 sets: 246 MB), which would
+   * otherwise slow the copy back.  Joined before the output is copied back
    * (and on every way out).  Once the device has work when the output is
    * made here, else now. */
   bool have_out = false;
@@ -632,7 +632,8 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   SBG_CUDA_CHECK(cudaMemcpyAsync(hs, d_ss, sizeof(simstate) * S, cudaMemcpyDeviceToHost, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(hx, d_x, sizeof(double) * SN, cudaMemcpyDeviceToHost, stream));
   if (row0.joinable()) row0.join();
-  /* rows 1.. written by the device (the part's blocks are contiguous) */
+  /* every row written by the device, row 0 by k_row0 (the part's blocks
+   * are contiguous) */
   SBG_CUDA_CHECK(cudaMemcpyAsync(rout, d_out, sizeof(double) * SN * nt, cudaMemcpyDeviceToHost, stream));
   SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
 
