@@ -142,7 +142,7 @@ static SEXP make_output_body(void *data) {
   double *out = NULL;
   if (om->as_array) {
     const R_xlen_t len = nt * (N + n_obs) * (R_xlen_t)S;   /* (checked by the caller) */
-    SET_VECTOR_ELT(om->held, 0, Rf_allocVector(REALSXP, (R_xlen_t)len));
+    SET_VECTOR_ELT(om->held, 0, Rf_allocVector(REALSXP, len));
     out = REAL(VECTOR_ELT(om->held, 0));
     /* (without observables the array is `out`, hinted below) */
     if (n_obs > 0) sbg_hint_huge_pages(out, sizeof(double) * (size_t)len);

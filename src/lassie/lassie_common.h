@@ -38,16 +38,6 @@
 #define LASSIE_CALM_STEPS 10
 #define LASSIE_CALM_HRHO 1.0
 #define LASSIE_NEWTON_MAXIT 5
-
-/* r->out made (sbg_lassie_result's make_out) unless it is there. */
-static inline sbg_status lassie_out_ready(sbg_lassie_result *r, sbg_ctx *ctx) {
-  if (r->out) return SBG_OK;
-  sbg_status st = r->make_out ? r->make_out(r->make_data, &r->out) : SBG_ERR_ALLOC;
-  if (st == SBG_OK && r->out) return SBG_OK;
-  r->out = NULL;
-  if (st == SBG_ERR_INTERRUPTED) return sbg_fail(ctx, st, "interrupted by the user");
-  return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the output");
-}
 #define LASSIE_NEWTON_TOL 0.03
 #define LASSIE_JAC_REUSE 20
 /* implicit steps: weights never below this many ulps of a residual's terms */
@@ -59,6 +49,16 @@ static inline sbg_status lassie_out_ready(sbg_lassie_result *r, sbg_ctx *ctx) {
 enum { LASSIE_OK = 0, LASSIE_FAIL_MAXSTEPS = SBG_LASSIE_FAIL_MAXSTEPS,
        LASSIE_FAIL_HMIN = SBG_LASSIE_FAIL_HMIN, LASSIE_FAIL_NEWTON = SBG_LASSIE_FAIL_NEWTON,
        LASSIE_FAIL_DENSE = SBG_LASSIE_FAIL_TOO_LARGE, LASSIE_FAIL_ALLOC, LASSIE_FAIL_INTERRUPT };
+
+/* r->out made (sbg_lassie_result's make_out) unless it is there. */
+static inline sbg_status lassie_out_ready(sbg_lassie_result *r, sbg_ctx *ctx) {
+  if (r->out) return SBG_OK;
+  sbg_status st = r->make_out ? r->make_out(r->make_data, &r->out) : SBG_ERR_ALLOC;
+  if (st == SBG_OK && r->out) return SBG_OK;
+  r->out = NULL;
+  if (st == SBG_ERR_INTERRUPTED) return sbg_fail(ctx, st, "interrupted by the user");
+  return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the output");
+}
 
 /* The smallest step an attempt at t may take in a run over `span`: 64
  * ulps of t, near t = 0 64 ulps of the span's ulp.  Relative to t, not to
