@@ -67,9 +67,10 @@ static void observables(const double *sp, R_xlen_t nt, int N, const double *w0, 
  * (time, species, observables), from the engine's result r: a batch's get
  * their block of r->out (one simulation's matrix has it already, the
  * engine wrote into it).  obs: NULL or the observables' weights, species x
- * observables.  sh: their attributes, or NULL.  The matrices are filled
- * on `threads` threads (their first writes fault in R's fresh pages: 1,000
- * Chen matrices are 246 MB), and given their attributes in turn. */
+ * observables.  sh: their attributes (attached by make_output()), or NULL.
+ * The matrices are filled on `threads` threads (their first writes fault
+ * in R's fresh pages: 1,000 Chen matrices are 246 MB), and their
+ * attributes in turn. */
 static void fill_matrices(SEXP sims, const sbg_lassie_params *p, const sbg_lassie_result *r, int N,
                           SEXP obs, SEXP messages, const lassie_out_shared *sh, int threads) {
   const R_xlen_t nt = p->n_times, block = nt * (R_xlen_t)N;
@@ -87,8 +88,8 @@ static void fill_matrices(SEXP sims, const sbg_lassie_params *p, const sbg_lassi
   }
   if (sh)
     for (int s = 0; s < S; s++)
-      lassie_out_set(VECTOR_ELT(sims, s), sh, r->stats + (size_t)s * SBG_LASSIE_N_STATS, r->status[s],
-                     STRING_ELT(messages, s));
+      lassie_out_fill(VECTOR_ELT(sims, s), sh, r->stats + (size_t)s * SBG_LASSIE_N_STATS, r->status[s],
+                      STRING_ELT(messages, s));
 }
 
 /* output = "array": the simulations' species and observables in one
@@ -122,17 +123,28 @@ static void fill_array(double *arr, const sbg_lassie_params *p, const sbg_lassie
  * next call's make_output() too, beside the device, and not in the R code
  * before it (Chen, 1,000 sets, calls in turn: a collection before the
  * engine in one call of three, 0.1-0.15 s; with this none after the
- * first).  Not with explicit steps in the batch: there the device waits
- * for the host between rounds (Haugh2b, 20,000 sets, method "auto":
- * 0.41 s with it, 0.26 s without). */
+ * first).  Not with explicit steps in the batch: measured when the
+ * device still waited for the host's output between rounds (Haugh2b,
+ * 20,000 sets, method "auto": 0.41 s with it, 0.26 s without; session
+ * 29), and not again since the devices run on threads of their own. */
 #define LASSIE_COLLECT_BYTES 64e6
 typedef struct {
   SEXP held, sims;
   const sbg_lassie_params *p;
   int N, n_obs, as_array, collect;
+  const lassie_out_shared *sh;   /* the matrices' attributes, or NULL */
   double *out;
   char msg[200];
 } out_maker;
+
+/* Simulation s's matrix in om->sims, with its attributes (to be filled)
+ * when om->sh; dim: its dim attribute, shared by the batch. */
+static SEXP new_matrix(out_maker *om, int s, SEXP dim) {
+  SEXP x = SET_VECTOR_ELT(om->sims, s, Rf_allocVector(REALSXP, (R_xlen_t)INTEGER(dim)[0] * INTEGER(dim)[1]));
+  Rf_setAttrib(x, R_DimSymbol, dim);
+  if (om->sh) lassie_out_attach(x, om->sh);
+  return x;
+}
 
 static SEXP make_output_body(void *data) {
   out_maker *om = (out_maker *)data;
@@ -147,9 +159,14 @@ static SEXP make_output_body(void *data) {
     /* (without observables the array is `out`, hinted below) */
     if (n_obs > 0) sbg_hint_huge_pages(out, sizeof(double) * (size_t)len);
   }
+  SEXP dim = R_NilValue;
+  if (!om->as_array) {
+    dim = SET_VECTOR_ELT(om->held, 2, Rf_allocVector(INTSXP, 2));
+    INTEGER(dim)[0] = p->n_times;
+    INTEGER(dim)[1] = N + 1 + n_obs;
+  }
   if (S == 1 && !om->as_array) {
-    SET_VECTOR_ELT(om->sims, 0, Rf_allocMatrix(REALSXP, p->n_times, N + 1 + n_obs));
-    out = REAL(VECTOR_ELT(om->sims, 0)) + nt;
+    out = REAL(new_matrix(om, 0, dim)) + nt;
   } else if (!om->as_array || n_obs > 0) {
     /* outside R's heap, freed once copied: R allocates as much again for
      * the matrices, and the call's peak R heap is then theirs alone
@@ -167,7 +184,7 @@ static SEXP make_output_body(void *data) {
        * 20,000 sets, a process's first call on the VM: 6 collections, 4
        * of them full, without it; 2 with it) */
       (void)Rf_allocVector(RAWSXP, (R_xlen_t)(sizeof(double) * (double)(block + nt * (1 + n_obs)) * S));
-      for (int s = 0; s < S; s++) SET_VECTOR_ELT(om->sims, s, Rf_allocMatrix(REALSXP, p->n_times, N + 1 + n_obs));
+      for (int s = 0; s < S; s++) new_matrix(om, s, dim);
     }
   }
   sbg_hint_huge_pages(out, sizeof(double) * (size_t)block * (size_t)S);
@@ -269,7 +286,18 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
     sbg_stop(SBG_ERR_INPUT, "the output array would be longer than R allows");
   const int collect = rn.gpu && p.method == SBG_LASSIE_BDF &&
                       sizeof(double) * (double)p.n_times * (N + n_obs) * p.n_sims >= LASSIE_COLLECT_BYTES;
-  out_maker om = {PROTECT(Rf_allocVector(VECSXP, 2)), R_NilValue, &p, N, n_obs, as_array, collect, NULL, ""};
+  /* the matrices' attributes, attached as they are made */
+  SEXP attrs = sbg_elt_or_null(params, "output"), elapsed = R_NilValue;
+  lassie_out_shared sh;
+  if (attrs && !Rf_isNull(attrs)) {
+    PROTECT(lassie_out_decode(attrs, p.times[p.n_times - 1], &sh)); nprot++;
+    /* one `elapsed` shared by all, its value set once they are built */
+    sh.elapsed = elapsed = PROTECT(Rf_allocVector(REALSXP, 1)); nprot++;
+    REAL(elapsed)[0] = NA_REAL;
+    MARK_NOT_MUTABLE(elapsed);
+  }
+  out_maker om = {PROTECT(Rf_allocVector(VECSXP, 3)), R_NilValue, &p, N, n_obs, as_array, collect,
+                  elapsed != R_NilValue ? &sh : NULL, NULL, ""};
   nprot++;
   if (!as_array) { om.sims = PROTECT(Rf_allocVector(VECSXP, p.n_sims)); nprot++; }
   SEXP stats = PROTECT(Rf_allocMatrix(REALSXP, SBG_LASSIE_N_STATS, p.n_sims)); nprot++;
@@ -296,14 +324,6 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   for (int s = 0; s < p.n_sims; s++) {
     msgs[(size_t)s * SBG_LASSIE_MSG + SBG_LASSIE_MSG - 1] = '\0';
     SET_STRING_ELT(messages, s, Rf_mkChar(msgs + (size_t)s * SBG_LASSIE_MSG));
-  }
-  SEXP attrs = sbg_elt_or_null(params, "output"), elapsed = R_NilValue;
-  lassie_out_shared sh;
-  if (attrs && !Rf_isNull(attrs)) {
-    lassie_out_decode(attrs, &sh);
-    /* one `elapsed` shared by all, its value set once they are built */
-    sh.elapsed = elapsed = PROTECT(Rf_allocVector(REALSXP, 1)); nprot++;
-    MARK_NOT_MUTABLE(elapsed);
   }
   if (as_array) fill_array(REAL(sims), &p, &r, N, obs);
   else fill_matrices(sims, &p, &r, N, obs, messages, elapsed != R_NilValue ? &sh : NULL, ctx.n_threads);

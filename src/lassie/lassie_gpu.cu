@@ -387,21 +387,21 @@ void lassie_write_row0(double *out, const double *initial, int per_sim, int S, i
   }
 }
 
-/* the host looks at an unpaced launch every millisecond (cudaStreamQuery)
- * and polls for an interrupt every LASSIE_WAIT_POLL looks */
+/* the host looks at an unpaced launch every millisecond (cudaStreamQuery),
+ * and whether it was cancelled or the output is there every
+ * LASSIE_WAIT_POLL looks */
 #define LASSIE_WAIT_POLL 10
 
 /* The explicit steps of a part's simulations on its device, from the
  * initial states to where each finished, failed or turned stiff: fills
  * their entries of hs_all and hx_all (whole-batch arrays) and their rows of
- * r->out.  Free of R.  With poll set it runs on the calling thread and
- * polls between rounds (interrupt, progress bar), and makes r->out if it
- * is not there (lassie_out_ready()) once the device has its first work;
- * otherwise it runs on a host thread of its own (r->out made) and stops at
- * the next round once *cancel is set. */
+ * r->out.  Free of R: it runs on a host thread of its own, while the
+ * calling thread makes r->out (set once *out_made is) and polls; it stops
+ * at the next round, or within LASSIE_WAIT_POLL ms of a long launch, once
+ * *cancel is set. */
 sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part *pt,
                     simstate *hs_all, double *hx_all, sbg_lassie_result *r, sbg_ctx *ctx,
-                    int poll, const std::atomic<int> *cancel) {
+                    const std::atomic<int> *cancel, const std::atomic<int> *out_made) {
   sbg_status st = SBG_OK;
   const int N = m->n_species, M = m->n_reactions, S = pt->S, nt = p->n_times;
   const int nnzA = m->r_ptr[M], nnzH = m->h_ptr[N];
@@ -409,7 +409,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   const size_t nk = p->rates_per_sim ? SM : (size_t)M;
   const double *rates = p->rates + (p->rates_per_sim ? (size_t)pt->s0 * M : 0);
   const double *initial = p->initial + (p->initial_per_sim ? (size_t)pt->s0 * N : 0);
-  double *rout = r->out ? r->out + (size_t)pt->s0 * nt * N : NULL;
+  double *rout = NULL;
   simstate *hs = hs_all + pt->s0;
   double *hx = hx_all + (size_t)pt->s0 * N;
   cudaStream_t stream = NULL;
@@ -447,26 +447,29 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   const size_t smem = explicit_smem(N, M, n_stages) * sizeof(double);
   int fused = 0, fb = 32;
 
-  /* The output made if it is not there, and its row 0 (the initial
-   * states; the device's copy brings them again) written on a thread of
+  /* Once the calling thread has made the output, its row 0 (the initial
+   * states; the device's copy brings them again) is written on a thread of
    * its own while the device works: its writes fault in every page of the
    * output, fresh memory from R (Chen, 1,000 sets: 246 MB), which would
    * otherwise slow the copy back.  Joined before the output is copied back
-   * (and on every way out).  Once the device has work when the output is
-   * made here, else now. */
-  bool have_out = false;
-  auto output_ready = [&]() -> sbg_status {
-    if (!rout) {
-      sbg_status s = lassie_out_ready(r, ctx);
-      if (s != SBG_OK) return s;
-      rout = r->out + (size_t)pt->s0 * nt * N;
-    }
+   * (and on every way out).  Looked at between launches (have_output);
+   * waited for before the copy back (wait_output). */
+  auto have_output = [&]() -> bool {
+    if (rout) return true;
+    if (!out_made->load(std::memory_order_acquire)) return false;
+    rout = r->out + (size_t)pt->s0 * nt * N;
     try {
       row0 = std::thread(lassie_write_row0, rout, initial, p->initial_per_sim, S, N, nt);
     } catch (...) {
       lassie_write_row0(rout, initial, p->initial_per_sim, S, N, nt);
     }
-    have_out = true;
+    return true;
+  };
+  auto wait_output = [&]() -> sbg_status {
+    while (!have_output()) {
+      if (cancel->load()) return SBG_ERR_INTERRUPTED;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     return SBG_OK;
   };
   {
@@ -476,7 +479,6 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     f = (double *)malloc(sizeof(double) * (size_t)N * nth);
     v = (double *)malloc(sizeof(double) * (size_t)M * nth);
     if (!f || !v) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
-    if (rout) SBG_TRY(output_ready());
     std::thread *starts = new (std::nothrow) std::thread[nth];
     for (int t = 0; t < nth; t++) {
       const int s0 = (int)((long long)S * t / nth), s1 = (int)((long long)S * (t + 1) / nth);
@@ -498,7 +500,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   if (want_bdf) for (int s = 0; s < S; s++) n_bdf += hs[s].flag == FLAG_TO_CPU;
   pt->active.store(active + n_bdf);
   if (active == 0 && n_bdf == 0) {   /* nothing for the device */
-    if (!have_out) st = output_ready();
+    st = wait_output();
     goto done;
   }
 
@@ -571,8 +573,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   /* Steps are queued without waiting; every 64 explicit steps (and the
    * implicit attempts of a launch: 64, or with method "bdf" as many as take
    * about a quarter second) the host counts the simulations still running
-   * and polls for an interrupt (or, on a thread of its own, looks whether
-   * the calling thread cancelled). */
+   * and looks whether the calling thread cancelled. */
   while (active > 0 || n_bdf > 0) {
     if (fused && active > 0)
       k_explicit<<<S, fb, smem, stream>>>(S, dm, d_k, p->rates_per_sim, nt, d_times, p->rtol, p->atol,
@@ -595,23 +596,17 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     }
     SBG_CUDA_CHECK(cudaGetLastError());
     if (bdf) SBG_TRY(lassie_gpu_bdf_launch(bdf, p, d_k, d_times, d_x, d_out, d_ss, stream, ctx));
-    if (!have_out) {
-      st = output_ready();
-      if (st != SBG_OK) {
-        if (bdf_unpaced) lassie_gpu_bdf_stop(bdf);
-        goto done;
-      }
-    }
+    have_output();
     if (bdf_unpaced) {
-      /* poll while the launch runs (before anything that waits for it:
-       * the counts' copy to pageable memory does); an interrupt stops it
+      /* look at the launch while it runs (before anything that waits for
+       * it: the counts' copy to pageable memory does); a cancel stops it
        * within LASSIE_BDF_STOP_EVERY attempts */
       for (int w = 0; cudaStreamQuery(stream) == cudaErrorNotReady; w++) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
         if (w % LASSIE_WAIT_POLL != LASSIE_WAIT_POLL - 1) continue;
-        if (poll) st = sbg_poll(ctx, (double)(S - active - n_bdf) / S);
-        else if (cancel->load()) st = SBG_ERR_INTERRUPTED;
-        if (st != SBG_OK) {
+        have_output();
+        if (cancel->load()) {
+          st = SBG_ERR_INTERRUPTED;
           lassie_gpu_bdf_stop(bdf);
           cudaStreamSynchronize(stream);
           goto done;
@@ -625,10 +620,9 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     active = counts[0];
     n_bdf = bdf ? counts[1] : 0;
     pt->active.store(active + n_bdf);
-    if (poll) SBG_TRY(sbg_poll(ctx, (double)(S - active) / S));
-    else if (cancel->load()) { st = SBG_ERR_INTERRUPTED; goto done; }
+    if (cancel->load()) { st = SBG_ERR_INTERRUPTED; goto done; }
   }
-  if (!have_out) SBG_TRY(output_ready());   /* (no round ran) */
+  SBG_TRY(wait_output());
   SBG_CUDA_CHECK(cudaMemcpyAsync(hs, d_ss, sizeof(simstate) * S, cudaMemcpyDeviceToHost, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(hx, d_x, sizeof(double) * SN, cudaMemcpyDeviceToHost, stream));
   if (row0.joinable()) row0.join();
@@ -649,16 +643,19 @@ done:
   return st;
 }
 
-/* Several devices: one host thread per part runs its device (launching
- * kernels from one thread would serialise the launches, which bound small
- * batches), while this, the calling thread, polls every 0.1 s and cancels
- * them all on an interrupt or when one fails.  The threads touch neither R
- * nor ctx. */
+/* Each part's device run by a host thread of its own (launching kernels
+ * of several devices from one thread would serialise the launches, which
+ * bound small batches), while this, the calling thread, makes the output
+ * when r->out is not there (R's allocator and its collections: 0.2-0.4 s
+ * for 20,000 matrices in a fresh process, which the devices' work now
+ * hides; the threads wait for it only to copy their rows back), then
+ * polls every 0.1 s and cancels them all on an interrupt or when one
+ * fails.  The threads touch neither R nor ctx. */
 sbg_status run_parts_threaded(const sbg_lassie_model *m, const sbg_lassie_params *p, part *parts,
                               int n_parts, simstate *hs, double *hx, sbg_lassie_result *r,
                               sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
-  std::atomic<int> cancel(0);
+  std::atomic<int> cancel(0), out_made(r->out != NULL);
   std::mutex mu;
   std::condition_variable cv;
   int n_started = 0, n_done = 0;
@@ -667,8 +664,8 @@ sbg_status run_parts_threaded(const sbg_lassie_model *m, const sbg_lassie_params
   for (int d = 0; d < n_parts; d++) {
     part *pt = &parts[d];
     try {
-      th[d] = std::thread([=, &cancel, &mu, &cv, &n_done]() {
-        pt->st = run_part(m, p, pt, hs, hx, r, &pt->ctx, 0, &cancel);
+      th[d] = std::thread([=, &cancel, &out_made, &mu, &cv, &n_done]() {
+        pt->st = run_part(m, p, pt, hs, hx, r, &pt->ctx, &cancel, &out_made);
         pt->finished.store(1);
         std::lock_guard<std::mutex> lk(mu);
         n_done++;
@@ -680,6 +677,11 @@ sbg_status run_parts_threaded(const sbg_lassie_model *m, const sbg_lassie_params
       cancel.store(1);
       break;
     }
+  }
+  if (st == SBG_OK && !r->out) {
+    st = lassie_out_ready(r, ctx);
+    if (st == SBG_OK) out_made.store(1, std::memory_order_release);
+    else cancel.store(1);
   }
   for (;;) {
     {
@@ -749,10 +751,8 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
     pt->active.store(0);
     pt->finished.store(0);
   }
-  /* one device: the output is made while it works (run_part()) */
-  if (n_parts > 1 && (st = lassie_out_ready(r, ctx)) != SBG_OK) goto done;
-  if (n_parts == 1) st = run_part(m, p, &parts[0], hs, hx, r, ctx, 1, NULL);
-  else st = run_parts_threaded(m, p, parts, n_parts, hs, hx, r, ctx);
+  /* the output is made while the devices work */
+  st = run_parts_threaded(m, p, parts, n_parts, hs, hx, r, ctx);
   if (st != SBG_OK) goto done;
 
   /* stiff simulations: implicit steps on the host, from where the devices

@@ -22,7 +22,15 @@ static SEXP shared(SEXP x) {
   return x;
 }
 
-void lassie_out_decode(SEXP attrs, lassie_out_shared *sh) {
+/* deSolve's rstate: its third entry the time reached, NA for a failure */
+static SEXP rstate(double t_reached) {
+  SEXP rs = Rf_allocVector(REALSXP, 5);
+  for (int i = 0; i < 5; i++) REAL(rs)[i] = NA_REAL;
+  REAL(rs)[2] = t_reached;
+  return rs;
+}
+
+SEXP lassie_out_decode(SEXP attrs, double t_end, lassie_out_shared *sh) {
   sh->dimnames = shared(sbg_vec_elt(attrs, "dimnames", VECSXP, 2));
   sh->cls = shared(sbg_vec_elt(attrs, "class", STRSXP, -1));
   sh->type = shared(sbg_vec_elt(attrs, "type", STRSXP, 1));
@@ -42,6 +50,13 @@ void lassie_out_decode(SEXP attrs, lassie_out_shared *sh) {
   sh->elapsed = NULL;
   const char *sym[7] = {"stats", "istate", "rstate", "type", "lengthvar", "status", "message"};
   for (int i = 0; i < 7; i++) sh->sym[i] = Rf_install(sym[i]);
+  SEXP keep = PROTECT(Rf_allocVector(VECSXP, 3));
+  sh->ok_status = shared(SET_VECTOR_ELT(keep, 0, Rf_ScalarInteger(0)));
+  sh->ok_message = shared(SET_VECTOR_ELT(keep, 1, Rf_ScalarString(R_BlankString)));
+  sh->ok_rstate = shared(SET_VECTOR_ELT(keep, 2, rstate(t_end)));
+  sh->t_end = t_end;
+  UNPROTECT(1);
+  return keep;
 }
 
 /* as.integer(pmin(v, .Machine$integer.max)) for a counter */
@@ -50,12 +65,10 @@ static int count_int(double v) {
   return v >= INT_MAX ? INT_MAX : (int)v;
 }
 
-/* deSolve's istate (21 integers, as lsoda's): 2 (lsoda's "successful") or
- * -1, then the counters that have a counterpart; NA elsewhere, which
- * diagnostics() leaves out. */
-static SEXP istate(const double *st, int status) {
-  SEXP is = Rf_allocVector(INTSXP, 21);
-  int *v = INTEGER(is);
+/* deSolve's istate (21 integers, as lsoda's) into v: 2 (lsoda's
+ * "successful") or -1, then the counters that have a counterpart; NA
+ * elsewhere, which diagnostics() leaves out. */
+static void istate(int *v, const double *st, int status) {
   for (int i = 0; i < 21; i++) v[i] = NA_INTEGER;
   v[0] = status == 0 ? 2 : -1;
   v[1] = count_int(st[SBG_LASSIE_ST_STEPS]);
@@ -64,32 +77,58 @@ static SEXP istate(const double *st, int status) {
   v[9] = count_int(st[SBG_LASSIE_ST_FACTOR]);
   v[10] = count_int(st[SBG_LASSIE_ST_NEWTON]);
   v[12] = count_int(st[SBG_LASSIE_ST_REJECTED]);
-  return is;
 }
 
-void lassie_out_set(SEXP x, const lassie_out_shared *sh, const double *st, int status,
-                    SEXP message) {
+void lassie_out_attach(SEXP x, const lassie_out_shared *sh) {
   SBG_ASSERT(TYPEOF(x) == REALSXP && Rf_isMatrix(x) && Rf_nrows(x) >= 1);
   Rf_setAttrib(x, R_DimNamesSymbol, sh->dimnames);
   Rf_setAttrib(x, R_ClassSymbol, sh->cls);
   SEXP s = PROTECT(Rf_allocVector(REALSXP, SBG_LASSIE_N_STATS));
-  memcpy(REAL(s), st, sizeof(double) * SBG_LASSIE_N_STATS);
+  memset(REAL(s), 0, sizeof(double) * SBG_LASSIE_N_STATS);
   Rf_setAttrib(s, R_NamesSymbol, sh->stat_names);
   Rf_setAttrib(x, sh->sym[0], s);
-  Rf_setAttrib(x, sh->sym[1], PROTECT(istate(st, status)));
-  /* rstate: deSolve's third entry is the time reached, NA for a failure */
-  SEXP rs = PROTECT(Rf_allocVector(REALSXP, 5));
-  for (int i = 0; i < 5; i++) REAL(rs)[i] = NA_REAL;
-  if (status == 0) REAL(rs)[2] = REAL(x)[Rf_nrows(x) - 1];
-  Rf_setAttrib(x, sh->sym[2], rs);
+  SEXP is = PROTECT(Rf_allocVector(INTSXP, 21));
+  memset(INTEGER(is), 0, sizeof(int) * 21);
+  Rf_setAttrib(x, sh->sym[1], is);
+  Rf_setAttrib(x, sh->sym[2], sh->ok_rstate);
   Rf_setAttrib(x, sh->sym[3], sh->type);
   Rf_setAttrib(x, sh->sym[4], sh->lengthvar);
-  Rf_setAttrib(x, sh->sym[5], PROTECT(Rf_ScalarInteger(status)));
-  Rf_setAttrib(x, sh->sym[6], PROTECT(Rf_ScalarString(message)));
+  Rf_setAttrib(x, sh->sym[5], sh->ok_status);
+  Rf_setAttrib(x, sh->sym[6], sh->ok_message);
   for (R_xlen_t i = 0; i < XLENGTH(sh->common); i++)
     Rf_setAttrib(x, sh->common_syms[i],
                  i == sh->elapsed_at && sh->elapsed ? sh->elapsed : VECTOR_ELT(sh->common, i));
-  UNPROTECT(5);
+  UNPROTECT(2);
+}
+
+/* x's cell of attribute `sym` (attached, so there) */
+static SEXP attr_cell(SEXP x, SEXP sym) {
+  for (SEXP a = ATTRIB(x); a != R_NilValue; a = CDR(a))
+    if (TAG(a) == sym) return a;
+  SBG_ASSERT(0);
+  return R_NilValue;
+}
+
+void lassie_out_fill(SEXP x, const lassie_out_shared *sh, const double *st, int status, SEXP message) {
+  /* stats and istate are x's own (lassie_out_attach()): filled in place */
+  memcpy(REAL(CAR(attr_cell(x, sh->sym[0]))), st, sizeof(double) * SBG_LASSIE_N_STATS);
+  istate(INTEGER(CAR(attr_cell(x, sh->sym[1]))), st, status);
+  const double t_reached = REAL(x)[Rf_nrows(x) - 1];
+  if (status != 0 || t_reached != sh->t_end) {
+    SEXP rs = PROTECT(rstate(status == 0 ? t_reached : NA_REAL));
+    SETCAR(attr_cell(x, sh->sym[2]), rs);
+    UNPROTECT(1);
+  }
+  if (status != 0) {
+    SEXP v = PROTECT(Rf_ScalarInteger(status));
+    SETCAR(attr_cell(x, sh->sym[5]), v);
+    UNPROTECT(1);
+  }
+  if (LENGTH(message) > 0) {
+    SEXP v = PROTECT(Rf_ScalarString(message));
+    SETCAR(attr_cell(x, sh->sym[6]), v);
+    UNPROTECT(1);
+  }
 }
 
 /* .Call(ffi_lassie_output, sims, stats, status, messages, attrs): copies of
@@ -103,7 +142,11 @@ SEXP ffi_lassie_output(SEXP sims, SEXP stats, SEXP status, SEXP messages, SEXP a
   SBG_ASSERT(XLENGTH(status) == n && XLENGTH(messages) == n &&
              XLENGTH(stats) == (R_xlen_t)SBG_LASSIE_N_STATS * n);
   lassie_out_shared sh;
-  lassie_out_decode(attrs, &sh);
+  /* (a simulation that ends elsewhere gets an rstate of its own) */
+  SEXP first = n > 0 ? VECTOR_ELT(sims, 0) : R_NilValue;
+  const double t_end = TYPEOF(first) == REALSXP && Rf_isMatrix(first) && Rf_nrows(first) >= 1
+                           ? REAL(first)[Rf_nrows(first) - 1] : NA_REAL;
+  PROTECT(lassie_out_decode(attrs, t_end, &sh));
   SEXP ans = PROTECT(Rf_allocVector(VECSXP, n));
   for (R_xlen_t s = 0; s < n; s++) {
     SEXP in = VECTOR_ELT(sims, s);
@@ -111,9 +154,10 @@ SEXP ffi_lassie_output(SEXP sims, SEXP stats, SEXP status, SEXP messages, SEXP a
     SEXP x = Rf_allocMatrix(REALSXP, Rf_nrows(in), Rf_ncols(in));
     SET_VECTOR_ELT(ans, s, x);
     memcpy(REAL(x), REAL(in), sizeof(double) * (size_t)XLENGTH(in));
-    lassie_out_set(x, &sh, REAL(stats) + s * SBG_LASSIE_N_STATS, INTEGER(status)[s],
-                   STRING_ELT(messages, s));
+    lassie_out_attach(x, &sh);
+    lassie_out_fill(x, &sh, REAL(stats) + s * SBG_LASSIE_N_STATS, INTEGER(status)[s],
+                    STRING_ELT(messages, s));
   }
-  UNPROTECT(1);
+  UNPROTECT(2);
   return ans;
 }
