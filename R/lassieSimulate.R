@@ -256,12 +256,12 @@ check_model <- function(model) {
 #' Smaller batches take the host's implicit steps on `threads` threads
 #' (the same code, so the same results and `stats`).  Measured on an H100
 #' with 16 host threads (`inst/bench/lassie-bdf.R`, method `"bdf"`, t 0 to
-#' 100), device against host: the 354-species fceri_ji model 1.57 s
-#' against 1.15 s at 64 simulations, 1.63 s against 2.05 s at 128 and
-#' 1.92 s against 3.85 s at 256; egfr_net (356 species) 1.84 s against
-#' 1.32 s at 64 and 1.92 s against 2.62 s at 128; Chen 2009 (504 species)
-#' 0.70 s against 0.48 s at 64, 0.73 s against 0.95 s at 128 and 0.91 s
-#' against 1.79 s at 256 (each even between 64 and 128).  The host also keeps the
+#' 100; BENCHMARKS.md, session 28), device against host: the 354-species
+#' fceri_ji model 1.30 s against 1.10 s at 64 simulations and 1.36 s
+#' against 2.21 s at 128; egfr_net (356 species) 1.39 s against 1.52 s at
+#' 64 and 1.44 s against 2.72 s at 128; Chen 2009 (504 species) 0.47 s
+#' against 0.26 s at 32, 0.47 s against 0.52 s at 64 and 0.48 s against
+#' 0.92 s at 128 (each about even at 4 a host thread).  The host also keeps the
 #' implicit steps of models of more than 1,024 species (BCR's 1,122: the
 #' device 2.4 times slower at 128 simulations; larger batches were not
 #' measured), of a simulation whose sparse LU needs pivoting (the dense
