@@ -35,6 +35,11 @@ test_that("Ctrl-C stops a batch of long stiff simulations inside them, on every 
     lassieSimulate(m, times = c(0, 1, 10, 100, 1000, 1e4), rates = rates, method = "bdf",
                    rtol = 1e-8, atol = 1e-12, backend = "cpu", threads = threads)
   }
+  # a first call before the interrupts: it finds the backends (CUDA's start
+  # took more than the half second below on a host of two H200s, and the
+  # interrupt then came in R, before the engine)
+  small <- lassieSimulate(m, times = c(0, 1e-3), method = "bdf", backend = "cpu", threads = 2)
+  expect_true(all(is.finite(small)))
   # two simulations on two threads (each far longer than the second it may
   # take to stop), then both on one thread (the second still to come)
   expect_lt(interrupted_within(function() run(2)), 3)
