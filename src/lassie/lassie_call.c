@@ -111,9 +111,9 @@ static void fill_array(double *arr, const sbg_lassie_params *p, const sbg_lassie
  * (sbg_lassie_result's make_out): the GPU engine asks once its device has
  * work, so that R's allocator (a full garbage collection when the output
  * outgrows R's heap: 0.1-0.2 s for Chen's 1,000 sets) works meanwhile.
- * held: a list of 2 the caller protects, [0] the array, [1] the staging
- * block's holder (sbg_scratch()); sims: the list of matrices (made
- * before) unless as_array.  The engine's blocks (out): the array itself
+ * held: a list of 3 the caller protects, [0] the array, [1] the staging
+ * block's holder (sbg_scratch()), [2] the matrices' shared dim; sims: the
+ * list of matrices (made before, their elements here) unless as_array.  The engine's blocks (out): the array itself
  * (as_array without observables), the one matrix's species columns (one
  * simulation), else the staging block, which fill_matrices() or
  * fill_array() copy from.  An allocation's error is caught (msg) and
