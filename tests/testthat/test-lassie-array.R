@@ -88,6 +88,33 @@ test_that("an output R cannot allocate is a memory error, for every output, and 
   expect_false(anyNA(a))
 })
 
+test_that("GPU: an output R cannot allocate stops the device's thread, and the device works afterwards", {
+  # the calling thread makes the output while a host thread of its own
+  # drives the device: R's failure there cancels that thread, and the run
+  # ends with R's error
+  skip_if_no_gpu()
+  skip_if_not(exists("mem.maxVSize", baseenv()), "no mem.maxVSize in this R")
+  m <- arr_model(observables = FALSE)
+  K <- matrix(seq(0.5, 2, length.out = 20000), ncol = 2, nrow = 20000)
+  tt <- seq(0, 1, length.out = 5000)
+  old <- mem.maxVSize()
+  on.exit(mem.maxVSize(old), add = TRUE)
+  mem.maxVSize(ceiling(gc()[2L, 2L]) + 400)
+  caught <- lapply(c("array", "matrices"), function(out) {
+    tryCatch(lassieSimulate(m, tt, rates = K, backend = "gpu", verbose = FALSE, output = out),
+             error = function(e) e)
+  })
+  mem.maxVSize(old)
+  for (e in caught) {
+    expect_s3_class(e, "sysbioGPU_error_memory")
+    expect_match(conditionMessage(e), "cannot allocate the output")
+  }
+  g <- lassieSimulate(m, tt[1:10], rates = K[1:3, ], backend = "gpu", verbose = FALSE, output = "array")
+  c0 <- lassieSimulate(m, tt[1:10], rates = K[1:3, ], backend = "cpu", threads = 1, verbose = FALSE,
+                       output = "array")
+  expect_identical(unclass(g)[, , ], unclass(c0)[, , ])
+})
+
 test_that("BiocParallel's blocks make the array of one process", {
   skip_if_not_installed("BiocParallel")
   skip_on_os("windows")   # MulticoreParam forks
