@@ -63,6 +63,16 @@ static void observables(const double *sp, R_xlen_t nt, int N, const double *w0, 
   }
 }
 
+/* Whether the n values x are all finite and >= 0, on `threads` threads (a
+ * batch's rates: 33.5 million for 16,384 sets of 2,048 reactions). */
+static int finite_nonneg(const double *x, R_xlen_t n, int threads) {
+  int bad = 0;
+#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static) reduction(| : bad) \
+    if (n > 100000)
+  for (R_xlen_t e = 0; e < n; e++) bad |= !R_FINITE(x[e]) || x[e] < 0;
+  return !bad;
+}
+
 /* The simulations' matrices in `sims` (made by make_output()), times x
  * (time, species, observables), from the engine's result r: a batch's get
  * their block of r->out (one simulation's matrix has it already, the
@@ -253,10 +263,10 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
     if (!R_FINITE(p.times[t]) || (t > 0 && !(p.times[t] > p.times[t - 1])))
       sbg_stop(SBG_ERR_INPUT, "`times` must be finite and strictly increasing");
   }
-  for (R_xlen_t e = 0; e < XLENGTH(rates); e++)
-    if (!R_FINITE(p.rates[e]) || p.rates[e] < 0) sbg_stop(SBG_ERR_INPUT, "`rates` must be finite and >= 0");
-  for (R_xlen_t e = 0; e < XLENGTH(initial); e++)
-    if (!R_FINITE(p.initial[e]) || p.initial[e] < 0) sbg_stop(SBG_ERR_INPUT, "`initial` must be finite and >= 0");
+  if (!finite_nonneg(p.rates, XLENGTH(rates), rn.threads))
+    sbg_stop(SBG_ERR_INPUT, "`rates` must be finite and >= 0");
+  if (!finite_nonneg(p.initial, XLENGTH(initial), rn.threads))
+    sbg_stop(SBG_ERR_INPUT, "`initial` must be finite and >= 0");
   p.rtol = sbg_real_elt(params, "rtol");
   p.atol = sbg_real_elt(params, "atol");
   p.method = sbg_int_elt(params, "method");
@@ -427,21 +437,27 @@ SEXP ffi_lassie_batch_values(SEXP x, SEXP threads) {
   const double *in = REAL(x);
   SEXP vals = PROTECT(Rf_allocVector(REALSXP, S * n));
   double *out = REAL(vals);
-  R_xlen_t bad = -1;
+  /* (fresh pages, faulted in by the threads below: 268 MB for 16,384 sets
+   * of 2,048 rates) */
+  sbg_hint_huge_pages(out, sizeof(double) * (size_t)(S * n));
+  R_xlen_t bad = -1, first_bad = S * n;
   int nth = INTEGER(threads)[0] > 0 ? INTEGER(threads)[0] : 1;
   /* a tiled transpose (32 x 32 tiles stay in cache); a thread per band of
-   * simulations */
-#pragma omp parallel for num_threads(nth) schedule(static)
+   * simulations, each noting the first bad value of its tiles */
+#pragma omp parallel for num_threads(nth) schedule(static) reduction(min : first_bad)
   for (R_xlen_t s0 = 0; s0 < S; s0 += 32) {
     R_xlen_t s1 = s0 + 32 < S ? s0 + 32 : S;
     for (R_xlen_t j0 = 0; j0 < n; j0 += 32) {
       R_xlen_t j1 = j0 + 32 < n ? j0 + 32 : n;
       for (R_xlen_t s = s0; s < s1; s++)
-        for (R_xlen_t j = j0; j < j1; j++) out[s * n + j] = in[s + j * S];
+        for (R_xlen_t j = j0; j < j1; j++) {
+          const double v = in[s + j * S];
+          out[s * n + j] = v;
+          if (!R_FINITE(v) || v < 0) first_bad = s + j * S < first_bad ? s + j * S : first_bad;
+        }
     }
   }
-  for (R_xlen_t t = 0; t < S * n && bad < 0; t++)
-    if (!R_FINITE(in[t]) || in[t] < 0) bad = t;
+  if (first_bad < S * n) bad = first_bad;
   SEXP ans = PROTECT(Rf_allocVector(VECSXP, 3));
   SET_VECTOR_ELT(ans, 0, vals);
   SET_VECTOR_ELT(ans, 1, Rf_ScalarReal((double)(bad + 1)));
