@@ -107,7 +107,9 @@ resolveBackend <- function(backend = getOption("sysbioGPU.backend", "auto"),
     }
     device <- as.integer(device)
   }
-  s <- gpu_status()
+  # backend = "cpu" asks nothing of CUDA (its first query takes a while
+  # with several devices)
+  s <- if (backend == "cpu") list(availability = -1L, message = "") else gpu_status()
   use_gpu <- FALSE
   reason <- ""
   if (s$availability != 0L) {

@@ -60,9 +60,15 @@ extern "C" sbg_status sbg_gpu_device_info(int device, int with_memory, sbg_devic
   cudaDeviceProp prop;
   size_t free_b = 0, total_b = 0;
   memset(info, 0, sizeof(*info));
-  SBG_TRY(sbg_device_select(device, ctx));
+  /* The properties need no context; the free memory needs the device's
+   * (selecting a device creates its primary context, which holds some
+   * hundred MB of that device's memory until the process ends: only when
+   * asked, so that a call on GPU 0 leaves a server's other GPUs alone) */
   SBG_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  if (with_memory) SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  if (with_memory) {
+    SBG_TRY(sbg_device_select(device, ctx));
+    SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  }
   snprintf(info->name, sizeof(info->name), "%s", prop.name);
   info->total_bytes = (double)total_b;
   info->free_bytes = (double)free_b;

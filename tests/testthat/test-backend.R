@@ -23,6 +23,44 @@ test_that("gpuInfo() lists a usable device with its properties", {
   expect_false(nzchar(attr(g, "reason")))
 })
 
+test_that("a CPU call leaves the GPUs alone, a GPU call holds only its device", {
+  # A device's context holds some hundred MB of it until the process ends:
+  # on a shared server, a call must create one only on the devices it
+  # runs on.  A fresh R process makes the calls and asks nvidia-smi which
+  # devices hold one of its contexts.
+  skip_if_no_gpu()
+  skip_on_os("windows")
+  smi <- Sys.which("nvidia-smi")
+  skip_if_not(nzchar(smi), "no nvidia-smi")
+  script <- tempfile(fileext = ".R")
+  on.exit(unlink(script), add = TRUE)
+  writeLines(c(
+    "suppressPackageStartupMessages(library(sysbioGPU))",
+    sprintf("smi <- %s", deparse(unname(smi))),
+    "held <- function() {",
+    "  apps <- system2(smi, c('--query-compute-apps=pid,gpu_uuid', '--format=csv,noheader'), stdout = TRUE)",
+    "  uuids <- trimws(system2(smi, c('--query-gpu=uuid', '--format=csv,noheader'), stdout = TRUE))",
+    "  mine <- trimws(sub('^[^,]*,', '', apps[trimws(sub(',.*$', '', apps)) == as.character(Sys.getpid())]))",
+    "  paste(sort(match(mine, uuids) - 1L), collapse = ' ')",
+    "}",
+    "m <- reactionModel(rbind(c(1, 0), c(0, 1)), rbind(c(0, 1), c(1, 0)), rates = c(2, 1), initial = c(1, 0))",
+    "invisible(resolveBackend('cpu'))",
+    "invisible(lassieSimulate(m, c(0, 1), backend = 'cpu', verbose = FALSE))",
+    "cat('cpu:', held(), '\\n')",
+    "invisible(hasGPU()); invisible(resolveBackend('gpu', device = 0))",
+    "invisible(lassieSimulate(m, c(0, 1), backend = 'gpu', device = 0, verbose = FALSE))",
+    "cat('gpu0:', held(), '\\n')"), script)
+  out <- system2(file.path(R.home("bin"), "Rscript"), shQuote(script), stdout = TRUE, stderr = TRUE)
+  cpu <- grep("^cpu:", out, value = TRUE)
+  gpu0 <- grep("^gpu0:", out, value = TRUE)
+  expect_length(cpu, 1L)
+  expect_length(gpu0, 1L)
+  # nvidia-smi may not see this container's processes: then nothing to check
+  skip_if(identical(trimws(gpu0), "gpu0:"), "nvidia-smi lists no process of this container")
+  expect_identical(trimws(cpu), "cpu:")
+  expect_identical(trimws(gpu0), "gpu0: 0")
+})
+
 # ---- resolution --------------------------------------------------------------
 
 test_that("the CPU backend always resolves, threads are capped at what exists", {
