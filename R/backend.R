@@ -14,6 +14,10 @@ cuda_version_string <- function(v) {
 #' GPUs that sysbioGPU can use
 #'
 #' Lists the CUDA devices visible to the package, one row per device.
+#' Reading each device's free memory starts a CUDA context on it, which
+#' holds some hundred MB of that device's memory until the R session ends;
+#' the methods themselves start one only on the devices they run on, and
+#' [hasGPU()] and [resolveBackend()] start none.
 #'
 #' @return A data.frame with one row per device (zero rows when there is no
 #'   usable GPU, or when the package was built without CUDA) and columns
