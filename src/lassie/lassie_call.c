@@ -198,7 +198,16 @@ static SEXP make_output_body(void *data) {
     }
   }
   sbg_hint_huge_pages(out, sizeof(double) * (size_t)block * (size_t)S);
-  if (om->collect) R_gc();
+  if (om->collect) {
+    R_gc();
+    /* the device's one long launch is ahead: the matrices' fresh pages
+     * faulted in now, beside it, and not by fill_matrices() after it */
+    if (!om->as_array && S > 1)
+      for (int s = 0; s < S; s++) {
+        SEXP x = VECTOR_ELT(om->sims, s);
+        memset(REAL(x), 0, sizeof(double) * (size_t)XLENGTH(x));
+      }
+  }
   om->out = out;
   return R_NilValue;
 }
