@@ -111,21 +111,23 @@ resolveBackend <- function(backend = getOption("sysbioGPU.backend", "auto"),
     }
     device <- as.integer(device)
   }
-  # backend = "cpu" asks nothing of CUDA (its first query takes a while
-  # with several devices)
-  s <- if (backend == "cpu") list(availability = -1L, message = "") else gpu_status()
   use_gpu <- FALSE
   reason <- ""
-  if (s$availability != 0L) {
-    if (backend == "gpu") stop_backend('backend = "gpu" cannot be used: ', s$message)
-    reason <- s$message
-  } else if (!all_devices && any(device >= s$nDevices)) {
-    msg <- sprintf("`device` = %d does not exist: %d GPU(s), numbered from 0", device[device >= s$nDevices][[1L]],
-                   s$nDevices)
-    if (backend == "gpu") stop_backend(msg)
-    reason <- msg
-  } else {
-    use_gpu <- backend != "cpu"
+  # backend = "cpu" asks nothing of CUDA (its first query takes a while
+  # with several devices)
+  if (backend != "cpu") {
+    s <- gpu_status()
+    if (s$availability != 0L) {
+      if (backend == "gpu") stop_backend('backend = "gpu" cannot be used: ', s$message)
+      reason <- s$message
+    } else if (!all_devices && any(device >= s$nDevices)) {
+      msg <- sprintf("`device` = %d does not exist: %d GPU(s), numbered from 0", device[device >= s$nDevices][[1L]],
+                     s$nDevices)
+      if (backend == "gpu") stop_backend(msg)
+      reason <- msg
+    } else {
+      use_gpu <- TRUE
+    }
   }
   devices <- if (!use_gpu) NA_integer_ else if (all_devices) seq_len(s$nDevices) - 1L else device
   names <- if (use_gpu) s$devices$name[devices + 1L] else ""

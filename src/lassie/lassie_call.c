@@ -123,10 +123,10 @@ static void fill_array(double *arr, const sbg_lassie_params *p, const sbg_lassie
  * outgrows R's heap: 0.1-0.2 s for Chen's 1,000 sets) works meanwhile.
  * held: a list of 3 the caller protects, [0] the array, [1] the staging
  * block's holder (sbg_scratch()), [2] the matrices' shared dim; sims: the
- * list of matrices (made before, their elements here) unless as_array.  The engine's blocks (out): the array itself
- * (as_array without observables), the one matrix's species columns (one
- * simulation), else the staging block, which fill_matrices() or
- * fill_array() copy from.  An allocation's error is caught (msg) and
+ * list of matrices (made before, their elements here) unless as_array.
+ * The engine's blocks (out): the array itself (as_array without
+ * observables), the one matrix's species columns (one simulation), else
+ * the staging block, which fill_matrices() or fill_array() copy from.  An allocation's error is caught (msg) and
  * ends the run.  collect: a full collection once the output is made
  * (large outputs of the GPU engine with method "bdf", whose device takes
  * one long launch while the host waits), so that R's next ones come in the
