@@ -217,7 +217,7 @@ grnSimulate <- function(network, rules, from, steps = 5) {
 #' are the paper's; the mutation rates are not. The defaults, `pLink =
 #' pRule = 0.05`, reach the optimum of the mouse eye network
 #' ([grnMouseEye()]: no gene off the goal, 6 links changed; a SAT search,
-#' `inst/bench/grn_optimum.py`, proves that no network within 5 changes
+#' `inst/bench/grn-optimum.py`, proves that no network within 5 changes
 #' reaches the goal) in each of 8 seeds, in 861 to 1,922 generations
 #' (under a minute on 2 CPU threads even on a loaded machine); 0.01, 0.02,
 #' 0.1 and 0.2 need more generations, and the paper's 0.001 still had 9

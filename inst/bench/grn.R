@@ -138,7 +138,7 @@ print(tab, digits = 4, row.names = FALSE)
 
 # ---- 2. time to the best fitness on the mouse eye network -------------------
 # The optimum of this network: dn = 0 with 6 link changes.  6 is the fewest:
-# inst/bench/grn_optimum.py proves by SAT that no network within 5 changes
+# inst/bench/grn-optimum.py proves by SAT that no network within 5 changes
 # (any rules, any in-degree) reaches E10.5 and finds one with 6 (GRN_FSTAR
 # overrides the target).
 fstar <- env_num("GRN_FSTAR", 0.1 * 6 / 32^2)

@@ -68,7 +68,7 @@ timed <- function(expr) { t0 <- proc.time()[["elapsed"]]; v <- force(expr); list
 # The diffrax peer (issue 17): JAX + diffrax in float64, vmap over the
 # parameter sets, Tsit5 and Kvaerno5 at our tolerances, on the same
 # workloads, when LASSIE_PYTHON (default python3) imports diffrax;
-# inst/bench/lassie_diffrax.py reads the model this script exports and
+# inst/bench/lassie-diffrax.py reads the model this script exports and
 # times each solver (first call: compile; then best of 2).  Skipped
 # otherwise.  LASSIE_DIFFRAX_CHUNK: sets per vmap call (default 4096; 0 all
 # at once), LASSIE_DIFFRAX_TIMEOUT: seconds per workload (default 600),
@@ -76,8 +76,8 @@ timed <- function(expr) { t0 <- proc.time()[["elapsed"]]; v <- force(expr); list
 py <- Sys.getenv("LASSIE_PYTHON", "python3")
 py_script <- local({
   f <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
-  cand <- c(if (length(f)) file.path(dirname(f[1]), "lassie_diffrax.py"),
-            system.file("bench", "lassie_diffrax.py", package = "sysbioGPU"))
+  cand <- c(if (length(f)) file.path(dirname(f[1]), "lassie-diffrax.py"),
+            system.file("bench", "lassie-diffrax.py", package = "sysbioGPU"))
   cand <- cand[nzchar(cand) & file.exists(cand)]
   if (length(cand)) cand[1] else ""
 })
@@ -93,7 +93,7 @@ print_peers <- function() {
     if (nzchar(o)) utils::write.csv(ptab, file.path(o, "bench-lassie-diffrax.csv"), row.names = FALSE)
   } else if (!has_diffrax) cat("\n(diffrax peer skipped: `", py, " -c 'import diffrax'` fails here)\n", sep = "")
 }
-# the model, the sets (rows of K) and the times as lassie_diffrax.py reads them
+# the model, the sets (rows of K) and the times as lassie-diffrax.py reads them
 export_model <- function(m, tt, K, dir) {
   arr <- sysbioGPU:::lassie_arrays(m)
   put <- function(x, name) writeLines(sprintf("%.17g", as.double(x)), file.path(dir, name))

@@ -207,7 +207,7 @@ test_that("the mouse eye network is read and a short run improves on the start",
 })
 
 test_that("the mouse eye optimum: a network with 6 changed links reaches E10.5", {
-  # Found by inst/bench/grn_optimum.py, which also proves by SAT that no
+  # Found by inst/bench/grn-optimum.py, which also proves by SAT that no
   # network within 5 changes (any rules, any in-degree) reaches E10.5: the
   # optimum fitness is 0.1 * 6 / 32^2, the target of inst/bench/grn.R.
   eye <- grnMouseEye()

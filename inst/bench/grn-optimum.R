@@ -1,16 +1,16 @@
 # The exact optimum of the mouse eye problem (E9 -> E10.5, 5 steps,
-# lambda 0.9), the target of inst/bench/grn.R: runs grn_optimum.py (SAT,
+# lambda 0.9), the target of inst/bench/grn.R: runs grn-optimum.py (SAT,
 # needs python3 and the Debian package cadical), then checks the network it
 # found with the package's own grnSimulate() and evaluator.
-#   Rscript inst/bench/grn_optimum.R
+#   Rscript inst/bench/grn-optimum.R
 suppressPackageStartupMessages(library(sysbioGPU))
 here <- function() {
   f <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
   if (length(f)) dirname(normalizePath(f[1])) else system.file("bench", package = "sysbioGPU")
 }
-script <- file.path(here(), "grn_optimum.py")
+script <- file.path(here(), "grn-optimum.py")
 if (!nzchar(Sys.which("python3")) || !nzchar(Sys.which("cadical"))) {
-  stop("grn_optimum.R needs python3 and cadical (apt-get install cadical)")
+  stop("grn-optimum.R needs python3 and cadical (apt-get install cadical)")
 }
 dir <- system.file("extdata", "grn", package = "sysbioGPU")
 out <- tempfile(fileext = ".csv")

@@ -21,15 +21,15 @@ No bound on in-degree is imposed (grnEvolve's maxInDegree only shrinks the
 space), so UNSAT at K means no network of any in-degree does it.
 
 Usage:
-  grn_optimum.py NETWORK.csv STATES.csv [--steps 5] [--kmin 0] [--kmax 8]
+  grn-optimum.py NETWORK.csv STATES.csv [--steps 5] [--kmin 0] [--kmax 8]
                  [--from E9] [--to E10.5] [--cnf-dir DIR] [--out FILE]
                  [--rows] [--enumerate MAX]
-  grn_optimum.py --self-test      (the encoding against brute force)
+  grn-optimum.py --self-test      (the encoding against brute force)
 Network CSV: N x N of -1/0/1, row = target, column = source, '#' comments.
 States CSV: gene,<from column>,<to column> with 0/1.
 Prints, for K = 0, 1, ..., the SAT answer and the time; stops at the first
 SAT and prints the network found (changed links and rules), which the
-caller checks with grnSimulate() (inst/bench/grn_optimum.R does).
+caller checks with grnSimulate() (inst/bench/grn-optimum.R does).
 """
 import argparse
 import csv
@@ -450,7 +450,7 @@ def main():
                 enumerate_sets(c, A, R, ref, genes, links, args.enumerate)
             if args.out:
                 with open(args.out, "w") as f:
-                    f.write("# network found by grn_optimum.py, K = %d\n" % K)
+                    f.write("# network found by grn-optimum.py, K = %d\n" % K)
                     for i in range(n):
                         f.write(",".join(map(str, links[i])) + "\n")
                     f.write("# rules: " + ",".join(RULES[r] for r in rules) + "\n")

@@ -1,12 +1,12 @@
 # pbnSteadyState on one and two GPUs (issue 8): the random 100-node network
 # (2^18 and 2^20 trajectories) and the 7-set T-LGL analysis at r = 5e-6.
-#   PBN_DATA=.device/bnet Rscript inst/bench/pbn_scale.R     (needs 2 GPUs)
+#   PBN_DATA=.device/bnet Rscript inst/bench/pbn-scale.R     (needs 2 GPUs)
 # PBN_SCALE_DEVICES: the device sets, ";" between them (default "0;0,1").
 # PBN_SCALE=bpparam: one process on GPU 0 vs BPPARAM = SnowParam(2), a
 # worker per GPU (the states travel with every round), seconds and efficiency.
 suppressMessages(library(sysbioGPU))
 if (nrow(gpuInfo()) < 2) {
-  cat("pbn_scale.R: needs 2 GPUs; this machine has", nrow(gpuInfo()), "\n")
+  cat("pbn-scale.R: needs 2 GPUs; this machine has", nrow(gpuInfo()), "\n")
   quit(save = "no")
 }
 src <- readLines("inst/bench/pbn.R")

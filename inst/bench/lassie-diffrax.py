@@ -2,7 +2,7 @@
 """The diffrax peer of inst/bench/lassie.R (issue 17): the same mass-action
 workloads solved by JAX + diffrax in float64, vmap over the parameter sets.
 
-Usage: python3 lassie_diffrax.py MODEL_DIR OUT_CSV [--solvers Tsit5,Kvaerno5]
+Usage: python3 lassie-diffrax.py MODEL_DIR OUT_CSV [--solvers Tsit5,Kvaerno5]
        [--rtol 1e-6] [--atol 1e-12] [--chunk 0] [--max-steps 100000]
        [--reps 2] [--first-out FILE]
 (--max-steps: diffrax's bound on the steps of one solve, default 100000)
