@@ -519,7 +519,15 @@ readSBML <- function(file, propensities = FALSE) {
   dims <- stats::setNames(d$compartments$spatialDimensions, d$compartments$id)[sp$compartment]
   sp$hasOnlySubstanceUnits <- d$species$hasOnlySubstanceUnits <- sp$hasOnlySubstanceUnits | (!is.na(dims) & dims == 0)
   v <- sbml_values(d, refuse)
-  # a species whose assignment rule has a constant value is held at it
+  moving <- v$moving
+  # a species whose assignment rule changes in time is no state: it is
+  # reported as an observable (below); one whose rule has a constant value
+  # is held at it
+  keep <- !sp$id %in% names(moving)
+  if (!any(keep)) refuse("no species that an assignment rule does not set")
+  out_sp <- sp
+  sp <- lapply(sp, function(x) x[keep])
+  N <- length(sp$id)
   ruled <- sp$id %in% rl$variable[rl$type == "assignment"]
   fixed <- sp$boundaryCondition | sp$constant | ruled
   init <- vapply(sp$id, v$value, 0)
@@ -535,18 +543,21 @@ readSBML <- function(file, propensities = FALSE) {
   # errors here are caught per reaction and reported together, by name
   fail <- function(...) stop_input(..., call = NULL)
   bad <- function() fail("not mass action")
-  to_poly <- function(ex, loc) {
+  to_poly <- function(ex, loc, depth = 0L) {
+    if (depth > 100L) fail("assignment rules nested too deeply")
     if (is.numeric(ex)) return(poly_const(as.double(ex)))
     vars <- setdiff(all.vars(ex), names(loc))
-    if (!any(vars %in% sp$id)) {
+    if (is.name(ex) && length(vars) && vars %in% names(moving)) return(to_poly(moving[[vars]], list(), depth + 1L))
+    if (!any(vars %in% c(sp$id, names(moving)))) {
       # a constant: any function of numbers and parameters
       return(poly_const(sbml_eval(ex, function(nm) if (nm %in% names(loc)) loc[[nm]] else v$value(nm),
                                   time = function() fail("it depends on time"))))
     }
     if (is.name(ex)) return(poly_var(sidx[[as.character(ex)]]))
     op <- as.character(ex[[1]])
+    if (op %in% c("delay", "rateOf", "unsupported_math", "function_call")) sbml_eval(ex, stop, stop)   # its refusal
     if (!op %in% c("+", "-", "*", "/", "^")) bad()
-    ps <- lapply(as.list(ex)[-1], to_poly, loc = loc)
+    ps <- lapply(as.list(ex)[-1], to_poly, loc = loc, depth = depth)
     r <- poly_arith(op, ps)
     if (is.null(r)) bad()
     r
@@ -559,6 +570,13 @@ readSBML <- function(file, propensities = FALSE) {
     r[r != 0]
   }
   expand <- function(side) {
+    set <- side$species %in% names(moving)
+    if (any(set)) {
+      if (!all(out_sp$boundaryCondition[match(side$species[set], out_sp$id)])) {
+        fail("species ", side$species[set][1], " is set by an assignment rule")
+      }
+      side <- lapply(side, function(x) x[!set])
+    }
     if (!length(side$species)) return(integer())
     j <- unname(sidx[side$species])
     if (anyNA(j)) fail("unknown species ", side$species[is.na(j)][1])
@@ -576,7 +594,7 @@ readSBML <- function(file, propensities = FALSE) {
     left <- tb - ta
     rep.int(as.integer(names(left)), as.integer(left))
   }
-  cf <- v$conversion_factors()
+  cf <- v$conversion_factors()[keep]
   out_re <- list(); out_pr <- list(); out_k <- numeric(); out_id <- character(); out_nm <- character()
   problems <- character()
   add <- function(re, pr, k, id, nm) {
@@ -661,14 +679,29 @@ readSBML <- function(file, propensities = FALSE) {
   ri <- rep.int(seq_len(M), lengths(out_re)); pi_ <- rep.int(seq_len(M), lengths(out_pr))
   A <- Matrix::sparseMatrix(i = ri, j = unlist(out_re), x = rep(1, length(ri)), dims = c(M, N))
   B <- Matrix::sparseMatrix(i = pi_, j = unlist(out_pr), x = rep(1, length(pi_)), dims = c(M, N))
+  # rules that change in time, as observables: linear in the species
+  obs <- NULL
+  if (length(moving)) {
+    rows <- lapply(names(moving), function(nm) {
+      p <- tryCatch(to_poly(moving[[nm]], list()), error = function(e) NULL)
+      lin <- !is.null(p) && all(names(p) != "." | p == 0) && poly_degree(p) <= 1L
+      if (!lin) refuse("an assignment rule for ", nm, " that changes in time and is not linear in the species")
+      p <- p[names(p) != "."]
+      w <- numeric(N); w[as.integer(names(p))] <- p
+      w
+    })
+    obs <- do.call(rbind, rows)
+    dimnames(obs) <- list(names(moving), sp$id)
+  }
   m <- reactionModel(A, B, rates = out_k, initial = unname(init), species = sp$id, fixed = fixed,
-                     reactions = make.unique(out_id))
+                     observables = obs, reactions = make.unique(out_id))
   attr(m, "speciesNames") <- sp$name
   attr(m, "reactionNames") <- out_nm
   attr(m, "parameters") <- stats::setNames(d$parameters$value, d$parameters$id)
-  attr(m, "speciesCompartment") <- stats::setNames(sp$compartment, sp$id)
+  # of all SBML species, those set by rules (observables) included
+  attr(m, "speciesCompartment") <- stats::setNames(out_sp$compartment, out_sp$id)
   attr(m, "compartmentSize") <- v$known(d$compartments$id)
-  attr(m, "substanceUnits") <- stats::setNames(sp$hasOnlySubstanceUnits, sp$id)
+  attr(m, "substanceUnits") <- stats::setNames(out_sp$hasOnlySubstanceUnits, out_sp$id)
   attr(m, "constants") <- v$known(c(d$parameters$id, d$compartments$id, v$sref_ids))
   m
 }
@@ -706,11 +739,13 @@ sbml_values <- function(d, refuse) {
     i <- match(nm, sp$id)
     !is.na(i) && !(sp$boundaryCondition[i] || sp$constant[i])
   }
-  for (nm in names(ar)) if (varying(nm)) {
-    refuse("an assignment rule for ", nm, " whose value changes in time")
-  }
+  # rules whose values change in time: readSBML() substitutes them into
+  # laws and reports them as observables where they are linear in the
+  # species; as a value (of a constant) they are refused
+  moving <- Filter(varying, names(ar))
   lookup <- function(nm) {
     if (!is.null(memo[[nm]])) return(memo[[nm]])
+    if (nm %in% moving) refuse("a constant computed from ", nm, ", whose assignment rule changes in time")
     if (nm %in% busy) refuse("a cycle of assignments through ", nm)
     busy <<- c(busy, nm)
     val <- if (!is.null(ar[[nm]])) sbml_eval(ar[[nm]], lookup, time = function() 0)
@@ -758,11 +793,13 @@ sbml_values <- function(d, refuse) {
     vapply(f, function(x) if (nzchar(x)) lookup(x) else 1, 0)
   }
   known <- function(ids) {
+    ids <- setdiff(ids, moving)
     v <- vapply(ids, function(nm) tryCatch(lookup(nm), error = function(e) NA_real_), 0)
-    stats::setNames(v, ids)
+    v <- stats::setNames(v, ids)
+    v[!is.na(v)]
   }
   list(value = lookup, stoichiometry = stoichiometry, conversion_factors = conversion_factors,
-       known = known, sref_ids = names(sref))
+       known = known, sref_ids = names(sref), moving = ar[moving])
 }
 
 # SBML math (an R call from the glue's AST conversion) evaluated to a

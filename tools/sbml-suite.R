@@ -84,15 +84,14 @@ err_outcome <- function(e, where) {
 unit_info <- function(m, file) {
   a <- attributes(m)
   if (!is.null(a$speciesCompartment)) {
-    return(list(size = a$compartmentSize[a$speciesCompartment], amount = a$substanceUnits,
-                constants = a$constants))
+    return(list(size = stats::setNames(a$compartmentSize[a$speciesCompartment], names(a$speciesCompartment)),
+                amount = a$substanceUnits, constants = a$constants))
   }
   d <- .Call(sysbioGPU:::ffi_lassie_read_sbml, path.expand(file))
   cs <- stats::setNames(d$compartments$size, d$compartments$id)
   cs[is.na(cs)] <- 1
   size <- stats::setNames(unname(cs[d$species$compartment]), d$species$id)
-  list(size = size[m$species], amount = stats::setNames(d$species$hasOnlySubstanceUnits, d$species$id)[m$species],
-       constants = NULL)
+  list(size = size, amount = stats::setNames(d$species$hasOnlySubstanceUnits, d$species$id), constants = NULL)
 }
 
 run_case <- function(dir, id, st, file) {
@@ -110,10 +109,10 @@ run_case <- function(dir, id, st, file) {
   u <- unit_info(m, file)
   worst <- 0; worst_var <- ""
   for (v in st$variables) {
-    if (v %in% colnames(sim) && v %in% m$species) {
+    if (v %in% colnames(sim) && v %in% names(u$size)) {
+      # a species (a state, or an observable where a rule sets it)
       x <- sim[, v]
-      j <- match(v, m$species)
-      size <- unname(u$size[j]); is_amount <- isTRUE(unname(u$amount[j]))
+      size <- unname(u$size[[v]]); is_amount <- isTRUE(unname(u$amount[[v]]))
       if (v %in% st$amount && !is_amount) x <- x * size
       if (v %in% st$concentration && is_amount) x <- x / size
     } else if (v %in% colnames(sim)) {
