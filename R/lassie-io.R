@@ -492,7 +492,8 @@ readSBML <- function(file, propensities = FALSE) {
                "(install libSBML, e.g. Debian's libsbml5-dev, and reinstall sysbioGPU)")
   }
   fname <- basename(file)
-  d <- .Call(ffi_lassie_read_sbml, path.expand(file))
+  # an absolute path: comp's external model files are found beside it
+  d <- .Call(ffi_lassie_read_sbml, normalizePath(file))
   if (length(d$errors)) {
     stop_input(fname, ": libSBML reports ", length(d$errors), " error(s): ",
                paste(utils::head(d$errors, 3), collapse = "; "))
