@@ -284,6 +284,14 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   p.sim_base = INTEGER(part)[0];
   p.sim_total = INTEGER(part)[1];
   SBG_ASSERT(p.sim_base >= 0 && p.sim_total >= p.sim_base + p.n_sims);
+  /* the GPU engine's settings (lassie_settings() in R/options.R) */
+  p.device_bdf = sbg_int_elt(run, "deviceBDF");
+  p.bdf_team = sbg_int_elt(run, "bdfTeam");
+  p.bdf_smem = sbg_int_elt(run, "bdfSharedVectors");
+  p.fused = sbg_int_elt(run, "fused");
+  SBG_ASSERT(p.device_bdf >= -1 && p.device_bdf <= 1 && p.fused >= -1 && p.fused <= 1);
+  SBG_ASSERT(p.bdf_team == -1 || (p.bdf_team >= 1 && p.bdf_team <= 32 && !(p.bdf_team & (p.bdf_team - 1))));
+  SBG_ASSERT(p.bdf_smem >= -1 && p.bdf_smem <= 4);
 
   /* obs: NULL or the observables' weights, species x observables */
   int n_obs = 0;

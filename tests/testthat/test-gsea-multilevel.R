@@ -300,10 +300,8 @@ test_that("GPU multilevel p are the CPU's, bit for bit (sample sizes, weights, e
     expect_identical(g8$log2err, a$log2err)
   }
   # every ruler in a wave of its own: the same table
-  old <- Sys.getenv("SYSBIOGPU_GSEA_ML_WAVE_BYTES", unset = NA)
-  on.exit(if (is.na(old)) Sys.unsetenv("SYSBIOGPU_GSEA_ML_WAVE_BYTES") else
-    Sys.setenv(SYSBIOGPU_GSEA_ML_WAVE_BYTES = old), add = TRUE)
-  Sys.setenv(SYSBIOGPU_GSEA_ML_WAVE_BYTES = "1")
+  old <- options(sysbioGPU.gseaWaveBytes = 1)
+  on.exit(options(old), add = TRUE)
   a <- run("cpu")
   g <- run("gpu")
   expect_identical(g$pval, a$pval)
