@@ -56,7 +56,7 @@
 #define ML_MEMBER_GRAIN 8
 /* host threads up to which the plain random sets are drawn on the GPU (a
  * thread per size there): beyond, the host's threads draw C2's faster than
- * the device (see BENCHMARKS.md, rapidGSEA) */
+ * the device (measured with inst/bench/gsea.R's multilevel section) */
 #define ML_GPU_PLAIN_THREADS 6
 
 /* One ruler: the sets of one size in one tail (dir 0: ES >= 0, scored on

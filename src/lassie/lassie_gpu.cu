@@ -438,8 +438,8 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
    * and at least LASSIE_FUSED_BLOCKS blocks share a multiprocessor (fewer
    * leave too few warps to hide the model's index loads, which then miss
    * the L1 that the shared memory takes: with one block per
-   * multiprocessor the fused kernel was slower, with two faster; see
-   * BENCHMARKS.md, lassieSimulate).  p->fused 0: never, 1: whenever a
+   * multiprocessor the fused kernel was slower, with two faster, as
+   * inst/bench/lassie-fused.R measures).  p->fused 0: never, 1: whenever a
    * block fits (tests, measurements).  The block has
    * the fewest threads (a power of 2, 32 to LASSIE_BLOCK) that cover the
    * species: the stiffness sums then add the same nonzero terms in the same
@@ -549,8 +549,8 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
    * launch ends with its slowest simulation, and launches paced to a
    * quarter second cost more than they save.  With explicit steps in the
    * batch (method "auto") longer implicit launches keep the explicit ones
-   * waiting, so those stay at 64 attempts a launch (both measured in
-   * BENCHMARKS.md, lassieSimulate). */
+   * waiting, so those stay at 64 attempts a launch (both measured with
+   * inst/bench/lassie-bdf.R). */
   bdf_unpaced = bdf && p->method == SBG_LASSIE_BDF;
   if (bdf_unpaced) lassie_gpu_bdf_unpaced(bdf);
   {

@@ -380,8 +380,8 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   b->pval_off = ws_pval_off(N, M, m->r_ptr[M], (int)nnz, b->sum.n_slots);
   /* shared memory for a block's teams: as many of lux, ys, the rates and
    * y as fit where two blocks (the registers' limit) still fit an SM;
-   * each vector moved there saves time on the Chen model (see
-   * BENCHMARKS.md, lassieSimulate) */
+   * each vector moved there made Chen's batch faster (inst/bench/lassie-bdf.R;
+   * the option sysbioGPU.lassieBdfSharedVectors caps the tier) */
   b->smem_vecs = 0;
   if (b->T == 32) {
     const size_t teams = LASSIE_BDF_BLOCK / 32;
