@@ -7,8 +7,8 @@ grn_rule_names <- c("most", "abs", "jact", "jrep")
 
 # Largest fitness history (generations + 1) x islands that one call of the
 # engine allocates by the cap (32 MB); a larger cap runs in rounds
-# (grn_workers()).  An option for the tests only.
-grn_history_rows <- function() getOption("sysbioGPU.grnHistoryRows", 2^22)
+# (grn_workers()).  An engine setting for the tests (?`sysbioGPU-options`).
+grn_history_rows <- function() engine_option("sysbioGPU.grnHistoryRows", "grnEvolve") %||% 2^22
 
 # A signed network as an integer matrix with gene names (row = target,
 # column = source), from a matrix or an edge data.frame.
@@ -391,7 +391,7 @@ grnEvolve <- function(network, from, to, steps = 5, lambda = 0.9,
              migrants = as.integer(migrants), roulette = as.integer(selection == "roulette"),
              pLink = pLink, pRule = pRule, generations = generations, target = target_score,
              timeLimit = if (is.finite(timeLimit)) as.double(timeLimit) else 0, seed = seed,
-             blocks = as.integer(getOption("sysbioGPU.grnBlocks", 1L))) # CPU blocks in lockstep; tests only
+             blocks = as.integer(engine_option("sysbioGPU.grnBlocks", "grnEvolve") %||% 1L)) # CPU blocks in lockstep
   if (!is.null(BPPARAM) && is.null(threads)) threads <- bp_threads(BPPARAM)
   b <- resolveBackend(backend, threads, device)
   a <- backend_args(b, multi = TRUE)
@@ -439,7 +439,8 @@ new_grnEvolve <- function(r, network, genes, from, to, pb, scale, b, seconds, se
     stopReason = c("generations", "target", "timeLimit")[r$stop + 1L],
     seconds = seconds, seed = seed,
     backend = b$backend, device = b$device, devices = b$devices, deviceName = b$deviceName,
-    threads = b$threads, settings = settings, reference = network, call = call),
+    threads = b$threads, settings = settings, engineSettings = engine_settings("grnEvolve"),
+    reference = network, call = call),
     class = "grnEvolve")
 }
 

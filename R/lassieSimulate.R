@@ -332,7 +332,9 @@ check_model <- function(model) {
 #'   `status` and `messages` per simulation (a failure warns as in a
 #'   batch), and the run's `method`, `rtol`, `atol`, `backend`, `device`,
 #'   `elapsed`, `nSpecies`.  `x[, "A", ]` is then species A over time
-#'   (rows) and simulations (columns).
+#'   (rows) and simulations (columns).  A run made with an engine setting
+#'   of [sysbioGPU-options] has it in an attribute `engineSettings` (each
+#'   matrix's, the batch's or the array's), which [runInfo()] shows.
 #' @seealso [reactionModel()], [readBioNetGen()], [plot.lassieSimulation()]
 #' @references Tangherloni A, Nobile MS, Besozzi D, Mauri G, Cazzaniga P
 #'   (2017). LASSIE: simulating large-scale models of biochemical systems on
@@ -396,6 +398,8 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   job <- list(arr = lassie_arrays(model), times = as.double(times), rtol = rtol, atol = atol,
               method = match(method, methods) - 1L, maxSteps = maxSteps,
               gpu = a$gpu, threads = a$threads, total = as.integer(n_sims), array = as_array,
+              # the GPU engine's settings (R/options.R), read here for the workers too
+              settings = lassie_settings(),
               # the observables' weights, species x observables, added by the glue
               obs = if (!is.null(model$observables)) as.matrix(Matrix::t(model$observables)))
   cn <- list(NULL, c("time", model$species, rownames(model$observables)))
@@ -403,6 +407,8 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
                  atol = atol, backend = b$backend,
                  device = if (identical(b$backend, "gpu")) b$deviceName else NA_character_,
                  elapsed = NA_real_, nSpecies = N)
+  # the engine settings that are set (?`sysbioGPU-options`), for runInfo()
+  common$engineSettings <- engine_settings("lassieSimulate")
   # the glue sets the matrices' attributes (and elapsed, its own seconds);
   # workers' blocks get theirs in new_lassie_output()
   if (is.null(BPPARAM) && !as_array) job$output <- lassie_output_attrs(cn, common)
@@ -443,7 +449,7 @@ lassie_engine <- function(job, rates, initial, base, devices, verbose) {
   params <- list(rtol = job$rtol, atol = job$atol, method = job$method, maxSteps = job$maxSteps,
                  hInit = 0, part = as.integer(c(base, job$total)), array = isTRUE(job$array),
                  output = job$output)
-  .Call(ffi_lassie_simulate, data, params, run_list(job, verbose, devices = devices))
+  .Call(ffi_lassie_simulate, data, params, c(run_list(job, verbose, devices = devices), job$settings))
 }
 
 # BPPARAM: each worker a contiguous block of the simulations (on the GPU a

@@ -71,10 +71,10 @@ cosnet_engine <- function(job, lab, folds, devices, verbose) {
 cosnet_job <- function(W, nfolds, cost, maxSweeps, seed, a) {
   params <- list(nfolds = as.integer(nfolds), cost = cost, maxSweeps = as.integer(maxSweeps), seed = as.double(seed),
                  # jobs per GPU batch, for tests of the batching; 0 = automatic
-                 batch = as.integer(getOption("sysbioGPU.cosnetBatch", 0L)),
+                 batch = as.integer(engine_option("sysbioGPU.cosnetBatch", "parCosnet") %||% 0L),
                  # device memory budget in bytes (0 = what is free); a smaller one
                  # forces the streamed (partitioned) GPU path in the tests
-                 budget = as.double(getOption("sysbioGPU.cosnetDeviceBytes", 0)))
+                 budget = as.double(engine_option("sysbioGPU.cosnetDeviceBytes", "parCosnet") %||% 0))
   list(network = list(p = W@p, i = W@i, x = W@x), params = params, gpu = a$gpu, threads = a$threads)
 }
 
@@ -262,7 +262,7 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
                  normalize = normalize, seed = seed, backend = b$backend, device = b$device,
                  devices = b$devices, deviceName = b$deviceName, workers = r$workers, threads = b$threads, seconds = r$seconds,
                  deviceParts = r$parts, nodes = nrow(W), edges = length(W@x) / 2, call = call,
-                 labels = cosnet_truth(lab)),
+                 labels = cosnet_truth(lab), engineSettings = engine_settings("parCosnet")),
             class = "parCosnet")
 }
 
@@ -413,7 +413,7 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
                  device = b$device, devices = b$devices, deviceName = b$deviceName,
                  workers = r$workers, threads = b$threads,
                  seconds = r$seconds, deviceParts = r$parts, nodes = nrow(W),
-                 edges = length(W@x) / 2, call = call),
+                 edges = length(W@x) / 2, call = call, engineSettings = engine_settings("parCosnet")),
             class = "cvParCosnet")
 }
 

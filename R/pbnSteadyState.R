@@ -429,7 +429,7 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   }
   pbn_result(res, list(backend = b$backend, device = b$devices, deviceName = b$deviceName, seed = seed,
                        method = "two-state", p = p, update = update, burnin = o$burnin,
-                       nodesSimulated = flat$n))
+                       nodesSimulated = flat$n, engineSettings = engine_settings("pbnSteadyState")))
 }
 
 # The two-state method's parameters (src/pbn/pbn_call.c, params_decode()):
@@ -440,7 +440,8 @@ pbn_params <- function(seed, trajectories, r, s, epsilon, max_len) {
   list(seed = as.double(seed), chains = as.double(trajectories), r = r, z = stats::qnorm((1 + s) / 2),
        epsilon = epsilon, psi0 = 128, rhatMax = 1.01, maxLen = as.double(max_len), minSwitches = 20,
        t = stats::qt((1 + s) / 2, df = trajectories - 1),
-       small = !isTRUE(getOption("sysbioGPU.pbnGeneralStep")), skip = !isTRUE(getOption("sysbioGPU.pbnNoSkip")))
+       small = !isTRUE(engine_option("sysbioGPU.pbnGeneralStep", "pbnSteadyState")),
+       skip = !isTRUE(engine_option("sysbioGPU.pbnNoSkip", "pbnSteadyState")))
 }
 
 # One block of chains on an R worker: [range[1], range[2]) (0-based) from

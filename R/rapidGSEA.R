@@ -276,8 +276,9 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
   job <- list(expr = d$expr, labels = labels, ranking = d$ranking, start = gs$start, index = gs$index,
               metric = match(metric, gsea_metrics) - 1L, weight = as.double(weight),
               gene = permutation == "gene", seed = seed, nperm = nperm,
-              batch = as.double(getOption("sysbioGPU.gseaBatch", 0)), # permutations per batch; tests only
-              cache = as.double(getOption("sysbioGPU.gseaCache", -1)), # GPU: most permutations kept; tests only
+              # engine settings (?`sysbioGPU-options`)
+              batch = as.double(engine_option("sysbioGPU.gseaBatch", "rapidGSEA") %||% 0),
+              cache = as.double(engine_option("sysbioGPU.gseaCache", "rapidGSEA") %||% -1),
               keepNull = keepNull, gpu = a$gpu, threads = a$threads, devices = a$devices)
   r <- if (is.null(BPPARAM)) gsea_engine(job, 0L, c(0, 0), NULL, a$devices, verbose)
        else gsea_workers(job, BPPARAM)
@@ -324,6 +325,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
             permutation = permutation, pvalue = pvalue, eps = eps,
             sampleSize = if (pvalue == "multilevel") as.integer(sampleSize), classes = classes,
             backend = b$backend, device = b$devices, deviceName = b$deviceName,
+            engineSettings = engine_settings("rapidGSEA"),
             stageTime = stats::setNames(r$seconds, c("observed+pass1", "pass2", "statistics")),
             time = proc.time()[["elapsed"]] - t_start,
             nullES = if (keepNull) null else NULL)
@@ -331,17 +333,21 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
 
 # Multilevel p-values of preranked sets (src/gsea/gsea_multilevel.c):
 # metric in rank order, the sets as 0-based rank positions (start: offsets).
-# moves: kept swaps per member per level (option for tests and probes only).
+# moves: kept swaps per member per level; waveBytes: GPU memory per wave
+# of rulers, 0 for half the free memory (engine settings for tests and
+# probes, ?`sysbioGPU-options`).
 # gpu: the members' moves on GPU `device` (the same p as on the CPU).
 gsea_multilevel <- function(metric, weight, start, pos, seed, eps, sampleSize, nSign = 1000L,
-                            moves = getOption("sysbioGPU.gseaMoves", 1L), threads = 1L, gpu = FALSE, device = 0L,
-                            verbose = FALSE) {
+                            moves = engine_option("sysbioGPU.gseaMoves", "rapidGSEA") %||% 1L,
+                            waveBytes = engine_option("sysbioGPU.gseaWaveBytes", "rapidGSEA") %||% 0,
+                            threads = 1L, gpu = FALSE, device = 0L, verbose = FALSE) {
   .Call(ffi_gsea_multilevel,
         list(metric = as.double(metric), weight = as.double(weight), start = as.integer(start),
              pos = as.integer(pos)),
         list(seed = as.double(seed), sampleSize = as.integer(sampleSize), nSign = as.integer(nSign),
              moves = as.integer(moves), eps = as.double(eps)),
-        run_list(list(gpu = gpu), verbose, threads = threads, devices = device))
+        c(run_list(list(gpu = gpu), verbose, threads = threads, devices = device),
+          list(waveBytes = as.double(waveBytes))))
 }
 
 # One engine call: the whole run (phase 0) or a BPPARAM worker's share of

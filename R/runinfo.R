@@ -14,8 +14,10 @@
 #'   several; `NA` on the CPU), `deviceName`, `threads` (CPU threads of the
 #'   calling process), `workers` (R workers of `BPPARAM`, 1 without),
 #'   `seed` (`NA` for methods without randomness), `seconds` (wall time of
-#'   the call) and `version` (of sysbioGPU). Fields a result does not record
-#'   are `NA`.
+#'   the call), `version` (of sysbioGPU) and `engineSettings` (the engine
+#'   settings of [sysbioGPU-options] that were set for the run, as
+#'   `"name=value"` separated by `"; "`, `NA` when none was). Fields a
+#'   result does not record are `NA`.
 #' @examples
 #' net <- pbn(list(A = "!B", B = "A"))
 #' ss <- pbnSteadyState(net, c(A = TRUE), method = "exact")
@@ -45,6 +47,7 @@ runInfo.default <- function(x, ...) {
     seed = run_scalar(run_field(x, "seed"), NA_real_),
     seconds = run_scalar(run_field(x, c("seconds", "time", "elapsed")), NA_real_),
     version = as.character(utils::packageVersion("sysbioGPU")),
+    engineSettings = run_scalar(run_field(x, "engineSettings"), NA_character_),
     stringsAsFactors = FALSE
   )
 }
