@@ -16,8 +16,17 @@ check_file <- function(file, arg) {
   file
 }
 
+# A gzip file cut short (or damaged) is an error: R's gzfile() would
+# return the part it could inflate, the last record cut, without a word.
+check_gzip <- function(file) {
+  why <- .Call(ffi_gzip_check, file)
+  if (!is.null(why)) stop_file(file, NA, "cannot be read: ", why)
+  invisible(file)
+}
+
 read_lines <- function(file) {
   if (dir.exists(file)) stop_file(file, NA, "cannot be read (it is a folder, not a file)")
+  check_gzip(file)
   x <- tryCatch(suppressWarnings(readLines(file, warn = FALSE, encoding = "UTF-8")),
                 error = function(e) stop_file(file, NA, "cannot be read (", conditionMessage(e), ")"))
   bad <- which(!validUTF8(x))
