@@ -168,7 +168,8 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
 #' must not be `NA` or empty; weights must be finite and >= 0; the file must
 #' be UTF-8 text. A bad line gives an error naming the file and the line.
 #'
-#' @param file Path to the file (may be gzip-compressed).
+#' @param file Path to the file (may be gzip-compressed; a gzip file cut
+#'   short or damaged is an error).
 #' @param header `NA` (the default) detects a header: the first line is one
 #'   when its third field is not a number (`NaN`, `Inf` and `NA` count as
 #'   numbers: such a first line is an edge with a bad weight). `TRUE` or

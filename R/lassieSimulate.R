@@ -18,8 +18,11 @@
 #'
 #' @param reactants,products Reactions x species matrices of non-negative
 #'   whole stoichiometric coefficients, dense or sparse (any `Matrix`).
-#' @param rates Rate constants, one per reaction, finite and `>= 0`.
-#' @param initial Initial amounts, one per species, finite and `>= 0`.
+#' @param rates Rate constants, one per reaction, finite and `>= 0`; when
+#'   named, matched to `reactions` by name (without `reactions` or row
+#'   names, the names name the reactions).
+#' @param initial Initial amounts, one per species, finite and `>= 0`; when
+#'   named, matched to `species` by name.
 #' @param species Species names (default: the column names, else
 #'   `S1`, `S2`, ...).
 #' @param fixed Species held at their initial amount (clamped, BioNetGen's
@@ -293,6 +296,9 @@ check_model <- function(model) {
 #' @param rates,initial `NULL` (the model's), a vector replacing the
 #'   model's, or a matrix with one row per simulation (rate constants x
 #'   reactions, initial amounts x species) to run a batch in one call.
+#'   Named values (a matrix's column names) follow their names, the
+#'   model's reactions and species, in any order; names that do not match
+#'   are an error.
 #' @param maxSteps Most steps (accepted or not) per simulation; exhausting
 #'   them is an error that names the time reached (in a batch: that
 #'   simulation's status, see Details).

@@ -192,8 +192,10 @@ pbn_table_expression <- function(inputs, table) {
 #'   significant bit of the row index, as in BoolNet).
 #'
 #' Expressions use `!` (not), `&` (and), `|` (or), parentheses, the constants
-#' `0`/`1` (or `TRUE`/`FALSE`) and node names (letters, digits, `_` and `.`).
-#' A function may have up to 24 inputs.
+#' `0`/`1` (or `TRUE`/`FALSE`, in any case) and node names (letters, digits,
+#' `_` and `.`); spaces separate tokens (`"B C"` is an error, not the name
+#' `BC`), and a node cannot be named `TRUE` or `FALSE` in any case, which
+#' expressions read as constants.  A function may have up to 24 inputs.
 #'
 #' @param nodes A named list, one element per node (see Details).
 #' @param perturbable Logical, recycled or named by node: which nodes random

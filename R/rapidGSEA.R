@@ -186,7 +186,10 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   `pvalue` (`"permutation"` or `"multilevel"`), `eps`, `sampleSize` (multilevel only),
 #'   `classes`, `backend`, `device`, `deviceName`, `time` (seconds, call to
 #'   table), `stageTime` (engine seconds: observed + pass 1, pass 2,
-#'   statistics) and `nullES` when `keepNull`.
+#'   statistics) and `nullES` when `keepNull`.  A set whose null ES of the
+#'   observed sign are absent or average 0 (with very few permutations) has
+#'   `NaN` NES, FDR and FWER, with a warning of class
+#'   `sysbioGPU_warning_undefined` that names the sets.
 #' @seealso [gseaStats()], [readGCT()], [readCLS()], [readGMT()],
 #'   [plot.rapidGSEA()]
 #' @examples
@@ -523,7 +526,9 @@ gsea_sets <- function(geneSets, genes, minSize, maxSize) {
 #' @return A data.frame with columns `ES`, `NES`, `pval`, `padj`
 #'   (Benjamini-Hochberg), `FDR`, `FWER`, one row per set (row names from
 #'   `es` or `esNull`). Enrichment scores lie in \[-1, 1\]: values outside
-#'   (beyond rounding) are an error.
+#'   (beyond rounding) are an error.  Undefined statistics (`NaN`: no null
+#'   ES of the observed sign, or only zeros) come with a warning of class
+#'   `sysbioGPU_warning_undefined`.
 #' @examples
 #' f <- system.file("extdata", "gsea_edb", "results.edb", package = "sysbioGPU")
 #' set.seed(2)
