@@ -182,10 +182,13 @@ grnSimulate <- function(network, rules, from, steps = 5) {
   steps <- check_whole(steps, "steps", min = 1, max = 1e6)
   codes <- grn_rules(rules, genes)
   pb <- grn_problem(network, from, from, steps)
-  s <- .Call(ffi_grn_simulate, pb, codes)
-  out <- t(s) == 1L
-  dimnames(out) <- list(as.character(0:steps), genes)
-  out
+  # the states of every step, twice (the engine's integers, then logical)
+  alloc_guard({
+    s <- .Call(ffi_grn_simulate, pb, codes)
+    out <- t(s) == 1L
+    dimnames(out) <- list(as.character(0:steps), genes)
+    out
+  }, "steps", bytes = 12 * (steps + 1) * length(genes), what = "the states (`steps` x genes)")
 }
 
 #' Find the links and rules that drive a gene network from one state to another
@@ -385,7 +388,10 @@ grnEvolve <- function(network, from, to, steps = 5, lambda = 0.9,
   pb <- grn_problem(network, from_i, to_i, steps, lambda, maxInDegree, allowed)
   scale <- pb$q * n^2 # score = scale * fitness
   if (scale * size >= 2^62) stop_input("`network` is too large for the exact fitness with this `lambda`")
-  target_score <- if (is.null(target)) -1 else floor(target * scale * (1 + 1e-12) + 1e-9)
+  # no score exceeds `scale` (fitness <= 1): a larger target (Inf, 1e20)
+  # is that one, met by generation 0, and stays a whole number the engine
+  # can hold
+  target_score <- if (is.null(target)) -1 else min(floor(target * scale * (1 + 1e-12) + 1e-9), scale)
   ga <- list(pop = popSize, islands = as.integer(islands),
              migrationInterval = as.integer(min(migrationInterval, 2^31 - 1)),
              migrants = as.integer(migrants), roulette = as.integer(selection == "roulette"),
@@ -404,8 +410,10 @@ grnEvolve <- function(network, from, to, steps = 5, lambda = 0.9,
   # limit or the target usually cuts short) runs in rounds in this process,
   # the history grown as they go: the same run (see grn_workers()).
   rounds <- is.null(BPPARAM) && (generations + 1) * islands > grn_history_rows()
-  r <- if (is.null(BPPARAM) && !rounds) .Call(ffi_grn_evolve, pb, ga, run_list(a, verbose, devices = devs))
-       else grn_workers(pb, ga, a, BPPARAM)
+  r <- if (is.null(BPPARAM) && !rounds) {
+         alloc_guard(.Call(ffi_grn_evolve, pb, ga, run_list(a, verbose, devices = devs)), "generations",
+                     bytes = 8 * (generations + 1) * islands, what = "the fitness history")
+       } else grn_workers(pb, ga, a, BPPARAM)
   seconds <- proc.time()[["elapsed"]] - t0
   new_grnEvolve(r, network, genes, from_i, to_i, pb, scale, b, seconds, seed,
                 settings = list(steps = steps, lambda = lambda, rules = grn_rule_names[allowed + 1L],
@@ -485,6 +493,7 @@ grn_workers <- function(pb, ga, a, BPPARAM) {
   mi <- ga$migrationInterval
   size <- ga$pop / I
   rounds <- bp_rounds(BPPARAM, I, a$devices)
+  on.exit(rounds$close(), add = TRUE)
   chunk <- 64
   nb <- rounds$n
   blocks <- lapply(rounds$ranges, function(r) as.integer(c(r[[1L]], r[[2L]] - r[[1L]])))

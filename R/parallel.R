@@ -63,7 +63,22 @@ bp_rounds <- function(BPPARAM, n, devices) {
     states <<- lapply(r, `[[`, "state")
     r
   }
-  list(n = sp$n, ranges = sp$ranges, devices = sp$devices, round = round)
+  # BiocParallel starts the workers of a back-end that is not up for every
+  # call and stops them after it (seconds for SnowParam): the rounds share
+  # one start, and the caller's close() stops only what this one started.
+  started <- FALSE
+  if (!is.null(BPPARAM) && !BiocParallel::bpisup(BPPARAM)) {
+    BiocParallel::bpstart(BPPARAM)
+    started <- TRUE
+  }
+  close <- function() {
+    if (started) {
+      started <<- FALSE
+      BiocParallel::bpstop(BPPARAM)
+    }
+    invisible(NULL)
+  }
+  list(n = sp$n, ranges = sp$ranges, devices = sp$devices, round = round, close = close)
 }
 
 # CPU threads of each worker when the call gives none: the processors

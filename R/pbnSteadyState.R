@@ -461,6 +461,7 @@ pbn_block <- function(range, dev, state, data, params, steps, count, gpu, thread
 # with each round and go out with the next.
 pbn_workers <- function(data, params, trajectories, a, threads, BPPARAM, verbose) {
   rounds <- bp_rounds(BPPARAM, trajectories, a$devices)
+  on.exit(rounds$close(), add = TRUE)
   round <- function(steps, count) {
     r <- tryCatch(
       rounds$round(pbn_block, MoreArgs = list(data = data, params = params, steps = steps, count = count,
@@ -632,6 +633,14 @@ pbnSimulate <- function(pbn, steps, from = NULL, trajectories = 1, p = 0.001,
   a <- backend_args(b)
   seed <- resolve_seed(seed)
   flat <- pbn_flatten(net, rep(TRUE, n), p, update == "asynchronous")
+  # the states (8 bytes a word of 64 nodes) and the logical array (4 bytes
+  # a node) of every step of every trajectory
+  alloc_guard(pbn_simulate_run(flat, from_pairs, seed, trajectories, steps, a, b, n, W, net),
+              "steps", bytes = (steps + 1) * trajectories * (8 * W + 8 * n),
+              what = "the trajectories (`steps` x `trajectories` x nodes)")
+}
+
+pbn_simulate_run <- function(flat, from_pairs, seed, trajectories, steps, a, b, n, W, net) {
   v <- .Call(ffi_pbn_simulate, list(net = flat, from = from_pairs),
              list(seed = as.double(seed), chains = as.double(trajectories), steps = as.double(steps)),
              run_list(a, devices = a$device))$states

@@ -186,7 +186,10 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   `pvalue` (`"permutation"` or `"multilevel"`), `eps`, `sampleSize` (multilevel only),
 #'   `classes`, `backend`, `device`, `deviceName`, `time` (seconds, call to
 #'   table), `stageTime` (engine seconds: observed + pass 1, pass 2,
-#'   statistics) and `nullES` when `keepNull`.
+#'   statistics) and `nullES` when `keepNull`.  A set whose null ES of the
+#'   observed sign are absent or average 0 (with very few permutations) has
+#'   `NaN` NES, FDR and FWER, with a warning of class
+#'   `sysbioGPU_warning_undefined` that names the sets.
 #' @seealso [gseaStats()], [readGCT()], [readCLS()], [readGMT()],
 #'   [plot.rapidGSEA()]
 #' @examples
@@ -280,8 +283,11 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
               batch = as.double(engine_option("sysbioGPU.gseaBatch", "rapidGSEA") %||% 0),
               cache = as.double(engine_option("sysbioGPU.gseaCache", "rapidGSEA") %||% -1),
               keepNull = keepNull, gpu = a$gpu, threads = a$threads, devices = a$devices)
-  r <- if (is.null(BPPARAM)) gsea_engine(job, 0L, c(0, 0), NULL, a$devices, verbose)
-       else gsea_workers(job, BPPARAM)
+  r <- alloc_guard(if (is.null(BPPARAM)) gsea_engine(job, 0L, c(0, 0), NULL, a$devices, verbose)
+                   else gsea_workers(job, BPPARAM),
+                   if (keepNull) "keepNull" else "nperm",
+                   bytes = if (keepNull) 8 * nperm * length(gs$names),
+                   what = if (keepNull) "the null ES (sets x `nperm`)" else "the null statistics")
 
   if (!preranked) gsea_check_metric(r$metric, weight)
   ord <- r$order + 1L
@@ -314,6 +320,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
                     NES = r$nes, pval = pval, padj = stats::p.adjust(pval, "BH"), FDR = r$fdr, FWER = r$fwer,
                     log2err = log2err, rankAtMax = r$pos + 1L, stringsAsFactors = FALSE)
   out$leadingEdge <- gsea_genelist(unname(split(genes[gi[in_lead]], f[in_lead])))
+  gsea_warn_undefined(out, nperm)
   if (keepNull) {
     null <- r$null
     dimnames(null) <- list(gs$names, NULL)
@@ -407,7 +414,7 @@ gsea_data <- function(expr) {
   }
   if (!is.matrix(expr) || !is.numeric(expr)) {
     stop_input("`expr` must be a numeric matrix (genes x samples), an ExpressionSet, a SummarizedExperiment, ",
-               "a GCT file path or a named numeric vector, not ", class(expr)[[1L]])
+               "a GCT file path or a named numeric vector, not ", describe_value(expr))
   }
   if (nrow(expr) < 2L) stop_input("`expr` must have at least 2 genes (rows)")
   if (any(!is.finite(expr))) stop_input("`expr` has NA, NaN or infinite values (", sum(!is.finite(expr)), ")")
@@ -422,7 +429,15 @@ gsea_data <- function(expr) {
 # phenotype -> list(labels = 0/1 integer (0 = class A), classes = c(A, B))
 gsea_phenotype <- function(phenotype, n) {
   if (is.null(phenotype)) stop_input("`phenotype` is missing: give the two classes of the samples")
-  if (is.character(phenotype) && length(phenotype) == 1L && n != 1L) phenotype <- readCLS(phenotype)
+  if (is.character(phenotype) && length(phenotype) == 1L && n != 1L) {
+    # one string is a CLS file path; one that names no file is more likely a
+    # single label than a file that went missing
+    if (!is.na(phenotype) && !file.exists(phenotype) && !grepl("[/\\\\.]", phenotype)) {
+      stop_input("`phenotype` is the single string '", phenotype, "': give one label per sample (",
+                 n, ") or the path of a CLS file (no file '", phenotype, "' exists)")
+    }
+    phenotype <- readCLS(phenotype)
+  }
   if (is.logical(phenotype)) {
     if (anyNA(phenotype)) stop_input("`phenotype` has NA values")
     phenotype <- factor(ifelse(phenotype, "TRUE", "FALSE"), levels = c("TRUE", "FALSE"))
@@ -517,7 +532,9 @@ gsea_sets <- function(geneSets, genes, minSize, maxSize) {
 #' @return A data.frame with columns `ES`, `NES`, `pval`, `padj`
 #'   (Benjamini-Hochberg), `FDR`, `FWER`, one row per set (row names from
 #'   `es` or `esNull`). Enrichment scores lie in \[-1, 1\]: values outside
-#'   (beyond rounding) are an error.
+#'   (beyond rounding) are an error.  Undefined statistics (`NaN`: no null
+#'   ES of the observed sign, or only zeros) come with a warning of class
+#'   `sysbioGPU_warning_undefined`.
 #' @examples
 #' f <- system.file("extdata", "gsea_edb", "results.edb", package = "sysbioGPU")
 #' set.seed(2)
@@ -531,7 +548,8 @@ gseaStats <- function(es, esNull, threads = getOption("sysbioGPU.threads")) {
   }
   if (!is.matrix(esNull) || !is.numeric(esNull) || nrow(esNull) != length(es) || ncol(esNull) < 1L) {
     stop_input("`esNull` must be a numeric matrix with one row per element of `es` (", length(es),
-               ") and at least one column")
+               ") and at least one column, not ", describe_value(esNull),
+               if (is.matrix(esNull)) paste0(" of ", nrow(esNull), " x ", ncol(esNull)))
   }
   if (any(!is.finite(esNull))) stop_input("`esNull` has NA or infinite values")
   gsea_check_es_range(es, "es")
@@ -540,8 +558,24 @@ gseaStats <- function(es, esNull, threads = getOption("sysbioGPU.threads")) {
   storage.mode(esNull) <- "double"
   r <- .Call(ffi_gsea_stats, as.double(es), esNull, b$threads)
   nm <- if (!is.null(names(es))) names(es) else rownames(esNull)
-  data.frame(ES = as.double(es), NES = r$nes, pval = r$pval, padj = stats::p.adjust(r$pval, "BH"),
-             FDR = r$fdr, FWER = r$fwer, row.names = nm)
+  out <- data.frame(ES = as.double(es), NES = r$nes, pval = r$pval, padj = stats::p.adjust(r$pval, "BH"),
+                    FDR = r$fdr, FWER = r$fwer, row.names = nm)
+  gsea_warn_undefined(cbind(set = if (is.null(nm)) as.character(seq_along(es)) else nm, out), ncol(esNull))
+  out
+}
+
+# NES (and so FDR and FWER, and p with too few nulls) is undefined for a set
+# whose null ES of the observed sign are absent or average 0: with few
+# permutations (nperm = 1 or 2) or a degenerate null.  Those NaN come with
+# a classed warning (sysbioGPU_warning_undefined) that names the sets.
+gsea_warn_undefined <- function(out, nperm) {
+  bad <- which(!is.finite(out$NES) | is.na(out$pval) | is.na(out$FDR) | is.na(out$FWER))
+  if (!length(bad)) return(invisible(NULL))
+  warn_sbg("undefined", length(bad), " set(s) have undefined (NaN) statistics: ",
+           paste(utils::head(out$set[bad], 5L), collapse = ", "), if (length(bad) > 5L) ", ...",
+           ". Their null ES of the observed sign (out of ", format(nperm, scientific = FALSE),
+           " permutation(s)) are absent or average 0, so NES, FDR and FWER cannot be computed",
+           if (nperm < 100) "; use more permutations (`nperm`)" else "")
 }
 
 #' @export

@@ -7,7 +7,8 @@
 #' a report, or `rbind()` the rows of several runs.
 #'
 #' @param x A result of [rapidGSEA()], [parCosnet()], [cvParCosnet()],
-#'   [pbnSteadyState()], [grnEvolve()] or [lassieSimulate()].
+#'   [pbnSteadyState()], [grnEvolve()] or [lassieSimulate()] (matrices,
+#'   a batch or, with `output = "array"`, the array).
 #' @param ... Unused.
 #' @return A data frame with one row and the columns `method`, `backend`
 #'   (`"cpu"` or `"gpu"`), `device` (the GPU indices, comma-separated when
@@ -53,7 +54,7 @@ runInfo.default <- function(x, ...) {
 }
 
 run_info_methods <- c("rapidGSEA", "parCosnet", "cvParCosnet", "pbnSteadyState", "grnEvolve",
-                      "lassieSimulation", "lassieBatch")
+                      "lassieSimulation", "lassieBatch", "lassieArray")
 
 # A result records its run as list elements (parCosnet, grnEvolve), as
 # attributes (data frames and matrices) or, for pbnSteadyState's sampled

@@ -34,6 +34,7 @@ SEXP ffi_threads_info(void);
 SEXP ffi_philox_block(SEXP, SEXP);
 SEXP ffi_rng_fill(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_busy(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_gzip_check(SEXP);
 /* parCosnet */
 SEXP ffi_cosnet(SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_learn(SEXP, SEXP, SEXP);
@@ -85,6 +86,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_philox_block, 2),
     CALLDEF(ffi_rng_fill, 10),
     CALLDEF(ffi_busy, 6), /* internal */
+    CALLDEF(ffi_gzip_check, 1),
     /* rapidGSEA */
     CALLDEF(ffi_gsea_run, 3),
     CALLDEF(ffi_gsea_combine1, 4),
