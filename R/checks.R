@@ -17,8 +17,14 @@ sbg_condition <- function(class, message, call = NULL) {
 sbg_entry_call <- function() {
   ns <- topenv(environment(sbg_entry_call))
   for (i in seq_len(sys.nframe())) {
-    if (identical(environment(sys.function(i)), ns)) {
+    f <- sys.function(i)
+    if (identical(environment(f), ns)) {
       cl <- sys.call(i)
+      if (!is.name(cl[[1L]]) && !is.call(cl[[1L]])) { # do.call(rapidGSEA, ...): the function itself
+        nms <- ls(ns)
+        hit <- nms[vapply(nms, function(n) identical(get0(n, ns, inherits = FALSE), f), TRUE)]
+        cl[[1L]] <- as.name(if (length(hit)) hit[[1L]] else "sysbioGPU")
+      }
       txt <- deparse(cl, width.cutoff = 60L)
       if (length(txt) > 1L || nchar(txt[[1L]]) > 60L) cl <- as.call(list(cl[[1L]], quote(...)))
       return(cl)
