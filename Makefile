@@ -21,6 +21,12 @@
 #   make pbn-coverage  pbnSteadyState's accuracy promise over COV_SEEDS seeds
 #                 (default 400) on three networks and two p (tools/pbn-coverage.R),
 #                 after make install; fails when a coverage is significantly below s
+#   make sbml-suite SUITE=<cases/semantic of the SBML Test Suite>  every
+#                 time-course case through readSBML() and lassieSimulate() on the
+#                 CPU, each in a forked child with a time limit (tools/sbml-suite.R),
+#                 after make install; SBML_JOBS (default 2), SBML_TIMEOUT (default
+#                 60 s); table in check/sbml-suite-out/ (fails on a silently wrong
+#                 answer, an unclassed error, a crash or a hang)
 R ?= R
 RSCRIPT ?= Rscript
 PKG := sysbioGPU
@@ -29,7 +35,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 LIB := $(CURDIR)/.lib
 CHECKDIR := $(CURDIR)/check
 
-.PHONY: all deps build check policy test test-nocuda install demo docs valgrind fuzz gpu-pack mutants pbn-coverage clean
+.PHONY: all deps build check policy test test-nocuda install demo docs valgrind fuzz gpu-pack mutants pbn-coverage sbml-suite clean
 
 all: test
 
@@ -83,6 +89,12 @@ COV_SEEDS ?= 400
 pbn-coverage: install
 	mkdir -p $(CHECKDIR)
 	R_LIBS=$(LIB) $(RSCRIPT) tools/pbn-coverage.R --seeds=$(COV_SEEDS) --out=$(CHECKDIR)/pbn-coverage.csv
+
+SBML_JOBS ?= 2
+SBML_TIMEOUT ?= 60
+sbml-suite: install
+	@test -n "$(SUITE)" || { echo "make sbml-suite: set SUITE to the SBML Test Suite's cases/semantic folder" >&2; exit 2; }
+	R_LIBS=$(LIB) $(RSCRIPT) tools/sbml-suite.R "$(SUITE)" $(CHECKDIR)/sbml-suite-out $(SBML_JOBS) $(SBML_TIMEOUT)
 
 docs:
 	$(RSCRIPT) -e 'roxygen2::roxygenise()'
