@@ -6,8 +6,31 @@
 sbg_condition <- function(class, message, call = NULL) {
   structure(
     class = c(class, "sysbioGPU_error", "error", "condition"),
-    list(message = message, call = call)
+    list(message = message, call = if (!is.null(call)) sbg_entry_call())
   )
+}
+
+# The call an error names: the outermost frame of a function of this
+# package, i.e. the function the user called (rapidGSEA(), plot.rapidGSEA()),
+# never the internal helper where the check sits.  A call too long for one
+# line (do.call() with the data inline) keeps the function's name only.
+sbg_entry_call <- function() {
+  ns <- topenv(environment(sbg_entry_call))
+  for (i in seq_len(sys.nframe())) {
+    f <- sys.function(i)
+    if (identical(environment(f), ns)) {
+      cl <- sys.call(i)
+      if (!is.name(cl[[1L]]) && !is.call(cl[[1L]])) { # do.call(rapidGSEA, ...): the function itself
+        nms <- ls(ns)
+        hit <- nms[vapply(nms, function(n) identical(get0(n, ns, inherits = FALSE), f), TRUE)]
+        cl[[1L]] <- as.name(if (length(hit)) hit[[1L]] else "sysbioGPU")
+      }
+      txt <- deparse(cl, width.cutoff = 60L)
+      if (length(txt) > 1L || nchar(txt[[1L]]) > 60L) cl <- as.call(list(cl[[1L]], quote(...)))
+      return(cl)
+    }
+  }
+  NULL
 }
 
 stop_input <- function(..., call = sys.call(-1)) {
@@ -37,7 +60,29 @@ stop_engine <- function(code, message) {
   stop(sbg_condition(c(cls, "sysbioGPU_error_engine"), message, call = NULL))
 }
 
-arg_label <- function(x) if (is.null(x)) "NULL" else paste(deparse(x, nlines = 1L, width.cutoff = 60L), collapse = "")
+# A wrong value in a message: short atomic values as R code, anything else
+# by its kind (never a dump of a whole object).
+arg_label <- function(x) {
+  if (is.null(x)) return("NULL")
+  if (is.atomic(x) && length(x) <= 5L && all(names(attributes(x)) %in% "names")) {
+    txt <- deparse(x, width.cutoff = 60L)
+    if (length(txt) == 1L && nchar(txt) <= 60L) return(txt)
+  }
+  sbg_kind(x)
+}
+
+# "a numeric vector of length 12", "a 3 x 4 matrix", "a list of length 2",
+# "an object of class 'GRanges'".
+sbg_kind <- function(x) {
+  cls <- class(x)[[1L]]
+  if (is.matrix(x)) return(sprintf("a %d x %d %s matrix", nrow(x), ncol(x), typeof(x)))
+  if (is.data.frame(x)) return(sprintf("a data.frame (%d x %d)", nrow(x), ncol(x)))
+  if (is.function(x)) return("a function")
+  if (is.list(x) && !is.object(x)) return(sprintf("a list of length %d", length(x)))
+  if (is.atomic(x) && !is.object(x)) return(sprintf("a %s vector of length %d", typeof(x), length(x)))
+  if (is.factor(x)) return(sprintf("a factor of length %d", length(x)))
+  sprintf("an object of class '%s'", cls)
+}
 
 check_flag <- function(x, arg = deparse(substitute(x))) {
   if (!is.logical(x) || length(x) != 1L || is.na(x)) {

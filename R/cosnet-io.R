@@ -66,7 +66,7 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
   check_threads <- resolveBackend("cpu", threads)$threads
   if (is.data.frame(W)) {
     if (ncol(W) < 2L) stop_input("`", arg, "` as a data.frame needs columns from, to (and weight)")
-    cols <- if (all(c("from", "to") %in% names(W))) c("from", "to") else names(W)[1:2]
+    cols <- if (all(c("from", "to") %in% names(W))) c("from", "to") else names(W)[c(1L, 2L)]
     wcol <- if ("weight" %in% names(W)) "weight" else if (ncol(W) >= 3L) setdiff(names(W), cols)[1] else NULL
     wt <- if (is.null(wcol)) rep(1, nrow(W)) else W[[wcol]]
     M <- edges_to_matrix(W[[cols[1]]], W[[cols[2]]], wt, what = paste0("edge data.frame `", arg, "`"))
@@ -208,7 +208,7 @@ readNetwork <- function(file, header = NA) {
                nf[bad[1]])
   }
   m <- matrix(unlist(fields, use.names = FALSE), ncol = 3L, byrow = TRUE)
-  bad <- which(m[, 1:2] %in% c("NA", "") | is.na(m[, 1:2])) # (a matrix's indices, by column)
+  bad <- which(m[, c(1L, 2L)] %in% c("NA", "") | is.na(m[, c(1L, 2L)])) # (a matrix's indices, by column)
   if (length(bad)) {
     r <- (bad[1] - 1L) %% nrow(m) + 1L
     stop_file(file, lineno[r], "the node name '", m[bad[1]], "' is not allowed (NA or empty)")

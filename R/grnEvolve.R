@@ -116,7 +116,7 @@ grn_lambda_fraction <- function(lambda) {
   h0 <- 0; h1 <- 1; k0 <- 1; k1 <- 0
   x <- lambda
   best <- c(round(lambda * 1e6), 1e6)
-  for (it in 1:64) {
+  for (it in seq_len(64L)) {
     a <- floor(x)
     h2 <- a * h1 + h0; k2 <- a * k1 + k0
     if (k2 > 1e6) break

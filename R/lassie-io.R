@@ -147,7 +147,7 @@ readBioNetGen <- function(file) {
     if (length(f) < 3L) err(pars$line[k], "a parameter needs an index, a name and a value")
     index(f, pars$line[k], "a parameter")
     define(f[2], pars$line[k], "parameter")
-    ex <- parse_expr(paste(f[-(1:2)], collapse = " "), pars$line[k])
+    ex <- parse_expr(paste(f[-c(1L, 2L)], collapse = " "), pars$line[k])
     v <- tryCatch(eval(ex, env), error = function(e) err(pars$line[k], "cannot evaluate parameter ", f[2], ": ", conditionMessage(e)))
     if (!is.numeric(v) || length(v) != 1L || !is.finite(v)) {
       err(pars$line[k], "parameter ", f[2], " is ", format(v), " (must be a finite number)")
@@ -167,7 +167,7 @@ readBioNetGen <- function(file) {
     if (startsWith(nm, "$")) { fixed[k] <- TRUE; nm <- substring(nm, 2L) }
     define(nm, sp$line[k], "species")
     species[k] <- nm
-    v <- tryCatch(eval(parse_expr(paste(f[-(1:2)], collapse = " "), sp$line[k]), env),
+    v <- tryCatch(eval(parse_expr(paste(f[-c(1L, 2L)], collapse = " "), sp$line[k]), env),
                   error = function(e) err(sp$line[k], "cannot evaluate the amount of ", nm, ": ", conditionMessage(e)))
     if (!is.numeric(v) || length(v) != 1L || !is.finite(v) || v < 0) err(sp$line[k], "the amount of ", nm, " must be finite and >= 0")
     initial[k] <- v
@@ -201,7 +201,7 @@ readBioNetGen <- function(file) {
       define(f[2], grp$line[k], "group")
       obs_names[k] <- f[2]
       if (length(f) >= 3L) {
-        l <- parse_list(paste(f[-(1:2)], collapse = ""), grp$line[k], paste0("group ", f[2]))
+        l <- parse_list(paste(f[-c(1L, 2L)], collapse = ""), grp$line[k], paste0("group ", f[2]))
         gi <- c(gi, rep(k, length(l$j))); gj <- c(gj, l$j); gw <- c(gw, l$w)
         w <- rowsum(l$w, as.character(l$j), reorder = FALSE)
         obs_poly[[f[2]]] <- stats::setNames(w[, 1L], rownames(w))
@@ -272,7 +272,7 @@ readBioNetGen <- function(file) {
     if (length(f) < 4L) err(ln, "a reaction needs an index, reactants, products and a rate law")
     index(f, ln, "a reaction")
     re <- side(f[2], ln, "the reactants"); pr <- side(f[3], ln, "the products")
-    rtxt <- paste(f[-(1:3)], collapse = " ")
+    rtxt <- paste(f[-seq_len(3L)], collapse = " ")
     terms <- rate_cache[[rtxt]]
     if (is.null(terms)) {
       poly <- tryCatch(to_poly(parse_expr(rtxt, ln), ln),

@@ -118,14 +118,16 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   chosen by `assay`) or a GCT file path. For a preranked analysis, a named numeric
 #'   vector (the metric of each gene) or an `.rnk` file path; permutation is
 #'   then `"gene"`.
-#' @param phenotype The two classes of the samples: a factor (its first
-#'   level is class A), a character vector (the first value seen is class
-#'   A), a logical vector (`TRUE` is class A), a CLS file path, or the name
-#'   of a column of `colData(expr)` (SummarizedExperiment) or `pData(expr)`
-#'   (ExpressionSet). Not used for a preranked analysis.
+#' @param phenotype The two classes of the samples: a factor, a character
+#'   vector, a logical vector, a CLS file path, or the name of a column of
+#'   `colData(expr)` (SummarizedExperiment) or `pData(expr)`
+#'   (ExpressionSet). Which class is class A (the numerator of the metric:
+#'   a positive NES means enriched in class A) is set by `classA`. Must be
+#'   left out for a preranked analysis (an error otherwise).
 #' @param geneSets A named list of character vectors, a GSEABase
 #'   `GeneSetCollection`, or a GMT file path. Genes are matched to the row
-#'   names ignoring case; sets are restricted to the genes present.
+#'   names (or the names of a preranked vector) exactly, so `IGK` and `Igk`
+#'   are two genes; sets are restricted to the genes present.
 #' @param assay For a `SummarizedExperiment` or an `ExpressionSet`: the
 #'   assay to use, a name or an index (default `NULL`: the only assay, or
 #'   `exprs` of an ExpressionSet; an error when there are several).
@@ -164,6 +166,17 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   `interactive()`).
 #' @param keepNull Return the null ES (sets x permutations) in the
 #'   attribute `nullES` (default `FALSE`; needs 8 bytes per entry).
+#' @param classA The class of interest, the numerator of the metric (a
+#'   positive NES is enrichment in it), e.g. `classA = "cancer"`. By
+#'   default (`NULL`) class A is the first level of a factor, the first
+#'   value seen in a character vector, or `TRUE` in a logical vector.
+#'   Note that limma's `model.matrix(~ group)` estimates the second level
+#'   minus the first (the reference): for the same signs as limma, give
+#'   `classA = levels(group)[2]`.
+#' @param ignoreCase Match gene names ignoring case (as the Broad tool does)
+#'   instead of exactly (default `FALSE`, as Bioconductor tools do). With
+#'   `TRUE`, two genes whose names differ only by case (`IGK`, `Igk`) are
+#'   an error.
 #' @param BPPARAM A BiocParallel back-end (`MulticoreParam`, `SnowParam`,
 #'   `BatchtoolsParam` for a cluster...) to share the permutations among
 #'   R workers, each a contiguous range, on the CPU or each on a GPU of
@@ -210,10 +223,12 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
                       backend = getOption("sysbioGPU.backend", "auto"),
                       threads = getOption("sysbioGPU.threads"),
                       device = getOption("sysbioGPU.device", 0L),
-                      verbose = interactive(), keepNull = FALSE, BPPARAM = NULL) {
+                      verbose = interactive(), keepNull = FALSE, BPPARAM = NULL, classA = NULL,
+                      ignoreCase = FALSE) {
   t_start <- proc.time()[["elapsed"]]
   if (missing(expr)) stop_input("`expr` is missing")
-  if (missing(geneSets)) stop_input("`geneSets` is missing")
+  if (missing(geneSets)) gsea_missing_sets(expr, phenotype)
+  ignoreCase <- check_flag(ignoreCase, "ignoreCase")
   metric <- check_choice(metric, gsea_metrics, "metric")
   perm_given <- !missing(permutation)
   permutation <- check_choice(permutation, c("phenotype", "gene"), "permutation")
@@ -239,9 +254,15 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
 
   ct <- gsea_container(expr, phenotype, assay)
   phenotype <- ct$phenotype
-  d <- gsea_data(ct$expr)
+  d <- gsea_data(ct$expr, ignoreCase)
   preranked <- is.null(d$expr)
   if (preranked) {
+    if (!is.null(phenotype)) {
+      stop_input("`phenotype` is given, but `expr` is a preranked list (a named numeric vector or an .rnk file), ",
+                 "which has no samples to permute: leave `phenotype` out, or give the expression matrix",
+                 if (gsea_looks_like_sets(phenotype)) "; to pass gene sets, name them: rapidGSEA(stats, geneSets = sets)")
+    }
+    if (!is.null(classA)) stop_input("`classA` names a class of the samples; a preranked `expr` has none")
     if (perm_given && permutation == "phenotype") {
       stop_input("`permutation` = \"phenotype\" needs an expression matrix; a preranked `expr` permutes genes")
     }
@@ -251,7 +272,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
     classes <- NULL
   } else {
     genes <- rownames(d$expr)
-    ph <- gsea_phenotype(phenotype, ncol(d$expr))
+    ph <- gsea_phenotype(phenotype, ncol(d$expr), classA)
     labels <- ph$labels
     classes <- ph$classes
     if (metric %in% c("ratio_of_classes", "log2_ratio_of_classes") && any(d$expr <= 0)) {
@@ -266,7 +287,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
   }
   gsea_check_numbers(d, metric, weight, labels)
   if (preranked) gsea_check_metric(d$ranking, weight)
-  gs <- gsea_sets(geneSets, genes, minSize, maxSize)
+  gs <- gsea_sets(geneSets, genes, minSize, maxSize, ignoreCase)
   if (keepNull && nperm * length(gs$names) > 2^31 - 1) {
     stop_input("`keepNull` = TRUE would hold ", length(gs$names), " x ", nperm, " ES: too many for one matrix")
   }
@@ -393,8 +414,29 @@ gsea_workers <- function(job, BPPARAM) {
   r
 }
 
+# Gene names are matched exactly, as every Bioconductor tool does ('IGK'
+# and 'Igk' are two genes); ignoreCase = TRUE folds case, as the Broad
+# tool does, and then names equal ignoring case are a clash.
+gsea_check_gene_names <- function(nm, ignoreCase) {
+  dup <- duplicated(nm)
+  if (any(dup)) {
+    g <- nm[dup][[1L]]
+    stop_input("`expr` has duplicated gene names, e.g. '", g, "' (rows ", paste(which(nm == g), collapse = " and "), ")")
+  }
+  if (!ignoreCase) return(invisible(TRUE))
+  up <- toupper(nm)
+  dup <- duplicated(up)
+  if (any(dup)) {
+    g <- nm[up == up[dup][[1L]]]
+    stop_input("`expr` has gene names equal ignoring case, e.g. ", paste0("'", g, "'", collapse = " and "),
+               ", and `ignoreCase` = TRUE matches them ignoring case; use `ignoreCase` = FALSE (the default) ",
+               "to keep them as distinct genes")
+  }
+  invisible(TRUE)
+}
+
 # expr -> list(expr = numeric matrix or NULL, ranking = named vector or NULL)
-gsea_data <- function(expr) {
+gsea_data <- function(expr, ignoreCase = FALSE) {
   if (is.character(expr) && length(expr) == 1L && is.null(dim(expr))) {
     if (grepl("\\.rnk$", expr, ignore.case = TRUE)) expr <- read_rnk(expr)
     else expr <- readGCT(expr)
@@ -406,8 +448,7 @@ gsea_data <- function(expr) {
     if (length(expr) < 2L) stop_input("`expr` must rank at least 2 genes")
     if (any(!is.finite(expr))) stop_input("`expr` has NA, NaN or infinite values (", sum(!is.finite(expr)), ")")
     if (anyNA(names(expr)) || any(!nzchar(names(expr)))) stop_input("`expr` has missing gene names")
-    dup <- duplicated(toupper(names(expr)))
-    if (any(dup)) stop_input("`expr` has duplicated gene names, e.g. '", names(expr)[dup][[1L]], "'")
+    gsea_check_gene_names(names(expr), ignoreCase)
     ranking <- as.double(expr)
     names(ranking) <- names(expr)
     return(list(expr = NULL, ranking = ranking))
@@ -420,14 +461,33 @@ gsea_data <- function(expr) {
   if (any(!is.finite(expr))) stop_input("`expr` has NA, NaN or infinite values (", sum(!is.finite(expr)), ")")
   rn <- rownames(expr)
   if (is.null(rn) || anyNA(rn) || any(!nzchar(rn))) stop_input("`expr` needs gene names as row names")
-  dup <- duplicated(toupper(rn))
-  if (any(dup)) stop_input("`expr` has duplicated gene names, e.g. '", rn[dup][[1L]], "'")
+  gsea_check_gene_names(rn, ignoreCase)
   storage.mode(expr) <- "double"
   list(expr = expr, ranking = NULL)
 }
 
-# phenotype -> list(labels = 0/1 integer (0 = class A), classes = c(A, B))
-gsea_phenotype <- function(phenotype, n) {
+# What looks like gene sets: a list of character vectors, a
+# GeneSetCollection or a .gmt path (for hints at the argument order).
+gsea_looks_like_sets <- function(x) {
+  (is.list(x) && !is.data.frame(x) && length(x) > 0L && all(vapply(x, is.character, TRUE))) ||
+    methods::is(x, "GeneSetCollection") ||
+    (is.character(x) && length(x) == 1L && grepl("\\.gmt$", x, ignore.case = TRUE))
+}
+
+# `geneSets` missing: say so, with a hint when the sets came in another slot.
+gsea_missing_sets <- function(expr, phenotype) {
+  hint <- if (gsea_looks_like_sets(expr)) {
+    paste0("; `expr` looks like gene sets: the arguments are rapidGSEA(expr, phenotype, geneSets), ",
+           "e.g. rapidGSEA(stats, geneSets = sets) for a preranked vector")
+  } else if (!is.null(phenotype) && gsea_looks_like_sets(phenotype)) {
+    "; the second argument is `phenotype`: name the sets, e.g. rapidGSEA(stats, geneSets = sets)"
+  } else ""
+  stop_input("`geneSets` is missing", hint, call = sys.call(-1))
+}
+
+# phenotype -> list(labels = 0/1 integer (0 = class A), classes = c(A, B));
+# classA (a class name, or NULL: the first level) is the numerator.
+gsea_phenotype <- function(phenotype, n, classA = NULL) {
   if (is.null(phenotype)) stop_input("`phenotype` is missing: give the two classes of the samples")
   if (is.character(phenotype) && length(phenotype) == 1L && n != 1L) {
     # one string is a CLS file path; one that names no file is more likely a
@@ -457,6 +517,14 @@ gsea_phenotype <- function(phenotype, n) {
     stop_input("`phenotype` must have exactly 2 classes, it has ", length(lev),
                if (length(lev)) paste0(" (", paste(lev, collapse = ", "), ")") else "")
   }
+  if (!is.null(classA)) {
+    if (is.logical(classA)) classA <- as.character(classA)
+    if (!is.character(classA) || length(classA) != 1L || is.na(classA) || !(classA %in% lev)) {
+      stop_input("`classA` must name one of the two classes (", paste0("'", lev, "'", collapse = ", "), "), not ",
+                 arg_label(classA))
+    }
+    lev <- c(classA, setdiff(lev, classA))
+  }
   tab <- table(factor(phenotype, levels = lev))
   if (any(tab < 3L)) {
     stop_input("`phenotype`: each class needs at least 3 samples; class '", names(tab)[tab < 3L][[1L]],
@@ -467,7 +535,7 @@ gsea_phenotype <- function(phenotype, n) {
 
 # geneSets -> list(names, size, start, index): the kept sets' names and
 # sizes, and their 0-based gene indices, set after set (start: offsets)
-gsea_sets <- function(geneSets, genes, minSize, maxSize) {
+gsea_sets <- function(geneSets, genes, minSize, maxSize, ignoreCase = FALSE) {
   if (is.character(geneSets) && length(geneSets) == 1L) {
     geneSets <- readGMT(geneSets)
   } else if (methods::is(geneSets, "GeneSetCollection")) {
@@ -484,16 +552,17 @@ gsea_sets <- function(geneSets, genes, minSize, maxSize) {
   if (anyDuplicated(names(geneSets))) {
     stop_input("`geneSets` has duplicated names, e.g. '", names(geneSets)[duplicated(names(geneSets))][[1L]], "'")
   }
-  # All memberships at once: match() exactly first (gene names are unique
-  # ignoring case, so this is the case-insensitive match wherever it hits),
-  # toupper() only for the rest; then one radix order by (set, gene) drops
-  # duplicates and gives each set's genes in index order.
+  # All memberships at once: match() exactly (with ignoreCase, exactly
+  # first: gene names are then unique ignoring case, so an exact hit is the
+  # case-insensitive one; toupper() only for the rest); then one radix
+  # order by (set, gene) drops duplicates and gives each set's genes in
+  # index order.
   if (any(vapply(geneSets, is.factor, TRUE))) geneSets <- lapply(geneSets, as.character)
   all <- unlist(geneSets, use.names = FALSE)
   grp <- rep.int(seq_along(geneSets), lengths(geneSets))
   hit <- match(all, genes)
   miss <- which(is.na(hit))
-  if (length(miss)) hit[miss] <- match(toupper(all[miss]), toupper(genes))
+  if (ignoreCase && length(miss)) hit[miss] <- match(toupper(all[miss]), toupper(genes))
   ok <- !is.na(hit)
   grp <- grp[ok]
   hit <- hit[ok]
@@ -589,8 +658,8 @@ print.rapidGSEA <- function(x, n = 10L, ...) {
   dev <- if (attr(x, "backend") == "gpu") sprintf("GPU %s (%s)", paste(attr(x, "device"), collapse = ", "), attr(x, "deviceName")) else "CPU"
   cat(sprintf("  %s, %.2f s, seed %s\n", dev, attr(x, "time"), format(attr(x, "seed"), scientific = FALSE)))
   if (nrow(x) == 0L) return(invisible(x))
-  o <- order(x$pval, -abs(x$NES))
-  top <- as.data.frame(unclass(x)[intersect(c("set", "size", "ES", "NES", "pval", "padj", "FDR", "FWER"), names(x))])[o[seq_len(min(n, nrow(x)))], ]
+  # the table's own order (the order of the sets given, or the user's sort)
+  top <- as.data.frame(unclass(x)[intersect(c("set", "size", "ES", "NES", "pval", "padj", "FDR", "FWER"), names(x))])[seq_len(min(n, nrow(x))), ]
   top$set <- ifelse(nchar(top$set) > 30, paste0(substr(top$set, 1, 27), "..."), top$set) # one line at width 80
   print(gsea_format_table(top, attr(x, "nperm")), right = TRUE, row.names = FALSE)
   if (nrow(x) > n) cat(sprintf("  ... %d more sets\n", nrow(x) - n))

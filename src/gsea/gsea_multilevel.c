@@ -399,7 +399,7 @@ static void task_start(ml_task *t, const ml_shared *sh) {
   double level_var = harm2((n + 1) / 2, n);
   for (; t->next < t->n_sets; t->next++) {
     double x = sh->x[sh->order[t->first + t->next]];
-    int32_t b = N - gsea_count_lt(t->plain, N, x); /* plain sets at or beyond x */
+    int32_t b = N - gsea_count_lt(t->plain, N, x); /* plain sets of the sign at or beyond x */
     if (b > m) b = m;
     double pv = ((double)b + 1) / ((double)m + 1), var = harm2(b + 1, m + 1);
     if (var > (floor(-log2(pv)) + 1) * level_var) break; /* the levels do better from here on */
