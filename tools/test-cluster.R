@@ -28,7 +28,7 @@ suppressPackageStartupMessages({
 # 5 s and more), as the vignette says for short jobs.
 work <- file.path(tempdir(), "cluster-test")
 dir.create(work)
-setwd(work)
+home <- setwd(work)
 writeLines("sleep = 1", "batchtools.conf.R")
 
 failures <- character()
@@ -161,6 +161,7 @@ snow[h] <- 'hosts <- c("localhost", "localhost")'
 t_snow <- timed(run_chunk(snow, new.env(parent = globalenv())))
 check(isTRUE(t_snow$value), sprintf("chunk cluster-snow returns TRUE (%.1f s)", t_snow$seconds))
 
+setwd(home)
 cat("\n")
 print(do.call(rbind, table_rows), row.names = FALSE)
 if (length(failures)) {
