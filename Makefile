@@ -1,7 +1,11 @@
 # Developer entry points. `make test` is what CI runs (.ci/run).
-#   make test     install missing Debian packages, build the tarball, R CMD check
-#                 it (fails on any ERROR or WARNING), then run the tests again
-#                 on a CPU-only build (SYSBIOGPU_CUDA=no)
+#   make test     the policy check (make policy), then install missing Debian
+#                 packages, build the tarball, R CMD check it (fails on any
+#                 ERROR or WARNING), then run the tests again on a CPU-only
+#                 build (SYSBIOGPU_CUDA=no)
+#   make policy   tools/check-policy.R: no work history, tracker issue numbers,
+#                 dates, machine names or outside paths in what ships (and its
+#                 self-test)
 #   make install  build the tarball (vignettes included) and install it into .lib
 #   make demo     install the package and render the demonstration report
 #                 into demo-report/sysbioGPU-demo.html
@@ -29,7 +33,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 LIB := $(CURDIR)/.lib
 CHECKDIR := $(CURDIR)/check
 
-.PHONY: all deps build check test test-nocuda test-cluster install demo docs valgrind fuzz gpu-pack mutants pbn-coverage clean
+.PHONY: all deps build check policy test test-nocuda test-cluster install demo docs valgrind fuzz gpu-pack mutants pbn-coverage clean
 
 all: test
 
@@ -54,7 +58,11 @@ test-nocuda: build
 	R_LIBS=$(CHECKDIR)/lib-nocuda $(RSCRIPT) -e 'stopifnot(!attr(sysbioGPU::gpuInfo(), "cuda"))' \
 	  -e 'testthat::test_dir("tests/testthat", package = "$(PKG)", load_package = "installed", stop_on_failure = TRUE)'
 
-test: check test-nocuda
+policy:
+	$(RSCRIPT) tools/check-policy.R --self-test
+	$(RSCRIPT) tools/check-policy.R
+
+test: policy check test-nocuda
 
 test-cluster:
 	R="$(R)" RSCRIPT="$(RSCRIPT)" bash tools/test-cluster.sh

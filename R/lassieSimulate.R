@@ -254,17 +254,12 @@ check_model <- function(model) {
 #' of 32 species or more, 128 for smaller ones (a thread per simulation);
 #' with several GPUs the whole batch counts.
 #' Smaller batches take the host's implicit steps on `threads` threads
-#' (the same code, so the same results and `stats`).  Measured on an H100
-#' with 16 host threads (`inst/bench/lassie-bdf.R`, method `"bdf"`, t 0 to
-#' 100; BENCHMARKS.md, session 28), device against host: the 354-species
-#' fceri_ji model 1.30 s against 1.10 s at 64 simulations and 1.36 s
-#' against 2.21 s at 128; egfr_net (356 species) 1.39 s against 1.52 s at
-#' 64 and 1.44 s against 2.72 s at 128; Chen 2009 (504 species) 0.47 s
-#' against 0.26 s at 32, 0.47 s against 0.52 s at 64 and 0.48 s against
-#' 0.92 s at 128 (each about even at 4 a host thread).  The host also keeps the
-#' implicit steps of models of more than 1,024 species (BCR's 1,122: the
-#' device 2.4 times slower at 128 simulations; larger batches were not
-#' measured), of a simulation whose sparse LU needs pivoting (the dense
+#' (the same code, so the same results and `stats`).  The crossover,
+#' device against host on three models of 354 to 504 species and a small
+#' one, is measured by `inst/bench/lassie-bdf.R`: see BENCHMARKS.md,
+#' lassieSimulate.  The host also keeps the
+#' implicit steps of models of more than 1,024 species (there the device
+#' is slower), of a simulation whose sparse LU needs pivoting (the dense
 #' fallback is on the host only; there the results agree within the
 #' tolerance, not bit for bit), and of a batch whose implicit workspaces
 #' would take more than half the device's free memory.
@@ -321,8 +316,8 @@ check_model <- function(model) {
 #'   object instead of a matrix with its attributes per simulation (20,000
 #'   Haugh2b sets: 42 R objects instead of 520,000), indexed by time, column and
 #'   simulation.  The numbers and counters are those of the matrices, bit
-#'   for bit; the time R takes is about the same either way (measured in
-#'   BENCHMARKS.md).
+#'   for bit; the time R takes is about the same either way (see
+#'   BENCHMARKS.md, lassieSimulate).
 #' @return For one simulation, a matrix of class `lassieSimulation` with a
 #'   `time` column, one column per species and one per observable of the
 #'   model, like deSolve's `ode()`; attributes `stats` (steps, rejected

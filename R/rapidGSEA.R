@@ -151,7 +151,7 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   time grows about in proportion. The default, 151 (fgsea's is 101), is
 #'   the smallest of 101, 151, 201 and 301 that puts 90% of the p-values
 #'   below 1e-6 within a factor \eqn{2^{1.5}} of a precise reference on
-#'   MSigDB C2 (BENCHMARKS.md, issue 14).
+#'   MSigDB C2 (see BENCHMARKS.md, rapidGSEA).
 #' @param minSize,maxSize Sets with fewer or more genes present are dropped
 #'   (defaults 15 and 500).
 #' @param seed Seed of the permutations (whole number); `NULL` draws one

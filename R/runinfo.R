@@ -71,3 +71,22 @@ run_scalar <- function(v, na) {
   storage.mode(v) <- storage.mode(na)
   v
 }
+
+# The hardware a benchmark ran on, for the first line of inst/bench/*.R's
+# output: the CPU's model (from /proc/cpuinfo or sysctl) and the GPUs'
+# names.  Never the host's name.
+benchMachine <- function() {
+  cpu <- NA_character_
+  if (file.exists("/proc/cpuinfo")) {
+    m <- grep("^model name", readLines("/proc/cpuinfo", warn = FALSE), value = TRUE)
+    if (length(m)) cpu <- trimws(sub("^[^:]*:", "", m[[1L]]))
+  } else if (nzchar(Sys.which("sysctl"))) {
+    m <- tryCatch(system2("sysctl", c("-n", "machdep.cpu.brand_string"), stdout = TRUE, stderr = FALSE),
+                  error = function(e) character(), warning = function(w) character())
+    if (length(m)) cpu <- trimws(m[[1L]])
+  }
+  g <- gpuInfo()
+  gpus <- if (nrow(g)) paste(vapply(split(g$name, g$name), function(n) sprintf("%d x %s", length(n), n[[1L]]), ""),
+                             collapse = ", ") else "none"
+  sprintf("CPU: %s; GPU: %s", if (is.na(cpu)) "unknown model" else cpu, gpus)
+}

@@ -1,4 +1,4 @@
-# GPU paths touched in a session, run under compute-sanitizer memcheck by
+# GPU paths of every method, run under compute-sanitizer memcheck by
 # tools/gpu-check.sh's callers (see the closing notes): small runs of every
 # method's GPU engine, each compared with the CPU's result, so that a run
 # prints TRUE per check and the sanitizer sees the kernels and their frees.

@@ -1,4 +1,4 @@
-# The GPU's explicit steps (issue 17): k_explicit, a block per simulation
+# The GPU's explicit steps: k_explicit, a block per simulation
 # running whole steps with its state, stages and rates in shared memory,
 # against the kernels per stage (SYSBIOGPU_LASSIE_FUSED=0), in the same
 # process on the same batches; the results must be identical.  Seconds from
@@ -21,8 +21,7 @@ f <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
 here <- if (length(f)) dirname(f[1]) else system.file("bench", package = "sysbioGPU")
 ex <- parse(file.path(here, "lassie.R"))
 eval(ex[[which(vapply(ex, function(e) length(e) == 3L && identical(e[[2L]], quote(synthetic)), TRUE))]])
-cat(sprintf("lassieSimulate explicit steps on the GPU, %s; %s; GPU %s\n",
-            format(Sys.time(), "%Y-%m-%d %H:%M %Z"), Sys.info()[["nodename"]], gpuInfo()$name[1]))
+cat(sprintf("lassieSimulate explicit steps on the GPU, %s\n", sysbioGPU:::benchMachine()))
 mode_run <- function(mode, f) {
   old <- Sys.getenv("SYSBIOGPU_LASSIE_FUSED", unset = NA)
   if (is.na(mode)) Sys.unsetenv("SYSBIOGPU_LASSIE_FUSED") else Sys.setenv(SYSBIOGPU_LASSIE_FUSED = mode)

@@ -55,8 +55,8 @@
 /* members per task of a round's moves (idle threads take tasks) */
 #define ML_MEMBER_GRAIN 8
 /* host threads up to which the plain random sets are drawn on the GPU (a
- * thread per size there): on the H100 machine, C2's took the device about
- * 0.66 s, 16 host threads 0.26 s and 2 about 2.1 s (BENCHMARKS.md) */
+ * thread per size there): beyond, the host's threads draw C2's faster than
+ * the device (see BENCHMARKS.md, rapidGSEA) */
 #define ML_GPU_PLAIN_THREADS 6
 
 /* One ruler: the sets of one size in one tail (dir 0: ES >= 0, scored on
@@ -616,8 +616,8 @@ static sbg_status run_cpu(ml_task *task, int32_t n_task, ml_shared *sh, int nth)
  * the rulers that climb, as many as the device holds, a level of all of a
  * wave's rulers per pass (the device moves and scores, the host takes the
  * levels, as on the CPU).  (A level of a few rulers takes the device
- * about as long as one of hundreds, 6 ms at k = 430 on an H100; handing
- * such tails to 16 host threads measured no faster, 5.5 ms a level.) */
+ * about as long as one of hundreds; handing such tails to the host's
+ * threads was measured no faster.) */
 static sbg_status run_gpu(ml_task *task, int32_t n_task, ml_shared *sh, int nth) {
   sbg_status st = SBG_OK;
   sbg_ctx *ctx = sh->ctx;

@@ -1,6 +1,6 @@
 /* .Call glue of the multilevel p-values of rapidGSEA(pvalue =
  * "multilevel") (R/rapidGSEA.R, gsea_multilevel()): three named lists in
- * (data, params, run; the run contract of issue 16), the engine of
+ * (data, params, run: the run contract), the engine of
  * gsea_multilevel.c, a named list out.  R has validated every argument. */
 #include <math.h>
 #include <stdint.h>

@@ -437,9 +437,9 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   /* k_explicit when a simulation's stages fit in a block's shared memory
    * and at least LASSIE_FUSED_BLOCKS blocks share a multiprocessor (fewer
    * leave too few warps to hide the model's index loads, which then miss
-   * the L1 that the shared memory takes: on an H100, 2,048 species x
-   * 16,384 sets ran 10% slower fused, one block per multiprocessor; 1,024
-   * species x 4,096 sets 25% faster, two).  SYSBIOGPU_LASSIE_FUSED=0:
+   * the L1 that the shared memory takes: with one block per
+   * multiprocessor the fused kernel was slower, with two faster; see
+   * BENCHMARKS.md, lassieSimulate).  SYSBIOGPU_LASSIE_FUSED=0:
    * never, 1: whenever a block fits (tests, measurements).  The block has
    * the fewest threads (a power of 2, 32 to LASSIE_BLOCK) that cover the
    * species: the stiffness sums then add the same nonzero terms in the same
@@ -546,12 +546,11 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   if (!bdf) n_bdf = 0;
   /* With method "bdf" every simulation takes implicit steps throughout:
    * launches of the most attempts, the host polling while they run.  A
-   * launch ends with its slowest simulation: launches paced to a quarter
-   * second cost Chen's 1,000 sets 0.05-0.15 s more (BENCHMARKS.md,
-   * session 28).  With explicit steps in the batch (method "auto") longer
-   * implicit launches keep the explicit ones waiting (Haugh2b, 20,000
-   * sets: 0.28-0.32 s paced against 0.23-0.27 s at 64 a launch, one H200,
-   * session 26), so those stay at 64 attempts a launch. */
+   * launch ends with its slowest simulation, and launches paced to a
+   * quarter second cost more than they save.  With explicit steps in the
+   * batch (method "auto") longer implicit launches keep the explicit ones
+   * waiting, so those stay at 64 attempts a launch (both measured in
+   * BENCHMARKS.md, lassieSimulate). */
   bdf_unpaced = bdf && p->method == SBG_LASSIE_BDF;
   if (bdf_unpaced) lassie_gpu_bdf_unpaced(bdf);
   {

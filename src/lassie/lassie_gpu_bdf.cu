@@ -389,9 +389,9 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   b->sum_off = ws_sum_off(N, M, m->r_ptr[M], (int)nnz);
   b->pval_off = ws_pval_off(N, M, m->r_ptr[M], (int)nnz, b->sum.n_slots);
   /* shared memory for a block's teams: as many of lux, ys, the rates and
-   * y as fit where two blocks (the registers' limit) still fit an SM
-   * (Chen, 1,000 sets on an H100: 2.24 s with the rates, 2.36-2.47 with
-   * ys and lux, 2.70-2.85 with neither, interleaved; session 26: y too) */
+   * y as fit where two blocks (the registers' limit) still fit an SM;
+   * each vector moved there saves time on the Chen model (see
+   * BENCHMARKS.md, lassieSimulate) */
   b->smem_vecs = 0;
   if (b->T == 32) {
     const size_t teams = LASSIE_BDF_BLOCK / 32;

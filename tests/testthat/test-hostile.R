@@ -1,4 +1,4 @@
-# Hostile-input probe (issue 15): a table of bad (and some legal but odd)
+# Hostile-input probe: a table of bad (and some legal but odd)
 # inputs across the five methods and their readers.  Each case expects a
 # classed error (class sysbioGPU_error) or, where the input is legal, a
 # correct result (checked against an independent oracle where one exists:

@@ -1,8 +1,7 @@
-# lassieSimulate() steps by accuracy and interpolates the output times
-# (issue 17, point 1): Dormand-Prince 5(4)'s continuous extension for the
-# explicit steps, the BDF history's polynomial for the implicit ones; and a
-# simulation that fails inside a batch is reported per simulation (issue 16,
-# point 3).
+# lassieSimulate() steps by accuracy and interpolates the output times:
+# Dormand-Prince 5(4)'s continuous extension for the explicit steps, the
+# BDF history's polynomial for the implicit ones; and a simulation that
+# fails inside a batch is reported per simulation.
 
 sim <- function(m, times, ...) lassieSimulate(m, times, backend = "cpu", threads = 1, verbose = FALSE, ...)
 

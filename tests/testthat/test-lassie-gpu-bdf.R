@@ -1,4 +1,4 @@
-# The implicit (BDF) steps on the device (issue 17, point 2): each
+# The implicit (BDF) steps on the device: each
 # simulation of a batch factors its own I - gamma J with the CPU's sparse LU
 # code (src/lassie/lassie_bdf.h), so the GPU gives the CPU engine's bits,
 # values and solver statistics alike, whatever the simulation's mode.
@@ -74,7 +74,7 @@ test_that("stiff batches: the device's implicit steps give the CPU's bits", {
                  lassieSimulate(rob, tt, rates = K, method = "bdf", backend = "gpu", verbose = FALSE))
   r1 <- lassieSimulate(rob, tt, rates = K, method = "bdf", backend = "cpu", threads = 2L, verbose = FALSE)
   expect_identical(lassie_core(r2), lassie_core(r1))
-  # the host's implicit steps (as before issue 17) agree within 1e-9
+  # the host's implicit steps agree within 1e-9
   h <- with_env(c(SYSBIOGPU_LASSIE_DEVICE_BDF = "0"),
                 lassieSimulate(rob, tt, rates = K, method = "bdf", backend = "gpu", verbose = FALSE))
   for (s in seq_along(h)) expect_lt(max_rel(h[[s]][, -1], r1[[s]][, -1], floor = 1e-300), 1e-9)

@@ -133,7 +133,7 @@ test_that("the GPU agrees with the CPU on the (stiff) Chen model", {
   expect_equal(attr(b, "stats")[["implicitSteps"]], attr(a, "stats")[["implicitSteps"]])
 })
 
-test_that("laws that would expand without end, and negative rates, are named (issue 15)", {
+test_that("laws that would expand without end, and negative rates, are named", {
   skip_if_not(sbmlAvailable(), "built without libSBML")
   f <- tempfile(fileext = ".xml")
   txt <- readLines(sbml_small())

@@ -347,7 +347,7 @@ test_that("the GPU engine's split over devices merges to the CPU's results (meth
   # implicit steps, so the GPU engine's split into per-device blocks (one
   # host thread each), its merge and the continuation run without a GPU.
   skip_if_not(attr(gpuInfo(), "cuda"), "built without CUDA")
-  # (the device's implicit steps, issue 17, would need the devices: off)
+  # (the device's implicit steps would need the devices: off)
   old <- Sys.getenv("SYSBIOGPU_LASSIE_DEVICE_BDF", unset = NA)
   Sys.setenv(SYSBIOGPU_LASSIE_DEVICE_BDF = "0")
   on.exit(if (is.na(old)) Sys.unsetenv("SYSBIOGPU_LASSIE_DEVICE_BDF") else
