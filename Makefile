@@ -18,6 +18,10 @@
 #   make gpu-pack build for the GPU machine (see tools/gpu-check.sh)
 #   make mutants  one-line mutations of the engines (tools/mutants.txt), each
 #                 built CPU-only and run against its tests; prints the kill rate
+#   make test-cluster  a one-node SLURM on this machine (root; Debian's slurm
+#                 packages), each method through BatchtoolsParam against one
+#                 process, bit for bit, and a cancelled job (tools/test-cluster.sh);
+#                 skips with a message where the daemons cannot start
 #   make pbn-coverage  pbnSteadyState's accuracy promise over COV_SEEDS seeds
 #                 (default 400) on three networks and two p (tools/pbn-coverage.R),
 #                 after make install; fails when a coverage is significantly below s
@@ -35,7 +39,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 LIB := $(CURDIR)/.lib
 CHECKDIR := $(CURDIR)/check
 
-.PHONY: all deps build check policy test test-nocuda install demo docs valgrind fuzz gpu-pack mutants pbn-coverage sbml-suite clean
+.PHONY: all deps build check policy test test-nocuda test-cluster install demo docs valgrind fuzz gpu-pack mutants pbn-coverage sbml-suite clean
 
 all: test
 
@@ -65,6 +69,9 @@ policy:
 	$(RSCRIPT) tools/check-policy.R
 
 test: policy check test-nocuda
+
+test-cluster:
+	R="$(R)" RSCRIPT="$(RSCRIPT)" bash tools/test-cluster.sh
 
 # From the built tarball, so that the vignettes are installed too
 # (vignette(package = "sysbioGPU") finds them).

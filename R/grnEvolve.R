@@ -492,6 +492,8 @@ grn_workers <- function(pb, ga, a, BPPARAM) {
   G <- ga$generations
   mi <- ga$migrationInterval
   size <- ga$pop / I
+  release <- bp_hold(BPPARAM)
+  on.exit(release(), add = TRUE)
   rounds <- bp_rounds(BPPARAM, I, a$devices)
   on.exit(rounds$close(), add = TRUE)
   chunk <- 64

@@ -480,7 +480,7 @@ lassie_workers <- function(job, rt, it, M, N, devices, BPPARAM) {
     list(rates = block(rt, M, w), initial = block(it, N, w), base = as.integer(cuts[[w]]),
          devices = sp$devices[[w]])
   })
-  parts <- BiocParallel::bplapply(shares, lassie_worker, job = job, BPPARAM = BPPARAM)
+  parts <- bp_map(BPPARAM, lassie_worker, shares, MoreArgs = list(job = job))
   for (p in parts) if (inherits(p, "condition")) stop(p)
   # output = "array": the blocks are consecutive simulations, so their
   # arrays (times x columns x block) are concatenated as vectors

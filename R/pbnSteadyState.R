@@ -505,6 +505,8 @@ pbn_block <- function(range, dev, state, data, params, steps, count, gpu, thread
 # states (raw bytes of the engine, same build on every worker) come back
 # with each round and go out with the next.
 pbn_workers <- function(data, params, trajectories, a, threads, BPPARAM, verbose) {
+  release <- bp_hold(BPPARAM)
+  on.exit(release(), add = TRUE)
   rounds <- bp_rounds(BPPARAM, trajectories, a$devices)
   on.exit(rounds$close(), add = TRUE)
   round <- function(steps, count) {
@@ -514,7 +516,8 @@ pbn_workers <- function(data, params, trajectories, a, threads, BPPARAM, verbose
       error = function(e) e, interrupt = function(e) NA_character_)
     if (identical(r, NA_character_)) return(r) # Ctrl-C: the driver stops as in one process
     if (inherits(r, "error")) {
-      failure <<- paste0("pbnSteadyState: a BPPARAM worker failed: ", conditionMessage(r))
+      failure <<- paste0("pbnSteadyState: ", if (!inherits(r, "sysbioGPU_error_worker")) "a BPPARAM worker failed: ",
+                         conditionMessage(r))
       return(failure)
     }
     if (count) lapply(r, `[[`, "sums") else NULL

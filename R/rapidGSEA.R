@@ -398,6 +398,8 @@ gsea_workers <- function(job, BPPARAM) {
   sp <- bp_split(BPPARAM, job$nperm, job$devices)
   ranges <- lapply(sp$ranges, `+`, 1)  # 1-based permutation numbers
   devs <- sp$devices
+  release <- bp_hold(BPPARAM)
+  on.exit(release(), add = TRUE)
   t0 <- proc.time()[["elapsed"]]
   p1 <- bp_map(BPPARAM, gsea_share, ranges, devs, MoreArgs = list(phase = 1L, norm = NULL, job = job))
   r <- p1[[1L]]
