@@ -64,7 +64,7 @@ test-nocuda: build
 	R_LIBS=$(CHECKDIR)/lib-nocuda $(RSCRIPT) -e 'stopifnot(!attr(sysbioGPU::gpuInfo(), "cuda"))' \
 	  -e 'testthat::test_dir("tests/testthat", package = "$(PKG)", load_package = "installed", stop_on_failure = TRUE)'
 
-policy:
+policy: deps
 	$(RSCRIPT) tools/check-policy.R --self-test
 	$(RSCRIPT) tools/check-policy.R
 
