@@ -431,11 +431,14 @@ prepare <- function(cfg) {
   writeLines(link, file.path(prep, "link.txt"))
   writeLines(source_stamp(cfg$root), file.path(prep, "stamp.txt"))
   # what a machine without libSBML's development files needs to compile
-  # lassie_sbml.c: its headers (small) travel with the prepared folder
+  # lassie_sbml.c: its headers travel with the prepared folder, packed
   if (any(grepl("SBG_HAVE_SBML", db$cmd)) && dir.exists("/usr/include/sbml")) {
-    dir.create(file.path(prep, "include"))
-    file.copy("/usr/include/sbml", file.path(prep, "include"), recursive = TRUE)
+    if (system(sprintf("tar -cJf %s -C /usr/include sbml", shQuote(file.path(prep, "sbml-include.tar.xz")))) != 0)
+      stop("cannot pack libSBML's headers")
   }
+  # the workers need the sources and objects only (the tests run from the
+  # repository, the R readers are read from base/R)
+  unlink(file.path(base, setdiff(list.files(base, all.files = TRUE, no.. = TRUE), c("src", "R"))), recursive = TRUE)
   say("prepared ", prep, " (", nrow(db), " objects)")
   db
 }
@@ -455,8 +458,13 @@ load_prep <- function(cfg) {
 # Environment of every compile and link: libraries and headers brought along.
 build_env <- function(cfg, work) {
   e <- character()
-  inc <- c(if (dir.exists(file.path(cfg$prep, "include"))) file.path(cfg$prep, "include"),
-           strsplit(cfg$cpath, ":")[[1L]])
+  tarball <- file.path(cfg$prep, "sbml-include.tar.xz")
+  if (file.exists(tarball)) {
+    dir.create(file.path(work, "include"), showWarnings = FALSE)
+    if (system(sprintf("tar -xJf %s -C %s", shQuote(tarball), shQuote(file.path(work, "include")))) != 0)
+      stop("cannot unpack ", tarball)
+  }
+  inc <- c(if (file.exists(tarball)) file.path(work, "include"), strsplit(cfg$cpath, ":")[[1L]])
   if (length(inc)) e <- c(e, paste0("CPATH=", paste(inc, collapse = ":")))
   ldir <- file.path(work, "ld")
   dir.create(ldir, showWarnings = FALSE)
@@ -470,11 +478,50 @@ build_env <- function(cfg, work) {
   paste(e, collapse = " ")
 }
 
+# Which objects compile unmutated here, and the unmutated tests of each
+# test list: they must pass, and their time sets the time limit.
+baseline <- function(cfg, prep, s, benv, work) {
+  # which C files compile unmutated here (else their mutants are skipped)
+  cfiles <- unique(s$file[!grepl("\\.R$", s$file)])
+  objs <- unique(unlist(lapply(cfiles, function(f) prep$db$obj[grepl(paste0("(^| )", f, "( |$)"), prep$db$deps)])))
+  ok_obj <- unlist(parallel::mclapply(objs, function(o) {
+    cmd <- sub(" -o \\S+\\.o\\s*$", " -o /dev/null", prep$db$cmd[prep$db$obj == o])
+    sh(paste(benv, cmd), file.path(cfg$prep, "base/src"), file.path(work, "base-compile.log")) == 0
+  }, mc.cores = cfg$jobs))
+  bad_obj <- objs[!ok_obj]
+  if (length(bad_obj)) say("these objects do not compile unmutated here (their mutants are skipped): ",
+                           paste(bad_obj, collapse = " "), "; see ", file.path(work, "base-compile.log"))
+  lists <- unique(s$tests)
+  base_lib <- file.path(cfg$prep, "lib")
+  # a run that goes on where another stopped keeps its measurements
+  bfile <- file.path(cfg$out, "baseline.tsv")
+  if (file.exists(bfile)) {
+    old <- utils::read.delim(bfile, header = FALSE, col.names = c("tests", "secs"), quote = "")
+    if (all(lists %in% old$tests)) {
+      say("unmutated test times from ", bfile)
+      return(list(secs = setNames(old$secs, old$tests), bad_obj = bad_obj))
+    }
+  }
+  bt <- parallel::mclapply(lists, function(tl) {
+    a <- Sys.time()
+    r <- run_tests(cfg, base_lib, NULL, tl, file.path(cfg$out, "logs", paste0("baseline-", gsub("[^A-Za-z0-9]", "_", tl), ".log")), Inf)
+    list(r = r, secs = as.numeric(difftime(Sys.time(), a, units = "secs")))
+  }, mc.cores = cfg$jobs, mc.preschedule = FALSE)
+  base_secs <- setNames(vapply(bt, function(x) x$secs, 0), lists)
+  for (i in seq_along(lists)) {
+    say(sprintf("unmutated %-60s %6.1f s  %s", lists[[i]], base_secs[[i]], bt[[i]]$r$outcome))
+    if (bt[[i]]$r$outcome != "survived") stop("the unmutated tree fails its tests (", lists[[i]], "): ", bt[[i]]$r$detail)
+  }
+  writeLines(sprintf("%s\t%.1f", lists, base_secs), bfile)
+  list(secs = base_secs, bad_obj = bad_obj)
+}
+
 run_all <- function(cfg) {
   t0 <- Sys.time()
   prep <- load_prep(cfg)
   d <- draw(cfg)
   s <- d$sample
+  if (!nrow(s)) stop("no mutant drawn")
   dir.create(file.path(cfg$out, "results"), recursive = TRUE, showWarnings = FALSE)
   dir.create(file.path(cfg$out, "claims"), showWarnings = FALSE)
   dir.create(file.path(cfg$out, "logs"), showWarnings = FALSE)
@@ -489,32 +536,9 @@ run_all <- function(cfg) {
   unlink(work, recursive = TRUE)
   dir.create(work, showWarnings = FALSE)
   benv <- build_env(cfg, work)
-  # which C files compile unmutated here (else their mutants are skipped)
-  cfiles <- unique(s$file[!grepl("\\.R$", s$file)])
-  objs <- unique(unlist(lapply(cfiles, function(f) prep$db$obj[grepl(paste0("(^| )", f, "( |$)"), prep$db$deps)])))
-  ok_obj <- unlist(parallel::mclapply(objs, function(o) {
-    cmd <- sub(" -o \\S+\\.o\\s*$", " -o /dev/null", prep$db$cmd[prep$db$obj == o])
-    sh(paste(benv, cmd), file.path(cfg$prep, "base/src"), file.path(work, "base-compile.log")) == 0
-  }, mc.cores = cfg$jobs))
-  bad_obj <- objs[!ok_obj]
-  if (length(bad_obj)) say("these objects do not compile unmutated here (their mutants are skipped): ",
-                           paste(bad_obj, collapse = " "), "; see ", file.path(work, "base-compile.log"))
-  cfg$bad_obj <- bad_obj
-  # The unmutated tests of each test list: they must pass, and their time
-  # sets the time limit.
-  lists <- unique(s$tests)
-  base_lib <- file.path(cfg$prep, "lib")
-  bt <- parallel::mclapply(lists, function(tl) {
-    a <- Sys.time()
-    r <- run_tests(cfg, base_lib, NULL, tl, file.path(cfg$out, "logs", paste0("baseline-", gsub("[^A-Za-z0-9]", "_", tl), ".log")), Inf)
-    list(r = r, secs = as.numeric(difftime(Sys.time(), a, units = "secs")))
-  }, mc.cores = cfg$jobs, mc.preschedule = FALSE)
-  base_secs <- setNames(vapply(bt, function(x) x$secs, 0), lists)
-  for (i in seq_along(lists)) {
-    say(sprintf("unmutated %-60s %6.1f s  %s", lists[[i]], base_secs[[i]], bt[[i]]$r$outcome))
-    if (bt[[i]]$r$outcome != "survived") stop("the unmutated tree fails its tests (", lists[[i]], "): ", bt[[i]]$r$detail)
-  }
-  writeLines(sprintf("%s\t%.1f", lists, base_secs), file.path(cfg$out, "baseline.tsv"))
+  b <- baseline(cfg, prep, s, benv, work)
+  cfg$bad_obj <- b$bad_obj
+  base_secs <- b$secs
   deadline <- as.numeric(t0) + cfg$deadline
   parallel::mclapply(seq_len(cfg$jobs), function(w) worker(cfg, prep, s, w, base_secs, benv, deadline),
                      mc.cores = cfg$jobs, mc.preschedule = FALSE)
@@ -537,12 +561,14 @@ worker <- function(cfg, prep, s, w, base_secs, benv, deadline) {
     if (file.exists(file.path(cfg$out, "results", paste0(site$id, ".tsv")))) next
     if (as.numeric(Sys.time()) > deadline) break
     if (!dir.create(file.path(cfg$out, "claims", site$id), showWarnings = FALSE)) next
-    a <- Sys.time()
+    a <- Sys.time(); cpu0 <- sum(proc.time()[c(4L, 5L)], na.rm = TRUE)
     log <- file.path(cfg$out, "logs", paste0(site$id, ".log"))
     res <- one_mutant(cfg, prep, site, tree, lib, base, so_base, benv, log,
                       tmo = cfg$tfactor * base_secs[[site$tests]] + 30)
     secs <- as.numeric(difftime(Sys.time(), a, units = "secs"))
-    writeLines(paste(site$id, res$outcome, res$detail, sprintf("%.1f", secs), sprintf("%.1f", res$build), sep = "\t"),
+    cpu <- sum(proc.time()[c(4L, 5L)], na.rm = TRUE) - cpu0 # its compiler and test processes
+    writeLines(paste(site$id, res$outcome, res$detail, sprintf("%.1f", secs), sprintf("%.1f", res$build),
+                     sprintf("%.1f", cpu), sep = "\t"),
                file.path(cfg$out, "results", paste0(site$id, ".tsv")))
     say(sprintf("%s %-34s %-12s %-30s %5.1f s", site$id, paste0(site$file, ":", site$line),
                 res$outcome, res$detail, secs))
@@ -592,8 +618,9 @@ run_tests <- function(cfg, lib, patch, tests, log, tmo) {
   files <- strsplit(tests, ",", fixed = TRUE)[[1L]]
   tdir <- file.path(cfg$root, "tests/testthat")
   args <- c("test", lib, if (is.null(patch)) "-" else patch, status, cfg$threads, files)
-  cmd <- sprintf("cd %s && R_LIBS=%s OMP_NUM_THREADS=%d timeout -k 10 %d %s --vanilla %s %s >> %s 2>&1",
-                 shQuote(tdir), shQuote(paste(c(lib, .libPaths()), collapse = ":")), cfg$threads,
+  ldp <- paste(c(strsplit(cfg$libdirs, ":")[[1L]], Sys.getenv("LD_LIBRARY_PATH")), collapse = ":")
+  cmd <- sprintf("cd %s && LD_LIBRARY_PATH=%s R_LIBS=%s OMP_NUM_THREADS=%d timeout -k 10 %d %s --vanilla %s %s >> %s 2>&1",
+                 shQuote(tdir), shQuote(ldp), shQuote(paste(c(lib, .libPaths()), collapse = ":")), cfg$threads,
                  as.integer(ceiling(min(tmo, 86400))), shQuote(file.path(R.home("bin"), "Rscript")),
                  shQuote(normalizePath(script_path())), paste(shQuote(args), collapse = " "), shQuote(log))
   rc <- system(cmd)
@@ -666,12 +693,12 @@ report <- function(cfg) {
   rf <- list.files(file.path(cfg$out, "results"), "\\.tsv$", full.names = TRUE)
   r <- do.call(rbind, lapply(rf, function(f) {
     x <- strsplit(readLines(f, warn = FALSE)[[1L]], "\t", fixed = TRUE)[[1L]]
-    length(x) <- 5L
+    length(x) <- 6L
     data.frame(id = x[[1L]], outcome = x[[2L]], detail = x[[3L]], seconds = as.numeric(x[[4L]]),
-               build_seconds = as.numeric(x[[5L]]))
+               build_seconds = as.numeric(x[[5L]]), cpu_seconds = as.numeric(x[[6L]]))
   }))
   if (is.null(r)) r <- data.frame(id = character(), outcome = character(), detail = character(),
-                                  seconds = numeric(), build_seconds = numeric())
+                                  seconds = numeric(), build_seconds = numeric(), cpu_seconds = numeric())
   t <- merge(s[, c("id", "file", "line", "kind", "from", "to", "line_text", "mutated_text", "tests")],
              r, by = "id", all.x = TRUE)
   t$outcome[is.na(t$outcome)] <- "not run"
@@ -680,9 +707,10 @@ report <- function(cfg) {
   utils::write.csv(t, file.path(cfg$out, "mutants-auto.csv"), row.names = FALSE)
   k <- sum(t$outcome %in% c("killed", "timeout")); sv <- sum(t$outcome == "survived")
   nc <- sum(t$outcome == "no-compile"); sk <- sum(t$outcome == "skipped"); nr <- sum(t$outcome == "not run")
-  summ <- sprintf("%d of %d compiled mutants killed (%.1f%%; %d by a timeout), %d survived, %d did not compile, %d skipped, %d not run; median %.1f s a mutant",
+  summ <- sprintf(paste("%d of %d compiled mutants killed (%.1f%%; %d by a timeout), %d survived, %d did not compile,",
+                        "%d skipped, %d not run; a mutant took %.1f s (median; mean %.1f s) and %.1f s of CPU (mean)"),
                   k, k + sv, if (k + sv) 100 * k / (k + sv) else 0, sum(t$outcome == "timeout"), sv, nc, sk, nr,
-                  stats::median(t$seconds, na.rm = TRUE))
+                  stats::median(t$seconds, na.rm = TRUE), mean(t$seconds, na.rm = TRUE), mean(t$cpu_seconds, na.rm = TRUE))
   md <- c("| id | file:line | mutation | line | outcome | s |", "|---|---|---|---|---|---|",
           sprintf("| %s | %s:%d | `%s` | `%s` | %s | %.1f |", t$id, t$file, t$line, t$mutation,
                   gsub("|", "\\|", substr(t$line_text, 1, 80), fixed = TRUE),
