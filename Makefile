@@ -1,7 +1,11 @@
 # Developer entry points. `make test` is what CI runs (.ci/run).
-#   make test     install missing Debian packages, build the tarball, R CMD check
-#                 it (fails on any ERROR or WARNING), then run the tests again
-#                 on a CPU-only build (SYSBIOGPU_CUDA=no)
+#   make test     the policy check (make policy), then install missing Debian
+#                 packages, build the tarball, R CMD check it (fails on any
+#                 ERROR or WARNING), then run the tests again on a CPU-only
+#                 build (SYSBIOGPU_CUDA=no)
+#   make policy   tools/check-policy.R: no work history, tracker issue numbers,
+#                 dates, machine names or outside paths in what ships (and its
+#                 self-test)
 #   make install  build the tarball (vignettes included) and install it into .lib
 #   make demo     install the package and render the demonstration report
 #                 into demo-report/sysbioGPU-demo.html
@@ -14,6 +18,10 @@
 #   make gpu-pack build for the GPU machine (see tools/gpu-check.sh)
 #   make mutants  one-line mutations of the engines (tools/mutants.txt), each
 #                 built CPU-only and run against its tests; prints the kill rate
+#   make test-cluster  a one-node SLURM on this machine (root; Debian's slurm
+#                 packages), each method through BatchtoolsParam against one
+#                 process, bit for bit, and a cancelled job (tools/test-cluster.sh);
+#                 skips with a message where the daemons cannot start
 #   make mutants-auto  mutants made by a program (tools/mutants-auto.R): every
 #                 operator and numeric constant of the engines and R readers is a
 #                 site; MUT_N (300) drawn with MUT_SEED (1), MUT_JOBS workers;
@@ -21,6 +29,12 @@
 #   make pbn-coverage  pbnSteadyState's accuracy promise over COV_SEEDS seeds
 #                 (default 400) on three networks and two p (tools/pbn-coverage.R),
 #                 after make install; fails when a coverage is significantly below s
+#   make sbml-suite SUITE=<cases/semantic of the SBML Test Suite>  every
+#                 time-course case through readSBML() and lassieSimulate() on the
+#                 CPU, each in a forked child with a time limit (tools/sbml-suite.R),
+#                 after make install; SBML_JOBS (default 2), SBML_TIMEOUT (default
+#                 60 s); table in check/sbml-suite-out/ (fails on a silently wrong
+#                 answer, an unclassed error, a crash or a hang)
 R ?= R
 RSCRIPT ?= Rscript
 PKG := sysbioGPU
@@ -29,7 +43,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 LIB := $(CURDIR)/.lib
 CHECKDIR := $(CURDIR)/check
 
-.PHONY: all deps build check test test-nocuda install demo docs valgrind fuzz gpu-pack mutants mutants-auto pbn-coverage clean
+.PHONY: all deps build check policy test test-nocuda test-cluster install demo docs valgrind fuzz gpu-pack mutants mutants-auto pbn-coverage sbml-suite clean
 
 all: test
 
@@ -54,7 +68,14 @@ test-nocuda: build
 	R_LIBS=$(CHECKDIR)/lib-nocuda $(RSCRIPT) -e 'stopifnot(!attr(sysbioGPU::gpuInfo(), "cuda"))' \
 	  -e 'testthat::test_dir("tests/testthat", package = "$(PKG)", load_package = "installed", stop_on_failure = TRUE)'
 
-test: check test-nocuda
+policy:
+	$(RSCRIPT) tools/check-policy.R --self-test
+	$(RSCRIPT) tools/check-policy.R
+
+test: policy check test-nocuda
+
+test-cluster:
+	R="$(R)" RSCRIPT="$(RSCRIPT)" bash tools/test-cluster.sh
 
 # From the built tarball, so that the vignettes are installed too
 # (vignette(package = "sysbioGPU") finds them).
@@ -79,6 +100,12 @@ COV_SEEDS ?= 400
 pbn-coverage: install
 	mkdir -p $(CHECKDIR)
 	R_LIBS=$(LIB) $(RSCRIPT) tools/pbn-coverage.R --seeds=$(COV_SEEDS) --out=$(CHECKDIR)/pbn-coverage.csv
+
+SBML_JOBS ?= 2
+SBML_TIMEOUT ?= 60
+sbml-suite: install
+	@test -n "$(SUITE)" || { echo "make sbml-suite: set SUITE to the SBML Test Suite's cases/semantic folder" >&2; exit 2; }
+	R_LIBS=$(LIB) $(RSCRIPT) tools/sbml-suite.R "$(SUITE)" $(CHECKDIR)/sbml-suite-out $(SBML_JOBS) $(SBML_TIMEOUT)
 
 docs:
 	$(RSCRIPT) -e 'roxygen2::roxygenise()'

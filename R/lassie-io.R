@@ -130,12 +130,24 @@ readBioNetGen <- function(file) {
     if (is.null(ex)) err(ln, "cannot parse the expression `", s, "`")
     ex
   }
+  # every name (parameter, species, group, function) is defined once: a
+  # second definition is an error at its line, never a silent override
+  # (species apart: rate laws name parameters, groups and functions, which
+  # share one namespace, and species by index)
+  defined <- new.env(parent = emptyenv())
+  define <- function(nm, ln, what) {
+    key <- paste0(if (what == "species") "s:" else "n:", nm)
+    prev <- defined[[key]]
+    if (!is.null(prev)) err(ln, what, " '", nm, "' is already defined at line ", prev$line, " (as a ", prev$what, ")")
+    assign(key, list(line = ln, what = what), envir = defined)
+  }
   pars <- block("parameters")
   if (!is.null(pars)) for (k in seq_along(pars$text)) {
     f <- fields(pars$text[k])
     if (length(f) < 3L) err(pars$line[k], "a parameter needs an index, a name and a value")
     index(f, pars$line[k], "a parameter")
-    ex <- parse_expr(paste(f[-(1:2)], collapse = " "), pars$line[k])
+    define(f[2], pars$line[k], "parameter")
+    ex <- parse_expr(paste(f[-c(1L, 2L)], collapse = " "), pars$line[k])
     v <- tryCatch(eval(ex, env), error = function(e) err(pars$line[k], "cannot evaluate parameter ", f[2], ": ", conditionMessage(e)))
     if (!is.numeric(v) || length(v) != 1L || !is.finite(v)) {
       err(pars$line[k], "parameter ", f[2], " is ", format(v), " (must be a finite number)")
@@ -153,8 +165,9 @@ readBioNetGen <- function(file) {
     if (index(f, sp$line[k], "a species") != k) err(sp$line[k], "species are not numbered 1, 2, ... in order")
     nm <- f[2]
     if (startsWith(nm, "$")) { fixed[k] <- TRUE; nm <- substring(nm, 2L) }
+    define(nm, sp$line[k], "species")
     species[k] <- nm
-    v <- tryCatch(eval(parse_expr(paste(f[-(1:2)], collapse = " "), sp$line[k]), env),
+    v <- tryCatch(eval(parse_expr(paste(f[-c(1L, 2L)], collapse = " "), sp$line[k]), env),
                   error = function(e) err(sp$line[k], "cannot evaluate the amount of ", nm, ": ", conditionMessage(e)))
     if (!is.numeric(v) || length(v) != 1L || !is.finite(v) || v < 0) err(sp$line[k], "the amount of ", nm, " must be finite and >= 0")
     initial[k] <- v
@@ -185,9 +198,10 @@ readBioNetGen <- function(file) {
       f <- fields(grp$text[k])
       if (length(f) < 2L) err(grp$line[k], "a group needs an index and a name")
       index(f, grp$line[k], "a group")
+      define(f[2], grp$line[k], "group")
       obs_names[k] <- f[2]
       if (length(f) >= 3L) {
-        l <- parse_list(paste(f[-(1:2)], collapse = ""), grp$line[k], paste0("group ", f[2]))
+        l <- parse_list(paste(f[-c(1L, 2L)], collapse = ""), grp$line[k], paste0("group ", f[2]))
         gi <- c(gi, rep(k, length(l$j))); gj <- c(gj, l$j); gw <- c(gw, l$w)
         w <- rowsum(l$w, as.character(l$j), reorder = FALSE)
         obs_poly[[f[2]]] <- stats::setNames(w[, 1L], rownames(w))
@@ -202,6 +216,7 @@ readBioNetGen <- function(file) {
   if (!is.null(fns)) for (k in seq_along(fns$text)) {
     m <- regmatches(fns$text[k], regexec("^\\s*[0-9]+\\s+([A-Za-z_][A-Za-z0-9_]*)\\s*\\(\\s*\\)\\s+(.+)$", fns$text[k]))[[1]]
     if (!length(m)) err(fns$line[k], "only functions without arguments are supported: `", fns$text[k], "`")
+    define(m[2], fns$line[k], "function")
     fun_defs[[m[2]]] <- list(expr = parse_expr(m[3], fns$line[k]), line = fns$line[k])
   }
   to_poly <- function(ex, ln, depth = 0L) {
@@ -257,7 +272,7 @@ readBioNetGen <- function(file) {
     if (length(f) < 4L) err(ln, "a reaction needs an index, reactants, products and a rate law")
     index(f, ln, "a reaction")
     re <- side(f[2], ln, "the reactants"); pr <- side(f[3], ln, "the products")
-    rtxt <- paste(f[-(1:3)], collapse = " ")
+    rtxt <- paste(f[-seq_len(3L)], collapse = " ")
     terms <- rate_cache[[rtxt]]
     if (is.null(terms)) {
       poly <- tryCatch(to_poly(parse_expr(rtxt, ln), ln),
@@ -373,6 +388,9 @@ readLASSIE <- function(dir) {
   need <- c("left_side", "right_side", "c_vector", "M_0")
   miss <- need[!file.exists(p(need))]
   if (length(miss)) stop_input("`dir` lacks LASSIE's input file(s): ", paste(miss, collapse = ", "))
+  for (f in c(need, "M_feed", "t_vector", "cs_vector", "volume", "modelkind")) {
+    if (file.exists(p(f)) && !dir.exists(p(f))) check_gzip(p(f)) # R/gsea-io.R
+  }
   rd_mat <- function(f) {
     x <- tryCatch(as.matrix(utils::read.table(p(f), sep = "", header = FALSE, colClasses = "numeric")),
                   error = function(e) stop_input("cannot read ", f, ": ", conditionMessage(e), call = NULL))
@@ -417,11 +435,30 @@ readLASSIE <- function(dir) {
 #' Reads an SBML file (any level and version) through libSBML and returns
 #' the [reactionModel()] of its reactions, provided every kinetic law is
 #' mass action: `k * prod(reactants)` (each reactant to the power of its
-#' stoichiometry), for a reversible reaction minus `k' * prod(products)`;
+#' stoichiometry), minus, for a reverse direction, `k' * prod(products)`;
 #' species in the law beyond the reactants (products) are read as
 #' catalysts, present on both sides.  `k` may be any expression of numbers,
-#' parameters (local before global) and compartment sizes.  Laws of another
-#' form are an error that names the reactions.
+#' parameters (local before global), compartment sizes and SBML's
+#' functions (`multiply(k1, S1)`, `k1 * S1 * compartment`, `kf * A - kr * B`
+#' and laws through function definitions are all mass action).  A law that
+#' is 0 keeps its reaction, with rate 0.
+#'
+#' Values are those of the model at time 0: initial assignments and
+#' assignment rules whose values do not change in time (they depend on no
+#' species and not on time) are evaluated once, in the order their
+#' dependencies ask; so are stoichiometries set through a species
+#' reference's id.  A model of the `comp` package is flattened by libSBML's
+#' converter first, and function definitions are expanded.
+#'
+#' What the mass-action engine cannot run is refused by an error of class
+#' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
+#' construct and the elements: events, rate and algebraic rules, assignment
+#' rules whose values change in time, fast reactions, the csymbols `delay`
+#' and `rateOf`, laws that depend on time or are not mass action,
+#' non-integer stoichiometries, conversion factors other than 1, reactions
+#' whose species lie in compartments of different sizes, and SBML packages other than `comp` that a
+#' model requires.  Nothing of the model is ignored, except constraints
+#' (they do not change a trajectory).
 #'
 #' Conventions: the state of a species is its concentration
 #' (`initialConcentration`, or `initialAmount` divided by its compartment's
@@ -429,10 +466,11 @@ readLASSIE <- function(dir) {
 #' what its symbol means in kinetic laws (SBML's semantics).  A kinetic law
 #' is a rate of change of amount, so it is divided by the size of the
 #' compartment of the species it changes (all of those species must share
-#' the same size; compartments without a size count as 1).  Boundary and
-#' constant species are `fixed`.  Rules, events and initial assignments are
-#' not read (an error).  A homodimerisation `2 A -> ...` with law `k A^2`
-#' has `dA/dt = -2 k A^2`, as in [reactionModel()].
+#' the same size); the species of a compartment of dimension 0 are amounts.
+#' Boundary and constant species, and species set by an
+#' assignment rule (of constant value), are `fixed`.  A homodimerisation
+#' `2 A -> ...` with law `k A^2` has `dA/dt = -2 k A^2`, as in
+#' [reactionModel()].
 #'
 #' @param file Path of an SBML file.
 #' @param propensities When `TRUE`, laws that are stochastic mass-action
@@ -442,8 +480,13 @@ readLASSIE <- function(dir) {
 #'   `c * prod_j X_j^a_j`; when `FALSE` (default), they are an error.
 #' @return A [reactionModel()] whose species and reactions are named by
 #'   their SBML ids (the SBML names in attributes `speciesNames` and
-#'   `reactionNames`), with attribute `parameters`.  A reversible reaction
-#'   `R` becomes `R` and `R_rev`.
+#'   `reactionNames`), with attributes `parameters` (the global parameters'
+#'   values), `speciesCompartment` (each species' compartment),
+#'   `compartmentSize` (the compartments' sizes), `substanceUnits` (`TRUE`
+#'   where a species' state is its amount, `FALSE` where it is its
+#'   concentration) and `constants` (the values of the parameters,
+#'   compartments and species references, all constant in time).  A
+#'   reaction `R` with a reverse direction becomes `R` and `R_rev`.
 #' @details Needs libSBML when the package is built (Debian:
 #'   `libsbml5-dev`); without it `readSBML()` is an error saying so.
 #' @seealso [lassieSimulate()], [readBioNetGen()]
@@ -467,66 +510,77 @@ readSBML <- function(file, propensities = FALSE) {
                "(install libSBML, e.g. Debian's libsbml5-dev, and reinstall sysbioGPU)")
   }
   fname <- basename(file)
-  d <- .Call(ffi_lassie_read_sbml, path.expand(file))
+  # an absolute path: comp's external model files are found beside it
+  d <- .Call(ffi_lassie_read_sbml, normalizePath(file))
   if (length(d$errors)) {
     stop_input(fname, ": libSBML reports ", length(d$errors), " error(s): ",
                paste(utils::head(d$errors, 3), collapse = "; "))
   }
-  un <- d$unsupported[c("rules", "events", "initial assignments")]
-  if (any(un > 0)) {
-    stop_input(fname, ": has ", paste(un[un > 0], names(un)[un > 0], collapse = ", "),
-               "; readSBML() reads reactions with mass-action kinetics only")
+  refuse <- function(...) stop(sbml_unsupported(fname, ...))
+  ids <- function(x) paste(utils::head(x, 5), collapse = ", ")
+  if (nzchar(d$refusal)) refuse(d$refusal)
+  if (length(d$events)) refuse(length(d$events), " event(s) (", ids(d$events), ")")
+  rl <- d$rules
+  for (type in c("rate", "algebraic")) if (any(rl$type == type)) {
+    v <- rl$variable[rl$type == type]
+    refuse(sum(rl$type == type), " ", type, " rule(s)", if (any(nzchar(v))) paste0(" (for ", ids(v), ")"))
   }
+  fast <- vapply(d$reactions, `[[`, TRUE, "fast")
+  if (any(fast)) refuse("fast reaction(s) (", ids(vapply(d$reactions[fast], `[[`, "", "id")), ")")
+  if (d$unsupported[["function definitions"]] > 0L) refuse("function definitions libSBML could not expand")
+
   sp <- d$species
   N <- length(sp$id)
-  if (N < 1L) stop_input(fname, ": no species")
-  nr_in <- length(d$reactions)
-  if (nr_in < 1L) stop_input(fname, ": no reactions")
-  csize <- stats::setNames(d$compartments$size, d$compartments$id)
-  csize[is.na(csize)] <- 1
-  vol <- unname(csize[sp$compartment])
-  vol[is.na(vol)] <- 1
-  if (any(!is.finite(vol) | vol <= 0)) stop_input(fname, ": compartment sizes must be finite and > 0")
-  # state: concentration unless hasOnlySubstanceUnits
-  init <- ifelse(sp$hasOnlySubstanceUnits,
-                 ifelse(is.na(sp$initialAmount), sp$initialConcentration * vol, sp$initialAmount),
-                 ifelse(is.na(sp$initialConcentration), sp$initialAmount / vol, sp$initialConcentration))
-  if (anyNA(init)) {
-    stop_input(fname, ": species without an initial amount or concentration: ",
-               paste(utils::head(sp$id[is.na(init)], 5), collapse = ", "))
+  if (N < 1L) refuse("no species")
+  if (!length(d$reactions)) refuse("no reactions")
+  # a compartment of dimension 0 is a point without a size: its species
+  # are amounts (SBML's semantics), as if they had hasOnlySubstanceUnits
+  dims <- stats::setNames(d$compartments$spatialDimensions, d$compartments$id)[sp$compartment]
+  sp$hasOnlySubstanceUnits <- d$species$hasOnlySubstanceUnits <- sp$hasOnlySubstanceUnits | (!is.na(dims) & dims == 0)
+  v <- sbml_values(d, refuse)
+  moving <- v$moving
+  # a species whose assignment rule changes in time is no state: it is
+  # reported as an observable (below); one whose rule has a constant value
+  # is held at it
+  keep <- !sp$id %in% names(moving)
+  if (!any(keep)) refuse("no species that an assignment rule does not set")
+  out_sp <- sp
+  sp <- lapply(sp, function(x) x[keep])
+  N <- length(sp$id)
+  ruled <- sp$id %in% rl$variable[rl$type == "assignment"]
+  fixed <- sp$boundaryCondition | sp$constant | ruled
+  init <- vapply(sp$id, v$value, 0)
+  if (any(!is.finite(init))) refuse("species whose initial value is not finite (", ids(sp$id[!is.finite(init)]), ")")
+  vol <- rep(1, N); conc <- !sp$hasOnlySubstanceUnits
+  vol[conc] <- vapply(sp$compartment[conc], v$value, 0)
+  if (any(!(vol > 0) & !sp$hasOnlySubstanceUnits)) {
+    refuse("species in compartments whose size is not > 0 (", ids(sp$id[!(vol > 0) & !sp$hasOnlySubstanceUnits]), ")")
   }
   scale <- ifelse(sp$hasOnlySubstanceUnits, 1, vol)   # d(state)/dt = law / scale
   sidx <- stats::setNames(seq_len(N), sp$id)
-  gpar <- stats::setNames(d$parameters$value, d$parameters$id)
 
-  fns <- list(exp = exp, log = log, ln = log, log10 = log10, sqrt = sqrt, abs = abs)
   # errors here are caught per reaction and reported together, by name
   fail <- function(...) stop_input(..., call = NULL)
   bad <- function() fail("not mass action")
-  to_poly <- function(ex, loc) {
+  to_poly <- function(ex, loc, depth = 0L) {
+    if (depth > 100L) fail("assignment rules nested too deeply")
     if (is.numeric(ex)) return(poly_const(as.double(ex)))
-    if (is.name(ex)) {
-      nm <- as.character(ex)
-      if (nm %in% names(loc)) return(poly_const(loc[[nm]]))
-      if (nm %in% names(gpar)) return(poly_const(gpar[[nm]]))
-      if (nm %in% names(csize)) return(poly_const(csize[[nm]]))
-      if (nm %in% names(sidx)) return(poly_var(sidx[[nm]]))
-      fail("unknown name `", nm, "`")
+    vars <- setdiff(all.vars(ex), names(loc))
+    if (is.name(ex) && length(vars) && vars %in% names(moving)) return(to_poly(moving[[vars]], list(), depth + 1L))
+    if (!any(vars %in% c(sp$id, names(moving)))) {
+      # a constant: any function of numbers and parameters
+      return(poly_const(sbml_eval(ex, function(nm) if (nm %in% names(loc)) loc[[nm]] else v$value(nm),
+                                  time = function() fail("it depends on time"))))
     }
-    if (!is.call(ex)) bad()
+    if (is.name(ex)) return(poly_var(sidx[[as.character(ex)]]))
     op <- as.character(ex[[1]])
-    args <- as.list(ex)[-1]
-    if (op == "(") return(to_poly(args[[1]], loc))
-    ps <- lapply(args, to_poly, loc = loc)
+    if (op %in% c("delay", "rateOf", "unsupported_math", "function_call")) sbml_eval(ex, stop, stop)   # its refusal
+    if (!op %in% c("+", "-", "*", "/", "^")) bad()
+    ps <- lapply(as.list(ex)[-1], to_poly, loc = loc, depth = depth)
     r <- poly_arith(op, ps)
-    if (!is.null(r)) return(r)
-    if (all(vapply(ps, poly_is_const, TRUE)) && !is.null(fns[[op]])) {
-      return(poly_const(do.call(fns[[op]], lapply(ps, sum))))
-    }
-    bad()
+    if (is.null(r)) bad()
+    r
   }
-  # identifiers in backquotes (SBML ids may be R keywords or start with _)
-  quote_ids <- function(s) gsub("(?<![A-Za-z0-9_.`])([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_(`])", "`\\1`", s, perl = TRUE)
   falling <- function(js, c) {   # c * prod over the reactant multiset of X (X-1) ...
     r <- poly_const(c)
     for (j in unique(js)) for (t in seq_len(sum(js == j)) - 1L) {
@@ -535,11 +589,21 @@ readSBML <- function(file, propensities = FALSE) {
     r[r != 0]
   }
   expand <- function(side) {
+    set <- side$species %in% names(moving)
+    if (any(set)) {
+      if (!all(out_sp$boundaryCondition[match(side$species[set], out_sp$id)])) {
+        fail("species ", side$species[set][1], " is set by an assignment rule")
+      }
+      side <- lapply(side, function(x) x[!set])
+    }
     if (!length(side$species)) return(integer())
     j <- unname(sidx[side$species])
     if (anyNA(j)) fail("unknown species ", side$species[is.na(j)][1])
-    a <- side$stoichiometry
-    if (anyNA(a) || any(a < 0 | a != round(a))) fail("stoichiometry must be whole numbers (no stoichiometryMath)")
+    a <- v$stoichiometry(side)
+    if (any(!is.finite(a) | a < 0 | a != round(a))) {
+      k <- which(!is.finite(a) | a < 0 | a != round(a))[1]
+      fail("the stoichiometry ", format(a[k]), " of ", side$species[k], " is not a whole number")
+    }
     if (any(a > lassie_max_order)) fail("a stoichiometry of ", max(a), " (more than ", lassie_max_order, ")")
     rep.int(j, a)
   }
@@ -549,6 +613,7 @@ readSBML <- function(file, propensities = FALSE) {
     left <- tb - ta
     rep.int(as.integer(names(left)), as.integer(left))
   }
+  cf <- v$conversion_factors()[keep]
   out_re <- list(); out_pr <- list(); out_k <- numeric(); out_id <- character(); out_nm <- character()
   problems <- character()
   add <- function(re, pr, k, id, nm) {
@@ -558,35 +623,39 @@ readSBML <- function(file, propensities = FALSE) {
   for (r in d$reactions) {
     label <- if (nzchar(r$name) && r$name != r$id) paste0(r$id, " (", r$name, ")") else r$id
     res <- tryCatch({
-      if (is.na(r$law)) fail("no kinetic law")
+      if (is.null(r$math)) fail("no kinetic law")
       re <- expand(r$reactants); pr <- expand(r$products)
       loc <- stats::setNames(r$local_value, r$local_id)
-      ex <- tryCatch(parse(text = quote_ids(r$law))[[1]], error = function(e) fail("cannot parse"))
-      poly <- to_poly(ex, loc)
-      if (any(!is.finite(poly))) fail("a rate constant evaluates to ", poly[!is.finite(poly)][1])
-      poly <- poly[poly != 0]
+      if (anyNA(loc)) fail("local parameter ", names(loc)[is.na(loc)][1], " has no value")
       changed <- unique(c(re, pr))
       changed <- changed[vapply(changed, function(j) sum(re == j) != sum(pr == j), TRUE)]
+      if (any(cf[changed] != 1)) {
+        fail("species ", ids(sp$id[changed][cf[changed] != 1]), " with a conversion factor other than 1")
+      }
+      poly <- to_poly(r$math, loc)
+      if (any(!is.finite(poly))) fail("a rate constant evaluates to ", poly[!is.finite(poly)][1])
+      poly <- poly[poly != 0]
       sc <- unique(scale[changed])
       if (length(sc) > 1L) fail("its species lie in compartments of different sizes")
       if (!length(sc)) sc <- 1
-      terms <- list()
-      fwd_ok <- FALSE
+      # a law that is 0: the reaction is kept, with rate 0
+      terms <- if (!length(poly)) list(list(re = re, pr = pr, k = 0, rev = FALSE)) else list()
       for (t in seq_along(poly)) {
-        mono <- poly_species(names(poly)[t]); cf <- poly[[t]]
+        mono <- poly_species(names(poly)[t]); cf_t <- poly[[t]]
         cat_f <- sub_multiset(re, mono); cat_b <- sub_multiset(pr, mono)
         # catalysts must be species the reaction does not change; a
-        # negative term is the reverse reaction of a reversible one
+        # negative term is the reverse direction (SBML's `reversible` is
+        # a hint, the law decides)
         if (!is.null(cat_f) && any(cat_f %in% changed)) cat_f <- NULL
         if (!is.null(cat_b) && any(cat_b %in% changed)) cat_b <- NULL
-        if (cf > 0 && !is.null(cat_f)) {
-          terms[[length(terms) + 1L]] <- list(re = c(re, cat_f), pr = c(pr, cat_f), k = cf / sc, rev = FALSE)
-        } else if (cf < 0 && !is.null(cat_b) && isTRUE(r$reversible)) {
-          terms[[length(terms) + 1L]] <- list(re = c(pr, cat_b), pr = c(re, cat_b), k = -cf / sc, rev = TRUE)
-        } else if (cf < 0 && !is.null(cat_f)) {
-          fail("its rate constant is negative (", cf, ")")
-        } else if (cf > 0 && !is.null(cat_b) && isTRUE(r$reversible)) {
-          fail("its reverse rate constant is negative (", -cf, ")")
+        if (cf_t > 0 && !is.null(cat_f)) {
+          terms[[length(terms) + 1L]] <- list(re = c(re, cat_f), pr = c(pr, cat_f), k = cf_t / sc, rev = FALSE)
+        } else if (cf_t < 0 && !is.null(cat_b)) {
+          terms[[length(terms) + 1L]] <- list(re = c(pr, cat_b), pr = c(re, cat_b), k = -cf_t / sc, rev = TRUE)
+        } else if (cf_t < 0 && !is.null(cat_f)) {
+          fail("its rate constant is negative (", cf_t, ")")
+        } else if (cf_t > 0 && !is.null(cat_b)) {
+          fail("its reverse rate constant is negative (", -cf_t, ")")
         } else {
           terms <- NULL; break
         }
@@ -604,7 +673,12 @@ readSBML <- function(file, propensities = FALSE) {
       }
       if (is.null(terms)) bad()
       terms
-    }, error = function(e) structure(paste0(label, ": `", r$law, "` (", conditionMessage(e), ")"), class = "bad"))
+    }, error = function(e) {
+      msg <- conditionMessage(e)   # a refusal from sbml_values() names the file: not again
+      if (startsWith(msg, paste0(fname, ": "))) msg <- substring(msg, nchar(fname) + 3L)
+      msg <- sub("; readSBML\\(\\) does not simulate it$", "", msg)
+      structure(paste0(label, ": `", r$law, "` (", msg, ")"), class = "bad")
+    })
     if (inherits(res, "bad")) { problems <- c(problems, unclass(res)); next }
     nrev <- 0L
     for (tm in res) {
@@ -615,23 +689,190 @@ readSBML <- function(file, propensities = FALSE) {
     }
   }
   if (length(problems)) {
-    stop_input(fname, ": ", length(problems), " reaction(s) that cannot be read as mass action",
+    stop(sbml_unsupported(fname, length(problems), " reaction(s) that cannot be read as mass action",
                if (!propensities && any(grepl("- 1)", problems, fixed = TRUE))) " (stochastic propensities? see `propensities`)",
                ": ", paste(utils::head(problems, 5), collapse = "; "),
-               if (length(problems) > 5) "; ...")
+               if (length(problems) > 5) "; ..."))
   }
   M <- length(out_k)
   ri <- rep.int(seq_len(M), lengths(out_re)); pi_ <- rep.int(seq_len(M), lengths(out_pr))
   A <- Matrix::sparseMatrix(i = ri, j = unlist(out_re), x = rep(1, length(ri)), dims = c(M, N))
   B <- Matrix::sparseMatrix(i = pi_, j = unlist(out_pr), x = rep(1, length(pi_)), dims = c(M, N))
-  fixed <- sp$boundaryCondition | sp$constant
-  m <- reactionModel(A, B, rates = out_k, initial = init, species = sp$id, fixed = fixed,
-                     reactions = make.unique(out_id))
+  # rules that change in time, as observables: linear in the species
+  obs <- NULL
+  if (length(moving)) {
+    rows <- lapply(names(moving), function(nm) {
+      p <- tryCatch(to_poly(moving[[nm]], list()), error = function(e) NULL)
+      lin <- !is.null(p) && all(names(p) != "." | p == 0) && poly_degree(p) <= 1L
+      if (!lin) refuse("an assignment rule for ", nm, " that changes in time and is not linear in the species")
+      p <- p[names(p) != "."]
+      w <- numeric(N); w[as.integer(names(p))] <- p
+      w
+    })
+    obs <- do.call(rbind, rows)
+    dimnames(obs) <- list(names(moving), sp$id)
+  }
+  m <- reactionModel(A, B, rates = out_k, initial = unname(init), species = sp$id, fixed = fixed,
+                     observables = obs, reactions = make.unique(out_id))
   attr(m, "speciesNames") <- sp$name
   attr(m, "reactionNames") <- out_nm
-  attr(m, "parameters") <- gpar
+  attr(m, "parameters") <- stats::setNames(d$parameters$value, d$parameters$id)
+  # of all SBML species, those set by rules (observables) included
+  attr(m, "speciesCompartment") <- stats::setNames(out_sp$compartment, out_sp$id)
+  attr(m, "compartmentSize") <- v$known(d$compartments$id)
+  attr(m, "substanceUnits") <- stats::setNames(out_sp$hasOnlySubstanceUnits, out_sp$id)
+  attr(m, "constants") <- v$known(c(d$parameters$id, d$compartments$id, v$sref_ids))
   m
 }
+
+# The refusal of an SBML construct the mass-action engine cannot run.
+sbml_unsupported <- function(fname, ...) {
+  sbg_condition(c("sysbioGPU_sbml_unsupported", "sysbioGPU_error_input"),
+                paste0(fname, ": ", ..., "; readSBML() does not simulate it"))
+}
+
+# The values of an SBML model's symbols at time 0 (what they are for all
+# time, for everything but species): each symbol evaluated once, on
+# demand, from its assignment rule, else its initial assignment, else its
+# attribute; a cycle, a missing value or a symbol whose value changes in
+# time is refused through `refuse`.  Returns functions: value(id),
+# stoichiometry(side), conversion_factors(), known(ids).
+sbml_values <- function(d, refuse) {
+  sp <- d$species; cm <- d$compartments; pa <- d$parameters; rl <- d$rules
+  ar <- rl$math[rl$type == "assignment"]; names(ar) <- rl$variable[rl$type == "assignment"]
+  ia <- d$initialAssignments$math; names(ia) <- d$initialAssignments$symbol
+  sref <- list()   # species-reference id -> list(stoichiometry, math)
+  for (r in d$reactions) for (s in list(r$reactants, r$products)) for (k in seq_along(s$id)) {
+    if (nzchar(s$id[k])) sref[[s$id[k]]] <- list(value = s$stoichiometry[k], math = s$math[[k]])
+  }
+  rx_ids <- vapply(d$reactions, `[[`, "", "id")
+  memo <- new.env(parent = emptyenv()); busy <- character()
+  # species (not held by a rule) and time change in time; so does whatever
+  # an assignment rule computes from them
+  varying <- function(nm, seen = character()) {
+    if (nm %in% seen) return(FALSE)
+    if (nm %in% names(ar)) {
+      ex <- ar[[nm]]
+      return("csymbol_time" %in% all.names(ex) || any(vapply(all.vars(ex), varying, TRUE, seen = c(seen, nm))))
+    }
+    i <- match(nm, sp$id)
+    !is.na(i) && !(sp$boundaryCondition[i] || sp$constant[i])
+  }
+  # rules whose values change in time: readSBML() substitutes them into
+  # laws and reports them as observables where they are linear in the
+  # species; as a value (of a constant) they are refused
+  moving <- Filter(varying, names(ar))
+  lookup <- function(nm) {
+    if (!is.null(memo[[nm]])) return(memo[[nm]])
+    if (nm %in% moving) refuse("a constant computed from ", nm, ", whose assignment rule changes in time")
+    if (nm %in% busy) refuse("a cycle of assignments through ", nm)
+    busy <<- c(busy, nm)
+    val <- if (!is.null(ar[[nm]])) sbml_eval(ar[[nm]], lookup, time = function() 0)
+           else if (!is.null(ia[[nm]])) sbml_eval(ia[[nm]], lookup, time = function() 0)
+           else attribute_value(nm)
+    busy <<- setdiff(busy, nm)
+    if (length(val) != 1L || is.na(val)) refuse("a value of ", nm, " that is not a number")
+    assign(nm, val, envir = memo)
+    val
+  }
+  attribute_value <- function(nm) {
+    if (!is.na(i <- match(nm, cm$id))) {
+      if (is.na(cm$size[i])) refuse("compartment ", nm, " without a size")
+      return(cm$size[i])
+    }
+    if (!is.na(i <- match(nm, pa$id))) {
+      if (is.na(pa$value[i])) refuse("parameter ", nm, " without a value")
+      return(pa$value[i])
+    }
+    if (!is.na(i <- match(nm, sp$id))) {
+      amt <- sp$initialAmount[i]; conc <- sp$initialConcentration[i]
+      if (is.na(amt) && is.na(conc)) refuse("species ", nm, " without an initial amount or concentration")
+      if (sp$hasOnlySubstanceUnits[i]) return(if (!is.na(amt)) amt else conc * lookup(sp$compartment[i]))
+      return(if (!is.na(conc)) conc else amt / lookup(sp$compartment[i]))
+    }
+    if (!is.null(s <- sref[[nm]])) {
+      if (!is.null(s$math)) return(sbml_eval(s$math, lookup, time = function() refuse("a stoichiometryMath that depends on time")))
+      if (is.na(s$value)) refuse("species reference ", nm, " without a stoichiometry")
+      return(s$value)
+    }
+    if (nm %in% rx_ids) refuse("math that uses the rate of reaction ", nm)
+    refuse("math that uses the unknown symbol ", nm)
+  }
+  stoichiometry <- function(side) {
+    vapply(seq_along(side$species), function(k) {
+      if (nzchar(side$id[k])) return(lookup(side$id[k]))
+      if (!is.null(side$math[[k]])) {
+        return(sbml_eval(side$math[[k]], lookup, time = function() refuse("a stoichiometryMath that depends on time")))
+      }
+      side$stoichiometry[k]
+    }, 0)
+  }
+  conversion_factors <- function() {
+    f <- ifelse(nzchar(sp$conversionFactor), sp$conversionFactor, d$conversionFactor)
+    vapply(f, function(x) if (nzchar(x)) lookup(x) else 1, 0)
+  }
+  known <- function(ids) {
+    ids <- setdiff(ids, moving)
+    v <- vapply(ids, function(nm) tryCatch(lookup(nm), error = function(e) NA_real_), 0)
+    v <- stats::setNames(v, ids)
+    v[!is.na(v)]
+  }
+  list(value = lookup, stoichiometry = stoichiometry, conversion_factors = conversion_factors,
+       known = known, sref_ids = names(sref), moving = ar[moving])
+}
+
+# SBML math (an R call from the glue's AST conversion) evaluated to a
+# number: symbols by `lookup`, the time csymbol by `time()`; relations and
+# logic give 1 or 0; piecewise evaluates only the branch it takes.  The
+# delay and rateOf csymbols, and math libSBML could not give, are refused.
+sbml_eval <- function(ex, lookup, time) {
+  ev <- function(e) sbml_eval(e, lookup, time)
+  if (is.numeric(ex)) return(as.double(ex))
+  if (is.name(ex)) return(lookup(as.character(ex)))
+  op <- as.character(ex[[1]])
+  args <- as.list(ex)[-1]
+  if (op == "csymbol_time") return(time())
+  if (op == "csymbol_avogadro") return(6.02214179e23)   # SBML Level 3's value (libSBML's)
+  if (op == "piecewise") {
+    n <- length(args)
+    for (k in seq_len(n %/% 2L)) if (ev(args[[2L * k]]) != 0) return(ev(args[[2L * k - 1L]]))
+    return(if (n %% 2L) ev(args[[n]]) else NaN)
+  }
+  if (op %in% c("delay", "rateOf", "unsupported_math", "function_call")) {
+    what <- switch(op, delay = "the delay csymbol", rateOf = "the rateOf csymbol",
+                   unsupported_math = paste0("math it cannot read (", args[[1]], ")"),
+                   function_call = paste0("an unknown function ", args[[1]]))
+    stop(sbg_condition(c("sysbioGPU_sbml_unsupported", "sysbioGPU_error_input"),
+                       paste0("math with ", what, "; readSBML() does not simulate it")))
+  }
+  f <- sbml_functions[[op]]
+  if (is.null(f)) stop_input("unknown math function ", op, call = NULL)
+  x <- vapply(args, ev, 0)
+  as.double(do.call(f, as.list(x)))
+}
+
+sbml_relation <- function(f) function(...) {
+  x <- c(...)
+  as.double(length(x) < 2L || all(f(x[-length(x)], x[-1L])))
+}
+sbml_functions <- list(
+  `+` = `+`, `-` = `-`, `*` = `*`, `/` = `/`, `^` = `^`,
+  exp = exp, ln = log, log10 = log10, log_base = function(b, x) log(x, b),
+  sqrt = sqrt, root = function(n, x) x^(1 / n), abs = abs, floor = floor, ceiling = ceiling,
+  factorial = factorial, max = max, min = min,
+  quotient = function(a, b) trunc(a / b), rem = function(a, b) a - b * trunc(a / b),
+  sin = sin, cos = cos, tan = tan, sinh = sinh, cosh = cosh, tanh = tanh,
+  sec = function(x) 1 / cos(x), csc = function(x) 1 / sin(x), cot = function(x) 1 / tan(x),
+  sech = function(x) 1 / cosh(x), csch = function(x) 1 / sinh(x), coth = function(x) 1 / tanh(x),
+  arcsin = asin, arccos = acos, arctan = atan, arcsinh = asinh, arccosh = acosh, arctanh = atanh,
+  arcsec = function(x) acos(1 / x), arccsc = function(x) asin(1 / x), arccot = function(x) atan(1 / x),
+  arcsech = function(x) acosh(1 / x), arccsch = function(x) asinh(1 / x), arccoth = function(x) atanh(1 / x),
+  and = function(...) as.double(all(c(...) != 0)), or = function(...) as.double(any(c(...) != 0)),
+  xor = function(...) as.double(sum(c(...) != 0) %% 2 == 1), not = function(x) as.double(x == 0),
+  implies = function(a, b) as.double(a == 0 || b != 0),
+  eq = sbml_relation(`==`), neq = function(a, b) as.double(a != b), gt = sbml_relation(`>`),
+  geq = sbml_relation(`>=`), lt = sbml_relation(`<`), leq = sbml_relation(`<=`)
+)
 
 #' Is readSBML() available?
 #'

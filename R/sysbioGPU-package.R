@@ -1,6 +1,6 @@
 # Importing from Matrix loads its namespace with ours, so that methods::as()
 # finds its coercions (a plain matrix to CsparseMatrix) in a fresh session
-# where the user never loaded Matrix (issue 15, D6).
+# where the user never loaded Matrix.
 
 #' sysbioGPU: GPU-accelerated methods for network and systems biology
 #'

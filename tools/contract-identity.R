@@ -1,4 +1,4 @@
-# Issue 16.1 (the run contract): the results of every method whose R-to-C
+# The run contract (data, params, run): the results of every method whose R-to-C
 # plumbing changed, saved so that two builds (before and after a change of
 # the plumbing) can be compared with identical().  R_LIBS picks the build:
 #   R_LIBS=<lib> Rscript tools/contract-identity.R save out.rds [cpu|gpu]

@@ -1,5 +1,5 @@
 #!/usr/bin/env Rscript
-# Fuzz harness of sysbioGPU (issue 15): mutates the shipped example files
+# Fuzz harness of sysbioGPU: mutates the shipped example files
 # (inst/extdata), runs each reader and then its method on every mutant in
 # child processes (CPU, one thread, small settings) and reports, per
 # reader: successes, classed errors (class sysbioGPU_error), UNCLASSED

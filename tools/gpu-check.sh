@@ -1,5 +1,10 @@
 #!/usr/bin/env bash
-# The one script for the lent GPU machine (see ../shared/device/README.md).
+# The one script for a GPU machine reached through a device tool that runs
+# a command in a copy of this tree (and brings back $OUT).
+# SBG_DEVICE_TOOLS: the folder of that machine's packing scripts
+# (pack-r-runtime.sh, which writes .device/r-runtime.tar.xz and
+# .device/setup-r.sh, and gpu-host-sonames.txt, the libraries the machine
+# has); `pack` needs it.
 #
 # Here (this machine: nvcc, no GPU):
 #   bash tools/gpu-check.sh pack
@@ -20,6 +25,11 @@ mode=${1:-}
 
 pack() {
   set -e
+  tools=${SBG_DEVICE_TOOLS:-}
+  if [ -z "$tools" ] || [ ! -f "$tools/pack-r-runtime.sh" ]; then
+    echo "gpu-check: set SBG_DEVICE_TOOLS to the folder holding pack-r-runtime.sh and gpu-host-sonames.txt" >&2
+    exit 1
+  fi
   rm -rf .device/lib && mkdir -p .device/lib
   SYSBIOGPU_CUDA=yes R CMD INSTALL --preclean --no-test-load --no-docs -l .device/lib . > .device/install.log 2>&1 ||
     { tail -30 .device/install.log; echo "gpu-check: build failed (.device/install.log)" >&2; exit 1; }
@@ -39,7 +49,7 @@ pack() {
     { echo "$sbml"; ldd "$sbml" | awk '$2 == "=>" && $3 ~ /^\// {print $3}'; } | sort -u |
       grep -vE '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libresolv|libutil)\.so' |
       while read -r lib; do
-        grep -qxF "$(basename "$lib")" ../shared/device/gpu-host-sonames.txt 2>/dev/null ||
+        grep -qxF "$(basename "$lib")" "$tools/gpu-host-sonames.txt" 2>/dev/null ||
           ldd "$(R RHOME)/lib/libR.so" | grep -F "$(basename "$lib") =>" > /dev/null ||
           cp -L "$lib" .device/extra-libs/
       done
@@ -50,7 +60,7 @@ pack() {
     echo "gpu-check: libraries missing here" >&2; exit 1
   fi
   if [ ! -f .device/r-runtime.tar.xz ] || [ "${REPACK:-0}" = 1 ]; then
-    bash ../shared/device/pack-r-runtime.sh ${PACK_PKGS:-testthat Matrix}
+    bash "$tools/pack-r-runtime.sh" ${PACK_PKGS:-testthat Matrix}
   fi
   du -sh .device
 }
@@ -138,7 +148,6 @@ run() {
   done
 
   echo "==================== gpu-check summary ===================="
-  date -u '+%Y-%m-%d %H:%M UTC'
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
   echo "-- gpuInfo() (rc $gpuinfo_rc)"; cat "$out/gpuinfo.txt"
   echo "-- $(cat "$out/tests-summary.txt" 2>/dev/null || echo "tests did not finish") (rc $tests_rc)"

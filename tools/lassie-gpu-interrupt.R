@@ -1,4 +1,4 @@
-# Ctrl-C latency of lassieSimulate's implicit steps on the GPU (issue 15):
+# Ctrl-C latency of lassieSimulate's implicit steps on the GPU:
 # Chen 1,000 sets (method "bdf") and Haugh2b 20,000 sets, SIGINT 1.5 s into
 # the run; prints the seconds from the signal to the classed error.
 #   Rscript tools/lassie-gpu-interrupt.R   (on the GPU machine)

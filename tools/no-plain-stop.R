@@ -1,6 +1,6 @@
 #!/usr/bin/env Rscript
 # Lists every plain error call in R/ that can reach a user without the
-# package's classes (issue 15): stop(), stopifnot() and match.arg() (whose
+# package's classes: stop(), stopifnot() and match.arg() (whose
 # error is a plain simpleError) that do not go through R/checks.R's
 # stop_input()/stop_backend()/stop_engine().  A stop() whose argument is a
 # condition built by sbg_condition() is fine and not listed.  A call inside a

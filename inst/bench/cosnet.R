@@ -240,6 +240,6 @@ if (section("peer") && Sys.getenv("COSNET_PEER") == "1" && requireNamespace(peer
 }
 
 tab <- do.call(rbind, rows)
-cat(sprintf("parCosnet benchmark, %s UTC, device: %s, CPU threads available: %d\n",
-            format(Sys.time(), tz = "UTC"), dev, resolveBackend("cpu")$threads))
+cat(sprintf("parCosnet benchmark, %s; device: %s, CPU threads available: %d\n",
+            sysbioGPU:::benchMachine(), dev, resolveBackend("cpu")$threads))
 print(tab, row.names = FALSE, right = FALSE)

@@ -1,4 +1,4 @@
-# grnEvolve's default mutation rates (issue 16, point 6): for a few
+# grnEvolve's default mutation rates: for a few
 # candidate settings, the share of seeds whose CPU run reaches the mouse eye
 # optimum (6 changed links, no gene off the goal) within a time limit, with
 # the seconds and generations each run took.  Generations do not depend on
@@ -36,7 +36,7 @@ colnames(cand) <- c("popSize", "rate")
 eye <- grnMouseEye()
 fstar <- 0.1 * 6 / 32^2 # the optimum: 6 links changed, dn = 0
 cat(sprintf("grnEvolve defaults on the mouse eye network, %s, %d thread(s), limit %g s (runs stop at %g s wall), %d seeds; load average %s\n",
-            format(Sys.time(), "%Y-%m-%d %H:%M UTC", tz = "UTC"), threads, limit, wall, length(seeds),
+            sysbioGPU:::benchMachine(), threads, limit, wall, length(seeds),
             paste(load_avg(), collapse = " ")))
 runs <- list()
 for (k in seq_len(nrow(cand))) {

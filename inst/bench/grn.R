@@ -1,4 +1,4 @@
-# Benchmark of grnEvolve() (issue 6): evaluation throughput (32 genes, 5
+# Benchmark of grnEvolve(): evaluation throughput (32 genes, 5
 # steps), time to the best fitness on the mouse eye network over seeds, and
 # a planted 256-gene network on the GPU.  Prints tables.
 #   Rscript inst/bench/grn.R
@@ -9,7 +9,7 @@
 # (0 skips the 256-gene run), GRN_BENCH_BIG_LIMIT (its seconds, default 60),
 # GRN_BENCH_GPU_LIMIT (seconds per mouse eye GPU run, default 20), GRN_FSTAR
 # (the fitness to reach, default the optimum 0.1 * 6 / 32^2).
-# Scaling mode (issue 8) instead of the above: GRN_DEVICES="0,1" (GPUs to
+# Scaling mode instead of the above: GRN_DEVICES="0,1" (GPUs to
 # use; "all" for every one) times fixed-length runs on GPU 0 alone and on
 # those GPUs together, checks that they are identical, and prints seconds,
 # speed-up and efficiency (= speed-up / GPUs).  GRN_SCALE_POP (default
@@ -41,7 +41,7 @@ if (nzchar(Sys.getenv("GRN_DEVICES"))) {
   devs <- if (identical(spec, "all")) "all" else as.integer(strsplit(spec, ",")[[1]])
   many <- resolveBackend("gpu", device = devs)
   cat(sprintf("grnEvolve scaling over GPUs, %s; GPUs %s (%s)\n",
-              format(Sys.time(), "%Y-%m-%d %H:%M UTC", tz = "UTC"),
+              sysbioGPU:::benchMachine(),
               paste(many$devices, collapse = ", "), paste(unique(many$deviceName), collapse = ", ")))
   eye <- grnMouseEye()
   big <- planted_256()
@@ -84,8 +84,8 @@ cpu_threads <- if (nzchar(Sys.getenv("GRN_BENCH_CPU_THREADS"))) env_num("GRN_BEN
 gpu <- hasGPU()
 cores <- resolveBackend("cpu")$threads
 dev <- if (gpu) resolveBackend("gpu")$deviceName else "none"
-cat(sprintf("grnEvolve benchmark, %s; CPU: %d thread(s); GPU: %s\n",
-            format(Sys.time(), "%Y-%m-%d %H:%M UTC", tz = "UTC"), cores, dev))
+cat(sprintf("grnEvolve benchmark, %s; %d CPU thread(s); GPU used: %s\n",
+            sysbioGPU:::benchMachine(), cores, dev))
 
 eye <- grnMouseEye()
 

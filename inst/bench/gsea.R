@@ -11,7 +11,7 @@
 #   SBG_BENCH_GSEA=none SBG_BENCH_MULTILEVEL=101,151,201,301 SBG_BENCH_REPS=5 FGSEA_LIB=/tmp/fgsea-lib Rscript inst/bench/gsea.R
 #   SBG_BENCH_GSEA=none SBG_BENCH_MULTILEVEL=101,151,201,301 SBG_BENCH_ML_VS_FGSEA=0 SBG_BENCH_ML_TOP=10 Rscript inst/bench/gsea.R
 #
-# The preranked section (SBG_BENCH_PRERANKED = nperm; issue 14) compares
+# The preranked section (SBG_BENCH_PRERANKED = nperm) compares
 # rapidGSEA with fgsea on C2 (sets of 15-500 genes) on its own genes, a
 # random preranked list, the same threads (SBG_BENCH_THREADS, default 2),
 # runs interleaved (SBG_BENCH_REPS rounds; SBG_BENCH_PRERANKED_CHECK=1 then
@@ -25,8 +25,11 @@
 # exact answer.
 #
 # The MSigDB files are benchmark inputs only and are never shipped: set
-# SBG_GSEA_MSIGDB to their folder (default ../shared/data/gsea/msigdb-v5 or
-# .device/msigdb-v5).
+# SBG_GSEA_MSIGDB to a folder holding MSigDB v5.0's h.v5.gmt and c2.v5.gmt
+# (gene symbols: h.all.v5.0.symbols.gmt and c2.all.v5.0.symbols.gmt from
+# https://www.gsea-msigdb.org/gsea/downloads_archive.jsp, renamed; the
+# cudaGSEA repository, https://github.com/gravitino/cudaGSEA, has them
+# too).  MSigDB's terms allow their use in benchmarks only.
 suppressMessages(library(sysbioGPU))
 
 backend <- Sys.getenv("SBG_BENCH_BACKEND", "auto")
@@ -35,12 +38,14 @@ device_sets <- lapply(strsplit(Sys.getenv("SBG_BENCH_DEVICES", "0"), ";")[[1L]],
   if (d == "all") "all" else as.integer(strsplit(d, ",")[[1L]])
 })
 spec <- Sys.getenv("SBG_BENCH_GSEA", if (hasGPU()) "h:10,14,16,18,20 c2:10,14,16,18" else "h:10,12 c2:10")
-dir <- Sys.getenv("SBG_GSEA_MSIGDB", "")
-if (!nzchar(dir)) {
-  cand <- c("../shared/data/gsea/msigdb-v5", ".device/msigdb-v5")
-  dir <- cand[file.exists(file.path(cand, "c2.v5.gmt"))][1]
+dir <- Sys.getenv("SBG_GSEA_MSIGDB")
+if (!nzchar(dir) || !all(file.exists(file.path(dir, c("h.v5.gmt", "c2.v5.gmt"))))) {
+  message("inst/bench/gsea.R needs MSigDB v5.0's H and C2 collections: set SBG_GSEA_MSIGDB to ",
+          "a folder holding h.v5.gmt and c2.v5.gmt (h.all.v5.0.symbols.gmt and ",
+          "c2.all.v5.0.symbols.gmt from https://www.gsea-msigdb.org/gsea/downloads_archive.jsp, ",
+          "renamed). They are not shipped: MSigDB's licence does not allow it.")
+  quit(save = "no", status = 1)
 }
-if (is.na(dir)) stop("MSigDB v5 GMT files not found; set SBG_GSEA_MSIGDB")
 
 c2 <- readGMT(file.path(dir, "c2.v5.gmt"))
 h <- readGMT(file.path(dir, "h.v5.gmt"))
@@ -67,7 +72,7 @@ paper_cpu <- list(
 budget <- as.numeric(Sys.getenv("SBG_BENCH_BUDGET", "Inf"))
 t_bench <- proc.time()[["elapsed"]]
 
-# ---- cudaGSEA side by side (issue 18) ----
+# ---- cudaGSEA side by side ----
 # CUDAGSEA_BIN: the command-line program of cudaGSEA (gravitino/cudaGSEA,
 # the paper's code), built by hand; this script never builds it. When set,
 # cudaGSEA runs on the same x, y and C2 (written once as GCT, CLS and GMT
@@ -82,8 +87,8 @@ t_bench <- proc.time()[["elapsed"]]
 # does not fit. At its first size its ES are checked against ours with
 # diff_of_classes (its signal2noise takes the biased standard deviation
 # without Broad's fix-low rule, so only class differences rank alike).
-# Without CUDAGSEA_BIN the column shows the times measured for issue 3 on
-# an H200: cited, not measured by this run.
+# Without CUDAGSEA_BIN the column shows cudaGSEA's times measured once on
+# an H200 with CUDAGSEA_BIN set: cited, not measured by this run.
 cg_bin <- Sys.getenv("CUDAGSEA_BIN", "")
 if (nzchar(cg_bin) && !file_test("-x", cg_bin)) stop("CUDAGSEA_BIN: '", cg_bin, "' is not an executable file")
 cg_sizes <- as.integer(strsplit(Sys.getenv("CUDAGSEA_SIZES", "10,14,16,18,20"), ",")[[1L]])
@@ -180,7 +185,7 @@ cg_measure <- function(nm, e, res, dev) {
   if (nm != "c2") return(none)
   if (!nzchar(cg_bin)) {
     if (!gpu || !(as.character(e) %in% names(cg_cited))) return(none)
-    return(list(s = cg_cited[[as.character(e)]], own = NA_real_, src = "CITED: H200, issue 3"))
+    return(list(s = cg_cited[[as.character(e)]], own = NA_real_, src = "CITED: H200"))
   }
   if (!(e %in% cg_sizes) || cg_failed) return(none)
   where <- if (gpu) c("-gpu", attr(res, "device")[[1L]]) else "-cpu"
@@ -248,13 +253,13 @@ if (nzchar(cg_bin)) {
       if (is.null(cg_dir)) "GCT file);" else sprintf("%.0f MB GCT file);", file.size(file.path(cg_dir, "x.gct")) / 2^20),
       "cudaGSEA_own_s: its own overall timing; vs_cudaGSEA = cudaGSEA_s / seconds\n")
 } else {
-  cat("cudaGSEA_s: CITED, not measured by this run: cudaGSEA's H200 times for issue 3 (2^10, 2^14, 2^16);",
+  cat("cudaGSEA_s: CITED, not measured by this run: cudaGSEA's times measured once on an H200 (2^10, 2^14, 2^16);",
       "set CUDAGSEA_BIN to run it side by side\n")
 }
 print(tab, row.names = FALSE)
 }
 
-# ---- preranked: rapidGSEA vs fgsea (issue 14) ----
+# ---- preranked: rapidGSEA vs fgsea ----
 pre_nperm <- as.numeric(Sys.getenv("SBG_BENCH_PRERANKED", "0"))
 # multilevel sample sizes of ours to compare (","-separated); by default the
 # one of rapidGSEA() when the preranked section runs, none otherwise
@@ -308,7 +313,7 @@ if (pre_nperm > 0) {
   cat("load average at the end:", readLines("/proc/loadavg"), "\n")
 }
 
-# ---- multilevel p-values vs fgsea (issue 14 point 2) ----
+# ---- multilevel p-values vs fgsea ----
 # When fgsea is installed: a list with planted signal (the genes of 60
 # random C2 sets shifted by +-0.8, so that sets reach p < 1e-6),
 # rapidGSEA(pvalue = "multilevel", eps = 0) at each sample size of

@@ -1,6 +1,6 @@
-# Implicit steps on the GPU (issue 17, point 2): stiff batches with the
-# device's BDF against the host's BDF behind the same GPU engine (the state
-# before issue 17, SYSBIOGPU_LASSIE_DEVICE_BDF=0) and against the CPU
+# Implicit steps on the GPU: stiff batches with the device's BDF against
+# the host's BDF behind the same GPU engine (option sysbioGPU.lassieDeviceBDF = FALSE)
+# and against the CPU
 # engine on all threads, the results checked bit for bit against the CPU's.
 # Seconds from the R call, best of LASSIE_BDF_REPS (default 2) runs, and
 # (engine_*) the engine call's share of them; gpu_device_bdf_array: the
@@ -14,7 +14,7 @@
 # default all processors), LASSIE_BDF_CPU=0 skips the CPU engine (then the
 # check is against the host's BDF within 1e-9 only), LASSIE_BDF_TEAMS
 # (e.g. "32,16,8": the Chen batch again with that many lanes per
-# simulation, SYSBIOGPU_LASSIE_BDF_TEAM), LASSIE_CROSSOVER (the crossover
+# simulation, option sysbioGPU.lassieBdfTeam), LASSIE_CROSSOVER (the crossover
 # of the device's implicit steps with the model's size, below).
 suppressPackageStartupMessages(library(sysbioGPU))
 env_num <- function(v, d) { x <- Sys.getenv(v); if (nzchar(x)) as.numeric(x) else d }
@@ -32,9 +32,9 @@ run_cpu <- Sys.getenv("LASSIE_BDF_CPU", "1") != "0"
 # the R call.  The result objects are timed on the same call with
 # maxSteps = 1 (every simulation stops at once: the same matrices without
 # the steps, whose seconds vary more than the objects' on a loaded
-# machine): "glue" is that engine call, "result objects" R's loop over the
-# matrices before issue 17, now the glue's attributes in C (the call with
-# them less the call without, timed in turn) and R's batch-level rest;
+# machine): "glue" is that engine call, "result objects" the glue's
+# attributes in C (the call with them less the call without, timed in
+# turn) and R's batch-level rest;
 # and the whole R call of a batch with maxSteps = 1 (R's checks and objects
 # around that glue); and the whole R call of the batch over a horizon 1e6
 # times shorter (every simulation succeeds in a few steps: R's checks, the
@@ -122,8 +122,8 @@ if ("output" %in% commandArgs(trailingOnly = TRUE)) {
                 label, nrow(K), length(tt), thr, reps, engine, whole, glue, objects, whole1, short, heap[1], heap[2],
                 short_array, heap_array[1], heap_array[2]))
   }
-  cat(sprintf("lassieSimulate result objects, %s; %s; attributes set %s; load average %s\n",
-              format(Sys.time(), "%Y-%m-%d %H:%M %Z"), Sys.info()[["nodename"]],
+  cat(sprintf("lassieSimulate result objects, %s; attributes set %s; load average %s\n",
+              sysbioGPU:::benchMachine(),
               if (c_attrs) "in C" else "in R", paste(readLines("/proc/loadavg", warn = FALSE), collapse = "")))
   if (sbmlAvailable() && n_chen > 0) {
     m <- readSBML(system.file("extdata", "lassie", "Chen2009_ErbB_A431.xml.gz", package = "sysbioGPU"))
@@ -147,8 +147,8 @@ if ("output" %in% commandArgs(trailingOnly = TRUE)) {
   quit(save = "no")
 }
 if (!hasGPU()) { cat("lassie-bdf: no GPU, nothing to time\n"); quit(save = "no") }
-cat(sprintf("lassieSimulate implicit steps on the GPU, %s; %s; GPU %s; CPU engine on %d threads\n",
-            format(Sys.time(), "%Y-%m-%d %H:%M %Z"), Sys.info()[["nodename"]], gpuInfo()$name[1], threads))
+cat(sprintf("lassieSimulate implicit steps on the GPU, %s; CPU engine on %d threads\n",
+            sysbioGPU:::benchMachine(), threads))
 # e: the engine call's share (attr(, "info")$seconds; the rest is R
 # checking the input and building the result objects)
 best <- function(f) {
@@ -159,10 +159,10 @@ best <- function(f) {
   }
   list(v = v, s = s, e = e)
 }
-with_env <- function(var, val, f) {
-  old <- Sys.getenv(var, unset = NA)
-  do.call(Sys.setenv, stats::setNames(list(val), var))
-  on.exit(if (is.na(old)) Sys.unsetenv(var) else do.call(Sys.setenv, stats::setNames(list(old), var)))
+# f() with the engine setting `name` (?`sysbioGPU-options`) at val (NULL: unset)
+with_opt <- function(name, val, f) {
+  old <- options(stats::setNames(list(val), name))
+  on.exit(options(old))
   f()
 }
 core <- function(b) lapply(b, function(o) list(unclass(o)[, ], attr(o, "stats")))
@@ -178,7 +178,7 @@ work <- function(label, m, tt, K, method) {
   dev <- best(function() sim("gpu"))
   # the same run returning one array (output = "array", where this build has it)
   dev_array <- if ("output" %in% names(formals(lassieSimulate))) best(function() sim("gpu", output = "array")) else NULL
-  host <- best(function() with_env("SYSBIOGPU_LASSIE_DEVICE_BDF", "0", function() sim("gpu")))
+  host <- best(function() with_opt("sysbioGPU.lassieDeviceBDF", FALSE, function() sim("gpu")))
   cpu <- if (run_cpu) best(function() sim("cpu", threads = threads)) else NULL
   st <- vapply(dev$v, function(o) attr(o, "stats")[["implicitSteps"]], 0)
   rows[[length(rows) + 1]] <<- data.frame(
@@ -201,7 +201,7 @@ if (sbmlAvailable() && n_chen > 0) {
   work("Chen 2009 ErbB (bdf), t 0-3600", m, seq(0, 3600, by = 60), K, "bdf")
   # lanes per simulation (LASSIE_BDF_TEAMS="32,16,8"), one run each
   for (tm in strsplit(Sys.getenv("LASSIE_BDF_TEAMS"), ",")[[1]]) {
-    s <- with_env("SYSBIOGPU_LASSIE_BDF_TEAM", tm, function() system.time(invisible(
+    s <- with_opt("sysbioGPU.lassieBdfTeam", as.integer(tm), function() system.time(invisible(
       lassieSimulate(m, seq(0, 3600, by = 60), rates = K, method = "bdf", backend = "gpu", verbose = FALSE)))[["elapsed"]])
     cat(sprintf("Chen %d sets, %s lanes per simulation: %.3f s\n", nrow(K), tm, s))
   }
@@ -212,17 +212,19 @@ if (n_haugh > 0) {
   K <- t(replicate(n_haugh, m$rates * 2^runif(length(m$rates), -1, 1)))
   work("Haugh2b (auto), t 0-50", m, seq(0, 50, by = 1), K, "auto")
 }
-# Where the device's implicit steps stop paying (issue 17: the crossover of
-# LASSIE_GPU_BDF_MAX_N): stiff models of growing size, batches of growing
+# Where the device's implicit steps stop paying (the crossover of
+# LASSIE_DEVICE_BDF_MAX_N and the per-thread thresholds): stiff models of growing size, batches of growing
 # size (LASSIE_CROSSOVER_SETS, default 1,32,128,512; parameter sets drawn
 # as above), method "bdf", t 0-100 (11 times), with the implicit steps
-# forced onto the device (SYSBIOGPU_LASSIE_DEVICE_BDF=1) and kept on the
-# host's threads ("0"), one run each after a warm-up; the two must agree
+# forced onto the device (option sysbioGPU.lassieDeviceBDF = TRUE) and kept
+# on the host's threads (FALSE), one run each after a warm-up; the two must agree
 # bit for bit (the same code); default_s: the engine's own choice
 # (sbg_lassie_device_bdf_pays in src/lassie/lassie_cpu.c), with `picked`
 # the side its time matches.  LASSIE_CROSSOVER names the folder of
-# BioNetGen's .net files (../shared/data/lassie/bionetgen) and turns the
-# section on; LASSIE_CROSSOVER_MODELS the files (default fceri_ji,
+# BioNetGen .net files (fceri_ji.net and egfr_net.net: networks generated
+# by BNG2.pl from the models of https://github.com/RuleWorld/bionetgen,
+# bng2/Models2; bcr.net: ReactionNetworkImporters.jl's test data; not
+# shipped) and turns the section on; LASSIE_CROSSOVER_MODELS the files (default fceri_ji,
 # egfr_net, bcr); "Haugh2b.net" and "Chen" (the shipped SBML) also work.
 cross_dir <- Sys.getenv("LASSIE_CROSSOVER")
 if (nzchar(cross_dir)) {
@@ -238,16 +240,13 @@ if (nzchar(cross_dir)) {
       r <- lassieSimulate(m, tt, rates = K, method = "bdf", backend = "gpu", verbose = FALSE)
       list(v = r, s = proc.time()[["elapsed"]] - t0)
     }
-    run <- function(where, K) with_env("SYSBIOGPU_LASSIE_DEVICE_BDF", where, function() {
-      if (where == "default") Sys.unsetenv("SYSBIOGPU_LASSIE_DEVICE_BDF")
-      run1(K)
-    })
+    run <- function(where, K) with_opt("sysbioGPU.lassieDeviceBDF", where, function() run1(K))
     set.seed(5)
     K1 <- t(replicate(max(sets), m$rates * 2^runif(length(m$rates), -1, 1)))
-    invisible(run("1", K1[1:2, , drop = FALSE]))
+    invisible(run(TRUE, K1[1:2, , drop = FALSE]))
     for (nb in sets) {
       K <- K1[seq_len(nb), , drop = FALSE]
-      dv <- run("1", K); hs <- run("0", K); df <- run("default", K)
+      dv <- run(TRUE, K); hs <- run(FALSE, K); df <- run(NULL, K)
       pays <- asNamespace("sysbioGPU")$lassie_device_bdf_pays(length(m$species), nb, resolveBackend("gpu")$threads)
       cross[[length(cross) + 1L]] <- data.frame(model = sub("\\.net$", "", f), species = length(m$species), sets = nb,
                                                 device_bdf_s = dv$s, host_bdf_s = hs$s,
@@ -266,7 +265,7 @@ if (nzchar(cross_dir)) {
 if (length(rows)) {
   tab <- do.call(rbind, rows)
   cat("\n(seconds from the R call, best of", reps, "runs; rtol 1e-6, atol 1e-12; gpu_host_bdf: the",
-      "GPU engine with the implicit steps on the host, as before issue 17; engine_*: the engine",
+      "GPU engine with the implicit steps on the host; engine_*: the engine",
       "call's seconds in those runs (the glue's, result attributes included), without R's checks)\n")
   print(format(tab, digits = 3), row.names = FALSE)
   out <- Sys.getenv("OUT")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The diffrax peer of inst/bench/lassie.R (issue 17): the same mass-action
+"""The diffrax peer of inst/bench/lassie.R: the same mass-action
 workloads solved by JAX + diffrax in float64, vmap over the parameter sets.
 
 Usage: python3 lassie-diffrax.py MODEL_DIR OUT_CSV [--solvers Tsit5,Kvaerno5]

@@ -1,8 +1,7 @@
-# The synthetic 2,048-species x 16,384-set workload of issue 17 (t 0-500,
-# method "auto"; lassie.R's generator and LASSIE_SCALE_* sets), timed on the
-# build that R_LIBS finds: run it once per build, in the same session on
-# the same GPU, to compare builds (BENCHMARKS.md, session 24: main against
-# e49f185, the engine before issue 17).  Prints seconds from the R call and
+# The synthetic 2,048-species x 16,384-set workload (t 0-500, method
+# "auto"; lassie.R's generator and LASSIE_SCALE_* sets), timed on the
+# build that R_LIBS finds: run it once per build, on the same machine and
+# GPU, to compare two builds of the engine.  Prints seconds from the R call and
 # the engine's, best of LASSIE_SCALE_REPS (default 2) after a warm-up, the
 # steps, and the sum of the final states (a check that the builds agree).
 # LASSIE_SCALE_LABEL names the build in the output; LASSIE_SCALE_BATCH the

@@ -1,9 +1,9 @@
-# Benchmark of lassieSimulate() (issues 7, 18): the LASSIE paper's
+# Benchmark of lassieSimulate(): the LASSIE paper's
 # synthetic mass-action models, the Chen 2009 ErbB model and a Haugh2b
 # batch against deSolve's lsoda and lsodes, CPU and GPU engines in the same
-# run; and, where the shared data are present, BCR (stiff) against lsodes.
+# run; and, where LASSIE_DATA is set, BCR (stiff) against lsodes.
 #
-# Fair comparison (issue 18): deSolve gets its compiled-code interface.  This
+# Fair comparison: deSolve gets its compiled-code interface.  This
 # script writes a mass-action right-hand side in C (its own, not the
 # package's), builds it with R CMD SHLIB at bench time and passes the model's
 # arrays to it through rpar/ipar; lsodes also gets the sparsity structure of
@@ -18,8 +18,11 @@
 # given to lsoda/lsodes, default 4096), LASSIE_BATCH (Haugh2b parameter
 # sets, default 1000), LASSIE_CHEN_BATCH (Chen parameter sets, default 100),
 # LASSIE_THREADS (threads for our CPU engine and deSolve's workers, default
-# all processors), LASSIE_DATA (folder with sbml/ and bionetgen/, default
-# ../shared/data/lassie), LASSIE_BCR=0 skips BCR.  LASSIE_DEVICES="0;0,1"
+# all processors), LASSIE_DATA (a folder with sbml/copasi_test_4096.sbml
+# from the LASSIE repository, https://github.com/aresio/LASSIE, and
+# bionetgen/bcr.net and bcr.gdat, the BCR network of
+# ReactionNetworkImporters.jl's test data, https://github.com/SciML/ReactionNetworkImporters.jl;
+# not shipped: without them those rows are skipped), LASSIE_BCR=0 skips BCR.  LASSIE_DEVICES="0;0,1"
 # (device sets separated by ";", "all" allowed) times the Chen batch
 # (LASSIE_CHEN_BATCH sets, LASSIE_CHEN_METHOD) and the Haugh2b batch
 # (LASSIE_BATCH sets) on each set of GPUs, best of LASSIE_DEVICE_REPS
@@ -40,9 +43,8 @@ cpu_work <- env_num("LASSIE_CPU_WORK", Inf)   # skip the CPU where species x sam
 threads <- as.integer(env_num("LASSIE_THREADS", parallel::detectCores()))
 has_desolve <- requireNamespace("deSolve", quietly = TRUE)
 gpu <- hasGPU()
-cat(sprintf("lassieSimulate benchmark, %s; %s; %d CPU threads (ours) = %d deSolve workers; GPU: %s; deSolve: %s\n",
-            format(Sys.time(), "%Y-%m-%d %H:%M %Z"), Sys.info()[["nodename"]], threads, threads,
-            if (gpu) gpuInfo()$name[1] else "none",
+cat(sprintf("lassieSimulate benchmark, %s; %d CPU threads (ours) = %d deSolve workers; deSolve: %s\n",
+            sysbioGPU:::benchMachine(), threads, threads,
             if (has_desolve) as.character(utils::packageVersion("deSolve")) else "absent"))
 
 # The paper's generator: reactants A, A+B or 2A; products none, one or two;
@@ -65,7 +67,7 @@ synthetic <- function(n, seed) {
 
 timed <- function(expr) { t0 <- proc.time()[["elapsed"]]; v <- force(expr); list(v = v, s = proc.time()[["elapsed"]] - t0) }
 
-# The diffrax peer (issue 17): JAX + diffrax in float64, vmap over the
+# The diffrax peer: JAX + diffrax in float64, vmap over the
 # parameter sets, Tsit5 and Kvaerno5 at our tolerances, on the same
 # workloads, when LASSIE_PYTHON (default python3) imports diffrax;
 # inst/bench/lassie-diffrax.py reads the model this script exports and
@@ -139,7 +141,7 @@ diffrax_peer <- function(label, m, tt, K, ours_s, ours_backend, ours) {
   }
 }
 
-# Dense output (issue 17): steps by accuracy and interpolated output times
+# Dense output: steps by accuracy and interpolated output times
 # against LASSIE's scheme (method = "rkf45": a step onto every output
 # time), on the synthetic network of LASSIE_DENSE_N species (default 8192;
 # 0 skips), 10 and 1,000 output times over t 0-50, one thread (and the GPU
@@ -302,7 +304,8 @@ for (n in sizes) {
 
 # The LASSIE repository's 4096 model (SBML; its homodimerisations are
 # written as stochastic propensities, read by their deterministic limit).
-data_dir <- Sys.getenv("LASSIE_DATA", "../shared/data/lassie")
+data_dir <- Sys.getenv("LASSIE_DATA")
+if (!nzchar(data_dir)) message("LASSIE_DATA is not set: the LASSIE 4096 (SBML) and BCR rows are skipped (see the head of inst/bench/lassie.R)")
 sbml4096 <- file.path(data_dir, "sbml", "copasi_test_4096.sbml")
 if (sbmlAvailable() && file.exists(sbml4096)) {
   m <- readSBML(sbml4096, propensities = TRUE)

@@ -1,6 +1,7 @@
-# pbnSteadyState on one and two GPUs (issue 8): the random 100-node network
+# pbnSteadyState on one and two GPUs: the random 100-node network
 # (2^18 and 2^20 trajectories) and the 7-set T-LGL analysis at r = 5e-6.
-#   PBN_DATA=.device/bnet Rscript inst/bench/pbn-scale.R     (needs 2 GPUs)
+#   PBN_DATA=<folder with bbm025.bnet> Rscript inst/bench/pbn-scale.R   (needs 2 GPUs)
+# PBN_DATA as in inst/bench/pbn.R (the T-LGL model is not shipped).
 # PBN_SCALE_DEVICES: the device sets, ";" between them (default "0;0,1").
 # PBN_SCALE=bpparam: one process on GPU 0 vs BPPARAM = SnowParam(2), a
 # worker per GPU (the states travel with every round), seconds and efficiency.
@@ -12,7 +13,12 @@ if (nrow(gpuInfo()) < 2) {
 src <- readLines("inst/bench/pbn.R")
 eval(parse(text = src[grep("^random_pbn <- function", src):(grep("^throughput <- function", src) - 1)]))
 net <- random_pbn(100, "2.7", 100)
-tlgl <- readPBN(file.path(Sys.getenv("PBN_DATA", file.path("..", "shared", "data", "pbn", "bnet")), "bbm025.bnet"))
+pbn_data <- Sys.getenv("PBN_DATA")
+if (!nzchar(pbn_data) || !file.exists(file.path(pbn_data, "bbm025.bnet"))) {
+  cat("pbn-scale.R: set PBN_DATA to a folder holding bbm025.bnet (see the head of inst/bench/pbn.R)\n")
+  quit(save = "no", status = 1)
+}
+tlgl <- readPBN(file.path(pbn_data, "bbm025.bnet"))
 sets <- list(Apoptosis = c(v_Apoptosis = TRUE), S1P = c(v_S1P = TRUE), Ceramide = c(v_Ceramide = TRUE),
              "Caspase,!FLIP" = c(v_Caspase = TRUE, v_FLIP = FALSE), "DISC,FasT" = c(v_DISC = TRUE, v_FasT = TRUE),
              "!Apoptosis,NFKB" = c(v_Apoptosis = FALSE, v_NFKB = TRUE), "BID,!MCL1" = c(v_BID = TRUE, v_MCL1 = FALSE))

@@ -1,14 +1,19 @@
-# Benchmark of pbnSteadyState() (issue 5): throughput in PBN steps per
+# Benchmark of pbnSteadyState(): throughput in PBN steps per
 # second on random PBNs of the paper's Table 2 classes and on the T-LGL
 # networks, the T-LGL steady-state analysis at r = 5e-6, and beyond the
 # paper (10,000 nodes, bbm243).  Run: Rscript inst/bench/pbn.R
-# Environment: PBN_BENCH_QUICK=1 shortens everything; PBN_DATA points at the
-# .bnet folder (default ../shared/data/pbn/bnet; those files are not
-# shipped, so their rows are skipped when absent).
+# Environment: PBN_BENCH_QUICK=1 shortens everything; PBN_DATA points at a
+# folder of the biodivine collection's models 014, 025 and 243 saved as
+# bbm014.bnet, bbm025.bnet and bbm243.bnet
+# (https://github.com/sybila/biodivine-boolean-models).  Those files are not
+# shipped (the collection has no licence file): without PBN_DATA their rows
+# are skipped.
 suppressPackageStartupMessages(library(sysbioGPU))
 
 quick <- Sys.getenv("PBN_BENCH_QUICK") == "1"
-data_dir <- Sys.getenv("PBN_DATA", file.path("..", "shared", "data", "pbn", "bnet"))
+data_dir <- Sys.getenv("PBN_DATA")
+if (!nzchar(data_dir))
+  message("PBN_DATA is not set: the T-LGL and bbm243 rows are skipped (see the head of inst/bench/pbn.R)")
 gpu <- hasGPU()
 ncores <- resolveBackend("cpu")$threads
 
@@ -102,8 +107,8 @@ if (gpu) cat(sprintf("Device: %s; GPU runs on device(s) %s\n", gpuInfo()$name[[1
 # Apoptosis is nearly absorbing (it is left only when its own node is
 # perturbed: beta ~ p), so the two-state method asks for N ~ 5.1e10 samples
 # for it (alpha ~ 0.076, beta ~ 0.001) by Raftery-Lewis' formula, and about
-# twice that by the chains' spread (issue 18; measured 2.1x on the CPU at
-# r = 5e-4): the step budget must exceed that.
+# twice that by the chains' spread (about 2x on the CPU at r = 5e-4): the
+# step budget must exceed that.
 path <- file.path(data_dir, "bbm025.bnet")
 if (file.exists(path)) {
   tlgl <- readPBN(path)

@@ -1,11 +1,21 @@
 # How leukemia_small.gct/.cls and leukemia_go.gmt were made (run from the
-# package root with the project's shared data; needs org.Hs.eg.db, GO.db).
+# package root; needs org.Hs.eg.db, GO.db).
 # Source: Golub et al. 1999 leukemia data as distributed with GSEApy
 # (tests/extdata, BSD-3-Clause); gene sets: Gene Ontology biological
 # processes (GO.db, CC BY 4.0) mapped to symbols with org.Hs.eg.db.
+# The source files are not shipped: set SYSBIOGPU_LEUKEMIA_DATA to a folder
+# holding GSEApy's tests/extdata/Leukemia_hgu95av2.trim.gct and Leukemia.cls
+# (https://github.com/zqfang/GSEApy).
+src <- Sys.getenv("SYSBIOGPU_LEUKEMIA_DATA")
+files <- file.path(src, c("Leukemia_hgu95av2.trim.gct", "Leukemia.cls"))
+if (!nzchar(src) || !all(file.exists(files))) {
+  message("Set SYSBIOGPU_LEUKEMIA_DATA to a folder holding Leukemia_hgu95av2.trim.gct and ",
+          "Leukemia.cls from GSEApy's tests/extdata (https://github.com/zqfang/GSEApy).")
+  quit(save = "no", status = 1)
+}
 library(sysbioGPU)
-x <- readGCT("../shared/data/gsea/leukemia/Leukemia_hgu95av2.trim.gct")
-cls <- readLines("../shared/data/gsea/leukemia/Leukemia.cls")
+x <- readGCT(files[1])
+cls <- readLines(files[2])
 v <- apply(x, 1, stats::var)
 keep <- sort(order(v, decreasing = TRUE)[1:2000])
 x <- x[keep, ]

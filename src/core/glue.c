@@ -213,9 +213,9 @@ void sbg_stop(sbg_status st, const char *msg) {
   Rf_error("%s", msg);
 }
 
-/* 62 MB of lassieSimulate output (8,192 species x 1,000 times): the first
- * touch took 14 ms of page faults and the copy from the GPU 22 ms on the
- * GPU machine, 10 and 5 ms with this hint (BENCHMARKS.md, issue 17). */
+/* Huge pages for a large output block: fewer page faults at its first
+ * touch and a faster copy from the GPU (measured on lassieSimulate's
+ * output). */
 void sbg_hint_huge_pages(void *p, size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, b = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;

@@ -423,18 +423,13 @@ int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **
  * enough simulations.  A simulation's implicit steps take a device team far
  * longer than a host core (the sparse LU's chains of dependent loads), but
  * the device runs a thousand simulations in little more than the time of
- * one.  inst/bench/lassie-bdf.R's crossover section, H100 and 16 host
- * threads, method "bdf", t 0-100, device against host, seconds from the R
- * call (BENCHMARKS.md, sessions 26 and 27, the engine since session 26):
- * fceri_ji (354 species) 1.57 / 1.15 at 64, 1.63 / 2.05 at 128, 1.92 /
- * 3.85 at 256; egfr_net (356) 1.84 / 1.32 at 64, 1.92 / 2.62 at 128, 2.11
- * / 4.96 at 256; Chen 2009 (504) 0.70 / 0.48 at 64, 0.73 / 0.95 at 128,
- * 0.91 / 1.79 at 256.  So a warp per simulation pays from 8 simulations
- * per host thread (the host wins at 4 on all three).  A lane per
- * simulation (Haugh2b, 12 species) 0.089 / 0.061 at 1,024, 0.109 / 0.169
- * at 4,096: from 128 per thread.  Larger models than
- * LASSIE_DEVICE_BDF_MAX_N keep the host's (BCR, 1,122 species: 29 / 4.5
- * for one simulation, 73 / 30 for 128; larger batches not measured). */
+ * one.  The thresholds below come from inst/bench/lassie-bdf.R's crossover
+ * section (device against host, method "bdf"; see BENCHMARKS.md,
+ * lassieSimulate): on models of 354 to 504 species a warp per simulation
+ * pays from 8 simulations per host thread (the host wins at 4), a lane per
+ * simulation (Haugh2b, 12 species) from 128 per thread.  Larger models
+ * than LASSIE_DEVICE_BDF_MAX_N keep the host's (on BCR, 1,122 species, the
+ * device was slower at every batch size measured). */
 #define LASSIE_DEVICE_BDF_PER_THREAD_WARP 8
 #define LASSIE_DEVICE_BDF_PER_THREAD_LANE 128
 #define LASSIE_DEVICE_BDF_MAX_N 1024
@@ -799,7 +794,7 @@ typedef struct sim_out {
  * thread 0) may poll, about every LASSIE_POLL_EVERY seconds: inside its own
  * simulation and, once it has none left, while it waits for the others.
  * Every thread reads `stop` at each step attempt, so Ctrl-C ends even one
- * long stiff simulation within a fraction of a second (issue 15, D7). */
+ * long stiff simulation within a fraction of a second. */
 #define LASSIE_POLL_EVERY 0.05
 typedef struct lassie_poll {
   sbg_ctx *ctx;

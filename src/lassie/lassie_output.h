@@ -1,5 +1,5 @@
-/* The attributes of lassieSimulate()'s matrices, set in C (issue 17): a
- * batch of 20,000 simulations took R 0.3-0.6 s to decorate one by one.
+/* The attributes of lassieSimulate()'s matrices, set in C: R takes far
+ * longer to decorate a large batch's matrices one by one.
  * Glue only (R objects); used by lassie_call.c and lassie_output.c. */
 #ifndef SBG_LASSIE_OUTPUT_H
 #define SBG_LASSIE_OUTPUT_H

@@ -2,7 +2,7 @@
 # COSNet's procedure (Frasca et al.; the steps of its optimizep), on inputs
 # full of ties: points on a grid, several on the y axis, repeated angles and
 # intercepts.  The stored COSNet outputs (test-parCosnet.R) have no ties, so
-# a changed tie-break there passed unnoticed (issue 18: alpha 0.158 -> 0.942
+# a changed tie-break there passed unnoticed (alpha 0.158 -> 0.942
 # on 77 of 3,000 random inputs).
 
 ref_f <- function(tp, fn, fp) {

@@ -64,7 +64,7 @@ test_that("the parallel input check gives the same verdict for any thread count"
                "symmetric", class = "sysbioGPU_error_input")
 })
 
-test_that("a plain matrix works in a fresh session that never loaded Matrix (D6)", {
+test_that("a plain matrix works in a fresh session that never loaded Matrix", {
   f <- tempfile(fileext = ".R")
   writeLines(c(
     "W <- matrix(c(0, 1, 0, 1, 0, 1, 0, 1, 0), 3, dimnames = list(c('a', 'b', 'c'), c('a', 'b', 'c')))",

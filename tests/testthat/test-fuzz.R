@@ -1,4 +1,4 @@
-# CI slice of the fuzz harness (issue 15, tools/fuzz.R): a few hundred
+# CI slice of the fuzz harness (tools/fuzz.R): a few hundred
 # mutants of the shipped files with a fixed seed, each read and run through
 # its method in child processes.  Fails on a crash, a hang, an unclassed
 # error or a suspect result, except those listed in `known_failing_fuzz`

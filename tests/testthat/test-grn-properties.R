@@ -1,6 +1,6 @@
 # Properties of grnEvolve's operators checked on the networks it returns,
 # independently of the engine: no gene above maxInDegree, whatever mutation
-# and crossover proposed (issue 18: breaking the in-degree check left 380 of
+# and crossover proposed (breaking the in-degree check left 380 of
 # 1,024 individuals above the limit with every test green).
 
 # The mouse eye network cut to at most two inputs per gene: reaching the

@@ -552,7 +552,7 @@ test_that("several GPUs and GPU workers give the single-device and CPU runs", {
                "SnowParam", class = "sysbioGPU_error_input")
 })
 
-test_that("defaults fit small networks; bad choices and gene names are classed (issue 15 D9)", {
+test_that("defaults fit small networks; bad choices and gene names are classed", {
   net <- matrix(0L, 5, 5, dimnames = list(paste0("h", 1:5), paste0("h", 1:5)))
   net[2, 1] <- 1L; net[3, 2] <- 1L; net[4, 3] <- -1L; net[5, 4] <- 1L; net[1, 5] <- 1L
   f <- stats::setNames(c(TRUE, FALSE, TRUE, FALSE, TRUE), rownames(net))
@@ -578,7 +578,7 @@ test_that("defaults fit small networks; bad choices and gene names are classed (
                "not NA or empty", class = cls)
 })
 
-test_that("a huge generations cap cut short by timeLimit costs only what ran (issue 15 D8)", {
+test_that("a huge generations cap cut short by timeLimit costs only what ran", {
   eye <- grnMouseEye()
   r <- grnEvolve(eye$network, eye$from, eye$to, popSize = 16, islands = 2, generations = 1e9,
                  timeLimit = 0.2, seed = 1, backend = "cpu", threads = 1, verbose = FALSE)

@@ -1,12 +1,12 @@
 # rapidGSEA()'s surface: the padj column and printed bounds, Bioconductor
-# containers, degenerate and overflowing data (issue 15 D4, D5), reader
-# errors (D10), as.data.frame()/write.csv(), plots, and Broad's statistics
+# containers, degenerate and overflowing data, reader errors,
+# as.data.frame()/write.csv(), plots, and Broad's statistics
 # with ties against a plain-R oracle.
 
 cpu <- function(...) rapidGSEA(..., backend = "cpu", verbose = FALSE)
 cols <- c("ES", "NES", "pval", "padj", "FDR", "FWER", "rankAtMax")
 
-# ---- columns and printing -------------------------------------------------
+# ---- columns and printing ------------------------------------------------
 
 test_that("padj is the Benjamini-Hochberg adjustment of pval", {
   d <- gsea_toy(G = 300)
@@ -33,7 +33,7 @@ test_that("print shows a bound '< 1/nperm' where a probability is estimated as 0
   expect_false(grepl(" 0 | 0$| 0\\.000", row))
 })
 
-# ---- containers -------------------------------------------------------
+# ---- containers ----------------------------------------------------------
 
 test_that("SummarizedExperiment: `assay` by name or index, phenotype from colData", {
   skip_if_not_installed("SummarizedExperiment")
@@ -94,7 +94,7 @@ test_that("a named list and a GeneSetCollection give the same table", {
   expect_identical(cpu(d$x, d$y, gsc, nperm = 50, minSize = 5, seed = 1, threads = 1)[cols], ref[cols])
 })
 
-# ---- degenerate data (issue 14 point 5, issue 15 D5) ---------------------
+# ---- degenerate data -----------------------------------------------------
 
 test_that("a constant ranking metric is an error", {
   d <- gsea_toy(G = 100)
@@ -131,7 +131,7 @@ test_that("many tied metric values give a warning that says how many", {
                  "49 of 200 genes \\(24.5%\\) tie", class = "sysbioGPU_warning_ties")
 })
 
-test_that("overflowing values are an error, or computed exactly: never a changed NES (D5)", {
+test_that("overflowing values are an error, or computed exactly: never a changed NES", {
   d <- gsea_toy(G = 300)
   ref <- cpu(d$x, d$y, d$sets, nperm = 100, minSize = 5, seed = 1, threads = 1)
   # signal2noise is scale-free per gene: 2^400 (1e120) scales exactly
@@ -201,7 +201,7 @@ test_that("the engine keeps an overflowed variance NaN instead of 0 (gsea_math.h
                class = "sysbioGPU_error_numeric")
 })
 
-test_that("gseaStats() refuses ES outside [-1, 1]; the exact sums check |ES| < 2 (D4)", {
+test_that("gseaStats() refuses ES outside [-1, 1]; the exact sums check |ES| < 2", {
   es <- c(0.5, -0.5)
   null <- matrix(c(2, -2, 0.3, -0.3, 2, -2), 2)
   # the defect: nulls of +-2 wrapped the 128-bit sums and flipped the sign of NES
@@ -221,7 +221,7 @@ test_that("gseaStats() refuses ES outside [-1, 1]; the exact sums check |ES| < 2
   expect_equal(gseaStats(c(1, -1), edge)$NES, gsea_ref_stats(c(1, -1), edge)$NES)
 })
 
-# ---- Broad's statistics with ties (issue 18) ------------------------------
+# ---- Broad's statistics with ties ----------------------------------------
 
 test_that("statistics with exact ties follow Broad's > and >= (plain-R oracle)", {
   set.seed(8)
@@ -255,7 +255,7 @@ test_that("statistics with exact ties follow Broad's > and >= (plain-R oracle)",
   expect_false(isTRUE(all.equal(fdr_gt, st$FDR[st$NES > 0], tolerance = 1e-6)))
 })
 
-# ---- files (issue 15 D10) ------------------------------------------------
+# ---- files ---------------------------------------------------------------
 
 test_that("invalid UTF-8, huge labels and NA genes give classed errors naming file and line", {
   bad <- function(lines, ext) {
@@ -291,7 +291,7 @@ test_that("invalid UTF-8, huge labels and NA genes give classed errors naming fi
   }
 })
 
-# ---- results for reports (issue 16) -----------------------------------------
+# ---- results for reports -------------------------------------------------
 
 test_that("as.data.frame() has atomic columns and write.csv() of the result reads back", {
   d <- gsea_toy(G = 300)

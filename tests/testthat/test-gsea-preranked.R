@@ -1,4 +1,4 @@
-# Preranked nulls shared across sets (issue 14, point 1): permutation j
+# Preranked nulls shared across sets: permutation j
 # draws rank positions by a partial Fisher-Yates from Philox subsequence j
 # and the first k of them are the null set of every set of size k.
 

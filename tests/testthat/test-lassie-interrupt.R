@@ -1,4 +1,4 @@
-# Ctrl-C stops a lassieSimulate batch inside its simulations (issue 15, D7):
+# Ctrl-C stops a lassieSimulate batch inside its simulations:
 # a batch of long stiff simulations used to finish its chunk first (44 s for
 # two simulations of BCR).
 

@@ -1,4 +1,4 @@
-# readBioNetGen()'s bounds and errors (issue 15, D3 and D10): rate laws
+# readBioNetGen()'s bounds and errors: rate laws
 # that would expand without end are refused, bad lines are named by file
 # and line, and a model edited by hand is checked before the engine.
 

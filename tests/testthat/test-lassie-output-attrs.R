@@ -1,4 +1,4 @@
-# The matrices' attributes are set in C (issue 17): they must be what R's
+# The matrices' attributes are set in C: they must be what R's
 # constructor made before, attribute by attribute and in order, for one
 # simulation and a batch, successes and failures.  The reference is built
 # here in R, independently of the package's code.

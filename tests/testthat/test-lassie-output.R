@@ -1,4 +1,4 @@
-# lassieSimulate()'s output is deSolve's (issue 16, point 3): deSolve's own
+# lassieSimulate()'s output is deSolve's: deSolve's own
 # diagnostics(), plot(), subset() and summary() on it, and a batch's class.
 
 two_state <- function() {

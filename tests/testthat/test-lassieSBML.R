@@ -133,7 +133,7 @@ test_that("the GPU agrees with the CPU on the (stiff) Chen model", {
   expect_equal(attr(b, "stats")[["implicitSteps"]], attr(a, "stats")[["implicitSteps"]])
 })
 
-test_that("laws that would expand without end, and negative rates, are named (issue 15)", {
+test_that("laws that would expand without end, and negative rates, are named", {
   skip_if_not(sbmlAvailable(), "built without libSBML")
   f <- tempfile(fileext = ".xml")
   txt <- readLines(sbml_small())
@@ -165,4 +165,104 @@ test_that("laws that would expand without end, and negative rates, are named (is
   law("<apply><times/><cn>0</cn><ci>B</ci></apply>")
   m <- readSBML(f)
   expect_true(length(m$reactions) >= 4L)
+})
+
+# A one-reaction SBML model written out: A -> B in compartment `cell`, law
+# and species attributes as given.
+sbml_one <- function(size, law, species_attrs, extra = "", reaction_attrs = "fast=\"false\"") {
+  f <- tempfile(fileext = ".xml")
+  writeLines(c(
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    '<sbml xmlns="http://www.sbml.org/sbml/level3/version1/core" level="3" version="1">',
+    '<model id="one">',
+    '<listOfCompartments>',
+    sprintf('<compartment id="cell" size="%s" spatialDimensions="3" constant="true"/>', size),
+    '</listOfCompartments>',
+    '<listOfSpecies>',
+    sprintf('<species id="A" compartment="cell" %s boundaryCondition="false" constant="false"/>', species_attrs[1]),
+    sprintf('<species id="B" compartment="cell" %s boundaryCondition="false" constant="false"/>', species_attrs[2]),
+    '</listOfSpecies>',
+    '<listOfParameters><parameter id="k" value="0.5" constant="true"/>', extra, '</listOfParameters>',
+    '<listOfReactions>',
+    sprintf('<reaction id="r" reversible="false" %s>', reaction_attrs),
+    '<listOfReactants><speciesReference species="A" stoichiometry="1" constant="true"/></listOfReactants>',
+    '<listOfProducts><speciesReference species="B" stoichiometry="1" constant="true"/></listOfProducts>',
+    '<kineticLaw><math xmlns="http://www.w3.org/1998/Math/MathML">', law, '</math></kineticLaw>',
+    '</reaction>',
+    '</listOfReactions>',
+    '</model>',
+    '</sbml>'), f)
+  f
+}
+
+test_that("an initial amount in a compartment of size 2: concentrations and amounts in closed form", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  tt <- c(0, 0.5, 1, 2, 4)
+  law_kA <- "<apply><times/><ci>k</ci><ci>A</ci></apply>"
+  # A's symbol is its concentration [A] = 3 / 2; the law k [A] is a rate of
+  # amount, so d[A]/dt = -k [A] / 2: [A](t) = 1.5 exp(-k t / 2)
+  f <- sbml_one(2, law_kA, c('initialAmount="3" hasOnlySubstanceUnits="false"',
+                             'initialAmount="0" hasOnlySubstanceUnits="false"'))
+  m <- readSBML(f)
+  expect_equal(unname(m$initial), c(1.5, 0))
+  out <- lassieSimulate(m, tt, rtol = 1e-10, atol = 1e-14, backend = "cpu", verbose = FALSE)
+  a <- 1.5 * exp(-0.5 * tt / 2)
+  expect_equal(unname(out[, "A"]), a, tolerance = 1e-8)
+  expect_equal(unname(out[, "B"]), 1.5 - a, tolerance = 1e-8)
+  expect_equal(unname(attr(m, "compartmentSize")), 2)
+  expect_false(any(attr(m, "substanceUnits")))
+  # with hasOnlySubstanceUnits the symbol and the state are amounts:
+  # A(t) = 3 exp(-k t)
+  f <- sbml_one(2, law_kA, c('initialAmount="3" hasOnlySubstanceUnits="true"',
+                             'initialAmount="0" hasOnlySubstanceUnits="true"'))
+  m <- readSBML(f)
+  expect_equal(unname(m$initial), c(3, 0))
+  out <- lassieSimulate(m, tt, rtol = 1e-10, atol = 1e-14, backend = "cpu", verbose = FALSE)
+  expect_equal(unname(out[, "A"]), 3 * exp(-0.5 * tt), tolerance = 1e-8)
+  # an initial concentration with an amount law k * A * cell: [A](t) = 3 exp(-k t)
+  f <- sbml_one(2, "<apply><times/><ci>k</ci><ci>A</ci><ci>cell</ci></apply>",
+                c('initialConcentration="3" hasOnlySubstanceUnits="false"',
+                  'initialConcentration="0" hasOnlySubstanceUnits="false"'))
+  out <- lassieSimulate(readSBML(f), tt, rtol = 1e-10, atol = 1e-14, backend = "cpu", verbose = FALSE)
+  expect_equal(unname(out[, "A"]), 3 * exp(-0.5 * tt), tolerance = 1e-8)
+})
+
+test_that("SBML constructs the engine cannot run are refused by name, none ignored", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  sa <- c('initialAmount="1" hasOnlySubstanceUnits="false"', 'initialAmount="0" hasOnlySubstanceUnits="false"')
+  law_kA <- "<apply><times/><ci>k</ci><ci>A</ci></apply>"
+  cls <- "sysbioGPU_sbml_unsupported"
+  # a species' conversion factor, and the model's
+  f <- sbml_one(1, law_kA, c(paste(sa[1], 'conversionFactor="cf"'), sa[2]),
+                extra = '<parameter id="cf" value="2" constant="true"/>')
+  expect_error(readSBML(f), "r: .*species A with a conversion factor other than 1", class = cls)
+  f <- sbml_one(1, law_kA, sa, extra = '<parameter id="cf" value="1" constant="true"/>')
+  txt <- sub('<model id="one">', '<model id="one" conversionFactor="cf">', readLines(f), fixed = TRUE)
+  writeLines(txt, f)
+  expect_silent(readSBML(f))   # a factor of 1 changes nothing
+  writeLines(sub('value="1"', 'value="3"', txt, fixed = TRUE), f)
+  expect_error(readSBML(f), "species A, B with a conversion factor other than 1", class = cls)
+  # a fast reaction
+  f <- sbml_one(1, law_kA, sa, reaction_attrs = 'fast="true"')
+  expect_error(readSBML(f), "fast reaction\\(s\\) \\(r\\)", class = cls)
+  # a law that depends on time, a delay
+  f <- sbml_one(1, paste0('<apply><times/><ci>k</ci><ci>A</ci><csymbol encoding="text" ',
+                          'definitionURL="http://www.sbml.org/sbml/symbols/time">t</csymbol></apply>'), sa)
+  expect_error(readSBML(f), "r: .*depends on time", class = cls)
+  f <- sbml_one(1, paste0('<apply><times/><ci>k</ci><apply><csymbol encoding="text" ',
+                          'definitionURL="http://www.sbml.org/sbml/symbols/delay">delay</csymbol>',
+                          '<ci>A</ci><cn>1</cn></apply></apply>'), sa)
+  expect_error(readSBML(f), "r: .*delay csymbol", class = cls)
+  # a law that is 0 keeps its reaction, with rate 0
+  m <- readSBML(sbml_one(1, "<cn>0</cn>", sa))
+  expect_equal(m$reactions, "r")
+  expect_equal(unname(m$rates), 0)
+  # the avogadro csymbol is not the local parameter called avogadro
+  f <- sbml_one(1, paste0('<apply><times/><apply><divide/><csymbol encoding="text" ',
+                          'definitionURL="http://www.sbml.org/sbml/symbols/avogadro">avogadro</csymbol>',
+                          '<ci>avogadro</ci></apply><ci>A</ci></apply>'), sa)
+  txt <- sub("</math></kineticLaw>", paste0('</math><listOfLocalParameters><localParameter id="avogadro" ',
+                                            'value="1e24"/></listOfLocalParameters></kineticLaw>'), readLines(f), fixed = TRUE)
+  writeLines(txt, f)
+  expect_equal(unname(readSBML(f)$rates), 6.02214179e23 / 1e24)
 })

@@ -347,11 +347,9 @@ test_that("the GPU engine's split over devices merges to the CPU's results (meth
   # implicit steps, so the GPU engine's split into per-device blocks (one
   # host thread each), its merge and the continuation run without a GPU.
   skip_if_not(attr(gpuInfo(), "cuda"), "built without CUDA")
-  # (the device's implicit steps, issue 17, would need the devices: off)
-  old <- Sys.getenv("SYSBIOGPU_LASSIE_DEVICE_BDF", unset = NA)
-  Sys.setenv(SYSBIOGPU_LASSIE_DEVICE_BDF = "0")
-  on.exit(if (is.na(old)) Sys.unsetenv("SYSBIOGPU_LASSIE_DEVICE_BDF") else
-    Sys.setenv(SYSBIOGPU_LASSIE_DEVICE_BDF = old))
+  # (the device's implicit steps would need the devices: off)
+  old <- options(sysbioGPU.lassieDeviceBDF = FALSE)
+  on.exit(options(old))
   m <- readBioNetGen(lassie_extdata("Haugh2b.net"))
   set.seed(5)
   K <- t(replicate(7, m$rates * 2^runif(length(m$rates), -1, 1)))

@@ -423,7 +423,7 @@ test_that("GPU and CPU give identical results (cost = 0 and cost > 0)", {
                    parCosnet(H, y, seed = 1, backend = "cpu", verbose = FALSE)$scores)
 })
 
-test_that("slots of W edited by hand give a classed error, in R and in C (issue 15 D2)", {
+test_that("slots of W edited by hand give a classed error, in R and in C", {
   W <- cosnet_random_graph(30, 0.2, 5)
   y <- stats::setNames(rep(c(1, 0, NA), 10), rownames(W))
   run <- function(M) parCosnet(M, y, seed = 1, maxSweeps = 20, backend = "cpu", threads = 1,
@@ -461,7 +461,7 @@ test_that("slots of W edited by hand give a classed error, in R and in C (issue 
   }
 })
 
-test_that("weights whose sums overflow are refused; the learning step ends on NaN (issue 15 D1)", {
+test_that("weights whose sums overflow are refused; the learning step ends on NaN", {
   W <- cosnet_random_graph(30, 0.2, 5)
   y <- stats::setNames(rep(c(1, 0, NA), 10), rownames(W))
   expect_error(parCosnet(W * 1e308, y, seed = 1, backend = "cpu", threads = 1, verbose = FALSE),
@@ -500,7 +500,7 @@ test_that("readNetwork refuses NA / empty nodes, non-finite weights and bad UTF-
   expect_identical(Matrix::nnzero(W), 4L)
 })
 
-test_that("Ctrl-C stops the learning step itself (issue 15 D1)", {
+test_that("Ctrl-C stops the learning step itself", {
   skip_on_os("windows")
   skip_on_cran()
   # 6e6 labelled points: about a second of sorting and sweeping here
@@ -512,7 +512,7 @@ test_that("Ctrl-C stops the learning step itself (issue 15 D1)", {
                class = "sysbioGPU_error_interrupted")
 })
 
-test_that("with an edge data.frame of named nodes, labels must be named by node (issue 16 point 5)", {
+test_that("with an edge data.frame of named nodes, labels must be named by node", {
   E <- data.frame(from = c("c", "a", "b", "d"), to = c("a", "b", "d", "c"), weight = c(1, 0.5, 0.8, 0.3))
   run <- function(y, W = E) parCosnet(W, y, seed = 1, backend = "cpu", threads = 1, verbose = FALSE)
   expect_error(run(c(1, 0, NA, 0)), "must be named by node", class = "sysbioGPU_error_input")

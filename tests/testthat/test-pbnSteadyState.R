@@ -498,7 +498,7 @@ test_that("Ctrl-C stops a long pbnSteadyState run (CPU and GPU)", {
   expect_equal(nrow(pbnSteadyState(net, c(Apoptosis = TRUE), method = "exact")), 1)
 })
 
-test_that("edited pbn objects are refused with classed errors, in R and in C (issue 15)", {
+test_that("edited pbn objects are refused with classed errors, in R and in C", {
   net <- pbn(list(A = c("!B" = 0.5, "B" = 0.5), B = "A", C = "A & B"))
   run <- function(z) pbnSteadyState(z, r = 0.05, s = 0.9, seed = 1, backend = "cpu", threads = 1, verbose = FALSE)
   edits <- list(
@@ -534,7 +534,7 @@ test_that("edited pbn objects are refused with classed errors, in R and in C (is
   for (i in seq_along(bad)) expect_error(call(bad[[i]](flat)), "invalid network", class = "sysbioGPU_error_input", info = i)
 })
 
-test_that("pbn(), readPBN(), as.pbn() and pbnSimulate(from) refuse bad input (issue 15)", {
+test_that("pbn(), readPBN(), as.pbn() and pbnSimulate(from) refuse bad input", {
   expect_error(pbn(list(A = NA_character_)), "nodes\\$A", class = "sysbioGPU_error_input")
   expect_error(pbn(list(A = "  ")), class = "sysbioGPU_error_input")
   expect_error(pbn(list(A = stats::setNames(1, NA_character_))), class = "sysbioGPU_error_input")
@@ -564,7 +564,7 @@ test_that("pbn(), readPBN(), as.pbn() and pbnSimulate(from) refuse bad input (is
   expect_error(as.pbn(z), "gene 'B'", class = "sysbioGPU_error_input")
 })
 
-test_that("the accuracy promise holds at r: coverage over 100 seeds, binomial bound (issue 18)", {
+test_that("the accuracy promise holds at r: coverage over 100 seeds, binomial bound", {
   # A slice of tools/pbn-coverage.R (make pbn-coverage: 3 networks, 2 p, 200
   # seeds).  The truth comes from the exact method (power iteration over all
   # states).  With s = 0.95 and 100 seeds, fewer than 88 within r has

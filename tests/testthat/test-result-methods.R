@@ -1,6 +1,6 @@
 # Every result class of the package: as.data.frame() with atomic columns
 # that write.csv() writes and read.csv() reads back, and print / summary /
-# plot methods that run (issue 16, points 2 and 4).
+# plot methods that run.
 
 # One small CPU result of every class, named by class.
 every_result <- function() {

@@ -1,0 +1,75 @@
+# A subset of the SBML Test Suite's semantic cases (fixtures/sbml-suite,
+# LGPL, see its LICENSE.txt): each case is either simulated within the
+# suite's tolerance (|sim - expected| <= absolute + relative * |expected|,
+# the suite's results being its own, from analytic solutions or agreeing
+# simulators) or refused by readSBML() with the class
+# sysbioGPU_sbml_unsupported and a message naming the construct; the
+# expected outcome of each case is in cases.csv.  The whole suite runs with
+# `make sbml-suite` (tools/sbml-suite.R).
+
+suite_dir <- function() test_path("fixtures", "sbml-suite")
+
+suite_settings <- function(f) {
+  l <- readLines(f, warn = FALSE)
+  kv <- regmatches(l, regexec("^\\s*([A-Za-z]+)\\s*:\\s*(.*)$", l))
+  kv <- kv[lengths(kv) == 3L]
+  s <- stats::setNames(lapply(kv, function(x) trimws(x[3])), vapply(kv, `[`, "", 2))
+  lst <- function(x) if (is.null(x) || !nzchar(x)) character() else trimws(strsplit(x, ",")[[1]])
+  list(start = as.double(s$start), duration = as.double(s$duration), steps = as.integer(s$steps),
+       variables = lst(s$variables), atol = as.double(s$absolute), rtol = as.double(s$relative),
+       amount = lst(s$amount), concentration = lst(s$concentration))
+}
+
+# the variables of a simulation in the units the suite asks for: a
+# species' state is its concentration, or its amount with
+# hasOnlySubstanceUnits; parameters and compartments are constants
+suite_values <- function(m, sim, st) {
+  a <- attributes(m)
+  vapply(st$variables, function(v) {
+    if (v %in% names(a$speciesCompartment)) {
+      x <- sim[, v]
+      size <- function() a$compartmentSize[[a$speciesCompartment[[v]]]]
+      if (v %in% st$amount && !a$substanceUnits[[v]]) x <- x * size()
+      if (v %in% st$concentration && a$substanceUnits[[v]]) x <- x / size()
+      x
+    } else if (v %in% colnames(sim)) {
+      sim[, v]
+    } else {
+      rep(a$constants[[v]], nrow(sim))
+    }
+  }, numeric(nrow(sim)))
+}
+
+test_that("the SBML Test Suite's subset: within tolerance, or refused by name", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  cases <- utils::read.csv(file.path(suite_dir(), "cases.csv"), colClasses = "character")
+  expect_gte(nrow(cases), 50L)
+  n_pass <- 0L; n_refused <- 0L
+  for (k in seq_len(nrow(cases))) {
+    id <- cases$case[k]
+    dir <- file.path(suite_dir(), id)
+    xml <- file.path(dir, cases$file[k])
+    if (cases$outcome[k] == "refused") {
+      expect_error(readSBML(xml), cases$reason[k], class = "sysbioGPU_sbml_unsupported",
+                   label = id)
+      n_refused <- n_refused + 1L
+      next
+    }
+    st <- suite_settings(file.path(dir, paste0(id, "-settings.txt")))
+    t_out <- st$start + st$duration * (0:st$steps) / st$steps
+    m <- readSBML(xml)
+    sim <- lassieSimulate(m, if (st$start > 0) c(0, t_out) else t_out, rtol = 1e-10, atol = 1e-14,
+                          backend = "cpu", threads = 1L, verbose = FALSE)
+    if (st$start > 0) sim <- sim[-1L, , drop = FALSE]
+    got <- suite_values(m, sim, st)
+    exp <- utils::read.csv(file.path(dir, paste0(id, "-results.csv")), check.names = FALSE)
+    names(exp) <- trimws(names(exp))
+    want <- as.matrix(exp[, st$variables, drop = FALSE])
+    within <- abs(got - want) <= st$atol + st$rtol * abs(want)
+    expect_true(all(within), label = paste(id, "within the suite's tolerance"))
+    n_pass <- n_pass + 1L
+  }
+  # both kinds are there
+  expect_gt(n_pass, 20L)
+  expect_gt(n_refused, 20L)
+})

@@ -1,0 +1,263 @@
+# The SBML Test Suite's semantic cases through readSBML() and
+# lassieSimulate() (CPU), each case in a forked child with a time limit.
+#
+#   Rscript tools/sbml-suite.R SUITE [OUT] [JOBS] [TIMEOUT] [CASES]
+#
+# SUITE is the suite's cases/semantic folder; OUT (default
+# check/sbml-suite-out) receives outcomes.csv (one row per case) and
+# table.md (counts by outcome, overall and by the suite's componentTags and
+# testTags); JOBS children run at once (default 2); TIMEOUT seconds per case
+# (default 60); CASES an optional comma-separated list of case numbers or
+# ranges (00001-00100).
+#
+# Outcomes of a time-course case:
+#   pass     every requested variable at every time within the suite's rule
+#            |sim - expected| <= absolute + relative * |expected|
+#   refused  a classed sysbioGPU error (from readSBML() or lassieSimulate())
+#   lacks    the model was read and simulated but a requested variable is
+#            neither a species nor a constant the reader reports
+#   wrong    a value outside the tolerance, with no error (silently wrong)
+#   error    an unclassed R error
+#   crash    the child died (a signal) or returned nothing
+#   hang     the child ran past TIMEOUT and was killed
+# The script exits with status 1 when a case is wrong, an error, a crash or
+# a hang.
+
+suppressPackageStartupMessages(library(sysbioGPU))
+
+args <- commandArgs(trailingOnly = TRUE)
+if (length(args) < 1L) {
+  cat("usage: Rscript tools/sbml-suite.R SUITE [OUT] [JOBS] [TIMEOUT] [CASES]\n", file = stderr())
+  quit(status = 2L)
+}
+suite <- args[1]
+out_dir <- if (length(args) >= 2L && nzchar(args[2])) args[2] else "check/sbml-suite-out"
+jobs <- if (length(args) >= 3L && nzchar(args[3])) as.integer(args[3]) else 2L
+timeout <- if (length(args) >= 4L && nzchar(args[4])) as.double(args[4]) else 60
+only <- if (length(args) >= 5L && nzchar(args[5])) args[5] else ""
+if (!dir.exists(suite)) stop("no folder ", suite)
+if (!sbmlAvailable()) stop("sysbioGPU was built without libSBML")
+dir.create(out_dir, recursive = TRUE, showWarnings = FALSE)
+
+# ---- the suite's files ----------------------------------------------------
+read_settings <- function(f) {
+  l <- readLines(f, warn = FALSE)
+  kv <- regmatches(l, regexec("^\\s*([A-Za-z]+)\\s*:\\s*(.*)$", l))
+  kv <- kv[lengths(kv) == 3L]
+  s <- stats::setNames(lapply(kv, function(x) trimws(x[3])), vapply(kv, `[`, "", 2))
+  lst <- function(x) if (is.null(x) || !nzchar(x)) character() else trimws(strsplit(x, ",")[[1]])
+  list(start = as.double(s$start), duration = as.double(s$duration), steps = as.integer(s$steps),
+       variables = lst(s$variables), atol = as.double(s$absolute), rtol = as.double(s$relative),
+       amount = lst(s$amount), concentration = lst(s$concentration))
+}
+read_tags <- function(f) {
+  l <- readLines(f, warn = FALSE)
+  tag <- function(key) {
+    x <- grep(paste0("^", key, ":"), l, value = TRUE)
+    if (!length(x)) return(character())
+    v <- trimws(strsplit(sub(paste0("^", key, ":"), "", x[1]), ",")[[1]])
+    v[nzchar(v)]
+  }
+  list(component = tag("componentTags"), test = tag("testTags"), type = tag("testType"))
+}
+# the highest level and version the case comes in
+model_file <- function(dir, id) {
+  f <- list.files(dir, pattern = paste0("^", id, "-sbml-l[0-9]v[0-9]\\.xml$"))
+  if (!length(f)) return(NA_character_)
+  lv <- as.integer(sub(".*-l([0-9])v([0-9])\\.xml$", "\\1\\2", f))
+  file.path(dir, f[which.max(lv)])
+}
+
+# ---- one case (in the child) ----------------------------------------------
+classed <- function(e) inherits(e, "sysbioGPU_error")
+outcome <- function(what, reason = "", detail = "") list(outcome = what, reason = reason, detail = detail)
+err_outcome <- function(e, where) {
+  msg <- gsub("\\s+", " ", conditionMessage(e))
+  if (classed(e)) outcome("refused", paste0(where, ": ", msg), class(e)[1])
+  else outcome("error", paste0(where, ": ", msg), class(e)[1])
+}
+
+# the reader's conventions: a species' state is its concentration, or its
+# amount where it has hasOnlySubstanceUnits; the sizes of the species'
+# compartments and the model's constants come with the model (attributes),
+# or, from a reader that predates them, from libSBML's raw reading
+unit_info <- function(m, file) {
+  a <- attributes(m)
+  if (!is.null(a$speciesCompartment)) {
+    return(list(size = stats::setNames(a$compartmentSize[a$speciesCompartment], names(a$speciesCompartment)),
+                amount = a$substanceUnits, constants = a$constants))
+  }
+  d <- .Call(sysbioGPU:::ffi_lassie_read_sbml, path.expand(file))
+  cs <- stats::setNames(d$compartments$size, d$compartments$id)
+  cs[is.na(cs)] <- 1
+  size <- stats::setNames(unname(cs[d$species$compartment]), d$species$id)
+  list(size = size, amount = stats::setNames(d$species$hasOnlySubstanceUnits, d$species$id), constants = NULL)
+}
+
+run_case <- function(dir, id, st, file) {
+  m <- tryCatch(readSBML(file), error = function(e) e)
+  if (inherits(m, "error")) return(err_outcome(m, "readSBML"))
+  t_out <- st$start + st$duration * (0:st$steps) / st$steps
+  times <- if (st$start > 0) c(0, t_out) else t_out
+  sim <- tryCatch(lassieSimulate(m, times, rtol = 1e-10, atol = 1e-14, backend = "cpu",
+                                 threads = 1L, verbose = FALSE),
+                  error = function(e) e)
+  if (inherits(sim, "error")) return(err_outcome(sim, "lassieSimulate"))
+  if (st$start > 0) sim <- sim[-1L, , drop = FALSE]
+  exp <- utils::read.csv(file.path(dir, paste0(id, "-results.csv")), check.names = FALSE)
+  names(exp) <- trimws(names(exp))
+  u <- unit_info(m, file)
+  worst <- 0; worst_var <- ""
+  for (v in st$variables) {
+    if (v %in% colnames(sim) && v %in% names(u$size)) {
+      # a species (a state, or an observable where a rule sets it)
+      x <- sim[, v]
+      size <- unname(u$size[[v]]); is_amount <- isTRUE(unname(u$amount[[v]]))
+      if (v %in% st$amount && !is_amount) x <- x * size
+      if (v %in% st$concentration && is_amount) x <- x / size
+    } else if (v %in% colnames(sim)) {
+      x <- sim[, v]
+    } else if (!is.null(u$constants) && v %in% names(u$constants)) {
+      x <- rep(u$constants[[v]], nrow(sim))
+    } else {
+      return(outcome("lacks", paste0("the result lacks the variable ", v)))
+    }
+    e <- exp[[v]]
+    if (is.null(e) || length(e) != length(x)) return(outcome("error", paste0("results.csv lacks ", v)))
+    ok <- (is.nan(e) & is.nan(x)) | (is.infinite(e) & !is.na(x) & x == e) |
+      (is.finite(e) & is.finite(x) & abs(x - e) <= st$atol + st$rtol * abs(e))
+    if (!all(ok)) {
+      k <- which(!ok)[1]
+      return(outcome("wrong", sprintf("%s at t = %g: %.10g, expected %.10g", v, t_out[k], x[k], e[k])))
+    }
+    err <- max(abs(x - e) / (st$atol + st$rtol * abs(e)), 0, na.rm = TRUE)
+    if (err > worst) { worst <- err; worst_var <- v }
+  }
+  outcome("pass", sprintf("worst %.3g of the tolerance (%s)", worst, worst_var))
+}
+
+# ---- the cases, in forked children ----------------------------------------
+ids <- sort(list.files(suite, pattern = "^[0-9]{5}$"))
+if (nzchar(only)) {
+  want <- unlist(lapply(strsplit(only, ",")[[1]], function(r) {
+    b <- as.integer(strsplit(r, "-")[[1]])
+    sprintf("%05d", if (length(b) == 2L) seq(b[1], b[2]) else b)
+  }))
+  ids <- intersect(ids, want)
+}
+cases <- list()
+for (id in ids) {
+  dir <- file.path(suite, id)
+  tg <- read_tags(file.path(dir, paste0(id, "-model.m")))
+  if (!identical(tg$type, "TimeCourse")) next
+  file <- model_file(dir, id)
+  if (is.na(file)) next
+  cases[[id]] <- list(id = id, dir = dir, file = file, tags = tg,
+                      settings = read_settings(file.path(dir, paste0(id, "-settings.txt"))))
+}
+cat(length(cases), "time-course cases,", jobs, "at a time, time limit", timeout, "s\n")
+
+# Workers are forked children, each running a chunk of cases in turn; a
+# case's outcome is saved as it ends, and the worker notes each case it
+# starts, so that a worker that dies (a crash) or stops advancing (a hang,
+# killed after TIMEOUT s) is charged to the case it was running, and the
+# rest of its chunk goes back to the queue.  (A fork per case costs more
+# than most cases on a loaded machine.)
+res <- vector("list", length(cases)); names(res) <- names(cases)
+tmp <- tempfile("sbml-suite-"); dir.create(tmp)
+worker <- function(chunk, log) {
+  for (id in chunk) {
+    cat(id, "\n", file = log, append = TRUE)
+    cs <- cases[[id]]
+    r <- tryCatch(run_case(cs$dir, cs$id, cs$settings, cs$file),
+                  error = function(e) outcome("error", paste("harness:", conditionMessage(e))))
+    saveRDS(r, file.path(tmp, paste0(id, ".rds")))
+  }
+  TRUE
+}
+running <- list()
+queue <- names(cases)
+chunk_size <- 25L
+t_start <- Sys.time()
+done <- 0L; n_workers <- 0L
+settle <- function(w, fate) {
+  # fate: "exited" (collected) or "hang" (killed)
+  started <- if (file.exists(w$log)) trimws(readLines(w$log, warn = FALSE)) else character()
+  for (id in w$chunk) {
+    f <- file.path(tmp, paste0(id, ".rds"))
+    if (file.exists(f)) { res[[id]] <<- readRDS(f); done <<- done + 1L; next }
+    if (id %in% started) {
+      res[[id]] <<- if (fate == "hang") outcome("hang", sprintf("killed after %g s", timeout))
+                    else outcome("crash", "the child died")
+      done <<- done + 1L
+      next
+    }
+    queue <<- c(queue, id)
+  }
+}
+while (length(queue) || length(running)) {
+  while (length(queue) && length(running) < jobs) {
+    chunk <- utils::head(queue, chunk_size); queue <- queue[-seq_along(chunk)]
+    n_workers <- n_workers + 1L
+    log <- file.path(tmp, paste0("worker", n_workers, ".log"))
+    file.create(log)
+    job <- parallel::mcparallel(worker(chunk, log), silent = TRUE)
+    running[[as.character(job$pid)]] <- list(job = job, chunk = chunk, log = log)
+  }
+  got <- suppressWarnings(parallel::mccollect(lapply(running, `[[`, "job"), wait = FALSE, timeout = 0.2))
+  before <- done
+  for (pid in names(running)) {
+    w <- running[[pid]]
+    if (!is.null(got) && pid %in% names(got)) {
+      settle(w, "exited")
+    } else if (as.double(difftime(Sys.time(), file.mtime(w$log), units = "secs")) > timeout) {
+      tools::pskill(as.integer(pid), tools::SIGKILL)
+      suppressWarnings(parallel::mccollect(w$job, wait = TRUE))
+      settle(w, "hang")
+    } else next
+    running[[pid]] <- NULL
+  }
+  if (done %/% 100L > before %/% 100L) cat(done, "cases done,", format(Sys.time() - t_start, digits = 3), "\n")
+}
+unlink(tmp, recursive = TRUE)
+elapsed <- as.double(difftime(Sys.time(), t_start, units = "secs"))
+
+# ---- tables ---------------------------------------------------------------
+levels_out <- c("pass", "refused", "lacks", "wrong", "error", "crash", "hang")
+tab <- data.frame(
+  case = names(cases),
+  file = basename(vapply(cases, `[[`, "", "file")),
+  outcome = factor(vapply(res, `[[`, "", "outcome"), levels = levels_out),
+  reason = vapply(res, `[[`, "", "reason"),
+  componentTags = vapply(cases, function(c) paste(c$tags$component, collapse = " "), ""),
+  testTags = vapply(cases, function(c) paste(c$tags$test, collapse = " "), ""),
+  stringsAsFactors = FALSE)
+utils::write.csv(tab, file.path(out_dir, "outcomes.csv"), row.names = FALSE)
+
+md_row <- function(label, o) paste0("| ", label, " | ", paste(as.integer(table(factor(o, levels = levels_out))), collapse = " | "), " | ", length(o), " |")
+md_head <- c(paste0("| | ", paste(levels_out, collapse = " | "), " | cases |"),
+             paste0("|", strrep("---|", length(levels_out) + 2L)))
+by_tag <- function(col) {
+  tags <- sort(unique(unlist(strsplit(tab[[col]], " "))))
+  tags <- tags[nzchar(tags)]
+  vapply(tags, function(t) md_row(t, tab$outcome[vapply(strsplit(tab[[col]], " "), function(x) t %in% x, TRUE)]), "")
+}
+first_reason <- function(r) {
+  r <- sub("^(readSBML|lassieSimulate): [^:]*: ", "", r)
+  sub(" \\(.*$|:.*$|;.*$", "", r)
+}
+refused <- tab[tab$outcome == "refused", ]
+reasons <- sort(table(first_reason(refused$reason)), decreasing = TRUE)
+lines <- c(sprintf("SBML Test Suite, %d time-course cases (%s), %.0f s, %d jobs", nrow(tab), suite, elapsed, jobs), "",
+           md_head, md_row("all", tab$outcome), "",
+           "By componentTags:", "", md_head, by_tag("componentTags"), "",
+           "By testTags:", "", md_head, by_tag("testTags"), "",
+           "Refusals by first reason:", "", "| reason | cases |", "|---|---|",
+           paste0("| ", names(reasons), " | ", as.integer(reasons), " |"), "",
+           "Not pass nor refused:", "",
+           with(tab[!tab$outcome %in% c("pass", "refused"), ], if (length(case)) paste0("- ", case, " ", outcome, ": ", reason) else "none"))
+writeLines(lines, file.path(out_dir, "table.md"))
+cat(md_head, md_row("all", tab$outcome), sep = "\n")
+cat("details:", file.path(out_dir, "table.md"), "\n")
+bad <- sum(tab$outcome %in% c("wrong", "error", "crash", "hang"))
+if (bad) quit(status = 1L)
