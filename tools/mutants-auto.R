@@ -565,6 +565,7 @@ worker <- function(cfg, prep, s, w, base_secs, benv, deadline) {
     log <- file.path(cfg$out, "logs", paste0(site$id, ".log"))
     res <- one_mutant(cfg, prep, site, tree, lib, base, so_base, benv, log,
                       tmo = cfg$tfactor * base_secs[[site$tests]] + 30)
+    if (res$outcome == "interrupted") { unlink(file.path(cfg$out, "claims", site$id), recursive = TRUE); break }
     secs <- as.numeric(difftime(Sys.time(), a, units = "secs"))
     cpu <- sum(proc.time()[c(4L, 5L)], na.rm = TRUE) - cpu0 # its compiler and test processes
     writeLines(paste(site$id, res$outcome, res$detail, sprintf("%.1f", secs), sprintf("%.1f", res$build),
@@ -627,6 +628,8 @@ run_tests <- function(cfg, lib, patch, tests, log, tmo) {
   st <- if (file.exists(status)) readLines(status) else character()
   where <- if (length(st)) st[[length(st)]] else ""
   if (rc == 124L || rc == 137L) return(list(outcome = "timeout", detail = where))
+  # stopped from outside (an outer time limit, Ctrl-C): no verdict
+  if (rc %in% c(129L, 130L, 143L)) return(list(outcome = "interrupted", detail = where))
   if (rc == 0L) return(list(outcome = "survived", detail = ""))
   if (rc == 3L) return(list(outcome = "no-compile", detail = "R cannot source it"))
   list(outcome = "killed", detail = if (rc == 1L) where else paste0(where, " (crash, status ", rc, ")"))
