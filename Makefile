@@ -22,6 +22,10 @@
 #                 packages), each method through BatchtoolsParam against one
 #                 process, bit for bit, and a cancelled job (tools/test-cluster.sh);
 #                 skips with a message where the daemons cannot start
+#   make mutants-auto  mutants made by a program (tools/mutants-auto.R): every
+#                 operator and numeric constant of the engines and R readers is a
+#                 site; MUT_N (300) drawn with MUT_SEED (1), MUT_JOBS workers;
+#                 tables in check/mutants-auto/ (long: not part of make test)
 #   make pbn-coverage  pbnSteadyState's accuracy promise over COV_SEEDS seeds
 #                 (default 400) on three networks and two p (tools/pbn-coverage.R),
 #                 after make install; fails when a coverage is significantly below s
@@ -39,7 +43,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 LIB := $(CURDIR)/.lib
 CHECKDIR := $(CURDIR)/check
 
-.PHONY: all deps build check policy test test-nocuda test-cluster install demo docs valgrind fuzz gpu-pack mutants pbn-coverage sbml-suite clean
+.PHONY: all deps build check policy test test-nocuda test-cluster install demo docs valgrind fuzz gpu-pack mutants mutants-auto pbn-coverage sbml-suite clean
 
 all: test
 
@@ -111,6 +115,12 @@ gpu-pack:
 
 mutants: deps
 	bash tools/mutants.sh
+
+MUT_N ?= 300
+MUT_SEED ?= 1
+MUT_JOBS ?= 1
+mutants-auto:
+	MUT_N=$(MUT_N) MUT_SEED=$(MUT_SEED) MUT_JOBS=$(MUT_JOBS) $(RSCRIPT) tools/mutants-auto.R run
 
 clean:
 	sh cleanup
