@@ -94,12 +94,14 @@ lassie_array_attributes <- function(nt, cols, n, times, res, common) {
 #' seconds, package version).  With `output = "array"` the batch is one
 #' array of class `lassieArray` (times x columns x simulations).
 #'
-#' All three forms convert to the same long table with `as.data.frame()`
+#' A batch and an array convert to a long table with `as.data.frame()`
 #' (one row per simulation, time and variable: columns `simulation`,
-#' `time`, `variable`, `value`, `status`; a single simulation is simulation
-#' 1), the shape `ggplot2` and `aggregate()` take; `format = "wide"` gives
-#' a single simulation's matrix as a data.frame (`time` and one column per
-#' variable), as `as.data.frame()` of deSolve's output does.
+#' `time`, `variable`, `value`, `status`), the shape `ggplot2` and
+#' `aggregate()` take. A single simulation converts as deSolve's output does
+#' (`time` and one column per variable), because deSolve's own methods
+#' (`subset()`, `hist()`, `matplot()`, ...) call `as.data.frame()` and
+#' expect that shape; `format = "long"` gives it the batch's long table (as
+#' simulation 1).
 #'
 #' `summary()` of one simulation has deSolve's statistics (`Min.`,
 #' `1st Qu.`, `Median`, `Mean`, `3rd Qu.`, `Max.`, `N`, `sd`; one column
@@ -121,13 +123,13 @@ lassie_array_attributes <- function(nt, cols, n, times, res, common) {
 #' @param row.names,optional Ignored (for the generic).
 #' @param object A `lassieBatch`, a `lassieArray` or a `lassieSimulation`.
 #' @param i Simulations to keep.
-#' @param format `as.data.frame()` of one simulation: `"long"` (default) or
-#'   `"wide"`.
+#' @param format `as.data.frame()` of one simulation: `"wide"` (default,
+#'   as deSolve) or `"long"`.
 #' @param n Most variables printed.
 #' @param ... Further graphical arguments (`col`, `log`, ...); ignored by
 #'   `as.data.frame()`, `summary()` and `print()`.
 #' @return `plot()` and `print()`: `x`, invisibly.  `as.data.frame()`: the
-#'   long table (see above).  `summary()`: of one simulation, a data.frame
+#'   long table, or one simulation's wide table (see above).  `summary()`: of one simulation, a data.frame
 #'   of class `summary.lassieSimulation` (statistics x variables); of a
 #'   batch or an array, a matrix of class `summary.lassieBatch` (variables
 #'   x `min`, `q05`, `median`, `q95`, `max` of the final values) with
@@ -373,8 +375,8 @@ print.summary.lassieSimulation <- function(x, n = 10L, ...) {
 
 #' @rdname lassieBatch
 #' @export
-as.data.frame.lassieSimulation <- function(x, row.names = NULL, optional = FALSE, ..., format = c("long", "wide")) {
-  format <- check_choice(if (identical(format, c("long", "wide"))) "long" else format, c("long", "wide"), "format")
+as.data.frame.lassieSimulation <- function(x, row.names = NULL, optional = FALSE, ..., format = c("wide", "long")) {
+  format <- check_choice(if (identical(format, c("wide", "long"))) "wide" else format, c("wide", "long"), "format")
   m <- lassie_plain(x)
   if (format == "wide") return(as.data.frame(m, optional = TRUE))
   st <- attr(x, "status")

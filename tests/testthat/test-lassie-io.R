@@ -111,7 +111,8 @@ test_that("the engine's glue refuses an edited model structure with a classed er
                times = as.double(times), obs = NULL),
           list(rtol = 1e-6, atol = 1e-12, method = 0L, maxSteps = 1e5, hInit = 0, part = c(0L, 1L),
                array = FALSE),
-          list(gpu = FALSE, threads = 1L, devices = 0L, verbose = FALSE))
+          list(gpu = FALSE, threads = 1L, devices = 0L, verbose = FALSE,
+               deviceBDF = -1L, bdfTeam = -1L, bdfSharedVectors = -1L, fused = -1L))
   }
   expect_named(run(arr), c("sims", "stats", "status", "messages"))
   bad <- arr; bad$r_ord[1] <- 1e9L
