@@ -93,12 +93,14 @@ lassie_array_attributes <- function(nt, cols, n, times, res, common) {
 #' seconds, package version).  With `output = "array"` the batch is one
 #' array of class `lassieArray` (times x columns x simulations).
 #'
-#' All three forms convert to the same long table with `as.data.frame()`
-#' (one row per simulation, time and variable: columns `simulation`,
-#' `time`, `variable`, `value`, `status`; a single simulation is simulation
-#' 1), the shape `ggplot2` and `aggregate()` take; `format = "wide"` gives
-#' a single simulation's matrix as a data.frame (`time` and one column per
-#' variable), as `as.data.frame()` of deSolve's output does.
+#' All three forms convert to the same long table (one row per
+#' simulation, time and variable: columns `simulation`, `time`,
+#' `variable`, `value`, `status`), the shape `ggplot2` and `aggregate()`
+#' take: `as.data.frame()` of a batch or an array, and
+#' `as.data.frame(x, format = "long")` of a single simulation (simulation
+#' 1).  A single simulation's default, `format = "wide"`, is its matrix as
+#' a data.frame (`time` and one column per variable), as for deSolve's
+#' output, whose `subset()` reads it.
 #'
 #' `summary()` of one simulation has deSolve's statistics (`Min.`,
 #' `1st Qu.`, `Median`, `Mean`, `3rd Qu.`, `Max.`, `N`, `sd`; one column
@@ -120,8 +122,8 @@ lassie_array_attributes <- function(nt, cols, n, times, res, common) {
 #' @param row.names,optional Ignored (for the generic).
 #' @param object A `lassieBatch`, a `lassieArray` or a `lassieSimulation`.
 #' @param i Simulations to keep.
-#' @param format `as.data.frame()` of one simulation: `"long"` (default) or
-#'   `"wide"`.
+#' @param format `as.data.frame()` of one simulation: `"wide"` (default,
+#'   as deSolve) or `"long"`.
 #' @param n Most variables printed.
 #' @param ... Further graphical arguments (`col`, `log`, ...); ignored by
 #'   `as.data.frame()`, `summary()` and `print()`.
@@ -146,8 +148,8 @@ lassie_array_attributes <- function(nt, cols, n, times, res, common) {
 #' attr(b, "info")
 #' out <- lassieSimulate(m, seq(0, 3, by = 0.5), backend = "cpu", threads = 1)
 #' summary(out)
-#' head(as.data.frame(out))
-#' as.data.frame(out, format = "wide")
+#' head(as.data.frame(out, format = "long"))
+#' as.data.frame(out)
 NULL
 
 #' @rdname lassieBatch
@@ -372,8 +374,10 @@ print.summary.lassieSimulation <- function(x, n = 10L, ...) {
 
 #' @rdname lassieBatch
 #' @export
-as.data.frame.lassieSimulation <- function(x, row.names = NULL, optional = FALSE, ..., format = c("long", "wide")) {
-  format <- check_choice(if (identical(format, c("long", "wide"))) "long" else format, c("long", "wide"), "format")
+as.data.frame.lassieSimulation <- function(x, row.names = NULL, optional = FALSE, ..., format = c("wide", "long")) {
+  # wide by default: deSolve's subset() and plot(subset =) evaluate their
+  # conditions in as.data.frame() of the output, column by column
+  format <- check_choice(if (identical(format, c("wide", "long"))) "wide" else format, c("wide", "long"), "format")
   m <- lassie_plain(x)
   if (format == "wide") return(as.data.frame(m, optional = TRUE))
   st <- attr(x, "status")

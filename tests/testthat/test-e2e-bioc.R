@@ -80,7 +80,7 @@ test_that("a Boolean network and a reaction network step", {
                      initial = c(1, 0), species = c("A", "B"))
   tt <- seq(0, 2, by = 0.25)
   out <- lassieSimulate(m, tt, rtol = 1e-9, backend = "cpu", threads = 1, verbose = FALSE)
-  long <- as.data.frame(out)
+  long <- as.data.frame(out, format = "long")
   expect_equal(long$value[long$variable == "A"], 1 / 3 + 2 / 3 * exp(-3 * tt), tolerance = 1e-7)
   expect_equal(summary(out)["Max.", "B"], max(1 - (1 / 3 + 2 / 3 * exp(-3 * tt))), tolerance = 1e-7)
 })

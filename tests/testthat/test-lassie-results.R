@@ -7,21 +7,21 @@ ab_model <- function() {
                 rates = c(2, 1), initial = c(1, 0), species = c("A", "B"))
 }
 
-test_that("as.data.frame() is long (simulation, time, variable, value, status) for every form", {
+test_that("every form has the long table (simulation, time, variable, value, status)", {
   m <- ab_model()
   tt <- c(0, 0.5, 1, 2)
   k <- cbind(c(0.5, 1, 2), 1)
   # closed form of A <-> B with rates (k1, 1) from A = 1: A(t) = (1 + k1 exp(-(k1 + 1) t)) / (k1 + 1)
   closed <- function(k1) (1 + k1 * exp(-(k1 + 1) * tt)) / (k1 + 1)
   one <- lassieSimulate(m, tt, backend = "cpu", threads = 1, verbose = FALSE)
-  d1 <- as.data.frame(one)
+  d1 <- as.data.frame(one, format = "long")
   expect_identical(names(d1), c("simulation", "time", "variable", "value", "status"))
   expect_identical(nrow(d1), length(tt) * 2L)
   expect_identical(unique(d1$simulation), 1L)
   expect_equal(d1$value[d1$variable == "A"], closed(2), tolerance = 1e-5)
   expect_equal(d1$value[d1$variable == "B"], 1 - closed(2), tolerance = 1e-5)
   expect_equal(d1$time[d1$variable == "A"], tt)
-  wide <- as.data.frame(one, format = "wide")
+  wide <- as.data.frame(one)   # deSolve's shape by default: its subset() reads it
   expect_identical(names(wide), c("time", "A", "B"))
   expect_equal(wide$A, closed(2), tolerance = 1e-5)
   b <- lassieSimulate(m, tt, rates = k, backend = "cpu", threads = 1, verbose = FALSE)
