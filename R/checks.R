@@ -120,3 +120,82 @@ resolve_seed <- function(seed = NULL) {
   if (is.null(seed)) return(as.double(sample.int(.Machine$integer.max, 1L)))
   check_whole(seed, "seed")
 }
+
+# A classed warning (class sysbioGPU_warning_<kind>) from the package.
+warn_sbg <- function(kind, ...) {
+  warning(structure(class = c(paste0("sysbioGPU_warning_", kind), "sysbioGPU_warning", "warning", "condition"),
+                    list(message = paste0(...), call = NULL)))
+}
+
+# R's own messages for a failed allocation (allocVector in R code or in the
+# glue), as the session's language words them: the text before the first
+# format directive of each.
+alloc_error_prefixes <- function() {
+  fmts <- c("cannot allocate vector of size %0.1f Gb", "cannot allocate vector of size %0.1f Mb",
+            "cannot allocate vector of size %0.f Kb", "cannot allocate memory block of size %0.1f Gb",
+            "vector memory exhausted (limit reached?)", "vector memory limit of %0.1f %s reached, see mem.maxVSize()")
+  tr <- vapply(fmts, function(f) gettext(f, domain = "R"), "")
+  unique(c(sub("%.*$", "", fmts), sub("%.*$", "", tr)))
+}
+
+is_alloc_error <- function(e) {
+  msg <- conditionMessage(e)
+  any(vapply(alloc_error_prefixes(), function(p) startsWith(msg, p), NA))
+}
+
+# Evaluates expr; an allocation that fails inside it becomes an error of
+# class sysbioGPU_error_memory that names the argument which asked for the
+# memory and the size (`bytes`, when the caller knows it, else R's words).
+# Other errors pass through untouched.
+alloc_guard <- function(expr, arg, bytes = NULL, what = NULL) {
+  withCallingHandlers(expr, error = function(e) {
+    if (!inherits(e, "sysbioGPU_error") && is_alloc_error(e)) {
+      size <- if (!is.null(bytes)) format_bytes(bytes) else sub("^.* of size ", "", conditionMessage(e))
+      stop(sbg_condition(c("sysbioGPU_error_memory", "sysbioGPU_error_engine"), paste0(
+        "cannot allocate ", size, if (!is.null(what)) paste0(" for ", what), " (asked for by `", arg,
+        "`): ", conditionMessage(e), "; lower `", arg, "`"), call = NULL))
+    }
+  })
+}
+
+format_bytes <- function(bytes) {
+  u <- c("bytes", "KB", "MB", "GB", "TB", "PB")
+  k <- if (bytes < 1) 1L else min(length(u), floor(log(bytes, 1000)) + 1L)
+  sprintf("%.3g %s", bytes / 1000^(k - 1L), u[[k]])
+}
+
+# A vector that may be named by `nms` (species, reactions, nodes): unnamed
+# it is taken in order; named, every name must be one of `nms`, once each,
+# and the values are put in the order of `nms`.  Names that do not match
+# are an error (never a silent fall back to the order of the values).
+match_by_name <- function(x, nms, arg, what) {
+  nm <- names(x)
+  if (is.null(nm) || all(!nzchar(nm) & !is.na(nm))) return(unname(x))
+  if (anyNA(nm) || any(!nzchar(nm))) {
+    stop_input("`", arg, "` names some values and not others: name every ", what, " or none", call = NULL)
+  }
+  dup <- unique(nm[duplicated(nm)])
+  if (length(dup)) {
+    stop_input("`", arg, "` names ", what, " '", dup[[1L]], "' more than once", call = NULL)
+  }
+  unk <- setdiff(nm, nms)
+  if (length(unk)) {
+    stop_input("`", arg, "` names unknown ", what, "(s): ", paste(utils::head(unk, 5L), collapse = ", "),
+               " (the names are ", paste(utils::head(nms, 5L), collapse = ", "),
+               if (length(nms) > 5L) ", ...", ")", call = NULL)
+  }
+  miss <- setdiff(nms, nm)
+  if (length(miss)) {
+    stop_input("`", arg, "` lacks ", what, "(s): ", paste(utils::head(miss, 5L), collapse = ", "), call = NULL)
+  }
+  unname(x[match(nms, nm)])
+}
+
+# What a value is, for messages: "a logical matrix", "a data.frame", ...
+# (class(x)[1] alone says "matrix" whatever a matrix holds).
+describe_value <- function(x) {
+  if (is.null(x)) return("NULL")
+  if (is.matrix(x) && !isS4(x)) return(paste0("a ", typeof(x), " matrix"))
+  if (is.atomic(x) && is.null(attr(x, "class"))) return(paste0("a ", typeof(x), " vector"))
+  paste0("an object of class ", class(x)[[1L]])
+}

@@ -16,10 +16,23 @@ check_file <- function(file, arg) {
   file
 }
 
+# A gzip file cut short (or damaged) is an error: R's gzfile() would
+# return the part it could inflate, the last record cut, without a word.
+check_gzip <- function(file) {
+  why <- .Call(ffi_gzip_check, file)
+  if (!is.null(why)) stop_file(file, NA, "cannot be read: ", why)
+  invisible(file)
+}
+
 read_lines <- function(file) {
   if (dir.exists(file)) stop_file(file, NA, "cannot be read (it is a folder, not a file)")
-  x <- tryCatch(suppressWarnings(readLines(file, warn = FALSE, encoding = "UTF-8")),
-                error = function(e) stop_file(file, NA, "cannot be read (", conditionMessage(e), ")"))
+  check_gzip(file)
+  x <- alloc_guard(tryCatch(suppressWarnings(readLines(file, warn = FALSE, encoding = "UTF-8")),
+                            error = function(e) {
+                              if (is_alloc_error(e)) stop(e) # classed by alloc_guard()
+                              stop_file(file, NA, "cannot be read (", conditionMessage(e), ")")
+                            }),
+                   "file", bytes = file.size(file), what = paste0("the lines of '", file, "'"))
   bad <- which(!validUTF8(x))
   if (length(bad)) stop_file(file, bad[[1L]], "is not valid UTF-8 text")
   sub("\r$", "", x)

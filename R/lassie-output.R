@@ -48,7 +48,8 @@ new_lassie_output <- function(res, cn, common, single) {
                      seconds = common$elapsed,
                      version = as.character(utils::packageVersion("sysbioGPU")),
                      stringsAsFactors = FALSE)
-  structure(sims, class = "lassieBatch", status = status, messages = messages, info = info)
+  structure(sims, class = "lassieBatch", status = status, messages = messages, info = info,
+            engineSettings = common$engineSettings)
 }
 
 # A batch's failures (status != 0) as one warning naming the first three;

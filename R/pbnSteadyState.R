@@ -474,7 +474,7 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   }
   pbn_result(res, list(backend = b$backend, device = b$devices, deviceName = b$deviceName, seed = seed,
                        method = "two-state", p = p, update = update, burnin = o$burnin,
-                       nodesSimulated = flat$n))
+                       nodesSimulated = flat$n, engineSettings = engine_settings("pbnSteadyState")))
 }
 
 # The two-state method's parameters (src/pbn/pbn_call.c, params_decode()):
@@ -485,7 +485,8 @@ pbn_params <- function(seed, trajectories, r, s, epsilon, max_len) {
   list(seed = as.double(seed), chains = as.double(trajectories), r = r, z = stats::qnorm((1 + s) / 2),
        epsilon = epsilon, psi0 = 128, rhatMax = 1.01, maxLen = as.double(max_len), minSwitches = 20,
        t = stats::qt((1 + s) / 2, df = trajectories - 1),
-       small = !isTRUE(getOption("sysbioGPU.pbnGeneralStep")), skip = !isTRUE(getOption("sysbioGPU.pbnNoSkip")))
+       small = !isTRUE(engine_option("sysbioGPU.pbnGeneralStep", "pbnSteadyState")),
+       skip = !isTRUE(engine_option("sysbioGPU.pbnNoSkip", "pbnSteadyState")))
 }
 
 # One block of chains on an R worker: [range[1], range[2]) (0-based) from
@@ -504,7 +505,10 @@ pbn_block <- function(range, dev, state, data, params, steps, count, gpu, thread
 # states (raw bytes of the engine, same build on every worker) come back
 # with each round and go out with the next.
 pbn_workers <- function(data, params, trajectories, a, threads, BPPARAM, verbose) {
+  release <- bp_hold(BPPARAM)
+  on.exit(release(), add = TRUE)
   rounds <- bp_rounds(BPPARAM, trajectories, a$devices)
+  on.exit(rounds$close(), add = TRUE)
   round <- function(steps, count) {
     r <- tryCatch(
       rounds$round(pbn_block, MoreArgs = list(data = data, params = params, steps = steps, count = count,
@@ -512,7 +516,8 @@ pbn_workers <- function(data, params, trajectories, a, threads, BPPARAM, verbose
       error = function(e) e, interrupt = function(e) NA_character_)
     if (identical(r, NA_character_)) return(r) # Ctrl-C: the driver stops as in one process
     if (inherits(r, "error")) {
-      failure <<- paste0("pbnSteadyState: a BPPARAM worker failed: ", conditionMessage(r))
+      failure <<- paste0("pbnSteadyState: ", if (!inherits(r, "sysbioGPU_error_worker")) "a BPPARAM worker failed: ",
+                         conditionMessage(r))
       return(failure)
     }
     if (count) lapply(r, `[[`, "sums") else NULL
@@ -715,6 +720,14 @@ pbnSimulate <- function(pbn, steps, from = NULL, trajectories = 1, p = 0.001,
   a <- backend_args(b)
   seed <- resolve_seed(seed)
   flat <- pbn_flatten(net, rep(TRUE, n), p, update == "asynchronous")
+  # the states (8 bytes a word of 64 nodes) and the logical array (4 bytes
+  # a node) of every step of every trajectory
+  alloc_guard(pbn_simulate_run(flat, from_pairs, seed, trajectories, steps, a, b, n, W, net),
+              "steps", bytes = (steps + 1) * trajectories * (8 * W + 8 * n),
+              what = "the trajectories (`steps` x `trajectories` x nodes)")
+}
+
+pbn_simulate_run <- function(flat, from_pairs, seed, trajectories, steps, a, b, n, W, net) {
   v <- .Call(ffi_pbn_simulate, list(net = flat, from = from_pairs),
              list(seed = as.double(seed), chains = as.double(trajectories), steps = as.double(steps)),
              run_list(a, devices = a$device))$states

@@ -199,7 +199,10 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   `pvalue` (`"permutation"` or `"multilevel"`), `eps`, `sampleSize` (multilevel only),
 #'   `classes`, `backend`, `device`, `deviceName`, `time` (seconds, call to
 #'   table), `stageTime` (engine seconds: observed + pass 1, pass 2,
-#'   statistics) and `nullES` when `keepNull`.
+#'   statistics) and `nullES` when `keepNull`.  A set whose null ES of the
+#'   observed sign are absent or average 0 (with very few permutations) has
+#'   `NaN` NES, FDR and FWER, with a warning of class
+#'   `sysbioGPU_warning_undefined` that names the sets.
 #' @seealso [gseaStats()], [readGCT()], [readCLS()], [readGMT()],
 #'   [plot.rapidGSEA()]
 #' @examples
@@ -297,11 +300,15 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
   job <- list(expr = d$expr, labels = labels, ranking = d$ranking, start = gs$start, index = gs$index,
               metric = match(metric, gsea_metrics) - 1L, weight = as.double(weight),
               gene = permutation == "gene", seed = seed, nperm = nperm,
-              batch = as.double(getOption("sysbioGPU.gseaBatch", 0)), # permutations per batch; tests only
-              cache = as.double(getOption("sysbioGPU.gseaCache", -1)), # GPU: most permutations kept; tests only
+              # engine settings (?`sysbioGPU-options`)
+              batch = as.double(engine_option("sysbioGPU.gseaBatch", "rapidGSEA") %||% 0),
+              cache = as.double(engine_option("sysbioGPU.gseaCache", "rapidGSEA") %||% -1),
               keepNull = keepNull, gpu = a$gpu, threads = a$threads, devices = a$devices)
-  r <- if (is.null(BPPARAM)) gsea_engine(job, 0L, c(0, 0), NULL, a$devices, verbose)
-       else gsea_workers(job, BPPARAM)
+  r <- alloc_guard(if (is.null(BPPARAM)) gsea_engine(job, 0L, c(0, 0), NULL, a$devices, verbose)
+                   else gsea_workers(job, BPPARAM),
+                   if (keepNull) "keepNull" else "nperm",
+                   bytes = if (keepNull) 8 * nperm * length(gs$names),
+                   what = if (keepNull) "the null ES (sets x `nperm`)" else "the null statistics")
 
   if (!preranked) gsea_check_metric(r$metric, weight)
   ord <- r$order + 1L
@@ -334,6 +341,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
                     NES = r$nes, pval = pval, padj = stats::p.adjust(pval, "BH"), FDR = r$fdr, FWER = r$fwer,
                     log2err = log2err, rankAtMax = r$pos + 1L, stringsAsFactors = FALSE)
   out$leadingEdge <- gsea_genelist(unname(split(genes[gi[in_lead]], f[in_lead])))
+  gsea_warn_undefined(out, nperm)
   if (keepNull) {
     null <- r$null
     dimnames(null) <- list(gs$names, NULL)
@@ -345,6 +353,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
             permutation = permutation, pvalue = pvalue, eps = eps,
             sampleSize = if (pvalue == "multilevel") as.integer(sampleSize), classes = classes,
             backend = b$backend, device = b$devices, deviceName = b$deviceName,
+            engineSettings = engine_settings("rapidGSEA"),
             stageTime = stats::setNames(r$seconds, c("observed+pass1", "pass2", "statistics")),
             time = proc.time()[["elapsed"]] - t_start,
             nullES = if (keepNull) null else NULL)
@@ -352,17 +361,21 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
 
 # Multilevel p-values of preranked sets (src/gsea/gsea_multilevel.c):
 # metric in rank order, the sets as 0-based rank positions (start: offsets).
-# moves: kept swaps per member per level (option for tests and probes only).
+# moves: kept swaps per member per level; waveBytes: GPU memory per wave
+# of rulers, 0 for half the free memory (engine settings for tests and
+# probes, ?`sysbioGPU-options`).
 # gpu: the members' moves on GPU `device` (the same p as on the CPU).
 gsea_multilevel <- function(metric, weight, start, pos, seed, eps, sampleSize, nSign = 1000L,
-                            moves = getOption("sysbioGPU.gseaMoves", 1L), threads = 1L, gpu = FALSE, device = 0L,
-                            verbose = FALSE) {
+                            moves = engine_option("sysbioGPU.gseaMoves", "rapidGSEA") %||% 1L,
+                            waveBytes = engine_option("sysbioGPU.gseaWaveBytes", "rapidGSEA") %||% 0,
+                            threads = 1L, gpu = FALSE, device = 0L, verbose = FALSE) {
   .Call(ffi_gsea_multilevel,
         list(metric = as.double(metric), weight = as.double(weight), start = as.integer(start),
              pos = as.integer(pos)),
         list(seed = as.double(seed), sampleSize = as.integer(sampleSize), nSign = as.integer(nSign),
              moves = as.integer(moves), eps = as.double(eps)),
-        run_list(list(gpu = gpu), verbose, threads = threads, devices = device))
+        c(run_list(list(gpu = gpu), verbose, threads = threads, devices = device),
+          list(waveBytes = as.double(waveBytes))))
 }
 
 # One engine call: the whole run (phase 0) or a BPPARAM worker's share of
@@ -385,6 +398,8 @@ gsea_workers <- function(job, BPPARAM) {
   sp <- bp_split(BPPARAM, job$nperm, job$devices)
   ranges <- lapply(sp$ranges, `+`, 1)  # 1-based permutation numbers
   devs <- sp$devices
+  release <- bp_hold(BPPARAM)
+  on.exit(release(), add = TRUE)
   t0 <- proc.time()[["elapsed"]]
   p1 <- bp_map(BPPARAM, gsea_share, ranges, devs, MoreArgs = list(phase = 1L, norm = NULL, job = job))
   r <- p1[[1L]]
@@ -442,7 +457,7 @@ gsea_data <- function(expr, ignoreCase = FALSE) {
   }
   if (!is.matrix(expr) || !is.numeric(expr)) {
     stop_input("`expr` must be a numeric matrix (genes x samples), an ExpressionSet, a SummarizedExperiment, ",
-               "a GCT file path or a named numeric vector, not ", class(expr)[[1L]])
+               "a GCT file path or a named numeric vector, not ", describe_value(expr))
   }
   if (nrow(expr) < 2L) stop_input("`expr` must have at least 2 genes (rows)")
   if (any(!is.finite(expr))) stop_input("`expr` has NA, NaN or infinite values (", sum(!is.finite(expr)), ")")
@@ -476,7 +491,15 @@ gsea_missing_sets <- function(expr, phenotype) {
 # classA (a class name, or NULL: the first level) is the numerator.
 gsea_phenotype <- function(phenotype, n, classA = NULL) {
   if (is.null(phenotype)) stop_input("`phenotype` is missing: give the two classes of the samples")
-  if (is.character(phenotype) && length(phenotype) == 1L && n != 1L) phenotype <- readCLS(phenotype)
+  if (is.character(phenotype) && length(phenotype) == 1L && n != 1L) {
+    # one string is a CLS file path; one that names no file is more likely a
+    # single label than a file that went missing
+    if (!is.na(phenotype) && !file.exists(phenotype) && !grepl("[/\\\\.]", phenotype)) {
+      stop_input("`phenotype` is the single string '", phenotype, "': give one label per sample (",
+                 n, ") or the path of a CLS file (no file '", phenotype, "' exists)")
+    }
+    phenotype <- readCLS(phenotype)
+  }
   if (is.logical(phenotype)) {
     if (anyNA(phenotype)) stop_input("`phenotype` has NA values")
     phenotype <- factor(ifelse(phenotype, "TRUE", "FALSE"), levels = c("TRUE", "FALSE"))
@@ -580,7 +603,9 @@ gsea_sets <- function(geneSets, genes, minSize, maxSize, ignoreCase = FALSE) {
 #' @return A data.frame with columns `ES`, `NES`, `pval`, `padj`
 #'   (Benjamini-Hochberg), `FDR`, `FWER`, one row per set (row names from
 #'   `es` or `esNull`). Enrichment scores lie in \[-1, 1\]: values outside
-#'   (beyond rounding) are an error.
+#'   (beyond rounding) are an error.  Undefined statistics (`NaN`: no null
+#'   ES of the observed sign, or only zeros) come with a warning of class
+#'   `sysbioGPU_warning_undefined`.
 #' @examples
 #' f <- system.file("extdata", "gsea_edb", "results.edb", package = "sysbioGPU")
 #' set.seed(2)
@@ -594,7 +619,8 @@ gseaStats <- function(es, esNull, threads = getOption("sysbioGPU.threads")) {
   }
   if (!is.matrix(esNull) || !is.numeric(esNull) || nrow(esNull) != length(es) || ncol(esNull) < 1L) {
     stop_input("`esNull` must be a numeric matrix with one row per element of `es` (", length(es),
-               ") and at least one column")
+               ") and at least one column, not ", describe_value(esNull),
+               if (is.matrix(esNull)) paste0(" of ", nrow(esNull), " x ", ncol(esNull)))
   }
   if (any(!is.finite(esNull))) stop_input("`esNull` has NA or infinite values")
   gsea_check_es_range(es, "es")
@@ -603,8 +629,24 @@ gseaStats <- function(es, esNull, threads = getOption("sysbioGPU.threads")) {
   storage.mode(esNull) <- "double"
   r <- .Call(ffi_gsea_stats, as.double(es), esNull, b$threads)
   nm <- if (!is.null(names(es))) names(es) else rownames(esNull)
-  data.frame(ES = as.double(es), NES = r$nes, pval = r$pval, padj = stats::p.adjust(r$pval, "BH"),
-             FDR = r$fdr, FWER = r$fwer, row.names = nm)
+  out <- data.frame(ES = as.double(es), NES = r$nes, pval = r$pval, padj = stats::p.adjust(r$pval, "BH"),
+                    FDR = r$fdr, FWER = r$fwer, row.names = nm)
+  gsea_warn_undefined(cbind(set = if (is.null(nm)) as.character(seq_along(es)) else nm, out), ncol(esNull))
+  out
+}
+
+# NES (and so FDR and FWER, and p with too few nulls) is undefined for a set
+# whose null ES of the observed sign are absent or average 0: with few
+# permutations (nperm = 1 or 2) or a degenerate null.  Those NaN come with
+# a classed warning (sysbioGPU_warning_undefined) that names the sets.
+gsea_warn_undefined <- function(out, nperm) {
+  bad <- which(!is.finite(out$NES) | is.na(out$pval) | is.na(out$FDR) | is.na(out$FWER))
+  if (!length(bad)) return(invisible(NULL))
+  warn_sbg("undefined", length(bad), " set(s) have undefined (NaN) statistics: ",
+           paste(utils::head(out$set[bad], 5L), collapse = ", "), if (length(bad) > 5L) ", ...",
+           ". Their null ES of the observed sign (out of ", format(nperm, scientific = FALSE),
+           " permutation(s)) are absent or average 0, so NES, FDR and FWER cannot be computed",
+           if (nperm < 100) "; use more permutations (`nperm`)" else "")
 }
 
 #' @export
