@@ -94,14 +94,14 @@ lassie_array_attributes <- function(nt, cols, n, times, res, common) {
 #' seconds, package version).  With `output = "array"` the batch is one
 #' array of class `lassieArray` (times x columns x simulations).
 #'
-#' A batch and an array convert to a long table with `as.data.frame()`
-#' (one row per simulation, time and variable: columns `simulation`,
-#' `time`, `variable`, `value`, `status`), the shape `ggplot2` and
-#' `aggregate()` take. A single simulation converts as deSolve's output does
-#' (`time` and one column per variable), because deSolve's own methods
-#' (`subset()`, `hist()`, `matplot()`, ...) call `as.data.frame()` and
-#' expect that shape; `format = "long"` gives it the batch's long table (as
-#' simulation 1).
+#' All three forms convert to the same long table (one row per
+#' simulation, time and variable: columns `simulation`, `time`,
+#' `variable`, `value`, `status`), the shape `ggplot2` and `aggregate()`
+#' take: `as.data.frame()` of a batch or an array, and
+#' `as.data.frame(x, format = "long")` of a single simulation (simulation
+#' 1).  A single simulation's default, `format = "wide"`, is its matrix as
+#' a data.frame (`time` and one column per variable), as for deSolve's
+#' output, whose `subset()` reads it.
 #'
 #' `summary()` of one simulation has deSolve's statistics (`Min.`,
 #' `1st Qu.`, `Median`, `Mean`, `3rd Qu.`, `Max.`, `N`, `sd`; one column
@@ -129,7 +129,7 @@ lassie_array_attributes <- function(nt, cols, n, times, res, common) {
 #' @param ... Further graphical arguments (`col`, `log`, ...); ignored by
 #'   `as.data.frame()`, `summary()` and `print()`.
 #' @return `plot()` and `print()`: `x`, invisibly.  `as.data.frame()`: the
-#'   long table, or one simulation's wide table (see above).  `summary()`: of one simulation, a data.frame
+#'   long table (see above).  `summary()`: of one simulation, a data.frame
 #'   of class `summary.lassieSimulation` (statistics x variables); of a
 #'   batch or an array, a matrix of class `summary.lassieBatch` (variables
 #'   x `min`, `q05`, `median`, `q95`, `max` of the final values) with
@@ -149,8 +149,8 @@ lassie_array_attributes <- function(nt, cols, n, times, res, common) {
 #' attr(b, "info")
 #' out <- lassieSimulate(m, seq(0, 3, by = 0.5), backend = "cpu", threads = 1)
 #' summary(out)
-#' head(as.data.frame(out))
-#' as.data.frame(out, format = "wide")
+#' head(as.data.frame(out, format = "long"))
+#' as.data.frame(out)
 NULL
 
 #' @rdname lassieBatch
@@ -376,6 +376,8 @@ print.summary.lassieSimulation <- function(x, n = 10L, ...) {
 #' @rdname lassieBatch
 #' @export
 as.data.frame.lassieSimulation <- function(x, row.names = NULL, optional = FALSE, ..., format = c("wide", "long")) {
+  # wide by default: deSolve's subset() and plot(subset =) evaluate their
+  # conditions in as.data.frame() of the output, column by column
   format <- check_choice(if (identical(format, c("wide", "long"))) "wide" else format, c("wide", "long"), "format")
   m <- lassie_plain(x)
   if (format == "wide") return(as.data.frame(m, optional = TRUE))

@@ -7,7 +7,7 @@ ab_model <- function() {
                 rates = c(2, 1), initial = c(1, 0), species = c("A", "B"))
 }
 
-test_that("as.data.frame() is long (simulation, time, variable, value, status) for every form", {
+test_that("every form has the long table (simulation, time, variable, value, status)", {
   m <- ab_model()
   tt <- c(0, 0.5, 1, 2)
   k <- cbind(c(0.5, 1, 2), 1)
@@ -21,7 +21,7 @@ test_that("as.data.frame() is long (simulation, time, variable, value, status) f
   expect_equal(d1$value[d1$variable == "A"], closed(2), tolerance = 1e-5)
   expect_equal(d1$value[d1$variable == "B"], 1 - closed(2), tolerance = 1e-5)
   expect_equal(d1$time[d1$variable == "A"], tt)
-  wide <- as.data.frame(one)
+  wide <- as.data.frame(one)   # deSolve's shape by default: its subset() reads it
   expect_identical(names(wide), c("time", "A", "B"))
   expect_equal(wide$A, closed(2), tolerance = 1e-5)
   b <- lassieSimulate(m, tt, rates = k, backend = "cpu", threads = 1, verbose = FALSE)
