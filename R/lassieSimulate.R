@@ -179,9 +179,29 @@ lassie_arrays <- function(model) {
     H <- Matrix::drop0(H)
   }
   H <- methods::as(H, "CsparseMatrix")
-  list(r_ptr = as.integer(At@p), r_sp = as.integer(At@i), r_ord = as.integer(At@x),
-       h_ptr = as.integer(H@p), h_rx = as.integer(H@i), h_val = as.double(H@x))
+  arr <- list(r_ptr = as.integer(At@p), r_sp = as.integer(At@i), r_ord = as.integer(At@x),
+              h_ptr = as.integer(H@p), h_rx = as.integer(H@i), h_val = as.double(H@x))
+  L <- model$laws
+  if (is.null(L)) return(arr)
+  # reactions with a kinetic law: their entries are the species the law
+  # reads (the pattern of the Jacobian), order 1 (unused)
+  M <- length(model$reactions)
+  rx <- rep.int(seq_len(M), diff(At@p))
+  sp <- split(At@i, factor(rx, levels = seq_len(M)))
+  ord <- split(as.integer(At@x), factor(rx, levels = seq_len(M)))
+  kin <- which(L$start >= 0L)
+  sp[kin] <- lapply(L$deps[kin], function(d) as.integer(d) - 1L)
+  ord[kin] <- lapply(sp[kin], function(d) rep.int(1L, length(d)))
+  arr$r_ptr <- c(0L, cumsum(lengths(sp)))
+  arr$r_sp <- as.integer(unlist(sp, use.names = FALSE))
+  arr$r_ord <- as.integer(unlist(ord, use.names = FALSE))
+  arr$law <- as.integer(L$start); arr$code <- as.integer(L$code); arr$cval <- as.double(L$cval)
+  arr
 }
+
+# Whether a model has kinetic laws that are not mass action (readSBML()),
+# which only the CPU engine runs.
+has_kinetic_laws <- function(model) !is.null(model$laws) && any(model$laws$start >= 0L)
 
 check_model <- function(model) {
   if (!inherits(model, "reactionModel")) {
@@ -390,6 +410,19 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   }
   n_sims <- max(rt$n, it$n)
   if (!is.null(BPPARAM) && is.null(threads)) threads <- bp_threads(BPPARAM)
+  if (has_kinetic_laws(model) && is.character(backend) && length(backend) == 1L &&
+      backend %in% c("gpu", "auto")) {
+    kin <- model$reactions[model$laws$start >= 0L]
+    why <- paste0("the model has ", length(kin), " kinetic law(s) that are not mass action (",
+                  paste(utils::head(kin, 3), collapse = ", "), if (length(kin) > 3L) ", ...",
+                  "), which only the CPU engine runs")
+    if (backend == "gpu") {
+      stop(sbg_condition(c("sysbioGPU_error_kinetics", "sysbioGPU_error_backend"),
+                         paste0('backend = "gpu" cannot run this model: ', why, '; use backend = "cpu"'),
+                         call = NULL))
+    }
+    backend <- "cpu"   # "auto": the CPU, which the result's backend (runInfo()) reports
+  }
   b <- resolveBackend(backend, threads, device)
   a <- backend_args(b, multi = TRUE)
   check_bpparam_gpu(BPPARAM, b)
