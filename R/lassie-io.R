@@ -419,18 +419,30 @@ readLASSIE <- function(dir) {
   m
 }
 
-#' Read a mass-action SBML model
+#' Read an SBML model
 #'
 #' Reads an SBML file (any level and version) through libSBML and returns
-#' the [reactionModel()] of its reactions, provided every kinetic law is
-#' mass action: `k * prod(reactants)` (each reactant to the power of its
-#' stoichiometry), minus, for a reverse direction, `k' * prod(products)`;
-#' species in the law beyond the reactants (products) are read as
-#' catalysts, present on both sides.  `k` may be any expression of numbers,
-#' parameters (local before global), compartment sizes and SBML's
-#' functions (`multiply(k1, S1)`, `k1 * S1 * compartment`, `kf * A - kr * B`
-#' and laws through function definitions are all mass action).  A law that
-#' is 0 keeps its reaction, with rate 0.
+#' the [reactionModel()] of its reactions.  A kinetic law that is mass
+#' action, `k * prod(reactants)` (each reactant to the power of its
+#' stoichiometry), minus, for a reverse direction, `k' * prod(products)`,
+#' becomes mass-action reactions; species in the law beyond the reactants
+#' (products) are read as catalysts, present on both sides.  `k` may be any
+#' expression of numbers, parameters (local before global), compartment
+#' sizes and SBML's functions (`multiply(k1, S1)`, `k1 * S1 * compartment`,
+#' `kf * A - kr * B` and laws through function definitions are all mass
+#' action).  A law that is 0 keeps its reaction, with rate 0.
+#'
+#' Any other law (Michaelis-Menten, Hill, any expression of species,
+#' parameters and compartments through arithmetic, powers, `exp`, `ln`,
+#' `log`, roots, `abs`, `floor`, `ceiling`, trigonometric functions and
+#' their inverses, `min`, `max`, `piecewise`, relations and logic) is kept
+#' as written: compiled once to a small program (what depends on no species
+#' evaluated once), which the CPU engine of [lassieSimulate()] evaluates
+#' for the reaction's rate; the Jacobian of its implicit steps takes
+#' finite differences over the species the law reads.  Such a reaction's
+#' rate constant is a factor of its law (the inverse of its compartment's
+#' size, see Conventions), so a batch's `rates` can scale it.  The GPU
+#' engine runs mass action only (see [lassieSimulate()]).
 #'
 #' Values are those of the model at time 0: initial assignments and
 #' assignment rules whose values do not change in time (they depend on no
@@ -439,11 +451,13 @@ readLASSIE <- function(dir) {
 #' reference's id.  A model of the `comp` package is flattened by libSBML's
 #' converter first, and function definitions are expanded.
 #'
-#' What the mass-action engine cannot run is refused by an error of class
+#' What the engines cannot run is refused by an error of class
 #' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
 #' construct and the elements: events, rate and algebraic rules, assignment
-#' rules whose values change in time, fast reactions, the csymbols `delay`
-#' and `rateOf`, laws that depend on time or are not mass action,
+#' rules whose values change in time (unless they are substituted into the
+#' laws, or linear in the species as observables), fast reactions, the
+#' csymbols `delay` and `rateOf`, laws that depend on time, the functions
+#' `factorial`, `quotient` and `rem` of species,
 #' non-integer stoichiometries, conversion factors other than 1, reactions
 #' whose species lie in compartments of different sizes, and SBML packages other than `comp` that a
 #' model requires.  Nothing of the model is ignored, except constraints
@@ -466,7 +480,8 @@ readLASSIE <- function(dir) {
 #'   propensities, `c * prod_j X_j (X_j - 1) ... (X_j - a_j + 1)` (as the
 #'   LASSIE repository's synthetic models write homodimerisations,
 #'   `K * (1/2) * X * (X - 1)`), are read as their deterministic limit
-#'   `c * prod_j X_j^a_j`; when `FALSE` (default), they are an error.
+#'   `c * prod_j X_j^a_j`; when `FALSE` (default), they are kinetic laws
+#'   simulated as written.
 #' @return A [reactionModel()] whose species and reactions are named by
 #'   their SBML ids (the SBML names in attributes `speciesNames` and
 #'   `reactionNames`), with attributes `parameters` (the global parameters'
@@ -475,7 +490,11 @@ readLASSIE <- function(dir) {
 #'   where a species' state is its amount, `FALSE` where it is its
 #'   concentration) and `constants` (the values of the parameters,
 #'   compartments and species references, all constant in time).  A
-#'   reaction `R` with a reverse direction becomes `R` and `R_rev`.
+#'   reaction `R` with a reverse direction becomes `R` and `R_rev`.  With
+#'   laws that are not mass action, the model has an element `laws`: per
+#'   reaction the `start` of its program in `code` (`-1` for mass action),
+#'   the programs' `code` and constants `cval`, and `deps`, the species
+#'   each law reads.
 #' @details Needs libSBML when the package is built (Debian:
 #'   `libsbml5-dev`); without it `readSBML()` is an error saying so.
 #' @seealso [lassieSimulate()], [readBioNetGen()]
@@ -872,7 +891,7 @@ sbml_law_table <- function(progs) {
   list(start = start, code = code, cval = cval, deps = deps)
 }
 
-# The refusal of an SBML construct the mass-action engine cannot run.
+# The refusal of an SBML construct the engines cannot run.
 sbml_unsupported <- function(fname, ...) {
   sbg_condition(c("sysbioGPU_sbml_unsupported", "sysbioGPU_error_input"),
                 paste0(fname, ": ", ..., "; readSBML() does not simulate it"))

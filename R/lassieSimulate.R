@@ -247,6 +247,16 @@ check_model <- function(model) {
 #' fallback when a pivot lost 10 digits to cancellation; the ordering keeps an `N x N` bitset,
 #' which limits implicit steps to 16,384 species.
 #'
+#' A model read by [readSBML()] may have kinetic laws that are not mass
+#' action (Michaelis-Menten, Hill, ...): their rates are evaluated from
+#' the laws' compiled programs and the Jacobian's columns for the species
+#' a law reads are finite differences (central, a step of `eps^(1/3)` of
+#' the species' value).  Only the CPU engine runs them: `backend = "gpu"`
+#' is an error of class `sysbioGPU_error_kinetics` (and
+#' `sysbioGPU_error_backend`), and `backend = "auto"` takes the CPU (the
+#' result's `backend`, and [runInfo()], say so).  Mass-action models run
+#' the mass-action code alone, unchanged.
+#'
 #' A simulation that fails (`maxSteps` exhausted, step size underflow,
 #' Newton iterations that do not converge, a model too large for implicit
 #' steps) is an error when it is the only one; inside a batch it keeps its
