@@ -957,18 +957,27 @@ sbml_values <- function(d, refuse) {
       return(if (!is.na(conc)) conc else amt / lookup(sp$compartment[i]))
     }
     if (!is.null(s <- sref[[nm]])) {
-      if (!is.null(s$math)) return(sbml_eval(s$math, lookup, time = function() refuse("a stoichiometryMath that depends on time")))
+      if (!is.null(s$math)) return(stoich_math(s$math))
       if (is.na(s$value)) refuse("species reference ", nm, " without a stoichiometry")
       return(s$value)
     }
     if (nm %in% rx_ids) refuse("math that uses the rate of reaction ", nm)
     refuse("math that uses the unknown symbol ", nm)
   }
+  # a stoichiometryMath of species changes in time: refused, not read at
+  # its initial value
+  stoich_math <- function(ex) {
+    v <- all.vars(ex)
+    if (any(vapply(v, varying, TRUE))) {
+      refuse("a stoichiometryMath that changes in time (of ", paste(v[vapply(v, varying, TRUE)], collapse = ", "), ")")
+    }
+    sbml_eval(ex, lookup, time = function() refuse("a stoichiometryMath that depends on time"))
+  }
   stoichiometry <- function(side) {
     vapply(seq_along(side$species), function(k) {
       if (nzchar(side$id[k])) return(lookup(side$id[k]))
       if (!is.null(side$math[[k]])) {
-        return(sbml_eval(side$math[[k]], lookup, time = function() refuse("a stoichiometryMath that depends on time")))
+        return(stoich_math(side$math[[k]]))
       }
       side$stoichiometry[k]
     }, 0)
