@@ -18,6 +18,14 @@
 #   make gpu-pack build for the GPU machine (see tools/gpu-check.sh)
 #   make mutants  one-line mutations of the engines (tools/mutants.txt), each
 #                 built CPU-only and run against its tests; prints the kill rate
+#   make test-cluster  a one-node SLURM on this machine (root; Debian's slurm
+#                 packages), each method through BatchtoolsParam against one
+#                 process, bit for bit, and a cancelled job (tools/test-cluster.sh);
+#                 skips with a message where the daemons cannot start
+#   make mutants-auto  mutants made by a program (tools/mutants-auto.R): every
+#                 operator and numeric constant of the engines and R readers is a
+#                 site; MUT_N (300) drawn with MUT_SEED (1), MUT_JOBS workers;
+#                 tables in check/mutants-auto/ (long: not part of make test)
 #   make pbn-coverage  pbnSteadyState's accuracy promise over COV_SEEDS seeds
 #                 (default 400) on three networks and two p (tools/pbn-coverage.R),
 #                 after make install; fails when a coverage is significantly below s
@@ -35,7 +43,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 LIB := $(CURDIR)/.lib
 CHECKDIR := $(CURDIR)/check
 
-.PHONY: all deps build check policy test test-nocuda install demo docs valgrind fuzz gpu-pack mutants pbn-coverage sbml-suite clean
+.PHONY: all deps build check policy test test-nocuda test-cluster install demo docs valgrind fuzz gpu-pack mutants mutants-auto pbn-coverage sbml-suite clean
 
 all: test
 
@@ -60,11 +68,14 @@ test-nocuda: build
 	R_LIBS=$(CHECKDIR)/lib-nocuda $(RSCRIPT) -e 'stopifnot(!attr(sysbioGPU::gpuInfo(), "cuda"))' \
 	  -e 'testthat::test_dir("tests/testthat", package = "$(PKG)", load_package = "installed", stop_on_failure = TRUE)'
 
-policy:
+policy: deps
 	$(RSCRIPT) tools/check-policy.R --self-test
 	$(RSCRIPT) tools/check-policy.R
 
 test: policy check test-nocuda
+
+test-cluster:
+	R="$(R)" RSCRIPT="$(RSCRIPT)" bash tools/test-cluster.sh
 
 # From the built tarball, so that the vignettes are installed too
 # (vignette(package = "sysbioGPU") finds them).
@@ -104,6 +115,12 @@ gpu-pack:
 
 mutants: deps
 	bash tools/mutants.sh
+
+MUT_N ?= 300
+MUT_SEED ?= 1
+MUT_JOBS ?= 1
+mutants-auto:
+	MUT_N=$(MUT_N) MUT_SEED=$(MUT_SEED) MUT_JOBS=$(MUT_JOBS) $(RSCRIPT) tools/mutants-auto.R run
 
 clean:
 	sh cleanup

@@ -6,8 +6,31 @@
 sbg_condition <- function(class, message, call = NULL) {
   structure(
     class = c(class, "sysbioGPU_error", "error", "condition"),
-    list(message = message, call = call)
+    list(message = message, call = if (!is.null(call)) sbg_entry_call())
   )
+}
+
+# The call an error names: the outermost frame of a function of this
+# package, i.e. the function the user called (rapidGSEA(), plot.rapidGSEA()),
+# never the internal helper where the check sits.  A call too long for one
+# line (do.call() with the data inline) keeps the function's name only.
+sbg_entry_call <- function() {
+  ns <- topenv(environment(sbg_entry_call))
+  for (i in seq_len(sys.nframe())) {
+    f <- sys.function(i)
+    if (identical(environment(f), ns)) {
+      cl <- sys.call(i)
+      if (!is.name(cl[[1L]]) && !is.call(cl[[1L]])) { # do.call(rapidGSEA, ...): the function itself
+        nms <- ls(ns)
+        hit <- nms[vapply(nms, function(n) identical(get0(n, ns, inherits = FALSE), f), TRUE)]
+        cl[[1L]] <- as.name(if (length(hit)) hit[[1L]] else "sysbioGPU")
+      }
+      txt <- deparse(cl, width.cutoff = 60L)
+      if (length(txt) > 1L || nchar(txt[[1L]]) > 60L) cl <- as.call(list(cl[[1L]], quote(...)))
+      return(cl)
+    }
+  }
+  NULL
 }
 
 stop_input <- function(..., call = sys.call(-1)) {
@@ -37,7 +60,29 @@ stop_engine <- function(code, message) {
   stop(sbg_condition(c(cls, "sysbioGPU_error_engine"), message, call = NULL))
 }
 
-arg_label <- function(x) if (is.null(x)) "NULL" else paste(deparse(x, nlines = 1L, width.cutoff = 60L), collapse = "")
+# A wrong value in a message: short atomic values as R code, anything else
+# by its kind (never a dump of a whole object).
+arg_label <- function(x) {
+  if (is.null(x)) return("NULL")
+  if (is.atomic(x) && length(x) <= 5L && all(names(attributes(x)) %in% "names")) {
+    txt <- deparse(x, width.cutoff = 60L)
+    if (length(txt) == 1L && nchar(txt) <= 60L) return(txt)
+  }
+  sbg_kind(x)
+}
+
+# "a numeric vector of length 12", "a 3 x 4 matrix", "a list of length 2",
+# "an object of class 'GRanges'".
+sbg_kind <- function(x) {
+  cls <- class(x)[[1L]]
+  if (is.matrix(x)) return(sprintf("a %d x %d %s matrix", nrow(x), ncol(x), typeof(x)))
+  if (is.data.frame(x)) return(sprintf("a data.frame (%d x %d)", nrow(x), ncol(x)))
+  if (is.function(x)) return("a function")
+  if (is.list(x) && !is.object(x)) return(sprintf("a list of length %d", length(x)))
+  if (is.atomic(x) && !is.object(x)) return(sprintf("a %s vector of length %d", typeof(x), length(x)))
+  if (is.factor(x)) return(sprintf("a factor of length %d", length(x)))
+  sprintf("an object of class '%s'", cls)
+}
 
 check_flag <- function(x, arg = deparse(substitute(x))) {
   if (!is.logical(x) || length(x) != 1L || is.na(x)) {
@@ -74,4 +119,83 @@ check_choice <- function(x, choices, arg = deparse(substitute(x))) {
 resolve_seed <- function(seed = NULL) {
   if (is.null(seed)) return(as.double(sample.int(.Machine$integer.max, 1L)))
   check_whole(seed, "seed")
+}
+
+# A classed warning (class sysbioGPU_warning_<kind>) from the package.
+warn_sbg <- function(kind, ...) {
+  warning(structure(class = c(paste0("sysbioGPU_warning_", kind), "sysbioGPU_warning", "warning", "condition"),
+                    list(message = paste0(...), call = NULL)))
+}
+
+# R's own messages for a failed allocation (allocVector in R code or in the
+# glue), as the session's language words them: the text before the first
+# format directive of each.
+alloc_error_prefixes <- function() {
+  fmts <- c("cannot allocate vector of size %0.1f Gb", "cannot allocate vector of size %0.1f Mb",
+            "cannot allocate vector of size %0.f Kb", "cannot allocate memory block of size %0.1f Gb",
+            "vector memory exhausted (limit reached?)", "vector memory limit of %0.1f %s reached, see mem.maxVSize()")
+  tr <- vapply(fmts, function(f) gettext(f, domain = "R"), "")
+  unique(c(sub("%.*$", "", fmts), sub("%.*$", "", tr)))
+}
+
+is_alloc_error <- function(e) {
+  msg <- conditionMessage(e)
+  any(vapply(alloc_error_prefixes(), function(p) startsWith(msg, p), NA))
+}
+
+# Evaluates expr; an allocation that fails inside it becomes an error of
+# class sysbioGPU_error_memory that names the argument which asked for the
+# memory and the size (`bytes`, when the caller knows it, else R's words).
+# Other errors pass through untouched.
+alloc_guard <- function(expr, arg, bytes = NULL, what = NULL) {
+  withCallingHandlers(expr, error = function(e) {
+    if (!inherits(e, "sysbioGPU_error") && is_alloc_error(e)) {
+      size <- if (!is.null(bytes)) format_bytes(bytes) else sub("^.* of size ", "", conditionMessage(e))
+      stop(sbg_condition(c("sysbioGPU_error_memory", "sysbioGPU_error_engine"), paste0(
+        "cannot allocate ", size, if (!is.null(what)) paste0(" for ", what), " (asked for by `", arg,
+        "`): ", conditionMessage(e), "; lower `", arg, "`"), call = NULL))
+    }
+  })
+}
+
+format_bytes <- function(bytes) {
+  u <- c("bytes", "KB", "MB", "GB", "TB", "PB")
+  k <- if (bytes < 1) 1L else min(length(u), floor(log(bytes, 1000)) + 1L)
+  sprintf("%.3g %s", bytes / 1000^(k - 1L), u[[k]])
+}
+
+# A vector that may be named by `nms` (species, reactions, nodes): unnamed
+# it is taken in order; named, every name must be one of `nms`, once each,
+# and the values are put in the order of `nms`.  Names that do not match
+# are an error (never a silent fall back to the order of the values).
+match_by_name <- function(x, nms, arg, what) {
+  nm <- names(x)
+  if (is.null(nm) || all(!nzchar(nm) & !is.na(nm))) return(unname(x))
+  if (anyNA(nm) || any(!nzchar(nm))) {
+    stop_input("`", arg, "` names some values and not others: name every ", what, " or none", call = NULL)
+  }
+  dup <- unique(nm[duplicated(nm)])
+  if (length(dup)) {
+    stop_input("`", arg, "` names ", what, " '", dup[[1L]], "' more than once", call = NULL)
+  }
+  unk <- setdiff(nm, nms)
+  if (length(unk)) {
+    stop_input("`", arg, "` names unknown ", what, "(s): ", paste(utils::head(unk, 5L), collapse = ", "),
+               " (the names are ", paste(utils::head(nms, 5L), collapse = ", "),
+               if (length(nms) > 5L) ", ...", ")", call = NULL)
+  }
+  miss <- setdiff(nms, nm)
+  if (length(miss)) {
+    stop_input("`", arg, "` lacks ", what, "(s): ", paste(utils::head(miss, 5L), collapse = ", "), call = NULL)
+  }
+  unname(x[match(nms, nm)])
+}
+
+# What a value is, for messages: "a logical matrix", "a data.frame", ...
+# (class(x)[1] alone says "matrix" whatever a matrix holds).
+describe_value <- function(x) {
+  if (is.null(x)) return("NULL")
+  if (is.matrix(x) && !isS4(x)) return(paste0("a ", typeof(x), " matrix"))
+  if (is.atomic(x) && is.null(attr(x, "class"))) return(paste0("a ", typeof(x), " vector"))
+  paste0("an object of class ", class(x)[[1L]])
 }

@@ -11,6 +11,10 @@ edges_to_matrix <- function(from, to, weight, nodes = NULL, what = "edge list",
   if (is.null(nodes)) {
     nodes <- if (is.character(from) || is.character(to)) unique(c(as.character(from), as.character(to)))
              else NULL
+    if (!is.null(nodes) && (anyNA(nodes) || any(!nzchar(nodes)))) {
+      stop_input("the ", what, " names a node NA or \"\" (row ",
+                 which(is.na(from) | is.na(to) | !nzchar(from) | !nzchar(to))[1], ")")
+    }
   }
   if (is.null(nodes)) {
     if (!is.numeric(from) || !is.numeric(to) || anyNA(from) || anyNA(to) ||
@@ -62,7 +66,7 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
   check_threads <- resolveBackend("cpu", threads)$threads
   if (is.data.frame(W)) {
     if (ncol(W) < 2L) stop_input("`", arg, "` as a data.frame needs columns from, to (and weight)")
-    cols <- if (all(c("from", "to") %in% names(W))) c("from", "to") else names(W)[1:2]
+    cols <- if (all(c("from", "to") %in% names(W))) c("from", "to") else names(W)[c(1L, 2L)]
     wcol <- if ("weight" %in% names(W)) "weight" else if (ncol(W) >= 3L) setdiff(names(W), cols)[1] else NULL
     wt <- if (is.null(wcol)) rep(1, nrow(W)) else W[[wcol]]
     M <- edges_to_matrix(W[[cols[1]]], W[[cols[2]]], wt, what = paste0("edge data.frame `", arg, "`"))
@@ -83,7 +87,7 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
     if (!methods::is(M, "dgCMatrix")) stop_input("`", arg, "` cannot be turned into a dgCMatrix")
   } else {
     stop_input("`", arg, "` must be a Matrix (dgCMatrix, dsCMatrix), a numeric matrix or an ",
-               "edge data.frame (from, to, weight), not ", class(W)[1])
+               "edge data.frame (from, to, weight), not ", describe_value(W))
   }
   if (nrow(M) < 1L) stop_input("`", arg, "` has no nodes")
   # In C, threaded, no copy of W (a large network is checked in place): one
@@ -124,6 +128,16 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
   }
   if (is.null(rn) && !is.null(cn)) rownames(M) <- cn
   if (!is.null(rn) && is.null(cn)) colnames(M) <- rn
+  # node names are how labels find their nodes: NA, "" or a name given
+  # twice would match labels to the wrong node (or none)
+  nn <- rownames(M)
+  if (!is.null(nn)) {
+    if (anyNA(nn) || any(!nzchar(nn))) {
+      stop_input("`", arg, "` names node ", which(is.na(nn) | !nzchar(nn))[1], " NA or \"\": ",
+                 "every node needs a name (or leave `", arg, "` without dimnames)")
+    }
+    if (anyDuplicated(nn)) stop_input("`", arg, "` names two nodes '", nn[anyDuplicated(nn)], "'")
+  }
   # Weighted degrees: finite weights whose sums overflow would turn the
   # learning step's points into Inf - Inf = NaN.  The learning step also
   # multiplies them by slopes up to tan(1.57) ~ 1256, hence the margin.
@@ -154,7 +168,8 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
 #' must not be `NA` or empty; weights must be finite and >= 0; the file must
 #' be UTF-8 text. A bad line gives an error naming the file and the line.
 #'
-#' @param file Path to the file (may be gzip-compressed).
+#' @param file Path to the file (may be gzip-compressed; a gzip file cut
+#'   short or damaged is an error).
 #' @param header `NA` (the default) detects a header: the first line is one
 #'   when its third field is not a number (`NaN`, `Inf` and `NA` count as
 #'   numbers: such a first line is an edge with a bad weight). `TRUE` or
@@ -193,7 +208,7 @@ readNetwork <- function(file, header = NA) {
                nf[bad[1]])
   }
   m <- matrix(unlist(fields, use.names = FALSE), ncol = 3L, byrow = TRUE)
-  bad <- which(m[, 1:2] %in% c("NA", "") | is.na(m[, 1:2])) # (a matrix's indices, by column)
+  bad <- which(m[, c(1L, 2L)] %in% c("NA", "") | is.na(m[, c(1L, 2L)])) # (a matrix's indices, by column)
   if (length(bad)) {
     r <- (bad[1] - 1L) %% nrow(m) + 1L
     stop_file(file, lineno[r], "the node name '", m[bad[1]], "' is not allowed (NA or empty)")

@@ -224,6 +224,14 @@ plot.cvParCosnet <- function(x, classes = utils::head(seq_len(nrow(x$metrics)), 
     return(invisible(x))
   }
   cols <- grDevices::hcl.colors(max(length(classes), 2L), "Dark 3")
+  labs <- sprintf("%s (AUPRC %.2f)", x$metrics$class[classes], x$metrics$AUPRC[classes])
+  # the legend goes in a right margin wide enough for it: inside, it would
+  # cover the curves (good classes run along the top right)
+  op <- graphics::par(mar = graphics::par("mar"))
+  on.exit(graphics::par(op))
+  mar <- graphics::par("mar")
+  mar[[4L]] <- max(mar[[4L]], 0.8 * 0.55 * max(nchar(labs)) + 4)
+  graphics::par(mar = mar)
   graphics::plot(NA, xlim = c(0, 1), ylim = c(0, 1), xlab = "recall", ylab = "precision",
                  main = if (is.null(main)) "cvParCosnet: precision-recall" else main, las = 1, ...)
   for (h in seq_along(classes)) {
@@ -234,8 +242,7 @@ plot.cvParCosnet <- function(x, classes = utils::head(seq_len(nrow(x$metrics)), 
     tp <- cumsum(t[o]); np <- seq_along(o)
     graphics::lines(tp / sum(t), tp / np, col = cols[h], type = "s", lwd = 1.5)
   }
-  graphics::legend("topright", legend = sprintf("%s (AUPRC %.2f)", x$metrics$class[classes],
-                                                x$metrics$AUPRC[classes]),
-                   col = cols[seq_along(classes)], lty = 1, lwd = 1.5, bg = "white", cex = 0.8)
+  graphics::legend("topleft", inset = c(1.02, 0), xpd = NA, bty = "n", legend = labs,
+                   col = cols[seq_along(classes)], lty = 1, lwd = 1.5, cex = 0.8)
   invisible(x)
 }

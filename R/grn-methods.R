@@ -128,7 +128,7 @@ plot.grnEvolve <- function(x, log = "y", maxIslands = 8, main = NULL, ...) {
                 col = c("black", "grey80"), lty = c(1, NA), lwd = c(2, NA), pch = c(NA, 15), pt.cex = 2)
   } else {
     cols <- if (I == 1L) "black" else grDevices::hcl.colors(I, "Dark 3")
-    lty <- rep_len(1:4, I)
+    lty <- rep_len(seq_len(4L), I)
     lwd <- if (I == 1L) 2 else seq(4, 1.2, length.out = I)
     for (i in seq_len(I)) graphics::lines(gen, h[, i], type = "s", col = cols[i], lty = lty[i], lwd = lwd[i])
     leg <- list(legend = paste("island", seq_len(I)), col = cols, lty = lty, lwd = lwd, pch = NA,

@@ -7,8 +7,8 @@ grn_rule_names <- c("most", "abs", "jact", "jrep")
 
 # Largest fitness history (generations + 1) x islands that one call of the
 # engine allocates by the cap (32 MB); a larger cap runs in rounds
-# (grn_workers()).  An option for the tests only.
-grn_history_rows <- function() getOption("sysbioGPU.grnHistoryRows", 2^22)
+# (grn_workers()).  An engine setting for the tests (?`sysbioGPU-options`).
+grn_history_rows <- function() engine_option("sysbioGPU.grnHistoryRows", "grnEvolve") %||% 2^22
 
 # A signed network as an integer matrix with gene names (row = target,
 # column = source), from a matrix or an edge data.frame.
@@ -116,7 +116,7 @@ grn_lambda_fraction <- function(lambda) {
   h0 <- 0; h1 <- 1; k0 <- 1; k1 <- 0
   x <- lambda
   best <- c(round(lambda * 1e6), 1e6)
-  for (it in 1:64) {
+  for (it in seq_len(64L)) {
     a <- floor(x)
     h2 <- a * h1 + h0; k2 <- a * k1 + k0
     if (k2 > 1e6) break
@@ -182,10 +182,13 @@ grnSimulate <- function(network, rules, from, steps = 5) {
   steps <- check_whole(steps, "steps", min = 1, max = 1e6)
   codes <- grn_rules(rules, genes)
   pb <- grn_problem(network, from, from, steps)
-  s <- .Call(ffi_grn_simulate, pb, codes)
-  out <- t(s) == 1L
-  dimnames(out) <- list(as.character(0:steps), genes)
-  out
+  # the states of every step, twice (the engine's integers, then logical)
+  alloc_guard({
+    s <- .Call(ffi_grn_simulate, pb, codes)
+    out <- t(s) == 1L
+    dimnames(out) <- list(as.character(0:steps), genes)
+    out
+  }, "steps", bytes = 12 * (steps + 1) * length(genes), what = "the states (`steps` x genes)")
 }
 
 #' Find the links and rules that drive a gene network from one state to another
@@ -385,13 +388,16 @@ grnEvolve <- function(network, from, to, steps = 5, lambda = 0.9,
   pb <- grn_problem(network, from_i, to_i, steps, lambda, maxInDegree, allowed)
   scale <- pb$q * n^2 # score = scale * fitness
   if (scale * size >= 2^62) stop_input("`network` is too large for the exact fitness with this `lambda`")
-  target_score <- if (is.null(target)) -1 else floor(target * scale * (1 + 1e-12) + 1e-9)
+  # no score exceeds `scale` (fitness <= 1): a larger target (Inf, 1e20)
+  # is that one, met by generation 0, and stays a whole number the engine
+  # can hold
+  target_score <- if (is.null(target)) -1 else min(floor(target * scale * (1 + 1e-12) + 1e-9), scale)
   ga <- list(pop = popSize, islands = as.integer(islands),
              migrationInterval = as.integer(min(migrationInterval, 2^31 - 1)),
              migrants = as.integer(migrants), roulette = as.integer(selection == "roulette"),
              pLink = pLink, pRule = pRule, generations = generations, target = target_score,
              timeLimit = if (is.finite(timeLimit)) as.double(timeLimit) else 0, seed = seed,
-             blocks = as.integer(getOption("sysbioGPU.grnBlocks", 1L))) # CPU blocks in lockstep; tests only
+             blocks = as.integer(engine_option("sysbioGPU.grnBlocks", "grnEvolve") %||% 1L)) # CPU blocks in lockstep
   if (!is.null(BPPARAM) && is.null(threads)) threads <- bp_threads(BPPARAM)
   b <- resolveBackend(backend, threads, device)
   a <- backend_args(b, multi = TRUE)
@@ -404,8 +410,10 @@ grnEvolve <- function(network, from, to, steps = 5, lambda = 0.9,
   # limit or the target usually cuts short) runs in rounds in this process,
   # the history grown as they go: the same run (see grn_workers()).
   rounds <- is.null(BPPARAM) && (generations + 1) * islands > grn_history_rows()
-  r <- if (is.null(BPPARAM) && !rounds) .Call(ffi_grn_evolve, pb, ga, run_list(a, verbose, devices = devs))
-       else grn_workers(pb, ga, a, BPPARAM)
+  r <- if (is.null(BPPARAM) && !rounds) {
+         alloc_guard(.Call(ffi_grn_evolve, pb, ga, run_list(a, verbose, devices = devs)), "generations",
+                     bytes = 8 * (generations + 1) * islands, what = "the fitness history")
+       } else grn_workers(pb, ga, a, BPPARAM)
   seconds <- proc.time()[["elapsed"]] - t0
   new_grnEvolve(r, network, genes, from_i, to_i, pb, scale, b, seconds, seed,
                 settings = list(steps = steps, lambda = lambda, rules = grn_rule_names[allowed + 1L],
@@ -439,7 +447,8 @@ new_grnEvolve <- function(r, network, genes, from, to, pb, scale, b, seconds, se
     stopReason = c("generations", "target", "timeLimit")[r$stop + 1L],
     seconds = seconds, seed = seed,
     backend = b$backend, device = b$device, devices = b$devices, deviceName = b$deviceName,
-    threads = b$threads, settings = settings, reference = network, call = call),
+    threads = b$threads, settings = settings, engineSettings = engine_settings("grnEvolve"),
+    reference = network, call = call),
     class = "grnEvolve")
 }
 
@@ -483,7 +492,10 @@ grn_workers <- function(pb, ga, a, BPPARAM) {
   G <- ga$generations
   mi <- ga$migrationInterval
   size <- ga$pop / I
+  release <- bp_hold(BPPARAM)
+  on.exit(release(), add = TRUE)
   rounds <- bp_rounds(BPPARAM, I, a$devices)
+  on.exit(rounds$close(), add = TRUE)
   chunk <- 64
   nb <- rounds$n
   blocks <- lapply(rounds$ranges, function(r) as.integer(c(r[[1L]], r[[2L]] - r[[1L]])))

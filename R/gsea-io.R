@@ -16,10 +16,23 @@ check_file <- function(file, arg) {
   file
 }
 
+# A gzip file cut short (or damaged) is an error: R's gzfile() would
+# return the part it could inflate, the last record cut, without a word.
+check_gzip <- function(file) {
+  why <- .Call(ffi_gzip_check, file)
+  if (!is.null(why)) stop_file(file, NA, "cannot be read: ", why)
+  invisible(file)
+}
+
 read_lines <- function(file) {
   if (dir.exists(file)) stop_file(file, NA, "cannot be read (it is a folder, not a file)")
-  x <- tryCatch(suppressWarnings(readLines(file, warn = FALSE, encoding = "UTF-8")),
-                error = function(e) stop_file(file, NA, "cannot be read (", conditionMessage(e), ")"))
+  check_gzip(file)
+  x <- alloc_guard(tryCatch(suppressWarnings(readLines(file, warn = FALSE, encoding = "UTF-8")),
+                            error = function(e) {
+                              if (is_alloc_error(e)) stop(e) # classed by alloc_guard()
+                              stop_file(file, NA, "cannot be read (", conditionMessage(e), ")")
+                            }),
+                   "file", bytes = file.size(file), what = paste0("the lines of '", file, "'"))
   bad <- which(!validUTF8(x))
   if (length(bad)) stop_file(file, bad[[1L]], "is not valid UTF-8 text")
   sub("\r$", "", x)
@@ -52,7 +65,7 @@ readGCT <- function(file) {
     stop_file(file, 1L, "the first line must be '#1.2' (GCT version), not '", substr(x[[1L]], 1, 40), "'")
   }
   dims <- suppressWarnings(as.numeric(strsplit(trimws(x[[2L]]), "[ \t]+")[[1L]]))
-  if (length(dims) < 2L || anyNA(dims[1:2]) || any(dims[1:2] < 1) || any(dims[1:2] != round(dims[1:2]))) {
+  if (length(dims) < 2L || anyNA(dims[c(1L, 2L)]) || any(dims[c(1L, 2L)] < 1) || any(dims[c(1L, 2L)] != round(dims[c(1L, 2L)]))) {
     stop_file(file, 2L, "the second line must give the numbers of rows and samples")
   }
   nr <- dims[[1L]]
@@ -62,7 +75,7 @@ readGCT <- function(file) {
     stop_file(file, 3L, "the header has ", length(header), " fields, expected ", nc + 2L,
               " (NAME, Description and ", nc, " samples)")
   }
-  body <- x[-(1:3)]
+  body <- x[-seq_len(3L)]
   keep <- nzchar(trimws(body))
   lines <- which(keep) + 3L
   body <- body[keep]
@@ -77,14 +90,14 @@ readGCT <- function(file) {
     stop_file(file, lines[bad[[1L]]], "has ", nf[bad[[1L]]], " fields, expected ", nc + 2L)
   }
   m <- matrix(unlist(fields, use.names = FALSE), nrow = nc + 2L)
-  vals <- suppressWarnings(as.numeric(m[-(1:2), , drop = FALSE]))
-  nonnum <- which(is.na(vals) & !(m[-(1:2), ] %in% c("NA", "NaN", "")))
+  vals <- suppressWarnings(as.numeric(m[-c(1L, 2L), , drop = FALSE]))
+  nonnum <- which(is.na(vals) & !(m[-c(1L, 2L), ] %in% c("NA", "NaN", "")))
   if (length(nonnum)) {
     j <- (nonnum[[1L]] - 1L) %/% nc + 1L
-    stop_file(file, lines[[j]], "value '", gsea_clip(m[-(1:2), ][nonnum[[1L]]]), "' is not a number")
+    stop_file(file, lines[[j]], "value '", gsea_clip(m[-c(1L, 2L), ][nonnum[[1L]]]), "' is not a number")
   }
   out <- matrix(vals, nrow = nr, ncol = nc, byrow = TRUE,
-                dimnames = list(m[1L, ], header[-(1:2)]))
+                dimnames = list(m[1L, ], header[-c(1L, 2L)]))
   attr(out, "description") <- m[2L, ]
   out
 }
@@ -121,7 +134,7 @@ readCLS <- function(file) {
   if (length(names2) != h[[2L]]) {
     stop_file(file, ln[[2L]], "names ", length(names2), " classes, line ", ln[[1L]], " announces ", h[[2L]])
   }
-  labs <- strsplit(trimws(paste(x[-(1:2)], collapse = " ")), "[ \t]+")[[1L]]
+  labs <- strsplit(trimws(paste(x[-c(1L, 2L)], collapse = " ")), "[ \t]+")[[1L]]
   if (length(labs) != h[[1L]]) {
     stop_file(file, ln[[3L]], "has ", length(labs), " labels, line ", ln[[1L]], " announces ", h[[1L]], " samples")
   }
@@ -135,7 +148,7 @@ readCLS <- function(file) {
   } else {
     num <- grepl("^[0-9]+$", labs)
     bad <- if (all(num)) labs[as.numeric(labs) >= length(names2)][[1L]] else labs[!(labs %in% names2)][[1L]]
-    at <- ln[-(1:2)][[which(vapply(strsplit(trimws(x[-(1:2)]), "[ \t]+"), function(l) bad %in% l, TRUE))[[1L]]]]
+    at <- ln[-c(1L, 2L)][[which(vapply(strsplit(trimws(x[-c(1L, 2L)]), "[ \t]+"), function(l) bad %in% l, TRUE))[[1L]]]]
     stop_file(file, at, "label '", gsea_clip(bad), "' is not one of the classes named on line ", ln[[2L]],
               if (all(num)) paste0(" (numeric labels count from 0 to ", length(names2) - 1L, ")") else "")
   }
@@ -174,7 +187,7 @@ readGMT <- function(file) {
   dup <- which(duplicated(nm))
   if (length(dup)) stop_file(file, lines[dup[[1L]]], "gene set '", gsea_clip(nm[dup[[1L]]]), "' appears twice")
   sets <- lapply(fields, function(f) {
-    g <- trimws(f[-(1:2)])
+    g <- trimws(f[-c(1L, 2L)])
     unique(g[nzchar(g)])
   })
   names(sets) <- nm

@@ -9,7 +9,7 @@ gsea_running_sum <- function(res, i) {
   ranking <- attr(res, "ranking")
   N <- length(ranking)
   # by name: a row subset keeps the attributes but not the row numbers
-  hits <- sort(match(toupper(attr(res, "members")[[res$set[[i]]]]), toupper(names(ranking))))
+  hits <- sort(match(attr(res, "members")[[res$set[[i]]]], names(ranking)))
   w <- abs(ranking[hits])^attr(res, "weight")
   if (sum(w) == 0) w[] <- 1
   k <- length(hits)
@@ -90,7 +90,7 @@ plot.rapidGSEA <- function(x, set = NULL, main = NULL, ...) {
   nperm <- attr(x, "nperm")
   op <- graphics::par(no.readonly = TRUE)
   on.exit(graphics::par(op))
-  graphics::layout(matrix(1:3), heights = c(3, 0.7, 2.2))
+  graphics::layout(matrix(seq_len(3L)), heights = c(3, 0.7, 2.2))
   graphics::par(mar = c(0, 5, 4, 1), mgp = c(3, 0.7, 0), las = 1)
   if (is.null(main)) {
     main <- sprintf("%s\nES %.3f   NES %.3f   p %s   FDR %s", gsea_clip(x$set[[i]]), x$ES[[i]], x$NES[[i]],

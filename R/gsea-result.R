@@ -78,3 +78,35 @@ print.sbg_genelist <- function(x, ...) {
   print(unclass(x), ...)
   invisible(x)
 }
+
+#' A rapidGSEA result as fgsea's table
+#'
+#' The table in the shape of `fgsea::fgsea()`'s result, for code written
+#' for fgsea: columns `pathway`, `pval`, `padj`, `log2err`, `ES`, `NES`,
+#' `size` and `leadingEdge` (a list column: one character vector of genes
+#' per set), in the order of `x`'s rows. A `data.table` when the
+#' data.table package is installed (as fgsea returns), else a `data.frame`.
+#' `log2err` is `NA` for permutation p-values. The columns fgsea has no
+#' counterpart of (`FDR`, `FWER`, `rankAtMax`) and the run's attributes are
+#' left out; [as.data.frame.rapidGSEA()] keeps them.
+#'
+#' @param x A `rapidGSEA` result.
+#' @return A `data.table` (or `data.frame`), one row per gene set.
+#' @seealso [rapidGSEA()], [as.data.frame.rapidGSEA()]
+#' @examples
+#' set.seed(1)
+#' stats <- setNames(rnorm(1000), paste0("g", 1:1000))
+#' stats[1:40] <- stats[1:40] + 1
+#' sets <- list(up = paste0("g", 1:40), random = paste0("g", sample(1000, 40)))
+#' res <- rapidGSEA(stats, geneSets = sets, nperm = 100, seed = 1, backend = "cpu", threads = 1)
+#' ft <- fgseaTable(res)
+#' ft$leadingEdge[[1]]
+#' @export
+fgseaTable <- function(x) {
+  if (!inherits(x, "rapidGSEA")) stop_input("`x` must be a rapidGSEA result, not ", arg_label(x))
+  out <- data.frame(pathway = x$set, pval = x$pval, padj = x$padj, log2err = x$log2err, ES = x$ES,
+                    NES = x$NES, size = x$size, stringsAsFactors = FALSE)
+  out$leadingEdge <- lapply(unclass(x$leadingEdge), as.character)
+  if (requireNamespace("data.table", quietly = TRUE)) out <- data.table::as.data.table(out)
+  out
+}

@@ -130,12 +130,24 @@ readBioNetGen <- function(file) {
     if (is.null(ex)) err(ln, "cannot parse the expression `", s, "`")
     ex
   }
+  # every name (parameter, species, group, function) is defined once: a
+  # second definition is an error at its line, never a silent override
+  # (species apart: rate laws name parameters, groups and functions, which
+  # share one namespace, and species by index)
+  defined <- new.env(parent = emptyenv())
+  define <- function(nm, ln, what) {
+    key <- paste0(if (what == "species") "s:" else "n:", nm)
+    prev <- defined[[key]]
+    if (!is.null(prev)) err(ln, what, " '", nm, "' is already defined at line ", prev$line, " (as a ", prev$what, ")")
+    assign(key, list(line = ln, what = what), envir = defined)
+  }
   pars <- block("parameters")
   if (!is.null(pars)) for (k in seq_along(pars$text)) {
     f <- fields(pars$text[k])
     if (length(f) < 3L) err(pars$line[k], "a parameter needs an index, a name and a value")
     index(f, pars$line[k], "a parameter")
-    ex <- parse_expr(paste(f[-(1:2)], collapse = " "), pars$line[k])
+    define(f[2], pars$line[k], "parameter")
+    ex <- parse_expr(paste(f[-c(1L, 2L)], collapse = " "), pars$line[k])
     v <- tryCatch(eval(ex, env), error = function(e) err(pars$line[k], "cannot evaluate parameter ", f[2], ": ", conditionMessage(e)))
     if (!is.numeric(v) || length(v) != 1L || !is.finite(v)) {
       err(pars$line[k], "parameter ", f[2], " is ", format(v), " (must be a finite number)")
@@ -153,8 +165,9 @@ readBioNetGen <- function(file) {
     if (index(f, sp$line[k], "a species") != k) err(sp$line[k], "species are not numbered 1, 2, ... in order")
     nm <- f[2]
     if (startsWith(nm, "$")) { fixed[k] <- TRUE; nm <- substring(nm, 2L) }
+    define(nm, sp$line[k], "species")
     species[k] <- nm
-    v <- tryCatch(eval(parse_expr(paste(f[-(1:2)], collapse = " "), sp$line[k]), env),
+    v <- tryCatch(eval(parse_expr(paste(f[-c(1L, 2L)], collapse = " "), sp$line[k]), env),
                   error = function(e) err(sp$line[k], "cannot evaluate the amount of ", nm, ": ", conditionMessage(e)))
     if (!is.numeric(v) || length(v) != 1L || !is.finite(v) || v < 0) err(sp$line[k], "the amount of ", nm, " must be finite and >= 0")
     initial[k] <- v
@@ -185,9 +198,10 @@ readBioNetGen <- function(file) {
       f <- fields(grp$text[k])
       if (length(f) < 2L) err(grp$line[k], "a group needs an index and a name")
       index(f, grp$line[k], "a group")
+      define(f[2], grp$line[k], "group")
       obs_names[k] <- f[2]
       if (length(f) >= 3L) {
-        l <- parse_list(paste(f[-(1:2)], collapse = ""), grp$line[k], paste0("group ", f[2]))
+        l <- parse_list(paste(f[-c(1L, 2L)], collapse = ""), grp$line[k], paste0("group ", f[2]))
         gi <- c(gi, rep(k, length(l$j))); gj <- c(gj, l$j); gw <- c(gw, l$w)
         w <- rowsum(l$w, as.character(l$j), reorder = FALSE)
         obs_poly[[f[2]]] <- stats::setNames(w[, 1L], rownames(w))
@@ -202,6 +216,7 @@ readBioNetGen <- function(file) {
   if (!is.null(fns)) for (k in seq_along(fns$text)) {
     m <- regmatches(fns$text[k], regexec("^\\s*[0-9]+\\s+([A-Za-z_][A-Za-z0-9_]*)\\s*\\(\\s*\\)\\s+(.+)$", fns$text[k]))[[1]]
     if (!length(m)) err(fns$line[k], "only functions without arguments are supported: `", fns$text[k], "`")
+    define(m[2], fns$line[k], "function")
     fun_defs[[m[2]]] <- list(expr = parse_expr(m[3], fns$line[k]), line = fns$line[k])
   }
   to_poly <- function(ex, ln, depth = 0L) {
@@ -257,7 +272,7 @@ readBioNetGen <- function(file) {
     if (length(f) < 4L) err(ln, "a reaction needs an index, reactants, products and a rate law")
     index(f, ln, "a reaction")
     re <- side(f[2], ln, "the reactants"); pr <- side(f[3], ln, "the products")
-    rtxt <- paste(f[-(1:3)], collapse = " ")
+    rtxt <- paste(f[-seq_len(3L)], collapse = " ")
     terms <- rate_cache[[rtxt]]
     if (is.null(terms)) {
       poly <- tryCatch(to_poly(parse_expr(rtxt, ln), ln),
@@ -380,6 +395,9 @@ readLASSIE <- function(dir) {
   need <- c("left_side", "right_side", "c_vector", "M_0")
   miss <- need[!file.exists(p(need))]
   if (length(miss)) stop_input("`dir` lacks LASSIE's input file(s): ", paste(miss, collapse = ", "))
+  for (f in c(need, "M_feed", "t_vector", "cs_vector", "volume", "modelkind")) {
+    if (file.exists(p(f)) && !dir.exists(p(f))) check_gzip(p(f)) # R/gsea-io.R
+  }
   rd_mat <- function(f) {
     x <- tryCatch(as.matrix(utils::read.table(p(f), sep = "", header = FALSE, colClasses = "numeric")),
                   error = function(e) stop_input("cannot read ", f, ": ", conditionMessage(e), call = NULL))

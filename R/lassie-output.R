@@ -48,7 +48,8 @@ new_lassie_output <- function(res, cn, common, single) {
                      seconds = common$elapsed,
                      version = as.character(utils::packageVersion("sysbioGPU")),
                      stringsAsFactors = FALSE)
-  structure(sims, class = "lassieBatch", status = status, messages = messages, info = info)
+  structure(sims, class = "lassieBatch", status = status, messages = messages, info = info,
+            engineSettings = common$engineSettings)
 }
 
 # A batch's failures (status != 0) as one warning naming the first three;
@@ -80,9 +81,77 @@ lassie_array_attributes <- function(nt, cols, n, times, res, common) {
     common)
 }
 
-#' @rdname lassieSimulate
-#' @param x A `lassieArray`.
-#' @param ... Ignored.
+#' Results of simulations: batches, arrays, summaries and long tables
+#'
+#' One simulation of [lassieSimulate()] is a deSolve-compatible matrix of
+#' class `lassieSimulation` (see [plot.lassieSimulation()]).  A batch
+#' (several rows of `rates` or `initial`) is a list of class `lassieBatch`,
+#' one such matrix per parameter set, with attributes `status` (0 when the
+#' simulation succeeded; 1 `maxSteps` exhausted, 2 step size underflow, 3
+#' Newton iterations failed, 4 the model is too large for implicit steps:
+#' its rows from there on are `NaN`), `messages` and `info` (a one-row
+#' data.frame: backend, device name, number of simulations and failures,
+#' seconds, package version).  With `output = "array"` the batch is one
+#' array of class `lassieArray` (times x columns x simulations).
+#'
+#' All three forms convert to the same long table with `as.data.frame()`
+#' (one row per simulation, time and variable: columns `simulation`,
+#' `time`, `variable`, `value`, `status`; a single simulation is simulation
+#' 1), the shape `ggplot2` and `aggregate()` take; `format = "wide"` gives
+#' a single simulation's matrix as a data.frame (`time` and one column per
+#' variable), as `as.data.frame()` of deSolve's output does.
+#'
+#' `summary()` of one simulation has deSolve's statistics (`Min.`,
+#' `1st Qu.`, `Median`, `Mean`, `3rd Qu.`, `Max.`, `N`, `sd`; one column
+#' per variable, as `summary()` of deSolve's output); it prints one line
+#' per variable when there are more than six.  `summary()` of a batch or
+#' an array gives, per variable, the quantiles of the final values over
+#' the simulations that succeeded; both print a header line and at most
+#' `n` variables.
+#'
+#' @param x A `lassieBatch`, a `lassieArray` or a `lassieSimulation`.
+#' @param which Variables to plot (names or indices, `time` excluded);
+#'   default: the observables when the model has them, else the species (at
+#'   most 16).
+#' @param type `"overlay"`: one line per simulation; `"band"`: the median
+#'   and the band between the quantiles `probs` over the simulations at each
+#'   time.
+#' @param probs Lower and upper quantiles of the band.
+#' @param mfrow Panel layout; chosen from the number of panels by default.
+#' @param row.names,optional Ignored (for the generic).
+#' @param object A `lassieBatch`, a `lassieArray` or a `lassieSimulation`.
+#' @param i Simulations to keep.
+#' @param format `as.data.frame()` of one simulation: `"long"` (default) or
+#'   `"wide"`.
+#' @param n Most variables printed.
+#' @param ... Further graphical arguments (`col`, `log`, ...); ignored by
+#'   `as.data.frame()`, `summary()` and `print()`.
+#' @return `plot()` and `print()`: `x`, invisibly.  `as.data.frame()`: the
+#'   long table (see above).  `summary()`: of one simulation, a data.frame
+#'   of class `summary.lassieSimulation` (statistics x variables); of a
+#'   batch or an array, a matrix of class `summary.lassieBatch` (variables
+#'   x `min`, `q05`, `median`, `q95`, `max` of the final values) with
+#'   attributes `simulations`, `failed` and `time`.  `[`: a `lassieBatch`
+#'   of the chosen simulations.
+#' @name lassieBatch
+#' @aliases lassieArray lassieSimulation
+#' @examples
+#' m <- reactionModel(rbind(c(1, 0), c(0, 1)), rbind(c(0, 1), c(1, 0)),
+#'                    rates = c(2, 1), initial = c(1, 0), species = c("A", "B"))
+#' k <- cbind(seq(0.5, 4, length.out = 20), 1)
+#' b <- lassieSimulate(m, seq(0, 3, by = 0.1), rates = k, backend = "cpu", threads = 1)
+#' b
+#' head(as.data.frame(b))
+#' summary(b)
+#' plot(b, type = "band")
+#' attr(b, "info")
+#' out <- lassieSimulate(m, seq(0, 3, by = 0.5), backend = "cpu", threads = 1)
+#' summary(out)
+#' head(as.data.frame(out))
+#' as.data.frame(out, format = "wide")
+NULL
+
+#' @rdname lassieBatch
 #' @export
 print.lassieArray <- function(x, ...) {
   d <- dim(x)
@@ -95,50 +164,6 @@ print.lassieArray <- function(x, ...) {
       if (d[2L] > 6L) ", ..." else "", "\n", sep = "")
   invisible(x)
 }
-
-#' Results of a batch of simulations
-#'
-#' A batch from [lassieSimulate()] (several rows of `rates` or `initial`)
-#' is a list of class `lassieBatch`, one simulation (a deSolve-compatible
-#' matrix, see [plot.lassieSimulation()]) per parameter set, with
-#' attributes `status` (0 when the simulation succeeded; 1 `maxSteps`
-#' exhausted, 2 step size underflow, 3 Newton iterations failed, 4 the model
-#' is too large for implicit steps: its rows from there on are `NaN`),
-#' `messages` and
-#' `info` (a one-row data.frame: backend, device name, number of
-#' simulations and failures, seconds, package version).
-#'
-#' @param x A `lassieBatch`.
-#' @param which Variables to plot (names or indices, `time` excluded);
-#'   default: the observables when the model has them, else the species (at
-#'   most 16).
-#' @param type `"overlay"`: one line per simulation; `"band"`: the median
-#'   and the band between the quantiles `probs` over the simulations at each
-#'   time.
-#' @param probs Lower and upper quantiles of the band.
-#' @param mfrow Panel layout; chosen from the number of panels by default.
-#' @param row.names,optional Ignored (for the generic).
-#' @param object A `lassieBatch`.
-#' @param i Simulations to keep.
-#' @param ... Further graphical arguments (`col`, `log`, ...); ignored by
-#'   `as.data.frame()` and `print()`.
-#' @return `plot()` and `print()`: `x`, invisibly.  `as.data.frame()`: one
-#'   row per simulation, time and variable (columns `simulation`, `time`,
-#'   `variable`, `value`, `status`).  `summary()`: per variable, the
-#'   quantiles of the final values over the simulations that succeeded.  `[`: a `lassieBatch` of the chosen
-#'   simulations.
-#' @name lassieBatch
-#' @examples
-#' m <- reactionModel(rbind(c(1, 0), c(0, 1)), rbind(c(0, 1), c(1, 0)),
-#'                    rates = c(2, 1), initial = c(1, 0), species = c("A", "B"))
-#' k <- cbind(seq(0.5, 4, length.out = 20), 1)
-#' b <- lassieSimulate(m, seq(0, 3, by = 0.1), rates = k, backend = "cpu", threads = 1)
-#' b
-#' head(as.data.frame(b))
-#' summary(b)
-#' plot(b, type = "band")
-#' attr(b, "info")
-NULL
 
 #' @rdname lassieBatch
 #' @export
@@ -176,13 +201,7 @@ as.data.frame.lassieBatch <- function(x, row.names = NULL, optional = FALSE, ...
   }
   nt <- nrow(x[[1L]]); vars <- colnames(x[[1L]])[-1L]
   vals <- vapply(unclass(x), function(s) as.vector(s[, -1L, drop = FALSE]), numeric(nt * length(vars)))
-  n <- length(x)
-  data.frame(simulation = rep(seq_len(n), each = nt * length(vars)),
-             time = rep(x[[1L]][, 1L], times = length(vars) * n),
-             variable = rep(rep(vars, each = nt), times = n),
-             value = as.vector(vals),
-             status = rep(attr(x, "status"), each = nt * length(vars)),
-             stringsAsFactors = FALSE)
+  lassie_long(x[[1L]][, 1L], vals, vars, length(x), attr(x, "status"))
 }
 
 # The variables plotted by default: observables when there are, else species.
@@ -190,7 +209,7 @@ lassie_default_which <- function(x, which) {
   cn <- colnames(x)
   if (is.null(which)) {
     N <- attr(x, "nSpecies")
-    which <- if (!is.null(N) && length(cn) > N + 1L) cn[-(1:(N + 1L))] else cn[-1L]
+    which <- if (!is.null(N) && length(cn) > N + 1L) cn[-seq_len(N + 1L)] else cn[-1L]
     which <- utils::head(which, 16L)
   }
   if (is.numeric(which)) which <- cn[-1L][which]
@@ -272,15 +291,110 @@ lassie_panels <- function(x, which, dots) {
 
 #' @rdname lassieBatch
 #' @export
-summary.lassieBatch <- function(object, ...) {
-  df <- as.data.frame(object)
+summary.lassieBatch <- function(object, ...) lassie_final_summary(as.data.frame(object), length(object),
+                                                                  attr(object, "status"))
+
+#' @rdname lassieBatch
+#' @export
+summary.lassieArray <- function(object, ...) lassie_final_summary(as.data.frame(object), dim(object)[[3L]],
+                                                                  attr(object, "status"))
+
+# Per variable, the quantiles of the final values over the simulations that
+# succeeded (df: the long table).
+lassie_final_summary <- function(df, n, status) {
+  vars <- unique(df$variable)
   last <- df[df$time == max(df$time) & df$status == 0L, ]
-  q <- tapply(last$value, factor(last$variable, levels = unique(df$variable)), stats::quantile,
-              probs = c(0, 0.05, 0.5, 0.95, 1), names = FALSE)
-  out <- do.call(rbind, q)
-  colnames(out) <- c("min", "q05", "median", "q95", "max")
-  structure(out, simulations = length(object), failed = sum(attr(object, "status") != 0L),
-            time = max(df$time))
+  out <- matrix(NA_real_, length(vars), 5L, dimnames = list(vars, c("min", "q05", "median", "q95", "max")))
+  if (nrow(last)) {
+    q <- tapply(last$value, factor(last$variable, levels = vars), stats::quantile,
+                probs = c(0, 0.05, 0.5, 0.95, 1), names = FALSE, na.rm = TRUE)
+    out[] <- do.call(rbind, q)
+  }
+  structure(out, class = c("summary.lassieBatch", "matrix", "array"), simulations = n,
+            failed = sum(status != 0L), time = if (nrow(df)) max(df$time) else NA_real_)
+}
+
+#' @rdname lassieBatch
+#' @export
+print.summary.lassieBatch <- function(x, n = 10L, ...) {
+  cat(sprintf("lassieSimulate: %d simulation(s), %d failed; final values at time %s over the %d that succeeded\n",
+              attr(x, "simulations"), attr(x, "failed"), format(attr(x, "time")),
+              attr(x, "simulations") - attr(x, "failed")))
+  m <- unclass(x)
+  attributes(m) <- list(dim = dim(x), dimnames = dimnames(x))
+  print(utils::head(m, n), digits = 4L)
+  if (nrow(m) > n) cat(sprintf("  ... %d more variable(s)\n", nrow(m) - n))
+  invisible(x)
+}
+
+# The values of one simulation as a plain matrix (time in column 1).
+lassie_plain <- function(x) {
+  m <- x
+  attributes(m) <- list(dim = dim(x), dimnames = dimnames(x))
+  m
+}
+
+#' @rdname lassieBatch
+#' @export
+summary.lassieSimulation <- function(object, ...) {
+  m <- lassie_plain(object)
+  vars <- colnames(m)[-1L]
+  tab <- vapply(vars, function(v) {
+    y <- m[, v]
+    c(summary(y), N = length(y), sd = stats::sd(y))[c("Min.", "1st Qu.", "Median", "Mean", "3rd Qu.", "Max.", "N", "sd")]
+  }, numeric(8L))
+  out <- as.data.frame(tab, optional = TRUE)
+  names(out) <- vars
+  rownames(out) <- c("Min.", "1st Qu.", "Median", "Mean", "3rd Qu.", "Max.", "N", "sd")
+  st <- attr(object, "stats")
+  structure(out, class = c("summary.lassieSimulation", "data.frame"),
+            run = sprintf("%d times, %s on %s, %g steps, status %d", nrow(m), attr(object, "method"),
+                          attr(object, "backend"), if (is.null(st)) NA_real_ else st[["steps"]],
+                          if (is.null(attr(object, "status"))) 0L else attr(object, "status")))
+}
+
+#' @rdname lassieBatch
+#' @export
+print.summary.lassieSimulation <- function(x, n = 10L, ...) {
+  cat("lassieSimulation:", attr(x, "run"), "\n")
+  df <- x
+  attr(df, "run") <- NULL
+  class(df) <- "data.frame"
+  if (ncol(df) <= 6L) {
+    print(df, digits = 4L)
+  } else {
+    # one line per variable: many species would wrap deSolve's layout
+    tt <- t(as.matrix(df))
+    print(utils::head(tt, n), digits = 4L)
+    if (nrow(tt) > n) cat(sprintf("  ... %d more variable(s)\n", nrow(tt) - n))
+  }
+  invisible(x)
+}
+
+#' @rdname lassieBatch
+#' @export
+as.data.frame.lassieSimulation <- function(x, row.names = NULL, optional = FALSE, ..., format = c("long", "wide")) {
+  format <- check_choice(if (identical(format, c("long", "wide"))) "long" else format, c("long", "wide"), "format")
+  m <- lassie_plain(x)
+  if (format == "wide") return(as.data.frame(m, optional = TRUE))
+  st <- attr(x, "status")
+  lassie_long(m[, 1L], m[, -1L, drop = FALSE], colnames(m)[-1L], 1L, if (is.null(st)) 0L else st)
+}
+
+#' @rdname lassieBatch
+#' @export
+as.data.frame.lassieArray <- function(x, row.names = NULL, optional = FALSE, ...) {
+  d <- dim(x)
+  lassie_long(attr(x, "times"), as.vector(x), dimnames(x)[[2L]], d[[3L]], attr(x, "status"))
+}
+
+# The long table: values in time, then variable, then simulation order.
+lassie_long <- function(times, values, vars, n, status) {
+  nt <- length(times)
+  nv <- length(vars)
+  data.frame(simulation = rep(seq_len(n), each = nt * nv), time = rep(as.double(times), times = nv * n),
+             variable = rep(rep(vars, each = nt), times = n), value = as.vector(values),
+             status = rep(as.integer(status), each = nt * nv), stringsAsFactors = FALSE)
 }
 
 #' @rdname lassieBatch

@@ -18,8 +18,11 @@
 #'
 #' @param reactants,products Reactions x species matrices of non-negative
 #'   whole stoichiometric coefficients, dense or sparse (any `Matrix`).
-#' @param rates Rate constants, one per reaction, finite and `>= 0`.
-#' @param initial Initial amounts, one per species, finite and `>= 0`.
+#' @param rates Rate constants, one per reaction, finite and `>= 0`; when
+#'   named, matched to `reactions` by name (without `reactions` or row
+#'   names, the names name the reactions).
+#' @param initial Initial amounts, one per species, finite and `>= 0`; when
+#'   named, matched to `species` by name.
 #' @param species Species names (default: the column names, else
 #'   `S1`, `S2`, ...).
 #' @param fixed Species held at their initial amount (clamped, BioNetGen's
@@ -57,17 +60,21 @@ reactionModel <- function(reactants, products, rates, initial, species = NULL,
   if (is.null(species)) species <- paste0("S", seq_len(N))
   species <- as.character(species)
   if (length(species) != N || anyNA(species) || anyDuplicated(species)) {
-    stop_input("`species` must be ", N, " distinct names (one per column of `reactants`)")
+    stop_input("`species` must be ", N, " distinct names (one per column of `reactants`)",
+               if (anyDuplicated(species)) paste0(": '", species[anyDuplicated(species)], "' appears twice"))
   }
-  rates <- check_values(rates, M, "rates", "reaction")
-  initial <- check_values(initial, N, "initial", "species", species)
   if (is.null(reactions)) reactions <- rownames(reactants)
+  # named rates without reaction names given elsewhere name the reactions
+  rn <- names(rates)
+  if (is.null(reactions) && is.numeric(rates) && !is.null(rn) && !anyNA(rn) && all(nzchar(rn))) reactions <- rn
   if (is.null(reactions)) reactions <- paste0("R", seq_len(M))
   reactions <- as.character(reactions)
   if (length(reactions) != M) stop_input("`reactions` must have ", M, " names, one per reaction")
+  rates <- check_values(rates, M, "rates", "reaction", reactions)
+  initial <- check_values(initial, N, "initial", "species", species)
   fx <- rep(FALSE, N)
   if (!is.null(fixed)) {
-    if (is.logical(fixed) && length(fixed) == N && !anyNA(fixed)) fx <- fixed
+    if (is.logical(fixed) && length(fixed) == N && !anyNA(fixed)) fx <- match_by_name(fixed, species, "fixed", "species")
     else if (is.character(fixed)) {
       bad <- setdiff(fixed, species)
       if (length(bad)) stop_input("`fixed` names unknown species: ", paste(bad, collapse = ", "))
@@ -109,9 +116,9 @@ as_stoich <- function(x, arg) {
 check_values <- function(x, n, arg, what, nms = NULL) {
   if (!is.numeric(x) || is.matrix(x)) stop_input("`", arg, "` must be a numeric vector, one value per ", what)
   if (length(x) != n) stop_input("`", arg, "` must have ", n, " values (one per ", what, "), not ", length(x))
-  if (!is.null(nms) && !is.null(names(x)) && all(names(x) %in% nms) && !anyDuplicated(names(x))) {
-    x <- x[nms]
-  }
+  # named values follow their names (a named vector whose names do not
+  # match is an error, never applied by position)
+  if (!is.null(nms)) x <- match_by_name(x, nms, arg, what)
   if (anyNA(x) || any(!is.finite(x))) stop_input("`", arg, "` must not contain NA, NaN or Inf")
   if (any(x < 0)) stop_input("`", arg, "` must not be negative (", what, " ", which(x < 0)[1], ")")
   as.double(unname(x))
@@ -314,6 +321,9 @@ check_model <- function(model) {
 #' @param rates,initial `NULL` (the model's), a vector replacing the
 #'   model's, or a matrix with one row per simulation (rate constants x
 #'   reactions, initial amounts x species) to run a batch in one call.
+#'   Named values (a matrix's column names) follow their names, the
+#'   model's reactions and species, in any order; names that do not match
+#'   are an error.
 #' @param maxSteps Most steps (accepted or not) per simulation; exhausting
 #'   them is an error that names the time reached (in a batch: that
 #'   simulation's status, see Details).
@@ -362,7 +372,9 @@ check_model <- function(model) {
 #'   `status` and `messages` per simulation (a failure warns as in a
 #'   batch), and the run's `method`, `rtol`, `atol`, `backend`, `device`,
 #'   `elapsed`, `nSpecies`.  `x[, "A", ]` is then species A over time
-#'   (rows) and simulations (columns).
+#'   (rows) and simulations (columns).  A run made with an engine setting
+#'   of [sysbioGPU-options] has it in an attribute `engineSettings` (each
+#'   matrix's, the batch's or the array's), which [runInfo()] shows.
 #' @seealso [reactionModel()], [readBioNetGen()], [plot.lassieSimulation()]
 #' @references Tangherloni A, Nobile MS, Besozzi D, Mauri G, Cazzaniga P
 #'   (2017). LASSIE: simulating large-scale models of biochemical systems on
@@ -391,10 +403,12 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
                            output = c("matrices", "array")) {
   check_model(model)
   M <- length(model$reactions); N <- length(model$species)
-  if (!is.numeric(times) || length(times) < 2L || anyNA(times) || any(!is.finite(times))) {
-    stop_input("`times` must be at least two finite numbers")
-  }
-  if (any(diff(times) <= 0)) stop_input("`times` must be strictly increasing")
+  alloc_guard({
+    if (!is.numeric(times) || length(times) < 2L || anyNA(times) || any(!is.finite(times))) {
+      stop_input("`times` must be at least two finite numbers")
+    }
+    if (any(diff(times) <= 0)) stop_input("`times` must be strictly increasing")
+  }, "times", bytes = 8 * length(times), what = "checking `times`")
   chk_tol <- function(x, arg, lo) {
     if (!is.numeric(x) || length(x) != 1L || is.na(x) || !is.finite(x) || x < lo) {
       stop_input("`", arg, "` must be a single finite number >= ", lo, ", not ", arg_label(x), call = sys.call(-1))
@@ -413,8 +427,8 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   as_array <- output == "array"
   check_flag(verbose)
   check_bpparam(BPPARAM)
-  rt <- batch_values(rates, model$rates, M, "rates", "reaction")
-  it <- batch_values(initial, model$initial, N, "initial", "species")
+  rt <- batch_values(rates, model$rates, M, "rates", "reaction", model$reactions)
+  it <- batch_values(initial, model$initial, N, "initial", "species", model$species)
   if (rt$n > 1L && it$n > 1L && rt$n != it$n) {
     stop_input("`rates` (", rt$n, " rows) and `initial` (", it$n, " rows) must have as many rows, or one of them one row")
   }
@@ -439,6 +453,8 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   job <- list(arr = lassie_arrays(model), times = as.double(times), rtol = rtol, atol = atol,
               method = match(method, methods) - 1L, maxSteps = maxSteps,
               gpu = a$gpu, threads = a$threads, total = as.integer(n_sims), array = as_array,
+              # the GPU engine's settings (R/options.R), read here for the workers too
+              settings = lassie_settings(),
               # the observables' weights, species x observables, added by the glue
               obs = if (!is.null(model$observables)) as.matrix(Matrix::t(model$observables)))
   cn <- list(NULL, c("time", model$species, rownames(model$observables)))
@@ -446,12 +462,17 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
                  atol = atol, backend = b$backend,
                  device = if (identical(b$backend, "gpu")) b$deviceName else NA_character_,
                  elapsed = NA_real_, nSpecies = N)
+  # the engine settings that are set (?`sysbioGPU-options`), for runInfo()
+  common$engineSettings <- engine_settings("lassieSimulate")
   # the glue sets the matrices' attributes (and elapsed, its own seconds);
   # workers' blocks get theirs in new_lassie_output()
   if (is.null(BPPARAM) && !as_array) job$output <- lassie_output_attrs(cn, common)
   t0 <- proc.time()[["elapsed"]]
-  res <- if (is.null(BPPARAM)) lassie_engine(job, rt$values, it$values, 0L, a$devices, verbose)
-         else lassie_workers(job, rt, it, M, N, a$devices, BPPARAM)
+  # the output: times x columns x simulations
+  res <- alloc_guard(if (is.null(BPPARAM)) lassie_engine(job, rt$values, it$values, 0L, a$devices, verbose)
+                     else lassie_workers(job, rt, it, M, N, a$devices, BPPARAM),
+                     "times", bytes = 8 * length(times) * length(cn[[2L]]) * n_sims,
+                     what = "the output (`times` x columns x simulations)")
   common$elapsed <- if (is.null(res$elapsed)) proc.time()[["elapsed"]] - t0 else res$elapsed
   if (as_array) {
     # the array is set its attributes here, where nothing else refers to
@@ -486,7 +507,7 @@ lassie_engine <- function(job, rates, initial, base, devices, verbose) {
   params <- list(rtol = job$rtol, atol = job$atol, method = job$method, maxSteps = job$maxSteps,
                  hInit = 0, part = as.integer(c(base, job$total)), array = isTRUE(job$array),
                  output = job$output)
-  .Call(ffi_lassie_simulate, data, params, run_list(job, verbose, devices = devices))
+  .Call(ffi_lassie_simulate, data, params, c(run_list(job, verbose, devices = devices), job$settings))
 }
 
 # BPPARAM: each worker a contiguous block of the simulations (on the GPU a
@@ -502,7 +523,7 @@ lassie_workers <- function(job, rt, it, M, N, devices, BPPARAM) {
     list(rates = block(rt, M, w), initial = block(it, N, w), base = as.integer(cuts[[w]]),
          devices = sp$devices[[w]])
   })
-  parts <- BiocParallel::bplapply(shares, lassie_worker, job = job, BPPARAM = BPPARAM)
+  parts <- bp_map(BPPARAM, lassie_worker, shares, MoreArgs = list(job = job))
   for (p in parts) if (inherits(p, "condition")) stop(p)
   # output = "array": the blocks are consecutive simulations, so their
   # arrays (times x columns x block) are concatenated as vectors
@@ -521,12 +542,18 @@ lassie_worker <- function(share, job) {
 
 # NULL -> the model's; a vector -> one simulation; a matrix -> one row per
 # simulation.  Returns the values column-major (one column per simulation).
-batch_values <- function(x, default, n, arg, what) {
+batch_values <- function(x, default, n, arg, what, nms = NULL) {
   if (is.null(x)) return(list(values = default, n = 1L, batch = FALSE))
   if (is.matrix(x) || is.data.frame(x)) {
     x <- as.matrix(x)
-    if (!is.numeric(x)) stop_input("`", arg, "` must be numeric")
+    if (!is.numeric(x)) {
+      stop_input("`", arg, "` must be a numeric matrix (one row per simulation), not a ", typeof(x), " matrix")
+    }
     if (ncol(x) != n) stop_input("`", arg, "` must have ", n, " columns (one per ", what, "), not ", ncol(x))
+    # named columns follow their names, as a named vector does
+    if (!is.null(nms) && !is.null(colnames(x))) {
+      x <- x[, match_by_name(stats::setNames(seq_len(n), colnames(x)), nms, arg, what), drop = FALSE]
+    }
     if (nrow(x) < 1L) stop_input("`", arg, "` must have at least one row")
     storage.mode(x) <- "double"
     v <- .Call(ffi_lassie_batch_values, x, threads_available())
@@ -535,7 +562,7 @@ batch_values <- function(x, default, n, arg, what) {
     }
     return(list(values = v[[1L]], n = nrow(x), batch = TRUE))
   }
-  list(values = check_values(x, n, arg, what), n = 1L, batch = FALSE)
+  list(values = check_values(x, n, arg, what, nms), n = 1L, batch = FALSE)
 }
 
 #' @export

@@ -16,7 +16,7 @@ as_cosnet_labels <- function(labels, W, arg = "labels", by_name = FALSE) {
   }
   if (is.data.frame(labels)) labels <- as.matrix(labels)
   if (!(is.logical(labels) || is.numeric(labels))) {
-    stop_input("`", arg, "` must be logical or numeric (1/0/NA), not ", class(labels)[1])
+    stop_input("`", arg, "` must be logical or numeric (1/0/NA), not ", describe_value(labels))
   }
   L <- if (is_mat) labels else matrix(labels, ncol = 1L, dimnames = list(names(labels), NULL))
   if (nrow(L) != n) {
@@ -46,6 +46,9 @@ as_cosnet_labels <- function(labels, W, arg = "labels", by_name = FALSE) {
   if (!is.null(order)) out <- out[order, , drop = FALSE]
   cl <- colnames(L)
   if (is.null(cl)) cl <- if (ncol(L) == 1L) "class" else paste0("class", seq_len(ncol(L)))
+  # results are named by class: two columns of one name could not be told apart
+  if (anyNA(cl) || any(!nzchar(cl))) stop_input("`", arg, "` has a class (column) named NA or \"\"")
+  if (anyDuplicated(cl)) stop_input("`", arg, "` has two classes (columns) named '", cl[anyDuplicated(cl)], "'")
   colnames(out) <- cl
   rownames(out) <- wn
   out
@@ -71,10 +74,10 @@ cosnet_engine <- function(job, lab, folds, devices, verbose) {
 cosnet_job <- function(W, nfolds, cost, maxSweeps, seed, a) {
   params <- list(nfolds = as.integer(nfolds), cost = cost, maxSweeps = as.integer(maxSweeps), seed = as.double(seed),
                  # jobs per GPU batch, for tests of the batching; 0 = automatic
-                 batch = as.integer(getOption("sysbioGPU.cosnetBatch", 0L)),
+                 batch = as.integer(engine_option("sysbioGPU.cosnetBatch", "parCosnet") %||% 0L),
                  # device memory budget in bytes (0 = what is free); a smaller one
                  # forces the streamed (partitioned) GPU path in the tests
-                 budget = as.double(getOption("sysbioGPU.cosnetDeviceBytes", 0)))
+                 budget = as.double(engine_option("sysbioGPU.cosnetDeviceBytes", "parCosnet") %||% 0))
   list(network = list(p = W@p, i = W@i, x = W@x), params = params, gpu = a$gpu, threads = a$threads)
 }
 
@@ -246,7 +249,8 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
   if (!is.null(BPPARAM) && is.null(threads)) threads <- bp_threads(BPPARAM)
   b <- resolveBackend(backend, threads, device)
   check_bpparam_gpu(BPPARAM, b)
-  r <- cosnet_run(W, lab, NULL, 0L, cost, maxSweeps, seed, b, BPPARAM, verbose)
+  r <- alloc_guard(cosnet_run(W, lab, NULL, 0L, cost, maxSweeps, seed, b, BPPARAM, verbose), "labels",
+                   bytes = 12 * as.double(nrow(lab)) * ncol(lab), what = "the scores and predictions (nodes x classes)")
   dimnames(r$scores) <- dimnames(r$pred) <- list(rownames(W), colnames(lab))
   classes <- data.frame(class = colnames(lab), alpha = r$alpha, c = r$c, F = r$fscore,
                         sweeps = r$sweeps, converged = r$converged,
@@ -262,7 +266,7 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
                  normalize = normalize, seed = seed, backend = b$backend, device = b$device,
                  devices = b$devices, deviceName = b$deviceName, workers = r$workers, threads = b$threads, seconds = r$seconds,
                  deviceParts = r$parts, nodes = nrow(W), edges = length(W@x) / 2, call = call,
-                 labels = cosnet_truth(lab)),
+                 labels = cosnet_truth(lab), engineSettings = engine_settings("parCosnet")),
             class = "parCosnet")
 }
 
@@ -394,7 +398,8 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
   folds <- cosnet_folds(lab, nfolds, seed, b$threads)
   # the folds are drawn here, once, and handed to the workers with their
   # classes: a worker evaluates the folds of the single process
-  r <- cosnet_run(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM, verbose)
+  r <- alloc_guard(cosnet_run(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM, verbose), "labels",
+                   bytes = 12 * as.double(nrow(lab)) * ncol(lab), what = "the scores and predictions (nodes x classes)")
   dimnames(r$scores) <- dimnames(r$pred) <- dimnames(folds) <- list(rownames(W), colnames(lab))
   truth <- cosnet_truth(lab)
   met <- cosnet_cv_metrics(lab, folds, r$pred, r$scores, nfolds, b$threads)
@@ -413,7 +418,7 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
                  device = b$device, devices = b$devices, deviceName = b$deviceName,
                  workers = r$workers, threads = b$threads,
                  seconds = r$seconds, deviceParts = r$parts, nodes = nrow(W),
-                 edges = length(W@x) / 2, call = call),
+                 edges = length(W@x) / 2, call = call, engineSettings = engine_settings("parCosnet")),
             class = "cvParCosnet")
 }
 

@@ -6,16 +6,33 @@
 # ---- Boolean expressions --------------------------------------------------
 
 # Tokens: operators, parentheses, constants and node names.
+# Spaces separate tokens (never glued: "B C" is two names, which the parser
+# then refuses).
 pbn_tokenize <- function(text, where) {
-  s <- gsub("[[:space:]]+", "", text)
+  s <- trimws(text)
   if (!nzchar(s)) stop_input(where, ": empty Boolean expression", call = NULL)
-  m <- gregexpr("[A-Za-z0-9_.]+|[!&|()]", s)[[1L]]
+  m <- gregexpr("[A-Za-z0-9_.]+|[!&|()]|[[:space:]]+", s)[[1L]]
   toks <- regmatches(s, list(m))[[1L]]
   if (sum(nchar(toks)) != nchar(s)) {
-    bad <- strsplit(gsub("[A-Za-z0-9_.!&|()]", "", s), "")[[1L]][1L]
+    bad <- strsplit(gsub("[A-Za-z0-9_.!&|()[:space:]]", "", s), "")[[1L]][1L]
     stop_input(where, ": unexpected character '", bad, "' in \"", text, "\"", call = NULL)
   }
-  toks
+  toks[!grepl("^[[:space:]]", toks)]
+}
+
+# The words an expression reads as constants (any case), which therefore
+# cannot name a node.
+pbn_is_constant_word <- function(x) x %in% c("0", "1") | toupper(x) %in% c("TRUE", "FALSE")
+
+# A node name as files and pbn() give it: a valid name, and not a word that
+# expressions read as a constant (a node `True` could never be referred to).
+pbn_check_node_name <- function(nm, where) {
+  if (!grepl("^[A-Za-z_.][A-Za-z0-9_.]*$", nm))
+    stop_input(where, ": '", nm, "' is not a valid node name", call = NULL)
+  if (pbn_is_constant_word(nm))
+    stop_input(where, ": '", nm, "' cannot name a node: expressions read it as the constant ",
+               toupper(nm), " (any case); rename the node", call = NULL)
+  invisible(nm)
 }
 
 pbn_max_depth <- 64L
@@ -57,7 +74,7 @@ pbn_parse_expr <- function(text, where) {
       return(e)
     }
     if (t %in% c(")", "&", "|")) fail(paste0("unexpected '", t, "'"))
-    if (t %in% c("0", "1") || toupper(t) %in% c("TRUE", "FALSE"))
+    if (pbn_is_constant_word(t))
       return(list("const", t == "1" || toupper(t) == "TRUE"))
     if (grepl("^[0-9]", t)) fail(paste0("'", t, "' is not a node name"))
     list("var", t)
@@ -175,8 +192,10 @@ pbn_table_expression <- function(inputs, table) {
 #'   significant bit of the row index, as in BoolNet).
 #'
 #' Expressions use `!` (not), `&` (and), `|` (or), parentheses, the constants
-#' `0`/`1` (or `TRUE`/`FALSE`) and node names (letters, digits, `_` and `.`).
-#' A function may have up to 24 inputs.
+#' `0`/`1` (or `TRUE`/`FALSE`, in any case) and node names (letters, digits,
+#' `_` and `.`); spaces separate tokens (`"B C"` is an error, not the name
+#' `BC`), and a node cannot be named `TRUE` or `FALSE` in any case, which
+#' expressions read as constants.  A function may have up to 24 inputs.
 #'
 #' @param nodes A named list, one element per node (see Details).
 #' @param perturbable Logical, recycled or named by node: which nodes random
@@ -206,9 +225,7 @@ pbn <- function(nodes, perturbable = TRUE, identityForMissing = FALSE) {
   nm <- names(nodes)
   if (anyDuplicated(nm))
     stop_input("`nodes` names a node twice: ", nm[anyDuplicated(nm)], call = NULL)
-  bad <- nm[!grepl("^[A-Za-z_.][A-Za-z0-9_.]*$", nm)]
-  if (length(bad))
-    stop_input("`nodes`: '", bad[[1L]], "' is not a valid node name", call = NULL)
+  for (v in nm) pbn_check_node_name(v, "`nodes`")
   funs <- vector("list", length(nm))
   probs <- vector("list", length(nm))
   for (i in seq_along(nm)) {
@@ -263,6 +280,7 @@ pbn_table_function <- function(x, where) {
   if (length(inputs) > pbn_max_inputs)
     stop_input(where, ": a function may have at most ", pbn_max_inputs, " inputs, not ", length(inputs), call = NULL)
   if (anyDuplicated(inputs)) stop_input(where, ": input '", inputs[anyDuplicated(inputs)], "' given twice", call = NULL)
+  for (v in inputs) pbn_check_node_name(v, where)
   if (length(tab) != 2^length(inputs))
     stop_input(where, ": `table` has ", length(tab), " entries, but ", length(inputs),
                " inputs need ", 2^length(inputs), call = NULL)
@@ -296,7 +314,11 @@ pbn_build <- function(nm, funs, probs, perturbable = TRUE, identityForMissing = 
     probs[[i]] <- pr / sum(pr)
   }
   if (is.logical(perturbable) && !is.null(names(perturbable))) {
-    unk <- setdiff(names(perturbable), nm)
+    pn <- names(perturbable)
+    if (anyNA(pn) || any(!nzchar(pn))) stop_input("`perturbable` names some nodes and not others: name each or none", call = NULL)
+    # a node given twice (c(A = TRUE, A = FALSE)) contradicts itself
+    if (anyDuplicated(pn)) stop_input("`perturbable` names node '", pn[anyDuplicated(pn)], "' more than once", call = NULL)
+    unk <- setdiff(pn, nm)
     if (length(unk)) stop_input("`perturbable` names unknown node(s): ", paste(unk, collapse = ", "), call = NULL)
     pf <- rep(TRUE, length(nm)); names(pf) <- nm
     pf[names(perturbable)] <- perturbable
@@ -424,6 +446,8 @@ readPBN <- function(file, format = c("auto", "bnet", "boolnet", "pbn")) {
     stop_input("`file` must be the path of an existing file, not ", arg_label(file), call = NULL)
   format <- check_choice(format, c("auto", "bnet", "boolnet", "pbn"), "format")
   if (format == "auto") format <- if (grepl("\\.pbn$", file, ignore.case = TRUE)) "pbn" else "bnet"
+  if (dir.exists(file)) stop_input("`file` must be a file, not the folder ", file, call = NULL)
+  check_gzip(file) # R/gsea-io.R
   lines <- readLines(file, warn = FALSE, encoding = "UTF-8")
   bad <- which(!validUTF8(lines))
   if (length(bad))
@@ -443,8 +467,7 @@ pbn_read_bnet <- function(lines, fname) {
     where <- sprintf("%s, line %d", fname, i)
     if (length(parts) < 2L || length(parts) > 3L || !nzchar(parts[[2L]]))
       stop_input(where, ": expected 'target, factors' or 'target, factors, probability'", call = NULL)
-    if (!grepl("^[A-Za-z_.][A-Za-z0-9_.]*$", parts[[1L]]))
-      stop_input(where, ": '", parts[[1L]], "' is not a valid node name", call = NULL)
+    pbn_check_node_name(parts[[1L]], where)
     pr <- NA_real_
     if (length(parts) == 3L) {
       pr <- suppressWarnings(as.numeric(parts[[3L]]))
@@ -495,7 +518,7 @@ pbn_read_assa <- function(lines, fname) {
     if (l == "npNode") { state <- "np"; next }
     if (grepl("^node[[:space:]]+", l)) {
       cur <- trimws(sub("^node[[:space:]]+", "", l))
-      if (!grepl("^[A-Za-z_.][A-Za-z0-9_.]*$", cur)) stop_input(where, ": '", cur, "' is not a valid node name", call = NULL)
+      pbn_check_node_name(cur, where)
       if (!is.null(funs[[cur]])) stop_input(where, ": node '", cur, "' defined twice", call = NULL)
       funs[[cur]] <- list(); pl[[cur]] <- numeric(); state <- "node"
       next

@@ -190,6 +190,29 @@ pbn_check_net <- function(pbn) {
   pbn
 }
 
+# The stationary probability of each set when constant nodes decide it,
+# else NA: a node that is never perturbed (or p = 0) and whose functions
+# are all the same constant holds that value in every stationary state, so
+# a set that contradicts one such node has probability 0 and a set over
+# such nodes alone has probability 1.  Trajectories would never see these
+# indicators switch and could not call them converged.
+pbn_known_sets <- function(net, sets, p) {
+  pert <- rep_len(net$perturbable, length(net$nodes))
+  const <- vapply(seq_along(net$nodes), function(i) {
+    fl <- net$functions[[i]]
+    if (pert[[i]] && p > 0) return(NA)
+    if (!all(vapply(fl, function(f) length(f$inputs) == 0L, TRUE))) return(NA)
+    v <- unique(vapply(fl, function(f) f$words[[1L]] != 0L, TRUE))
+    if (length(v) == 1L) v else NA
+  }, TRUE)
+  vapply(sets, function(x) {
+    cv <- const[match(names(x), net$nodes)]
+    if (any(!is.na(cv) & cv != x)) return(0)
+    if (all(!is.na(cv))) return(1)
+    NA_real_
+  }, 0)
+}
+
 # ---- pbnSteadyState -------------------------------------------------------
 
 #' Steady-state probabilities of a probabilistic Boolean network
@@ -225,7 +248,10 @@ pbn_check_net <- function(pbn) {
 #'   two p).  The run stops when `n >= N` and `t * se <= r`, and returns
 #'   the interval `probability -+ t * se` (`lower`, `upper`), which lies
 #'   within `-+ r` and covers the stationary probability at about rate
-#'   `s`.
+#'   `s`.  A set that constant nodes decide (nodes that are never
+#'   perturbed, or `p = 0`, with constant functions only, as
+#'   `BoolNet::fixGenes()` makes them) has probability exactly 0 or 1: it
+#'   is not simulated and is reported converged, with `lower = upper`.
 #' @section Dynamics: Synchronous (as in the paper): in each step each
 #'   perturbable node flips with probability `p`; if any node flips, no
 #'   function is applied in that step; otherwise every node picks one of its
@@ -244,13 +270,24 @@ pbn_check_net <- function(pbn) {
 #'   the nodes of interest are not simulated; their perturbations still
 #'   block updates, and their random draws are skipped, so the estimate is
 #'   identical to the unreduced run with the same seed.
-#' @section Exact method: Power iteration of the lazy chain `(I + P) / 2`
-#'   over all `2^n` states of the (reduced) network, `n <= 20` simulated
-#'   nodes, and at most 2^25 transitions from function updates; larger
-#'   networks are refused with an error.  On the CPU and the GPU (the GPU
-#'   gathers each state's inflow from the transposed transitions; the two
-#'   agree up to rounding, about 1e-15 per state).  Uses the exact selection
-#'   probabilities.
+#' @section Exact method: The stationary distribution over all `2^n`
+#'   states of the (reduced) network, with the exact selection
+#'   probabilities.  Up to 11 simulated nodes (2,048 states) it is solved
+#'   directly, on the CPU whatever the backend: the dense transition matrix
+#'   is reduced state by state (Grassmann, Taksar and Heyman 1985), which
+#'   needs no subtraction and so keeps full relative precision even when
+#'   the chain mixes slowly (a small `p`); transient states (e.g. of nodes
+#'   fixed by `BoolNet::fixGenes()`) get probability 0.  Larger networks,
+#'   up to `n <= 20` simulated nodes and at most 2^25 transitions from
+#'   function updates (larger ones are refused with an error), and chains
+#'   with several closed classes (which have no unique stationary
+#'   distribution; the answer is then the limit from the uniform start) use
+#'   power iteration of the lazy chain `(I + P) / 2`, on the CPU or the GPU
+#'   (the GPU gathers each state's inflow from the transposed transitions;
+#'   the two agree up to rounding, about 1e-15 per state). Power iteration
+#'   needs on the order of `1 / p` iterations for a small `p`: it stops
+#'   after 2e6 with a warning and `converged = FALSE`.  Attribute `solver`
+#'   says which ran (`"direct"` or `"power iteration"`).
 #'
 #' @param pbn A [pbn] object (or a BoolNet network, converted by [as.pbn()]).
 #' @param states The set(s) of interest: a named logical vector over some
@@ -316,7 +353,9 @@ pbn_check_net <- function(pbn) {
 #' @references Mizera A, Pang J, Yuan Q (2018). GPU-accelerated steady-state
 #'   computation of large probabilistic Boolean networks. Formal Aspects of
 #'   Computing 31, 27-46.  Raftery AE, Lewis SM (1992). How many iterations
-#'   in the Gibbs sampler? Bayesian Statistics 4.
+#'   in the Gibbs sampler? Bayesian Statistics 4.  Grassmann WK, Taksar
+#'   MI, Heyman DP (1985). Regenerative analysis and steady state
+#'   distributions for Markov chains. Operations Research 33, 1107-1116.
 #' @seealso [pbn()], [readPBN()], [pbnSimulate()]
 #' @examples
 #' f <- system.file("extdata", "pbn-example.bnet", package = "sysbioGPU")
@@ -351,6 +390,10 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   maxSteps <- check_whole(maxSteps, "maxSteps", min = 1, max = 1e18)
   verbose <- check_flag(verbose, "verbose")
   async <- update == "asynchronous"
+  all_sets <- sets
+  known <- if (method == "two-state") pbn_known_sets(net, sets, p) else rep(NA_real_, length(sets))
+  if (all(!is.na(known))) return(pbn_known_result(all_sets, known, p, update, backend, threads, device))
+  sets <- sets[is.na(known)]
   interest <- unique(unlist(lapply(sets, names)))
   keep <- if (reduce) pbn_ancestors(net, interest) else rep(TRUE, length(net$nodes))
   flat <- pbn_flatten(net, keep, p, async)
@@ -365,7 +408,7 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
     b <- resolveBackend(backend, threads, device)
     a <- backend_args(b, multi = TRUE) # the exact method uses the first
     t0 <- proc.time()[["elapsed"]]
-    ex <- .Call(ffi_pbn_exact, list(net = flat), list(p = p, tol = 1e-13, maxIter = 2e6),
+    ex <- .Call(ffi_pbn_exact, list(net = flat), list(p = p, tol = 1e-13, maxIter = 2e6, direct = TRUE),
                 run_list(a, verbose, devices = a$device))
     secs <- proc.time()[["elapsed"]] - t0
     pi <- ex$pi
@@ -376,7 +419,7 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
       for (j in seq_along(idx)) sel <- sel & (((st_idx %/% 2^idx[[j]]) %% 2 == 1) == x[[j]])
       sum(pi[sel])
     }, 0)
-    conv <- ex$delta < 1e-13
+    conv <- ex$direct || ex$delta < 1e-13
     if (!conv) warning(sprintf("exact method: power iteration stopped after %d iterations (change %.3g)",
                                as.integer(ex$iterations), ex$delta), call. = FALSE)
     res <- data.frame(set = labels, probability = prob, lower = prob, upper = prob,
@@ -387,7 +430,8 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
     return(pbn_result(res, list(backend = b$backend, device = b$device, deviceName = b$deviceName,
                                 seed = NA_real_, method = "exact",
                                 p = p, update = update, burnin = NA_real_, nodesSimulated = flat$n,
-                                stationary = pi, simulatedNodes = net$nodes[keep])))
+                                stationary = pi, simulatedNodes = net$nodes[keep],
+                                solver = if (ex$direct) "direct" else "power iteration")))
   }
 
   b <- resolveBackend(backend, threads, device)
@@ -419,9 +463,10 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
                     rhat = ifelse(is.nan(o$rhat), NA_real_, o$rhat),
                     steps = o$steps * trajectories, seconds = secs,
                     converged = o$converged, stringsAsFactors = FALSE)
+  res <- pbn_merge_known(res, all_sets, known)
   if (!all(res$converged)) {
     bad <- !res$converged
-    why <- if (res$steps[[1L]] >= max_len * trajectories) sprintf("maxSteps = %g reached", maxSteps)
+    why <- if (max(res$steps) >= max_len * trajectories) sprintf("maxSteps = %g reached", maxSteps)
            else if (any(res$alpha[bad] == 0 | res$beta[bad] == 0)) "the indicator (almost) never switched: a constant or very rare set?"
            else "R-hat above 1.01 or too few transitions"
     warning(sprintf("pbnSteadyState: %d set(s) did not reach the requested accuracy (%s); see column `converged`",
@@ -429,7 +474,7 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   }
   pbn_result(res, list(backend = b$backend, device = b$devices, deviceName = b$deviceName, seed = seed,
                        method = "two-state", p = p, update = update, burnin = o$burnin,
-                       nodesSimulated = flat$n))
+                       nodesSimulated = flat$n, engineSettings = engine_settings("pbnSteadyState")))
 }
 
 # The two-state method's parameters (src/pbn/pbn_call.c, params_decode()):
@@ -440,7 +485,8 @@ pbn_params <- function(seed, trajectories, r, s, epsilon, max_len) {
   list(seed = as.double(seed), chains = as.double(trajectories), r = r, z = stats::qnorm((1 + s) / 2),
        epsilon = epsilon, psi0 = 128, rhatMax = 1.01, maxLen = as.double(max_len), minSwitches = 20,
        t = stats::qt((1 + s) / 2, df = trajectories - 1),
-       small = !isTRUE(getOption("sysbioGPU.pbnGeneralStep")), skip = !isTRUE(getOption("sysbioGPU.pbnNoSkip")))
+       small = !isTRUE(engine_option("sysbioGPU.pbnGeneralStep", "pbnSteadyState")),
+       skip = !isTRUE(engine_option("sysbioGPU.pbnNoSkip", "pbnSteadyState")))
 }
 
 # One block of chains on an R worker: [range[1], range[2]) (0-based) from
@@ -459,7 +505,10 @@ pbn_block <- function(range, dev, state, data, params, steps, count, gpu, thread
 # states (raw bytes of the engine, same build on every worker) come back
 # with each round and go out with the next.
 pbn_workers <- function(data, params, trajectories, a, threads, BPPARAM, verbose) {
+  release <- bp_hold(BPPARAM)
+  on.exit(release(), add = TRUE)
   rounds <- bp_rounds(BPPARAM, trajectories, a$devices)
+  on.exit(rounds$close(), add = TRUE)
   round <- function(steps, count) {
     r <- tryCatch(
       rounds$round(pbn_block, MoreArgs = list(data = data, params = params, steps = steps, count = count,
@@ -467,7 +516,8 @@ pbn_workers <- function(data, params, trajectories, a, threads, BPPARAM, verbose
       error = function(e) e, interrupt = function(e) NA_character_)
     if (identical(r, NA_character_)) return(r) # Ctrl-C: the driver stops as in one process
     if (inherits(r, "error")) {
-      failure <<- paste0("pbnSteadyState: a BPPARAM worker failed: ", conditionMessage(r))
+      failure <<- paste0("pbnSteadyState: ", if (!inherits(r, "sysbioGPU_error_worker")) "a BPPARAM worker failed: ",
+                         conditionMessage(r))
       return(failure)
     }
     if (count) lapply(r, `[[`, "sums") else NULL
@@ -489,6 +539,30 @@ pbn_auto_trajectories <- function(r, s, n_sets) {
   max(2, min(t, cap))
 }
 
+# The rows of the sets decided by constant nodes (pbn_known_sets()): exact,
+# converged, nothing simulated for them.
+pbn_known_rows <- function(labels, prob) {
+  data.frame(set = labels, probability = prob, lower = prob, upper = prob, se = 0, N = NA_real_,
+             M = NA_real_, alpha = NA_real_, beta = NA_real_, samples = NA_real_, trajectories = NA_real_,
+             rhat = NA_real_, steps = 0, seconds = 0, converged = TRUE, stringsAsFactors = FALSE)
+}
+
+pbn_merge_known <- function(res, sets, known) {
+  if (!any(!is.na(known))) return(res)
+  out <- pbn_known_rows(names(sets), known)
+  out[is.na(known), ] <- res
+  out$seconds <- max(res$seconds)
+  out
+}
+
+# Every set decided by constant nodes: no run at all.
+pbn_known_result <- function(sets, known, p, update, backend, threads, device) {
+  b <- resolveBackend(backend, threads, device)
+  pbn_result(pbn_known_rows(names(sets), known),
+             list(backend = b$backend, device = b$devices, deviceName = b$deviceName, seed = NA_real_,
+                  method = "two-state", p = p, update = update, burnin = 0, nodesSimulated = 0L))
+}
+
 pbn_result <- function(res, attrs) {
   rownames(res) <- NULL
   for (nm in names(attrs)) attr(res, nm) <- attrs[[nm]]
@@ -498,20 +572,35 @@ pbn_result <- function(res, attrs) {
 
 #' @rdname pbnSteadyState
 #' @param x A `pbnSteadyState` result.
+#' @param n Most rows printed (default 20).
 #' @param ... Passed to the data.frame print method.
+#' @details `print()` shows the run in two lines and the columns a reader
+#'   needs (`set`, `probability`, the interval and `converged`; `set` and
+#'   `probability` alone for the exact method), in the table's order;
+#'   `as.data.frame()` has every column.
 #' @export
-print.pbnSteadyState <- function(x, ...) {
+print.pbnSteadyState <- function(x, n = 20L, ...) {
   a <- attributes(x)
+  where <- if (identical(a$backend, "gpu")) sprintf("GPU %s (%s)", paste(a$device, collapse = ", "), a$deviceName) else "CPU"
   if (identical(a$method, "exact")) {
-    cat(sprintf("<pbnSteadyState> exact stationary distribution over %d simulated node(s), p = %g, %s, %s\n",
-                a$nodesSimulated, a$p, a$update,
-                if (a$backend == "gpu") sprintf("GPU %s (%s)", paste(a$device, collapse = ", "), a$deviceName) else "CPU"))
+    cat(sprintf("<pbnSteadyState> exact stationary distribution (%s), %d simulated node(s)\n",
+                if (is.null(a$solver)) "power iteration" else a$solver, a$nodesSimulated))
+    cat(sprintf("  p = %g, %s, %s\n", a$p, a$update, where))
+    cols <- c("set", "probability", "converged")
   } else {
-    cat(sprintf("<pbnSteadyState> two-state Markov chain, %s, p = %g, %s, seed %s, %d node(s) simulated, burn-in %g\n",
-                if (a$backend == "gpu") sprintf("GPU %s (%s)", paste(a$device, collapse = ", "), a$deviceName) else "CPU",
-                a$p, a$update, format(a$seed, scientific = FALSE), a$nodesSimulated, a$burnin))
+    cat(sprintf("<pbnSteadyState> two-state Markov chain, %d node(s) simulated, burn-in %g\n",
+                a$nodesSimulated, a$burnin))
+    tr <- x$trajectories[!is.na(x$trajectories)]
+    cat(sprintf("  p = %g, %s, %s, seed %s, %s trajectories\n", a$p, a$update, where,
+                format(a$seed, scientific = FALSE), if (length(tr)) format(max(tr)) else "no"))
+    cols <- c("set", "probability", "lower", "upper", "converged")
   }
-  print(as.data.frame(x), ...)
+  df <- as.data.frame(x)
+  if (all(df$converged)) cols <- setdiff(cols, "converged")
+  shown <- df[seq_len(min(n, nrow(df))), cols, drop = FALSE]
+  print(shown, row.names = FALSE, digits = 4L, ...)
+  if (nrow(df) > n) cat(sprintf("  ... %d more set(s)\n", nrow(df) - n))
+  if (any(!df$converged)) cat(sprintf("  %d set(s) not converged\n", sum(!df$converged)))
   invisible(x)
 }
 
@@ -631,6 +720,14 @@ pbnSimulate <- function(pbn, steps, from = NULL, trajectories = 1, p = 0.001,
   a <- backend_args(b)
   seed <- resolve_seed(seed)
   flat <- pbn_flatten(net, rep(TRUE, n), p, update == "asynchronous")
+  # the states (8 bytes a word of 64 nodes) and the logical array (4 bytes
+  # a node) of every step of every trajectory
+  alloc_guard(pbn_simulate_run(flat, from_pairs, seed, trajectories, steps, a, b, n, W, net),
+              "steps", bytes = (steps + 1) * trajectories * (8 * W + 8 * n),
+              what = "the trajectories (`steps` x `trajectories` x nodes)")
+}
+
+pbn_simulate_run <- function(flat, from_pairs, seed, trajectories, steps, a, b, n, W, net) {
   v <- .Call(ffi_pbn_simulate, list(net = flat, from = from_pairs),
              list(seed = as.double(seed), chains = as.double(trajectories), steps = as.double(steps)),
              run_list(a, devices = a$device))$states

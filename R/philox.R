@@ -61,7 +61,8 @@ philoxDraws <- function(n, seed, subsequence = 0, offset = 0,
   }
   if (n * streams > 2^31 - 1) stop_input("`n` * `streams` must stay below 2^31")
   b <- resolveBackend(backend, threads, device)
-  x <- rng_fill(type, n, seed, subsequence, offset, streams, bound, b)
+  x <- alloc_guard(rng_fill(type, n, seed, subsequence, offset, streams, bound, b), "n",
+                   bytes = 8 * n * streams, what = "the draws")
   if (streams > 1) dim(x) <- c(n, streams)
   x
 }
@@ -91,7 +92,8 @@ philoxShuffle <- function(n, seed, subsequence = 0, streams = 1, backend = "cpu"
   streams <- check_whole(streams, "streams", min = 1, max = 2^31 - 1)
   if (n * streams > 2^31 - 1) stop_input("`n` * `streams` must stay below 2^31")
   b <- resolveBackend(backend, threads, device)
-  x <- as.integer(rng_fill("shuffle", n, seed, subsequence, 0, streams, 1, b)) + 1L
+  x <- alloc_guard(as.integer(rng_fill("shuffle", n, seed, subsequence, 0, streams, 1, b)) + 1L, "n",
+                   bytes = 16 * n * streams, what = "the permutations")
   if (streams > 1) dim(x) <- c(n, streams)
   x
 }

@@ -118,14 +118,16 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   chosen by `assay`) or a GCT file path. For a preranked analysis, a named numeric
 #'   vector (the metric of each gene) or an `.rnk` file path; permutation is
 #'   then `"gene"`.
-#' @param phenotype The two classes of the samples: a factor (its first
-#'   level is class A), a character vector (the first value seen is class
-#'   A), a logical vector (`TRUE` is class A), a CLS file path, or the name
-#'   of a column of `colData(expr)` (SummarizedExperiment) or `pData(expr)`
-#'   (ExpressionSet). Not used for a preranked analysis.
+#' @param phenotype The two classes of the samples: a factor, a character
+#'   vector, a logical vector, a CLS file path, or the name of a column of
+#'   `colData(expr)` (SummarizedExperiment) or `pData(expr)`
+#'   (ExpressionSet). Which class is class A (the numerator of the metric:
+#'   a positive NES means enriched in class A) is set by `classA`. Must be
+#'   left out for a preranked analysis (an error otherwise).
 #' @param geneSets A named list of character vectors, a GSEABase
 #'   `GeneSetCollection`, or a GMT file path. Genes are matched to the row
-#'   names ignoring case; sets are restricted to the genes present.
+#'   names (or the names of a preranked vector) exactly, so `IGK` and `Igk`
+#'   are two genes; sets are restricted to the genes present.
 #' @param assay For a `SummarizedExperiment` or an `ExpressionSet`: the
 #'   assay to use, a name or an index (default `NULL`: the only assay, or
 #'   `exprs` of an ExpressionSet; an error when there are several).
@@ -164,6 +166,17 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   `interactive()`).
 #' @param keepNull Return the null ES (sets x permutations) in the
 #'   attribute `nullES` (default `FALSE`; needs 8 bytes per entry).
+#' @param classA The class of interest, the numerator of the metric (a
+#'   positive NES is enrichment in it), e.g. `classA = "cancer"`. By
+#'   default (`NULL`) class A is the first level of a factor, the first
+#'   value seen in a character vector, or `TRUE` in a logical vector.
+#'   Note that limma's `model.matrix(~ group)` estimates the second level
+#'   minus the first (the reference): for the same signs as limma, give
+#'   `classA = levels(group)[2]`.
+#' @param ignoreCase Match gene names ignoring case (as the Broad tool does)
+#'   instead of exactly (default `FALSE`, as Bioconductor tools do). With
+#'   `TRUE`, two genes whose names differ only by case (`IGK`, `Igk`) are
+#'   an error.
 #' @param BPPARAM A BiocParallel back-end (`MulticoreParam`, `SnowParam`,
 #'   `BatchtoolsParam` for a cluster...) to share the permutations among
 #'   R workers, each a contiguous range, on the CPU or each on a GPU of
@@ -186,7 +199,10 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   `pvalue` (`"permutation"` or `"multilevel"`), `eps`, `sampleSize` (multilevel only),
 #'   `classes`, `backend`, `device`, `deviceName`, `time` (seconds, call to
 #'   table), `stageTime` (engine seconds: observed + pass 1, pass 2,
-#'   statistics) and `nullES` when `keepNull`.
+#'   statistics) and `nullES` when `keepNull`.  A set whose null ES of the
+#'   observed sign are absent or average 0 (with very few permutations) has
+#'   `NaN` NES, FDR and FWER, with a warning of class
+#'   `sysbioGPU_warning_undefined` that names the sets.
 #' @seealso [gseaStats()], [readGCT()], [readCLS()], [readGMT()],
 #'   [plot.rapidGSEA()]
 #' @examples
@@ -207,10 +223,12 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
                       backend = getOption("sysbioGPU.backend", "auto"),
                       threads = getOption("sysbioGPU.threads"),
                       device = getOption("sysbioGPU.device", 0L),
-                      verbose = interactive(), keepNull = FALSE, BPPARAM = NULL) {
+                      verbose = interactive(), keepNull = FALSE, BPPARAM = NULL, classA = NULL,
+                      ignoreCase = FALSE) {
   t_start <- proc.time()[["elapsed"]]
   if (missing(expr)) stop_input("`expr` is missing")
-  if (missing(geneSets)) stop_input("`geneSets` is missing")
+  if (missing(geneSets)) gsea_missing_sets(expr, phenotype)
+  ignoreCase <- check_flag(ignoreCase, "ignoreCase")
   metric <- check_choice(metric, gsea_metrics, "metric")
   perm_given <- !missing(permutation)
   permutation <- check_choice(permutation, c("phenotype", "gene"), "permutation")
@@ -236,9 +254,15 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
 
   ct <- gsea_container(expr, phenotype, assay)
   phenotype <- ct$phenotype
-  d <- gsea_data(ct$expr)
+  d <- gsea_data(ct$expr, ignoreCase)
   preranked <- is.null(d$expr)
   if (preranked) {
+    if (!is.null(phenotype)) {
+      stop_input("`phenotype` is given, but `expr` is a preranked list (a named numeric vector or an .rnk file), ",
+                 "which has no samples to permute: leave `phenotype` out, or give the expression matrix",
+                 if (gsea_looks_like_sets(phenotype)) "; to pass gene sets, name them: rapidGSEA(stats, geneSets = sets)")
+    }
+    if (!is.null(classA)) stop_input("`classA` names a class of the samples; a preranked `expr` has none")
     if (perm_given && permutation == "phenotype") {
       stop_input("`permutation` = \"phenotype\" needs an expression matrix; a preranked `expr` permutes genes")
     }
@@ -248,7 +272,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
     classes <- NULL
   } else {
     genes <- rownames(d$expr)
-    ph <- gsea_phenotype(phenotype, ncol(d$expr))
+    ph <- gsea_phenotype(phenotype, ncol(d$expr), classA)
     labels <- ph$labels
     classes <- ph$classes
     if (metric %in% c("ratio_of_classes", "log2_ratio_of_classes") && any(d$expr <= 0)) {
@@ -263,7 +287,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
   }
   gsea_check_numbers(d, metric, weight, labels)
   if (preranked) gsea_check_metric(d$ranking, weight)
-  gs <- gsea_sets(geneSets, genes, minSize, maxSize)
+  gs <- gsea_sets(geneSets, genes, minSize, maxSize, ignoreCase)
   if (keepNull && nperm * length(gs$names) > 2^31 - 1) {
     stop_input("`keepNull` = TRUE would hold ", length(gs$names), " x ", nperm, " ES: too many for one matrix")
   }
@@ -276,11 +300,15 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
   job <- list(expr = d$expr, labels = labels, ranking = d$ranking, start = gs$start, index = gs$index,
               metric = match(metric, gsea_metrics) - 1L, weight = as.double(weight),
               gene = permutation == "gene", seed = seed, nperm = nperm,
-              batch = as.double(getOption("sysbioGPU.gseaBatch", 0)), # permutations per batch; tests only
-              cache = as.double(getOption("sysbioGPU.gseaCache", -1)), # GPU: most permutations kept; tests only
+              # engine settings (?`sysbioGPU-options`)
+              batch = as.double(engine_option("sysbioGPU.gseaBatch", "rapidGSEA") %||% 0),
+              cache = as.double(engine_option("sysbioGPU.gseaCache", "rapidGSEA") %||% -1),
               keepNull = keepNull, gpu = a$gpu, threads = a$threads, devices = a$devices)
-  r <- if (is.null(BPPARAM)) gsea_engine(job, 0L, c(0, 0), NULL, a$devices, verbose)
-       else gsea_workers(job, BPPARAM)
+  r <- alloc_guard(if (is.null(BPPARAM)) gsea_engine(job, 0L, c(0, 0), NULL, a$devices, verbose)
+                   else gsea_workers(job, BPPARAM),
+                   if (keepNull) "keepNull" else "nperm",
+                   bytes = if (keepNull) 8 * nperm * length(gs$names),
+                   what = if (keepNull) "the null ES (sets x `nperm`)" else "the null statistics")
 
   if (!preranked) gsea_check_metric(r$metric, weight)
   ord <- r$order + 1L
@@ -313,6 +341,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
                     NES = r$nes, pval = pval, padj = stats::p.adjust(pval, "BH"), FDR = r$fdr, FWER = r$fwer,
                     log2err = log2err, rankAtMax = r$pos + 1L, stringsAsFactors = FALSE)
   out$leadingEdge <- gsea_genelist(unname(split(genes[gi[in_lead]], f[in_lead])))
+  gsea_warn_undefined(out, nperm)
   if (keepNull) {
     null <- r$null
     dimnames(null) <- list(gs$names, NULL)
@@ -324,6 +353,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
             permutation = permutation, pvalue = pvalue, eps = eps,
             sampleSize = if (pvalue == "multilevel") as.integer(sampleSize), classes = classes,
             backend = b$backend, device = b$devices, deviceName = b$deviceName,
+            engineSettings = engine_settings("rapidGSEA"),
             stageTime = stats::setNames(r$seconds, c("observed+pass1", "pass2", "statistics")),
             time = proc.time()[["elapsed"]] - t_start,
             nullES = if (keepNull) null else NULL)
@@ -331,17 +361,21 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
 
 # Multilevel p-values of preranked sets (src/gsea/gsea_multilevel.c):
 # metric in rank order, the sets as 0-based rank positions (start: offsets).
-# moves: kept swaps per member per level (option for tests and probes only).
+# moves: kept swaps per member per level; waveBytes: GPU memory per wave
+# of rulers, 0 for half the free memory (engine settings for tests and
+# probes, ?`sysbioGPU-options`).
 # gpu: the members' moves on GPU `device` (the same p as on the CPU).
 gsea_multilevel <- function(metric, weight, start, pos, seed, eps, sampleSize, nSign = 1000L,
-                            moves = getOption("sysbioGPU.gseaMoves", 1L), threads = 1L, gpu = FALSE, device = 0L,
-                            verbose = FALSE) {
+                            moves = engine_option("sysbioGPU.gseaMoves", "rapidGSEA") %||% 1L,
+                            waveBytes = engine_option("sysbioGPU.gseaWaveBytes", "rapidGSEA") %||% 0,
+                            threads = 1L, gpu = FALSE, device = 0L, verbose = FALSE) {
   .Call(ffi_gsea_multilevel,
         list(metric = as.double(metric), weight = as.double(weight), start = as.integer(start),
              pos = as.integer(pos)),
         list(seed = as.double(seed), sampleSize = as.integer(sampleSize), nSign = as.integer(nSign),
              moves = as.integer(moves), eps = as.double(eps)),
-        run_list(list(gpu = gpu), verbose, threads = threads, devices = device))
+        c(run_list(list(gpu = gpu), verbose, threads = threads, devices = device),
+          list(waveBytes = as.double(waveBytes))))
 }
 
 # One engine call: the whole run (phase 0) or a BPPARAM worker's share of
@@ -364,6 +398,8 @@ gsea_workers <- function(job, BPPARAM) {
   sp <- bp_split(BPPARAM, job$nperm, job$devices)
   ranges <- lapply(sp$ranges, `+`, 1)  # 1-based permutation numbers
   devs <- sp$devices
+  release <- bp_hold(BPPARAM)
+  on.exit(release(), add = TRUE)
   t0 <- proc.time()[["elapsed"]]
   p1 <- bp_map(BPPARAM, gsea_share, ranges, devs, MoreArgs = list(phase = 1L, norm = NULL, job = job))
   r <- p1[[1L]]
@@ -380,8 +416,29 @@ gsea_workers <- function(job, BPPARAM) {
   r
 }
 
+# Gene names are matched exactly, as every Bioconductor tool does ('IGK'
+# and 'Igk' are two genes); ignoreCase = TRUE folds case, as the Broad
+# tool does, and then names equal ignoring case are a clash.
+gsea_check_gene_names <- function(nm, ignoreCase) {
+  dup <- duplicated(nm)
+  if (any(dup)) {
+    g <- nm[dup][[1L]]
+    stop_input("`expr` has duplicated gene names, e.g. '", g, "' (rows ", paste(which(nm == g), collapse = " and "), ")")
+  }
+  if (!ignoreCase) return(invisible(TRUE))
+  up <- toupper(nm)
+  dup <- duplicated(up)
+  if (any(dup)) {
+    g <- nm[up == up[dup][[1L]]]
+    stop_input("`expr` has gene names equal ignoring case, e.g. ", paste0("'", g, "'", collapse = " and "),
+               ", and `ignoreCase` = TRUE matches them ignoring case; use `ignoreCase` = FALSE (the default) ",
+               "to keep them as distinct genes")
+  }
+  invisible(TRUE)
+}
+
 # expr -> list(expr = numeric matrix or NULL, ranking = named vector or NULL)
-gsea_data <- function(expr) {
+gsea_data <- function(expr, ignoreCase = FALSE) {
   if (is.character(expr) && length(expr) == 1L && is.null(dim(expr))) {
     if (grepl("\\.rnk$", expr, ignore.case = TRUE)) expr <- read_rnk(expr)
     else expr <- readGCT(expr)
@@ -393,30 +450,56 @@ gsea_data <- function(expr) {
     if (length(expr) < 2L) stop_input("`expr` must rank at least 2 genes")
     if (any(!is.finite(expr))) stop_input("`expr` has NA, NaN or infinite values (", sum(!is.finite(expr)), ")")
     if (anyNA(names(expr)) || any(!nzchar(names(expr)))) stop_input("`expr` has missing gene names")
-    dup <- duplicated(toupper(names(expr)))
-    if (any(dup)) stop_input("`expr` has duplicated gene names, e.g. '", names(expr)[dup][[1L]], "'")
+    gsea_check_gene_names(names(expr), ignoreCase)
     ranking <- as.double(expr)
     names(ranking) <- names(expr)
     return(list(expr = NULL, ranking = ranking))
   }
   if (!is.matrix(expr) || !is.numeric(expr)) {
     stop_input("`expr` must be a numeric matrix (genes x samples), an ExpressionSet, a SummarizedExperiment, ",
-               "a GCT file path or a named numeric vector, not ", class(expr)[[1L]])
+               "a GCT file path or a named numeric vector, not ", describe_value(expr))
   }
   if (nrow(expr) < 2L) stop_input("`expr` must have at least 2 genes (rows)")
   if (any(!is.finite(expr))) stop_input("`expr` has NA, NaN or infinite values (", sum(!is.finite(expr)), ")")
   rn <- rownames(expr)
   if (is.null(rn) || anyNA(rn) || any(!nzchar(rn))) stop_input("`expr` needs gene names as row names")
-  dup <- duplicated(toupper(rn))
-  if (any(dup)) stop_input("`expr` has duplicated gene names, e.g. '", rn[dup][[1L]], "'")
+  gsea_check_gene_names(rn, ignoreCase)
   storage.mode(expr) <- "double"
   list(expr = expr, ranking = NULL)
 }
 
-# phenotype -> list(labels = 0/1 integer (0 = class A), classes = c(A, B))
-gsea_phenotype <- function(phenotype, n) {
+# What looks like gene sets: a list of character vectors, a
+# GeneSetCollection or a .gmt path (for hints at the argument order).
+gsea_looks_like_sets <- function(x) {
+  (is.list(x) && !is.data.frame(x) && length(x) > 0L && all(vapply(x, is.character, TRUE))) ||
+    methods::is(x, "GeneSetCollection") ||
+    (is.character(x) && length(x) == 1L && grepl("\\.gmt$", x, ignore.case = TRUE))
+}
+
+# `geneSets` missing: say so, with a hint when the sets came in another slot.
+gsea_missing_sets <- function(expr, phenotype) {
+  hint <- if (gsea_looks_like_sets(expr)) {
+    paste0("; `expr` looks like gene sets: the arguments are rapidGSEA(expr, phenotype, geneSets), ",
+           "e.g. rapidGSEA(stats, geneSets = sets) for a preranked vector")
+  } else if (!is.null(phenotype) && gsea_looks_like_sets(phenotype)) {
+    "; the second argument is `phenotype`: name the sets, e.g. rapidGSEA(stats, geneSets = sets)"
+  } else ""
+  stop_input("`geneSets` is missing", hint, call = sys.call(-1))
+}
+
+# phenotype -> list(labels = 0/1 integer (0 = class A), classes = c(A, B));
+# classA (a class name, or NULL: the first level) is the numerator.
+gsea_phenotype <- function(phenotype, n, classA = NULL) {
   if (is.null(phenotype)) stop_input("`phenotype` is missing: give the two classes of the samples")
-  if (is.character(phenotype) && length(phenotype) == 1L && n != 1L) phenotype <- readCLS(phenotype)
+  if (is.character(phenotype) && length(phenotype) == 1L && n != 1L) {
+    # one string is a CLS file path; one that names no file is more likely a
+    # single label than a file that went missing
+    if (!is.na(phenotype) && !file.exists(phenotype) && !grepl("[/\\\\.]", phenotype)) {
+      stop_input("`phenotype` is the single string '", phenotype, "': give one label per sample (",
+                 n, ") or the path of a CLS file (no file '", phenotype, "' exists)")
+    }
+    phenotype <- readCLS(phenotype)
+  }
   if (is.logical(phenotype)) {
     if (anyNA(phenotype)) stop_input("`phenotype` has NA values")
     phenotype <- factor(ifelse(phenotype, "TRUE", "FALSE"), levels = c("TRUE", "FALSE"))
@@ -436,6 +519,14 @@ gsea_phenotype <- function(phenotype, n) {
     stop_input("`phenotype` must have exactly 2 classes, it has ", length(lev),
                if (length(lev)) paste0(" (", paste(lev, collapse = ", "), ")") else "")
   }
+  if (!is.null(classA)) {
+    if (is.logical(classA)) classA <- as.character(classA)
+    if (!is.character(classA) || length(classA) != 1L || is.na(classA) || !(classA %in% lev)) {
+      stop_input("`classA` must name one of the two classes (", paste0("'", lev, "'", collapse = ", "), "), not ",
+                 arg_label(classA))
+    }
+    lev <- c(classA, setdiff(lev, classA))
+  }
   tab <- table(factor(phenotype, levels = lev))
   if (any(tab < 3L)) {
     stop_input("`phenotype`: each class needs at least 3 samples; class '", names(tab)[tab < 3L][[1L]],
@@ -446,7 +537,7 @@ gsea_phenotype <- function(phenotype, n) {
 
 # geneSets -> list(names, size, start, index): the kept sets' names and
 # sizes, and their 0-based gene indices, set after set (start: offsets)
-gsea_sets <- function(geneSets, genes, minSize, maxSize) {
+gsea_sets <- function(geneSets, genes, minSize, maxSize, ignoreCase = FALSE) {
   if (is.character(geneSets) && length(geneSets) == 1L) {
     geneSets <- readGMT(geneSets)
   } else if (methods::is(geneSets, "GeneSetCollection")) {
@@ -463,16 +554,17 @@ gsea_sets <- function(geneSets, genes, minSize, maxSize) {
   if (anyDuplicated(names(geneSets))) {
     stop_input("`geneSets` has duplicated names, e.g. '", names(geneSets)[duplicated(names(geneSets))][[1L]], "'")
   }
-  # All memberships at once: match() exactly first (gene names are unique
-  # ignoring case, so this is the case-insensitive match wherever it hits),
-  # toupper() only for the rest; then one radix order by (set, gene) drops
-  # duplicates and gives each set's genes in index order.
+  # All memberships at once: match() exactly (with ignoreCase, exactly
+  # first: gene names are then unique ignoring case, so an exact hit is the
+  # case-insensitive one; toupper() only for the rest); then one radix
+  # order by (set, gene) drops duplicates and gives each set's genes in
+  # index order.
   if (any(vapply(geneSets, is.factor, TRUE))) geneSets <- lapply(geneSets, as.character)
   all <- unlist(geneSets, use.names = FALSE)
   grp <- rep.int(seq_along(geneSets), lengths(geneSets))
   hit <- match(all, genes)
   miss <- which(is.na(hit))
-  if (length(miss)) hit[miss] <- match(toupper(all[miss]), toupper(genes))
+  if (ignoreCase && length(miss)) hit[miss] <- match(toupper(all[miss]), toupper(genes))
   ok <- !is.na(hit)
   grp <- grp[ok]
   hit <- hit[ok]
@@ -511,7 +603,9 @@ gsea_sets <- function(geneSets, genes, minSize, maxSize) {
 #' @return A data.frame with columns `ES`, `NES`, `pval`, `padj`
 #'   (Benjamini-Hochberg), `FDR`, `FWER`, one row per set (row names from
 #'   `es` or `esNull`). Enrichment scores lie in \[-1, 1\]: values outside
-#'   (beyond rounding) are an error.
+#'   (beyond rounding) are an error.  Undefined statistics (`NaN`: no null
+#'   ES of the observed sign, or only zeros) come with a warning of class
+#'   `sysbioGPU_warning_undefined`.
 #' @examples
 #' f <- system.file("extdata", "gsea_edb", "results.edb", package = "sysbioGPU")
 #' set.seed(2)
@@ -525,7 +619,8 @@ gseaStats <- function(es, esNull, threads = getOption("sysbioGPU.threads")) {
   }
   if (!is.matrix(esNull) || !is.numeric(esNull) || nrow(esNull) != length(es) || ncol(esNull) < 1L) {
     stop_input("`esNull` must be a numeric matrix with one row per element of `es` (", length(es),
-               ") and at least one column")
+               ") and at least one column, not ", describe_value(esNull),
+               if (is.matrix(esNull)) paste0(" of ", nrow(esNull), " x ", ncol(esNull)))
   }
   if (any(!is.finite(esNull))) stop_input("`esNull` has NA or infinite values")
   gsea_check_es_range(es, "es")
@@ -534,8 +629,24 @@ gseaStats <- function(es, esNull, threads = getOption("sysbioGPU.threads")) {
   storage.mode(esNull) <- "double"
   r <- .Call(ffi_gsea_stats, as.double(es), esNull, b$threads)
   nm <- if (!is.null(names(es))) names(es) else rownames(esNull)
-  data.frame(ES = as.double(es), NES = r$nes, pval = r$pval, padj = stats::p.adjust(r$pval, "BH"),
-             FDR = r$fdr, FWER = r$fwer, row.names = nm)
+  out <- data.frame(ES = as.double(es), NES = r$nes, pval = r$pval, padj = stats::p.adjust(r$pval, "BH"),
+                    FDR = r$fdr, FWER = r$fwer, row.names = nm)
+  gsea_warn_undefined(cbind(set = if (is.null(nm)) as.character(seq_along(es)) else nm, out), ncol(esNull))
+  out
+}
+
+# NES (and so FDR and FWER, and p with too few nulls) is undefined for a set
+# whose null ES of the observed sign are absent or average 0: with few
+# permutations (nperm = 1 or 2) or a degenerate null.  Those NaN come with
+# a classed warning (sysbioGPU_warning_undefined) that names the sets.
+gsea_warn_undefined <- function(out, nperm) {
+  bad <- which(!is.finite(out$NES) | is.na(out$pval) | is.na(out$FDR) | is.na(out$FWER))
+  if (!length(bad)) return(invisible(NULL))
+  warn_sbg("undefined", length(bad), " set(s) have undefined (NaN) statistics: ",
+           paste(utils::head(out$set[bad], 5L), collapse = ", "), if (length(bad) > 5L) ", ...",
+           ". Their null ES of the observed sign (out of ", format(nperm, scientific = FALSE),
+           " permutation(s)) are absent or average 0, so NES, FDR and FWER cannot be computed",
+           if (nperm < 100) "; use more permutations (`nperm`)" else "")
 }
 
 #' @export
@@ -549,8 +660,8 @@ print.rapidGSEA <- function(x, n = 10L, ...) {
   dev <- if (attr(x, "backend") == "gpu") sprintf("GPU %s (%s)", paste(attr(x, "device"), collapse = ", "), attr(x, "deviceName")) else "CPU"
   cat(sprintf("  %s, %.2f s, seed %s\n", dev, attr(x, "time"), format(attr(x, "seed"), scientific = FALSE)))
   if (nrow(x) == 0L) return(invisible(x))
-  o <- order(x$pval, -abs(x$NES))
-  top <- as.data.frame(unclass(x)[intersect(c("set", "size", "ES", "NES", "pval", "padj", "FDR", "FWER"), names(x))])[o[seq_len(min(n, nrow(x)))], ]
+  # the table's own order (the order of the sets given, or the user's sort)
+  top <- as.data.frame(unclass(x)[intersect(c("set", "size", "ES", "NES", "pval", "padj", "FDR", "FWER"), names(x))])[seq_len(min(n, nrow(x))), ]
   top$set <- ifelse(nchar(top$set) > 30, paste0(substr(top$set, 1, 27), "..."), top$set) # one line at width 80
   print(gsea_format_table(top, attr(x, "nperm")), right = TRUE, row.names = FALSE)
   if (nrow(x) > n) cat(sprintf("  ... %d more sets\n", nrow(x) - n))

@@ -7,15 +7,18 @@
 #' a report, or `rbind()` the rows of several runs.
 #'
 #' @param x A result of [rapidGSEA()], [parCosnet()], [cvParCosnet()],
-#'   [pbnSteadyState()], [grnEvolve()] or [lassieSimulate()].
+#'   [pbnSteadyState()], [grnEvolve()] or [lassieSimulate()] (matrices,
+#'   a batch or, with `output = "array"`, the array).
 #' @param ... Unused.
 #' @return A data frame with one row and the columns `method`, `backend`
 #'   (`"cpu"` or `"gpu"`), `device` (the GPU indices, comma-separated when
 #'   several; `NA` on the CPU), `deviceName`, `threads` (CPU threads of the
 #'   calling process), `workers` (R workers of `BPPARAM`, 1 without),
 #'   `seed` (`NA` for methods without randomness), `seconds` (wall time of
-#'   the call) and `version` (of sysbioGPU). Fields a result does not record
-#'   are `NA`.
+#'   the call), `version` (of sysbioGPU) and `engineSettings` (the engine
+#'   settings of [sysbioGPU-options] that were set for the run, as
+#'   `"name=value"` separated by `"; "`, `NA` when none was). Fields a
+#'   result does not record are `NA`.
 #' @examples
 #' net <- pbn(list(A = "!B", B = "A"))
 #' ss <- pbnSteadyState(net, c(A = TRUE), method = "exact")
@@ -45,12 +48,13 @@ runInfo.default <- function(x, ...) {
     seed = run_scalar(run_field(x, "seed"), NA_real_),
     seconds = run_scalar(run_field(x, c("seconds", "time", "elapsed")), NA_real_),
     version = as.character(utils::packageVersion("sysbioGPU")),
+    engineSettings = run_scalar(run_field(x, "engineSettings"), NA_character_),
     stringsAsFactors = FALSE
   )
 }
 
 run_info_methods <- c("rapidGSEA", "parCosnet", "cvParCosnet", "pbnSteadyState", "grnEvolve",
-                      "lassieSimulation", "lassieBatch")
+                      "lassieSimulation", "lassieBatch", "lassieArray")
 
 # A result records its run as list elements (parCosnet, grnEvolve), as
 # attributes (data frames and matrices) or, for pbnSteadyState's sampled

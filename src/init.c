@@ -1,4 +1,27 @@
-/* Registration of the .Call entry points; nothing else lives here. */
+/* Registration of the .Call entry points; nothing else lives here.
+ *
+ * Internal entry points.  Besides the methods' glue, a few entries serve
+ * only the tests and the benchmarks; they are marked "internal" below:
+ *   ffi_busy                    an interruptible run that holds memory, for
+ *                               the tests of Ctrl-C and of memory release
+ *                               (busy_run(), src/core/selftest_*.c);
+ *   ffi_grn_testhook            one genetic operator of grnEvolve's engine
+ *                               on populations given from R
+ *                               (test-grn-operators.R, src/grn/grn_testhooks.c);
+ *   ffi_grn_bench               timed fitness evaluations of a random
+ *                               population (grn_bench_eval(): inst/bench/grn.R
+ *                               and a test);
+ *   ffi_cosnet_learn            COSNet's learning step alone (tests);
+ *   ffi_cosnet_random_network   the benchmark's random networks
+ *                               (cosnet_random_network());
+ *   ffi_lassie_rhs, ffi_lassie_jacobian, ffi_lassie_lu_solve,
+ *   ffi_lassie_device_bdf_pays  pieces of lassieSimulate()'s engine checked
+ *                               one by one against oracles (tests).
+ * They ship in every build because R CMD check runs the tests against the
+ * installed package.  They cost nothing when not called (no state, no work
+ * at load) and no exported R function reaches them: only their internal R
+ * wrappers (with `:::`) and the tests, which give them well-formed input;
+ * they are not an interface for users. */
 #define R_NO_REMAP
 #include <R.h>
 #include <Rinternals.h>
@@ -11,6 +34,7 @@ SEXP ffi_threads_info(void);
 SEXP ffi_philox_block(SEXP, SEXP);
 SEXP ffi_rng_fill(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_busy(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_gzip_check(SEXP);
 /* parCosnet */
 SEXP ffi_cosnet(SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_learn(SEXP, SEXP, SEXP);
@@ -61,7 +85,8 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_threads_info, 0),
     CALLDEF(ffi_philox_block, 2),
     CALLDEF(ffi_rng_fill, 10),
-    CALLDEF(ffi_busy, 6),
+    CALLDEF(ffi_busy, 6), /* internal */
+    CALLDEF(ffi_gzip_check, 1),
     /* rapidGSEA */
     CALLDEF(ffi_gsea_run, 3),
     CALLDEF(ffi_gsea_combine1, 4),
@@ -70,9 +95,9 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_gsea_multilevel, 3),
     /* parCosnet */
     CALLDEF(ffi_cosnet, 3),
-    CALLDEF(ffi_cosnet_learn, 3),
+    CALLDEF(ffi_cosnet_learn, 3), /* internal */
     CALLDEF(ffi_cosnet_check, 5),
-    CALLDEF(ffi_cosnet_random_network, 4),
+    CALLDEF(ffi_cosnet_random_network, 4), /* internal */
     CALLDEF(ffi_cosnet_labels, 1),
     CALLDEF(ffi_cosnet_folds, 4),
     CALLDEF(ffi_cosnet_cv_metrics, 6),
@@ -86,18 +111,18 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_grn_evolve, 3),
     CALLDEF(ffi_grn_simulate, 2),
     CALLDEF(ffi_grn_evaluate, 4),
-    CALLDEF(ffi_grn_bench, 3),
+    CALLDEF(ffi_grn_bench, 3), /* internal */
     CALLDEF(ffi_grn_round, 3),
     CALLDEF(ffi_grn_decode, 4),
-    CALLDEF(ffi_grn_testhook, 7),
+    CALLDEF(ffi_grn_testhook, 7), /* internal */
     /* lassieSimulate */
     CALLDEF(ffi_lassie_simulate, 3),
     CALLDEF(ffi_lassie_batch_values, 2),
     CALLDEF(ffi_lassie_output, 5),
-    CALLDEF(ffi_lassie_rhs, 3),
-    CALLDEF(ffi_lassie_jacobian, 3),
-    CALLDEF(ffi_lassie_lu_solve, 6),
-    CALLDEF(ffi_lassie_device_bdf_pays, 3),
+    CALLDEF(ffi_lassie_rhs, 3), /* internal */
+    CALLDEF(ffi_lassie_jacobian, 3), /* internal */
+    CALLDEF(ffi_lassie_lu_solve, 6), /* internal */
+    CALLDEF(ffi_lassie_device_bdf_pays, 3), /* internal */
     CALLDEF(ffi_lassie_read_sbml, 1),
     CALLDEF(ffi_lassie_sbml_available, 0),
     {NULL, NULL, 0}};

@@ -65,7 +65,7 @@ same("grnEvolve GPU rounds == one call", identical(a$history, r$history) && iden
 # lassieSimulate: a batch on the device, stiff ones in the device's implicit
 # steps (lassie_gpu_bdf.cu), output times interpolated
 # (forced: so small a batch would take the host's implicit steps)
-Sys.setenv(SYSBIOGPU_LASSIE_DEVICE_BDF = "1")
+options(sysbioGPU.lassieDeviceBDF = TRUE)
 m <- readBioNetGen(ex("lassie", "Haugh2b.net"))
 K <- rbind(m$rates, m$rates * 1.5, m$rates * 0.5)
 lg <- lassieSimulate(m, times = 0:10, rates = K, backend = "gpu", verbose = FALSE)

@@ -1,9 +1,11 @@
 #!/bin/sh
 # Installs what building, checking and demonstrating sysbioGPU needs on a
 # Debian-like machine, from Debian's own packages (CRAN and Bioconductor may
-# be unreachable). A no-op when everything is present.
+# be unreachable). A no-op when everything is present. With arguments, those
+# packages instead (tools/slurm-local.sh install).
 set -u
 pkgs="r-base-core r-base-dev r-cran-testthat r-cran-knitr r-cran-rmarkdown pandoc r-bioc-biobase r-bioc-summarizedexperiment r-bioc-gseabase r-bioc-biocparallel r-cran-matrix r-cran-cli r-cran-boolnet r-cran-desolve libsbml5-dev pkg-config"
+[ $# -gt 0 ] && pkgs="$*"
 
 missing=""
 for p in $pkgs; do

@@ -88,7 +88,7 @@ t_bench <- proc.time()[["elapsed"]]
 # diff_of_classes (its signal2noise takes the biased standard deviation
 # without Broad's fix-low rule, so only class differences rank alike).
 # Without CUDAGSEA_BIN the column shows cudaGSEA's times measured once on
-# an H200 (see BENCHMARKS.md, rapidGSEA): cited, not measured by this run.
+# an H200 with CUDAGSEA_BIN set: cited, not measured by this run.
 cg_bin <- Sys.getenv("CUDAGSEA_BIN", "")
 if (nzchar(cg_bin) && !file_test("-x", cg_bin)) stop("CUDAGSEA_BIN: '", cg_bin, "' is not an executable file")
 cg_sizes <- as.integer(strsplit(Sys.getenv("CUDAGSEA_SIZES", "10,14,16,18,20"), ",")[[1L]])
@@ -185,7 +185,7 @@ cg_measure <- function(nm, e, res, dev) {
   if (nm != "c2") return(none)
   if (!nzchar(cg_bin)) {
     if (!gpu || !(as.character(e) %in% names(cg_cited))) return(none)
-    return(list(s = cg_cited[[as.character(e)]], own = NA_real_, src = "CITED: H200, BENCHMARKS.md"))
+    return(list(s = cg_cited[[as.character(e)]], own = NA_real_, src = "CITED: H200"))
   }
   if (!(e %in% cg_sizes) || cg_failed) return(none)
   where <- if (gpu) c("-gpu", attr(res, "device")[[1L]]) else "-cpu"
@@ -253,7 +253,7 @@ if (nzchar(cg_bin)) {
       if (is.null(cg_dir)) "GCT file);" else sprintf("%.0f MB GCT file);", file.size(file.path(cg_dir, "x.gct")) / 2^20),
       "cudaGSEA_own_s: its own overall timing; vs_cudaGSEA = cudaGSEA_s / seconds\n")
 } else {
-  cat("cudaGSEA_s: CITED, not measured by this run: cudaGSEA's H200 times of BENCHMARKS.md, rapidGSEA (2^10, 2^14, 2^16);",
+  cat("cudaGSEA_s: CITED, not measured by this run: cudaGSEA's times measured once on an H200 (2^10, 2^14, 2^16);",
       "set CUDAGSEA_BIN to run it side by side\n")
 }
 print(tab, row.names = FALSE)

@@ -1,5 +1,5 @@
 # Implicit steps on the GPU: stiff batches with the device's BDF against
-# the host's BDF behind the same GPU engine (SYSBIOGPU_LASSIE_DEVICE_BDF=0)
+# the host's BDF behind the same GPU engine (option sysbioGPU.lassieDeviceBDF = FALSE)
 # and against the CPU
 # engine on all threads, the results checked bit for bit against the CPU's.
 # Seconds from the R call, best of LASSIE_BDF_REPS (default 2) runs, and
@@ -14,7 +14,7 @@
 # default all processors), LASSIE_BDF_CPU=0 skips the CPU engine (then the
 # check is against the host's BDF within 1e-9 only), LASSIE_BDF_TEAMS
 # (e.g. "32,16,8": the Chen batch again with that many lanes per
-# simulation, SYSBIOGPU_LASSIE_BDF_TEAM), LASSIE_CROSSOVER (the crossover
+# simulation, option sysbioGPU.lassieBdfTeam), LASSIE_CROSSOVER (the crossover
 # of the device's implicit steps with the model's size, below).
 suppressPackageStartupMessages(library(sysbioGPU))
 env_num <- function(v, d) { x <- Sys.getenv(v); if (nzchar(x)) as.numeric(x) else d }
@@ -159,10 +159,10 @@ best <- function(f) {
   }
   list(v = v, s = s, e = e)
 }
-with_env <- function(var, val, f) {
-  old <- Sys.getenv(var, unset = NA)
-  do.call(Sys.setenv, stats::setNames(list(val), var))
-  on.exit(if (is.na(old)) Sys.unsetenv(var) else do.call(Sys.setenv, stats::setNames(list(old), var)))
+# f() with the engine setting `name` (?`sysbioGPU-options`) at val (NULL: unset)
+with_opt <- function(name, val, f) {
+  old <- options(stats::setNames(list(val), name))
+  on.exit(options(old))
   f()
 }
 core <- function(b) lapply(b, function(o) list(unclass(o)[, ], attr(o, "stats")))
@@ -178,7 +178,7 @@ work <- function(label, m, tt, K, method) {
   dev <- best(function() sim("gpu"))
   # the same run returning one array (output = "array", where this build has it)
   dev_array <- if ("output" %in% names(formals(lassieSimulate))) best(function() sim("gpu", output = "array")) else NULL
-  host <- best(function() with_env("SYSBIOGPU_LASSIE_DEVICE_BDF", "0", function() sim("gpu")))
+  host <- best(function() with_opt("sysbioGPU.lassieDeviceBDF", FALSE, function() sim("gpu")))
   cpu <- if (run_cpu) best(function() sim("cpu", threads = threads)) else NULL
   st <- vapply(dev$v, function(o) attr(o, "stats")[["implicitSteps"]], 0)
   rows[[length(rows) + 1]] <<- data.frame(
@@ -201,7 +201,7 @@ if (sbmlAvailable() && n_chen > 0) {
   work("Chen 2009 ErbB (bdf), t 0-3600", m, seq(0, 3600, by = 60), K, "bdf")
   # lanes per simulation (LASSIE_BDF_TEAMS="32,16,8"), one run each
   for (tm in strsplit(Sys.getenv("LASSIE_BDF_TEAMS"), ",")[[1]]) {
-    s <- with_env("SYSBIOGPU_LASSIE_BDF_TEAM", tm, function() system.time(invisible(
+    s <- with_opt("sysbioGPU.lassieBdfTeam", as.integer(tm), function() system.time(invisible(
       lassieSimulate(m, seq(0, 3600, by = 60), rates = K, method = "bdf", backend = "gpu", verbose = FALSE)))[["elapsed"]])
     cat(sprintf("Chen %d sets, %s lanes per simulation: %.3f s\n", nrow(K), tm, s))
   }
@@ -216,8 +216,8 @@ if (n_haugh > 0) {
 # LASSIE_DEVICE_BDF_MAX_N and the per-thread thresholds): stiff models of growing size, batches of growing
 # size (LASSIE_CROSSOVER_SETS, default 1,32,128,512; parameter sets drawn
 # as above), method "bdf", t 0-100 (11 times), with the implicit steps
-# forced onto the device (SYSBIOGPU_LASSIE_DEVICE_BDF=1) and kept on the
-# host's threads ("0"), one run each after a warm-up; the two must agree
+# forced onto the device (option sysbioGPU.lassieDeviceBDF = TRUE) and kept
+# on the host's threads (FALSE), one run each after a warm-up; the two must agree
 # bit for bit (the same code); default_s: the engine's own choice
 # (sbg_lassie_device_bdf_pays in src/lassie/lassie_cpu.c), with `picked`
 # the side its time matches.  LASSIE_CROSSOVER names the folder of
@@ -240,16 +240,13 @@ if (nzchar(cross_dir)) {
       r <- lassieSimulate(m, tt, rates = K, method = "bdf", backend = "gpu", verbose = FALSE)
       list(v = r, s = proc.time()[["elapsed"]] - t0)
     }
-    run <- function(where, K) with_env("SYSBIOGPU_LASSIE_DEVICE_BDF", where, function() {
-      if (where == "default") Sys.unsetenv("SYSBIOGPU_LASSIE_DEVICE_BDF")
-      run1(K)
-    })
+    run <- function(where, K) with_opt("sysbioGPU.lassieDeviceBDF", where, function() run1(K))
     set.seed(5)
     K1 <- t(replicate(max(sets), m$rates * 2^runif(length(m$rates), -1, 1)))
-    invisible(run("1", K1[1:2, , drop = FALSE]))
+    invisible(run(TRUE, K1[1:2, , drop = FALSE]))
     for (nb in sets) {
       K <- K1[seq_len(nb), , drop = FALSE]
-      dv <- run("1", K); hs <- run("0", K); df <- run("default", K)
+      dv <- run(TRUE, K); hs <- run(FALSE, K); df <- run(NULL, K)
       pays <- asNamespace("sysbioGPU")$lassie_device_bdf_pays(length(m$species), nb, resolveBackend("gpu")$threads)
       cross[[length(cross) + 1L]] <- data.frame(model = sub("\\.net$", "", f), species = length(m$species), sets = nb,
                                                 device_bdf_s = dv$s, host_bdf_s = hs$s,

@@ -1,6 +1,6 @@
 # The GPU's explicit steps: k_explicit, a block per simulation
 # running whole steps with its state, stages and rates in shared memory,
-# against the kernels per stage (SYSBIOGPU_LASSIE_FUSED=0), in the same
+# against the kernels per stage (options(sysbioGPU.lassieFused = FALSE)), in the same
 # process on the same batches; the results must be identical.  Seconds from
 # the R call and the engine call's share (info$seconds), best of
 # LASSIE_FUSED_REPS (default 3).
@@ -22,10 +22,10 @@ here <- if (length(f)) dirname(f[1]) else system.file("bench", package = "sysbio
 ex <- parse(file.path(here, "lassie.R"))
 eval(ex[[which(vapply(ex, function(e) length(e) == 3L && identical(e[[2L]], quote(synthetic)), TRUE))]])
 cat(sprintf("lassieSimulate explicit steps on the GPU, %s\n", sysbioGPU:::benchMachine()))
+# mode: the option sysbioGPU.lassieFused (NULL: the engine's choice)
 mode_run <- function(mode, f) {
-  old <- Sys.getenv("SYSBIOGPU_LASSIE_FUSED", unset = NA)
-  if (is.na(mode)) Sys.unsetenv("SYSBIOGPU_LASSIE_FUSED") else Sys.setenv(SYSBIOGPU_LASSIE_FUSED = mode)
-  on.exit(if (is.na(old)) Sys.unsetenv("SYSBIOGPU_LASSIE_FUSED") else Sys.setenv(SYSBIOGPU_LASSIE_FUSED = old))
+  old <- options(sysbioGPU.lassieFused = mode)
+  on.exit(options(old))
   s <- Inf; e <- Inf; v <- NULL
   for (i in seq_len(reps)) {
     t0 <- proc.time()[["elapsed"]]; v <- f(); s <- min(s, proc.time()[["elapsed"]] - t0)
@@ -38,7 +38,7 @@ rows <- list()
 work <- function(label, m, tt, K, method) {
   sim <- function() lassieSimulate(m, tt, rates = K, method = method, backend = "gpu", verbose = FALSE)
   invisible(sim())   # the context and the first launches, outside the timing
-  per_stage <- mode_run("0", sim); fused <- mode_run("1", sim); dflt <- mode_run(NA, sim)
+  per_stage <- mode_run(FALSE, sim); fused <- mode_run(TRUE, sim); dflt <- mode_run(NULL, sim)
   rows[[length(rows) + 1L]] <<- data.frame(
     workload = label, sets = nrow(K), species = length(m$species),
     per_stage_s = per_stage$s, fused_s = fused$s, engine_per_stage = per_stage$e, engine_fused = fused$e,
@@ -56,5 +56,5 @@ for (n in sizes) {
   Ks <- t(replicate(n_syn, ms$rates * 2^runif(length(ms$rates), -1, 1)))
   work(sprintf("synthetic %d (auto), t 0-50", n), ms, c(0, 25, 50), Ks, "auto")
 }
-cat("\n(seconds from the R call, best of", reps, "runs; engine_*: the engine call's share; per stage: SYSBIOGPU_LASSIE_FUSED=0, fused: =1, default: k_explicit where 2 blocks fit a multiprocessor; identical: values and stats of every simulation)\n")
+cat("\n(seconds from the R call, best of", reps, "runs; engine_*: the engine call's share; per stage: option sysbioGPU.lassieFused = FALSE, fused: TRUE, default: k_explicit where 2 blocks fit a multiprocessor; identical: values and stats of every simulation)\n")
 print(do.call(rbind, rows), row.names = FALSE)

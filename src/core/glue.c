@@ -214,8 +214,8 @@ void sbg_stop(sbg_status st, const char *msg) {
 }
 
 /* Huge pages for a large output block: fewer page faults at its first
- * touch and a faster copy from the GPU (lassieSimulate's output; see
- * BENCHMARKS.md, lassieSimulate). */
+ * touch and a faster copy from the GPU (measured on lassieSimulate's
+ * output). */
 void sbg_hint_huge_pages(void *p, size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, b = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;

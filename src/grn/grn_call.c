@@ -83,7 +83,10 @@ static void params_from_list(SEXP ga, sbg_grn_params *gp) {
   gp->p_link = sbg_real_elt(ga, "pLink");
   gp->p_rule = sbg_real_elt(ga, "pRule");
   gp->generations = (int64_t)sbg_real_elt(ga, "generations");
-  gp->target = (int64_t)sbg_real_elt(ga, "target");
+  /* R clamps the target to the largest score; a value past int64 would
+   * make the cast undefined, so the glue clamps too */
+  double target = sbg_real_elt(ga, "target");
+  gp->target = !(target < 0x1p62) ? ((int64_t)1 << 62) : (int64_t)target;
   gp->time_limit = sbg_real_elt(ga, "timeLimit");
   gp->seed = (uint64_t)sbg_real_elt(ga, "seed");
   SEXP blocks = sbg_elt_or_null(ga, "blocks"); /* CPU blocks in lockstep, tests only */

@@ -64,12 +64,22 @@ static SEXP hook_decode(const sbg_grn_problem *pb, const hook_pop *h, int64_t co
  * reps copies each mutated from stream (seed, copy); p = p_link, p_rule),
  * "init" (1 reference; reps individuals from streams (seed, k)), "spin"
  * (links unused; p = cumulative weights; reps spins of stream seed),
- * "weight" (p = scores).  max_in and allowed as in sbg_grn_problem. */
+ * "weight" (p = scores), "stream" (p = (generation, population, individual)
+ * triples; the engine's subsequence of each).  max_in and allowed as in sbg_grn_problem. */
 SEXP ffi_grn_testhook(SEXP op, SEXP links, SEXP rules, SEXP p, SEXP a, SEXP max_in,
                       SEXP allowed) {
   const char *o = CHAR(STRING_ELT(op, 0));
   SBG_ASSERT(TYPEOF(links) == INTSXP && TYPEOF(rules) == INTSXP && TYPEOF(p) == REALSXP);
   SBG_ASSERT(TYPEOF(a) == REALSXP && XLENGTH(a) == 2 && TYPEOF(allowed) == INTSXP);
+  if (strcmp(o, "stream") == 0) { /* p = (gen, pop, k) triples: the subsequences */
+    R_xlen_t m = XLENGTH(p) / 3;
+    SEXP ans = PROTECT(Rf_allocVector(REALSXP, m));
+    for (R_xlen_t t = 0; t < m; t++)
+      REAL(ans)[t] = (double)grn_stream((int64_t)REAL(p)[3 * t], (int64_t)REAL(p)[3 * t + 1],
+                                        (int64_t)REAL(p)[3 * t + 2]);
+    UNPROTECT(1);
+    return ans;
+  }
   if (strcmp(o, "weight") == 0) {
     SEXP ans = PROTECT(Rf_allocVector(REALSXP, XLENGTH(p)));
     for (R_xlen_t t = 0; t < XLENGTH(p); t++) REAL(ans)[t] = (double)grn_weight((int64_t)REAL(p)[t]);

@@ -56,7 +56,7 @@
 #define ML_MEMBER_GRAIN 8
 /* host threads up to which the plain random sets are drawn on the GPU (a
  * thread per size there): beyond, the host's threads draw C2's faster than
- * the device (see BENCHMARKS.md, rapidGSEA) */
+ * the device (measured with inst/bench/gsea.R's multilevel section) */
 #define ML_GPU_PLAIN_THREADS 6
 
 /* One ruler: the sets of one size in one tail (dir 0: ES >= 0, scored on
@@ -399,7 +399,7 @@ static void task_start(ml_task *t, const ml_shared *sh) {
   double level_var = harm2((n + 1) / 2, n);
   for (; t->next < t->n_sets; t->next++) {
     double x = sh->x[sh->order[t->first + t->next]];
-    int32_t b = N - gsea_count_lt(t->plain, N, x); /* plain sets at or beyond x */
+    int32_t b = N - gsea_count_lt(t->plain, N, x); /* plain sets of the sign at or beyond x */
     if (b > m) b = m;
     double pv = ((double)b + 1) / ((double)m + 1), var = harm2(b + 1, m + 1);
     if (var > (floor(-log2(pv)) + 1) * level_var) break; /* the levels do better from here on */
@@ -653,8 +653,7 @@ static sbg_status run_gpu(ml_task *task, int32_t n_task, ml_shared *sh, int nth)
   {
     double work = 0, worked = 0;
     size_t budget = free_bytes / 2;
-    const char *e = getenv("SYSBIOGPU_GSEA_ML_WAVE_BYTES"); /* tests: waves of one ruler */
-    if (e && *e) budget = (size_t)strtoull(e, NULL, 10);
+    if (sh->p->wave_bytes > 0) budget = (size_t)sh->p->wave_bytes; /* tests: waves of one ruler */
     for (int32_t i = 0; i < n_climb; i++) work += task[climb[i]].k;
     for (int32_t first = 0; first < n_climb;) {
       /* a wave: the next rulers (largest sizes first) while they fit */

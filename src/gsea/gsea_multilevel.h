@@ -30,6 +30,8 @@ typedef struct sbg_gsea_ml_params {
   int32_t moves;       /* kept swaps per member per level, >= 1 */
   double eps;          /* smallest p estimated; 0: as small as doubles allow */
   int gpu;             /* members' moves on the GPU ctx->device (gsea_multilevel_gpu.cu) */
+  double wave_bytes;   /* GPU: device bytes per wave of rulers; 0: half the free memory
+                        * (R option sysbioGPU.gseaWaveBytes, ?`sysbioGPU-options`) */
 } sbg_gsea_ml_params;
 
 typedef struct sbg_gsea_ml_result {

@@ -47,6 +47,8 @@ SEXP ffi_gsea_multilevel(SEXP data, SEXP params, SEXP run) {
   sbg_run rn;
   sbg_run_decode(run, &rn);
   p.gpu = rn.gpu;
+  p.wave_bytes = sbg_real_elt(run, "waveBytes");
+  SBG_ASSERT(p.wave_bytes >= 0 && p.wave_bytes < 1e18);
   sbg_ctx ctx;
   sbg_progress pr;
   sbg_ctx_from_run(&ctx, &pr, &rn, "rapidGSEA multilevel p-values");

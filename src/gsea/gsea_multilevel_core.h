@@ -116,8 +116,11 @@ GSEA_HD void ml_draw_set(sbg_philox *r, int32_t G, int32_t k, uint64_t *bits, in
 /* The N plain random sets of size k from the stream r, for the tails that
  * want them (plain[d] not NULL; d = 1: the mirrored list): each set's ES+
  * in the tail's frame (plain[d][i]) and the count of the sets of the
- * tail's sign (m[d]).  Both tails score the same sets.  bits: G bits, all
- * zero; set, mirror: k each. */
+ * tail's sign (m[d]).  A set of the other sign gets -infinity: p is
+ * conditioned on the sign, and the ES+ of a set whose ES is of the other
+ * sign can still pass a small ES (counting it would give b > m, hence
+ * p = 1).  Both tails score the same sets.  bits: G bits, all zero; set,
+ * mirror: k each. */
 GSEA_HD void ml_plain_sets(sbg_philox *r, int32_t G, int32_t k, int32_t N, const double *w0, const double *w1,
                            uint64_t *bits, int32_t *set, int32_t *mirror, double *const *plain, int32_t *m) {
   m[0] = m[1] = 0;
@@ -126,10 +129,10 @@ GSEA_HD void ml_plain_sets(sbg_philox *r, int32_t G, int32_t k, int32_t N, const
     double es = ml_es_signed(set, k, w0, G);
     m[0] += es >= 0;
     m[1] += es <= 0;
-    if (plain[0]) plain[0][i] = ml_es_plus(set, k, w0, G);
+    if (plain[0]) plain[0][i] = es >= 0 ? ml_es_plus(set, k, w0, G) : -INFINITY;
     if (plain[1]) { /* the same set on the reversed list */
       for (int32_t j = 0; j < k; j++) mirror[j] = G - 1 - set[k - 1 - j];
-      plain[1][i] = ml_es_plus(mirror, k, w1, G);
+      plain[1][i] = es <= 0 ? ml_es_plus(mirror, k, w1, G) : -INFINITY;
     }
   }
 }

@@ -94,6 +94,14 @@ typedef struct sbg_lassie_params {
   /* messages: this batch is simulations sim_base + 1 .. of sim_total (an
    * R worker's block of a larger batch); 0 and n_sims otherwise */
   int sim_base, sim_total;
+  /* The GPU engine's settings (R options, ?`sysbioGPU-options`), each -1
+   * for the engine's own choice.  device_bdf: 0 the implicit steps on the
+   * host, 1 on the device whatever the batch's size; bdf_team: lanes per
+   * simulation of the device's implicit steps (1, 2, 4, 8, 16 or 32);
+   * bdf_smem: at most this many of a warp's workspace vectors in shared
+   * memory (0 to 4); fused: 0 the explicit steps by kernels per stage, 1
+   * by k_explicit whenever a simulation's block fits. */
+  int device_bdf, bdf_team, bdf_smem, fused;
 } sbg_lassie_params;
 
 /* Per simulation: 0, or why it stopped (its rows from there on are NaN) */

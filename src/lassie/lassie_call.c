@@ -168,10 +168,9 @@ static void fill_array(double *arr, const sbg_lassie_params *p, const sbg_lassie
  * (large outputs of the GPU engine with method "bdf", whose device takes
  * one long launch while the host waits), so that R's next ones come in the
  * next call's make_output() too, beside the device, and not in the R code
- * before it (without it, one call in three of a series paid a collection
- * before the engine; see BENCHMARKS.md, lassieSimulate).  Not with
- * explicit steps in the batch: there the collection cost more than it
- * saved. */
+ * before it (without it, one call in three of a series of calls in one
+ * process paid a collection before the engine).  Not with explicit steps
+ * in the batch: there the collection cost more than it saved. */
 #define LASSIE_COLLECT_BYTES 64e6
 typedef struct {
   SEXP held, sims;
@@ -215,7 +214,7 @@ static SEXP make_output_body(void *data) {
   } else if (!om->as_array || n_obs > 0) {
     /* outside R's heap, freed once copied: R allocates as much again for
      * the matrices, and the call's peak R heap is then theirs alone
-     * (see BENCHMARKS.md, lassieSimulate) */
+     * (inst/bench/lassie-bdf.R prints that peak) */
     SET_VECTOR_ELT(om->held, 1, sbg_scratch(sizeof(double) * (size_t)block * (size_t)S, (void **)&out));
     if (!out) {
       snprintf(om->msg, sizeof om->msg, "cannot reserve %.3g GB for the output of %d simulations",
@@ -324,6 +323,14 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   p.sim_base = INTEGER(part)[0];
   p.sim_total = INTEGER(part)[1];
   SBG_ASSERT(p.sim_base >= 0 && p.sim_total >= p.sim_base + p.n_sims);
+  /* the GPU engine's settings (lassie_settings() in R/options.R) */
+  p.device_bdf = sbg_int_elt(run, "deviceBDF");
+  p.bdf_team = sbg_int_elt(run, "bdfTeam");
+  p.bdf_smem = sbg_int_elt(run, "bdfSharedVectors");
+  p.fused = sbg_int_elt(run, "fused");
+  SBG_ASSERT(p.device_bdf >= -1 && p.device_bdf <= 1 && p.fused >= -1 && p.fused <= 1);
+  SBG_ASSERT(p.bdf_team == -1 || (p.bdf_team >= 1 && p.bdf_team <= 32 && !(p.bdf_team & (p.bdf_team - 1))));
+  SBG_ASSERT(p.bdf_smem >= -1 && p.bdf_smem <= 4);
 
   /* obs: NULL or the observables' weights, species x observables */
   int n_obs = 0;

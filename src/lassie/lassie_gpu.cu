@@ -429,7 +429,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
    * alike. */
   lassie_gpu_bdf *bdf = NULL;
   int bdf_unpaced = 0;
-  const int want_bdf = p->method != SBG_LASSIE_RKF45 && lassie_gpu_bdf_wanted(m, p->n_sims, ctx->n_threads);
+  const int want_bdf = p->method != SBG_LASSIE_RKF45 && lassie_gpu_bdf_wanted(m, p, p->n_sims, ctx->n_threads);
   const int TB = LASSIE_BLOCK;   /* k_stiff's reduction order is the CPU's */
   const int scheme = p->method == SBG_LASSIE_RKF45 ? LASSIE_RKF45 : LASSIE_DP5;
   const int dense = p->method != SBG_LASSIE_RKF45;
@@ -438,9 +438,9 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
    * and at least LASSIE_FUSED_BLOCKS blocks share a multiprocessor (fewer
    * leave too few warps to hide the model's index loads, which then miss
    * the L1 that the shared memory takes: with one block per
-   * multiprocessor the fused kernel was slower, with two faster; see
-   * BENCHMARKS.md, lassieSimulate).  SYSBIOGPU_LASSIE_FUSED=0:
-   * never, 1: whenever a block fits (tests, measurements).  The block has
+   * multiprocessor the fused kernel was slower, with two faster, as
+   * inst/bench/lassie-fused.R measures).  p->fused 0: never, 1: whenever a
+   * block fits (tests, measurements).  The block has
    * the fewest threads (a power of 2, 32 to LASSIE_BLOCK) that cover the
    * species: the stiffness sums then add the same nonzero terms in the same
    * tree as LASSIE_BLOCK's. */
@@ -541,7 +541,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   dm.h_ptr = d_hptr; dm.h_rx = d_hrx; dm.h_val = d_hval;
   if (want_bdf) {
     sbg_lassie_model dmod = {N, M, d_rptr, d_rsp, d_rord, d_hptr, d_hrx, d_hval};
-    SBG_TRY(lassie_gpu_bdf_setup(m, &dmod, S, stream, &bdf, ctx));
+    SBG_TRY(lassie_gpu_bdf_setup(m, &dmod, p, S, stream, &bdf, ctx));
   }
   if (!bdf) n_bdf = 0;
   /* With method "bdf" every simulation takes implicit steps throughout:
@@ -549,19 +549,18 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
    * launch ends with its slowest simulation, and launches paced to a
    * quarter second cost more than they save.  With explicit steps in the
    * batch (method "auto") longer implicit launches keep the explicit ones
-   * waiting, so those stay at 64 attempts a launch (both measured in
-   * BENCHMARKS.md, lassieSimulate). */
+   * waiting, so those stay at 64 attempts a launch (both measured with
+   * inst/bench/lassie-bdf.R). */
   bdf_unpaced = bdf && p->method == SBG_LASSIE_BDF;
   if (bdf_unpaced) lassie_gpu_bdf_unpaced(bdf);
   {
-    const char *e = getenv("SYSBIOGPU_LASSIE_FUSED");
     int optin = 0, per_sm = 0;
     cudaFuncAttributes fa;
     SBG_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, pt->device));
     SBG_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, pt->device));
     SBG_CUDA_CHECK(cudaFuncGetAttributes(&fa, k_explicit));
     const size_t block_b = smem + fa.sharedSizeBytes;
-    const int mode = e ? atoi(e) : -1;
+    const int mode = p->fused;
     fused = mode != 0 && block_b <= (size_t)optin &&
             (mode == 1 || block_b * LASSIE_FUSED_BLOCKS <= (size_t)per_sm);
     while (fb < N && fb < TB) fb *= 2;

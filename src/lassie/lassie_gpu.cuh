@@ -42,15 +42,16 @@ struct lassie_gpu_bdf;
 
 /* Whether the implicit steps of a part of S simulations of model m run on
  * the device rather than on the host's `threads`
- * (sbg_lassie_device_bdf_pays; SYSBIOGPU_LASSIE_DEVICE_BDF=0 or 1 forces
- * host or device). */
-int lassie_gpu_bdf_wanted(const sbg_lassie_model *m, int S, int threads);
+ * (sbg_lassie_device_bdf_pays; p->device_bdf 0 or 1 forces host or
+ * device). */
+int lassie_gpu_bdf_wanted(const sbg_lassie_model *m, const sbg_lassie_params *p, int S, int threads);
 /* The symbolic LU on the host, the pattern and the workspace of S
  * simulations on the device; dm holds the model's device arrays.  *out is
  * NULL (and SBG_OK returned) when the workspace does not fit: the host
  * takes the implicit steps then. */
-sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_model *dm, int S,
-                                cudaStream_t stream, lassie_gpu_bdf **out, sbg_ctx *ctx);
+sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_model *dm,
+                                const sbg_lassie_params *p, int S, cudaStream_t stream,
+                                lassie_gpu_bdf **out, sbg_ctx *ctx);
 /* Up to b's number of implicit step attempts of every simulation whose
  * flag is FLAG_TO_CPU or FLAG_BDF; d_k the rates (M per simulation when
  * p->rates_per_sim), d_x the states, d_out the output blocks. */

@@ -56,7 +56,7 @@ struct lassie_gpu_bdf {
   double *d_w;           /* S workspaces of `stride` doubles */
   size_t stride, sum_off, pval_off;   /* offsets in a workspace: the parts' sums, the pass order */
   int smem_vecs;         /* per team in shared memory: 0, 2 (lux, ys), 3 (and v) or 4 (and y) */
-  int att, att_fixed;    /* attempts per launch; fixed: SYSBIOGPU_LASSIE_BDF_ATTEMPTS set */
+  int att;               /* attempts per launch */
   int *h_stop, *d_stop;  /* the host's request to stop a launch (mapped pinned memory) */
 };
 
@@ -315,18 +315,16 @@ __global__ void k_bdf(bdfargs a) {
 
 }  // namespace
 
-int lassie_gpu_bdf_wanted(const sbg_lassie_model *m, int S, int threads) {
-  /* for tests and measurements (inst/bench/lassie-bdf.R): "0" keeps every
-   * simulation's implicit steps on the host, "1" puts them on the device
+int lassie_gpu_bdf_wanted(const sbg_lassie_model *m, const sbg_lassie_params *p, int S, int threads) {
+  /* p->device_bdf (tests, inst/bench/lassie-bdf.R): 0 keeps every
+   * simulation's implicit steps on the host, 1 puts them on the device
    * whatever the model's and the batch's size */
-  const char *e = getenv("SYSBIOGPU_LASSIE_DEVICE_BDF");
-  if (e && strcmp(e, "0") == 0) return 0;
-  if (e && strcmp(e, "1") == 0) return 1;
+  if (p->device_bdf == 0 || p->device_bdf == 1) return p->device_bdf;
   return sbg_lassie_device_bdf_pays(m->n_species, S, threads);
 }
 
 void lassie_gpu_bdf_unpaced(lassie_gpu_bdf *b) {
-  if (!b->att_fixed) b->att = LASSIE_BDF_ATTEMPTS_MAX;
+  b->att = LASSIE_BDF_ATTEMPTS_MAX;
 }
 
 void lassie_gpu_bdf_stop(lassie_gpu_bdf *b) {
@@ -343,8 +341,9 @@ void lassie_gpu_bdf_free(lassie_gpu_bdf *b) {
   free(b);
 }
 
-sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_model *dm, int S,
-                                cudaStream_t stream, lassie_gpu_bdf **out, sbg_ctx *ctx) {
+sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_model *dm,
+                                const sbg_lassie_params *p, int S, cudaStream_t stream,
+                                lassie_gpu_bdf **out, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   const int N = m->n_species, M = m->n_reactions;
   int *pos = NULL, *ipos = NULL, *ptr = NULL, *col = NULL, *diag = NULL, *plan = NULL;
@@ -373,30 +372,20 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   if (N >= (1 << 21)) goto done;
   b->dm = *dm; b->S = S; b->nnz_lu = (int)nnz; b->lu = lu;
   b->att = LASSIE_BDF_ATTEMPTS;
-  {
-    const char *e = getenv("SYSBIOGPU_LASSIE_BDF_ATTEMPTS");   /* for measurements */
-    int n = e ? atoi(e) : 0;
-    if (n > 0) { b->att = n; b->att_fixed = 1; }
-  }
   n_plan = lassie_lu_plan_len(&lu, N, nnz);
   b->T = N >= LASSIE_TEAM_MIN_N ? 32 : 1;
-  {
-    const char *e = getenv("SYSBIOGPU_LASSIE_BDF_TEAM");   /* for measurements */
-    int t = e ? atoi(e) : 0;
-    if (t == 1 || t == 2 || t == 4 || t == 8 || t == 16 || t == 32) b->T = t;
-  }
+  if (p->bdf_team > 0) b->T = p->bdf_team;   /* tests, measurements */
   b->stride = ws_stride(N, M, m->r_ptr[M], (int)nnz, b->sum.n_slots);
   b->sum_off = ws_sum_off(N, M, m->r_ptr[M], (int)nnz);
   b->pval_off = ws_pval_off(N, M, m->r_ptr[M], (int)nnz, b->sum.n_slots);
   /* shared memory for a block's teams: as many of lux, ys, the rates and
    * y as fit where two blocks (the registers' limit) still fit an SM;
-   * each vector moved there saves time on the Chen model (see
-   * BENCHMARKS.md, lassieSimulate) */
+   * each vector moved there made Chen's batch faster (inst/bench/lassie-bdf.R;
+   * the option sysbioGPU.lassieBdfSharedVectors caps the tier) */
   b->smem_vecs = 0;
   if (b->T == 32) {
     const size_t teams = LASSIE_BDF_BLOCK / 32;
-    const char *e = getenv("SYSBIOGPU_LASSIE_BDF_SMEM");   /* at most this tier, for tests */
-    const int most = e ? atoi(e) : 4;
+    const int most = p->bdf_smem >= 0 ? p->bdf_smem : 4;   /* at most this tier (tests) */
     for (int nv = 4; nv >= 2 && !b->smem_vecs; nv--)
       if (nv <= most && sizeof(double) * teams * lassie_bdf_smem_len(N, M, nv) <= LASSIE_BDF_SMEM_MAX)
         b->smem_vecs = nv;

@@ -180,6 +180,12 @@ sbg_status sbg_pbn_exact_cpu(const sbg_pbn_net *net, const double *fun_prob, dou
 sbg_status sbg_pbn_exact_gpu(const sbg_pbn_net *net, const double *fun_prob, double p,
                              double tol, int64_t max_iter,
                              double *pi, double *iterations, double *delta, sbg_ctx *ctx);
+/* Direct solve for n <= SBG_PBN_DIRECT_MAX_N (2^n states, a dense matrix of
+ * 2^2n doubles): Grassmann-Taksar-Heyman reduction on the CPU.  *solved = 0
+ * (pi not set) when the chain has several closed classes. */
+#define SBG_PBN_DIRECT_MAX_N 11
+sbg_status sbg_pbn_exact_direct(const sbg_pbn_net *net, const double *fun_prob, double p, double *pi,
+                                int *solved, sbg_ctx *ctx);
 /* The function-update transitions by source state (CSR: row NS+1, col and
  * val of row[NS] entries; malloc'ed, the caller frees). */
 sbg_status sbg_pbn_exact_structure(const sbg_pbn_net *net, const double *fun_prob, int64_t **row,

@@ -372,8 +372,10 @@ SEXP ffi_pbn_simulate(SEXP data, SEXP params, SEXP run) {
   return ans;
 }
 
-/* data = list(net), params = list(p, tol, maxIter), run on its first
- * device.  list(pi, iterations, delta) */
+/* data = list(net), params = list(p, tol, maxIter, direct), run on its
+ * first device.  list(pi, iterations, delta, direct): direct = TRUE asks
+ * for the direct solve (small networks, on the CPU), which falls back to
+ * power iteration when the chain has several closed classes. */
 SEXP ffi_pbn_exact(SEXP data, SEXP params, SEXP run) {
   sbg_pbn_net net;
   data_decode(data, 0, &net, NULL);
@@ -382,20 +384,26 @@ SEXP ffi_pbn_exact(SEXP data, SEXP params, SEXP run) {
   sbg_run_decode(run, &r);
   SBG_ASSERT(net.n <= SBG_PBN_EXACT_MAX_N);
   const double *fun_prob = real_el(net_l, "fun_prob", net.fun_start[net.n]);
-  const char *nm[] = {"pi", "iterations", "delta"};
-  SEXP ans = PROTECT(sbg_named_list(3, nm));
+  const char *nm[] = {"pi", "iterations", "delta", "direct"};
+  SEXP ans = PROTECT(sbg_named_list(4, nm));
   double *pi = REAL(sbg_set(ans, "pi", Rf_allocVector(REALSXP, (R_xlen_t)1 << net.n)));
   double it[2] = {0, 0};
   sbg_ctx ctx;
   sbg_progress pr;
   sbg_ctx_setup(&ctx, &pr, r.threads, r.devices, 1, r.verbose, "exact");
-  sbg_status st = (r.gpu ? sbg_pbn_exact_gpu : sbg_pbn_exact_cpu)(
-      &net, fun_prob, sbg_real_elt(params, "p"), sbg_real_elt(params, "tol"),
-      (int64_t)sbg_real_elt(params, "maxIter"), pi, &it[0], &it[1], &ctx);
+  int solved = 0;
+  sbg_status st = SBG_OK;
+  if (sbg_lgl_elt(params, "direct") && net.n <= SBG_PBN_DIRECT_MAX_N)
+    st = sbg_pbn_exact_direct(&net, fun_prob, sbg_real_elt(params, "p"), pi, &solved, &ctx);
+  if (st == SBG_OK && !solved)
+    st = (r.gpu ? sbg_pbn_exact_gpu : sbg_pbn_exact_cpu)(
+        &net, fun_prob, sbg_real_elt(params, "p"), sbg_real_elt(params, "tol"),
+        (int64_t)sbg_real_elt(params, "maxIter"), pi, &it[0], &it[1], &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
   sbg_set(ans, "iterations", Rf_ScalarReal(it[0]));
   sbg_set(ans, "delta", Rf_ScalarReal(it[1]));
+  sbg_set(ans, "direct", Rf_ScalarLogical(solved));
   UNPROTECT(1);
   return ans;
 }

@@ -1,12 +1,14 @@
 /* pbnSteadyState(method = "exact"): the stationary distribution over all
- * 2^n states by power iteration of the lazy chain (I + P) / 2, which has
- * the same stationary distribution and is aperiodic.  Perturbations are
+ * 2^n states, by a direct solve for small n (at the end of this file) or
+ * else by power iteration of the lazy chain (I + P) / 2, which has the
+ * same stationary distribution and is aperiodic.  Perturbations are
  * applied bit by bit (a product of 2x2 mixings), the function update as a
  * sparse matrix of the few states each state can reach. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "omp_compat.h"
 #include "pbn.h"
 
 /* Probability that node i outputs 1 in state s (selection by exact
@@ -168,5 +170,145 @@ done:
   free(col);
   free(val);
   free(next);
+  return st;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Direct solve of small chains (n <= SBG_PBN_DIRECT_MAX_N): the dense
+ * transition matrix and the Grassmann-Taksar-Heyman state reduction.  GTH
+ * never subtracts (each state's outflow is the sum of its off-diagonal
+ * entries), so it keeps full relative precision however slowly the chain
+ * mixes: power iteration needs about 1/p steps for a small perturbation
+ * probability p, and stops on a small change long before it converges. */
+
+/* P[s][t] for t != s: the perturbation mixing K (each simulated perturbable
+ * bit flips with p, the dropped ones only block the update) plus q0 times
+ * the update G, q0 = (1-p)^(all perturbable nodes).  The diagonal is left 0:
+ * GTH does not read it. */
+static void direct_fill(const sbg_pbn_net *net, double p, const int64_t *row, const uint32_t *col,
+                        const double *val, double *A, int64_t NS) {
+  uint64_t pm = 0;
+  int32_t m = 0;
+  for (int32_t j = 0; j < net->n_pert_total; j++) {
+    if (net->pert_node[j] < 0) continue;
+    pm |= (uint64_t)1 << net->pert_node[j];
+    m++;
+  }
+  double pw[SBG_PBN_DIRECT_MAX_N + 1]; /* P(exactly the h given bits flip), h = 0..m */
+  for (int32_t h = 0; h <= m; h++) pw[h] = pow(p, (double)h) * pow(1.0 - p, (double)(m - h));
+  const double q0 = pow(1.0 - p, (double)net->n_pert_total);
+  for (int64_t s = 0; s < NS; s++) {
+    double *a = A + s * NS;
+    for (uint64_t sub = pm; sub; sub = (sub - 1) & pm) { /* the nonempty subsets of the perturbable bits */
+      int32_t h = 0;
+      for (uint64_t v = sub; v; v &= v - 1) h++;
+      a[(uint64_t)s ^ sub] = pw[h];
+    }
+    for (int64_t e = row[s]; e < row[s + 1]; e++)
+      if ((int64_t)col[e] != s) a[col[e]] += q0 * val[e];
+  }
+}
+
+/* A state of a closed class: from c = 0, while some state reachable from
+ * c cannot reach c back, move c there (its reachable set is strictly
+ * smaller).  mark, queue: NS each. */
+static int64_t direct_closed_state(const double *A, int64_t NS, unsigned char *mark, int64_t *queue) {
+  int64_t c = 0;
+  for (;;) {
+    /* states reachable from c (mark bit 1) */
+    memset(mark, 0, (size_t)NS);
+    int64_t head = 0, tail = 0;
+    mark[c] = 1;
+    queue[tail++] = c;
+    while (head < tail) {
+      const double *a = A + queue[head++] * NS;
+      for (int64_t t = 0; t < NS; t++)
+        if (a[t] > 0 && !(mark[t] & 1)) { mark[t] |= 1; queue[tail++] = t; }
+    }
+    /* states that reach c (mark bit 2) */
+    head = tail = 0;
+    mark[c] |= 2;
+    queue[tail++] = c;
+    while (head < tail) {
+      int64_t t = queue[head++];
+      for (int64_t s = 0; s < NS; s++)
+        if (A[s * NS + t] > 0 && !(mark[s] & 2)) { mark[s] |= 2; queue[tail++] = s; }
+    }
+    int64_t d = -1;
+    for (int64_t s = 0; s < NS && d < 0; s++)
+      if (mark[s] == 1) d = s;
+    if (d < 0) return c;
+    c = d;
+  }
+}
+
+static void swap_state(double *A, int64_t NS, int64_t a, int64_t b) {
+  for (int64_t t = 0; t < NS; t++) { double x = A[a * NS + t]; A[a * NS + t] = A[b * NS + t]; A[b * NS + t] = x; }
+  for (int64_t s = 0; s < NS; s++) { double x = A[s * NS + a]; A[s * NS + a] = A[s * NS + b]; A[s * NS + b] = x; }
+}
+
+/* GTH with a state of a closed class first: every later state reaches it,
+ * so each outflow is positive unless there are several closed classes
+ * (then *solved = 0 and pi is not set). */
+static sbg_status direct_gth(double *A, int64_t NS, double *pi, int *solved, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  *solved = 0;
+  for (int64_t k = NS - 1; k >= 1; k--) {
+    const double *ak = A + k * NS;
+    double out = 0;
+    for (int64_t j = 0; j < k; j++) out += ak[j];
+    if (!(out > 0)) return SBG_OK;
+    for (int64_t i = 0; i < k; i++) A[i * NS + k] /= out;
+#pragma omp parallel for schedule(static) num_threads(ctx->n_threads)
+    for (int64_t i = 0; i < k; i++) {
+      double *ai = A + i * NS;
+      double f = ai[k];
+      if (f == 0) continue;
+      for (int64_t j = 0; j < k; j++) ai[j] += f * ak[j];
+    }
+    if ((k & 63) == 0 && (st = sbg_poll(ctx, 1.0 - (double)k / (double)NS)) != SBG_OK) return st;
+  }
+  pi[0] = 1;
+  double tot = 1;
+  for (int64_t k = 1; k < NS; k++) {
+    double x = 0;
+    for (int64_t i = 0; i < k; i++) x += pi[i] * A[i * NS + k];
+    pi[k] = x;
+    tot += x;
+  }
+  for (int64_t k = 0; k < NS; k++) pi[k] /= tot;
+  *solved = 1;
+  return SBG_OK;
+}
+
+sbg_status sbg_pbn_exact_direct(const sbg_pbn_net *net, const double *fun_prob, double p, double *pi,
+                                int *solved, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int64_t NS = (int64_t)1 << net->n;
+  int64_t *row = NULL, *queue = NULL;
+  uint32_t *col = NULL;
+  double *val = NULL, *A = NULL;
+  unsigned char *mark = NULL;
+  *solved = 0;
+  if (net->n > SBG_PBN_DIRECT_MAX_N) return sbg_fail(ctx, SBG_ERR_INPUT, "exact method: a direct solve takes at most %d nodes", SBG_PBN_DIRECT_MAX_N);
+  if ((st = sbg_pbn_exact_structure(net, fun_prob, &row, &col, &val, ctx)) != SBG_OK) goto done;
+  A = (double *)calloc((size_t)(NS * NS), sizeof(double));
+  mark = (unsigned char *)malloc((size_t)NS);
+  queue = (int64_t *)malloc(sizeof(int64_t) * (size_t)NS);
+  if (!A || !mark || !queue) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "exact method: out of memory"); goto done; }
+  direct_fill(net, p, row, col, val, A, NS);
+  {
+    int64_t c = direct_closed_state(A, NS, mark, queue);
+    if (c != 0) swap_state(A, NS, 0, c);
+    if ((st = direct_gth(A, NS, pi, solved, ctx)) != SBG_OK) goto done;
+    if (*solved && c != 0) { double x = pi[0]; pi[0] = pi[c]; pi[c] = x; }
+  }
+done:
+  free(row);
+  free(col);
+  free(val);
+  free(A);
+  free(mark);
+  free(queue);
   return st;
 }

@@ -141,7 +141,7 @@ test_that("multilevel p of the k top-ranked genes is 1 / choose(G, k) / P(ES >= 
   # inst/bench/gsea.R, SBG_BENCH_ML_TOP=6) give a mean log2 ratio of +0.25
   # (sd 1.32) on this list and +0.35 (sd 1.54) on the 21,086 genes of C2
   # since each member moves from its own stream (+1.19 here with one
-  # stream per ruler; see BENCHMARKS.md, rapidGSEA); these seeds +0.78. The
+  # stream per ruler); these seeds +0.78. The
   # bound catches the too-few-proposals regression (-2.5)
   expect_lt(abs(mean(lr)), 1.5)
 })
@@ -300,10 +300,8 @@ test_that("GPU multilevel p are the CPU's, bit for bit (sample sizes, weights, e
     expect_identical(g8$log2err, a$log2err)
   }
   # every ruler in a wave of its own: the same table
-  old <- Sys.getenv("SYSBIOGPU_GSEA_ML_WAVE_BYTES", unset = NA)
-  on.exit(if (is.na(old)) Sys.unsetenv("SYSBIOGPU_GSEA_ML_WAVE_BYTES") else
-    Sys.setenv(SYSBIOGPU_GSEA_ML_WAVE_BYTES = old), add = TRUE)
-  Sys.setenv(SYSBIOGPU_GSEA_ML_WAVE_BYTES = "1")
+  old <- options(sysbioGPU.gseaWaveBytes = 1)
+  on.exit(options(old), add = TRUE)
   a <- run("cpu")
   g <- run("gpu")
   expect_identical(g$pval, a$pval)

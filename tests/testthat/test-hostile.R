@@ -544,6 +544,25 @@ H("readSBML/stoichiometry 2^31-1", {
     stop(e)
   })
 }, child = TRUE)
+# Odd names, spaces, targets and orders (see also test-odd-inputs.R)
+H("pbn/node named True", pbn(list(True = "!True", A = "True")))
+H("pbn/node named fAlSe", pbn(list(fAlSe = "A", A = "!A")))
+H("readPBN/tokens across a space", readPBN(tmpfile(c("targets, factors", "A, B C", "B, A", "C, A"), ".bnet")))
+H("readPBN/and as a word", readPBN(tmpfile(c("targets, factors", "A, B and C", "B, A", "C, A"), ".bnet")))
+H("pbn/perturbable named twice", pbn(list(A = "!B", B = "A"), perturbable = c(A = TRUE, A = FALSE)))
+H("grn/target=Inf stops at once", grn(generations = 1e6, target = Inf), "ok",
+  check = r$stopReason == "target" && r$generations == 0)
+H("grn/target=1e20 stops at once", grn(generations = 1e6, target = 1e20), "ok",
+  check = r$stopReason == "target" && r$generations == 0)
+H("las/initial named in reverse order", las(initial = c(B = 0.2, A = 1)), "ok",
+  check = isTRUE(all.equal(unclass(r)[, ], unclass(las(initial = c(1, 0.2)))[, ])))
+H("las/initial with an unknown name", las(initial = c(B = 0.2, X = 1)))
+H("cosnet/W=NA node name", cos(W_ = {z <- W; rownames(z)[2] <- colnames(z)[2] <- NA; z}))
+H("cosnet/labels=duplicated class columns", cos(labels = cbind(k = y, k = y)))
+H("readBioNetGen/parameter defined twice", readBioNetGen(tmpfile(c("begin parameters", "    1 k1 1", "    2 k1 5",
+  "end parameters", "begin species", "    1 A() 1", "    2 B() 1", "end species", "begin reactions", "    1 1 2 k1",
+  "end reactions"), ".net")))
+H("gsea/phenotype=one label", gsea(phenotype = "A"))
 # philox draws (shared by all five methods' seeds)
 H("philoxDraws/type=x", philoxDraws(4, seed = 1, type = "x"))
 H("philoxDraws/n=-1", philoxDraws(-1, seed = 1))

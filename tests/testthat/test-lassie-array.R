@@ -133,10 +133,8 @@ test_that("BiocParallel's blocks make the array of one process", {
 test_that("GPU: the array is the CPU's, bit for bit, implicit steps included", {
   skip_if_no_gpu()
   # the device's implicit steps, whatever the batch's size
-  old <- Sys.getenv("SYSBIOGPU_LASSIE_DEVICE_BDF", unset = NA)
-  Sys.setenv(SYSBIOGPU_LASSIE_DEVICE_BDF = "1")
-  on.exit(if (is.na(old)) Sys.unsetenv("SYSBIOGPU_LASSIE_DEVICE_BDF") else
-    Sys.setenv(SYSBIOGPU_LASSIE_DEVICE_BDF = old))
+  old <- options(sysbioGPU.lassieDeviceBDF = TRUE)
+  on.exit(options(old))
   m <- readBioNetGen(system.file("extdata", "lassie", "Haugh2b.net", package = "sysbioGPU"))
   set.seed(3)
   k <- t(replicate(40, m$rates * 2^runif(length(m$rates), -1, 1)))

@@ -188,8 +188,9 @@ test_that("the GPU's fused explicit steps and its per-stage kernels both give th
   skip_if_no_gpu()
   # k_explicit (a simulation's stages in a block's shared memory, a block
   # of 64 threads for 40 species, 256 for 300) runs small models by
-  # default, SYSBIOGPU_LASSIE_FUSED=0 the kernels per stage, =1 k_explicit
-  # wherever a block fits (1,000 species; 3,000 do not fit: per stage)
+  # default, option sysbioGPU.lassieFused = FALSE the kernels per stage,
+  # TRUE k_explicit wherever a block fits (1,000 species; 3,000 do not
+  # fit: per stage)
   ring <- function(n, seed) {
     set.seed(seed)
     R <- matrix(0, n, n); P <- matrix(0, n, n)
@@ -199,10 +200,9 @@ test_that("the GPU's fused explicit steps and its per-stage kernels both give th
     R[cbind(j, (j + 7) %% n + 1)] <- 1
     reactionModel(R, P, rates = 10^runif(n, -2, 0.5), initial = runif(n), species = paste0("S", 1:n))
   }
-  fused_off <- function(code, mode = "0") {
-    old <- Sys.getenv("SYSBIOGPU_LASSIE_FUSED", unset = NA)
-    Sys.setenv(SYSBIOGPU_LASSIE_FUSED = mode)
-    on.exit(if (is.na(old)) Sys.unsetenv("SYSBIOGPU_LASSIE_FUSED") else Sys.setenv(SYSBIOGPU_LASSIE_FUSED = old))
+  fused_off <- function(code, mode = FALSE) {
+    old <- options(sysbioGPU.lassieFused = mode)
+    on.exit(options(old))
     force(code)
   }
   for (n in c(40, 300, 1000, 3000)) {
@@ -214,7 +214,7 @@ test_that("the GPU's fused explicit steps and its per-stage kernels both give th
       cpu <- lassie_core(run("cpu"))
       expect_identical(lassie_core(run("gpu")), cpu, label = paste(n, meth))
       expect_identical(lassie_core(fused_off(run("gpu"))), cpu, label = paste(n, meth, "per stage"))
-      expect_identical(lassie_core(fused_off(run("gpu"), "1")), cpu, label = paste(n, meth, "fused"))
+      expect_identical(lassie_core(fused_off(run("gpu"), TRUE)), cpu, label = paste(n, meth, "fused"))
     }
   }
   # switching both ways (explicit -> implicit -> explicit) through the

@@ -12,11 +12,10 @@ gpu_vs_cpu <- function(m, tt, ...) {
   list(cpu = a, gpu = b)
 }
 
-with_env <- function(vars, code) {
-  old <- vapply(names(vars), function(v) Sys.getenv(v, unset = NA), "")
-  do.call(Sys.setenv, as.list(vars))
-  on.exit(for (v in names(vars)) if (is.na(old[[v]])) Sys.unsetenv(v) else
-    do.call(Sys.setenv, stats::setNames(list(old[[v]]), v)))
+# code evaluated with the engine settings opts (?`sysbioGPU-options`)
+with_opts <- function(opts, code) {
+  old <- options(opts)
+  on.exit(options(old))
   force(code)
 }
 
@@ -53,8 +52,7 @@ test_that("the implicit steps go to the device only for batches that keep it bus
 # The tests below check the device's implicit steps themselves: their small
 # batches would take the host's (the same code, so the same bits), so this
 # file forces the device's (the caller's setting is restored at its end).
-device_bdf_before <- Sys.getenv("SYSBIOGPU_LASSIE_DEVICE_BDF", unset = NA)
-Sys.setenv(SYSBIOGPU_LASSIE_DEVICE_BDF = "1")
+device_bdf_before <- options(sysbioGPU.lassieDeviceBDF = TRUE)
 
 test_that("stiff batches: the device's implicit steps give the CPU's bits", {
   skip_if_no_gpu()
@@ -70,13 +68,13 @@ test_that("stiff batches: the device's implicit steps give the CPU's bits", {
     expect_identical(lassie_core(r$gpu), lassie_core(r$cpu), label = meth)
   }
   # a warp's lanes on a model of 3 species (most lanes idle): the same bits
-  r2 <- with_env(c(SYSBIOGPU_LASSIE_BDF_TEAM = "32"),
-                 lassieSimulate(rob, tt, rates = K, method = "bdf", backend = "gpu", verbose = FALSE))
+  r2 <- with_opts(list(sysbioGPU.lassieBdfTeam = 32),
+                  lassieSimulate(rob, tt, rates = K, method = "bdf", backend = "gpu", verbose = FALSE))
   r1 <- lassieSimulate(rob, tt, rates = K, method = "bdf", backend = "cpu", threads = 2L, verbose = FALSE)
   expect_identical(lassie_core(r2), lassie_core(r1))
   # the host's implicit steps agree within 1e-9
-  h <- with_env(c(SYSBIOGPU_LASSIE_DEVICE_BDF = "0"),
-                lassieSimulate(rob, tt, rates = K, method = "bdf", backend = "gpu", verbose = FALSE))
+  h <- with_opts(list(sysbioGPU.lassieDeviceBDF = FALSE),
+                 lassieSimulate(rob, tt, rates = K, method = "bdf", backend = "gpu", verbose = FALSE))
   for (s in seq_along(h)) expect_lt(max_rel(h[[s]][, -1], r1[[s]][, -1], floor = 1e-300), 1e-9)
 
   # Chen 2009 ErbB (504 species, 1,339 reactions: a warp per simulation,
@@ -90,17 +88,17 @@ test_that("stiff batches: the device's implicit steps give the CPU's bits", {
   # rows of 32 terms or more (Chen's L has rows up to 175) are summed by the
   # warp in 32 partial sums and a tree; half a warp per simulation sums
   # them in turn: the same bits
-  r16 <- with_env(c(SYSBIOGPU_LASSIE_BDF_TEAM = "16"),
-                  lassieSimulate(chen, seq(0, 600, by = 60), rates = Kc[1:2, ], method = "bdf",
-                                 backend = "gpu", verbose = FALSE))
+  r16 <- with_opts(list(sysbioGPU.lassieBdfTeam = 16),
+                   lassieSimulate(chen, seq(0, 600, by = 60), rates = Kc[1:2, ], method = "bdf",
+                                  backend = "gpu", verbose = FALSE))
   expect_identical(lassie_core(r16), lassie_core(rc$cpu[1:2]))
   # the vectors a warp keeps in shared memory, tier by tier (larger models
   # get the lower ones; 4: the Newton iterate too, its norm's squares in
   # the rates' place): the same bits
-  for (tier in c("0", "2", "3")) {
-    rt <- with_env(c(SYSBIOGPU_LASSIE_BDF_SMEM = tier),
-                   lassieSimulate(chen, seq(0, 600, by = 60), rates = Kc[1:2, ], method = "bdf",
-                                  backend = "gpu", verbose = FALSE))
+  for (tier in c(0, 2, 3)) {
+    rt <- with_opts(list(sysbioGPU.lassieBdfSharedVectors = tier),
+                    lassieSimulate(chen, seq(0, 600, by = 60), rates = Kc[1:2, ], method = "bdf",
+                                   backend = "gpu", verbose = FALSE))
     expect_identical(lassie_core(rt), lassie_core(rc$cpu[1:2]), label = paste("shared-memory tier", tier))
   }
 })
@@ -136,8 +134,8 @@ test_that("each simulation switches on its own, on the device", {
   # the same on a warp a simulation, whose Gershgorin bound (the way back
   # to explicit steps) takes the species in the plan's order: the same
   # switches, the same bits
-  rw <- with_env(c(SYSBIOGPU_LASSIE_BDF_TEAM = "32"),
-                 lassieSimulate(m, tt, rates = K, backend = "gpu", verbose = FALSE))
+  rw <- with_opts(list(sysbioGPU.lassieBdfTeam = 32),
+                  lassieSimulate(m, tt, rates = K, backend = "gpu", verbose = FALSE))
   expect_identical(vapply(rw, function(o) attr(o, "stats")[["switches"]], 0), sw)
   expect_identical(lassie_core(rw), lassie_core(r$cpu))
   # Haugh2b's batch (12 species: a lane per simulation) in automatic mode
@@ -188,5 +186,4 @@ test_that("a simulation failing in the implicit steps is reported as on the CPU;
   expect_identical(lassie_core(g), lassie_core(c))
 })
 
-if (is.na(device_bdf_before)) Sys.unsetenv("SYSBIOGPU_LASSIE_DEVICE_BDF") else
-  Sys.setenv(SYSBIOGPU_LASSIE_DEVICE_BDF = device_bdf_before)
+options(device_bdf_before)

@@ -348,10 +348,8 @@ test_that("the GPU engine's split over devices merges to the CPU's results (meth
   # host thread each), its merge and the continuation run without a GPU.
   skip_if_not(attr(gpuInfo(), "cuda"), "built without CUDA")
   # (the device's implicit steps would need the devices: off)
-  old <- Sys.getenv("SYSBIOGPU_LASSIE_DEVICE_BDF", unset = NA)
-  Sys.setenv(SYSBIOGPU_LASSIE_DEVICE_BDF = "0")
-  on.exit(if (is.na(old)) Sys.unsetenv("SYSBIOGPU_LASSIE_DEVICE_BDF") else
-    Sys.setenv(SYSBIOGPU_LASSIE_DEVICE_BDF = old))
+  old <- options(sysbioGPU.lassieDeviceBDF = FALSE)
+  on.exit(options(old))
   m <- readBioNetGen(lassie_extdata("Haugh2b.net"))
   set.seed(5)
   K <- t(replicate(7, m$rates * 2^runif(length(m$rates), -1, 1)))

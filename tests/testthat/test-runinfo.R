@@ -1,7 +1,7 @@
 # runInfo(): one row with the same columns for every method's result.
 
 run_info_cols <- c("method", "backend", "device", "deviceName", "threads", "workers",
-                   "seed", "seconds", "version")
+                   "seed", "seconds", "version", "engineSettings")
 
 check_run_info <- function(x, method, seed) {
   ri <- runInfo(x)
@@ -14,6 +14,7 @@ check_run_info <- function(x, method, seed) {
   expect_identical(ri$seed, seed)
   expect_true(is.numeric(ri$seconds) && !is.na(ri$seconds) && ri$seconds >= 0)
   expect_identical(ri$version, as.character(utils::packageVersion("sysbioGPU")))
+  expect_identical(ri$engineSettings, NA_character_)
   ri
 }
 
@@ -52,4 +53,42 @@ test_that("every method's CPU result answers runInfo() the same way", {
 
 test_that("runInfo() refuses what is not a result, naming the argument", {
   expect_error(runInfo(data.frame(a = 1)), "`x` must be a result", class = "sysbioGPU_error_input")
+})
+
+test_that("engine settings that are set are recorded in runInfo(); bad values are refused", {
+  # lassieSimulate: the GPU settings reach the glue through the run list on
+  # the CPU too (the glue decodes them on every call), and are recorded
+  m <- reactionModel(reactants = rbind(c(1, 0), c(0, 1)), products = rbind(c(0, 1), c(1, 0)),
+                     rates = c(2, 1), initial = c(1, 0), species = c("A", "B"))
+  old <- options(sysbioGPU.lassieFused = FALSE, sysbioGPU.lassieBdfTeam = 16)
+  on.exit(options(old))
+  one <- lassieSimulate(m, times = 0:3, backend = "cpu", threads = 1)
+  expect_identical(runInfo(one)$engineSettings, "sysbioGPU.lassieBdfTeam=16; sysbioGPU.lassieFused=FALSE")
+  K <- rbind(c(2, 1), c(1, 2))
+  batch <- lassieSimulate(m, times = 0:3, rates = K, backend = "cpu", threads = 1)
+  expect_identical(runInfo(batch)$engineSettings, "sysbioGPU.lassieBdfTeam=16; sysbioGPU.lassieFused=FALSE")
+  arr <- lassieSimulate(m, times = 0:3, rates = K, backend = "cpu", threads = 1, output = "array")
+  expect_identical(attr(arr, "engineSettings"), "sysbioGPU.lassieBdfTeam=16; sysbioGPU.lassieFused=FALSE")
+  # the settings do not change the CPU engine's numbers
+  options(old)
+  expect_identical(unclass(lassieSimulate(m, times = 0:3, backend = "cpu", threads = 1))[, ], unclass(one)[, ])
+
+  options(sysbioGPU.pbnNoSkip = TRUE)
+  net <- pbn(list(A = "!B", B = "A"))
+  ss <- pbnSteadyState(net, c(A = TRUE), r = 0.05, seed = 7, backend = "cpu", threads = 1)
+  expect_identical(runInfo(ss)$engineSettings, "sysbioGPU.pbnNoSkip=TRUE")
+  options(sysbioGPU.pbnNoSkip = NULL, sysbioGPU.gseaBatch = 64)
+  set.seed(2)
+  expr <- matrix(rnorm(200 * 8), 200, 8, dimnames = list(paste0("g", 1:200), NULL))
+  gs <- rapidGSEA(expr, rep(0:1, each = 4), list(a = paste0("g", 1:20)), nperm = 20, minSize = 5,
+                  seed = 10, backend = "cpu", threads = 1)
+  expect_identical(runInfo(gs)$engineSettings, "sysbioGPU.gseaBatch=64")
+  options(sysbioGPU.gseaBatch = NULL)
+
+  options(sysbioGPU.lassieBdfTeam = 3)
+  expect_error(lassieSimulate(m, times = 0:3, backend = "cpu", threads = 1),
+               "option `sysbioGPU.lassieBdfTeam` has an invalid value \\(3\\)", class = "sysbioGPU_error_input")
+  options(sysbioGPU.lassieBdfTeam = NULL, sysbioGPU.lassieFused = "yes")
+  expect_error(lassieSimulate(m, times = 0:3, backend = "cpu", threads = 1),
+               "sysbioGPU.lassieFused", class = "sysbioGPU_error_input")
 })
