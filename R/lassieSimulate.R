@@ -156,15 +156,17 @@ summary.reactionModel <- function(object, ...) {
               observables = if (is.null(object$observables)) character() else rownames(object$observables),
               order = table(factor(ord, levels = sort(unique(ord)))),
               nnzH = length(Matrix::drop0(object$products - object$reactants)@x),
-              rates = summary(object$rates), initial = summary(object$initial))
+              rates = summary(object$rates), initial = summary(object$initial),
+              laws = if (is.null(object$laws)) 0L else sum(object$laws$start >= 0L))
   class(out) <- "summary.reactionModel"
   out
 }
 
 #' @export
 print.summary.reactionModel <- function(x, ...) {
-  cat(sprintf("Mass-action model: %d species, %d reactions, %d nonzeros in H\n",
-              x$species, x$reactions, x$nnzH))
+  cat(sprintf("%s model: %d species, %d reactions, %d nonzeros in H\n",
+              if (isTRUE(x$laws > 0L)) "Reaction" else "Mass-action", x$species, x$reactions, x$nnzH))
+  if (isTRUE(x$laws > 0L)) cat(sprintf("%d kinetic law(s) that are not mass action (CPU engine only)\n", x$laws))
   cat("Reactions by order (reactant molecules):\n")
   print(x$order)
   if (length(x$fixed)) cat("Fixed species:", paste(utils::head(x$fixed, 10), collapse = ", "),

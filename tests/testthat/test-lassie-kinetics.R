@@ -142,6 +142,7 @@ test_that("the programs' operators are SBML's functions", {
 test_that("the GPU refuses kinetic laws by name; auto takes the CPU", {
   skip_if_not(sbmlAvailable(), "built without libSBML")
   m <- readSBML(mm_file())
+  expect_output(print(summary(m)), "1 kinetic law\\(s\\) that are not mass action")
   expect_error(lassieSimulate(m, c(0, 1), backend = "gpu", verbose = FALSE),
                "kinetic law.*not mass action \\(r\\).*backend = \"cpu\"", class = "sysbioGPU_error_kinetics")
   out <- lassieSimulate(m, c(0, 1), backend = "auto", verbose = FALSE)
