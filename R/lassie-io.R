@@ -348,6 +348,13 @@ validate_reaction_model <- function(model) {
   if (!is.logical(model$fixed) || length(model$fixed) != N || anyNA(model$fixed)) {
     bad("`fixed` must be ", N, " TRUE/FALSE values")
   }
+  L <- model$laws
+  if (!is.null(L) && (!is.list(L) || !is.numeric(L$start) || length(L$start) != M ||
+                      !is.numeric(L$code) || !is.numeric(L$cval) || !is.list(L$deps) ||
+                      length(L$deps) != M ||
+                      !all(vapply(L$deps, function(d) is.null(d) || (is.numeric(d) && all(d >= 1 & d <= N)), TRUE)))) {
+    bad("`laws` must be the kinetic laws readSBML() makes (start, code, cval, deps per reaction)")
+  }
   obs <- model$observables
   if (!is.null(obs) && (!methods::is(obs, "dgCMatrix") || ncol(obs) != N || any(!is.finite(obs@x)))) {
     bad("`observables` must be a sparse matrix with ", N, " columns and finite weights")
@@ -430,18 +437,30 @@ readLASSIE <- function(dir) {
   m
 }
 
-#' Read a mass-action SBML model
+#' Read an SBML model
 #'
 #' Reads an SBML file (any level and version) through libSBML and returns
-#' the [reactionModel()] of its reactions, provided every kinetic law is
-#' mass action: `k * prod(reactants)` (each reactant to the power of its
-#' stoichiometry), minus, for a reverse direction, `k' * prod(products)`;
-#' species in the law beyond the reactants (products) are read as
-#' catalysts, present on both sides.  `k` may be any expression of numbers,
-#' parameters (local before global), compartment sizes and SBML's
-#' functions (`multiply(k1, S1)`, `k1 * S1 * compartment`, `kf * A - kr * B`
-#' and laws through function definitions are all mass action).  A law that
-#' is 0 keeps its reaction, with rate 0.
+#' the [reactionModel()] of its reactions.  A kinetic law that is mass
+#' action, `k * prod(reactants)` (each reactant to the power of its
+#' stoichiometry), minus, for a reverse direction, `k' * prod(products)`,
+#' becomes mass-action reactions; species in the law beyond the reactants
+#' (products) are read as catalysts, present on both sides.  `k` may be any
+#' expression of numbers, parameters (local before global), compartment
+#' sizes and SBML's functions (`multiply(k1, S1)`, `k1 * S1 * compartment`,
+#' `kf * A - kr * B` and laws through function definitions are all mass
+#' action).  A law that is 0 keeps its reaction, with rate 0.
+#'
+#' Any other law (Michaelis-Menten, Hill, any expression of species,
+#' parameters and compartments through arithmetic, powers, `exp`, `ln`,
+#' `log`, roots, `abs`, `floor`, `ceiling`, trigonometric functions and
+#' their inverses, `min`, `max`, `piecewise`, relations and logic) is kept
+#' as written: compiled once to a small program (what depends on no species
+#' evaluated once), which the CPU engine of [lassieSimulate()] evaluates
+#' for the reaction's rate; the Jacobian of its implicit steps takes
+#' finite differences over the species the law reads.  Such a reaction's
+#' rate constant is a factor of its law (the inverse of its compartment's
+#' size, see Conventions), so a batch's `rates` can scale it.  The GPU
+#' engine runs mass action only (see [lassieSimulate()]).
 #'
 #' Values are those of the model at time 0: initial assignments and
 #' assignment rules whose values do not change in time (they depend on no
@@ -450,11 +469,13 @@ readLASSIE <- function(dir) {
 #' reference's id.  A model of the `comp` package is flattened by libSBML's
 #' converter first, and function definitions are expanded.
 #'
-#' What the mass-action engine cannot run is refused by an error of class
+#' What the engines cannot run is refused by an error of class
 #' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
 #' construct and the elements: events, rate and algebraic rules, assignment
-#' rules whose values change in time, fast reactions, the csymbols `delay`
-#' and `rateOf`, laws that depend on time or are not mass action,
+#' rules whose values change in time (unless they are substituted into the
+#' laws, or linear in the species as observables), fast reactions, the
+#' csymbols `delay` and `rateOf`, laws that depend on time, the functions
+#' `factorial`, `quotient` and `rem` of species,
 #' non-integer stoichiometries, conversion factors other than 1, reactions
 #' whose species lie in compartments of different sizes, and SBML packages other than `comp` that a
 #' model requires.  Nothing of the model is ignored, except constraints
@@ -477,7 +498,8 @@ readLASSIE <- function(dir) {
 #'   propensities, `c * prod_j X_j (X_j - 1) ... (X_j - a_j + 1)` (as the
 #'   LASSIE repository's synthetic models write homodimerisations,
 #'   `K * (1/2) * X * (X - 1)`), are read as their deterministic limit
-#'   `c * prod_j X_j^a_j`; when `FALSE` (default), they are an error.
+#'   `c * prod_j X_j^a_j`; when `FALSE` (default), they are kinetic laws
+#'   simulated as written.
 #' @return A [reactionModel()] whose species and reactions are named by
 #'   their SBML ids (the SBML names in attributes `speciesNames` and
 #'   `reactionNames`), with attributes `parameters` (the global parameters'
@@ -486,7 +508,11 @@ readLASSIE <- function(dir) {
 #'   where a species' state is its amount, `FALSE` where it is its
 #'   concentration) and `constants` (the values of the parameters,
 #'   compartments and species references, all constant in time).  A
-#'   reaction `R` with a reverse direction becomes `R` and `R_rev`.
+#'   reaction `R` with a reverse direction becomes `R` and `R_rev`.  With
+#'   laws that are not mass action, the model has an element `laws`: per
+#'   reaction the `start` of its program in `code` (`-1` for mass action),
+#'   the programs' `code` and constants `cval`, and `deps`, the species
+#'   each law reads.
 #' @details Needs libSBML when the package is built (Debian:
 #'   `libsbml5-dev`); without it `readSBML()` is an error saying so.
 #' @seealso [lassieSimulate()], [readBioNetGen()]
@@ -561,7 +587,11 @@ readSBML <- function(file, propensities = FALSE) {
 
   # errors here are caught per reaction and reported together, by name
   fail <- function(...) stop_input(..., call = NULL)
-  bad <- function() fail("not mass action")
+  # what mass action cannot express: the law then runs as a program
+  bad <- function(...) {
+    stop(sbg_condition(c("sysbioGPU_not_mass_action", "sysbioGPU_error_input"),
+                       if (...length()) paste0(...) else "not mass action"))
+  }
   to_poly <- function(ex, loc, depth = 0L) {
     if (depth > 100L) fail("assignment rules nested too deeply")
     if (is.numeric(ex)) return(poly_const(as.double(ex)))
@@ -613,12 +643,62 @@ readSBML <- function(file, propensities = FALSE) {
     left <- tb - ta
     rep.int(as.integer(names(left)), as.integer(left))
   }
+  # the law as mass-action terms (reactions, with catalysts and reverse
+  # directions), or a condition sysbioGPU_not_mass_action
+  mass_action_terms <- function(r, re, pr, loc, changed, sc) {
+    poly <- to_poly(r$math, loc)
+    if (any(!is.finite(poly))) fail("a rate constant evaluates to ", poly[!is.finite(poly)][1])
+    poly <- poly[poly != 0]
+    # a law that is 0: the reaction is kept, with rate 0
+    terms <- if (!length(poly)) list(list(re = re, pr = pr, k = 0, rev = FALSE)) else list()
+    for (t in seq_along(poly)) {
+      mono <- poly_species(names(poly)[t]); cf_t <- poly[[t]]
+      cat_f <- sub_multiset(re, mono); cat_b <- sub_multiset(pr, mono)
+      # catalysts must be species the reaction does not change; a
+      # negative term is the reverse direction (SBML's `reversible` is
+      # a hint, the law decides)
+      if (!is.null(cat_f) && any(cat_f %in% changed)) cat_f <- NULL
+      if (!is.null(cat_b) && any(cat_b %in% changed)) cat_b <- NULL
+      if (cf_t > 0 && !is.null(cat_f)) {
+        terms[[length(terms) + 1L]] <- list(re = c(re, cat_f), pr = c(pr, cat_f), k = cf_t / sc, rev = FALSE)
+      } else if (cf_t < 0 && !is.null(cat_b)) {
+        terms[[length(terms) + 1L]] <- list(re = c(pr, cat_b), pr = c(re, cat_b), k = -cf_t / sc, rev = TRUE)
+      } else if (cf_t < 0 && !is.null(cat_f)) {
+        bad("its rate constant is negative (", cf_t, ")")
+      } else if (cf_t > 0 && !is.null(cat_b)) {
+        bad("its reverse rate constant is negative (", -cf_t, ")")
+      } else {
+        terms <- NULL; break
+      }
+    }
+    if (is.null(terms) && propensities && length(poly)) {
+      # c * falling factorials of the reactants (no catalysts)?
+      lead <- poly_key(re)
+      if (!is.na(poly[lead]) && poly[[lead]] > 0) {
+        want <- falling(re, poly[[lead]])
+        if (setequal(names(want), names(poly)) &&
+            all(abs(want[names(poly)] - poly) <= 1e-12 * abs(poly[[lead]]))) {
+          terms <- list(list(re = re, pr = pr, k = poly[[lead]] / sc, rev = FALSE))
+        }
+      }
+    }
+    if (is.null(terms)) bad()
+    terms
+  }
+  # a law that is not mass action: one reaction of rate (1 / sc) * law, the
+  # law compiled to the engine's program (sbml_law_program())
+  kinetic_terms <- function(r, re, pr, loc, sc) {
+    lp <- sbml_law_program(r$math, loc, sidx, moving, v$value, fail)
+    list(list(re = re, pr = pr, k = 1 / sc, rev = FALSE, law = lp))
+  }
   cf <- v$conversion_factors()[keep]
   out_re <- list(); out_pr <- list(); out_k <- numeric(); out_id <- character(); out_nm <- character()
   problems <- character()
-  add <- function(re, pr, k, id, nm) {
+  out_law <- list()
+  add <- function(re, pr, k, id, nm, law) {
     n <- length(out_k) + 1L
     out_re[[n]] <<- re; out_pr[[n]] <<- pr; out_k[n] <<- k; out_id[n] <<- id; out_nm[n] <<- nm
+    out_law[n] <<- list(law)
   }
   for (r in d$reactions) {
     label <- if (nzchar(r$name) && r$name != r$id) paste0(r$id, " (", r$name, ")") else r$id
@@ -632,47 +712,13 @@ readSBML <- function(file, propensities = FALSE) {
       if (any(cf[changed] != 1)) {
         fail("species ", ids(sp$id[changed][cf[changed] != 1]), " with a conversion factor other than 1")
       }
-      poly <- to_poly(r$math, loc)
-      if (any(!is.finite(poly))) fail("a rate constant evaluates to ", poly[!is.finite(poly)][1])
-      poly <- poly[poly != 0]
       sc <- unique(scale[changed])
       if (length(sc) > 1L) fail("its species lie in compartments of different sizes")
       if (!length(sc)) sc <- 1
-      # a law that is 0: the reaction is kept, with rate 0
-      terms <- if (!length(poly)) list(list(re = re, pr = pr, k = 0, rev = FALSE)) else list()
-      for (t in seq_along(poly)) {
-        mono <- poly_species(names(poly)[t]); cf_t <- poly[[t]]
-        cat_f <- sub_multiset(re, mono); cat_b <- sub_multiset(pr, mono)
-        # catalysts must be species the reaction does not change; a
-        # negative term is the reverse direction (SBML's `reversible` is
-        # a hint, the law decides)
-        if (!is.null(cat_f) && any(cat_f %in% changed)) cat_f <- NULL
-        if (!is.null(cat_b) && any(cat_b %in% changed)) cat_b <- NULL
-        if (cf_t > 0 && !is.null(cat_f)) {
-          terms[[length(terms) + 1L]] <- list(re = c(re, cat_f), pr = c(pr, cat_f), k = cf_t / sc, rev = FALSE)
-        } else if (cf_t < 0 && !is.null(cat_b)) {
-          terms[[length(terms) + 1L]] <- list(re = c(pr, cat_b), pr = c(re, cat_b), k = -cf_t / sc, rev = TRUE)
-        } else if (cf_t < 0 && !is.null(cat_f)) {
-          fail("its rate constant is negative (", cf_t, ")")
-        } else if (cf_t > 0 && !is.null(cat_b)) {
-          fail("its reverse rate constant is negative (", -cf_t, ")")
-        } else {
-          terms <- NULL; break
-        }
-      }
-      if (is.null(terms) && propensities && length(poly)) {
-        # c * falling factorials of the reactants (no catalysts)?
-        lead <- poly_key(re)
-        if (!is.na(poly[lead]) && poly[[lead]] > 0) {
-          want <- falling(re, poly[[lead]])
-          if (setequal(names(want), names(poly)) &&
-              all(abs(want[names(poly)] - poly) <= 1e-12 * abs(poly[[lead]]))) {
-            terms <- list(list(re = re, pr = pr, k = poly[[lead]] / sc, rev = FALSE))
-          }
-        }
-      }
-      if (is.null(terms)) bad()
-      terms
+      # mass action where the law is, else the law as a program
+      tryCatch(mass_action_terms(r, re, pr, loc, changed, sc),
+               sysbioGPU_not_mass_action = function(e) kinetic_terms(r, re, pr, loc, sc),
+               sysbioGPU_poly_limit = function(e) kinetic_terms(r, re, pr, loc, sc))
     }, error = function(e) {
       msg <- conditionMessage(e)   # a refusal from sbml_values() names the file: not again
       if (startsWith(msg, paste0(fname, ": "))) msg <- substring(msg, nchar(fname) + 3L)
@@ -685,11 +731,11 @@ readSBML <- function(file, propensities = FALSE) {
       id <- r$id
       if (tm$rev) { nrev <- nrev + 1L; id <- paste0(r$id, "_rev", if (nrev > 1L) nrev) }
       else if (sum(!vapply(res, `[[`, TRUE, "rev")) > 1L) id <- paste0(r$id, "_", length(out_k) + 1L)
-      add(tm$re, tm$pr, tm$k, id, r$name)
+      add(tm$re, tm$pr, tm$k, id, r$name, tm$law)
     }
   }
   if (length(problems)) {
-    stop(sbml_unsupported(fname, length(problems), " reaction(s) that cannot be read as mass action",
+    stop(sbml_unsupported(fname, length(problems), " reaction(s) that cannot be simulated",
                if (!propensities && any(grepl("- 1)", problems, fixed = TRUE))) " (stochastic propensities? see `propensities`)",
                ": ", paste(utils::head(problems, 5), collapse = "; "),
                if (length(problems) > 5) "; ..."))
@@ -714,6 +760,7 @@ readSBML <- function(file, propensities = FALSE) {
   }
   m <- reactionModel(A, B, rates = out_k, initial = unname(init), species = sp$id, fixed = fixed,
                      observables = obs, reactions = make.unique(out_id))
+  if (!all(vapply(out_law, is.null, TRUE))) m$laws <- sbml_law_table(out_law)
   attr(m, "speciesNames") <- sp$name
   attr(m, "reactionNames") <- out_nm
   attr(m, "parameters") <- stats::setNames(d$parameters$value, d$parameters$id)
@@ -725,7 +772,144 @@ readSBML <- function(file, propensities = FALSE) {
   m
 }
 
-# The refusal of an SBML construct the mass-action engine cannot run.
+# The operators of the engine's kinetic-law programs (LASSIE_OP_* in
+# src/lassie/lassie.h, same order).
+lassie_ops <- stats::setNames(0:40, c(
+  "RET", "CONST", "SPEC", "ADD", "SUB", "MUL", "DIV", "POW", "MIN", "MAX",
+  "LT", "LE", "GT", "GE", "EQ", "NE", "AND", "OR", "XOR",
+  "NEG", "NOT", "EXP", "LN", "LOG10", "SQRT", "ABS", "FLOOR", "CEIL",
+  "SIN", "COS", "TAN", "SINH", "COSH", "TANH", "ASIN", "ACOS", "ATAN",
+  "ASINH", "ACOSH", "ATANH", "SELECT"))
+lassie_law_stack <- 64L   # LASSIE_LAW_STACK
+sbml_unary_ops <- c(exp = "EXP", ln = "LN", log10 = "LOG10", sqrt = "SQRT", abs = "ABS",
+                    floor = "FLOOR", ceiling = "CEIL", sin = "SIN", cos = "COS", tan = "TAN",
+                    sinh = "SINH", cosh = "COSH", tanh = "TANH", arcsin = "ASIN", arccos = "ACOS",
+                    arctan = "ATAN", arcsinh = "ASINH", arccosh = "ACOSH", arctanh = "ATANH",
+                    not = "NOT")
+# 1 / f(x), f(1 / x)
+sbml_recip_ops <- c(sec = "COS", csc = "SIN", cot = "TAN", sech = "COSH", csch = "SINH", coth = "TANH")
+sbml_arc_recip_ops <- c(arcsec = "ACOS", arccsc = "ASIN", arccot = "ATAN", arcsech = "ACOSH",
+                        arccsch = "ASINH", arccoth = "ATANH")
+sbml_binary_ops <- c(`+` = "ADD", `-` = "SUB", `*` = "MUL", `/` = "DIV", `^` = "POW",
+                     min = "MIN", max = "MAX", and = "AND", or = "OR", xor = "XOR")
+sbml_relation_ops <- c(lt = "LT", leq = "LE", gt = "GT", geq = "GE", eq = "EQ", neq = "NE")
+
+# A kinetic law (SBML math as an R call) compiled to the engine's stack
+# program: what depends on no species is evaluated here once (parameters,
+# local first, compartments, functions of them), species are read from the
+# state (kept species by index `sidx`), species set by rules that change
+# in time are replaced by their rules (`moving`).  Time, delay and rateOf
+# are refused through `fail` (or sbml_eval()'s own refusal).  Returns
+# list(code, cval, kpos: the positions in code of CONST operands, deps: the
+# species read, 1-based and sorted).
+sbml_law_program <- function(ex, loc, sidx, moving, value, fail) {
+  code <- integer(); cval <- numeric(); kpos <- integer(); deps <- integer()
+  op <- function(name) code <<- c(code, lassie_ops[[name]])
+  const <- function(x) {
+    cval <<- c(cval, as.double(x))
+    code <<- c(code, lassie_ops[["CONST"]], length(cval) - 1L)
+    kpos <<- c(kpos, length(code))
+  }
+  lookup <- function(nm) if (nm %in% names(loc)) loc[[nm]] else value(nm)
+  no_time <- function() fail("it depends on time")
+  emit <- function(e, loc_on, depth) {
+    if (depth > 100L) fail("assignment rules nested too deeply")
+    if (is.numeric(e)) return(const(e))
+    if (is.name(e)) {
+      nm <- as.character(e)
+      if (loc_on && nm %in% names(loc)) return(const(loc[[nm]]))
+      if (nm %in% names(moving)) return(emit(moving[[nm]], FALSE, depth + 1L))
+      if (!is.na(j <- sidx[nm])) {
+        deps <<- c(deps, j)
+        code <<- c(code, lassie_ops[["SPEC"]], j - 1L)
+        return(invisible())
+      }
+      return(const(value(nm)))
+    }
+    vars <- all.vars(e)
+    if (loc_on) vars <- setdiff(vars, names(loc))
+    if (!any(vars %in% c(names(sidx), names(moving)))) {
+      # no species: a number, evaluated once
+      return(const(sbml_eval(e, if (loc_on) lookup else value, time = no_time)))
+    }
+    f <- as.character(e[[1]])
+    a <- as.list(e)[-1]
+    n <- length(a)
+    arg <- function(k) emit(a[[k]], loc_on, depth)
+    if (f %in% c("delay", "rateOf", "unsupported_math", "function_call", "csymbol_time")) {
+      sbml_eval(e, stop, no_time)   # its refusal
+    }
+    if (f == "-" && n == 1L) { arg(1); return(op("NEG")) }
+    if (f %in% c("+", "*") && n == 1L) return(arg(1))
+    if (f %in% names(sbml_binary_ops) && n >= 1L && !(f %in% c("-", "/", "^") && n != 2L)) {
+      arg(1)
+      for (k in seq_len(n)[-1]) { arg(k); op(sbml_binary_ops[[f]]) }
+      if (n == 1L && f %in% c("and", "or", "xor")) { op("NOT"); op("NOT") }
+      return(invisible())
+    }
+    if (f %in% names(sbml_unary_ops) && n == 1L) { arg(1); return(op(sbml_unary_ops[[f]])) }
+    if (f %in% names(sbml_recip_ops) && n == 1L) {
+      const(1); arg(1); op(sbml_recip_ops[[f]]); return(op("DIV"))
+    }
+    if (f %in% names(sbml_arc_recip_ops) && n == 1L) {
+      const(1); arg(1); op("DIV"); return(op(sbml_arc_recip_ops[[f]]))
+    }
+    if (f == "log_base" && n == 2L) { arg(2); op("LN"); arg(1); op("LN"); return(op("DIV")) }
+    if (f == "root" && n == 2L) { arg(2); const(1); arg(1); op("DIV"); return(op("POW")) }
+    if (f == "implies" && n == 2L) { arg(1); op("NOT"); arg(2); return(op("OR")) }
+    if (f %in% names(sbml_relation_ops) && n >= 2L && (f != "neq" || n == 2L)) {
+      # a chain a < b < c: each neighbouring pair, all of them
+      for (k in seq_len(n - 1L)) {
+        arg(k); arg(k + 1L); op(sbml_relation_ops[[f]])
+        if (k > 1L) op("AND")
+      }
+      return(invisible())
+    }
+    if (f == "piecewise" && n >= 1L) {
+      # value_1, condition_1, ..., otherwise: nested selections; without
+      # an otherwise, NaN where no condition holds (sbml_eval()'s meaning)
+      pw <- function(k) {
+        if (2L * k - 1L > n) return(const(NaN))
+        if (2L * k - 1L == n) return(arg(n))
+        arg(2L * k); arg(2L * k - 1L); pw(k + 1L); op("SELECT")
+      }
+      return(pw(1L))
+    }
+    fail("the function ", f, " of species is not simulated")
+  }
+  emit(ex, TRUE, 0L)
+  op("RET")
+  # the deepest stack the program needs, as the glue will count it
+  depth <- 0L; top <- 0L; pc <- 1L
+  while (code[pc] != lassie_ops[["RET"]]) {
+    o <- code[pc]
+    if (o %in% lassie_ops[c("CONST", "SPEC")]) { depth <- depth + 1L; pc <- pc + 2L; top <- max(top, depth); next }
+    if (o <= lassie_ops[["XOR"]]) depth <- depth - 1L
+    else if (o == lassie_ops[["SELECT"]]) depth <- depth - 2L
+    pc <- pc + 1L
+  }
+  if (top > lassie_law_stack) fail("a law nested more deeply than ", lassie_law_stack, " levels")
+  list(code = as.integer(code), cval = cval, kpos = kpos, deps = sort(unique(as.integer(deps))))
+}
+
+# The reactions' programs (NULL: mass action) as the model's `laws`: start
+# (0-based offset of each reaction's program in code, -1 for mass action),
+# code, cval, deps (the species each reads, 1-based).
+sbml_law_table <- function(progs) {
+  code <- integer(); cval <- numeric()
+  start <- rep(-1L, length(progs)); deps <- vector("list", length(progs))
+  for (i in seq_along(progs)) {
+    p <- progs[[i]]
+    if (is.null(p)) next
+    cd <- p$code
+    cd[p$kpos] <- cd[p$kpos] + length(cval)
+    start[i] <- length(code)
+    code <- c(code, cd); cval <- c(cval, p$cval); deps[[i]] <- p$deps
+  }
+  list(start = start, code = code, cval = cval, deps = deps)
+}
+
+# The refusal of an SBML construct the engines cannot run.
 sbml_unsupported <- function(fname, ...) {
   sbg_condition(c("sysbioGPU_sbml_unsupported", "sysbioGPU_error_input"),
                 paste0(fname, ": ", ..., "; readSBML() does not simulate it"))
@@ -791,18 +975,27 @@ sbml_values <- function(d, refuse) {
       return(if (!is.na(conc)) conc else amt / lookup(sp$compartment[i]))
     }
     if (!is.null(s <- sref[[nm]])) {
-      if (!is.null(s$math)) return(sbml_eval(s$math, lookup, time = function() refuse("a stoichiometryMath that depends on time")))
+      if (!is.null(s$math)) return(stoich_math(s$math))
       if (is.na(s$value)) refuse("species reference ", nm, " without a stoichiometry")
       return(s$value)
     }
     if (nm %in% rx_ids) refuse("math that uses the rate of reaction ", nm)
     refuse("math that uses the unknown symbol ", nm)
   }
+  # a stoichiometryMath of species changes in time: refused, not read at
+  # its initial value
+  stoich_math <- function(ex) {
+    v <- all.vars(ex)
+    if (any(vapply(v, varying, TRUE))) {
+      refuse("a stoichiometryMath that changes in time (of ", paste(v[vapply(v, varying, TRUE)], collapse = ", "), ")")
+    }
+    sbml_eval(ex, lookup, time = function() refuse("a stoichiometryMath that depends on time"))
+  }
   stoichiometry <- function(side) {
     vapply(seq_along(side$species), function(k) {
       if (nzchar(side$id[k])) return(lookup(side$id[k]))
       if (!is.null(side$math[[k]])) {
-        return(sbml_eval(side$math[[k]], lookup, time = function() refuse("a stoichiometryMath that depends on time")))
+        return(stoich_math(side$math[[k]]))
       }
       side$stoichiometry[k]
     }, 0)

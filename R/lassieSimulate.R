@@ -156,15 +156,17 @@ summary.reactionModel <- function(object, ...) {
               observables = if (is.null(object$observables)) character() else rownames(object$observables),
               order = table(factor(ord, levels = sort(unique(ord)))),
               nnzH = length(Matrix::drop0(object$products - object$reactants)@x),
-              rates = summary(object$rates), initial = summary(object$initial))
+              rates = summary(object$rates), initial = summary(object$initial),
+              laws = if (is.null(object$laws)) 0L else sum(object$laws$start >= 0L))
   class(out) <- "summary.reactionModel"
   out
 }
 
 #' @export
 print.summary.reactionModel <- function(x, ...) {
-  cat(sprintf("Mass-action model: %d species, %d reactions, %d nonzeros in H\n",
-              x$species, x$reactions, x$nnzH))
+  cat(sprintf("%s model: %d species, %d reactions, %d nonzeros in H\n",
+              if (isTRUE(x$laws > 0L)) "Reaction" else "Mass-action", x$species, x$reactions, x$nnzH))
+  if (isTRUE(x$laws > 0L)) cat(sprintf("%d kinetic law(s) that are not mass action (CPU engine only)\n", x$laws))
   cat("Reactions by order (reactant molecules):\n")
   print(x$order)
   if (length(x$fixed)) cat("Fixed species:", paste(utils::head(x$fixed, 10), collapse = ", "),
@@ -186,9 +188,29 @@ lassie_arrays <- function(model) {
     H <- Matrix::drop0(H)
   }
   H <- methods::as(H, "CsparseMatrix")
-  list(r_ptr = as.integer(At@p), r_sp = as.integer(At@i), r_ord = as.integer(At@x),
-       h_ptr = as.integer(H@p), h_rx = as.integer(H@i), h_val = as.double(H@x))
+  arr <- list(r_ptr = as.integer(At@p), r_sp = as.integer(At@i), r_ord = as.integer(At@x),
+              h_ptr = as.integer(H@p), h_rx = as.integer(H@i), h_val = as.double(H@x))
+  L <- model$laws
+  if (is.null(L)) return(arr)
+  # reactions with a kinetic law: their entries are the species the law
+  # reads (the pattern of the Jacobian), order 1 (unused)
+  M <- length(model$reactions)
+  rx <- rep.int(seq_len(M), diff(At@p))
+  sp <- split(At@i, factor(rx, levels = seq_len(M)))
+  ord <- split(as.integer(At@x), factor(rx, levels = seq_len(M)))
+  kin <- which(L$start >= 0L)
+  sp[kin] <- lapply(L$deps[kin], function(d) as.integer(d) - 1L)
+  ord[kin] <- lapply(sp[kin], function(d) rep.int(1L, length(d)))
+  arr$r_ptr <- c(0L, cumsum(lengths(sp)))
+  arr$r_sp <- as.integer(unlist(sp, use.names = FALSE))
+  arr$r_ord <- as.integer(unlist(ord, use.names = FALSE))
+  arr$law <- as.integer(L$start); arr$code <- as.integer(L$code); arr$cval <- as.double(L$cval)
+  arr
 }
+
+# Whether a model has kinetic laws that are not mass action (readSBML()),
+# which only the CPU engine runs.
+has_kinetic_laws <- function(model) !is.null(model$laws) && any(model$laws$start >= 0L)
 
 check_model <- function(model) {
   if (!inherits(model, "reactionModel")) {
@@ -233,6 +255,16 @@ check_model <- function(model) {
 #' run, with pivots on the diagonal and a dense LU with partial pivoting as
 #' fallback when a pivot lost 10 digits to cancellation; the ordering keeps an `N x N` bitset,
 #' which limits implicit steps to 16,384 species.
+#'
+#' A model read by [readSBML()] may have kinetic laws that are not mass
+#' action (Michaelis-Menten, Hill, ...): their rates are evaluated from
+#' the laws' compiled programs and the Jacobian's columns for the species
+#' a law reads are finite differences (central, a step of `eps^(1/3)` of
+#' the species' value).  Only the CPU engine runs them: `backend = "gpu"`
+#' is an error of class `sysbioGPU_error_kinetics` (and
+#' `sysbioGPU_error_backend`), and `backend = "auto"` takes the CPU (the
+#' result's `backend`, and [runInfo()], say so).  Mass-action models run
+#' the mass-action code alone, unchanged.
 #'
 #' A simulation that fails (`maxSteps` exhausted, step size underflow,
 #' Newton iterations that do not converge, a model too large for implicit
@@ -404,6 +436,19 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   }
   n_sims <- max(rt$n, it$n)
   if (!is.null(BPPARAM) && is.null(threads)) threads <- bp_threads(BPPARAM)
+  if (has_kinetic_laws(model) && is.character(backend) && length(backend) == 1L &&
+      backend %in% c("gpu", "auto")) {
+    kin <- model$reactions[model$laws$start >= 0L]
+    why <- paste0("the model has ", length(kin), " kinetic law(s) that are not mass action (",
+                  paste(utils::head(kin, 3), collapse = ", "), if (length(kin) > 3L) ", ...",
+                  "), which only the CPU engine runs")
+    if (backend == "gpu") {
+      stop(sbg_condition(c("sysbioGPU_error_kinetics", "sysbioGPU_error_backend"),
+                         paste0('backend = "gpu" cannot run this model: ', why, '; use backend = "cpu"'),
+                         call = NULL))
+    }
+    backend <- "cpu"   # "auto": the CPU, which the result's backend (runInfo()) reports
+  }
   b <- resolveBackend(backend, threads, device)
   a <- backend_args(b, multi = TRUE)
   check_bpparam_gpu(BPPARAM, b)

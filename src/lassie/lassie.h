@@ -24,7 +24,37 @@ typedef struct sbg_lassie_model {
   const int *h_ptr;     /* n_species + 1 */
   const int *h_rx;      /* h_ptr[N]: reaction */
   const double *h_val;  /* h_ptr[N]: net coefficient */
+  /* General kinetic laws (CPU engine only; NULL: every reaction is mass
+   * action, and the engine runs exactly the mass-action code).  Reaction i
+   * with law[i] >= 0 has rate k_i * (the program at code + law[i]), and its
+   * "reactant" entries (r_ptr/r_sp) are the species the program reads: the
+   * pattern of its column of the Jacobian, whose values are then finite
+   * differences (r_ord unused).  law[i] < 0: mass action as above. */
+  const int *law;       /* n_reactions, or NULL */
+  const int *code;      /* the programs (LASSIE_OP_*), each ending in RET */
+  const double *cval;   /* the constants the programs push */
 } sbg_lassie_model;
+
+/* The stack machine of kinetic laws.  CONST and SPEC take one operand
+ * (the index of the constant, of the species); the others pop their
+ * arguments and push the result.  Relations and logic give 1 or 0; SELECT
+ * pops c, a, b (pushed in that order) and pushes c != 0 ? a : b. */
+enum {
+  LASSIE_OP_RET = 0, LASSIE_OP_CONST, LASSIE_OP_SPEC,
+  LASSIE_OP_ADD, LASSIE_OP_SUB, LASSIE_OP_MUL, LASSIE_OP_DIV, LASSIE_OP_POW,
+  LASSIE_OP_MIN, LASSIE_OP_MAX,
+  LASSIE_OP_LT, LASSIE_OP_LE, LASSIE_OP_GT, LASSIE_OP_GE, LASSIE_OP_EQ, LASSIE_OP_NE,
+  LASSIE_OP_AND, LASSIE_OP_OR, LASSIE_OP_XOR,      /* last binary operator */
+  LASSIE_OP_NEG, LASSIE_OP_NOT, LASSIE_OP_EXP, LASSIE_OP_LN, LASSIE_OP_LOG10,
+  LASSIE_OP_SQRT, LASSIE_OP_ABS, LASSIE_OP_FLOOR, LASSIE_OP_CEIL,
+  LASSIE_OP_SIN, LASSIE_OP_COS, LASSIE_OP_TAN, LASSIE_OP_SINH, LASSIE_OP_COSH,
+  LASSIE_OP_TANH, LASSIE_OP_ASIN, LASSIE_OP_ACOS, LASSIE_OP_ATAN,
+  LASSIE_OP_ASINH, LASSIE_OP_ACOSH, LASSIE_OP_ATANH,   /* last unary operator */
+  LASSIE_OP_SELECT,
+  LASSIE_N_OPS
+};
+/* deepest stack a program may use (the glue checks every program) */
+#define LASSIE_LAW_STACK 64
 
 /* AUTO: DOPRI5, BDF on stiffness; RKF45: explicit only, stepping onto each
  * output time (LASSIE's scheme); BDF: implicit only; DOPRI5: explicit only.
@@ -110,6 +140,11 @@ void sbg_lassie_rhs(const sbg_lassie_model *m, const double *k, const double *x,
                     double *v, double *f);
 void sbg_lassie_rates(const sbg_lassie_model *m, const double *k,
                       const double *x, double *v);
+/* The value of the program at `code` at state x, with species `oj`
+ * (-1: none) read as `ov` instead of x[oj]. */
+double sbg_lassie_law_eval(const int *code, const double *cval, const double *x, int oj, double ov);
+/* Rates of a model with kinetic laws (m->law not NULL). */
+void sbg_lassie_law_rates(const sbg_lassie_model *m, const double *k, const double *x, double *v);
 /* dv_i/dx_j for every reactant entry e of reaction i (length r_ptr[M]):
  * the sparse factor D of the Jacobian J = H D. */
 void sbg_lassie_dvdx(const sbg_lassie_model *m, const double *k,

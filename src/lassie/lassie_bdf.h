@@ -234,6 +234,10 @@ static LASSIE_HD inline void lassie_rates_team(const lassie_team *tm, const sbg_
                                                const double *k, const double *x, double *v) {
   const int M = m->n_reactions, T = tm->size;
   const int *r_ptr = m->r_ptr, *r_sp = m->r_sp, *r_ord = m->r_ord;
+#ifndef __CUDA_ARCH__
+  /* kinetic laws: the CPU engine's alone (the GPU engine refuses them) */
+  if (m->law) { if (tm->lane == 0) sbg_lassie_law_rates(m, k, x, v); return; }
+#endif
   for (int i0 = tm->lane; i0 < M; i0 += LASSIE_RATE_BATCH * T) {
     int b[LASSIE_RATE_BATCH], c[LASSIE_RATE_BATCH];
     double r[LASSIE_RATE_BATCH];

@@ -19,6 +19,42 @@
     if (!(cond)) sbg_stop(SBG_ERR_INPUT, "`model` is not a valid reactionModel: " what); \
   } while (0)
 
+/* The model's kinetic laws (elements law, code, cval; absent or NULL: mass
+ * action), each program run through once here so that the engine's
+ * evaluator can trust it: known operators, operands in range, a stack that
+ * never underflows nor exceeds LASSIE_LAW_STACK, one value at RET. */
+static void law_from_list(sbg_lassie_model *m, SEXP model) {
+  m->law = NULL; m->code = NULL; m->cval = NULL;
+  SEXP law = sbg_elt_or_null(model, "law");
+  if (law == NULL || Rf_isNull(law)) return;
+  SEXP code = sbg_elt(model, "code"), cval = sbg_elt(model, "cval");
+  SBG_ASSERT(TYPEOF(law) == INTSXP && TYPEOF(code) == INTSXP && TYPEOF(cval) == REALSXP);
+  MODEL_CHECK(XLENGTH(law) == m->n_reactions, "`law` must have one entry per reaction");
+  const int *lw = INTEGER(law), *cd = INTEGER(code);
+  const R_xlen_t nc = XLENGTH(code), nk = XLENGTH(cval);
+  for (int i = 0; i < m->n_reactions; i++) {
+    if (lw[i] < 0) continue;
+    MODEL_CHECK(lw[i] < nc, "a kinetic law starts beyond its code");
+    int depth = 0;
+    for (R_xlen_t pc = lw[i];;) {
+      MODEL_CHECK(pc < nc, "a kinetic law runs beyond its code");
+      const int op = cd[pc++];
+      MODEL_CHECK(op >= 0 && op < LASSIE_N_OPS, "a kinetic law has an unknown operator");
+      if (op == LASSIE_OP_RET) { MODEL_CHECK(depth == 1, "a kinetic law leaves no single value"); break; }
+      if (op == LASSIE_OP_CONST || op == LASSIE_OP_SPEC) {
+        MODEL_CHECK(pc < nc, "a kinetic law runs beyond its code");
+        const int a = cd[pc++];
+        MODEL_CHECK(a >= 0 && (op == LASSIE_OP_CONST ? a < nk : a < m->n_species),
+                    "a kinetic law's operand is out of range");
+        depth++;
+      } else if (op <= LASSIE_OP_XOR) depth -= 1;
+      else if (op == LASSIE_OP_SELECT) depth -= 2;
+      MODEL_CHECK(depth >= 1 && depth <= LASSIE_LAW_STACK, "a kinetic law's stack underflows or is too deep");
+    }
+  }
+  m->law = lw; m->code = cd; m->cval = REAL(cval);
+}
+
 /* The model's arrays, list(r_ptr, r_sp, r_ord, h_ptr, h_rx, h_val) from
  * lassie_arrays() in R/lassieSimulate.R. */
 static void model_from_list(sbg_lassie_model *m, SEXP model) {
@@ -47,6 +83,7 @@ static void model_from_list(sbg_lassie_model *m, SEXP model) {
     MODEL_CHECK(m->h_rx[e] >= 0 && m->h_rx[e] < M, "a reaction index of the stoichiometry is out of range");
     MODEL_CHECK(R_FINITE(m->h_val[e]), "a stoichiometric coefficient is not finite");
   }
+  law_from_list(m, model);
 }
 
 /* The observables of one simulation into y (nt x n_obs, column-major)
@@ -253,6 +290,9 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   SEXP part = sbg_vec_elt(params, "part", INTSXP, 2);
   sbg_run rn;
   sbg_run_decode(run, &rn);
+  /* lassieSimulate() refuses this with its reasons; this guards the device */
+  if (rn.gpu && m.law)
+    sbg_stop(SBG_ERR_INPUT, "the GPU engine runs mass-action laws only: use backend = \"cpu\"");
   SBG_ASSERT(M > 0 && XLENGTH(rates) % M == 0 && XLENGTH(initial) % (N > 0 ? N : 1) == 0);
   SBG_ASSERT(N > 0 && XLENGTH(times) >= 2);
   sbg_lassie_params p;

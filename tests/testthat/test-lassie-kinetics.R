@@ -1,0 +1,159 @@
+# Kinetic laws that are not mass action (readSBML() compiles each to a
+# program the CPU engine evaluates; the Jacobian of the implicit steps by
+# finite differences): against deSolve with the right-hand side written
+# here in R, and against hand-derived values.
+
+# An SBML Level 3 Version 2 model (min and max are its functions) in a compartment `cell` of size `size`: species
+# (id = initial concentration), parameters (id = value), reactions (list of
+# reactants, products, MathML law).
+sbml_model <- function(size, species, params, reactions) {
+  f <- tempfile(fileext = ".xml")
+  sref <- function(s) if (length(s)) paste0(sprintf('<speciesReference species="%s" stoichiometry="1" constant="true"/>', s), collapse = "")
+  rx <- vapply(names(reactions), function(id) {
+    r <- reactions[[id]]
+    paste0(sprintf('<reaction id="%s" reversible="false">', id),
+           if (length(r$re)) paste0("<listOfReactants>", sref(r$re), "</listOfReactants>"),
+           if (length(r$pr)) paste0("<listOfProducts>", sref(r$pr), "</listOfProducts>"),
+           if (length(r$mod)) paste0("<listOfModifiers>",
+                                     paste0(sprintf('<modifierSpeciesReference species="%s"/>', r$mod), collapse = ""),
+                                     "</listOfModifiers>"),
+           '<kineticLaw><math xmlns="http://www.w3.org/1998/Math/MathML">', r$law,
+           "</math></kineticLaw></reaction>")
+  }, "")
+  writeLines(c(
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    '<sbml xmlns="http://www.sbml.org/sbml/level3/version2/core" level="3" version="2">',
+    '<model id="kin">',
+    sprintf('<listOfCompartments><compartment id="cell" size="%s" spatialDimensions="3" constant="true"/></listOfCompartments>', size),
+    "<listOfSpecies>",
+    sprintf('<species id="%s" compartment="cell" initialConcentration="%s" hasOnlySubstanceUnits="false" boundaryCondition="false" constant="false"/>',
+            names(species), species),
+    "</listOfSpecies>",
+    "<listOfParameters>",
+    sprintf('<parameter id="%s" value="%s" constant="true"/>', names(params), params),
+    "</listOfParameters>",
+    "<listOfReactions>", rx, "</listOfReactions>",
+    "</model>", "</sbml>"), f)
+  f
+}
+ci <- function(x) paste0("<ci>", x, "</ci>")
+cn <- function(x) paste0("<cn>", x, "</cn>")
+ap <- function(op, ...) paste0("<apply><", op, "/>", ..., "</apply>")
+
+# Michaelis-Menten A -> B, law cell * V * A / (Km + A) (an amount per time:
+# the concentrations change by V A / (Km + A))
+mm_file <- function(V = 1.5, Km = 0.7, A0 = 3) {
+  sbml_model(2, c(A = A0, B = 0), c(V = V, Km = Km),
+             list(r = list(re = "A", pr = "B",
+                           law = ap("divide", ap("times", ci("cell"), ci("V"), ci("A")),
+                                    ap("plus", ci("Km"), ci("A"))))))
+}
+
+test_that("Michaelis-Menten runs on the CPU, explicit and implicit, as deSolve", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  skip_if_not_installed("deSolve")
+  m <- readSBML(mm_file())
+  expect_false(is.null(m$laws))
+  tt <- c(0, 0.5, 1, 2, 5)
+  ref <- deSolve::ode(c(A = 3, B = 0), tt, function(t, y, p) {
+    v <- 1.5 * y[["A"]] / (0.7 + y[["A"]])
+    list(c(-v, v))
+  }, NULL, rtol = 1e-12, atol = 1e-14)
+  for (meth in c("auto", "bdf")) {
+    out <- lassieSimulate(m, tt, rtol = 1e-10, atol = 1e-14, method = meth, backend = "cpu",
+                          verbose = FALSE)
+    expect_lt(max(abs(out[, c("A", "B")] - ref[, c("A", "B")])), 1e-7)
+  }
+  # a batch varies the laws' factor: twice the factor, twice the speed
+  b <- lassieSimulate(m, tt, rtol = 1e-10, atol = 1e-14, rates = rbind(0.5, 1), backend = "cpu",
+                      verbose = FALSE)
+  expect_lt(max(abs(b[[2]][, "A"] - lassieSimulate(m, 2 * tt, rtol = 1e-10, atol = 1e-14,
+                                                   backend = "cpu", verbose = FALSE)[, "A"])), 1e-7)
+})
+
+test_that("a Hill law with a modifier, next to mass action, as deSolve; stiff on BDF", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  skip_if_not_installed("deSolve")
+  # A -> B at V E A^h / (K^h + A^h) (E a modifier, decaying by mass
+  # action), B -> A at kb B (mass action); h = 2.5 is no polynomial.  kb is
+  # large: the problem turns stiff.
+  hill <- ap("divide", ap("times", ci("cell"), ci("V"), ci("E"), ap("power", ci("A"), ci("h"))),
+             ap("plus", ap("power", ci("K"), ci("h")), ap("power", ci("A"), ci("h"))))
+  f <- sbml_model(1, c(A = 2, B = 0, E = 1), c(V = 3, K = 0.5, h = 2.5, kb = 1000, kd = 0.3),
+                  list(act = list(re = "A", pr = "B", mod = "E", law = hill),
+                       back = list(re = "B", pr = "A", law = ap("times", ci("kb"), ci("B"))),
+                       dec = list(re = "E", law = ap("times", ci("kd"), ci("E")))))
+  m <- readSBML(f)
+  expect_equal(m$laws$start >= 0, c(TRUE, FALSE, FALSE))
+  # the law's reactions read A and E: the Jacobian's pattern, its values
+  # by differences, against the hand-derived derivatives
+  x <- c(A = 0.8, B = 0.1, E = 0.6)
+  J <- as.matrix(sysbioGPU:::lassie_jacobian(m, x))
+  g <- function(a) 0.5^2.5 + a^2.5
+  dvdA <- 3 * 0.6 * (2.5 * 0.8^1.5 * g(0.8) - 0.8^2.5 * 2.5 * 0.8^1.5) / g(0.8)^2
+  dvdE <- 3 * 0.8^2.5 / g(0.8)
+  expect_equal(J[1, ], c(-dvdA - 0, 1000, -dvdE), tolerance = 1e-8)
+  expect_equal(J[2, ], c(dvdA, -1000, dvdE), tolerance = 1e-8)
+  expect_equal(J[3, ], c(0, 0, -0.3))
+  tt <- c(0, 0.1, 1, 5, 20)
+  ref <- deSolve::ode(c(A = 2, B = 0, E = 1), tt, function(t, y, p) {
+    v <- 3 * y[["E"]] * y[["A"]]^2.5 / (0.5^2.5 + y[["A"]]^2.5)
+    w <- 1000 * y[["B"]]
+    list(c(v * -1 + w, v - w, -0.3 * y[["E"]]))
+  }, NULL, method = "lsoda", rtol = 1e-12, atol = 1e-14)
+  out <- lassieSimulate(m, tt, rtol = 1e-10, atol = 1e-14, backend = "cpu", verbose = FALSE)
+  expect_gte(attr(out, "stats")[["implicitSteps"]], 1)
+  expect_lt(max(abs(out[, c("A", "B", "E")] - ref[, c("A", "B", "E")])), 1e-7)
+})
+
+test_that("the programs' operators are SBML's functions", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # one law per operator family, each in a reaction 0 -> P_i that reads A
+  # and B; the right-hand side at a few states against R's value
+  laws <- list(
+    pw = list(paste0("<piecewise><piece>", ap("times", cn(2), ci("A")), ap("gt", ci("A"), ci("B")), "</piece>",
+                     "<otherwise>", ap("times", cn(3), ci("B")), "</otherwise></piecewise>"),
+              function(A, B) if (A > B) 2 * A else 3 * B),
+    logic = list(ap("plus", ap("and", ap("lt", ci("A"), cn(1)), ap("geq", ci("B"), cn(0.5))),
+                    ap("times", cn(2), ap("or", ap("eq", ci("A"), ci("B")), ap("not", ap("leq", ci("B"), cn(2))))),
+                    ap("times", cn(4), ap("xor", ap("gt", ci("A"), cn(0)), ap("neq", ci("B"), cn(0.5))))),
+                 function(A, B) (A < 1 && B >= 0.5) + 2 * (A == B || !(B <= 2)) + 4 * xor(A > 0, B != 0.5)),
+    mm = list(ap("plus", ap("min", ci("A"), ci("B")), ap("times", cn(10), ap("max", ci("A"), ci("B"), cn(1)))),
+              function(A, B) min(A, B) + 10 * max(A, B, 1)),
+    fun = list(ap("plus", ap("exp", ci("A")), ap("ln", ci("B")), ap("log", "<logbase>", cn(10), "</logbase>", ci("B")),
+                  ap("root", ci("A")), ap("abs", ap("minus", ci("B"))), ap("floor", ci("A")),
+                  ap("ceiling", ci("B")), ap("sin", ci("A")), ap("cos", ci("B")), ap("tanh", ci("A")),
+                  ap("arctan", ci("B")), ap("sec", ci("A")), ap("power", ci("B"), cn(1.7))),
+               function(A, B) exp(A) + log(B) + log10(B) + sqrt(A) + abs(-B) + floor(A) + ceiling(B) +
+                 sin(A) + cos(B) + tanh(A) + atan(B) + 1 / cos(A) + B^1.7))
+  rx <- lapply(seq_along(laws), function(i) list(pr = paste0("P", i), mod = c("A", "B"), law = laws[[i]][[1]]))
+  names(rx) <- names(laws)
+  sp <- c(A = 1, B = 1, stats::setNames(rep(0, length(laws)), paste0("P", seq_along(laws))))
+  m <- readSBML(sbml_model(1, sp, c(k = 1), rx))
+  expect_true(all(m$laws$start >= 0))
+  for (st in list(c(0.3, 0.7), c(1.6, 0.4), c(0.5, 0.5), c(2.2, 3.1))) {
+    x <- c(st, rep(0, length(laws)))
+    f <- sysbioGPU:::lassie_rhs(m, x)
+    want <- vapply(laws, function(l) l[[2]](st[1], st[2]), 0)
+    expect_equal(f[-(1:2)], unname(want), tolerance = 1e-14, label = paste(st, collapse = ","))
+  }
+})
+
+test_that("the GPU refuses kinetic laws by name; auto takes the CPU", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  m <- readSBML(mm_file())
+  expect_output(print(summary(m)), "1 kinetic law\\(s\\) that are not mass action")
+  expect_error(lassieSimulate(m, c(0, 1), backend = "gpu", verbose = FALSE),
+               "kinetic law.*not mass action \\(r\\).*backend = \"cpu\"", class = "sysbioGPU_error_kinetics")
+  out <- lassieSimulate(m, c(0, 1), backend = "auto", verbose = FALSE)
+  expect_equal(runInfo(out)$backend, "cpu")
+  # the glue checks each program before the engine runs it
+  bad <- m
+  bad$laws$code[length(bad$laws$code)] <- 99L
+  expect_error(lassieSimulate(bad, c(0, 1), backend = "cpu", verbose = FALSE), "unknown operator",
+               class = "sysbioGPU_error_input")
+  # laws that still cannot run are refused by name
+  f <- sbml_model(1, c(A = 1), c(k = 1),
+                  list(r = list(re = "A", law = ap("times", ci("k"), ci("A"), "<csymbol encoding=\"text\" definitionURL=\"http://www.sbml.org/sbml/symbols/time\">t</csymbol>"))))
+  expect_error(readSBML(f), "r: .*depends on time", class = "sysbioGPU_sbml_unsupported")
+})
