@@ -403,6 +403,24 @@ lassie_long <- function(times, values, vars, n, status) {
 
 #' @rdname lassieBatch
 #' @export
+plot.lassieArray <- function(x, which = NULL, type = c("overlay", "band"),
+                             probs = c(0.05, 0.95), mfrow = NULL, ...) {
+  # the batch's plot, on the array's simulations as time-first matrices
+  d <- dim(x)
+  vals <- unclass(x)
+  sims <- lapply(seq_len(d[[3L]]), function(s) {
+    m <- cbind(attr(x, "times"), matrix(vals[, , s], d[[1L]], d[[2L]]))
+    colnames(m) <- c("time", dimnames(x)[[2L]])
+    attr(m, "nSpecies") <- attr(x, "nSpecies")
+    m
+  })
+  plot.lassieBatch(structure(sims, class = "lassieBatch"), which = which, type = type,
+                   probs = probs, mfrow = mfrow, ...)
+  invisible(x)
+}
+
+#' @rdname lassieBatch
+#' @export
 plot.lassieBatch <- function(x, which = NULL, type = c("overlay", "band"),
                              probs = c(0.05, 0.95), mfrow = NULL, ...) {
   type <- check_choice(if (identical(type, c("overlay", "band"))) "overlay" else type,

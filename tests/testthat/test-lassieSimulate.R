@@ -356,7 +356,8 @@ test_that("the GPU engine's split over devices merges to the CPU's results (meth
   tt <- seq(0, 20, by = 2)
   cpu <- lassieSimulate(m, tt, rates = K, method = "bdf", backend = "cpu", threads = 2, verbose = FALSE)
   job <- list(arr = sysbioGPU:::lassie_arrays(m), times = tt, rtol = 1e-6, atol = 1e-12, method = 2L,
-              maxSteps = 1e6, gpu = TRUE, threads = 2L, total = 7L)
+              maxSteps = 1e6, gpu = TRUE, threads = 2L, total = 7L,
+              settings = sysbioGPU:::lassie_settings())
   N <- length(m$species)
   for (d in list(0L, c(0L, 1L), c(1L, 0L, 2L))) {
     r <- sysbioGPU:::lassie_engine(job, as.double(t(K)), m$initial, 0L, d, FALSE)

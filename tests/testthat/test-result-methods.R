@@ -30,7 +30,9 @@ every_result <- function() {
                           backend = "cpu", threads = 1, verbose = FALSE),
     lassieSimulation = lassieSimulate(m, times = 0:3, backend = "cpu", threads = 1, verbose = FALSE),
     lassieBatch = lassieSimulate(m, times = 0:3, rates = cbind(c(1, 2), 1), backend = "cpu",
-                                 threads = 1, verbose = FALSE)
+                                 threads = 1, verbose = FALSE),
+    lassieArray = lassieSimulate(m, times = 0:3, rates = cbind(c(1, 2), 1), backend = "cpu",
+                                 threads = 1, verbose = FALSE, output = "array")
   )
 }
 
