@@ -149,7 +149,12 @@ is_alloc_error <- function(e) {
 # Other errors pass through untouched.
 alloc_guard <- function(expr, arg, bytes = NULL, what = NULL) {
   withCallingHandlers(expr, error = function(e) {
-    if (!inherits(e, "sysbioGPU_error") && is_alloc_error(e)) {
+    # R's own allocation failure, or the glue's memory error that does not
+    # yet say which argument asked for the memory (an output made by the
+    # glue while the engine runs)
+    unnamed <- inherits(e, "sysbioGPU_error_memory") &&
+      !grepl(paste0("`", arg, "`"), conditionMessage(e), fixed = TRUE)
+    if (unnamed || (!inherits(e, "sysbioGPU_error") && is_alloc_error(e))) {
       size <- if (!is.null(bytes)) format_bytes(bytes) else sub("^.* of size ", "", conditionMessage(e))
       stop(sbg_condition(c("sysbioGPU_error_memory", "sysbioGPU_error_engine"), paste0(
         "cannot allocate ", size, if (!is.null(what)) paste0(" for ", what), " (asked for by `", arg,

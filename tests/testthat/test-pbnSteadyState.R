@@ -182,7 +182,7 @@ test_that("fixed points take their function steps at once: the same results as s
       as.data.frame(unclass(x)[setdiff(names(x), "seconds")])
     }
     a <- run()
-    old <- options(sysbioGPU.pbnNoSkip = TRUE)
+    old <- options(sysbioGPU.pbnNoSkip = TRUE, sysbioGPU.pbnGeneralStep = NULL)
     b <- run()
     options(sysbioGPU.pbnGeneralStep = TRUE)
     c <- run()
