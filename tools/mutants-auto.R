@@ -24,7 +24,9 @@
 # (folders with shared libraries the link needs that the linker cannot
 # find, e.g. libsbml.so.5 on a machine without libSBML's development files),
 # MUT_CPATH (headers of those libraries, for gcc's CPATH), MUT_FILES (a
-# regular expression: draw only from the files whose paths match).
+# regular expression: draw only from the files whose paths match), MUT_IDS
+# (ids of the sample, space- or comma-separated: run only these, e.g. to
+# judge survivors again once tests were added; use a fresh MUT_OUT).
 #
 # Building: `prepare` installs a copy of the tree with R CMD INSTALL (the
 # only step that needs make) and records the compiler's command lines; a
@@ -56,6 +58,7 @@ main <- function(args) {
     tfactor = as.numeric(env("MUT_TIMEOUT_FACTOR", "4")),
     deadline = as.numeric(env("MUT_DEADLINE", "Inf")),
     files = env("MUT_FILES", ""),
+    ids = env("MUT_IDS", ""),
     libdirs = env("MUT_LIBDIRS", ""),
     cpath = env("MUT_CPATH", "")
   )
@@ -157,10 +160,14 @@ c_sites <- function(root, file, typedefs) {
     dir[[i]] <- in_dir; is_def[[i]] <- in_dir && cur_def
     if (in_dir && !cont[[i]]) in_dir <- FALSE
   }
+  # Device-only code (the true branch of `#ifdef __CUDA_ARCH__` or
+  # `__CUDACC__`, the false branch of `#ifndef`) is not compiled into a
+  # CPU-only build, so no CPU test can reach it: not a site.
+  dev <- device_only_lines(lines)
   sig <- !grepl("^(/\\*|//|\\s)", tok)
   # tokens of other directives are out; in a #define, `#`, `define`, the
   # name and a parameter list glued to it are out
-  keep <- !(dir[line_of] & !is_def[line_of])
+  keep <- !(dir[line_of] & !is_def[line_of]) & !dev[line_of]
   for (i in which(tok == "#" & is_def[line_of])) {
     j <- i + 1L
     for (skip in 1:2) { # `define`, then the name
@@ -215,6 +222,29 @@ c_sites <- function(root, file, typedefs) {
   }
   data.frame(file = rep(file, length(S$k)), line = line_of[S$k], offset = off[S$k],
              from = S$from, to = S$to, kind = S$kind)
+}
+
+# TRUE for each line inside a branch that only a CUDA compilation sees.
+device_only_lines <- function(lines) {
+  cuda <- "(__CUDA_ARCH__|__CUDACC__)"
+  on <- logical()   # per open #if: its current branch is device-only
+  neg <- logical()  # per open #if: an #ifndef of the CUDA macro (device-only after #else)
+  out <- logical(length(lines))
+  for (i in seq_along(lines)) {
+    l <- lines[[i]]
+    if (grepl("^\\s*#\\s*if", l)) {
+      on <- c(on, grepl(paste0("^\\s*#\\s*(ifdef\\s+", cuda, "|if\\s+defined\\s*\\(?\\s*", cuda, ")"), l))
+      neg <- c(neg, grepl(paste0("^\\s*#\\s*ifndef\\s+", cuda), l))
+    } else if (grepl("^\\s*#\\s*(else|elif)", l) && length(on)) {
+      n <- length(on)
+      on[[n]] <- neg[[n]]
+      neg[[n]] <- FALSE
+    } else if (grepl("^\\s*#\\s*endif", l) && length(on)) {
+      on <- on[-length(on)]; neg <- neg[-length(neg)]
+    }
+    out[[i]] <- any(on)
+  }
+  out
 }
 
 rel_to <- list("<" = c("<=", ">="), "<=" = c("<", ">"), ">" = c(">=", "<="), ">=" = c(">", "<"),
@@ -372,6 +402,11 @@ draw <- function(cfg) {
   }
   set.seed(cfg$seed, kind = "Mersenne-Twister", normal.kind = "Inversion", sample.kind = "Rejection")
   s <- p[sort(sample.int(nrow(p), min(cfg$n, nrow(p)))), ]
+  if (nzchar(cfg$ids)) { # re-judge some mutants of the sample (e.g. after tests were added)
+    ids <- strsplit(cfg$ids, "[ ,]+")[[1L]]
+    if (length(bad <- setdiff(ids, s$id))) stop("MUT_IDS: not in the sample: ", paste(bad, collapse = " "))
+    s <- s[s$id %in% ids, ]
+  }
   s$mutated_text <- vapply(seq_len(nrow(s)), function(i) mutated_line(cfg$root, s[i, ]), "")
   list(all = p, sample = s)
 }
