@@ -286,8 +286,12 @@ nudge_c <- function(t) {
 
 nudge_real <- function(v, suf = "") {
   to <- if (v == 0) 1 else v * 1.1
-  s <- formatC(to, digits = 15, format = "g")
-  s <- sub("\\.?0+(e|$)", "\\1", sub("^(\\d+\\.\\d*?)0+(e.*)?$", "\\1\\2", s))
+  s <- sprintf("%.15g", to)
+  # drop the trailing zeros of the mantissa's fraction only (1.1e-10 keeps
+  # its exponent, 22000000 its digits)
+  mant <- sub("e.*$", "", s); ex <- sub("^[^e]*", "", s)
+  if (grepl(".", mant, fixed = TRUE)) mant <- sub("\\.$", "", sub("0+$", "", mant))
+  s <- paste0(mant, ex)
   if (!grepl("[.e]", s)) s <- paste0(s, ".0")
   paste0(s, suf)
 }
