@@ -24,10 +24,10 @@ test_that("the glue's check of hand-edited slots gives the valid row range 0..n-
   # m2482: a dgCMatrix of n nodes has 0-based row indices 0..n-1
   W <- cosnet_random_graph(7, 0.6, 3)
   chk <- function(i) .Call(sysbioGPU:::ffi_cosnet_check, W@p, i, W@x, 1e-12, 1L)
-  expect_error(chk(replace(W@i, 2, 7L)), class = "sysbioGPU_error_input",
-               regexp = "row index 7 (entry 2) outside 0..6", fixed = TRUE)
-  expect_error(chk(replace(W@i, 1, -1L)), class = "sysbioGPU_error_input",
-               regexp = "row index -1 (entry 1) outside 0..6", fixed = TRUE)
+  # "row index <value> (entry <position in slot i>) outside 0..n-1"
+  msg <- function(value, pos) sprintf("row index %d (%s %d) outside 0..%d", value, "entry", pos, nrow(W) - 1L)
+  expect_error(chk(replace(W@i, 2, 7L)), class = "sysbioGPU_error_input", regexp = msg(7L, 2L), fixed = TRUE)
+  expect_error(chk(replace(W@i, 1, -1L)), class = "sysbioGPU_error_input", regexp = msg(-1L, 1L), fixed = TRUE)
   expect_identical(unlist(chk(W@i), use.names = FALSE), c(0L, 0L))
 })
 
