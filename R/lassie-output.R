@@ -30,10 +30,11 @@ lassie_output_attrs <- function(cn, common) {
 # columns), counters x simulations, optionally status = per simulation (0
 # = ok), messages = per simulation, elapsed); cn: the dimnames, common:
 # attributes shared by all (method, rtol, atol, backend, device, elapsed,
-# nSpecies), single: return one matrix rather than a batch.  When the glue
+# nSpecies), single: return one matrix rather than a batch, threads: the
+# CPU threads of the run (for the batch's info).  When the glue
 # was given the attributes (res$elapsed set) the matrices have them
 # already; otherwise (workers' blocks) C sets them on copies.
-new_lassie_output <- function(res, cn, common, single) {
+new_lassie_output <- function(res, cn, common, single, threads = NA_integer_) {
   sims <- res[[1L]]
   n <- length(sims)
   status <- if (is.null(res$status)) integer(n) else as.integer(res$status)
@@ -44,7 +45,8 @@ new_lassie_output <- function(res, cn, common, single) {
   bad <- lassie_warn_failed(status, messages)
   if (single) return(sims[[1L]])
   info <- data.frame(method = "lassieSimulate", backend = common$backend,
-                     deviceName = common$device, simulations = n, failed = length(bad),
+                     deviceName = common$device, threads = as.integer(threads),
+                     simulations = n, failed = length(bad),
                      seconds = common$elapsed,
                      version = as.character(utils::packageVersion("sysbioGPU")),
                      stringsAsFactors = FALSE)
@@ -90,8 +92,8 @@ lassie_array_attributes <- function(nt, cols, n, times, res, common) {
 #' simulation succeeded; 1 `maxSteps` exhausted, 2 step size underflow, 3
 #' Newton iterations failed, 4 the model is too large for implicit steps:
 #' its rows from there on are `NaN`), `messages` and `info` (a one-row
-#' data.frame: backend, device name, number of simulations and failures,
-#' seconds, package version).  With `output = "array"` the batch is one
+#' data.frame: backend, device name, CPU threads, number of simulations
+#' and failures, seconds, package version, which [runInfo()] reads).  With `output = "array"` the batch is one
 #' array of class `lassieArray` (times x columns x simulations).
 #'
 #' All three forms convert to the same long table (one row per

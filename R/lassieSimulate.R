@@ -490,7 +490,7 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   # simulation and a warning (R/lassie-output.R)
   if (single && res$status[[1L]] != 0L) lassie_stop(res$status[[1L]], res$messages[[1L]])
   # R/lassie-output.R: deSolve-compatible matrices, a lassieBatch for a batch
-  new_lassie_output(res, cn, common, single = single)
+  new_lassie_output(res, cn, common, single = single, threads = a$threads)
 }
 
 # A simulation's failure (SBG_LASSIE_FAIL_*: 1 maxSteps, 2 step size

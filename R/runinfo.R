@@ -57,12 +57,15 @@ run_info_methods <- c("rapidGSEA", "parCosnet", "cvParCosnet", "pbnSteadyState",
                       "lassieSimulation", "lassieBatch", "lassieArray")
 
 # A result records its run as list elements (parCosnet, grnEvolve), as
-# attributes (data frames and matrices) or, for pbnSteadyState's sampled
-# estimates, as a column repeated on every row; the first name found wins.
+# attributes (data frames and matrices), as a column of its `info` table
+# (lassieSimulate's batch) or, for pbnSteadyState's sampled estimates, as a
+# column repeated on every row; the first name found wins.
 run_field <- function(x, names) {
+  info <- attr(x, "info", exact = TRUE)
   for (nm in names) {
     v <- if (is.list(x) && !is.data.frame(x)) x[[nm]] else NULL
     if (is.null(v)) v <- attr(x, nm, exact = TRUE)
+    if (is.null(v) && is.data.frame(info) && nm %in% names(info)) v <- info[[nm]]
     if (is.null(v) && is.data.frame(x) && nm %in% names(x)) v <- max(x[[nm]])
     if (!is.null(v)) return(v)
   }

@@ -92,3 +92,15 @@ test_that("engine settings that are set are recorded in runInfo(); bad values ar
   expect_error(lassieSimulate(m, times = 0:3, backend = "cpu", threads = 1),
                "sysbioGPU.lassieFused", class = "sysbioGPU_error_input")
 })
+
+test_that("runInfo() of a lassieSimulate batch reads its info table", {
+  m <- reactionModel(matrix(2), matrix(0), rates = 0.5, initial = 1, species = "A")
+  b <- lassieSimulate(m, times = c(0, 1), rates = cbind(c(0.5, 1)), backend = "cpu", threads = 2,
+                      verbose = FALSE)
+  ri <- runInfo(b)
+  expect_identical(ri$method, "lassieBatch")
+  expect_identical(ri$backend, "cpu")
+  expect_identical(ri$threads, 2L)
+  expect_identical(ri$seconds, attr(b, "info")$seconds)
+  expect_true(is.finite(ri$seconds))
+})
