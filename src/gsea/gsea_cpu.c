@@ -1404,7 +1404,7 @@ sbg_status sbg_gsea_multi_run(const sbg_gsea_input *in, int32_t Q, const sbg_gse
     if (cap > MULTI_BLOCK) cap = MULTI_BLOCK;
     if (cap > Q - v0) cap = Q - v0;
     /* the batch: about 0.1 s of work per poll, as run_batch_size() */
-    int64_t B = (int64_t)(2e8 * nth / ((double)Rs[0].G * 20.0 / cap + 6.0 * (double)Rs[0].M));
+    int64_t B = p->batch > 0 ? p->batch : (int64_t)(2e8 * nth / ((double)Rs[0].G * 20.0 / cap + 6.0 * (double)Rs[0].M));
     B = (B + CHUNK - 1) / CHUNK * CHUNK;
     if (B < CHUNK) B = CHUNK;
     if (B > 65536) B = 65536;
