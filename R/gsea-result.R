@@ -84,7 +84,8 @@ print.sbg_genelist <- function(x, ...) {
 #' The table in the shape of `fgsea::fgsea()`'s result, for code written
 #' for fgsea: columns `pathway`, `pval`, `padj`, `log2err`, `ES`, `NES`,
 #' `size` and `leadingEdge` (a list column: one character vector of genes
-#' per set), in the order of `x`'s rows. A `data.table` when the
+#' per set), in the order of `x`'s rows; a result of many signatures
+#' keeps its first column `signature`. A `data.table` when the
 #' data.table package is installed (as fgsea returns), else a `data.frame`.
 #' `log2err` is `NA` for permutation p-values. The columns fgsea has no
 #' counterpart of (`FDR`, `FWER`, `rankAtMax`) and the run's attributes are
@@ -107,6 +108,7 @@ fgseaTable <- function(x) {
   out <- data.frame(pathway = x$set, pval = x$pval, padj = x$padj, log2err = x$log2err, ES = x$ES,
                     NES = x$NES, size = x$size, stringsAsFactors = FALSE)
   out$leadingEdge <- lapply(unclass(x$leadingEdge), as.character)
+  if (!is.null(x$signature)) out <- cbind(signature = x$signature, out, stringsAsFactors = FALSE) # many signatures
   if (requireNamespace("data.table", quietly = TRUE)) out <- data.table::as.data.table(out)
   out
 }

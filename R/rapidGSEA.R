@@ -177,6 +177,21 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   instead of exactly (default `FALSE`, as Bioconductor tools do). With
 #'   `TRUE`, two genes whose names differ only by case (`IGK`, `Igk`) are
 #'   an error.
+#' @param stats Preranked statistics of one or many signatures (one per
+#'   cluster, per contrast...), in place of `expr`: a named numeric vector
+#'   (one signature: the same as `expr`), a numeric matrix (genes x
+#'   signatures: row names are the genes, column names the signatures; every
+#'   signature on the same genes), or a named list of named numeric vectors
+#'   (each signature on its own genes, in its own order: the sets are
+#'   matched to each signature's genes). With a matrix or a list the result
+#'   is one table of class `"rapidGSEAmulti"` with a first column
+#'   `signature`; each signature's rows are those of its own call with the
+#'   same `seed` and settings, bit for bit, so seeds do not have to differ
+#'   per signature. On the CPU the signatures share each gene permutation's
+#'   random rank positions (they depend on the seed, the gene count and the
+#'   set sizes, not on the statistics), which makes many signatures much
+#'   faster than a loop. `keepNull` and `BPPARAM` are for one signature. See
+#'   [gseaSignature()] for one signature's result.
 #' @param BPPARAM A BiocParallel back-end (`MulticoreParam`, `SnowParam`,
 #'   `BatchtoolsParam` for a cluster...) to share the permutations among
 #'   R workers, each a contiguous range, on the CPU or each on a GPU of
@@ -224,10 +239,16 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
                       threads = getOption("sysbioGPU.threads"),
                       device = getOption("sysbioGPU.device", 0L),
                       verbose = interactive(), keepNull = FALSE, BPPARAM = NULL, classA = NULL,
-                      ignoreCase = FALSE) {
+                      ignoreCase = FALSE, stats = NULL) {
   t_start <- proc.time()[["elapsed"]]
-  if (missing(expr)) stop_input("`expr` is missing")
-  if (missing(geneSets)) gsea_missing_sets(expr, phenotype)
+  # stats: one named vector is the preranked `expr`; a matrix or a list
+  # holds many signatures (a numeric matrix as `expr` is expression data)
+  multi <- !is.null(stats) && !(is.numeric(stats) && is.null(dim(stats)))
+  if (!is.null(stats)) {
+    if (!missing(expr)) stop_input("give the preranked statistics as `expr` or as `stats`, not both")
+    if (!multi) expr <- stats
+  } else if (missing(expr)) stop_input("`expr` is missing")
+  if (missing(geneSets)) gsea_missing_sets(if (multi) stats else expr, phenotype)
   ignoreCase <- check_flag(ignoreCase, "ignoreCase")
   metric <- check_choice(metric, gsea_metrics, "metric")
   perm_given <- !missing(permutation)
@@ -250,6 +271,20 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
   check_bpparam(BPPARAM)
   if (keepNull && !is.null(BPPARAM)) {
     stop_input("`keepNull` = TRUE keeps the whole table in one process: leave `BPPARAM` out")
+  }
+  if (multi) {
+    if (!is.null(phenotype)) {
+      stop_input("`phenotype` is given, but `stats` holds preranked signatures, which have no samples to ",
+                 "permute: leave `phenotype` out")
+    }
+    if (!is.null(classA)) stop_input("`classA` names a class of the samples; preranked `stats` have none")
+    if (perm_given && permutation == "phenotype") {
+      stop_input("`permutation` = \"phenotype\" needs an expression matrix; preranked `stats` permute genes")
+    }
+    if (keepNull) stop_input("`keepNull` = TRUE keeps one signature's table: run that signature alone")
+    if (!is.null(BPPARAM)) stop_input("`BPPARAM` shares one signature's permutations: leave it out with many signatures in `stats`")
+    return(gsea_multisig(stats, geneSets, nperm, weight, pvalue, eps, sampleSize, minSize, maxSize, seed,
+                         backend, threads, device, verbose, ignoreCase, t_start))
   }
 
   ct <- gsea_container(expr, phenotype, assay)
@@ -311,25 +346,60 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
                    what = if (keepNull) "the null ES (sets x `nperm`)" else "the null statistics")
 
   if (!preranked) gsea_check_metric(r$metric, weight)
-  ord <- r$order + 1L
-  ranking <- stats::setNames(r$metric[ord], genes[ord])
+  tab <- gsea_table(r, gs, genes, weight, seed, eps, sampleSize, nperm, pvalue, a, verbose)
+  if (keepNull) {
+    null <- r$null
+    dimnames(null) <- list(gs$names, NULL)
+  }
+  structure(tab$out,
+            class = c("rapidGSEA", "data.frame"),
+            ranking = tab$ranking, members = tab$members, nperm = nperm, seed = seed,
+            metric = if (preranked) "preranked" else metric, weight = weight,
+            permutation = permutation, pvalue = pvalue, eps = eps,
+            sampleSize = if (pvalue == "multilevel") as.integer(sampleSize), classes = classes,
+            backend = b$backend, device = b$devices, deviceName = b$deviceName,
+            engineSettings = engine_settings("rapidGSEA"),
+            stageTime = stats::setNames(r$seconds, c("observed+pass1", "pass2", "statistics")),
+            time = proc.time()[["elapsed"]] - t_start,
+            nullES = if (keepNull) null else NULL)
+}
+
+# The rank of each gene (0-based) and the sets' members in rank order,
+# from the engine's order of the genes (r$order, 0-based).
+gsea_rank_members <- function(order, gs, genes) {
+  ord <- order + 1L
   rank_of <- integer(length(genes))
   rank_of[ord] <- seq_along(ord) - 1L
-  # members in rank order, and the leading edge, for all sets at once
   n_sets <- length(gs$names)
   set_of <- rep.int(seq_len(n_sets), gs$size)
   gi <- gs$index + 1L
   o <- order(set_of, rank_of[gi], method = "radix")
   gi <- gi[o]
+  f <- structure(set_of, levels = as.character(seq_len(n_sets)), class = "factor")
+  members <- split(genes[gi], f)
+  names(members) <- gs$names
+  list(ord = ord, rank_of = rank_of, set_of = set_of, gi = gi, f = f, members = members)
+}
+
+# One ranking's table from its engine result r (ffi_gsea_run's list): the
+# leading edges, multilevel p-values where asked (the engine of
+# gsea_multilevel(), seeded as the permutations), the columns in order.
+# list(out, ranking, members).
+gsea_table <- function(r, gs, genes, weight, seed, eps, sampleSize, nperm, pvalue, a, verbose) {
+  rm <- gsea_rank_members(r$order, gs, genes)
+  ord <- rm$ord
+  rank_of <- rm$rank_of
+  set_of <- rm$set_of
+  gi <- rm$gi
+  f <- rm$f
+  ranking <- stats::setNames(r$metric[ord], genes[ord])
+  # the leading edge of all sets at once
   rk <- rank_of[gi]
   pos <- r$pos[set_of]
   up <- r$es[set_of] >= 0
   in_lead <- (up & rk <= pos) | (!up & rk > pos)
-  f <- structure(set_of, levels = as.character(seq_len(n_sets)), class = "factor")
-  members <- split(genes[gi], f)
-  names(members) <- gs$names
   pval <- r$pval
-  log2err <- rep(NA_real_, n_sets)
+  log2err <- rep(NA_real_, length(gs$names))
   if (pvalue == "multilevel") {
     ml <- gsea_multilevel(r$metric[ord], weight, gs$start, rank_of[gs$index + 1L], seed, eps,
                           sampleSize = sampleSize, nSign = max(1000L, min(nperm, 10000L)), threads = a$threads,
@@ -342,21 +412,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
                     log2err = log2err, rankAtMax = r$pos + 1L, stringsAsFactors = FALSE)
   out$leadingEdge <- gsea_genelist(unname(split(genes[gi[in_lead]], f[in_lead])))
   gsea_warn_undefined(out, nperm)
-  if (keepNull) {
-    null <- r$null
-    dimnames(null) <- list(gs$names, NULL)
-  }
-  structure(out,
-            class = c("rapidGSEA", "data.frame"),
-            ranking = ranking, members = members, nperm = nperm, seed = seed,
-            metric = if (preranked) "preranked" else metric, weight = weight,
-            permutation = permutation, pvalue = pvalue, eps = eps,
-            sampleSize = if (pvalue == "multilevel") as.integer(sampleSize), classes = classes,
-            backend = b$backend, device = b$devices, deviceName = b$deviceName,
-            engineSettings = engine_settings("rapidGSEA"),
-            stageTime = stats::setNames(r$seconds, c("observed+pass1", "pass2", "statistics")),
-            time = proc.time()[["elapsed"]] - t_start,
-            nullES = if (keepNull) null else NULL)
+  list(out = out, ranking = ranking, members = rm$members)
 }
 
 # Multilevel p-values of preranked sets (src/gsea/gsea_multilevel.c):

@@ -8,6 +8,7 @@
 #   SBG_BENCH_GSEA="c2:10,12,14 h:10,14" SBG_BENCH_BACKEND=cpu Rscript inst/bench/gsea.R
 #   SBG_BENCH_DEVICES="0;0,1" Rscript inst/bench/gsea.R   # 1 GPU, then 2 GPUs
 #   SBG_BENCH_GSEA=none SBG_BENCH_PRERANKED=10000 FGSEA_LIB=/tmp/fgsea-lib Rscript inst/bench/gsea.R
+#   SBG_BENCH_GSEA=none SBG_BENCH_MULTISIG=20 SBG_BENCH_MULTISIG_LOOP=1 FGSEA_LIB=/tmp/fgsea-lib Rscript inst/bench/gsea.R
 #   SBG_BENCH_GSEA=none SBG_BENCH_MULTILEVEL=101,151,201,301 SBG_BENCH_REPS=5 FGSEA_LIB=/tmp/fgsea-lib Rscript inst/bench/gsea.R
 #   SBG_BENCH_GSEA=none SBG_BENCH_MULTILEVEL=101,151,201,301 SBG_BENCH_ML_VS_FGSEA=0 SBG_BENCH_ML_TOP=10 Rscript inst/bench/gsea.R
 #
@@ -491,6 +492,62 @@ if (length(ml_sizes) && ml_top > 0) {
                   paste(round(lr[1, ], 2), collapse = " "), paste(round(lr[2, ], 2), collapse = " ")))
     }
   }
+}
+# ---- many signatures in one call vs fgseaSimple looped ----
+# SBG_BENCH_MULTISIG = number of signatures (random preranked lists on C2's
+# own genes, sets of 15-500 genes), nperm SBG_BENCH_MULTISIG_NPERM (default
+# 10,000), permutation p-values (as fgseaSimple), SBG_BENCH_THREADS threads
+# on both sides: rapidGSEA(stats = <genes x signatures matrix>) in one call
+# against fgsea::fgseaSimple() called once per signature, and (with
+# SBG_BENCH_MULTISIG_LOOP=1) rapidGSEA called once per signature, whose
+# tables must equal the one call's.  Prints the seconds, the seconds per
+# signature, the ratio to fgsea and the largest ES difference from fgsea.
+ms_n <- as.integer(Sys.getenv("SBG_BENCH_MULTISIG", "0"))
+if (ms_n > 0) {
+  th <- as.integer(Sys.getenv("SBG_BENCH_THREADS", "2"))
+  ms_nperm <- as.numeric(Sys.getenv("SBG_BENCH_MULTISIG_NPERM", "10000"))
+  flib <- Sys.getenv("FGSEA_LIB", "")
+  have_fgsea <- if (nzchar(flib)) requireNamespace("fgsea", lib.loc = flib, quietly = TRUE) else
+    requireNamespace("fgsea", quietly = TRUE)
+  pg <- unique(unlist(c2))
+  pw <- c2[lengths(c2) >= 15 & lengths(c2) <= 500]
+  set.seed(35)
+  sig <- matrix(rnorm(length(pg) * ms_n), length(pg), dimnames = list(pg, paste0("sig", seq_len(ms_n))))
+  cat(sprintf("\nmany signatures: %d signatures x C2 (%d genes, %d sets of 15-500 genes), nperm %d, %d threads, %s\n",
+              ms_n, length(pg), length(pw), ms_nperm, th,
+              if (have_fgsea) paste("fgsea", utils::packageVersion("fgsea", lib.loc = if (nzchar(flib)) flib)) else "fgsea not installed"))
+  run1 <- function(st, seed = 1) rapidGSEA(stats = st, geneSets = pw, nperm = ms_nperm, minSize = 15, maxSize = 500,
+                                           pvalue = "permutation", seed = seed, backend = backend, threads = th,
+                                           verbose = FALSE)
+  t_one <- system.time(rm <- run1(sig))[["elapsed"]]
+  ms <- data.frame(run = "rapidGSEA(stats = matrix), one call", backend = attr(rm, "backend"), signatures = ms_n,
+                   seconds = t_one, stringsAsFactors = FALSE)
+  if (identical(Sys.getenv("SBG_BENCH_MULTISIG_LOOP"), "1")) {
+    same <- TRUE
+    t_loop <- system.time(for (j in seq_len(ms_n)) {
+      one <- run1(sig[, j])
+      same <- same && identical(as.data.frame(one), as.data.frame(gseaSignature(rm, j)))
+    })[["elapsed"]]
+    ms <- rbind(ms, data.frame(run = "rapidGSEA looped", backend = attr(rm, "backend"), signatures = ms_n,
+                               seconds = t_loop))
+    cat("each signature's table identical to its own call:", same, "\n")
+  }
+  if (have_fgsea) {
+    t_f <- system.time(fl <- lapply(seq_len(ms_n), function(j) {
+      fgsea::fgseaSimple(pw, sig[, j], nperm = ms_nperm, minSize = 15, maxSize = 500, nproc = th)
+    }))[["elapsed"]]
+    ms <- rbind(ms, data.frame(run = "fgseaSimple looped", backend = "cpu", signatures = ms_n, seconds = t_f))
+    d <- vapply(seq_len(ms_n), function(j) {
+      r <- rm[rm$signature == colnames(sig)[[j]], ]
+      f <- fl[[j]]
+      max(abs(r$ES - f$ES[match(r$set, f$pathway)]))
+    }, 0)
+    cat(sprintf("ES: largest difference from fgsea over all signatures and sets %.3g\n", max(d)))
+  }
+  ms$per_signature <- ms$seconds / ms$signatures
+  if (have_fgsea) ms$ratio_to_fgsea <- round(ms$seconds / ms$seconds[ms$run == "fgseaSimple looped"], 3)
+  print(ms, row.names = FALSE)
+  cat("load average at the end:", readLines("/proc/loadavg"), "\n")
 }
 hwm <- grep("^VmHWM", readLines("/proc/self/status"), value = TRUE)
 cat("peak host memory of this R process:", sub("VmHWM:\\s*", "", hwm), "\n")

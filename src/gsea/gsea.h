@@ -89,6 +89,14 @@ typedef struct sbg_gsea_result {
 sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
                         sbg_gsea_result *out, int use_gpu, sbg_ctx *ctx);
 
+/* Many preranked signatures (in[0..Q), out[0..Q)), each with the result
+ * of its own sbg_gsea_run() with p: gene permutations, phase 0, no kept
+ * table.  On the CPU, consecutive signatures with the same gene count and
+ * set sizes share each permutation's draw; with use_gpu each runs whole
+ * on the GPU engine. */
+sbg_status sbg_gsea_multi_run(const sbg_gsea_input *in, int32_t Q, const sbg_gsea_params *p,
+                              sbg_gsea_result *out, int use_gpu, sbg_ctx *ctx);
+
 /* What the driver prepares once on the host for both engines. */
 typedef struct sbg_gsea_prep {
   const double *xc;        /* n_genes x n_samples, each gene centred on its mean */

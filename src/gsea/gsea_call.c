@@ -156,6 +156,53 @@ SEXP ffi_gsea_run(SEXP data, SEXP params, SEXP run) {
   return ans;
 }
 
+/* Many preranked signatures in one engine call: data = list(ranking,
+ * start, index), each a list with one element per signature (its metric
+ * by gene, its sets as for ffi_gsea_run); params and run as for
+ * ffi_gsea_run (phase 0, no kept table).  A list of the signatures'
+ * result lists, each as ffi_gsea_run's. */
+SEXP ffi_gsea_multi(SEXP data, SEXP params, SEXP run) {
+  SEXP rankings = sbg_vec_elt(data, "ranking", VECSXP, -1);
+  R_xlen_t Q = XLENGTH(rankings);
+  SEXP starts = sbg_vec_elt(data, "start", VECSXP, Q), indices = sbg_vec_elt(data, "index", VECSXP, Q);
+  SBG_ASSERT(Q >= 1 && Q < INT32_MAX);
+  sbg_gsea_input *in = (sbg_gsea_input *)R_alloc((size_t)Q, sizeof(sbg_gsea_input));
+  sbg_gsea_result *out = (sbg_gsea_result *)R_alloc((size_t)Q, sizeof(sbg_gsea_result));
+  for (R_xlen_t v = 0; v < Q; v++) {
+    SEXP rk = VECTOR_ELT(rankings, v), st = VECTOR_ELT(starts, v), ix = VECTOR_ELT(indices, v);
+    SBG_ASSERT(TYPEOF(rk) == REALSXP && TYPEOF(st) == INTSXP && TYPEOF(ix) == INTSXP);
+    SBG_ASSERT(XLENGTH(rk) >= 2 && XLENGTH(rk) < INT32_MAX && XLENGTH(st) >= 2);
+    sbg_gsea_input *a = &in[v];
+    memset(a, 0, sizeof *a);
+    a->n_genes = (int32_t)XLENGTH(rk);
+    a->ranking = REAL(rk);
+    a->n_sets = (int32_t)(XLENGTH(st) - 1);
+    a->set_start = INTEGER(st);
+    a->set_genes = INTEGER(ix);
+    SBG_ASSERT(a->set_start[0] == 0 && a->set_start[a->n_sets] == XLENGTH(ix));
+    for (int32_t s = 0; s < a->n_sets; s++) SBG_ASSERT(a->set_start[s] <= a->set_start[s + 1]);
+  }
+  sbg_gsea_params p;
+  sbg_gsea_norm nm;
+  sbg_run r;
+  sbg_run_decode(run, &r);
+  params_decode(params, &r, in[0].n_sets, &nm, &p);
+  SBG_ASSERT(p.gene_perm && p.phase == 0 && !sbg_lgl_elt(params, "keepNull"));
+  SEXP ans = PROTECT(Rf_allocVector(VECSXP, Q));
+  for (R_xlen_t v = 0; v < Q; v++) SET_VECTOR_ELT(ans, v, result_alloc(&in[v], &p, 0, &out[v]));
+
+  sbg_ctx ctx;
+  sbg_progress pr;
+  sbg_ctx_from_run(&ctx, &pr, &r, "rapidGSEA");
+  sbg_status st = sbg_gsea_multi_run(in, (int32_t)Q, &p, out, r.gpu, &ctx);
+  sbg_progress_end(&pr);
+  if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
+  for (R_xlen_t v = 0; v < Q; v++)
+    memcpy(REAL(sbg_elt(VECTOR_ELT(ans, v), "seconds")), out[v].seconds, 3 * sizeof(double));
+  UNPROTECT(1);
+  return ans;
+}
+
 /* A combine step's context: one thread, no device, no progress. */
 static void quiet_ctx(sbg_ctx *ctx, sbg_progress *pr, int threads, const char *label) {
   static const int no_device = 0;

@@ -1264,3 +1264,177 @@ done:
   run_close(&R);
   return st;
 }
+
+/* ---------------------------------------------------------------------- */
+/* Many preranked signatures in one call (sbg_gsea_multi_run).  A gene
+ * permutation's random rank positions depend on the seed, the gene count
+ * and the set sizes alone, not on the metric, so signatures of the same
+ * gene count and set sizes share each draw: every signature has its own
+ * run (observed ES, statistics), and the draw of a permutation scores all
+ * of a block of them (sbg_gsea_prerank_null_multi), each with the bits of
+ * its own run.  Pass 1's null ES by size are kept for pass 2 where a
+ * block's fit MULTI_KEEP doubles; else pass 2 draws again. */
+
+#define MULTI_KEEP ((int64_t)1 << 26)
+#define MULTI_BLOCK 64
+
+/* One signature's run up to its passes, on one thread (the block's
+ * threads share the draws and split the statistics by signature). */
+static sbg_status multi_open(gsea_run *R, const sbg_gsea_input *in, const sbg_gsea_params *p,
+                             sbg_gsea_result *out, int64_t B, int keep, sbg_ctx *ctx) {
+  memset(R, 0, sizeof *R);
+  R->in = in;
+  R->p = p;
+  R->out = out;
+  R->nth = 1;
+  R->G = in->n_genes;
+  R->S = in->n_sets;
+  R->nperm = p->nperm;
+  R->t0 = now_s();
+  R->sh.in = in;
+  R->sh.p = p;
+  if (R->G >= 2 && R->S >= 1) R->M = in->set_start[R->S];
+  sbg_status st = run_check(R, ctx);
+  if (st == SBG_OK) st = run_centre(R, ctx);
+  if (st == SBG_OK) st = run_index(R, ctx);
+  if (st != SBG_OK) return st;
+  run_observed(R);
+  if ((st = run_gene_null(R, ctx)) != SBG_OK) return st;
+  R->r_lo = 1;
+  R->r_n = R->nperm;
+  R->nw = 1;
+  R->lo[0] = 1;
+  R->hi[0] = R->nperm + 1;
+  R->B = R->bw[0] = R->bmax = B;
+  R->bysize = 1;
+  R->zkeep = keep;
+  size_t room = keep ? (size_t)R->nperm * (size_t)R->sizes.n : (size_t)B * (size_t)R->sizes.n;
+  double *buf = malloc(room * sizeof(double));
+  if (!buf) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the null ES of a signature");
+  if (keep) R->zcache = buf; else R->zbatch = buf;
+  return run_stats_open(R, ctx);
+}
+
+static void multi_close(gsea_run *R) {
+  run_close(R);
+  memset(R, 0, sizeof *R);
+}
+
+/* A block of nb signatures' runs through both passes. */
+static sbg_status multi_block(gsea_run *Rs, int32_t nb, sbg_gsea_prerank_ws *pws, double *nrq,
+                              const double **wrs, double **dst, int64_t B, int keep, double *done,
+                              double work, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const sbg_gsea_params *p = Rs[0].p;
+  int32_t nz = Rs[0].sizes.n, nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
+  int64_t N = p->nperm;
+  for (int32_t v = 0; v < nb; v++) wrs[v] = Rs[v].wr;
+  for (int pass = 1; pass <= 2; pass++) {
+    for (int64_t first = 1; first <= N; first += B) {
+      int64_t n = N + 1 - first < B ? N + 1 - first : B;
+      for (int32_t v = 0; v < nb; v++) dst[v] = keep ? Rs[v].zcache + (size_t)(first - 1) * nz : Rs[v].zbatch;
+      if (pass == 1 || !keep) {
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
+        for (int64_t b = 0; b < n; b++) {
+          int th = omp_get_thread_num();
+          sbg_gsea_prerank_null_multi(&Rs[0].sizes, (const double *const *)wrs, nb, Rs[0].G, p->seed, first + b,
+                                      &pws[th], nrq + (size_t)th * nb * 5, (double *const *)dst, (size_t)b * nz);
+        }
+      }
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
+      for (int32_t v = 0; v < nb; v++) {
+        if (pass == 1) zstats_pass1(&Rs[v].zs, dst[v], n);
+        else stats_pass2(&Rs[v].t, dst[v], nz, Rs[v].zs.rep, Rs[v].zs.mult, first, n, 1);
+      }
+      *done += (double)n * nb;
+      SBG_TRY(sbg_poll(ctx, *done / work));
+    }
+    for (int32_t v = 0; v < nb; v++) {
+      if (pass == 1) {
+        int last = 0;
+        SBG_TRY(run_end_pass1(&Rs[v], &last, ctx));
+      } else {
+        SBG_TRY(run_end_pass2(&Rs[v], ctx));
+      }
+    }
+  }
+done:
+  return st;
+}
+
+/* Whether two signatures can share draws: the same gene count and the
+ * same distinct set sizes. */
+static int multi_same_sizes(const sbg_gsea_sizes *a, const sbg_gsea_sizes *b, int32_t Ga, int32_t Gb) {
+  if (Ga != Gb || a->n != b->n) return 0;
+  return memcmp(a->size, b->size, (size_t)a->n * sizeof(int32_t)) == 0;
+}
+
+sbg_status sbg_gsea_multi_run(const sbg_gsea_input *in, int32_t Q, const sbg_gsea_params *p,
+                              sbg_gsea_result *out, int use_gpu, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  if (Q < 1 || !p->gene_perm || p->phase != 0)
+    return sbg_fail(ctx, SBG_ERR_INPUT, "gsea engine: many signatures need gene permutations in one run");
+  for (int32_t v = 0; v < Q; v++)
+    if (!in[v].ranking || out[v].null_es)
+      return sbg_fail(ctx, SBG_ERR_INPUT, "gsea engine: a signature is not preranked or keeps its table");
+  if (use_gpu) { /* the GPU engine runs each signature as a whole run */
+    for (int32_t v = 0; v < Q && st == SBG_OK; v++) st = sbg_gsea_run(&in[v], p, &out[v], 1, ctx);
+    return st;
+  }
+  int nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
+  gsea_run *Rs = calloc(MULTI_BLOCK, sizeof(gsea_run));
+  sbg_gsea_prerank_ws *pws = calloc((size_t)nth, sizeof(sbg_gsea_prerank_ws));
+  double *nrq = malloc((size_t)nth * MULTI_BLOCK * 5 * sizeof(double));
+  const double **wrs = malloc(MULTI_BLOCK * sizeof(double *));
+  double **dst = malloc(MULTI_BLOCK * sizeof(double *));
+  int32_t nb = 0, kmax = 0, wsG = 0;
+  double done_w = 0, work = 2.0 * (double)Q * (double)p->nperm;
+  if (!Rs || !pws || !nrq || !wrs || !dst) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the signatures' work space");
+    goto done;
+  }
+  for (int32_t v0 = 0; v0 < Q; v0 += nb) {
+    /* block size: as many as keep pass 1's null in MULTI_KEEP doubles
+     * (the sizes of the first tell), else MULTI_BLOCK drawing twice */
+    nb = 0;
+    SBG_TRY(multi_open(&Rs[0], &in[v0], p, &out[v0], CHUNK, 0, ctx));
+    double per = (double)p->nperm * Rs[0].sizes.n;
+    int keep = per <= (double)MULTI_KEEP;
+    int32_t cap = keep ? (int32_t)((double)MULTI_KEEP / per) : MULTI_BLOCK;
+    if (cap > MULTI_BLOCK) cap = MULTI_BLOCK;
+    if (cap > Q - v0) cap = Q - v0;
+    /* the batch: about 0.1 s of work per poll, as run_batch_size() */
+    int64_t B = p->batch > 0 ? p->batch : (int64_t)(2e8 * nth / ((double)Rs[0].G * 20.0 / cap + 6.0 * (double)Rs[0].M));
+    B = (B + CHUNK - 1) / CHUNK * CHUNK;
+    if (B < CHUNK) B = CHUNK;
+    if (B > 65536) B = 65536;
+    multi_close(&Rs[0]);
+    for (nb = 0; nb < cap; nb++) {
+      SBG_TRY(multi_open(&Rs[nb], &in[v0 + nb], p, &out[v0 + nb], B, keep, ctx));
+      if (!multi_same_sizes(&Rs[0].sizes, &Rs[nb].sizes, Rs[0].G, Rs[nb].G)) {
+        multi_close(&Rs[nb]);
+        break; /* the next block starts with it */
+      }
+    }
+    int32_t k = Rs[0].sizes.size[Rs[0].sizes.n - 1];
+    if (k > kmax || Rs[0].G != wsG) { /* the draws' work space: G entries, kmax drawn */
+      for (int i = 0; i < nth; i++) sbg_gsea_prerank_ws_free(&pws[i]);
+      kmax = k > kmax ? k : kmax;
+      wsG = Rs[0].G;
+      for (int i = 0; i < nth; i++)
+        if (!sbg_gsea_prerank_ws_alloc(&pws[i], Rs[0].G, kmax)) {
+          st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the work space");
+          goto done;
+        }
+    }
+    SBG_TRY(multi_block(Rs, nb, pws, nrq, wrs, dst, B, keep, &done_w, work, ctx));
+    for (int32_t v = 0; v < nb; v++) multi_close(&Rs[v]);
+  }
+done:
+  if (Rs)
+    for (int32_t v = 0; v < MULTI_BLOCK; v++) multi_close(&Rs[v]);
+  if (pws)
+    for (int i = 0; i < nth; i++) sbg_gsea_prerank_ws_free(&pws[i]);
+  free(Rs); free(pws); free(nrq); free(wrs); free(dst);
+  return st;
+}

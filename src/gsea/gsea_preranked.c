@@ -189,13 +189,26 @@ static void prefix_es_group(const int32_t *pos, const int32_t *tix, int32_t k, c
 
 void sbg_gsea_prerank_null(const sbg_gsea_sizes *z, const double *wr, int32_t G, uint64_t seed, int64_t j,
                            sbg_gsea_prerank_ws *w, double *es_size) {
+  double nr[1 + LANES];
+  sbg_gsea_prerank_null_multi(z, (const double *const *)&wr, 1, G, seed, j, w, nr, (double *const *)&es_size, 0);
+}
+
+/* The draw depends on the seed, j, G and the sizes alone, so one draw
+ * serves every weight vector: each gets the operations of its own
+ * single draw (hit weights summed in draw order, then prefix_es_group),
+ * hence the same bits. */
+void sbg_gsea_prerank_null_multi(const sbg_gsea_sizes *z, const double *const *wr, int32_t Q, int32_t G,
+                                 uint64_t seed, int64_t j, sbg_gsea_prerank_ws *w, double *nrq,
+                                 double *const *es_size, size_t off) {
   sbg_philox r;
   sbg_philox_init(&r, seed, (uint64_t)j, 0);
   int32_t kmax = z->size[z->n - 1], next = 0;
   int32_t *perm = w->perm, *pos = w->pos, *tix = w->tix;
-  double nr = 0; /* hit weight of the draw so far, summed in draw order */
-  double nrz[LANES];
+  /* per weight vector: hit weight of the draw so far (nrq[0..Q)), and of
+   * the sizes of the open group (LANES after that, Q x LANES) */
+  double *nrz = nrq + Q;
   int32_t K[LANES];
+  for (int32_t v = 0; v < Q; v++) nrq[v] = 0;
   for (int32_t i = 0; i < kmax; i++) {
     /* partial Fisher-Yates: position i of the draw is uniform over the rest */
     int32_t d = i + (int32_t)sbg_philox_below(&r, (uint32_t)(G - i));
@@ -217,17 +230,22 @@ void sbg_gsea_prerank_null(const sbg_gsea_sizes *z, const double *wr, int32_t G,
     memmove(tix + lo + 1, tix + lo, (size_t)(i - lo) * sizeof(int32_t));
     pos[lo] = p;
     tix[lo] = i + 1;
-    nr += wr[p];
+    for (int32_t v = 0; v < Q; v++) nrq[v] += wr[v][p];
     if (i + 1 == z->size[next]) {
       int q = next % LANES;
       K[q] = i + 1;
-      nrz[q] = nr;
+      for (int32_t v = 0; v < Q; v++) nrz[(size_t)v * LANES + q] = nrq[v];
       next++;
       if (q == LANES - 1 || next == z->n) { /* a full group, or the last */
-        for (int u = q + 1; u < LANES; u++) { K[u] = 0; nrz[u] = 0; }
-        double e[LANES];
-        prefix_es_group(pos, tix, i + 1, K, nrz, wr, G, w->buf, w->sub, e);
-        for (int u = 0; u <= q; u++) es_size[next - 1 - q + u] = e[u];
+        for (int u = q + 1; u < LANES; u++) {
+          K[u] = 0;
+          for (int32_t v = 0; v < Q; v++) nrz[(size_t)v * LANES + u] = 0;
+        }
+        for (int32_t v = 0; v < Q; v++) {
+          double e[LANES];
+          prefix_es_group(pos, tix, i + 1, K, nrz + (size_t)v * LANES, wr[v], G, w->buf, w->sub, e);
+          for (int u = 0; u <= q; u++) es_size[v][off + (size_t)(next - 1 - q + u)] = e[u];
+        }
       }
     }
   }

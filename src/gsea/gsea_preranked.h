@@ -4,6 +4,7 @@
 #ifndef SBG_GSEA_PRERANKED_H
 #define SBG_GSEA_PRERANKED_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gsea.h"
@@ -38,6 +39,12 @@ void sbg_gsea_prerank_ws_free(sbg_gsea_prerank_ws *w);
  * wr (G): running-sum weight at each rank position. */
 void sbg_gsea_prerank_null(const sbg_gsea_sizes *z, const double *wr, int32_t G, uint64_t seed, int64_t j,
                            sbg_gsea_prerank_ws *w, double *es_size);
+/* The same for Q weight vectors wr[v] from one draw: es_size[v] + off gets
+ * the ES by size of vector v, with the bits of its own
+ * sbg_gsea_prerank_null(); nrq: room for Q x (1 + 4) doubles. */
+void sbg_gsea_prerank_null_multi(const sbg_gsea_sizes *z, const double *const *wr, int32_t Q, int32_t G,
+                                 uint64_t seed, int64_t j, sbg_gsea_prerank_ws *w, double *nrq,
+                                 double *const *es_size, size_t off);
 
 /* The same null on a GPU (gsea_preranked_gpu.cu; gsea_preranked_gpu_stub.c
  * without CUDA), with the bits of sbg_gsea_prerank_null(), for the

@@ -1,0 +1,251 @@
+# rapidGSEA(stats = <matrix or list>): many preranked signatures in one
+# call (the engine's ffi_gsea_multi, src/gsea/gsea_cpu.c), one table with
+# a `signature` column, the "rapidGSEAmulti" class and its methods.
+
+# stats -> a named list of named double vectors, checked as a preranked
+# `expr` is, with errors that name `stats` and the signature.
+gsea_signatures <- function(stats, ignoreCase) {
+  if (is.data.frame(stats)) stats <- as.matrix(stats)
+  if (is.matrix(stats)) {
+    if (!is.numeric(stats)) stop_input("`stats` must be a numeric matrix (genes x signatures), not a ", typeof(stats), " matrix")
+    if (ncol(stats) < 1L) stop_input("`stats` has no signature (column)")
+    rn <- rownames(stats)
+    if (is.null(rn)) stop_input("`stats` needs the genes as row names")
+    cn <- colnames(stats)
+    if (is.null(cn)) stop_input("`stats` needs the signatures' names as column names")
+    storage.mode(stats) <- "double"
+    stats <- stats::setNames(lapply(seq_len(ncol(stats)), function(j) stats::setNames(stats[, j], rn)), cn)
+  } else if (is.list(stats)) {
+    if (length(stats) < 1L) stop_input("`stats` is an empty list: give at least one signature")
+    if (is.null(names(stats))) stop_input("`stats` must be a named list (names = signatures)")
+    bad <- which(!vapply(stats, function(x) is.numeric(x) && is.null(dim(x)), TRUE))
+    if (length(bad)) {
+      stop_input("`stats` must hold named numeric vectors; signature ", gsea_sig_label(names(stats)[bad[[1L]]], bad[[1L]]),
+                 " is ", describe_value(stats[[bad[[1L]]]]))
+    }
+    stats <- lapply(stats, function(x) stats::setNames(as.double(x), names(x)))
+  } else {
+    stop_input("`stats` must be a named numeric vector, a numeric matrix (genes x signatures) or a named list of ",
+               "named numeric vectors, not ", describe_value(stats))
+  }
+  nm <- names(stats)
+  if (anyNA(nm) || any(!nzchar(nm))) stop_input("`stats` has a signature without a name")
+  if (anyDuplicated(nm)) stop_input("`stats` has duplicated signature names, e.g. '", nm[duplicated(nm)][[1L]], "'")
+  for (v in seq_along(stats)) {
+    gsea_in_signature(nm[[v]], gsea_data(stats[[v]], ignoreCase))
+  }
+  stats
+}
+
+gsea_sig_label <- function(name, i) if (is.null(name) || is.na(name) || !nzchar(name)) paste0("#", i) else paste0("'", name, "'")
+
+# Runs expr for one signature: its errors and warnings name `stats` (not
+# `expr`) and the signature.
+gsea_in_signature <- function(name, expr) {
+  relabel <- function(m) paste0("`stats`, signature '", name, "': ", gsub("`expr`", "`stats`", m, fixed = TRUE))
+  withCallingHandlers(
+    tryCatch(expr, sysbioGPU_error = function(e) {
+      e$message <- relabel(conditionMessage(e))
+      stop(e)
+    }),
+    sysbioGPU_warning = function(w) {
+      w$message <- relabel(conditionMessage(w))
+      warning(w)
+      invokeRestart("muffleWarning")
+    })
+}
+
+# The multi-signature run; the arguments are checked by rapidGSEA().
+gsea_multisig <- function(stats, geneSets, nperm, weight, pvalue, eps, sampleSize, minSize, maxSize, seed,
+                          backend, threads, device, verbose, ignoreCase, t_start) {
+  sigs <- gsea_signatures(stats, ignoreCase)
+  snames <- names(sigs)
+  for (v in seq_along(sigs)) {
+    gsea_in_signature(snames[[v]], {
+      d <- list(expr = NULL, ranking = sigs[[v]])
+      gsea_check_numbers(d, "signal2noise", weight, NULL)
+      gsea_check_metric(sigs[[v]], weight)
+    })
+  }
+  if (pvalue == "auto") pvalue <- "multilevel"
+  # the sets once per gene universe: the same gene names in the same order
+  if (is.character(geneSets) && length(geneSets) == 1L) geneSets <- readGMT(geneSets)
+  universe <- integer(length(sigs))
+  keys <- list()
+  sets <- list()
+  for (v in seq_along(sigs)) {
+    g <- names(sigs[[v]])
+    u <- 0L
+    for (k in seq_along(keys)) if (identical(keys[[k]], g)) { u <- k; break }
+    if (!u) {
+      u <- length(keys) + 1L
+      keys[[u]] <- g
+      sets[[u]] <- gsea_in_signature(snames[[v]], gsea_sets(geneSets, g, minSize, maxSize, ignoreCase))
+    }
+    universe[[v]] <- u
+  }
+  seed <- resolve_seed(seed)
+  b <- resolveBackend(backend, threads, device)
+  if (length(b$devices) > 1L) stop_input("many signatures run on one GPU: give one `device`, not ", length(b$devices))
+  a <- backend_args(b)
+  params <- list(metric = 0L, weight = as.double(weight), gene = TRUE, seed = seed, nperm = nperm,
+                 batch = as.double(engine_option("sysbioGPU.gseaBatch", "rapidGSEA") %||% 0),
+                 cache = as.double(engine_option("sysbioGPU.gseaCache", "rapidGSEA") %||% -1),
+                 keepNull = FALSE, phase = 0L, range = c(0, 0), norm = NULL)
+  data <- list(ranking = lapply(sigs, unname), start = lapply(sets[universe], `[[`, "start"),
+               index = lapply(sets[universe], `[[`, "index"))
+  t_engine <- proc.time()[["elapsed"]]
+  rs <- alloc_guard(.Call(ffi_gsea_multi, data, params, run_list(a, verbose)), "stats",
+                    what = "the signatures' null statistics")
+  t_tables <- proc.time()[["elapsed"]]
+  tabs <- lapply(seq_along(sigs), function(v) {
+    gsea_in_signature(snames[[v]], gsea_table(rs[[v]], sets[[universe[[v]]]], names(sigs[[v]]), weight, seed, eps,
+                                              sampleSize, nperm, pvalue, a, verbose)$out)
+  })
+  out <- gsea_bind_tables(snames, tabs)
+  structure(out,
+            class = c("rapidGSEAmulti", "rapidGSEA", "data.frame"),
+            signatures = snames, stats = sigs, sets = sets, universe = universe,
+            nperm = nperm, seed = seed, metric = "preranked", weight = weight,
+            permutation = "gene", pvalue = pvalue, eps = eps,
+            sampleSize = if (pvalue == "multilevel") as.integer(sampleSize), classes = NULL,
+            backend = b$backend, device = b$devices, deviceName = b$deviceName,
+            engineSettings = engine_settings("rapidGSEA"),
+            stageTime = c(permutations = t_tables - t_engine, tables = proc.time()[["elapsed"]] - t_tables),
+            time = proc.time()[["elapsed"]] - t_start)
+}
+
+# The signatures' tables, one after another, with a first column
+# `signature` (the leading edges stay one list column).
+gsea_bind_tables <- function(snames, tabs) {
+  n <- vapply(tabs, nrow, 1L)
+  cols <- list(signature = rep.int(snames, n))
+  for (k in names(tabs[[1L]])) {
+    if (k == "leadingEdge") {
+      cols[[k]] <- gsea_genelist(unlist(lapply(tabs, function(t) unclass(t[[k]])), recursive = FALSE, use.names = FALSE))
+    } else {
+      cols[[k]] <- unlist(lapply(tabs, `[[`, k), use.names = FALSE)
+    }
+  }
+  structure(cols, class = "data.frame", row.names = .set_row_names(sum(n)))
+}
+
+#' One signature of a many-signature rapidGSEA result
+#'
+#' Takes the rows of one signature out of a result of
+#' `rapidGSEA(stats = <matrix or list>)` as an ordinary `rapidGSEA`
+#' result: the table without the `signature` column, with its ranking and
+#' members, so that [plot.rapidGSEA()], [gseaOverview()], [fgseaTable()]
+#' and `summary()` work on it. Its rows are those of a call of
+#' [rapidGSEA()] with that signature alone and the same `seed`.
+#'
+#' @param x A `rapidGSEAmulti` result.
+#' @param signature The signature's name (or its number).
+#' @return A data.frame of class `"rapidGSEA"` (see [rapidGSEA()]).
+#' @seealso [rapidGSEA()], [plot.rapidGSEAmulti()]
+#' @examples
+#' set.seed(1)
+#' m <- matrix(rnorm(1000 * 3), 1000, dimnames = list(paste0("g", 1:1000), c("c1", "c2", "c3")))
+#' m[1:40, "c2"] <- m[1:40, "c2"] + 1
+#' sets <- list(up = paste0("g", 1:40), random = paste0("g", sample(1000, 40)))
+#' res <- rapidGSEA(stats = m, geneSets = sets, nperm = 200, seed = 1, backend = "cpu", threads = 1)
+#' res
+#' gseaSignature(res, "c2")
+#' @export
+gseaSignature <- function(x, signature) {
+  if (!inherits(x, "rapidGSEAmulti") || is.null(attr(x, "signatures"))) {
+    stop_input("`x` must be a whole result of rapidGSEA(stats = <matrix or list>), not ", arg_label(x))
+  }
+  v <- gsea_pick_signature(x, signature)
+  name <- attr(x, "signatures")[[v]]
+  rows <- which(x$signature == name)
+  cols <- unclass(x)[setdiff(names(x), "signature")]
+  cols <- lapply(cols, function(col) col[rows])
+  out <- structure(cols, class = "data.frame", row.names = .set_row_names(length(rows)))
+  gs <- attr(x, "sets")[[attr(x, "universe")[[v]]]]
+  s <- attr(x, "stats")[[v]]
+  genes <- names(s)
+  metric <- unname(s)
+  metric[metric == 0] <- 0 # -0 ranks as 0, as in the engine
+  # the engine's order: descending metric, ties by the gene's position
+  rm <- gsea_rank_members(order(-metric, method = "radix") - 1L, gs, genes)
+  keep <- c("nperm", "seed", "metric", "weight", "permutation", "pvalue", "eps", "sampleSize", "classes", "backend",
+            "device", "deviceName", "engineSettings")
+  a <- attributes(x)[intersect(keep, names(attributes(x)))]
+  do.call(structure, c(list(out, class = c("rapidGSEA", "data.frame"),
+                            ranking = stats::setNames(metric[rm$ord], genes[rm$ord]), members = rm$members),
+                       a, list(time = attr(x, "time"))))
+}
+
+gsea_pick_signature <- function(x, signature, arg = "signature") {
+  sn <- attr(x, "signatures")
+  if (is.numeric(signature) && length(signature) == 1L && !is.na(signature) && signature >= 1 &&
+      signature <= length(sn) && signature == round(signature)) {
+    return(as.integer(signature))
+  }
+  if (is.character(signature) && length(signature) == 1L && !is.na(signature) && signature %in% sn) {
+    return(match(signature, sn))
+  }
+  stop_input("`", arg, "`: ", arg_label(signature), " is not a signature of this result (",
+             paste0("'", utils::head(sn, 5L), "'", collapse = ", "), if (length(sn) > 5L) ", ..." else "", ")",
+             call = NULL)
+}
+
+#' @export
+print.rapidGSEAmulti <- function(x, n = 10L, ...) {
+  if (is.null(attr(x, "signatures"))) return(NextMethod())
+  sn <- attr(x, "signatures")
+  cat(sprintf("<rapidGSEA> %d signatures, %d rows (signature x gene set), %s permutations (gene), weight %g\n",
+              length(sn), nrow(x), format(attr(x, "nperm"), big.mark = ","), attr(x, "weight")))
+  dev <- if (attr(x, "backend") == "gpu") sprintf("GPU %s (%s)", paste(attr(x, "device"), collapse = ", "), attr(x, "deviceName")) else "CPU"
+  cat(sprintf("  %s, %.2f s, seed %s\n", dev, attr(x, "time"), format(attr(x, "seed"), scientific = FALSE)))
+  if (nrow(x) == 0L) return(invisible(x))
+  top <- as.data.frame(unclass(x)[intersect(c("signature", "set", "size", "ES", "NES", "pval", "padj", "FDR"), names(x))])[seq_len(min(n, nrow(x))), ]
+  for (k in c("signature", "set")) top[[k]] <- ifelse(nchar(top[[k]]) > 24, paste0(substr(top[[k]], 1, 21), "..."), top[[k]])
+  print(gsea_format_table(top, attr(x, "nperm")), right = TRUE, row.names = FALSE)
+  if (nrow(x) > n) cat(sprintf("  ... %d more rows; gseaSignature(x, name) gives one signature's result\n", nrow(x) - n))
+  invisible(x)
+}
+
+#' @export
+summary.rapidGSEAmulti <- function(object, ...) {
+  if (is.null(attr(object, "signatures"))) return(NextMethod())
+  sn <- attr(object, "signatures")
+  f <- factor(object$signature, levels = sn)
+  cnt <- function(ok) as.integer(tapply(ok, f, sum, na.rm = TRUE, default = 0L))
+  s <- data.frame(signature = sn, sets = as.integer(table(f)),
+                  up = cnt(object$NES > 0), down = cnt(object$NES < 0),
+                  fdr25up = cnt(object$FDR < 0.25 & object$NES > 0), fdr25down = cnt(object$FDR < 0.25 & object$NES < 0),
+                  padj05 = cnt(object$padj < 0.05), stringsAsFactors = FALSE)
+  structure(list(bySignature = s, nperm = attr(object, "nperm"), pvalue = attr(object, "pvalue"),
+                 backend = attr(object, "backend"), time = attr(object, "time")),
+            class = "summary.rapidGSEAmulti")
+}
+
+#' @export
+print.summary.rapidGSEAmulti <- function(x, ...) {
+  cat(sprintf("rapidGSEA: %d signatures, %s permutations (%s p-values) on the %s in %.2f s\n",
+              nrow(x$bySignature), format(x$nperm, big.mark = ","), x$pvalue, toupper(x$backend), x$time))
+  print(x$bySignature, row.names = FALSE)
+  invisible(x)
+}
+
+#' Plot one set of one signature of a many-signature result
+#'
+#' The running-sum plot of [plot.rapidGSEA()] for one signature of a
+#' result of `rapidGSEA(stats = <matrix or list>)`.
+#'
+#' @param x A `rapidGSEAmulti` result.
+#' @param set Name (or row number within the signature) of the set; default
+#'   as [plot.rapidGSEA()].
+#' @param signature Name (or number) of the signature; default the
+#'   signature of the row with the smallest `pval`.
+#' @param ... Passed to [plot.rapidGSEA()] (`main`).
+#' @return `x`, invisibly.
+#' @seealso [gseaSignature()]
+#' @export
+plot.rapidGSEAmulti <- function(x, set = NULL, signature = NULL, ...) {
+  if (is.null(signature)) signature <- x$signature[[which.min(x$pval)]]
+  plot(gseaSignature(x, signature), set = set, ...)
+  invisible(x)
+}

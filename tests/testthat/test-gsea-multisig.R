@@ -1,0 +1,197 @@
+# rapidGSEA(stats = <matrix or list>): many preranked signatures in one
+# call, each signature's rows those of its own call with the same seed.
+
+ms_data <- function(G = 1500, n = 3, seed = 1) {
+  set.seed(seed)
+  m <- matrix(rnorm(G * n), G, dimnames = list(paste0("g", seq_len(G)), paste0("s", seq_len(n))))
+  m[1:40, 2] <- m[1:40, 2] + 1
+  m[41:80, 3] <- m[41:80, 3] - 1
+  sets <- c(list(up = paste0("g", 1:40), down = paste0("g", 41:80)),
+            stats::setNames(lapply(1:25, function(i) paste0("g", sample(G, sample(15:90, 1)))), paste0("r", 1:25)))
+  list(m = m, sets = sets)
+}
+
+# The rows of one signature, as its own call gives them (attributes that
+# time the run left out).
+ms_same <- function(multi, name, single) {
+  one <- gseaSignature(multi, name)
+  expect_identical(as.data.frame(one), as.data.frame(single))
+  expect_identical(attr(one, "ranking"), attr(single, "ranking"))
+  expect_identical(attr(one, "members"), attr(single, "members"))
+  expect_identical(unclass(one$leadingEdge), unclass(single$leadingEdge))
+}
+
+# ---- identity to single calls ----
+
+test_that("each column of a matrix gives its own call's table, bit for bit (permutation and multilevel p)", {
+  d <- ms_data()
+  for (pv in c("permutation", "multilevel")) {
+    res <- rapidGSEA(stats = d$m, geneSets = d$sets, nperm = 500, seed = 7, pvalue = pv, backend = "cpu",
+                     threads = 2, verbose = FALSE)
+    expect_s3_class(res, "rapidGSEAmulti")
+    expect_identical(names(res)[[1L]], "signature")
+    expect_identical(unique(res$signature), colnames(d$m))
+    for (s in colnames(d$m)) {
+      single <- rapidGSEA(d$m[, s], geneSets = d$sets, nperm = 500, seed = 7, pvalue = pv, backend = "cpu",
+                          threads = 1, verbose = FALSE)
+      ms_same(res, s, single)
+      rows <- res[res$signature == s, ]
+      expect_identical(rows$NES, single$NES)
+      expect_identical(rows$FWER, single$FWER)
+    }
+  }
+})
+
+test_that("threads, batches and the kept null do not change a many-signature run", {
+  d <- ms_data(n = 4)
+  run <- function(...) as.data.frame(rapidGSEA(stats = d$m, geneSets = d$sets, nperm = 300, seed = 2,
+                                               pvalue = "permutation", backend = "cpu", verbose = FALSE, ...))
+  a <- run(threads = 1)
+  expect_identical(run(threads = 2), a)
+  op <- options(sysbioGPU.gseaBatch = 64)
+  on.exit(options(op))
+  expect_identical(run(threads = 2), a)
+})
+
+test_that("a list holds signatures on their own genes, in their own order", {
+  d <- ms_data()
+  m <- d$m
+  keep <- sample(nrow(m), 1200)
+  lst <- list(first = m[, 1], fewer = m[keep, 2], reordered = rev(m[, 3]))
+  res <- rapidGSEA(stats = lst, geneSets = d$sets, nperm = 400, seed = 11, pvalue = "permutation",
+                   backend = "cpu", threads = 2, verbose = FALSE)
+  expect_identical(attr(res, "signatures"), names(lst))
+  for (s in names(lst)) {
+    single <- rapidGSEA(lst[[s]], geneSets = d$sets, nperm = 400, seed = 11, pvalue = "permutation",
+                        backend = "cpu", threads = 2, verbose = FALSE)
+    ms_same(res, s, single)
+  }
+  # a signature on fewer genes has its sets restricted to them
+  fewer <- res[res$signature == "fewer", ]
+  first <- res[res$signature == "first", ]
+  expect_true(all(fewer$size <= first$size[match(fewer$set, first$set)]))
+})
+
+test_that("ties are broken by each signature's own gene order, as in its own call", {
+  d <- ms_data()
+  m <- round(d$m, 1) # many ties
+  lst <- list(a = m[, 1], b = rev(m[, 1]))
+  res <- suppressWarnings(rapidGSEA(stats = lst, geneSets = d$sets, nperm = 200, seed = 3, pvalue = "permutation",
+                                    backend = "cpu", threads = 2, verbose = FALSE))
+  for (s in names(lst)) {
+    single <- suppressWarnings(rapidGSEA(lst[[s]], geneSets = d$sets, nperm = 200, seed = 3, pvalue = "permutation",
+                                         backend = "cpu", threads = 1, verbose = FALSE))
+    ms_same(res, s, single)
+  }
+  expect_warning(rapidGSEA(stats = list(a = m[, 1], b = d$m[, 2]), geneSets = d$sets, nperm = 50, seed = 3, pvalue = "permutation",
+                           backend = "cpu", threads = 1, verbose = FALSE),
+                 "signature 'a'.*tie", class = "sysbioGPU_warning_ties")
+})
+
+test_that("stats = a named vector is the preranked expr; one column is a many-signature table", {
+  d <- ms_data()
+  a <- rapidGSEA(d$m[, 1], geneSets = d$sets, nperm = 100, seed = 5, backend = "cpu", threads = 1, verbose = FALSE)
+  b <- rapidGSEA(stats = d$m[, 1], geneSets = d$sets, nperm = 100, seed = 5, backend = "cpu", threads = 1, verbose = FALSE)
+  expect_false(inherits(b, "rapidGSEAmulti"))
+  expect_identical(as.data.frame(a), as.data.frame(b))
+  c1 <- rapidGSEA(stats = d$m[, 1, drop = FALSE], geneSets = d$sets, nperm = 100, seed = 5, backend = "cpu",
+                  threads = 1, verbose = FALSE)
+  expect_s3_class(c1, "rapidGSEAmulti")
+  ms_same(c1, "s1", a)
+})
+
+# ---- independent oracle ----
+
+test_that("a signature's ES is the weighted running sum's extreme, computed from its definition", {
+  d <- ms_data()
+  res <- rapidGSEA(stats = d$m, geneSets = d$sets, nperm = 50, seed = 1, pvalue = "permutation", backend = "cpu",
+                   threads = 1, verbose = FALSE)
+  x <- d$m[, "s2"]
+  r <- sort(x, decreasing = TRUE)
+  es_def <- function(set) {
+    hit <- names(r) %in% set
+    step <- ifelse(hit, abs(r) / sum(abs(r[hit])), -1 / (length(r) - sum(hit)))
+    run <- cumsum(step)
+    run[which.max(abs(run))]
+  }
+  rows <- res[res$signature == "s2", ]
+  expect_equal(rows$ES, unname(vapply(d$sets[rows$set], es_def, 0)), tolerance = 1e-12)
+  expect_gt(rows$NES[rows$set == "up"], 2)
+})
+
+# ---- methods ----
+
+test_that("as.data.frame, print, summary, fgseaTable and plot work by signature", {
+  d <- ms_data()
+  res <- rapidGSEA(stats = d$m, geneSets = d$sets, nperm = 100, seed = 1, pvalue = "permutation", backend = "cpu",
+                   threads = 1, verbose = FALSE)
+  df <- as.data.frame(res)
+  expect_identical(names(df)[1:3], c("signature", "set", "size"))
+  expect_type(df$leadingEdge, "character")
+  expect_output(print(res), "3 signatures")
+  s <- summary(res)
+  expect_identical(s$bySignature$signature, colnames(d$m))
+  expect_identical(s$bySignature$sets, rep(27L, 3))
+  expect_output(print(s), "3 signatures")
+  expect_identical(names(fgseaTable(res))[[1L]], "signature")
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  expect_silent(plot(res, set = "up", signature = "s2"))
+  expect_silent(plot(res))
+  expect_error(plot(res, signature = "nope"), "`signature`.*not a signature", class = "sysbioGPU_error_input")
+  expect_error(gseaSignature(as.data.frame(res), 1), "`x` must be", class = "sysbioGPU_error_input")
+})
+
+# ---- bad input ----
+
+test_that("bad signatures are errors that name `stats` and the signature", {
+  d <- ms_data()
+  run <- function(st, ...) rapidGSEA(stats = st, geneSets = d$sets, nperm = 20, seed = 1, backend = "cpu",
+                                     threads = 1, verbose = FALSE, ...)
+  m <- d$m
+  m[5, 2] <- NA
+  expect_error(run(m), "`stats`, signature 's2': `stats` has NA", class = "sysbioGPU_error_input")
+  m <- d$m
+  colnames(m)[3] <- "s1"
+  expect_error(run(m), "`stats` has duplicated signature names, e.g. 's1'", class = "sysbioGPU_error_input")
+  expect_error(run(unname(d$m)), "`stats` needs the genes as row names", class = "sysbioGPU_error_input")
+  m <- d$m
+  colnames(m) <- NULL
+  expect_error(run(m), "`stats` needs the signatures' names", class = "sysbioGPU_error_input")
+  expect_error(run(list(d$m[, 1], d$m[, 2])), "`stats` must be a named list", class = "sysbioGPU_error_input")
+  expect_error(run(list(a = d$m[, 1], b = letters)), "signature 'b' is", class = "sysbioGPU_error_input")
+  expect_error(run(list(a = d$m[, 1], b = unname(d$m[, 2]))), "signature 'b'.*named numeric",
+               class = "sysbioGPU_error_input")
+  # genes that no set matches: the signature's own gene universe
+  other <- stats::setNames(rnorm(500), paste0("x", 1:500))
+  expect_error(run(list(a = d$m[, 1], other = other)), "signature 'other'.*no gene set left",
+               class = "sysbioGPU_error_input")
+  expect_error(run(matrix(letters[1:4], 2, dimnames = list(c("a", "b"), c("u", "v")))), "numeric matrix",
+               class = "sysbioGPU_error_input")
+  expect_error(run(list()), "empty list", class = "sysbioGPU_error_input")
+  expect_error(rapidGSEA(d$m[, 1], geneSets = d$sets, stats = d$m), "as `expr` or as `stats`, not both",
+               class = "sysbioGPU_error_input")
+  expect_error(run(d$m, phenotype = rep(1:2, 5)), "`phenotype` is given", class = "sysbioGPU_error_input")
+  expect_error(run(d$m, keepNull = TRUE), "`keepNull`", class = "sysbioGPU_error_input")
+  m <- d$m
+  m[, 2] <- 1
+  expect_error(run(m), "signature 's2'.*constant", class = "sysbioGPU_error_input")
+})
+
+# ---- GPU ----
+
+test_that("on the GPU each signature's table is its own CPU call's, bit for bit", {
+  skip_if_no_gpu()
+  d <- ms_data()
+  for (pv in c("permutation", "multilevel")) {
+    res <- rapidGSEA(stats = d$m, geneSets = d$sets, nperm = 2000, seed = 9, pvalue = pv, backend = "gpu",
+                     threads = 2, verbose = FALSE)
+    expect_identical(attr(res, "backend"), "gpu")
+    for (s in colnames(d$m)) {
+      single <- rapidGSEA(d$m[, s], geneSets = d$sets, nperm = 2000, seed = 9, pvalue = pv, backend = "cpu",
+                          threads = 2, verbose = FALSE)
+      one <- gseaSignature(res, s)
+      expect_identical(as.data.frame(one), as.data.frame(single))
+    }
+  }
+})
