@@ -267,12 +267,17 @@ pre_nperm <- as.numeric(Sys.getenv("SBG_BENCH_PRERANKED", "0"))
 ml_sizes <- as.integer(strsplit(Sys.getenv("SBG_BENCH_MULTILEVEL",
                                            if (pre_nperm > 0) as.character(formals(rapidGSEA)$sampleSize) else ""),
                                 ",")[[1L]])
+# fgsea from the library FGSEA_LIB names (it is not in Debian), else an
+# installed one; TRUE when it loads
+load_fgsea <- function() {
+  flib <- Sys.getenv("FGSEA_LIB", "")
+  if (nzchar(flib)) requireNamespace("fgsea", lib.loc = flib, quietly = TRUE) else
+    requireNamespace("fgsea", quietly = TRUE)
+}
 if (pre_nperm > 0 || length(ml_sizes)) {
   th <- as.integer(Sys.getenv("SBG_BENCH_THREADS", "2"))
   reps <- as.integer(Sys.getenv("SBG_BENCH_REPS", "2"))
-  flib <- Sys.getenv("FGSEA_LIB", "")
-  have_fgsea <- if (nzchar(flib)) requireNamespace("fgsea", lib.loc = flib, quietly = TRUE) else
-    requireNamespace("fgsea", quietly = TRUE)
+  have_fgsea <- load_fgsea()
   pg <- unique(unlist(c2))
   set.seed(14)
   rk <- stats::setNames(rnorm(length(pg)), pg)
@@ -280,7 +285,7 @@ if (pre_nperm > 0 || length(ml_sizes)) {
 }
 if (pre_nperm > 0) {
   cat(sprintf("\npreranked C2: %d genes, %d sets of 15-500 genes, nperm %d, %d threads, %s\n",
-              length(pg), length(pw), pre_nperm, th, if (have_fgsea) paste("fgsea", utils::packageVersion("fgsea", lib.loc = if (nzchar(flib)) flib)) else "fgsea not installed: rapidGSEA only"))
+              length(pg), length(pw), pre_nperm, th, if (have_fgsea) paste("fgsea", utils::packageVersion("fgsea")) else "fgsea not installed: rapidGSEA only"))
   tm <- list(rapid = numeric(), fgseaSimple = numeric())
   for (i in seq_len(reps)) {
     if (have_fgsea) {
@@ -506,16 +511,14 @@ ms_n <- as.integer(Sys.getenv("SBG_BENCH_MULTISIG", "0"))
 if (ms_n > 0) {
   th <- as.integer(Sys.getenv("SBG_BENCH_THREADS", "2"))
   ms_nperm <- as.numeric(Sys.getenv("SBG_BENCH_MULTISIG_NPERM", "10000"))
-  flib <- Sys.getenv("FGSEA_LIB", "")
-  have_fgsea <- if (nzchar(flib)) requireNamespace("fgsea", lib.loc = flib, quietly = TRUE) else
-    requireNamespace("fgsea", quietly = TRUE)
+  have_fgsea <- load_fgsea()
   pg <- unique(unlist(c2))
   pw <- c2[lengths(c2) >= 15 & lengths(c2) <= 500]
   set.seed(35)
   sig <- matrix(rnorm(length(pg) * ms_n), length(pg), dimnames = list(pg, paste0("sig", seq_len(ms_n))))
   cat(sprintf("\nmany signatures: %d signatures x C2 (%d genes, %d sets of 15-500 genes), nperm %d, %d threads, %s\n",
               ms_n, length(pg), length(pw), ms_nperm, th,
-              if (have_fgsea) paste("fgsea", utils::packageVersion("fgsea", lib.loc = if (nzchar(flib)) flib)) else "fgsea not installed"))
+              if (have_fgsea) paste("fgsea", utils::packageVersion("fgsea")) else "fgsea not installed"))
   run1 <- function(st, seed = 1) rapidGSEA(stats = st, geneSets = pw, nperm = ms_nperm, minSize = 15, maxSize = 500,
                                            pvalue = "permutation", seed = seed, backend = backend, threads = th,
                                            verbose = FALSE)
