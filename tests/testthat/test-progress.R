@@ -12,7 +12,7 @@ test_that("a verbose run draws a cli progress bar that reaches its end", {
 test_that("a quiet run prints nothing", {
   old <- options(cli.progress_show_after = 0)
   on.exit(options(old))
-  out <- capture.output(sysbioGPU:::busy_run(0.5, verbose = FALSE), type = "message")
+  out <- capture.output(invisible(sysbioGPU:::busy_run(0.5, verbose = FALSE)), type = "message")
   expect_length(out, 0)
 })
 
@@ -24,6 +24,6 @@ test_that("an interrupted verbose run closes its bar and still raises the interr
   expect_error(capture.output(sysbioGPU:::busy_run(20, verbose = TRUE), type = "message"),
                class = "sysbioGPU_error_interrupted")
   # a new bar opens and closes cleanly after the interrupted one
-  out <- capture.output(sysbioGPU:::busy_run(0.3, verbose = TRUE), type = "message")
+  out <- capture.output(invisible(sysbioGPU:::busy_run(0.3, verbose = TRUE)), type = "message")
   expect_true(any(grepl("^busy", out)))
 })
