@@ -224,3 +224,23 @@ test_that("explicit steps turn to BDF once h rho > 3 on 15 accepted steps (rule 
     expect_gt(observed, 16)
   }
 })
+
+test_that("a stiff transient that dies out hands back to explicit steps (Gershgorin h rho < 1)", {
+  # m10271.  S + E -> E + P at 1e4 is stiff while E lasts; E -> 0 at 0.01
+  # and D -> 0 at 1e-4 are slow.  Once S is spent and E has decayed, the
+  # Gershgorin bound on rho(J) is about the slow rates (<= 0.01 + 1e4 S),
+  # so implicit steps shorter than 100 have h rho < 1: the run must return
+  # to explicit steps.  E and D follow their closed forms.
+  m <- reactionModel(rbind(c(1, 1, 0, 0), c(0, 1, 0, 0), c(0, 0, 0, 1)),
+                     rbind(c(0, 1, 1, 0), c(0, 0, 0, 0), c(0, 0, 0, 0)),
+                     rates = c(1e4, 0.01, 1e-4), initial = c(1, 1, 0, 1), species = c("S", "E", "P", "D"))
+  tt <- c(0, 10, 100, 1000, 3000, 10000, 30000)
+  out <- sim1(m, tt)
+  st <- attr(out, "stats")
+  expect_gte(st[["switches"]], 2)
+  expect_gt(st[["implicitSteps"]], 20)
+  expect_lt(st[["implicitSteps"]], st[["steps"]])
+  expect_lt(max(abs(out[, "E"] - exp(-0.01 * tt))), 1e-5)
+  expect_lt(max(abs(out[, "D"] - exp(-1e-4 * tt))), 1e-5)
+  expect_lt(max(abs(out[, "S"] + out[, "P"] - 1)), 1e-6)
+})
