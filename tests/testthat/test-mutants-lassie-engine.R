@@ -114,11 +114,10 @@ test_that("the first step is 1% of the time the fastest species needs to change 
   expect_equal(time_reached(m0, c(0, 10), method = "dopri5", maxSteps = 1), 1e-5, tolerance = 1e-9)
 })
 
-test_that("after a rejected explicit step the next attempt is 0.9 err^(-1/4) of it", {
-  # m13903.  0 -> A (1), A -> 0 (10) from A = 0 over 1e5: the first attempt
-  # (1e-6 of the span) fails Dormand-Prince's error test; its scaled error
-  # err recomputed here from the published tableau, the retry
-  # 0.9 err^(-1/4) (within [0.1, 0.9]) of it, accepted
+# Dormand-Prince's scaled error of one step of size h from x, recomputed
+# from the published tableau (Dormand and Prince 1980): the estimate
+# |h sum E_i k_i| / (atol + rtol max(|x|, |y|)) of a one-species model
+dp5_error <- function(rhs, x, h, rtol, atol) {
   A <- matrix(0, 7, 7)
   A[2, 1] <- 1 / 5
   A[3, 1:2] <- c(3 / 40, 9 / 40)
@@ -127,18 +126,40 @@ test_that("after a rejected explicit step the next attempt is 0.9 err^(-1/4) of 
   A[6, 1:5] <- c(9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656)
   A[7, 1:6] <- c(35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84)
   E <- c(71 / 57600, 0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40)
-  rhs <- function(a) 1 - 10 * a
-  h <- 0.1
   k <- numeric(7)
-  k[1] <- rhs(0)
-  for (s in 2:7) k[s] <- rhs(h * sum(A[s, 1:(s - 1)] * k[1:(s - 1)]))
-  y <- h * sum(A[7, 1:6] * k[1:6])
-  err <- abs(h * sum(E * k)) / (1e-12 + 1e-6 * abs(y))
+  k[1] <- rhs(x)
+  for (s in 2:7) k[s] <- rhs(x + h * sum(A[s, 1:(s - 1)] * k[1:(s - 1)]))
+  y <- x + h * sum(A[7, 1:6] * k[1:6])
+  abs(h * sum(E * k)) / (atol + rtol * max(abs(x), abs(y)))
+}
+
+test_that("after a rejected explicit step the next attempt is 0.9 err^(-1/4) of it", {
+  # m13903.  0 -> A (1), A -> 0 (10) from A = 0 over 1e5: the first attempt
+  # (1e-6 of the span) fails Dormand-Prince's error test; the retry is
+  # 0.9 err^(-1/4) (within [0.1, 0.9]) of it, accepted
+  h <- 0.1
+  err <- dp5_error(function(a) 1 - 10 * a, 0, h, 1e-6, 1e-12)
   expect_gt(err, 1)
   fac <- min(0.9, max(0.1, 0.9 * err^(-1 / 4)))
   m <- reactionModel(rbind(0, 1), rbind(1, 0), rates = c(1, 10), initial = 0, species = "A")
   expect_equal(time_reached(m, c(0, 1e5), method = "dopri5", maxSteps = 1), 0)
   expect_equal(time_reached(m, c(0, 1e5), method = "dopri5", maxSteps = 2), h * fac, tolerance = 1e-8)
+})
+
+test_that("a retry below 64 ulps of t is a step size underflow, one above is taken", {
+  # m11571.  The model above started at t0 instead of 0 (its rates do not
+  # depend on t): the retry after the first rejection is h1 = 0.1 fac; the
+  # smallest step at t0 is 64 ulps of t0 (64 DBL_EPSILON t0).  Placed 0.5%
+  # on either side of h1 = 64 DBL_EPSILON t0, the run fails there or goes on.
+  err <- dp5_error(function(a) 1 - 10 * a, 0, 0.1, 1e-6, 1e-12)
+  h1 <- 0.1 * min(0.9, max(0.1, 0.9 * err^(-1 / 4)))
+  t_edge <- h1 / (64 * .Machine$double.eps)
+  m <- reactionModel(rbind(0, 1), rbind(1, 0), rates = c(1, 10), initial = 0, species = "A")
+  t0 <- t_edge * 1.005
+  expect_error(sim1(m, c(t0, t0 + 1e5), method = "dopri5"), "step size underflow")
+  t0 <- t_edge * 0.995
+  out <- sim1(m, c(t0, t0 + 1e5), method = "dopri5")
+  expect_lt(abs(out[2, "A"] - 0.1), 1e-6)
 })
 
 test_that("RKF45's steps grow as the tolerance to the -1/5 (a 4(5) pair)", {
