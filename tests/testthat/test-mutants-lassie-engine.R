@@ -203,7 +203,7 @@ test_that("the dense LU fallback solves exactly (closed form, few rejections), a
 })
 
 test_that("explicit steps turn to BDF once h rho > 3 on 15 accepted steps (rule recomputed from the steps)", {
-  # m11546, m13824.  A -> 0 (k = 1000) from amounts near atol: the
+  # m11546, m13824, m11613.  A -> 0 (k = 1000) from amounts near atol: the
   # explicit steps soon run at Dormand-Prince's stability limit, h k
   # about 3.3.  For one linear species the estimate of rho is k, so
   # h rho = h k for every accepted step h.  The attempts one by one (a
@@ -213,7 +213,11 @@ test_that("explicit steps turn to BDF once h rho > 3 on 15 accepted steps (rule 
   # below 3 clears the count; 6 rejections of the last 16 attempts switch
   # too.)
   k <- 1000
-  for (a0 in c(1e-10, 1e-12)) {
+  rules <- character(0)
+  # amounts far below atol make the error test pass until the step is
+  # well past the stability limit, and then fail often: there the
+  # rejections switch first (1e-20, 1e-28), elsewhere the 15 steps
+  for (a0 in c(1e-10, 1e-12, 1e-20, 1e-28)) {
     m <- reactionModel(matrix(1), matrix(0), rates = k, initial = a0, species = "A")
     r <- t(vapply(1:40, function(n) {
       b <- suppressWarnings(lassieSimulate(m, c(0, 1), rates = rbind(k, k), maxSteps = n,
@@ -231,19 +235,20 @@ test_that("explicit steps turn to BDF once h rho > 3 on 15 accepted steps (rule 
       if (prev_h > 0) {   # the check before attempt n
         if (prev_h * k > 3) { count <- count + 1; calm <- 0 }
         else { calm <- calm + 1; if (calm >= 6) count <- 0 }
-        if (count >= 15) { predicted <- n; break }
+        if (count >= 15) { predicted <- n; rules <- c(rules, "stiff"); break }
       }
       if (r[n, "steps"] > steps_prev) {
         prev_h <- r[n, "t"] - t_prev; t_prev <- r[n, "t"]; rej <- c(rej, 0L)
       } else {
         prev_h <- 0; rej <- c(rej, 1L)
-        if (sum(utils::tail(rej, 16)) >= 6) { predicted <- n; break }
+        if (sum(utils::tail(rej, 16)) >= 6) { predicted <- n; rules <- c(rules, "rejections"); break }
       }
       steps_prev <- r[n, "steps"]
     }
     expect_equal(observed, predicted, label = a0)
     expect_gt(observed, 16)
   }
+  expect_setequal(rules, c("stiff", "rejections"))
 })
 
 test_that("a stiff transient that dies out hands back to explicit steps (Gershgorin h rho < 1)", {
