@@ -286,3 +286,58 @@ test_that("atol = 0 (allowed) leaves a species that stays at 0 an error of 0, wh
     expect_true(all(out[, c("C", "D")] == 0), label = meth)
   }
 })
+
+test_that("implicit steps hand back after 10 steps in a row with h rho < 1, not at h rho just above 1", {
+  # m11558.  S + E -> E + P (1e4), E -> 0 (0.03), D -> 0 (1e-4) at rtol
+  # 1e-8: after the stiff start the implicit steps are kept for a long
+  # stretch at h rho(J) just above 1, then the bound falls below 1.  rho is
+  # Gershgorin's bound at the last Jacobian, max(k (E + S), ke, kd), from
+  # the closed forms E = exp(-ke t), S = exp(-k (1 - E) / ke) at the time
+  # of that Jacobian; h the next step (the size of the next attempt).  The
+  # attempts one by one (runs stopped by maxSteps = n): the switch back
+  # must follow the 10th step in a row with h rho < 1.
+  k <- 1e4; ke <- 0.03; kd <- 1e-4
+  m <- reactionModel(rbind(c(1, 1, 0, 0), c(0, 1, 0, 0), c(0, 0, 0, 1)),
+                     rbind(c(0, 1, 1, 0), c(0, 0, 0, 0), c(0, 0, 0, 0)),
+                     rates = c(k, ke, kd), initial = c(1, 1, 0, 1), species = c("S", "E", "P", "D"))
+  probe <- function(n) {
+    b <- suppressWarnings(lassieSimulate(m, c(0, 1e4), rates = rbind(m$rates, m$rates), maxSteps = n,
+                                         rtol = 1e-8, backend = "cpu", threads = 1, verbose = FALSE,
+                                         output = "array"))
+    s <- attr(b, "stats")[, 1]
+    c(t = as.numeric(sub(".* at t = ([-0-9.eE+]+).*", "\\1", attr(b, "messages")[1])),
+      s[c("steps", "switches", "implicitSteps", "jacobians")])
+  }
+  # the attempt that switches back (the second switch)
+  lo <- 1; hi <- 1000
+  expect_gte(probe(hi)[["switches"]], 2)
+  while (hi - lo > 1) {
+    mid <- (lo + hi) %/% 2
+    if (probe(mid)[["switches"]] >= 2) hi <- mid else lo <- mid
+  }
+  nsb <- hi
+  n <- (nsb - 50):(nsb + 1)
+  r <- t(vapply(n, probe, numeric(5)))
+  prev <- rbind(probe(nsb - 51), r[-nrow(r), ])
+  acc <- r[, "steps"] > prev[, "steps"]
+  G <- function(t) {
+    E <- exp(-ke * t)
+    max(k * (E + exp(-k * (1 - E) / ke)), ke, kd)
+  }
+  rho <- rep(NA_real_, length(n)); cur <- NA_real_
+  for (i in seq_along(n)) {
+    if (r[i, "jacobians"] > prev[i, "jacobians"]) cur <- G(prev[i, "t"])
+    rho[i] <- cur
+  }
+  # accepted implicit steps up to the switch, each with its next step
+  imp <- which(acc & r[, "implicitSteps"] > prev[, "implicitSteps"])
+  expect_true(acc[length(n)])   # the first explicit step after the switch is taken
+  nxt <- vapply(imp, function(i) { j <- i + which(acc[-(1:i)])[1]; r[j, "t"] - prev[j, "t"] }, 0)
+  hrho <- nxt * rho[imp]
+  last <- length(imp)
+  expect_equal(unname(n[imp[last]]), nsb)
+  calm <- hrho[(last - 9):last]
+  expect_true(all(!is.na(calm) & calm < 1), label = paste(signif(calm, 4), collapse = " "))
+  expect_gte(hrho[last - 10], 1)
+  expect_gte(r[imp[last - 10], "implicitSteps"], 20)
+})
