@@ -253,6 +253,50 @@ test_that("rounds give the same run for networks of more than 32 genes", {
   }
 })
 
+test_that("roulette spins pick parents in proportion to their weights; children are their crossover", {
+  # kills m5704 (the cumulative weights started at 1).  All genes start and
+  # end off, so every network scores 0 (lambda = 1: dn only): each weight
+  # is 2^40 and an island of 4 weighs 2^42.  A spin masks two words to 42
+  # bits, u = (w1 mod 2^10) 2^32 + w2, always below the total, and draws
+  # position floor(u / 2^40); the cut is floor(w5 n^2 / 2^32) (Lemire, no
+  # rejection for n^2 = 9 here with these words' products), from the
+  # stream (seed, generation * popSize + slot) of the pair's first slot.
+  # Child 1 takes the cells 0..cut (row-major over target, source) and the
+  # rules of genes 0..cut %/% n of parent 1, the rest of parent 2.
+  g <- c("g1", "g2", "g3")
+  n <- 3L
+  net <- matrix(c(0L, 1L, -1L, 1L, 0L, 0L, 0L, -1L, 1L), n, n, dimnames = list(g, g))
+  pb <- sysbioGPU:::grn_problem(net, rep(0L, n), rep(0L, n), 3L, lambda = 1, maxIn = n, allowed = 0:3)
+  pop <- 16; I <- 4L; seed <- 11
+  ga <- list(pop = pop, islands = I, migrationInterval = 1L, migrants = 0L, roulette = 1L, pLink = 0,
+             pRule = 0, generations = 1, target = -1, timeLimit = 0, seed = seed, blocks = 1L)
+  rnd <- function(state, gens) .Call(sysbioGPU:::ffi_grn_round, c(pb, list(state = state, incoming = NULL)),
+                                     c(ga, list(block = c(0L, I), gens = as.double(gens))), mut_run())
+  r0 <- rnd(NULL, c(0, 0))
+  r1 <- rnd(r0$state, c(0, 1))
+  dec <- function(st, k) .Call(sysbioGPU:::ffi_grn_decode, pb, st, pop, k)[c("links", "rules", "score")]
+  pop0 <- lapply(seq_len(pop) - 1, function(k) dec(r0$state, k))
+  pop1 <- lapply(seq_len(pop) - 1, function(k) dec(r1$state, k))
+  expect_true(all(vapply(pop0, `[[`, 0, "score") == 0))
+  cell <- outer(0:(n - 1), 0:(n - 1), function(i, j) i * n + j)
+  for (isl in seq_len(I) - 1) {
+    base <- isl * 4
+    k1 <- base + 2
+    w <- philoxDraws(5, seed, subsequence = 1 * pop + k1, type = "uint32")
+    a <- (w[1] %% 1024) %/% 256
+    b <- (w[3] %% 1024) %/% 256
+    cut <- floor(w[5] * n^2 / 2^32)
+    expect_gte((w[5] * n^2) %% 2^32, 2^32 %% n^2) # no redraw of the cut
+    p1 <- pop0[[base + a + 1]]; p2 <- pop0[[base + b + 1]]
+    expect_identical(pop1[[k1 + 1]]$links, ifelse(cell <= cut, p1$links, p2$links), info = isl)
+    expect_identical(pop1[[k1 + 2]]$links, ifelse(cell <= cut, p2$links, p1$links), info = isl)
+    expect_identical(pop1[[k1 + 1]]$rules, ifelse(0:(n - 1) <= cut %/% n, p1$rules, p2$rules), info = isl)
+    expect_identical(pop1[[k1 + 2]]$rules, ifelse(0:(n - 1) <= cut %/% n, p2$rules, p1$rules), info = isl)
+    # the elite: the island's two best (ties by slot) copied
+    expect_identical(pop1[base + 1:2], pop0[base + 1:2])
+  }
+})
+
 # ---- readSBML ----------------------------------------------------------------
 
 # An SBML Level 3 Version 2 model in a compartment `cell` of size 1: species
