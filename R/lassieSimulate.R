@@ -316,7 +316,8 @@ check_model <- function(model) {
 #'   [readLASSIE()]).
 #' @param times Output times, at least two, strictly increasing; the first
 #'   is the start, where the state is `initial`.
-#' @param rtol,atol Relative and absolute tolerances of the error test.
+#' @param rtol,atol Relative (>= 0) and absolute (> 0) tolerances of the
+#'   error test.
 #' @param method `"auto"` (Dormand-Prince 5(4), BDF on stiffness),
 #'   `"dopri5"` (Dormand-Prince 5(4) only), `"rkf45"` (RKF45 only, stepping
 #'   onto every output time, as LASSIE) or `"bdf"` (implicit only).
@@ -419,7 +420,12 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   }
   rtol <- chk_tol(rtol, "rtol", 0)
   atol <- chk_tol(atol, "atol", 0)
-  if (rtol == 0 && atol == 0) stop_input("`rtol` and `atol` must not both be 0")
+  # with atol = 0 a species that sits at exactly 0 has a zero weight, and its
+  # error 0 / 0 would fail every step
+  if (atol == 0) {
+    stop_input("`atol` must be > 0 (a species at exactly 0 would have no error weight); ",
+               "for a purely relative test give a tiny one, e.g. 1e-300")
+  }
   methods <- c("auto", "rkf45", "bdf", "dopri5")   # the engine's codes 0..3
   if (is.character(method) && identical(method, c("auto", "dopri5", "rkf45", "bdf"))) method <- "auto"
   method <- check_choice(method, methods)

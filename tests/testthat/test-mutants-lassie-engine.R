@@ -271,17 +271,16 @@ test_that("a stiff transient that dies out hands back to explicit steps (Gershgo
   expect_lt(max(abs(out[, "S"] + out[, "P"] - 1)), 1e-6)
 })
 
-test_that("atol = 0 (allowed) leaves a species that stays at 0 an error of 0, which passes the test", {
-  skip(paste("known bug: with atol = 0 a species that stays exactly at 0 has weight 0, its error",
-             "0 / 0 = NaN fails every attempt: every method stops at t = 0"))
-  # A -> B (1) and C -> D (1) with C = D = 0: C and D never change, so
-  # |err| = 0 <= atol + rtol |x| = 0 (the documented test); A and B follow
-  # A = exp(-t)
+test_that("atol = 0 is refused by name: a species that stays at 0 would have no error weight", {
+  # A -> B and C -> D with C = D = 0: with atol = 0 the weight of C and D is
+  # 0 and their error 0 / 0; the call is refused before the engine runs, and
+  # a tiny atol gives A = exp(-t) with C and D at 0
   m <- reactionModel(rbind(c(1, 0, 0, 0), c(0, 0, 1, 0)), rbind(c(0, 1, 0, 0), c(0, 0, 0, 1)),
                      rates = c(1, 1), initial = c(1, 0, 0, 0), species = c("A", "B", "C", "D"))
   tt <- c(0, 1, 2, 5)
+  expect_error(sim1(m, tt, rtol = 1e-8, atol = 0), "`atol` must be > 0", class = "sysbioGPU_error_input")
   for (meth in c("dopri5", "rkf45", "auto", "bdf")) {
-    out <- sim1(m, tt, method = meth, rtol = 1e-8, atol = 0)
+    out <- sim1(m, tt, method = meth, rtol = 1e-8, atol = 1e-300)
     expect_lt(max(abs(out[, "A"] / exp(-tt) - 1)), 1e-5, label = meth)
     expect_true(all(out[, c("C", "D")] == 0), label = meth)
   }
