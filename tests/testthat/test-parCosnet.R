@@ -203,6 +203,13 @@ test_that("the fast check of W (hashes of the mirrored entries) agrees with an e
     c(r$code, r$node)
   }
   expect_identical(chk(W), c(0L, 0L))
+  # the same pass gives the weighted degrees, bit for bit Matrix's row sums
+  # (weights over ten orders of magnitude, where the order of the
+  # additions shows); none for a W that does not pass as it is
+  S <- W; S@x <- exp(25 * W@x)
+  deg <- function(M) .Call(sysbioGPU:::ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps, 2L)$degree
+  expect_identical(deg(S), Matrix::rowSums(S))
+  expect_null(deg(replace(S, cbind(1, 2), 0.5)))
   colj <- rep(seq_len(ncol(W)), diff(W@p)); rowi <- W@i + 1L
   up <- which(rowi < colj)
   mir <- function(k) which(rowi == colj[k] & colj == rowi[k])
@@ -434,13 +441,20 @@ test_that("slots of W edited by hand give a classed error, in R and in C", {
     p_too_long = function(z) { z@p <- c(z@p, 0L); z },
     p_decreasing = function(z) { z@p[3] <- 0L; z },
     x_shorter = function(z) { z@x <- z@x[-1]; z },
-    dim_lies = function(z) { z@Dim <- c(100L, 100L); z })
+    dim_lies = function(z) { z@Dim <- c(100L, 100L); z },
+    # rows of a column out of order, or one row twice (Matrix's validity)
+    i_unsorted = function(z) { k <- which(diff(z@p) >= 2)[1]; z@i[z@p[k] + 1:2] <- z@i[z@p[k] + 2:1]; z },
+    i_twice = function(z) { k <- which(diff(z@p) >= 2)[1]; z@i[z@p[k] + 2] <- z@i[z@p[k] + 1]; z },
+    dimnames_short = function(z) { z@Dimnames <- list(paste0("g", seq_len(nrow(z) - 1L)), NULL); z })
   for (e in names(edits)) {
     expect_error(run(edits[[e]](W)), class = "sysbioGPU_error_input", info = e)
   }
+  expect_error(run(edits$i_unsorted(W)), "not increasing in column", class = "sysbioGPU_error_input")
   # the C glue validates too (objects reach it without validObject() from
   # other callers): p, i, x as they would come from an edited object
-  chk <- function(p, i, x) unlist(.Call(sysbioGPU:::ffi_cosnet_check, p, i, x, 1e-12, 1L), use.names = FALSE)
+  chk <- function(p, i, x) {
+    unlist(.Call(sysbioGPU:::ffi_cosnet_check, p, i, x, 1e-12, 1L)[c("code", "node")], use.names = FALSE)
+  }
   eng <- function(p, i, x) {
     .Call(sysbioGPU:::ffi_cosnet, list(p = p, i = i, x = x, labels = matrix(c(1L, -1L, 0L), length(p) - 1L, 1L),
                                        folds = NULL),
@@ -449,7 +463,9 @@ test_that("slots of W edited by hand give a classed error, in R and in C", {
   }
   p <- W@p; i <- W@i; x <- W@x
   expect_identical(chk(p, i, x), c(0L, 0L))
+  k <- p[which(diff(p) >= 2)[1]] + 1:2
   bad <- list(list(p, replace(i, 1, -5L), x), list(p, replace(i, 1, 1000L), x),
+              list(p, replace(i, k, i[rev(k)]), x), list(p, replace(i, k[2], i[k[1]]), x),
               list(c(p, 0L), i, x), list(replace(p, 3, 0L), i, x), list(p, i, x[-1]),
               list(replace(p, 1, 1L), i, x), list(0L, integer(0), numeric(0)),
               list(as.double(p), i, x))
