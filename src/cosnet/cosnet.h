@@ -147,6 +147,13 @@ sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
 void sbg_cosnet_check(int32_t n, const int32_t *cp, const int32_t *ci, const double *cx,
                       double tol, int n_threads, int32_t *res, double *v_degree);
 
+/* D^-1/2 W D^-1/2 for normalize = TRUE: v_out (nnz) the new entries,
+ * x_rj * (s_r * s_j) with s = 1 / sqrt(degree) (0 for an isolated node);
+ * v_scale (n) is workspace.  Returns 1 when a row index is outside
+ * 0..n-1 (its entry is left unwritten), else 0. */
+int sbg_cosnet_normalize(int32_t n, const int32_t *cp, const int32_t *ci, const double *cx,
+                         const double *v_degree, double *v_scale, double *v_out, int n_threads);
+
 /* ---- random networks for the benchmark (cosnet_gen.c) ---- */
 
 /* Erdos-Renyi G(n, prob) with U(0,1) weights, straight into compressed

@@ -211,6 +211,23 @@ SEXP ffi_cosnet_check(SEXP p, SEXP i, SEXP x, SEXP tol, SEXP threads) {
   return ans;
 }
 
+/* normalize = TRUE (R/cosnet-io.R): the x slot of D^-1/2 W D^-1/2, a new
+ * vector (W stays as it is), for a W that ffi_cosnet_check() has passed
+ * and its degrees. */
+SEXP ffi_cosnet_normalize(SEXP p, SEXP i, SEXP x, SEXP degree, SEXP threads) {
+  SBG_ASSERT(TYPEOF(degree) == REALSXP && TYPEOF(threads) == INTSXP && XLENGTH(threads) >= 1);
+  check_csc_slots(p, i, x);
+  int32_t n = (int32_t)(XLENGTH(p) - 1);
+  SBG_ASSERT(XLENGTH(degree) == n);
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, XLENGTH(x)));
+  double *scale = (double *)R_alloc((size_t)n, sizeof(double));
+  int bad = sbg_cosnet_normalize(n, INTEGER(p), INTEGER(i), REAL(x), REAL(degree), scale, REAL(out),
+                                 INTEGER(threads)[0]);
+  SBG_ASSERT(!bad); /* R has checked the row indices */
+  UNPROTECT(1);
+  return out;
+}
+
 /* The benchmark's random network (cosnet_random_network(), R/parCosnet.R):
  * list(p, i, x) of a symmetric dgCMatrix, G(n, prob) with U(0,1) weights.
  * A dgCMatrix holds at most 2^31 - 1 entries (integer p): larger networks

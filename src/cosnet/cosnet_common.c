@@ -552,3 +552,20 @@ void sbg_cosnet_check(int32_t n, const int32_t *cp, const int32_t *ci, const dou
   }
   check_exact(n, cp, ci, cx, tol, n_threads, res);
 }
+
+int sbg_cosnet_normalize(int32_t n, const int32_t *cp, const int32_t *ci, const double *cx,
+                         const double *v_degree, double *v_scale, double *v_out, int n_threads) {
+  for (int32_t j = 0; j < n; j++) v_scale[j] = v_degree[j] > 0 ? 1.0 / sqrt(v_degree[j]) : 0.0;
+  int bad = 0;
+  /* s_i * s_j first, as R's x * (s[i] * s[j]) did: symmetric to the last bit */
+#pragma omp parallel for num_threads(n_threads > 0 ? n_threads : 1) schedule(dynamic, 1024) reduction(| : bad)
+  for (int32_t j = 0; j < n; j++) {
+    double sj = v_scale[j];
+    for (int32_t k = cp[j]; k < cp[j + 1]; k++) {
+      int32_t r = ci[k];
+      if (r < 0 || r >= n) { bad = 1; continue; }
+      v_out[k] = cx[k] * (v_scale[r] * sj);
+    }
+  }
+  return bad;
+}

@@ -194,6 +194,13 @@ test_that("dgCMatrix, dsCMatrix, dense matrix and edge data.frame give the same 
   a <- parCosnet(W, y, normalize = TRUE, seed = 1, backend = "cpu", verbose = FALSE)
   b <- parCosnet(methods::as(Wn, "generalMatrix"), y, seed = 1, backend = "cpu", verbose = FALSE)
   expect_equal(a$scores, b$scores, tolerance = 1e-10)
+  # made in C: the bits of R's x * (s_i * s_j), s = 1 / sqrt(d), and a new
+  # x slot (the caller's W is left as it was)
+  S <- W; S@x <- exp(25 * W@x); x0 <- S@x + 0
+  s <- 1 / sqrt(Matrix::rowSums(S))
+  N <- sysbioGPU:::as_cosnet_network(S, normalize = TRUE, threads = 2L)
+  expect_identical(N@x, S@x * (s[S@i + 1L] * s[rep.int(seq_len(ncol(S)), diff(S@p))]))
+  expect_identical(S@x, x0)
 })
 
 test_that("the fast check of W (hashes of the mirrored entries) agrees with an exact oracle", {
