@@ -378,6 +378,11 @@ test_that("cvParCosnet's folds and metrics (C) are those of the plain-R oracles,
     pred <- scores > 0.7
     got <- sysbioGPU:::cosnet_cv_metrics(lab, folds, pred, scores, nf, 2L)
     expect_identical(unname(got), unname(ref_cv_metrics(lab, folds, pred, scores, nf)))
+    # threaded over (class, fold) jobs: any thread count, one class alone
+    expect_identical(sysbioGPU:::cosnet_cv_metrics(lab, folds, pred, scores, nf, 3L), got)
+    one <- function(m) m[, 2, drop = FALSE]
+    expect_identical(sysbioGPU:::cosnet_cv_metrics(one(lab), one(folds), one(pred), one(scores), nf, 3L),
+                     got[2, , drop = FALSE])
   }
 })
 
