@@ -56,6 +56,26 @@ edges_to_matrix <- function(from, to, weight, nodes = NULL, what = "edge list",
   methods::as(W, "generalMatrix")
 }
 
+# validObject(W), with the error of as_cosnet_network().  A dgCMatrix, the
+# form of large networks, is validated without its entries (Matrix reads
+# all of them, single-threaded: seconds on a network of a billion): Matrix
+# checks the rest (Dim, Dimnames, the length of p) on the same object with
+# no entries, and ffi_cosnet_check() the entries (row indices in range and
+# increasing within a column, length(x)) in C, in its pass over them.
+check_valid_matrix <- function(W, arg) {
+  cl <- class(W)
+  entries_in_c <- length(cl) == 1L && cl == "dgCMatrix" && identical(attr(cl, "package"), "Matrix")
+  V <- W
+  if (entries_in_c) {
+    # slot by slot: new slots in a shallow copy, W's vectors untouched
+    V@p <- integer(length(W@p))
+    V@i <- integer(0)
+    V@x <- double(0)
+  }
+  ok <- tryCatch(methods::validObject(V, complete = TRUE), error = function(e) conditionMessage(e))
+  if (is.character(ok)) stop_input("`", arg, "` is not a valid ", cl[1], ": ", ok)
+}
+
 # Largest weighted degree parCosnet() accepts (see as_cosnet_network()).
 cosnet_max_degree <- 1e300
 
@@ -72,10 +92,7 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
     M <- edges_to_matrix(W[[cols[1]]], W[[cols[2]]], wt, what = paste0("edge data.frame `", arg, "`"))
   } else if (is.matrix(W) || methods::is(W, "Matrix")) {
     # slots edited by hand crash Matrix's own coercions: validate first
-    if (isS4(W)) {
-      ok <- tryCatch(methods::validObject(W, complete = TRUE), error = function(e) conditionMessage(e))
-      if (is.character(ok)) stop_input("`", arg, "` is not a valid ", class(W)[1], ": ", ok)
-    }
+    if (isS4(W)) check_valid_matrix(W, arg)
     if (is.matrix(W) && !is.numeric(W) && !is.logical(W)) {
       stop_input("`", arg, "` must be numeric, not a ", typeof(W), " matrix")
     }
@@ -91,12 +108,14 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
   }
   if (nrow(M) < 1L) stop_input("`", arg, "` has no nodes")
   # In C, threaded, no copy of W (a large network is checked in place): one
-  # streaming pass (values, diagonal, and symmetry by hashes of the
-  # mirrored entries), and the exact entry-by-entry check only for a W that
-  # this pass does not clear, which then names the first bad node.
+  # streaming pass (row indices, values, diagonal, symmetry by hashes of
+  # the mirrored entries, and the weighted degrees), and the exact
+  # entry-by-entry check only for a W that this pass does not clear, which
+  # then names the first bad node.
   # Symmetric up to rounding (as left by, say, D^-1/2 W D^-1/2 computed in
   # two products) is accepted and made exact by averaging the two halves.
   chk <- .Call(ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps, check_threads)
+  d <- chk$degree # NULL unless W passed as it is
   at <- if (!is.null(colnames(M))) paste0(" (node ", colnames(M)[chk$node], ")") else paste0(" (node ", chk$node, ")")
   switch(chk$code + 1L,
     NULL,
@@ -141,7 +160,7 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
   # Weighted degrees: finite weights whose sums overflow would turn the
   # learning step's points into Inf - Inf = NaN.  The learning step also
   # multiplies them by slopes up to tan(1.57) ~ 1256, hence the margin.
-  d <- Matrix::rowSums(M)
+  if (is.null(d)) d <- Matrix::rowSums(M) # (W averaged or with zeros dropped)
   big <- which(!(d <= cosnet_max_degree))
   if (length(big)) {
     stop_input("the weighted degree (sum of the weights) of node ",
@@ -150,10 +169,9 @@ as_cosnet_network <- function(W, normalize = FALSE, arg = "W", threads = NULL) {
                format(cosnet_max_degree), " (rescale `", arg, "`)")
   }
   if (normalize) {
-    s <- ifelse(d > 0, 1 / sqrt(d), 0)
-    col <- rep.int(seq_len(ncol(M)), diff(M@p))
-    # s_i * s_j first: the product is symmetric to the last bit.
-    M@x <- M@x * (s[M@i + 1L] * s[col])
+    # in C, one pass into a new x slot: in R, the products and the column
+    # and row indices took five temporary vectors as long as x
+    M@x <- .Call(ffi_cosnet_normalize, M@p, M@i, M@x, as.double(d), check_threads)
   }
   M
 }

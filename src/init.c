@@ -39,6 +39,7 @@ SEXP ffi_gzip_check(SEXP);
 SEXP ffi_cosnet(SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_learn(SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_cosnet_normalize(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_random_network(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_labels(SEXP);
 SEXP ffi_cosnet_folds(SEXP, SEXP, SEXP, SEXP);
@@ -99,6 +100,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_cosnet, 3),
     CALLDEF(ffi_cosnet_learn, 3), /* internal */
     CALLDEF(ffi_cosnet_check, 5),
+    CALLDEF(ffi_cosnet_normalize, 5),
     CALLDEF(ffi_cosnet_random_network, 4), /* internal */
     CALLDEF(ffi_cosnet_labels, 1),
     CALLDEF(ffi_cosnet_folds, 4),

@@ -1,7 +1,8 @@
 # Benchmark of parCosnet()/cvParCosnet() (issue: ParCOSNet, Frasca et al.
 # 2018).  Rscript inst/bench/cosnet.R prints one table: workload, backend,
 # seconds (the engine's; `wall` adds the R side: input checks, folds,
-# metrics), and the paper's figure or the peer's time.
+# metrics), and the paper's figure or the peer's time.  Each Erdos-Renyi
+# run also prints its R side (wall - engine) in a line of its own.
 #   COSNET_ER          Erdos-Renyi cases n:degree, comma separated (default
 #                      "5e5:50,1.5e6:300"; the paper's Table 8 has both; the
 #                      networks are built in C by several threads)
@@ -69,6 +70,12 @@ add <- function(workload, backend, threads, seconds, reference, note = "", wall 
   rows[[length(rows) + 1L]] <<- r
   cat("# ", paste(names(r), unlist(r), sep = ": ", collapse = " | "), "\n", sep = "")
 }
+# The time around the engine (input checks, labels, folds, metrics,
+# result), unrounded.
+r_side <- function(workload, backend, wall, engine) {
+  cat(sprintf("# R side (wall - engine) of %s on the %s: %.3f s (wall %.3f s, engine %.3f s, %.0f%% of wall)\n",
+              workload, toupper(backend), wall - engine, wall, engine, 100 * (wall - engine) / wall))
+}
 gpu <- hasGPU()
 backends <- c(if (gpu) "gpu", "cpu")
 dev <- if (gpu) gpuInfo()$name[1] else "none"
@@ -115,6 +122,7 @@ for (ci in seq_along(cases)) {
     mem <- if (be == "gpu") gpu_mem_start() else NULL
     wall <- system.time(cv <- cvParCosnet(W, y, nfolds = 5, seed = 1, backend = be, verbose = FALSE))[[3]]
     gm <- if (be == "gpu") gpu_mem_peak(mem) else NA
+    r_side(what, be, wall, cv$seconds)
     res_er[[be]] <- cv
     add(workload = what, backend = be, threads = cv$threads, seconds = round(cv$seconds, 2),
         wall = round(wall, 1),

@@ -135,13 +135,24 @@ sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
                                  double *c, double *fscore, int64_t *n_pos, int64_t *n_lab,
                                  int n_threads);
 
-/* Checks the compressed columns of a dgCMatrix (n columns) for
- * parCosnet(): res = (code, 1-based column); code 0 fine, 1 NA or
- * infinite weight, 2 negative weight, 3 non-zero diagonal, 4 not
- * symmetric, 5 symmetric up to rounding (|a - b| <= tol * max(|a|, |b|)),
- * 6 stored zeros; a column with code 1-4 wins, else 5, else 6. */
+/* Checks the compressed columns of a dgCMatrix (n columns; cp already
+ * checked: cp[0] = 0, non-decreasing) for parCosnet(): res = (code,
+ * 1-based column); code 0 fine, 1 NA or infinite weight, 2 negative
+ * weight, 3 non-zero diagonal, 4 not symmetric, 5 symmetric up to rounding
+ * (|a - b| <= tol * max(|a|, |b|)), 6 stored zeros; a column with code 1-4
+ * wins, else 5, else 6.  Code 7: row indices outside 0..n-1 or not
+ * increasing within the column (not a valid dgCMatrix; nothing else is
+ * checked then).  v_degree (n, or NULL): the sums of the columns, which
+ * for code 0 are the weighted degrees, bit for bit Matrix::rowSums(). */
 void sbg_cosnet_check(int32_t n, const int32_t *cp, const int32_t *ci, const double *cx,
-                      double tol, int n_threads, int32_t *res);
+                      double tol, int n_threads, int32_t *res, double *v_degree);
+
+/* D^-1/2 W D^-1/2 for normalize = TRUE: v_out (nnz) the new entries,
+ * x_rj * (s_r * s_j) with s = 1 / sqrt(degree) (0 for an isolated node);
+ * v_scale (n) is workspace.  Returns 1 when a row index is outside
+ * 0..n-1 (its entry is left unwritten), else 0. */
+int sbg_cosnet_normalize(int32_t n, const int32_t *cp, const int32_t *ci, const double *cx,
+                         const double *v_degree, double *v_scale, double *v_out, int n_threads);
 
 /* ---- random networks for the benchmark (cosnet_gen.c) ---- */
 

@@ -11,10 +11,11 @@
 #include "omp_compat.h"
 
 /* p, i, x of a dgCMatrix as they reach C: users edit slots by hand, so
- * the structure is checked here too (a bad one would read out of bounds):
- * the types, length(p) = n + 1 >= 2, p[0] = 0, p non-decreasing, p[n] =
- * length(i) = length(x), 0 <= i < n.  Stops with an input error naming W. */
-static void check_csc(SEXP p, SEXP i, SEXP x, int nth) {
+ * the structure is checked here too (a bad one would read out of bounds).
+ * This part reads no entry: the types, length(p) = n + 1 >= 2, p[0] = 0,
+ * p non-decreasing, p[n] = length(i) = length(x).  Stops with an input
+ * error naming W. */
+static void check_csc_slots(SEXP p, SEXP i, SEXP x) {
   if (TYPEOF(p) != INTSXP || TYPEOF(i) != INTSXP || TYPEOF(x) != REALSXP)
     sbg_stop(SBG_ERR_INPUT, "`W` is not a valid dgCMatrix (slots p, i, x of the wrong type)");
   char msg[200];
@@ -25,7 +26,7 @@ static void check_csc(SEXP p, SEXP i, SEXP x, int nth) {
              (double)nnz, (double)XLENGTH(x));
     sbg_stop(SBG_ERR_INPUT, msg);
   }
-  const int *pp = INTEGER(p), *ii = INTEGER(i);
+  const int *pp = INTEGER(p);
   int32_t n = (int32_t)(np - 1);
   if (pp[0] != 0 || pp[n] != nnz)
     sbg_stop(SBG_ERR_INPUT, "`W` is not a valid dgCMatrix: slot p must start at 0 and end at length(i)");
@@ -35,18 +36,46 @@ static void check_csc(SEXP p, SEXP i, SEXP x, int nth) {
       sbg_stop(SBG_ERR_INPUT, msg);
     }
   }
-  /* threaded: one streaming read of up to billions of entries; the first
-   * bad one is looked for only when there is one */
-  int bad = 0;
-#pragma omp parallel for num_threads(nth > 0 ? nth : 1) schedule(static) reduction(| : bad)
-  for (R_xlen_t t = 0; t < nnz; t++) bad |= (ii[t] < 0) | (ii[t] >= n);
-  for (R_xlen_t t = 0; bad && t < nnz; t++) {
-    if (ii[t] < 0 || ii[t] >= n) {
+}
+
+/* The error for the first bad row index of column j (0-based): outside
+ * 0..n-1, or not above the one before it (Matrix's validity wants the rows
+ * of a column increasing). */
+static void NORET stop_bad_rows(SEXP p, SEXP i, int32_t j) {
+  const int *pp = INTEGER(p), *ii = INTEGER(i);
+  int32_t n = (int32_t)(XLENGTH(p) - 1);
+  char msg[200];
+  snprintf(msg, sizeof msg, "`W` is not a valid dgCMatrix: bad row indices in column %d", (int)j + 1);
+  for (int32_t k = pp[j], prev = -1; k < pp[j + 1]; prev = ii[k], k++) {
+    if (ii[k] < 0 || ii[k] >= n) {
       snprintf(msg, sizeof msg, "`W` is not a valid dgCMatrix: row index %d (entry %.0f) outside 0..%d",
-               ii[t], (double)t + 1, (int)n - 1);
-      sbg_stop(SBG_ERR_INPUT, msg);
+               ii[k], (double)k + 1, (int)n - 1);
+      break;
+    }
+    if (ii[k] <= prev) {
+      snprintf(msg, sizeof msg,
+               "`W` is not a valid dgCMatrix: row indices not increasing in column %d (entry %.0f)",
+               (int)j + 1, (double)k + 1);
+      break;
     }
   }
+  sbg_stop(SBG_ERR_INPUT, msg);
+}
+
+/* check_csc_slots(), then the row indices: 0 <= i < n and increasing
+ * within each column, in one threaded streaming read of up to billions of
+ * entries (the first bad column wins, whatever the threads). */
+static void check_csc(SEXP p, SEXP i, SEXP x, int nth) {
+  check_csc_slots(p, i, x);
+  const int *pp = INTEGER(p), *ii = INTEGER(i);
+  int32_t n = (int32_t)(XLENGTH(p) - 1), first = n;
+#pragma omp parallel for num_threads(nth > 0 ? nth : 1) schedule(dynamic, 1024) reduction(min : first)
+  for (int32_t j = 0; j < n; j++) {
+    int b = 0;
+    for (int32_t k = pp[j], prev = -1; k < pp[j + 1]; prev = ii[k], k++) b |= (ii[k] <= prev) | (ii[k] >= n);
+    if (b && j < first) first = j;
+  }
+  if (first < n) stop_bad_rows(p, i, first);
 }
 
 /* data = list(p, i, x: the compressed columns of a symmetric dgCMatrix,
@@ -161,21 +190,42 @@ SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab) {
   return ans;
 }
 
-/* Checks a dgCMatrix for parCosnet() without copying it (R/cosnet-io.R):
- * list(code, node), see sbg_cosnet_check() for the codes. */
+/* Checks a dgCMatrix for parCosnet() without copying it (R/cosnet-io.R),
+ * its entries in one pass that also sums the columns: list(code, node,
+ * degree), see sbg_cosnet_check() for the codes; degree (the weighted
+ * degrees) for code 0, else NULL.  Bad row indices (code 7) stop here. */
 SEXP ffi_cosnet_check(SEXP p, SEXP i, SEXP x, SEXP tol, SEXP threads) {
   SBG_ASSERT(TYPEOF(tol) == REALSXP && TYPEOF(threads) == INTSXP && XLENGTH(threads) >= 1);
-  check_csc(p, i, x, INTEGER(threads)[0]);
-  SBG_ASSERT(TYPEOF(threads) == INTSXP);
-  int32_t res[2];
-  sbg_cosnet_check((int32_t)(XLENGTH(p) - 1), INTEGER(p), INTEGER(i), REAL(x), REAL(tol)[0],
-                   INTEGER(threads)[0], res);
-  const char *nm[] = {"code", "node"};
-  SEXP ans = PROTECT(sbg_named_list(2, nm));
+  check_csc_slots(p, i, x);
+  int32_t n = (int32_t)(XLENGTH(p) - 1), res[2];
+  SEXP degree = PROTECT(Rf_allocVector(REALSXP, n));
+  sbg_cosnet_check(n, INTEGER(p), INTEGER(i), REAL(x), REAL(tol)[0], INTEGER(threads)[0], res,
+                   REAL(degree));
+  if (res[0] == 7) stop_bad_rows(p, i, res[1] - 1);
+  const char *nm[] = {"code", "node", "degree"};
+  SEXP ans = PROTECT(sbg_named_list(3, nm));
   sbg_set(ans, "code", Rf_ScalarInteger(res[0]));
   sbg_set(ans, "node", Rf_ScalarInteger(res[1]));
-  UNPROTECT(1);
+  if (res[0] == 0) sbg_set(ans, "degree", degree);
+  UNPROTECT(2);
   return ans;
+}
+
+/* normalize = TRUE (R/cosnet-io.R): the x slot of D^-1/2 W D^-1/2, a new
+ * vector (W stays as it is), for a W that ffi_cosnet_check() has passed
+ * and its degrees. */
+SEXP ffi_cosnet_normalize(SEXP p, SEXP i, SEXP x, SEXP degree, SEXP threads) {
+  SBG_ASSERT(TYPEOF(degree) == REALSXP && TYPEOF(threads) == INTSXP && XLENGTH(threads) >= 1);
+  check_csc_slots(p, i, x);
+  int32_t n = (int32_t)(XLENGTH(p) - 1);
+  SBG_ASSERT(XLENGTH(degree) == n);
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, XLENGTH(x)));
+  double *scale = (double *)R_alloc((size_t)n, sizeof(double));
+  int bad = sbg_cosnet_normalize(n, INTEGER(p), INTEGER(i), REAL(x), REAL(degree), scale, REAL(out),
+                                 INTEGER(threads)[0]);
+  SBG_ASSERT(!bad); /* R has checked the row indices */
+  UNPROTECT(1);
+  return out;
 }
 
 /* The benchmark's random network (cosnet_random_network(), R/parCosnet.R):

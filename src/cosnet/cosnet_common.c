@@ -476,33 +476,54 @@ static inline uint64_t mix_b(uint64_t z) {
   return z ^ (z >> 33);
 }
 
+/* The first column whose row indices leave 0..n-1 or do not increase
+ * (serial: for the message only, once the fast pass has seen one). */
+static int32_t first_bad_rows(int32_t n, const int32_t *cp, const int32_t *ci) {
+  for (int32_t j = 0; j < n; j++) {
+    int32_t prev = -1;
+    for (int32_t k = cp[j]; k < cp[j + 1]; k++) {
+      if (ci[k] <= prev || ci[k] >= n) return j;
+      prev = ci[k];
+    }
+  }
+  return n; /* # nocov (called only when there is one) */
+}
+
 void sbg_cosnet_check(int32_t n, const int32_t *cp, const int32_t *ci, const double *cx,
-                      double tol, int n_threads, int32_t *res) {
+                      double tol, int n_threads, int32_t *res, double *v_degree) {
   /* Fast pass, one streaming read of the entries (memory bandwidth, no
-   * random reads): NA / negative / diagonal / stored zeros / row range per
-   * entry, and symmetry as the equality of two multisets: the entries
-   * (r, j, x) above the diagonal against the mirrored entries (j, r, x)
-   * below it, compared by sums of a 128-bit hash of each (two independent
-   * 64-bit sums, wrapping).  A symmetric matrix always passes; an
-   * asymmetric one passes only on a 2^-128 collision.  Anything else (any
-   * problem, any difference) goes to the exact check, so the codes and
-   * columns reported are those of the exact check.  The sums are
-   * commutative: thread count and order do not matter. */
+   * random reads): the row indices (in range, increasing in a column, as
+   * Matrix's validity wants), NA / negative / diagonal / stored zeros per
+   * entry, the column sums, and symmetry as the equality of two multisets:
+   * the entries (r, j, x) above the diagonal against the mirrored entries
+   * (j, r, x) below it, compared by sums of a 128-bit hash of each (two
+   * independent 64-bit sums, wrapping).  A symmetric matrix always passes;
+   * an asymmetric one passes only on a 2^-128 collision.  Anything else
+   * (any problem, any difference) goes to the exact check, so the codes
+   * and columns reported are those of the exact check.  The sums are
+   * commutative: thread count and order do not matter.  A column's sum
+   * adds its entries in row order: for a symmetric matrix, the additions
+   * of Matrix::rowSums() for that row, in its order, so the same bits. */
   uint64_t up_a = 0, up_b = 0, lo_a = 0, lo_b = 0;
   int64_t n_up = 0, n_lo = 0;
-  int bad = 0;
+  int bad = 0, bad_rows = 0;
 #pragma omp parallel for num_threads(n_threads > 0 ? n_threads : 1) schedule(dynamic, 1024) \
-    reduction(+ : up_a, up_b, lo_a, lo_b, n_up, n_lo) reduction(| : bad)
+    reduction(+ : up_a, up_b, lo_a, lo_b, n_up, n_lo) reduction(| : bad, bad_rows)
   for (int32_t j = 0; j < n; j++) {
     uint64_t sa_u = 0, sb_u = 0, sa_l = 0, sb_l = 0;
     int64_t cu = 0, cl = 0;
-    int b = 0;
+    int b = 0, br = 0;
+    int32_t prev = -1;
+    double sum = 0;
     for (int32_t k = cp[j]; k < cp[j + 1]; k++) {
       double a = cx[k];
       int32_t r = ci[k];
+      br |= (r <= prev) | (r >= n);
+      prev = r;
+      sum += a;
       /* !(a > 0): zero, negative or NaN; infinite: any problem goes to the
        * exact check (also a stored zero, whose mirror may be absent) */
-      b |= !(a > 0) | !isfinite(a) | (r == j) | (r < 0) | (r >= n);
+      b |= !(a > 0) | !isfinite(a) | (r == j);
       uint64_t xb;
       memcpy(&xb, &a, sizeof xb);
       uint64_t lo = (uint64_t)(r < j ? r : j), hi = (uint64_t)(r < j ? j : r);
@@ -512,9 +533,17 @@ void sbg_cosnet_check(int32_t n, const int32_t *cp, const int32_t *ci, const dou
       if (r < j) { sa_u += ha; sb_u += hb; cu++; }
       else { sa_l += ha; sb_l += hb; cl++; }
     }
+    if (v_degree) v_degree[j] = sum;
     up_a += sa_u; up_b += sb_u; lo_a += sa_l; lo_b += sb_l;
     n_up += cu; n_lo += cl;
     bad |= b;
+    bad_rows |= br;
+  }
+  if (bad_rows) {
+    /* before the exact check, whose binary searches need sorted rows */
+    res[0] = 7;
+    res[1] = first_bad_rows(n, cp, ci) + 1;
+    return;
   }
   if (!bad && n_up == n_lo && up_a == lo_a && up_b == lo_b) {
     res[0] = 0;
@@ -522,4 +551,21 @@ void sbg_cosnet_check(int32_t n, const int32_t *cp, const int32_t *ci, const dou
     return;
   }
   check_exact(n, cp, ci, cx, tol, n_threads, res);
+}
+
+int sbg_cosnet_normalize(int32_t n, const int32_t *cp, const int32_t *ci, const double *cx,
+                         const double *v_degree, double *v_scale, double *v_out, int n_threads) {
+  for (int32_t j = 0; j < n; j++) v_scale[j] = v_degree[j] > 0 ? 1.0 / sqrt(v_degree[j]) : 0.0;
+  int bad = 0;
+  /* s_i * s_j first, as R's x * (s[i] * s[j]) did: symmetric to the last bit */
+#pragma omp parallel for num_threads(n_threads > 0 ? n_threads : 1) schedule(dynamic, 1024) reduction(| : bad)
+  for (int32_t j = 0; j < n; j++) {
+    double sj = v_scale[j];
+    for (int32_t k = cp[j]; k < cp[j + 1]; k++) {
+      int32_t r = ci[k];
+      if (r < 0 || r >= n) { bad = 1; continue; }
+      v_out[k] = cx[k] * (v_scale[r] * sj);
+    }
+  }
+  return bad;
 }

@@ -1,8 +1,9 @@
 /* The cross-validation bookkeeping of cvParCosnet() (R/parCosnet.R): the
  * labels' codes, the stratified folds drawn from Philox, and the per-fold
  * precision, recall, F and AUPRC averaged per class.  In C, threaded over
- * classes, because in R they cost more than the GPU's dynamics on a
- * thousand classes.  No R here; the glue is in cosnet_call.c. */
+ * classes (the metrics over class x fold jobs), because in R they cost
+ * more than the GPU's dynamics on a thousand classes.  No R here; the glue
+ * is in cosnet_call.c. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -91,52 +92,77 @@ static double average_precision(scored *v, int32_t m, int64_t P) {
   return (double)acc;
 }
 
+/* Precision, recall, F and AUPRC (NaN where undefined) of fold q of class
+ * k, its nodes taken in node order; v holds at least the fold's size. */
+static void fold_metrics(const int32_t *l, const int32_t *f, const int *pk, const double *sk,
+                         int32_t n, int32_t q, scored *v, double *met) {
+  int64_t tp = 0, fp = 0, fn = 0, P = 0;
+  int32_t m = 0;
+  for (int32_t i = 0; i < n; i++) {
+    if (f[i] != q) continue;
+    int t = l[i] == 1, p = pk[i] == 1;
+    tp += p & t; fp += p & !t; fn += !p & t; P += t;
+    v[m].s = sk[i];
+    v[m].pos = t;
+    m++;
+  }
+  double prec = tp + fp > 0 ? (double)tp / (double)(tp + fp) : 0;
+  double rec = tp + fn > 0 ? (double)tp / (double)(tp + fn) : NAN;
+  met[0] = prec;
+  met[1] = rec;
+  met[2] = isnan(rec) ? NAN : (prec + rec > 0 ? 2 * prec * rec / (prec + rec) : 0);
+  met[3] = average_precision(v, m, P);
+}
+
 int sbg_cosnet_cv_metrics(const int32_t *lab, const int32_t *folds, const int *pred,
                           const double *score, int32_t n, int32_t K, int32_t nfolds,
                           double *out, int n_threads) {
-  int failed = 0;
+  /* Threaded over the (class, fold) jobs, so that one class's folds (the
+   * sorts of the AUPRC) run concurrently too; each job's buffer holds the
+   * largest fold, and the means over a class's folds are taken afterwards
+   * in fold order. */
+  int64_t n_jobs = (int64_t)K * nfolds;
+  double *met = (double *)malloc(sizeof(double) * 4 * (size_t)n_jobs + 1);
+  int32_t *size = (int32_t *)calloc((size_t)n_jobs + 1, sizeof(int32_t));
+  int failed = !met || !size;
+  if (failed) goto done;
+#pragma omp parallel for num_threads(n_threads) schedule(dynamic, 4)
+  for (int32_t k = 0; k < K; k++) {
+    const int32_t *f = folds + (int64_t)k * n;
+    int32_t *sz = size + (int64_t)k * nfolds;
+    for (int32_t i = 0; i < n; i++)
+      if (f[i] > 0) sz[f[i] - 1]++;
+  }
+  int32_t largest = 0;
+  for (int64_t t = 0; t < n_jobs; t++)
+    if (size[t] > largest) largest = size[t];
 #pragma omp parallel num_threads(n_threads) reduction(| : failed)
   {
-    scored *v = (scored *)malloc(sizeof(scored) * (size_t)n + 1);
-    int32_t *order = (int32_t *)malloc(sizeof(int32_t) * (size_t)n + 1);
-    int32_t *start = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nfolds + 2));
-    if (!v || !order || !start) failed = 1;
-#pragma omp for schedule(dynamic, 4)
-    for (int32_t k = 0; k < K; k++) {
-      if (failed) continue;
-      const int32_t *l = lab + (int64_t)k * n, *f = folds + (int64_t)k * n;
-      const int *pk = pred + (int64_t)k * n;
-      const double *sk = score + (int64_t)k * n;
-      /* the nodes of each fold, in node order (a counting sort) */
-      for (int32_t q = 0; q <= nfolds + 1; q++) start[q] = 0;
-      for (int32_t i = 0; i < n; i++) start[f[i] + 1]++;
-      for (int32_t q = 1; q <= nfolds + 1; q++) start[q] += start[q - 1];
-      for (int32_t i = 0; i < n; i++) order[start[f[i]]++] = i;
-      /* start[q] is now the end of fold q, so fold q is [start[q-1], start[q]) */
-      long double sum[4] = {0, 0, 0, 0};
-      int cnt[4] = {0, 0, 0, 0};
-      for (int32_t q = 1; q <= nfolds; q++) {
-        int64_t tp = 0, fp = 0, fn = 0, P = 0;
-        int32_t m = 0;
-        for (int32_t r = start[q - 1]; r < start[q]; r++) {
-          int32_t i = order[r];
-          int t = l[i] == 1, p = pk[i] == 1;
-          tp += p & t; fp += p & !t; fn += !p & t; P += t;
-          v[m].s = sk[i];
-          v[m].pos = t;
-          m++;
-        }
-        double prec = tp + fp > 0 ? (double)tp / (double)(tp + fp) : 0;
-        double rec = tp + fn > 0 ? (double)tp / (double)(tp + fn) : NAN;
-        double F = isnan(rec) ? NAN : (prec + rec > 0 ? 2 * prec * rec / (prec + rec) : 0);
-        double met[4] = {prec, rec, F, average_precision(v, m, P)};
-        for (int j = 0; j < 4; j++)
-          if (!isnan(met[j])) { sum[j] += met[j]; cnt[j]++; }
-      }
-      /* R's rowMeans(na.rm = TRUE): long double sums; NaN when all are NA */
-      for (int j = 0; j < 4; j++) out[k + (int64_t)j * K] = cnt[j] ? (double)(sum[j] / cnt[j]) : NAN;
+    scored *v = (scored *)malloc(sizeof(scored) * (size_t)largest + 1);
+    if (!v) failed = 1;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < n_jobs; t++) {
+      if (!v) continue;
+      int64_t k = t / nfolds;
+      fold_metrics(lab + k * n, folds + k * n, pred + k * n, score + k * n, n,
+                   (int32_t)(t % nfolds) + 1, v, met + 4 * t);
     }
-    free(v); free(order); free(start);
+    free(v);
   }
+  if (failed) goto done;
+  /* R's rowMeans(na.rm = TRUE): long double sums; NaN when all are NA */
+  for (int32_t k = 0; k < K; k++) {
+    long double sum[4] = {0, 0, 0, 0};
+    int cnt[4] = {0, 0, 0, 0};
+    for (int32_t q = 0; q < nfolds; q++) {
+      const double *mq = met + 4 * ((int64_t)k * nfolds + q);
+      for (int j = 0; j < 4; j++)
+        if (!isnan(mq[j])) { sum[j] += mq[j]; cnt[j]++; }
+    }
+    for (int j = 0; j < 4; j++) out[k + (int64_t)j * K] = cnt[j] ? (double)(sum[j] / cnt[j]) : NAN;
+  }
+done:
+  free(met);
+  free(size);
   return failed ? -1 : 0;
 }

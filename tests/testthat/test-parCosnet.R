@@ -194,6 +194,13 @@ test_that("dgCMatrix, dsCMatrix, dense matrix and edge data.frame give the same 
   a <- parCosnet(W, y, normalize = TRUE, seed = 1, backend = "cpu", verbose = FALSE)
   b <- parCosnet(methods::as(Wn, "generalMatrix"), y, seed = 1, backend = "cpu", verbose = FALSE)
   expect_equal(a$scores, b$scores, tolerance = 1e-10)
+  # made in C: the bits of R's x * (s_i * s_j), s = 1 / sqrt(d), and a new
+  # x slot (the caller's W is left as it was)
+  S <- W; S@x <- exp(25 * W@x); x0 <- S@x + 0
+  s <- 1 / sqrt(Matrix::rowSums(S))
+  N <- sysbioGPU:::as_cosnet_network(S, normalize = TRUE, threads = 2L)
+  expect_identical(N@x, S@x * (s[S@i + 1L] * s[rep.int(seq_len(ncol(S)), diff(S@p))]))
+  expect_identical(S@x, x0)
 })
 
 test_that("the fast check of W (hashes of the mirrored entries) agrees with an exact oracle", {
@@ -203,6 +210,13 @@ test_that("the fast check of W (hashes of the mirrored entries) agrees with an e
     c(r$code, r$node)
   }
   expect_identical(chk(W), c(0L, 0L))
+  # the same pass gives the weighted degrees, bit for bit Matrix's row sums
+  # (weights over ten orders of magnitude, where the order of the
+  # additions shows); none for a W that does not pass as it is
+  S <- W; S@x <- exp(25 * W@x)
+  deg <- function(M) .Call(sysbioGPU:::ffi_cosnet_check, M@p, M@i, M@x, 64 * .Machine$double.eps, 2L)$degree
+  expect_identical(deg(S), Matrix::rowSums(S))
+  expect_null(deg(replace(S, cbind(1, 2), 0.5)))
   colj <- rep(seq_len(ncol(W)), diff(W@p)); rowi <- W@i + 1L
   up <- which(rowi < colj)
   mir <- function(k) which(rowi == colj[k] & colj == rowi[k])
@@ -364,6 +378,11 @@ test_that("cvParCosnet's folds and metrics (C) are those of the plain-R oracles,
     pred <- scores > 0.7
     got <- sysbioGPU:::cosnet_cv_metrics(lab, folds, pred, scores, nf, 2L)
     expect_identical(unname(got), unname(ref_cv_metrics(lab, folds, pred, scores, nf)))
+    # threaded over (class, fold) jobs: any thread count, one class alone
+    expect_identical(sysbioGPU:::cosnet_cv_metrics(lab, folds, pred, scores, nf, 3L), got)
+    one <- function(m) m[, 2, drop = FALSE]
+    expect_identical(sysbioGPU:::cosnet_cv_metrics(one(lab), one(folds), one(pred), one(scores), nf, 3L),
+                     got[2, , drop = FALSE])
   }
 })
 
@@ -434,13 +453,20 @@ test_that("slots of W edited by hand give a classed error, in R and in C", {
     p_too_long = function(z) { z@p <- c(z@p, 0L); z },
     p_decreasing = function(z) { z@p[3] <- 0L; z },
     x_shorter = function(z) { z@x <- z@x[-1]; z },
-    dim_lies = function(z) { z@Dim <- c(100L, 100L); z })
+    dim_lies = function(z) { z@Dim <- c(100L, 100L); z },
+    # rows of a column out of order, or one row twice (Matrix's validity)
+    i_unsorted = function(z) { k <- which(diff(z@p) >= 2)[1]; z@i[z@p[k] + 1:2] <- z@i[z@p[k] + 2:1]; z },
+    i_twice = function(z) { k <- which(diff(z@p) >= 2)[1]; z@i[z@p[k] + 2] <- z@i[z@p[k] + 1]; z },
+    dimnames_short = function(z) { z@Dimnames <- list(paste0("g", seq_len(nrow(z) - 1L)), NULL); z })
   for (e in names(edits)) {
     expect_error(run(edits[[e]](W)), class = "sysbioGPU_error_input", info = e)
   }
+  expect_error(run(edits$i_unsorted(W)), "not increasing in column", class = "sysbioGPU_error_input")
   # the C glue validates too (objects reach it without validObject() from
   # other callers): p, i, x as they would come from an edited object
-  chk <- function(p, i, x) unlist(.Call(sysbioGPU:::ffi_cosnet_check, p, i, x, 1e-12, 1L), use.names = FALSE)
+  chk <- function(p, i, x) {
+    unlist(.Call(sysbioGPU:::ffi_cosnet_check, p, i, x, 1e-12, 1L)[c("code", "node")], use.names = FALSE)
+  }
   eng <- function(p, i, x) {
     .Call(sysbioGPU:::ffi_cosnet, list(p = p, i = i, x = x, labels = matrix(c(1L, -1L, 0L), length(p) - 1L, 1L),
                                        folds = NULL),
@@ -449,7 +475,9 @@ test_that("slots of W edited by hand give a classed error, in R and in C", {
   }
   p <- W@p; i <- W@i; x <- W@x
   expect_identical(chk(p, i, x), c(0L, 0L))
+  k <- p[which(diff(p) >= 2)[1]] + 1:2
   bad <- list(list(p, replace(i, 1, -5L), x), list(p, replace(i, 1, 1000L), x),
+              list(p, replace(i, k, i[rev(k)]), x), list(p, replace(i, k[2], i[k[1]]), x),
               list(c(p, 0L), i, x), list(replace(p, 3, 0L), i, x), list(p, i, x[-1]),
               list(replace(p, 1, 1L), i, x), list(0L, integer(0), numeric(0)),
               list(as.double(p), i, x))
