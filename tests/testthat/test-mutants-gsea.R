@@ -132,17 +132,18 @@ test_that("multilevel p of a fixed seed stay those of earlier versions", {
 # ---- multilevel: Ctrl-C inside a level ---------------------------------------
 
 test_that("Ctrl-C during a long multilevel level stops the run", {
-  # One ruler whose levels take about a second each (samples of 100,001
-  # sets): the interrupt arrives inside a level, where only the polls of
-  # the moves see it. m8749
+  # One ruler of samples of 2,001 sets with 100 kept swaps per member and
+  # level: its levels take seconds each (about 5 of them here, p ~ 0.03),
+  # its first sample milliseconds, so the interrupt arrives inside a level,
+  # where only the polls of the moves see it. m8749
   skip_on_os("windows")
   set.seed(4)
   G <- 5000L
   m <- sort(stats::rnorm(G), decreasing = TRUE)
-  pos <- sort(sample(4000L, 50L) - 1L)
-  interrupt_after(0.5)
-  expect_error(sysbioGPU:::gsea_multilevel(m, 1, c(0L, 50L), pos, seed = 1, eps = 0, sampleSize = 100001L,
-                                           threads = 1L),
+  pos <- sort(sample(4800L, 50L) - 1L)
+  interrupt_after(1)
+  expect_error(sysbioGPU:::gsea_multilevel(m, 1, c(0L, 50L), pos, seed = 1, eps = 0, sampleSize = 2001L,
+                                           moves = 100L, threads = 1L),
                "interrupted by the user", class = "sysbioGPU_error_interrupted")
   expect_length(philoxDraws(3, 1), 3) # R is usable afterwards
 })
