@@ -64,7 +64,9 @@ edges_to_matrix <- function(from, to, weight, nodes = NULL, what = "edge list",
 # increasing within a column, length(x)) in C, in its pass over them.
 check_valid_matrix <- function(W, arg) {
   cl <- class(W)
-  entries_in_c <- length(cl) == 1L && cl == "dgCMatrix" && identical(attr(cl, "package"), "Matrix")
+  entries_in_c <- length(cl) == 1L && cl == "dgCMatrix" && identical(attr(cl, "package"), "Matrix") &&
+    # (a slot removed by hand: W itself, whose validation says so)
+    all(vapply(c("p", "i", "x"), function(s) methods::.hasSlot(W, s), NA))
   V <- W
   if (entries_in_c) {
     # slot by slot: new slots in a shallow copy, W's vectors untouched

@@ -457,7 +457,12 @@ test_that("slots of W edited by hand give a classed error, in R and in C", {
     # rows of a column out of order, or one row twice (Matrix's validity)
     i_unsorted = function(z) { k <- which(diff(z@p) >= 2)[1]; z@i[z@p[k] + 1:2] <- z@i[z@p[k] + 2:1]; z },
     i_twice = function(z) { k <- which(diff(z@p) >= 2)[1]; z@i[z@p[k] + 2] <- z@i[z@p[k] + 1]; z },
-    dimnames_short = function(z) { z@Dimnames <- list(paste0("g", seq_len(nrow(z) - 1L)), NULL); z })
+    dimnames_short = function(z) { z@Dimnames <- list(paste0("g", seq_len(nrow(z) - 1L)), NULL); z },
+    # slots removed or retyped past `@<-`'s checks
+    i_removed = function(z) { attr(z, "i") <- NULL; z },
+    x_removed = function(z) { attr(z, "x") <- NULL; z },
+    i_double = function(z) { attr(z, "i") <- as.double(z@i); z },
+    x_integer = function(z) { attr(z, "x") <- as.integer(z@x * 10); z })
   for (e in names(edits)) {
     expect_error(run(edits[[e]](W)), class = "sysbioGPU_error_input", info = e)
   }
