@@ -25,6 +25,15 @@ pc <- rapidGSEA(rk, geneSets = gs, nperm = 4000, seed = 1, backend = "cpu", pval
 cols <- c("ES", "NES", "pval", "FDR", "FWER")
 same("rapidGSEA preranked GPU == CPU (table)", identical(as.data.frame(pg)[cols], as.data.frame(pc)[cols]))
 
+# rapidGSEA: many signatures in one call (stats = matrix), each signature
+# a whole GPU run inside the one engine call
+sm <- cbind(a = rk, b = rev(rk), c = rk^3)
+rownames(sm) <- names(rk)
+msg <- rapidGSEA(stats = sm, geneSets = gs, nperm = 2000, seed = 1, backend = "gpu", pvalue = "permutation", verbose = FALSE)
+msc <- rapidGSEA(stats = sm, geneSets = gs, nperm = 2000, seed = 1, backend = "cpu", pvalue = "permutation", verbose = FALSE)
+same("rapidGSEA many signatures GPU == CPU (table)",
+     identical(as.data.frame(msg)[c("signature", cols)], as.data.frame(msc)[c("signature", cols)]))
+
 # rapidGSEA: multilevel p-values with the members' moves on the device
 # (gsea_multilevel_gpu.cu), then the same on the CPU
 # on a list where three sets are shifted, so that their sizes climb levels
