@@ -462,6 +462,18 @@ readLASSIE <- function(dir) {
 #' size, see Conventions), so a batch's `rates` can scale it.  The GPU
 #' engine runs mass action only (see [lassieSimulate()]).
 #'
+#' A rate rule of a species or a parameter is a reaction without reactants
+#' (named `<variable>_rateRule`) whose law is the rule's expression, run
+#' as a program like the laws above; its variable is a state.  The rule is
+#' the derivative of that state: of the species' concentration, or of its
+#' amount with `hasOnlySubstanceUnits`, as SBML means it.  A parameter with
+#' a rate rule becomes a species of the model (an amount, of its id, after
+#' the SBML species), read at its current value by the laws, the other
+#' rules and the assignment rules that change in time.  A species with a
+#' rate rule is a reactant or product of no reaction unless it has
+#' `boundaryCondition` (SBML's rule): then the rule alone changes it and the
+#' laws read it.
+#'
 #' Values are those of the model at time 0: initial assignments and
 #' assignment rules whose values do not change in time (they depend on no
 #' species and not on time) are evaluated once, in the order their
@@ -471,7 +483,9 @@ readLASSIE <- function(dir) {
 #'
 #' What the engines cannot run is refused by an error of class
 #' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
-#' construct and the elements: events, rate and algebraic rules, assignment
+#' construct and the elements: events, algebraic rules, rate rules of
+#' compartments and of stoichiometries, rate rules that depend on time,
+#' constants computed from a parameter that a rate rule changes, assignment
 #' rules whose values change in time (unless they are substituted into the
 #' laws, or linear in the species as observables), fast reactions, the
 #' csymbols `delay` and `rateOf`, laws that depend on time, the functions
@@ -547,9 +561,32 @@ readSBML <- function(file, propensities = FALSE) {
   if (nzchar(d$refusal)) refuse(d$refusal)
   if (length(d$events)) refuse(length(d$events), " event(s) (", ids(d$events), ")")
   rl <- d$rules
-  for (type in c("rate", "algebraic")) if (any(rl$type == type)) {
-    v <- rl$variable[rl$type == type]
-    refuse(sum(rl$type == type), " ", type, " rule(s)", if (any(nzchar(v))) paste0(" (for ", ids(v), ")"))
+  if (any(rl$type == "algebraic")) {
+    v <- rl$variable[rl$type == "algebraic"]
+    refuse(sum(rl$type == "algebraic"), " algebraic rule(s)", if (any(nzchar(v))) paste0(" (for ", ids(v), ")"))
+  }
+  # rate rules: of species and parameters (states), nothing else
+  rate_var <- rl$variable[rl$type == "rate"]
+  rate_math <- rl$math[rl$type == "rate"]
+  if (length(rate_var)) {
+    rx_sp <- unlist(lapply(d$reactions, function(r) c(r$reactants$species, r$products$species)))
+    rx_sref <- unlist(lapply(d$reactions, function(r) c(r$reactants$id, r$products$id)))
+    for (nm in rate_var) {
+      i <- match(nm, d$species$id); ip <- match(nm, d$parameters$id)
+      if (nm %in% d$compartments$id) refuse("a rate rule for compartment ", nm)
+      if (!is.na(i)) {
+        if (d$species$constant[i]) refuse("a rate rule for constant species ", nm)
+        if (!d$species$boundaryCondition[i] && nm %in% rx_sp) {
+          refuse("a rate rule for species ", nm, ", which reactions also change")
+        }
+      } else if (!is.na(ip)) {
+        if (isTRUE(d$parameters$constant[ip])) refuse("a rate rule for constant parameter ", nm)
+      } else if (nm %in% rx_sref) {
+        refuse("a rate rule for the stoichiometry ", nm)
+      } else {
+        refuse("a rate rule for ", nm, ", which is neither a species nor a parameter")
+      }
+    }
   }
   fast <- vapply(d$reactions, `[[`, TRUE, "fast")
   if (any(fast)) refuse("fast reaction(s) (", ids(vapply(d$reactions[fast], `[[`, "", "id")), ")")
@@ -557,8 +594,8 @@ readSBML <- function(file, propensities = FALSE) {
 
   sp <- d$species
   N <- length(sp$id)
-  if (N < 1L) refuse("no species")
-  if (!length(d$reactions)) refuse("no reactions")
+  if (N < 1L && !length(rate_var)) refuse("no species")
+  if (!length(d$reactions) && !length(rate_var)) refuse("no reactions")
   # a compartment of dimension 0 is a point without a size: its species
   # are amounts (SBML's semantics), as if they had hasOnlySubstanceUnits
   dims <- stats::setNames(d$compartments$spatialDimensions, d$compartments$id)[sp$compartment]
@@ -569,12 +606,20 @@ readSBML <- function(file, propensities = FALSE) {
   # reported as an observable (below); one whose rule has a constant value
   # is held at it
   keep <- !sp$id %in% names(moving)
-  if (!any(keep)) refuse("no species that an assignment rule does not set")
+  rate_par <- intersect(rate_var, d$parameters$id)
+  if (!any(keep) && !length(rate_par)) refuse("no species that an assignment rule does not set")
   out_sp <- sp
-  sp <- lapply(sp, function(x) x[keep])
+  # a parameter with a rate rule is a state: a species of its own (an
+  # amount, outside any compartment)
+  sp <- lapply(sp, function(x) x[c(which(keep), rep(NA_integer_, length(rate_par)))])
+  if (length(rate_par)) {
+    np <- seq_len(sum(keep)); pp <- sum(keep) + seq_along(rate_par)
+    sp$id[pp] <- rate_par; sp$name[pp] <- rate_par; sp$compartment[pp] <- ""
+    sp$hasOnlySubstanceUnits[pp] <- TRUE; sp$boundaryCondition[pp] <- FALSE; sp$constant[pp] <- FALSE
+  }
   N <- length(sp$id)
   ruled <- sp$id %in% rl$variable[rl$type == "assignment"]
-  fixed <- sp$boundaryCondition | sp$constant | ruled
+  fixed <- (sp$boundaryCondition | sp$constant | ruled) & !sp$id %in% rate_var
   init <- vapply(sp$id, v$value, 0)
   if (any(!is.finite(init))) refuse("species whose initial value is not finite (", ids(sp$id[!is.finite(init)]), ")")
   vol <- rep(1, N); conc <- !sp$hasOnlySubstanceUnits
@@ -691,7 +736,7 @@ readSBML <- function(file, propensities = FALSE) {
     lp <- sbml_law_program(r$math, loc, sidx, moving, v$value, fail)
     list(list(re = re, pr = pr, k = 1 / sc, rev = FALSE, law = lp))
   }
-  cf <- v$conversion_factors()[keep]
+  cf <- c(v$conversion_factors()[keep], rep(1, length(rate_par)))
   out_re <- list(); out_pr <- list(); out_k <- numeric(); out_id <- character(); out_nm <- character()
   problems <- character()
   out_law <- list()
@@ -705,6 +750,11 @@ readSBML <- function(file, propensities = FALSE) {
     res <- tryCatch({
       if (is.null(r$math)) fail("no kinetic law")
       re <- expand(r$reactants); pr <- expand(r$products)
+      # a boundary species with a rate rule: the rule alone changes it,
+      # the law reads it
+      ruled_here <- unname(sidx[intersect(rate_var, sp$id)])
+      by_rule <- any(c(re, pr) %in% ruled_here)
+      re <- re[!re %in% ruled_here]; pr <- pr[!pr %in% ruled_here]
       loc <- stats::setNames(r$local_value, r$local_id)
       if (anyNA(loc)) fail("local parameter ", names(loc)[is.na(loc)][1], " has no value")
       changed <- unique(c(re, pr))
@@ -716,7 +766,8 @@ readSBML <- function(file, propensities = FALSE) {
       if (length(sc) > 1L) fail("its species lie in compartments of different sizes")
       if (!length(sc)) sc <- 1
       # mass action where the law is, else the law as a program
-      tryCatch(mass_action_terms(r, re, pr, loc, changed, sc),
+      if (by_rule) kinetic_terms(r, re, pr, loc, sc)
+      else tryCatch(mass_action_terms(r, re, pr, loc, changed, sc),
                sysbioGPU_not_mass_action = function(e) kinetic_terms(r, re, pr, loc, sc),
                sysbioGPU_poly_limit = function(e) kinetic_terms(r, re, pr, loc, sc))
     }, error = function(e) {
@@ -733,6 +784,27 @@ readSBML <- function(file, propensities = FALSE) {
       else if (sum(!vapply(res, `[[`, TRUE, "rev")) > 1L) id <- paste0(r$id, "_", length(out_k) + 1L)
       add(tm$re, tm$pr, tm$k, id, r$name, tm$law)
     }
+  }
+  # a rate rule: a reaction without reactants whose law is the rule's
+  # expression, producing its variable (the rule is d(state)/dt: of the
+  # concentration of a species without hasOnlySubstanceUnits, as the state)
+  rule_problems <- character()
+  for (k in seq_along(rate_var)) {
+    nm <- rate_var[k]
+    lp <- tryCatch(sbml_law_program(rate_math[[k]], list(), sidx, moving, v$value, fail),
+                   error = function(e) {
+                     msg <- conditionMessage(e)
+                     if (startsWith(msg, paste0(fname, ": "))) msg <- substring(msg, nchar(fname) + 3L)
+                     msg <- sub("; readSBML\\(\\) does not simulate it$", "", msg)
+                     structure(paste0("the rate rule for ", nm, " (", msg, ")"), class = "bad")
+                   })
+    if (inherits(lp, "bad")) { rule_problems <- c(rule_problems, unclass(lp)); next }
+    add(integer(), sidx[[nm]], 1, paste0(nm, "_rateRule"), paste("rate rule for", nm), lp)
+  }
+  if (length(rule_problems)) {
+    stop(sbml_unsupported(fname, length(rule_problems), " rate rule(s) that cannot be simulated: ",
+                          paste(utils::head(rule_problems, 5), collapse = "; "),
+                          if (length(rule_problems) > 5) "; ..."))
   }
   if (length(problems)) {
     stop(sbml_unsupported(fname, length(problems), " reaction(s) that cannot be simulated",
@@ -930,6 +1002,7 @@ sbml_values <- function(d, refuse) {
     if (nzchar(s$id[k])) sref[[s$id[k]]] <- list(value = s$stoichiometry[k], math = s$math[[k]])
   }
   rx_ids <- vapply(d$reactions, `[[`, "", "id")
+  rr <- rl$variable[rl$type == "rate"]   # states, whatever their attributes
   memo <- new.env(parent = emptyenv()); busy <- character()
   # species (not held by a rule) and time change in time; so does whatever
   # an assignment rule computes from them
@@ -939,6 +1012,7 @@ sbml_values <- function(d, refuse) {
       ex <- ar[[nm]]
       return("csymbol_time" %in% all.names(ex) || any(vapply(all.vars(ex), varying, TRUE, seen = c(seen, nm))))
     }
+    if (nm %in% rr) return(TRUE)
     i <- match(nm, sp$id)
     !is.na(i) && !(sp$boundaryCondition[i] || sp$constant[i])
   }
@@ -1005,7 +1079,7 @@ sbml_values <- function(d, refuse) {
     vapply(f, function(x) if (nzchar(x)) lookup(x) else 1, 0)
   }
   known <- function(ids) {
-    ids <- setdiff(ids, moving)
+    ids <- setdiff(ids, c(moving, rr))
     v <- vapply(ids, function(nm) tryCatch(lookup(nm), error = function(e) NA_real_), 0)
     v <- stats::setNames(v, ids)
     v[!is.na(v)]
