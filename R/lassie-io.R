@@ -791,7 +791,8 @@ readSBML <- function(file, propensities = FALSE) {
   rule_problems <- character()
   for (k in seq_along(rate_var)) {
     nm <- rate_var[k]
-    lp <- tryCatch(sbml_law_program(rate_math[[k]], list(), sidx, moving, v$value, fail),
+    lp <- tryCatch(if (is.null(rate_math[[k]])) fail("no math")
+                   else sbml_law_program(rate_math[[k]], list(), sidx, moving, v$value, fail),
                    error = function(e) {
                      msg <- conditionMessage(e)
                      if (startsWith(msg, paste0(fname, ": "))) msg <- substring(msg, nchar(fname) + 3L)
