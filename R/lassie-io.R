@@ -622,6 +622,9 @@ readSBML <- function(file, propensities = FALSE) {
   fixed <- (sp$boundaryCondition | sp$constant | ruled) & !sp$id %in% rate_var
   init <- vapply(sp$id, v$value, 0)
   if (any(!is.finite(init))) refuse("species whose initial value is not finite (", ids(sp$id[!is.finite(init)]), ")")
+  # the engines' states start at values >= 0
+  neg <- sp$id %in% rate_par & init < 0
+  if (any(neg)) refuse("a rate rule for a parameter whose initial value is negative (", ids(sp$id[neg]), ")")
   vol <- rep(1, N); conc <- !sp$hasOnlySubstanceUnits
   vol[conc] <- vapply(sp$compartment[conc], v$value, 0)
   if (any(!(vol > 0) & !sp$hasOnlySubstanceUnits)) {
