@@ -30,3 +30,22 @@ lassie_core <- function(b) {
   if (inherits(b, "lassieSimulation")) b <- list(b)
   lapply(b, function(o) list(x = unclass(o)[, ], stats = attr(o, "stats")))
 }
+
+# SBML <reaction> elements for the hand-written models of the SBML tests: a
+# named list of reactions, each list(re = reactants, pr = products, mod =
+# modifiers, law = the kinetic law's MathML), stoichiometries 1
+sbml_reactions_xml <- function(reactions) {
+  sref <- function(s) paste0(sprintf('<speciesReference species="%s" stoichiometry="1" constant="true"/>', s),
+                             collapse = "")
+  vapply(names(reactions), function(id) {
+    r <- reactions[[id]]
+    paste0(sprintf('<reaction id="%s" reversible="false">', id),
+           if (length(r$re)) paste0("<listOfReactants>", sref(r$re), "</listOfReactants>"),
+           if (length(r$pr)) paste0("<listOfProducts>", sref(r$pr), "</listOfProducts>"),
+           if (length(r$mod)) paste0("<listOfModifiers>",
+                                     paste0(sprintf('<modifierSpeciesReference species="%s"/>', r$mod), collapse = ""),
+                                     "</listOfModifiers>"),
+           '<kineticLaw><math xmlns="http://www.w3.org/1998/Math/MathML">', r$law,
+           "</math></kineticLaw></reaction>")
+  }, "")
+}

@@ -8,18 +8,7 @@
 # reactants, products, MathML law).
 sbml_model <- function(size, species, params, reactions) {
   f <- tempfile(fileext = ".xml")
-  sref <- function(s) if (length(s)) paste0(sprintf('<speciesReference species="%s" stoichiometry="1" constant="true"/>', s), collapse = "")
-  rx <- vapply(names(reactions), function(id) {
-    r <- reactions[[id]]
-    paste0(sprintf('<reaction id="%s" reversible="false">', id),
-           if (length(r$re)) paste0("<listOfReactants>", sref(r$re), "</listOfReactants>"),
-           if (length(r$pr)) paste0("<listOfProducts>", sref(r$pr), "</listOfProducts>"),
-           if (length(r$mod)) paste0("<listOfModifiers>",
-                                     paste0(sprintf('<modifierSpeciesReference species="%s"/>', r$mod), collapse = ""),
-                                     "</listOfModifiers>"),
-           '<kineticLaw><math xmlns="http://www.w3.org/1998/Math/MathML">', r$law,
-           "</math></kineticLaw></reaction>")
-  }, "")
+  rx <- sbml_reactions_xml(reactions)
   writeLines(c(
     '<?xml version="1.0" encoding="UTF-8"?>',
     '<sbml xmlns="http://www.sbml.org/sbml/level3/version2/core" level="3" version="2">',

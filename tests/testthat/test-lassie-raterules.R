@@ -12,15 +12,7 @@
 rr_model <- function(size = 1, species = list(), params = numeric(), const = names(params),
                      reactions = list(), rules = list(), cell_constant = TRUE) {
   f <- tempfile(fileext = ".xml")
-  sref <- function(s) if (length(s)) paste0(sprintf('<speciesReference species="%s" stoichiometry="1" constant="true"/>', s), collapse = "")
-  rx <- vapply(names(reactions), function(id) {
-    r <- reactions[[id]]
-    paste0(sprintf('<reaction id="%s" reversible="false">', id),
-           if (length(r$re)) paste0("<listOfReactants>", sref(r$re), "</listOfReactants>"),
-           if (length(r$pr)) paste0("<listOfProducts>", sref(r$pr), "</listOfProducts>"),
-           '<kineticLaw><math xmlns="http://www.w3.org/1998/Math/MathML">', r$law,
-           "</math></kineticLaw></reaction>")
-  }, "")
+  rx <- sbml_reactions_xml(reactions)
   sp <- vapply(names(species), function(id) {
     s <- species[[id]]
     hosu <- isTRUE(s$hosu)
