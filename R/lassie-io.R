@@ -472,7 +472,8 @@ readLASSIE <- function(dir) {
 #' rules and the assignment rules that change in time.  A species with a
 #' rate rule is a reactant or product of no reaction unless it has
 #' `boundaryCondition` (SBML's rule): then the rule alone changes it and the
-#' laws read it.
+#' laws read it.  Its rate constant, 1, multiplies the rule as a law's
+#' multiplies the law, so a batch's `rates` scale rate rules too.
 #'
 #' Values are those of the model at time 0: initial assignments and
 #' assignment rules whose values do not change in time (they depend on no

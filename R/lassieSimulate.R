@@ -326,7 +326,9 @@ check_model <- function(model) {
 #'   reactions, initial amounts x species) to run a batch in one call.
 #'   Named values (a matrix's column names) follow their names, the
 #'   model's reactions and species, in any order; names that do not match
-#'   are an error.
+#'   are an error.  For a model read by [readSBML()], a reaction's rate
+#'   constant multiplies its kinetic law, and a rate rule is a reaction
+#'   (`<variable>_rateRule`) whose constant multiplies the rule.
 #' @param maxSteps Most steps (accepted or not) per simulation; exhausting
 #'   them is an error that names the time reached (in a batch: that
 #'   simulation's status, see Details).
