@@ -230,14 +230,17 @@ test_that("errors say what is wrong: sizes, types, a single label", {
   eye <- grnMouseEye()
   g <- paste0("g", 1:1000)
   big <- matrix(0L, 1000, 1000, dimnames = list(g, g))
-  m <- reactionModel(rbind(c(1, 0), c(0, 1)), rbind(c(0, 1), c(1, 0)), rates = c(2, 1), initial = c(1, 0))
-  tt <- seq(0, 1, length.out = 3e7)
+  # 100 species x 3e6 output times: a 2.4 GB output
+  m <- reactionModel(diag(100), matrix(0, 100, 100), rates = rep(1, 100), initial = rep(1, 100))
+  tt <- seq(0, 1, length.out = 3e6)
   set.seed(1)
   gx <- matrix(rnorm(2000), 200, 10, dimnames = list(paste0("g", 1:200), NULL))
   sets <- stats::setNames(lapply(1:40, function(i) paste0("g", sample(200, 20))), paste0("s", 1:40))
   old <- mem.maxVSize()
   on.exit(mem.maxVSize(old), add = TRUE)
-  mem.maxVSize(sum(gc()[, 2L]) + 300) # MB: any allocation of more fails
+  # MB: the vector heap's current size (gc()'s Vcells trigger: R ignores a
+  # limit below it, with a warning) plus 300; each call below asks for GBs
+  mem.maxVSize(gc()[2L, 4L] + 300)
   mem_error <- function(expr, arg) {
     e <- tryCatch(expr, error = function(e) e)
     expect_s3_class(e, "sysbioGPU_error_memory")
