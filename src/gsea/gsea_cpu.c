@@ -906,6 +906,14 @@ static sbg_status run_gene_null(gsea_run *R, sbg_ctx *ctx) {
 }
 
 /* Batch size: about 0.1 s of CPU work per batch, for polling. */
+/* A batch of permutations: whole chunks, at most 65536 (the host rounds'
+ * and the devices' work per launch). */
+static int64_t batch_round(int64_t B) {
+  B = (B + CHUNK - 1) / CHUNK * CHUNK;
+  if (B < CHUNK) B = CHUNK;
+  return B > 65536 ? 65536 : B;
+}
+
 static void run_batch_size(gsea_run *R) {
   const sbg_gsea_params *p = R->p;
   int64_t B = p->batch;
@@ -915,9 +923,7 @@ static void run_batch_size(gsea_run *R) {
                  6.0 * (double)R->M;
     B = (int64_t)(2e8 * R->nth / ops);
   }
-  B = (B + CHUNK - 1) / CHUNK * CHUNK;
-  if (B < CHUNK) B = CHUNK;
-  if (B > 65536) B = 65536;
+  B = batch_round(B);
   if (B > R->nperm) B = (R->nperm + CHUNK - 1) / CHUNK * CHUNK;
   R->B = B;
 }
@@ -1404,10 +1410,8 @@ sbg_status sbg_gsea_multi_run(const sbg_gsea_input *in, int32_t Q, const sbg_gse
     if (cap > MULTI_BLOCK) cap = MULTI_BLOCK;
     if (cap > Q - v0) cap = Q - v0;
     /* the batch: about 0.1 s of work per poll, as run_batch_size() */
-    int64_t B = p->batch > 0 ? p->batch : (int64_t)(2e8 * nth / ((double)Rs[0].G * 20.0 / cap + 6.0 * (double)Rs[0].M));
-    B = (B + CHUNK - 1) / CHUNK * CHUNK;
-    if (B < CHUNK) B = CHUNK;
-    if (B > 65536) B = 65536;
+    int64_t B = batch_round(p->batch > 0 ? p->batch
+                                          : (int64_t)(2e8 * nth / ((double)Rs[0].G * 20.0 / cap + 6.0 * (double)Rs[0].M)));
     multi_close(&Rs[0]);
     for (nb = 0; nb < cap; nb++) {
       SBG_TRY(multi_open(&Rs[nb], &in[v0 + nb], p, &out[v0 + nb], B, keep, ctx));
