@@ -31,7 +31,10 @@
 # LASSIE_SCALE_BATCH parameter sets, default 8192; 0 skips it;
 # LASSIE_SCALE_TEND the horizons, default 50,500; LASSIE_SCALE_METHOD the
 # method, default auto), and prints the speed-up and the efficiency
-# (speed-up / devices) against the first set.
+# (speed-up / devices) against the first set.  LASSIE_DEVICES_ONLY=1 runs
+# only that section; there LASSIE_DEVICE_CHEN and LASSIE_DEVICE_HAUGH (comma
+# lists of batch sizes) replace LASSIE_CHEN_BATCH and LASSIE_BATCH, and
+# LASSIE_DEVICE_OUTPUT=array asks for the array output.
 suppressPackageStartupMessages(library(sysbioGPU))
 args <- commandArgs(trailingOnly = TRUE)
 quick <- "quick" %in% args
@@ -41,6 +44,7 @@ lsoda_max <- env_num("LASSIE_LSODA_MAX", 4096)
 n_batch <- env_num("LASSIE_BATCH", if (quick) 100 else 1000)
 cpu_work <- env_num("LASSIE_CPU_WORK", Inf)   # skip the CPU where species x samples exceed it
 threads <- as.integer(env_num("LASSIE_THREADS", parallel::detectCores()))
+devices_only <- Sys.getenv("LASSIE_DEVICES_ONLY") == "1"
 has_desolve <- requireNamespace("deSolve", quietly = TRUE)
 gpu <- hasGPU()
 cat(sprintf("lassieSimulate benchmark, %s; %d CPU threads (ours) = %d deSolve workers; deSolve: %s\n",
@@ -149,7 +153,7 @@ diffrax_peer <- function(label, m, tt, K, ours_s, ours_backend, ours) {
 # the 1,000 samples from an rkf45 run at rtol 1e-10, relative to
 # max(|x|, 1e-6 max_t |x|) per species.  LASSIE_DENSE_ONLY=1 stops after it.
 dense_n <- env_num("LASSIE_DENSE_N", 8192)
-if (dense_n > 0) {
+if (dense_n > 0 && !devices_only) {
   m <- synthetic(dense_n, seed = dense_n)
   t1000 <- seq(0, 50, length.out = 1000)
   ref <- lassieSimulate(m, t1000, method = "rkf45", rtol = 1e-10, backend = "cpu", threads = 1, verbose = FALSE)
@@ -294,7 +298,7 @@ single <- function(label, m, tt, with_desolve) {
   }
   add_row(label, 1L, length(tt), 1L, cpu$s, g$s, ls$s, lss$s, agree)
 }
-for (n in sizes) {
+for (n in if (devices_only) numeric() else sizes) {
   m <- synthetic(n, seed = n)
   for (ns in c(10, 1000)) {
     if (n * ns > cpu_work) next
@@ -307,7 +311,7 @@ for (n in sizes) {
 data_dir <- Sys.getenv("LASSIE_DATA")
 if (!nzchar(data_dir)) message("LASSIE_DATA is not set: the LASSIE 4096 (SBML) and BCR rows are skipped (see the head of inst/bench/lassie.R)")
 sbml4096 <- file.path(data_dir, "sbml", "copasi_test_4096.sbml")
-if (sbmlAvailable() && file.exists(sbml4096)) {
+if (sbmlAvailable() && file.exists(sbml4096) && !devices_only) {
   m <- readSBML(sbml4096, propensities = TRUE)
   for (ns in c(10, 1000)) single("LASSIE copasi 4096 (SBML)", m, seq(0, 50, length.out = ns), TRUE)
 }
@@ -333,7 +337,7 @@ batch <- function(label, m, tt, K, method, peer = FALSE) {
 }
 n_chen <- env_num("LASSIE_CHEN_BATCH", if (quick) 10 else 100)
 chen_method <- Sys.getenv("LASSIE_CHEN_METHOD", "bdf")
-if (sbmlAvailable() && n_chen > 0) {
+if (sbmlAvailable() && n_chen > 0 && !devices_only) {
   m <- readSBML(system.file("extdata", "lassie", "Chen2009_ErbB_A431.xml.gz", package = "sysbioGPU"))
   set.seed(11)
   K <- t(replicate(n_chen, m$rates * 2^runif(length(m$rates), -1, 1)))
@@ -342,14 +346,16 @@ if (sbmlAvailable() && n_chen > 0) {
   batch(sprintf("Chen 2009 ErbB (%s)", chen_method), m, seq(0, 3600, by = 60), K, chen_method)
 }
 # Haugh2b with rates scaled log-uniformly by up to 2x
-m <- readBioNetGen(system.file("extdata", "lassie", "Haugh2b.net", package = "sysbioGPU"))
-set.seed(7)
-K <- t(replicate(n_batch, m$rates * 2^runif(length(m$rates), -1, 1)))
-batch("Haugh2b", m, seq(0, 50, by = 1), K, "auto", peer = TRUE)
+if (!devices_only) {
+  m <- readBioNetGen(system.file("extdata", "lassie", "Haugh2b.net", package = "sysbioGPU"))
+  set.seed(7)
+  K <- t(replicate(n_batch, m$rates * 2^runif(length(m$rates), -1, 1)))
+  batch("Haugh2b", m, seq(0, 50, by = 1), K, "auto", peer = TRUE)
+}
 
 # BCR (stiff; 1,122 species, 24,388 reactions) over BioNetGen's time span
 bcr <- file.path(data_dir, "bionetgen", "bcr.net")
-if (!quick && file.exists(bcr) && Sys.getenv("LASSIE_BCR", "1") != "0") {
+if (!quick && !devices_only && file.exists(bcr) && Sys.getenv("LASSIE_BCR", "1") != "0") {
   m <- readBioNetGen(bcr)
   tt <- seq(0, 10000, length.out = 101)
   cpu <- timed(lassieSimulate(m, tt, backend = "cpu", verbose = FALSE))
@@ -381,13 +387,13 @@ if (!quick && file.exists(bcr) && Sys.getenv("LASSIE_BCR", "1") != "0") {
 }
 
 tab <- do.call(rbind, rows)
-cat("\n(seconds, wall; deSolve with its compiled-code interface (RHS in C built here), lsodes with the",
+if (!is.null(tab)) cat("\n(seconds, wall; deSolve with its compiled-code interface (RHS in C built here), lsodes with the",
     "Jacobian's sparsity; every set run; batches: ours on", threads, "threads, deSolve on", threads,
     "forked workers; single simulations on one thread each; rtol 1e-6, atol 1e-12;",
     "rel_vs_lsodes: largest relative difference, floor 1e-6)\n")
-print(format(tab, digits = 3), row.names = FALSE)
+if (!is.null(tab)) print(format(tab, digits = 3), row.names = FALSE)
 out <- Sys.getenv("OUT")
-if (nzchar(out)) utils::write.csv(tab, file.path(out, "bench-lassie.csv"), row.names = FALSE)
+if (nzchar(out) && !is.null(tab)) utils::write.csv(tab, file.path(out, "bench-lassie.csv"), row.names = FALSE)
 
 # Several GPUs: the same batches on each device set of LASSIE_DEVICES, the
 # results checked identical to the first set's.  The Chen batch's implicit
@@ -397,21 +403,33 @@ dev_sets <- Sys.getenv("LASSIE_DEVICES")
 if (gpu && nzchar(dev_sets)) {
   sets <- lapply(strsplit(strsplit(dev_sets, ";")[[1]], ","), function(d) if (identical(d, "all")) "all" else as.integer(d))
   reps <- env_num("LASSIE_DEVICE_REPS", 3)
-  core <- function(b) lapply(b, function(o) list(unclass(o)[, ], attr(o, "stats")))
+  # the numbers and counters of a batch, either output shape
+  core <- function(b) if (inherits(b, "lassieArray")) list(unclass(b)[, , ], attr(b, "stats"))
+                      else lapply(b, function(o) list(unclass(o)[, ], attr(o, "stats")))
+  elapsed <- function(b) attr(if (inherits(b, "lassieArray")) b else b[[1]], "elapsed")
+  implicit <- function(b) if (inherits(b, "lassieArray")) sum(attr(b, "stats")["implicitSteps", ])
+                          else sum(vapply(b, function(o) attr(o, "stats")[["implicitSteps"]], 0))
   work <- list()
   chen_method <- Sys.getenv("LASSIE_CHEN_METHOD", "bdf")
-  if (sbmlAvailable() && n_chen > 0) {
+  out_kind <- Sys.getenv("LASSIE_DEVICE_OUTPUT", "matrices")
+  chen_sizes <- if (devices_only) env_num("LASSIE_DEVICE_CHEN", n_chen) else n_chen
+  haugh_sizes <- if (devices_only) env_num("LASSIE_DEVICE_HAUGH", n_batch) else n_batch
+  if (sbmlAvailable() && any(chen_sizes > 0)) {
     m <- readSBML(system.file("extdata", "lassie", "Chen2009_ErbB_A431.xml.gz", package = "sysbioGPU"))
-    set.seed(11)
-    K <- t(replicate(n_chen, m$rates * 2^runif(length(m$rates), -1, 1)))
-    work[[sprintf("Chen 2009 batch %d (%s)", n_chen, chen_method)]] <-
-      list(m = m, K = K, tt = seq(0, 3600, by = 60), method = chen_method)
+    for (nc in chen_sizes[chen_sizes > 0]) {
+      set.seed(11)
+      K <- t(replicate(nc, m$rates * 2^runif(length(m$rates), -1, 1)))
+      work[[sprintf("Chen 2009 batch %d (%s)", nc, chen_method)]] <-
+        list(m = m, K = K, tt = seq(0, 3600, by = 60), method = chen_method)
+    }
   }
   m <- readBioNetGen(system.file("extdata", "lassie", "Haugh2b.net", package = "sysbioGPU"))
-  set.seed(7)
-  work[[sprintf("Haugh2b batch %d", n_batch)]] <-
-    list(m = m, K = t(replicate(n_batch, m$rates * 2^runif(length(m$rates), -1, 1))), tt = seq(0, 50, by = 1),
-         method = "auto")
+  for (nh in haugh_sizes[haugh_sizes > 0]) {
+    set.seed(7)
+    work[[sprintf("Haugh2b batch %d", nh)]] <-
+      list(m = m, K = t(replicate(nh, m$rates * 2^runif(length(m$rates), -1, 1))), tt = seq(0, 50, by = 1),
+           method = "auto")
+  }
   # a batch whose device work grows with the batch (the explicit steps of a
   # non-stiff synthetic network): what splitting over GPUs can speed up
   n_scale <- env_num("LASSIE_SCALE_N", 2048); b_scale <- env_num("LASSIE_SCALE_BATCH", 8192)
@@ -433,25 +451,25 @@ if (gpu && nzchar(dev_sets)) {
     t1 <- NA
     for (d in sets) {
       run <- function(K) lassieSimulate(x$m, x$tt, rates = K, method = x$method, backend = "gpu", device = d,
-                                        verbose = FALSE)
+                                        verbose = FALSE, output = out_kind)
       invisible(run(x$K[rep(1, 4), , drop = FALSE]))   # each device's context, outside the timing
       best <- Inf; engine <- Inf
       for (r in seq_len(reps)) {
-        tr <- timed(run(x$K)); best <- min(best, tr$s); engine <- min(engine, attr(tr$v[[1]], "elapsed"))
+        tr <- timed(run(x$K)); best <- min(best, tr$s); engine <- min(engine, elapsed(tr$v))
       }
       same <- if (is.null(ref)) { ref <- core(tr$v); NA } else identical(core(tr$v), ref)
       nd <- length(resolveBackend("gpu", device = d)$devices)
       if (is.na(t1)) {
         t1 <- best; e1 <- engine; n1d <- nd
         # (Haugh2b's peer ran with the batches above)
-        if (startsWith(w, "synthetic")) diffrax_peer(w, x$m, x$tt, x$K, best, paste("gpu", paste(d, collapse = ",")), tr$v[[1]])
+        if (startsWith(w, "synthetic") && !inherits(tr$v, "lassieArray")) diffrax_peer(w, x$m, x$tt, x$K, best, paste("gpu", paste(d, collapse = ",")), tr$v[[1]])
       }
       sp <- t1 / best
       drows[[length(drows) + 1L]] <- data.frame(workload = w, devices = paste(d, collapse = ","), gpus = nd,
                                                 seconds = best, speedup = sp, efficiency = sp / (nd / n1d),
                                                 engine = engine, engine_eff = e1 / engine / (nd / n1d),
                                                 identical = same,
-                                                implicit = sum(vapply(tr$v, function(o) attr(o, "stats")[["implicitSteps"]], 0)),
+                                                implicit = implicit(tr$v),
                                                 stringsAsFactors = FALSE)
       cat(sprintf("  %-32s device %-6s %.3f s, speed-up %.2f, efficiency %.2f%s\n", w, paste(d, collapse = ","),
                   best, sp, sp / (nd / n1d), if (is.na(same)) "" else if (same) ", identical" else ", DIFFERENT"))
