@@ -38,40 +38,76 @@ static __global__ void init_kernel(sbg_grn_problem pb, grn_pop pop, uint64_t see
 
 /* score and sort key (score * size + slot: distinct, so the sorted order,
  * ties by slot, does not depend on the sort) of every individual. */
-static __global__ void eval_kernel(sbg_grn_problem pb, grn_pop pop, int size, int64_t *score,
-                                   uint64_t *keys, const int *stop) {
+/* An individual's sort key: its score, then its index in its island (so
+ * the keys of an island are distinct and any sort orders them alike),
+ * then, above end_bit, its island when the block sorts all its keys in one
+ * radix sort (gpu_block's whole_sort; island_bit 0 otherwise). */
+static __device__ __forceinline__ uint64_t sort_key(int64_t s, int64_t k, int size, int island_bit) {
+  uint64_t key = (uint64_t)s * (uint64_t)size + (uint64_t)(k % size);
+  return island_bit ? key | ((uint64_t)(k / size) << island_bit) : key;
+}
+
+static __global__ void eval_kernel(sbg_grn_problem pb, grn_pop pop, int size, int island_bit,
+                                   int64_t *score, uint64_t *keys, const int *stop) {
   if (stop && *stop) return;
   int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= pop.count) return;
   int64_t s = grn_evaluate(&pb, grn_view_at(&pop, pb.n, pb.w, k), NULL, NULL);
   score[k] = s;
-  if (keys) keys[k] = (uint64_t)s * (uint64_t)size + (uint64_t)(k % size);
+  if (keys) keys[k] = sort_key(s, k, size, island_bit);
 }
 
-/* Sorted keys -> global indices, best first per island. */
-static __global__ void order_kernel(const uint64_t *sorted, int64_t pop, int size, int32_t *ord,
-                                    const int *stop) {
+/* Sorted keys (their bits below `mask`: score and index) -> global
+ * indices, best first per island. */
+static __global__ void order_kernel(const uint64_t *sorted, int64_t pop, int size, uint64_t mask,
+                                    int32_t *ord, const int *stop) {
   if (*stop) return;
   int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= pop) return;
-  ord[p] = (int32_t)((p / size) * size + (int64_t)(sorted[p] % (uint64_t)size));
+  ord[p] = (int32_t)((p / size) * size + (int64_t)((sorted[p] & mask) % (uint64_t)size));
 }
 
 /* End of generation `gen` (history row gen - row0): history, generations
- * done, stop on target (the block's own best). */
-static __global__ void finish_kernel(const uint64_t *sorted, int islands, int size, int64_t gen,
-                                     int64_t row0, int64_t rows, int64_t target, double *history,
-                                     int *stop, int64_t *gens_done) {
-  if (*stop || threadIdx.x != 0) return;
+ * done, stop on target (the block's own best).  One warp, islands spread
+ * over its lanes: a lone thread's loop of dependent loads took 35 us a
+ * generation, which a second GPU did not shorten. */
+static __global__ void finish_kernel(const uint64_t *sorted, int islands, int size, uint64_t mask,
+                                     int64_t gen, int64_t row0, int64_t rows, int64_t target,
+                                     double *history, int *stop, int64_t *gens_done) {
+  if (*stop) return;
   uint64_t best = ~(uint64_t)0;
-  for (int isl = 0; isl < islands; isl++) {
-    uint64_t s = sorted[(int64_t)isl * size] / (uint64_t)size;
+  for (int isl = threadIdx.x; isl < islands; isl += 32) {
+    uint64_t s = (sorted[(int64_t)isl * size] & mask) / (uint64_t)size;
     history[(int64_t)isl * rows + gen - row0] = (double)s;
     if (s < best) best = s;
   }
+  for (int off = 16; off > 0; off >>= 1) {
+    uint64_t o = __shfl_down_sync(0xffffffffu, best, off);
+    if (o < best) best = o;
+  }
+  if (threadIdx.x != 0) return;
   *gens_done = gen;
   if (target >= 0 && best <= (uint64_t)target) *stop = 1;
 }
+
+/* Element e of an individual, copied by one thread: e < n w a word of
+ * act and of rep, then the n rule bytes.  The migration and transfer
+ * kernels below run a thread per (individual, element): a thread per
+ * individual made each copy a chain of strided loads (the device layout
+ * interleaves individuals), 40-60 us a kernel whatever the islands.
+ * Element-major: neighbouring threads take neighbouring individuals, whose
+ * words are neighbours in the device layout. */
+static __device__ __forceinline__ void copy_element(const sbg_grn_problem *pb, grn_view dst, grn_view src,
+                                                    int e) {
+  const int nw = pb->n * pb->w;
+  if (e < nw) {
+    GRN_ACT(dst, e) = GRN_ACT(src, e);
+    GRN_REP(dst, e) = GRN_REP(src, e);
+  } else {
+    GRN_RULE(dst, e - nw) = GRN_RULE(src, e - nw);
+  }
+}
+static __host__ __device__ int elements_of(const sbg_grn_problem *pb) { return pb->n * pb->w + pb->n; }
 
 /* Ring migration in two passes through a snapshot, so that every island
  * sends what it had before any island received. */
@@ -80,26 +116,31 @@ static __global__ void migrate_gather(sbg_grn_problem pb, grn_pop pop, grn_pop m
                                       const int32_t *ord, int islands, int size, int migrants,
                                       const int *stop) {
   if (*stop) return;
-  int t = blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= islands * migrants) return;
+  const int E = elements_of(&pb);
+  int64_t te = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (te >= (int64_t)islands * migrants * E) return;
+  int t = (int)(te % (islands * migrants)), e = (int)(te / (islands * migrants));
   int isl = t / migrants, r = t % migrants;
   int64_t src = ord[(int64_t)isl * size + r];
-  grn_copy(&pb, grn_view_at(&mig, pb.n, pb.w, t), grn_view_at(&pop, pb.n, pb.w, src));
-  mig_score[t] = score[src];
+  copy_element(&pb, grn_view_at(&mig, pb.n, pb.w, t), grn_view_at(&pop, pb.n, pb.w, src), e);
+  if (e == 0) mig_score[t] = score[src];
 }
 
 static __global__ void migrate_scatter(sbg_grn_problem pb, grn_pop pop, grn_pop mig,
                                        int64_t *score, const int64_t *mig_score,
                                        const int32_t *ord, uint64_t *keys, int islands,
-                                       int size, int migrants, const int *stop) {
+                                       int size, int island_bit, int migrants, const int *stop) {
   if (*stop) return;
-  int t = blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= islands * migrants) return;
+  const int E = elements_of(&pb);
+  int64_t te = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (te >= (int64_t)islands * migrants * E) return;
+  int t = (int)(te % (islands * migrants)), e = (int)(te / (islands * migrants));
   int isl = t / migrants, r = t % migrants, to = (isl + 1) % islands;
   int64_t dst = ord[(int64_t)to * size + size - 1 - r];
-  grn_copy(&pb, grn_view_at(&pop, pb.n, pb.w, dst), grn_view_at(&mig, pb.n, pb.w, t));
+  copy_element(&pb, grn_view_at(&pop, pb.n, pb.w, dst), grn_view_at(&mig, pb.n, pb.w, t), e);
+  if (e != 0) return;
   score[dst] = mig_score[t];
-  keys[dst] = (uint64_t)mig_score[t] * (uint64_t)size + (uint64_t)(dst % size);
+  keys[dst] = sort_key(mig_score[t], dst, size, island_bit);
 }
 
 /* Cumulative roulette weights of each island in sorted order: one block
@@ -143,16 +184,20 @@ static __global__ void breed_kernel(sbg_grn_problem pb, sbg_grn_params gp, grn_p
 static __global__ void pack_kernel(sbg_grn_problem pb, grn_pop pop, int64_t slot0, int64_t cnt,
                                    const int64_t *score, uint32_t *act, uint32_t *rep,
                                    uint8_t *rule, int64_t *score_out) {
-  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= cnt) return;
+  const int E = elements_of(&pb);
+  int64_t ie = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (ie >= cnt * E) return;
+  int64_t i = ie % cnt;
+  int e = (int)(ie / cnt);
   grn_view v = grn_view_at(&pop, pb.n, pb.w, slot0 + i);
   int64_t nw = (int64_t)pb.n * pb.w;
-  for (int64_t e = 0; e < nw; e++) {
+  if (e < nw) {
     act[i * nw + e] = GRN_ACT(v, e);
     rep[i * nw + e] = GRN_REP(v, e);
+  } else {
+    rule[i * pb.n + e - nw] = GRN_RULE(v, e - nw);
   }
-  for (int g = 0; g < pb.n; g++) rule[i * pb.n + g] = GRN_RULE(v, g);
-  if (score && score_out) score_out[i] = score[slot0 + i];
+  if (e == 0 && score && score_out) score_out[i] = score[slot0 + i];
 }
 
 /* The reverse: CPU layout into slots slot0 .. of a device population (and
@@ -160,16 +205,20 @@ static __global__ void pack_kernel(sbg_grn_problem pb, grn_pop pop, int64_t slot
 static __global__ void unpack_kernel(sbg_grn_problem pb, grn_pop pop, int64_t slot0, int64_t cnt,
                                      const uint32_t *act, const uint32_t *rep, const uint8_t *rule,
                                      const int64_t *score_in, int64_t *score) {
-  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= cnt) return;
+  const int E = elements_of(&pb);
+  int64_t ie = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (ie >= cnt * E) return;
+  int64_t i = ie % cnt;
+  int e = (int)(ie / cnt);
   grn_view v = grn_view_at(&pop, pb.n, pb.w, slot0 + i);
   int64_t nw = (int64_t)pb.n * pb.w;
-  for (int64_t e = 0; e < nw; e++) {
+  if (e < nw) {
     GRN_ACT(v, e) = act[i * nw + e];
     GRN_REP(v, e) = rep[i * nw + e];
+  } else {
+    GRN_RULE(v, e - nw) = rule[i * pb.n + e - nw];
   }
-  for (int g = 0; g < pb.n; g++) GRN_RULE(v, g) = rule[i * pb.n + g];
-  if (score_in && score) score[slot0 + i] = score_in[i];
+  if (e == 0 && score_in && score) score[slot0 + i] = score_in[i];
 }
 
 /* One individual of a device population into a contiguous host layout. */
@@ -242,7 +291,12 @@ static int bits_for(uint64_t x) {
  * indices (koff), so that any split of the islands gives the single run.
  * The stop flag is the block's own: set when its best <= the target. */
 typedef struct gpu_block {
-  int dev, first, count, size, K, end_bit;
+  /* whole_sort: one radix sort of all the block's keys, the island above
+   * end_bit (island_bit = end_bit), instead of a segmented sort, whose
+   * block per island took 140 us a generation on one GPU and as long on
+   * each of two (half as many islands, the same time per island) */
+  int dev, first, count, size, K, end_bit, whole_sort, island_bit, sort_bits;
+  uint64_t key_mask;
   int64_t np, koff, rows, row0;
   cudaStream_t stream;
   sbg_grn_problem dpb;
@@ -260,6 +314,8 @@ typedef struct gpu_block {
                            number (xfer_buf): the host reads one while the
                            next device may still copy from the other */
   int64_t *h_flags;     /* pinned: [0] the stop flag (an int), [1] gens done */
+  cudaEvent_t ev_out[2]; /* by parity: h_xfer[par] written (this block's copy out) */
+  cudaEvent_t ev_in[2];  /* by parity: the previous block's h_xfer[par] read */
   int stop;             /* host copies of the flag and generations done */
   int64_t gens_done;
 } gpu_block;
@@ -289,6 +345,10 @@ static void gpu_block_free(gpu_block *b) {
   cudaFree(b->d_hist); cudaFree(b->d_temp); cudaFree(b->d_xfer);
   cudaFreeHost(b->h_xfer[0]);
   cudaFreeHost(b->h_xfer[1]);
+  for (int par = 0; par < 2; par++) {
+    if (b->ev_out[par]) cudaEventDestroy(b->ev_out[par]);
+    if (b->ev_in[par]) cudaEventDestroy(b->ev_in[par]);
+  }
   cudaFreeHost(b->h_flags);
   if (b->stream) cudaStreamDestroy(b->stream);
   memset(b, 0, sizeof(*b));
@@ -314,9 +374,17 @@ static sbg_status gpu_block_alloc(gpu_block *b, const sbg_grn_problem *pb,
   b->rows = rows;
   const uint64_t max_score = (uint64_t)pb->wn * n + (uint64_t)pb->wl * n * n;
   b->end_bit = bits_for(max_score * (uint64_t)b->size + (uint64_t)b->size);
+  b->sort_bits = b->end_bit + (count > 1 ? bits_for((uint64_t)count - 1) : 0);
+  b->whole_sort = b->sort_bits <= 64;
+  b->island_bit = b->whole_sort && b->end_bit < 64 ? b->end_bit : 0;
+  b->key_mask = b->end_bit >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << b->end_bit) - 1;
   const size_t np = (size_t)b->np, nk = (size_t)count * b->K + 1;
   SBG_TRY(sbg_device_select(dev, ctx));
   SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking));
+  for (int par = 0; par < 2; par++) {
+    SBG_CUDA_CHECK(cudaEventCreateWithFlags(&b->ev_out[par], cudaEventDisableTiming));
+    SBG_CUDA_CHECK(cudaEventCreateWithFlags(&b->ev_in[par], cudaEventDisableTiming));
+  }
   SBG_TRY(problem_to_device(pb, &b->dpb, &b->d_prob, b->stream, ctx));
   SBG_TRY(pop_device_alloc(&b->buf[0], b->np, n, w, "the population", ctx));
   SBG_TRY(pop_device_alloc(&b->buf[1], b->np, n, w, "the population", ctx));
@@ -341,9 +409,14 @@ static sbg_status gpu_block_alloc(gpu_block *b, const sbg_grn_problem *pb,
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_offsets, h_off, (count + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, b->stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(b->d_stop, 0, sizeof(int), b->stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(b->d_gens, 0, sizeof(int64_t), b->stream));
-  SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortKeys(NULL, b->temp_bytes, b->d_keys, b->d_sorted,
-                                                        (int)b->np, count, b->d_offsets,
-                                                        b->d_offsets + 1, 0, b->end_bit, b->stream));
+  if (b->whole_sort) {
+    SBG_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(NULL, b->temp_bytes, b->d_keys, b->d_sorted, (int)b->np, 0,
+                                                 b->sort_bits, b->stream));
+  } else {
+    SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortKeys(NULL, b->temp_bytes, b->d_keys, b->d_sorted,
+                                                          (int)b->np, count, b->d_offsets,
+                                                          b->d_offsets + 1, 0, b->end_bit, b->stream));
+  }
   SBG_TRY(sbg_device_alloc(&b->d_temp, b->temp_bytes + 1, "the sort's scratch space", ctx));
   SBG_CUDA_CHECK(cudaStreamSynchronize(b->stream));
 done:
@@ -354,11 +427,17 @@ done:
 static sbg_status gpu_block_sort(gpu_block *b, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   const int T = 128;
-  SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortKeys(b->d_temp, b->temp_bytes, b->d_keys,
-                                                        b->d_sorted, (int)b->np, b->count,
-                                                        b->d_offsets, b->d_offsets + 1, 0,
-                                                        b->end_bit, b->stream));
-  order_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->d_sorted, b->np, b->size, b->d_ord, b->d_stop);
+  if (b->whole_sort) {
+    SBG_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(b->d_temp, b->temp_bytes, b->d_keys, b->d_sorted, (int)b->np,
+                                                 0, b->sort_bits, b->stream));
+  } else {
+    SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortKeys(b->d_temp, b->temp_bytes, b->d_keys,
+                                                          b->d_sorted, (int)b->np, b->count,
+                                                          b->d_offsets, b->d_offsets + 1, 0,
+                                                          b->end_bit, b->stream));
+  }
+  order_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->d_sorted, b->np, b->size, b->key_mask, b->d_ord,
+                                                          b->d_stop);
   SBG_CUDA_CHECK(cudaGetLastError());
 done:
   return st;
@@ -367,7 +446,7 @@ done:
 /* Generation `gen`'s end: history and the block's stop test. */
 static sbg_status gpu_block_finish(gpu_block *b, int64_t gen, int64_t target, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
-  finish_kernel<<<1, 32, 0, b->stream>>>(b->d_sorted, b->count, b->size, gen, b->row0, b->rows,
+  finish_kernel<<<1, 32, 0, b->stream>>>(b->d_sorted, b->count, b->size, b->key_mask, gen, b->row0, b->rows,
                                          target, b->d_hist, b->d_stop, b->d_gens);
   SBG_CUDA_CHECK(cudaGetLastError());
 done:
@@ -380,7 +459,7 @@ static sbg_status gpu_block_init(gpu_block *b, const sbg_grn_params *gp, sbg_ctx
   const int T = 128;
   init_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->dpb, b->buf[0], gp->seed, gp->pop, b->koff);
   SBG_CUDA_CHECK(cudaGetLastError());
-  eval_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->dpb, b->buf[0], b->size, b->d_score, b->d_keys, b->d_stop);
+  eval_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->dpb, b->buf[0], b->size, b->island_bit, b->d_score, b->d_keys, b->d_stop);
   SBG_CUDA_CHECK(cudaGetLastError());
   SBG_TRY(gpu_block_sort(b, ctx));
   SBG_TRY(gpu_block_finish(b, 0, gp->target, ctx));
@@ -397,12 +476,12 @@ static sbg_status gpu_block_migrate_out(gpu_block *b, int64_t g, int out, int in
   const int T = 128, n = b->dpb.n, K = b->K;
   const int64_t nw = (int64_t)n * b->dpb.w;
   grn_pop src = b->buf[(g - 1) & 1];
-  migrate_gather<<<blocks_for((int64_t)b->count * K, T), T, 0, b->stream>>>(
+  migrate_gather<<<blocks_for((int64_t)b->count * K * elements_of(&b->dpb), T), T, 0, b->stream>>>(
       b->dpb, src, b->mig, b->d_score, b->d_mig_score, b->d_ord, b->count, b->size, K, b->d_stop);
   SBG_CUDA_CHECK(cudaGetLastError());
   if (out) {
     uint32_t *x = b->d_xfer;
-    pack_kernel<<<blocks_for(K, T), T, 0, b->stream>>>(
+    pack_kernel<<<blocks_for((int64_t)K * elements_of(&b->dpb), T), T, 0, b->stream>>>(
         b->dpb, b->mig, (int64_t)(b->count - 1) * K, K, b->d_mig_score, XFER_ACT(x, K, nw),
         XFER_REP(x, K, nw), XFER_RULE(x, K, nw), XFER_SCORE(x, K, nw));
     SBG_CUDA_CHECK(cudaGetLastError());
@@ -426,13 +505,13 @@ static sbg_status gpu_block_migrate_in(gpu_block *b, int64_t g, const uint32_t *
     uint32_t *x = b->d_xfer;
     SBG_CUDA_CHECK(cudaMemcpyAsync(x, in, xfer_words(K, n, b->dpb.w) * sizeof(uint32_t),
                                    cudaMemcpyHostToDevice, b->stream));
-    unpack_kernel<<<blocks_for(K, T), T, 0, b->stream>>>(
+    unpack_kernel<<<blocks_for((int64_t)K * elements_of(&b->dpb), T), T, 0, b->stream>>>(
         b->dpb, b->mig, (int64_t)(b->count - 1) * K, K, XFER_ACT(x, K, nw), XFER_REP(x, K, nw),
         XFER_RULE(x, K, nw), XFER_SCORE(x, K, nw), b->d_mig_score);
     SBG_CUDA_CHECK(cudaGetLastError());
   }
-  migrate_scatter<<<blocks_for((int64_t)b->count * K, T), T, 0, b->stream>>>(
-      b->dpb, src, b->mig, b->d_score, b->d_mig_score, b->d_ord, b->d_keys, b->count, b->size, K,
+  migrate_scatter<<<blocks_for((int64_t)b->count * K * elements_of(&b->dpb), T), T, 0, b->stream>>>(
+      b->dpb, src, b->mig, b->d_score, b->d_mig_score, b->d_ord, b->d_keys, b->count, b->size, b->island_bit, K,
       b->d_stop);
   SBG_CUDA_CHECK(cudaGetLastError());
   SBG_TRY(gpu_block_sort(b, ctx));
@@ -452,7 +531,7 @@ static sbg_status gpu_block_breed(gpu_block *b, const sbg_grn_params *gp, int64_
   breed_kernel<<<blocks_for(b->np / 2, T), T, 0, b->stream>>>(b->dpb, *gp, src, dst, b->d_ord, b->d_cum, g,
                                                               b->koff, b->d_stop);
   SBG_CUDA_CHECK(cudaGetLastError());
-  eval_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->dpb, dst, b->size, b->d_score, b->d_keys, b->d_stop);
+  eval_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->dpb, dst, b->size, b->island_bit, b->d_score, b->d_keys, b->d_stop);
   SBG_CUDA_CHECK(cudaGetLastError());
   SBG_TRY(gpu_block_sort(b, ctx));
   SBG_TRY(gpu_block_finish(b, g, gp->target, ctx));
@@ -491,8 +570,8 @@ done:
  * on the device, no host round trip, the host polls per chunk of
  * generations.  Several: at each migration generation every device sends
  * its last island's K best through pinned host memory to the next device,
- * the host waiting for all of them; the stop test is each device's own,
- * and the run's stop is the earliest (see the end). */
+ * ordered by events (the host waits only at its polls); the stop test is
+ * each device's own, and the run's stop is the earliest (see the end). */
 extern "C" sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_grn_params *gp, sbg_grn_result *out,
                                          sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
@@ -527,19 +606,25 @@ extern "C" sbg_status sbg_grn_evolve_gpu(const sbg_grn_problem *pb, const sbg_gr
         g++;
         int mig = I > 1 && gp->migrants > 0 && g % gp->migration_interval == 0;
         if (mig && cross) {
+          /* Device to device through pinned host buffers, ordered by
+           * events, the host never waiting: a block writes h_xfer[par] once
+           * the next block has read what it wrote there two migrations
+           * ago, and reads the previous block's once it is written.  A
+           * block that has stopped sends a stale snapshot: only to
+           * generations after the run's stop, which are cut (below). */
+          const int par = xfer_buf(g, gp->migration_interval);
           for (int d = 0; d < ND; d++) {
             SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
+            SBG_CUDA_CHECK(cudaStreamWaitEvent(bl[d].stream, bl[(d + 1) % ND].ev_in[par], 0));
             SBG_TRY(gpu_block_migrate_out(&bl[d], g, 1, gp->migration_interval, ctx));
+            SBG_CUDA_CHECK(cudaEventRecord(bl[d].ev_out[par], bl[d].stream));
           }
           for (int d = 0; d < ND; d++) {
+            const int prev = (d + ND - 1) % ND;
             SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
-            SBG_CUDA_CHECK(cudaStreamSynchronize(bl[d].stream));
-            any_stop |= *(int *)bl[d].h_flags;
-          }
-          if (any_stop) break; /* a block reached the target before g */
-          for (int d = 0; d < ND; d++) {
-            SBG_CUDA_CHECK(cudaSetDevice(bl[d].dev));
-            SBG_TRY(gpu_block_migrate_in(&bl[d], g, bl[(d + ND - 1) % ND].h_xfer[xfer_buf(g, gp->migration_interval)], ctx));
+            SBG_CUDA_CHECK(cudaStreamWaitEvent(bl[d].stream, bl[prev].ev_out[par], 0));
+            SBG_TRY(gpu_block_migrate_in(&bl[d], g, bl[prev].h_xfer[par], ctx));
+            SBG_CUDA_CHECK(cudaEventRecord(bl[d].ev_in[par], bl[d].stream));
           }
         }
         for (int d = 0; d < ND; d++) {
@@ -670,9 +755,9 @@ extern "C" sbg_status sbg_grn_round_gpu(const sbg_grn_problem *pb, const sbg_grn
       SBG_CUDA_CHECK(cudaMemcpyAsync(s_rep, rd->state.rep, np * nw * 4, cudaMemcpyHostToDevice, b.stream));
       SBG_CUDA_CHECK(cudaMemcpyAsync(s_rule, rd->state.rule, np * n, cudaMemcpyHostToDevice, b.stream));
       grn_pop p0 = b.buf[g & 1];
-      unpack_kernel<<<blocks_for(np, T), T, 0, b.stream>>>(b.dpb, p0, 0, np, s_act, s_rep, s_rule, NULL, NULL);
+      unpack_kernel<<<blocks_for((int64_t)np * elements_of(&b.dpb), T), T, 0, b.stream>>>(b.dpb, p0, 0, np, s_act, s_rep, s_rule, NULL, NULL);
       SBG_CUDA_CHECK(cudaGetLastError());
-      eval_kernel<<<blocks_for(np, T), T, 0, b.stream>>>(b.dpb, p0, b.size, b.d_score, b.d_keys, b.d_stop);
+      eval_kernel<<<blocks_for(np, T), T, 0, b.stream>>>(b.dpb, p0, b.size, b.island_bit, b.d_score, b.d_keys, b.d_stop);
       SBG_CUDA_CHECK(cudaGetLastError());
       SBG_TRY(gpu_block_sort(&b, ctx));
       SBG_TRY(gpu_block_finish(&b, g, gp->target, ctx));
@@ -713,7 +798,7 @@ extern "C" sbg_status sbg_grn_round_gpu(const sbg_grn_problem *pb, const sbg_grn
     for (int isl = 0; isl < rd->count; isl++)
       SBG_CUDA_CHECK(cudaMemcpyAsync(rd->history + isl * rows, b.d_hist + isl * rows,
                                      (gd - rd->g_from + 1) * sizeof(double), cudaMemcpyDeviceToHost, b.stream));
-    pack_kernel<<<blocks_for(np, T), T, 0, b.stream>>>(b.dpb, b.buf[gd & 1], 0, np, b.d_score, s_act, s_rep,
+    pack_kernel<<<blocks_for((int64_t)np * elements_of(&b.dpb), T), T, 0, b.stream>>>(b.dpb, b.buf[gd & 1], 0, np, b.d_score, s_act, s_rep,
                                                         s_rule, s_score);
     SBG_CUDA_CHECK(cudaGetLastError());
     SBG_CUDA_CHECK(cudaMemcpyAsync(rd->state.act, s_act, np * nw * 4, cudaMemcpyDeviceToHost, b.stream));
@@ -774,12 +859,12 @@ extern "C" sbg_status sbg_grn_bench_gpu(const sbg_grn_problem *pb, int64_t pop, 
   init_kernel<<<blocks_for(pop, T), T, 0, stream>>>(dpb, p, seed, pop, 0);
   SBG_CUDA_CHECK(cudaGetLastError());
   /* one warm-up pass, then the timed ones */
-  eval_kernel<<<blocks_for(pop, T), T, 0, stream>>>(dpb, p, 1, d_score, NULL, NULL);
+  eval_kernel<<<blocks_for(pop, T), T, 0, stream>>>(dpb, p, 1, 0, d_score, NULL, NULL);
   SBG_CUDA_CHECK(cudaGetLastError());
   for (int r = 0; r < reps; r++) {
     float ms = 0;
     SBG_CUDA_CHECK(cudaEventRecord(e0, stream));
-    eval_kernel<<<blocks_for(pop, T), T, 0, stream>>>(dpb, p, 1, d_score, NULL, NULL);
+    eval_kernel<<<blocks_for(pop, T), T, 0, stream>>>(dpb, p, 1, 0, d_score, NULL, NULL);
     SBG_CUDA_CHECK(cudaGetLastError());
     SBG_CUDA_CHECK(cudaEventRecord(e1, stream));
     SBG_CUDA_CHECK(cudaEventSynchronize(e1));
