@@ -14,7 +14,7 @@
 # those GPUs together, checks that they are identical, and prints seconds,
 # speed-up and efficiency (= speed-up / GPUs).  GRN_SCALE_POP (default
 # 2^20 individuals, 64 islands), GRN_SCALE_GENERATIONS (mouse eye, default
-# 1000), GRN_SCALE_BIG_POP and GRN_SCALE_BIG_GENERATIONS (planted
+# 1000; also without migration), GRN_SCALE_BIG_POP and GRN_SCALE_BIG_GENERATIONS (planted
 # 256-gene network, default 2^18 individuals, 20 generations; 0 skips it).
 suppressPackageStartupMessages(library(sysbioGPU))
 env_num <- function(name, default) {
@@ -48,6 +48,9 @@ if (nzchar(Sys.getenv("GRN_DEVICES"))) {
   work <- list(
     list(name = "mouse eye, 32 genes", p = eye, pop = env_num("GRN_SCALE_POP", 2^20), islands = 64,
          generations = env_num("GRN_SCALE_GENERATIONS", 1000)),
+    # the same without migration: what the ring's exchanges cost
+    list(name = "mouse eye, no migration", p = eye, pop = env_num("GRN_SCALE_POP", 2^20), islands = 64,
+         generations = env_num("GRN_SCALE_GENERATIONS", 1000), migration = 1e9),
     # 2^18 individuals: 2^16 fill one GPU's threads barely, half of them
     # on each of two GPUs leaves both underused
     list(name = "planted, 256 genes", p = big, pop = env_num("GRN_SCALE_BIG_POP", 2^18), islands = 64,
@@ -55,6 +58,7 @@ if (nzchar(Sys.getenv("GRN_DEVICES"))) {
   run <- function(w, device, generations = w$generations)
     grnEvolve(w$p$network, w$p$from, w$p$to, popSize = w$pop, islands = w$islands,
               pLink = 0.05, pRule = 0.05, generations = generations, seed = 1,
+              migrationInterval = if (is.null(w$migration)) 4 else w$migration,
               backend = "gpu", device = device, verbose = FALSE)
   rows <- list()
   for (w in work) {
