@@ -38,46 +38,62 @@ static __global__ void init_kernel(sbg_grn_problem pb, grn_pop pop, uint64_t see
 
 /* score and sort key (score * size + slot: distinct, so the sorted order,
  * ties by slot, does not depend on the sort) of every individual. */
-/* An individual's sort key: its score, then its index in its island (so
- * the keys of an island are distinct and any sort orders them alike),
- * then, above end_bit, its island when the block sorts all its keys in one
- * radix sort (gpu_block's whole_sort; island_bit 0 otherwise). */
-static __device__ __forceinline__ uint64_t sort_key(int64_t s, int64_t k, int size, int island_bit) {
-  uint64_t key = (uint64_t)s * (uint64_t)size + (uint64_t)(k % size);
-  return island_bit ? key | ((uint64_t)(k / size) << island_bit) : key;
+/* The sort of a generation orders each island by score, ties by index
+ * (the CPU's order).  Narrow (gpu_block's narrow_shift > 0, when island
+ * and score fit in 31 bits): one stable radix sort of all the block's
+ * 32-bit keys, island above score, carrying each individual's index
+ * (stability orders ties by index), three digit passes for the mouse eye;
+ * else a segmented sort of 64-bit keys score * size + index in island.
+ * The segmented sort's block per island took 140 us a generation on one
+ * GPU and as long on each of two. */
+static __device__ __forceinline__ void put_key(uint64_t *keys, int64_t s, int64_t k, int size,
+                                               int narrow_shift) {
+  if (narrow_shift) ((uint32_t *)keys)[k] = (uint32_t)(((k / size) << narrow_shift) | s);
+  else keys[k] = (uint64_t)s * (uint64_t)size + (uint64_t)(k % size);
 }
 
-static __global__ void eval_kernel(sbg_grn_problem pb, grn_pop pop, int size, int island_bit,
+/* The best score of island isl from the sorted keys. */
+static __device__ __forceinline__ uint64_t best_of(const uint64_t *sorted, int isl, int size, int narrow_shift) {
+  if (narrow_shift) return ((const uint32_t *)sorted)[(int64_t)isl * size] & ((1u << narrow_shift) - 1u);
+  return sorted[(int64_t)isl * size] / (uint64_t)size;
+}
+
+static __global__ void eval_kernel(sbg_grn_problem pb, grn_pop pop, int size, int narrow_shift,
                                    int64_t *score, uint64_t *keys, const int *stop) {
   if (stop && *stop) return;
   int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= pop.count) return;
   int64_t s = grn_evaluate(&pb, grn_view_at(&pop, pb.n, pb.w, k), NULL, NULL);
   score[k] = s;
-  if (keys) keys[k] = sort_key(s, k, size, island_bit);
+  if (keys) put_key(keys, s, k, size, narrow_shift);
 }
 
-/* Sorted keys (their bits below `mask`: score and index) -> global
- * indices, best first per island. */
-static __global__ void order_kernel(const uint64_t *sorted, int64_t pop, int size, uint64_t mask,
-                                    int32_t *ord, const int *stop) {
+/* The segmented sort's keys -> global indices, best first per island. */
+static __global__ void order_kernel(const uint64_t *sorted, int64_t pop, int size, int32_t *ord,
+                                    const int *stop) {
   if (*stop) return;
   int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= pop) return;
-  ord[p] = (int32_t)((p / size) * size + (int64_t)((sorted[p] & mask) % (uint64_t)size));
+  ord[p] = (int32_t)((p / size) * size + (int64_t)(sorted[p] % (uint64_t)size));
+}
+
+/* 0, 1, ..., n - 1: the indices the narrow sort carries. */
+static __global__ void iota_kernel(int32_t *x, int64_t n) {
+  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = (int32_t)i;
 }
 
 /* End of generation `gen` (history row gen - row0): history, generations
  * done, stop on target (the block's own best).  One warp, islands spread
  * over its lanes: a lone thread's loop of dependent loads took 35 us a
  * generation, which a second GPU did not shorten. */
-static __global__ void finish_kernel(const uint64_t *sorted, int islands, int size, uint64_t mask,
+static __global__ void finish_kernel(const uint64_t *sorted, int islands, int size, int narrow_shift,
                                      int64_t gen, int64_t row0, int64_t rows, int64_t target,
                                      double *history, int *stop, int64_t *gens_done) {
   if (*stop) return;
   uint64_t best = ~(uint64_t)0;
   for (int isl = threadIdx.x; isl < islands; isl += 32) {
-    uint64_t s = (sorted[(int64_t)isl * size] & mask) / (uint64_t)size;
+    uint64_t s = best_of(sorted, isl, size, narrow_shift);
     history[(int64_t)isl * rows + gen - row0] = (double)s;
     if (s < best) best = s;
   }
@@ -129,7 +145,7 @@ static __global__ void migrate_gather(sbg_grn_problem pb, grn_pop pop, grn_pop m
 static __global__ void migrate_scatter(sbg_grn_problem pb, grn_pop pop, grn_pop mig,
                                        int64_t *score, const int64_t *mig_score,
                                        const int32_t *ord, uint64_t *keys, int islands,
-                                       int size, int island_bit, int migrants, const int *stop) {
+                                       int size, int narrow_shift, int migrants, const int *stop) {
   if (*stop) return;
   const int E = elements_of(&pb);
   int64_t te = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -140,7 +156,7 @@ static __global__ void migrate_scatter(sbg_grn_problem pb, grn_pop pop, grn_pop 
   copy_element(&pb, grn_view_at(&pop, pb.n, pb.w, dst), grn_view_at(&mig, pb.n, pb.w, t), e);
   if (e != 0) return;
   score[dst] = mig_score[t];
-  keys[dst] = sort_key(mig_score[t], dst, size, island_bit);
+  put_key(keys, mig_score[t], dst, size, narrow_shift);
 }
 
 /* Cumulative roulette weights of each island in sorted order: one block
@@ -291,12 +307,9 @@ static int bits_for(uint64_t x) {
  * indices (koff), so that any split of the islands gives the single run.
  * The stop flag is the block's own: set when its best <= the target. */
 typedef struct gpu_block {
-  /* whole_sort: one radix sort of all the block's keys, the island above
-   * end_bit (island_bit = end_bit), instead of a segmented sort, whose
-   * block per island took 140 us a generation on one GPU and as long on
-   * each of two (half as many islands, the same time per island) */
-  int dev, first, count, size, K, end_bit, whole_sort, island_bit, sort_bits;
-  uint64_t key_mask;
+  /* narrow_shift: the score's bits when the narrow sort is used, else 0
+   * (see put_key) */
+  int dev, first, count, size, K, end_bit, narrow_shift;
   int64_t np, koff, rows, row0;
   cudaStream_t stream;
   sbg_grn_problem dpb;
@@ -304,7 +317,7 @@ typedef struct gpu_block {
   grn_pop buf[2], mig;
   int64_t *d_score, *d_mig_score, *d_gens;
   uint64_t *d_keys, *d_sorted, *d_cum;
-  int32_t *d_ord, *d_offsets;
+  int32_t *d_ord, *d_offsets, *d_idx;
   int *d_stop;
   double *d_hist;
   void *d_temp;
@@ -341,7 +354,7 @@ static void gpu_block_free(gpu_block *b) {
   pop_device_free(&b->mig);
   cudaFree(b->d_score); cudaFree(b->d_mig_score); cudaFree(b->d_gens);
   cudaFree(b->d_keys); cudaFree(b->d_sorted); cudaFree(b->d_cum);
-  cudaFree(b->d_ord); cudaFree(b->d_offsets); cudaFree(b->d_stop);
+  cudaFree(b->d_ord); cudaFree(b->d_offsets); cudaFree(b->d_idx); cudaFree(b->d_stop);
   cudaFree(b->d_hist); cudaFree(b->d_temp); cudaFree(b->d_xfer);
   cudaFreeHost(b->h_xfer[0]);
   cudaFreeHost(b->h_xfer[1]);
@@ -352,6 +365,11 @@ static void gpu_block_free(gpu_block *b) {
   cudaFreeHost(b->h_flags);
   if (b->stream) cudaStreamDestroy(b->stream);
   memset(b, 0, sizeof(*b));
+}
+
+/* The narrow sort's key bits: the score's and the island's. */
+static int narrow_bits(const gpu_block *b) {
+  return b->narrow_shift + (b->count > 1 ? bits_for((uint64_t)b->count - 1) : 0);
 }
 
 /* Device `dev` gets islands [first, first + count) and a history of `rows`
@@ -374,10 +392,10 @@ static sbg_status gpu_block_alloc(gpu_block *b, const sbg_grn_problem *pb,
   b->rows = rows;
   const uint64_t max_score = (uint64_t)pb->wn * n + (uint64_t)pb->wl * n * n;
   b->end_bit = bits_for(max_score * (uint64_t)b->size + (uint64_t)b->size);
-  b->sort_bits = b->end_bit + (count > 1 ? bits_for((uint64_t)count - 1) : 0);
-  b->whole_sort = b->sort_bits <= 64;
-  b->island_bit = b->whole_sort && b->end_bit < 64 ? b->end_bit : 0;
-  b->key_mask = b->end_bit >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << b->end_bit) - 1;
+  {
+    const int score_bits = bits_for(max_score);
+    b->narrow_shift = score_bits + (count > 1 ? bits_for((uint64_t)count - 1) : 0) <= 31 ? score_bits : 0;
+  }
   const size_t np = (size_t)b->np, nk = (size_t)count * b->K + 1;
   SBG_TRY(sbg_device_select(dev, ctx));
   SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking));
@@ -409,9 +427,13 @@ static sbg_status gpu_block_alloc(gpu_block *b, const sbg_grn_problem *pb,
   SBG_CUDA_CHECK(cudaMemcpyAsync(b->d_offsets, h_off, (count + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, b->stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(b->d_stop, 0, sizeof(int), b->stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(b->d_gens, 0, sizeof(int64_t), b->stream));
-  if (b->whole_sort) {
-    SBG_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(NULL, b->temp_bytes, b->d_keys, b->d_sorted, (int)b->np, 0,
-                                                 b->sort_bits, b->stream));
+  if (b->narrow_shift) {
+    SBG_TRY(sbg_device_alloc((void **)&b->d_idx, np * sizeof(int32_t), "the sort's indices", ctx));
+    iota_kernel<<<blocks_for(b->np, 256), 256, 0, b->stream>>>(b->d_idx, b->np);
+    SBG_CUDA_CHECK(cudaGetLastError());
+    SBG_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(NULL, b->temp_bytes, (uint32_t *)b->d_keys,
+                                                  (uint32_t *)b->d_sorted, b->d_idx, b->d_ord, (int)b->np, 0,
+                                                  narrow_bits(b), b->stream));
   } else {
     SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortKeys(NULL, b->temp_bytes, b->d_keys, b->d_sorted,
                                                           (int)b->np, count, b->d_offsets,
@@ -427,18 +449,19 @@ done:
 static sbg_status gpu_block_sort(gpu_block *b, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   const int T = 128;
-  if (b->whole_sort) {
-    SBG_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(b->d_temp, b->temp_bytes, b->d_keys, b->d_sorted, (int)b->np,
-                                                 0, b->sort_bits, b->stream));
+  if (b->narrow_shift) {
+    /* (a stopped block's keys no longer change: the same order again) */
+    SBG_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(b->d_temp, b->temp_bytes, (uint32_t *)b->d_keys,
+                                                  (uint32_t *)b->d_sorted, b->d_idx, b->d_ord, (int)b->np, 0,
+                                                  narrow_bits(b), b->stream));
   } else {
     SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortKeys(b->d_temp, b->temp_bytes, b->d_keys,
                                                           b->d_sorted, (int)b->np, b->count,
                                                           b->d_offsets, b->d_offsets + 1, 0,
                                                           b->end_bit, b->stream));
+    order_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->d_sorted, b->np, b->size, b->d_ord, b->d_stop);
+    SBG_CUDA_CHECK(cudaGetLastError());
   }
-  order_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->d_sorted, b->np, b->size, b->key_mask, b->d_ord,
-                                                          b->d_stop);
-  SBG_CUDA_CHECK(cudaGetLastError());
 done:
   return st;
 }
@@ -446,7 +469,7 @@ done:
 /* Generation `gen`'s end: history and the block's stop test. */
 static sbg_status gpu_block_finish(gpu_block *b, int64_t gen, int64_t target, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
-  finish_kernel<<<1, 32, 0, b->stream>>>(b->d_sorted, b->count, b->size, b->key_mask, gen, b->row0, b->rows,
+  finish_kernel<<<1, 32, 0, b->stream>>>(b->d_sorted, b->count, b->size, b->narrow_shift, gen, b->row0, b->rows,
                                          target, b->d_hist, b->d_stop, b->d_gens);
   SBG_CUDA_CHECK(cudaGetLastError());
 done:
@@ -459,7 +482,7 @@ static sbg_status gpu_block_init(gpu_block *b, const sbg_grn_params *gp, sbg_ctx
   const int T = 128;
   init_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->dpb, b->buf[0], gp->seed, gp->pop, b->koff);
   SBG_CUDA_CHECK(cudaGetLastError());
-  eval_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->dpb, b->buf[0], b->size, b->island_bit, b->d_score, b->d_keys, b->d_stop);
+  eval_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->dpb, b->buf[0], b->size, b->narrow_shift, b->d_score, b->d_keys, b->d_stop);
   SBG_CUDA_CHECK(cudaGetLastError());
   SBG_TRY(gpu_block_sort(b, ctx));
   SBG_TRY(gpu_block_finish(b, 0, gp->target, ctx));
@@ -511,7 +534,7 @@ static sbg_status gpu_block_migrate_in(gpu_block *b, int64_t g, const uint32_t *
     SBG_CUDA_CHECK(cudaGetLastError());
   }
   migrate_scatter<<<blocks_for((int64_t)b->count * K * elements_of(&b->dpb), T), T, 0, b->stream>>>(
-      b->dpb, src, b->mig, b->d_score, b->d_mig_score, b->d_ord, b->d_keys, b->count, b->size, b->island_bit, K,
+      b->dpb, src, b->mig, b->d_score, b->d_mig_score, b->d_ord, b->d_keys, b->count, b->size, b->narrow_shift, K,
       b->d_stop);
   SBG_CUDA_CHECK(cudaGetLastError());
   SBG_TRY(gpu_block_sort(b, ctx));
@@ -531,7 +554,7 @@ static sbg_status gpu_block_breed(gpu_block *b, const sbg_grn_params *gp, int64_
   breed_kernel<<<blocks_for(b->np / 2, T), T, 0, b->stream>>>(b->dpb, *gp, src, dst, b->d_ord, b->d_cum, g,
                                                               b->koff, b->d_stop);
   SBG_CUDA_CHECK(cudaGetLastError());
-  eval_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->dpb, dst, b->size, b->island_bit, b->d_score, b->d_keys, b->d_stop);
+  eval_kernel<<<blocks_for(b->np, T), T, 0, b->stream>>>(b->dpb, dst, b->size, b->narrow_shift, b->d_score, b->d_keys, b->d_stop);
   SBG_CUDA_CHECK(cudaGetLastError());
   SBG_TRY(gpu_block_sort(b, ctx));
   SBG_TRY(gpu_block_finish(b, g, gp->target, ctx));
@@ -757,7 +780,7 @@ extern "C" sbg_status sbg_grn_round_gpu(const sbg_grn_problem *pb, const sbg_grn
       grn_pop p0 = b.buf[g & 1];
       unpack_kernel<<<blocks_for((int64_t)np * elements_of(&b.dpb), T), T, 0, b.stream>>>(b.dpb, p0, 0, np, s_act, s_rep, s_rule, NULL, NULL);
       SBG_CUDA_CHECK(cudaGetLastError());
-      eval_kernel<<<blocks_for(np, T), T, 0, b.stream>>>(b.dpb, p0, b.size, b.island_bit, b.d_score, b.d_keys, b.d_stop);
+      eval_kernel<<<blocks_for(np, T), T, 0, b.stream>>>(b.dpb, p0, b.size, b.narrow_shift, b.d_score, b.d_keys, b.d_stop);
       SBG_CUDA_CHECK(cudaGetLastError());
       SBG_TRY(gpu_block_sort(&b, ctx));
       SBG_TRY(gpu_block_finish(&b, g, gp->target, ctx));
