@@ -42,6 +42,7 @@ SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_normalize(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_random_network(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_labels(SEXP);
+SEXP ffi_cosnet_label_summary(SEXP);
 SEXP ffi_cosnet_folds(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_cv_metrics(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
@@ -103,6 +104,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_cosnet_normalize, 5),
     CALLDEF(ffi_cosnet_random_network, 4), /* internal */
     CALLDEF(ffi_cosnet_labels, 1),
+    CALLDEF(ffi_cosnet_label_summary, 1),
     CALLDEF(ffi_cosnet_folds, 4),
     CALLDEF(ffi_cosnet_cv_metrics, 6),
     /* pbnSteadyState(), pbnSimulate() */

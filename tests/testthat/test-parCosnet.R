@@ -475,7 +475,7 @@ test_that("slots of W edited by hand give a classed error, in R and in C", {
   eng <- function(p, i, x) {
     .Call(sysbioGPU:::ffi_cosnet, list(p = p, i = i, x = x, labels = matrix(c(1L, -1L, 0L), length(p) - 1L, 1L),
                                        folds = NULL),
-          list(nfolds = 0L, cost = 0, maxSweeps = 10L, seed = 1, batch = 0L, budget = 0),
+          list(nfolds = 0L, cost = 0, maxSweeps = 10L, seed = 1, batch = 0L, budget = 0, hostColour = -1),
           list(gpu = FALSE, threads = 1L, devices = 0L, verbose = FALSE))
   }
   p <- W@p; i <- W@i; x <- W@x
