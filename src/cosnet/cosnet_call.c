@@ -176,14 +176,31 @@ SEXP ffi_cosnet(SEXP data, SEXP params, SEXP run) {
   return ans;
 }
 
-/* The learning step alone, on given points: list(alpha, c, F). */
-SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab) {
+/* The learning step alone, on given points: list(alpha, c, F).  threads >
+ * 1: as the GPU engine learns a run of few jobs (sbg_cosnet_learn_jobs(),
+ * each step's sorts on all threads), without interrupt polls. */
+SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab, SEXP threads) {
   SBG_ASSERT(TYPEOF(x) == REALSXP && TYPEOF(y) == REALSXP && TYPEOF(lab) == INTSXP);
   SBG_ASSERT(XLENGTH(x) == XLENGTH(y) && XLENGTH(x) == XLENGTH(lab));
+  SBG_ASSERT(TYPEOF(threads) == INTSXP && XLENGTH(threads) == 1);
   R_xlen_t m = XLENGTH(x);
   int8_t *l = (int8_t *)R_alloc((size_t)(m > 0 ? m : 1), 1);
   for (R_xlen_t t = 0; t < m; t++) l[t] = INTEGER(lab)[t] > 0;
   double v[3] = {0, 0, 0};
+  const char *nm[] = {"alpha", "c", "F"};
+  if (INTEGER(threads)[0] > 1) {
+    SBG_ASSERT(m <= 2147483647);
+    int8_t *codes = (int8_t *)R_alloc((size_t)(m > 0 ? m : 1), 1);
+    for (R_xlen_t t = 0; t < m; t++) codes[t] = l[t] ? SBG_COSNET_POS : SBG_COSNET_NEG;
+    int64_t n_pos = 0, n_lab = 0;
+    sbg_status st = sbg_cosnet_learn_jobs(1, (int32_t)m, codes, REAL(x), REAL(y), &v[0], &v[1], &v[2], &n_pos,
+                                          &n_lab, INTEGER(threads)[0]);
+    if (st != SBG_OK) sbg_stop(st, "the learning step failed");
+    SEXP ans = PROTECT(sbg_named_list(3, nm));
+    for (int k = 0; k < 3; k++) sbg_set(ans, nm[k], Rf_ScalarReal(v[k]));
+    UNPROTECT(1);
+    return ans;
+  }
   /* with the interrupt polls of a run (tests of Ctrl-C) */
   sbg_ctx ctx;
   sbg_progress pr;
@@ -192,7 +209,6 @@ SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab) {
   sbg_status st = sbg_cosnet_learn(REAL(x), REAL(y), l, (int64_t)m, &v[0], &v[1], &v[2], &ctx, 0.0);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, st == SBG_ERR_INTERRUPTED ? ctx.errbuf : "out of memory while learning");
-  const char *nm[] = {"alpha", "c", "F"};
   SEXP ans = PROTECT(sbg_named_list(3, nm));
   for (int k = 0; k < 3; k++) sbg_set(ans, nm[k], Rf_ScalarReal(v[k]));
   UNPROTECT(1);
