@@ -190,11 +190,11 @@ cosnet_run <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM,
 #' @param backend,threads See [resolveBackend()]. With `BPPARAM` and no
 #'   `threads`, each worker uses its share of the processors.
 #' @param device GPU index, or several distinct ones (`c(0, 1)`) or `"all"`:
-#'   the classes (for [cvParCosnet()], the class x fold jobs) are split into
-#'   contiguous blocks, one per device, run concurrently by this process (a
-#'   host thread and a copy of the network per device, one colouring shared
-#'   by all); the results are identical to one device's. See
-#'   [resolveBackend()].
+#'   the classes (for [cvParCosnet()], the class x fold jobs) are taken in
+#'   batches from one queue by the devices, run concurrently by this process
+#'   (one or two host threads and a copy of the network per device, one
+#'   colouring shared by all); the results are identical to one device's.
+#'   See [resolveBackend()].
 #' @param BPPARAM `NULL` (default: this process), or a BiocParallel back-end
 #'   (`SerialParam()`, `MulticoreParam()`, `SnowParam()`,
 #'   `BatchtoolsParam()` for a cluster): the R workers each take a

@@ -46,7 +46,7 @@ static int cmp_keyed(const void *a, const void *b) {
 typedef struct {
   int64_t cap;
   keyed *k;      /* 2 cap: the sorted points and the sorts' scratch */
-  keyed *pa;     /* 3 cap: the sorts of pos_above() */
+  keyed *pa;     /* 3 cap: the sorts of pos_above(), made when first needed */
   uint64_t *key; /* 2 cap: the radix keys */
   double *px, *py;
   int8_t *pl;
@@ -55,8 +55,8 @@ typedef struct {
 static int learn_ws_alloc(learn_ws *ws, int64_t cap) {
   size_t c = (size_t)(cap > 0 ? cap : 1);
   ws->cap = cap;
-  ws->k = (keyed *)malloc(5 * c * sizeof(keyed));
-  ws->pa = ws->k ? ws->k + 2 * c : NULL;
+  ws->k = (keyed *)malloc(2 * c * sizeof(keyed));
+  ws->pa = NULL;
   ws->key = (uint64_t *)malloc(2 * c * sizeof(uint64_t));
   ws->px = (double *)malloc(2 * c * sizeof(double));
   ws->py = ws->px ? ws->px + c : NULL;
@@ -66,6 +66,7 @@ static int learn_ws_alloc(learn_ws *ws, int64_t cap) {
 
 static void learn_ws_free(learn_ws *ws) {
   free(ws->k);
+  free(ws->pa);
   free(ws->key);
   free(ws->px);
   free(ws->pl);
@@ -274,7 +275,9 @@ static sbg_status pos_above(const double *x, const double *y, const int8_t *lab,
   for (int64_t i = 0; i < m; i++)
     if (x[i] == 0) { nz++; if (lab[i] > 0) nz_pos++; }
   if (nz_pos == 0) return SBG_OK;
-  int own = !(lp->ws && lp->ws->cap >= m);
+  learn_ws *ws = lp->ws && lp->ws->cap >= m ? lp->ws : NULL;
+  if (ws && !ws->pa) ws->pa = (keyed *)malloc(3 * (size_t)(ws->cap > 0 ? ws->cap : 1) * sizeof(keyed));
+  int own = !(ws && ws->pa);
   if (own) {
     z = (keyed *)malloc((size_t)nz * sizeof(keyed));
     s = (keyed *)malloc((size_t)m * sizeof(keyed));

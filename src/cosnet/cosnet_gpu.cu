@@ -1,15 +1,21 @@
 /* GPU engine of parCosnet() and cvParCosnet(): the same computation as
  * cosnet_cpu.c (same colouring, same learning on the host, the same
- * canonical row sums), with Jones-Plassmann rounds on the device and the
- * dynamics as one launch per colour for a batch of (class, fold) jobs, a
- * warp per (job, node) and a block of 8 warps per (job, hub).  A network
- * larger than the device's memory stays on the host: it is coloured there
- * and streamed in parts (runs of nodes of one colour) through two pinned
- * buffers, the gather of a part on the host overlapping the work on the
- * previous one.  Several devices (parCosnet(device = c(0, 1))) take
- * contiguous ranges of the jobs, one host thread each (CUDA and C only, no
- * R: the calling thread polls for interrupts); the first colours the
- * network and shares the colouring. */
+ * canonical row sums), with the dynamics as one launch per colour for a
+ * batch of (class, fold) jobs, a warp per (job, node) and a block of 8
+ * warps per (job, hub).  The colouring (greedy in priority order) runs on
+ * one host thread, or as Jones-Plassmann rounds on the device for large
+ * resident networks.  A network larger than the device's memory stays on
+ * the host: it is coloured there and streamed in parts (runs of nodes of
+ * one colour) through two pinned buffers, the gather of a part on the host
+ * overlapping the work on the previous one.  Workers, host threads with a
+ * stream each (CUDA and C only, no R: the calling thread polls for
+ * interrupts), take batches of jobs from one queue: one a device, or two
+ * when the jobs are many, so that one's learning on the host overlaps the
+ * other's sweeps; the devices are those of parCosnet(device = c(0, 1)).
+ * The first worker colours the network and shares the colouring; the
+ * first of each device uploads the network and shares it with the other.
+ * Built with SBG_COSNET_PROFILE defined, each worker prints the time of
+ * its phases to stderr (for tuning; the phases then wait for the device). */
 #include <stdlib.h>
 #include <string.h>
 
