@@ -131,8 +131,10 @@ void sbg_cosnet_gather(const sbg_cosnet_graph *g, const int32_t *nodes, int64_t 
 sbg_status sbg_cosnet_colour_order(const int32_t *colour, int32_t n, int32_t n_colours,
                                    int32_t **nodes, int64_t **cptr);
 
-/* Learning for a batch of jobs on the host (OpenMP over jobs): codes,
- * x and y are n_jobs x n (x, y read at labelled nodes). */
+/* Learning for a batch of jobs on the host (OpenMP over jobs; with fewer
+ * than half as many jobs as threads, one job at a time with its sorts of
+ * 2^16 points or more on all threads): codes, x and y are n_jobs x n (x, y
+ * read at labelled nodes).  The lines do not depend on the threads. */
 sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
                                  const double *x, const double *y, double *alpha,
                                  double *c, double *fscore, int64_t *n_pos, int64_t *n_lab,
