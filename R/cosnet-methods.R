@@ -2,13 +2,13 @@
 # one row per node and class (atomic columns, so write.csv() works) and
 # the plot of the scores by known label around the learned threshold.
 
-# Known labels as a logical nodes x classes matrix (TRUE positive, FALSE
-# negative, NA unknown), from the engine's coding 1 / -1 / 0.
-cosnet_truth <- function(lab) {
-  truth <- lab == 1L
-  truth[lab == 0L] <- NA
-  truth
-}
+# From the engine's coding 1 / -1 / 0 of the labels, in one pass in C
+# (in R, the comparisons and colSums() took a good part of a thousand-class
+# run): `truth`, the known labels as a logical nodes x classes matrix (TRUE
+# positive, FALSE negative, NA unknown, lab's dimnames), and per class the
+# `positives`, `negatives` and `unlabelled` (doubles named by class, as
+# colSums() would give them).
+cosnet_label_summary <- function(lab) .Call(ffi_cosnet_label_summary, lab)
 
 # One row per node and class, node varying fastest; `cols` are nodes x
 # classes matrices (or NULL, left out), `nodes` and `classes` their names.

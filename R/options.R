@@ -37,6 +37,10 @@
 #'   \item{`sysbioGPU.cosnetDeviceBytes`}{[parCosnet()] on the GPU: device
 #'     memory to use, in bytes; a network that does not fit is streamed in
 #'     parts (0 or unset: the free memory).}
+#'   \item{`sysbioGPU.cosnetHostColour`}{[parCosnet()] on the GPU: a
+#'     network of at most this many stored entries is coloured on the host,
+#'     a larger one on the device (unset: \eqn{2^{26}}). The colouring is
+#'     the same either way.}
 #'   \item{`sysbioGPU.grnHistoryRows`}{[grnEvolve()]: most rows
 #'     (generations + 1, times islands) of the fitness history that one
 #'     engine call allocates (default \eqn{2^{22}}); a longer run is made
@@ -87,7 +91,8 @@ engine_option_checks <- list(
     sysbioGPU.gseaWaveBytes = function(v) is_num(v, 1)),
   parCosnet = list(
     sysbioGPU.cosnetBatch = function(v) is_whole(v, 0),
-    sysbioGPU.cosnetDeviceBytes = function(v) is_num(v, 0)),
+    sysbioGPU.cosnetDeviceBytes = function(v) is_num(v, 0),
+    sysbioGPU.cosnetHostColour = function(v) is_num(v, 0)),
   grnEvolve = list(
     sysbioGPU.grnHistoryRows = function(v) is_whole(v, 1),
     sysbioGPU.grnBlocks = function(v) is_whole(v, 1)),

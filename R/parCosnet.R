@@ -77,7 +77,9 @@ cosnet_job <- function(W, nfolds, cost, maxSweeps, seed, a) {
                  batch = as.integer(engine_option("sysbioGPU.cosnetBatch", "parCosnet") %||% 0L),
                  # device memory budget in bytes (0 = what is free); a smaller one
                  # forces the streamed (partitioned) GPU path in the tests
-                 budget = as.double(engine_option("sysbioGPU.cosnetDeviceBytes", "parCosnet") %||% 0))
+                 budget = as.double(engine_option("sysbioGPU.cosnetDeviceBytes", "parCosnet") %||% 0),
+                 # largest network coloured on the host (-1 = the engine's default)
+                 hostColour = as.double(engine_option("sysbioGPU.cosnetHostColour", "parCosnet") %||% -1))
   list(network = list(p = W@p, i = W@i, x = W@x), params = params, gpu = a$gpu, threads = a$threads)
 }
 
@@ -188,11 +190,11 @@ cosnet_run <- function(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM,
 #' @param backend,threads See [resolveBackend()]. With `BPPARAM` and no
 #'   `threads`, each worker uses its share of the processors.
 #' @param device GPU index, or several distinct ones (`c(0, 1)`) or `"all"`:
-#'   the classes (for [cvParCosnet()], the class x fold jobs) are split into
-#'   contiguous blocks, one per device, run concurrently by this process (a
-#'   host thread and a copy of the network per device, one colouring shared
-#'   by all); the results are identical to one device's. See
-#'   [resolveBackend()].
+#'   the classes (for [cvParCosnet()], the class x fold jobs) are taken in
+#'   batches from one queue by the devices, run concurrently by this process
+#'   (one or two host threads and a copy of the network per device, one
+#'   colouring shared by all); the results are identical to one device's.
+#'   See [resolveBackend()].
 #' @param BPPARAM `NULL` (default: this process), or a BiocParallel back-end
 #'   (`SerialParam()`, `MulticoreParam()`, `SnowParam()`,
 #'   `BatchtoolsParam()` for a cluster): the R workers each take a
@@ -240,7 +242,8 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
   by_name <- is.data.frame(W) # an edge list's node order is not the user's
   W <- as_cosnet_network(W, normalize, threads = threads)
   lab <- as_cosnet_labels(labels, W, by_name = by_name)
-  npos <- colSums(lab == 1L); nneg <- colSums(lab == -1L)
+  lsum <- cosnet_label_summary(lab)
+  npos <- lsum$positives; nneg <- lsum$negatives
   first_bad <- function(bad) colnames(lab)[which(bad)[1L]]
   if (any(bad <- npos + nneg == nrow(lab))) stop_input("class '", first_bad(bad), "' of `labels` has nothing to predict (no NA)")
   if (any(bad <- npos == 0)) stop_input("class '", first_bad(bad), "' of `labels` has no labelled positives")
@@ -254,7 +257,7 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
   dimnames(r$scores) <- dimnames(r$pred) <- list(rownames(W), colnames(lab))
   classes <- data.frame(class = colnames(lab), alpha = r$alpha, c = r$c, F = r$fscore,
                         sweeps = r$sweeps, converged = r$converged,
-                        unlabelled = colSums(lab == 0L),
+                        unlabelled = lsum$unlabelled,
                         predictedPositive = colSums(r$pred, na.rm = TRUE),
                         stringsAsFactors = FALSE, row.names = NULL)
   if (!all(r$converged)) {
@@ -266,7 +269,7 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
                  normalize = normalize, seed = seed, backend = b$backend, device = b$device,
                  devices = b$devices, deviceName = b$deviceName, workers = r$workers, threads = b$threads, seconds = r$seconds,
                  deviceParts = r$parts, nodes = nrow(W), edges = length(W@x) / 2, call = call,
-                 labels = cosnet_truth(lab), engineSettings = engine_settings("parCosnet")),
+                 labels = lsum$truth, engineSettings = engine_settings("parCosnet")),
             class = "parCosnet")
 }
 
@@ -386,7 +389,8 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
   by_name <- is.data.frame(W) # an edge list's node order is not the user's
   W <- as_cosnet_network(W, normalize, threads = threads)
   lab <- as_cosnet_labels(labels, W, by_name = by_name)
-  npos <- colSums(lab == 1L); nneg <- colSums(lab == -1L)
+  lsum <- cosnet_label_summary(lab)
+  npos <- lsum$positives; nneg <- lsum$negatives
   first_bad <- function(bad) colnames(lab)[which(bad)[1L]]
   if (any(bad <- npos < 2)) stop_input("class '", first_bad(bad), "' of `labels` needs at least 2 labelled positives for cross-validation")
   if (any(bad <- nneg < 2)) stop_input("class '", first_bad(bad), "' of `labels` needs at least 2 labelled negatives for cross-validation")
@@ -401,7 +405,7 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
   r <- alloc_guard(cosnet_run(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM, verbose), "labels",
                    bytes = 12 * as.double(nrow(lab)) * ncol(lab), what = "the scores and predictions (nodes x classes)")
   dimnames(r$scores) <- dimnames(r$pred) <- dimnames(folds) <- list(rownames(W), colnames(lab))
-  truth <- cosnet_truth(lab)
+  truth <- lsum$truth
   met <- cosnet_cv_metrics(lab, folds, r$pred, r$scores, nfolds, b$threads)
   metrics <- data.frame(class = colnames(lab), positives = npos, met,
                         stringsAsFactors = FALSE, row.names = NULL)

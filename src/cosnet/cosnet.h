@@ -55,8 +55,11 @@ typedef struct sbg_cosnet_params {
   double device_budget;    /* GPU: bytes of device memory to use, 0 = what is free; a
                             * network that does not fit is streamed in parts (a small
                             * budget forces that path in the tests) */
-  /* GPU: the run's devices (ctx) share the jobs, contiguous ranges, one
-   * host thread each; identical results */
+  double host_colour_max;  /* GPU: a resident network of at most this many entries is
+                            * coloured on the host, a larger one on the device (< 0:
+                            * the engine's default); the same colouring */
+  /* GPU: the run's devices (ctx) share the jobs, batches from one queue,
+   * two host threads a device when the jobs are many; identical results */
 } sbg_cosnet_params;
 
 /* Outputs, allocated by the caller.  n_jobs = n_classes * max(1, n_folds),
@@ -128,12 +131,42 @@ void sbg_cosnet_gather(const sbg_cosnet_graph *g, const int32_t *nodes, int64_t 
 sbg_status sbg_cosnet_colour_order(const int32_t *colour, int32_t n, int32_t n_colours,
                                    int32_t **nodes, int64_t **cptr);
 
-/* Learning for a batch of jobs on the host (OpenMP over jobs): codes,
- * x and y are n_jobs x n (x, y read at labelled nodes). */
+/* Learning for a batch of jobs on the host (OpenMP over jobs; with fewer
+ * than half as many jobs as threads, one job at a time with its sorts of
+ * 2^16 points or more on all threads): codes, x and y are n_jobs x n (x, y
+ * read at labelled nodes).  The lines do not depend on the threads. */
 sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
                                  const double *x, const double *y, double *alpha,
                                  double *c, double *fscore, int64_t *n_pos, int64_t *n_lab,
                                  int n_threads);
+
+/* Host bookkeeping of a GPU batch of jobs j0 .. j0 + nb - 1 (OpenMP over
+ * jobs).  codes: nb x n, the jobs' node codes. */
+void sbg_cosnet_batch_codes(const sbg_cosnet_input *in, int32_t j0, int32_t nb, int8_t *codes,
+                            int n_threads);
+
+/* The batch's work items, (job, node) pairs of the unlabelled nodes (codes
+ * REPORT or QUIET) in the order part, then light before hub nodes, then
+ * job, then node in colour order; part s holds the colour-order
+ * positions t0[s] .. t0[s+1] - 1 of nodes.  iptr (2 n_parts + 1): light
+ * items of part s from iptr[2s], hubs from iptr[2s+1], to iptr[2s+2].
+ * n_unlab (nb): the unlabelled nodes of each job.  work: 2 n_parts x nb
+ * counters.  Returns the number of items. */
+int64_t sbg_cosnet_batch_items(int32_t n, int32_t nb, const int8_t *codes, int32_t n_parts,
+                               const int64_t *t0, const int32_t *nodes, const uint8_t *is_hub,
+                               int32_t *item_job, int32_t *item_node, int64_t *iptr,
+                               int64_t *n_unlab, int64_t *work, int n_threads);
+
+/* The batch's final fields and states (nb x n) of the reported nodes into
+ * the scores and predictions (n x n_classes) of their class, job j being
+ * class j / nf. */
+void sbg_cosnet_batch_collect(const int8_t *codes, int32_t j0, int32_t nb, int32_t n, int32_t nf,
+                              const double *field, const int8_t *state, double *scores,
+                              int32_t *pred, int n_threads);
+
+/* memcpy on n_threads threads (the GPU engine's staging of the network
+ * into pinned buffers). */
+void sbg_cosnet_copy(void *dst, const void *src, size_t bytes, int n_threads);
 
 /* Checks the compressed columns of a dgCMatrix (n columns; cp already
  * checked: cp[0] = 0, non-decreasing) for parCosnet(): res = (code,

@@ -92,13 +92,20 @@ static void input_decode(SEXP data, SEXP params, int nth, sbg_cosnet_input *in) 
   SBG_ASSERT(nf >= 0 && (nf == 0) == Rf_isNull(folds));
   SBG_ASSERT(Rf_isNull(folds) || (TYPEOF(folds) == INTSXP && XLENGTH(folds) == XLENGTH(labels)));
   int64_t *rowptr = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
-  for (int32_t v = 0; v <= n; v++) rowptr[v] = INTEGER(p)[v];
+  const int *pv = INTEGER(p);
+#pragma omp parallel for num_threads(nth > 0 ? nth : 1) schedule(static)
+  for (int32_t v = 0; v <= n; v++) rowptr[v] = pv[v];
   int8_t *lab = (int8_t *)R_alloc((size_t)XLENGTH(labels), 1);
-  for (R_xlen_t t = 0; t < XLENGTH(labels); t++) {
-    int l = INTEGER(labels)[t];
-    SBG_ASSERT(l == 1 || l == -1 || l == 0);
+  /* threaded: nodes x classes is tens of millions on large runs */
+  const int *lv = INTEGER(labels);
+  R_xlen_t n_lab = XLENGTH(labels), bad = 0;
+#pragma omp parallel for num_threads(nth > 0 ? nth : 1) schedule(static) reduction(+ : bad)
+  for (R_xlen_t t = 0; t < n_lab; t++) {
+    int l = lv[t];
+    bad += !(l == 1 || l == -1 || l == 0);
     lab[t] = (int8_t)l;
   }
+  SBG_ASSERT(bad == 0);
   in->g.n = n;
   in->g.v_rowptr = rowptr;
   in->g.v_col = INTEGER(i);
@@ -116,6 +123,7 @@ static void params_decode(SEXP params, sbg_cosnet_params *par) {
   par->seed = (uint64_t)sbg_real_elt(params, "seed");
   par->max_batch = sbg_int_elt(params, "batch");
   par->device_budget = sbg_real_elt(params, "budget");
+  par->host_colour_max = sbg_real_elt(params, "hostColour");
 }
 
 static const char *const result_names[] = {"scores", "pred", "alpha", "c", "fscore", "sweeps",
@@ -123,10 +131,11 @@ static const char *const result_names[] = {"scores", "pred", "alpha", "c", "fsco
 
 /* The result list, its vectors the engine's output (scores and pred NA
  * where the engine writes nothing). */
-static SEXP result_alloc(int32_t n, int32_t K, int32_t n_jobs, sbg_cosnet_result *out) {
+static SEXP result_alloc(int32_t n, int32_t K, int32_t n_jobs, sbg_cosnet_result *out, int nth) {
   SEXP ans = PROTECT(sbg_named_list(10, result_names));
   out->v_scores = REAL(sbg_set(ans, "scores", Rf_allocMatrix(REALSXP, n, K)));
   out->v_pred = LOGICAL(sbg_set(ans, "pred", Rf_allocMatrix(LGLSXP, n, K)));
+#pragma omp parallel for num_threads(nth > 0 ? nth : 1) schedule(static)
   for (R_xlen_t t = 0; t < (R_xlen_t)n * K; t++) {
     out->v_scores[t] = NA_REAL;
     out->v_pred[t] = NA_LOGICAL;
@@ -153,7 +162,7 @@ SEXP ffi_cosnet(SEXP data, SEXP params, SEXP run) {
   params_decode(params, &par);
   int32_t n_jobs = in.n_classes * (in.n_folds > 0 ? in.n_folds : 1);
   sbg_cosnet_result out;
-  SEXP ans = PROTECT(result_alloc(in.g.n, in.n_classes, n_jobs, &out));
+  SEXP ans = PROTECT(result_alloc(in.g.n, in.n_classes, n_jobs, &out, r.threads));
 
   sbg_ctx ctx;
   sbg_progress pr;
@@ -167,14 +176,31 @@ SEXP ffi_cosnet(SEXP data, SEXP params, SEXP run) {
   return ans;
 }
 
-/* The learning step alone, on given points: list(alpha, c, F). */
-SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab) {
+/* The learning step alone, on given points: list(alpha, c, F).  threads >
+ * 1: as the GPU engine learns a run of few jobs (sbg_cosnet_learn_jobs(),
+ * each step's sorts on all threads), without interrupt polls. */
+SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab, SEXP threads) {
   SBG_ASSERT(TYPEOF(x) == REALSXP && TYPEOF(y) == REALSXP && TYPEOF(lab) == INTSXP);
   SBG_ASSERT(XLENGTH(x) == XLENGTH(y) && XLENGTH(x) == XLENGTH(lab));
+  SBG_ASSERT(TYPEOF(threads) == INTSXP && XLENGTH(threads) == 1);
   R_xlen_t m = XLENGTH(x);
   int8_t *l = (int8_t *)R_alloc((size_t)(m > 0 ? m : 1), 1);
   for (R_xlen_t t = 0; t < m; t++) l[t] = INTEGER(lab)[t] > 0;
   double v[3] = {0, 0, 0};
+  const char *nm[] = {"alpha", "c", "F"};
+  if (INTEGER(threads)[0] > 1) {
+    SBG_ASSERT(m <= 2147483647);
+    int8_t *codes = (int8_t *)R_alloc((size_t)(m > 0 ? m : 1), 1);
+    for (R_xlen_t t = 0; t < m; t++) codes[t] = l[t] ? SBG_COSNET_POS : SBG_COSNET_NEG;
+    int64_t n_pos = 0, n_lab = 0;
+    sbg_status st = sbg_cosnet_learn_jobs(1, (int32_t)m, codes, REAL(x), REAL(y), &v[0], &v[1], &v[2], &n_pos,
+                                          &n_lab, INTEGER(threads)[0]);
+    if (st != SBG_OK) sbg_stop(st, "the learning step failed");
+    SEXP ans = PROTECT(sbg_named_list(3, nm));
+    for (int k = 0; k < 3; k++) sbg_set(ans, nm[k], Rf_ScalarReal(v[k]));
+    UNPROTECT(1);
+    return ans;
+  }
   /* with the interrupt polls of a run (tests of Ctrl-C) */
   sbg_ctx ctx;
   sbg_progress pr;
@@ -183,7 +209,6 @@ SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab) {
   sbg_status st = sbg_cosnet_learn(REAL(x), REAL(y), l, (int64_t)m, &v[0], &v[1], &v[2], &ctx, 0.0);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, st == SBG_ERR_INTERRUPTED ? ctx.errbuf : "out of memory while learning");
-  const char *nm[] = {"alpha", "c", "F"};
   SEXP ans = PROTECT(sbg_named_list(3, nm));
   for (int k = 0; k < 3; k++) sbg_set(ans, nm[k], Rf_ScalarReal(v[k]));
   UNPROTECT(1);
@@ -296,6 +321,40 @@ SEXP ffi_cosnet_labels(SEXP x) {
   sbg_set(ans, "codes", codes);
   sbg_set(ans, "bad", Rf_ScalarReal((double)(bad + 1)));
   UNPROTECT(2);
+  return ans;
+}
+
+/* What R needs of the coded labels lab (n x K: 1, -1, 0) in one pass:
+ * list(truth: logical n x K, TRUE / FALSE / NA, with lab's dimnames;
+ * positives, negatives, unlabelled: per class, doubles named by class, as
+ * colSums() gives them). */
+SEXP ffi_cosnet_label_summary(SEXP lab) {
+  SBG_ASSERT(TYPEOF(lab) == INTSXP && Rf_isMatrix(lab));
+  int32_t n = Rf_nrows(lab), K = Rf_ncols(lab);
+  const char *nm[] = {"truth", "positives", "negatives", "unlabelled"};
+  SEXP ans = PROTECT(sbg_named_list(4, nm));
+  SEXP truth = sbg_set(ans, "truth", Rf_allocMatrix(LGLSXP, n, K));
+  SEXP dn = Rf_getAttrib(lab, R_DimNamesSymbol);
+  if (!Rf_isNull(dn)) Rf_setAttrib(truth, R_DimNamesSymbol, Rf_duplicate(dn));
+  SEXP cn = Rf_isNull(dn) ? R_NilValue : VECTOR_ELT(dn, 1);
+  double *cnt[3];
+  for (int q = 0; q < 3; q++) {
+    SEXP v = sbg_set(ans, nm[q + 1], Rf_allocVector(REALSXP, K));
+    if (!Rf_isNull(cn)) Rf_setAttrib(v, R_NamesSymbol, cn);
+    cnt[q] = REAL(v);
+  }
+  const int *l = INTEGER(lab);
+  int *t = LOGICAL(truth);
+  for (int32_t k = 0; k < K; k++) {
+    int64_t c[3] = {0, 0, 0};
+    for (int64_t a = (int64_t)k * n, e = a + n; a < e; a++) {
+      int v = l[a];
+      t[a] = v == 1 ? 1 : v == 0 ? NA_LOGICAL : 0;
+      c[v == 1 ? 0 : v == -1 ? 1 : 2] += v == 1 || v == -1 || v == 0;
+    }
+    for (int q = 0; q < 3; q++) cnt[q][k] = (double)c[q];
+  }
+  UNPROTECT(1);
   return ans;
 }
 

@@ -40,11 +40,52 @@ static int cmp_keyed(const void *a, const void *b) {
  * NULL inside parallel regions: no polls), every 2^18 points of work
  * (well under 0.1 s), so that Ctrl-C stops even a step on millions of
  * labelled nodes. */
+/* Scratch of the learning steps of one thread, for up to cap points, kept
+ * from job to job: allocating it per step cost page faults worth a good
+ * part of the step (the buffers are larger than malloc's mmap threshold). */
+typedef struct {
+  int64_t cap;
+  keyed *k;      /* 2 cap: the sorted points and the sorts' scratch */
+  keyed *pa;     /* 3 cap: the sorts of pos_above(), made when first needed */
+  uint64_t *key; /* 2 cap: the radix keys */
+  double *px, *py;
+  int8_t *pl;
+} learn_ws;
+
+static int learn_ws_alloc(learn_ws *ws, int64_t cap) {
+  size_t c = (size_t)(cap > 0 ? cap : 1);
+  ws->cap = cap;
+  ws->k = (keyed *)malloc(2 * c * sizeof(keyed));
+  ws->pa = NULL;
+  ws->key = (uint64_t *)malloc(2 * c * sizeof(uint64_t));
+  ws->px = (double *)malloc(2 * c * sizeof(double));
+  ws->py = ws->px ? ws->px + c : NULL;
+  ws->pl = (int8_t *)malloc(c);
+  return ws->k && ws->key && ws->px && ws->pl;
+}
+
+static void learn_ws_free(learn_ws *ws) {
+  free(ws->k);
+  free(ws->pa);
+  free(ws->key);
+  free(ws->px);
+  free(ws->pl);
+}
+
 typedef struct {
   sbg_ctx *ctx;
   double done;
   int64_t work;
+  int nt;        /* threads for the sorts and the keys of one step (ctx NULL when > 1) */
+  learn_ws *ws;  /* scratch, or NULL: each step allocates its own */
 } learn_poll;
+
+/* Fewest points for which one step's sorts and keys use several threads. */
+#define LEARN_PAR_POINTS ((int64_t)1 << 16)
+
+static int learn_threads(const learn_poll *lp, int64_t m) {
+  return lp && lp->nt > 1 && !lp->ctx && m >= LEARN_PAR_POINTS ? lp->nt : 1;
+}
 
 static int learn_tick(learn_poll *lp, int64_t add) {
   if (!lp || !lp->ctx) return 0;
@@ -71,7 +112,8 @@ static int sort_keyed(keyed *k, int64_t m, keyed *tmp, learn_poll *lp) {
     }
     return 0;
   }
-  uint64_t *key = (uint64_t *)malloc((size_t)m * 2 * sizeof(uint64_t));
+  int own = !(lp && lp->ws && lp->ws->cap >= m);
+  uint64_t *key = own ? (uint64_t *)malloc((size_t)m * 2 * sizeof(uint64_t)) : lp->ws->key;
   if (!key) { qsort(k, (size_t)m, sizeof(keyed), cmp_keyed); return 0; }
   uint64_t *key2 = key + m;
   static const int passes = 8;
@@ -88,7 +130,7 @@ static int sort_keyed(keyed *k, int64_t m, keyed *tmp, learn_poll *lp) {
   keyed *src = k, *dst = tmp;
   uint64_t *ks = key, *kd = key2;
   for (int p = 0; p < passes; p++) {
-    if (learn_tick(lp, m)) { free(key); return 1; } /* interrupted: k half sorted, unused */
+    if (learn_tick(lp, m)) { if (own) free(key); return 1; } /* interrupted: k half sorted, unused */
     int trivial = 0;
     for (int d = 0; d < 256; d++)
       if (cnt[p][d] == m) { trivial = 1; break; }
@@ -104,8 +146,85 @@ static int sort_keyed(keyed *k, int64_t m, keyed *tmp, learn_poll *lp) {
     uint64_t *u = ks; ks = kd; kd = u;
   }
   if (src != k) memcpy(k, src, (size_t)m * sizeof(keyed));
-  free(key);
+  if (own) free(key);
   return 0;
+}
+
+/* sort_keyed() on nt threads: the same least-significant-digit passes,
+ * each thread counting and then scattering a contiguous block of the
+ * current order (blocks in thread order, so the scatter is as stable as
+ * the one-thread pass and the result is the same). */
+static int sort_keyed_threads(keyed *k, int64_t m, keyed *tmp, int nt) {
+  uint64_t *key = (uint64_t *)malloc((size_t)m * 2 * sizeof(uint64_t));
+  int64_t(*hist)[256] = (int64_t(*)[256])malloc((size_t)nt * sizeof *hist);
+  if (!key || !hist) {
+    free(key);
+    free(hist);
+    return sort_keyed(k, m, tmp, NULL);
+  }
+  uint64_t *key2 = key + m;
+  int64_t cnt[8][256];
+  memset(cnt, 0, sizeof cnt);
+  int odd = 0; /* passes made: the result is in tmp when odd */
+#pragma omp parallel num_threads(nt)
+  {
+    int T = omp_get_num_threads(), t = omp_get_thread_num();
+    int64_t a = m * t / T, e = m * (t + 1) / T;
+    int64_t loc[8][256];
+    memset(loc, 0, sizeof loc);
+    for (int64_t i = a; i < e; i++) {
+      double d = k[i].v == 0 ? 0.0 : k[i].v;
+      uint64_t b;
+      memcpy(&b, &d, sizeof b);
+      b = (b >> 63) ? ~b : (b | 0x8000000000000000ull);
+      key[i] = b;
+      for (int p = 0; p < 8; p++) loc[p][(b >> (8 * p)) & 255]++;
+    }
+#pragma omp critical(sbg_cosnet_sort_counts)
+    for (int p = 0; p < 8; p++)
+      for (int d = 0; d < 256; d++) cnt[p][d] += loc[p][d];
+#pragma omp barrier
+    keyed *src = k, *dst = tmp;
+    uint64_t *ks = key, *kd = key2;
+    int made = 0;
+    for (int p = 0; p < 8; p++) {
+      int trivial = 0;
+      for (int d = 0; d < 256; d++)
+        if (cnt[p][d] == m) { trivial = 1; break; }
+      if (trivial) continue;
+      int64_t *h = hist[t];
+      for (int d = 0; d < 256; d++) h[d] = 0;
+      for (int64_t i = a; i < e; i++) h[(ks[i] >> (8 * p)) & 255]++;
+#pragma omp barrier
+      int64_t off[256], base = 0;
+      for (int d = 0; d < 256; d++) {
+        int64_t o = base;
+        for (int u = 0; u < t; u++) o += hist[u][d];
+        off[d] = o;
+        base += cnt[p][d];
+      }
+      for (int64_t i = a; i < e; i++) {
+        int64_t to = off[(ks[i] >> (8 * p)) & 255]++;
+        dst[to] = src[i];
+        kd[to] = ks[i];
+      }
+#pragma omp barrier
+      keyed *sw = src; src = dst; dst = sw;
+      uint64_t *u = ks; ks = kd; kd = u;
+      made++;
+    }
+    if (t == 0) odd = made & 1;
+  }
+  if (odd) memcpy(k, tmp, (size_t)m * sizeof(keyed));
+  free(key);
+  free(hist);
+  return 0;
+}
+
+/* sort_keyed() on the threads of lp. */
+static int sort_keyed_lp(keyed *k, int64_t m, keyed *tmp, learn_poll *lp) {
+  int nt = learn_threads(lp, m);
+  return nt > 1 ? sort_keyed_threads(k, m, tmp, nt) : sort_keyed(k, m, tmp, lp);
 }
 
 /* Best intercept for the slope `slope`: points with y - slope * x at or
@@ -114,11 +233,12 @@ static int sort_keyed(keyed *k, int64_t m, keyed *tmp, learn_poll *lp) {
 static int intercept_sweep(const double *x, const double *y, const int8_t *lab, int64_t m,
                            int64_t n_pos, double slope, keyed *k, keyed *tmp, double *q_best,
                            double *f_best, learn_poll *lp) {
+#pragma omp parallel for num_threads(learn_threads(lp, m)) schedule(static)
   for (int64_t i = 0; i < m; i++) {
     k[i].v = y[i] - slope * x[i];
     k[i].i = i;
   }
-  if (sort_keyed(k, m, tmp, lp) || learn_tick(lp, m)) return 1;
+  if (sort_keyed_lp(k, m, tmp, lp) || learn_tick(lp, m)) return 1;
   int64_t tp = 0, fp = 0, fn = n_pos;
   double best = f_score(tp, fn, fp), qb = 0;
   for (int64_t i = 0; i < m;) {
@@ -143,25 +263,38 @@ static int intercept_sweep(const double *x, const double *y, const int8_t *lab, 
  * optimize_pos_above): the line passes through the best positive point on
  * the y axis, its slope (at most -1) is chosen among the lines through the
  * other points, and then the intercept; no grouping of ties here, points in
- * their stable order.  Changes nothing when no positive lies on the y axis. */
+ * their stable order.  Changes nothing when no positive lies on the y axis.
+ * The sorts are those of cmp_keyed (value, then position: one order), by
+ * sort_keyed(). */
 static sbg_status pos_above(const double *x, const double *y, const int8_t *lab, int64_t m,
-                            int64_t n_pos_all, double *alpha, double *c, double *fscore) {
+                            int64_t n_pos_all, double *alpha, double *c, double *fscore,
+                            learn_poll *lp) {
   sbg_status st = SBG_OK;
-  keyed *z = NULL, *s = NULL;
+  keyed *z = NULL, *s = NULL, *tmp = NULL;
   int64_t nz = 0, nz_pos = 0;
   for (int64_t i = 0; i < m; i++)
     if (x[i] == 0) { nz++; if (lab[i] > 0) nz_pos++; }
   if (nz_pos == 0) return SBG_OK;
-  z = (keyed *)malloc((size_t)nz * sizeof(keyed));
-  s = (keyed *)malloc((size_t)m * sizeof(keyed));
-  if (!z || !s) { st = SBG_ERR_ALLOC; goto done; }
+  learn_ws *ws = lp->ws && lp->ws->cap >= m ? lp->ws : NULL;
+  if (ws && !ws->pa) ws->pa = (keyed *)malloc(3 * (size_t)(ws->cap > 0 ? ws->cap : 1) * sizeof(keyed));
+  int own = !(ws && ws->pa);
+  if (own) {
+    z = (keyed *)malloc((size_t)nz * sizeof(keyed));
+    s = (keyed *)malloc((size_t)m * sizeof(keyed));
+    tmp = (keyed *)malloc((size_t)m * sizeof(keyed));
+    if (!z || !s || !tmp) { st = SBG_ERR_ALLOC; goto done; }
+  } else {
+    z = lp->ws->pa;
+    s = z + m;
+    tmp = s + m;
+  }
 
   /* Step 1: points on the y axis by ordinate; for the line through the
    * r-th positive (position pos, 1-based), TP = r, FP = pos - r. */
   int64_t t = 0;
   for (int64_t i = 0; i < m; i++)
     if (x[i] == 0) { z[t].v = y[i]; z[t].i = i; t++; }
-  qsort(z, (size_t)nz, sizeof(keyed), cmp_keyed);
+  if (sort_keyed_lp(z, nz, tmp, lp)) { st = SBG_ERR_INTERRUPTED; goto done; }
   double best = 0;
   int64_t best_pos = 0, best_rank = 0, rank = 0;
   for (int64_t p = 0; p < nz; p++) {
@@ -182,7 +315,7 @@ static sbg_status pos_above(const double *x, const double *y, const int8_t *lab,
     if (lab[i] > 0) up_pos++;
     nn++;
   }
-  qsort(s, (size_t)nn, sizeof(keyed), cmp_keyed);
+  if (sort_keyed_lp(s, nn, tmp, lp)) { st = SBG_ERR_INTERRUPTED; goto done; }
   int64_t tp = best_rank, fn = nz_pos - best_rank, fp = best_pos - best_rank;
   best = f_score(tp, fn, fp); /* COSNet scores the start without the off-axis positives */
   fn += up_pos;
@@ -199,7 +332,7 @@ static sbg_status pos_above(const double *x, const double *y, const int8_t *lab,
     s[i].v = y[i] - slope * x[i];
     s[i].i = i;
   }
-  qsort(s, (size_t)m, sizeof(keyed), cmp_keyed);
+  if (sort_keyed_lp(s, m, tmp, lp)) { st = SBG_ERR_INTERRUPTED; goto done; }
   tp = 0; fp = 0; fn = n_pos_all;
   best = 0;
   double q = 0;
@@ -212,30 +345,36 @@ static sbg_status pos_above(const double *x, const double *y, const int8_t *lab,
   *c = -q * cos(*alpha);
   *fscore = best;
 done:
-  free(z);
-  free(s);
+  if (own) {
+    free(z);
+    free(s);
+    free(tmp);
+  }
   return st;
 }
 
-sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
-                            int64_t m, double *alpha, double *c, double *fscore, sbg_ctx *ctx,
-                            double done) {
+/* The learning step (sbg_cosnet_learn) with the polls and threads of lp. */
+static sbg_status learn_step(const double *x, const double *y, const int8_t *lab, int64_t m,
+                             double *alpha, double *c, double *fscore, learn_poll *lp) {
   sbg_status st = SBG_OK;
-  learn_poll lpoll = {ctx, done, 0}, *lp = &lpoll;
-  keyed *k = (keyed *)malloc((size_t)(m > 0 ? m : 1) * 2 * sizeof(keyed));
+  sbg_ctx *ctx = lp->ctx;
+  double done = lp->done;
+  int own = !(lp->ws && lp->ws->cap >= m);
+  keyed *k = own ? (keyed *)malloc((size_t)(m > 0 ? m : 1) * 2 * sizeof(keyed)) : lp->ws->k;
   if (!k) return SBG_ERR_ALLOC;
-  keyed *tmp = k + (m > 0 ? m : 1);
+  keyed *tmp = k + (own ? (m > 0 ? m : 1) : lp->ws->cap);
   int64_t n_pos = 0;
   for (int64_t i = 0; i < m; i++) n_pos += lab[i] > 0;
   int64_t n_neg = m - n_pos;
 
   /* Step 1: angles of the lines through the origin and each point; a point
    * on the y axis gets pi/2 (COSNet: pi/2 - DBL_MIN, the same double). */
+#pragma omp parallel for num_threads(learn_threads(lp, m)) schedule(static)
   for (int64_t i = 0; i < m; i++) {
     k[i].v = x[i] != 0 ? atan(y[i] / x[i]) : M_PI / 2 - DBL_MIN;
     k[i].i = i;
   }
-  if (sort_keyed(k, m, tmp, lp) || learn_tick(lp, m)) goto interrupted;
+  if (sort_keyed_lp(k, m, tmp, lp) || learn_tick(lp, m)) goto interrupted;
   /* Sweep the angles upwards, a group of equal angles at a time; the
    * points at or below the line are positive ("under") or those above it
    * ("over").  As COSNet: the sweep stops at angles >= 1.57, a line must
@@ -271,14 +410,21 @@ sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
   *c = -q * cos(*alpha);
   *fscore = f;
   if (above) {
-    st = pos_above(x, y, lab, m, n_pos, alpha, c, fscore);
+    st = pos_above(x, y, lab, m, n_pos, alpha, c, fscore, lp);
     if (st == SBG_OK && ctx && sbg_poll(ctx, done) != SBG_OK) goto interrupted;
   }
-  free(k);
+  if (own) free(k);
   return st;
 interrupted:
-  free(k);
+  if (own) free(k);
   return SBG_ERR_INTERRUPTED; /* ctx->errbuf set by sbg_poll */
+}
+
+sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
+                            int64_t m, double *alpha, double *c, double *fscore, sbg_ctx *ctx,
+                            double done) {
+  learn_poll lp = {ctx, done, 0, 1, NULL};
+  return learn_step(x, y, lab, m, alpha, c, fscore, &lp);
 }
 
 uint64_t sbg_cosnet_priority(uint64_t seed, int32_t node) {
@@ -337,41 +483,146 @@ sbg_status sbg_cosnet_colour_order(const int32_t *colour, int32_t n, int32_t n_c
 }
 
 
+/* Job j's labelled points and its learning step on nt threads (1, or
+ * several for one job at a time), in the scratch ws (cap >= n). */
+static sbg_status learn_job(int32_t j, int32_t n, const int8_t *codes, const double *x,
+                            const double *y, double *alpha, double *c, double *fscore,
+                            int64_t *n_pos, int64_t *n_lab, int nt, learn_ws *ws) {
+  const int8_t *jl = codes + (size_t)j * n;
+  double *px = ws->px, *py = ws->py;
+  int8_t *pl = ws->pl;
+  int64_t m = 0, np = 0;
+  for (int32_t v = 0; v < n; v++)
+    if (jl[v] == SBG_COSNET_POS || jl[v] == SBG_COSNET_NEG) {
+      px[m] = x[(size_t)j * n + v];
+      py[m] = y[(size_t)j * n + v];
+      pl[m] = jl[v] == SBG_COSNET_POS;
+      np += pl[m];
+      m++;
+    }
+  n_pos[j] = np;
+  n_lab[j] = m;
+  if (np == 0 || np == m) return SBG_ERR_INPUT;
+  learn_poll lp = {NULL, 0.0, 0, nt, ws};
+  return learn_step(px, py, pl, m, &alpha[j], &c[j], &fscore[j], &lp);
+}
+
 sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
                                  const double *x, const double *y, double *alpha,
                                  double *c, double *fscore, int64_t *n_pos, int64_t *n_lab,
                                  int n_threads) {
   sbg_status st = SBG_OK;
-#pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
-  for (int32_t j = 0; j < n_jobs; j++) {
-    sbg_status sj = SBG_OK;
-    const int8_t *jl = codes + (size_t)j * n;
-    double *px = (double *)malloc((size_t)n * sizeof(double));
-    double *py = (double *)malloc((size_t)n * sizeof(double));
-    int8_t *pl = (int8_t *)malloc((size_t)n);
-    int64_t m = 0, np = 0;
-    if (!px || !py || !pl) sj = SBG_ERR_ALLOC;
-    else {
-      for (int32_t v = 0; v < n; v++)
-        if (jl[v] == SBG_COSNET_POS || jl[v] == SBG_COSNET_NEG) {
-          px[m] = x[(size_t)j * n + v];
-          py[m] = y[(size_t)j * n + v];
-          pl[m] = jl[v] == SBG_COSNET_POS;
-          np += pl[m];
-          m++;
-        }
-      n_pos[j] = np;
-      n_lab[j] = m;
-      if (np == 0 || np == m) sj = SBG_ERR_INPUT;
-      else sj = sbg_cosnet_learn(px, py, pl, m, &alpha[j], &c[j], &fscore[j], NULL, 0.0);
+  if (2 * (int64_t)n_jobs <= n_threads) {
+    /* few jobs (large networks): one at a time, each step's sorts on all
+     * the threads; the same steps, so the same lines */
+    learn_ws ws;
+    if (!learn_ws_alloc(&ws, n)) st = SBG_ERR_ALLOC;
+    for (int32_t j = 0; j < n_jobs && st != SBG_ERR_ALLOC; j++) {
+      sbg_status sj = learn_job(j, n, codes, x, y, alpha, c, fscore, n_pos, n_lab, n_threads, &ws);
+      if (sj != SBG_OK && (st == SBG_OK || sj == SBG_ERR_ALLOC)) st = sj;
     }
-    free(px); free(py); free(pl);
-    if (sj != SBG_OK) {
+    learn_ws_free(&ws);
+    return st;
+  }
+#pragma omp parallel num_threads(n_threads)
+  {
+    learn_ws ws;
+    int ok = learn_ws_alloc(&ws, n);
+#pragma omp for schedule(dynamic, 1)
+    for (int32_t j = 0; j < n_jobs; j++) {
+      sbg_status sj = ok ? learn_job(j, n, codes, x, y, alpha, c, fscore, n_pos, n_lab, 1, &ws)
+                         : SBG_ERR_ALLOC;
+      if (sj != SBG_OK) {
 #pragma omp critical(sbg_cosnet_learn_jobs)
-      if (st == SBG_OK || sj == SBG_ERR_ALLOC) st = sj;
+        if (st == SBG_OK || sj == SBG_ERR_ALLOC) st = sj;
+      }
     }
+    learn_ws_free(&ws);
   }
   return st;
+}
+
+void sbg_cosnet_copy(void *dst, const void *src, size_t bytes, int n_threads) {
+  const size_t block = (size_t)1 << 20;
+  int64_t n_blocks = (int64_t)((bytes + block - 1) / block);
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+  for (int64_t b = 0; b < n_blocks; b++) {
+    size_t at = (size_t)b * block, len = bytes - at < block ? bytes - at : block;
+    memcpy((char *)dst + at, (const char *)src + at, len);
+  }
+}
+
+void sbg_cosnet_batch_codes(const sbg_cosnet_input *in, int32_t j0, int32_t nb, int8_t *codes,
+                            int n_threads) {
+  int32_t n = in->g.n;
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+  for (int32_t b = 0; b < nb; b++) sbg_cosnet_job_codes(in, j0 + b, codes + (size_t)b * n);
+}
+
+static int unlabelled_code(int8_t c) { return c == SBG_COSNET_REPORT || c == SBG_COSNET_QUIET; }
+
+int64_t sbg_cosnet_batch_items(int32_t n, int32_t nb, const int8_t *codes, int32_t n_parts,
+                               const int64_t *t0, const int32_t *nodes, const uint8_t *is_hub,
+                               int32_t *item_job, int32_t *item_node, int64_t *iptr,
+                               int64_t *n_unlab, int64_t *work, int n_threads) {
+  /* work[(2s + hub) * nb + b]: items of (part s, hub, job b); counted per
+   * job, turned into offsets in the items' order, then filled per job */
+  int64_t slots = 2 * (int64_t)n_parts;
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+  for (int32_t b = 0; b < nb; b++) {
+    const int8_t *jl = codes + (size_t)b * n;
+    int64_t total = 0;
+    for (int64_t q = 0; q < slots; q++) work[q * nb + b] = 0;
+    for (int32_t s = 0; s < n_parts; s++)
+      for (int64_t t = t0[s]; t < t0[s + 1]; t++) {
+        int32_t v = nodes[t];
+        if (unlabelled_code(jl[v])) {
+          work[(2 * (int64_t)s + is_hub[v]) * nb + b]++;
+          total++;
+        }
+      }
+    n_unlab[b] = total;
+  }
+  int64_t off = 0;
+  for (int64_t q = 0; q < slots; q++) {
+    iptr[q] = off;
+    for (int32_t b = 0; b < nb; b++) {
+      int64_t c = work[q * nb + b];
+      work[q * nb + b] = off;
+      off += c;
+    }
+  }
+  iptr[slots] = off;
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+  for (int32_t b = 0; b < nb; b++) {
+    const int8_t *jl = codes + (size_t)b * n;
+    for (int32_t s = 0; s < n_parts; s++)
+      for (int64_t t = t0[s]; t < t0[s + 1]; t++) {
+        int32_t v = nodes[t];
+        if (!unlabelled_code(jl[v])) continue;
+        int64_t at = work[(2 * (int64_t)s + is_hub[v]) * nb + b]++;
+        item_job[at] = b;
+        item_node[at] = v;
+      }
+  }
+  return off;
+}
+
+void sbg_cosnet_batch_collect(const int8_t *codes, int32_t j0, int32_t nb, int32_t n, int32_t nf,
+                              const double *field, const int8_t *state, double *scores,
+                              int32_t *pred, int n_threads) {
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+  for (int32_t b = 0; b < nb; b++) {
+    int32_t k = (j0 + b) / nf;
+    const int8_t *jl = codes + (size_t)b * n;
+    double *sc = scores + (size_t)k * n;
+    int32_t *pr = pred + (size_t)k * n;
+    for (int32_t v = 0; v < n; v++)
+      if (jl[v] == SBG_COSNET_REPORT) {
+        sc[v] = field[(size_t)b * n + v];
+        pr[v] = state[(size_t)b * n + v] > 0;
+      }
+  }
 }
 
 /* The problem of column j (0 fine, 1..4 hard, 5/6 soft: the first hard

@@ -1,15 +1,21 @@
 /* GPU engine of parCosnet() and cvParCosnet(): the same computation as
  * cosnet_cpu.c (same colouring, same learning on the host, the same
- * canonical row sums), with Jones-Plassmann rounds on the device and the
- * dynamics as one launch per colour for a batch of (class, fold) jobs, a
- * warp per (job, node) and a block of 8 warps per (job, hub).  A network
- * larger than the device's memory stays on the host: it is coloured there
- * and streamed in parts (runs of nodes of one colour) through two pinned
- * buffers, the gather of a part on the host overlapping the work on the
- * previous one.  Several devices (parCosnet(device = c(0, 1))) take
- * contiguous ranges of the jobs, one host thread each (CUDA and C only, no
- * R: the calling thread polls for interrupts); the first colours the
- * network and shares the colouring. */
+ * canonical row sums), with the dynamics as one launch per colour for a
+ * batch of (class, fold) jobs, a warp per (job, node) and a block of 8
+ * warps per (job, hub).  The colouring (greedy in priority order) runs on
+ * one host thread, or as Jones-Plassmann rounds on the device for large
+ * resident networks.  A network larger than the device's memory stays on
+ * the host: it is coloured there and streamed in parts (runs of nodes of
+ * one colour) through two pinned buffers, the gather of a part on the host
+ * overlapping the work on the previous one.  Workers, host threads with a
+ * stream each (CUDA and C only, no R: the calling thread polls for
+ * interrupts), take batches of jobs from one queue: one a device, or two
+ * when the jobs are many, so that one's learning on the host overlaps the
+ * other's sweeps; the devices are those of parCosnet(device = c(0, 1)).
+ * The first worker colours the network and shares the colouring; the
+ * first of each device uploads the network and shares it with the other.
+ * Built with SBG_COSNET_PROFILE defined, each worker prints the time of
+ * its phases to stderr (for tuning; the phases then wait for the device). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +31,21 @@
 #include "cuda_check.cuh"
 #include "philox.h"
 #include "cosnet.h"
+
+#ifdef SBG_COSNET_PROFILE
+#include <stdio.h>
+static double prof_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+enum { PR_OPEN, PR_COLOUR, PR_PARTS, PR_ALLOC, PR_CODES, PR_POINTS, PR_LEARN, PR_PREP, PR_THRESH, PR_SWEEPS,
+       PR_COLLECT, PR_N };
+static const char *prof_names[PR_N] = {"open", "colour", "parts", "alloc", "codes", "points", "learn", "prep",
+                                       "thresh", "sweeps", "collect"};
+#define PROF_MARK(R, ph) do { cudaStreamSynchronize((R)->stream); double t_ = prof_now(); \
+    (R)->prof[ph] += t_ - (R)->prof_t; (R)->prof_t = t_; } while (0)
+#else
+#define PROF_MARK(R, ph) do { } while (0)
+#endif
 
 #define WARPS_PER_BLOCK 8
 #define FULL_MASK 0xffffffffu
@@ -404,17 +425,36 @@ done:
 struct multi_run {
   std::atomic<int> stop;      /* a worker failed or the user interrupted */
   std::mutex m;
-  std::condition_variable cv; /* colour_state and n_finished changes */
+  std::condition_variable cv; /* colour_state, the devices' network states and n_finished */
   int colour_state;           /* 0 pending, 1 shared, 2 the owner failed */
   int n_finished;
 };
 
-/* One device's share of the jobs. */
+/* What the workers of one device share: the network, uploaded once by
+ * the device's first worker (the lead) and read by the others. */
+struct dev_share {
+  int state;                  /* 0 pending, 1 resident (readable), 2 none to share (streamed,
+                               * failed, or the lead is done) */
+  int users;                  /* other workers reading the lead's network */
+  int64_t *d_rowptr;
+  int32_t *d_col;
+  double *d_w;
+};
+
+/* One worker: a host thread with its own stream and batch buffers on one
+ * device.  The workers take batches of jobs from one queue, so that a
+ * device whose jobs converge sooner takes more, and the two workers of a
+ * device overlap one's host work (learning, bookkeeping, transfers) with
+ * the other's sweeps. */
 struct dev_worker {
-  multi_run *mr;              /* NULL: one device, on the calling thread */
+  multi_run *mr;              /* NULL: one worker, on the calling thread */
+  dev_share *share;           /* its device's; NULL: the only worker of its device */
   int owner;                  /* colours the network (and shares it) */
-  int32_t j_lo, j_hi;         /* its jobs */
-  std::atomic<double> frac;   /* fraction of its jobs done */
+  int lead;                   /* uploads the network of its device */
+  std::atomic<int32_t> *next; /* the queue: first job not yet taken */
+  int32_t n_jobs;             /* of the whole call */
+  int n_workers;              /* of the whole call */
+  std::atomic<double> frac;   /* jobs done, in jobs (progress) */
   int stopped;                /* stopped by another worker's failure */
   int32_t n_parts;
   sbg_ctx ctx;
@@ -422,10 +462,11 @@ struct dev_worker {
 };
 
 /* sbg_poll() on the calling thread; a device thread only publishes its
- * progress and looks at the stop flag (the calling thread polls R). */
-static sbg_status dev_poll(dev_worker *w, sbg_ctx *ctx, double f) {
-  if (!w->mr) return sbg_poll(ctx, f);
-  w->frac.store(f);
+ * progress (jobs done, with fractions) and looks at the stop flag (the
+ * calling thread polls R). */
+static sbg_status dev_poll(dev_worker *w, sbg_ctx *ctx, double jobs) {
+  if (!w->mr) return sbg_poll(ctx, jobs / w->n_jobs);
+  w->frac.store(jobs);
   if (w->mr->stop.load()) {
     w->stopped = 1;
     return sbg_fail(ctx, SBG_ERR_INTERRUPTED, "stopped");
@@ -501,12 +542,64 @@ struct dev_run {
   int8_t *codes, *state, *done;
   double *hx, *hy, *alpha, *cc, *fs;
   int32_t *item_job, *item_node, *changed;
-  int64_t *iptr, *npos, *nlab;
+  int64_t *iptr, *npos, *nlab, *nunl, *item_work;
+  uint8_t *is_hub;      /* n: more than SBG_COSNET_HUB_DEGREE entries */
   job_consts *jc;
   /* the batch in hand: jobs j0 .. j0 + nb - 1 */
   int32_t j0, nb;
   int any_reg;
+  int borrowed;         /* the network arrays are the lead's (not freed here) */
+  void *host_block;     /* hx, hy, item_job, item_node, codes, state */
+  int host_pinned;
+  int idle;             /* nothing to share: this worker takes no jobs */
+  double jobs_done;     /* by this worker, for the progress */
+#ifdef SBG_COSNET_PROFILE
+  double prof[PR_N], prof_t, prof_t0;
+  int32_t prof_batches, prof_sweeps;
+#endif
 };
+
+/* Host to device copies of more than this many bytes go through pinned
+ * buffers of this size, filled by all the worker's threads while the
+ * previous one is on its way: a pageable copy runs at the speed of one
+ * thread's staging in the driver (about 5 GB/s, a second for 5 GB). */
+#define STAGE_BYTES ((size_t)64 << 20)
+
+static sbg_status upload(void *dst, const void *src, size_t bytes, cudaStream_t stream, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  void *pin[2] = {NULL, NULL};
+  cudaEvent_t ev[2];
+  int n_ev = 0;
+  if (bytes <= 2 * STAGE_BYTES || ctx->n_threads < 2) {
+    SBG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    return SBG_OK;
+  }
+  for (int sl = 0; sl < 2; sl++)
+    if (cudaHostAlloc(&pin[sl], STAGE_BYTES, cudaHostAllocDefault) != cudaSuccess) {
+      cudaGetLastError();
+      pin[sl] = NULL;
+    }
+  if (!pin[0] || !pin[1]) { /* no pinned memory: the plain copy */
+    SBG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    goto done;
+  }
+  for (; n_ev < 2; n_ev++) SBG_CUDA_CHECK(cudaEventCreateWithFlags(&ev[n_ev], cudaEventDisableTiming));
+  for (size_t at = 0, i = 0; at < bytes; at += STAGE_BYTES, i++) {
+    int sl = (int)(i & 1);
+    size_t len = bytes - at < STAGE_BYTES ? bytes - at : STAGE_BYTES;
+    if (i >= 2) SBG_CUDA_CHECK(cudaEventSynchronize(ev[sl]));
+    sbg_cosnet_copy(pin[sl], (const char *)src + at, len, ctx->n_threads);
+    SBG_CUDA_CHECK(cudaMemcpyAsync((char *)dst + at, pin[sl], len, cudaMemcpyHostToDevice, stream));
+    SBG_CUDA_CHECK(cudaEventRecord(ev[sl], stream));
+  }
+done:
+  /* the buffers must outlive the copies */
+  cudaStreamSynchronize(stream);
+  for (int e = 0; e < n_ev; e++) cudaEventDestroy(ev[e]);
+  for (int sl = 0; sl < 2; sl++)
+    if (pin[sl]) cudaFreeHost(pin[sl]);
+  return st;
+}
 
 /* Device, stream, degrees, and the network on the device when it fits
  * with room for the colouring and one job (about 60 bytes per node), else
@@ -523,6 +616,25 @@ static sbg_status dr_open(dev_run *R, sbg_ctx *ctx) {
     if (d > R->maxdeg) R->maxdeg = d;
     R->n_hubs += d > SBG_COSNET_HUB_DEGREE;
   }
+  if (R->w->share && !R->w->lead) {
+    /* a second worker of the device reads the lead's network, or takes no
+     * jobs when there is none to read (streamed, or the lead stopped) */
+    multi_run *mr = R->w->mr;
+    dev_share *sh = R->w->share;
+    std::unique_lock<std::mutex> lk(mr->m);
+    while (sh->state == 0 && !mr->stop.load()) mr->cv.wait_for(lk, std::chrono::milliseconds(50));
+    if (sh->state != 1) {
+      R->idle = 1;
+      return SBG_OK;
+    }
+    sh->users++;
+    R->borrowed = 1;
+    R->P.resident = 1;
+    R->d_rowptr = sh->d_rowptr;
+    R->d_col = sh->d_col;
+    R->d_w = sh->d_w;
+    return SBG_OK;
+  }
   {
     size_t free_b = 0, total_b = 0;
     SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
@@ -536,9 +648,20 @@ static sbg_status dr_open(dev_run *R, sbg_ctx *ctx) {
     SBG_TRY(sbg_device_alloc((void **)&R->d_w, (size_t)(nnz > 0 ? nnz : 1) * sizeof(double), "the network's weights", ctx));
     SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_rowptr, g->v_rowptr, (size_t)(n + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, R->stream));
     if (nnz > 0) {
-      SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_col, g->v_col, (size_t)nnz * sizeof(int32_t), cudaMemcpyHostToDevice, R->stream));
-      SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_w, g->v_w, (size_t)nnz * sizeof(double), cudaMemcpyHostToDevice, R->stream));
+      SBG_TRY(upload(R->d_col, g->v_col, (size_t)nnz * sizeof(int32_t), R->stream, ctx));
+      SBG_TRY(upload(R->d_w, g->v_w, (size_t)nnz * sizeof(double), R->stream, ctx));
     }
+  }
+  if (R->w->share) {
+    /* the others read it on their own streams: it must be there */
+    SBG_CUDA_CHECK(cudaStreamSynchronize(R->stream));
+    std::lock_guard<std::mutex> lk(R->w->mr->m);
+    dev_share *sh = R->w->share;
+    sh->d_rowptr = R->d_rowptr;
+    sh->d_col = R->d_col;
+    sh->d_w = R->d_w;
+    sh->state = R->P.resident ? 1 : 2;
+    R->w->mr->cv.notify_all();
   }
 done:
   return st;
@@ -595,16 +718,31 @@ done:
   return st;
 }
 
-/* The colouring (one device colours, on itself when the network is
- * resident, else on the host: greedy in priority order either way; the
- * others wait for it) and the nodes in colour order. */
+/* Networks of at most this many entries are coloured by one host thread
+ * (one pass over the edges, tens of milliseconds), larger resident ones
+ * on the device, whose rounds of Jones-Plassmann cost a launch and a
+ * synchronisation each (some 0.6 s on 2e4 nodes of degree 600). */
+#define HOST_COLOUR_ENTRIES ((int64_t)1 << 26)
+
+/* The colouring (one worker colours: on the device when the network is
+ * resident and large, else on the host; greedy in priority order either
+ * way; the others wait for it) and the nodes in colour order. */
 static sbg_status dr_colour(dev_run *R, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   int own_colour = !R->w->mr || R->w->owner;
-  if (R->P.resident && own_colour)
+  double host_max = R->p->host_colour_max >= 0 ? R->p->host_colour_max : (double)HOST_COLOUR_ENTRIES;
+  if (own_colour && R->P.resident && (double)R->nnz > host_max) {
     SBG_TRY(dr_colour_device(R, ctx));
-  else if (own_colour)
+  } else if (own_colour && R->P.resident) {
+    sbg_ctx one = *ctx;
+    one.n_threads = 1; /* the greedy pass itself, no rounds */
+    st = sbg_cosnet_colour_host(R->g, R->p->seed, R->out->v_colour, &R->out->n_colours, &one);
+    if (st == SBG_ERR_ALLOC) st = sbg_fail(ctx, st, "out of memory while colouring the network");
+    else if (st != SBG_OK) memcpy(ctx->errbuf, one.errbuf, sizeof ctx->errbuf);
+    if (st != SBG_OK) goto done;
+  } else if (own_colour) {
     SBG_TRY(sbg_cosnet_colour_host(R->g, R->p->seed, R->out->v_colour, &R->out->n_colours, ctx));
+  }
   if (R->w->mr) SBG_TRY(share_colouring(R->w, ctx));
   if (sbg_cosnet_colour_order(R->out->v_colour, R->n, R->out->n_colours, &R->nodes, &R->cptr) != SBG_OK)
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory while ordering the colours");
@@ -725,12 +863,22 @@ done:
   return st;
 }
 
+/* Smallest batch the queue hands out while more jobs are left. */
+#define MIN_BATCH 16
+
 /* Jobs per batch: about 30 bytes per node and job on the device, within
- * half of the free memory (and of what the budget leaves); the host
- * mirrors (about 26 bytes per node and job) stay near 4 GB. */
+ * half of the free memory (and of what the budget leaves), shared by the
+ * device's workers; the host mirrors (about 26 bytes per node and job)
+ * stay near 4 GB over all workers.  With several workers, no more than the
+ * queue's first batch (see dr_take). */
 static sbg_status dr_batch_size(dev_run *R, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
-  int32_t n = R->n, n_jobs = R->w->j_hi - R->w->j_lo;
+  int nw = R->w->n_workers;
+  int32_t n = R->n, n_jobs = R->w->n_jobs;
+  if (nw > 1) {
+    int32_t first = (int32_t)((n_jobs + 2 * (int64_t)nw - 1) / (2 * nw));
+    n_jobs = first > MIN_BATCH ? first : MIN_BATCH;
+  }
   size_t free_b = 0, total_b = 0;
   SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   {
@@ -742,9 +890,11 @@ static sbg_status dr_batch_size(dev_run *R, sbg_ctx *ctx) {
       if (left < avail) avail = left;
     }
     double per_job = 30.0 * (double)n + 64;
-    double fit = avail * 0.5 / per_job;
+    double fit = avail * 0.5 / per_job / (R->w->share ? 2 : 1);
     int32_t B = fit < 1 ? 1 : fit > n_jobs ? n_jobs : (int32_t)fit;
-    double host_cap = 1.5e8 / (double)n;
+    /* host mirrors: about 26 bytes per node and job, 520 MB over several
+     * workers (pinned), 3.9 GB for one */
+    double host_cap = (nw > 1 ? 2e7 : 1.5e8) / (double)n / nw;
     if (B > host_cap) B = (int32_t)host_cap;
     if (B > 4096) B = 4096;
     if (R->p->max_batch > 0 && B > R->p->max_batch) B = R->p->max_batch;
@@ -771,14 +921,33 @@ static sbg_status dr_batch_alloc(dev_run *R, sbg_ctx *ctx) {
   SBG_TRY(sbg_device_alloc((void **)&R->d_cnt_a, 2 * B * sizeof(unsigned long long), "counters", ctx));
   SBG_TRY(sbg_device_alloc((void **)&R->d_tot, 2 * B * sizeof(long long), "counters", ctx));
   SBG_TRY(sbg_device_alloc((void **)&R->d_jc, B * sizeof(job_consts), "the job constants", ctx));
-  R->codes = (int8_t *)malloc(B * n);
-  R->state = (int8_t *)malloc(B * n);
-  R->hx = (double *)malloc(B * n * sizeof(double));
-  R->hy = (double *)malloc(B * n * sizeof(double));
-  R->item_job = (int32_t *)malloc(B * n * sizeof(int32_t));
-  R->item_node = (int32_t *)malloc(B * n * sizeof(int32_t));
+  {
+    /* the mirrors that travel to and from the device, in one pinned block
+     * (pageable memory when pinning fails): copies at the link's speed,
+     * and no page faults after the first batch */
+    size_t bn = B * n, bytes = bn * (2 * sizeof(double) + 2 * sizeof(int32_t) + 2);
+    /* (pinning takes time too: not for the multi-GB mirrors of one worker) */
+    if (bytes <= ((size_t)1 << 30) && cudaHostAlloc(&R->host_block, bytes, cudaHostAllocDefault) == cudaSuccess) {
+      R->host_pinned = 1;
+    } else {
+      cudaGetLastError(); /* (clears the failure) */
+      R->host_block = malloc(bytes);
+    }
+    if (R->host_block) {
+      char *at = (char *)R->host_block;
+      R->hx = (double *)at; at += bn * sizeof(double);
+      R->hy = (double *)at; at += bn * sizeof(double);
+      R->item_job = (int32_t *)at; at += bn * sizeof(int32_t);
+      R->item_node = (int32_t *)at; at += bn * sizeof(int32_t);
+      R->codes = (int8_t *)at; at += bn;
+      R->state = (int8_t *)at;
+    }
+  }
   /* items of part s: light ones iptr[2s] .. iptr[2s+1], hubs .. iptr[2s+2] */
   R->iptr = (int64_t *)malloc((2 * (size_t)R->P.n_parts + 1) * sizeof(int64_t));
+  R->item_work = (int64_t *)malloc(2 * (size_t)R->P.n_parts * B * sizeof(int64_t) + 1);
+  R->nunl = (int64_t *)malloc(B * sizeof(int64_t));
+  R->is_hub = (uint8_t *)malloc(n);
   R->npos = (int64_t *)malloc(B * sizeof(int64_t));
   R->nlab = (int64_t *)malloc(B * sizeof(int64_t));
   R->alpha = (double *)malloc(B * sizeof(double));
@@ -788,8 +957,13 @@ static sbg_status dr_batch_alloc(dev_run *R, sbg_ctx *ctx) {
   R->done = (int8_t *)malloc(B);
   R->changed = (int32_t *)malloc(B * sizeof(int32_t));
   if (!R->codes || !R->state || !R->hx || !R->hy || !R->item_job || !R->item_node || !R->iptr || !R->npos ||
-      !R->nlab || !R->alpha || !R->cc || !R->fs || !R->jc || !R->done || !R->changed)
+      !R->nlab || !R->alpha || !R->cc || !R->fs || !R->jc || !R->done || !R->changed || !R->item_work ||
+      !R->nunl || !R->is_hub) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory for the GPU job batches");
+    goto done;
+  }
+  for (size_t v = 0; v < n; v++)
+    R->is_hub[v] = R->g->v_rowptr[v + 1] - R->g->v_rowptr[v] > SBG_COSNET_HUB_DEGREE;
 done:
   return st;
 }
@@ -830,64 +1004,61 @@ done:
   return st;
 }
 
+/* The worker's next batch from the queue into j0, nb (nb = 0: none left).
+ * One worker takes B jobs at a time; several take a share of what is left
+ * (half of it over the workers, at least MIN_BATCH, at most B), so that
+ * the batches shrink towards the end and the devices finish together. */
+static void dr_take(dev_run *R) {
+  dev_worker *w = R->w;
+  int32_t take = R->B;
+  if (w->n_workers > 1) {
+    int64_t left = (int64_t)w->n_jobs - w->next->load();
+    int64_t share = (left + 2 * (int64_t)w->n_workers - 1) / (2 * w->n_workers);
+    if (share < MIN_BATCH) share = MIN_BATCH;
+    if (share < take) take = (int32_t)share;
+  }
+  int32_t j0 = w->next->fetch_add(take);
+  R->j0 = j0;
+  R->nb = j0 >= w->n_jobs ? 0 : (w->n_jobs - j0 < take ? w->n_jobs - j0 : take);
+}
+
 /* The batch's labels to the device, its points there, the learning on
  * the host (as the CPU engine). */
 static sbg_status dr_batch_learn(dev_run *R, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   int32_t n = R->n, nb = R->nb;
   int64_t nw = (int64_t)nb * n;
-  for (int32_t b = 0; b < nb; b++) sbg_cosnet_job_codes(R->in, R->j0 + b, R->codes + (size_t)b * n);
+  sbg_cosnet_batch_codes(R->in, R->j0, nb, R->codes, ctx->n_threads);
   SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_codes, R->codes, (size_t)nb * n, cudaMemcpyHostToDevice, R->stream));
+  PROF_MARK(R, PR_CODES);
   SBG_TRY(dr_node_pass(R, PASS_POINTS, ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(R->hx, R->d_x, (size_t)nw * sizeof(double), cudaMemcpyDeviceToHost, R->stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(R->hy, R->d_y, (size_t)nw * sizeof(double), cudaMemcpyDeviceToHost, R->stream));
   SBG_CUDA_CHECK(cudaStreamSynchronize(R->stream));
+  PROF_MARK(R, PR_POINTS);
   st = sbg_cosnet_learn_jobs(nb, n, R->codes, R->hx, R->hy, R->alpha, R->cc, R->fs, R->npos, R->nlab,
                              ctx->n_threads);
   if (st == SBG_ERR_INPUT) st = sbg_fail(ctx, st, "a training set needs labelled positives and negatives");
   else if (st != SBG_OK) st = sbg_fail(ctx, st, "out of memory while learning");
+  PROF_MARK(R, PR_LEARN);
 done:
   return st;
 }
 
 /* Work items: (job, unlabelled node) by part, then light before hubs,
- * then job, then node.  The parts of a colour follow each other, so the
- * items of a colour are contiguous too.  Returns their count. */
-static int64_t dr_items(dev_run *R) {
-  const parts &P = R->P;
-  const sbg_cosnet_graph *g = R->g;
-  int32_t n = R->n;
-  int64_t ni = 0;
-  for (int32_t s = 0; s < P.n_parts; s++) {
-    for (int hub = 0; hub < 2; hub++) {
-      R->iptr[2 * s + hub] = ni;
-      for (int32_t b = 0; b < R->nb; b++) {
-        const int8_t *jl = R->codes + (size_t)b * n;
-        for (int64_t t = P.t0[s]; t < P.t0[s + 1]; t++) {
-          int32_t v = R->nodes[t];
-          int is_hub = g->v_rowptr[v + 1] - g->v_rowptr[v] > SBG_COSNET_HUB_DEGREE;
-          if (is_hub != hub) continue;
-          if (jl[v] == SBG_COSNET_REPORT || jl[v] == SBG_COSNET_QUIET) {
-            R->item_job[ni] = b;
-            R->item_node[ni] = v;
-            ni++;
-          }
-        }
-      }
-    }
-  }
-  R->iptr[2 * P.n_parts] = ni;
-  return ni;
+ * then job, then node (sbg_cosnet_batch_items).  The parts of a colour
+ * follow each other, so the items of a colour are contiguous too.
+ * Returns their count. */
+static int64_t dr_items(dev_run *R, sbg_ctx *ctx) {
+  return sbg_cosnet_batch_items(R->n, R->nb, R->codes, R->P.n_parts, R->P.t0, R->nodes, R->is_hub,
+                                R->item_job, R->item_node, R->iptr, R->nunl, R->item_work, ctx->n_threads);
 }
 
 /* Each job's constants (threshold line, regularisation). */
 static void dr_job_consts(dev_run *R) {
-  int32_t n = R->n;
   R->any_reg = 0;
   for (int32_t b = 0; b < R->nb; b++) {
-    int64_t nu = 0;
-    const int8_t *jl = R->codes + (size_t)b * n;
-    for (int32_t v = 0; v < n; v++) nu += jl[v] == SBG_COSNET_REPORT || jl[v] == SBG_COSNET_QUIET;
+    int64_t nu = R->nunl[b];
     sbg_cosnet_reg reg = sbg_cosnet_regularisation(R->p->cost, R->alpha[b], R->npos[b], R->nlab[b], nu);
     R->jc[b].hi = sin(R->alpha[b]);
     R->jc[b].lo = -cos(R->alpha[b]);
@@ -906,7 +1077,7 @@ static sbg_status dr_batch_prepare(dev_run *R, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   cudaStream_t stream = R->stream;
   int32_t nb = R->nb;
-  int64_t ni = dr_items(R);
+  int64_t ni = dr_items(R, ctx);
   dr_job_consts(R);
   SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_jc, R->jc, (size_t)nb * sizeof(job_consts), cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_item_job, R->item_job, (size_t)(ni > 0 ? ni : 1) * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
@@ -915,7 +1086,9 @@ static sbg_status dr_batch_prepare(dev_run *R, sbg_ctx *ctx) {
   SBG_CUDA_CHECK(cudaMemsetAsync(R->d_state, 0, (size_t)nb * R->n, stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(R->d_tot, 0, (size_t)2 * nb * sizeof(long long), stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(R->d_cnt_b, 0, (size_t)2 * nb * sizeof(unsigned long long), stream));
+  PROF_MARK(R, PR_PREP);
   SBG_TRY(dr_node_pass(R, PASS_THRESHOLDS, ctx));
+  PROF_MARK(R, PR_THRESH);
 done:
   return st;
 }
@@ -974,7 +1147,6 @@ static sbg_status dr_batch_sweeps(dev_run *R, sbg_ctx *ctx) {
   cudaStream_t stream = R->stream;
   const parts &P = R->P;
   int32_t nb = R->nb, j0 = R->j0, n_left = nb, sweep = 0;
-  int32_t n_jobs = R->w->j_hi - R->w->j_lo;
   while (n_left > 0 && sweep < R->p->max_sweeps) {
     sweep++;
     SBG_CUDA_CHECK(cudaMemsetAsync(R->d_changed, 0, (size_t)nb * sizeof(int), stream));
@@ -996,13 +1168,17 @@ static sbg_status dr_batch_sweeps(dev_run *R, sbg_ctx *ctx) {
       }
     }
     SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_done, R->done, (size_t)nb, cudaMemcpyHostToDevice, stream));
-    SBG_TRY(dev_poll(R->w, ctx, ((double)(j0 - R->w->j_lo) + nb * (1.0 - 1.0 / (sweep + 1.0))) / n_jobs));
+    SBG_TRY(dev_poll(R->w, ctx, R->jobs_done + nb * (1.0 - 1.0 / (sweep + 1.0))));
   }
   for (int32_t b = 0; b < nb; b++)
     if (!R->done[b]) {
       R->out->v_sweeps[j0 + b] = sweep;
       R->out->v_converged[j0 + b] = 0;
     }
+  PROF_MARK(R, PR_SWEEPS);
+#ifdef SBG_COSNET_PROFILE
+  R->prof_sweeps += sweep;
+#endif
 done:
   return st;
 }
@@ -1015,16 +1191,10 @@ static sbg_status dr_batch_collect(dev_run *R, sbg_ctx *ctx) {
   SBG_CUDA_CHECK(cudaMemcpyAsync(R->hx, R->d_x, (size_t)nb * n * sizeof(double), cudaMemcpyDeviceToHost, R->stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(R->state, R->d_state, (size_t)nb * n, cudaMemcpyDeviceToHost, R->stream));
   SBG_CUDA_CHECK(cudaStreamSynchronize(R->stream));
+  sbg_cosnet_batch_collect(R->codes, R->j0, nb, n, R->nf, R->hx, R->state, R->out->v_scores, R->out->v_pred,
+                           ctx->n_threads);
   for (int32_t b = 0; b < nb; b++) {
-    int32_t j = R->j0 + b, k = j / R->nf;
-    const int8_t *jl = R->codes + (size_t)b * n;
-    double *sc = R->out->v_scores + (size_t)k * n;
-    int32_t *pr = R->out->v_pred + (size_t)k * n;
-    for (int32_t v = 0; v < n; v++)
-      if (jl[v] == SBG_COSNET_REPORT) {
-        sc[v] = R->hx[(size_t)b * n + v];
-        pr[v] = R->state[(size_t)b * n + v] > 0;
-      }
+    int32_t j = R->j0 + b;
     R->out->v_alpha[j] = R->alpha[b];
     R->out->v_c[j] = R->cc[b];
     R->out->v_fscore[j] = R->fs[b];
@@ -1043,7 +1213,25 @@ static void dr_close(dev_run *R, sbg_status st) {
   }
   /* the pinned buffers may still be read by a copy in flight */
   if (R->stream) cudaStreamSynchronize(R->stream);
-  cudaFree(R->d_rowptr); cudaFree(R->d_col); cudaFree(R->d_w);
+  if (w->share) {
+    multi_run *mr = w->mr;
+    dev_share *sh = w->share;
+    std::unique_lock<std::mutex> lk(mr->m);
+    if (R->borrowed) {
+      sh->users--;
+    } else if (w->lead) {
+      /* the others of the device may still read the network: on a
+       * failure they stop too; a worker that has not attached yet never
+       * will (state 2) */
+      if (st != SBG_OK) mr->stop.store(1);
+      sh->state = 2;
+      while (sh->users > 0) mr->cv.wait_for(lk, std::chrono::milliseconds(20));
+    }
+    mr->cv.notify_all();
+  }
+  if (!R->borrowed) {
+    cudaFree(R->d_rowptr); cudaFree(R->d_col); cudaFree(R->d_w);
+  }
   cudaFree(R->d_codes); cudaFree(R->d_state); cudaFree(R->d_x); cudaFree(R->d_y);
   cudaFree(R->d_item_job); cudaFree(R->d_item_node); cudaFree(R->d_done);
   cudaFree(R->d_changed); cudaFree(R->d_cnt_b); cudaFree(R->d_cnt_a); cudaFree(R->d_tot); cudaFree(R->d_jc);
@@ -1058,13 +1246,16 @@ static void dr_close(dev_run *R, sbg_status st) {
   }
   if (R->stream) cudaStreamDestroy(R->stream);
   free(P.t0); free(P.colour); free(P.hub0); free(P.cro);
-  free(R->nodes); free(R->cptr); free(R->codes); free(R->state); free(R->hx); free(R->hy); free(R->item_job);
-  free(R->item_node); free(R->iptr); free(R->npos); free(R->nlab); free(R->alpha); free(R->cc); free(R->fs);
+  if (R->host_pinned) cudaFreeHost(R->host_block);
+  else free(R->host_block);
+  free(R->nodes); free(R->cptr); free(R->iptr); free(R->npos); free(R->nlab); free(R->alpha); free(R->cc); free(R->fs);
   free(R->jc); free(R->done); free(R->changed); free(R->pos); free(R->hubs);
+  free(R->item_work); free(R->nunl); free(R->is_hub);
 }
 
-/* Jobs w->j_lo .. w->j_hi - 1 on device ctx->device: open, colour, lay out
- * the parts, then batch after batch of jobs. */
+/* One worker on device ctx->device: open (or borrow the device's
+ * network), colour, lay out the parts, then batch after batch of jobs
+ * from the queue. */
 static sbg_status cosnet_gpu_device(const sbg_cosnet_input *in, const sbg_cosnet_params *p,
                                     sbg_cosnet_result *out, sbg_ctx *ctx, dev_worker *w) {
   sbg_status st = SBG_OK;
@@ -1079,20 +1270,43 @@ static sbg_status cosnet_gpu_device(const sbg_cosnet_input *in, const sbg_cosnet
   R.nnz = in->g.v_rowptr[R.n];
   R.nf = in->n_folds > 0 ? in->n_folds : 1;
   R.P.loaded = -1;
+#ifdef SBG_COSNET_PROFILE
+  R.prof_t = R.prof_t0 = prof_now();
+#endif
   SBG_TRY(dr_open(&R, ctx));
+  PROF_MARK(&R, PR_OPEN);
+  if (R.idle) goto done;
   SBG_TRY(dr_colour(&R, ctx));
+  PROF_MARK(&R, PR_COLOUR);
   SBG_TRY(dr_parts(&R, ctx));
   SBG_TRY(dr_parts_upload(&R, ctx));
+  PROF_MARK(&R, PR_PARTS);
   SBG_TRY(dr_batch_size(&R, ctx));
   SBG_TRY(dr_batch_alloc(&R, ctx));
-  for (R.j0 = w->j_lo; R.j0 < w->j_hi; R.j0 += R.B) {
-    R.nb = R.j0 + R.B < w->j_hi ? R.B : w->j_hi - R.j0;
+  PROF_MARK(&R, PR_ALLOC);
+  for (;;) {
+    dr_take(&R);
+    if (R.nb == 0) break;
     SBG_TRY(dr_batch_learn(&R, ctx));
     SBG_TRY(dr_batch_prepare(&R, ctx));
     SBG_TRY(dr_batch_sweeps(&R, ctx));
     SBG_TRY(dr_batch_collect(&R, ctx));
+    R.jobs_done += R.nb;
+    PROF_MARK(&R, PR_COLLECT);
+#ifdef SBG_COSNET_PROFILE
+    R.prof_batches++;
+#endif
   }
 done:
+#ifdef SBG_COSNET_PROFILE
+  {
+    double tot = prof_now() - R.prof_t0;
+    fprintf(stderr, "cosnet-prof device %d jobs %d B %d batches %d sweeps %d total %.3f:", ctx->device,
+            (int)R.jobs_done, (int)R.B, (int)R.prof_batches, (int)R.prof_sweeps, tot);
+    for (int q = 0; q < PR_N; q++) fprintf(stderr, " %s %.3f", prof_names[q], R.prof[q]);
+    fprintf(stderr, "\n");
+  }
+#endif
   dr_close(&R, st);
   return st;
 }
@@ -1105,12 +1319,25 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   int32_t n_jobs = in->n_classes * nf;
   int nd = sbg_ctx_n_devices(ctx);
   if (nd > n_jobs) nd = n_jobs;
-  if (nd <= 1) {
+  /* Two workers a device when there are jobs enough for several batches
+   * each: while one learns on the host, the other's sweeps keep the
+   * device busy. */
+  int wpd = n_jobs >= 4 * MIN_BATCH * nd ? 2 : 1;
+#ifdef SBG_COSNET_PROFILE
+  fprintf(stderr, "cosnet-prof entry: %d device(s), %d worker(s) each, %d jobs, %d threads\n", nd, wpd, n_jobs,
+          ctx->n_threads);
+#endif
+  int nw = nd * wpd;
+  std::atomic<int32_t> next(0);
+  if (nw <= 1) {
     dev_worker w;
     w.mr = NULL;
+    w.share = NULL;
     w.owner = 1;
-    w.j_lo = 0;
-    w.j_hi = n_jobs;
+    w.lead = 1;
+    w.next = &next;
+    w.n_jobs = n_jobs;
+    w.n_workers = 1;
     w.frac.store(0.0);
     w.stopped = 0;
     w.n_parts = 0;
@@ -1119,22 +1346,34 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     return st;
   }
 
-  /* Several devices: contiguous ranges of the (class, fold) jobs, a host
-   * thread each.  Every job is independent of the others and of how the
-   * jobs are batched, so the results are those of one device. */
+  /* Several workers: batches of the (class, fold) jobs from one queue, a
+   * host thread each.  Every job is independent of the others and of how
+   * the jobs are batched, so the results are those of one worker. */
   multi_run mr;
   mr.stop.store(0);
   mr.colour_state = 0;
   mr.n_finished = 0;
   /* (no C++ exception may leave this function: R would abort) */
-  std::unique_ptr<dev_worker[]> ws(new (std::nothrow) dev_worker[nd]);
-  if (!ws) return sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory");
+  std::unique_ptr<dev_worker[]> ws(new (std::nothrow) dev_worker[nw]);
+  std::unique_ptr<dev_share[]> shares(new (std::nothrow) dev_share[nd]);
+  if (!ws || !shares) return sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory");
   for (int d = 0; d < nd; d++) {
-    dev_worker &w = ws[d];
+    shares[d].state = 0;
+    shares[d].users = 0;
+    shares[d].d_rowptr = NULL;
+    shares[d].d_col = NULL;
+    shares[d].d_w = NULL;
+  }
+  for (int i = 0; i < nw; i++) {
+    dev_worker &w = ws[i];
+    int d = i % nd; /* the leads first: 0 .. nd - 1 */
     w.mr = &mr;
-    w.owner = d == 0;
-    w.j_lo = (int32_t)((int64_t)n_jobs * d / nd);
-    w.j_hi = (int32_t)((int64_t)n_jobs * (d + 1) / nd);
+    w.share = wpd > 1 ? &shares[d] : NULL;
+    w.owner = i == 0;
+    w.lead = i < nd;
+    w.next = &next;
+    w.n_jobs = n_jobs;
+    w.n_workers = nw;
     w.frac.store(0.0);
     w.stopped = 0;
     w.n_parts = 0;
@@ -1142,9 +1381,9 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     w.ctx.device = sbg_ctx_device_at(ctx, d);
     w.ctx.devices = NULL;
     w.ctx.n_devices = 0;
-    /* the host work of each device (learning, gathering parts) gets its
-     * share of the threads */
-    w.ctx.n_threads = ctx->n_threads / nd > 1 ? ctx->n_threads / nd : 1;
+    /* the host work of each worker (learning, bookkeeping, gathering
+     * parts) gets its share of the threads */
+    w.ctx.n_threads = ctx->n_threads / nw > 1 ? ctx->n_threads / nw : 1;
     w.ctx.poll = dev_stop_hook;
     w.ctx.poll_data = &w;
     w.ctx.errbuf[0] = 0;
@@ -1153,8 +1392,8 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   std::vector<std::thread> th;
   int started = 0;
   try {
-    th.reserve(nd);
-    for (int d = 0; d < nd; d++) {
+    th.reserve(nw);
+    for (int d = 0; d < nw; d++) {
       th.emplace_back([&, d]() {
         dev_worker &w = ws[d];
         w.st = cosnet_gpu_device(in, p, out, &w.ctx, &w);
@@ -1180,12 +1419,12 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   int user_stop = 0;
   {
     std::unique_lock<std::mutex> lk(mr.m);
-    while (mr.n_finished < nd) {
+    while (mr.n_finished < nw) {
       mr.cv.wait_for(lk, std::chrono::milliseconds(100));
-      if (mr.n_finished >= nd) break;
+      if (mr.n_finished >= nw) break;
       lk.unlock();
       double f = 0;
-      for (int d = 0; d < nd; d++) f += ws[d].frac.load() * (ws[d].j_hi - ws[d].j_lo);
+      for (int d = 0; d < nw; d++) f += ws[d].frac.load();
       if (!user_stop && sbg_poll(ctx, f / n_jobs) != SBG_OK) {
         user_stop = 1;
         mr.stop.store(1);
@@ -1194,15 +1433,15 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
       lk.lock();
     }
   }
-  for (int d = 0; d < nd; d++) th[d].join();
+  for (int d = 0; d < nw; d++) th[d].join();
 
   out->n_parts = 0;
-  for (int d = 0; d < nd; d++)
+  for (int d = 0; d < nw; d++)
     if (ws[d].n_parts > out->n_parts) out->n_parts = ws[d].n_parts;
   if (user_stop) return SBG_ERR_INTERRUPTED; /* ctx->errbuf set by sbg_poll */
   /* the first failure that was not a consequence of another */
   for (int pass = 0; pass < 2; pass++)
-    for (int d = 0; d < nd; d++)
+    for (int d = 0; d < nw; d++)
       if (ws[d].st != SBG_OK && (pass == 1 || !ws[d].stopped))
         return sbg_fail(ctx, ws[d].st, "GPU %d: %s", ws[d].ctx.device, ws[d].ctx.errbuf);
   return SBG_OK;

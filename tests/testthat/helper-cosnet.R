@@ -72,8 +72,10 @@ cosnet_greedy_colours <- function(W, seed) {
   col
 }
 
-cosnet_learn <- function(x, y, lab) {
-  .Call(sysbioGPU:::ffi_cosnet_learn, as.double(x), as.double(y), as.integer(lab > 0))
+# threads > 1: the GPU engine's learning of few large jobs (its sorts
+# threaded for 2^16 points or more)
+cosnet_learn <- function(x, y, lab, threads = 1L) {
+  .Call(sysbioGPU:::ffi_cosnet_learn, as.double(x), as.double(y), as.integer(lab > 0), as.integer(threads))
 }
 
 # Plain-R oracles of cvParCosnet()'s bookkeeping (cosnet_cv.c): the folds of

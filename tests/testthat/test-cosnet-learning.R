@@ -199,3 +199,21 @@ test_that("the regularisation's constants follow from eta (sum of z - k)^2", {
     expect_equal(unname(fit$scores[U, 1]), ref$scores, tolerance = 1e-7)
   }
 })
+
+test_that("the threaded sorts of a large learning step give the one-thread lines", {
+  # 2^16 points or more sort on several threads (the GPU engine's runs of
+  # few large jobs); the oracle is the one-thread step, itself checked
+  # against the plain-R procedure above.  Grid values make many ties (the
+  # scatter must keep them in input order), some points lie on the y axis,
+  # and positives placed high make the "above" branch and its sorts run.
+  for (s in 1:4) {
+    set.seed(s)
+    m <- 70000L + 1000L * s
+    lab <- ifelse(runif(m) < 0.1, 1, -1)
+    x <- sample(0:40, m, replace = TRUE) / 4
+    y <- sample(0:60, m, replace = TRUE) / 3
+    if (s %% 2 == 0) { x[lab > 0] <- sample(0:2, sum(lab > 0), replace = TRUE); y[lab > 0] <- y[lab > 0] + 15 }
+    one <- cosnet_learn(x, y, lab)
+    for (nt in c(2L, 3L)) expect_identical(cosnet_learn(x, y, lab, threads = nt), one, label = paste("case", s, nt))
+  }
+})

@@ -2,9 +2,11 @@
 # several GPUs of one process: the same results as one process on one
 # device, bit for bit.
 
-# Everything but the bookkeeping of where and how fast the run went.
+# Everything but the bookkeeping of where and how fast the run went (and
+# the engine options set, which some comparisons change on purpose).
 cosnet_result <- function(x) {
-  x[setdiff(names(x), c("seconds", "call", "threads", "workers", "device", "devices", "deviceName"))]
+  x[setdiff(names(x), c("seconds", "call", "threads", "workers", "device", "devices", "deviceName",
+                        "engineSettings"))]
 }
 
 cosnet_par_data <- function(n = 2000L, K = 7L) {
@@ -121,6 +123,29 @@ test_that("several GPUs share the class x fold jobs (cvParCosnet): identical to 
   cpu <- cvParCosnet(d$W, d$Y, nfolds = 4, seed = 9, backend = "cpu", verbose = FALSE)
   expect_identical(cosnet_result(cv(c(0L, 1L)))[c("scores", "predictions", "metrics", "jobs")],
                    cosnet_result(cpu)[c("scores", "predictions", "metrics", "jobs")])
+})
+
+test_that("many jobs: two host threads a GPU take batches from one queue, identical to the CPU", {
+  skip_if_no_gpu()
+  # 40 classes x 4 folds = 160 jobs: two workers on one GPU (64 jobs or
+  # more a GPU), and on each of two; batches of at most 3 jobs make many
+  # turns of the queue; a host colour limit of 0 colours on the device
+  d <- cosnet_par_data(3000L, 40L)
+  keep <- c("scores", "predictions", "folds", "metrics", "jobs", "nColours")
+  cv <- function(backend, device = 0L) {
+    cosnet_result(cvParCosnet(d$W, d$Y, nfolds = 4, seed = 5, backend = backend, device = device,
+                              verbose = FALSE))[keep]
+  }
+  cpu <- cv("cpu")
+  expect_identical(cv("gpu"), cpu)
+  old <- options(sysbioGPU.cosnetBatch = 3L, sysbioGPU.cosnetHostColour = 0)
+  on.exit(options(old), add = TRUE)
+  expect_identical(cv("gpu"), cpu)
+  if (nrow(gpuInfo()) >= 2L) {
+    expect_identical(cv("gpu", c(0L, 1L)), cpu)
+    options(old)
+    expect_identical(cv("gpu", c(0L, 1L)), cpu)
+  }
 })
 
 test_that("GPU workers (SnowParam) give the single-process results", {

@@ -475,7 +475,7 @@ test_that("slots of W edited by hand give a classed error, in R and in C", {
   eng <- function(p, i, x) {
     .Call(sysbioGPU:::ffi_cosnet, list(p = p, i = i, x = x, labels = matrix(c(1L, -1L, 0L), length(p) - 1L, 1L),
                                        folds = NULL),
-          list(nfolds = 0L, cost = 0, maxSweeps = 10L, seed = 1, batch = 0L, budget = 0),
+          list(nfolds = 0L, cost = 0, maxSweeps = 10L, seed = 1, batch = 0L, budget = 0, hostColour = -1),
           list(gpu = FALSE, threads = 1L, devices = 0L, verbose = FALSE))
   }
   p <- W@p; i <- W@i; x <- W@x
@@ -541,7 +541,7 @@ test_that("Ctrl-C stops the learning step itself", {
   m <- 6e6
   x <- runif(m); y <- runif(m); l <- as.integer(runif(m) < 0.3)
   interrupt_after(0.3)
-  expect_error(.Call(sysbioGPU:::ffi_cosnet_learn, x, y, l), "interrupted",
+  expect_error(.Call(sysbioGPU:::ffi_cosnet_learn, x, y, l, 1L), "interrupted",
                class = "sysbioGPU_error_interrupted")
 })
 
@@ -562,4 +562,18 @@ test_that("with an edge data.frame of named nodes, labels must be named by node"
   # nodes numbered 1..n: the order is the user's, an unnamed vector is fine
   N <- data.frame(from = c(1, 2), to = c(2, 3), weight = c(1, 1))
   expect_s3_class(run(c(1, 0, NA), N), "parCosnet")
+})
+
+test_that("the labels' summary in C equals the comparisons and colSums() in R", {
+  set.seed(8)
+  lab <- matrix(sample(c(-1L, 0L, 1L), 600, replace = TRUE), 100, 6,
+                dimnames = list(paste0("n", 1:100), paste0("c", 1:6)))
+  truth <- lab == 1L
+  truth[lab == 0L] <- NA
+  want <- list(truth = truth, positives = colSums(lab == 1L), negatives = colSums(lab == -1L),
+               unlabelled = colSums(lab == 0L))
+  expect_identical(cosnet_label_summary(lab), want)
+  unnamed <- unname(lab)
+  want <- lapply(want, unname)
+  expect_identical(cosnet_label_summary(unnamed), want)
 })
