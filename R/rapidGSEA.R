@@ -187,10 +187,11 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   is one table of class `"rapidGSEAmulti"` with a first column
 #'   `signature`; each signature's rows are those of its own call with the
 #'   same `seed` and settings, bit for bit, so seeds do not have to differ
-#'   per signature. On the CPU the signatures share each gene permutation's
-#'   random rank positions (they depend on the seed, the gene count and the
-#'   set sizes, not on the statistics), which makes many signatures much
-#'   faster than a loop. `keepNull` and `BPPARAM` are for one signature. See
+#'   per signature. The signatures share each gene permutation's random
+#'   rank positions (they depend on the seed, the gene count and the set
+#'   sizes, not on the statistics), on the CPU and on a GPU (one `device`),
+#'   which makes many signatures much faster than a loop. `keepNull` and
+#'   `BPPARAM` are for one signature. See
 #'   [gseaSignature()] for one signature's result.
 #' @param BPPARAM A BiocParallel back-end (`MulticoreParam`, `SnowParam`,
 #'   `BatchtoolsParam` for a cluster...) to share the permutations among

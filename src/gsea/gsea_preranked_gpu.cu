@@ -136,10 +136,7 @@ extern "C" sbg_status sbg_gsea_pre_gpu_open(const sbg_gsea_sizes *z, const doubl
   h->seed = seed;
   h->lo = lo;
   h->hi = hi;
-  h->H = 64;
-  while (h->H < 2 * h->kmax) h->H <<= 1;
-  h->NP = 1;
-  while (h->NP < h->kmax) h->NP <<= 1;
+  pre_draw_room(h->kmax, &h->H, &h->NP);
   h->smem = 16 * (size_t)h->kmax + 8 * (size_t)h->H + 8 * (size_t)h->NP;
   SBG_TRY(sbg_device_select(device, ctx));
   SBG_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));

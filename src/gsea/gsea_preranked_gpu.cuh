@@ -14,6 +14,15 @@
 #define PRE_THREADS 128
 #define SLICES 64
 
+/* Room of a draw of kmax positions: H hash slots (a power of 2, at least
+ * twice kmax, for short probes) and NP sort slots (a power of 2). */
+static inline void pre_draw_room(int32_t kmax, int32_t *H, int32_t *NP) {
+  *H = 64;
+  while (*H < 2 * kmax) *H <<= 1;
+  *NP = 1;
+  while (*NP < kmax) *NP <<= 1;
+}
+
 /* Linear-probing table of the partial shuffle's swapped entries: key d ->
  * perm[d]; an absent key is the identity. */
 static __device__ __forceinline__ uint32_t pre_slot(int32_t key, int32_t H) {

@@ -213,10 +213,7 @@ extern "C" sbg_status sbg_gsea_pm_gpu_open(const sbg_gsea_sizes *z, int32_t G, i
   h->kmax = z->size[z->n - 1];
   h->seed = seed;
   h->nperm = nperm;
-  h->H = 64;
-  while (h->H < 2 * h->kmax) h->H <<= 1;
-  h->NP = 1;
-  while (h->NP < h->kmax) h->NP <<= 1;
+  pre_draw_room(h->kmax, &h->H, &h->NP);
   /* a batch: about PM_UNITS (permutation, signature) pairs (or batch when > 0), whole chunks of 64 */
   h->B = batch > 0 ? batch : (int64_t)PM_UNITS / (want > 0 ? want : 1);
   h->B = h->B < 64 ? 64 : h->B > 65536 ? 65536 : h->B / 64 * 64;
