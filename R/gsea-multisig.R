@@ -100,7 +100,7 @@ gsea_multisig <- function(stats, geneSets, nperm, weight, pvalue, eps, sampleSiz
   t_tables <- proc.time()[["elapsed"]]
   tabs <- lapply(seq_along(sigs), function(v) {
     gsea_in_signature(snames[[v]], gsea_table(rs[[v]], sets[[universe[[v]]]], names(sigs[[v]]), weight, seed, eps,
-                                              sampleSize, nperm, pvalue, a, verbose)$out)
+                                              sampleSize, nperm, pvalue, a, verbose, members = FALSE)$out)
   })
   out <- gsea_bind_tables(snames, tabs)
   structure(out,

@@ -187,10 +187,11 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   is one table of class `"rapidGSEAmulti"` with a first column
 #'   `signature`; each signature's rows are those of its own call with the
 #'   same `seed` and settings, bit for bit, so seeds do not have to differ
-#'   per signature. On the CPU the signatures share each gene permutation's
-#'   random rank positions (they depend on the seed, the gene count and the
-#'   set sizes, not on the statistics), which makes many signatures much
-#'   faster than a loop. `keepNull` and `BPPARAM` are for one signature. See
+#'   per signature. The signatures share each gene permutation's random
+#'   rank positions (they depend on the seed, the gene count and the set
+#'   sizes, not on the statistics), on the CPU and on a GPU (one `device`),
+#'   which makes many signatures much faster than a loop. `keepNull` and
+#'   `BPPARAM` are for one signature. See
 #'   [gseaSignature()] for one signature's result.
 #' @param BPPARAM A BiocParallel back-end (`MulticoreParam`, `SnowParam`,
 #'   `BatchtoolsParam` for a cluster...) to share the permutations among
@@ -384,20 +385,13 @@ gsea_rank_members <- function(order, gs, genes) {
 # One ranking's table from its engine result r (ffi_gsea_run's list): the
 # leading edges, multilevel p-values where asked (the engine of
 # gsea_multilevel(), seeded as the permutations), the columns in order.
-# list(out, ranking, members).
-gsea_table <- function(r, gs, genes, weight, seed, eps, sampleSize, nperm, pvalue, a, verbose) {
-  rm <- gsea_rank_members(r$order, gs, genes)
-  ord <- rm$ord
-  rank_of <- rm$rank_of
-  set_of <- rm$set_of
-  gi <- rm$gi
-  f <- rm$f
+# list(out, ranking, members); `members = FALSE` leaves the members out (a
+# many-signature table has none).
+gsea_table <- function(r, gs, genes, weight, seed, eps, sampleSize, nperm, pvalue, a, verbose, members = TRUE) {
+  ord <- r$order + 1L
+  rank_of <- integer(length(genes))
+  rank_of[ord] <- seq_along(ord) - 1L
   ranking <- stats::setNames(r$metric[ord], genes[ord])
-  # the leading edge of all sets at once
-  rk <- rank_of[gi]
-  pos <- r$pos[set_of]
-  up <- r$es[set_of] >= 0
-  in_lead <- (up & rk <= pos) | (!up & rk > pos)
   pval <- r$pval
   log2err <- rep(NA_real_, length(gs$names))
   if (pvalue == "multilevel") {
@@ -410,9 +404,10 @@ gsea_table <- function(r, gs, genes, weight, seed, eps, sampleSize, nperm, pvalu
   out <- data.frame(set = gs$names, size = gs$size, ES = r$es,
                     NES = r$nes, pval = pval, padj = stats::p.adjust(pval, "BH"), FDR = r$fdr, FWER = r$fwer,
                     log2err = log2err, rankAtMax = r$pos + 1L, stringsAsFactors = FALSE)
-  out$leadingEdge <- gsea_genelist(unname(split(genes[gi[in_lead]], f[in_lead])))
+  out$leadingEdge <- gsea_genelist(.Call(ffi_gsea_leading_edge, as.integer(r$order), as.integer(gs$start),
+                                         as.integer(gs$index), as.double(r$es), as.integer(r$pos), genes))
   gsea_warn_undefined(out, nperm)
-  list(out = out, ranking = ranking, members = rm$members)
+  list(out = out, ranking = ranking, members = if (members) gsea_rank_members(r$order, gs, genes)$members)
 }
 
 # Multilevel p-values of preranked sets (src/gsea/gsea_multilevel.c):

@@ -53,6 +53,7 @@ SEXP ffi_gsea_combine1(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_gsea_combine2(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_gsea_stats(SEXP, SEXP, SEXP);
 SEXP ffi_gsea_multilevel(SEXP, SEXP, SEXP);
+SEXP ffi_gsea_leading_edge(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
 /* pbnSteadyState(), pbnSimulate() */
 SEXP ffi_pbn_steady(SEXP, SEXP, SEXP);
@@ -97,6 +98,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_gsea_combine2, 4),
     CALLDEF(ffi_gsea_stats, 3),
     CALLDEF(ffi_gsea_multilevel, 3),
+    CALLDEF(ffi_gsea_leading_edge, 6),
     /* parCosnet */
     CALLDEF(ffi_cosnet, 3),
     CALLDEF(ffi_cosnet_learn, 4), /* internal */

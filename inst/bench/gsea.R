@@ -505,8 +505,11 @@ if (length(ml_sizes) && ml_top > 0) {
 # on both sides: rapidGSEA(stats = <genes x signatures matrix>) in one call
 # against fgsea::fgseaSimple() called once per signature, and (with
 # SBG_BENCH_MULTISIG_LOOP=1) rapidGSEA called once per signature, whose
-# tables must equal the one call's.  Prints the seconds, the seconds per
-# signature, the ratio to fgsea and the largest ES difference from fgsea.
+# tables must equal the one call's (SBG_BENCH_MULTISIG_CHECK = k: only the
+# first k signatures' calls, untimed).  fgsea runs with the same nperm,
+# sets and nproc (its BiocParallel workers) as our threads.  Prints the
+# seconds, the seconds per signature, the ratio to fgsea, the largest ES
+# difference from fgsea and the load average before and after.
 ms_n <- as.integer(Sys.getenv("SBG_BENCH_MULTISIG", "0"))
 if (ms_n > 0) {
   th <- as.integer(Sys.getenv("SBG_BENCH_THREADS", "2"))
@@ -522,7 +525,17 @@ if (ms_n > 0) {
   run1 <- function(st, seed = 1) rapidGSEA(stats = st, geneSets = pw, nperm = ms_nperm, minSize = 15, maxSize = 500,
                                            pvalue = "permutation", seed = seed, backend = backend, threads = th,
                                            verbose = FALSE)
+  cat("load average before:", readLines("/proc/loadavg"), "\n")
   t_one <- system.time(rm <- run1(sig))[["elapsed"]]
+  cat(sprintf("one call's stages: %s\n", paste(names(attr(rm, "stageTime")), round(attr(rm, "stageTime"), 2),
+                                               sep = " ", collapse = " s, ")))
+  ms_check <- as.integer(Sys.getenv("SBG_BENCH_MULTISIG_CHECK", "0"))
+  if (ms_check > 0) {
+    same <- all(vapply(seq_len(min(ms_check, ms_n)), function(j) {
+      identical(as.data.frame(run1(sig[, j])), as.data.frame(gseaSignature(rm, j)))
+    }, TRUE))
+    cat(sprintf("the first %d signatures' tables identical to their own calls: %s\n", min(ms_check, ms_n), same))
+  }
   ms <- data.frame(run = "rapidGSEA(stats = matrix), one call", backend = attr(rm, "backend"), signatures = ms_n,
                    seconds = t_one, stringsAsFactors = FALSE)
   if (identical(Sys.getenv("SBG_BENCH_MULTISIG_LOOP"), "1")) {

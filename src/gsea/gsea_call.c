@@ -2,6 +2,7 @@
  * (ffi_gsea_stats): R vectors in, engine structs, R list out.  R has
  * validated the arguments; this checks only what memory safety needs. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "glue.h"
@@ -316,4 +317,59 @@ SEXP ffi_gsea_stats(SEXP es, SEXP null_es, SEXP threads) {
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
   UNPROTECT(1);
   return ans;
+}
+
+/* The leading edge of every set (rapidGSEA()'s leadingEdge column): its
+ * members ranked at or before the ES's position (ES >= 0) or after it
+ * (ES < 0), in rank order, as character vectors of genes.  order: the
+ * genes by rank (0-based); start, index: the sets (0-based genes); es, pos:
+ * each set's ES and its 0-based rank.  The genes are visited in rank order
+ * through a gene -> sets index, so no set is sorted: a table of many
+ * signatures does not spend its time ordering members. */
+SEXP ffi_gsea_leading_edge(SEXP order, SEXP start, SEXP index, SEXP es, SEXP pos, SEXP genes) {
+  SBG_ASSERT(TYPEOF(order) == INTSXP && TYPEOF(start) == INTSXP && TYPEOF(index) == INTSXP &&
+             TYPEOF(es) == REALSXP && TYPEOF(pos) == INTSXP && TYPEOF(genes) == STRSXP);
+  R_xlen_t G = XLENGTH(genes), S = XLENGTH(start) - 1, M = XLENGTH(index);
+  SBG_ASSERT(XLENGTH(order) == G && S >= 0 && XLENGTH(es) == S && XLENGTH(pos) == S);
+  const int *ord = INTEGER(order), *st = INTEGER(start), *ix = INTEGER(index), *ps = INTEGER(pos);
+  const double *e = REAL(es);
+  SBG_ASSERT(S == 0 || (st[0] == 0 && st[S] == M));
+  int *rank_of = (int *)R_alloc((size_t)G + 1, sizeof(int));
+  int *gstart = (int *)R_alloc((size_t)G + 2, sizeof(int)); /* gene -> sets (CSR) */
+  int *gsets = (int *)R_alloc((size_t)M + 1, sizeof(int));
+  int *cnt = (int *)R_alloc((size_t)S + 1, sizeof(int));
+  SEXP *v = (SEXP *)R_alloc((size_t)S + 1, sizeof(SEXP));
+  for (R_xlen_t r = 0; r < G; r++) {
+    SBG_ASSERT(ord[r] >= 0 && ord[r] < G);
+    rank_of[ord[r]] = (int)r;
+  }
+  memset(gstart, 0, ((size_t)G + 2) * sizeof(int));
+  for (R_xlen_t s = 0; s < S; s++) {
+    SBG_ASSERT(st[s] <= st[s + 1]);
+    cnt[s] = 0;
+    for (int i = st[s]; i < st[s + 1]; i++) {
+      SBG_ASSERT(ix[i] >= 0 && ix[i] < G);
+      int rk = rank_of[ix[i]];
+      cnt[s] += e[s] >= 0 ? rk <= ps[s] : rk > ps[s];
+      gstart[ix[i] + 2]++;
+    }
+  }
+  for (R_xlen_t g = 0; g < G; g++) gstart[g + 2] += gstart[g + 1];
+  for (R_xlen_t s = 0; s < S; s++)
+    for (int i = st[s]; i < st[s + 1]; i++) gsets[gstart[ix[i] + 1]++] = (int)s; /* gstart[g + 1]: end of g */
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, S));
+  for (R_xlen_t s = 0; s < S; s++) {
+    v[s] = Rf_allocVector(STRSXP, cnt[s]);
+    SET_VECTOR_ELT(out, s, v[s]);
+    cnt[s] = 0;
+  }
+  for (R_xlen_t r = 0; r < G; r++) {
+    int g = ord[r];
+    for (int k = gstart[g]; k < gstart[g + 1]; k++) {
+      int s = gsets[k];
+      if (e[s] >= 0 ? r <= ps[s] : r > ps[s]) SET_STRING_ELT(v[s], cnt[s]++, STRING_ELT(genes, g));
+    }
+  }
+  UNPROTECT(1);
+  return out;
 }

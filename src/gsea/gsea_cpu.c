@@ -1285,7 +1285,8 @@ done:
 #define MULTI_BLOCK 64
 
 /* One signature's run up to its passes, on one thread (the block's
- * threads share the draws and split the statistics by signature). */
+ * threads share the draws and split the statistics by signature); B: the
+ * batch of its host buffer, 0 for none (the GPU's block). */
 static sbg_status multi_open(gsea_run *R, const sbg_gsea_input *in, const sbg_gsea_params *p,
                              sbg_gsea_result *out, int64_t B, int keep, sbg_ctx *ctx) {
   memset(R, 0, sizeof *R);
@@ -1305,6 +1306,12 @@ static sbg_status multi_open(gsea_run *R, const sbg_gsea_input *in, const sbg_gs
   if (st == SBG_OK) st = run_index(R, ctx);
   if (st != SBG_OK) return st;
   run_observed(R);
+  /* the sweep's work space and gene index served the observed ES alone
+   * (the null comes from the shared draws): a block holds many runs */
+  ws_free(&R->wss[0]);
+  free(R->wss); free(R->gs_start); free(R->gs_sets);
+  R->wss = NULL;
+  R->gs_start = R->gs_sets = NULL;
   if ((st = run_gene_null(R, ctx)) != SBG_OK) return st;
   R->r_lo = 1;
   R->r_n = R->nperm;
@@ -1314,10 +1321,12 @@ static sbg_status multi_open(gsea_run *R, const sbg_gsea_input *in, const sbg_gs
   R->B = R->bw[0] = R->bmax = B;
   R->bysize = 1;
   R->zkeep = keep;
-  size_t room = keep ? (size_t)R->nperm * (size_t)R->sizes.n : (size_t)B * (size_t)R->sizes.n;
-  double *buf = malloc(room * sizeof(double));
-  if (!buf) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the null ES of a signature");
-  if (keep) R->zcache = buf; else R->zbatch = buf;
+  if (B > 0) { /* the CPU's batches (a GPU's stay on the device) */
+    size_t room = keep ? (size_t)R->nperm * (size_t)R->sizes.n : (size_t)B * (size_t)R->sizes.n;
+    double *buf = malloc(room * sizeof(double));
+    if (!buf) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the null ES of a signature");
+    if (keep) R->zcache = buf; else R->zbatch = buf;
+  }
   return run_stats_open(R, ctx);
 }
 
@@ -1375,6 +1384,140 @@ static int multi_same_sizes(const sbg_gsea_sizes *a, const sbg_gsea_sizes *b, in
   return memcmp(a->size, b->size, (size_t)a->n * sizeof(int32_t)) == 0;
 }
 
+/* Opens the runs of in[1..cap) into Rs[1..cap) (Rs[0] is open) on the
+ * threads of ctx, each with its own messages.  The block (*nb) ends before
+ * the first signature whose gene count, set count or set sizes differ from
+ * the first's (that one starts the next block; the runs from it on are
+ * closed); the first that failed before that is the error, as a loop in
+ * order would give. */
+static sbg_status multi_open_rest(gsea_run *Rs, int32_t cap, const sbg_gsea_input *in, const sbg_gsea_params *p,
+                                  sbg_gsea_result *out, int64_t B, int keep, int32_t *nb, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
+  sbg_status *sts = malloc((size_t)cap * sizeof(sbg_status));
+  sbg_ctx *cs = malloc((size_t)cap * sizeof(sbg_ctx));
+  *nb = 1;
+  if (!sts || !cs) {
+    free(sts); free(cs);
+    return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the signatures' work space");
+  }
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
+  for (int32_t v = 1; v < cap; v++) {
+    cs[v] = *ctx;
+    sts[v] = multi_open(&Rs[v], &in[v], p, &out[v], B, keep, &cs[v]);
+  }
+  for (int32_t v = 1; v < cap; v++) {
+    if (sts[v] != SBG_OK) {
+      st = sts[v];
+      memcpy(ctx->errbuf, cs[v].errbuf, sizeof ctx->errbuf);
+      break;
+    }
+    if (Rs[v].S != Rs[0].S || !multi_same_sizes(&Rs[0].sizes, &Rs[v].sizes, Rs[0].G, Rs[v].G)) break;
+    *nb = v + 1;
+  }
+  for (int32_t v = *nb; v < cap; v++) multi_close(&Rs[v]);
+  free(sts);
+  free(cs);
+  return st;
+}
+
+/* A block of nb signatures' runs through both passes on a GPU (the
+ * handle h, gsea_preranked_multi_gpu.cu): the device's sums, bins and
+ * extremes go into each run's own tables, which end as its single run's
+ * do. */
+static sbg_status multi_gpu_block(gsea_run *Rs, int32_t nb, sbg_gsea_pm_gpu *h, double **pmax, double **pmin,
+                                  double *done, double work, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t nz = Rs[0].sizes.n;
+  int64_t N = Rs[0].nperm, B = sbg_gsea_pm_gpu_max_batch(h);
+  double *zm = malloc(2 * (size_t)nz * sizeof(double));
+  if (!zm) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the statistics");
+  for (int32_t v = 0; v < nb; v++) {
+    zstats *z = &Rs[v].zs;
+    SBG_TRY(sbg_gsea_pm_gpu_signature(h, v, Rs[v].wr, z->ps, z->ns, z->pe, z->ne, z->mult, ctx));
+  }
+  for (int pass = 1; pass <= 2; pass++) {
+    for (int32_t v = 0; v < nb && pass == 2; v++) { /* the normalisers by size, as run_round_zdev */
+      stats *t = &Rs[v].t;
+      for (int32_t q = 0; q < nz; q++) {
+        zm[q] = t->mpos[Rs[v].zs.rep[q]];
+        zm[nz + q] = t->mneg[Rs[v].zs.rep[q]];
+      }
+      SBG_TRY(sbg_gsea_pm_gpu_pass2_setup(h, v, zm, zm + nz, t->opos, t->kp, t->oneg, t->kn, ctx));
+      pmax[v] = t->pmax;
+      pmin[v] = t->pmin;
+    }
+    for (int64_t first = 1; first <= N; first += B) {
+      int64_t n = N + 1 - first < B ? N + 1 - first : B;
+      if (pass == 1) SBG_TRY(sbg_gsea_pm_gpu_pass1(h, nb, first, n, ctx));
+      else SBG_TRY(sbg_gsea_pm_gpu_pass2(h, nb, first, n, Rs[0].t.fbits, pmax, pmin, ctx));
+      *done += (double)n * nb;
+      SBG_TRY(sbg_poll(ctx, *done / work));
+    }
+    for (int32_t v = 0; v < nb; v++) {
+      zstats *z = &Rs[v].zs;
+      stats *t = &Rs[v].t;
+      if (pass == 1) {
+        int last = 0;
+        SBG_TRY(sbg_gsea_pm_gpu_pass1_result(h, v, z->ps, z->ns, z->sp, z->sn, z->np, z->nn, z->bp, z->bn, ctx));
+        SBG_TRY(run_end_pass1(&Rs[v], &last, ctx));
+      } else {
+        SBG_TRY(sbg_gsea_pm_gpu_pass2_result(h, v, t->hp, t->hn, &t->valid_pos, &t->valid_neg, ctx));
+        SBG_TRY(run_end_pass2(&Rs[v], ctx));
+      }
+    }
+  }
+done:
+  free(zm);
+  return st;
+}
+
+/* The signatures on the first device of ctx, in blocks of the same gene
+ * count, set count and sizes, as many as its memory takes (at most
+ * MULTI_GPU_BLOCK); a signature whose kernels do not fit the device runs
+ * alone (sbg_gsea_run, the same bits). */
+#define MULTI_GPU_BLOCK 1024
+
+static sbg_status multi_gpu_run(const sbg_gsea_input *in, int32_t Q, const sbg_gsea_params *p, sbg_gsea_result *out,
+                                sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int dev = sbg_ctx_device_at(ctx, 0);
+  gsea_run *Rs = calloc(MULTI_GPU_BLOCK, sizeof(gsea_run));
+  double **pext = malloc(2 * MULTI_GPU_BLOCK * sizeof(double *));
+  sbg_gsea_pm_gpu *h = NULL;
+  int32_t nb = 0;
+  double done_w = 0, work = 2.0 * (double)Q * (double)p->nperm;
+  if (!Rs || !pext) {
+    st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the signatures' work space");
+    goto done;
+  }
+  for (int32_t v0 = 0; v0 < Q; v0 += nb) {
+    int32_t want = Q - v0 < MULTI_GPU_BLOCK ? Q - v0 : MULTI_GPU_BLOCK;
+    SBG_TRY(multi_open(&Rs[0], &in[v0], p, &out[v0], 0, 0, ctx));
+    SBG_TRY(sbg_gsea_pm_gpu_open(&Rs[0].sizes, Rs[0].G, Rs[0].S, p->seed, p->nperm, p->batch, p->cache_max, dev,
+                                   want, &h, ctx));
+    if (!h) { /* too large for the device's kernels: alone */
+      multi_close(&Rs[0]);
+      SBG_TRY(sbg_gsea_run(&in[v0], p, &out[v0], 1, ctx));
+      nb = 1;
+      done_w += 2.0 * (double)p->nperm;
+      continue;
+    }
+    SBG_TRY(multi_open_rest(Rs, sbg_gsea_pm_gpu_room(h), &in[v0], p, &out[v0], 0, 0, &nb, ctx));
+    SBG_TRY(multi_gpu_block(Rs, nb, h, pext, pext + MULTI_GPU_BLOCK, &done_w, work, ctx));
+    for (int32_t v = 0; v < nb; v++) multi_close(&Rs[v]);
+    sbg_gsea_pm_gpu_close(h);
+    h = NULL;
+  }
+done:
+  sbg_gsea_pm_gpu_close(h);
+  if (Rs)
+    for (int32_t v = 0; v < MULTI_GPU_BLOCK; v++) multi_close(&Rs[v]);
+  free(Rs);
+  free(pext);
+  return st;
+}
+
 sbg_status sbg_gsea_multi_run(const sbg_gsea_input *in, int32_t Q, const sbg_gsea_params *p,
                               sbg_gsea_result *out, int use_gpu, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
@@ -1383,10 +1526,7 @@ sbg_status sbg_gsea_multi_run(const sbg_gsea_input *in, int32_t Q, const sbg_gse
   for (int32_t v = 0; v < Q; v++)
     if (!in[v].ranking || out[v].null_es)
       return sbg_fail(ctx, SBG_ERR_INPUT, "gsea engine: a signature is not preranked or keeps its table");
-  if (use_gpu) { /* the GPU engine runs each signature as a whole run */
-    for (int32_t v = 0; v < Q && st == SBG_OK; v++) st = sbg_gsea_run(&in[v], p, &out[v], 1, ctx);
-    return st;
-  }
+  if (use_gpu) return multi_gpu_run(in, Q, p, out, ctx);
   int nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
   gsea_run *Rs = calloc(MULTI_BLOCK, sizeof(gsea_run));
   sbg_gsea_prerank_ws *pws = calloc((size_t)nth, sizeof(sbg_gsea_prerank_ws));
@@ -1413,13 +1553,8 @@ sbg_status sbg_gsea_multi_run(const sbg_gsea_input *in, int32_t Q, const sbg_gse
     int64_t B = batch_round(p->batch > 0 ? p->batch
                                           : (int64_t)(2e8 * nth / ((double)Rs[0].G * 20.0 / cap + 6.0 * (double)Rs[0].M)));
     multi_close(&Rs[0]);
-    for (nb = 0; nb < cap; nb++) {
-      SBG_TRY(multi_open(&Rs[nb], &in[v0 + nb], p, &out[v0 + nb], B, keep, ctx));
-      if (!multi_same_sizes(&Rs[0].sizes, &Rs[nb].sizes, Rs[0].G, Rs[nb].G)) {
-        multi_close(&Rs[nb]);
-        break; /* the next block starts with it */
-      }
-    }
+    SBG_TRY(multi_open(&Rs[0], &in[v0], p, &out[v0], B, keep, ctx));
+    SBG_TRY(multi_open_rest(Rs, cap, &in[v0], p, &out[v0], B, keep, &nb, ctx));
     int32_t k = Rs[0].sizes.size[Rs[0].sizes.n - 1];
     if (k > kmax || Rs[0].G != wsG) { /* the draws' work space: G entries, kmax drawn */
       for (int i = 0; i < nth; i++) sbg_gsea_prerank_ws_free(&pws[i]);

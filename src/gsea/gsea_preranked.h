@@ -60,6 +60,39 @@ int64_t sbg_gsea_pre_gpu_max_batch(const sbg_gsea_pre_gpu *h);
 sbg_status sbg_gsea_pre_gpu_batch(sbg_gsea_pre_gpu *h, int64_t first, int64_t n, const double **es, sbg_ctx *ctx);
 void sbg_gsea_pre_gpu_close(sbg_gsea_pre_gpu *h);
 
+/* Many signatures of the same gene count and set sizes on one GPU
+ * (gsea_preranked_multi_gpu.cu; gsea_preranked_multi_gpu_stub.c without
+ * CUDA): each permutation drawn once and scored for every signature of a
+ * block, with the bits of each one's sbg_gsea_prerank_null(); the
+ * statistics by size per signature as sbg_gsea_pre_gpu_stats and its
+ * passes; pass 1's ES stay for pass 2 where they fit and keep_max (< 0:
+ * no limit) allows nperm permutations; batch: permutations per batch (0:
+ * its own choice).  open gives *h NULL where the kernels or one signature do not
+ * fit the device (the caller then runs each signature alone); room: the
+ * signatures it takes (<= want), numbered 0.. in signature, pass2_setup
+ * and the results; the passes run signatures [0, nb) over permutations
+ * [first, first + n), n <= max_batch. */
+typedef struct sbg_gsea_pm_gpu sbg_gsea_pm_gpu;
+sbg_status sbg_gsea_pm_gpu_open(const sbg_gsea_sizes *z, int32_t G, int32_t S, uint64_t seed, int64_t nperm,
+                                int64_t batch, int64_t keep_max, int device, int32_t want, sbg_gsea_pm_gpu **h,
+                                sbg_ctx *ctx);
+int32_t sbg_gsea_pm_gpu_room(const sbg_gsea_pm_gpu *h);
+int64_t sbg_gsea_pm_gpu_max_batch(const sbg_gsea_pm_gpu *h);
+sbg_status sbg_gsea_pm_gpu_signature(sbg_gsea_pm_gpu *h, int32_t v, const double *wr, const int32_t *ps,
+                                     const int32_t *ns, const double *pe, const double *ne, const int32_t *mult,
+                                     sbg_ctx *ctx);
+sbg_status sbg_gsea_pm_gpu_pass1(sbg_gsea_pm_gpu *h, int32_t nb, int64_t first, int64_t n, sbg_ctx *ctx);
+sbg_status sbg_gsea_pm_gpu_pass1_result(sbg_gsea_pm_gpu *h, int32_t v, const int32_t *ps, const int32_t *ns,
+                                        gsea_acc *sp, gsea_acc *sn, int64_t *np, int64_t *nn, int64_t *bp,
+                                        int64_t *bn, sbg_ctx *ctx);
+sbg_status sbg_gsea_pm_gpu_pass2_setup(sbg_gsea_pm_gpu *h, int32_t v, const double *mpos, const double *mneg,
+                                       const double *opos, int32_t kp, const double *oneg, int32_t kn, sbg_ctx *ctx);
+sbg_status sbg_gsea_pm_gpu_pass2(sbg_gsea_pm_gpu *h, int32_t nb, int64_t first, int64_t n, int fbits,
+                                 double *const *pmax, double *const *pmin, sbg_ctx *ctx);
+sbg_status sbg_gsea_pm_gpu_pass2_result(sbg_gsea_pm_gpu *h, int32_t v, uint64_t *hp, uint64_t *hn,
+                                        int64_t *valid_pos, int64_t *valid_neg, sbg_ctx *ctx);
+void sbg_gsea_pm_gpu_close(sbg_gsea_pm_gpu *h);
+
 /* The statistics passes by size on the device (gsea_cpu.c's zstats_pass1
  * and stats_pass2, same integers), so no ES leave it: stats sets them up
  * from the sizes' sorted observed ES (zstats' ps, ns, pe, ne) and the sets

@@ -11,16 +11,12 @@
  * host's zstats_pass1 and stats_pass2, same integers), so no ES leave it;
  * otherwise the batches come to page-locked host memory, the next one
  * drawn while the host runs the statistics of this one. */
-#include <climits>
-
 #include "cuda_check.cuh"
 #include "gsea_gpu_host.cuh"
 #include "gsea_math.h"
 #include "gsea_pass2.cuh"
 #include "gsea_preranked.h"
-#include "philox.h"
-
-#define PRE_THREADS 128
+#include "gsea_preranked_gpu.cuh"
 
 struct sbg_gsea_pre_gpu {
   cudaStream_t stream;
@@ -47,44 +43,12 @@ struct sbg_gsea_pre_gpu {
   double *d_pext;                      /* per permutation max, min (2 x B) */
 };
 
-#define SLICES 64
-
-/* Pass 1 of a batch (the host's zstats_pass1): thread (slice, size) adds
- * the null ES of its size in permutations slice, slice + SLICES, ... to its
- * own sums, and 1 to the bin of the sets each null is beyond (atomics:
- * integers, order-free). */
+/* Pass 1 of a batch (pre_zpass1): grid (sizes / 128, SLICES). */
 static __global__ void k_zpass1(const double *es, int64_t n, int32_t nz, const int32_t *ps, const int32_t *ns,
                                 const double *pe, const double *ne, gsea_acc *sp, gsea_acc *sn,
                                 unsigned long long *np, unsigned long long *nn, unsigned long long *bp,
                                 unsigned long long *bn) {
-  int32_t q = blockIdx.x * blockDim.x + threadIdx.x, slice = blockIdx.y;
-  if (q >= nz) return;
-  gsea_acc a = sp[(size_t)slice * nz + q], c = sn[(size_t)slice * nz + q];
-  unsigned long long kp = 0, kn = 0;
-  int32_t plo = ps[q], pm = ps[q + 1] - plo, nlo = ns[q], nm = ns[q + 1] - nlo;
-  for (int64_t b = slice; b < n; b += SLICES) {
-    double v = es[(size_t)b * nz + q];
-    if (v >= 0) {
-      gsea_acc_add(&a, v);
-      kp++;
-      int32_t lo = 0, hi = pm; /* count of ES < v */
-      while (lo < hi) {
-        int32_t mid = (lo + hi) >> 1;
-        if (pe[plo + mid] < v) lo = mid + 1; else hi = mid;
-      }
-      if (lo > 0) atomicAdd(&bp[plo + q + lo], 1ull);
-    }
-    if (v <= 0) {
-      gsea_acc_add(&c, v);
-      kn++;
-      int32_t lo = gsea_count_le(ne + nlo, nm, v);
-      if (lo < nm) atomicAdd(&bn[nlo + q + lo], 1ull);
-    }
-  }
-  sp[(size_t)slice * nz + q] = a;
-  sn[(size_t)slice * nz + q] = c;
-  atomicAdd(&np[q], kp);
-  atomicAdd(&nn[q], kn);
+  pre_zpass1(es, n, nz, ps, ns, pe, ne, sp, sn, np, nn, bp, bn);
 }
 
 /* Pass 2 of a batch: gsea_cpu.c's stats_pass2 by size (sets of a size
@@ -93,26 +57,6 @@ static __global__ void __launch_bounds__(PRE_THREADS)
 k_zpass2(const double *es, int64_t n, int32_t nz, const int32_t *mult, const double *obs, int32_t kp, int32_t kn,
          int fbits, double *pext, int64_t B, unsigned long long *gh) {
   gsea_pass2_block<PRE_THREADS>(es, n, nz, mult, obs, kp, kn, fbits, pext, B, gh);
-}
-
-/* Linear-probing table of the partial shuffle's swapped entries: key d ->
- * perm[d]; an absent key is the identity. */
-static __device__ __forceinline__ uint32_t pre_slot(int32_t key, int32_t H) {
-  return ((uint32_t)key * 2654435761u) & (uint32_t)(H - 1);
-}
-
-static __device__ __forceinline__ int32_t pre_get(const int32_t *hkey, const int32_t *hval, int32_t H, int32_t key) {
-  for (uint32_t h = pre_slot(key, H);; h = (h + 1) & (uint32_t)(H - 1)) {
-    if (hkey[h] == key) return hval[h];
-    if (hkey[h] < 0) return key;
-  }
-}
-
-static __device__ __forceinline__ void pre_set(int32_t *hkey, int32_t *hval, int32_t H, int32_t key, int32_t val) {
-  uint32_t h = pre_slot(key, H);
-  while (hkey[h] >= 0 && hkey[h] != key) h = (h + 1) & (uint32_t)(H - 1);
-  hkey[h] = key;
-  hval[h] = val;
 }
 
 static __global__ void __launch_bounds__(PRE_THREADS)
@@ -124,22 +68,7 @@ k_prerank(const int32_t *size, int32_t nz, int32_t kmax, int32_t G, const double
   int32_t *hkey = reinterpret_cast<int32_t *>(nrd + kmax), *hval = hkey + H;
   int32_t *spos = hval + H, *stix = spos + NP;   /* positions ascending, draw index (1-based) */
   const int tid = threadIdx.x;
-  for (int32_t i = tid; i < H; i += blockDim.x) hkey[i] = -1;
-  for (int32_t i = tid; i < NP; i += blockDim.x) { spos[i] = INT_MAX; stix[i] = INT_MAX; }
-  __syncthreads();
-  if (tid == 0) {
-    sbg_philox r;
-    sbg_philox_init(&r, seed, (uint64_t)(first + blockIdx.x), 0);
-    for (int32_t i = 0; i < kmax; i++) {
-      /* perm[d] <-> perm[i]; perm[i] is never read again (later draws
-       * take d > i), so only perm[d] is written */
-      int32_t d = i + (int32_t)sbg_philox_below(&r, (uint32_t)(G - i));
-      int32_t p = pre_get(hkey, hval, H, d);
-      pre_set(hkey, hval, H, d, pre_get(hkey, hval, H, i));
-      spos[i] = p;
-    }
-  }
-  __syncthreads();
+  pre_draw_block(kmax, G, seed, first + blockIdx.x, H, NP, hkey, hval, spos, stix);
   /* the weights in parallel, then their sums in draw order, as the CPU */
   for (int32_t i = tid; i < kmax; i += blockDim.x) {
     wd[i] = wr[spos[i]];
@@ -154,22 +83,7 @@ k_prerank(const int32_t *size, int32_t nz, int32_t kmax, int32_t G, const double
     }
   }
   __syncthreads();
-  /* bitonic sort of (position, draw index) by position (distinct) */
-  for (int32_t k = 2; k <= NP; k <<= 1) {
-    for (int32_t jj = k >> 1; jj > 0; jj >>= 1) {
-      for (int32_t i = tid; i < NP; i += blockDim.x) {
-        int32_t o = i ^ jj;
-        if (o > i) {
-          int32_t a = spos[i], b = spos[o];
-          if ((a > b) == ((i & k) == 0)) {
-            spos[i] = b; spos[o] = a;
-            int32_t t = stix[i]; stix[i] = stix[o]; stix[o] = t;
-          }
-        }
-      }
-      __syncthreads();
-    }
-  }
+  pre_sort_block(spos, stix, NP);
   for (int32_t q = tid; q < nz; q += blockDim.x) {
     int32_t K = size[q];
     double nr = nrd[K - 1];
@@ -222,10 +136,7 @@ extern "C" sbg_status sbg_gsea_pre_gpu_open(const sbg_gsea_sizes *z, const doubl
   h->seed = seed;
   h->lo = lo;
   h->hi = hi;
-  h->H = 64;
-  while (h->H < 2 * h->kmax) h->H <<= 1;
-  h->NP = 1;
-  while (h->NP < h->kmax) h->NP <<= 1;
+  pre_draw_room(h->kmax, &h->H, &h->NP);
   h->smem = 16 * (size_t)h->kmax + 8 * (size_t)h->H + 8 * (size_t)h->NP;
   SBG_TRY(sbg_device_select(device, ctx));
   SBG_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
@@ -407,14 +318,7 @@ extern "C" sbg_status sbg_gsea_pre_gpu_pass1_result(sbg_gsea_pre_gpu *h, gsea_ac
   SBG_CUDA_CHECK(cudaMemcpyAsync(c + 2 * nz, h->d_bp, nbp * 8, cudaMemcpyDeviceToHost, h->stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(c + 2 * nz + nbp, h->d_bn, nbn * 8, cudaMemcpyDeviceToHost, h->stream));
   SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
-  for (int i = 0; i < SLICES; i++)
-    for (int32_t q = 0; q < nz; q++) {
-      gsea_acc_merge(&sp[q], a[(size_t)i * nz + q]);
-      gsea_acc_merge(&sn[q], a[(size_t)(SLICES + i) * nz + q]);
-    }
-  for (int32_t q = 0; q < nz; q++) { np[q] += (int64_t)c[q]; nn[q] += (int64_t)c[nz + q]; }
-  for (size_t i = 0; i < nbp; i++) bp[i] += (int64_t)c[2 * nz + i];
-  for (size_t i = 0; i < nbn; i++) bn[i] += (int64_t)c[2 * nz + nbp + i];
+  pre_merge_pass1(a, c, nz, nbp, nbn, sp, sn, np, nn, bp, bn);
 done:
   free(a);
   free(c);

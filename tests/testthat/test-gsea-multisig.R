@@ -117,6 +117,13 @@ test_that("a signature's ES is the weighted running sum's extreme, computed from
   rows <- res[res$signature == "s2", ]
   expect_equal(rows$ES, unname(vapply(d$sets[rows$set], es_def, 0)), tolerance = 1e-12)
   expect_gt(rows$NES[rows$set == "up"], 2)
+  # the leading edge: the members up to the extreme (after it when ES < 0), in rank order
+  r <- x[order(-x, seq_along(x))]
+  lead <- Map(function(set, es, at) {
+    i <- which(names(r) %in% set)
+    names(r)[if (es >= 0) i[i <= at] else i[i > at]]
+  }, d$sets[rows$set], rows$ES, rows$rankAtMax)
+  expect_identical(unclass(rows$leadingEdge), unname(lead))
 })
 
 # ---- methods ----
@@ -193,5 +200,62 @@ test_that("on the GPU each signature's table is its own CPU call's, bit for bit"
       one <- gseaSignature(res, s)
       expect_identical(as.data.frame(one), as.data.frame(single))
     }
+  }
+})
+
+# Signatures for the GPU's blocks: many columns on one gene universe (one
+# block, scored from shared draws), one on fewer genes (another block), one
+# mostly 0 (the draws of small sets often weigh 0: unit weights) and one
+# with ties.
+ms_gpu_data <- function(n = 70) {
+  d <- ms_data(n = n)
+  lst <- lapply(seq_len(n), function(j) d$m[, j])
+  names(lst) <- colnames(d$m)
+  lst$fewer <- d$m[sample(nrow(d$m), 1100), 1]
+  lst$zeros <- replace(d$m[, 2], 31:nrow(d$m), 0)
+  lst$ties <- round(d$m[, 3], 1)
+  list(lst = lst, sets = d$sets)
+}
+
+test_that("on the GPU a block of signatures scored from shared draws gives each one's own GPU and CPU table", {
+  skip_if_no_gpu()
+  d <- ms_gpu_data()
+  run <- function(st, backend) {
+    suppressWarnings(rapidGSEA(stats = st, geneSets = d$sets, nperm = 1000, seed = 4, pvalue = "permutation",
+                               backend = backend, threads = 2, verbose = FALSE))
+  }
+  gpu <- run(d$lst, "gpu")
+  cpu <- run(d$lst, "cpu")
+  expect_identical(attr(gpu, "backend"), "gpu")
+  expect_identical(as.data.frame(gpu), as.data.frame(cpu))
+  # pass 2 drawing again (nothing kept) and batches of 64 permutations
+  op <- options(sysbioGPU.gseaCache = 0, sysbioGPU.gseaBatch = 64)
+  on.exit(options(op))
+  expect_identical(as.data.frame(run(d$lst, "gpu")), as.data.frame(cpu))
+  options(op)
+  for (s in c("s1", "s70", "fewer", "zeros", "ties")) {
+    single <- suppressWarnings(rapidGSEA(d$lst[[s]], geneSets = d$sets, nperm = 1000, seed = 4,
+                                         pvalue = "permutation", backend = "gpu", verbose = FALSE))
+    ms_same(gpu, s, single)
+  }
+})
+
+test_that("on the GPU a block's ES are the running sum's extreme from its definition", {
+  skip_if_no_gpu()
+  d <- ms_gpu_data(n = 5)
+  res <- suppressWarnings(rapidGSEA(stats = d$lst, geneSets = d$sets, nperm = 100, seed = 1, pvalue = "permutation",
+                                    backend = "gpu", verbose = FALSE))
+  for (s in c("s4", "zeros")) {
+    x <- d$lst[[s]]
+    r <- x[order(-x, seq_along(x))]
+    es_def <- function(set) {
+      hit <- names(r) %in% set
+      w <- abs(r) * hit
+      step <- ifelse(hit, if (sum(w)) w / sum(w) else hit / sum(hit), -1 / (length(r) - sum(hit)))
+      run <- cumsum(step)
+      run[which.max(abs(run))]
+    }
+    rows <- res[res$signature == s, ]
+    expect_equal(rows$ES, unname(vapply(d$sets[rows$set], es_def, 0)), tolerance = 1e-12)
   }
 })
