@@ -313,6 +313,21 @@ pbn_known_sets <- function(net, sets, p) {
 #' @param reduce Drop nodes that cannot influence the sets (see Reduction).
 #' @param maxSteps Most steps per trajectory times trajectories; a run that
 #'   reaches it returns with `converged = FALSE` and a warning.
+#' @param engine How the trajectories are moved (two-state method):
+#'   `"chains"` (default), one trajectory at a time per thread, or `"bits"`,
+#'   bit-sliced: 32 trajectories packed in one machine word per node, so that
+#'   one bitwise operation moves them all (several times faster on the GPU
+#'   for networks whose nodes have several functions).  Both simulate the
+#'   same Markov chain per trajectory but draw their random numbers
+#'   differently, so their estimates for a seed differ (within the
+#'   accuracy); each is the same on every backend, thread count and device
+#'   split.  `"bits"` needs synchronous updates, functions of at most 5
+#'   inputs, at most 4096 simulated nodes and `BPPARAM = NULL`; it runs
+#'   every step (no fixed-point shortcut, see Dynamics), so networks whose
+#'   nodes have one function each are faster with `"chains"`.  Bit-sliced
+#'   function choice: the 32 trajectories' uniform numbers are compared
+#'   with a node's selection thresholds one bit at a time, from a random
+#'   word per bit, until every trajectory is decided.
 #' @param seed Whole number; `NULL` draws one from R's generator.
 #' @param backend,threads,device See [resolveBackend()]. With several GPUs
 #'   (`device = c(0, 1)` or `"all"`) the trajectories are split into
@@ -373,7 +388,7 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
                            update = c("synchronous", "asynchronous"),
                            r = 1e-4, s = 0.95, epsilon = 1e-10,
                            method = c("two-state", "exact"), trajectories = "auto",
-                           reduce = TRUE, maxSteps = 1e11,
+                           reduce = TRUE, maxSteps = 1e11, engine = c("chains", "bits"),
                            seed = NULL, backend = getOption("sysbioGPU.backend", "auto"),
                            threads = getOption("sysbioGPU.threads"),
                            device = getOption("sysbioGPU.device", 0L),
@@ -386,6 +401,7 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   s <- check_prob_open(s, "s", 0, 1, TRUE, TRUE)
   epsilon <- check_prob_open(epsilon, "epsilon", 0, 1, TRUE, TRUE)
   method <- check_choice(method, c("two-state", "exact"), "method")
+  engine <- check_choice(engine, c("chains", "bits"), "engine")
   reduce <- check_flag(reduce, "reduce")
   maxSteps <- check_whole(maxSteps, "maxSteps", min = 1, max = 1e18)
   verbose <- check_flag(verbose, "verbose")
@@ -443,6 +459,8 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   max_len <- floor(maxSteps / trajectories)
   if (max_len < 4) stop_input("`maxSteps` = ", maxSteps, " allows fewer than 4 steps per trajectory", call = NULL)
   params <- pbn_params(seed, trajectories, r, s, epsilon, max_len)
+  params$bits <- engine == "bits"
+  if (params$bits) pbn_check_bits(flat, async, BPPARAM)
   data <- list(net = flat, sets = sets_l)
   t0 <- proc.time()[["elapsed"]]
   if (is.null(BPPARAM)) {
@@ -474,7 +492,17 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   }
   pbn_result(res, list(backend = b$backend, device = b$devices, deviceName = b$deviceName, seed = seed,
                        method = "two-state", p = p, update = update, burnin = o$burnin,
-                       nodesSimulated = flat$n, engineSettings = engine_settings("pbnSteadyState")))
+                       nodesSimulated = flat$n, engine = engine,
+                       engineSettings = engine_settings("pbnSteadyState")))
+}
+
+# What engine = "bits" runs (sbg_pbn_bits_usable() in src/pbn/pbn_bits.c).
+pbn_check_bits <- function(flat, async, BPPARAM) {
+  why <- if (async) "synchronous updates (`update = \"synchronous\"`)"
+         else if (max(flat$fun_k) > 5) "functions of at most 5 inputs"
+         else if (flat$n > 4096) "at most 4096 simulated nodes"
+         else if (!is.null(BPPARAM)) "`BPPARAM = NULL`"
+  if (!is.null(why)) stop_input("`engine = \"bits\"` needs ", why, ": use engine = \"chains\"", call = NULL)
 }
 
 # The two-state method's parameters (src/pbn/pbn_call.c, params_decode()):
@@ -486,7 +514,7 @@ pbn_params <- function(seed, trajectories, r, s, epsilon, max_len) {
        epsilon = epsilon, psi0 = 128, rhatMax = 1.01, maxLen = as.double(max_len), minSwitches = 20,
        t = stats::qt((1 + s) / 2, df = trajectories - 1),
        small = !isTRUE(engine_option("sysbioGPU.pbnGeneralStep", "pbnSteadyState")),
-       skip = !isTRUE(engine_option("sysbioGPU.pbnNoSkip", "pbnSteadyState")))
+       skip = !isTRUE(engine_option("sysbioGPU.pbnNoSkip", "pbnSteadyState")), bits = FALSE)
 }
 
 # One block of chains on an R worker: [range[1], range[2]) (0-based) from
@@ -691,7 +719,7 @@ plot.pbnSteadyState <- function(x, exact = NULL, main = "pbnSteadyState", ...) {
 #' pbnSimulate(net, 6, from = c(A = TRUE, B = FALSE), p = 0, seed = 1, backend = "cpu")
 #' @export
 pbnSimulate <- function(pbn, steps, from = NULL, trajectories = 1, p = 0.001,
-                        update = c("synchronous", "asynchronous"),
+                        update = c("synchronous", "asynchronous"), engine = c("chains", "bits"),
                         seed = NULL, backend = getOption("sysbioGPU.backend", "auto"),
                         threads = getOption("sysbioGPU.threads"),
                         device = getOption("sysbioGPU.device", 0L)) {
@@ -700,6 +728,7 @@ pbnSimulate <- function(pbn, steps, from = NULL, trajectories = 1, p = 0.001,
   trajectories <- check_whole(trajectories, "trajectories", min = 1, max = 2^31 - 1)
   p <- check_prob_open(p, "p", 0, 1, FALSE, TRUE)
   update <- check_choice(update, c("synchronous", "asynchronous"), "update")
+  engine <- check_choice(engine, c("chains", "bits"), "engine")
   n <- length(net$nodes)
   W <- (n + 63L) %/% 64L
   if ((steps + 1) * trajectories * n > 2^31 - 1)
@@ -720,16 +749,17 @@ pbnSimulate <- function(pbn, steps, from = NULL, trajectories = 1, p = 0.001,
   a <- backend_args(b)
   seed <- resolve_seed(seed)
   flat <- pbn_flatten(net, rep(TRUE, n), p, update == "asynchronous")
+  if (engine == "bits") pbn_check_bits(flat, update == "asynchronous", NULL)
   # the states (8 bytes a word of 64 nodes) and the logical array (4 bytes
   # a node) of every step of every trajectory
-  alloc_guard(pbn_simulate_run(flat, from_pairs, seed, trajectories, steps, a, b, n, W, net),
+  alloc_guard(pbn_simulate_run(flat, from_pairs, seed, trajectories, steps, a, b, n, W, net, engine == "bits"),
               "steps", bytes = (steps + 1) * trajectories * (8 * W + 8 * n),
               what = "the trajectories (`steps` x `trajectories` x nodes)")
 }
 
-pbn_simulate_run <- function(flat, from_pairs, seed, trajectories, steps, a, b, n, W, net) {
+pbn_simulate_run <- function(flat, from_pairs, seed, trajectories, steps, a, b, n, W, net, bits) {
   v <- .Call(ffi_pbn_simulate, list(net = flat, from = from_pairs),
-             list(seed = as.double(seed), chains = as.double(trajectories), steps = as.double(steps)),
+             list(seed = as.double(seed), chains = as.double(trajectories), steps = as.double(steps), bits = bits),
              run_list(a, devices = a$device))$states
   # v: per (chain, step, word) a low and a high 32-bit half
   nrow_all <- trajectories * (steps + 1)

@@ -10,7 +10,7 @@
 # the truth, is significantly below s (one-sided binomial, level 0.01).
 #
 # Usage: Rscript tools/pbn-coverage.R [--seeds=200] [--r=0.005] [--s=0.95]
-#          [--threads=1] [--out=FILE.csv]    (make pbn-coverage)
+#          [--threads=1] [--engine=chains|bits] [--out=FILE.csv]    (make pbn-coverage)
 suppressPackageStartupMessages(library(sysbioGPU))
 
 args <- commandArgs(trailingOnly = TRUE)
@@ -22,6 +22,7 @@ n_seeds <- as.integer(opt("seeds", 200))
 r <- as.numeric(opt("r", 0.005))
 s <- as.numeric(opt("s", 0.95))
 threads <- as.integer(opt("threads", 1))
+engine <- opt("engine", "chains")
 out <- opt("out", "")
 
 random_pbn <- function(n, seed) {
@@ -66,7 +67,7 @@ for (nn in names(nets)) {
     ex <- pbnSteadyState(x$net, x$sets, p = p, method = "exact", backend = "cpu", verbose = FALSE)
     runs <- lapply(seq_len(n_seeds), function(sd) {
       pbnSteadyState(x$net, x$sets, p = p, r = r, s = s, seed = sd, backend = "cpu", threads = threads,
-                     verbose = FALSE)
+                     engine = engine, verbose = FALSE)
     })
     for (j in seq_along(x$sets)) {
       est <- vapply(runs, function(z) z$probability[[j]], 0)
@@ -88,8 +89,8 @@ for (nn in names(nets)) {
   }
 }
 tab <- do.call(rbind, rows)
-cat(sprintf("\npbnSteadyState coverage: r = %g, s = %g, %d seeds per row, CPU, %d thread(s)\n",
-            r, s, n_seeds, threads))
+cat(sprintf("\npbnSteadyState coverage: r = %g, s = %g, %d seeds per row, CPU, %d thread(s), engine %s\n",
+            r, s, n_seeds, threads, engine))
 print(format(tab, digits = 4), row.names = FALSE)
 if (nzchar(out)) utils::write.csv(tab, out, row.names = FALSE)
 if (!all(tab$ok)) {

@@ -55,12 +55,17 @@ gpu_traj <- Sys.getenv("PBN_GPU_TRAJ", "auto")
 gpu_dev <- Sys.getenv("PBN_DEVICE", "0")
 gpu_dev <- if (gpu_dev == "all") "all" else as.integer(strsplit(gpu_dev, ",")[[1L]])
 if (gpu_traj != "auto") gpu_traj <- as.numeric(gpu_traj)
-throughput <- function(net, backend, threads, steps) {
+# PBN_ENGINE: pbnSteadyState's engine(s), e.g. "bits" or "chains,bits" (a
+# row per engine; default "chains"); "bits" rows only where that engine runs
+# (at most 4096 nodes)
+engines <- strsplit(Sys.getenv("PBN_ENGINE", "chains"), ",")[[1L]]
+throughput <- function(net, backend, threads, steps, engine = "chains") {
   p <- if (length(net$nodes) >= 5000) 1e-5 else 0.001
   traj <- if (backend == "cpu") 64 * threads else gpu_traj
   x <- suppressWarnings(pbnSteadyState(net, setNames(TRUE, net$nodes[[1]]), p = p, r = 1e-9,
                                        trajectories = traj,
                                        maxSteps = round(steps), reduce = FALSE, seed = 1, backend = backend,
+                                       engine = engine,
                                        device = if (backend == "gpu") gpu_dev else 0L,
                                        threads = threads, verbose = FALSE))
   c(steps = x$steps, seconds = x$seconds, trajectories = x$trajectories)
@@ -75,25 +80,26 @@ for (f in c("bbm014", "bbm025", "bbm243")) {
 if (!quick) nets[["random n=10000 D~2.7"]] <- random_pbn(10000, "2.7", 10000)
 
 rows <- list()
-for (nm in names(nets)) {
+for (nm in names(nets)) for (eng in engines) {
   net <- nets[[nm]]
   s <- summary(net)
   n <- s$nodes
-  cpu1 <- throughput(net, "cpu", 1, (if (quick) 2e5 else 1e6) * 100 / n)
-  cpuN <- throughput(net, "cpu", ncores, (if (quick) 2e5 else 1e6) * ncores * 100 / n)
-  row <- data.frame(network = nm, nodes = n, density = round(s$density, 2),
+  if (eng == "bits" && n > 4096) next
+  cpu1 <- throughput(net, "cpu", 1, (if (quick) 2e5 else 1e6) * 100 / n, eng)
+  cpuN <- throughput(net, "cpu", ncores, (if (quick) 2e5 else 1e6) * ncores * 100 / n, eng)
+  row <- data.frame(network = nm, engine = eng, nodes = n, density = round(s$density, 2),
                     p = if (n >= 5000) 1e-5 else 0.001,
                     cpu1_steps_per_s = cpu1[["steps"]] / cpu1[["seconds"]],
                     cpu_threads = ncores, cpuN_steps_per_s = cpuN[["steps"]] / cpuN[["seconds"]],
                     gpu_steps_per_s = NA_real_, gpu_trajectories = NA_real_)
   if (gpu) {
-    g <- throughput(net, "gpu", NULL, (if (quick) 2e8 else 2e9) * 100 / n)
+    g <- throughput(net, "gpu", NULL, (if (quick) 2e8 else 2e9) * (if (eng == "bits") 5 else 1) * 100 / n, eng)
     row$gpu_steps_per_s <- g[["steps"]] / g[["seconds"]]
     row$gpu_trajectories <- g[["trajectories"]]
   }
-  rows[[nm]] <- row
-  cat(sprintf("%-28s n=%5d  D=%5.2f  CPU 1 thread %.3g steps/s  CPU %d threads %.3g  GPU %s\n",
-              nm, n, s$density, row$cpu1_steps_per_s, ncores, row$cpuN_steps_per_s,
+  rows[[paste(nm, eng)]] <- row
+  cat(sprintf("%-28s %-6s n=%5d  D=%5.2f  CPU 1 thread %.3g steps/s  CPU %d threads %.3g  GPU %s\n",
+              nm, eng, n, s$density, row$cpu1_steps_per_s, ncores, row$cpuN_steps_per_s,
               if (gpu) format(row$gpu_steps_per_s, digits = 3) else "-"))
 }
 tab <- do.call(rbind, rows)

@@ -119,6 +119,7 @@ typedef struct sbg_pbn_params {
   int64_t min_switches;   /* transitions 0->1 and 1->0 needed before trusting alpha, beta */
   int small;              /* use the register step pbn_step2() for <= 128 nodes (1; 0 for
                              tests: the general step, which must give the same result) */
+  int bits;               /* bit-sliced engine (pbn_bits.h): 32 chains per word */
   /* GPU: the run's devices (ctx) share the chains, contiguous blocks */
 } sbg_pbn_params;
 

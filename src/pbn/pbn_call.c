@@ -6,6 +6,7 @@
 
 #include "glue.h"
 #include "pbn.h"
+#include "pbn_bits.h"
 
 /* The flattened network, sets and parameters come from R lists that a user
  * may have edited (through the pbn object): every size, index range and
@@ -148,6 +149,7 @@ static void params_decode(SEXP params, sbg_pbn_net *net, sbg_pbn_params *p) {
   p->max_len = (int64_t)sbg_real_elt(params, "maxLen");
   p->min_switches = (int64_t)sbg_real_elt(params, "minSwitches");
   p->small = sbg_lgl_elt(params, "small");
+  p->bits = sbg_lgl_elt(params, "bits");
   if (!sbg_lgl_elt(params, "skip")) net->det = 0;
   p->t = sbg_real_elt(params, "t");
   PBN_CHECK(p->n_chains >= 2 && p->psi0 >= 2 && p->max_len >= 4 && p->t > 0 && p->r > 0);
@@ -337,7 +339,7 @@ SEXP ffi_pbn_steady_bp(SEXP data, SEXP params, SEXP run) {
 }
 
 /* data = list(net, from: NULL or the start state as (low, high) pairs),
- * params = list(seed, chains, steps).  list(states): pairs of 32-bit
+ * params = list(seed, chains, steps, bits: the bit-sliced engine).  list(states): pairs of 32-bit
  * integers, (steps+1) * n_chains * n_words * 2. */
 SEXP ffi_pbn_simulate(SEXP data, SEXP params, SEXP run) {
   sbg_pbn_net net;
@@ -361,7 +363,9 @@ SEXP ffi_pbn_simulate(SEXP data, SEXP params, SEXP run) {
   sbg_progress pr;
   sbg_ctx_setup(&ctx, &pr, r.threads, r.devices, 1, 0, "pbnSimulate");
   uint64_t *out = (uint64_t *)R_alloc((size_t)words, sizeof(uint64_t));
-  sbg_status st = (r.gpu ? sbg_pbn_simulate_gpu : sbg_pbn_simulate_cpu)(&net, seed, nc, ns, f, out, &ctx);
+  sbg_status st = sbg_lgl_elt(params, "bits")
+                      ? (r.gpu ? sbg_pbn_bits_simulate_gpu : sbg_pbn_bits_simulate_cpu)(&net, seed, nc, ns, f, out, &ctx)
+                      : (r.gpu ? sbg_pbn_simulate_gpu : sbg_pbn_simulate_cpu)(&net, seed, nc, ns, f, out, &ctx);
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
   for (R_xlen_t i = 0; i < words; i++) {

@@ -7,6 +7,7 @@
 #include "omp_compat.h"
 #include "pbn.h"
 #include "pbn_step.h"
+#include "pbn_bits.h"
 
 typedef struct pbn_cpu {
   sbg_pbn_engine base;
@@ -223,6 +224,7 @@ sbg_status sbg_pbn_block_cpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets, c
 
 sbg_status sbg_pbn_steady_cpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
                               const sbg_pbn_params *p, sbg_pbn_result *out, sbg_ctx *ctx) {
+  if (p->bits) return sbg_pbn_bits_steady_cpu(net, sets, p, out, ctx);
   pbn_cpu e;
   sbg_status st = pbn_cpu_open(&e, net, sets, p, 0, p->n_chains, NULL, ctx);
   if (st == SBG_OK) st = sbg_pbn_two_state(&e.base, p, sets->n_sets, out, ctx);

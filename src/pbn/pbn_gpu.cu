@@ -9,6 +9,7 @@
 #include "cuda_check.cuh"
 #include "pbn.h"
 #include "pbn_step.h"
+#include "pbn_bits.h"
 
 #define PBN_BLOCK 128
 #define PBN_SMEM_BUDGET (48 * 1024)
@@ -461,9 +462,392 @@ static void pbn_gpu_close(pbn_gpu *d) {
   cudaStreamDestroy(d->stream);
 }
 
+/* ---- bit-sliced engine (engine = "bits", pbn_bits.h) ------------------
+ * One warp per group of 32 chains: the group's two state copies (bit
+ * planes, one word per node) in shared memory, each thread computing the
+ * next planes of every 32nd node (nodes with several functions first, so
+ * the costly ones are spread over the threads), then lane j moving chain
+ * j's perturbation count and flips.  The network is read from global
+ * memory (cached: all warps read the same words). */
+#define PBNB_WARPS 4
+
+typedef struct pbnb_dev_args {
+  sbg_pbn_net net;      /* device pointers to the arrays the bit step reads */
+  sbg_pbn_bnet b;
+  const int32_t *order; /* nodes, several-function ones first */
+  int32_t n_sets;
+  int64_t n_groups;     /* this device's groups ... */
+  int64_t g_base;       /* ... the first of them in the run's numbering */
+  int64_t n_chains;     /* chains of the whole run (the last group's lanes past it are not counted) */
+  uint32_t *planes;     /* n_groups * n */
+  sbg_philox *rng;      /* n_groups * 32 */
+  int32_t *gap;         /* n_groups * 32 */
+  uint32_t *cnt;        /* 3 n_sets * 32 n_groups: (3 s + j) * 32 n_groups + lane index */
+} pbnb_dev_args;
+
+template <int KW>
+static __global__ void __launch_bounds__(32 * PBNB_WARPS) pbnb_advance_kernel(pbnb_dev_args a, uint64_t t0,
+                                                                               int64_t steps, int count) {
+  extern __shared__ uint32_t bsm[];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t gl = (int64_t)blockIdx.x * PBNB_WARPS + warp;
+  if (gl >= a.n_groups) return;  /* the whole warp */
+  const sbg_pbn_net net = a.net;
+  const sbg_pbn_bnet b = a.b;
+  const int32_t n = net.n, S = a.n_sets;
+  uint32_t *cur = bsm + (size_t)warp * 2 * n, *nxt = cur + n;
+  for (int32_t i = lane; i < n; i += 32) cur[i] = a.planes[gl * n + i];
+  __syncwarp();
+  const uint32_t G = (uint32_t)(a.g_base + gl);
+  const int64_t cl = gl * 32 + lane;
+  const int valid = (a.g_base + gl) * 32 + lane < a.n_chains;
+  sbg_philox g = a.rng[cl];
+  int32_t gs = a.gap[cl];
+  const int64_t kst = a.n_groups * 32;
+  uint32_t *k = a.cnt + cl;
+  if (count && valid)
+    for (int32_t s = 0; s < S; s++)
+      if ((pbnb_in_set(&b, s, cur) >> lane) & 1u) k[(3 * s) * kst] += (uint32_t)steps;
+  for (int64_t tt = 0; tt < steps; tt++) {
+    const uint64_t t = t0 + (uint64_t)tt;
+    const uint32_t P = __ballot_sync(0xffffffffu, gs == 0);
+    for (int32_t r = lane; r < n; r += 32) {
+      const int32_t i = a.order[r];
+      const uint32_t v = P == ~0u ? 0u : pbnb_node(&net, &b, KW, i, cur, G, t);
+      nxt[i] = (v & ~P) | (cur[i] & P);
+    }
+    __syncwarp();
+    if (gs == 0) {
+      pbnb_perturb(&net, &g, nxt, 1u << lane);
+      gs = pbn_draw_gap(&net, &g);
+    } else {
+      gs = pbn_gap_advance(&net, &g, gs, 1);
+    }
+    __syncwarp();
+    if (count)
+      for (int32_t s = 0; s < S; s++) {
+        const uint32_t m1 = pbnb_in_set(&b, s, nxt);
+        if (valid && (((pbnb_in_set(&b, s, cur) ^ m1) >> lane) & 1u))
+          pbnb_count_switch(k, kst, s, (int)((m1 >> lane) & 1u), (uint32_t)(steps - tt));
+      }
+    uint32_t *tmp = cur; cur = nxt; nxt = tmp;
+    __syncwarp();
+  }
+  for (int32_t i = lane; i < n; i += 32) a.planes[gl * n + i] = cur[i];
+  a.rng[cl] = g;
+  a.gap[cl] = gs;
+}
+
+typedef struct pbnb_gpu {
+  pbnb_dev_args a;
+  int device;
+  size_t smem;
+  unsigned blocks;
+  cudaStream_t stream;
+  cudaEvent_t t0, t1;
+  unsigned char *d_blob;
+  uint64_t *d_sums;
+} pbnb_gpu;
+
+typedef struct pbnb_gpus {
+  sbg_pbn_engine base;
+  int nd;
+  pbnb_gpu dev[SBG_PBN_MAX_DEVICES];
+  int32_t kw;
+  double chunk;   /* steps per launch, adapted to ~0.1 s */
+  uint64_t t;     /* steps taken so far */
+  uint64_t *part;
+} pbnb_gpus;
+
+static void pbnb_launch(pbnb_gpu *d, int32_t kw, uint64_t t0, int64_t len, int count) {
+  switch (kw) {
+    case 0: pbnb_advance_kernel<0><<<d->blocks, 32 * PBNB_WARPS, d->smem, d->stream>>>(d->a, t0, len, count); break;
+    case 1: pbnb_advance_kernel<1><<<d->blocks, 32 * PBNB_WARPS, d->smem, d->stream>>>(d->a, t0, len, count); break;
+    case 2: pbnb_advance_kernel<2><<<d->blocks, 32 * PBNB_WARPS, d->smem, d->stream>>>(d->a, t0, len, count); break;
+    case 3: pbnb_advance_kernel<3><<<d->blocks, 32 * PBNB_WARPS, d->smem, d->stream>>>(d->a, t0, len, count); break;
+    case 4: pbnb_advance_kernel<4><<<d->blocks, 32 * PBNB_WARPS, d->smem, d->stream>>>(d->a, t0, len, count); break;
+    default: pbnb_advance_kernel<5><<<d->blocks, 32 * PBNB_WARPS, d->smem, d->stream>>>(d->a, t0, len, count); break;
+  }
+}
+
+static cudaError_t pbnb_smem_optin(int32_t kw, int bytes) {
+  switch (kw) {
+    case 0: return cudaFuncSetAttribute(pbnb_advance_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    case 1: return cudaFuncSetAttribute(pbnb_advance_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    case 2: return cudaFuncSetAttribute(pbnb_advance_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    case 3: return cudaFuncSetAttribute(pbnb_advance_kernel<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    case 4: return cudaFuncSetAttribute(pbnb_advance_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    default: return cudaFuncSetAttribute(pbnb_advance_kernel<5>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  }
+}
+
+static sbg_status pbnb_gpu_advance(sbg_pbn_engine *eng, int64_t steps, int count, uint64_t *sums,
+                                   double lo, double hi, sbg_ctx *ctx) {
+  pbnb_gpus *e = (pbnb_gpus *)eng;
+  sbg_status st = SBG_OK;
+  const int32_t S = e->dev[0].a.n_sets;
+  int64_t ng = 0;
+  for (int i = 0; i < e->nd; i++) ng += e->dev[i].a.n_groups;
+  for (int i = 0; i < e->nd && count && S > 0; i++) {
+    pbnb_gpu *d = &e->dev[i];
+    SBG_TRY(sbg_device_select(d->device, ctx));
+    SBG_CUDA_CHECK(cudaMemsetAsync(d->a.cnt, 0, sizeof(uint32_t) * 3 * (size_t)S * 32 * d->a.n_groups, d->stream));
+  }
+  for (int64_t done = 0; done < steps;) {
+    int64_t len = (int64_t)e->chunk;
+    if (len < 1) len = 1;
+    if (len > steps - done) len = steps - done;
+    for (int i = 0; i < e->nd; i++) {
+      pbnb_gpu *d = &e->dev[i];
+      SBG_TRY(sbg_device_select(d->device, ctx));
+      SBG_CUDA_CHECK(cudaEventRecord(d->t0, d->stream));
+      pbnb_launch(d, e->kw, e->t + (uint64_t)done, len, count);
+      SBG_CUDA_CHECK(cudaGetLastError());
+      SBG_CUDA_CHECK(cudaEventRecord(d->t1, d->stream));
+    }
+    float ms = 0;
+    for (int i = 0; i < e->nd; i++) {
+      pbnb_gpu *d = &e->dev[i];
+      float m = 0;
+      SBG_TRY(sbg_device_select(d->device, ctx));
+      SBG_CUDA_CHECK(cudaEventSynchronize(d->t1));
+      SBG_CUDA_CHECK(cudaEventElapsedTime(&m, d->t0, d->t1));
+      if (m > ms) ms = m;
+    }
+    /* ~100 ms per launch, so Ctrl-C is seen quickly */
+    double f = ms > 0.01 ? 100.0 / ms : 4.0;
+    if (f > 4) f = 4;
+    if (f < 0.25) f = 0.25;
+    e->chunk *= f;
+    double cap = 1.3e8 * e->nd / (double)ng;  /* ~4e9 chain-steps per device */
+    if (e->chunk > cap) e->chunk = cap;
+    done += len;
+    SBG_TRY(sbg_poll(ctx, lo + (hi - lo) * (double)done / (double)steps));
+  }
+  e->t += (uint64_t)steps;
+  if (count && S > 0) {
+    memset(sums, 0, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)S);
+    for (int i = 0; i < e->nd; i++) {
+      pbnb_gpu *d = &e->dev[i];
+      SBG_TRY(sbg_device_select(d->device, ctx));
+      pbn_reduce_kernel<<<S, PBN_BLOCK, 0, d->stream>>>(d->a.cnt, 32 * d->a.n_groups, d->d_sums);
+      SBG_CUDA_CHECK(cudaGetLastError());
+      SBG_CUDA_CHECK(cudaMemcpyAsync(e->part, d->d_sums, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)S,
+                                     cudaMemcpyDeviceToHost, d->stream));
+      SBG_CUDA_CHECK(cudaStreamSynchronize(d->stream));
+      for (size_t k = 0; k < SBG_PBN_NSUM * (size_t)S; k++) sums[k] += e->part[k];
+    }
+  }
+done:
+  return st;
+}
+
+/* An array into the host image of the device blob at an 8-byte aligned
+ * offset; returns where it will be on the device. */
+static const void *pbnb_put(unsigned char *h, const unsigned char *d, size_t *off, const void *src, size_t bytes) {
+  size_t at = *off;
+  if (h && bytes) memcpy(h + at, src, bytes);
+  *off += (bytes + 7) & ~(size_t)7;
+  return d + at;
+}
+
+/* The arrays the bit step reads into one blob (h NULL: size only); the
+ * args' pointers set to their device places. */
+static size_t pbnb_fill(const sbg_pbn_net *net, const sbg_pbn_bits_host *bh, int32_t n_sets, const int32_t *order,
+                        unsigned char *h, const unsigned char *d, pbnb_dev_args *a) {
+  const int32_t n = net->n, nf = net->fun_start[n], NP = net->n_pert_total;
+  size_t off = 0;
+  sbg_pbn_net dn;
+  memset(&dn, 0, sizeof dn);
+  dn.n = n;
+  dn.n_words = net->n_words;
+  dn.n_sel_total = net->n_sel_total;
+  dn.n_pert_total = NP;
+  dn.n_skip = net->n_skip;
+  dn.n_total = net->n_total;
+  dn.fun_start = (const int32_t *)pbnb_put(h, d, &off, net->fun_start, 4 * (size_t)(n + 1));
+  dn.fun_thresh = (const uint64_t *)pbnb_put(h, d, &off, net->fun_thresh, 8 * (size_t)nf);
+  dn.sel_rank = (const int32_t *)pbnb_put(h, d, &off, net->sel_rank, 4 * (size_t)n);
+  dn.pert_node = (const int32_t *)pbnb_put(h, d, &off, net->pert_node, 4 * (size_t)NP);
+  dn.gap_thresh = (const uint64_t *)pbnb_put(h, d, &off, net->gap_thresh, 8 * (size_t)(NP + 1));
+  dn.first_thresh = (const uint64_t *)pbnb_put(h, d, &off, net->first_thresh, 8 * (size_t)(NP + 1));
+  dn.skip_thresh = (const uint64_t *)pbnb_put(h, d, &off, net->skip_thresh, 8 * (size_t)(net->n_skip + 1));
+  sbg_pbn_bnet db = bh->b;
+  db.fun = (const sbg_pbn_bfun *)pbnb_put(h, d, &off, bh->fun, sizeof(sbg_pbn_bfun) * (size_t)nf);
+  db.set_start = (const int32_t *)pbnb_put(h, d, &off, bh->set_start, 4 * (size_t)(n_sets + 1));
+  db.set_lit = (const int32_t *)pbnb_put(h, d, &off, bh->set_lit, 4 * (size_t)bh->set_start[n_sets]);
+  a->order = (const int32_t *)pbnb_put(h, d, &off, order, 4 * (size_t)n);
+  a->net = dn;
+  a->b = db;
+  return off;
+}
+
+/* Device `device` with groups [g0, g0 + ng): the network, the groups'
+ * start (computed on the host, as the CPU engine's), the counters. */
+static sbg_status pbnb_gpu_open(pbnb_gpu *d, const sbg_pbn_net *net, const sbg_pbn_bits_host *bh, int32_t S,
+                                const int32_t *order, const sbg_pbn_params *p, const uint64_t *from,
+                                int device, int64_t g0, int64_t ng, int threads, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int32_t n = net->n;
+  unsigned char *h_blob = NULL;
+  uint32_t *h_planes = NULL;
+  sbg_philox *h_rng = NULL;
+  int32_t *h_gap = NULL;
+  size_t bytes;
+  d->device = device;
+  SBG_TRY(sbg_device_select(device, ctx));
+  SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
+  SBG_CUDA_CHECK(cudaEventCreate(&d->t0));
+  SBG_CUDA_CHECK(cudaEventCreate(&d->t1));
+  bytes = pbnb_fill(net, bh, S, order, NULL, NULL, &d->a);
+  h_blob = (unsigned char *)calloc(bytes, 1);
+  h_planes = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)ng * n);
+  h_rng = (sbg_philox *)malloc(sizeof(sbg_philox) * 32 * (size_t)ng);
+  h_gap = (int32_t *)malloc(sizeof(int32_t) * 32 * (size_t)ng);
+  if (!h_blob || !h_planes || !h_rng || !h_gap) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the groups' start"); goto done; }
+  SBG_TRY(sbg_device_alloc((void **)&d->d_blob, bytes, "the network", ctx));
+  pbnb_fill(net, bh, S, order, h_blob, d->d_blob, &d->a);
+  sbg_pbn_bits_start(net, p->seed, g0, g0 + ng, from, h_planes, h_rng, h_gap, threads);
+  SBG_TRY(sbg_device_alloc((void **)&d->a.planes, sizeof(uint32_t) * (size_t)ng * n, "the states", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d->a.rng, sizeof(sbg_philox) * 32 * (size_t)ng, "the generators", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d->a.gap, sizeof(int32_t) * 32 * (size_t)ng, "the event counts", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d->a.cnt, sizeof(uint32_t) * 3 * (size_t)(S > 0 ? S : 1) * 32 * ng,
+                           "the counters", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&d->d_sums, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)(S > 0 ? S : 1),
+                           "the sums", ctx));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d->d_blob, h_blob, bytes, cudaMemcpyHostToDevice, d->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d->a.planes, h_planes, sizeof(uint32_t) * (size_t)ng * n, cudaMemcpyHostToDevice, d->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d->a.rng, h_rng, sizeof(sbg_philox) * 32 * (size_t)ng, cudaMemcpyHostToDevice, d->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(d->a.gap, h_gap, sizeof(int32_t) * 32 * (size_t)ng, cudaMemcpyHostToDevice, d->stream));
+  d->a.n_sets = S;
+  d->a.n_groups = ng;
+  d->a.g_base = g0;
+  d->a.n_chains = p->n_chains;
+  d->smem = sizeof(uint32_t) * 2 * (size_t)n * PBNB_WARPS;
+  if (d->smem > 48 * 1024) SBG_CUDA_CHECK(pbnb_smem_optin(bh->b.kw, (int)d->smem));
+  d->blocks = (unsigned)((ng + PBNB_WARPS - 1) / PBNB_WARPS);
+  /* the host copies may go only after the copies */
+  SBG_CUDA_CHECK(cudaStreamSynchronize(d->stream));
+done:
+  free(h_blob);
+  free(h_planes);
+  free(h_rng);
+  free(h_gap);
+  return st;
+}
+
+static void pbnb_gpu_close(pbnb_gpu *d) {
+  if (!d->stream) return;
+  cudaSetDevice(d->device);
+  cudaFree(d->d_blob);
+  cudaFree(d->a.planes);
+  cudaFree(d->a.rng);
+  cudaFree(d->a.gap);
+  cudaFree(d->a.cnt);
+  cudaFree(d->d_sums);
+  if (d->t0) cudaEventDestroy(d->t0);
+  if (d->t1) cudaEventDestroy(d->t1);
+  cudaStreamDestroy(d->stream);
+}
+
+/* Nodes with more functions first: the threads of a warp share the costly ones. */
+static void pbnb_order(const sbg_pbn_net *net, int32_t *order) {
+  int32_t at = 0, most = 1;
+  for (int32_t i = 0; i < net->n; i++) {
+    int32_t nf = net->fun_start[i + 1] - net->fun_start[i];
+    if (nf > most) most = nf;
+  }
+  for (int32_t m = most; m >= 1; m--)
+    for (int32_t i = 0; i < net->n; i++) {
+      int32_t nf = net->fun_start[i + 1] - net->fun_start[i];
+      if (nf == m || (m == 1 && nf < 1)) order[at++] = i;
+    }
+}
+
+static sbg_status pbnb_steady_gpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets, const sbg_pbn_params *p,
+                                  sbg_pbn_result *out, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int32_t S = sets->n_sets, n = net->n;
+  const int64_t ng = (p->n_chains + 31) / 32;
+  sbg_pbn_bits_host bh;
+  int32_t *order = (int32_t *)malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
+  pbnb_gpus *e = (pbnb_gpus *)calloc(1, sizeof(pbnb_gpus));
+  memset(&bh, 0, sizeof bh);
+  if (!e || !order) { free(e); free(order); return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the GPU engine"); }
+  SBG_TRY(sbg_pbn_bits_build(net, sets, p->seed, &bh, ctx));
+  pbnb_order(net, order);
+  e->kw = bh.b.kw;
+  e->nd = sbg_ctx_n_devices(ctx);
+  if (e->nd > SBG_PBN_MAX_DEVICES) e->nd = SBG_PBN_MAX_DEVICES;
+  if (e->nd > ng) e->nd = (int)ng;
+  e->part = (uint64_t *)malloc(sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)(S > 0 ? S : 1));
+  if (!e->part) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the sums"); goto done; }
+  for (int i = 0; i < e->nd; i++) {
+    int64_t g0 = ng * i / e->nd, g1 = ng * (i + 1) / e->nd;
+    SBG_TRY(pbnb_gpu_open(&e->dev[i], net, &bh, S, order, p, NULL, sbg_ctx_device_at(ctx, i), g0, g1 - g0,
+                          ctx->n_threads, ctx));
+  }
+  e->chunk = 3e6 * e->nd / ((double)ng * ((double)n + 8.0));
+  if (e->chunk < 1) e->chunk = 1;
+  e->base.self = e;
+  e->base.advance = pbnb_gpu_advance;
+  SBG_TRY(sbg_pbn_two_state(&e->base, p, S, out, ctx));
+done:
+  for (int i = 0; i < e->nd; i++) pbnb_gpu_close(&e->dev[i]);
+  sbg_pbn_bits_free(&bh);
+  free(order);
+  free(e->part);
+  free(e);
+  return st;
+}
+
+/* pbnSimulate(engine = "bits") on one device: a launch per step, each
+ * step's planes unpacked on the host (the trajectories' output is the
+ * bound, not the steps). */
+extern "C" sbg_status sbg_pbn_bits_simulate_gpu(const sbg_pbn_net *net, uint64_t seed, int64_t n_chains,
+                                                int64_t steps, const uint64_t *from, uint64_t *out,
+                                                sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const int32_t n = net->n, no_set_start = 0;
+  const sbg_pbn_sets none = {0, &no_set_start, NULL, NULL, NULL};
+  const int64_t ng = (n_chains + 31) / 32;
+  sbg_pbn_bits_host bh;
+  sbg_pbn_params p;
+  pbnb_gpu d;
+  memset(&bh, 0, sizeof bh);
+  memset(&p, 0, sizeof p);
+  memset(&d, 0, sizeof d);
+  p.seed = seed;
+  p.n_chains = n_chains;
+  int32_t *order = (int32_t *)malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
+  uint32_t *h_planes = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)ng * (n > 0 ? n : 1));
+  if (!order || !h_planes) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the trajectories' planes"); goto done; }
+  SBG_TRY(sbg_pbn_bits_build(net, &none, seed, &bh, ctx));
+  pbnb_order(net, order);
+  SBG_TRY(pbnb_gpu_open(&d, net, &bh, 0, order, &p, from, ctx->device, 0, ng, ctx->n_threads, ctx));
+  for (int64_t t = 0; t <= steps; t++) {
+    if (t > 0) {
+      pbnb_launch(&d, bh.b.kw, (uint64_t)(t - 1), 1, 0);
+      SBG_CUDA_CHECK(cudaGetLastError());
+    }
+    SBG_CUDA_CHECK(cudaMemcpyAsync(h_planes, d.a.planes, sizeof(uint32_t) * (size_t)ng * n, cudaMemcpyDeviceToHost,
+                                   d.stream));
+    SBG_CUDA_CHECK(cudaStreamSynchronize(d.stream));
+    sbg_pbn_bits_unpack(net, 0, ng, h_planes, n_chains, steps, t, out);
+    SBG_TRY(sbg_poll(ctx, steps > 0 ? (double)t / (double)steps : 1.0));
+  }
+done:
+  pbnb_gpu_close(&d);
+  sbg_pbn_bits_free(&bh);
+  free(order);
+  free(h_planes);
+  return st;
+}
+
 extern "C" sbg_status sbg_pbn_steady_gpu(const sbg_pbn_net *net, const sbg_pbn_sets *sets,
                                          const sbg_pbn_params *p, sbg_pbn_result *out,
                                          sbg_ctx *ctx) {
+  if (p->bits) return pbnb_steady_gpu(net, sets, p, out, ctx);
   sbg_status st = SBG_OK;
   pbn_gpus *e = (pbn_gpus *)calloc(1, sizeof(pbn_gpus));
   const int32_t S = sets->n_sets;
