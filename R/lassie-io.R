@@ -348,16 +348,31 @@ validate_reaction_model <- function(model) {
   if (!is.logical(model$fixed) || length(model$fixed) != N || anyNA(model$fixed)) {
     bad("`fixed` must be ", N, " TRUE/FALSE values")
   }
-  L <- model$laws
-  if (!is.null(L) && (!is.list(L) || !is.numeric(L$start) || length(L$start) != M ||
-                      !is.numeric(L$code) || !is.numeric(L$cval) || !is.list(L$deps) ||
-                      length(L$deps) != M ||
-                      !all(vapply(L$deps, function(d) is.null(d) || (is.numeric(d) && all(d >= 1 & d <= N)), TRUE)))) {
+  # (the glue checks the programs themselves)
+  law_table <- function(L, n) {
+    is.list(L) && is.numeric(L$start) && length(L$start) == n &&
+      is.numeric(L$code) && is.numeric(L$cval) && is.list(L$deps) && length(L$deps) == n &&
+      all(vapply(L$deps, function(d) is.null(d) || (is.numeric(d) && all(d >= 1 & d <= N)), TRUE))
+  }
+  if (!is.null(model$laws) && !law_table(model$laws, M)) {
     bad("`laws` must be the kinetic laws readSBML() makes (start, code, cval, deps per reaction)")
+  }
+  dv <- model$derived
+  if (!is.null(dv) && !(is.list(dv) && is.character(dv$variables) && length(dv$variables) >= 1L &&
+                        !anyNA(dv$variables) && law_table(dv$laws, length(dv$variables)) &&
+                        all(dv$laws$start >= 0))) {
+    bad("`derived` must be the assignment rules readSBML() makes (variables, and their programs as `laws`)")
   }
   obs <- model$observables
   if (!is.null(obs) && (!methods::is(obs, "dgCMatrix") || ncol(obs) != N || any(!is.finite(obs@x)))) {
     bad("`observables` must be a sparse matrix with ", N, " columns and finite weights")
+  }
+  ck <- model$clock
+  if (!is.null(ck) && !(is.list(ck) && is.character(ck$species) && length(ck$species) == 1L &&
+                        is.character(ck$reaction) && length(ck$reaction) == 1L &&
+                        ck$species %in% model$species && ck$reaction %in% model$reactions &&
+                        !model$fixed[match(ck$species, model$species)])) {
+    bad("`clock` must name a species that is not fixed and its reaction (the time state readSBML() makes)")
   }
   invisible(model)
 }
@@ -452,8 +467,9 @@ readLASSIE <- function(dir) {
 #'
 #' Any other law (Michaelis-Menten, Hill, any expression of species,
 #' parameters and compartments through arithmetic, powers, `exp`, `ln`,
-#' `log`, roots, `abs`, `floor`, `ceiling`, trigonometric functions and
-#' their inverses, `min`, `max`, `piecewise`, relations and logic) is kept
+#' `log`, roots, `abs`, `floor`, `ceiling`, `quotient`, `rem`,
+#' trigonometric functions and their inverses, `min`, `max`, `piecewise`,
+#' relations and logic) is kept
 #' as written: compiled once to a small program (what depends on no species
 #' evaluated once), which the CPU engine of [lassieSimulate()] evaluates
 #' for the reaction's rate; the Jacobian of its implicit steps takes
@@ -461,6 +477,18 @@ readLASSIE <- function(dir) {
 #' rate constant is a factor of its law (the inverse of its compartment's
 #' size, see Conventions), so a batch's `rates` can scale it.  The GPU
 #' engine runs mass action only (see [lassieSimulate()]).
+#'
+#' A reaction whose stoichiometries are not constant whole numbers
+#' (`0.5 A`, a stoichiometryMath, a species reference set by a rule or a
+#' rate rule), whose species have conversion factors other than 1, or lie
+#' in compartments of different sizes, becomes one reaction per species it
+#' changes, `<reaction>_<species>`, each with the law as a program: its
+#' rate constant is the species' net stoichiometry (products minus
+#' reactants) times its conversion factor over its compartment's size (the
+#' stoichiometry moves into the program where it changes in time), its
+#' species a product (a reactant where that constant is negative).  A
+#' species reference with a rate rule is a state, like a parameter with
+#' one.
 #'
 #' A rate rule of a species or a parameter is a reaction without reactants
 #' (named `<variable>_rateRule`) whose law is the rule's expression, run
@@ -475,25 +503,56 @@ readLASSIE <- function(dir) {
 #' laws read it.  Its rate constant, 1, multiplies the rule as a law's
 #' multiplies the law, so a batch's `rates` scale rate rules too.
 #'
+#' Time (the `time` csymbol), where laws, rules or stoichiometries read
+#' it, is a state of its own, the model's clock: a species `.time` (an
+#' amount) and a reaction `.time`, `0 -> .time` of rate 1 (mass action),
+#' both named in the model's element `clock`.  [lassieSimulate()] starts
+#' it at the first output time (which must then be >= 0), requires its
+#' rate to be 1 and leaves it out of the output, whose `time` column it
+#' is.  Time in a mass-action law (`k * t * A`) is a catalyst of the
+#' reaction, which stays mass action.
+#'
 #' Values are those of the model at time 0: initial assignments and
 #' assignment rules whose values do not change in time (they depend on no
 #' species and not on time) are evaluated once, in the order their
 #' dependencies ask; so are stoichiometries set through a species
 #' reference's id.  A model of the `comp` package is flattened by libSBML's
-#' converter first, and function definitions are expanded.
+#' converter first, and function definitions are expanded (a call whose
+#' arguments name the function's own arguments, `f(y, x)` of `f(x, y)`,
+#' is refused: libSBML's expansion would replace them again).
+#'
+#' A compartment whose size a rate rule changes is a state (like a
+#' parameter with one); one that an assignment rule sets is substituted
+#' like any such rule.  A species of such a compartment, a concentration
+#' that reactions change, has its amount as its state, `<id>.amount`
+#' (SBML's reactions change amounts), and its concentration, the amount
+#' over the size, is read by the laws and reported in the output under its
+#' id (like an assignment rule).
+#'
+#' A reaction's id in math is its rate, its kinetic law; `rateOf(x)` is
+#' the derivative of x, expanded as math: the rule of a variable with a
+#' rate rule, the sum of a species' reactions' laws times its net
+#' stoichiometry and conversion factor (over its compartment's size for a
+#' concentration), 0 for a constant or a local parameter.
+#'
+#' An assignment rule whose value changes in time is substituted into the
+#' laws and rules that read it, and reported in the output: as an
+#' observable where it is linear in the states, else evaluated at each
+#' output time from the states (element `derived`: its variables and their
+#' programs, evaluated by the engine's evaluator, reading the output times
+#' themselves for time).  A model without reactions or species (parameters
+#' set by rules, compartments) runs its clock alone.  The output's column
+#' `time` is time: a species or rule variable named `time` is refused.
 #'
 #' What the engines cannot run is refused by an error of class
 #' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
-#' construct and the elements: events, algebraic rules, rate rules of
-#' compartments and of stoichiometries, rate rules that depend on time,
-#' constants computed from a parameter that a rate rule changes, assignment
-#' rules whose values change in time (unless they are substituted into the
-#' laws, or linear in the species as observables), fast reactions, the
-#' csymbols `delay` and `rateOf`, laws that depend on time, the functions
-#' `factorial`, `quotient` and `rem` of species,
-#' non-integer stoichiometries, conversion factors other than 1, reactions
-#' whose species lie in compartments of different sizes, and SBML packages other than `comp` that a
-#' model requires.  Nothing of the model is ignored, except constraints
+#' construct and the elements: events, algebraic rules, boundary,
+#' constant or ruled species (concentrations) of a compartment that rules
+#' change, constants computed from a parameter that a rate rule changes, fast
+#' reactions, the csymbol `delay`, `rateOf` of a variable that an
+#' assignment rule sets or of a species whose compartment rules change, the
+#' function `factorial` of species, and SBML packages other than `comp`
+#' that a model requires.  Nothing of the model is ignored, except constraints
 #' (they do not change a trajectory).
 #'
 #' Conventions: the state of a species is its concentration
@@ -501,8 +560,8 @@ readLASSIE <- function(dir) {
 #' size), or its amount when it has `hasOnlySubstanceUnits`, which is also
 #' what its symbol means in kinetic laws (SBML's semantics).  A kinetic law
 #' is a rate of change of amount, so it is divided by the size of the
-#' compartment of the species it changes (all of those species must share
-#' the same size); the species of a compartment of dimension 0 are amounts.
+#' compartment of the species it changes; the species of a compartment of
+#' dimension 0 are amounts.
 #' Boundary and constant species, and species set by an
 #' assignment rule (of constant value), are `fixed`.  A homodimerisation
 #' `2 A -> ...` with law `k A^2` has `dA/dt = -2 k A^2`, as in
@@ -527,7 +586,8 @@ readLASSIE <- function(dir) {
 #'   laws that are not mass action, the model has an element `laws`: per
 #'   reaction the `start` of its program in `code` (`-1` for mass action),
 #'   the programs' `code` and constants `cval`, and `deps`, the species
-#'   each law reads.
+#'   each law reads.  With time in its math, an element `clock` (see
+#'   above); with assignment rules that are no observables, `derived`.
 #' @details Needs libSBML when the package is built (Debian:
 #'   `libsbml5-dev`); without it `readSBML()` is an error saying so.
 #' @seealso [lassieSimulate()], [readBioNetGen()]
@@ -574,7 +634,7 @@ readSBML <- function(file, propensities = FALSE) {
     rx_sref <- unlist(lapply(d$reactions, function(r) c(r$reactants$id, r$products$id)))
     for (nm in rate_var) {
       i <- match(nm, d$species$id); ip <- match(nm, d$parameters$id)
-      if (nm %in% d$compartments$id) refuse("a rate rule for compartment ", nm)
+      if (nm %in% d$compartments$id) next   # a state (below)
       if (!is.na(i)) {
         if (d$species$constant[i]) refuse("a rate rule for constant species ", nm)
         if (!d$species$boundaryCondition[i] && nm %in% rx_sp) {
@@ -583,7 +643,7 @@ readSBML <- function(file, propensities = FALSE) {
       } else if (!is.na(ip)) {
         if (isTRUE(d$parameters$constant[ip])) refuse("a rate rule for constant parameter ", nm)
       } else if (nm %in% rx_sref) {
-        refuse("a rate rule for the stoichiometry ", nm)
+        # a stoichiometry with a rate rule: a state, like a parameter's
       } else {
         refuse("a rate rule for ", nm, ", which is neither a species nor a parameter")
       }
@@ -595,12 +655,18 @@ readSBML <- function(file, propensities = FALSE) {
 
   sp <- d$species
   N <- length(sp$id)
-  if (N < 1L && !length(rate_var)) refuse("no species")
-  if (!length(d$reactions) && !length(rate_var)) refuse("no reactions")
   # a compartment of dimension 0 is a point without a size: its species
   # are amounts (SBML's semantics), as if they had hasOnlySubstanceUnits
   dims <- stats::setNames(d$compartments$spatialDimensions, d$compartments$id)[sp$compartment]
   sp$hasOnlySubstanceUnits <- d$species$hasOnlySubstanceUnits <- sp$hasOnlySubstanceUnits | (!is.na(dims) & dims == 0)
+  all_math <- c(lapply(d$reactions, `[[`, "math"), d$rules$math, d$initialAssignments$math,
+                unlist(lapply(d$reactions, function(r) c(r$reactants$math, r$products$math)), recursive = FALSE))
+  rx_ids <- vapply(d$reactions, `[[`, "", "id")
+  if (any(vapply(all_math, function(ex) !is.null(ex) && any(c("rateOf", rx_ids) %in% all.names(ex)), TRUE))) {
+    d <- sbml_expand_rate_of(d, refuse)
+    rl <- d$rules
+    rate_math <- rl$math[rl$type == "rate"]
+  }
   v <- sbml_values(d, refuse)
   moving <- v$moving
   # a species whose assignment rule changes in time is no state: it is
@@ -608,31 +674,85 @@ readSBML <- function(file, propensities = FALSE) {
   # is held at it
   keep <- !sp$id %in% names(moving)
   rate_par <- intersect(rate_var, d$parameters$id)
-  if (!any(keep) && !length(rate_par)) refuse("no species that an assignment rule does not set")
+  # species references (stoichiometries) with a rate rule: states too
+  rate_sref <- setdiff(intersect(rate_var, v$sref_ids), c(rate_par, d$species$id))
+  # compartments whose sizes rules change: a state with a rate rule (like a
+  # parameter's), substituted with an assignment rule (`moving`).  A
+  # species of one whose state would be its concentration and that
+  # reactions change has its amount as its state, `<id>.amount`, and its
+  # symbol (its concentration) is that amount over the size: an
+  # assignment rule of its own
+  rate_comp <- intersect(rate_var, d$compartments$id)
+  vcomp <- c(rate_comp, intersect(names(moving), d$compartments$id))
+  in_v <- sp$compartment %in% vcomp & !sp$hasOnlySubstanceUnits & keep & !sp$id %in% rate_var
+  held <- in_v & (sp$boundaryCondition | sp$constant | sp$id %in% rl$variable)
+  if (any(held)) refuse("boundary, constant or ruled species in a compartment that rules change (", ids(sp$id[held]), ")")
+  amt_sp <- sp$id[in_v]
+  amount0 <- numeric()
+  if (length(amt_sp)) {
+    # sizes at time 0, a rule's included
+    size0 <- function(nm) if (nm %in% names(moving)) sbml_eval(moving[[nm]], size0, time = function() 0) else v$value(nm)
+    amount0 <- vapply(amt_sp, function(s) {
+      i <- match(s, d$species$id)
+      if (!is.na(d$species$initialAmount[i]) && !s %in% d$initialAssignments$symbol) d$species$initialAmount[i]
+      else v$value(s) * size0(d$species$compartment[i])
+    }, 0)
+    names(amount0) <- paste0(amt_sp, ".amount")
+    moving[amt_sp] <- lapply(amt_sp, function(s) call("/", as.name(paste0(s, ".amount")), as.name(sp$compartment[match(s, sp$id)])))
+  }
+  state_name <- function(s) ifelse(s %in% amt_sp, paste0(s, ".amount"), s)
+  # time, where any math reads it (laws, rules, stoichiometries), is a
+  # state of its own, the model's clock (sbml_clock): it starts at the
+  # first output time (lassieSimulate() sets it) and a reaction
+  # 0 -> clock of rate 1 advances it
+  sref_math <- unlist(lapply(d$reactions, function(r) c(r$reactants$math, r$products$math)), recursive = FALSE)
+  timed <- any(vapply(c(lapply(d$reactions, `[[`, "math"), rate_math, unname(moving), sref_math),
+                      sbml_has_time, TRUE))
   out_sp <- sp
   # a parameter with a rate rule is a state: a species of its own (an
-  # amount, outside any compartment)
-  sp <- lapply(sp, function(x) x[c(which(keep), rep(NA_integer_, length(rate_par)))])
-  if (length(rate_par)) {
-    np <- seq_len(sum(keep)); pp <- sum(keep) + seq_along(rate_par)
-    sp$id[pp] <- rate_par; sp$name[pp] <- rate_par; sp$compartment[pp] <- ""
+  # amount, outside any compartment); so is a stoichiometry with a rate
+  # rule
+  extra <- c(rate_par, rate_sref, rate_comp)
+  sp <- lapply(sp, function(x) x[c(which(keep), rep(NA_integer_, length(extra)))])
+  sp$hasOnlySubstanceUnits[sp$id %in% amt_sp] <- TRUE
+  sp$id <- state_name(sp$id)
+  if (length(extra)) {
+    pp <- sum(keep) + seq_along(extra)
+    sp$id[pp] <- extra; sp$name[pp] <- extra; sp$compartment[pp] <- ""
     sp$hasOnlySubstanceUnits[pp] <- TRUE; sp$boundaryCondition[pp] <- FALSE; sp$constant[pp] <- FALSE
   }
   N <- length(sp$id)
   ruled <- sp$id %in% rl$variable[rl$type == "assignment"]
   fixed <- (sp$boundaryCondition | sp$constant | ruled) & !sp$id %in% rate_var
-  init <- vapply(sp$id, v$value, 0)
+  init <- vapply(sp$id, function(nm) if (nm %in% names(amount0)) amount0[[nm]] else v$value(nm), 0)
   if (any(!is.finite(init))) refuse("species whose initial value is not finite (", ids(sp$id[!is.finite(init)]), ")")
   # the engines' states start at values >= 0
-  neg <- sp$id %in% rate_par & init < 0
-  if (any(neg)) refuse("a rate rule for a parameter whose initial value is negative (", ids(sp$id[neg]), ")")
-  vol <- rep(1, N); conc <- !sp$hasOnlySubstanceUnits
+  neg <- sp$id %in% c(rate_par, rate_sref, rate_comp) & init < 0
+  if (any(neg)) refuse("a rate rule for a parameter, stoichiometry or compartment whose initial value is negative (", ids(sp$id[neg]), ")")
+  # (the species of a compartment that rules change are amounts or have
+  # rate rules: their laws are not divided by its size)
+  vol <- rep(1, N); conc <- !sp$hasOnlySubstanceUnits & !sp$compartment %in% vcomp
   vol[conc] <- vapply(sp$compartment[conc], v$value, 0)
   if (any(!(vol > 0) & !sp$hasOnlySubstanceUnits)) {
     refuse("species in compartments whose size is not > 0 (", ids(sp$id[!(vol > 0) & !sp$hasOnlySubstanceUnits]), ")")
   }
   scale <- ifelse(sp$hasOnlySubstanceUnits, 1, vol)   # d(state)/dt = law / scale
   sidx <- stats::setNames(seq_len(N), sp$id)
+  cf <- c(v$conversion_factors()[keep], rep(1, length(extra)))
+  # the clock, the last state (an amount, starting at 0 here: at the first
+  # output time in lassieSimulate()); also the one state of a model that
+  # has nothing else to run (parameters alone, reactions that change
+  # nothing), added after its reactions
+  clock <- NA_integer_
+  add_clock <- function() {
+    sp <<- lapply(sp, function(x) x[c(seq_along(x), NA_integer_)])
+    N <<- N + 1L; clock <<- N
+    sp$id[N] <<- sbml_clock; sp$name[N] <<- "time"; sp$compartment[N] <<- ""
+    sp$hasOnlySubstanceUnits[N] <<- TRUE; sp$boundaryCondition[N] <<- FALSE; sp$constant[N] <<- FALSE
+    init[[sbml_clock]] <<- 0; fixed[N] <<- FALSE; scale[N] <<- 1; cf[N] <<- 1
+    sidx[[sbml_clock]] <<- N
+  }
+  if (timed) add_clock()
 
   # errors here are caught per reaction and reported together, by name
   fail <- function(...) stop_input(..., call = NULL)
@@ -646,13 +766,14 @@ readSBML <- function(file, propensities = FALSE) {
     if (is.numeric(ex)) return(poly_const(as.double(ex)))
     vars <- setdiff(all.vars(ex), names(loc))
     if (is.name(ex) && length(vars) && vars %in% names(moving)) return(to_poly(moving[[vars]], list(), depth + 1L))
-    if (!any(vars %in% c(sp$id, names(moving)))) {
+    if (!any(vars %in% c(sp$id, names(moving))) && !(timed && sbml_has_time(ex))) {
       # a constant: any function of numbers and parameters
       return(poly_const(sbml_eval(ex, function(nm) if (nm %in% names(loc)) loc[[nm]] else v$value(nm),
                                   time = function() fail("it depends on time"))))
     }
     if (is.name(ex)) return(poly_var(sidx[[as.character(ex)]]))
     op <- as.character(ex[[1]])
+    if (op == "csymbol_time") return(poly_var(clock))   # the clock, a species
     if (op %in% c("delay", "rateOf", "unsupported_math", "function_call")) sbml_eval(ex, stop, stop)   # its refusal
     if (!op %in% c("+", "-", "*", "/", "^")) bad()
     ps <- lapply(as.list(ex)[-1], to_poly, loc = loc, depth = depth)
@@ -668,7 +789,7 @@ readSBML <- function(file, propensities = FALSE) {
     r[r != 0]
   }
   expand <- function(side) {
-    set <- side$species %in% names(moving)
+    set <- side$species %in% setdiff(names(moving), amt_sp)
     if (any(set)) {
       if (!all(out_sp$boundaryCondition[match(side$species[set], out_sp$id)])) {
         fail("species ", side$species[set][1], " is set by an assignment rule")
@@ -676,7 +797,7 @@ readSBML <- function(file, propensities = FALSE) {
       side <- lapply(side, function(x) x[!set])
     }
     if (!length(side$species)) return(integer())
-    j <- unname(sidx[side$species])
+    j <- unname(sidx[state_name(side$species)])
     if (anyNA(j)) fail("unknown species ", side$species[is.na(j)][1])
     a <- v$stoichiometry(side)
     if (any(!is.finite(a) | a < 0 | a != round(a))) {
@@ -737,10 +858,70 @@ readSBML <- function(file, propensities = FALSE) {
   # a law that is not mass action: one reaction of rate (1 / sc) * law, the
   # law compiled to the engine's program (sbml_law_program())
   kinetic_terms <- function(r, re, pr, loc, sc) {
-    lp <- sbml_law_program(r$math, loc, sidx, moving, v$value, fail)
+    lp <- sbml_law_program(r$math, loc, sidx, moving, v$value, fail, clock)
     list(list(re = re, pr = pr, k = 1 / sc, rev = FALSE, law = lp))
   }
-  cf <- c(v$conversion_factors()[keep], rep(1, length(rate_par)))
+  # a reaction's species references: per reference its species, its sign
+  # (-1 reactant, +1 product) and its stoichiometry, as math (`ex`) and,
+  # where that is constant, its value (`val`, else NA: a stoichiometry
+  # that changes in time, through a rule, a rate rule or a stoichiometryMath
+  # of species, time or states)
+  moves <- function(ex) {
+    (is.name(ex) || is.call(ex)) &&
+      (any(all.vars(ex) %in% c(sp$id, names(moving))) || (timed && sbml_has_time(ex)))
+  }
+  references <- function(r) {
+    out <- list(species = character(), sign = numeric(), ex = list(), val = numeric())
+    for (side in list(list(s = r$reactants, sign = -1), list(s = r$products, sign = 1))) {
+      x <- side$s
+      for (k in seq_along(x$species)) {
+        ex <- if (!is.null(x$math[[k]])) x$math[[k]] else if (nzchar(x$id[k])) as.name(x$id[k]) else x$stoichiometry[k]
+        if (is.numeric(ex) && is.na(ex)) fail("the species reference of ", x$species[k], " has no stoichiometry")
+        val <- if (moves(ex)) NA_real_
+               else sbml_eval(ex, v$value, time = function() fail("a stoichiometry depends on time"))
+        if (!is.na(val) && !is.finite(val)) fail("the stoichiometry ", format(val), " of ", x$species[k], " is not finite")
+        n <- length(out$species) + 1L
+        out$species[n] <- x$species[k]; out$sign[n] <- side$sign; out$ex[[n]] <- ex; out$val[n] <- val
+      }
+    }
+    out
+  }
+  # a reaction whose stoichiometries are not constant whole numbers, whose
+  # species have conversion factors other than 1 or lie in compartments of
+  # different sizes: per species it changes, a reaction of its own whose
+  # rate is the law times the species' net stoichiometry (products minus
+  # reactants), its conversion factor and the inverse of its compartment's
+  # size (in the rate constant where they are constant, else in the
+  # program), all reading the one law (a program)
+  decomposed_terms <- function(r, refs, loc) {
+    terms <- list()
+    for (s in unique(refs$species)) {
+      if (s %in% names(moving) && !s %in% amt_sp) {
+        if (!out_sp$boundaryCondition[match(s, out_sp$id)]) fail("species ", s, " is set by an assignment rule")
+        next
+      }
+      j <- unname(sidx[state_name(s)])
+      if (is.na(j)) fail("unknown species ", s)
+      if (fixed[j] || s %in% rate_var) next   # a rule alone changes it, or nothing does
+      i <- which(refs$species == s)
+      coef <- cf[j] / scale[j]
+      if (!anyNA(refs$val[i])) {
+        coef <- coef * sum(refs$sign[i] * refs$val[i])
+        net <- NULL
+      } else {
+        net <- NULL
+        for (q in i) {
+          net <- if (is.null(net)) (if (refs$sign[q] > 0) refs$ex[[q]] else call("-", refs$ex[[q]]))
+                 else call(if (refs$sign[q] > 0) "+" else "-", net, refs$ex[[q]])
+        }
+      }
+      if (coef == 0) next
+      lp <- sbml_law_program(r$math, loc, sidx, moving, v$value, fail, clock, factor = net)
+      terms[[length(terms) + 1L]] <- list(re = if (coef < 0) j else integer(), pr = if (coef > 0) j else integer(),
+                                          k = abs(coef), rev = FALSE, law = lp, id = paste0(r$id, "_", s))
+    }
+    terms
+  }
   out_re <- list(); out_pr <- list(); out_k <- numeric(); out_id <- character(); out_nm <- character()
   problems <- character()
   out_law <- list()
@@ -753,24 +934,27 @@ readSBML <- function(file, propensities = FALSE) {
     label <- if (nzchar(r$name) && r$name != r$id) paste0(r$id, " (", r$name, ")") else r$id
     res <- tryCatch({
       if (is.null(r$math)) fail("no kinetic law")
-      re <- expand(r$reactants); pr <- expand(r$products)
-      # a boundary species with a rate rule: the rule alone changes it,
-      # the law reads it
-      ruled_here <- unname(sidx[intersect(rate_var, sp$id)])
-      by_rule <- any(c(re, pr) %in% ruled_here)
-      re <- re[!re %in% ruled_here]; pr <- pr[!pr %in% ruled_here]
       loc <- stats::setNames(r$local_value, r$local_id)
       if (anyNA(loc)) fail("local parameter ", names(loc)[is.na(loc)][1], " has no value")
-      changed <- unique(c(re, pr))
-      changed <- changed[vapply(changed, function(j) sum(re == j) != sum(pr == j), TRUE)]
-      if (any(cf[changed] != 1)) {
-        fail("species ", ids(sp$id[changed][cf[changed] != 1]), " with a conversion factor other than 1")
+      refs <- references(r)
+      whole <- !anyNA(refs$val) && all(refs$val >= 0 & refs$val == round(refs$val) & refs$val <= lassie_max_order)
+      if (whole) {
+        re <- expand(r$reactants); pr <- expand(r$products)
+        # a boundary species with a rate rule: the rule alone changes it,
+        # the law reads it
+        ruled_here <- unname(sidx[intersect(rate_var, sp$id)])
+        by_rule <- any(c(re, pr) %in% ruled_here)
+        re <- re[!re %in% ruled_here]; pr <- pr[!pr %in% ruled_here]
+        changed <- unique(c(re, pr))
+        changed <- changed[vapply(changed, function(j) sum(re == j) != sum(pr == j), TRUE)]
+        sc <- unique(scale[changed])
+        if (!length(sc)) sc <- 1
       }
-      sc <- unique(scale[changed])
-      if (length(sc) > 1L) fail("its species lie in compartments of different sizes")
-      if (!length(sc)) sc <- 1
-      # mass action where the law is, else the law as a program
-      if (by_rule) kinetic_terms(r, re, pr, loc, sc)
+      # one reaction per changed species where one reaction cannot carry
+      # the stoichiometries (decomposed_terms()); mass action where the
+      # law is; else the law as a program
+      if (!whole || any(cf[changed] != 1) || length(sc) > 1L) decomposed_terms(r, refs, loc)
+      else if (by_rule) kinetic_terms(r, re, pr, loc, sc)
       else tryCatch(mass_action_terms(r, re, pr, loc, changed, sc),
                sysbioGPU_not_mass_action = function(e) kinetic_terms(r, re, pr, loc, sc),
                sysbioGPU_poly_limit = function(e) kinetic_terms(r, re, pr, loc, sc))
@@ -784,7 +968,8 @@ readSBML <- function(file, propensities = FALSE) {
     nrev <- 0L
     for (tm in res) {
       id <- r$id
-      if (tm$rev) { nrev <- nrev + 1L; id <- paste0(r$id, "_rev", if (nrev > 1L) nrev) }
+      if (!is.null(tm$id)) id <- tm$id
+      else if (tm$rev) { nrev <- nrev + 1L; id <- paste0(r$id, "_rev", if (nrev > 1L) nrev) }
       else if (sum(!vapply(res, `[[`, TRUE, "rev")) > 1L) id <- paste0(r$id, "_", length(out_k) + 1L)
       add(tm$re, tm$pr, tm$k, id, r$name, tm$law)
     }
@@ -795,8 +980,10 @@ readSBML <- function(file, propensities = FALSE) {
   rule_problems <- character()
   for (k in seq_along(rate_var)) {
     nm <- rate_var[k]
-    lp <- tryCatch(if (is.null(rate_math[[k]])) fail("no math")
-                   else sbml_law_program(rate_math[[k]], list(), sidx, moving, v$value, fail),
+    # a rule without math (SBML Level 3 Version 2) changes nothing: its
+    # variable keeps its initial value
+    lp <- tryCatch(sbml_law_program(if (is.null(rate_math[[k]])) 0 else rate_math[[k]], list(), sidx, moving,
+                                    v$value, fail, clock),
                    error = function(e) {
                      msg <- conditionMessage(e)
                      if (startsWith(msg, paste0(fname, ": "))) msg <- substring(msg, nchar(fname) + 3L)
@@ -806,6 +993,9 @@ readSBML <- function(file, propensities = FALSE) {
     if (inherits(lp, "bad")) { rule_problems <- c(rule_problems, unclass(lp)); next }
     add(integer(), sidx[[nm]], 1, paste0(nm, "_rateRule"), paste("rate rule for", nm), lp)
   }
+  if (is.na(clock) && (!length(out_k) || N == 0L)) add_clock()
+  # the clock's reaction: 0 -> clock, mass action of rate 1
+  if (!is.na(clock)) add(integer(), clock, 1, sbml_clock, "time", NULL)
   if (length(rule_problems)) {
     stop(sbml_unsupported(fname, length(rule_problems), " rate rule(s) that cannot be simulated: ",
                           paste(utils::head(rule_problems, 5), collapse = "; "),
@@ -821,23 +1011,41 @@ readSBML <- function(file, propensities = FALSE) {
   ri <- rep.int(seq_len(M), lengths(out_re)); pi_ <- rep.int(seq_len(M), lengths(out_pr))
   A <- Matrix::sparseMatrix(i = ri, j = unlist(out_re), x = rep(1, length(ri)), dims = c(M, N))
   B <- Matrix::sparseMatrix(i = pi_, j = unlist(out_pr), x = rep(1, length(pi_)), dims = c(M, N))
-  # rules that change in time, as observables: linear in the species
-  obs <- NULL
+  # rules that change in time: observables where they are linear in the
+  # states, else programs that lassieSimulate() evaluates on its output
+  # (`derived`)
+  obs <- NULL; derived <- NULL
   if (length(moving)) {
-    rows <- lapply(names(moving), function(nm) {
+    rows <- list(); progs <- list()
+    for (nm in names(moving)) {
       p <- tryCatch(to_poly(moving[[nm]], list()), error = function(e) NULL)
-      lin <- !is.null(p) && all(names(p) != "." | p == 0) && poly_degree(p) <= 1L
-      if (!lin) refuse("an assignment rule for ", nm, " that changes in time and is not linear in the species")
-      p <- p[names(p) != "."]
-      w <- numeric(N); w[as.integer(names(p))] <- p
-      w
-    })
-    obs <- do.call(rbind, rows)
-    dimnames(obs) <- list(names(moving), sp$id)
+      if (!is.null(p) && all(names(p) != "." | p == 0) && poly_degree(p) <= 1L) {
+        p <- p[names(p) != "."]
+        w <- numeric(N); w[as.integer(names(p))] <- p
+        rows[[nm]] <- w
+        next
+      }
+      progs[nm] <- list(tryCatch(sbml_law_program(moving[[nm]], list(), sidx, moving, v$value, fail, clock),
+                                 error = function(e) {
+                                   refuse("an assignment rule for ", nm, " that changes in time and cannot be evaluated (",
+                                          sub("; readSBML\\(\\) does not simulate it$", "", conditionMessage(e)), ")")
+                                 }))
+    }
+    if (length(rows)) {
+      obs <- do.call(rbind, rows)
+      dimnames(obs) <- list(names(rows), sp$id)
+    }
+    if (length(progs)) derived <- list(variables = names(progs), laws = sbml_law_table(progs))
+  }
+  # the output's column `time` is time: no variable of the model may take it
+  if ("time" %in% c(sp$id, rownames(obs), derived$variables)) {
+    refuse("a variable named time (the output's column time is the time)")
   }
   m <- reactionModel(A, B, rates = out_k, initial = unname(init), species = sp$id, fixed = fixed,
                      observables = obs, reactions = make.unique(out_id))
   if (!all(vapply(out_law, is.null, TRUE))) m$laws <- sbml_law_table(out_law)
+  if (!is.na(clock)) m$clock <- list(species = sbml_clock, reaction = m$reactions[length(out_k)])
+  m$derived <- derived
   attr(m, "speciesNames") <- sp$name
   attr(m, "reactionNames") <- out_nm
   attr(m, "parameters") <- stats::setNames(d$parameters$value, d$parameters$id)
@@ -875,11 +1083,14 @@ sbml_relation_ops <- c(lt = "LT", leq = "LE", gt = "GT", geq = "GE", eq = "EQ", 
 # program: what depends on no species is evaluated here once (parameters,
 # local first, compartments, functions of them), species are read from the
 # state (kept species by index `sidx`), species set by rules that change
-# in time are replaced by their rules (`moving`).  Time, delay and rateOf
-# are refused through `fail` (or sbml_eval()'s own refusal).  Returns
+# in time are replaced by their rules (`moving`).  Time is read from the
+# model's clock, the state of index `clock` (NA: none, time is refused
+# through `fail`); delay and rateOf are refused (sbml_eval()'s refusal).
+# A `factor` (math outside the law's local parameters, e.g. a
+# stoichiometry that changes in time) multiplies the law.  Returns
 # list(code, cval, kpos: the positions in code of CONST operands, deps: the
 # species read, 1-based and sorted).
-sbml_law_program <- function(ex, loc, sidx, moving, value, fail) {
+sbml_law_program <- function(ex, loc, sidx, moving, value, fail, clock = NA_integer_, factor = NULL) {
   code <- integer(); cval <- numeric(); kpos <- integer(); deps <- integer()
   op <- function(name) code <<- c(code, lassie_ops[[name]])
   const <- function(x) {
@@ -905,14 +1116,19 @@ sbml_law_program <- function(ex, loc, sidx, moving, value, fail) {
     }
     vars <- all.vars(e)
     if (loc_on) vars <- setdiff(vars, names(loc))
-    if (!any(vars %in% c(names(sidx), names(moving)))) {
-      # no species: a number, evaluated once
+    if (!any(vars %in% c(names(sidx), names(moving))) && !(!is.na(clock) && sbml_has_time(e))) {
+      # no species nor time: a number, evaluated once
       return(const(sbml_eval(e, if (loc_on) lookup else value, time = no_time)))
     }
     f <- as.character(e[[1]])
     a <- as.list(e)[-1]
     n <- length(a)
     arg <- function(k) emit(a[[k]], loc_on, depth)
+    if (f == "csymbol_time") {
+      deps <<- c(deps, clock)
+      code <<- c(code, lassie_ops[["SPEC"]], clock - 1L)
+      return(invisible())
+    }
     if (f %in% c("delay", "rateOf", "unsupported_math", "function_call", "csymbol_time")) {
       sbml_eval(e, stop, no_time)   # its refusal
     }
@@ -931,6 +1147,11 @@ sbml_law_program <- function(ex, loc, sidx, moving, value, fail) {
     if (f %in% names(sbml_arc_recip_ops) && n == 1L) {
       const(1); arg(1); op("DIV"); return(op(sbml_arc_recip_ops[[f]]))
     }
+    if (f == "quotient" && n == 2L) {   # trunc(a / b), as sbml_eval()
+      q <- call("/", a[[1]], a[[2]])
+      return(emit(call("piecewise", call("floor", q), call("geq", q, 0), call("ceiling", q)), loc_on, depth + 1L))
+    }
+    if (f == "rem" && n == 2L) return(emit(call("-", a[[1]], call("*", a[[2]], call("quotient", a[[1]], a[[2]]))), loc_on, depth + 1L))
     if (f == "log_base" && n == 2L) { arg(2); op("LN"); arg(1); op("LN"); return(op("DIV")) }
     if (f == "root" && n == 2L) { arg(2); const(1); arg(1); op("DIV"); return(op("POW")) }
     if (f == "implies" && n == 2L) { arg(1); op("NOT"); arg(2); return(op("OR")) }
@@ -955,6 +1176,7 @@ sbml_law_program <- function(ex, loc, sidx, moving, value, fail) {
     fail("the function ", f, " of species is not simulated")
   }
   emit(ex, TRUE, 0L)
+  if (!is.null(factor)) { emit(factor, FALSE, 0L); op("MUL") }
   op("RET")
   # the deepest stack the program needs, as the glue will count it
   depth <- 0L; top <- 0L; pc <- 1L
@@ -985,6 +1207,95 @@ sbml_law_table <- function(progs) {
   }
   list(start = start, code = code, cval = cval, deps = deps)
 }
+
+# The id of the clock of a model whose math reads time: a species and its
+# reaction, hidden from lassieSimulate()'s output.  No SBML id begins with
+# a dot, so it names nothing of the model.
+sbml_clock <- ".time"
+
+# A model's math with the rateOf csymbol and reactions' ids expanded as
+# SBML math: a reaction's id is its rate, its kinetic law (local
+# parameters by value); rateOf(x) is x's derivative.  Of a variable with a rate rule, the rule; of a
+# species that reactions change, the sum over them of its net
+# stoichiometry (products minus reactants) times the law (its local
+# parameters by value), times its conversion factor, over its
+# compartment's size where its symbol is a concentration; of a constant
+# (constant or boundary species, parameter or compartment without rules),
+# 0.  The rate of a variable that an assignment rule sets, or of a species
+# of a compartment that rules change, is refused through `refuse`.
+sbml_expand_rate_of <- function(d, refuse) {
+  rl <- d$rules
+  rate_rule <- stats::setNames(rl$math[rl$type == "rate"], rl$variable[rl$type == "rate"])
+  sp <- d$species
+  rx_ids <- vapply(d$reactions, `[[`, "", "id")
+  law_of <- function(r, depth) {
+    if (is.null(r$math)) refuse("math that uses the rate of reaction ", r$id, ", which has no kinetic law")
+    expand(do.call(substitute, list(r$math, stats::setNames(as.list(r$local_value), r$local_id))), depth + 1L)
+  }
+  derivative <- function(x, depth) {
+    if (depth > 50L) refuse("the rateOf csymbol nested too deeply (through ", x, ")")
+    if (x %in% names(rate_rule)) return(if (is.null(rate_rule[[x]])) 0 else expand(rate_rule[[x]], depth + 1L))
+    if (x %in% rl$variable) refuse("the rateOf csymbol of ", x, ", which an assignment rule sets")
+    i <- match(x, sp$id)
+    if (is.na(i)) {
+      if (x %in% c(d$parameters$id, d$compartments$id)) return(0)
+      refuse("the rateOf csymbol of ", x, ", which is no species, parameter or compartment")
+    }
+    if (sp$boundaryCondition[i] || sp$constant[i]) return(0)
+    total <- NULL
+    for (r in d$reactions) {
+      net <- NULL
+      for (side in list(list(s = r$reactants, sign = "-"), list(s = r$products, sign = "+"))) {
+        for (k in which(side$s$species == x)) {
+          st <- if (!is.null(side$s$math[[k]])) side$s$math[[k]]
+                else if (nzchar(side$s$id[k])) as.name(side$s$id[k]) else side$s$stoichiometry[k]
+          net <- if (is.null(net)) (if (side$sign == "+") st else call("-", st)) else call(side$sign, net, st)
+        }
+      }
+      if (is.null(net)) next
+      term <- call("*", net, law_of(r, depth))
+      total <- if (is.null(total)) term else call("+", total, term)
+    }
+    if (is.null(total)) return(0)
+    f <- if (nzchar(sp$conversionFactor[i])) sp$conversionFactor[i] else d$conversionFactor
+    if (nzchar(f)) total <- call("*", total, as.name(f))
+    if (!sp$hasOnlySubstanceUnits[i]) {
+      if (sp$compartment[i] %in% rl$variable) {
+        refuse("the rateOf csymbol of ", x, ", whose compartment ", sp$compartment[i], " a rule changes")
+      }
+      total <- call("/", total, as.name(sp$compartment[i]))
+    }
+    total
+  }
+  # (`shadow`: the local parameters of the law expanded, which hide ids)
+  expand <- function(ex, depth = 0L, shadow = character()) {
+    if (depth > 50L) refuse("rates of reactions or the rateOf csymbol nested too deeply")
+    if (is.name(ex) && !is.na(i <- match(as.character(ex), rx_ids)) && !as.character(ex) %in% shadow) {
+      return(law_of(d$reactions[[i]], depth))
+    }
+    if (!is.call(ex)) return(ex)
+    if (identical(ex[[1]], as.name("rateOf"))) {
+      if (length(ex) != 2L || !is.name(ex[[2]])) refuse("the rateOf csymbol of math that is no symbol")
+      if (as.character(ex[[2]]) %in% shadow) return(0)   # a local parameter: a constant
+      return(derivative(as.character(ex[[2]]), depth))
+    }
+    for (k in seq_along(ex)[-1]) if (!is.null(ex[[k]])) ex[[k]] <- expand(ex[[k]], depth, shadow)
+    ex
+  }
+  in_list <- function(l) lapply(l, function(ex) if (is.null(ex)) NULL else expand(ex))
+  for (i in seq_along(d$reactions)) {
+    r <- d$reactions[[i]]
+    if (!is.null(r$math)) d$reactions[[i]]["math"] <- list(expand(r$math, shadow = r$local_id))
+    d$reactions[[i]]$reactants$math <- in_list(r$reactants$math)
+    d$reactions[[i]]$products$math <- in_list(r$products$math)
+  }
+  d$rules$math <- in_list(d$rules$math)
+  d$initialAssignments$math <- in_list(d$initialAssignments$math)
+  d
+}
+
+# Whether SBML math (an R call, or NULL) reads the time csymbol.
+sbml_has_time <- function(ex) !is.null(ex) && "csymbol_time" %in% all.names(ex)
 
 # The refusal of an SBML construct the engines cannot run.
 sbml_unsupported <- function(fname, ...) {
@@ -1081,7 +1392,11 @@ sbml_values <- function(d, refuse) {
   }
   conversion_factors <- function() {
     f <- ifelse(nzchar(sp$conversionFactor), sp$conversionFactor, d$conversionFactor)
-    vapply(f, function(x) if (nzchar(x)) lookup(x) else 1, 0)
+    vapply(f, function(x) {
+      # (lookup() would give a rate rule's variable at its initial value)
+      if (x %in% rr) refuse("a conversion factor ", x, " that a rate rule changes")
+      if (nzchar(x)) lookup(x) else 1
+    }, 0)
   }
   known <- function(ids) {
     ids <- setdiff(ids, c(moving, rr))

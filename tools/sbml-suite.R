@@ -85,7 +85,7 @@ unit_info <- function(m, file) {
   a <- attributes(m)
   if (!is.null(a$speciesCompartment)) {
     return(list(size = stats::setNames(a$compartmentSize[a$speciesCompartment], names(a$speciesCompartment)),
-                amount = a$substanceUnits, constants = a$constants))
+                amount = a$substanceUnits, constants = a$constants, compartment = a$speciesCompartment))
   }
   d <- .Call(sysbioGPU:::ffi_lassie_read_sbml, path.expand(file))
   cs <- stats::setNames(d$compartments$size, d$compartments$id)
@@ -106,16 +106,20 @@ run_case <- function(dir, id, st, file) {
   if (st$start > 0) sim <- sim[-1L, , drop = FALSE]
   exp <- utils::read.csv(file.path(dir, paste0(id, "-results.csv")), check.names = FALSE)
   names(exp) <- trimws(names(exp))
+  exp <- exp[-1L]   # the time column (a variable may be named like it: Time)
   u <- unit_info(m, file)
   worst <- 0; worst_var <- ""
   for (v in st$variables) {
     if (v %in% colnames(sim) && v %in% names(u$size)) {
       # a species (a state, or an observable where a rule sets it)
       x <- sim[, v]
-      size <- unname(u$size[[v]]); is_amount <- isTRUE(unname(u$amount[[v]]))
+      # (the size at each time where rules change it: a column)
+      cm <- u$compartment[v]
+      size <- if (!is.na(cm) && cm %in% colnames(sim)) sim[, cm] else unname(u$size[[v]])
+      is_amount <- isTRUE(unname(u$amount[[v]]))
       if (v %in% st$amount && !is_amount) x <- x * size
       if (v %in% st$concentration && is_amount) x <- x / size
-    } else if (v %in% colnames(sim)) {
+    } else if (v %in% colnames(sim) && v != "time") {
       x <- sim[, v]
     } else if (!is.null(u$constants) && v %in% names(u$constants)) {
       x <- rep(u$constants[[v]], nrow(sim))
