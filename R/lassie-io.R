@@ -560,7 +560,8 @@ readSBML <- function(file, propensities = FALSE) {
   refuse <- function(...) stop(sbml_unsupported(fname, ...))
   ids <- function(x) paste(utils::head(x, 5), collapse = ", ")
   if (nzchar(d$refusal)) refuse(d$refusal)
-  if (length(d$events)) refuse(length(d$events), " event(s) (", ids(d$events), ")")
+  # parameters that events assign are states (R/lassie-events.R)
+  event_par <- if (length(d$events)) sbml_events_check(d, refuse) else character()
   rl <- d$rules
   if (any(rl$type == "algebraic")) {
     v <- rl$variable[rl$type == "algebraic"]
@@ -607,7 +608,7 @@ readSBML <- function(file, propensities = FALSE) {
   # reported as an observable (below); one whose rule has a constant value
   # is held at it
   keep <- !sp$id %in% names(moving)
-  rate_par <- intersect(rate_var, d$parameters$id)
+  rate_par <- union(intersect(rate_var, d$parameters$id), event_par)
   if (!any(keep) && !length(rate_par)) refuse("no species that an assignment rule does not set")
   out_sp <- sp
   # a parameter with a rate rule is a state: a species of its own (an
@@ -625,7 +626,10 @@ readSBML <- function(file, propensities = FALSE) {
   if (any(!is.finite(init))) refuse("species whose initial value is not finite (", ids(sp$id[!is.finite(init)]), ")")
   # the engines' states start at values >= 0
   neg <- sp$id %in% rate_par & init < 0
-  if (any(neg)) refuse("a rate rule for a parameter whose initial value is negative (", ids(sp$id[neg]), ")")
+  if (any(neg)) {
+    refuse(if (any(sp$id[neg] %in% rate_var)) "a rate rule" else "an event assignment",
+           " for a parameter whose initial value is negative (", ids(sp$id[neg]), ")")
+  }
   vol <- rep(1, N); conc <- !sp$hasOnlySubstanceUnits
   vol[conc] <- vapply(sp$compartment[conc], v$value, 0)
   if (any(!(vol > 0) & !sp$hasOnlySubstanceUnits)) {
@@ -838,6 +842,7 @@ readSBML <- function(file, propensities = FALSE) {
   m <- reactionModel(A, B, rates = out_k, initial = unname(init), species = sp$id, fixed = fixed,
                      observables = obs, reactions = make.unique(out_id))
   if (!all(vapply(out_law, is.null, TRUE))) m$laws <- sbml_law_table(out_law)
+  if (length(d$events)) m$events <- sbml_events_compile(d$events, sidx, moving, v$value, refuse)
   attr(m, "speciesNames") <- sp$name
   attr(m, "reactionNames") <- out_nm
   attr(m, "parameters") <- stats::setNames(d$parameters$value, d$parameters$id)
@@ -1007,7 +1012,9 @@ sbml_values <- function(d, refuse) {
     if (nzchar(s$id[k])) sref[[s$id[k]]] <- list(value = s$stoichiometry[k], math = s$math[[k]])
   }
   rx_ids <- vapply(d$reactions, `[[`, "", "id")
-  rr <- rl$variable[rl$type == "rate"]   # states, whatever their attributes
+  # states, whatever their attributes: variables of rate rules and of
+  # events' assignments
+  rr <- c(rl$variable[rl$type == "rate"], sbml_event_targets(d))
   memo <- new.env(parent = emptyenv()); busy <- character()
   # species (not held by a rule) and time change in time; so does whatever
   # an assignment rule computes from them

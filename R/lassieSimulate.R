@@ -444,14 +444,28 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   }
   n_sims <- max(rt$n, it$n)
   if (!is.null(BPPARAM) && is.null(threads)) threads <- bp_threads(BPPARAM)
-  if (has_kinetic_laws(model) && is.character(backend) && length(backend) == 1L &&
+  events <- !is.null(model$events)
+  if (events) {
+    if (method == "rkf45") {
+      stop_input("`method` = \"rkf45\" cannot run a model with events (its steps have no interpolant ",
+                 "to locate a trigger's time): use another method")
+    }
+    if (!is.null(BPPARAM)) stop_input("`BPPARAM` cannot share a model with events: its simulations run in turn")
+  }
+  if ((has_kinetic_laws(model) || events) && is.character(backend) && length(backend) == 1L &&
       backend %in% c("gpu", "auto")) {
-    kin <- model$reactions[model$laws$start >= 0L]
-    why <- paste0("the model has ", length(kin), " kinetic law(s) that are not mass action (",
-                  paste(utils::head(kin, 3), collapse = ", "), if (length(kin) > 3L) ", ...",
-                  "), which only the CPU engine runs")
+    kin <- model$reactions[!is.null(model$laws) & model$laws$start >= 0L]
+    ids <- function(x) paste0(paste(utils::head(x, 3), collapse = ", "), if (length(x) > 3L) ", ...")
+    why <- if (events) {
+      paste0("the model has ", length(model$events$events), " event(s) (",
+             ids(vapply(model$events$events, `[[`, "", "id")), "), which only the CPU engine runs")
+    } else {
+      paste0("the model has ", length(kin), " kinetic law(s) that are not mass action (", ids(kin),
+             "), which only the CPU engine runs")
+    }
     if (backend == "gpu") {
-      stop(sbg_condition(c("sysbioGPU_error_kinetics", "sysbioGPU_error_backend"),
+      stop(sbg_condition(c(if (events) "sysbioGPU_error_events" else "sysbioGPU_error_kinetics",
+                           "sysbioGPU_error_backend"),
                          paste0('backend = "gpu" cannot run this model: ', why, '; use backend = "cpu"'),
                          call = NULL))
     }
@@ -479,7 +493,8 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   if (is.null(BPPARAM) && !as_array) job$output <- lassie_output_attrs(cn, common)
   t0 <- proc.time()[["elapsed"]]
   # the output: times x columns x simulations
-  res <- alloc_guard(if (is.null(BPPARAM)) lassie_engine(job, rt$values, it$values, 0L, a$devices, verbose)
+  res <- alloc_guard(if (events) lassie_events_run(job, model, rt, it) # R/lassie-events.R
+                     else if (is.null(BPPARAM)) lassie_engine(job, rt$values, it$values, 0L, a$devices, verbose)
                      else lassie_workers(job, rt, it, M, N, a$devices, BPPARAM),
                      "times", bytes = 8 * length(times) * length(cn[[2L]]) * n_sims,
                      what = "the output (`times` x columns x simulations)")
