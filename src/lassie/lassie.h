@@ -112,10 +112,11 @@ enum { SBG_LASSIE_FAIL_MAXSTEPS = 1, SBG_LASSIE_FAIL_HMIN = 2, SBG_LASSIE_FAIL_N
 /* Conditions watched along one simulation (CPU engine; the SBML events of
  * lassieSimulate(), R/lassie-events.R): programs of the kinetic laws'
  * stack machine over the state, their own code and constants, evaluated at
- * the start and after every accepted step.  When one changes from zero to
- * nonzero or back within a step, the time of the change is found by
- * bisection on the step's interpolant (DP5's continuous extension, the
- * BDF history) to the last bit of the time, and the run stops there: the
+ * the start and after every accepted step, at its end and at 15 points
+ * inside it.  When one changes from zero to nonzero or back within a
+ * step, the time of the change is found by bisection on the step's
+ * interpolant (DP5's continuous extension, the BDF history) to the last
+ * bit of the time, and the run stops there: the
  * output rows before that time are written, the others are not, and the
  * stop is reported below.  Not for method RKF45 (its steps have no
  * interpolant). */

@@ -1103,19 +1103,39 @@ static int watch_changed(sim_run *r, const double *x, double *v) {
   return changed;
 }
 
+/* Points of a step at which the watched conditions are probed before its
+ * end, so that a condition that changes and changes back within one step
+ * (a window a large step jumps over) is seen when it lasts longer than a
+ * sixteenth of the step. */
+#define LASSIE_WATCH_PROBES 16
+
 /* After an accepted step from t0 of size hs to tnew (state x to xn): when
- * a watched condition changed within it, the first time it differs (the
- * end of a bisection of the step down to adjacent doubles), the state
- * there and the rows before it go to the watch, and the run stops (1).
- * (A condition that changes and changes back within one step is not
- * seen, as by any root finder.) */
+ * a watched condition differs within it (at the first of the probes and
+ * the end where one does), the first time it differs (the end of a
+ * bisection down to adjacent doubles), the state there and the rows
+ * before it go to the watch, and the run stops (1). */
 static int watch_step(sim_run *r, double t0, double hs, double tnew, const double *x,
                       const double *xn, int npts) {
   sbg_lassie_watch *wt = r->watch;
   const int N = r->m->n_species;
-  if (!wt || !watch_changed(r, xn, wt->values)) return 0;
+  if (!wt) return 0;
   double a = t0, b = tnew;
-  memcpy(wt->x, xn, sizeof(double) * N);
+  int found = 0;
+  for (int i = 1; i < LASSIE_WATCH_PROBES && !found; i++) {
+    const double tq = t0 + (tnew - t0) * ((double)i / LASSIE_WATCH_PROBES);
+    if (!(tq > a && tq < tnew)) continue;
+    step_state(r, t0, hs, tq, x, xn, npts, r->wx);
+    if (watch_changed(r, r->wx, wt->values)) {
+      b = tq; found = 1;
+      memcpy(wt->x, r->wx, sizeof(double) * N);
+    } else {
+      a = tq;
+    }
+  }
+  if (!found) {
+    if (!watch_changed(r, xn, wt->values)) return 0;
+    memcpy(wt->x, xn, sizeof(double) * N);
+  }
   for (int it = 0; it < 200; it++) {
     const double mid = a + 0.5 * (b - a);
     if (!(mid > a && mid < b)) break;
