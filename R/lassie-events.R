@@ -12,6 +12,11 @@ sbml_event_label <- function(e, k) if (nzchar(e$id)) e$id else paste0("#", k)
 # which become states of their own), never constants.
 sbml_event_targets <- function(d) unique(unlist(lapply(d$events, `[[`, "variable")))
 
+# All the events' math (a list of R calls), to see whether it reads time.
+sbml_events_math <- function(events) {
+  unlist(lapply(events, function(e) c(list(e$trigger, e$delay, e$priority), e$math)), recursive = FALSE)
+}
+
 # The events' constructs readSBML() refuses, by event; returns the
 # parameters events assign (they become states, which only events change).
 sbml_events_check <- function(d, refuse) {
@@ -43,15 +48,16 @@ sbml_events_check <- function(d, refuse) {
 }
 
 # The events' math compiled by sbml_law_program() (over the states `sidx`,
-# rules that change in time substituted), one program table for all:
+# rules that change in time substituted, time read from the state `clock`), one program table for all:
 # list(events, programs = list(start, code, cval), deps).  Each event:
 # id, trigger, delay, priority (program numbers, NA when absent),
 # initialValue, persistent, useValuesFromTriggerTime, target (the states
 # assigned, 1-based) and assign (their programs).
-sbml_events_compile <- function(events, sidx, moving, value, refuse) {
+sbml_events_compile <- function(events, sidx, moving, value, refuse, clock) {
   progs <- list()
   add <- function(ex, what, lab) {
-    p <- tryCatch(sbml_law_program(ex, list(), sidx, moving, value, function(...) stop_input(..., call = NULL)),
+    p <- tryCatch(sbml_law_program(ex, list(), sidx, moving, value, function(...) stop_input(..., call = NULL),
+                                   clock),
                   error = function(e) {
                     msg <- sub("; readSBML\\(\\) does not simulate it$", "", conditionMessage(e))
                     refuse("event ", lab, ": its ", what, " (", msg, ")")

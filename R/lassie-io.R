@@ -359,6 +359,13 @@ validate_reaction_model <- function(model) {
   if (!is.null(obs) && (!methods::is(obs, "dgCMatrix") || ncol(obs) != N || any(!is.finite(obs@x)))) {
     bad("`observables` must be a sparse matrix with ", N, " columns and finite weights")
   }
+  ck <- model$clock
+  if (!is.null(ck) && !(is.list(ck) && is.character(ck$species) && length(ck$species) == 1L &&
+                        is.character(ck$reaction) && length(ck$reaction) == 1L &&
+                        ck$species %in% model$species && ck$reaction %in% model$reactions &&
+                        !model$fixed[match(ck$species, model$species)])) {
+    bad("`clock` must name a species that is not fixed and its reaction (the time state readSBML() makes)")
+  }
   invisible(model)
 }
 
@@ -475,6 +482,15 @@ readLASSIE <- function(dir) {
 #' laws read it.  Its rate constant, 1, multiplies the rule as a law's
 #' multiplies the law, so a batch's `rates` scale rate rules too.
 #'
+#' Time (the `time` csymbol), where laws, rules or stoichiometries read
+#' it, is a state of its own, the model's clock: a species `.time` (an
+#' amount) and a reaction `.time`, `0 -> .time` of rate 1 (mass action),
+#' both named in the model's element `clock`.  [lassieSimulate()] starts
+#' it at the first output time (which must then be >= 0), requires its
+#' rate to be 1 and leaves it out of the output, whose `time` column it
+#' is.  Time in a mass-action law (`k * t * A`) is a catalyst of the
+#' reaction, which stays mass action.
+#'
 #' Values are those of the model at time 0: initial assignments and
 #' assignment rules whose values do not change in time (they depend on no
 #' species and not on time) are evaluated once, in the order their
@@ -485,11 +501,11 @@ readLASSIE <- function(dir) {
 #' What the engines cannot run is refused by an error of class
 #' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
 #' construct and the elements: events, algebraic rules, rate rules of
-#' compartments and of stoichiometries, rate rules that depend on time,
+#' compartments and of stoichiometries,
 #' constants computed from a parameter that a rate rule changes, assignment
 #' rules whose values change in time (unless they are substituted into the
 #' laws, or linear in the species as observables), fast reactions, the
-#' csymbols `delay` and `rateOf`, laws that depend on time, the functions
+#' csymbols `delay` and `rateOf`, the functions
 #' `factorial`, `quotient` and `rem` of species,
 #' non-integer stoichiometries, conversion factors other than 1, reactions
 #' whose species lie in compartments of different sizes, and SBML packages other than `comp` that a
@@ -609,20 +625,29 @@ readSBML <- function(file, propensities = FALSE) {
   # is held at it
   keep <- !sp$id %in% names(moving)
   rate_par <- union(intersect(rate_var, d$parameters$id), event_par)
-  if (!any(keep) && !length(rate_par)) refuse("no species that an assignment rule does not set")
+  # time, where any math reads it (laws, rules, stoichiometries, events),
+  # is a state of its own, the model's clock (sbml_clock): it starts at the
+  # first output time (lassieSimulate() sets it) and a reaction
+  # 0 -> clock of rate 1 advances it
+  sref_math <- unlist(lapply(d$reactions, function(r) c(r$reactants$math, r$products$math)), recursive = FALSE)
+  timed <- any(vapply(c(lapply(d$reactions, `[[`, "math"), rate_math, unname(moving), sref_math,
+                        sbml_events_math(d$events)),
+                      sbml_has_time, TRUE))
+  if (!any(keep) && !length(rate_par) && !timed) refuse("no species that an assignment rule does not set")
   out_sp <- sp
   # a parameter with a rate rule is a state: a species of its own (an
-  # amount, outside any compartment)
-  sp <- lapply(sp, function(x) x[c(which(keep), rep(NA_integer_, length(rate_par)))])
-  if (length(rate_par)) {
-    np <- seq_len(sum(keep)); pp <- sum(keep) + seq_along(rate_par)
-    sp$id[pp] <- rate_par; sp$name[pp] <- rate_par; sp$compartment[pp] <- ""
+  # amount, outside any compartment); so is the clock
+  extra <- c(rate_par, if (timed) sbml_clock)
+  sp <- lapply(sp, function(x) x[c(which(keep), rep(NA_integer_, length(extra)))])
+  if (length(extra)) {
+    pp <- sum(keep) + seq_along(extra)
+    sp$id[pp] <- extra; sp$name[pp] <- extra; sp$compartment[pp] <- ""
     sp$hasOnlySubstanceUnits[pp] <- TRUE; sp$boundaryCondition[pp] <- FALSE; sp$constant[pp] <- FALSE
   }
   N <- length(sp$id)
   ruled <- sp$id %in% rl$variable[rl$type == "assignment"]
   fixed <- (sp$boundaryCondition | sp$constant | ruled) & !sp$id %in% rate_var
-  init <- vapply(sp$id, v$value, 0)
+  init <- vapply(sp$id, function(nm) if (nm == sbml_clock) 0 else v$value(nm), 0)
   if (any(!is.finite(init))) refuse("species whose initial value is not finite (", ids(sp$id[!is.finite(init)]), ")")
   # the engines' states start at values >= 0
   neg <- sp$id %in% rate_par & init < 0
@@ -637,6 +662,7 @@ readSBML <- function(file, propensities = FALSE) {
   }
   scale <- ifelse(sp$hasOnlySubstanceUnits, 1, vol)   # d(state)/dt = law / scale
   sidx <- stats::setNames(seq_len(N), sp$id)
+  clock <- if (timed) sidx[[sbml_clock]] else NA_integer_
 
   # errors here are caught per reaction and reported together, by name
   fail <- function(...) stop_input(..., call = NULL)
@@ -650,13 +676,14 @@ readSBML <- function(file, propensities = FALSE) {
     if (is.numeric(ex)) return(poly_const(as.double(ex)))
     vars <- setdiff(all.vars(ex), names(loc))
     if (is.name(ex) && length(vars) && vars %in% names(moving)) return(to_poly(moving[[vars]], list(), depth + 1L))
-    if (!any(vars %in% c(sp$id, names(moving)))) {
+    if (!any(vars %in% c(sp$id, names(moving))) && !(timed && sbml_has_time(ex))) {
       # a constant: any function of numbers and parameters
       return(poly_const(sbml_eval(ex, function(nm) if (nm %in% names(loc)) loc[[nm]] else v$value(nm),
                                   time = function() fail("it depends on time"))))
     }
     if (is.name(ex)) return(poly_var(sidx[[as.character(ex)]]))
     op <- as.character(ex[[1]])
+    if (op == "csymbol_time") return(poly_var(clock))   # the clock, a species
     if (op %in% c("delay", "rateOf", "unsupported_math", "function_call")) sbml_eval(ex, stop, stop)   # its refusal
     if (!op %in% c("+", "-", "*", "/", "^")) bad()
     ps <- lapply(as.list(ex)[-1], to_poly, loc = loc, depth = depth)
@@ -741,10 +768,10 @@ readSBML <- function(file, propensities = FALSE) {
   # a law that is not mass action: one reaction of rate (1 / sc) * law, the
   # law compiled to the engine's program (sbml_law_program())
   kinetic_terms <- function(r, re, pr, loc, sc) {
-    lp <- sbml_law_program(r$math, loc, sidx, moving, v$value, fail)
+    lp <- sbml_law_program(r$math, loc, sidx, moving, v$value, fail, clock)
     list(list(re = re, pr = pr, k = 1 / sc, rev = FALSE, law = lp))
   }
-  cf <- c(v$conversion_factors()[keep], rep(1, length(rate_par)))
+  cf <- c(v$conversion_factors()[keep], rep(1, length(extra)))
   out_re <- list(); out_pr <- list(); out_k <- numeric(); out_id <- character(); out_nm <- character()
   problems <- character()
   out_law <- list()
@@ -800,7 +827,7 @@ readSBML <- function(file, propensities = FALSE) {
   for (k in seq_along(rate_var)) {
     nm <- rate_var[k]
     lp <- tryCatch(if (is.null(rate_math[[k]])) fail("no math")
-                   else sbml_law_program(rate_math[[k]], list(), sidx, moving, v$value, fail),
+                   else sbml_law_program(rate_math[[k]], list(), sidx, moving, v$value, fail, clock),
                    error = function(e) {
                      msg <- conditionMessage(e)
                      if (startsWith(msg, paste0(fname, ": "))) msg <- substring(msg, nchar(fname) + 3L)
@@ -810,6 +837,8 @@ readSBML <- function(file, propensities = FALSE) {
     if (inherits(lp, "bad")) { rule_problems <- c(rule_problems, unclass(lp)); next }
     add(integer(), sidx[[nm]], 1, paste0(nm, "_rateRule"), paste("rate rule for", nm), lp)
   }
+  # the clock's reaction: 0 -> clock, mass action of rate 1
+  if (timed) add(integer(), clock, 1, sbml_clock, "time", NULL)
   if (length(rule_problems)) {
     stop(sbml_unsupported(fname, length(rule_problems), " rate rule(s) that cannot be simulated: ",
                           paste(utils::head(rule_problems, 5), collapse = "; "),
@@ -842,7 +871,8 @@ readSBML <- function(file, propensities = FALSE) {
   m <- reactionModel(A, B, rates = out_k, initial = unname(init), species = sp$id, fixed = fixed,
                      observables = obs, reactions = make.unique(out_id))
   if (!all(vapply(out_law, is.null, TRUE))) m$laws <- sbml_law_table(out_law)
-  if (length(d$events)) m$events <- sbml_events_compile(d$events, sidx, moving, v$value, refuse)
+  if (timed) m$clock <- list(species = sbml_clock, reaction = m$reactions[length(out_k)])
+  if (length(d$events)) m$events <- sbml_events_compile(d$events, sidx, moving, v$value, refuse, clock)
   attr(m, "speciesNames") <- sp$name
   attr(m, "reactionNames") <- out_nm
   attr(m, "parameters") <- stats::setNames(d$parameters$value, d$parameters$id)
@@ -880,11 +910,12 @@ sbml_relation_ops <- c(lt = "LT", leq = "LE", gt = "GT", geq = "GE", eq = "EQ", 
 # program: what depends on no species is evaluated here once (parameters,
 # local first, compartments, functions of them), species are read from the
 # state (kept species by index `sidx`), species set by rules that change
-# in time are replaced by their rules (`moving`).  Time, delay and rateOf
-# are refused through `fail` (or sbml_eval()'s own refusal).  Returns
-# list(code, cval, kpos: the positions in code of CONST operands, deps: the
-# species read, 1-based and sorted).
-sbml_law_program <- function(ex, loc, sidx, moving, value, fail) {
+# in time are replaced by their rules (`moving`).  Time is read from the
+# model's clock, the state of index `clock` (NA: none, time is refused
+# through `fail`); delay and rateOf are refused (sbml_eval()'s refusal).
+# Returns list(code, cval, kpos: the positions in code of CONST operands,
+# deps: the species read, 1-based and sorted).
+sbml_law_program <- function(ex, loc, sidx, moving, value, fail, clock = NA_integer_) {
   code <- integer(); cval <- numeric(); kpos <- integer(); deps <- integer()
   op <- function(name) code <<- c(code, lassie_ops[[name]])
   const <- function(x) {
@@ -910,14 +941,19 @@ sbml_law_program <- function(ex, loc, sidx, moving, value, fail) {
     }
     vars <- all.vars(e)
     if (loc_on) vars <- setdiff(vars, names(loc))
-    if (!any(vars %in% c(names(sidx), names(moving)))) {
-      # no species: a number, evaluated once
+    if (!any(vars %in% c(names(sidx), names(moving))) && !(!is.na(clock) && sbml_has_time(e))) {
+      # no species nor time: a number, evaluated once
       return(const(sbml_eval(e, if (loc_on) lookup else value, time = no_time)))
     }
     f <- as.character(e[[1]])
     a <- as.list(e)[-1]
     n <- length(a)
     arg <- function(k) emit(a[[k]], loc_on, depth)
+    if (f == "csymbol_time") {
+      deps <<- c(deps, clock)
+      code <<- c(code, lassie_ops[["SPEC"]], clock - 1L)
+      return(invisible())
+    }
     if (f %in% c("delay", "rateOf", "unsupported_math", "function_call", "csymbol_time")) {
       sbml_eval(e, stop, no_time)   # its refusal
     }
@@ -990,6 +1026,14 @@ sbml_law_table <- function(progs) {
   }
   list(start = start, code = code, cval = cval, deps = deps)
 }
+
+# The id of the clock of a model whose math reads time: a species and its
+# reaction, hidden from lassieSimulate()'s output.  No SBML id begins with
+# a dot, so it names nothing of the model.
+sbml_clock <- ".time"
+
+# Whether SBML math (an R call, or NULL) reads the time csymbol.
+sbml_has_time <- function(ex) !is.null(ex) && "csymbol_time" %in% all.names(ex)
 
 # The refusal of an SBML construct the engines cannot run.
 sbml_unsupported <- function(fname, ...) {

@@ -54,6 +54,27 @@ new_lassie_output <- function(res, cn, common, single, threads = NA_integer_) {
             engineSettings = common$engineSettings)
 }
 
+# The output of lassieSimulate() without the species of index j (the
+# clock of a model read by readSBML(), whose values are the time column's):
+# as if the model had not had it, attributes kept.
+lassie_hide_species <- function(x, j) {
+  drop_col <- function(y, col) {
+    a <- attributes(y)
+    z <- if (length(a$dim) == 3L) unclass(y)[, -col, , drop = FALSE] else unclass(y)[, -col, drop = FALSE]
+    a$dim <- dim(z); a$dimnames <- dimnames(z)
+    if (!is.null(a$lengthvar)) a$lengthvar[[1L]] <- a$lengthvar[[1L]] - 1L
+    if (!is.null(a$nSpecies)) a$nSpecies <- a$nSpecies - 1L
+    attributes(z) <- a
+    z
+  }
+  if (inherits(x, "lassieArray")) return(drop_col(x, j))
+  if (!inherits(x, "lassieBatch")) return(drop_col(x, j + 1L))   # after the time column
+  a <- attributes(x)
+  x <- lapply(unclass(x), drop_col, col = j + 1L)
+  attributes(x) <- a
+  x
+}
+
 # A batch's failures (status != 0) as one warning naming the first three;
 # returns their indices.
 lassie_warn_failed <- function(status, messages) {

@@ -443,6 +443,20 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
     stop_input("`rates` (", rt$n, " rows) and `initial` (", it$n, " rows) must have as many rows, or one of them one row")
   }
   n_sims <- max(rt$n, it$n)
+  # a model's clock (readSBML(): its math reads time) is time itself: it
+  # starts at the first output time, its reaction runs at rate 1, and the
+  # output's time column shows it
+  ck <- model$clock
+  if (!is.null(ck)) {
+    jr <- match(ck$reaction, model$reactions)
+    if (any(rt$values[seq.int(jr, by = M, length.out = rt$n)] != 1)) {
+      stop_input("`rates` of reaction ", ck$reaction, " must be 1: it is the model's clock (time)")
+    }
+    # (the engines' states start at values >= 0)
+    if (times[1L] < 0) stop_input("`times` must start at 0 or later: the model's math reads time (its clock starts at times[1])")
+    js <- match(ck$species, model$species)
+    it$values[seq.int(js, by = N, length.out = it$n)] <- times[1L]
+  }
   if (!is.null(BPPARAM) && is.null(threads)) threads <- bp_threads(BPPARAM)
   events <- !is.null(model$events)
   if (events) {
@@ -506,14 +520,15 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
     res$sims <- NULL
     attributes(x) <- lassie_array_attributes(length(times), cn[[2L]][-1L], n_sims, times, res, common)
     lassie_warn_failed(res$status, res$messages)
-    return(x)
+    return(if (is.null(ck)) x else lassie_hide_species(x, js))
   }
   single <- n_sims == 1L && !rt$batch && !it$batch
   # one simulation that failed is an error; in a batch, a status per
   # simulation and a warning (R/lassie-output.R)
   if (single && res$status[[1L]] != 0L) lassie_stop(res$status[[1L]], res$messages[[1L]])
   # R/lassie-output.R: deSolve-compatible matrices, a lassieBatch for a batch
-  new_lassie_output(res, cn, common, single = single, threads = a$threads)
+  out <- new_lassie_output(res, cn, common, single = single, threads = a$threads)
+  if (is.null(ck)) out else lassie_hide_species(out, js)
 }
 
 # A simulation's failure (SBG_LASSIE_FAIL_*: 1 maxSteps, 2 step size

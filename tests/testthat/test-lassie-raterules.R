@@ -130,11 +130,12 @@ test_that("what rate rules cannot do is refused by name", {
   bad(rr_model(species = A, params = c(k = 1), reactions = deg,
                rules = list(list(type = "rate", variable = "A", math = cn(0.1)))),
       "a rate rule for species A, which reactions also change")
-  # time in the rule
+  # the delay csymbol in the rule
   bad(rr_model(species = A, params = c(k = 1, p = 0), const = "k", reactions = deg,
                rules = list(list(type = "rate", variable = "p",
-                                 math = '<csymbol encoding="text" definitionURL="http://www.sbml.org/sbml/symbols/time">t</csymbol>'))),
-      "the rate rule for p \\(it depends on time\\)")
+                                 math = paste0('<apply><csymbol encoding="text" definitionURL="http://www.sbml.org/sbml/symbols/delay">',
+                                               'delay</csymbol>', ci("A"), cn(1), '</apply>')))),
+      "the rate rule for p \\(math with the delay csymbol\\)")
   # a constant computed from a parameter that a rate rule changes
   bad(rr_model(species = A, params = c(k = 1, p = 0, s = 0), const = "k", reactions = deg,
                rules = list(list(type = "rate", variable = "p", math = cn(1)),

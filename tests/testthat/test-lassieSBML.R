@@ -256,10 +256,7 @@ test_that("SBML constructs the engine cannot run are refused by name, none ignor
   # a fast reaction
   f <- sbml_one(1, law_kA, sa, reaction_attrs = 'fast="true"')
   expect_error(readSBML(f), "fast reaction\\(s\\) \\(r\\)", class = cls)
-  # a law that depends on time, a delay
-  f <- sbml_one(1, paste0('<apply><times/><ci>k</ci><ci>A</ci><csymbol encoding="text" ',
-                          'definitionURL="http://www.sbml.org/sbml/symbols/time">t</csymbol></apply>'), sa)
-  expect_error(readSBML(f), "r: .*depends on time", class = cls)
+  # a delay
   f <- sbml_one(1, paste0('<apply><times/><ci>k</ci><apply><csymbol encoding="text" ',
                           'definitionURL="http://www.sbml.org/sbml/symbols/delay">delay</csymbol>',
                           '<ci>A</ci><cn>1</cn></apply></apply>'), sa)
