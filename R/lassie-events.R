@@ -10,7 +10,9 @@ sbml_event_label <- function(e, k) if (nzchar(e$id)) e$id else paste0("#", k)
 
 # Everything events assign: states of the model (species, and parameters,
 # which become states of their own), never constants.
-sbml_event_targets <- function(d) unique(unlist(lapply(d$events, `[[`, "variable")))
+sbml_event_targets <- function(d) {
+  unique(unlist(lapply(d$events, function(e) if (!is.null(e$trigger)) e$variable[!vapply(e$math, is.null, TRUE)])))
+}
 
 # All the events' math (a list of R calls), to see whether it reads time.
 sbml_events_math <- function(events) {
@@ -25,11 +27,13 @@ sbml_events_check <- function(d, refuse) {
   for (k in seq_along(d$events)) {
     e <- d$events[[k]]
     lab <- sbml_event_label(e, k)
-    if (!isTRUE(e$hasTrigger) || is.null(e$trigger)) refuse("event ", lab, " without a trigger")
+    if (is.null(e$trigger)) next   # never triggered (sbml_events_compile())
+    if (e$hasDelayPriority[1] && is.null(e$delay)) refuse("event ", lab, " with a delay without math")
+    if (e$hasDelayPriority[2] && is.null(e$priority)) refuse("event ", lab, " with a priority without math")
     for (j in seq_along(e$variable)) {
       v <- e$variable[j]
       what <- function(...) refuse("an event assignment to ", v, ...,  " (event ", lab, ")")
-      if (is.null(e$math[[j]])) what(" without math")
+      if (is.null(e$math[[j]])) next   # no effect (sbml_events_compile())
       if (v %in% d$compartments$id) what(", a compartment")
       if (v %in% ar) what(", which an assignment rule sets")
       i <- match(v, d$species$id); ip <- match(v, d$parameters$id)
@@ -65,9 +69,15 @@ sbml_events_compile <- function(events, sidx, moving, value, refuse, clock) {
     progs[[length(progs) + 1L]] <<- p
     length(progs)
   }
-  ev <- lapply(seq_along(events), function(k) {
+  # an event without a trigger's math never triggers, an assignment
+  # without math has no effect (SBML Level 3 Version 2, where math is
+  # optional): both are left out
+  live <- which(!vapply(events, function(e) is.null(e$trigger), TRUE))
+  ev <- lapply(live, function(k) {
     e <- events[[k]]
     lab <- sbml_event_label(e, k)
+    e$variable <- e$variable[!vapply(e$math, is.null, TRUE)]
+    e$math <- Filter(Negate(is.null), e$math)
     tgt <- unname(sidx[e$variable])
     if (anyNA(tgt)) refuse("an event assignment to ", e$variable[is.na(tgt)][1], ", which is not a state (event ", lab, ")")
     list(id = lab, trigger = add(e$trigger, "trigger", lab),

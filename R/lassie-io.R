@@ -612,8 +612,8 @@ readSBML <- function(file, propensities = FALSE) {
 
   sp <- d$species
   N <- length(sp$id)
-  if (N < 1L && !length(rate_var)) refuse("no species")
-  if (!length(d$reactions) && !length(rate_var)) refuse("no reactions")
+  if (N < 1L && !length(rate_var) && !length(event_par)) refuse("no species")
+  if (!length(d$reactions) && !length(rate_var) && !length(d$events)) refuse("no reactions")
   # a compartment of dimension 0 is a point without a size: its species
   # are amounts (SBML's semantics), as if they had hasOnlySubstanceUnits
   dims <- stats::setNames(d$compartments$spatialDimensions, d$compartments$id)[sp$compartment]
@@ -851,6 +851,7 @@ readSBML <- function(file, propensities = FALSE) {
                if (length(problems) > 5) "; ..."))
   }
   M <- length(out_k)
+  if (!M) refuse("no reactions")   # (events without time nor reactions)
   ri <- rep.int(seq_len(M), lengths(out_re)); pi_ <- rep.int(seq_len(M), lengths(out_pr))
   A <- Matrix::sparseMatrix(i = ri, j = unlist(out_re), x = rep(1, length(ri)), dims = c(M, N))
   B <- Matrix::sparseMatrix(i = pi_, j = unlist(out_pr), x = rep(1, length(pi_)), dims = c(M, N))
@@ -872,7 +873,10 @@ readSBML <- function(file, propensities = FALSE) {
                      observables = obs, reactions = make.unique(out_id))
   if (!all(vapply(out_law, is.null, TRUE))) m$laws <- sbml_law_table(out_law)
   if (timed) m$clock <- list(species = sbml_clock, reaction = m$reactions[length(out_k)])
-  if (length(d$events)) m$events <- sbml_events_compile(d$events, sidx, moving, v$value, refuse, clock)
+  if (length(d$events)) {
+    m$events <- sbml_events_compile(d$events, sidx, moving, v$value, refuse, clock)
+    if (!length(m$events$events)) m$events <- NULL
+  }
   attr(m, "speciesNames") <- sp$name
   attr(m, "reactionNames") <- out_nm
   attr(m, "parameters") <- stats::setNames(d$parameters$value, d$parameters$id)

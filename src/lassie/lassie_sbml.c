@@ -405,10 +405,13 @@ static SEXP read_event(Event_t *e, int level) {
     SET_STRING_ELT(var, i, mkstr(EventAssignment_getVariable(a)));
     SET_VECTOR_ELT(math, i, math_or_null(EventAssignment_getMath(a)));
   }
-  SEXP has_trigger = PROTECT(Rf_ScalarLogical(tr != NULL));
+  /* (a delay or priority element without math: R refuses it by name) */
+  SEXP has_dp = PROTECT(Rf_allocVector(LGLSXP, 2));
+  LOGICAL(has_dp)[0] = dl != NULL;
+  LOGICAL(has_dp)[1] = pr != NULL;
   const char *nm[] = {"id", "trigger", "initialValue", "persistent", "delay", "priority",
-                      "useValuesFromTriggerTime", "variable", "math", "hasTrigger"};
-  SEXP val[] = {id, trig, init, pers, delay, prio, uv, var, math, has_trigger};
+                      "useValuesFromTriggerTime", "variable", "math", "hasDelayPriority"};
+  SEXP val[] = {id, trig, init, pers, delay, prio, uv, var, math, has_dp};
   SEXP l = named_list(10, nm, val);
   UNPROTECT(10);
   return l;
