@@ -14,10 +14,6 @@ sbml_event_targets <- function(d) {
   unique(unlist(lapply(d$events, function(e) if (!is.null(e$trigger)) e$variable[!vapply(e$math, is.null, TRUE)])))
 }
 
-# All the events' math (a list of R calls), to see whether it reads time.
-sbml_events_math <- function(events) {
-  unlist(lapply(events, function(e) c(list(e$trigger, e$delay, e$priority), e$math)), recursive = FALSE)
-}
 
 # The events' constructs readSBML() refuses, by event; returns the
 # parameters events assign (they become states, which only events change).

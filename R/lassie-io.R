@@ -491,6 +491,17 @@ readLASSIE <- function(dir) {
 #' is.  Time in a mass-action law (`k * t * A`) is a catalyst of the
 #' reaction, which stays mass action.
 #'
+#' Events (triggers, delays, priorities, `initialValue`, `persistent`,
+#' `useValuesFromTriggerTime`, assignments to species and parameters) are
+#' read into the model's element `events`: their math compiled to programs
+#' as the laws above, over the states, time read from the clock.  A
+#' parameter that an event assigns becomes a state of the model (an amount
+#' of its id, after the SBML species, which only events change); a species
+#' is assigned its state's value (its concentration, or its amount with
+#' `hasOnlySubstanceUnits`).  [lassieSimulate()] runs them on the CPU.  An
+#' event without a trigger's math never fires and an assignment without
+#' math does nothing (SBML Level 3 Version 2).
+#'
 #' Values are those of the model at time 0: initial assignments and
 #' assignment rules whose values do not change in time (they depend on no
 #' species and not on time) are evaluated once, in the order their
@@ -500,7 +511,8 @@ readLASSIE <- function(dir) {
 #'
 #' What the engines cannot run is refused by an error of class
 #' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
-#' construct and the elements: events, algebraic rules, rate rules of
+#' construct and the elements: event assignments to compartments and
+#' stoichiometries, delays and priorities without math, algebraic rules, rate rules of
 #' compartments and of stoichiometries,
 #' constants computed from a parameter that a rate rule changes, assignment
 #' rules whose values change in time (unless they are substituted into the
@@ -612,7 +624,7 @@ readSBML <- function(file, propensities = FALSE) {
 
   sp <- d$species
   N <- length(sp$id)
-  if (N < 1L && !length(rate_var) && !length(event_par)) refuse("no species")
+  if (N < 1L && !length(rate_var) && !length(d$events)) refuse("no species")
   if (!length(d$reactions) && !length(rate_var) && !length(d$events)) refuse("no reactions")
   # a compartment of dimension 0 is a point without a size: its species
   # are amounts (SBML's semantics), as if they had hasOnlySubstanceUnits
@@ -630,9 +642,11 @@ readSBML <- function(file, propensities = FALSE) {
   # first output time (lassieSimulate() sets it) and a reaction
   # 0 -> clock of rate 1 advances it
   sref_math <- unlist(lapply(d$reactions, function(r) c(r$reactants$math, r$products$math)), recursive = FALSE)
-  timed <- any(vapply(c(lapply(d$reactions, `[[`, "math"), rate_math, unname(moving), sref_math,
-                        sbml_events_math(d$events)),
-                      sbml_has_time, TRUE))
+  # (a model with events always has it: their triggers mostly read time,
+  # and events that change parameters alone leave nothing else to integrate)
+  timed <- length(d$events) > 0L ||
+    any(vapply(c(lapply(d$reactions, `[[`, "math"), rate_math, unname(moving), sref_math),
+               sbml_has_time, TRUE))
   if (!any(keep) && !length(rate_par) && !timed) refuse("no species that an assignment rule does not set")
   out_sp <- sp
   # a parameter with a rate rule is a state: a species of its own (an

@@ -256,6 +256,25 @@ check_model <- function(model) {
 #' fallback when a pivot lost 10 digits to cancellation; the ordering keeps an `N x N` bitset,
 #' which limits implicit steps to 16,384 species.
 #'
+#' A model read by [readSBML()] may have SBML events, which the CPU engine
+#' runs: it watches the triggers after every accepted step (at its end and
+#' at 15 points inside it, so that a trigger true for less than a step is
+#' seen when it lasts a sixteenth of one), locates a change by bisection on
+#' the step's interpolant down to adjacent doubles of time, and stops there;
+#' the events are then applied (SBML Level 3's semantics: a trigger's
+#' change from false to true, `initialValue` at the start, delays as
+#' scheduled stops, values at the trigger's time or at the execution's,
+#' persistence, priorities re-evaluated at each execution, triggers
+#' re-evaluated after each) and the integration restarts from the new
+#' state.  An output time at an event's time shows the state after the
+#' events.  Simultaneous events whose order SBML leaves open (equal
+#' priorities, or none) run in the model's order where the order cannot
+#' matter, and are refused (class `sysbioGPU_sbml_unsupported`) where it
+#' can.  A batch with events runs its sets one after the other; `backend
+#' = "gpu"` is an error of class `sysbioGPU_error_events` (`"auto"` takes
+#' the CPU), and so are `method = "rkf45"` (no interpolant) and `BPPARAM`
+#' (input errors).
+#'
 #' A model read by [readSBML()] may have kinetic laws that are not mass
 #' action (Michaelis-Menten, Hill, ...): their rates are evaluated from
 #' the laws' compiled programs and the Jacobian's columns for the species
