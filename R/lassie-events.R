@@ -60,6 +60,7 @@ sbml_events_compile <- function(events, sidx, moving, value, refuse, clock) {
                                    clock),
                   error = function(e) {
                     msg <- sub("; readSBML\\(\\) does not simulate it$", "", conditionMessage(e))
+                    msg <- sub("^[^ ]+\\.(xml|sbml): ", "", msg)   # (sbml_values() names the file)
                     refuse("event ", lab, ": its ", what, " (", msg, ")")
                   })
     progs[[length(progs) + 1L]] <<- p
