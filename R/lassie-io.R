@@ -469,6 +469,18 @@ readLASSIE <- function(dir) {
 #' size, see Conventions), so a batch's `rates` can scale it.  The GPU
 #' engine runs mass action only (see [lassieSimulate()]).
 #'
+#' A reaction whose stoichiometries are not constant whole numbers
+#' (`0.5 A`, a stoichiometryMath, a species reference set by a rule or a
+#' rate rule), whose species have conversion factors other than 1, or lie
+#' in compartments of different sizes, becomes one reaction per species it
+#' changes, `<reaction>_<species>`, each with the law as a program: its
+#' rate constant is the species' net stoichiometry (products minus
+#' reactants) times its conversion factor over its compartment's size (the
+#' stoichiometry moves into the program where it changes in time), its
+#' species a product (a reactant where that constant is negative).  A
+#' species reference with a rate rule is a state, like a parameter with
+#' one.
+#'
 #' A rate rule of a species or a parameter is a reaction without reactants
 #' (named `<variable>_rateRule`) whose law is the rule's expression, run
 #' as a program like the laws above; its variable is a state.  The rule is
@@ -512,16 +524,14 @@ readLASSIE <- function(dir) {
 #' What the engines cannot run is refused by an error of class
 #' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
 #' construct and the elements: event assignments to compartments and
-#' stoichiometries, delays and priorities without math, algebraic rules, rate rules of
-#' compartments and of stoichiometries,
+#' stoichiometries, delays and priorities without math, algebraic rules,
+#' rate rules of compartments,
 #' constants computed from a parameter that a rate rule changes, assignment
 #' rules whose values change in time (unless they are substituted into the
 #' laws, or linear in the species as observables), fast reactions, the
 #' csymbols `delay` and `rateOf`, the functions
-#' `factorial`, `quotient` and `rem` of species,
-#' non-integer stoichiometries, conversion factors other than 1, reactions
-#' whose species lie in compartments of different sizes, and SBML packages other than `comp` that a
-#' model requires.  Nothing of the model is ignored, except constraints
+#' `factorial`, `quotient` and `rem` of species, and SBML packages other
+#' than `comp` that a model requires.  Nothing of the model is ignored, except constraints
 #' (they do not change a trajectory).
 #'
 #' Conventions: the state of a species is its concentration
@@ -529,8 +539,8 @@ readLASSIE <- function(dir) {
 #' size), or its amount when it has `hasOnlySubstanceUnits`, which is also
 #' what its symbol means in kinetic laws (SBML's semantics).  A kinetic law
 #' is a rate of change of amount, so it is divided by the size of the
-#' compartment of the species it changes (all of those species must share
-#' the same size); the species of a compartment of dimension 0 are amounts.
+#' compartment of the species it changes; the species of a compartment of
+#' dimension 0 are amounts.
 #' Boundary and constant species, and species set by an
 #' assignment rule (of constant value), are `fixed`.  A homodimerisation
 #' `2 A -> ...` with law `k A^2` has `dA/dt = -2 k A^2`, as in
@@ -612,7 +622,7 @@ readSBML <- function(file, propensities = FALSE) {
       } else if (!is.na(ip)) {
         if (isTRUE(d$parameters$constant[ip])) refuse("a rate rule for constant parameter ", nm)
       } else if (nm %in% rx_sref) {
-        refuse("a rate rule for the stoichiometry ", nm)
+        # a stoichiometry with a rate rule: a state, like a parameter's
       } else {
         refuse("a rate rule for ", nm, ", which is neither a species nor a parameter")
       }
@@ -637,6 +647,8 @@ readSBML <- function(file, propensities = FALSE) {
   # is held at it
   keep <- !sp$id %in% names(moving)
   rate_par <- union(intersect(rate_var, d$parameters$id), event_par)
+  # species references (stoichiometries) with a rate rule: states too
+  rate_sref <- setdiff(intersect(rate_var, v$sref_ids), c(rate_par, d$species$id))
   # time, where any math reads it (laws, rules, stoichiometries, events),
   # is a state of its own, the model's clock (sbml_clock): it starts at the
   # first output time (lassieSimulate() sets it) and a reaction
@@ -647,11 +659,12 @@ readSBML <- function(file, propensities = FALSE) {
   timed <- length(d$events) > 0L ||
     any(vapply(c(lapply(d$reactions, `[[`, "math"), rate_math, unname(moving), sref_math),
                sbml_has_time, TRUE))
-  if (!any(keep) && !length(rate_par) && !timed) refuse("no species that an assignment rule does not set")
+  if (!any(keep) && !length(rate_par) && !length(rate_sref) && !timed) refuse("no species that an assignment rule does not set")
   out_sp <- sp
   # a parameter with a rate rule is a state: a species of its own (an
-  # amount, outside any compartment); so is the clock
-  extra <- c(rate_par, if (timed) sbml_clock)
+  # amount, outside any compartment); so are a stoichiometry with a rate
+  # rule and the clock
+  extra <- c(rate_par, rate_sref, if (timed) sbml_clock)
   sp <- lapply(sp, function(x) x[c(which(keep), rep(NA_integer_, length(extra)))])
   if (length(extra)) {
     pp <- sum(keep) + seq_along(extra)
@@ -664,10 +677,10 @@ readSBML <- function(file, propensities = FALSE) {
   init <- vapply(sp$id, function(nm) if (nm == sbml_clock) 0 else v$value(nm), 0)
   if (any(!is.finite(init))) refuse("species whose initial value is not finite (", ids(sp$id[!is.finite(init)]), ")")
   # the engines' states start at values >= 0
-  neg <- sp$id %in% rate_par & init < 0
+  neg <- sp$id %in% c(rate_par, rate_sref) & init < 0
   if (any(neg)) {
-    refuse(if (any(sp$id[neg] %in% rate_var)) "a rate rule" else "an event assignment",
-           " for a parameter whose initial value is negative (", ids(sp$id[neg]), ")")
+    refuse(if (any(sp$id[neg] %in% rate_var)) "a rate rule for a parameter or stoichiometry"
+           else "an event assignment for a parameter", " whose initial value is negative (", ids(sp$id[neg]), ")")
   }
   vol <- rep(1, N); conc <- !sp$hasOnlySubstanceUnits
   vol[conc] <- vapply(sp$compartment[conc], v$value, 0)
@@ -785,6 +798,67 @@ readSBML <- function(file, propensities = FALSE) {
     lp <- sbml_law_program(r$math, loc, sidx, moving, v$value, fail, clock)
     list(list(re = re, pr = pr, k = 1 / sc, rev = FALSE, law = lp))
   }
+  # a reaction's species references: per reference its species, its sign
+  # (-1 reactant, +1 product) and its stoichiometry, as math (`ex`) and,
+  # where that is constant, its value (`val`, else NA: a stoichiometry
+  # that changes in time, through a rule, a rate rule or a stoichiometryMath
+  # of species, time or states)
+  moves <- function(ex) {
+    (is.name(ex) || is.call(ex)) &&
+      (any(all.vars(ex) %in% c(sp$id, names(moving))) || (timed && sbml_has_time(ex)))
+  }
+  references <- function(r) {
+    out <- list(species = character(), sign = numeric(), ex = list(), val = numeric())
+    for (side in list(list(s = r$reactants, sign = -1), list(s = r$products, sign = 1))) {
+      x <- side$s
+      for (k in seq_along(x$species)) {
+        ex <- if (!is.null(x$math[[k]])) x$math[[k]] else if (nzchar(x$id[k])) as.name(x$id[k]) else x$stoichiometry[k]
+        if (is.numeric(ex) && is.na(ex)) fail("the species reference of ", x$species[k], " has no stoichiometry")
+        val <- if (moves(ex)) NA_real_
+               else sbml_eval(ex, v$value, time = function() fail("a stoichiometry depends on time"))
+        if (!is.na(val) && !is.finite(val)) fail("the stoichiometry ", format(val), " of ", x$species[k], " is not finite")
+        n <- length(out$species) + 1L
+        out$species[n] <- x$species[k]; out$sign[n] <- side$sign; out$ex[[n]] <- ex; out$val[n] <- val
+      }
+    }
+    out
+  }
+  # a reaction whose stoichiometries are not constant whole numbers, whose
+  # species have conversion factors other than 1 or lie in compartments of
+  # different sizes: per species it changes, a reaction of its own whose
+  # rate is the law times the species' net stoichiometry (products minus
+  # reactants), its conversion factor and the inverse of its compartment's
+  # size (in the rate constant where they are constant, else in the
+  # program), all reading the one law (a program)
+  decomposed_terms <- function(r, refs, loc) {
+    terms <- list()
+    for (s in unique(refs$species)) {
+      if (s %in% names(moving)) {
+        if (!out_sp$boundaryCondition[match(s, out_sp$id)]) fail("species ", s, " is set by an assignment rule")
+        next
+      }
+      j <- unname(sidx[s])
+      if (is.na(j)) fail("unknown species ", s)
+      if (fixed[j] || s %in% rate_var) next   # a rule alone changes it, or nothing does
+      i <- which(refs$species == s)
+      coef <- cf[j] / scale[j]
+      if (!anyNA(refs$val[i])) {
+        coef <- coef * sum(refs$sign[i] * refs$val[i])
+        net <- NULL
+      } else {
+        net <- NULL
+        for (q in i) {
+          net <- if (is.null(net)) (if (refs$sign[q] > 0) refs$ex[[q]] else call("-", refs$ex[[q]]))
+                 else call(if (refs$sign[q] > 0) "+" else "-", net, refs$ex[[q]])
+        }
+      }
+      if (coef == 0) next
+      lp <- sbml_law_program(r$math, loc, sidx, moving, v$value, fail, clock, factor = net)
+      terms[[length(terms) + 1L]] <- list(re = if (coef < 0) j else integer(), pr = if (coef > 0) j else integer(),
+                                          k = abs(coef), rev = FALSE, law = lp, id = paste0(r$id, "_", s))
+    }
+    terms
+  }
   cf <- c(v$conversion_factors()[keep], rep(1, length(extra)))
   out_re <- list(); out_pr <- list(); out_k <- numeric(); out_id <- character(); out_nm <- character()
   problems <- character()
@@ -798,24 +872,27 @@ readSBML <- function(file, propensities = FALSE) {
     label <- if (nzchar(r$name) && r$name != r$id) paste0(r$id, " (", r$name, ")") else r$id
     res <- tryCatch({
       if (is.null(r$math)) fail("no kinetic law")
-      re <- expand(r$reactants); pr <- expand(r$products)
-      # a boundary species with a rate rule: the rule alone changes it,
-      # the law reads it
-      ruled_here <- unname(sidx[intersect(rate_var, sp$id)])
-      by_rule <- any(c(re, pr) %in% ruled_here)
-      re <- re[!re %in% ruled_here]; pr <- pr[!pr %in% ruled_here]
       loc <- stats::setNames(r$local_value, r$local_id)
       if (anyNA(loc)) fail("local parameter ", names(loc)[is.na(loc)][1], " has no value")
-      changed <- unique(c(re, pr))
-      changed <- changed[vapply(changed, function(j) sum(re == j) != sum(pr == j), TRUE)]
-      if (any(cf[changed] != 1)) {
-        fail("species ", ids(sp$id[changed][cf[changed] != 1]), " with a conversion factor other than 1")
+      refs <- references(r)
+      whole <- !anyNA(refs$val) && all(refs$val >= 0 & refs$val == round(refs$val) & refs$val <= lassie_max_order)
+      if (whole) {
+        re <- expand(r$reactants); pr <- expand(r$products)
+        # a boundary species with a rate rule: the rule alone changes it,
+        # the law reads it
+        ruled_here <- unname(sidx[intersect(rate_var, sp$id)])
+        by_rule <- any(c(re, pr) %in% ruled_here)
+        re <- re[!re %in% ruled_here]; pr <- pr[!pr %in% ruled_here]
+        changed <- unique(c(re, pr))
+        changed <- changed[vapply(changed, function(j) sum(re == j) != sum(pr == j), TRUE)]
+        sc <- unique(scale[changed])
+        if (!length(sc)) sc <- 1
       }
-      sc <- unique(scale[changed])
-      if (length(sc) > 1L) fail("its species lie in compartments of different sizes")
-      if (!length(sc)) sc <- 1
-      # mass action where the law is, else the law as a program
-      if (by_rule) kinetic_terms(r, re, pr, loc, sc)
+      # one reaction per changed species where one reaction cannot carry
+      # the stoichiometries (decomposed_terms()); mass action where the
+      # law is; else the law as a program
+      if (!whole || any(cf[changed] != 1) || length(sc) > 1L) decomposed_terms(r, refs, loc)
+      else if (by_rule) kinetic_terms(r, re, pr, loc, sc)
       else tryCatch(mass_action_terms(r, re, pr, loc, changed, sc),
                sysbioGPU_not_mass_action = function(e) kinetic_terms(r, re, pr, loc, sc),
                sysbioGPU_poly_limit = function(e) kinetic_terms(r, re, pr, loc, sc))
@@ -829,7 +906,8 @@ readSBML <- function(file, propensities = FALSE) {
     nrev <- 0L
     for (tm in res) {
       id <- r$id
-      if (tm$rev) { nrev <- nrev + 1L; id <- paste0(r$id, "_rev", if (nrev > 1L) nrev) }
+      if (!is.null(tm$id)) id <- tm$id
+      else if (tm$rev) { nrev <- nrev + 1L; id <- paste0(r$id, "_rev", if (nrev > 1L) nrev) }
       else if (sum(!vapply(res, `[[`, TRUE, "rev")) > 1L) id <- paste0(r$id, "_", length(out_k) + 1L)
       add(tm$re, tm$pr, tm$k, id, r$name, tm$law)
     }
@@ -840,8 +918,10 @@ readSBML <- function(file, propensities = FALSE) {
   rule_problems <- character()
   for (k in seq_along(rate_var)) {
     nm <- rate_var[k]
-    lp <- tryCatch(if (is.null(rate_math[[k]])) fail("no math")
-                   else sbml_law_program(rate_math[[k]], list(), sidx, moving, v$value, fail, clock),
+    # a rule without math (SBML Level 3 Version 2) changes nothing: its
+    # variable keeps its initial value
+    lp <- tryCatch(sbml_law_program(if (is.null(rate_math[[k]])) 0 else rate_math[[k]], list(), sidx, moving,
+                                    v$value, fail, clock),
                    error = function(e) {
                      msg <- conditionMessage(e)
                      if (startsWith(msg, paste0(fname, ": "))) msg <- substring(msg, nchar(fname) + 3L)
@@ -931,9 +1011,11 @@ sbml_relation_ops <- c(lt = "LT", leq = "LE", gt = "GT", geq = "GE", eq = "EQ", 
 # in time are replaced by their rules (`moving`).  Time is read from the
 # model's clock, the state of index `clock` (NA: none, time is refused
 # through `fail`); delay and rateOf are refused (sbml_eval()'s refusal).
-# Returns list(code, cval, kpos: the positions in code of CONST operands,
-# deps: the species read, 1-based and sorted).
-sbml_law_program <- function(ex, loc, sidx, moving, value, fail, clock = NA_integer_) {
+# A `factor` (math outside the law's local parameters, e.g. a
+# stoichiometry that changes in time) multiplies the law.  Returns
+# list(code, cval, kpos: the positions in code of CONST operands, deps: the
+# species read, 1-based and sorted).
+sbml_law_program <- function(ex, loc, sidx, moving, value, fail, clock = NA_integer_, factor = NULL) {
   code <- integer(); cval <- numeric(); kpos <- integer(); deps <- integer()
   op <- function(name) code <<- c(code, lassie_ops[[name]])
   const <- function(x) {
@@ -1014,6 +1096,7 @@ sbml_law_program <- function(ex, loc, sidx, moving, value, fail, clock = NA_inte
     fail("the function ", f, " of species is not simulated")
   }
   emit(ex, TRUE, 0L)
+  if (!is.null(factor)) { emit(factor, FALSE, 0L); op("MUL") }
   op("RET")
   # the deepest stack the program needs, as the glue will count it
   depth <- 0L; top <- 0L; pc <- 1L

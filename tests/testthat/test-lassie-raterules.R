@@ -144,7 +144,7 @@ test_that("what rate rules cannot do is refused by name", {
   # a parameter that starts below 0 (the engines' states start at >= 0)
   bad(rr_model(species = A, params = c(k = 1, p = -1), const = "k", reactions = deg,
                rules = list(list(type = "rate", variable = "p", math = cn(1)))),
-      "a rate rule for a parameter whose initial value is negative \\(p\\)")
+      "a rate rule for a parameter or stoichiometry whose initial value is negative \\(p\\)")
   # algebraic rules, still
   bad(rr_model(species = A, params = c(k = 1, p = 0), const = "k", reactions = deg,
                rules = list(list(type = "algebraic", math = ap("minus", ci("p"), cn(1))))),

@@ -5,9 +5,10 @@
 # An SBML Level 3 Version 2 model: compartments (id = size, constant
 # unless in `varying`), species (list of id = list(init, comp, hosu, bc,
 # cf)), parameters (id = value, constant unless in `varying`), reactions
-# (id = list(re, pr: named stoichiometries or character ids, law: MathML,
-# sref: species-reference attributes by species)), rules (list(type,
-# variable, math)), the model's conversion factor.
+# (id = list(re, pr: named stoichiometries or species ids, law: MathML,
+# sref: ids of species references by species, which are then not
+# constant)), rules (list(type, variable, math)), the model's conversion
+# factor.
 sc_model <- function(comps = c(cell = 1), species = list(), params = numeric(), reactions = list(),
                      rules = list(), varying = character(), conversion = NULL) {
   f <- tempfile(fileext = ".xml")
@@ -22,16 +23,17 @@ sc_model <- function(comps = c(cell = 1), species = list(), params = numeric(), 
             tolower(hosu), tolower(isTRUE(s$bc)),
             if (is.null(s$cf)) "" else sprintf(' conversionFactor="%s"', s$cf))
   }, "")
-  side <- function(x, tag) {
+  side <- function(x, tag, sref) {
     if (!length(x)) return("")
     st <- if (is.numeric(x)) x else stats::setNames(rep(1, length(x)), x)
-    paste0("<", tag, ">", paste0(sprintf('<speciesReference species="%s" stoichiometry="%s" constant="true"/>',
-                                         names(st), st), collapse = ""), "</", tag, ">")
+    id <- ifelse(names(st) %in% names(sref), sprintf(' id="%s"', sref[names(st)]), "")
+    paste0("<", tag, ">", paste0(sprintf('<speciesReference species="%s"%s stoichiometry="%s" constant="%s"/>',
+                                         names(st), id, st, tolower(!nzchar(id))), collapse = ""), "</", tag, ">")
   }
   rx <- vapply(names(reactions), function(id) {
     r <- reactions[[id]]
     paste0(sprintf('<reaction id="%s" reversible="false">', id),
-           side(r$re, "listOfReactants"), side(r$pr, "listOfProducts"),
+           side(r$re, "listOfReactants", r$sref), side(r$pr, "listOfProducts", r$sref),
            '<kineticLaw><math xmlns="http://www.w3.org/1998/Math/MathML">', r$law,
            "</math></kineticLaw></reaction>")
   }, "")
@@ -115,4 +117,66 @@ test_that("time in rules: a rate rule p' = t, an assignment rule q = 3 t", {
   expect_lt(max(abs(out[, "p"] - tt^2 / 2)), 1e-8)
   expect_lt(max(abs(out[, "q"] - 3 * tt)), 1e-8)
   expect_lt(max(abs(out[, "A"] - exp(-0.5 * tt))), 1e-8)
+})
+
+test_that("stoichiometries that are not whole numbers: A -> 0.5 B and 1.5 C -> D", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  m <- readSBML(sc_model(species = list(A = list(init = 2), B = list(init = 0), C = list(init = 1), D = list(init = 0)),
+                         params = c(k = 0.7),
+                         reactions = list(half = list(re = "A", pr = c(B = 0.5), law = ap("times", ci("k"), ci("A"))),
+                                          c2d = list(re = c(C = 1.5), pr = "D", law = ap("times", ci("k"), ci("C"))))))
+  tt <- c(0, 0.5, 1, 3)
+  for (meth in c("auto", "bdf")) {
+    out <- sc_sim(m, tt, method = meth)
+    expect_lt(max(abs(out[, "A"] - 2 * exp(-0.7 * tt))), 1e-8)
+    expect_lt(max(abs(out[, "B"] - (1 - exp(-0.7 * tt)))), 1e-8)
+    # C' = -1.5 k C, D' = k C
+    expect_lt(max(abs(out[, "C"] - exp(-1.5 * 0.7 * tt))), 1e-8)
+    expect_lt(max(abs(out[, "D"] - (1 - exp(-1.5 * 0.7 * tt)) / 1.5)), 1e-8)
+  }
+})
+
+test_that("conversion factors multiply a species' change: A -> B with factors 3 (model) and 2 (B)", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  m <- readSBML(sc_model(species = list(A = list(init = 1), B = list(init = 0, cf = "fb")),
+                         params = c(k = 0.4, fb = 2, fm = 3), conversion = "fm",
+                         reactions = list(r = list(re = "A", pr = "B", law = ap("times", ci("k"), ci("A"))))))
+  tt <- c(0, 1, 2, 5)
+  out <- sc_sim(m, tt)
+  # A' = -3 k A, B' = 2 k A
+  expect_lt(max(abs(out[, "A"] - exp(-1.2 * tt))), 1e-8)
+  expect_lt(max(abs(out[, "B"] - 2 * (1 - exp(-1.2 * tt)) / 3)), 1e-8)
+})
+
+test_that("species in compartments of different sizes: each concentration by its own size", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # A in c1 (size 2) -> B in c2 (size 0.5), law c1 k A (an amount per time):
+  # A' = -k A, B' = c1 k A / c2 = 4 k A
+  m <- readSBML(sc_model(comps = c(c1 = 2, c2 = 0.5),
+                         species = list(A = list(init = 1.5, comp = "c1"), B = list(init = 0, comp = "c2")),
+                         params = c(k = 0.3),
+                         reactions = list(r = list(re = "A", pr = "B", law = ap("times", ci("c1"), ci("k"), ci("A"))))))
+  tt <- c(0, 1, 4)
+  for (meth in c("auto", "bdf")) {
+    out <- sc_sim(m, tt, method = meth)
+    expect_lt(max(abs(out[, "A"] - 1.5 * exp(-0.3 * tt))), 1e-8)
+    expect_lt(max(abs(out[, "B"] - 4 * 1.5 * (1 - exp(-0.3 * tt)))), 1e-8)
+  }
+})
+
+test_that("stoichiometries that change in time: an assignment rule s = t, a rate rule s' = 1", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  feed <- function(rule) {
+    readSBML(sc_model(species = list(B = list(init = 0)), params = c(k = 0.6),
+                      reactions = list(r = list(pr = "B", sref = c(B = "s"), law = ci("k"))),
+                      rules = list(rule)))
+  }
+  tt <- c(0, 1, 2.5)
+  # B' = k s = k t
+  out <- sc_sim(feed(list(type = "assignment", variable = "s", math = t_sym)), tt)
+  expect_lt(max(abs(out[, "B"] - 0.6 * tt^2 / 2)), 1e-8)
+  # s(0) = 1 (its stoichiometry attribute), s' = 1: B' = k (1 + t)
+  out <- sc_sim(feed(list(type = "rate", variable = "s", math = cn(1))), tt)
+  expect_lt(max(abs(out[, "B"] - 0.6 * (tt + tt^2 / 2))), 1e-8)
+  expect_lt(max(abs(out[, "s"] - (1 + tt))), 1e-8)
 })
