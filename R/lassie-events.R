@@ -158,9 +158,12 @@ lassie_events_sim <- function(job, ev, rates, x0, base) {
     seg_t <- c(st$t, times[times > st$t & times < tstop], tstop)
     left <- job$maxSteps - stats[1L] - stats[2L]
     segments <- segments + 1
-    if (left < 1 || segments > job$maxSteps) {
+    # each stop costs a run of the engine: events that stop it without end
+    # (a trigger that an event keeps turning) end as maxSteps does
+    if (left < 1 || segments > min(job$maxSteps, lassie_max_event_stops)) {
       status <- 1L
-      message <- sprintf("maxSteps (%.0f) exhausted at t = %g (events included)", job$maxSteps, st$t)
+      message <- sprintf("maxSteps (%.0f) or %d stops at events exhausted at t = %g", job$maxSteps,
+                         lassie_max_event_stops, st$t)
       break
     }
     res <- .Call(ffi_lassie_simulate,
@@ -191,6 +194,8 @@ lassie_events_sim <- function(job, ev, rates, x0, base) {
   }
   list(out = out, stats = stats, status = status, message = message)
 }
+
+lassie_max_event_stops <- 100000L
 
 lassie_eval_programs <- function(programs, x) .Call(ffi_lassie_eval_programs, programs, as.double(x))
 

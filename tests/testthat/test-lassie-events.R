@@ -223,3 +223,15 @@ test_that("events run on the CPU only, with an interpolating method", {
   expect_error(lassieSimulate(bad, 0:3, backend = "cpu", verbose = FALSE), "model\\$events",
                class = "sysbioGPU_error_input")
 })
+
+test_that("a run with events that exhausts maxSteps fails as any run does", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # a trigger that turns at every crossing: many stops, few steps allowed
+  k <- 0.5
+  f <- ev_model(params = c(k = k), reactions = decay,
+                events = list(list(id = "low", trigger = ev_ap("lt", ev_ci("S"), ev_cn(0.9)),
+                                   assign = list(S = ev_cn(1)))))
+  expect_error(sim(f, c(0, 100), maxSteps = 20), "maxSteps", class = "sysbioGPU_error")
+  out <- sim(f, c(0, 100))
+  expect_equal(unname(out[2, "S"]), exp(-k * (100 %% (log(1 / 0.9) / k))), tolerance = 1e-6)
+})
