@@ -175,8 +175,7 @@ lassie_events_sim <- function(job, ev, rates, x0, base) {
     sp <- res$sims[[1L]][, 1L + seq_len(N), drop = FALSE]
     if (res$status[[1L]] != 0L) {
       # the engine's rows up to its failure, NaN after it
-      k <- which(seg_t %in% times)[-1L]
-      k <- k[seg_t[k] > st$t]
+      k <- which(seg_t %in% times & seg_t > st$t)
       out[match(seg_t[k], times), ] <- sp[k, ]
       status <- res$status[[1L]]; message <- res$messages[[1L]]
       break
