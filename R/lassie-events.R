@@ -16,7 +16,8 @@ sbml_event_targets <- function(d) {
 
 
 # The events' constructs readSBML() refuses, by event; returns the
-# parameters events assign (they become states, which only events change).
+# parameters and stoichiometries (species references' ids) events assign:
+# they become states, which only events change.
 sbml_events_check <- function(d, refuse) {
   ar <- d$rules$variable[d$rules$type == "assignment"]
   sref <- unlist(lapply(d$reactions, function(r) c(r$reactants$id, r$products$id)))
@@ -38,13 +39,14 @@ sbml_events_check <- function(d, refuse) {
       } else if (!is.na(ip)) {
         if (isTRUE(d$parameters$constant[ip])) what(", a constant parameter")
       } else if (nzchar(v) && v %in% sref) {
-        what(", a stoichiometry")
+        # a species reference's stoichiometry: a state, which the
+        # reactions that use it read (as one whose rate rule changes it)
       } else {
         what(", which is neither a species nor a parameter")
       }
     }
   }
-  intersect(sbml_event_targets(d), d$parameters$id)
+  intersect(sbml_event_targets(d), c(d$parameters$id, sref))
 }
 
 # The events' math compiled by sbml_law_program() (over the states `sidx`,

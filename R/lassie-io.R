@@ -504,11 +504,12 @@ readLASSIE <- function(dir) {
 #' reaction, which stays mass action.
 #'
 #' Events (triggers, delays, priorities, `initialValue`, `persistent`,
-#' `useValuesFromTriggerTime`, assignments to species and parameters) are
-#' read into the model's element `events`: their math compiled to programs
-#' as the laws above, over the states, time read from the clock.  A
-#' parameter that an event assigns becomes a state of the model (an amount
-#' of its id, after the SBML species, which only events change); a species
+#' `useValuesFromTriggerTime`, assignments to species, parameters and
+#' stoichiometries) are read into the model's element `events`: their math
+#' compiled to programs as the laws above, over the states, time read from
+#' the clock.  A parameter or a species reference's stoichiometry that an
+#' event assigns becomes a state of the model (an amount of its id, after
+#' the SBML species, which only events change); a species
 #' is assigned its state's value (its concentration, or its amount with
 #' `hasOnlySubstanceUnits`).  [lassieSimulate()] runs them on the CPU.  An
 #' event without a trigger's math never fires and an assignment without
@@ -523,8 +524,8 @@ readLASSIE <- function(dir) {
 #'
 #' What the engines cannot run is refused by an error of class
 #' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
-#' construct and the elements: event assignments to compartments and
-#' stoichiometries, delays and priorities without math, algebraic rules,
+#' construct and the elements: event assignments to compartments, delays
+#' and priorities without math, algebraic rules,
 #' rate rules of compartments,
 #' constants computed from a parameter that a rate rule changes, assignment
 #' rules whose values change in time (unless they are substituted into the
@@ -598,7 +599,8 @@ readSBML <- function(file, propensities = FALSE) {
   refuse <- function(...) stop(sbml_unsupported(fname, ...))
   ids <- function(x) paste(utils::head(x, 5), collapse = ", ")
   if (nzchar(d$refusal)) refuse(d$refusal)
-  # parameters that events assign are states (R/lassie-events.R)
+  # parameters and stoichiometries that events assign are states
+  # (R/lassie-events.R)
   event_par <- if (length(d$events)) sbml_events_check(d, refuse) else character()
   rl <- d$rules
   if (any(rl$type == "algebraic")) {
