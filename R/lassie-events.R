@@ -182,12 +182,12 @@ lassie_events_sim <- function(job, ev, rates, x0, base) {
       status <- res$status[[1L]]; message <- res$messages[[1L]]
       break
     }
-    stop <- res$stop
-    k <- seq_len(stop$rows)[-1L]
-    k <- k[seg_t[k] < stop$t & seg_t[k] %in% times]
+    halt <- res$stop   # where the engine stopped: a trigger's change, or tstop
+    k <- seq_len(halt$rows)[-1L]
+    k <- k[seg_t[k] < halt$t & seg_t[k] %in% times]
     out[match(seg_t[k], times), ] <- sp[k, ]
-    st$t <- stop$t; st$x <- stop$x
-    now <- if (stop$stopped) stop$values != 0 else lassie_eval_programs(ev$programs, st$x)[trig] != 0
+    st$t <- halt$t; st$x <- halt$x
+    now <- if (halt$stopped) halt$values != 0 else lassie_eval_programs(ev$programs, st$x)[trig] != 0
     st <- lassie_event_instant(ev, st, now)
     # a row at the event's time: the state after the events
     i <- match(st$t, times)
