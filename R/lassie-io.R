@@ -348,12 +348,20 @@ validate_reaction_model <- function(model) {
   if (!is.logical(model$fixed) || length(model$fixed) != N || anyNA(model$fixed)) {
     bad("`fixed` must be ", N, " TRUE/FALSE values")
   }
-  L <- model$laws
-  if (!is.null(L) && (!is.list(L) || !is.numeric(L$start) || length(L$start) != M ||
-                      !is.numeric(L$code) || !is.numeric(L$cval) || !is.list(L$deps) ||
-                      length(L$deps) != M ||
-                      !all(vapply(L$deps, function(d) is.null(d) || (is.numeric(d) && all(d >= 1 & d <= N)), TRUE)))) {
+  # (the glue checks the programs themselves)
+  law_table <- function(L, n) {
+    is.list(L) && is.numeric(L$start) && length(L$start) == n &&
+      is.numeric(L$code) && is.numeric(L$cval) && is.list(L$deps) && length(L$deps) == n &&
+      all(vapply(L$deps, function(d) is.null(d) || (is.numeric(d) && all(d >= 1 & d <= N)), TRUE))
+  }
+  if (!is.null(model$laws) && !law_table(model$laws, M)) {
     bad("`laws` must be the kinetic laws readSBML() makes (start, code, cval, deps per reaction)")
+  }
+  dv <- model$derived
+  if (!is.null(dv) && !(is.list(dv) && is.character(dv$variables) && length(dv$variables) >= 1L &&
+                        !anyNA(dv$variables) && law_table(dv$laws, length(dv$variables)) &&
+                        all(dv$laws$start >= 0))) {
+    bad("`derived` must be the assignment rules readSBML() makes (variables, and their programs as `laws`)")
   }
   obs <- model$observables
   if (!is.null(obs) && (!methods::is(obs, "dgCMatrix") || ncol(obs) != N || any(!is.finite(obs@x)))) {
@@ -520,16 +528,26 @@ readLASSIE <- function(dir) {
 #' species and not on time) are evaluated once, in the order their
 #' dependencies ask; so are stoichiometries set through a species
 #' reference's id.  A model of the `comp` package is flattened by libSBML's
-#' converter first, and function definitions are expanded.
+#' converter first, and function definitions are expanded (a call whose
+#' arguments name the function's own arguments, `f(y, x)` of `f(x, y)`,
+#' is refused: libSBML's expansion would replace them again).
+#'
+#' An assignment rule whose value changes in time is substituted into the
+#' laws and rules that read it, and reported in the output: as an
+#' observable where it is linear in the states, else evaluated at each
+#' output time from the states (element `derived`: its variables and their
+#' programs, evaluated by the engine's evaluator, reading the output times
+#' themselves for time).  A model without reactions or species (parameters
+#' set by rules, compartments) runs its clock alone.  The output's column
+#' `time` is time: a species or rule variable named `time` is refused.
 #'
 #' What the engines cannot run is refused by an error of class
 #' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
 #' construct and the elements: event assignments to compartments, delays
-#' and priorities without math, algebraic rules,
-#' rate rules of compartments,
-#' constants computed from a parameter that a rate rule changes, assignment
-#' rules whose values change in time (unless they are substituted into the
-#' laws, or linear in the species as observables), fast reactions, the
+#' and priorities without math, algebraic rules, rate rules of
+#' compartments,
+#' constants computed from a parameter that a rate rule changes, fast
+#' reactions, the
 #' csymbols `delay` and `rateOf`, the functions
 #' `factorial`, `quotient` and `rem` of species, and SBML packages other
 #' than `comp` that a model requires.  Nothing of the model is ignored, except constraints
@@ -566,7 +584,8 @@ readLASSIE <- function(dir) {
 #'   laws that are not mass action, the model has an element `laws`: per
 #'   reaction the `start` of its program in `code` (`-1` for mass action),
 #'   the programs' `code` and constants `cval`, and `deps`, the species
-#'   each law reads.
+#'   each law reads.  With time in its math, an element `clock` (see
+#'   above); with assignment rules that are no observables, `derived`.
 #' @details Needs libSBML when the package is built (Debian:
 #'   `libsbml5-dev`); without it `readSBML()` is an error saying so.
 #' @seealso [lassieSimulate()], [readBioNetGen()]
@@ -636,8 +655,6 @@ readSBML <- function(file, propensities = FALSE) {
 
   sp <- d$species
   N <- length(sp$id)
-  if (N < 1L && !length(rate_var) && !length(d$events)) refuse("no species")
-  if (!length(d$reactions) && !length(rate_var) && !length(d$events)) refuse("no reactions")
   # a compartment of dimension 0 is a point without a size: its species
   # are amounts (SBML's semantics), as if they had hasOnlySubstanceUnits
   dims <- stats::setNames(d$compartments$spatialDimensions, d$compartments$id)[sp$compartment]
@@ -661,12 +678,11 @@ readSBML <- function(file, propensities = FALSE) {
   timed <- length(d$events) > 0L ||
     any(vapply(c(lapply(d$reactions, `[[`, "math"), rate_math, unname(moving), sref_math),
                sbml_has_time, TRUE))
-  if (!any(keep) && !length(rate_par) && !length(rate_sref) && !timed) refuse("no species that an assignment rule does not set")
   out_sp <- sp
   # a parameter with a rate rule is a state: a species of its own (an
-  # amount, outside any compartment); so are a stoichiometry with a rate
-  # rule and the clock
-  extra <- c(rate_par, rate_sref, if (timed) sbml_clock)
+  # amount, outside any compartment); so is a stoichiometry with a rate
+  # rule
+  extra <- c(rate_par, rate_sref)
   sp <- lapply(sp, function(x) x[c(which(keep), rep(NA_integer_, length(extra)))])
   if (length(extra)) {
     pp <- sum(keep) + seq_along(extra)
@@ -676,7 +692,7 @@ readSBML <- function(file, propensities = FALSE) {
   N <- length(sp$id)
   ruled <- sp$id %in% rl$variable[rl$type == "assignment"]
   fixed <- (sp$boundaryCondition | sp$constant | ruled) & !sp$id %in% rate_var
-  init <- vapply(sp$id, function(nm) if (nm == sbml_clock) 0 else v$value(nm), 0)
+  init <- vapply(sp$id, v$value, 0)
   if (any(!is.finite(init))) refuse("species whose initial value is not finite (", ids(sp$id[!is.finite(init)]), ")")
   # the engines' states start at values >= 0
   neg <- sp$id %in% c(rate_par, rate_sref) & init < 0
@@ -691,7 +707,21 @@ readSBML <- function(file, propensities = FALSE) {
   }
   scale <- ifelse(sp$hasOnlySubstanceUnits, 1, vol)   # d(state)/dt = law / scale
   sidx <- stats::setNames(seq_len(N), sp$id)
-  clock <- if (timed) sidx[[sbml_clock]] else NA_integer_
+  cf <- c(v$conversion_factors()[keep], rep(1, length(extra)))
+  # the clock, the last state (an amount, starting at 0 here: at the first
+  # output time in lassieSimulate()); also the one state of a model that
+  # has nothing else to run (parameters alone, reactions that change
+  # nothing), added after its reactions
+  clock <- NA_integer_
+  add_clock <- function() {
+    sp <<- lapply(sp, function(x) x[c(seq_along(x), NA_integer_)])
+    N <<- N + 1L; clock <<- N
+    sp$id[N] <<- sbml_clock; sp$name[N] <<- "time"; sp$compartment[N] <<- ""
+    sp$hasOnlySubstanceUnits[N] <<- TRUE; sp$boundaryCondition[N] <<- FALSE; sp$constant[N] <<- FALSE
+    init[[sbml_clock]] <<- 0; fixed[N] <<- FALSE; scale[N] <<- 1; cf[N] <<- 1
+    sidx[[sbml_clock]] <<- N
+  }
+  if (timed) add_clock()
 
   # errors here are caught per reaction and reported together, by name
   fail <- function(...) stop_input(..., call = NULL)
@@ -861,7 +891,6 @@ readSBML <- function(file, propensities = FALSE) {
     }
     terms
   }
-  cf <- c(v$conversion_factors()[keep], rep(1, length(extra)))
   out_re <- list(); out_pr <- list(); out_k <- numeric(); out_id <- character(); out_nm <- character()
   problems <- character()
   out_law <- list()
@@ -933,8 +962,9 @@ readSBML <- function(file, propensities = FALSE) {
     if (inherits(lp, "bad")) { rule_problems <- c(rule_problems, unclass(lp)); next }
     add(integer(), sidx[[nm]], 1, paste0(nm, "_rateRule"), paste("rate rule for", nm), lp)
   }
+  if (is.na(clock) && (!length(out_k) || N == 0L)) add_clock()
   # the clock's reaction: 0 -> clock, mass action of rate 1
-  if (timed) add(integer(), clock, 1, sbml_clock, "time", NULL)
+  if (!is.na(clock)) add(integer(), clock, 1, sbml_clock, "time", NULL)
   if (length(rule_problems)) {
     stop(sbml_unsupported(fname, length(rule_problems), " rate rule(s) that cannot be simulated: ",
                           paste(utils::head(rule_problems, 5), collapse = "; "),
@@ -947,28 +977,44 @@ readSBML <- function(file, propensities = FALSE) {
                if (length(problems) > 5) "; ..."))
   }
   M <- length(out_k)
-  if (!M) refuse("no reactions")   # (events without time nor reactions)
   ri <- rep.int(seq_len(M), lengths(out_re)); pi_ <- rep.int(seq_len(M), lengths(out_pr))
   A <- Matrix::sparseMatrix(i = ri, j = unlist(out_re), x = rep(1, length(ri)), dims = c(M, N))
   B <- Matrix::sparseMatrix(i = pi_, j = unlist(out_pr), x = rep(1, length(pi_)), dims = c(M, N))
-  # rules that change in time, as observables: linear in the species
-  obs <- NULL
+  # rules that change in time: observables where they are linear in the
+  # states, else programs that lassieSimulate() evaluates on its output
+  # (`derived`)
+  obs <- NULL; derived <- NULL
   if (length(moving)) {
-    rows <- lapply(names(moving), function(nm) {
+    rows <- list(); progs <- list()
+    for (nm in names(moving)) {
       p <- tryCatch(to_poly(moving[[nm]], list()), error = function(e) NULL)
-      lin <- !is.null(p) && all(names(p) != "." | p == 0) && poly_degree(p) <= 1L
-      if (!lin) refuse("an assignment rule for ", nm, " that changes in time and is not linear in the species")
-      p <- p[names(p) != "."]
-      w <- numeric(N); w[as.integer(names(p))] <- p
-      w
-    })
-    obs <- do.call(rbind, rows)
-    dimnames(obs) <- list(names(moving), sp$id)
+      if (!is.null(p) && all(names(p) != "." | p == 0) && poly_degree(p) <= 1L) {
+        p <- p[names(p) != "."]
+        w <- numeric(N); w[as.integer(names(p))] <- p
+        rows[[nm]] <- w
+        next
+      }
+      progs[nm] <- list(tryCatch(sbml_law_program(moving[[nm]], list(), sidx, moving, v$value, fail, clock),
+                                 error = function(e) {
+                                   refuse("an assignment rule for ", nm, " that changes in time and cannot be evaluated (",
+                                          sub("; readSBML\\(\\) does not simulate it$", "", conditionMessage(e)), ")")
+                                 }))
+    }
+    if (length(rows)) {
+      obs <- do.call(rbind, rows)
+      dimnames(obs) <- list(names(rows), sp$id)
+    }
+    if (length(progs)) derived <- list(variables = names(progs), laws = sbml_law_table(progs))
+  }
+  # the output's column `time` is time: no variable of the model may take it
+  if ("time" %in% c(sp$id, rownames(obs), derived$variables)) {
+    refuse("a variable named time (the output's column time is the time)")
   }
   m <- reactionModel(A, B, rates = out_k, initial = unname(init), species = sp$id, fixed = fixed,
                      observables = obs, reactions = make.unique(out_id))
   if (!all(vapply(out_law, is.null, TRUE))) m$laws <- sbml_law_table(out_law)
-  if (timed) m$clock <- list(species = sbml_clock, reaction = m$reactions[length(out_k)])
+  if (!is.na(clock)) m$clock <- list(species = sbml_clock, reaction = m$reactions[length(out_k)])
+  m$derived <- derived
   if (length(d$events)) {
     m$events <- sbml_events_compile(d$events, sidx, moving, v$value, refuse, clock)
     if (!length(m$events$events)) m$events <- NULL

@@ -54,23 +54,66 @@ new_lassie_output <- function(res, cn, common, single, threads = NA_integer_) {
             engineSettings = common$engineSettings)
 }
 
-# The output of lassieSimulate() without the species of index j (the
-# clock of a model read by readSBML(), whose values are the time column's):
-# as if the model had not had it, attributes kept.
-lassie_hide_species <- function(x, j) {
-  drop_col <- function(y, col) {
+# The output of lassieSimulate() (a matrix, a lassieBatch or a
+# lassieArray) for a model read by readSBML(): the variables of its
+# assignment rules that are no linear observables (`derived`) evaluated at
+# each output time from the species and added after the observables, and
+# its clock, whose values are the time column's, left out; attributes kept.
+# Other models' output is returned as it is.
+lassie_sbml_output <- function(x, model) {
+  dv <- model$derived; ck <- model$clock
+  if (is.null(dv) && is.null(ck)) return(x)
+  N <- length(model$species)
+  drop <- if (is.null(ck)) integer() else match(ck$species, model$species)
+  if (!is.null(dv)) {
+    L <- dv$laws
+    # the rules as reactions that change nothing: ffi_lassie_rates() gives
+    # their laws' values at each row of states
+    arr <- list(r_ptr = c(0L, cumsum(lengths(L$deps))), r_sp = as.integer(unlist(L$deps)) - 1L,
+                r_ord = rep.int(1L, sum(lengths(L$deps))), h_ptr = integer(N + 1L), h_rx = integer(),
+                h_val = double(), law = as.integer(L$start), code = as.integer(L$code), cval = as.double(L$cval))
+    ones <- rep(1, length(dv$variables))
+  }
+  # one simulation's times x columns; `off` columns (time) before the
+  # species.  The rules read the output times themselves where they read
+  # the clock, not its integrated values, which can be a rounding short
+  # of them (`piecewise(a, t < 1, b)` at t = 1)
+  redo <- function(y, off, times) {
+    if (!is.null(dv)) {
+      x <- y[, off + seq_len(N), drop = FALSE]
+      if (length(drop)) x[, drop] <- times
+      v <- .Call(ffi_lassie_rates, arr, ones, x)
+      colnames(v) <- dv$variables
+      y <- cbind(y, v)
+    }
+    if (length(drop)) y <- y[, -(off + drop), drop = FALSE]
+    y
+  }
+  fix <- function(y, off) {
     a <- attributes(y)
-    z <- if (length(a$dim) == 3L) unclass(y)[, -col, , drop = FALSE] else unclass(y)[, -col, drop = FALSE]
-    a$dim <- dim(z); a$dimnames <- dimnames(z)
-    if (!is.null(a$lengthvar)) a$lengthvar[[1L]] <- a$lengthvar[[1L]] - 1L
-    if (!is.null(a$nSpecies)) a$nSpecies <- a$nSpecies - 1L
+    z <- unclass(y)
+    attributes(z) <- list(dim = a$dim, dimnames = a$dimnames)
+    if (length(a$dim) == 3L) {
+      nt <- a$dim[1L]
+      slices <- lapply(seq_len(a$dim[3L]), function(s) {
+        redo(matrix(z[, , s], nt, dimnames = list(NULL, a$dimnames[[2L]])), off, a$times)
+      })
+      cols <- colnames(slices[[1L]])
+      z <- array(unlist(slices, use.names = FALSE), c(nt, length(cols), a$dim[3L]), list(NULL, cols, NULL))
+    } else z <- redo(z, off, z[, 1L])
+    a$dim <- dim(z); a$dimnames <- if (length(a$dim) == 3L) dimnames(z) else list(NULL, colnames(z))
+    if (!is.null(a$lengthvar)) {
+      a$lengthvar[[1L]] <- a$lengthvar[[1L]] - length(drop)
+      if (!is.null(dv)) a$lengthvar <- c(a$lengthvar, stats::setNames(rep.int(1L, length(dv$variables)), dv$variables))
+    }
+    if (!is.null(a$nSpecies)) a$nSpecies <- a$nSpecies - length(drop)
     attributes(z) <- a
     z
   }
-  if (inherits(x, "lassieArray")) return(drop_col(x, j))
-  if (!inherits(x, "lassieBatch")) return(drop_col(x, j + 1L))   # after the time column
+  if (inherits(x, "lassieArray")) return(fix(x, 0L))
+  if (!inherits(x, "lassieBatch")) return(fix(x, 1L))
   a <- attributes(x)
-  x <- lapply(unclass(x), drop_col, col = j + 1L)
+  x <- lapply(unclass(x), fix, off = 1L)
   attributes(x) <- a
   x
 }

@@ -539,7 +539,7 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
     res$sims <- NULL
     attributes(x) <- lassie_array_attributes(length(times), cn[[2L]][-1L], n_sims, times, res, common)
     lassie_warn_failed(res$status, res$messages)
-    return(if (is.null(ck)) x else lassie_hide_species(x, js))
+    return(lassie_sbml_output(x, model))
   }
   single <- n_sims == 1L && !rt$batch && !it$batch
   # one simulation that failed is an error; in a batch, a status per
@@ -547,7 +547,7 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   if (single && res$status[[1L]] != 0L) lassie_stop(res$status[[1L]], res$messages[[1L]])
   # R/lassie-output.R: deSolve-compatible matrices, a lassieBatch for a batch
   out <- new_lassie_output(res, cn, common, single = single, threads = a$threads)
-  if (is.null(ck)) out else lassie_hide_species(out, js)
+  lassie_sbml_output(out, model)
 }
 
 # A simulation's failure (SBG_LASSIE_FAIL_*: 1 maxSteps, 2 step size

@@ -106,6 +106,7 @@ run_case <- function(dir, id, st, file) {
   if (st$start > 0) sim <- sim[-1L, , drop = FALSE]
   exp <- utils::read.csv(file.path(dir, paste0(id, "-results.csv")), check.names = FALSE)
   names(exp) <- trimws(names(exp))
+  exp <- exp[-1L]   # the time column (a variable may be named like it: Time)
   u <- unit_info(m, file)
   worst <- 0; worst_var <- ""
   for (v in st$variables) {
@@ -115,7 +116,7 @@ run_case <- function(dir, id, st, file) {
       size <- unname(u$size[[v]]); is_amount <- isTRUE(unname(u$amount[[v]]))
       if (v %in% st$amount && !is_amount) x <- x * size
       if (v %in% st$concentration && is_amount) x <- x / size
-    } else if (v %in% colnames(sim)) {
+    } else if (v %in% colnames(sim) && v != "time") {
       x <- sim[, v]
     } else if (!is.null(u$constants) && v %in% names(u$constants)) {
       x <- rep(u$constants[[v]], nrow(sim))

@@ -418,6 +418,66 @@ static SEXP read_event(Event_t *e, int level) {
 }
 #endif
 
+#ifdef SBG_HAVE_SBML
+/* Whether math names `nm`. */
+static int names_symbol(const ASTNode_t *a, const char *nm, int depth) {
+  if (!a || depth > 1000) return 0;
+  if (ASTNode_getType(a) == AST_NAME && ASTNode_getName(a) && !strcmp(ASTNode_getName(a), nm)) return 1;
+  for (unsigned i = 0; i < ASTNode_getNumChildren(a); i++)
+    if (names_symbol(ASTNode_getChild(a, i), nm, depth + 1)) return 1;
+  return 0;
+}
+
+/* libSBML expands a call of a function definition by replacing its
+ * arguments' names one after the other in the body, so that an argument
+ * whose math names another argument of that function (f(1, x) of
+ * f(x, y), or f(g(y), 2)) has that name replaced again: the expansion is
+ * wrong.  Returns the id of a function so called in `a` (NULL: none). */
+static const char *expansion_clash(const ASTNode_t *a, Model_t *m, int depth) {
+  if (!a || depth > 1000) return NULL;
+  if (ASTNode_getType(a) == AST_FUNCTION && ASTNode_getName(a)) {
+    FunctionDefinition_t *fd = Model_getFunctionDefinitionById(m, ASTNode_getName(a));
+    unsigned nb = fd ? FunctionDefinition_getNumArguments(fd) : 0;
+    for (unsigned i = 0; i < ASTNode_getNumChildren(a); i++)
+      for (unsigned j = 0; j < nb; j++) {
+        const ASTNode_t *bv = FunctionDefinition_getArgument(fd, j);
+        if (j != i && bv && ASTNode_getName(bv) &&
+            names_symbol(ASTNode_getChild(a, i), ASTNode_getName(bv), 0))
+          return FunctionDefinition_getId(fd);
+      }
+  }
+  for (unsigned i = 0; i < ASTNode_getNumChildren(a); i++) {
+    const char *f = expansion_clash(ASTNode_getChild(a, i), m, depth + 1);
+    if (f) return f;
+  }
+  return NULL;
+}
+
+/* The first function called so in the model's math (NULL: none). */
+static const char *model_expansion_clash(Model_t *m) {
+  const char *f = NULL;
+  for (unsigned i = 0; !f && i < Model_getNumFunctionDefinitions(m); i++)
+    f = expansion_clash(FunctionDefinition_getBody(Model_getFunctionDefinition(m, i)), m, 0);
+  for (unsigned i = 0; !f && i < Model_getNumReactions(m); i++) {
+    Reaction_t *r = Model_getReaction(m, i);
+    KineticLaw_t *kl = Reaction_getKineticLaw(r);
+    if (kl) f = expansion_clash(KineticLaw_getMath(kl), m, 0);
+    for (int p = 0; p < 2 && !f; p++) {
+      unsigned n = p ? Reaction_getNumProducts(r) : Reaction_getNumReactants(r);
+      for (unsigned k = 0; !f && k < n; k++) {
+        SpeciesReference_t *sr = p ? Reaction_getProduct(r, k) : Reaction_getReactant(r, k);
+        if (SpeciesReference_isSetStoichiometryMath(sr))
+          f = expansion_clash(StoichiometryMath_getMath(SpeciesReference_getStoichiometryMath(sr)), m, 0);
+      }
+    }
+  }
+  for (unsigned i = 0; !f && i < Model_getNumRules(m); i++) f = expansion_clash(Rule_getMath(Model_getRule(m, i)), m, 0);
+  for (unsigned i = 0; !f && i < Model_getNumInitialAssignments(m); i++)
+    f = expansion_clash(InitialAssignment_getMath(Model_getInitialAssignment(m, i)), m, 0);
+  return f;
+}
+#endif
+
 SEXP ffi_lassie_read_sbml(SEXP path) {
 #ifndef SBG_HAVE_SBML
   (void)path;
@@ -464,6 +524,10 @@ SEXP ffi_lassie_read_sbml(SEXP path) {
   for (int i = 0; i < 7 && !why[0]; i++)
     if (SBMLDocument_getPackageRequired(d, pkgs[i]))
       snprintf(why, sizeof why, "it requires the SBML package `%s`", pkgs[i]);
+  const char *clash = why[0] ? NULL : model_expansion_clash(SBMLDocument_getModel(d));
+  if (clash)
+    snprintf(why, sizeof why, "a call of function definition %s whose arguments name the function's own "
+             "arguments (libSBML's expansion would replace them again)", clash);
   if (!why[0]) SBMLDocument_expandFunctionDefintions(d);
   SEXP refusal = PROTECT(Rf_mkString(why)); np++;
   Model_t *m = SBMLDocument_getModel(d);

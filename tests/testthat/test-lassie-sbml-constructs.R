@@ -180,3 +180,85 @@ test_that("stoichiometries that change in time: an assignment rule s = t, a rate
   expect_lt(max(abs(out[, "B"] - 0.6 * (tt + tt^2 / 2))), 1e-8)
   expect_lt(max(abs(out[, "s"] - (1 + tt))), 1e-8)
 })
+
+test_that("parameters alone: rules of time are evaluated at the output times", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # no species, no reactions: the clock alone runs; p = t^2 is no linear
+  # observable, a rule evaluated on the output; s jumps at t = 1 exactly
+  m <- readSBML(sc_model(params = c(p = 0, q = 0, s = 0), varying = c("p", "q", "s"),
+                         rules = list(list(type = "assignment", variable = "p", math = ap("power", t_sym, cn(2))),
+                                      list(type = "assignment", variable = "q", math = ap("plus", t_sym, cn(1))),
+                                      list(type = "assignment", variable = "s",
+                                           math = paste0("<piecewise><piece>", cn(5), ap("lt", t_sym, cn(1)),
+                                                         "</piece><otherwise>", cn(10), "</otherwise></piecewise>")))))
+  tt <- c(0, 0.5, 1, 2)
+  out <- sc_sim(m, tt)
+  expect_identical(colnames(out), c("time", "p", "q", "s"))
+  expect_equal(unname(out[, "p"]), tt^2, tolerance = 1e-12)
+  expect_equal(unname(out[, "q"]), tt + 1, tolerance = 1e-12)
+  expect_identical(unname(out[, "s"]), c(5, 5, 10, 10))
+  # a batch and an array get them too
+  b <- sc_sim(m, tt, initial = rbind(0, 0))
+  expect_equal(unname(b[[2]][, "p"]), tt^2, tolerance = 1e-12)
+  a <- sc_sim(m, tt, output = "array")
+  expect_identical(dimnames(a)[[2]], c("p", "q", "s"))
+  expect_equal(unname(a[, "p", 1]), tt^2, tolerance = 1e-12)
+  # a model with nothing but a compartment runs too (its size is a constant)
+  m0 <- readSBML(sc_model(comps = c(cell = 3)))
+  expect_identical(colnames(sc_sim(m0, tt)), "time")
+  expect_equal(attr(m0, "constants")[["cell"]], 3)
+})
+
+test_that("a rule not linear in the species is evaluated on the output: r = A^2 + 1", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  m <- readSBML(sc_model(species = list(A = list(init = 2)), params = c(k = 0.5, r = 0), varying = "r",
+                         reactions = list(deg = list(re = "A", law = ap("times", ci("k"), ci("A")))),
+                         rules = list(list(type = "assignment", variable = "r",
+                                           math = ap("plus", ap("power", ci("A"), cn(2)), cn(1))))))
+  tt <- c(0, 1, 3)
+  out <- sc_sim(m, tt)
+  expect_lt(max(abs(out[, "r"] - ((2 * exp(-0.5 * tt))^2 + 1))), 1e-8)
+})
+
+test_that("a reaction whose stoichiometries cancel changes nothing", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  f <- sc_model(species = list(A = list(init = 1)),
+                reactions = list(r = list(re = c(A = 2), pr = c(A = 2), law = cn(3))))
+  # 2 A -> 2 A is mass action with A a catalyst; A + (-1) A -> 0 nets 0
+  txt <- sub('stoichiometry="2" constant="true"/></listOfReactants>',
+             'stoichiometry="1" constant="true"/><speciesReference species="A" stoichiometry="-1" constant="true"/></listOfReactants>',
+             readLines(f), fixed = TRUE)
+  txt <- sub("<listOfProducts>.*</listOfProducts>", "", txt)
+  writeLines(txt, f)
+  out <- sc_sim(readSBML(f), c(0, 1, 2))
+  expect_identical(unname(out[, "A"]), c(1, 1, 1))
+})
+
+test_that("a function called with arguments that name its own arguments is refused", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # f(y, x) of f(x, y) = x - y: libSBML's expansion replaces x by y, then
+  # both y by x, and would give 0 instead of y - x
+  f <- sc_model(species = list(A = list(init = 1)), params = c(x = 1, y = 3),
+                reactions = list(r = list(pr = "A", law = "<apply><ci>f</ci><ci>y</ci><ci>x</ci></apply>")))
+  txt <- sub("<listOfCompartments>", paste0(
+    '<listOfFunctionDefinitions><functionDefinition id="f"><math xmlns="http://www.w3.org/1998/Math/MathML">',
+    "<lambda><bvar><ci>x</ci></bvar><bvar><ci>y</ci></bvar>", ap("minus", ci("x"), ci("y")),
+    "</lambda></math></functionDefinition></listOfFunctionDefinitions><listOfCompartments>"), readLines(f), fixed = TRUE)
+  writeLines(txt, f)
+  expect_error(readSBML(f), "function definition f whose arguments name the function's own arguments",
+               class = "sysbioGPU_sbml_unsupported")
+  # called with other names, it is expanded: A' = y - x = 2
+  writeLines(gsub("<ci>y</ci><ci>x</ci></apply>", "<ci>k2</ci><ci>k1</ci></apply>", sub(
+    '<parameter id="x" value="1" constant="true"/>',
+    '<parameter id="x" value="1" constant="true"/><parameter id="k1" value="1" constant="true"/><parameter id="k2" value="3" constant="true"/>',
+    txt, fixed = TRUE), fixed = TRUE), f)
+  out <- sc_sim(readSBML(f), c(0, 1))
+  expect_equal(unname(out[, "A"]), c(1, 3), tolerance = 1e-10)
+})
+
+test_that("a variable named time is refused: the output's column time is time", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  f <- sc_model(species = list(time = list(init = 1)), params = c(k = 1),
+                reactions = list(deg = list(re = "time", law = ap("times", ci("k"), ci("time")))))
+  expect_error(readSBML(f), "a variable named time", class = "sysbioGPU_sbml_unsupported")
+})
