@@ -467,8 +467,9 @@ readLASSIE <- function(dir) {
 #'
 #' Any other law (Michaelis-Menten, Hill, any expression of species,
 #' parameters and compartments through arithmetic, powers, `exp`, `ln`,
-#' `log`, roots, `abs`, `floor`, `ceiling`, trigonometric functions and
-#' their inverses, `min`, `max`, `piecewise`, relations and logic) is kept
+#' `log`, roots, `abs`, `floor`, `ceiling`, `quotient`, `rem`,
+#' trigonometric functions and their inverses, `min`, `max`, `piecewise`,
+#' relations and logic) is kept
 #' as written: compiled once to a small program (what depends on no species
 #' evaluated once), which the CPU engine of [lassieSimulate()] evaluates
 #' for the reaction's rate; the Jacobian of its implicit steps takes
@@ -532,6 +533,12 @@ readLASSIE <- function(dir) {
 #' arguments name the function's own arguments, `f(y, x)` of `f(x, y)`,
 #' is refused: libSBML's expansion would replace them again).
 #'
+#' A reaction's id in math is its rate, its kinetic law; `rateOf(x)` is
+#' the derivative of x, expanded as math: the rule of a variable with a
+#' rate rule, the sum of a species' reactions' laws times its net
+#' stoichiometry and conversion factor (over its compartment's size for a
+#' concentration), 0 for a constant or a local parameter.
+#'
 #' An assignment rule whose value changes in time is substituted into the
 #' laws and rules that read it, and reported in the output: as an
 #' observable where it is linear in the states, else evaluated at each
@@ -547,10 +554,10 @@ readLASSIE <- function(dir) {
 #' and priorities without math, algebraic rules, rate rules of
 #' compartments,
 #' constants computed from a parameter that a rate rule changes, fast
-#' reactions, the
-#' csymbols `delay` and `rateOf`, the functions
-#' `factorial`, `quotient` and `rem` of species, and SBML packages other
-#' than `comp` that a model requires.  Nothing of the model is ignored, except constraints
+#' reactions, the csymbol `delay`, `rateOf` of a variable that an
+#' assignment rule sets or of a species whose compartment rules change, the
+#' function `factorial` of species, and SBML packages other than `comp`
+#' that a model requires.  Nothing of the model is ignored, except constraints
 #' (they do not change a trajectory).
 #'
 #' Conventions: the state of a species is its concentration
@@ -659,6 +666,14 @@ readSBML <- function(file, propensities = FALSE) {
   # are amounts (SBML's semantics), as if they had hasOnlySubstanceUnits
   dims <- stats::setNames(d$compartments$spatialDimensions, d$compartments$id)[sp$compartment]
   sp$hasOnlySubstanceUnits <- d$species$hasOnlySubstanceUnits <- sp$hasOnlySubstanceUnits | (!is.na(dims) & dims == 0)
+  all_math <- c(lapply(d$reactions, `[[`, "math"), d$rules$math, d$initialAssignments$math,
+                unlist(lapply(d$reactions, function(r) c(r$reactants$math, r$products$math)), recursive = FALSE))
+  rx_ids <- vapply(d$reactions, `[[`, "", "id")
+  if (any(vapply(all_math, function(ex) !is.null(ex) && any(c("rateOf", rx_ids) %in% all.names(ex)), TRUE))) {
+    d <- sbml_expand_rate_of(d, refuse)
+    rl <- d$rules
+    rate_math <- rl$math[rl$type == "rate"]
+  }
   v <- sbml_values(d, refuse)
   moving <- v$moving
   # a species whose assignment rule changes in time is no state: it is
@@ -1120,6 +1135,11 @@ sbml_law_program <- function(ex, loc, sidx, moving, value, fail, clock = NA_inte
     if (f %in% names(sbml_arc_recip_ops) && n == 1L) {
       const(1); arg(1); op("DIV"); return(op(sbml_arc_recip_ops[[f]]))
     }
+    if (f == "quotient" && n == 2L) {   # trunc(a / b), as sbml_eval()
+      q <- call("/", a[[1]], a[[2]])
+      return(emit(call("piecewise", call("floor", q), call("geq", q, 0), call("ceiling", q)), loc_on, depth + 1L))
+    }
+    if (f == "rem" && n == 2L) return(emit(call("-", a[[1]], call("*", a[[2]], call("quotient", a[[1]], a[[2]]))), loc_on, depth + 1L))
     if (f == "log_base" && n == 2L) { arg(2); op("LN"); arg(1); op("LN"); return(op("DIV")) }
     if (f == "root" && n == 2L) { arg(2); const(1); arg(1); op("DIV"); return(op("POW")) }
     if (f == "implies" && n == 2L) { arg(1); op("NOT"); arg(2); return(op("OR")) }
@@ -1180,6 +1200,87 @@ sbml_law_table <- function(progs) {
 # reaction, hidden from lassieSimulate()'s output.  No SBML id begins with
 # a dot, so it names nothing of the model.
 sbml_clock <- ".time"
+
+# A model's math with the rateOf csymbol and reactions' ids expanded as
+# SBML math: a reaction's id is its rate, its kinetic law (local
+# parameters by value); rateOf(x) is x's derivative.  Of a variable with a rate rule, the rule; of a
+# species that reactions change, the sum over them of its net
+# stoichiometry (products minus reactants) times the law (its local
+# parameters by value), times its conversion factor, over its
+# compartment's size where its symbol is a concentration; of a constant
+# (constant or boundary species, parameter or compartment without rules),
+# 0.  The rate of a variable that an assignment rule sets, or of a species
+# of a compartment that rules change, is refused through `refuse`.
+sbml_expand_rate_of <- function(d, refuse) {
+  rl <- d$rules
+  rate_rule <- stats::setNames(rl$math[rl$type == "rate"], rl$variable[rl$type == "rate"])
+  sp <- d$species
+  rx_ids <- vapply(d$reactions, `[[`, "", "id")
+  law_of <- function(r, depth) {
+    if (is.null(r$math)) refuse("math that uses the rate of reaction ", r$id, ", which has no kinetic law")
+    expand(do.call(substitute, list(r$math, stats::setNames(as.list(r$local_value), r$local_id))), depth + 1L)
+  }
+  derivative <- function(x, depth) {
+    if (depth > 50L) refuse("the rateOf csymbol nested too deeply (through ", x, ")")
+    if (x %in% names(rate_rule)) return(if (is.null(rate_rule[[x]])) 0 else expand(rate_rule[[x]], depth + 1L))
+    if (x %in% rl$variable) refuse("the rateOf csymbol of ", x, ", which an assignment rule sets")
+    i <- match(x, sp$id)
+    if (is.na(i)) {
+      if (x %in% c(d$parameters$id, d$compartments$id)) return(0)
+      refuse("the rateOf csymbol of ", x, ", which is no species, parameter or compartment")
+    }
+    if (sp$boundaryCondition[i] || sp$constant[i]) return(0)
+    total <- NULL
+    for (r in d$reactions) {
+      net <- NULL
+      for (side in list(list(s = r$reactants, sign = "-"), list(s = r$products, sign = "+"))) {
+        for (k in which(side$s$species == x)) {
+          st <- if (!is.null(side$s$math[[k]])) side$s$math[[k]]
+                else if (nzchar(side$s$id[k])) as.name(side$s$id[k]) else side$s$stoichiometry[k]
+          net <- if (is.null(net)) (if (side$sign == "+") st else call("-", st)) else call(side$sign, net, st)
+        }
+      }
+      if (is.null(net)) next
+      term <- call("*", net, law_of(r, depth))
+      total <- if (is.null(total)) term else call("+", total, term)
+    }
+    if (is.null(total)) return(0)
+    f <- if (nzchar(sp$conversionFactor[i])) sp$conversionFactor[i] else d$conversionFactor
+    if (nzchar(f)) total <- call("*", total, as.name(f))
+    if (!sp$hasOnlySubstanceUnits[i]) {
+      if (sp$compartment[i] %in% rl$variable) {
+        refuse("the rateOf csymbol of ", x, ", whose compartment ", sp$compartment[i], " a rule changes")
+      }
+      total <- call("/", total, as.name(sp$compartment[i]))
+    }
+    total
+  }
+  # (`shadow`: the local parameters of the law expanded, which hide ids)
+  expand <- function(ex, depth = 0L, shadow = character()) {
+    if (depth > 50L) refuse("rates of reactions or the rateOf csymbol nested too deeply")
+    if (is.name(ex) && !is.na(i <- match(as.character(ex), rx_ids)) && !as.character(ex) %in% shadow) {
+      return(law_of(d$reactions[[i]], depth))
+    }
+    if (!is.call(ex)) return(ex)
+    if (identical(ex[[1]], as.name("rateOf"))) {
+      if (length(ex) != 2L || !is.name(ex[[2]])) refuse("the rateOf csymbol of math that is no symbol")
+      if (as.character(ex[[2]]) %in% shadow) return(0)   # a local parameter: a constant
+      return(derivative(as.character(ex[[2]]), depth))
+    }
+    for (k in seq_along(ex)[-1]) if (!is.null(ex[[k]])) ex[[k]] <- expand(ex[[k]], depth, shadow)
+    ex
+  }
+  in_list <- function(l) lapply(l, function(ex) if (is.null(ex)) NULL else expand(ex))
+  for (i in seq_along(d$reactions)) {
+    r <- d$reactions[[i]]
+    if (!is.null(r$math)) d$reactions[[i]]["math"] <- list(expand(r$math, shadow = r$local_id))
+    d$reactions[[i]]$reactants$math <- in_list(r$reactants$math)
+    d$reactions[[i]]$products$math <- in_list(r$products$math)
+  }
+  d$rules$math <- in_list(d$rules$math)
+  d$initialAssignments$math <- in_list(d$initialAssignments$math)
+  d
+}
 
 # Whether SBML math (an R call, or NULL) reads the time csymbol.
 sbml_has_time <- function(ex) !is.null(ex) && "csymbol_time" %in% all.names(ex)

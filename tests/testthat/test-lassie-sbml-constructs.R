@@ -262,3 +262,67 @@ test_that("a variable named time is refused: the output's column time is time", 
                 reactions = list(deg = list(re = "time", law = ap("times", ci("k"), ci("time")))))
   expect_error(readSBML(f), "a variable named time", class = "sysbioGPU_sbml_unsupported")
 })
+
+rate_of <- function(x) {
+  paste0('<apply><csymbol encoding="text" definitionURL="http://www.sbml.org/sbml/symbols/rateOf">rateOf</csymbol>',
+         ci(x), "</apply>")
+}
+
+test_that("rateOf is the derivative: of a species (its reactions), of a rate rule's variable", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # A in cell (size 2), law cell k A: A' = -k A; r = rateOf(A) = -k A;
+  # p' = rateOf(A): p = p0 + A - A0; q' = 2, s = rateOf(q) = 2
+  m <- readSBML(sc_model(comps = c(cell = 2), species = list(A = list(init = 3)),
+                         params = c(k = 0.5, r = 0, p = 1, q = 0, s = 0), varying = c("r", "p", "q", "s"),
+                         reactions = list(deg = list(re = "A", law = ap("times", ci("cell"), ci("k"), ci("A")))),
+                         rules = list(list(type = "assignment", variable = "r", math = rate_of("A")),
+                                      list(type = "rate", variable = "p", math = rate_of("A")),
+                                      list(type = "rate", variable = "q", math = cn(2)),
+                                      list(type = "assignment", variable = "s", math = rate_of("q")))))
+  tt <- c(0, 1, 2)
+  A <- 3 * exp(-0.5 * tt)
+  out <- sc_sim(m, tt)
+  expect_lt(max(abs(out[, "A"] - A)), 1e-8)
+  expect_lt(max(abs(out[, "r"] + 0.5 * A)), 1e-8)
+  expect_lt(max(abs(out[, "p"] - (1 + A - 3))), 1e-8)
+  expect_equal(attr(m, "constants")[["s"]], 2)   # a constant: reported with the model
+})
+
+test_that("rateOf of a variable an assignment rule sets is refused", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  f <- sc_model(species = list(A = list(init = 1)), params = c(k = 1, a = 0, b = 0), varying = c("a", "b"),
+                reactions = list(deg = list(re = "A", law = ap("times", ci("k"), ci("A")))),
+                rules = list(list(type = "assignment", variable = "a", math = ap("times", cn(2), ci("A"))),
+                             list(type = "assignment", variable = "b", math = rate_of("a"))))
+  expect_error(readSBML(f), "rateOf csymbol of a, which an assignment rule sets", class = "sysbioGPU_sbml_unsupported")
+})
+
+test_that("a reaction's id is its rate; rateOf of a local parameter is 0", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # p' = deg (the rate of deg, k A): p = p0 + A0 - A; B fed at rateOf(k)
+  # with a local k (0), not the global k with its rate rule
+  f <- sc_model(species = list(A = list(init = 2), B = list(init = 1)), params = c(k = 0.5, p = 0),
+                varying = "p",
+                reactions = list(deg = list(re = "A", law = ap("times", ci("k"), ci("A"))),
+                                 feed = list(pr = "B", law = rate_of("k"))),
+                rules = list(list(type = "rate", variable = "p", math = ci("deg"))))
+  txt <- sub("</math></kineticLaw></reaction></listOfReactions>",
+             '</math><listOfLocalParameters><localParameter id="k" value="3"/></listOfLocalParameters></kineticLaw></reaction></listOfReactions>',
+             paste(readLines(f), collapse = "\n"), fixed = TRUE)
+  writeLines(txt, f)
+  tt <- c(0, 1, 2)
+  out <- sc_sim(readSBML(f), tt)
+  A <- 2 * exp(-0.5 * tt)
+  expect_lt(max(abs(out[, "p"] - (2 - A))), 1e-8)
+  expect_equal(unname(out[, "B"]), rep(1, 3))
+})
+
+test_that("quotient and rem of species run as programs, as trunc(a / b)", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # B' = quotient(A, 2) + rem(A, 2) with A held at 7 (boundary): 3 + 1
+  m <- readSBML(sc_model(species = list(A = list(init = 7, bc = TRUE), B = list(init = 0)),
+                         reactions = list(r = list(pr = "B", law = ap("plus", ap("quotient", ci("A"), cn(2)),
+                                                                       ap("rem", ci("A"), cn(2)))))))
+  out <- sc_sim(m, c(0, 1, 2))
+  expect_equal(unname(out[, "B"]), c(0, 4, 8), tolerance = 1e-10)
+})
