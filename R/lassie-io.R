@@ -533,6 +533,14 @@ readLASSIE <- function(dir) {
 #' arguments name the function's own arguments, `f(y, x)` of `f(x, y)`,
 #' is refused: libSBML's expansion would replace them again).
 #'
+#' A compartment whose size a rate rule changes is a state (like a
+#' parameter with one); one that an assignment rule sets is substituted
+#' like any such rule.  A species of such a compartment, a concentration
+#' that reactions change, has its amount as its state, `<id>.amount`
+#' (SBML's reactions change amounts), and its concentration, the amount
+#' over the size, is read by the laws and reported in the output under its
+#' id (like an assignment rule).
+#'
 #' A reaction's id in math is its rate, its kinetic law; `rateOf(x)` is
 #' the derivative of x, expanded as math: the rule of a variable with a
 #' rate rule, the sum of a species' reactions' laws times its net
@@ -551,9 +559,9 @@ readLASSIE <- function(dir) {
 #' What the engines cannot run is refused by an error of class
 #' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
 #' construct and the elements: event assignments to compartments, delays
-#' and priorities without math, algebraic rules, rate rules of
-#' compartments,
-#' constants computed from a parameter that a rate rule changes, fast
+#' and priorities without math, algebraic rules, boundary,
+#' constant or ruled species (concentrations) of a compartment that rules
+#' change, constants computed from a parameter that a rate rule changes, fast
 #' reactions, the csymbol `delay`, `rateOf` of a variable that an
 #' assignment rule sets or of a species whose compartment rules change, the
 #' function `factorial` of species, and SBML packages other than `comp`
@@ -641,7 +649,7 @@ readSBML <- function(file, propensities = FALSE) {
     rx_sref <- unlist(lapply(d$reactions, function(r) c(r$reactants$id, r$products$id)))
     for (nm in rate_var) {
       i <- match(nm, d$species$id); ip <- match(nm, d$parameters$id)
-      if (nm %in% d$compartments$id) refuse("a rate rule for compartment ", nm)
+      if (nm %in% d$compartments$id) next   # a state (below)
       if (!is.na(i)) {
         if (d$species$constant[i]) refuse("a rate rule for constant species ", nm)
         if (!d$species$boundaryCondition[i] && nm %in% rx_sp) {
@@ -683,6 +691,31 @@ readSBML <- function(file, propensities = FALSE) {
   rate_par <- union(intersect(rate_var, d$parameters$id), event_par)
   # species references (stoichiometries) with a rate rule: states too
   rate_sref <- setdiff(intersect(rate_var, v$sref_ids), c(rate_par, d$species$id))
+  # compartments whose sizes rules change: a state with a rate rule (like a
+  # parameter's), substituted with an assignment rule (`moving`).  A
+  # species of one whose state would be its concentration and that
+  # reactions change has its amount as its state, `<id>.amount`, and its
+  # symbol (its concentration) is that amount over the size: an
+  # assignment rule of its own
+  rate_comp <- intersect(rate_var, d$compartments$id)
+  vcomp <- c(rate_comp, intersect(names(moving), d$compartments$id))
+  in_v <- sp$compartment %in% vcomp & !sp$hasOnlySubstanceUnits & keep & !sp$id %in% rate_var
+  held <- in_v & (sp$boundaryCondition | sp$constant | sp$id %in% rl$variable)
+  if (any(held)) refuse("boundary, constant or ruled species in a compartment that rules change (", ids(sp$id[held]), ")")
+  amt_sp <- sp$id[in_v]
+  amount0 <- numeric()
+  if (length(amt_sp)) {
+    # sizes at time 0, a rule's included
+    size0 <- function(nm) if (nm %in% names(moving)) sbml_eval(moving[[nm]], size0, time = function() 0) else v$value(nm)
+    amount0 <- vapply(amt_sp, function(s) {
+      i <- match(s, d$species$id)
+      if (!is.na(d$species$initialAmount[i]) && !s %in% d$initialAssignments$symbol) d$species$initialAmount[i]
+      else v$value(s) * size0(d$species$compartment[i])
+    }, 0)
+    names(amount0) <- paste0(amt_sp, ".amount")
+    moving[amt_sp] <- lapply(amt_sp, function(s) call("/", as.name(paste0(s, ".amount")), as.name(sp$compartment[match(s, sp$id)])))
+  }
+  state_name <- function(s) ifelse(s %in% amt_sp, paste0(s, ".amount"), s)
   # time, where any math reads it (laws, rules, stoichiometries, events),
   # is a state of its own, the model's clock (sbml_clock): it starts at the
   # first output time (lassieSimulate() sets it) and a reaction
@@ -697,8 +730,10 @@ readSBML <- function(file, propensities = FALSE) {
   # a parameter with a rate rule is a state: a species of its own (an
   # amount, outside any compartment); so is a stoichiometry with a rate
   # rule
-  extra <- c(rate_par, rate_sref)
+  extra <- c(rate_par, rate_sref, rate_comp)
   sp <- lapply(sp, function(x) x[c(which(keep), rep(NA_integer_, length(extra)))])
+  sp$hasOnlySubstanceUnits[sp$id %in% amt_sp] <- TRUE
+  sp$id <- state_name(sp$id)
   if (length(extra)) {
     pp <- sum(keep) + seq_along(extra)
     sp$id[pp] <- extra; sp$name[pp] <- extra; sp$compartment[pp] <- ""
@@ -707,15 +742,17 @@ readSBML <- function(file, propensities = FALSE) {
   N <- length(sp$id)
   ruled <- sp$id %in% rl$variable[rl$type == "assignment"]
   fixed <- (sp$boundaryCondition | sp$constant | ruled) & !sp$id %in% rate_var
-  init <- vapply(sp$id, v$value, 0)
+  init <- vapply(sp$id, function(nm) if (nm %in% names(amount0)) amount0[[nm]] else v$value(nm), 0)
   if (any(!is.finite(init))) refuse("species whose initial value is not finite (", ids(sp$id[!is.finite(init)]), ")")
   # the engines' states start at values >= 0
-  neg <- sp$id %in% c(rate_par, rate_sref) & init < 0
+  neg <- sp$id %in% c(rate_par, rate_sref, rate_comp) & init < 0
   if (any(neg)) {
-    refuse(if (any(sp$id[neg] %in% rate_var)) "a rate rule for a parameter or stoichiometry"
+    refuse(if (any(sp$id[neg] %in% rate_var)) "a rate rule for a parameter, stoichiometry or compartment"
            else "an event assignment for a parameter", " whose initial value is negative (", ids(sp$id[neg]), ")")
   }
-  vol <- rep(1, N); conc <- !sp$hasOnlySubstanceUnits
+  # (the species of a compartment that rules change are amounts or have
+  # rate rules: their laws are not divided by its size)
+  vol <- rep(1, N); conc <- !sp$hasOnlySubstanceUnits & !sp$compartment %in% vcomp
   vol[conc] <- vapply(sp$compartment[conc], v$value, 0)
   if (any(!(vol > 0) & !sp$hasOnlySubstanceUnits)) {
     refuse("species in compartments whose size is not > 0 (", ids(sp$id[!(vol > 0) & !sp$hasOnlySubstanceUnits]), ")")
@@ -773,7 +810,7 @@ readSBML <- function(file, propensities = FALSE) {
     r[r != 0]
   }
   expand <- function(side) {
-    set <- side$species %in% names(moving)
+    set <- side$species %in% setdiff(names(moving), amt_sp)
     if (any(set)) {
       if (!all(out_sp$boundaryCondition[match(side$species[set], out_sp$id)])) {
         fail("species ", side$species[set][1], " is set by an assignment rule")
@@ -781,7 +818,7 @@ readSBML <- function(file, propensities = FALSE) {
       side <- lapply(side, function(x) x[!set])
     }
     if (!length(side$species)) return(integer())
-    j <- unname(sidx[side$species])
+    j <- unname(sidx[state_name(side$species)])
     if (anyNA(j)) fail("unknown species ", side$species[is.na(j)][1])
     a <- v$stoichiometry(side)
     if (any(!is.finite(a) | a < 0 | a != round(a))) {
@@ -880,11 +917,11 @@ readSBML <- function(file, propensities = FALSE) {
   decomposed_terms <- function(r, refs, loc) {
     terms <- list()
     for (s in unique(refs$species)) {
-      if (s %in% names(moving)) {
+      if (s %in% names(moving) && !s %in% amt_sp) {
         if (!out_sp$boundaryCondition[match(s, out_sp$id)]) fail("species ", s, " is set by an assignment rule")
         next
       }
-      j <- unname(sidx[s])
+      j <- unname(sidx[state_name(s)])
       if (is.na(j)) fail("unknown species ", s)
       if (fixed[j] || s %in% rate_var) next   # a rule alone changes it, or nothing does
       i <- which(refs$species == s)
@@ -1382,7 +1419,11 @@ sbml_values <- function(d, refuse) {
   }
   conversion_factors <- function() {
     f <- ifelse(nzchar(sp$conversionFactor), sp$conversionFactor, d$conversionFactor)
-    vapply(f, function(x) if (nzchar(x)) lookup(x) else 1, 0)
+    vapply(f, function(x) {
+      # (lookup() would give a rate rule's variable at its initial value)
+      if (x %in% rr) refuse("a conversion factor ", x, " that a rate rule changes")
+      if (nzchar(x)) lookup(x) else 1
+    }, 0)
   }
   known <- function(ids) {
     ids <- setdiff(ids, c(moving, rr))

@@ -85,7 +85,7 @@ unit_info <- function(m, file) {
   a <- attributes(m)
   if (!is.null(a$speciesCompartment)) {
     return(list(size = stats::setNames(a$compartmentSize[a$speciesCompartment], names(a$speciesCompartment)),
-                amount = a$substanceUnits, constants = a$constants))
+                amount = a$substanceUnits, constants = a$constants, compartment = a$speciesCompartment))
   }
   d <- .Call(sysbioGPU:::ffi_lassie_read_sbml, path.expand(file))
   cs <- stats::setNames(d$compartments$size, d$compartments$id)
@@ -113,7 +113,10 @@ run_case <- function(dir, id, st, file) {
     if (v %in% colnames(sim) && v %in% names(u$size)) {
       # a species (a state, or an observable where a rule sets it)
       x <- sim[, v]
-      size <- unname(u$size[[v]]); is_amount <- isTRUE(unname(u$amount[[v]]))
+      # (the size at each time where rules change it: a column)
+      cm <- u$compartment[v]
+      size <- if (!is.na(cm) && cm %in% colnames(sim)) sim[, cm] else unname(u$size[[v]])
+      is_amount <- isTRUE(unname(u$amount[[v]]))
       if (v %in% st$amount && !is_amount) x <- x * size
       if (v %in% st$concentration && is_amount) x <- x / size
     } else if (v %in% colnames(sim) && v != "time") {

@@ -31,6 +31,12 @@ lassie_core <- function(b) {
   lapply(b, function(o) list(x = unclass(o)[, ], stats = attr(o, "stats")))
 }
 
+# MathML of the hand-written SBML models: a name, a number, an operator
+# applied to its operands
+ci <- function(x) paste0("<ci>", x, "</ci>")
+cn <- function(x) paste0("<cn>", x, "</cn>")
+ap <- function(op, ...) paste0("<apply><", op, "/>", ..., "</apply>")
+
 # SBML <reaction> elements for the hand-written models of the SBML tests: a
 # named list of reactions, each list(re = reactants, pr = products, mod =
 # modifiers, law = the kinetic law's MathML), stoichiometries 1

@@ -25,9 +25,6 @@ sbml_model <- function(size, species, params, reactions) {
     "</model>", "</sbml>"), f)
   f
 }
-ci <- function(x) paste0("<ci>", x, "</ci>")
-cn <- function(x) paste0("<cn>", x, "</cn>")
-ap <- function(op, ...) paste0("<apply><", op, "/>", ..., "</apply>")
 
 # Michaelis-Menten A -> B, law cell * V * A / (Km + A) (an amount per time:
 # the concentrations change by V A / (Km + A))

@@ -56,9 +56,6 @@ sc_model <- function(comps = c(cell = 1), species = list(), params = numeric(), 
     "</model>", "</sbml>"), f)
   f
 }
-ci <- function(x) paste0("<ci>", x, "</ci>")
-cn <- function(x) paste0("<cn>", x, "</cn>")
-ap <- function(op, ...) paste0("<apply><", op, "/>", ..., "</apply>")
 t_sym <- '<csymbol encoding="text" definitionURL="http://www.sbml.org/sbml/symbols/time">t</csymbol>'
 sc_sim <- function(m, tt, ...) {
   lassieSimulate(m, tt, rtol = 1e-10, atol = 1e-14, backend = "cpu", verbose = FALSE, ...)
@@ -325,4 +322,38 @@ test_that("quotient and rem of species run as programs, as trunc(a / b)", {
                                                                        ap("rem", ci("A"), cn(2)))))))
   out <- sc_sim(m, c(0, 1, 2))
   expect_equal(unname(out[, "B"]), c(0, 4, 8), tolerance = 1e-10)
+})
+
+test_that("a compartment growing linearly: amounts are states, concentrations amount / size", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  tt <- c(0, 1, 2, 4)
+  # cell' = 1 from 2; S fed at k (an amount per time): its amount
+  # 2 * 1.5 + k t, its concentration that over 2 + t
+  m <- readSBML(sc_model(comps = c(cell = 2), varying = "cell", species = list(S = list(init = 1.5)),
+                         params = c(k = 0.3),
+                         reactions = list(feed = list(pr = "S", law = ci("k"))),
+                         rules = list(list(type = "rate", variable = "cell", math = cn(1)))))
+  out <- sc_sim(m, tt)
+  expect_lt(max(abs(out[, "cell"] - (2 + tt))), 1e-8)
+  expect_lt(max(abs(out[, "S.amount"] - (3 + 0.3 * tt))), 1e-8)
+  expect_lt(max(abs(out[, "S"] - (3 + 0.3 * tt) / (2 + tt))), 1e-8)
+  # cell = 1 + t by an assignment rule; S degraded by k S cell (k times
+  # its amount): amount 2 exp(-k t), concentration that over 1 + t
+  m <- readSBML(sc_model(comps = c(cell = 1), varying = "cell", species = list(S = list(init = 2)),
+                         params = c(k = 0.3),
+                         reactions = list(deg = list(re = "S", law = ap("times", ci("k"), ci("S"), ci("cell")))),
+                         rules = list(list(type = "assignment", variable = "cell", math = ap("plus", cn(1), t_sym)))))
+  for (meth in c("auto", "bdf")) {
+    out <- sc_sim(m, tt, method = meth)
+    expect_lt(max(abs(out[, "S"] - 2 * exp(-0.3 * tt) / (1 + tt))), 1e-8)
+    expect_lt(max(abs(out[, "cell"] - (1 + tt))), 1e-8)
+  }
+})
+
+test_that("a conversion factor that a rate rule changes is refused", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  f <- sc_model(species = list(A = list(init = 1, cf = "f")), params = c(k = 1, f = 1), varying = "f",
+                reactions = list(deg = list(re = "A", law = ap("times", ci("k"), ci("A")))),
+                rules = list(list(type = "rate", variable = "f", math = cn(1))))
+  expect_error(readSBML(f), "a conversion factor f that a rate rule changes", class = "sysbioGPU_sbml_unsupported")
 })

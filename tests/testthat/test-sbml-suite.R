@@ -29,7 +29,9 @@ suite_values <- function(m, sim, st) {
   vapply(st$variables, function(v) {
     if (v %in% names(a$speciesCompartment)) {
       x <- sim[, v]
-      size <- function() a$compartmentSize[[a$speciesCompartment[[v]]]]
+      cm <- a$speciesCompartment[[v]]
+      # (the size at each time where rules change it: a column)
+      size <- function() if (cm %in% colnames(sim)) sim[, cm] else a$compartmentSize[[cm]]
       if (v %in% st$amount && !a$substanceUnits[[v]]) x <- x * size()
       if (v %in% st$concentration && a$substanceUnits[[v]]) x <- x / size()
       x
