@@ -675,6 +675,7 @@ readSBML <- function(file, propensities = FALSE) {
   dims <- stats::setNames(d$compartments$spatialDimensions, d$compartments$id)[sp$compartment]
   sp$hasOnlySubstanceUnits <- d$species$hasOnlySubstanceUnits <- sp$hasOnlySubstanceUnits | (!is.na(dims) & dims == 0)
   all_math <- c(lapply(d$reactions, `[[`, "math"), d$rules$math, d$initialAssignments$math,
+                unlist(lapply(d$events, function(e) c(list(e$trigger, e$delay, e$priority), e$math)), recursive = FALSE),
                 unlist(lapply(d$reactions, function(r) c(r$reactants$math, r$products$math)), recursive = FALSE))
   rx_ids <- vapply(d$reactions, `[[`, "", "id")
   if (any(vapply(all_math, function(ex) !is.null(ex) && any(c("rateOf", rx_ids) %in% all.names(ex)), TRUE))) {
@@ -1238,7 +1239,7 @@ sbml_law_table <- function(progs) {
 # a dot, so it names nothing of the model.
 sbml_clock <- ".time"
 
-# A model's math with the rateOf csymbol and reactions' ids expanded as
+# A model's math (events' too) with the rateOf csymbol and reactions' ids expanded as
 # SBML math: a reaction's id is its rate, its kinetic law (local
 # parameters by value); rateOf(x) is x's derivative.  Of a variable with a rate rule, the rule; of a
 # species that reactions change, the sum over them of its net
@@ -1316,6 +1317,11 @@ sbml_expand_rate_of <- function(d, refuse) {
   }
   d$rules$math <- in_list(d$rules$math)
   d$initialAssignments$math <- in_list(d$initialAssignments$math)
+  for (i in seq_along(d$events)) {
+    e <- d$events[[i]]
+    for (f in c("trigger", "delay", "priority")) if (!is.null(e[[f]])) d$events[[i]][f] <- list(expand(e[[f]]))
+    d$events[[i]]$math <- in_list(e$math)
+  }
   d
 }
 
