@@ -512,6 +512,18 @@ readLASSIE <- function(dir) {
 #' is.  Time in a mass-action law (`k * t * A`) is a catalyst of the
 #' reaction, which stays mass action.
 #'
+#' Events (triggers, delays, priorities, `initialValue`, `persistent`,
+#' `useValuesFromTriggerTime`, assignments to species, parameters and
+#' stoichiometries) are read into the model's element `events`: their math
+#' compiled to programs as the laws above, over the states, time read from
+#' the clock.  A parameter or a species reference's stoichiometry that an
+#' event assigns becomes a state of the model (an amount of its id, after
+#' the SBML species, which only events change); a species
+#' is assigned its state's value (its concentration, or its amount with
+#' `hasOnlySubstanceUnits`).  [lassieSimulate()] runs them on the CPU.  An
+#' event without a trigger's math never fires and an assignment without
+#' math does nothing (SBML Level 3 Version 2).
+#'
 #' Values are those of the model at time 0: initial assignments and
 #' assignment rules whose values do not change in time (they depend on no
 #' species and not on time) are evaluated once, in the order their
@@ -546,7 +558,8 @@ readLASSIE <- function(dir) {
 #'
 #' What the engines cannot run is refused by an error of class
 #' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
-#' construct and the elements: events, algebraic rules, boundary,
+#' construct and the elements: event assignments to compartments, delays
+#' and priorities without math, algebraic rules, boundary,
 #' constant or ruled species (concentrations) of a compartment that rules
 #' change, constants computed from a parameter that a rate rule changes, fast
 #' reactions, the csymbol `delay`, `rateOf` of a variable that an
@@ -620,7 +633,9 @@ readSBML <- function(file, propensities = FALSE) {
   refuse <- function(...) stop(sbml_unsupported(fname, ...))
   ids <- function(x) paste(utils::head(x, 5), collapse = ", ")
   if (nzchar(d$refusal)) refuse(d$refusal)
-  if (length(d$events)) refuse(length(d$events), " event(s) (", ids(d$events), ")")
+  # parameters and stoichiometries that events assign are states
+  # (R/lassie-events.R)
+  event_par <- if (length(d$events)) sbml_events_check(d, refuse) else character()
   rl <- d$rules
   if (any(rl$type == "algebraic")) {
     v <- rl$variable[rl$type == "algebraic"]
@@ -660,6 +675,7 @@ readSBML <- function(file, propensities = FALSE) {
   dims <- stats::setNames(d$compartments$spatialDimensions, d$compartments$id)[sp$compartment]
   sp$hasOnlySubstanceUnits <- d$species$hasOnlySubstanceUnits <- sp$hasOnlySubstanceUnits | (!is.na(dims) & dims == 0)
   all_math <- c(lapply(d$reactions, `[[`, "math"), d$rules$math, d$initialAssignments$math,
+                unlist(lapply(d$events, function(e) c(list(e$trigger, e$delay, e$priority), e$math)), recursive = FALSE),
                 unlist(lapply(d$reactions, function(r) c(r$reactants$math, r$products$math)), recursive = FALSE))
   rx_ids <- vapply(d$reactions, `[[`, "", "id")
   if (any(vapply(all_math, function(ex) !is.null(ex) && any(c("rateOf", rx_ids) %in% all.names(ex)), TRUE))) {
@@ -673,7 +689,7 @@ readSBML <- function(file, propensities = FALSE) {
   # reported as an observable (below); one whose rule has a constant value
   # is held at it
   keep <- !sp$id %in% names(moving)
-  rate_par <- intersect(rate_var, d$parameters$id)
+  rate_par <- union(intersect(rate_var, d$parameters$id), event_par)
   # species references (stoichiometries) with a rate rule: states too
   rate_sref <- setdiff(intersect(rate_var, v$sref_ids), c(rate_par, d$species$id))
   # compartments whose sizes rules change: a state with a rate rule (like a
@@ -701,13 +717,16 @@ readSBML <- function(file, propensities = FALSE) {
     moving[amt_sp] <- lapply(amt_sp, function(s) call("/", as.name(paste0(s, ".amount")), as.name(sp$compartment[match(s, sp$id)])))
   }
   state_name <- function(s) ifelse(s %in% amt_sp, paste0(s, ".amount"), s)
-  # time, where any math reads it (laws, rules, stoichiometries), is a
-  # state of its own, the model's clock (sbml_clock): it starts at the
+  # time, where any math reads it (laws, rules, stoichiometries, events),
+  # is a state of its own, the model's clock (sbml_clock): it starts at the
   # first output time (lassieSimulate() sets it) and a reaction
   # 0 -> clock of rate 1 advances it
   sref_math <- unlist(lapply(d$reactions, function(r) c(r$reactants$math, r$products$math)), recursive = FALSE)
-  timed <- any(vapply(c(lapply(d$reactions, `[[`, "math"), rate_math, unname(moving), sref_math),
-                      sbml_has_time, TRUE))
+  # (a model with events always has it: their triggers mostly read time,
+  # and events that change parameters alone leave nothing else to integrate)
+  timed <- length(d$events) > 0L ||
+    any(vapply(c(lapply(d$reactions, `[[`, "math"), rate_math, unname(moving), sref_math),
+               sbml_has_time, TRUE))
   out_sp <- sp
   # a parameter with a rate rule is a state: a species of its own (an
   # amount, outside any compartment); so is a stoichiometry with a rate
@@ -728,7 +747,10 @@ readSBML <- function(file, propensities = FALSE) {
   if (any(!is.finite(init))) refuse("species whose initial value is not finite (", ids(sp$id[!is.finite(init)]), ")")
   # the engines' states start at values >= 0
   neg <- sp$id %in% c(rate_par, rate_sref, rate_comp) & init < 0
-  if (any(neg)) refuse("a rate rule for a parameter, stoichiometry or compartment whose initial value is negative (", ids(sp$id[neg]), ")")
+  if (any(neg)) {
+    refuse(if (any(sp$id[neg] %in% rate_var)) "a rate rule for a parameter, stoichiometry or compartment"
+           else "an event assignment for a parameter", " whose initial value is negative (", ids(sp$id[neg]), ")")
+  }
   # (the species of a compartment that rules change are amounts or have
   # rate rules: their laws are not divided by its size)
   vol <- rep(1, N); conc <- !sp$hasOnlySubstanceUnits & !sp$compartment %in% vcomp
@@ -1046,6 +1068,10 @@ readSBML <- function(file, propensities = FALSE) {
   if (!all(vapply(out_law, is.null, TRUE))) m$laws <- sbml_law_table(out_law)
   if (!is.na(clock)) m$clock <- list(species = sbml_clock, reaction = m$reactions[length(out_k)])
   m$derived <- derived
+  if (length(d$events)) {
+    m$events <- sbml_events_compile(d$events, sidx, moving, v$value, refuse, clock)
+    if (!length(m$events$events)) m$events <- NULL
+  }
   attr(m, "speciesNames") <- sp$name
   attr(m, "reactionNames") <- out_nm
   attr(m, "parameters") <- stats::setNames(d$parameters$value, d$parameters$id)
@@ -1213,7 +1239,7 @@ sbml_law_table <- function(progs) {
 # a dot, so it names nothing of the model.
 sbml_clock <- ".time"
 
-# A model's math with the rateOf csymbol and reactions' ids expanded as
+# A model's math (events' too) with the rateOf csymbol and reactions' ids expanded as
 # SBML math: a reaction's id is its rate, its kinetic law (local
 # parameters by value); rateOf(x) is x's derivative.  Of a variable with a rate rule, the rule; of a
 # species that reactions change, the sum over them of its net
@@ -1291,6 +1317,11 @@ sbml_expand_rate_of <- function(d, refuse) {
   }
   d$rules$math <- in_list(d$rules$math)
   d$initialAssignments$math <- in_list(d$initialAssignments$math)
+  for (i in seq_along(d$events)) {
+    e <- d$events[[i]]
+    for (f in c("trigger", "delay", "priority")) if (!is.null(e[[f]])) d$events[[i]][f] <- list(expand(e[[f]]))
+    d$events[[i]]$math <- in_list(e$math)
+  }
   d
 }
 
@@ -1318,7 +1349,9 @@ sbml_values <- function(d, refuse) {
     if (nzchar(s$id[k])) sref[[s$id[k]]] <- list(value = s$stoichiometry[k], math = s$math[[k]])
   }
   rx_ids <- vapply(d$reactions, `[[`, "", "id")
-  rr <- rl$variable[rl$type == "rate"]   # states, whatever their attributes
+  # states, whatever their attributes: variables of rate rules and of
+  # events' assignments
+  rr <- c(rl$variable[rl$type == "rate"], sbml_event_targets(d))
   memo <- new.env(parent = emptyenv()); busy <- character()
   # species (not held by a rule) and time change in time; so does whatever
   # an assignment rule computes from them

@@ -256,6 +256,25 @@ check_model <- function(model) {
 #' fallback when a pivot lost 10 digits to cancellation; the ordering keeps an `N x N` bitset,
 #' which limits implicit steps to 16,384 species.
 #'
+#' A model read by [readSBML()] may have SBML events, which the CPU engine
+#' runs: it watches the triggers after every accepted step (at its end and
+#' at 15 points inside it, so that a trigger true for less than a step is
+#' seen when it lasts a sixteenth of one), locates a change by bisection on
+#' the step's interpolant down to adjacent doubles of time, and stops there;
+#' the events are then applied (SBML Level 3's semantics: a trigger's
+#' change from false to true, `initialValue` at the start, delays as
+#' scheduled stops, values at the trigger's time or at the execution's,
+#' persistence, priorities re-evaluated at each execution, triggers
+#' re-evaluated after each) and the integration restarts from the new
+#' state.  An output time at an event's time shows the state after the
+#' events.  Simultaneous events whose order SBML leaves open (equal
+#' priorities, or none) run in the model's order where the order cannot
+#' matter, and are refused (class `sysbioGPU_sbml_unsupported`) where it
+#' can.  A batch with events runs its sets one after the other; `backend
+#' = "gpu"` is an error of class `sysbioGPU_error_events` (`"auto"` takes
+#' the CPU), and so are `method = "rkf45"` (no interpolant) and `BPPARAM`
+#' (input errors).
+#'
 #' A model read by [readSBML()] may have kinetic laws that are not mass
 #' action (Michaelis-Menten, Hill, ...): their rates are evaluated from
 #' the laws' compiled programs and the Jacobian's columns for the species
@@ -458,14 +477,28 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
     it$values[seq.int(js, by = N, length.out = it$n)] <- times[1L]
   }
   if (!is.null(BPPARAM) && is.null(threads)) threads <- bp_threads(BPPARAM)
-  if (has_kinetic_laws(model) && is.character(backend) && length(backend) == 1L &&
+  events <- !is.null(model$events)
+  if (events) {
+    if (method == "rkf45") {
+      stop_input("`method` = \"rkf45\" cannot run a model with events (its steps have no interpolant ",
+                 "to locate a trigger's time): use another method")
+    }
+    if (!is.null(BPPARAM)) stop_input("`BPPARAM` cannot share a model with events: its simulations run in turn")
+  }
+  if ((has_kinetic_laws(model) || events) && is.character(backend) && length(backend) == 1L &&
       backend %in% c("gpu", "auto")) {
-    kin <- model$reactions[model$laws$start >= 0L]
-    why <- paste0("the model has ", length(kin), " kinetic law(s) that are not mass action (",
-                  paste(utils::head(kin, 3), collapse = ", "), if (length(kin) > 3L) ", ...",
-                  "), which only the CPU engine runs")
+    kin <- model$reactions[!is.null(model$laws) & model$laws$start >= 0L]
+    ids <- function(x) paste0(paste(utils::head(x, 3), collapse = ", "), if (length(x) > 3L) ", ...")
+    why <- if (events) {
+      paste0("the model has ", length(model$events$events), " event(s) (",
+             ids(vapply(model$events$events, `[[`, "", "id")), "), which only the CPU engine runs")
+    } else {
+      paste0("the model has ", length(kin), " kinetic law(s) that are not mass action (", ids(kin),
+             "), which only the CPU engine runs")
+    }
     if (backend == "gpu") {
-      stop(sbg_condition(c("sysbioGPU_error_kinetics", "sysbioGPU_error_backend"),
+      stop(sbg_condition(c(if (events) "sysbioGPU_error_events" else "sysbioGPU_error_kinetics",
+                           "sysbioGPU_error_backend"),
                          paste0('backend = "gpu" cannot run this model: ', why, '; use backend = "cpu"'),
                          call = NULL))
     }
@@ -498,7 +531,8 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   # whole array (2.2 GB for 320,000 Haugh2b sets, 1.5 s)
   res <- NULL
   alloc_guard({
-    res <- if (is.null(BPPARAM)) lassie_engine(job, rt$values, it$values, 0L, a$devices, verbose)
+    res <- if (events) lassie_events_run(job, model, rt, it) # R/lassie-events.R
+           else if (is.null(BPPARAM)) lassie_engine(job, rt$values, it$values, 0L, a$devices, verbose)
            else lassie_workers(job, rt, it, M, N, a$devices, BPPARAM)
     NULL
   }, "times", bytes = 8 * length(times) * length(cn[[2L]]) * n_sims,

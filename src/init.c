@@ -80,6 +80,7 @@ SEXP ffi_lassie_rates(SEXP, SEXP, SEXP);
 SEXP ffi_lassie_jacobian(SEXP, SEXP, SEXP);
 SEXP ffi_lassie_lu_solve(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_lassie_device_bdf_pays(SEXP, SEXP, SEXP);
+SEXP ffi_lassie_eval_programs(SEXP, SEXP);
 SEXP ffi_lassie_read_sbml(SEXP);
 SEXP ffi_lassie_sbml_available(void);
 
@@ -133,6 +134,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_lassie_jacobian, 3), /* internal */
     CALLDEF(ffi_lassie_lu_solve, 6), /* internal */
     CALLDEF(ffi_lassie_device_bdf_pays, 3), /* internal */
+    CALLDEF(ffi_lassie_eval_programs, 2),
     CALLDEF(ffi_lassie_read_sbml, 1),
     CALLDEF(ffi_lassie_sbml_available, 0),
     {NULL, NULL, 0}};

@@ -109,6 +109,30 @@ enum { SBG_LASSIE_FAIL_MAXSTEPS = 1, SBG_LASSIE_FAIL_HMIN = 2, SBG_LASSIE_FAIL_N
        SBG_LASSIE_FAIL_TOO_LARGE = 4 };
 #define SBG_LASSIE_MSG 192
 
+/* Conditions watched along one simulation (CPU engine; the SBML events of
+ * lassieSimulate(), R/lassie-events.R): programs of the kinetic laws'
+ * stack machine over the state, their own code and constants, evaluated at
+ * the start and after every accepted step, at its end and at 15 points
+ * inside it.  When one changes from zero to nonzero or back within a
+ * step, the time of the change is found by bisection on the step's
+ * interpolant (DP5's continuous extension, the BDF history) to the last
+ * bit of the time, and the run stops there: the
+ * output rows before that time are written, the others are not, and the
+ * stop is reported below.  Not for method RKF45 (its steps have no
+ * interpolant). */
+typedef struct sbg_lassie_watch {
+  int n_conds;
+  const int *start;       /* n_conds: each program's offset in code */
+  const int *code;
+  const double *cval;
+  /* what the run reports */
+  int stopped;            /* 1: a condition changed at t; 0: the run reached the last time */
+  int next;               /* output rows written (0-based index of the first one not written) */
+  double t;               /* the time of the change (of the stop), else the last time */
+  double *x;              /* n_species: the state at t (interpolated within the step) */
+  double *values;         /* n_conds: the conditions' values at t */
+} sbg_lassie_watch;
+
 typedef struct sbg_lassie_result {
   double *out;            /* n_sims blocks of n_times x N, column-major */
   /* When out is NULL the engine makes it by make_out(make_data, &out)
@@ -127,6 +151,8 @@ typedef struct sbg_lassie_result {
    * Errors of the run (memory, device, interrupt) are its status. */
   int *status;
   char *messages;
+  /* NULL, or the conditions watched along the batch's one simulation (CPU) */
+  sbg_lassie_watch *watch;
 } sbg_lassie_result;
 
 sbg_status sbg_lassie_cpu(const sbg_lassie_model *m, const sbg_lassie_params *p,

@@ -19,10 +19,32 @@
     if (!(cond)) sbg_stop(SBG_ERR_INPUT, "`model` is not a valid reactionModel: " what); \
   } while (0)
 
+/* One program at cd + pc0 (nc codes, nk constants, N species), run
+ * through once so that the engine's evaluator can trust it: known
+ * operators, operands in range, a stack that never underflows nor exceeds
+ * LASSIE_LAW_STACK, one value at RET. */
+static void check_program(const int *cd, R_xlen_t nc, R_xlen_t nk, int N, R_xlen_t pc0) {
+  MODEL_CHECK(pc0 >= 0 && pc0 < nc, "a kinetic law starts beyond its code");
+  int depth = 0;
+  for (R_xlen_t pc = pc0;;) {
+    MODEL_CHECK(pc < nc, "a kinetic law runs beyond its code");
+    const int op = cd[pc++];
+    MODEL_CHECK(op >= 0 && op < LASSIE_N_OPS, "a kinetic law has an unknown operator");
+    if (op == LASSIE_OP_RET) { MODEL_CHECK(depth == 1, "a kinetic law leaves no single value"); break; }
+    if (op == LASSIE_OP_CONST || op == LASSIE_OP_SPEC) {
+      MODEL_CHECK(pc < nc, "a kinetic law runs beyond its code");
+      const int a = cd[pc++];
+      MODEL_CHECK(a >= 0 && (op == LASSIE_OP_CONST ? a < nk : a < N),
+                  "a kinetic law's operand is out of range");
+      depth++;
+    } else if (op <= LASSIE_OP_XOR) depth -= 1;
+    else if (op == LASSIE_OP_SELECT) depth -= 2;
+    MODEL_CHECK(depth >= 1 && depth <= LASSIE_LAW_STACK, "a kinetic law's stack underflows or is too deep");
+  }
+}
+
 /* The model's kinetic laws (elements law, code, cval; absent or NULL: mass
- * action), each program run through once here so that the engine's
- * evaluator can trust it: known operators, operands in range, a stack that
- * never underflows nor exceeds LASSIE_LAW_STACK, one value at RET. */
+ * action), each program checked by check_program(). */
 static void law_from_list(sbg_lassie_model *m, SEXP model) {
   m->law = NULL; m->code = NULL; m->cval = NULL;
   SEXP law = sbg_elt_or_null(model, "law");
@@ -31,28 +53,22 @@ static void law_from_list(sbg_lassie_model *m, SEXP model) {
   SBG_ASSERT(TYPEOF(law) == INTSXP && TYPEOF(code) == INTSXP && TYPEOF(cval) == REALSXP);
   MODEL_CHECK(XLENGTH(law) == m->n_reactions, "`law` must have one entry per reaction");
   const int *lw = INTEGER(law), *cd = INTEGER(code);
-  const R_xlen_t nc = XLENGTH(code), nk = XLENGTH(cval);
-  for (int i = 0; i < m->n_reactions; i++) {
-    if (lw[i] < 0) continue;
-    MODEL_CHECK(lw[i] < nc, "a kinetic law starts beyond its code");
-    int depth = 0;
-    for (R_xlen_t pc = lw[i];;) {
-      MODEL_CHECK(pc < nc, "a kinetic law runs beyond its code");
-      const int op = cd[pc++];
-      MODEL_CHECK(op >= 0 && op < LASSIE_N_OPS, "a kinetic law has an unknown operator");
-      if (op == LASSIE_OP_RET) { MODEL_CHECK(depth == 1, "a kinetic law leaves no single value"); break; }
-      if (op == LASSIE_OP_CONST || op == LASSIE_OP_SPEC) {
-        MODEL_CHECK(pc < nc, "a kinetic law runs beyond its code");
-        const int a = cd[pc++];
-        MODEL_CHECK(a >= 0 && (op == LASSIE_OP_CONST ? a < nk : a < m->n_species),
-                    "a kinetic law's operand is out of range");
-        depth++;
-      } else if (op <= LASSIE_OP_XOR) depth -= 1;
-      else if (op == LASSIE_OP_SELECT) depth -= 2;
-      MODEL_CHECK(depth >= 1 && depth <= LASSIE_LAW_STACK, "a kinetic law's stack underflows or is too deep");
-    }
-  }
+  for (int i = 0; i < m->n_reactions; i++)
+    if (lw[i] >= 0) check_program(cd, XLENGTH(code), XLENGTH(cval), m->n_species, lw[i]);
   m->law = lw; m->code = cd; m->cval = REAL(cval);
+}
+
+/* Programs over the state from R, list(start, code, cval) (the watched
+ * conditions of lassieSimulate()'s events, R/lassie-events.R), each
+ * checked as a kinetic law is; into the watch's program fields. */
+static void programs_from_list(sbg_lassie_watch *wt, SEXP progs, int N) {
+  SEXP start = sbg_elt(progs, "start"), code = sbg_elt(progs, "code"), cval = sbg_elt(progs, "cval");
+  SBG_ASSERT(TYPEOF(start) == INTSXP && TYPEOF(code) == INTSXP && TYPEOF(cval) == REALSXP);
+  SBG_ASSERT(XLENGTH(start) < INT32_MAX);
+  for (R_xlen_t c = 0; c < XLENGTH(start); c++)
+    check_program(INTEGER(code), XLENGTH(code), XLENGTH(cval), N, INTEGER(start)[c]);
+  wt->n_conds = (int)XLENGTH(start);
+  wt->start = INTEGER(start); wt->code = INTEGER(code); wt->cval = REAL(cval);
 }
 
 /* The model's arrays, list(r_ptr, r_sp, r_ord, h_ptr, h_rx, h_val) from
@@ -285,6 +301,10 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   int N = m.n_species, M = m.n_reactions;
   SEXP rates = sbg_vec_elt(data, "rates", REALSXP, -1), initial = sbg_vec_elt(data, "initial", REALSXP, -1);
   SEXP times = sbg_vec_elt(data, "times", REALSXP, -1), obs = sbg_elt(data, "obs");
+  /* watch: NULL, or conditions to stop at (one simulation on the CPU,
+   * whose states may then be negative: an event may set a parameter so) */
+  SEXP watch_l = sbg_elt_or_null(data, "watch");
+  const int watching = watch_l && !Rf_isNull(watch_l);
   /* part: this batch's first simulation (0-based) and the size of the
    * whole batch, for messages */
   SEXP part = sbg_vec_elt(params, "part", INTSXP, 2);
@@ -311,8 +331,13 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   }
   if (!finite_nonneg(p.rates, XLENGTH(rates), rn.threads))
     sbg_stop(SBG_ERR_INPUT, "`rates` must be finite and >= 0");
-  if (!finite_nonneg(p.initial, XLENGTH(initial), rn.threads))
+  if (watching) {
+    SBG_ASSERT(!rn.gpu && p.n_sims == 1 && !sbg_lgl_elt(params, "array"));
+    for (int j = 0; j < N; j++)
+      if (!R_FINITE(p.initial[j])) sbg_stop(SBG_ERR_INPUT, "`initial` must be finite");
+  } else if (!finite_nonneg(p.initial, XLENGTH(initial), rn.threads)) {
     sbg_stop(SBG_ERR_INPUT, "`initial` must be finite and >= 0");
+  }
   p.rtol = sbg_real_elt(params, "rtol");
   p.atol = sbg_real_elt(params, "atol");
   p.method = sbg_int_elt(params, "method");
@@ -367,7 +392,17 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   SEXP stats = PROTECT(Rf_allocMatrix(REALSXP, SBG_LASSIE_N_STATS, p.n_sims)); nprot++;
   SEXP status = PROTECT(Rf_allocVector(INTSXP, p.n_sims)); nprot++;
   char *msgs = (char *)R_alloc((size_t)p.n_sims, SBG_LASSIE_MSG);
-  sbg_lassie_result r = {NULL, make_output, &om, REAL(stats), INTEGER(status), msgs};
+  sbg_lassie_watch wt;
+  memset(&wt, 0, sizeof wt);
+  SEXP stop_x = R_NilValue, stop_v = R_NilValue;
+  if (watching) {
+    programs_from_list(&wt, watch_l, N);
+    stop_x = PROTECT(Rf_allocVector(REALSXP, N)); nprot++;
+    stop_v = PROTECT(Rf_allocVector(REALSXP, wt.n_conds)); nprot++;
+    wt.x = REAL(stop_x); wt.values = REAL(stop_v);
+  }
+  sbg_lassie_result r = {NULL, make_output, &om, REAL(stats), INTEGER(status), msgs,
+                         watching ? &wt : NULL};
   memset(r.stats, 0, sizeof(double) * SBG_LASSIE_N_STATS * p.n_sims);
   memset(r.status, 0, sizeof(int) * p.n_sims);
   memset(msgs, 0, (size_t)p.n_sims * SBG_LASSIE_MSG);
@@ -393,14 +428,25 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   else fill_matrices(sims, &p, &r, N, obs, messages, elapsed != R_NilValue ? &sh : NULL, ctx.n_threads);
   if (staging != R_NilValue) sbg_scratch_release(staging);
   if (elapsed != R_NilValue) REAL(elapsed)[0] = lassie_out_seconds() - t_entry;
-  /* elapsed only when the matrices have their attributes */
-  const char *nms[] = {"sims", "stats", "status", "messages", elapsed != R_NilValue ? "elapsed" : "", ""};
+  /* elapsed only when the matrices have their attributes; stop only with
+   * a watch: list(stopped, t, x, values, rows) where rows counts the
+   * output rows written */
+  const char *nms[] = {"sims", "stats", "status", "messages", elapsed != R_NilValue ? "elapsed" : watching ? "stop" : "", ""};
   SEXP ans = PROTECT(Rf_mkNamed(VECSXP, nms)); nprot++;
   SET_VECTOR_ELT(ans, 0, sims);
   SET_VECTOR_ELT(ans, 1, stats);
   SET_VECTOR_ELT(ans, 2, status);
   SET_VECTOR_ELT(ans, 3, messages);
   if (elapsed != R_NilValue) SET_VECTOR_ELT(ans, 4, elapsed);
+  else if (watching) {
+    const char *snm[] = {"stopped", "t", "x", "values", "rows", ""};
+    SEXP stop = SET_VECTOR_ELT(ans, 4, Rf_mkNamed(VECSXP, snm));
+    SET_VECTOR_ELT(stop, 0, Rf_ScalarLogical(wt.stopped));
+    SET_VECTOR_ELT(stop, 1, Rf_ScalarReal(wt.t));
+    SET_VECTOR_ELT(stop, 2, stop_x);
+    SET_VECTOR_ELT(stop, 3, stop_v);
+    SET_VECTOR_ELT(stop, 4, Rf_ScalarInteger(wt.next));
+  }
   UNPROTECT(nprot);
   return ans;
 }
@@ -542,4 +588,18 @@ SEXP ffi_lassie_batch_values(SEXP x, SEXP threads) {
   SET_VECTOR_ELT(ans, 2, Rf_ScalarLogical(bad >= 0 && R_FINITE(in[bad]) && in[bad] < 0));
   UNPROTECT(2);
   return ans;
+}
+
+/* The values of programs (list(start, code, cval), as a watch's) at one
+ * state x: lassieSimulate()'s events evaluate their triggers, delays,
+ * priorities and assignments with the engine's own arithmetic. */
+SEXP ffi_lassie_eval_programs(SEXP progs, SEXP x) {
+  SBG_ASSERT(TYPEOF(x) == REALSXP && XLENGTH(x) < INT32_MAX);
+  sbg_lassie_watch wt;
+  programs_from_list(&wt, progs, (int)XLENGTH(x));
+  SEXP v = PROTECT(Rf_allocVector(REALSXP, wt.n_conds));
+  for (int c = 0; c < wt.n_conds; c++)
+    REAL(v)[c] = sbg_lassie_law_eval(wt.code + wt.start[c], wt.cval, REAL(x), -1, 0);
+  UNPROTECT(1);
+  return v;
 }

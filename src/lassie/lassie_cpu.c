@@ -994,6 +994,10 @@ typedef struct sim_run {
   double gamma_fact, rho;
   int bdf_steps, calm, jac_steps, q, q_steps, err_fails;
   double ht[LASSIE_BDF_HIST];  /* times of the history */
+  /* watched conditions (NULL: none): their values at r->t, and scratch
+   * for a state and values inside a step */
+  sbg_lassie_watch *watch;
+  double *wv, *wx, *wq;
 } sim_run;
 
 static int sim_fail(sim_run *r, sbg_status st, int what) {
@@ -1050,21 +1054,115 @@ static void dense_implicit_rows(sim_run *r, int r0, int r1, int npts) {
   }
 }
 
-/* After a step from t0 of size hs to tnew with new state xn: the output
- * rows up to tnew.  Rows inside the step are interpolated (explicit steps:
- * DP5's continuous extension from x and the stages in w->ks; implicit
- * ones: the BDF history, npts states); a row at tnew is xn itself. */
-static void emit_rows(sim_run *r, double t0, double hs, double tnew, const double *x,
-                      const double *xn, int npts) {
-  const int N = r->m->n_species, nt = r->p->n_times;
+/* After a step from t0 of size hs with new state xn: the output rows
+ * before tlim (<= the step's end), interpolated (explicit steps: DP5's
+ * continuous extension from x and the stages in w->ks; implicit ones: the
+ * BDF history, npts states). */
+static void emit_rows_before(sim_run *r, double t0, double hs, double tlim, const double *x,
+                             const double *xn, int npts) {
+  const int nt = r->p->n_times;
   const double *times = r->p->times;
-  while (r->next < nt && times[r->next] < tnew) {
+  while (r->next < nt && times[r->next] < tlim) {
     int r0 = r->next, r1 = r0;
-    while (r1 < nt && r1 - r0 < LASSIE_ROW_CHUNK && times[r1] < tnew) r1++;
+    while (r1 < nt && r1 - r0 < LASSIE_ROW_CHUNK && times[r1] < tlim) r1++;
     if (r->mode == MODE_IMPLICIT) dense_implicit_rows(r, r0, r1, npts);
     else dense_explicit_rows(r, r0, r1, t0, hs, x, xn);
     r->next = r1;
   }
+}
+
+/* The state at tq inside that step, by the same interpolant, into y. */
+static void step_state(sim_run *r, double t0, double hs, double tq, const double *x,
+                       const double *xn, int npts, double *y) {
+  const int N = r->m->n_species;
+  if (r->mode == MODE_IMPLICIT) {
+    double L[LASSIE_BDF_HIST];
+    lassie_bdf_interp_weights(tq, r->ht, npts, L);
+    for (int j = 0; j < N; j++) y[j] = lassie_bdf_interp(L, r->w->hist, npts, j);
+    return;
+  }
+  double *const *K = r->w->ks;
+  const double theta = (tq - t0) / hs;
+  for (int j = 0; j < N; j++) {
+    double kv[LASSIE_MAX_STAGES], rc[4];
+    for (int l = 0; l < LASSIE_MAX_STAGES; l++) kv[l] = K[l][j];
+    lassie_dp5_dense_coefs(x[j], xn[j], hs, kv, rc);
+    y[j] = lassie_dp5_dense(theta, x[j], rc);
+  }
+}
+
+/* The watched conditions at state x into v; whether one of them is, as a
+ * truth value, not what it was at the step's start (r->wv). */
+static int watch_changed(sim_run *r, const double *x, double *v) {
+  const sbg_lassie_watch *wt = r->watch;
+  int changed = 0;
+  for (int c = 0; c < wt->n_conds; c++) {
+    v[c] = sbg_lassie_law_eval(wt->code + wt->start[c], wt->cval, x, -1, 0);
+    changed |= (v[c] != 0) != (r->wv[c] != 0);
+  }
+  return changed;
+}
+
+/* Points of a step at which the watched conditions are probed before its
+ * end, so that a condition that changes and changes back within one step
+ * (a window a large step jumps over) is seen when it lasts longer than a
+ * sixteenth of the step. */
+#define LASSIE_WATCH_PROBES 16
+
+/* After an accepted step from t0 of size hs to tnew (state x to xn): when
+ * a watched condition differs within it (at the first of the probes and
+ * the end where one does), the first time it differs (the end of a
+ * bisection down to adjacent doubles), the state there and the rows
+ * before it go to the watch, and the run stops (1). */
+static int watch_step(sim_run *r, double t0, double hs, double tnew, const double *x,
+                      const double *xn, int npts) {
+  sbg_lassie_watch *wt = r->watch;
+  const int N = r->m->n_species;
+  if (!wt) return 0;
+  double a = t0, b = tnew;
+  int found = 0;
+  for (int i = 1; i < LASSIE_WATCH_PROBES && !found; i++) {
+    const double tq = t0 + (tnew - t0) * ((double)i / LASSIE_WATCH_PROBES);
+    if (!(tq > a && tq < tnew)) continue;
+    step_state(r, t0, hs, tq, x, xn, npts, r->wx);
+    if (watch_changed(r, r->wx, wt->values)) {
+      b = tq; found = 1;
+      memcpy(wt->x, r->wx, sizeof(double) * N);
+    } else {
+      a = tq;
+    }
+  }
+  if (!found) {
+    if (!watch_changed(r, xn, wt->values)) return 0;
+    memcpy(wt->x, xn, sizeof(double) * N);
+  }
+  for (int it = 0; it < 200; it++) {
+    const double mid = a + 0.5 * (b - a);
+    if (!(mid > a && mid < b)) break;
+    step_state(r, t0, hs, mid, x, xn, npts, r->wx);
+    if (watch_changed(r, r->wx, r->wq)) {
+      b = mid;
+      memcpy(wt->x, r->wx, sizeof(double) * N);
+      memcpy(wt->values, r->wq, sizeof(double) * wt->n_conds);
+    } else {
+      a = mid;
+    }
+  }
+  emit_rows_before(r, t0, hs, b, x, xn, npts);
+  wt->stopped = 1; wt->t = b; wt->next = r->next;
+  return 1;
+}
+
+/* After a step from t0 of size hs to tnew with new state xn: the output
+ * rows up to tnew (emit_rows_before()); a row at tnew is xn itself.  With
+ * watched conditions, a change within the step stops the run there
+ * instead (watch_step()). */
+static void emit_rows(sim_run *r, double t0, double hs, double tnew, const double *x,
+                      const double *xn, int npts) {
+  const int N = r->m->n_species, nt = r->p->n_times;
+  const double *times = r->p->times;
+  if (watch_step(r, t0, hs, tnew, x, xn, npts)) return;
+  emit_rows_before(r, t0, hs, tnew, x, xn, npts);
   if (r->next < nt && times[r->next] == tnew) {
     for (int j = 0; j < N; j++) r->out[(size_t)j * nt + r->next] = xn[j];
     r->next++;
@@ -1349,11 +1447,27 @@ static int implicit_attempt(sim_run *r, double hs, int hits, double target, doub
 static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
                       const double *k, const double *x0, double *out, double *stats,
                       ws *w, lassie_poll *lp, int poller, sim_out *so,
-                      const sbg_lassie_start *start) {
+                      const sbg_lassie_start *start, sbg_lassie_watch *watch) {
   const int N = m->n_species, nt = p->n_times;
   sim_run r;
   memset(&r, 0, sizeof(r));
   r.m = m; r.p = p; r.k = k; r.out = out; r.w = w; r.so = so;
+  so->st = SBG_OK; so->what = LASSIE_OK; so->cancelled = 0;
+  if (watch) {
+    const int nc = watch->n_conds > 0 ? watch->n_conds : 1;
+    r.wv = malloc(sizeof(double) * (size_t)nc);
+    r.wq = malloc(sizeof(double) * (size_t)nc);
+    r.wx = malloc(sizeof(double) * (size_t)N);
+    if (!r.wv || !r.wq || !r.wx) {
+      free(r.wv); free(r.wq); free(r.wx);
+      sim_fail(&r, SBG_ERR_ALLOC, LASSIE_FAIL_ALLOC);
+      return;
+    }
+    r.watch = watch;
+    watch->stopped = 0;
+    for (int c = 0; c < watch->n_conds; c++)
+      r.wv[c] = sbg_lassie_law_eval(watch->code + watch->start[c], watch->cval, x0, -1, 0);
+  }
   r.tend = p->times[nt - 1]; r.span = r.tend - p->times[0];
   r.t = p->times[0];
   r.scheme = p->method == SBG_LASSIE_RKF45 ? LASSIE_RKF45 : LASSIE_DP5;
@@ -1361,7 +1475,6 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
   r.mode = p->method == SBG_LASSIE_BDF ? MODE_IMPLICIT : MODE_EXPLICIT;
   r.next = 1;
   r.need_jac = 1; r.q = 1;
-  so->st = SBG_OK; so->what = LASSIE_OK; so->cancelled = 0;
   memcpy(w->x, x0, sizeof(double) * N);
   if (start) {
     memcpy(r.st, stats, sizeof(r.st));
@@ -1391,7 +1504,15 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
     int rc = r.mode == MODE_EXPLICIT ? explicit_attempt(&r, hs, hits, target, hmin) : 1;
     if (rc == 1) rc = implicit_attempt(&r, hs, hits, target, hmin);
     if (rc < 0) break;
+    if (r.watch && r.watch->stopped) break;
   }
+  if (watch && !watch->stopped && so->st == SBG_OK) {
+    /* the last time reached: its state, the conditions there */
+    watch->t = r.t; watch->next = r.next;
+    memcpy(watch->x, w->x, sizeof(double) * N);
+    memcpy(watch->values, r.wv, sizeof(double) * watch->n_conds);
+  }
+  if (watch) { free(r.wv); free(r.wq); free(r.wx); }
   if (so->st != SBG_OK) {
     /* rows not reached are NA-like: fill with NaN so nothing stale leaks */
     for (int row = r.next; row < nt; row++)
@@ -1409,7 +1530,8 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
 static sbg_status lassie_cpu_run(const sbg_lassie_model *m, const sbg_lassie_params *p,
                                  int n, const int *sims, const double *x0, int x0_per_sim,
                                  double *out, double *stats, int *status, char *messages,
-                                 const sbg_lassie_start *starts, sbg_ctx *ctx) {
+                                 const sbg_lassie_start *starts, sbg_lassie_watch *watch,
+                                 sbg_ctx *ctx) {
   const int N = m->n_species, M = m->n_reactions;
   const size_t blk = (size_t)p->n_times * N;
   int nth = ctx->n_threads < n ? ctx->n_threads : n;
@@ -1435,7 +1557,7 @@ static sbg_status lassie_cpu_run(const sbg_lassie_model *m, const sbg_lassie_par
       integrate(m, p, p->rates + (p->rates_per_sim ? (size_t)s * M : 0),
                 x0 + (x0_per_sim ? (size_t)s * N : 0), out + (size_t)s * blk,
                 stats + (size_t)s * SBG_LASSIE_N_STATS, &w[tid], &lp, tid == 0,
-                &so[i], starts ? &starts[i] : NULL);
+                &so[i], starts ? &starts[i] : NULL, watch);
       if (so[i].st != SBG_OK && !so[i].cancelled && !lassie_fail_is_per_sim(so[i].what)) lp.stop = 1;
 #pragma omp atomic
       lp.finished++;
@@ -1475,8 +1597,9 @@ sbg_status sbg_lassie_cpu(const sbg_lassie_model *m, const sbg_lassie_params *p,
                           sbg_lassie_result *r, sbg_ctx *ctx) {
   sbg_status st = lassie_out_ready(r, ctx);
   if (st != SBG_OK) return st;
+  /* (a watch follows one simulation: the glue allows no batch with one) */
   return lassie_cpu_run(m, p, p->n_sims, NULL, p->initial, p->initial_per_sim, r->out, r->stats,
-                        r->status, r->messages, NULL, ctx);
+                        r->status, r->messages, NULL, p->n_sims == 1 ? r->watch : NULL, ctx);
 }
 
 sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_params *p,
@@ -1488,7 +1611,7 @@ sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_p
     return sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory");
   const double *k = p->rates + (p->rates_per_sim ? (size_t)sim * m->n_reactions : 0);
   lassie_poll lp = {ctx, 0, SBG_OK, lassie_now() + LASSIE_POLL_EVERY, 0, 1};
-  integrate(m, p, k, x, out, stats, &w, &lp, 1, &so, start);
+  integrate(m, p, k, x, out, stats, &w, &lp, 1, &so, start, NULL);
   ws_free(&w);
   if (so.st == SBG_OK) return SBG_OK;
   if (so.cancelled) return lp.st;
@@ -1499,5 +1622,5 @@ sbg_status sbg_lassie_cpu_continue_many(const sbg_lassie_model *m, const sbg_las
                                         int n, const int *sims, const double *x, double *out,
                                         double *stats, int *status, char *messages,
                                         const sbg_lassie_start *starts, sbg_ctx *ctx) {
-  return lassie_cpu_run(m, p, n, sims, x, 1, out, stats, status, messages, starts, ctx);
+  return lassie_cpu_run(m, p, n, sims, x, 1, out, stats, status, messages, starts, NULL, ctx);
 }

@@ -378,6 +378,44 @@ static SEXP read_initial_assignments(Model_t *m) {
   UNPROTECT(2);
   return l;
 }
+
+/* events: per event a list of id, trigger (math), initialValue,
+ * persistent, delay and priority (math or NULL), useValuesFromTriggerTime,
+ * and its assignments' variables and math.  Level 2 has neither
+ * initialValue nor persistent: its semantics are those of both TRUE (a
+ * trigger true at the start does not fire; a trigger that turns false
+ * during a delay does not cancel the event), which libSBML's defaults are
+ * too, set here explicitly; useValuesFromTriggerTime before Level 2
+ * Version 4 is TRUE, libSBML's default. */
+static SEXP read_event(Event_t *e, int level) {
+  Trigger_t *tr = Event_getTrigger(e);
+  SEXP id = PROTECT(str_or_empty(Event_getId(e)));
+  SEXP trig = PROTECT(math_or_null(tr ? Trigger_getMath(tr) : NULL));
+  SEXP init = PROTECT(Rf_ScalarLogical(level < 3 || !tr || Trigger_getInitialValue(tr) != 0));
+  SEXP pers = PROTECT(Rf_ScalarLogical(level < 3 || !tr || Trigger_getPersistent(tr) != 0));
+  Delay_t *dl = Event_isSetDelay(e) ? Event_getDelay(e) : NULL;
+  SEXP delay = PROTECT(math_or_null(dl ? Delay_getMath(dl) : NULL));
+  Priority_t *pr = Event_isSetPriority(e) ? Event_getPriority(e) : NULL;
+  SEXP prio = PROTECT(math_or_null(pr ? Priority_getMath(pr) : NULL));
+  SEXP uv = PROTECT(Rf_ScalarLogical(Event_getUseValuesFromTriggerTime(e) != 0));
+  unsigned na = Event_getNumEventAssignments(e);
+  SEXP var = PROTECT(Rf_allocVector(STRSXP, na)), math = PROTECT(Rf_allocVector(VECSXP, na));
+  for (unsigned i = 0; i < na; i++) {
+    EventAssignment_t *a = Event_getEventAssignment(e, i);
+    SET_STRING_ELT(var, i, mkstr(EventAssignment_getVariable(a)));
+    SET_VECTOR_ELT(math, i, math_or_null(EventAssignment_getMath(a)));
+  }
+  /* (a delay or priority element without math: R refuses it by name) */
+  SEXP has_dp = PROTECT(Rf_allocVector(LGLSXP, 2));
+  LOGICAL(has_dp)[0] = dl != NULL;
+  LOGICAL(has_dp)[1] = pr != NULL;
+  const char *nm[] = {"id", "trigger", "initialValue", "persistent", "delay", "priority",
+                      "useValuesFromTriggerTime", "variable", "math", "hasDelayPriority"};
+  SEXP val[] = {id, trig, init, pers, delay, prio, uv, var, math, has_dp};
+  SEXP l = named_list(10, nm, val);
+  UNPROTECT(10);
+  return l;
+}
 #endif
 
 #ifdef SBG_HAVE_SBML
@@ -503,8 +541,9 @@ SEXP ffi_lassie_read_sbml(SEXP path) {
   SEXP rules = PROTECT(read_rules(m)); np++;
   SEXP ias = PROTECT(read_initial_assignments(m)); np++;
   unsigned nev = Model_getNumEvents(m);
-  SEXP events = PROTECT(Rf_allocVector(STRSXP, nev)); np++;
-  for (unsigned i = 0; i < nev; i++) SET_STRING_ELT(events, i, mkstr(Event_getId(Model_getEvent(m, i))));
+  SEXP events = PROTECT(Rf_allocVector(VECSXP, nev)); np++;
+  for (unsigned i = 0; i < nev; i++)
+    SET_VECTOR_ELT(events, i, read_event(Model_getEvent(m, i), (int)SBMLDocument_getLevel(d)));
   /* counted: function definitions left after expansion, constraints (they
    * do not change a trajectory) */
   SEXP other = PROTECT(Rf_allocVector(INTSXP, 2)); np++;

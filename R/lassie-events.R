@@ -1,0 +1,282 @@
+# SBML events: what readSBML() reads of them (the checks, and their math
+# compiled to the engine's programs) and how lassieSimulate() runs them on
+# the CPU: the engine stops where a trigger changes (a watch,
+# src/lassie/lassie.h), and the events' semantics (SBML Level 3, section
+# 4.12) are applied here between the engine's runs.
+
+# ---- readSBML() -------------------------------------------------------------
+
+sbml_event_label <- function(e, k) if (nzchar(e$id)) e$id else paste0("#", k)
+
+# Everything events assign: states of the model (species, and parameters,
+# which become states of their own), never constants.
+sbml_event_targets <- function(d) {
+  unique(unlist(lapply(d$events, function(e) if (!is.null(e$trigger)) e$variable[!vapply(e$math, is.null, TRUE)])))
+}
+
+
+# The events' constructs readSBML() refuses, by event; returns the
+# parameters and stoichiometries (species references' ids) events assign:
+# they become states, which only events change.
+sbml_events_check <- function(d, refuse) {
+  ar <- d$rules$variable[d$rules$type == "assignment"]
+  sref <- unlist(lapply(d$reactions, function(r) c(r$reactants$id, r$products$id)))
+  for (k in seq_along(d$events)) {
+    e <- d$events[[k]]
+    lab <- sbml_event_label(e, k)
+    if (is.null(e$trigger)) next   # never triggered (sbml_events_compile())
+    if (e$hasDelayPriority[1] && is.null(e$delay)) refuse("event ", lab, " with a delay without math")
+    if (e$hasDelayPriority[2] && is.null(e$priority)) refuse("event ", lab, " with a priority without math")
+    for (j in seq_along(e$variable)) {
+      v <- e$variable[j]
+      what <- function(...) refuse("an event assignment to ", v, ...,  " (event ", lab, ")")
+      if (is.null(e$math[[j]])) next   # no effect (sbml_events_compile())
+      if (v %in% d$compartments$id) what(", a compartment")
+      if (v %in% ar) what(", which an assignment rule sets")
+      i <- match(v, d$species$id); ip <- match(v, d$parameters$id)
+      if (!is.na(i)) {
+        if (d$species$constant[i]) what(", a constant species")
+      } else if (!is.na(ip)) {
+        if (isTRUE(d$parameters$constant[ip])) what(", a constant parameter")
+      } else if (nzchar(v) && v %in% sref) {
+        # a species reference's stoichiometry: a state, which the
+        # reactions that use it read (as one whose rate rule changes it)
+      } else {
+        what(", which is neither a species nor a parameter")
+      }
+    }
+  }
+  intersect(sbml_event_targets(d), c(d$parameters$id, sref))
+}
+
+# The events' math compiled by sbml_law_program() (over the states `sidx`,
+# rules that change in time substituted, time read from the state `clock`), one program table for all:
+# list(events, programs = list(start, code, cval), deps).  Each event:
+# id, trigger, delay, priority (program numbers, NA when absent),
+# initialValue, persistent, useValuesFromTriggerTime, target (the states
+# assigned, 1-based) and assign (their programs).
+sbml_events_compile <- function(events, sidx, moving, value, refuse, clock) {
+  progs <- list()
+  add <- function(ex, what, lab) {
+    p <- tryCatch(sbml_law_program(ex, list(), sidx, moving, value, function(...) stop_input(..., call = NULL),
+                                   clock),
+                  error = function(e) {
+                    msg <- sub("; readSBML\\(\\) does not simulate it$", "", conditionMessage(e))
+                    msg <- sub("^[^ ]+\\.(xml|sbml): ", "", msg)   # (sbml_values() names the file)
+                    refuse("event ", lab, ": its ", what, " (", msg, ")")
+                  })
+    progs[[length(progs) + 1L]] <<- p
+    length(progs)
+  }
+  # an event without a trigger's math never triggers, an assignment
+  # without math has no effect (SBML Level 3 Version 2, where math is
+  # optional): both are left out
+  live <- which(!vapply(events, function(e) is.null(e$trigger), TRUE))
+  ev <- lapply(live, function(k) {
+    e <- events[[k]]
+    lab <- sbml_event_label(e, k)
+    e$variable <- e$variable[!vapply(e$math, is.null, TRUE)]
+    e$math <- Filter(Negate(is.null), e$math)
+    tgt <- unname(sidx[e$variable])
+    if (anyNA(tgt)) refuse("an event assignment to ", e$variable[is.na(tgt)][1], ", which is not a state (event ", lab, ")")
+    list(id = lab, trigger = add(e$trigger, "trigger", lab),
+         delay = if (is.null(e$delay)) NA_integer_ else add(e$delay, "delay", lab),
+         priority = if (is.null(e$priority)) NA_integer_ else add(e$priority, "priority", lab),
+         initialValue = isTRUE(e$initialValue), persistent = isTRUE(e$persistent),
+         useValuesFromTriggerTime = isTRUE(e$useValuesFromTriggerTime),
+         target = as.integer(tgt),
+         assign = vapply(seq_along(e$variable), function(j) {
+           add(e$math[[j]], paste0("assignment to ", e$variable[j]), lab)
+         }, 0L))
+  })
+  tab <- sbml_law_table(progs)
+  list(events = ev, programs = list(start = tab$start, code = tab$code, cval = tab$cval),
+       deps = lapply(tab$deps, function(x) as.integer(x)))
+}
+
+# ---- lassieSimulate() -------------------------------------------------------
+
+# A model's events as lassieSimulate() trusts them (they may have been
+# edited by hand): programs over its N states, targets among them.
+check_model_events <- function(ev, N) {
+  bad <- function() stop_input("`model$events` must be the events readSBML() makes", call = NULL)
+  if (!is.list(ev) || !is.list(ev$events) || !is.list(ev$programs) || !is.list(ev$deps)) bad()
+  n_prog <- length(ev$programs$start)
+  if (length(ev$deps) != n_prog) bad()
+  prog_ok <- function(i, na_ok) length(i) == 1L && ((na_ok && is.na(i)) || (!is.na(i) && i >= 1 && i <= n_prog))
+  for (e in ev$events) {
+    if (!prog_ok(e$trigger, FALSE) || !prog_ok(e$delay, TRUE) || !prog_ok(e$priority, TRUE) ||
+        length(e$target) != length(e$assign) || any(!is.finite(e$target) | e$target < 1 | e$target > N) ||
+        !all(vapply(e$assign, prog_ok, TRUE, na_ok = FALSE))) bad()
+  }
+  invisible(ev)
+}
+
+# The simulations of a model with events, one after the other on the CPU
+# (job as lassieSimulate() builds it; rt, it: the batch's rates and
+# initial values).  Returns what lassie_engine() returns (without
+# `elapsed`): the matrices (or, with job$array, the array's values), stats,
+# status and messages.
+lassie_events_run <- function(job, model, rt, it) {
+  ev <- model$events
+  M <- length(model$reactions); N <- length(model$species)
+  check_model_events(ev, N)
+  n <- job$total
+  obs <- job$obs
+  sims <- vector("list", n)
+  stats <- matrix(0, 8L, n); status <- integer(n); messages <- character(n)
+  for (s in seq_len(n)) {
+    pick <- function(x, len) if (x$n > 1L) x$values[(s - 1) * len + seq_len(len)] else x$values
+    r <- lassie_events_sim(job, ev, pick(rt, M), pick(it, N), s - 1L)
+    y <- if (is.null(obs)) r$out else cbind(r$out, r$out %*% obs)
+    sims[[s]] <- if (isTRUE(job$array)) y else unname(cbind(job$times, y))
+    stats[, s] <- r$stats; status[s] <- r$status; messages[s] <- r$message
+  }
+  list(sims = if (isTRUE(job$array)) unlist(sims) else sims, stats = stats, status = status,
+       messages = messages)
+}
+
+# One simulation with events: the engine runs from one event time to the
+# next (a trigger's change, found by the engine's watch, or the time of a
+# delayed event), and at each such time the events are processed
+# (lassie_event_instant()).  Returns list(out: times x states, stats,
+# status, message).
+lassie_events_sim <- function(job, ev, rates, x0, base) {
+  times <- job$times; nt <- length(times); N <- length(x0)
+  out <- matrix(NaN, nt, N)
+  stats <- numeric(8L); status <- 0L; message <- ""
+  trig <- vapply(ev$events, `[[`, 0L, "trigger")
+  watch <- list(start = ev$programs$start[trig], code = ev$programs$code, cval = ev$programs$cval)
+  run <- c(run_list(job, FALSE, threads = 1L, devices = 0L), job$settings)
+  st <- list(x = x0, t = times[1L], prev = vapply(ev$events, `[[`, TRUE, "initialValue"),
+             pending = list(), serial = 0L)
+  # at the start: the triggers against their initialValue
+  st <- lassie_event_instant(ev, st, lassie_eval_programs(ev$programs, st$x)[trig] != 0)
+  out[1L, ] <- st$x
+  segments <- 0
+  while (st$t < times[nt]) {
+    sched <- if (length(st$pending)) min(vapply(st$pending, `[[`, 0, "time")) else Inf
+    tstop <- min(times[nt], sched)
+    seg_t <- c(st$t, times[times > st$t & times < tstop], tstop)
+    left <- job$maxSteps - stats[1L] - stats[2L]
+    segments <- segments + 1
+    # each stop costs a run of the engine: events that stop it without end
+    # (a trigger that an event keeps turning) end as maxSteps does
+    if (left < 1 || segments > min(job$maxSteps, lassie_max_event_stops)) {
+      status <- 1L
+      message <- sprintf("maxSteps (%.0f) or %d stops at events exhausted at t = %g", job$maxSteps,
+                         lassie_max_event_stops, st$t)
+      break
+    }
+    res <- .Call(ffi_lassie_simulate,
+                 list(model = job$arr, rates = rates, initial = st$x, times = seg_t, obs = NULL, watch = watch),
+                 list(rtol = job$rtol, atol = job$atol, method = job$method, maxSteps = left, hInit = 0,
+                      part = as.integer(c(base, job$total)), array = FALSE, output = NULL),
+                 run)
+    stats <- stats + res$stats[, 1L]
+    sp <- res$sims[[1L]][, 1L + seq_len(N), drop = FALSE]
+    if (res$status[[1L]] != 0L) {
+      # the engine's rows up to its failure, NaN after it
+      k <- which(seg_t %in% times & seg_t > st$t)
+      out[match(seg_t[k], times), ] <- sp[k, ]
+      status <- res$status[[1L]]; message <- res$messages[[1L]]
+      break
+    }
+    halt <- res$stop   # where the engine stopped: a trigger's change, or tstop
+    k <- seq_len(halt$rows)[-1L]
+    k <- k[seg_t[k] < halt$t & seg_t[k] %in% times]
+    out[match(seg_t[k], times), ] <- sp[k, ]
+    st$t <- halt$t; st$x <- halt$x
+    now <- if (halt$stopped) halt$values != 0 else lassie_eval_programs(ev$programs, st$x)[trig] != 0
+    st <- lassie_event_instant(ev, st, now)
+    # a row at the event's time: the state after the events
+    i <- match(st$t, times)
+    if (!is.na(i)) out[i, ] <- st$x
+  }
+  list(out = out, stats = stats, status = status, message = message)
+}
+
+lassie_max_event_stops <- 100000L
+
+lassie_eval_programs <- function(programs, x) .Call(ffi_lassie_eval_programs, programs, as.double(x))
+
+lassie_event_refuse <- function(...) {
+  stop(sbg_condition(c("sysbioGPU_sbml_unsupported", "sysbioGPU_error_input"),
+                     paste0(..., "; lassieSimulate() does not simulate it")))
+}
+
+# At one time st$t, with the triggers' values `now` at the state st$x:
+# the events whose trigger turned true are triggered (their delay and,
+# with useValuesFromTriggerTime, their assignments' values taken now);
+# events whose trigger is false lose their pending executions unless
+# persistent; then the executions due now run one at a time, by priority
+# (the highest first, evaluated when chosen), each followed by the
+# triggers at the new state, until none is due (SBML Level 3, 4.12.6).
+lassie_event_instant <- function(ev, st, now) {
+  E <- ev$events
+  for (n_exec in 0:10000) {
+    vals <- lassie_eval_programs(ev$programs, st$x)
+    for (e in which(now & !st$prev)) {
+      d <- if (is.na(E[[e]]$delay)) 0 else vals[E[[e]]$delay]
+      if (!is.finite(d) || d < 0) {
+        lassie_event_refuse("event ", E[[e]]$id, " with a delay of ", format(d), " at t = ", format(st$t))
+      }
+      st$serial <- st$serial + 1L
+      st$pending[[length(st$pending) + 1L]] <-
+        list(e = e, time = st$t + d, serial = st$serial,
+             values = if (E[[e]]$useValuesFromTriggerTime) vals[E[[e]]$assign])
+    }
+    st$prev <- now
+    keep <- vapply(st$pending, function(p) E[[p$e]]$persistent || now[p$e], TRUE)
+    st$pending <- st$pending[keep]
+    due <- which(vapply(st$pending, function(p) p$time <= st$t, TRUE))
+    if (!length(due)) return(st)
+    k <- lassie_event_next(ev, st, due, vals)
+    p <- st$pending[[k]]
+    st$pending[[k]] <- NULL
+    v <- if (is.null(p$values)) vals[E[[p$e]]$assign] else p$values
+    st$x[E[[p$e]]$target] <- v
+    if (any(!is.finite(st$x))) {
+      lassie_event_refuse("event ", E[[p$e]]$id, " setting a value that is not finite at t = ", format(st$t))
+    }
+    now <- lassie_eval_programs(ev$programs, st$x)[vapply(E, `[[`, 0L, "trigger")] != 0
+  }
+  lassie_event_refuse("events that keep executing at t = ", format(st$t), " (more than 10000 executions)")
+}
+
+# Which of the due executions runs next: the highest priority; among
+# equals, or where one has no priority, SBML leaves the order open (its
+# RandomEventExecution), so the first in the model's order runs only when
+# the order cannot matter: the events' assignments are to different
+# states, and none of them changes what another reads at its execution
+# (its values taken then, its priority, its trigger when not persistent)
+# nor a trigger of another event.  Otherwise the model is refused.
+lassie_event_next <- function(ev, st, due, vals) {
+  if (length(due) == 1L) return(due)
+  E <- ev$events
+  es <- vapply(st$pending[due], `[[`, 0L, "e")
+  pr <- vapply(es, function(e) if (is.na(E[[e]]$priority)) NA_real_ else vals[E[[e]]$priority], 0)
+  top <- if (anyNA(pr)) seq_along(due) else which(pr == max(pr))
+  if (length(top) > 1L) {
+    tied <- es[top]
+    deps <- function(i) if (is.na(i)) integer() else ev$deps[[i]]
+    for (a in unique(tied)) {
+      ta <- E[[a]]$target
+      for (b in setdiff(unique(tied), a)) {
+        reads <- c(if (!E[[b]]$useValuesFromTriggerTime) unlist(lapply(E[[b]]$assign, deps)),
+                   deps(E[[b]]$priority), if (!E[[b]]$persistent) deps(E[[b]]$trigger))
+        if (any(ta %in% E[[b]]$target) || any(ta %in% reads)) lassie_event_tie(E, tied, st$t)
+      }
+      others <- setdiff(seq_along(E), a)
+      if (any(ta %in% unlist(lapply(others, function(o) deps(E[[o]]$trigger))))) lassie_event_tie(E, tied, st$t)
+    }
+    # the same event's executions in the order they were triggered
+    top <- top[order(es[top], vapply(st$pending[due[top]], `[[`, 0L, "serial"))]
+  }
+  due[top[1L]]
+}
+
+lassie_event_tie <- function(E, tied, t) {
+  lassie_event_refuse("simultaneous events whose order SBML leaves open and matters (",
+                      paste(unique(vapply(E[tied], `[[`, "", "id")), collapse = ", "), " at t = ", format(t), ")")
+}
