@@ -268,7 +268,8 @@ pbn_known_sets <- function(net, sets, p) {
 #'   result is the same as stepping).
 #' @section Reduction: With `reduce = TRUE`, nodes that cannot influence
 #'   the nodes of interest are not simulated; their perturbations still
-#'   block updates, and their random draws are skipped, so the estimate is
+#'   block updates, and their random draws (those of the start state too)
+#'   are skipped, so the estimate is
 #'   identical to the unreduced run with the same seed.
 #' @section Exact method: The stationary distribution over all `2^n`
 #'   states of the (reduced) network, with the exact selection

@@ -127,15 +127,32 @@ PBN_HD uint64_t pbn_eval(const sbg_pbn_net *net, int32_t f, const uint64_t *x, i
   return (net->tables[net->tab_start[f] + (idx >> 5)] >> (idx & 31u)) & 1u;
 }
 
-/* Uniform random start: two draws per word. */
+/* Uniform random start: two draws per word of the full network's nodes,
+ * each simulated node taking the bit of its node in the full network, so
+ * that a reduced run starts, and draws everything after, as the unreduced
+ * run does (simulated nodes keep the full network's order: without
+ * reduction the mapping is the identity and the words are the state). */
 PBN_HD void pbn_random_state(const sbg_pbn_net *net, sbg_philox *g, uint64_t *x, int64_t stride) {
-  for (int32_t w = 0; w < net->n_words; w++) {
+  if (net->n_total == net->n) {
+    for (int32_t w = 0; w < net->n_words; w++) {
+      uint64_t lo = sbg_philox_next(g);
+      uint64_t hi = sbg_philox_next(g);
+      uint64_t v = lo | (hi << 32);
+      int32_t left = net->n - 64 * w;
+      if (left < 64) v &= (((uint64_t)1) << left) - 1u;
+      x[(int64_t)w * stride] = v;
+    }
+    return;
+  }
+  for (int32_t w = 0; w < net->n_words; w++) x[(int64_t)w * stride] = 0;
+  for (int32_t w = 0; 64 * w < net->n_total; w++) {
     uint64_t lo = sbg_philox_next(g);
     uint64_t hi = sbg_philox_next(g);
     uint64_t v = lo | (hi << 32);
-    int32_t left = net->n - 64 * w;
-    if (left < 64) v &= (((uint64_t)1) << left) - 1u;
-    x[(int64_t)w * stride] = v;
+    for (int32_t b = 0; b < 64 && 64 * w + b < net->n_total; b++) {
+      const int32_t i = net->node_of_full[64 * w + b];
+      if (i >= 0 && ((v >> b) & 1u)) x[(int64_t)(i >> 6) * stride] |= ((uint64_t)1) << (i & 63);
+    }
   }
 }
 

@@ -14,7 +14,7 @@ test_that("a block's exported state continues exactly as one engine advancing st
   flat <- sysbioGPU:::pbn_flatten(net, keep, 0.01, FALSE)
   sets_l <- sysbioGPU:::pbn_sets_list(list(c(Survival = TRUE), c(Apoptosis = TRUE)), flat$node_of_full, net$nodes)
   params <- list(seed = 7, chains = 10, r = 0.01, z = 1.96, epsilon = 1e-10, psi0 = 128, rhatMax = 1.01,
-                 maxLen = 1e6, minSwitches = 20, small = TRUE, skip = TRUE, t = stats::qt(0.975, 9))
+                 maxLen = 1e6, minSwitches = 20, small = TRUE, skip = TRUE, bits = FALSE, t = stats::qt(0.975, 9))
   blk <- function(range, state, steps, count = TRUE, small = 1) {
     params$small <- small == 1
     params <- c(params, list(range = as.double(range), steps = steps, count = count))

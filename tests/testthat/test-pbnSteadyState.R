@@ -336,6 +336,22 @@ test_that("same seed, same result; threads do not change it; reduction does not 
   expect_identical(s1$probability, s2$probability)
 })
 
+test_that("reduction does not change the estimate when a dropped node comes first", {
+  # X (first in node order) cannot influence A: dropped.  The start state
+  # is drawn over the full network, so the reduced run is the unreduced one.
+  net <- pbn(list(X = "X | A", A = "B", B = "!A & !(A & B)"))
+  run <- function(...) {
+    x <- pbnSteadyState(net, c(A = TRUE), p = 0.05, r = 0.01, seed = 7, trajectories = 12,
+                        backend = "cpu", threads = 1, verbose = FALSE, ...)
+    list(n = attr(x, "nodesSimulated"), est = as.data.frame(unclass(x)[setdiff(names(x), "seconds")]))
+  }
+  red <- run()
+  full <- run(reduce = FALSE)
+  expect_equal(red$n, 2)
+  expect_equal(full$n, 3)
+  expect_identical(red$est, full$est)
+})
+
 test_that("a run that hits maxSteps warns and reports converged = FALSE", {
   net <- pbn(list(A = "A", B = "B"))
   expect_warning(x <- pbnSteadyState(net, c(A = TRUE), p = 0.001, r = 1e-4, maxSteps = 4000, seed = 1,
@@ -523,7 +539,8 @@ test_that("edited pbn objects are refused with classed errors, in R and in C", {
   # the C side checks the flattened lists itself (sizes, index ranges, thresholds)
   flat <- pbn_flatten(net, rep(TRUE, 3), 0.01, FALSE)
   sets <- pbn_sets_list(list(c(A = TRUE)), flat$node_of_full, net$nodes)
-  call <- function(fl) .Call(ffi_pbn_simulate, list(net = fl, from = NULL), list(seed = 1, chains = 1, steps = 2),
+  call <- function(fl) .Call(ffi_pbn_simulate, list(net = fl, from = NULL),
+                             list(seed = 1, chains = 1, steps = 2, bits = FALSE),
                              list(gpu = FALSE, threads = 1L, devices = 0L, verbose = FALSE))
   expect_type(call(flat)$states, "integer")
   bad <- list(function(z) { z$fun_thresh[1:2] <- z$fun_thresh[2:1]; z },
