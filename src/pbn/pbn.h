@@ -94,6 +94,10 @@ typedef struct sbg_pbn_sets {
  * [0] n1 = #{x_t = 1}, [1] n01 = #{x_{t-1}=0, x_t=1}, [2] n10 = #{1 -> 0},
  * [3] sum over chains of (that chain's n1)^2 (Gelman-Rubin). */
 #define SBG_PBN_NSUM 4
+/* The sums over chains of each chain's per-set counters (cnt: 3 per chain
+ * and set) into sums (n_sets * SBG_PBN_NSUM): integer, so exact, and the
+ * order (and the backend) cannot matter.  pbn_cpu.c. */
+void sbg_pbn_sum_counts(const uint32_t *cnt, int64_t n_chains, int32_t n_sets, uint64_t *sums);
 
 /* Trajectory engine state, owned by a backend (CPU or GPU). */
 typedef struct sbg_pbn_engine sbg_pbn_engine;

@@ -194,17 +194,7 @@ static sbg_status pbnb_cpu_advance(sbg_pbn_engine *eng, int64_t steps, int count
     if (st != SBG_OK) return st;
   }
   e->t += (uint64_t)steps;
-  if (count) {
-    memset(sums, 0, sizeof(uint64_t) * (size_t)S * SBG_PBN_NSUM);
-    for (int64_t c = 0; c < e->n_chains; c++)
-      for (int32_t s = 0; s < S; s++) {
-        const uint32_t *k = e->cnt + (c * S + s) * 3;
-        sums[s * SBG_PBN_NSUM] += k[0];
-        sums[s * SBG_PBN_NSUM + 1] += k[1];
-        sums[s * SBG_PBN_NSUM + 2] += k[2];
-        sums[s * SBG_PBN_NSUM + 3] += (uint64_t)k[0] * k[0];
-      }
-  }
+  if (count) sbg_pbn_sum_counts(e->cnt, e->n_chains, S, sums);
   return SBG_OK;
 }
 

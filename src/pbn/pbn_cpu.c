@@ -128,19 +128,20 @@ static sbg_status pbn_cpu_advance(sbg_pbn_engine *eng, int64_t steps, int count,
     sbg_status st = sbg_poll(ctx, lo + (hi - lo) * (double)(done + len) / (double)steps);
     if (st != SBG_OK) return st;
   }
-  if (count) {
-    memset(sums, 0, sizeof(uint64_t) * (size_t)S * SBG_PBN_NSUM);
-    /* integer sums: exact, so the order (and the backend) cannot matter */
-    for (int64_t c = 0; c < nc; c++)
-      for (int32_t s = 0; s < S; s++) {
-        const uint32_t *k = e->cnt + (c * S + s) * 3;
-        sums[s * SBG_PBN_NSUM] += k[0];
-        sums[s * SBG_PBN_NSUM + 1] += k[1];
-        sums[s * SBG_PBN_NSUM + 2] += k[2];
-        sums[s * SBG_PBN_NSUM + 3] += (uint64_t)k[0] * k[0];
-      }
-  }
+  if (count) sbg_pbn_sum_counts(e->cnt, nc, S, sums);
   return SBG_OK;
+}
+
+void sbg_pbn_sum_counts(const uint32_t *cnt, int64_t n_chains, int32_t n_sets, uint64_t *sums) {
+  memset(sums, 0, sizeof(uint64_t) * (size_t)n_sets * SBG_PBN_NSUM);
+  for (int64_t c = 0; c < n_chains; c++)
+    for (int32_t s = 0; s < n_sets; s++) {
+      const uint32_t *k = cnt + (c * n_sets + s) * 3;
+      sums[s * SBG_PBN_NSUM] += k[0];
+      sums[s * SBG_PBN_NSUM + 1] += k[1];
+      sums[s * SBG_PBN_NSUM + 2] += k[2];
+      sums[s * SBG_PBN_NSUM + 3] += (uint64_t)k[0] * k[0];
+    }
 }
 
 /* Allocates the engine of chains [c0, c1) of the whole set (chain c on
