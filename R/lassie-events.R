@@ -198,7 +198,10 @@ lassie_events_sim <- function(job, ev, rates, x0, base) {
 
 lassie_max_event_stops <- 100000L
 
-lassie_eval_programs <- function(programs, x) .Call(ffi_lassie_eval_programs, programs, as.double(x))
+# The programs' values at one state x.
+lassie_eval_programs <- function(programs, x) {
+  .Call(ffi_lassie_eval_programs, programs, matrix(as.double(x), 1L))[1L, ]
+}
 
 lassie_event_refuse <- function(...) {
   stop(sbg_condition(c("sysbioGPU_sbml_unsupported", "sysbioGPU_error_input"),

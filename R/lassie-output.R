@@ -65,15 +65,6 @@ lassie_sbml_output <- function(x, model) {
   if (is.null(dv) && is.null(ck)) return(x)
   N <- length(model$species)
   drop <- if (is.null(ck)) integer() else match(ck$species, model$species)
-  if (!is.null(dv)) {
-    L <- dv$laws
-    # the rules as reactions that change nothing: ffi_lassie_rates() gives
-    # their laws' values at each row of states
-    arr <- list(r_ptr = c(0L, cumsum(lengths(L$deps))), r_sp = as.integer(unlist(L$deps)) - 1L,
-                r_ord = rep.int(1L, sum(lengths(L$deps))), h_ptr = integer(N + 1L), h_rx = integer(),
-                h_val = double(), law = as.integer(L$start), code = as.integer(L$code), cval = as.double(L$cval))
-    ones <- rep(1, length(dv$variables))
-  }
   # one simulation's times x columns; `off` columns (time) before the
   # species.  The rules read the output times themselves where they read
   # the clock, not its integrated values, which can be a rounding short
@@ -82,7 +73,7 @@ lassie_sbml_output <- function(x, model) {
     if (!is.null(dv)) {
       x <- y[, off + seq_len(N), drop = FALSE]
       if (length(drop)) x[, drop] <- times
-      v <- .Call(ffi_lassie_rates, arr, ones, x)
+      v <- .Call(ffi_lassie_eval_programs, dv$laws, x)   # states x rules
       colnames(v) <- dv$variables
       y <- cbind(y, v)
     }

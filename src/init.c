@@ -76,7 +76,6 @@ SEXP ffi_lassie_simulate(SEXP, SEXP, SEXP);
 SEXP ffi_lassie_batch_values(SEXP, SEXP);
 SEXP ffi_lassie_output(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_lassie_rhs(SEXP, SEXP, SEXP);
-SEXP ffi_lassie_rates(SEXP, SEXP, SEXP);
 SEXP ffi_lassie_jacobian(SEXP, SEXP, SEXP);
 SEXP ffi_lassie_lu_solve(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_lassie_device_bdf_pays(SEXP, SEXP, SEXP);
@@ -130,7 +129,6 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_lassie_batch_values, 2),
     CALLDEF(ffi_lassie_output, 5),
     CALLDEF(ffi_lassie_rhs, 3), /* internal */
-    CALLDEF(ffi_lassie_rates, 3),
     CALLDEF(ffi_lassie_jacobian, 3), /* internal */
     CALLDEF(ffi_lassie_lu_solve, 6), /* internal */
     CALLDEF(ffi_lassie_device_bdf_pays, 3), /* internal */

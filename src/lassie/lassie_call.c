@@ -469,30 +469,6 @@ SEXP ffi_lassie_rhs(SEXP model, SEXP rates, SEXP x) {
   return f;
 }
 
-/* The reactions' rates v at each row of the states x (a matrix, states x
- * species): a matrix, states x reactions.  lassieSimulate() evaluates with
- * it the assignment rules of a model read by readSBML() (laws of reactions
- * that change nothing) on its output. */
-SEXP ffi_lassie_rates(SEXP model, SEXP rates, SEXP x) {
-  sbg_lassie_model m;
-  model_from_list(&m, model);
-  SBG_ASSERT(TYPEOF(rates) == REALSXP && XLENGTH(rates) == m.n_reactions);
-  SBG_ASSERT(TYPEOF(x) == REALSXP && Rf_isMatrix(x) && Rf_ncols(x) == m.n_species);
-  const int n = Rf_nrows(x), N = m.n_species, M = m.n_reactions;
-  SEXP out = PROTECT(Rf_allocMatrix(REALSXP, n, M));
-  double *xs = (double *)R_alloc(N > 0 ? N : 1, sizeof(double));
-  double *v = (double *)R_alloc(M > 0 ? M : 1, sizeof(double));
-  const double *X = REAL(x);
-  double *o = REAL(out);
-  for (int r = 0; r < n; r++) {
-    for (int j = 0; j < N; j++) xs[j] = X[r + (R_xlen_t)n * j];
-    sbg_lassie_rates(&m, REAL(rates), xs, v);
-    for (int i = 0; i < M; i++) o[r + (R_xlen_t)n * i] = v[i];
-  }
-  UNPROTECT(1);
-  return out;
-}
-
 /* The analytic Jacobian J = H D at x as triplets (i, j, value), 1-based,
  * duplicates to be summed (Matrix::sparseMatrix does). */
 SEXP ffi_lassie_jacobian(SEXP model, SEXP rates, SEXP x) {
@@ -590,16 +566,24 @@ SEXP ffi_lassie_batch_values(SEXP x, SEXP threads) {
   return ans;
 }
 
-/* The values of programs (list(start, code, cval), as a watch's) at one
- * state x: lassieSimulate()'s events evaluate their triggers, delays,
- * priorities and assignments with the engine's own arithmetic. */
+/* The values of programs (list(start, code, cval), as a watch's) at each
+ * row of the states x (a matrix, states x species): a matrix, states x
+ * programs, with the engine's own arithmetic.  lassieSimulate()'s events
+ * evaluate their triggers, delays, priorities and assignments with it, and
+ * the assignment rules of a model read by readSBML() on its output. */
 SEXP ffi_lassie_eval_programs(SEXP progs, SEXP x) {
-  SBG_ASSERT(TYPEOF(x) == REALSXP && XLENGTH(x) < INT32_MAX);
+  SBG_ASSERT(TYPEOF(x) == REALSXP && Rf_isMatrix(x) && Rf_ncols(x) < INT32_MAX);
+  const int n = Rf_nrows(x), N = Rf_ncols(x);
   sbg_lassie_watch wt;
-  programs_from_list(&wt, progs, (int)XLENGTH(x));
-  SEXP v = PROTECT(Rf_allocVector(REALSXP, wt.n_conds));
-  for (int c = 0; c < wt.n_conds; c++)
-    REAL(v)[c] = sbg_lassie_law_eval(wt.code + wt.start[c], wt.cval, REAL(x), -1, 0);
+  programs_from_list(&wt, progs, N);
+  SEXP v = PROTECT(Rf_allocMatrix(REALSXP, n, wt.n_conds));
+  double *xs = (double *)R_alloc(N > 0 ? N : 1, sizeof(double));
+  const double *X = REAL(x);
+  for (int r = 0; r < n; r++) {
+    for (int j = 0; j < N; j++) xs[j] = X[r + (R_xlen_t)n * j];
+    for (int c = 0; c < wt.n_conds; c++)
+      REAL(v)[r + (R_xlen_t)n * c] = sbg_lassie_law_eval(wt.code + wt.start[c], wt.cval, xs, -1, 0);
+  }
   UNPROTECT(1);
   return v;
 }
