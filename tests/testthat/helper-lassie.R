@@ -58,8 +58,9 @@ sbml_reactions_xml <- function(reactions) {
 
 # An SBML Level 3 Version 2 model (min and max are its functions) in a compartment `cell` of size `size`: species
 # (id = initial concentration), parameters (id = value), reactions (list of
-# reactants, products, MathML law).
-sbml_model <- function(size, species, params, reactions) {
+# reactants, products, modifiers, MathML law), and `extra` XML (rules,
+# initial assignments) before the reactions.
+sbml_model <- function(size, species, params, reactions, extra = character()) {
   f <- tempfile(fileext = ".xml")
   rx <- sbml_reactions_xml(reactions)
   writeLines(c(
@@ -74,6 +75,7 @@ sbml_model <- function(size, species, params, reactions) {
     "<listOfParameters>",
     sprintf('<parameter id="%s" value="%s" constant="true"/>', names(params), params),
     "</listOfParameters>",
+    extra,
     "<listOfReactions>", rx, "</listOfReactions>",
     "</model>", "</sbml>"), f)
   f
