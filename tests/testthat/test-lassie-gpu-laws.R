@@ -186,3 +186,24 @@ test_that("a stiff law of arithmetic alone: the device's implicit steps give the
     }
   }
 })
+
+test_that("two GPUs share a batch of a model with kinetic laws, bit for bit as one", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  skip_if_no_gpu()
+  if (nrow(gpuInfo()) < 2L) testthat::skip("fewer than 2 GPUs")
+  m <- laws_model()
+  bt <- laws_batch(m)
+  run <- function(device, method) {
+    with_law_opts(list(sysbioGPU.lassieDeviceBDF = TRUE),
+                  lassieSimulate(m, seq(0, 4, by = 0.5), rates = bt$rates, initial = bt$initial, method = method,
+                                 rtol = 1e-10, atol = 1e-12, backend = "gpu", device = device, verbose = FALSE))
+  }
+  for (method in c("auto", "bdf")) {
+    one <- run(0L, method)
+    two <- run(c(0L, 1L), method)
+    for (s in seq_along(bt$c)) {
+      expect_identical(unclass(two[[s]])[, ], unclass(one[[s]])[, ], label = paste(method, "set", s))
+      expect_identical(attr(two[[s]], "stats"), attr(one[[s]], "stats"))
+    }
+  }
+})
