@@ -471,12 +471,11 @@ readLASSIE <- function(dir) {
 #' trigonometric functions and their inverses, `min`, `max`, `piecewise`,
 #' relations and logic) is kept
 #' as written: compiled once to a small program (what depends on no species
-#' evaluated once), which the CPU engine of [lassieSimulate()] evaluates
+#' evaluated once), which both engines of [lassieSimulate()] evaluate
 #' for the reaction's rate; the Jacobian of its implicit steps takes
 #' finite differences over the species the law reads.  Such a reaction's
 #' rate constant is a factor of its law (the inverse of its compartment's
-#' size, see Conventions), so a batch's `rates` can scale it.  The GPU
-#' engine runs mass action only (see [lassieSimulate()]).
+#' size, see Conventions), so a batch's `rates` can scale it.
 #'
 #' A reaction whose stoichiometries are not constant whole numbers
 #' (`0.5 A`, a stoichiometryMath, a species reference set by a rule or a

@@ -22,6 +22,19 @@
 #   hang     the child ran past TIMEOUT and was killed
 # The script exits with status 1 when a case is wrong, an error, a crash or
 # a hang.
+#
+# With SBML_SUITE_GPU=1 in the environment, each case the CPU passes also
+# runs on the GPU engine: 64 copies of it in one lassieSimulate() call
+# (backend "gpu"), each compared with the CPU's result, every column but
+# time, by |gpu - cpu| / max(|cpu|, 1e-6 * the column's largest |cpu|):
+#   within   at most 1e-9 everywhere (the table counts those identical too)
+#   worse    above 1e-9 somewhere (or a NaN where the CPU has a number)
+#   refused  the GPU refuses the model (events: sysbioGPU_error_events)
+#   error    any other error
+# table.md then has these counts, the worse cases, and for the cases with
+# the most species the seconds of 64 copies on the GPU and on the CPU (all
+# threads), measured after the suite in this process.  A GPU case worse
+# or an error also makes the exit status 1.
 
 suppressPackageStartupMessages(library(sysbioGPU))
 
@@ -37,6 +50,8 @@ timeout <- if (length(args) >= 4L && nzchar(args[4])) as.double(args[4]) else 60
 only <- if (length(args) >= 5L && nzchar(args[5])) args[5] else ""
 if (!dir.exists(suite)) stop("no folder ", suite)
 if (!sbmlAvailable()) stop("sysbioGPU was built without libSBML")
+on_gpu <- identical(Sys.getenv("SBML_SUITE_GPU"), "1")
+gpu_copies <- 64L
 dir.create(out_dir, recursive = TRUE, showWarnings = FALSE)
 
 # ---- the suite's files ----------------------------------------------------
@@ -70,7 +85,10 @@ model_file <- function(dir, id) {
 
 # ---- one case (in the child) ----------------------------------------------
 classed <- function(e) inherits(e, "sysbioGPU_error")
-outcome <- function(what, reason = "", detail = "") list(outcome = what, reason = reason, detail = detail)
+outcome <- function(what, reason = "", detail = "") {
+  list(outcome = what, reason = reason, detail = detail, gpu = "", gpu_rel = NA_real_, gpu_reason = "",
+       n_species = NA_integer_)
+}
 err_outcome <- function(e, where) {
   msg <- gsub("\\s+", " ", conditionMessage(e))
   if (classed(e)) outcome("refused", paste0(where, ": ", msg), class(e)[1])
@@ -103,6 +121,7 @@ run_case <- function(dir, id, st, file) {
                                  threads = 1L, verbose = FALSE),
                   error = function(e) e)
   if (inherits(sim, "error")) return(err_outcome(sim, "lassieSimulate"))
+  cpu <- sim
   if (st$start > 0) sim <- sim[-1L, , drop = FALSE]
   exp <- utils::read.csv(file.path(dir, paste0(id, "-results.csv")), check.names = FALSE)
   names(exp) <- trimws(names(exp))
@@ -137,7 +156,37 @@ run_case <- function(dir, id, st, file) {
     err <- max(abs(x - e) / (st$atol + st$rtol * abs(e)), 0, na.rm = TRUE)
     if (err > worst) { worst <- err; worst_var <- v }
   }
-  outcome("pass", sprintf("worst %.3g of the tolerance (%s)", worst, worst_var))
+  res <- outcome("pass", sprintf("worst %.3g of the tolerance (%s)", worst, worst_var))
+  res$n_species <- length(m$species)
+  if (on_gpu) res[c("gpu", "gpu_rel", "gpu_reason")] <- gpu_compare(m, times, cpu)
+  res
+}
+
+# The case's model, gpu_copies copies in one call on the GPU, against the
+# CPU's result cpu (see the top)
+gpu_run <- function(m, times, backend, threads = NULL) {
+  rates <- matrix(m$rates, gpu_copies, length(m$rates), byrow = TRUE)
+  lassieSimulate(m, times, rates = rates, rtol = 1e-10, atol = 1e-14, backend = backend, threads = threads,
+                 verbose = FALSE)
+}
+gpu_compare <- function(m, times, cpu) {
+  g <- tryCatch(gpu_run(m, times, "gpu"), error = function(e) e)
+  if (inherits(g, "error")) {
+    what <- if (inherits(g, "sysbioGPU_error_events")) "refused" else "error"
+    return(list(what, NA_real_, gsub("\\s+", " ", conditionMessage(g))))
+  }
+  cols <- setdiff(colnames(cpu), "time")
+  a <- cpu[, cols, drop = FALSE]
+  scale <- apply(abs(a), 2, function(x) max(c(x[is.finite(x)], 0)))
+  fl <- matrix(1e-6 * scale, nrow(a), ncol(a), byrow = TRUE)
+  worst <- 0
+  for (s in seq_len(gpu_copies)) {
+    b <- g[[s]][, cols, drop = FALSE]
+    d <- abs(b - a) / pmax(abs(a), fl)
+    d[(is.na(a) & is.na(b)) | (!is.na(a) & !is.na(b) & a == b)] <- 0
+    worst <- max(worst, d)   # NA (a NaN on one side only): worse
+  }
+  list(if (!is.na(worst) && worst <= 1e-9) "within" else "worse", worst, "")
 }
 
 # ---- the cases, in forked children ----------------------------------------
@@ -236,6 +285,12 @@ tab <- data.frame(
   componentTags = vapply(cases, function(c) paste(c$tags$component, collapse = " "), ""),
   testTags = vapply(cases, function(c) paste(c$tags$test, collapse = " "), ""),
   stringsAsFactors = FALSE)
+if (on_gpu) {
+  tab$species <- vapply(res, function(r) as.integer(r$n_species), 0L)
+  tab$gpu <- vapply(res, `[[`, "", "gpu")
+  tab$gpu_rel <- vapply(res, function(r) as.double(r$gpu_rel), 0)
+  tab$gpu_reason <- vapply(res, `[[`, "", "gpu_reason")
+}
 utils::write.csv(tab, file.path(out_dir, "outcomes.csv"), row.names = FALSE)
 
 md_row <- function(label, o) paste0("| ", label, " | ", paste(as.integer(table(factor(o, levels = levels_out))), collapse = " | "), " | ", length(o), " |")
@@ -260,8 +315,45 @@ lines <- c(sprintf("SBML Test Suite, %d time-course cases (%s), %.0f s, %d jobs"
            paste0("| ", names(reasons), " | ", as.integer(reasons), " |"), "",
            "Not pass nor refused:", "",
            with(tab[!tab$outcome %in% c("pass", "refused"), ], if (length(case)) paste0("- ", case, " ", outcome, ": ", reason) else "none"))
+gpu_bad <- 0L
+if (on_gpu) {
+  # (CUDA is first used here in this process, after the forks)
+  g <- tab[tab$outcome == "pass", ]
+  n <- function(x) sum(g$gpu == x)
+  worse <- g[g$gpu %in% c("worse", "error"), ]
+  gpu_bad <- nrow(worse)
+  # the seconds of 64 copies of the cases with the most species, GPU (a
+  # call before, so that the device is warm) and CPU on all threads
+  big <- utils::head(g[g$gpu == "within", ][order(-g$species[g$gpu == "within"]), ], 8L)
+  timing <- vapply(seq_len(nrow(big)), function(i) {
+    cs <- cases[[big$case[i]]]
+    st <- cs$settings
+    m <- readSBML(cs$file)
+    t_out <- st$start + st$duration * (0:st$steps) / st$steps
+    times <- if (st$start > 0) c(0, t_out) else t_out
+    invisible(gpu_run(m, times, "gpu"))
+    tg <- system.time(gpu_run(m, times, "gpu"))[["elapsed"]]
+    tc <- system.time(gpu_run(m, times, "cpu"))[["elapsed"]]
+    sprintf("| %s | %d | %d | %d | %.3f | %.3f |", big$case[i], length(m$species), length(m$reactions),
+            if (is.null(m$laws)) 0L else sum(m$laws$start >= 0L), tg, tc)
+  }, "")
+  gpu_lines <- c(sprintf("GPU engine (%s): every case the CPU passes, %d copies in one call, against the CPU;",
+                         tryCatch(resolveBackend("gpu")$deviceName, error = function(e) "no GPU"), gpu_copies),
+                 "relative difference, floor 1e-6 of each column's largest value:", "",
+                 "| compared | within 1e-9 | of which identical | worse | refused on GPU (events) | error |",
+                 "|---|---|---|---|---|---|",
+                 sprintf("| %d | %d | %d | %d | %d | %d |", nrow(g), n("within"), sum(g$gpu == "within" & g$gpu_rel == 0),
+                         n("worse"), n("refused"), n("error")), "",
+                 "Worse or error:", "",
+                 if (nrow(worse)) sprintf("- %s %s: %.3g %s", worse$case, worse$gpu, worse$gpu_rel, worse$gpu_reason) else "none",
+                 "", sprintf("Largest models, %d copies (seconds, each call's own; GPU warm, CPU %d threads):",
+                             gpu_copies, resolveBackend("cpu")$threads), "",
+                 "| case | species | reactions | kinetic laws | GPU s | CPU s |", "|---|---|---|---|---|---|", timing)
+  lines <- c(lines, "", gpu_lines)
+}
 writeLines(lines, file.path(out_dir, "table.md"))
 cat(md_head, md_row("all", tab$outcome), sep = "\n")
+if (on_gpu) cat(gpu_lines, sep = "\n")
 cat("details:", file.path(out_dir, "table.md"), "\n")
-bad <- sum(tab$outcome %in% c("wrong", "error", "crash", "hang"))
+bad <- sum(tab$outcome %in% c("wrong", "error", "crash", "hang")) + gpu_bad
 if (bad) quit(status = 1L)

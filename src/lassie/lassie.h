@@ -24,8 +24,8 @@ typedef struct sbg_lassie_model {
   const int *h_ptr;     /* n_species + 1 */
   const int *h_rx;      /* h_ptr[N]: reaction */
   const double *h_val;  /* h_ptr[N]: net coefficient */
-  /* General kinetic laws (CPU engine only; NULL: every reaction is mass
-   * action, and the engine runs exactly the mass-action code).  Reaction i
+  /* General kinetic laws (NULL: every reaction is mass action, and both
+   * engines run exactly the mass-action code).  Reaction i
    * with law[i] >= 0 has rate k_i * (the program at code + law[i]), and its
    * "reactant" entries (r_ptr/r_sp) are the species the program reads: the
    * pattern of its column of the Jacobian, whose values are then finite
@@ -33,6 +33,7 @@ typedef struct sbg_lassie_model {
   const int *law;       /* n_reactions, or NULL */
   const int *code;      /* the programs (LASSIE_OP_*), each ending in RET */
   const double *cval;   /* the constants the programs push */
+  int n_code, n_cval;   /* their lengths (the GPU engine copies them) */
 } sbg_lassie_model;
 
 /* The stack machine of kinetic laws.  CONST and SPEC take one operand

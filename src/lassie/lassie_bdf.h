@@ -234,10 +234,12 @@ static LASSIE_HD inline void lassie_rates_team(const lassie_team *tm, const sbg_
                                                const double *k, const double *x, double *v) {
   const int M = m->n_reactions, T = tm->size;
   const int *r_ptr = m->r_ptr, *r_sp = m->r_sp, *r_ord = m->r_ord;
-#ifndef __CUDA_ARCH__
-  /* kinetic laws: the CPU engine's alone (the GPU engine refuses them) */
-  if (m->law) { if (tm->lane == 0) sbg_lassie_law_rates(m, k, x, v); return; }
-#endif
+  if (m->law) {
+    /* kinetic laws: a lane per reaction (the device's k_bdf<false> sees
+     * law NULL and compiles this away) */
+    for (int i = tm->lane; i < M; i += T) v[i] = lassie_law_rate(m, k, x, i);
+    return;
+  }
   for (int i0 = tm->lane; i0 < M; i0 += LASSIE_RATE_BATCH * T) {
     int b[LASSIE_RATE_BATCH], c[LASSIE_RATE_BATCH];
     double r[LASSIE_RATE_BATCH];
@@ -370,7 +372,8 @@ static LASSIE_HD inline void lassie_newton_residual(const lassie_team *tm, const
   lassie_team_prefetch(tm, k, m->n_reactions);
   lassie_team_prefetch(tm, y, N);
 #ifdef __CUDA_ARCH__
-  if (sp) lassie_rates_planned(tm, m, sp->rate_ent, k, y, v);
+  /* (the plan's entries are mass action's) */
+  if (sp && !m->law) lassie_rates_planned(tm, m, sp->rate_ent, k, y, v);
   else
 #endif
     lassie_rates_team(tm, m, k, y, v);
@@ -498,6 +501,8 @@ static LASSIE_HD inline double lassie_serial_sum(const double *a, int n) {
 static LASSIE_HD inline void lassie_dvdx_team(const lassie_team *tm, const sbg_lassie_model *m,
                                               const double *k, const double *x, double *dv) {
   for (int i = tm->lane; i < m->n_reactions; i += tm->size) {
+    /* a kinetic law's entries: finite differences */
+    if (m->law && m->law[i] >= 0) { lassie_law_dvdx(m, k, x, i, dv); continue; }
     int b = m->r_ptr[i], c = m->r_ptr[i + 1];
     for (int e = b; e < c; e++) {
       int a = m->r_ord[e];

@@ -46,7 +46,7 @@ static void check_program(const int *cd, R_xlen_t nc, R_xlen_t nk, int N, R_xlen
 /* The model's kinetic laws (elements law, code, cval; absent or NULL: mass
  * action), each program checked by check_program(). */
 static void law_from_list(sbg_lassie_model *m, SEXP model) {
-  m->law = NULL; m->code = NULL; m->cval = NULL;
+  m->law = NULL; m->code = NULL; m->cval = NULL; m->n_code = 0; m->n_cval = 0;
   SEXP law = sbg_elt_or_null(model, "law");
   if (law == NULL || Rf_isNull(law)) return;
   SEXP code = sbg_elt(model, "code"), cval = sbg_elt(model, "cval");
@@ -56,6 +56,7 @@ static void law_from_list(sbg_lassie_model *m, SEXP model) {
   for (int i = 0; i < m->n_reactions; i++)
     if (lw[i] >= 0) check_program(cd, XLENGTH(code), XLENGTH(cval), m->n_species, lw[i]);
   m->law = lw; m->code = cd; m->cval = REAL(cval);
+  m->n_code = (int)XLENGTH(code); m->n_cval = (int)XLENGTH(cval);
 }
 
 /* Programs over the state from R, list(start, code, cval) (the watched
@@ -310,9 +311,6 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   SEXP part = sbg_vec_elt(params, "part", INTSXP, 2);
   sbg_run rn;
   sbg_run_decode(run, &rn);
-  /* lassieSimulate() refuses this with its reasons; this guards the device */
-  if (rn.gpu && m.law)
-    sbg_stop(SBG_ERR_INPUT, "the GPU engine runs mass-action laws only: use backend = \"cpu\"");
   SBG_ASSERT(M > 0 && XLENGTH(rates) % M == 0 && XLENGTH(initial) % (N > 0 ? N : 1) == 0);
   SBG_ASSERT(N > 0 && XLENGTH(times) >= 2);
   sbg_lassie_params p;

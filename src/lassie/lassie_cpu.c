@@ -24,77 +24,11 @@
 #define LASSIE_DENSE_MAX 16384
 
 double sbg_lassie_law_eval(const int *code, const double *cval, const double *x, int oj, double ov) {
-  double s[LASSIE_LAW_STACK];
-  int n = 0;
-  for (int pc = 0;;) {
-    const int op = code[pc++];
-    if (op >= LASSIE_OP_ADD && op <= LASSIE_OP_XOR) {
-      const double b = s[--n], a = s[n - 1];
-      double r;
-      switch (op) {
-        case LASSIE_OP_ADD: r = a + b; break;
-        case LASSIE_OP_SUB: r = a - b; break;
-        case LASSIE_OP_MUL: r = a * b; break;
-        case LASSIE_OP_DIV: r = a / b; break;
-        case LASSIE_OP_POW: r = pow(a, b); break;
-        /* R's min/max: a NaN wins */
-        case LASSIE_OP_MIN: r = (a != a || b != b) ? NAN : (a < b ? a : b); break;
-        case LASSIE_OP_MAX: r = (a != a || b != b) ? NAN : (a > b ? a : b); break;
-        case LASSIE_OP_LT: r = a < b; break;
-        case LASSIE_OP_LE: r = a <= b; break;
-        case LASSIE_OP_GT: r = a > b; break;
-        case LASSIE_OP_GE: r = a >= b; break;
-        case LASSIE_OP_EQ: r = a == b; break;
-        case LASSIE_OP_NE: r = a != b; break;
-        case LASSIE_OP_AND: r = a != 0 && b != 0; break;
-        case LASSIE_OP_OR: r = a != 0 || b != 0; break;
-        default: r = (a != 0) != (b != 0); break;   /* XOR */
-      }
-      s[n - 1] = r;
-      continue;
-    }
-    if (op >= LASSIE_OP_NEG && op <= LASSIE_OP_ATANH) {
-      const double a = s[n - 1];
-      double r;
-      switch (op) {
-        case LASSIE_OP_NEG: r = -a; break;
-        case LASSIE_OP_NOT: r = a == 0; break;
-        case LASSIE_OP_EXP: r = exp(a); break;
-        case LASSIE_OP_LN: r = log(a); break;
-        case LASSIE_OP_LOG10: r = log10(a); break;
-        case LASSIE_OP_SQRT: r = sqrt(a); break;
-        case LASSIE_OP_ABS: r = fabs(a); break;
-        case LASSIE_OP_FLOOR: r = floor(a); break;
-        case LASSIE_OP_CEIL: r = ceil(a); break;
-        case LASSIE_OP_SIN: r = sin(a); break;
-        case LASSIE_OP_COS: r = cos(a); break;
-        case LASSIE_OP_TAN: r = tan(a); break;
-        case LASSIE_OP_SINH: r = sinh(a); break;
-        case LASSIE_OP_COSH: r = cosh(a); break;
-        case LASSIE_OP_TANH: r = tanh(a); break;
-        case LASSIE_OP_ASIN: r = asin(a); break;
-        case LASSIE_OP_ACOS: r = acos(a); break;
-        case LASSIE_OP_ATAN: r = atan(a); break;
-        case LASSIE_OP_ASINH: r = asinh(a); break;
-        case LASSIE_OP_ACOSH: r = acosh(a); break;
-        default: r = atanh(a); break;   /* ATANH */
-      }
-      s[n - 1] = r;
-      continue;
-    }
-    switch (op) {
-      case LASSIE_OP_CONST: s[n++] = cval[code[pc++]]; break;
-      case LASSIE_OP_SPEC: { const int j = code[pc++]; s[n++] = j == oj ? ov : x[j]; break; }
-      case LASSIE_OP_SELECT: { n -= 2; s[n - 1] = s[n - 1] != 0 ? s[n] : s[n + 1]; break; }
-      default: return s[0];   /* RET (the glue admits no other code) */
-    }
-  }
+  return lassie_law_eval(code, cval, x, oj, ov);
 }
 
 void sbg_lassie_law_rates(const sbg_lassie_model *m, const double *k, const double *x, double *v) {
-  for (int i = 0; i < m->n_reactions; i++)
-    v[i] = m->law[i] < 0 ? lassie_rate(m->r_ptr, m->r_sp, m->r_ord, k, x, i)
-                         : k[i] * sbg_lassie_law_eval(m->code + m->law[i], m->cval, x, -1, 0);
+  for (int i = 0; i < m->n_reactions; i++) v[i] = lassie_law_rate(m, k, x, i);
 }
 
 void sbg_lassie_rates(const sbg_lassie_model *m, const double *k,
@@ -104,54 +38,8 @@ void sbg_lassie_rates(const sbg_lassie_model *m, const double *k,
     v[i] = lassie_rate(m->r_ptr, m->r_sp, m->r_ord, k, x, i);
 }
 
-/* dv_i/dx_j of a kinetic law by central differences (forward from a
- * species at 0 or where the step would cross 0, where a law may not be
- * defined), with a step of eps^(1/3) of the species' value, or of a
- * thousandth of the largest value the law reads when the species' is
- * smaller: a species at 0 next to others of order 1 is not differenced
- * over 1e-300.  The modified Newton iteration needs J only roughly. */
-static void law_dvdx(const sbg_lassie_model *m, const double *k, const double *x, int i, double *dv) {
-  const int *code = m->code + m->law[i];
-  const int b = m->r_ptr[i], c = m->r_ptr[i + 1];
-  double big = 0;
-  for (int e = b; e < c; e++) { double a = fabs(x[m->r_sp[e]]); if (a > big) big = a; }
-  double v0 = NAN;
-  for (int e = b; e < c; e++) {
-    const int j = m->r_sp[e];
-    const double xj = x[j];
-    double sc = fabs(xj) > 1e-3 * big ? fabs(xj) : 1e-3 * big;
-    if (!(sc > 0)) sc = 1e-8;
-    double h = 6.0554544523933395e-06 * sc;   /* cbrt(DBL_EPSILON) */
-    volatile double xp = xj + h;              /* h exactly representable */
-    h = xp - xj;
-    double d;
-    if (xj >= 0 && xj - h < 0) {
-      if (v0 != v0) v0 = sbg_lassie_law_eval(code, m->cval, x, -1, 0);
-      d = (sbg_lassie_law_eval(code, m->cval, x, j, xp) - v0) / h;
-    } else {
-      d = (sbg_lassie_law_eval(code, m->cval, x, j, xp) -
-           sbg_lassie_law_eval(code, m->cval, x, j, xj - h)) / (2 * h);
-    }
-    dv[e] = k[i] * d;
-  }
-}
-
 void sbg_lassie_dvdx(const sbg_lassie_model *m, const double *k,
                      const double *x, double *dv) {
-  if (m->law) {
-    for (int i = 0; i < m->n_reactions; i++) {
-      if (m->law[i] >= 0) { law_dvdx(m, k, x, i, dv); continue; }
-      const int b = m->r_ptr[i], c = m->r_ptr[i + 1];
-      for (int e = b; e < c; e++) {
-        int a = m->r_ord[e];
-        double d = k[i] * a * (a > 1 ? lassie_ipow(x[m->r_sp[e]], a - 1) : 1.0);
-        for (int e2 = b; e2 < c; e2++)
-          if (e2 != e) d *= lassie_ipow(x[m->r_sp[e2]], m->r_ord[e2]);
-        dv[e] = d;
-      }
-    }
-    return;
-  }
   lassie_team tm = lassie_team_host();
   lassie_dvdx_team(&tm, m, k, x, dv);
 }

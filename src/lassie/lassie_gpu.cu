@@ -34,7 +34,21 @@ struct dmodel {
   int N, M;
   const int *r_ptr, *r_sp, *r_ord, *h_ptr, *h_rx;
   const double *h_val;
+  /* the kinetic laws (NULL for a mass-action model, whose kernels are the
+   * <false> instances: the mass-action code alone) */
+  const int *law, *code;
+  const double *cval;
 };
+
+/* Reaction i's rate at y: mass action, or with LAWS its kinetic law
+ * (lassie_common.h, the CPU engine's code). */
+template <bool LAWS>
+__device__ inline double rate_at(const dmodel &m, const double *k, const double *y, int i) {
+  if (!LAWS) return lassie_rate(m.r_ptr, m.r_sp, m.r_ord, k, y, i);
+  sbg_lassie_model lm = {m.N, m.M, m.r_ptr, m.r_sp, m.r_ord, m.h_ptr, m.h_rx, m.h_val,
+                         m.law, m.code, m.cval, 0, 0};
+  return lassie_law_rate(&lm, k, y, i);
+}
 
 /* Products and sums rounded one by one (see lassie_common.h). */
 __device__ inline double M_(double a, double b) { return __dmul_rn(a, b); }
@@ -76,14 +90,14 @@ __global__ void k_stage(int S, int N, int scheme, const double *x, const double 
   ys[(stage == lassie_stiff_stage(scheme) ? SN : 0) + idx] = stage_input_at(scheme, stage, x, K, SN, idx, ss[s].hs);
 }
 
+template <bool LAWS>
 __global__ void k_rates(int S, dmodel m, const double *k, int k_per_sim, const double *y,
                         double *v, const simstate *ss, int stage) {
   size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= (size_t)S * m.M) return;
   int s = (int)(idx / m.M), i = (int)(idx % m.M);
   if (!runs_stage(&ss[s], stage)) return;
-  v[idx] = lassie_rate(m.r_ptr, m.r_sp, m.r_ord, k + (k_per_sim ? (size_t)s * m.M : 0),
-                       y + (size_t)s * m.N, i);
+  v[idx] = rate_at<LAWS>(m, k + (k_per_sim ? (size_t)s * m.M : 0), y + (size_t)s * m.N, i);
 }
 
 /* f = H v for every species and simulation */
@@ -271,6 +285,7 @@ inline size_t explicit_smem(int N, int M, int n_stages) { return (size_t)(3 + n_
  * batch of mid-size models makes no round trips to global memory between
  * stages.  What the next launch (or the implicit steps) needs goes back:
  * the state, f(x) (DP5's first stage), the stiffness stage and its input. */
+template <bool LAWS>
 __global__ void __launch_bounds__(LASSIE_BLOCK)
 k_explicit(int S, dmodel m, const double *k, int k_per_sim, int nt, const double *times,
            double rtol, double atol, double max_steps, int method, int scheme, int dense,
@@ -301,7 +316,7 @@ k_explicit(int S, dmodel m, const double *k, int k_per_sim, int nt, const double
         y = ys;
       }
       if (runs_stage(&st, stage)) {
-        for (int i = threadIdx.x; i < M; i += blockDim.x) v[i] = lassie_rate(m.r_ptr, m.r_sp, m.r_ord, ks, y, i);
+        for (int i = threadIdx.x; i < M; i += blockDim.x) v[i] = rate_at<LAWS>(m, ks, y, i);
         __syncthreads();
         double *f = K + (size_t)stage * N;
         for (int l = threadIdx.x; l < N; l += blockDim.x) f[l] = hv_row(m, v, l);
@@ -414,6 +429,8 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   double *hx = hx_all + (size_t)pt->s0 * N;
   cudaStream_t stream = NULL;
   int *d_rptr = NULL, *d_rsp = NULL, *d_rord = NULL, *d_hptr = NULL, *d_hrx = NULL, *d_n = NULL;
+  int *d_law = NULL, *d_code = NULL;
+  double *d_cval = NULL;
   double *d_hval = NULL, *d_k = NULL, *d_x = NULL, *d_K = NULL, *d_ys = NULL, *d_v = NULL,
          *d_out = NULL, *d_times = NULL;
   simstate *d_ss = NULL;
@@ -446,6 +463,10 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
    * tree as LASSIE_BLOCK's. */
   const size_t smem = explicit_smem(N, M, n_stages) * sizeof(double);
   int fused = 0, fb = 32;
+  /* the kernels of the model's kind: a mass-action model's never see a law */
+  const bool laws = m->law != NULL;
+  auto k_fused = laws ? k_explicit<true> : k_explicit<false>;
+  auto k_rate = laws ? k_rates<true> : k_rates<false>;
 
   /* Once the calling thread has made the output, its row 0 (the initial
    * states; the device's copy brings them again) is written on a thread of
@@ -521,6 +542,16 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   SBG_TRY(sbg_device_alloc((void **)&d_times, sizeof(double) * nt, "the times", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_ss, sizeof(simstate) * S, "the step control", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_n, sizeof(int) * 2, "a counter", ctx));
+  if (laws) {
+    SBG_TRY(sbg_device_alloc((void **)&d_law, sizeof(int) * M, "the kinetic laws", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_code, sizeof(int) * (m->n_code ? m->n_code : 1), "the kinetic laws", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_cval, sizeof(double) * (m->n_cval ? m->n_cval : 1), "the kinetic laws", ctx));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(d_law, m->law, sizeof(int) * M, cudaMemcpyHostToDevice, stream));
+    if (m->n_code)
+      SBG_CUDA_CHECK(cudaMemcpyAsync(d_code, m->code, sizeof(int) * m->n_code, cudaMemcpyHostToDevice, stream));
+    if (m->n_cval)
+      SBG_CUDA_CHECK(cudaMemcpyAsync(d_cval, m->cval, sizeof(double) * m->n_cval, cudaMemcpyHostToDevice, stream));
+  }
   SBG_CUDA_CHECK(cudaMemcpyAsync(d_rptr, m->r_ptr, sizeof(int) * (M + 1), cudaMemcpyHostToDevice, stream));
   if (nnzA) {
     SBG_CUDA_CHECK(cudaMemcpyAsync(d_rsp, m->r_sp, sizeof(int) * nnzA, cudaMemcpyHostToDevice, stream));
@@ -539,8 +570,10 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   k_row0<<<blocks(SN, TB), TB, 0, stream>>>(SN, N, nt, d_x, d_out);
   dm.N = N; dm.M = M; dm.r_ptr = d_rptr; dm.r_sp = d_rsp; dm.r_ord = d_rord;
   dm.h_ptr = d_hptr; dm.h_rx = d_hrx; dm.h_val = d_hval;
+  dm.law = d_law; dm.code = d_code; dm.cval = d_cval;
   if (want_bdf) {
-    sbg_lassie_model dmod = {N, M, d_rptr, d_rsp, d_rord, d_hptr, d_hrx, d_hval};
+    sbg_lassie_model dmod = {N, M, d_rptr, d_rsp, d_rord, d_hptr, d_hrx, d_hval,
+                             d_law, d_code, d_cval, m->n_code, m->n_cval};
     SBG_TRY(lassie_gpu_bdf_setup(m, &dmod, p, S, stream, &bdf, ctx));
   }
   if (!bdf) n_bdf = 0;
@@ -558,14 +591,14 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     cudaFuncAttributes fa;
     SBG_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, pt->device));
     SBG_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, pt->device));
-    SBG_CUDA_CHECK(cudaFuncGetAttributes(&fa, k_explicit));
+    SBG_CUDA_CHECK(cudaFuncGetAttributes(&fa, k_fused));
     const size_t block_b = smem + fa.sharedSizeBytes;
     const int mode = p->fused;
     fused = mode != 0 && block_b <= (size_t)optin &&
             (mode == 1 || block_b * LASSIE_FUSED_BLOCKS <= (size_t)per_sm);
     while (fb < N && fb < TB) fb *= 2;
     if (fused)
-      SBG_CUDA_CHECK(cudaFuncSetAttribute(k_explicit, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+      SBG_CUDA_CHECK(cudaFuncSetAttribute(k_fused, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   }
 
   /* Steps are queued without waiting; every 64 explicit steps (and the
@@ -574,7 +607,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
    * and looks whether the calling thread cancelled. */
   while (active > 0 || n_bdf > 0) {
     if (fused && active > 0)
-      k_explicit<<<S, fb, smem, stream>>>(S, dm, d_k, p->rates_per_sim, nt, d_times, p->rtol, p->atol,
+      k_fused<<<S, fb, smem, stream>>>(S, dm, d_k, p->rates_per_sim, nt, d_times, p->rtol, p->atol,
                                           p->max_steps, p->method, scheme, dense, 64, d_x, d_K, d_ys,
                                           d_out, d_ss);
     for (int rep = 0; rep < (active > 0 && !fused ? 64 : 0); rep++) {
@@ -584,7 +617,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
           k_stage<<<blocks(SN, TB), TB, 0, stream>>>(S, N, scheme, d_x, d_K, stage, d_ys, d_ss);
           y = stage == lassie_stiff_stage(scheme) ? d_ys + SN : d_ys;
         }
-        k_rates<<<blocks(SM, TB), TB, 0, stream>>>(S, dm, d_k, p->rates_per_sim, y, d_v, d_ss, stage);
+        k_rate<<<blocks(SM, TB), TB, 0, stream>>>(S, dm, d_k, p->rates_per_sim, y, d_v, d_ss, stage);
         k_spmv<<<blocks(SN, TB), TB, 0, stream>>>(S, dm, d_v, d_K + (size_t)stage * SN, d_ss, stage);
         if (stage == 0)
           k_stiff<<<S, TB, 0, stream>>>(S, N, p->method, scheme, p->rtol, p->atol, d_x, d_K, d_ys + SN, d_ss);
@@ -635,6 +668,7 @@ done:
   cudaFree(d_rptr); cudaFree(d_rsp); cudaFree(d_rord); cudaFree(d_hptr); cudaFree(d_hrx);
   cudaFree(d_hval); cudaFree(d_k); cudaFree(d_x); cudaFree(d_ys); cudaFree(d_K); cudaFree(d_v);
   cudaFree(d_out); cudaFree(d_times); cudaFree(d_ss); cudaFree(d_n);
+  cudaFree(d_law); cudaFree(d_code); cudaFree(d_cval);
   lassie_gpu_bdf_free(bdf);
   if (stream) cudaStreamDestroy(stream);
   free(f); free(v);

@@ -110,6 +110,7 @@ struct bdfargs {
  * end (never more than twice the last step) and the output rows it passes
  * are interpolated from the history.  Every lane keeps the same scalars:
  * they only depend on values all lanes read after a sync. */
+template <bool LAWS>
 __global__ void k_bdf(bdfargs a) {
   const int T = a.T;
   const int gt = blockIdx.x * blockDim.x + threadIdx.x;
@@ -121,7 +122,11 @@ __global__ void k_bdf(bdfargs a) {
   simstate q = a.ss[s];
   if (q.flag != FLAG_TO_CPU && q.flag != FLAG_BDF) return;
   bdfstate b = a.bs[s];
-  const sbg_lassie_model *m = &a.m;
+  /* a mass-action model's instance sees law NULL, so the laws' branches
+   * of lassie_bdf.h compile away from it */
+  sbg_lassie_model mm = a.m;
+  if (!LAWS) mm.law = NULL;
+  const sbg_lassie_model *m = &mm;
   const int N = m->n_species, M = m->n_reactions, nnzA = m->r_ptr[M], nt = a.nt;
   const int L = tm.lane;
   const double rtol = a.rtol, atol = a.atol;
@@ -465,12 +470,13 @@ sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
   const int TB = LASSIE_BDF_BLOCK;
   size_t threads = (size_t)b->S * b->T;
   size_t smem = 0;
+  auto kb = b->dm.law ? k_bdf<true> : k_bdf<false>;
   if (b->smem_vecs > 0) {
     smem = sizeof(double) * (size_t)(TB / b->T) *
            lassie_bdf_smem_len(b->dm.n_species, b->dm.n_reactions, b->smem_vecs);
-    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_bdf, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    SBG_CUDA_CHECK(cudaFuncSetAttribute(kb, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   }
-  k_bdf<<<(unsigned)((threads + TB - 1) / TB), TB, smem, stream>>>(a);
+  kb<<<(unsigned)((threads + TB - 1) / TB), TB, smem, stream>>>(a);
   SBG_CUDA_CHECK(cudaGetLastError());
 done:
   return st;

@@ -55,3 +55,28 @@ sbml_reactions_xml <- function(reactions) {
            "</math></kineticLaw></reaction>")
   }, "")
 }
+
+# An SBML Level 3 Version 2 model (min and max are its functions) in a compartment `cell` of size `size`: species
+# (id = initial concentration), parameters (id = value), reactions (list of
+# reactants, products, modifiers, MathML law), and `extra` XML (rules,
+# initial assignments) before the reactions.
+sbml_model <- function(size, species, params, reactions, extra = character()) {
+  f <- tempfile(fileext = ".xml")
+  rx <- sbml_reactions_xml(reactions)
+  writeLines(c(
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    '<sbml xmlns="http://www.sbml.org/sbml/level3/version2/core" level="3" version="2">',
+    '<model id="kin">',
+    sprintf('<listOfCompartments><compartment id="cell" size="%s" spatialDimensions="3" constant="true"/></listOfCompartments>', size),
+    "<listOfSpecies>",
+    sprintf('<species id="%s" compartment="cell" initialConcentration="%s" hasOnlySubstanceUnits="false" boundaryCondition="false" constant="false"/>',
+            names(species), species),
+    "</listOfSpecies>",
+    "<listOfParameters>",
+    sprintf('<parameter id="%s" value="%s" constant="true"/>', names(params), params),
+    "</listOfParameters>",
+    extra,
+    "<listOfReactions>", rx, "</listOfReactions>",
+    "</model>", "</sbml>"), f)
+  f
+}

@@ -299,29 +299,11 @@ test_that("roulette spins pick parents in proportion to their weights; children 
 
 # ---- readSBML ----------------------------------------------------------------
 
-# An SBML Level 3 Version 2 model in a compartment `cell` of size 1: species
-# (id = initial concentration), parameters (id = value), reactions (list of
-# reactants, products, modifiers, MathML law), and `extra` XML (rules,
-# initial assignments) before the reactions.
+# An SBML Level 3 Version 2 model in a compartment `cell` of size 1
+# (helper-lassie.R's sbml_model()), `extra` XML (rules, initial
+# assignments) before the reactions.
 mut_sbml <- function(species, params, reactions, extra = character()) {
-  f <- tempfile(fileext = ".xml")
-  rx <- sbml_reactions_xml(reactions)
-  writeLines(c(
-    '<?xml version="1.0" encoding="UTF-8"?>',
-    '<sbml xmlns="http://www.sbml.org/sbml/level3/version2/core" level="3" version="2">',
-    '<model id="m">',
-    '<listOfCompartments><compartment id="cell" size="1" spatialDimensions="3" constant="true"/></listOfCompartments>',
-    "<listOfSpecies>",
-    sprintf('<species id="%s" compartment="cell" initialConcentration="%s" hasOnlySubstanceUnits="false" boundaryCondition="false" constant="false"/>',
-            names(species), species),
-    "</listOfSpecies>",
-    "<listOfParameters>",
-    sprintf('<parameter id="%s" value="%s" constant="true"/>', names(params), params),
-    "</listOfParameters>",
-    extra,
-    "<listOfReactions>", rx, "</listOfReactions>",
-    "</model>", "</sbml>"), f)
-  f
+  sbml_model(1, species, params, reactions, extra)
 }
 mci <- function(x) paste0("<ci>", x, "</ci>")
 mcn <- function(x) paste0("<cn>", x, "</cn>")
