@@ -191,8 +191,11 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   rank positions (they depend on the seed, the gene count and the set
 #'   sizes, not on the statistics), on the CPU and on a GPU (one `device`),
 #'   which makes many signatures much faster than a loop. `keepNull` and
-#'   `BPPARAM` are for one signature. See
-#'   [gseaSignature()] for one signature's result.
+#'   `BPPARAM` are for one signature. The table's `leadingEdge` column
+#'   builds each row's genes when they are asked for (`[`, `[[`,
+#'   `as.list()`, `as.character()`, [as.data.frame.rapidGSEA()]), so that
+#'   millions of rows cost no time until used; any subset of it is a list
+#'   of character vectors. See [gseaSignature()] for one signature's result.
 #' @param BPPARAM A BiocParallel back-end (`MulticoreParam`, `SnowParam`,
 #'   `BatchtoolsParam` for a cluster...) to share the permutations among
 #'   R workers, each a contiguous range, on the CPU or each on a GPU of
