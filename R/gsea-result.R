@@ -76,13 +76,23 @@ gsea_genelist_lazy <- function(source) {
 # Rows of a gene-list column as a plain list of character vectors.
 gsea_genelist_items <- function(x, i) {
   if (!inherits(x, "sbg_genelist_lazy")) return(if (missing(i)) unclass(x) else unclass(x)[i])
-  ids <- as.vector(unclass(x))
-  gsea_edges_build(attr(x, "source"), if (missing(i)) ids else ids[i])
+  # .subset(): the rows' numbers without a copy of the whole column
+  gsea_edges_build(attr(x, "source"), if (missing(i)) as.vector(unclass(x)) else .subset(x, i))
 }
 
-# The leading edges of the rows `ids` of a lazy column's source, signature
-# by signature (NULL for an NA row, as a list's subset gives).
+# The leading edges of the rows `ids` of a lazy column's source (NULL for
+# an NA row, as a list's subset gives).  Asked for at least half the rows
+# (the table sorted, written, converted), it builds every row once and keeps
+# them in the source for later access: the column then costs what a built
+# column costs, once.
 gsea_edges_build <- function(src, ids) {
+  if (is.null(src$all) && length(ids) >= length(src$es) / 2) src$all <- gsea_edges_rows(src, seq_along(src$es))
+  if (!is.null(src$all)) return(src$all[ids])
+  gsea_edges_rows(src, ids)
+}
+
+# The leading edges of rows `ids`, signature by signature.
+gsea_edges_rows <- function(src, ids) {
   out <- vector("list", length(ids))
   ok <- which(!is.na(ids))
   by_sig <- split(ok, src$sig[ids[ok]])
@@ -112,7 +122,7 @@ as.character.sbg_genelist <- function(x, ..., sep = ",", quote = TRUE) {
 `[.sbg_genelist` <- function(x, i, ...) gsea_genelist(gsea_genelist_items(x, i))
 
 #' @export
-`[[.sbg_genelist_lazy` <- function(x, i, ...) gsea_edges_build(attr(x, "source"), as.vector(unclass(x))[[i]])[[1L]]
+`[[.sbg_genelist_lazy` <- function(x, i, ...) gsea_edges_build(attr(x, "source"), .subset2(x, i))[[1L]]
 
 # Assigning into a lazy column (rbind(), x[i] <- value) builds it first.
 #' @export

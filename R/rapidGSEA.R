@@ -194,8 +194,9 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   `BPPARAM` are for one signature. The table's `leadingEdge` column
 #'   builds each row's genes when they are asked for (`[`, `[[`,
 #'   `as.list()`, `as.character()`, [as.data.frame.rapidGSEA()]), so that
-#'   millions of rows cost no time until used; any subset of it is a list
-#'   of character vectors. See [gseaSignature()] for one signature's result.
+#'   millions of rows cost no time until used (asked for most rows, as by
+#'   sorting or writing the whole table, it builds them all once and keeps
+#'   them); any subset of it is a list of character vectors. See [gseaSignature()] for one signature's result.
 #' @param BPPARAM A BiocParallel back-end (`MulticoreParam`, `SnowParam`,
 #'   `BatchtoolsParam` for a cluster...) to share the permutations among
 #'   R workers, each a contiguous range, on the CPU or each on a GPU of

@@ -143,20 +143,27 @@ test_that("the whole leading-edge column, built on access, is each row's running
       names(r)[if (run[[at]] >= 0) i[i <= at] else i[i > at]]
     })
   }), recursive = FALSE)
+  f <- tempfile(fileext = ".rds")
+  saveRDS(res, f)
   le <- res$leadingEdge
   expect_s3_class(le, "sbg_genelist")
   expect_identical(length(le), nrow(res))
-  expect_identical(as.list(le), lead)
+  # a few rows, built alone
   expect_identical(le[[40]], lead[[40]])
   expect_identical(unclass(le[c(60, NA, 2)]), c(lead[60], list(NULL), lead[2]))
+  expect_identical(unclass(res[res$signature == "fewer", ]$leadingEdge), lead[res$signature == "fewer"])
+  # every row: built once, kept for later access
   expect_identical(lengths(le), lengths(lead))
+  expect_identical(as.list(le), lead)
+  expect_identical(le[[41]], lead[[41]])
+  expect_identical(unclass(le[c(61, 3)]), lead[c(61, 3)])
   expect_identical(as.character(le, quote = FALSE), vapply(lead, paste, "", collapse = ","))
   expect_identical(lapply(fgseaTable(res)$leadingEdge, as.character), lead)
   le[[3]] <- "g1"
   expect_identical(unclass(le), replace(lead, 3, list("g1")))
-  f <- tempfile(fileext = ".rds")
-  saveRDS(res, f)
-  expect_identical(as.list(readRDS(f)$leadingEdge), lead)
+  back <- readRDS(f)$leadingEdge
+  expect_identical(back[[7]], lead[[7]])
+  expect_identical(as.list(back), lead)
 })
 
 # ---- methods ----
