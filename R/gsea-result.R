@@ -124,11 +124,12 @@ as.character.sbg_genelist <- function(x, ..., sep = ",", quote = TRUE) {
 #' @export
 `[[.sbg_genelist_lazy` <- function(x, i, ...) gsea_edges_build(attr(x, "source"), .subset2(x, i))[[1L]]
 
-# Assigning into a lazy column (rbind(), x[i] <- value) builds it first.
+# Assigning into a gene-list column (x[i] <- value, as rbind() does) builds
+# a lazy column, and a lazy value, first.
 #' @export
-`[<-.sbg_genelist_lazy` <- function(x, i, value) {
+`[<-.sbg_genelist` <- function(x, i, value) {
   x <- gsea_genelist_items(x)
-  x[i] <- value
+  x[i] <- if (inherits(value, "sbg_genelist")) gsea_genelist_items(value) else value
   gsea_genelist(x)
 }
 

@@ -164,6 +164,8 @@ test_that("the whole leading-edge column, built on access, is each row's running
   back <- readRDS(f)$leadingEdge
   expect_identical(back[[7]], lead[[7]])
   expect_identical(as.list(back), lead)
+  # rbind() assigns a lazy column into another
+  expect_identical(unclass(rbind(readRDS(f), res)$leadingEdge), c(lead, lead))
 })
 
 # ---- methods ----
