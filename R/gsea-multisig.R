@@ -14,6 +14,10 @@ gsea_signatures <- function(stats, ignoreCase) {
     cn <- colnames(stats)
     if (is.null(cn)) stop_input("`stats` needs the signatures' names as column names")
     storage.mode(stats) <- "double"
+    # the columns share the gene names: checked once (gsea_data() on the
+    # first column) when every value is finite; else each column, for the
+    # error that names its signature
+    checked <- all(is.finite(stats))
     stats <- stats::setNames(lapply(seq_len(ncol(stats)), function(j) stats::setNames(stats[, j], rn)), cn)
   } else if (is.list(stats)) {
     if (length(stats) < 1L) stop_input("`stats` is an empty list: give at least one signature")
@@ -24,6 +28,7 @@ gsea_signatures <- function(stats, ignoreCase) {
                  " is ", describe_value(stats[[bad[[1L]]]]))
     }
     stats <- lapply(stats, function(x) stats::setNames(as.double(x), names(x)))
+    checked <- FALSE
   } else {
     stop_input("`stats` must be a named numeric vector, a numeric matrix (genes x signatures) or a named list of ",
                "named numeric vectors, not ", describe_value(stats))
@@ -31,7 +36,7 @@ gsea_signatures <- function(stats, ignoreCase) {
   nm <- names(stats)
   if (anyNA(nm) || any(!nzchar(nm))) stop_input("`stats` has a signature without a name")
   if (anyDuplicated(nm)) stop_input("`stats` has duplicated signature names, e.g. '", nm[duplicated(nm)][[1L]], "'")
-  for (v in seq_along(stats)) {
+  for (v in if (checked) 1L else seq_along(stats)) {
     gsea_in_signature(nm[[v]], gsea_data(stats[[v]], ignoreCase))
   }
   stats
@@ -92,17 +97,13 @@ gsea_multisig <- function(stats, geneSets, nperm, weight, pvalue, eps, sampleSiz
                  batch = as.double(engine_option("sysbioGPU.gseaBatch", "rapidGSEA") %||% 0),
                  cache = as.double(engine_option("sysbioGPU.gseaCache", "rapidGSEA") %||% -1),
                  keepNull = FALSE, phase = 0L, range = c(0, 0), norm = NULL)
-  data <- list(ranking = lapply(sigs, unname), start = lapply(sets[universe], `[[`, "start"),
+  data <- list(ranking = sigs, start = lapply(sets[universe], `[[`, "start"),
                index = lapply(sets[universe], `[[`, "index"))
   t_engine <- proc.time()[["elapsed"]]
   rs <- alloc_guard(.Call(ffi_gsea_multi, data, params, run_list(a, verbose)), "stats",
                     what = "the signatures' null statistics")
   t_tables <- proc.time()[["elapsed"]]
-  tabs <- lapply(seq_along(sigs), function(v) {
-    gsea_in_signature(snames[[v]], gsea_table(rs[[v]], sets[[universe[[v]]]], names(sigs[[v]]), weight, seed, eps,
-                                              sampleSize, nperm, pvalue, a, verbose, members = FALSE)$out)
-  })
-  out <- gsea_bind_tables(snames, tabs)
+  out <- gsea_multisig_table(rs, sigs, sets, universe, weight, seed, eps, sampleSize, nperm, pvalue, a, verbose)
   structure(out,
             class = c("rapidGSEAmulti", "rapidGSEA", "data.frame"),
             signatures = snames, stats = sigs, sets = sets, universe = universe,
@@ -116,18 +117,48 @@ gsea_multisig <- function(stats, geneSets, nperm, weight, pvalue, eps, sampleSiz
 }
 
 # The signatures' tables, one after another, with a first column
-# `signature` (the leading edges stay one list column).
-gsea_bind_tables <- function(snames, tabs) {
-  n <- vapply(tabs, nrow, 1L)
-  cols <- list(signature = rep.int(snames, n))
-  for (k in names(tabs[[1L]])) {
-    if (k == "leadingEdge") {
-      cols[[k]] <- gsea_genelist(unlist(lapply(tabs, function(t) unclass(t[[k]])), recursive = FALSE, use.names = FALSE))
-    } else {
-      cols[[k]] <- unlist(lapply(tabs, `[[`, k), use.names = FALSE)
-    }
+# `signature`: each column in one piece over all signatures; the leading
+# edges a lazy column (gsea_genelist_lazy()).  Each signature's rows are
+# those of gsea_table() for its own call.
+gsea_multisig_table <- function(rs, sigs, sets, universe, weight, seed, eps, sampleSize, nperm, pvalue, a, verbose) {
+  snames <- names(sigs)
+  n_sets <- vapply(sets, function(gs) length(gs$names), 1L)[universe]
+  sig <- rep.int(seq_along(sigs), n_sets)
+  col <- function(k) unlist(lapply(rs, `[[`, k), use.names = FALSE)
+  if (pvalue == "multilevel") {
+    p <- lapply(seq_along(sigs), function(v) {
+      gsea_in_signature(snames[[v]], gsea_table_pvalues(rs[[v]], sets[[universe[[v]]]], weight, seed, eps, sampleSize,
+                                                        nperm, pvalue, a, verbose))
+    })
+    pval <- unlist(lapply(p, `[[`, "pval"), use.names = FALSE)
+    log2err <- unlist(lapply(p, `[[`, "log2err"), use.names = FALSE)
+  } else {
+    pval <- col("pval")
+    log2err <- rep(NA_real_, length(sig))
   }
-  structure(cols, class = "data.frame", row.names = .set_row_names(sum(n)))
+  # BH within each signature, as its own call adjusts
+  at <- c(0L, cumsum(n_sets))
+  padj <- unlist(lapply(seq_along(sigs), function(v) stats::p.adjust(pval[seq.int(at[[v]] + 1L, length.out = n_sets[[v]])], "BH")),
+                 use.names = FALSE)
+  es <- col("es")
+  pos <- col("pos")
+  source <- new.env(parent = emptyenv())
+  list2env(list(sig = sig, set = sequence(n_sets), es = es, pos = pos, order = lapply(rs, `[[`, "order"),
+                genes = lapply(sigs, names), sets = lapply(sets, `[`, c("start", "index")), universe = universe),
+           source)
+  out <- list(signature = rep.int(snames, n_sets),
+              set = unlist(lapply(sets[universe], `[[`, "names"), use.names = FALSE),
+              size = unlist(lapply(sets[universe], `[[`, "size"), use.names = FALSE),
+              ES = es, NES = col("nes"), pval = pval, padj = padj, FDR = col("fdr"), FWER = col("fwer"),
+              log2err = log2err, rankAtMax = pos + 1L,
+              leadingEdge = gsea_genelist_lazy(source))
+  out <- structure(out, class = "data.frame", row.names = .set_row_names(length(sig)))
+  bad <- which(!is.finite(out$NES) | is.na(out$pval) | is.na(out$FDR) | is.na(out$FWER))
+  for (rows in split(bad, sig[bad])) { # the warning of each signature's own call: its undefined rows
+    cols <- lapply(unclass(out)[c("set", "NES", "pval", "FDR", "FWER")], `[`, rows)
+    gsea_in_signature(snames[[sig[[rows[[1L]]]]]], gsea_warn_undefined(cols, nperm))
+  }
+  out
 }
 
 #' One signature of a many-signature rapidGSEA result

@@ -29,8 +29,10 @@
 as.data.frame.rapidGSEA <- function(x, row.names = NULL, optional = FALSE, ..., sep = ",") {
   cols <- unclass(x)
   for (k in names(cols)) {
-    if (is.list(cols[[k]])) {
-      cols[[k]] <- vapply(unclass(cols[[k]]), function(g) paste(as.character(g), collapse = sep), "")
+    if (inherits(cols[[k]], "sbg_genelist")) {
+      cols[[k]] <- as.character.sbg_genelist(cols[[k]], sep = sep, quote = FALSE)
+    } else if (is.list(cols[[k]])) {
+      cols[[k]] <- vapply(cols[[k]], function(g) paste(as.character(g), collapse = sep), "")
     }
   }
   attributes(cols) <- list(names = names(cols))
@@ -58,14 +60,88 @@ gsea_format_table <- function(top, nperm) {
 # valid CSV file that reads back as as.data.frame(res).
 gsea_genelist <- function(x) structure(x, class = c("sbg_genelist", "list")) # "list": vctrs/tibble see a list column
 
+# The leading edges of a many-signature table (millions of rows) are not
+# built as millions of character vectors, whose allocation and garbage
+# collection took longer than the permutations: the column holds row numbers
+# into `source`, an environment with what defines each row's leading edge
+# (its signature's gene order and genes, its set's members, its ES and the
+# ES's rank), and a row's genes are built when asked for (`[`, `[[`,
+# as.list(), as.character()), by the engine's function of one signature's
+# table (ffi_gsea_leading_edge), so they equal the single call's.  Any
+# subset is an ordinary gene list.
+gsea_genelist_lazy <- function(source) {
+  structure(seq_along(source$es), source = source, class = c("sbg_genelist_lazy", "sbg_genelist"))
+}
+
+# Rows of a gene-list column as a plain list of character vectors.
+gsea_genelist_items <- function(x, i) {
+  if (!inherits(x, "sbg_genelist_lazy")) return(if (missing(i)) unclass(x) else unclass(x)[i])
+  # .subset(): the rows' numbers without a copy of the whole column
+  gsea_edges_build(attr(x, "source"), if (missing(i)) as.vector(unclass(x)) else .subset(x, i))
+}
+
+# The leading edges of the rows `ids` of a lazy column's source (NULL for
+# an NA row, as a list's subset gives).  Asked for at least half the rows
+# (the table sorted, written, converted), it builds every row once and keeps
+# them in the source for later access: the column then costs what a built
+# column costs, once.
+gsea_edges_build <- function(src, ids) {
+  if (is.null(src$all) && length(ids) >= length(src$es) / 2) src$all <- gsea_edges_rows(src, seq_along(src$es))
+  if (!is.null(src$all)) return(src$all[ids])
+  gsea_edges_rows(src, ids)
+}
+
+# The leading edges of rows `ids`, signature by signature.
+gsea_edges_rows <- function(src, ids) {
+  out <- vector("list", length(ids))
+  ok <- which(!is.na(ids))
+  by_sig <- split(ok, src$sig[ids[ok]])
+  for (v in names(by_sig)) {
+    k <- by_sig[[v]]
+    r <- ids[k]
+    v <- as.integer(v)
+    gs <- src$sets[[src$universe[[v]]]]
+    s <- src$set[r]
+    size <- gs$start[s + 1L] - gs$start[s]
+    out[k] <- .Call(ffi_gsea_leading_edge, src$order[[v]], c(0L, cumsum(size)),
+                    gs$index[sequence(size, from = gs$start[s] + 1L)], src$es[r], src$pos[r], src$genes[[v]])
+  }
+  out
+}
+
+#' @export
+as.list.sbg_genelist <- function(x, ...) gsea_genelist_items(x)
+
 #' @export
 as.character.sbg_genelist <- function(x, ..., sep = ",", quote = TRUE) {
-  s <- vapply(unclass(x), function(g) paste(as.character(g), collapse = sep), "")
+  s <- vapply(gsea_genelist_items(x), function(g) paste(as.character(g), collapse = sep), "")
   if (quote) paste0("\"", s, "\"") else s
 }
 
 #' @export
-`[.sbg_genelist` <- function(x, i, ...) gsea_genelist(unclass(x)[i])
+`[.sbg_genelist` <- function(x, i, ...) gsea_genelist(gsea_genelist_items(x, i))
+
+#' @export
+`[[.sbg_genelist_lazy` <- function(x, i, ...) gsea_edges_build(attr(x, "source"), .subset2(x, i))[[1L]]
+
+# Assigning into a gene-list column (x[i] <- value, as rbind() does) builds
+# a lazy column, and a lazy value, first.
+#' @export
+`[<-.sbg_genelist` <- function(x, i, value) {
+  x <- gsea_genelist_items(x)
+  x[i] <- if (inherits(value, "sbg_genelist")) gsea_genelist_items(value) else value
+  gsea_genelist(x)
+}
+
+#' @export
+`[[<-.sbg_genelist_lazy` <- function(x, i, value) {
+  x <- gsea_genelist_items(x)
+  x[[i]] <- value
+  gsea_genelist(x)
+}
+
+#' @exportS3Method base::lengths
+lengths.sbg_genelist_lazy <- function(x, use.names = TRUE) lengths(gsea_genelist_items(x), use.names = FALSE)
 
 #' @export
 format.sbg_genelist <- function(x, ...) {
@@ -75,7 +151,7 @@ format.sbg_genelist <- function(x, ...) {
 
 #' @export
 print.sbg_genelist <- function(x, ...) {
-  print(unclass(x), ...)
+  print(gsea_genelist_items(x), ...)
   invisible(x)
 }
 
@@ -107,7 +183,7 @@ fgseaTable <- function(x) {
   if (!inherits(x, "rapidGSEA")) stop_input("`x` must be a rapidGSEA result, not ", arg_label(x))
   out <- data.frame(pathway = x$set, pval = x$pval, padj = x$padj, log2err = x$log2err, ES = x$ES,
                     NES = x$NES, size = x$size, stringsAsFactors = FALSE)
-  out$leadingEdge <- lapply(unclass(x$leadingEdge), as.character)
+  out$leadingEdge <- lapply(as.list(x$leadingEdge), as.character)
   if (!is.null(x$signature)) out <- cbind(signature = x$signature, out, stringsAsFactors = FALSE) # many signatures
   if (requireNamespace("data.table", quietly = TRUE)) out <- data.table::as.data.table(out)
   out

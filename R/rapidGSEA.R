@@ -191,8 +191,12 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   rank positions (they depend on the seed, the gene count and the set
 #'   sizes, not on the statistics), on the CPU and on a GPU (one `device`),
 #'   which makes many signatures much faster than a loop. `keepNull` and
-#'   `BPPARAM` are for one signature. See
-#'   [gseaSignature()] for one signature's result.
+#'   `BPPARAM` are for one signature. The table's `leadingEdge` column
+#'   builds each row's genes when they are asked for (`[`, `[[`,
+#'   `as.list()`, `as.character()`, [as.data.frame.rapidGSEA()]), so that
+#'   millions of rows cost no time until used (asked for most rows, as by
+#'   sorting or writing the whole table, it builds them all once and keeps
+#'   them); any subset of it is a list of character vectors. See [gseaSignature()] for one signature's result.
 #' @param BPPARAM A BiocParallel back-end (`MulticoreParam`, `SnowParam`,
 #'   `BatchtoolsParam` for a cluster...) to share the permutations among
 #'   R workers, each a contiguous range, on the CPU or each on a GPU of
@@ -389,25 +393,28 @@ gsea_rank_members <- function(order, gs, genes) {
 # many-signature table has none).
 gsea_table <- function(r, gs, genes, weight, seed, eps, sampleSize, nperm, pvalue, a, verbose, members = TRUE) {
   ord <- r$order + 1L
-  rank_of <- integer(length(genes))
-  rank_of[ord] <- seq_along(ord) - 1L
   ranking <- stats::setNames(r$metric[ord], genes[ord])
-  pval <- r$pval
-  log2err <- rep(NA_real_, length(gs$names))
-  if (pvalue == "multilevel") {
-    ml <- gsea_multilevel(r$metric[ord], weight, gs$start, rank_of[gs$index + 1L], seed, eps,
-                          sampleSize = sampleSize, nSign = max(1000L, min(nperm, 10000L)), threads = a$threads,
-                          gpu = a$gpu, device = a$device, verbose = verbose)
-    pval <- ml$pval
-    log2err <- ml$log2err
-  }
+  p <- gsea_table_pvalues(r, gs, weight, seed, eps, sampleSize, nperm, pvalue, a, verbose)
   out <- data.frame(set = gs$names, size = gs$size, ES = r$es,
-                    NES = r$nes, pval = pval, padj = stats::p.adjust(pval, "BH"), FDR = r$fdr, FWER = r$fwer,
-                    log2err = log2err, rankAtMax = r$pos + 1L, stringsAsFactors = FALSE)
+                    NES = r$nes, pval = p$pval, padj = stats::p.adjust(p$pval, "BH"), FDR = r$fdr, FWER = r$fwer,
+                    log2err = p$log2err, rankAtMax = r$pos + 1L, stringsAsFactors = FALSE)
   out$leadingEdge <- gsea_genelist(.Call(ffi_gsea_leading_edge, as.integer(r$order), as.integer(gs$start),
                                          as.integer(gs$index), as.double(r$es), as.integer(r$pos), genes))
   gsea_warn_undefined(out, nperm)
   list(out = out, ranking = ranking, members = if (members) gsea_rank_members(r$order, gs, genes)$members)
+}
+
+# One ranking's p-values: the permutations' (r$pval), or multilevel ones
+# (the engine of gsea_multilevel(), seeded as the permutations).
+# list(pval, log2err).
+gsea_table_pvalues <- function(r, gs, weight, seed, eps, sampleSize, nperm, pvalue, a, verbose) {
+  if (pvalue != "multilevel") return(list(pval = r$pval, log2err = rep(NA_real_, length(gs$names))))
+  ord <- r$order + 1L
+  rank_of <- integer(length(ord))
+  rank_of[ord] <- seq_along(ord) - 1L
+  gsea_multilevel(r$metric[ord], weight, gs$start, rank_of[gs$index + 1L], seed, eps,
+                  sampleSize = sampleSize, nSign = max(1000L, min(nperm, 10000L)), threads = a$threads,
+                  gpu = a$gpu, device = a$device, verbose = verbose)[c("pval", "log2err")]
 }
 
 # Multilevel p-values of preranked sets (src/gsea/gsea_multilevel.c):

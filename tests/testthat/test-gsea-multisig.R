@@ -126,6 +126,48 @@ test_that("a signature's ES is the weighted running sum's extreme, computed from
   expect_identical(unclass(rows$leadingEdge), unname(lead))
 })
 
+test_that("the whole leading-edge column, built on access, is each row's running sum's leading edge", {
+  d <- ms_data()
+  lst <- list(first = d$m[, 1], fewer = d$m[sample(nrow(d$m), 1100), 2], reordered = rev(d$m[, 3]))
+  res <- rapidGSEA(stats = lst, geneSets = d$sets, nperm = 50, seed = 2, pvalue = "permutation", backend = "cpu",
+                   threads = 1, verbose = FALSE)
+  # from the definition: the members up to the running sum's extreme (after it when the extreme is negative)
+  lead <- unlist(lapply(names(lst), function(s) {
+    x <- lst[[s]]
+    r <- x[order(-x, seq_along(x))]
+    lapply(res$set[res$signature == s], function(set) {
+      hit <- names(r) %in% d$sets[[set]]
+      run <- cumsum(ifelse(hit, abs(r) / sum(abs(r[hit])), -1 / (length(r) - sum(hit))))
+      at <- which.max(abs(run))
+      i <- which(hit)
+      names(r)[if (run[[at]] >= 0) i[i <= at] else i[i > at]]
+    })
+  }), recursive = FALSE)
+  f <- tempfile(fileext = ".rds")
+  saveRDS(res, f)
+  le <- res$leadingEdge
+  expect_s3_class(le, "sbg_genelist")
+  expect_identical(length(le), nrow(res))
+  # a few rows, built alone
+  expect_identical(le[[40]], lead[[40]])
+  expect_identical(unclass(le[c(60, NA, 2)]), c(lead[60], list(NULL), lead[2]))
+  expect_identical(unclass(res[res$signature == "fewer", ]$leadingEdge), lead[res$signature == "fewer"])
+  # every row: built once, kept for later access
+  expect_identical(lengths(le), lengths(lead))
+  expect_identical(as.list(le), lead)
+  expect_identical(le[[41]], lead[[41]])
+  expect_identical(unclass(le[c(61, 3)]), lead[c(61, 3)])
+  expect_identical(as.character(le, quote = FALSE), vapply(lead, paste, "", collapse = ","))
+  expect_identical(lapply(fgseaTable(res)$leadingEdge, as.character), lead)
+  le[[3]] <- "g1"
+  expect_identical(unclass(le), replace(lead, 3, list("g1")))
+  back <- readRDS(f)$leadingEdge
+  expect_identical(back[[7]], lead[[7]])
+  expect_identical(as.list(back), lead)
+  # rbind() assigns a lazy column into another
+  expect_identical(unclass(rbind(readRDS(f), res)$leadingEdge), c(lead, lead))
+})
+
 # ---- methods ----
 
 test_that("as.data.frame, print, summary, fgseaTable and plot work by signature", {
