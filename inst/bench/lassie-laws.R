@@ -128,13 +128,15 @@ ref <- rows[[length(rows)]]
 # in the set and 1e-6 absolute (1000 atol: a species that stays near 0
 # differs by atol), over the sets both ran to
 # the end
+rel_diff_sets <- function(a, b) {
+  big <- apply(abs(b), c(2L, 3L), max)
+  fl <- array(rep(pmax(1e-6 * big, 1e-6), each = dim(b)[1L]), dim(b))
+  apply(abs(a - b) / pmax(abs(b), fl), 3L, max)
+}
 rel_diff <- function(r) {
   ok <- r$ok & ref$ok
   if (!any(ok)) return(NA_real_)
-  a <- r$x[, , ok, drop = FALSE]; b <- ref$x[, , ok, drop = FALSE]
-  big <- apply(abs(b), c(2L, 3L), max)
-  fl <- array(rep(pmax(1e-6 * big, 1e-6), each = dim(b)[1L]), dim(b))
-  max(abs(a - b) / pmax(abs(b), fl))
+  max(rel_diff_sets(r$x[, , ok, drop = FALSE], ref$x[, , ok, drop = FALSE]))
 }
 tab <- data.frame(
   method = vapply(rows, `[[`, "", "method"),
@@ -148,3 +150,27 @@ cat(sprintf("\nx_%s: %s's seconds / the method's (above 1: faster); failed: sets
             if (has_desolve) "deSolve" else "CPU", if (has_desolve) "deSolve" else "the CPU row",
             if (has_desolve) "deSolve's answer" else "the CPU row"))
 print(format(tab, digits = 3), row.names = FALSE)
+
+# Who is off where the methods differ most: the LAWS_CHECK (default 3) sets
+# of the largest difference between our CPU row and deSolve, run again by
+# deSolve at rtol 1e-10, atol 1e-13, and each method's difference from that
+n_check <- as.integer(env_num("LAWS_CHECK", 3))
+if (has_desolve && n_check > 0L) {
+  cpu_row <- rows[[length(rows) - 1L]]
+  ok <- which(cpu_row$ok & ref$ok)
+  d <- rel_diff_sets(cpu_row$x[, , ok, drop = FALSE], ref$x[, , ok, drop = FALSE])
+  worst <- ok[order(-d)][seq_len(min(n_check, length(ok)))]
+  tight <- vapply(worst, function(s) {
+    out <- deSolve::ode(pm$initial, times, func = "laws_derivs", parms = f[s, ], dllname = "lassielaws",
+                        initfunc = "laws_initmod", method = solver, rtol = 1e-10, atol = 1e-13, maxsteps = 1e6)
+    out[, -1L]
+  }, matrix(0, length(times), length(pm$species)))
+  cat(sprintf("\nThe %d set(s) where our CPU row and deSolve differ most (%s), against deSolve at rtol 1e-10, atol 1e-13:\n",
+              length(worst), paste(worst, collapse = ", ")))
+  print(format(data.frame(
+    method = vapply(rows, `[[`, "", "method"),
+    max_rel_diff_tight = vapply(rows, function(r) {
+      if (!all(r$ok[worst])) return(NA_real_)
+      max(rel_diff_sets(r$x[, , worst, drop = FALSE], tight))
+    }, 0)), digits = 3), row.names = FALSE)
+}
