@@ -191,7 +191,8 @@ plain_rhs <- function(m) {
 # The same right-hand side as C source for deSolve's compiled-code
 # interface: <prefix>_derivs and <prefix>_initmod, which takes the laws'
 # scale factors as deSolve's parms.  (A static array holds them, as in
-# deSolve's own examples: each forked worker has its own copy.)
+# deSolve's own examples: each forked worker has its own copy.)  With
+# clamp = FALSE the laws read the states as they are, below 0 too.
 plain_c_expr <- function(e, species) {
   if (is.numeric(e)) return(sprintf("(%.17g)", e))
   if (is.name(e)) return(sprintf("y[%d]", match(as.character(e), species) - 1L))
@@ -208,7 +209,7 @@ plain_c_expr <- function(e, species) {
   if (is.na(f)) stop("no C for ", op)
   sprintf("%s(%s)", f, a[[1L]])
 }
-plain_c_source <- function(m, prefix = "plain") {
+plain_c_source <- function(m, prefix = "plain", clamp = TRUE) {
   R <- length(m$laws)
   v <- vapply(seq_len(R), function(r) sprintf("  v[%d] = scale[%d] * %s;", r - 1L, r - 1L,
                                               plain_c_expr(m$laws[[r]], m$species)), "")
@@ -223,7 +224,8 @@ plain_c_source <- function(m, prefix = "plain") {
     sprintf("void %s_derivs(int *neq, double *t, double *y_in, double *ydot, double *yout, int *ip) {", prefix),
     sprintf("  double v[%d], y[%d];", R, length(m$species)),
     # the states at max(y, 0), as plain_rhs() reads them
-    sprintf("  for (int i = 0; i < %d; i++) y[i] = y_in[i] > 0 ? y_in[i] : 0;", length(m$species)),
+    sprintf("  for (int i = 0; i < %d; i++) y[i] = %s;", length(m$species),
+            if (clamp) "y_in[i] > 0 ? y_in[i] : 0" else "y_in[i]"),
     v, dy, "}")
 }
 
