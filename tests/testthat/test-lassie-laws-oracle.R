@@ -38,6 +38,33 @@ test_that("the plain reader reads the model's species, start and laws as written
                220 * 29.24109258 * 100^3.970849295 / (169.0473748^3.970849295 + 100^3.970849295))
 })
 
+test_that("the plain reader's other MathML: numbers, roots, logarithms, local parameters, amounts", {
+  P <- plain_reader()
+  law <- ap("times", ci("k"), cn("2"),
+            '<cn type="e-notation"> 1.5 <sep/> -3 </cn>', '<cn type="rational"> 1 <sep/> 4 </cn>',
+            "<apply><root/><degree>", cn("3"), "</degree>", ci("A"), "</apply>",
+            ap("ln", ci("B")), ap("exp", ap("minus", ci("A"))),
+            "<apply><log/><logbase>", cn("2"), "</logbase>", ci("B"), "</apply>")
+  f <- tempfile(fileext = ".xml")
+  writeLines(paste0('<?xml version="1.0"?><sbml xmlns="http://www.sbml.org/sbml/level2/version4" level="2" version="4">',
+                    '<model id="m"><listOfCompartments><compartment id="c" size="2"/></listOfCompartments>',
+                    '<listOfSpecies><species id="A" compartment="c" initialConcentration="3"/>',
+                    '<species id="B" compartment="c" initialAmount="5" hasOnlySubstanceUnits="true"/></listOfSpecies>',
+                    '<listOfParameters><parameter id="k" value="100"/></listOfParameters><listOfReactions>',
+                    '<reaction id="r" reversible="false"><listOfReactants><speciesReference species="A" stoichiometry="2"/>',
+                    '</listOfReactants><listOfProducts><speciesReference species="B"/></listOfProducts>',
+                    '<kineticLaw><math xmlns="http://www.w3.org/1998/Math/MathML">', law, '</math>',
+                    '<listOfParameters><parameter id="k" value="7"/></listOfParameters></kineticLaw></reaction>',
+                    '</listOfReactions></model></sbml>'), f)
+  pm <- P$plain_sbml_model(f)
+  expect_equal(pm$initial, c(A = 3, B = 5))
+  v <- 7 * 2 * 1.5e-3 * 0.25 * 3^(1 / 3) * log(5) * exp(-3) * log(5, 2)   # the local k, not the global
+  expect_equal(eval(pm$laws$r, list(A = 3, B = 5)), v)
+  # dA/dt = -2 v / size (a concentration), dB/dt = v (an amount)
+  expect_equal(P$plain_rhs(pm)(0, c(3, 5), 1)[[1]], c(-2 * v / 2, v))
+  unlink(f)
+})
+
 test_that("lassieSimulate runs Nakakuki 2010 (Michaelis-Menten, Hill) as deSolve on the model's own math", {
   skip_if_not(sbmlAvailable(), "built without libSBML")
   skip_if_not_installed("deSolve")
