@@ -1,0 +1,177 @@
+# Benchmark of lassieSimulate() on a published model whose kinetic laws are
+# not mass action: Nakakuki 2010 (shipped,
+# inst/extdata/lassie/Nakakuki2010_CellFateDecision.xml.gz; 49 species, 64
+# Michaelis-Menten and Hill laws), a batch of parameter sets over two hours
+# of the model's time, (a) on the GPU, (b) on the CPU threads, (c) deSolve
+# with compiled code.
+#
+# The sets: each SBML reaction's law scaled by its own factor, log-uniform
+# in [1/LAWS_SPREAD, LAWS_SPREAD] (default 2), seed LAWS_SEED (default 1);
+# the first set is the published model.  Fair comparison: deSolve gets the
+# model's right-hand side in C, written from the SBML file's MathML by the
+# plain-R reader of inst/bench/sbml-plain-ode.R (not from readSBML(), not the
+# package's programs), built with R CMD SHLIB at bench time and run through
+# deSolve's compiled-code interface, the factors as its parms; the sets are
+# shared over as many forked workers (parallel::mclapply, contiguous
+# blocks) as our CPU engine has threads.  Same rtol and atol, same output
+# times, same machine; every set is run by every method.
+#
+# Usage: Rscript inst/bench/lassie-laws.R
+# Environment: LAWS_SETS (parameter sets, default 10000), LAWS_THREADS (our
+# CPU threads = deSolve's workers, default all processors), LAWS_TEND (end
+# time in seconds, default 7200) and LAWS_DT (output step, default 120),
+# LAWS_RTOL and LAWS_ATOL (default 1e-6 and 1e-9), LAWS_DESOLVE (deSolve's
+# solver: "lsode", its BDF, default, the faster on this stiff model, or
+# "lsoda"), LAWS_METHOD (ours: "auto",
+# default, "bdf", "dopri5" or "rkf45"), LAWS_CLAMP=0 (deSolve's laws read
+# the states as they are, not at max(x, 0): see sbml-plain-ode.R), LAWS_GPU=0
+# skips the GPU
+# row.  Without deSolve the deSolve row is skipped (and the differences are
+# taken against the CPU row); without a GPU, or where the GPU engine
+# refuses kinetic laws, the GPU row is skipped with a message.
+suppressPackageStartupMessages(library(sysbioGPU))
+env_num <- function(v, d) { x <- Sys.getenv(v); if (nzchar(x)) as.numeric(x) else d }
+n_sets <- as.integer(env_num("LAWS_SETS", 10000))
+threads <- as.integer(env_num("LAWS_THREADS", parallel::detectCores()))
+times <- seq(0, env_num("LAWS_TEND", 7200), by = env_num("LAWS_DT", 120))
+rtol <- env_num("LAWS_RTOL", 1e-6); atol <- env_num("LAWS_ATOL", 1e-9)
+spread <- env_num("LAWS_SPREAD", 2)
+solver <- Sys.getenv("LAWS_DESOLVE", "lsode")
+method <- Sys.getenv("LAWS_METHOD", "auto")
+clamp <- Sys.getenv("LAWS_CLAMP") != "0"
+has_desolve <- requireNamespace("deSolve", quietly = TRUE)
+
+file <- system.file("extdata", "lassie", "Nakakuki2010_CellFateDecision.xml.gz", package = "sysbioGPU")
+plain <- new.env()
+sys.source(system.file("bench", "sbml-plain-ode.R", package = "sysbioGPU"), envir = plain)
+pm <- plain$plain_sbml_model(file)
+m <- readSBML(file)
+n_laws <- sum(m$laws$start >= 0L)
+cat(sprintf("Nakakuki 2010: %d species, %d SBML reactions (%d of readSBML(), %d laws that are not mass action)\n",
+            length(m$species), length(pm$laws), length(m$reactions), n_laws))
+cat(sprintf("%s; %d sets, t 0-%g (%d outputs), rtol %g, atol %g; %d CPU threads (ours) = %d deSolve workers; deSolve: %s\n",
+            sysbioGPU:::benchMachine(), n_sets, max(times), length(times), rtol, atol, threads, threads,
+            if (has_desolve) paste(utils::packageVersion("deSolve"), solver) else "absent"))
+
+set.seed(env_num("LAWS_SEED", 1))
+f <- matrix(exp(stats::runif(n_sets * length(pm$laws), -log(spread), log(spread))), n_sets)
+f[1L, ] <- 1
+rates <- f[, plain$plain_reaction_of(m$reactions, pm), drop = FALSE] * rep(m$rates, each = n_sets)
+colnames(rates) <- m$reactions
+
+rows <- list()
+# ok: the sets that ran to the end
+# (a failed set is reported with its reason here, the count in the table)
+add_row <- function(method, secs, x, ok, why = NULL) {
+  rows[[length(rows) + 1L]] <<- list(method = method, seconds = secs, x = x, ok = ok)
+  if (!all(ok) && length(why)) cat(sprintf("%s: %d set(s) failed, the first: set %d, %s\n", method, sum(!ok),
+                                           which(!ok)[1L], why[which(!ok)[1L]]))
+}
+
+# (a) the GPU
+if (Sys.getenv("LAWS_GPU") == "0") {
+  message("GPU row skipped (LAWS_GPU=0)")
+} else if (!hasGPU()) {
+  message("GPU row skipped: no usable GPU")
+} else {
+  gpu_run <- function(r) suppressWarnings(lassieSimulate(m, times, rtol = rtol, atol = atol, method = method,
+                                                         rates = r, backend = "gpu", output = "array",
+                                                         verbose = FALSE))
+  # (a first small call starts the device, untimed)
+  warm <- tryCatch(gpu_run(rates[1:2, , drop = FALSE]), sysbioGPU_error_kinetics = function(e) e)
+  if (inherits(warm, "condition")) {
+    message("GPU row skipped: the GPU engine refuses this model: ", conditionMessage(warm))
+  } else {
+    t0 <- proc.time()[["elapsed"]]
+    g <- gpu_run(rates)
+    add_row(sprintf("lassieSimulate %s, GPU (%s)", method, attr(g, "device")), proc.time()[["elapsed"]] - t0,
+            unclass(g)[, , , drop = FALSE], attr(g, "status") == 0L, attr(g, "messages"))
+    rm(g)
+  }
+}
+
+# (b) the CPU threads
+t0 <- proc.time()[["elapsed"]]
+cpu <- suppressWarnings(lassieSimulate(m, times, rtol = rtol, atol = atol, method = method, rates = rates,
+                                       backend = "cpu", threads = threads, output = "array", verbose = FALSE))
+add_row(sprintf("lassieSimulate %s, CPU %d threads", method, threads), proc.time()[["elapsed"]] - t0,
+        unclass(cpu)[, , , drop = FALSE], attr(cpu, "status") == 0L, attr(cpu, "messages"))
+rm(cpu)
+
+# (c) deSolve with compiled code
+if (!has_desolve) {
+  message("deSolve row skipped: deSolve is not installed")
+} else {
+  d <- tempfile("lassielaws"); dir.create(d)
+  src <- file.path(d, "lassielaws.c"); writeLines(plain$plain_c_source(pm, "laws", clamp = clamp), src)
+  so <- file.path(d, paste0("lassielaws", .Platform$dynlib.ext))
+  rc <- system2(file.path(R.home("bin"), "R"), c("CMD", "SHLIB", "-o", shQuote(so), shQuote(src)),
+                stdout = FALSE, stderr = FALSE)
+  if (rc != 0) stop("R CMD SHLIB failed for the benchmark's right-hand side")
+  dyn.load(so)
+  # (a set that stops early: NA from there on)
+  one_set <- function(s, rtol. = rtol, atol. = atol) {
+    out <- suppressWarnings(deSolve::ode(pm$initial, times, func = "laws_derivs", parms = f[s, ],
+                                         dllname = "lassielaws", initfunc = "laws_initmod", method = solver,
+                                         rtol = rtol., atol = atol., maxsteps = 1e6))
+    x <- matrix(NA_real_, length(times), length(pm$species))
+    x[seq_len(nrow(out)), ] <- out[, -1L]
+    x
+  }
+  blocks <- split(seq_len(n_sets), cut(seq_len(n_sets), min(threads, n_sets), labels = FALSE))
+  t0 <- proc.time()[["elapsed"]]
+  res <- parallel::mclapply(blocks, function(b) lapply(b, one_set), mc.cores = threads)
+  secs <- proc.time()[["elapsed"]] - t0
+  x <- array(unlist(res, use.names = FALSE), c(length(times), length(pm$species), n_sets))
+  add_row(sprintf("deSolve %s, compiled C (laws at %s), %d workers", solver,
+                  if (clamp) "max(x, 0)" else "x", threads), secs, x, !apply(x, 3L, anyNA))
+}
+
+# the table: against deSolve (else against the CPU row)
+ref <- rows[[length(rows)]]
+# relative difference with a floor of 1e-6 of each species' largest value
+# in the set and 1e-6 absolute (1000 atol: a species that stays near 0
+# differs by atol), over the sets both ran to
+# the end
+rel_diff_sets <- function(a, b) {
+  big <- apply(abs(b), c(2L, 3L), max)
+  fl <- array(rep(pmax(1e-6 * big, 1e-6), each = dim(b)[1L]), dim(b))
+  apply(abs(a - b) / pmax(abs(b), fl), 3L, max)
+}
+rel_diff <- function(r) {
+  ok <- r$ok & ref$ok
+  if (!any(ok)) return(NA_real_)
+  max(rel_diff_sets(r$x[, , ok, drop = FALSE], ref$x[, , ok, drop = FALSE]))
+}
+tab <- data.frame(
+  method = vapply(rows, `[[`, "", "method"),
+  seconds = vapply(rows, `[[`, 0, "seconds"),
+  sets_per_s = n_sets / vapply(rows, `[[`, 0, "seconds"),
+  ratio = ref$seconds / vapply(rows, `[[`, 0, "seconds"),
+  failed = vapply(rows, function(r) sum(!r$ok), 0L),
+  max_rel_diff = vapply(rows, rel_diff, 0))
+names(tab)[4L] <- if (has_desolve) "x_deSolve" else "x_CPU"
+cat(sprintf("\nx_%s: %s's seconds / the method's (above 1: faster); failed: sets that stopped early; max_rel_diff: against %s, floor 1e-6 of each species' largest value in the set and 1e-6, sets that both ran to the end\n",
+            if (has_desolve) "deSolve" else "CPU", if (has_desolve) "deSolve" else "the CPU row",
+            if (has_desolve) "deSolve's answer" else "the CPU row"))
+print(format(tab, digits = 3), row.names = FALSE)
+
+# Who is off where the methods differ most: the LAWS_CHECK (default 3) sets
+# of the largest difference between our CPU row and deSolve, run again by
+# deSolve at rtol 1e-10, atol 1e-13, and each method's difference from that
+n_check <- as.integer(env_num("LAWS_CHECK", 3))
+if (has_desolve && n_check > 0L) {
+  cpu_row <- rows[[length(rows) - 1L]]
+  ok <- which(cpu_row$ok & ref$ok)
+  d <- rel_diff_sets(cpu_row$x[, , ok, drop = FALSE], ref$x[, , ok, drop = FALSE])
+  worst <- ok[order(-d)][seq_len(min(n_check, length(ok)))]
+  tight <- vapply(worst, one_set, matrix(0, length(times), length(pm$species)), rtol. = 1e-10, atol. = 1e-13)
+  cat(sprintf("\nThe %d set(s) where our CPU row and deSolve differ most (%s), against deSolve at rtol 1e-10, atol 1e-13:\n",
+              length(worst), paste(worst, collapse = ", ")))
+  print(format(data.frame(
+    method = vapply(rows, `[[`, "", "method"),
+    max_rel_diff_tight = vapply(rows, function(r) {
+      if (!all(r$ok[worst]) || anyNA(tight)) return(NA_real_)
+      max(rel_diff_sets(r$x[, , worst, drop = FALSE], tight))
+    }, 0)), digits = 3), row.names = FALSE)
+}

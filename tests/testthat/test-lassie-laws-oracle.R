@@ -1,0 +1,99 @@
+# A published model with Michaelis-Menten and Hill kinetic laws (Nakakuki
+# 2010, 49 species, 64 laws that are not mass action) on the CPU engine,
+# against deSolve integrating the model's own math: the SBML file read by a
+# plain-R reader of its own (inst/bench/sbml-plain-ode.R, no libSBML, no
+# readSBML()) whose MathML becomes R expressions.  A bug in readSBML()'s
+# programs, their constants, the law scaling by `rates`, compartment sizes
+# or the engine's evaluation of the programs shows as a mismatch.
+
+nakakuki_file <- function() lassie_extdata("Nakakuki2010_CellFateDecision.xml.gz")
+
+plain_reader <- function() {
+  e <- new.env()
+  sys.source(system.file("bench", "sbml-plain-ode.R", package = "sysbioGPU"), envir = e)
+  e
+}
+
+# |ours - theirs| against tol relative to the value (with a floor of 1e-6 of
+# each column's largest) plus 1e-10 absolute: the solvers' atol is 1e-12
+# and species that start at 0 sit at 1e-13 for a while on either side
+laws_mismatch <- function(ours, theirs, tol) {
+  o <- unname(unclass(ours)[, -1, drop = FALSE]); r <- unname(theirs[, -1, drop = FALSE])
+  scale <- matrix(apply(abs(r), 2, max), nrow(r), ncol(r), byrow = TRUE)
+  max((abs(o - r) - 1e-10) / (tol * pmax(abs(r), 1e-6 * scale)))
+}
+
+test_that("the plain reader reads the model's species, start and laws as written in the file", {
+  P <- plain_reader()
+  pm <- P$plain_sbml_model(nakakuki_file())
+  expect_length(pm$species, 49L)
+  expect_length(pm$laws, 78L)
+  expect_equal(sum(pm$fixed), 2L)        # EGF and HRG, boundary species
+  # reaction re85 (v003): cytoplasm * V3 pERK_c / (K3 (1 + ppERK_c / K4) + pERK_c),
+  # its function definition and constants read from the file by hand
+  y <- c(pERK_c = 2, ppERK_c = 30)
+  expect_equal(eval(pm$laws$re85, as.list(y)), 940 * 0.72 * 2 / (160 * (1 + 30 / 60) + 2))
+  # the Hill law of re109 (v007), exponent 3.970849295
+  expect_equal(eval(pm$laws$re109, list(ppERK_n = 100)),
+               220 * 29.24109258 * 100^3.970849295 / (169.0473748^3.970849295 + 100^3.970849295))
+})
+
+test_that("the plain reader's other MathML: numbers, roots, logarithms, local parameters, amounts", {
+  P <- plain_reader()
+  law <- ap("times", ci("k"), cn("2"),
+            '<cn type="e-notation"> 1.5 <sep/> -3 </cn>', '<cn type="rational"> 1 <sep/> 4 </cn>',
+            "<apply><root/><degree>", cn("3"), "</degree>", ci("A"), "</apply>",
+            ap("ln", ci("B")), ap("exp", ap("minus", ci("A"))),
+            "<apply><log/><logbase>", cn("2"), "</logbase>", ci("B"), "</apply>")
+  f <- tempfile(fileext = ".xml")
+  writeLines(paste0('<?xml version="1.0"?><sbml xmlns="http://www.sbml.org/sbml/level2/version4" level="2" version="4">',
+                    '<model id="m"><listOfCompartments><compartment id="c" size="2"/></listOfCompartments>',
+                    '<listOfSpecies><species id="A" compartment="c" initialConcentration="3"/>',
+                    '<species id="B" compartment="c" initialAmount="5" hasOnlySubstanceUnits="true"/></listOfSpecies>',
+                    '<listOfParameters><parameter id="k" value="100"/></listOfParameters><listOfReactions>',
+                    '<reaction id="r" reversible="false"><listOfReactants><speciesReference species="A" stoichiometry="2"/>',
+                    '</listOfReactants><listOfProducts><speciesReference species="B"/></listOfProducts>',
+                    '<kineticLaw><math xmlns="http://www.w3.org/1998/Math/MathML">', law, '</math>',
+                    '<listOfParameters><parameter id="k" value="7"/></listOfParameters></kineticLaw></reaction>',
+                    '</listOfReactions></model></sbml>'), f)
+  pm <- P$plain_sbml_model(f)
+  expect_equal(pm$initial, c(A = 3, B = 5))
+  v <- 7 * 2 * 1.5e-3 * 0.25 * 3^(1 / 3) * log(5) * exp(-3) * log(5, 2)   # the local k, not the global
+  expect_equal(eval(pm$laws$r, list(A = 3, B = 5)), v)
+  # dA/dt = -2 v / size (a concentration), dB/dt = v (an amount)
+  expect_equal(P$plain_rhs(pm)(0, c(3, 5), 1)[[1]], c(-2 * v / 2, v))
+  unlink(f)
+})
+
+test_that("lassieSimulate runs Nakakuki 2010 (Michaelis-Menten, Hill) as deSolve on the model's own math", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  skip_if_not_installed("deSolve")
+  P <- plain_reader()
+  pm <- P$plain_sbml_model(nakakuki_file())
+  m <- readSBML(nakakuki_file())
+  expect_identical(m$species, pm$species)
+  expect_equal(unname(m$initial), unname(pm$initial))
+  expect_equal(sum(m$laws$start >= 0L), 64L)
+  # two sets: the published model, and one with each SBML reaction's law scaled
+  # by a log-uniform factor in [1/2, 2] (a reaction that readSBML() splits
+  # gets its reaction's factor on every part)
+  set.seed(3)
+  f <- rbind(1, exp(stats::runif(length(pm$laws), log(0.5), log(2))))
+  of <- P$plain_reaction_of(m$reactions, pm)
+  rates <- f[, of, drop = FALSE] * rep(m$rates, each = nrow(f))
+  colnames(rates) <- m$reactions
+  tt <- c(0, 60, 300, 600)
+  ours <- lassieSimulate(m, tt, rtol = 1e-10, atol = 1e-12, rates = rates, backend = "cpu",
+                         threads = 2, verbose = FALSE)
+  expect_identical(attr(ours, "status"), c(0L, 0L))
+  rhs <- P$plain_rhs(pm)
+  for (s in seq_len(nrow(f))) {
+    theirs <- deSolve::ode(pm$initial, tt, rhs, f[s, ], method = "lsoda", rtol = 1e-11, atol = 1e-12,
+                           maxsteps = 1e6)
+    expect_lt(laws_mismatch(ours[[s]], theirs, tol = 1e-7), 1)
+  }
+  # the comparison sees a 1% change of one Hill law (re109)
+  f1 <- rep(1, length(pm$laws)); f1[names(pm$laws) == "re109"] <- 1.01
+  theirs <- deSolve::ode(pm$initial, tt, rhs, f1, method = "lsoda", rtol = 1e-11, atol = 1e-12, maxsteps = 1e6)
+  expect_gt(laws_mismatch(ours[[1]], theirs, tol = 1e-7), 10)
+})
