@@ -586,6 +586,13 @@ readLASSIE <- function(dir) {
 #'   `K * (1/2) * X * (X - 1)`), are read as their deterministic limit
 #'   `c * prod_j X_j^a_j`; when `FALSE` (default), they are kinetic laws
 #'   simulated as written.
+#' @param fluxes Reactions whose fluxes the output reports: `FALSE`
+#'   (default) none, `TRUE` every reaction, or a character vector of SBML
+#'   reaction ids.  A reaction's flux, its kinetic law as written (amount
+#'   per time), is evaluated at each output time from the states, as an
+#'   assignment rule is, in a column named by the reaction's id.  They are
+#'   the laws at the model's own parameters: [lassieSimulate()] refuses
+#'   other `rates` for such a model.
 #' @return A [reactionModel()] whose species and reactions are named by
 #'   their SBML ids (the SBML names in attributes `speciesNames` and
 #'   `reactionNames`), with attributes `parameters` (the global parameters'
@@ -599,7 +606,8 @@ readLASSIE <- function(dir) {
 #'   reaction the `start` of its program in `code` (`-1` for mass action),
 #'   the programs' `code` and constants `cval`, and `deps`, the species
 #'   each law reads.  With time in its math, an element `clock` (see
-#'   above); with assignment rules that are no observables, `derived`.
+#'   above); with assignment rules that are no observables, or with
+#'   `fluxes`, `derived` (and `fluxes`, the reactions' ids).
 #' @details Needs libSBML when the package is built (Debian:
 #'   `libsbml5-dev`); without it `readSBML()` is an error saying so.
 #' @seealso [lassieSimulate()], [readBioNetGen()]
@@ -612,12 +620,15 @@ readLASSIE <- function(dir) {
 #'   out
 #' }
 #' @export
-readSBML <- function(file, propensities = FALSE) {
+readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
   if (!is.character(file) || length(file) != 1L || is.na(file)) {
     stop_input("`file` must be the path of an SBML file")
   }
   if (!file.exists(file)) stop_input("`file` does not exist: ", file)
   check_flag(propensities, "propensities")
+  if (!(isTRUE(fluxes) || isFALSE(fluxes) || (is.character(fluxes) && !anyNA(fluxes)))) {
+    stop_input("`fluxes` must be TRUE, FALSE or reaction ids")
+  }
   if (!sbmlAvailable()) {
     stop_input("readSBML() needs libSBML, which was not found when sysbioGPU was built ",
                "(install libSBML, e.g. Debian's libsbml5-dev, and reinstall sysbioGPU)")
@@ -631,6 +642,11 @@ readSBML <- function(file, propensities = FALSE) {
   }
   refuse <- function(...) stop(sbml_unsupported(fname, ...))
   ids <- function(x) paste(utils::head(x, 5), collapse = ", ")
+  rx_ids <- vapply(d$reactions, `[[`, "", "id")
+  flux_ids <- if (isTRUE(fluxes)) rx_ids else if (isFALSE(fluxes)) character() else unique(fluxes)
+  if (length(unknown <- setdiff(flux_ids, rx_ids))) {
+    stop_input("`fluxes` names no reaction of ", fname, ": ", ids(unknown))
+  }
   if (nzchar(d$refusal)) refuse(d$refusal)
   # parameters and stoichiometries that events assign are states
   # (R/lassie-events.R)
@@ -946,6 +962,7 @@ readSBML <- function(file, propensities = FALSE) {
   out_re <- list(); out_pr <- list(); out_k <- numeric(); out_id <- character(); out_nm <- character()
   problems <- character()
   out_law <- list()
+  flux_progs <- list()
   add <- function(re, pr, k, id, nm, law) {
     n <- length(out_k) + 1L
     out_re[[n]] <<- re; out_pr[[n]] <<- pr; out_k[n] <<- k; out_id[n] <<- id; out_nm[n] <<- nm
@@ -957,6 +974,9 @@ readSBML <- function(file, propensities = FALSE) {
       if (is.null(r$math)) fail("no kinetic law")
       loc <- stats::setNames(r$local_value, r$local_id)
       if (anyNA(loc)) fail("local parameter ", names(loc)[is.na(loc)][1], " has no value")
+      # its flux in the output (`fluxes`): the law as written, evaluated
+      # on the output's states as an assignment rule is
+      if (r$id %in% flux_ids) flux_progs[r$id] <- list(sbml_law_program(r$math, loc, sidx, moving, v$value, fail, clock))
       refs <- references(r)
       whole <- !anyNA(refs$val) && all(refs$val >= 0 & refs$val == round(refs$val) & refs$val <= lassie_max_order)
       if (whole) {
@@ -1035,9 +1055,9 @@ readSBML <- function(file, propensities = FALSE) {
   # rules that change in time: observables where they are linear in the
   # states, else programs that lassieSimulate() evaluates on its output
   # (`derived`)
-  obs <- NULL; derived <- NULL
+  obs <- NULL; derived <- NULL; progs <- list()
   if (length(moving)) {
-    rows <- list(); progs <- list()
+    rows <- list()
     for (nm in names(moving)) {
       p <- tryCatch(to_poly(moving[[nm]], list()), error = function(e) NULL)
       if (!is.null(p) && all(names(p) != "." | p == 0) && poly_degree(p) <= 1L) {
@@ -1056,8 +1076,10 @@ readSBML <- function(file, propensities = FALSE) {
       obs <- do.call(rbind, rows)
       dimnames(obs) <- list(names(rows), sp$id)
     }
-    if (length(progs)) derived <- list(variables = names(progs), laws = sbml_law_table(progs))
   }
+  # the reactions' fluxes asked for come after the rules
+  progs <- c(progs, flux_progs[intersect(flux_ids, names(flux_progs))])
+  if (length(progs)) derived <- list(variables = names(progs), laws = sbml_law_table(progs))
   # the output's column `time` is time: no variable of the model may take it
   if ("time" %in% c(sp$id, rownames(obs), derived$variables)) {
     refuse("a variable named time (the output's column time is the time)")
@@ -1067,6 +1089,7 @@ readSBML <- function(file, propensities = FALSE) {
   if (!all(vapply(out_law, is.null, TRUE))) m$laws <- sbml_law_table(out_law)
   if (!is.na(clock)) m$clock <- list(species = sbml_clock, reaction = m$reactions[length(out_k)])
   m$derived <- derived
+  if (length(flux_ids)) m$fluxes <- flux_ids
   if (length(d$events)) {
     m$events <- sbml_events_compile(d$events, sidx, moving, v$value, refuse, clock)
     if (!length(m$events$events)) m$events <- NULL

@@ -461,6 +461,13 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   check_flag(verbose)
   check_bpparam(BPPARAM)
   rt <- batch_values(rates, model$rates, M, "rates", "reaction", model$reactions)
+  # (readSBML(fluxes =): the flux columns are the laws at the model's own
+  # parameters, which other rates would leave behind)
+  if (length(model$fluxes) && !is.null(rates) && !all(matrix(rt$values, nrow = M) == model$rates)) {
+    stop_input("`rates` other than the model's cannot be given to a model read with `fluxes` ",
+               "(its flux columns are the kinetic laws at the model's own parameters): ",
+               "read it again without `fluxes`")
+  }
   it <- batch_values(initial, model$initial, N, "initial", "species", model$species)
   if (rt$n > 1L && it$n > 1L && rt$n != it$n) {
     stop_input("`rates` (", rt$n, " rows) and `initial` (", it$n, " rows) must have as many rows, or one of them one row")

@@ -118,3 +118,43 @@ test_that("kinetic laws run where auto resolves to; the glue checks each program
                   list(r = list(re = "A", law = ap("times", ci("k"), ap("factorial", ci("A"))))))
   expect_error(readSBML(f), "r: .*the function factorial of species", class = "sysbioGPU_sbml_unsupported")
 })
+
+test_that("readSBML(fluxes =) reports each reaction's law at the output's states, and guards its parameters", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # a Michaelis-Menten law (not mass action), a reversible mass-action
+  # reaction (two reactions of the engine, one flux) in a compartment of
+  # size 2: a flux is the law as written, amount per time
+  rev <- paste0('<reaction id="rv" reversible="true"><listOfReactants>',
+                '<speciesReference species="B" stoichiometry="1" constant="true"/></listOfReactants>',
+                '<listOfProducts><speciesReference species="C" stoichiometry="1" constant="true"/></listOfProducts>',
+                '<kineticLaw><math xmlns="http://www.w3.org/1998/Math/MathML">',
+                ap("times", ci("cell"), ap("minus", ap("times", ci("kf"), ci("B")), ap("times", ci("kr"), ci("C")))),
+                "</math></kineticLaw></reaction>")
+  f <- sbml_model(2, c(A = 3, B = 0, C = 0.5), c(V = 1.5, Km = 0.7, kf = 0.4, kr = 0.9),
+                  list(mm = list(re = "A", pr = "B",
+                                 law = ap("divide", ap("times", ci("cell"), ci("V"), ci("A")),
+                                          ap("plus", ci("Km"), ci("A"))))))
+  txt <- readLines(f)
+  writeLines(sub("</listOfReactions>", paste0(rev, "</listOfReactions>"), txt, fixed = TRUE), f)
+  tt <- c(0, 0.5, 1, 3)
+  plain <- lassieSimulate(readSBML(f), tt, rtol = 1e-10, backend = "cpu", verbose = FALSE)
+  expect_false(any(c("mm", "rv") %in% colnames(plain)))
+  m <- readSBML(f, fluxes = TRUE)
+  expect_identical(m$fluxes, c("mm", "rv"))
+  out <- lassieSimulate(m, tt, rtol = 1e-10, backend = "cpu", verbose = FALSE)
+  # the states are those of the model without fluxes
+  expect_identical(unclass(out)[, c("A", "B", "C")], unclass(plain)[, c("A", "B", "C")])
+  # each flux from the states' columns, by hand
+  A <- out[, "A"]; B <- out[, "B"]; C <- out[, "C"]
+  expect_equal(unname(out[, "mm"]), unname(2 * 1.5 * A / (0.7 + A)), tolerance = 1e-14)
+  expect_equal(unname(out[, "rv"]), unname(2 * (0.4 * B - 0.9 * C)), tolerance = 1e-14)
+  # one flux asked for
+  one <- lassieSimulate(readSBML(f, fluxes = "rv"), tt, rtol = 1e-10, backend = "cpu", verbose = FALSE)
+  expect_true("rv" %in% colnames(one) && !"mm" %in% colnames(one))
+  # other rates would leave the fluxes behind: refused; the model's own pass
+  expect_error(lassieSimulate(m, tt, rates = m$rates * 2, backend = "cpu", verbose = FALSE),
+               "fluxes", class = "sysbioGPU_error_input")
+  expect_silent(lassieSimulate(m, tt, rates = m$rates, backend = "cpu", verbose = FALSE))
+  expect_error(readSBML(f, fluxes = c("mm", "nope")), "nope", class = "sysbioGPU_error_input")
+  expect_error(readSBML(f, fluxes = NA), "`fluxes`", class = "sysbioGPU_error_input")
+})
