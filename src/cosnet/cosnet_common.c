@@ -22,19 +22,41 @@ static double f_score(int64_t tp, int64_t fn, int64_t fp) {
   return prec + rec != 0 ? (2 * prec * rec) / (prec + rec) : 0.0;
 }
 
-/* Sorting keys with their original position: the position breaks ties, so
- * the order is that of R's (stable) order(). */
+/* Whether f_score(tp, fn, fp) may exceed `best`, without its three
+ * divisions (the sweeps ask this for every group, and most groups are far
+ * from the best): the exact F is 2 tp / (2 tp + fp + fn), and f_score()
+ * rounds it by a few units in the last place (five roundings: a relative
+ * error below 1e-15), so an exact F below best (1 - 1e-12) cannot round
+ * above best.  The counts are exact in doubles (below 2^53), the product's
+ * rounding is again far inside the margin.  A 1 asks f_score() itself. */
+static inline int may_beat(int64_t tp, int64_t fn, int64_t fp, double best) {
+  return 2 * (double)tp >= best * (1 - 1e-12) * (double)(2 * tp + fp + fn);
+}
+
+/* The order-preserving 64-bit pattern of a double: a < b exactly when
+ * key(a) < key(b), and key(a) == key(b) exactly when a == b (-0 taken as
+ * +0, so that it ties with 0 as in a comparison).  Not for NaN, which the
+ * points (finite sums of finite weights) never give. */
+static inline uint64_t order_key(double v) {
+  double d = v == 0 ? 0.0 : v;
+  uint64_t b;
+  memcpy(&b, &d, sizeof b);
+  return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
+}
+
+static inline double order_value(uint64_t b) {
+  b = (b >> 63) ? (b & 0x7fffffffffffffffull) : ~b;
+  double d;
+  memcpy(&d, &b, sizeof d);
+  return d;
+}
+
+/* A value with its point's position: the position breaks ties, so the
+ * order is that of R's (stable) order(). */
 typedef struct keyed {
   double v;
   int64_t i;
 } keyed;
-
-static int cmp_keyed(const void *a, const void *b) {
-  const keyed *x = (const keyed *)a, *y = (const keyed *)b;
-  if (x->v < y->v) return -1;
-  if (x->v > y->v) return 1;
-  return (x->i > y->i) - (x->i < y->i);
-}
 
 /* Interrupt polls of the learning step: on the calling thread only (ctx
  * NULL inside parallel regions: no polls), every 2^18 points of work
@@ -45,9 +67,9 @@ static int cmp_keyed(const void *a, const void *b) {
  * part of the step (the buffers are larger than malloc's mmap threshold). */
 typedef struct {
   int64_t cap;
-  keyed *k;      /* 2 cap: the sorted points and the sorts' scratch */
+  uint64_t *u;   /* 2 cap: the keys of the grouped sweeps and their scratch */
+  double *v;     /* cap: the values of a grouped sweep, in point order */
   keyed *pa;     /* 3 cap: the sorts of pos_above(), made when first needed */
-  uint64_t *key; /* 2 cap: the radix keys */
   double *px, *py;
   int8_t *pl;
 } learn_ws;
@@ -55,19 +77,19 @@ typedef struct {
 static int learn_ws_alloc(learn_ws *ws, int64_t cap) {
   size_t c = (size_t)(cap > 0 ? cap : 1);
   ws->cap = cap;
-  ws->k = (keyed *)malloc(2 * c * sizeof(keyed));
+  ws->u = (uint64_t *)malloc(2 * c * sizeof(uint64_t));
+  ws->v = (double *)malloc(c * sizeof(double));
   ws->pa = NULL;
-  ws->key = (uint64_t *)malloc(2 * c * sizeof(uint64_t));
   ws->px = (double *)malloc(2 * c * sizeof(double));
   ws->py = ws->px ? ws->px + c : NULL;
   ws->pl = (int8_t *)malloc(c);
-  return ws->k && ws->key && ws->px && ws->pl;
+  return ws->u && ws->v && ws->px && ws->pl;
 }
 
 static void learn_ws_free(learn_ws *ws) {
-  free(ws->k);
+  free(ws->u);
+  free(ws->v);
   free(ws->pa);
-  free(ws->key);
   free(ws->px);
   free(ws->pl);
 }
@@ -95,199 +117,229 @@ static int learn_tick(learn_poll *lp, int64_t add) {
   return sbg_poll(lp->ctx, lp->done) != SBG_OK;
 }
 
-/* Sorts k[0..m) by value, ties by position (k[i].i must be increasing on
- * entry, as everywhere here), i.e. as cmp_keyed and R's stable order():
- * a least-significant-digit radix sort on the order-preserving bit pattern
- * of the doubles (-0 taken as +0, so that it ties with 0 as in a
- * comparison), 8 bits a pass, passes where every key has the same digit
- * skipped.  tmp: m scratch entries.  Values must not be NaN. */
-static int sort_keyed(keyed *k, int64_t m, keyed *tmp, learn_poll *lp) {
-  if (m < 2) return 0;
-  if (m <= 32) { /* insertion sort, stable */
-    for (int64_t i = 1; i < m; i++) {
-      keyed x = k[i];
-      int64_t j = i;
-      while (j > 0 && k[j - 1].v > x.v) { k[j] = k[j - 1]; j--; }
-      k[j] = x;
-    }
-    return 0;
+/* Stable least-significant-digit radix sorts by a 64-bit key, 11 bits a
+ * pass (6 passes; 8-bit digits took 8, each moving every element), passes
+ * where every key has the same digit skipped: NAME(a, m, tmp,
+ * lp) on one thread (1 = interrupted, a then half sorted and unused), and
+ * NAME##_threads(a, m, tmp, nt) with each thread counting and then
+ * scattering a contiguous block of the current order (blocks in thread
+ * order: as stable as one thread, the same result).  tmp: m scratch
+ * elements.  Defined for bare keys (the grouped sweeps, where only the
+ * count of each label in a group of equal keys matters) and for keys with
+ * their positions (pos_above(), whose sweeps take the points one by one in
+ * their stable order). */
+#define RADIX_BITS 11
+#define RADIX_BUCKETS (1 << RADIX_BITS)
+#define RADIX_PASSES ((64 + RADIX_BITS - 1) / RADIX_BITS)
+#define LEARN_RADIX_SORT(NAME, T, KEY)                                                             \
+  static int NAME(T *a, int64_t m, T *tmp, learn_poll *lp) {                                       \
+    if (m < 2) return 0;                                                                           \
+    if (m <= 32) { /* insertion sort, stable */                                                    \
+      for (int64_t i = 1; i < m; i++) {                                                            \
+        T x = a[i];                                                                                \
+        int64_t j = i;                                                                             \
+        while (j > 0 && KEY(a[j - 1]) > KEY(x)) { a[j] = a[j - 1]; j--; }                          \
+        a[j] = x;                                                                                  \
+      }                                                                                            \
+      return 0;                                                                                    \
+    }                                                                                              \
+    int64_t cnt[RADIX_PASSES][RADIX_BUCKETS];                                                      \
+    memset(cnt, 0, sizeof cnt);                                                                    \
+    for (int64_t i = 0; i < m; i++) {                                                              \
+      uint64_t b = KEY(a[i]);                                                                      \
+      for (int p = 0; p < RADIX_PASSES; p++) cnt[p][(b >> (RADIX_BITS * p)) & (RADIX_BUCKETS - 1)]++; \
+    }                                                                                              \
+    T *src = a, *dst = tmp;                                                                        \
+    for (int p = 0; p < RADIX_PASSES; p++) {                                                       \
+      if (learn_tick(lp, m)) return 1;                                                             \
+      int trivial = 0;                                                                             \
+      for (int d = 0; d < RADIX_BUCKETS; d++)                                                      \
+        if (cnt[p][d] == m) { trivial = 1; break; }                                                \
+      if (trivial) continue;                                                                       \
+      int64_t off = 0;                                                                             \
+      for (int d = 0; d < RADIX_BUCKETS; d++) { int64_t c = cnt[p][d]; cnt[p][d] = off; off += c; } \
+      for (int64_t i = 0; i < m; i++) dst[cnt[p][(KEY(src[i]) >> (RADIX_BITS * p)) & (RADIX_BUCKETS - 1)]++] = src[i]; \
+      T *t = src; src = dst; dst = t;                                                              \
+    }                                                                                              \
+    if (src != a) memcpy(a, src, (size_t)m * sizeof(T));                                           \
+    return 0;                                                                                      \
+  }                                                                                                \
+  static int NAME##_threads(T *a, int64_t m, T *tmp, int nt) {                                     \
+    int64_t(*hist)[RADIX_BUCKETS] = (int64_t(*)[RADIX_BUCKETS])malloc((size_t)nt * sizeof *hist);  \
+    if (!hist) return NAME(a, m, tmp, NULL);                                                       \
+    int64_t cnt[RADIX_PASSES][RADIX_BUCKETS];                                                      \
+    memset(cnt, 0, sizeof cnt);                                                                    \
+    int odd = 0; /* passes made: the result is in tmp when odd */                                  \
+    _Pragma("omp parallel num_threads(nt)") {                                                      \
+      int T_ = omp_get_num_threads(), t = omp_get_thread_num();                                    \
+      int64_t lo = m * t / T_, hi = m * (t + 1) / T_;                                              \
+      int64_t loc[RADIX_PASSES][RADIX_BUCKETS];                                                    \
+      memset(loc, 0, sizeof loc);                                                                  \
+      for (int64_t i = lo; i < hi; i++) {                                                          \
+        uint64_t b = KEY(a[i]);                                                                    \
+        for (int p = 0; p < RADIX_PASSES; p++) loc[p][(b >> (RADIX_BITS * p)) & (RADIX_BUCKETS - 1)]++; \
+      }                                                                                            \
+      _Pragma("omp critical(sbg_cosnet_sort_counts)")                                              \
+      for (int p = 0; p < RADIX_PASSES; p++)                                                       \
+        for (int d = 0; d < RADIX_BUCKETS; d++) cnt[p][d] += loc[p][d];                            \
+      _Pragma("omp barrier")                                                                       \
+      T *src = a, *dst = tmp;                                                                      \
+      int made = 0;                                                                                \
+      for (int p = 0; p < RADIX_PASSES; p++) {                                                     \
+        int trivial = 0;                                                                           \
+        for (int d = 0; d < RADIX_BUCKETS; d++)                                                    \
+          if (cnt[p][d] == m) { trivial = 1; break; }                                              \
+        if (trivial) continue;                                                                     \
+        int64_t *h = hist[t];                                                                      \
+        for (int d = 0; d < RADIX_BUCKETS; d++) h[d] = 0;                                          \
+        for (int64_t i = lo; i < hi; i++) h[(KEY(src[i]) >> (RADIX_BITS * p)) & (RADIX_BUCKETS - 1)]++; \
+        _Pragma("omp barrier")                                                                     \
+        int64_t off[RADIX_BUCKETS], base = 0;                                                      \
+        for (int d = 0; d < RADIX_BUCKETS; d++) {                                                  \
+          int64_t o = base;                                                                        \
+          for (int u = 0; u < t; u++) o += hist[u][d];                                             \
+          off[d] = o;                                                                              \
+          base += cnt[p][d];                                                                       \
+        }                                                                                          \
+        for (int64_t i = lo; i < hi; i++) dst[off[(KEY(src[i]) >> (RADIX_BITS * p)) & (RADIX_BUCKETS - 1)]++] = src[i]; \
+        _Pragma("omp barrier")                                                                     \
+        T *sw = src; src = dst; dst = sw;                                                          \
+        made++;                                                                                    \
+      }                                                                                            \
+      if (t == 0) odd = made & 1;                                                                  \
+    }                                                                                              \
+    if (odd) memcpy(a, tmp, (size_t)m * sizeof(T));                                                \
+    free(hist);                                                                                    \
+    return 0;                                                                                      \
   }
-  int own = !(lp && lp->ws && lp->ws->cap >= m);
-  uint64_t *key = own ? (uint64_t *)malloc((size_t)m * 2 * sizeof(uint64_t)) : lp->ws->key;
-  if (!key) { qsort(k, (size_t)m, sizeof(keyed), cmp_keyed); return 0; }
-  uint64_t *key2 = key + m;
-  static const int passes = 8;
-  int64_t cnt[8][256];
-  memset(cnt, 0, sizeof cnt);
-  for (int64_t i = 0; i < m; i++) {
-    double d = k[i].v == 0 ? 0.0 : k[i].v;
-    uint64_t b;
-    memcpy(&b, &d, sizeof b);
-    b = (b >> 63) ? ~b : (b | 0x8000000000000000ull);
-    key[i] = b;
-    for (int p = 0; p < passes; p++) cnt[p][(b >> (8 * p)) & 255]++;
-  }
-  keyed *src = k, *dst = tmp;
-  uint64_t *ks = key, *kd = key2;
-  for (int p = 0; p < passes; p++) {
-    if (learn_tick(lp, m)) { if (own) free(key); return 1; } /* interrupted: k half sorted, unused */
-    int trivial = 0;
-    for (int d = 0; d < 256; d++)
-      if (cnt[p][d] == m) { trivial = 1; break; }
-    if (trivial) continue;
-    int64_t off = 0;
-    for (int d = 0; d < 256; d++) { int64_t c = cnt[p][d]; cnt[p][d] = off; off += c; }
-    for (int64_t i = 0; i < m; i++) {
-      int64_t at = cnt[p][(ks[i] >> (8 * p)) & 255]++;
-      dst[at] = src[i];
-      kd[at] = ks[i];
-    }
-    keyed *t = src; src = dst; dst = t;
-    uint64_t *u = ks; ks = kd; kd = u;
-  }
-  if (src != k) memcpy(k, src, (size_t)m * sizeof(keyed));
-  if (own) free(key);
-  return 0;
+
+#define BARE_KEY(e) (e)
+#define KEYED_KEY(e) order_key((e).v)
+LEARN_RADIX_SORT(sort_bare, uint64_t, BARE_KEY)
+LEARN_RADIX_SORT(sort_keyed, keyed, KEYED_KEY)
+
+/* The sorts on the threads of lp. */
+static int sort_bare_lp(uint64_t *a, int64_t m, uint64_t *tmp, learn_poll *lp) {
+  int nt = learn_threads(lp, m);
+  return nt > 1 ? sort_bare_threads(a, m, tmp, nt) : sort_bare(a, m, tmp, lp);
 }
 
-/* sort_keyed() on nt threads: the same least-significant-digit passes,
- * each thread counting and then scattering a contiguous block of the
- * current order (blocks in thread order, so the scatter is as stable as
- * the one-thread pass and the result is the same). */
-static int sort_keyed_threads(keyed *k, int64_t m, keyed *tmp, int nt) {
-  uint64_t *key = (uint64_t *)malloc((size_t)m * 2 * sizeof(uint64_t));
-  int64_t(*hist)[256] = (int64_t(*)[256])malloc((size_t)nt * sizeof *hist);
-  if (!key || !hist) {
-    free(key);
-    free(hist);
-    return sort_keyed(k, m, tmp, NULL);
-  }
-  uint64_t *key2 = key + m;
-  int64_t cnt[8][256];
-  memset(cnt, 0, sizeof cnt);
-  int odd = 0; /* passes made: the result is in tmp when odd */
-#pragma omp parallel num_threads(nt)
-  {
-    int T = omp_get_num_threads(), t = omp_get_thread_num();
-    int64_t a = m * t / T, e = m * (t + 1) / T;
-    int64_t loc[8][256];
-    memset(loc, 0, sizeof loc);
-    for (int64_t i = a; i < e; i++) {
-      double d = k[i].v == 0 ? 0.0 : k[i].v;
-      uint64_t b;
-      memcpy(&b, &d, sizeof b);
-      b = (b >> 63) ? ~b : (b | 0x8000000000000000ull);
-      key[i] = b;
-      for (int p = 0; p < 8; p++) loc[p][(b >> (8 * p)) & 255]++;
-    }
-#pragma omp critical(sbg_cosnet_sort_counts)
-    for (int p = 0; p < 8; p++)
-      for (int d = 0; d < 256; d++) cnt[p][d] += loc[p][d];
-#pragma omp barrier
-    keyed *src = k, *dst = tmp;
-    uint64_t *ks = key, *kd = key2;
-    int made = 0;
-    for (int p = 0; p < 8; p++) {
-      int trivial = 0;
-      for (int d = 0; d < 256; d++)
-        if (cnt[p][d] == m) { trivial = 1; break; }
-      if (trivial) continue;
-      int64_t *h = hist[t];
-      for (int d = 0; d < 256; d++) h[d] = 0;
-      for (int64_t i = a; i < e; i++) h[(ks[i] >> (8 * p)) & 255]++;
-#pragma omp barrier
-      int64_t off[256], base = 0;
-      for (int d = 0; d < 256; d++) {
-        int64_t o = base;
-        for (int u = 0; u < t; u++) o += hist[u][d];
-        off[d] = o;
-        base += cnt[p][d];
-      }
-      for (int64_t i = a; i < e; i++) {
-        int64_t to = off[(ks[i] >> (8 * p)) & 255]++;
-        dst[to] = src[i];
-        kd[to] = ks[i];
-      }
-#pragma omp barrier
-      keyed *sw = src; src = dst; dst = sw;
-      uint64_t *u = ks; ks = kd; kd = u;
-      made++;
-    }
-    if (t == 0) odd = made & 1;
-  }
-  if (odd) memcpy(k, tmp, (size_t)m * sizeof(keyed));
-  free(key);
-  free(hist);
-  return 0;
-}
-
-/* sort_keyed() on the threads of lp. */
 static int sort_keyed_lp(keyed *k, int64_t m, keyed *tmp, learn_poll *lp) {
   int nt = learn_threads(lp, m);
   return nt > 1 ? sort_keyed_threads(k, m, tmp, nt) : sort_keyed(k, m, tmp, lp);
+}
+
+/* The grouped sweeps of the learning step (over the angles, then over the
+ * intercepts) walk the points in ascending key order, a group of equal
+ * keys at a time, and use only each group's key and its counts of
+ * positives and negatives: the order of the points inside a group never
+ * matters.  So the keys need no positions: the positives' keys and the
+ * negatives' keys are sorted apart, as bare keys (8 bytes a move instead
+ * and a position), and merged group by group.  A group's value is its
+ * key's double, except for a group of zeros, which takes the value of its
+ * first point (a -0 or a +0), as a stable sort of the values would. */
+typedef struct {
+  uint64_t *pos, *neg; /* sorted keys: n_p of the positives, n_n of the negatives */
+  int64_t n_p, n_n, i, j;
+  double zero;         /* the value of the group of zeros */
+} key_groups;
+
+/* The keys of the values v[0..m) (in point order; with `stop`, only those
+ * below `stop`, the others left out) split by label into g (positives
+ * from out[0], negatives from out[n_pos]) and sorted; tmp: m scratch. */
+static int group_keys(const double *v, const int8_t *lab, int64_t m, int64_t n_pos, int stop_on,
+                      double stop, uint64_t *out, uint64_t *tmp, key_groups *g, learn_poll *lp) {
+  int64_t a = 0, b = n_pos;
+  int zero_seen = 0;
+  g->zero = 0.0;
+  for (int64_t i = 0; i < m; i++) {
+    double x = v[i];
+    if (stop_on && !(x < stop)) continue;
+    if (x == 0 && !zero_seen) { g->zero = x; zero_seen = 1; }
+    uint64_t k = order_key(x);
+    if (lab[i] > 0) out[a++] = k; else out[b++] = k;
+  }
+  g->pos = out;
+  g->neg = out + n_pos;
+  g->n_p = a;
+  g->n_n = b - n_pos;
+  g->i = g->j = 0;
+  if (learn_tick(lp, m)) return 1;
+  return sort_bare_lp(g->pos, g->n_p, tmp, lp) || sort_bare_lp(g->neg, g->n_n, tmp, lp);
+}
+
+/* The next group: 0 when none is left, else 1 with its key and counts. */
+static int next_group(key_groups *g, uint64_t *key, int64_t *pos, int64_t *neg) {
+  if (g->i >= g->n_p && g->j >= g->n_n) return 0;
+  uint64_t k = g->j >= g->n_n || (g->i < g->n_p && g->pos[g->i] <= g->neg[g->j]) ? g->pos[g->i]
+                                                                                  : g->neg[g->j];
+  int64_t i0 = g->i, j0 = g->j;
+  while (g->i < g->n_p && g->pos[g->i] == k) g->i++;
+  while (g->j < g->n_n && g->neg[g->j] == k) g->j++;
+  *key = k;
+  *pos = g->i - i0;
+  *neg = g->j - j0;
+  return 1;
+}
+
+static double group_value(const key_groups *g, uint64_t key) {
+  return key == order_key(0.0) ? g->zero : order_value(key);
 }
 
 /* Best intercept for the slope `slope`: points with y - slope * x at or
  * below the line are positive; groups of equal intercepts enter together;
  * a later line wins only with a strictly larger F. */
 static int intercept_sweep(const double *x, const double *y, const int8_t *lab, int64_t m,
-                           int64_t n_pos, double slope, keyed *k, keyed *tmp, double *q_best,
-                           double *f_best, learn_poll *lp) {
+                           int64_t n_pos, double slope, uint64_t *u, uint64_t *tmp, double *v,
+                           double *q_best, double *f_best, learn_poll *lp) {
 #pragma omp parallel for num_threads(learn_threads(lp, m)) schedule(static)
-  for (int64_t i = 0; i < m; i++) {
-    k[i].v = y[i] - slope * x[i];
-    k[i].i = i;
-  }
-  if (sort_keyed_lp(k, m, tmp, lp) || learn_tick(lp, m)) return 1;
-  int64_t tp = 0, fp = 0, fn = n_pos;
+  for (int64_t i = 0; i < m; i++) v[i] = y[i] - slope * x[i];
+  key_groups g;
+  if (group_keys(v, lab, m, n_pos, 0, 0.0, u, tmp, &g, lp)) return 1;
+  int64_t tp = 0, fp = 0, fn = n_pos, pos, neg;
   double best = f_score(tp, fn, fp), qb = 0;
-  for (int64_t i = 0; i < m;) {
-    /* do-while: the group holds at least k[i], so the sweep advances even
-     * on a NaN key (which equals nothing, itself included) */
-    int64_t j = i;
-    do {
-      if (lab[k[j].i] > 0) { tp++; fn--; } else fp++;
-      j++;
-    } while (j < m && k[j].v == k[i].v);
-    double f = f_score(tp, fn, fp);
-    if (f > best) { best = f; qb = k[i].v; }
-    if (learn_tick(lp, j - i)) return 1;
-    i = j;
+  uint64_t key;
+  while (next_group(&g, &key, &pos, &neg)) {
+    tp += pos; fn -= pos; fp += neg;
+    if (may_beat(tp, fn, fp, best)) {
+      double f = f_score(tp, fn, fp);
+      if (f > best) { best = f; qb = group_value(&g, key); }
+    }
+    if (learn_tick(lp, pos + neg)) return 1;
   }
   *q_best = qb;
   *f_best = best;
   return 0;
 }
 
+/* The stable positions of a sort, in the keyed scratch of pos_above(). */
+static keyed *pos_above_scratch(learn_ws *ws, int64_t m, int *own) {
+  if (ws && ws->cap >= m) {
+    if (!ws->pa) ws->pa = (keyed *)malloc(3 * (size_t)(ws->cap > 0 ? ws->cap : 1) * sizeof(keyed));
+    if (ws->pa) { *own = 0; return ws->pa; }
+  }
+  *own = 1;
+  return (keyed *)malloc(3 * (size_t)(m > 0 ? m : 1) * sizeof(keyed));
+}
+
 /* COSNet's branch for a positive half-plane above the line (its
  * optimize_pos_above): the line passes through the best positive point on
  * the y axis, its slope (at most -1) is chosen among the lines through the
  * other points, and then the intercept; no grouping of ties here, points in
- * their stable order.  Changes nothing when no positive lies on the y axis.
- * The sorts are those of cmp_keyed (value, then position: one order), by
- * sort_keyed(). */
+ * their stable order (value, then position: sort_keyed()).  Changes
+ * nothing when no positive lies on the y axis. */
 static sbg_status pos_above(const double *x, const double *y, const int8_t *lab, int64_t m,
                             int64_t n_pos_all, double *alpha, double *c, double *fscore,
                             learn_poll *lp) {
   sbg_status st = SBG_OK;
-  keyed *z = NULL, *s = NULL, *tmp = NULL;
   int64_t nz = 0, nz_pos = 0;
   for (int64_t i = 0; i < m; i++)
     if (x[i] == 0) { nz++; if (lab[i] > 0) nz_pos++; }
   if (nz_pos == 0) return SBG_OK;
-  learn_ws *ws = lp->ws && lp->ws->cap >= m ? lp->ws : NULL;
-  if (ws && !ws->pa) ws->pa = (keyed *)malloc(3 * (size_t)(ws->cap > 0 ? ws->cap : 1) * sizeof(keyed));
-  int own = !(ws && ws->pa);
-  if (own) {
-    z = (keyed *)malloc((size_t)nz * sizeof(keyed));
-    s = (keyed *)malloc((size_t)m * sizeof(keyed));
-    tmp = (keyed *)malloc((size_t)m * sizeof(keyed));
-    if (!z || !s || !tmp) { st = SBG_ERR_ALLOC; goto done; }
-  } else {
-    z = lp->ws->pa;
-    s = z + m;
-    tmp = s + m;
-  }
+  int own;
+  keyed *z = pos_above_scratch(lp->ws, m, &own);
+  if (!z) return SBG_ERR_ALLOC;
+  keyed *s = z + m, *tmp = s + m;
 
   /* Step 1: points on the y axis by ordinate; for the line through the
    * r-th positive (position pos, 1-based), TP = r, FP = pos - r. */
@@ -306,13 +358,16 @@ static sbg_status pos_above(const double *x, const double *y, const int8_t *lab,
   double y1 = z[best_pos - 1].v;
 
   /* Step 2: slopes from that point to the points off the axis, ascending;
-   * only slopes <= -1 are lines; each adds its point below the line. */
+   * only slopes <= -1 are lines, each adding its point below the line (the
+   * others are left out before the sort: they would come after them). */
   int64_t nn = 0, up_pos = 0;
   for (int64_t i = 0; i < m; i++) {
     if (x[i] == 0) continue;
-    s[nn].v = (y[i] - y1) / (x[i] - 0.0);
-    s[nn].i = i;
     if (lab[i] > 0) up_pos++;
+    double sl = (y[i] - y1) / (x[i] - 0.0);
+    if (sl > -1) continue;
+    s[nn].v = sl;
+    s[nn].i = i;
     nn++;
   }
   if (sort_keyed_lp(s, nn, tmp, lp)) { st = SBG_ERR_INTERRUPTED; goto done; }
@@ -321,13 +376,14 @@ static sbg_status pos_above(const double *x, const double *y, const int8_t *lab,
   fn += up_pos;
   double slope = tan(1.58);   /* COSNet's default: an almost vertical line */
   for (int64_t j = 0; j < nn; j++) {
-    if (s[j].v > -1) continue;
     if (lab[s[j].i] > 0) { tp++; fn--; } else fp++;
+    if (!may_beat(tp, fn, fp, best)) continue;
     double f = f_score(tp, fn, fp);
     if (f > best) { best = f; slope = s[j].v; }
   }
 
   /* Step 3: intercept for that slope, points in stable order, no grouping. */
+#pragma omp parallel for num_threads(learn_threads(lp, m)) schedule(static)
   for (int64_t i = 0; i < m; i++) {
     s[i].v = y[i] - slope * x[i];
     s[i].i = i;
@@ -338,18 +394,15 @@ static sbg_status pos_above(const double *x, const double *y, const int8_t *lab,
   double q = 0;
   for (int64_t j = 0; j < m; j++) {
     if (lab[s[j].i] > 0) { tp++; fn--; } else fp++;
-    double f = tp > 0 ? f_score(tp, fn, fp) : 0.0;
+    if (tp == 0 || !may_beat(tp, fn, fp, best)) continue;
+    double f = f_score(tp, fn, fp);
     if (f > best) { best = f; q = s[j].v; }
   }
   *alpha = atan(slope) + M_PI;
   *c = -q * cos(*alpha);
   *fscore = best;
 done:
-  if (own) {
-    free(z);
-    free(s);
-    free(tmp);
-  }
+  if (own) free(z);
   return st;
 }
 
@@ -360,52 +413,62 @@ static sbg_status learn_step(const double *x, const double *y, const int8_t *lab
   sbg_ctx *ctx = lp->ctx;
   double done = lp->done;
   int own = !(lp->ws && lp->ws->cap >= m);
-  keyed *k = own ? (keyed *)malloc((size_t)(m > 0 ? m : 1) * 2 * sizeof(keyed)) : lp->ws->k;
-  if (!k) return SBG_ERR_ALLOC;
-  keyed *tmp = k + (own ? (m > 0 ? m : 1) : lp->ws->cap);
+  size_t c1 = (size_t)(m > 0 ? m : 1);
+  uint64_t *u = own ? (uint64_t *)malloc(c1 * 2 * sizeof(uint64_t)) : lp->ws->u;
+  double *v = own ? (double *)malloc(c1 * sizeof(double)) : lp->ws->v;
+  if (!u || !v) {
+    if (own) { free(u); free(v); }
+    return SBG_ERR_ALLOC;
+  }
+  uint64_t *tmp = u + (own ? c1 : (size_t)lp->ws->cap);
   int64_t n_pos = 0;
   for (int64_t i = 0; i < m; i++) n_pos += lab[i] > 0;
   int64_t n_neg = m - n_pos;
 
   /* Step 1: angles of the lines through the origin and each point; a point
-   * on the y axis gets pi/2 (COSNet: pi/2 - DBL_MIN, the same double). */
+   * on the y axis gets pi/2 (COSNet: pi/2 - DBL_MIN, the same double).
+   * The sweep stops at the first angle >= 1.57 (as COSNet's), so those
+   * points, the y axis's among them, are left out of the sort; a ratio
+   * y / x >= 1300 has an angle >= atan(1300) = 1.570027 (tan(1.57) is
+   * 1255.8), far beyond any rounding of atan, so its atan is not needed. */
 #pragma omp parallel for num_threads(learn_threads(lp, m)) schedule(static)
   for (int64_t i = 0; i < m; i++) {
-    k[i].v = x[i] != 0 ? atan(y[i] / x[i]) : M_PI / 2 - DBL_MIN;
-    k[i].i = i;
+    double r = x[i] != 0 ? y[i] / x[i] : HUGE_VAL;
+    v[i] = r < 1300 ? atan(r) : M_PI / 2;
   }
-  if (sort_keyed_lp(k, m, tmp, lp) || learn_tick(lp, m)) goto interrupted;
+  key_groups g;
+  if (group_keys(v, lab, m, n_pos, 1, 1.57, u, tmp, &g, lp)) goto interrupted;
   /* Sweep the angles upwards, a group of equal angles at a time; the
    * points at or below the line are positive ("under") or those above it
-   * ("over").  As COSNet: the sweep stops at angles >= 1.57, a line must
-   * strictly beat the best F so far, and a last point standing alone at the
-   * end of the order is not counted. */
+   * ("over").  As COSNet: a line must strictly beat the best F so far,
+   * and a last point standing alone at the end of the order (at m - 1:
+   * nothing was left out) is not counted. */
   int64_t tp_u = 0, fp_u = 0, fn_u = n_pos;
   int64_t tp_o = n_pos, fp_o = n_neg, fn_o = 0;
   double best_u = 0, best_o = 0, ang_u = 0, ang_o = 0;
-  for (int64_t i = 0; i < m;) {
-    if (k[i].v >= 1.57) break;
-    int64_t j = i + 1;
-    while (j < m && k[j].v == k[i].v) j++;
-    int64_t pos = 0, neg = 0;
-    if (i != m - 1)
-      for (int64_t h = i; h < j; h++) {
-        if (lab[k[h].i] > 0) pos++; else neg++;
-      }
+  uint64_t key;
+  int64_t pos, neg, seen = 0, kept = g.n_p + g.n_n;
+  while (next_group(&g, &key, &pos, &neg)) {
+    seen += pos + neg;
+    if (kept == m && seen == m && pos + neg == 1) pos = neg = 0;
     tp_u += pos; fn_u -= pos; fp_u += neg;
     tp_o -= pos; fn_o += pos; fp_o -= neg;
-    double fu = f_score(tp_u, fn_u, fp_u), fo = f_score(tp_o, fn_o, fp_o);
-    if (fu > best_u) { best_u = fu; ang_u = k[i].v; }
-    if (fo > best_o) { best_o = fo; ang_o = k[i].v; }
-    if (learn_tick(lp, j - i)) goto interrupted;
-    i = j;
+    if (may_beat(tp_u, fn_u, fp_u, best_u)) {
+      double fu = f_score(tp_u, fn_u, fp_u);
+      if (fu > best_u) { best_u = fu; ang_u = group_value(&g, key); }
+    }
+    if (may_beat(tp_o, fn_o, fp_o, best_o)) {
+      double fo = f_score(tp_o, fn_o, fp_o);
+      if (fo > best_o) { best_o = fo; ang_o = group_value(&g, key); }
+    }
+    if (learn_tick(lp, pos + neg)) goto interrupted;
   }
   int above = best_o > best_u;
   double theta = above ? ang_o : ang_u;
 
   /* Step 2: the intercept, with the positive half-plane below the line. */
   double q = 0, f = 0;
-  if (intercept_sweep(x, y, lab, m, n_pos, tan(theta), k, tmp, &q, &f, lp)) goto interrupted;
+  if (intercept_sweep(x, y, lab, m, n_pos, tan(theta), u, tmp, v, &q, &f, lp)) goto interrupted;
   *alpha = theta + DBL_MIN;
   *c = -q * cos(*alpha);
   *fscore = f;
@@ -413,10 +476,10 @@ static sbg_status learn_step(const double *x, const double *y, const int8_t *lab
     st = pos_above(x, y, lab, m, n_pos, alpha, c, fscore, lp);
     if (st == SBG_OK && ctx && sbg_poll(ctx, done) != SBG_OK) goto interrupted;
   }
-  if (own) free(k);
+  if (own) { free(u); free(v); }
   return st;
 interrupted:
-  if (own) free(k);
+  if (own) { free(u); free(v); }
   return SBG_ERR_INTERRUPTED; /* ctx->errbuf set by sbg_poll */
 }
 
