@@ -67,28 +67,31 @@ typedef struct keyed {
  * part of the step (the buffers are larger than malloc's mmap threshold). */
 typedef struct {
   int64_t cap;
-  uint64_t *u;   /* 2 cap: the keys of the grouped sweeps and their scratch */
-  double *v;     /* cap: the values of a grouped sweep, in point order */
-  keyed *pa;     /* 3 cap: the sorts of pos_above(), made when first needed */
-  double *px, *py;
+  uint64_t *u;   /* 2 cap: the positives' keys of a grouped sweep and scratch */
+  double *v;     /* cap: the values of a sweep, in point order */
+  int64_t *gc;   /* 3 (cap + 1): the counts of a sweep's groups */
+  keyed *pa;     /* 2 cap: the sorts of pos_above(), made when first needed */
+  double *px, *py; /* the points of a job (learn_job()), when asked for */
   int8_t *pl;
 } learn_ws;
 
-static int learn_ws_alloc(learn_ws *ws, int64_t cap) {
+static int learn_ws_alloc(learn_ws *ws, int64_t cap, int points) {
   size_t c = (size_t)(cap > 0 ? cap : 1);
   ws->cap = cap;
   ws->u = (uint64_t *)malloc(2 * c * sizeof(uint64_t));
   ws->v = (double *)malloc(c * sizeof(double));
+  ws->gc = (int64_t *)malloc(3 * (c + 1) * sizeof(int64_t));
   ws->pa = NULL;
-  ws->px = (double *)malloc(2 * c * sizeof(double));
+  ws->px = points ? (double *)malloc(2 * c * sizeof(double)) : NULL;
   ws->py = ws->px ? ws->px + c : NULL;
-  ws->pl = (int8_t *)malloc(c);
-  return ws->u && ws->v && ws->px && ws->pl;
+  ws->pl = points ? (int8_t *)malloc(c) : NULL;
+  return ws->u && ws->v && ws->gc && (!points || (ws->px && ws->pl));
 }
 
 static void learn_ws_free(learn_ws *ws) {
   free(ws->u);
   free(ws->v);
+  free(ws->gc);
   free(ws->pa);
   free(ws->px);
   free(ws->pl);
@@ -117,20 +120,22 @@ static int learn_tick(learn_poll *lp, int64_t add) {
   return sbg_poll(lp->ctx, lp->done) != SBG_OK;
 }
 
-/* Stable least-significant-digit radix sorts by a 64-bit key, 11 bits a
- * pass (6 passes; 8-bit digits took 8, each moving every element), passes
- * where every key has the same digit skipped: NAME(a, m, tmp,
- * lp) on one thread (1 = interrupted, a then half sorted and unused), and
- * NAME##_threads(a, m, tmp, nt) with each thread counting and then
- * scattering a contiguous block of the current order (blocks in thread
- * order: as stable as one thread, the same result).  tmp: m scratch
- * elements.  Defined for bare keys (the grouped sweeps, where only the
- * count of each label in a group of equal keys matters) and for keys with
- * their positions (pos_above(), whose sweeps take the points one by one in
- * their stable order). */
-#define RADIX_BITS 11
-#define RADIX_BUCKETS (1 << RADIX_BITS)
-#define RADIX_PASSES ((64 + RADIX_BITS - 1) / RADIX_BITS)
+/* Stable least-significant-digit radix sorts by a 64-bit key: 11 bits a
+ * pass (6 passes, each moving every element; 8-bit digits take 8), or 8
+ * below 4096 elements, where 2048 counts a pass would cost more than the
+ * elements; passes where every key has the same digit are skipped.
+ * NAME(a, m, tmp, lp) on one thread (1 = interrupted, a then half sorted
+ * and unused), NAME##_threads(a, m, tmp, nt) with each thread counting and
+ * then scattering a contiguous block of the current order (blocks in
+ * thread order: as stable as one thread, the same result).  tmp: m scratch
+ * elements.  For bare keys (the positives' keys of the grouped sweeps) and
+ * for values with their positions (the stable orders of pos_above()). */
+#define RADIX_BUCKETS 2048 /* the most: 11-bit digits */
+#define RADIX_SETUP(m)                                                                             \
+  const int bits = (m) < 4096 ? 8 : 11, passes = (64 + bits - 1) / bits;                           \
+  const int buckets = 1 << bits;                                                                   \
+  int64_t cnt[8][RADIX_BUCKETS];                                                                   \
+  for (int p = 0; p < passes; p++) memset(cnt[p], 0, (size_t)buckets * sizeof(int64_t));
 #define LEARN_RADIX_SORT(NAME, T, KEY)                                                             \
   static int NAME(T *a, int64_t m, T *tmp, learn_poll *lp) {                                       \
     if (m < 2) return 0;                                                                           \
@@ -143,22 +148,21 @@ static int learn_tick(learn_poll *lp, int64_t add) {
       }                                                                                            \
       return 0;                                                                                    \
     }                                                                                              \
-    int64_t cnt[RADIX_PASSES][RADIX_BUCKETS];                                                      \
-    memset(cnt, 0, sizeof cnt);                                                                    \
+    RADIX_SETUP(m)                                                                                 \
     for (int64_t i = 0; i < m; i++) {                                                              \
       uint64_t b = KEY(a[i]);                                                                      \
-      for (int p = 0; p < RADIX_PASSES; p++) cnt[p][(b >> (RADIX_BITS * p)) & (RADIX_BUCKETS - 1)]++; \
+      for (int p = 0; p < passes; p++) cnt[p][(b >> (bits * p)) & (buckets - 1)]++;                \
     }                                                                                              \
     T *src = a, *dst = tmp;                                                                        \
-    for (int p = 0; p < RADIX_PASSES; p++) {                                                       \
+    for (int p = 0; p < passes; p++) {                                                             \
       if (learn_tick(lp, m)) return 1;                                                             \
       int trivial = 0;                                                                             \
-      for (int d = 0; d < RADIX_BUCKETS; d++)                                                      \
+      for (int d = 0; d < buckets; d++)                                                            \
         if (cnt[p][d] == m) { trivial = 1; break; }                                                \
       if (trivial) continue;                                                                       \
       int64_t off = 0;                                                                             \
-      for (int d = 0; d < RADIX_BUCKETS; d++) { int64_t c = cnt[p][d]; cnt[p][d] = off; off += c; } \
-      for (int64_t i = 0; i < m; i++) dst[cnt[p][(KEY(src[i]) >> (RADIX_BITS * p)) & (RADIX_BUCKETS - 1)]++] = src[i]; \
+      for (int d = 0; d < buckets; d++) { int64_t c = cnt[p][d]; cnt[p][d] = off; off += c; }      \
+      for (int64_t i = 0; i < m; i++) dst[cnt[p][(KEY(src[i]) >> (bits * p)) & (buckets - 1)]++] = src[i]; \
       T *t = src; src = dst; dst = t;                                                              \
     }                                                                                              \
     if (src != a) memcpy(a, src, (size_t)m * sizeof(T));                                           \
@@ -167,41 +171,40 @@ static int learn_tick(learn_poll *lp, int64_t add) {
   static int NAME##_threads(T *a, int64_t m, T *tmp, int nt) {                                     \
     int64_t(*hist)[RADIX_BUCKETS] = (int64_t(*)[RADIX_BUCKETS])malloc((size_t)nt * sizeof *hist);  \
     if (!hist) return NAME(a, m, tmp, NULL);                                                       \
-    int64_t cnt[RADIX_PASSES][RADIX_BUCKETS];                                                      \
-    memset(cnt, 0, sizeof cnt);                                                                    \
+    RADIX_SETUP(m)                                                                                 \
     int odd = 0; /* passes made: the result is in tmp when odd */                                  \
     _Pragma("omp parallel num_threads(nt)") {                                                      \
       int T_ = omp_get_num_threads(), t = omp_get_thread_num();                                    \
       int64_t lo = m * t / T_, hi = m * (t + 1) / T_;                                              \
-      int64_t loc[RADIX_PASSES][RADIX_BUCKETS];                                                    \
-      memset(loc, 0, sizeof loc);                                                                  \
+      int64_t loc[8][RADIX_BUCKETS];                                                               \
+      for (int p = 0; p < passes; p++) memset(loc[p], 0, (size_t)buckets * 8);                     \
       for (int64_t i = lo; i < hi; i++) {                                                          \
         uint64_t b = KEY(a[i]);                                                                    \
-        for (int p = 0; p < RADIX_PASSES; p++) loc[p][(b >> (RADIX_BITS * p)) & (RADIX_BUCKETS - 1)]++; \
+        for (int p = 0; p < passes; p++) loc[p][(b >> (bits * p)) & (buckets - 1)]++;              \
       }                                                                                            \
       _Pragma("omp critical(sbg_cosnet_sort_counts)")                                              \
-      for (int p = 0; p < RADIX_PASSES; p++)                                                       \
-        for (int d = 0; d < RADIX_BUCKETS; d++) cnt[p][d] += loc[p][d];                            \
+      for (int p = 0; p < passes; p++)                                                             \
+        for (int d = 0; d < buckets; d++) cnt[p][d] += loc[p][d];                                  \
       _Pragma("omp barrier")                                                                       \
       T *src = a, *dst = tmp;                                                                      \
       int made = 0;                                                                                \
-      for (int p = 0; p < RADIX_PASSES; p++) {                                                     \
+      for (int p = 0; p < passes; p++) {                                                           \
         int trivial = 0;                                                                           \
-        for (int d = 0; d < RADIX_BUCKETS; d++)                                                    \
+        for (int d = 0; d < buckets; d++)                                                          \
           if (cnt[p][d] == m) { trivial = 1; break; }                                              \
         if (trivial) continue;                                                                     \
         int64_t *h = hist[t];                                                                      \
-        for (int d = 0; d < RADIX_BUCKETS; d++) h[d] = 0;                                          \
-        for (int64_t i = lo; i < hi; i++) h[(KEY(src[i]) >> (RADIX_BITS * p)) & (RADIX_BUCKETS - 1)]++; \
+        for (int d = 0; d < buckets; d++) h[d] = 0;                                                \
+        for (int64_t i = lo; i < hi; i++) h[(KEY(src[i]) >> (bits * p)) & (buckets - 1)]++;        \
         _Pragma("omp barrier")                                                                     \
         int64_t off[RADIX_BUCKETS], base = 0;                                                      \
-        for (int d = 0; d < RADIX_BUCKETS; d++) {                                                  \
+        for (int d = 0; d < buckets; d++) {                                                        \
           int64_t o = base;                                                                        \
           for (int u = 0; u < t; u++) o += hist[u][d];                                             \
           off[d] = o;                                                                              \
           base += cnt[p][d];                                                                       \
         }                                                                                          \
-        for (int64_t i = lo; i < hi; i++) dst[off[(KEY(src[i]) >> (RADIX_BITS * p)) & (RADIX_BUCKETS - 1)]++] = src[i]; \
+        for (int64_t i = lo; i < hi; i++) dst[off[(KEY(src[i]) >> (bits * p)) & (buckets - 1)]++] = src[i]; \
         _Pragma("omp barrier")                                                                     \
         T *sw = src; src = dst; dst = sw;                                                          \
         made++;                                                                                    \
@@ -229,124 +232,250 @@ static int sort_keyed_lp(keyed *k, int64_t m, keyed *tmp, learn_poll *lp) {
   return nt > 1 ? sort_keyed_threads(k, m, tmp, nt) : sort_keyed(k, m, tmp, lp);
 }
 
-/* The grouped sweeps of the learning step (over the angles, then over the
- * intercepts) walk the points in ascending key order, a group of equal
- * keys at a time, and use only each group's key and its counts of
- * positives and negatives: the order of the points inside a group never
- * matters.  So the keys need no positions: the positives' keys and the
- * negatives' keys are sorted apart, as bare keys (8 bytes a move instead
- * and a position), and merged group by group.  A group's value is its
- * key's double, except for a group of zeros, which takes the value of its
- * first point (a -0 or a +0), as a stable sort of the values would. */
-typedef struct {
-  uint64_t *pos, *neg; /* sorted keys: n_p of the positives, n_n of the negatives */
-  int64_t n_p, n_n, i, j;
-  double zero;         /* the value of the group of zeros */
-} key_groups;
+/* Why the sweeps need the negatives counted, not sorted.  With tp > 0,
+ * f_score() is F = 2 tp / D, D = 2 tp + fp + fn <= 2 m < 2^32, to within
+ * 1e-15 (relative).  A negative entering the positive half-plane (fp + 1)
+ * lowers F by a factor of at most 1 - 1/D (more than 2e-10), one leaving
+ * it (fp - 1) raises F as much; a positive entering raises F.  Hence, in
+ * a run of points of one order that are all negatives:
+ *  - where negatives enter, no line of the run beats the best so far: each
+ *    is below the line before it, which was compared already (or has
+ *    tp = 0, F = 0);
+ *  - where negatives leave ("over" in the angle sweep), the computed F
+ *    rise strictly, so the run's last line wins whenever any of its lines
+ *    would, and is then the best: the run's other lines change nothing.
+ * So the sweeps look only at the positives (their groups of equal keys,
+ * with the negatives of the same key; or the positives one by one) and at
+ * the last line of each run of negatives, and the negatives are only
+ * counted per run, by a binary search among the sorted keys of the
+ * positives (far fewer than the negatives in COSNet's unbalanced
+ * classes), the largest key of each run kept. */
 
-/* The keys of the values v[0..m) (in point order; with `stop`, only those
- * below `stop`, the others left out) split by label into g (positives
- * from out[0], negatives from out[n_pos]) and sorted; tmp: m scratch. */
-static int group_keys(const double *v, const int8_t *lab, int64_t m, int64_t n_pos, int stop_on,
-                      double stop, uint64_t *out, uint64_t *tmp, key_groups *g, learn_poll *lp) {
-  int64_t a = 0, b = n_pos;
+/* Positives before key k: the first g with keys[g] >= k (a binary search
+ * without branches on the keys, which a processor cannot predict). */
+static inline int64_t keys_below(const uint64_t *keys, int64_t n, uint64_t k) {
+  if (n == 0) return 0;
+  const uint64_t *b = keys;
+  while (n > 1) {
+    int64_t half = n / 2;
+    b += b[half] < k ? half : 0;
+    n -= half;
+  }
+  return (b - keys) + (*b < k);
+}
+
+/* The grouped sweeps' view of the points: the G distinct keys of the
+ * positives, ascending, with their positives and the negatives of equal
+ * key; the runs of negatives between them (run g before key g, run G after
+ * the last), their sizes and largest keys; of run G also the number of
+ * negatives at its largest key and its second largest distinct key (0:
+ * none; no point has key 0, a NaN's).  A group's value is its key's
+ * double, except for the group of zeros, which takes the value of its
+ * first point (a -0 or a +0) as a stable sort by value would. */
+typedef struct {
+  int64_t n_keys, kept;
+  uint64_t *key, *top, top2;
+  int64_t *pos, *eq, *run, top_n;
+  double zero;
+} sweep_groups;
+
+static double group_value(const sweep_groups *s, uint64_t key) {
+  return key == order_key(0.0) ? s->zero : order_value(key);
+}
+
+static void count_negative(uint64_t k, const uint64_t *keys, int64_t G, int64_t *eq, int64_t *run,
+                           uint64_t *top, uint64_t *top2, int64_t *top_n) {
+  int64_t b = keys_below(keys, G, k);
+  if (b < G && keys[b] == k) { eq[b]++; return; }
+  run[b]++;
+  if (b == G) {
+    if (k > top[G]) { *top2 = top[G]; top[G] = k; *top_n = 1; }
+    else if (k == top[G]) (*top_n)++;
+    else if (k > *top2) *top2 = k;
+  } else if (k > top[b]) {
+    top[b] = k;
+  }
+}
+
+/* The groups of the values v[0..m) (in point order; with stop_on, only
+ * those below `stop`): u holds m keys, tmp m scratch keys, gc 3 (m + 1)
+ * counts.  1: interrupted, -1: out of memory. */
+static int sweep_groups_build(const double *v, const int8_t *lab, int64_t m, int stop_on,
+                              double stop, uint64_t *u, uint64_t *tmp, int64_t *gc,
+                              sweep_groups *s, learn_poll *lp) {
+  int64_t a = 0, kept = 0;
   int zero_seen = 0;
-  g->zero = 0.0;
+  s->zero = 0.0;
   for (int64_t i = 0; i < m; i++) {
     double x = v[i];
     if (stop_on && !(x < stop)) continue;
-    if (x == 0 && !zero_seen) { g->zero = x; zero_seen = 1; }
-    uint64_t k = order_key(x);
-    if (lab[i] > 0) out[a++] = k; else out[b++] = k;
+    kept++;
+    if (x == 0 && !zero_seen) { s->zero = x; zero_seen = 1; }
+    if (lab[i] > 0) u[a++] = order_key(x);
   }
-  g->pos = out;
-  g->neg = out + n_pos;
-  g->n_p = a;
-  g->n_n = b - n_pos;
-  g->i = g->j = 0;
-  if (learn_tick(lp, m)) return 1;
-  return sort_bare_lp(g->pos, g->n_p, tmp, lp) || sort_bare_lp(g->neg, g->n_n, tmp, lp);
+  s->kept = kept;
+  if (learn_tick(lp, m) || sort_bare_lp(u, a, tmp, lp)) return 1;
+  int64_t G = 0;
+  for (int64_t j = 0; j < a;) {
+    uint64_t k = u[j];
+    int64_t c = 0;
+    while (j < a && u[j] == k) { j++; c++; }
+    u[G] = k;
+    gc[G] = c;
+    G++;
+  }
+  s->n_keys = G;
+  s->key = u;
+  s->pos = gc;
+  s->eq = gc + G;
+  s->run = gc + 2 * G;
+  s->top = tmp; /* the sort's scratch, free again */
+  memset(s->eq, 0, (size_t)(2 * G + 1) * sizeof(int64_t));
+  memset(s->top, 0, (size_t)(G + 1) * sizeof(uint64_t));
+  s->top2 = 0;
+  s->top_n = 0;
+  int nt = learn_threads(lp, m);
+  if (nt == 1) {
+    for (int64_t i = 0; i < m; i++) {
+      if (lab[i] > 0 || (stop_on && !(v[i] < stop))) continue;
+      count_negative(order_key(v[i]), u, G, s->eq, s->run, s->top, &s->top2, &s->top_n);
+    }
+    return learn_tick(lp, m);
+  }
+  int failed = 0;
+#pragma omp parallel num_threads(nt) reduction(| : failed)
+  {
+    /* each thread counts its share; sums, maxima and the last run's two
+     * largest keys merged afterwards (the same whatever the threads) */
+    int64_t *c = (int64_t *)calloc((size_t)(2 * G + 1), sizeof(int64_t));
+    uint64_t *t = (uint64_t *)calloc((size_t)(G + 1), sizeof(uint64_t));
+    uint64_t t2 = 0;
+    int64_t tn = 0;
+    if (!c || !t) failed = 1;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < m; i++) {
+      if (!c || !t || lab[i] > 0 || (stop_on && !(v[i] < stop))) continue;
+      count_negative(order_key(v[i]), u, G, c, c + G, t, &t2, &tn);
+    }
+#pragma omp critical(sbg_cosnet_sweep_groups)
+    if (c && t) {
+      for (int64_t g = 0; g < 2 * G + 1; g++) s->eq[g] += c[g];
+      for (int64_t g = 0; g < G; g++)
+        if (t[g] > s->top[g]) s->top[g] = t[g];
+      /* the second largest distinct key: the largest below M of both
+       * sides' two largest */
+      uint64_t M = s->top[G] > t[G] ? s->top[G] : t[G];
+      uint64_t second = s->top2 > t2 ? s->top2 : t2;
+      if (s->top[G] < M && s->top[G] > second) second = s->top[G];
+      if (t[G] < M && t[G] > second) second = t[G];
+      s->top_n = (s->top[G] == M ? s->top_n : 0) + (t[G] == M ? tn : 0);
+      s->top[G] = M;
+      s->top2 = second;
+    }
+    free(c);
+    free(t);
+  }
+  return failed ? -1 : 0;
 }
 
-/* The next group: 0 when none is left, else 1 with its key and counts. */
-static int next_group(key_groups *g, uint64_t *key, int64_t *pos, int64_t *neg) {
-  if (g->i >= g->n_p && g->j >= g->n_n) return 0;
-  uint64_t k = g->j >= g->n_n || (g->i < g->n_p && g->pos[g->i] <= g->neg[g->j]) ? g->pos[g->i]
-                                                                                  : g->neg[g->j];
-  int64_t i0 = g->i, j0 = g->j;
-  while (g->i < g->n_p && g->pos[g->i] == k) g->i++;
-  while (g->j < g->n_n && g->neg[g->j] == k) g->j++;
-  *key = k;
-  *pos = g->i - i0;
-  *neg = g->j - j0;
-  return 1;
-}
-
-static double group_value(const key_groups *g, uint64_t key) {
-  return key == order_key(0.0) ? g->zero : order_value(key);
+/* The positives among the values v[0..m) (with limit_on, only those <=
+ * limit) in their stable order (value, then position) in pk[0..*n_p),
+ * and nb[j] the negatives before positive j in that order and after
+ * positive j - 1 (nb[*n_p] after the last).  tmp: m scratch. */
+static int stable_build(const double *v, const int8_t *lab, int64_t m, int limit_on, double limit,
+                        keyed *pk, keyed *tmp, int64_t *nb, int64_t *n_p, learn_poll *lp) {
+  int64_t P = 0;
+  for (int64_t i = 0; i < m; i++)
+    if (lab[i] > 0 && !(limit_on && v[i] > limit)) { pk[P].v = v[i]; pk[P].i = i; P++; }
+  *n_p = P;
+  if (learn_tick(lp, m) || sort_keyed_lp(pk, P, tmp, lp)) return 1;
+  /* the keys of the positives, for the binary searches (in tmp) */
+  uint64_t *pkey = (uint64_t *)(void *)tmp;
+  for (int64_t j = 0; j < P; j++) pkey[j] = order_key(pk[j].v);
+  memset(nb, 0, (size_t)(P + 1) * sizeof(int64_t));
+  int nt = learn_threads(lp, m), failed = 0;
+#pragma omp parallel num_threads(nt) reduction(| : failed)
+  {
+    int64_t *c = nt == 1 ? nb : (int64_t *)calloc((size_t)(P + 1), sizeof(int64_t));
+    if (!c) failed = 1;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < m; i++) {
+      if (lab[i] > 0 || (limit_on && v[i] > limit)) continue;
+      uint64_t k = order_key(v[i]);
+      /* positives before (k, i) in the stable order: those of smaller
+       * keys, then those of key k at earlier positions */
+      int64_t b = keys_below(pkey, P, k), e = b;
+      if (b < P && pkey[b] == k) {
+        int64_t len = keys_below(pkey + b, P - b, k + 1);
+        while (len > 0) {
+          int64_t half = len / 2;
+          if (pk[e + half].i < i) { e += half + 1; len -= half + 1; } else len = half;
+        }
+      }
+      if (c) c[e]++;
+    }
+    if (nt > 1) {
+#pragma omp critical(sbg_cosnet_stable_build)
+      if (c) for (int64_t j = 0; j <= P; j++) nb[j] += c[j];
+      free(c);
+    }
+  }
+  return failed ? -1 : 0;
 }
 
 /* Best intercept for the slope `slope`: points with y - slope * x at or
  * below the line are positive; groups of equal intercepts enter together;
- * a later line wins only with a strictly larger F. */
+ * a later line wins only with a strictly larger F (only the positives'
+ * groups can: see sweep_groups). */
 static int intercept_sweep(const double *x, const double *y, const int8_t *lab, int64_t m,
-                           int64_t n_pos, double slope, uint64_t *u, uint64_t *tmp, double *v,
-                           double *q_best, double *f_best, learn_poll *lp) {
+                           int64_t n_pos, double slope, learn_ws *ws, double *q_best,
+                           double *f_best, learn_poll *lp) {
+  double *v = ws->v;
 #pragma omp parallel for num_threads(learn_threads(lp, m)) schedule(static)
   for (int64_t i = 0; i < m; i++) v[i] = y[i] - slope * x[i];
-  key_groups g;
-  if (group_keys(v, lab, m, n_pos, 0, 0.0, u, tmp, &g, lp)) return 1;
-  int64_t tp = 0, fp = 0, fn = n_pos, pos, neg;
+  sweep_groups g;
+  int r = sweep_groups_build(v, lab, m, 0, 0.0, ws->u, ws->u + ws->cap, ws->gc, &g, lp);
+  if (r) return r;
+  int64_t tp = 0, fp = 0, fn = n_pos;
   double best = f_score(tp, fn, fp), qb = 0;
-  uint64_t key;
-  while (next_group(&g, &key, &pos, &neg)) {
-    tp += pos; fn -= pos; fp += neg;
+  for (int64_t h = 0; h < g.n_keys; h++) {
+    tp += g.pos[h]; fn -= g.pos[h]; fp += g.run[h] + g.eq[h];
     if (may_beat(tp, fn, fp, best)) {
       double f = f_score(tp, fn, fp);
-      if (f > best) { best = f; qb = group_value(&g, key); }
+      if (f > best) { best = f; qb = group_value(&g, g.key[h]); }
     }
-    if (learn_tick(lp, pos + neg)) return 1;
   }
   *q_best = qb;
   *f_best = best;
   return 0;
 }
 
-/* The stable positions of a sort, in the keyed scratch of pos_above(). */
-static keyed *pos_above_scratch(learn_ws *ws, int64_t m, int *own) {
-  if (ws && ws->cap >= m) {
-    if (!ws->pa) ws->pa = (keyed *)malloc(3 * (size_t)(ws->cap > 0 ? ws->cap : 1) * sizeof(keyed));
-    if (ws->pa) { *own = 0; return ws->pa; }
-  }
-  *own = 1;
-  return (keyed *)malloc(3 * (size_t)(m > 0 ? m : 1) * sizeof(keyed));
-}
-
 /* COSNet's branch for a positive half-plane above the line (its
  * optimize_pos_above): the line passes through the best positive point on
  * the y axis, its slope (at most -1) is chosen among the lines through the
  * other points, and then the intercept; no grouping of ties here, points in
- * their stable order (value, then position: sort_keyed()).  Changes
- * nothing when no positive lies on the y axis. */
+ * their stable order (value, then position), where only the lines through
+ * positives can win (see sweep_groups; stable_build()).  Changes nothing
+ * when no positive lies on the y axis. */
 static sbg_status pos_above(const double *x, const double *y, const int8_t *lab, int64_t m,
                             int64_t n_pos_all, double *alpha, double *c, double *fscore,
-                            learn_poll *lp) {
-  sbg_status st = SBG_OK;
+                            learn_ws *ws, learn_poll *lp) {
   int64_t nz = 0, nz_pos = 0;
   for (int64_t i = 0; i < m; i++)
     if (x[i] == 0) { nz++; if (lab[i] > 0) nz_pos++; }
   if (nz_pos == 0) return SBG_OK;
-  int own;
-  keyed *z = pos_above_scratch(lp->ws, m, &own);
-  if (!z) return SBG_ERR_ALLOC;
-  keyed *s = z + m, *tmp = s + m;
+  if (!ws->pa) ws->pa = (keyed *)malloc(2 * (size_t)(ws->cap > 0 ? ws->cap : 1) * sizeof(keyed));
+  if (!ws->pa) return SBG_ERR_ALLOC;
+  keyed *z = ws->pa, *tmp = ws->pa + ws->cap;
+  double *v = ws->v;
+  int64_t *nb = ws->gc;
 
   /* Step 1: points on the y axis by ordinate; for the line through the
    * r-th positive (position pos, 1-based), TP = r, FP = pos - r. */
   int64_t t = 0;
   for (int64_t i = 0; i < m; i++)
     if (x[i] == 0) { z[t].v = y[i]; z[t].i = i; t++; }
-  if (sort_keyed_lp(z, nz, tmp, lp)) { st = SBG_ERR_INTERRUPTED; goto done; }
+  if (sort_keyed_lp(z, nz, tmp, lp)) return SBG_ERR_INTERRUPTED;
   double best = 0;
   int64_t best_pos = 0, best_rank = 0, rank = 0;
   for (int64_t p = 0; p < nz; p++) {
@@ -358,129 +487,133 @@ static sbg_status pos_above(const double *x, const double *y, const int8_t *lab,
   double y1 = z[best_pos - 1].v;
 
   /* Step 2: slopes from that point to the points off the axis, ascending;
-   * only slopes <= -1 are lines, each adding its point below the line (the
-   * others are left out before the sort: they would come after them). */
-  int64_t nn = 0, up_pos = 0;
+   * only slopes <= -1 are lines, each adding its point below the line
+   * (the axis's points get slope 0: left out with the others). */
+  int64_t up_pos = 0, P;
   for (int64_t i = 0; i < m; i++) {
-    if (x[i] == 0) continue;
+    if (x[i] == 0) { v[i] = 0.0; continue; }
     if (lab[i] > 0) up_pos++;
-    double sl = (y[i] - y1) / (x[i] - 0.0);
-    if (sl > -1) continue;
-    s[nn].v = sl;
-    s[nn].i = i;
-    nn++;
+    v[i] = (y[i] - y1) / (x[i] - 0.0);
   }
-  if (sort_keyed_lp(s, nn, tmp, lp)) { st = SBG_ERR_INTERRUPTED; goto done; }
+  int r = stable_build(v, lab, m, 1, -1.0, z, tmp, nb, &P, lp);
+  if (r) return r < 0 ? SBG_ERR_ALLOC : SBG_ERR_INTERRUPTED;
   int64_t tp = best_rank, fn = nz_pos - best_rank, fp = best_pos - best_rank;
   best = f_score(tp, fn, fp); /* COSNet scores the start without the off-axis positives */
   fn += up_pos;
   double slope = tan(1.58);   /* COSNet's default: an almost vertical line */
-  for (int64_t j = 0; j < nn; j++) {
-    if (lab[s[j].i] > 0) { tp++; fn--; } else fp++;
+  for (int64_t j = 0; j < P; j++) {
+    fp += nb[j]; tp++; fn--;
     if (!may_beat(tp, fn, fp, best)) continue;
     double f = f_score(tp, fn, fp);
-    if (f > best) { best = f; slope = s[j].v; }
+    if (f > best) { best = f; slope = z[j].v; }
   }
 
   /* Step 3: intercept for that slope, points in stable order, no grouping. */
 #pragma omp parallel for num_threads(learn_threads(lp, m)) schedule(static)
-  for (int64_t i = 0; i < m; i++) {
-    s[i].v = y[i] - slope * x[i];
-    s[i].i = i;
-  }
-  if (sort_keyed_lp(s, m, tmp, lp)) { st = SBG_ERR_INTERRUPTED; goto done; }
+  for (int64_t i = 0; i < m; i++) v[i] = y[i] - slope * x[i];
+  r = stable_build(v, lab, m, 0, 0.0, z, tmp, nb, &P, lp);
+  if (r) return r < 0 ? SBG_ERR_ALLOC : SBG_ERR_INTERRUPTED;
   tp = 0; fp = 0; fn = n_pos_all;
   best = 0;
   double q = 0;
-  for (int64_t j = 0; j < m; j++) {
-    if (lab[s[j].i] > 0) { tp++; fn--; } else fp++;
-    if (tp == 0 || !may_beat(tp, fn, fp, best)) continue;
+  for (int64_t j = 0; j < P; j++) {
+    fp += nb[j]; tp++; fn--;
+    if (!may_beat(tp, fn, fp, best)) continue;
     double f = f_score(tp, fn, fp);
-    if (f > best) { best = f; q = s[j].v; }
+    if (f > best) { best = f; q = z[j].v; }
   }
   *alpha = atan(slope) + M_PI;
   *c = -q * cos(*alpha);
   *fscore = best;
-done:
-  if (own) free(z);
-  return st;
+  return SBG_OK;
 }
 
-/* The learning step (sbg_cosnet_learn) with the polls and threads of lp. */
+/* The learning step (sbg_cosnet_learn) with the polls and threads of lp,
+ * in lp's scratch or (too small, or none) its own. */
 static sbg_status learn_step(const double *x, const double *y, const int8_t *lab, int64_t m,
                              double *alpha, double *c, double *fscore, learn_poll *lp) {
   sbg_status st = SBG_OK;
   sbg_ctx *ctx = lp->ctx;
   double done = lp->done;
-  int own = !(lp->ws && lp->ws->cap >= m);
-  size_t c1 = (size_t)(m > 0 ? m : 1);
-  uint64_t *u = own ? (uint64_t *)malloc(c1 * 2 * sizeof(uint64_t)) : lp->ws->u;
-  double *v = own ? (double *)malloc(c1 * sizeof(double)) : lp->ws->v;
-  if (!u || !v) {
-    if (own) { free(u); free(v); }
-    return SBG_ERR_ALLOC;
+  learn_ws own_ws, *ws = lp->ws;
+  int own = !(ws && ws->cap >= m);
+  if (own) {
+    ws = &own_ws;
+    if (!learn_ws_alloc(ws, m, 0)) { learn_ws_free(ws); return SBG_ERR_ALLOC; }
   }
-  uint64_t *tmp = u + (own ? c1 : (size_t)lp->ws->cap);
   int64_t n_pos = 0;
   for (int64_t i = 0; i < m; i++) n_pos += lab[i] > 0;
   int64_t n_neg = m - n_pos;
+  double *v = ws->v;
 
   /* Step 1: angles of the lines through the origin and each point; a point
    * on the y axis gets pi/2 (COSNet: pi/2 - DBL_MIN, the same double).
    * The sweep stops at the first angle >= 1.57 (as COSNet's), so those
-   * points, the y axis's among them, are left out of the sort; a ratio
-   * y / x >= 1300 has an angle >= atan(1300) = 1.570027 (tan(1.57) is
-   * 1255.8), far beyond any rounding of atan, so its atan is not needed. */
+   * points, the y axis's among them, are left out; a ratio y / x >= 1300
+   * has an angle >= atan(1300) = 1.570027 (tan(1.57) is 1255.8), far
+   * beyond any rounding of atan, so its atan is not needed. */
 #pragma omp parallel for num_threads(learn_threads(lp, m)) schedule(static)
   for (int64_t i = 0; i < m; i++) {
     double r = x[i] != 0 ? y[i] / x[i] : HUGE_VAL;
     v[i] = r < 1300 ? atan(r) : M_PI / 2;
   }
-  key_groups g;
-  if (group_keys(v, lab, m, n_pos, 1, 1.57, u, tmp, &g, lp)) goto interrupted;
+  sweep_groups g;
+  int r = sweep_groups_build(v, lab, m, 1, 1.57, ws->u, ws->u + ws->cap, ws->gc, &g, lp);
+  if (r) { st = r < 0 ? SBG_ERR_ALLOC : SBG_ERR_INTERRUPTED; goto finish; }
   /* Sweep the angles upwards, a group of equal angles at a time; the
    * points at or below the line are positive ("under") or those above it
-   * ("over").  As COSNet: a line must strictly beat the best F so far,
-   * and a last point standing alone at the end of the order (at m - 1:
-   * nothing was left out) is not counted. */
+   * ("over").  As COSNet: a line must strictly beat the best F so far, and
+   * a last point standing alone at the end of the order (at m - 1: none
+   * left out) is not counted.  Only the positives' groups and, over, the
+   * last group of each run of negatives can win (see sweep_groups). */
   int64_t tp_u = 0, fp_u = 0, fn_u = n_pos;
   int64_t tp_o = n_pos, fp_o = n_neg, fn_o = 0;
   double best_u = 0, best_o = 0, ang_u = 0, ang_o = 0;
-  uint64_t key;
-  int64_t pos, neg, seen = 0, kept = g.n_p + g.n_n;
-  while (next_group(&g, &key, &pos, &neg)) {
-    seen += pos + neg;
-    if (kept == m && seen == m && pos + neg == 1) pos = neg = 0;
+  int whole = g.kept == m;
+  int64_t G = g.n_keys;
+  for (int64_t h = 0; h <= G; h++) {
+    int64_t run = g.run[h];
+    uint64_t last = g.top[h];
+    if (h == G && whole && run > 0 && g.top_n == 1) { run--; last = g.top2; } /* the lone last point */
+    if (run > 0) {
+      fp_u += run;
+      fp_o -= run;
+      if (may_beat(tp_o, fn_o, fp_o, best_o)) {
+        double fo = f_score(tp_o, fn_o, fp_o);
+        if (fo > best_o) { best_o = fo; ang_o = group_value(&g, last); }
+      }
+    }
+    if (h == G) break;
+    int64_t pos = g.pos[h], neg = g.eq[h];
+    if (h == G - 1 && whole && g.run[G] == 0 && pos + neg == 1) break; /* the lone last point */
     tp_u += pos; fn_u -= pos; fp_u += neg;
     tp_o -= pos; fn_o += pos; fp_o -= neg;
     if (may_beat(tp_u, fn_u, fp_u, best_u)) {
       double fu = f_score(tp_u, fn_u, fp_u);
-      if (fu > best_u) { best_u = fu; ang_u = group_value(&g, key); }
+      if (fu > best_u) { best_u = fu; ang_u = group_value(&g, g.key[h]); }
     }
     if (may_beat(tp_o, fn_o, fp_o, best_o)) {
       double fo = f_score(tp_o, fn_o, fp_o);
-      if (fo > best_o) { best_o = fo; ang_o = group_value(&g, key); }
+      if (fo > best_o) { best_o = fo; ang_o = group_value(&g, g.key[h]); }
     }
-    if (learn_tick(lp, pos + neg)) goto interrupted;
   }
   int above = best_o > best_u;
   double theta = above ? ang_o : ang_u;
 
   /* Step 2: the intercept, with the positive half-plane below the line. */
   double q = 0, f = 0;
-  if (intercept_sweep(x, y, lab, m, n_pos, tan(theta), u, tmp, v, &q, &f, lp)) goto interrupted;
+  r = intercept_sweep(x, y, lab, m, n_pos, tan(theta), ws, &q, &f, lp);
+  if (r) { st = r < 0 ? SBG_ERR_ALLOC : SBG_ERR_INTERRUPTED; goto finish; }
   *alpha = theta + DBL_MIN;
   *c = -q * cos(*alpha);
   *fscore = f;
   if (above) {
-    st = pos_above(x, y, lab, m, n_pos, alpha, c, fscore, lp);
-    if (st == SBG_OK && ctx && sbg_poll(ctx, done) != SBG_OK) goto interrupted;
+    st = pos_above(x, y, lab, m, n_pos, alpha, c, fscore, ws, lp);
+    if (st == SBG_OK && ctx && sbg_poll(ctx, done) != SBG_OK) st = SBG_ERR_INTERRUPTED;
   }
-  if (own) { free(u); free(v); }
-  return st;
-interrupted:
-  if (own) { free(u); free(v); }
-  return SBG_ERR_INTERRUPTED; /* ctx->errbuf set by sbg_poll */
+finish:
+  if (own) learn_ws_free(ws);
+  return st; /* interrupted: ctx->errbuf set by sbg_poll */
 }
 
 sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
@@ -579,7 +712,7 @@ sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
     /* few jobs (large networks): one at a time, each step's sorts on all
      * the threads; the same steps, so the same lines */
     learn_ws ws;
-    if (!learn_ws_alloc(&ws, n)) st = SBG_ERR_ALLOC;
+    if (!learn_ws_alloc(&ws, n, 1)) st = SBG_ERR_ALLOC;
     for (int32_t j = 0; j < n_jobs && st != SBG_ERR_ALLOC; j++) {
       sbg_status sj = learn_job(j, n, codes, x, y, alpha, c, fscore, n_pos, n_lab, n_threads, &ws);
       if (sj != SBG_OK && (st == SBG_OK || sj == SBG_ERR_ALLOC)) st = sj;
@@ -590,7 +723,7 @@ sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
 #pragma omp parallel num_threads(n_threads)
   {
     learn_ws ws;
-    int ok = learn_ws_alloc(&ws, n);
+    int ok = learn_ws_alloc(&ws, n, 1);
 #pragma omp for schedule(dynamic, 1)
     for (int32_t j = 0; j < n_jobs; j++) {
       sbg_status sj = ok ? learn_job(j, n, codes, x, y, alpha, c, fscore, n_pos, n_lab, 1, &ws)
