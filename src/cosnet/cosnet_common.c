@@ -33,17 +33,7 @@ static inline int may_beat(int64_t tp, int64_t fn, int64_t fp, double best) {
   return 2 * (double)tp >= best * (1 - 1e-12) * (double)(2 * tp + fp + fn);
 }
 
-/* The order-preserving 64-bit pattern of a double: a < b exactly when
- * key(a) < key(b), and key(a) == key(b) exactly when a == b (-0 taken as
- * +0, so that it ties with 0 as in a comparison).  Not for NaN, which the
- * points (finite sums of finite weights) never give. */
-static inline uint64_t order_key(double v) {
-  double d = v == 0 ? 0.0 : v;
-  uint64_t b;
-  memcpy(&b, &d, sizeof b);
-  return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
-}
-
+/* The double of an order key (sbg_cosnet_order_key(), cosnet.h). */
 static inline double order_value(uint64_t b) {
   b = (b >> 63) ? (b & 0x7fffffffffffffffull) : ~b;
   double d;
@@ -217,7 +207,7 @@ static int learn_tick(learn_poll *lp, int64_t add) {
   }
 
 #define BARE_KEY(e) (e)
-#define KEYED_KEY(e) order_key((e).v)
+#define KEYED_KEY(e) sbg_cosnet_order_key((e).v)
 LEARN_RADIX_SORT(sort_bare, uint64_t, BARE_KEY)
 LEARN_RADIX_SORT(sort_keyed, keyed, KEYED_KEY)
 
@@ -251,50 +241,30 @@ static int sort_keyed_lp(keyed *k, int64_t m, keyed *tmp, learn_poll *lp) {
  * positives (far fewer than the negatives in COSNet's unbalanced
  * classes), the largest key of each run kept. */
 
-/* Positives before key k: the first g with keys[g] >= k (a binary search
- * without branches on the keys, which a processor cannot predict). */
-static inline int64_t keys_below(const uint64_t *keys, int64_t n, uint64_t k) {
-  if (n == 0) return 0;
-  const uint64_t *b = keys;
-  while (n > 1) {
-    int64_t half = n / 2;
-    b += b[half] < k ? half : 0;
-    n -= half;
-  }
-  return (b - keys) + (*b < k);
-}
-
 /* The grouped sweeps' view of the points: the G distinct keys of the
  * positives, ascending, with their positives and the negatives of equal
  * key; the runs of negatives between them (run g before key g, run G after
- * the last), their sizes and largest keys; of run G also the number of
- * negatives at its largest key and its second largest distinct key (0:
- * none; no point has key 0, a NaN's).  A group's value is its key's
- * double, except for the group of zeros, which takes the value of its
- * first point (a -0 or a +0) as a stable sort by value would. */
+ * the last), their sizes and largest keys (0 for none: no point has key 0,
+ * a NaN's).  A group's value is its key's double, except for the group of
+ * zeros, which takes the value of its first point (a -0 or a +0) as a
+ * stable sort by value would. */
 typedef struct {
   int64_t n_keys, kept;
-  uint64_t *key, *top, top2;
-  int64_t *pos, *eq, *run, top_n;
+  uint64_t *key, *top;
+  int64_t *pos, *eq, *run;
   double zero;
 } sweep_groups;
 
 static double group_value(const sweep_groups *s, uint64_t key) {
-  return key == order_key(0.0) ? s->zero : order_value(key);
+  return key == sbg_cosnet_order_key(0.0) ? s->zero : order_value(key);
 }
 
-static void count_negative(uint64_t k, const uint64_t *keys, int64_t G, int64_t *eq, int64_t *run,
-                           uint64_t *top, uint64_t *top2, int64_t *top_n) {
-  int64_t b = keys_below(keys, G, k);
+static inline void count_negative(uint64_t k, const uint64_t *keys, int64_t G, int64_t *eq,
+                                  int64_t *run, uint64_t *top) {
+  int64_t b = sbg_cosnet_keys_below(keys, G, k);
   if (b < G && keys[b] == k) { eq[b]++; return; }
   run[b]++;
-  if (b == G) {
-    if (k > top[G]) { *top2 = top[G]; top[G] = k; *top_n = 1; }
-    else if (k == top[G]) (*top_n)++;
-    else if (k > *top2) *top2 = k;
-  } else if (k > top[b]) {
-    top[b] = k;
-  }
+  if (k > top[b]) top[b] = k;
 }
 
 /* The groups of the values v[0..m) (in point order; with stop_on, only
@@ -311,7 +281,7 @@ static int sweep_groups_build(const double *v, const int8_t *lab, int64_t m, int
     if (stop_on && !(x < stop)) continue;
     kept++;
     if (x == 0 && !zero_seen) { s->zero = x; zero_seen = 1; }
-    if (lab[i] > 0) u[a++] = order_key(x);
+    if (lab[i] > 0) u[a++] = sbg_cosnet_order_key(x);
   }
   s->kept = kept;
   if (learn_tick(lp, m) || sort_bare_lp(u, a, tmp, lp)) return 1;
@@ -332,45 +302,32 @@ static int sweep_groups_build(const double *v, const int8_t *lab, int64_t m, int
   s->top = tmp; /* the sort's scratch, free again */
   memset(s->eq, 0, (size_t)(2 * G + 1) * sizeof(int64_t));
   memset(s->top, 0, (size_t)(G + 1) * sizeof(uint64_t));
-  s->top2 = 0;
-  s->top_n = 0;
   int nt = learn_threads(lp, m);
   if (nt == 1) {
     for (int64_t i = 0; i < m; i++) {
       if (lab[i] > 0 || (stop_on && !(v[i] < stop))) continue;
-      count_negative(order_key(v[i]), u, G, s->eq, s->run, s->top, &s->top2, &s->top_n);
+      count_negative(sbg_cosnet_order_key(v[i]), u, G, s->eq, s->run, s->top);
     }
     return learn_tick(lp, m);
   }
   int failed = 0;
 #pragma omp parallel num_threads(nt) reduction(| : failed)
   {
-    /* each thread counts its share; sums, maxima and the last run's two
-     * largest keys merged afterwards (the same whatever the threads) */
+    /* each thread counts its share; sums and maxima merged afterwards (the
+     * same whatever the threads) */
     int64_t *c = (int64_t *)calloc((size_t)(2 * G + 1), sizeof(int64_t));
     uint64_t *t = (uint64_t *)calloc((size_t)(G + 1), sizeof(uint64_t));
-    uint64_t t2 = 0;
-    int64_t tn = 0;
     if (!c || !t) failed = 1;
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < m; i++) {
       if (!c || !t || lab[i] > 0 || (stop_on && !(v[i] < stop))) continue;
-      count_negative(order_key(v[i]), u, G, c, c + G, t, &t2, &tn);
+      count_negative(sbg_cosnet_order_key(v[i]), u, G, c, c + G, t);
     }
 #pragma omp critical(sbg_cosnet_sweep_groups)
     if (c && t) {
       for (int64_t g = 0; g < 2 * G + 1; g++) s->eq[g] += c[g];
-      for (int64_t g = 0; g < G; g++)
+      for (int64_t g = 0; g <= G; g++)
         if (t[g] > s->top[g]) s->top[g] = t[g];
-      /* the second largest distinct key: the largest below M of both
-       * sides' two largest */
-      uint64_t M = s->top[G] > t[G] ? s->top[G] : t[G];
-      uint64_t second = s->top2 > t2 ? s->top2 : t2;
-      if (s->top[G] < M && s->top[G] > second) second = s->top[G];
-      if (t[G] < M && t[G] > second) second = t[G];
-      s->top_n = (s->top[G] == M ? s->top_n : 0) + (t[G] == M ? tn : 0);
-      s->top[G] = M;
-      s->top2 = second;
     }
     free(c);
     free(t);
@@ -391,7 +348,7 @@ static int stable_build(const double *v, const int8_t *lab, int64_t m, int limit
   if (learn_tick(lp, m) || sort_keyed_lp(pk, P, tmp, lp)) return 1;
   /* the keys of the positives, for the binary searches (in tmp) */
   uint64_t *pkey = (uint64_t *)(void *)tmp;
-  for (int64_t j = 0; j < P; j++) pkey[j] = order_key(pk[j].v);
+  for (int64_t j = 0; j < P; j++) pkey[j] = sbg_cosnet_order_key(pk[j].v);
   memset(nb, 0, (size_t)(P + 1) * sizeof(int64_t));
   int nt = learn_threads(lp, m), failed = 0;
 #pragma omp parallel num_threads(nt) reduction(| : failed)
@@ -401,12 +358,12 @@ static int stable_build(const double *v, const int8_t *lab, int64_t m, int limit
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < m; i++) {
       if (lab[i] > 0 || (limit_on && v[i] > limit)) continue;
-      uint64_t k = order_key(v[i]);
+      uint64_t k = sbg_cosnet_order_key(v[i]);
       /* positives before (k, i) in the stable order: those of smaller
        * keys, then those of key k at earlier positions */
-      int64_t b = keys_below(pkey, P, k), e = b;
+      int64_t b = sbg_cosnet_keys_below(pkey, P, k), e = b;
       if (b < P && pkey[b] == k) {
-        int64_t len = keys_below(pkey + b, P - b, k + 1);
+        int64_t len = sbg_cosnet_keys_below(pkey + b, P - b, k + 1);
         while (len > 0) {
           int64_t half = len / 2;
           if (pk[e + half].i < i) { e += half + 1; len -= half + 1; } else len = half;
@@ -569,23 +526,25 @@ static sbg_status learn_step(const double *x, const double *y, const int8_t *lab
   int64_t tp_u = 0, fp_u = 0, fn_u = n_pos;
   int64_t tp_o = n_pos, fp_o = n_neg, fn_o = 0;
   double best_u = 0, best_o = 0, ang_u = 0, ang_o = 0;
-  int whole = g.kept == m;
+  /* The last positives' group ends the order when no point was left out
+   * and no negative comes after it.  A lone negative ending the order
+   * needs no such care: with no point left out, the positives are all
+   * below the line there (over: tp = 0, F = 0), and under, negatives
+   * cannot win. */
   int64_t G = g.n_keys;
+  int whole = g.kept == m && g.run[G] == 0;
   for (int64_t h = 0; h <= G; h++) {
-    int64_t run = g.run[h];
-    uint64_t last = g.top[h];
-    if (h == G && whole && run > 0 && g.top_n == 1) { run--; last = g.top2; } /* the lone last point */
-    if (run > 0) {
-      fp_u += run;
-      fp_o -= run;
+    if (g.run[h] > 0) {
+      fp_u += g.run[h];
+      fp_o -= g.run[h];
       if (may_beat(tp_o, fn_o, fp_o, best_o)) {
         double fo = f_score(tp_o, fn_o, fp_o);
-        if (fo > best_o) { best_o = fo; ang_o = group_value(&g, last); }
+        if (fo > best_o) { best_o = fo; ang_o = group_value(&g, g.top[h]); }
       }
     }
     if (h == G) break;
     int64_t pos = g.pos[h], neg = g.eq[h];
-    if (h == G - 1 && whole && g.run[G] == 0 && pos + neg == 1) break; /* the lone last point */
+    if (h == G - 1 && whole && pos + neg == 1) break; /* the lone last point */
     tp_u += pos; fn_u -= pos; fp_u += neg;
     tp_o -= pos; fn_o += pos; fp_o -= neg;
     if (may_beat(tp_u, fn_u, fp_u, best_u)) {
