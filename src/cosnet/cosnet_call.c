@@ -131,7 +131,8 @@ static const char *const result_names[] = {"scores", "pred", "alpha", "c", "fsco
 
 /* The result list, its vectors the engine's output (scores and pred NA
  * where the engine writes nothing; with the dimnames of the labels, set
- * here because in R they would copy the matrices). */
+ * here, where the matrices are new, so that no assignment in R can copy
+ * them). */
 static SEXP result_alloc(int32_t n, int32_t K, int32_t n_jobs, SEXP dimnames,
                          sbg_cosnet_result *out, int nth) {
   SEXP ans = PROTECT(sbg_named_list(10, result_names));
@@ -382,7 +383,8 @@ SEXP ffi_cosnet_folds(SEXP lab, SEXP nfolds, SEXP seed, SEXP threads) {
   SBG_ASSERT(TYPEOF(seed) == REALSXP && TYPEOF(threads) == INTSXP);
   int32_t n = Rf_nrows(lab), K = Rf_ncols(lab);
   SEXP folds = PROTECT(Rf_allocMatrix(INTSXP, n, K));
-  /* lab's dimnames here: set in R they would copy the matrix */
+  /* lab's dimnames here, where the matrix is new (an assignment in R could
+   * copy it) */
   Rf_setAttrib(folds, R_DimNamesSymbol, Rf_getAttrib(lab, R_DimNamesSymbol));
   if (sbg_cosnet_folds(INTEGER(lab), n, K, INTEGER(nfolds)[0], (uint64_t)REAL(seed)[0],
                        INTEGER(folds), INTEGER(threads)[0]) != 0)
