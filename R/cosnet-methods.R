@@ -8,7 +8,9 @@
 # positive, FALSE negative, NA unknown, lab's dimnames), and per class the
 # `positives`, `negatives` and `unlabelled` (doubles named by class, as
 # colSums() would give them).
-cosnet_label_summary <- function(lab) .Call(ffi_cosnet_label_summary, lab)
+cosnet_label_summary <- function(lab, threads = NULL) {
+  .Call(ffi_cosnet_label_summary, lab, resolveBackend("cpu", threads)$threads)
+}
 
 # One row per node and class, node varying fastest; `cols` are nodes x
 # classes matrices (or NULL, left out), `nodes` and `classes` their names.

@@ -6,7 +6,7 @@
 # integer matrix of 1 / -1 / 0 (unlabelled) in the node order of W.
 # by_name: the labels must name their nodes (W was an edge data.frame,
 # whose node order is that of first appearance, easily misread).
-as_cosnet_labels <- function(labels, W, arg = "labels", by_name = FALSE) {
+as_cosnet_labels <- function(labels, W, arg = "labels", by_name = FALSE, threads = NULL) {
   n <- nrow(W)
   is_mat <- is.matrix(labels) || is.data.frame(labels)
   if (by_name && !is.null(rownames(W)) && is.null(if (is_mat) rownames(labels) else names(labels))) {
@@ -26,8 +26,9 @@ as_cosnet_labels <- function(labels, W, arg = "labels", by_name = FALSE) {
   if (ncol(L) < 1L) stop_input("`", arg, "` has no classes")
   storage <- storage.mode(L)
   if (storage != "double" && storage != "integer" && storage != "logical") storage.mode(L) <- "double"
-  coded <- .Call(ffi_cosnet_labels, L)
-  if (coded$bad > 0) {
+  # the codes come back as the n x K matrix itself (threaded, no copy here)
+  out <- .Call(ffi_cosnet_labels, L, as.integer(n), resolveBackend("cpu", threads)$threads)
+  if (attr(out, "bad") > 0) {
     bad <- unique(as.vector(L)[!is.na(L) & !(L %in% c(0, 1))])
     stop_input("`", arg, "` must hold 1 (positive), 0 (negative) or NA (unlabelled), ",
                "or TRUE/FALSE/NA; found ", paste(utils::head(bad, 3), collapse = ", "))
@@ -42,7 +43,7 @@ as_cosnet_labels <- function(labels, W, arg = "labels", by_name = FALSE) {
   } else {
     order <- NULL
   }
-  out <- matrix(coded$codes, n, ncol(L))
+  attr(out, "bad") <- NULL
   if (!is.null(order)) out <- out[order, , drop = FALSE]
   cl <- colnames(L)
   if (is.null(cl)) cl <- if (ncol(L) == 1L) "class" else paste0("class", seq_len(ncol(L)))
@@ -241,8 +242,8 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
   maxSweeps <- check_whole(maxSweeps, "maxSweeps", min = 1, max = 2^31 - 1)
   by_name <- is.data.frame(W) # an edge list's node order is not the user's
   W <- as_cosnet_network(W, normalize, threads = threads)
-  lab <- as_cosnet_labels(labels, W, by_name = by_name)
-  lsum <- cosnet_label_summary(lab)
+  lab <- as_cosnet_labels(labels, W, by_name = by_name, threads = threads)
+  lsum <- cosnet_label_summary(lab, threads)
   npos <- lsum$positives; nneg <- lsum$negatives
   first_bad <- function(bad) colnames(lab)[which(bad)[1L]]
   if (any(bad <- npos + nneg == nrow(lab))) stop_input("class '", first_bad(bad), "' of `labels` has nothing to predict (no NA)")
@@ -254,7 +255,6 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
   check_bpparam_gpu(BPPARAM, b)
   r <- alloc_guard(cosnet_run(W, lab, NULL, 0L, cost, maxSweeps, seed, b, BPPARAM, verbose), "labels",
                    bytes = 12 * as.double(nrow(lab)) * ncol(lab), what = "the scores and predictions (nodes x classes)")
-  dimnames(r$scores) <- dimnames(r$pred) <- list(rownames(W), colnames(lab))
   classes <- data.frame(class = colnames(lab), alpha = r$alpha, c = r$c, F = r$fscore,
                         sweeps = r$sweeps, converged = r$converged,
                         unlabelled = lsum$unlabelled,
@@ -324,7 +324,7 @@ print.summary.parCosnet <- function(x, ...) {
 # Stratified folds of every class (columns of lab): positives, then
 # negatives, shuffled by Philox from the seed (one subsequence each) and
 # dealt round robin, the negatives continuing where the positives stopped;
-# 0 for unlabelled (cosnet_cv.c).
+# 0 for unlabelled (cosnet_cv.c); with the dimnames of lab.
 cosnet_folds <- function(lab, nfolds, seed, threads) {
   .Call(ffi_cosnet_folds, lab, as.integer(nfolds), as.double(seed), as.integer(threads))
 }
@@ -388,8 +388,8 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
   maxSweeps <- check_whole(maxSweeps, "maxSweeps", min = 1, max = 2^31 - 1)
   by_name <- is.data.frame(W) # an edge list's node order is not the user's
   W <- as_cosnet_network(W, normalize, threads = threads)
-  lab <- as_cosnet_labels(labels, W, by_name = by_name)
-  lsum <- cosnet_label_summary(lab)
+  lab <- as_cosnet_labels(labels, W, by_name = by_name, threads = threads)
+  lsum <- cosnet_label_summary(lab, threads)
   npos <- lsum$positives; nneg <- lsum$negatives
   first_bad <- function(bad) colnames(lab)[which(bad)[1L]]
   if (any(bad <- npos < 2)) stop_input("class '", first_bad(bad), "' of `labels` needs at least 2 labelled positives for cross-validation")
@@ -404,7 +404,6 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
   # classes: a worker evaluates the folds of the single process
   r <- alloc_guard(cosnet_run(W, lab, folds, nfolds, cost, maxSweeps, seed, b, BPPARAM, verbose), "labels",
                    bytes = 12 * as.double(nrow(lab)) * ncol(lab), what = "the scores and predictions (nodes x classes)")
-  dimnames(r$scores) <- dimnames(r$pred) <- dimnames(folds) <- list(rownames(W), colnames(lab))
   truth <- lsum$truth
   met <- cosnet_cv_metrics(lab, folds, r$pred, r$scores, nfolds, b$threads)
   metrics <- data.frame(class = colnames(lab), positives = npos, met,

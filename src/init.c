@@ -41,8 +41,8 @@ SEXP ffi_cosnet_learn(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_normalize(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_random_network(SEXP, SEXP, SEXP, SEXP);
-SEXP ffi_cosnet_labels(SEXP);
-SEXP ffi_cosnet_label_summary(SEXP);
+SEXP ffi_cosnet_labels(SEXP, SEXP, SEXP);
+SEXP ffi_cosnet_label_summary(SEXP, SEXP);
 SEXP ffi_cosnet_folds(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_cv_metrics(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
@@ -106,8 +106,8 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_cosnet_check, 5),
     CALLDEF(ffi_cosnet_normalize, 5),
     CALLDEF(ffi_cosnet_random_network, 4), /* internal */
-    CALLDEF(ffi_cosnet_labels, 1),
-    CALLDEF(ffi_cosnet_label_summary, 1),
+    CALLDEF(ffi_cosnet_labels, 3),
+    CALLDEF(ffi_cosnet_label_summary, 2),
     CALLDEF(ffi_cosnet_folds, 4),
     CALLDEF(ffi_cosnet_cv_metrics, 6),
     /* pbnSteadyState(), pbnSimulate() */

@@ -18,6 +18,8 @@
 #   COSNET_PEER_REPS   rounds of that comparison (default 5; medians)
 #   COSNET_ONLY        sections to run, comma separated, among yeast, er,
 #                      mouse, peer (default all)
+#   COSNET_STAGES=1    with COSNET_DEVICES: also time the R side's stages of
+#                      the mouse-like CV (checks, labels, folds, metrics)
 #   COSNET_DEVICES     GPU device sets for the mouse-like CV, ';' between
 #                      sets, ',' within one (e.g. "0;0,1"): the CV runs on
 #                      each set (the classes split over its devices, one
@@ -188,6 +190,25 @@ if (nzchar(dev_sets) && gpu) {
         note = sprintf("identical to the first set: %s",
                        identical(cv$scores, ref$cv$scores) && identical(cv$jobs, ref$cv$jobs) &&
                          identical(cv$metrics, ref$cv$metrics)))
+  }
+  # COSNET_STAGES=1: the R side's stages of the last set's call, each
+  # timed alone on the same input (wall - engine is about their sum plus
+  # R's garbage collection)
+  if (Sys.getenv("COSNET_STAGES") == "1") {
+    ns <- asNamespace("sysbioGPU")
+    stage <- function(label, expr) {
+      t <- system.time(v <- expr)[[3]]
+      cat(sprintf("# R side stage %-26s %.3f s\n", label, t))
+      v
+    }
+    th <- cv$threads
+    W2 <- stage("network check", ns$as_cosnet_network(W, FALSE, threads = th))
+    lab <- stage("labels", ns$as_cosnet_labels(Y, W2, threads = th))
+    lsum <- stage("label summary", ns$cosnet_label_summary(lab, th))
+    folds <- stage("folds", ns$cosnet_folds(lab, 5L, 1, th))
+    invisible(stage("metrics", ns$cosnet_cv_metrics(lab, folds, cv$predictions, cv$scores, 5L, th)))
+    invisible(stage("garbage collection", gc()))
+    rm(W2, lab, lsum, folds)
   }
   backends_mouse <- character(0)
 } else {

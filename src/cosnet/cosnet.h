@@ -5,6 +5,7 @@
 #define SBG_COSNET_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "status.h"
 
@@ -84,6 +85,30 @@ sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p
                           sbg_cosnet_result *out, sbg_ctx *ctx);
 
 /* ---- shared host pieces (cosnet_common.c) ---- */
+
+/* The order-preserving 64-bit pattern of a double: a < b exactly when
+ * key(a) < key(b), and key(a) == key(b) exactly when a == b (-0 taken as
+ * +0, so that it ties with 0 as in a comparison).  Not for NaN. */
+static inline uint64_t sbg_cosnet_order_key(double v) {
+  double d = v == 0 ? 0.0 : v;
+  uint64_t b;
+  memcpy(&b, &d, sizeof b);
+  return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
+}
+
+/* Entries of the ascending keys[0..n) below k (the first index with
+ * keys[i] >= k), by a binary search without branches on the keys, which a
+ * processor cannot predict. */
+static inline int64_t sbg_cosnet_keys_below(const uint64_t *keys, int64_t n, uint64_t k) {
+  if (n == 0) return 0;
+  const uint64_t *b = keys;
+  while (n > 1) {
+    int64_t half = n / 2;
+    b += b[half] < k ? half : 0;
+    n -= half;
+  }
+  return (b - keys) + (*b < k);
+}
 
 /* COSNet's learning step on m labelled points (x = weight to positives,
  * y = weight to negatives, lab 1/0): angle sweep, intercept sweep, and the

@@ -130,11 +130,18 @@ static const char *const result_names[] = {"scores", "pred", "alpha", "c", "fsco
                                            "converged", "colour", "nColours", "parts"};
 
 /* The result list, its vectors the engine's output (scores and pred NA
- * where the engine writes nothing). */
-static SEXP result_alloc(int32_t n, int32_t K, int32_t n_jobs, sbg_cosnet_result *out, int nth) {
+ * where the engine writes nothing; with the dimnames of the labels, set
+ * here, where the matrices are new, so that no assignment in R can copy
+ * them). */
+static SEXP result_alloc(int32_t n, int32_t K, int32_t n_jobs, SEXP dimnames,
+                         sbg_cosnet_result *out, int nth) {
   SEXP ans = PROTECT(sbg_named_list(10, result_names));
-  out->v_scores = REAL(sbg_set(ans, "scores", Rf_allocMatrix(REALSXP, n, K)));
-  out->v_pred = LOGICAL(sbg_set(ans, "pred", Rf_allocMatrix(LGLSXP, n, K)));
+  SEXP scores = sbg_set(ans, "scores", Rf_allocMatrix(REALSXP, n, K));
+  SEXP pred = sbg_set(ans, "pred", Rf_allocMatrix(LGLSXP, n, K));
+  Rf_setAttrib(scores, R_DimNamesSymbol, dimnames);
+  Rf_setAttrib(pred, R_DimNamesSymbol, dimnames);
+  out->v_scores = REAL(scores);
+  out->v_pred = LOGICAL(pred);
 #pragma omp parallel for num_threads(nth > 0 ? nth : 1) schedule(static)
   for (R_xlen_t t = 0; t < (R_xlen_t)n * K; t++) {
     out->v_scores[t] = NA_REAL;
@@ -162,7 +169,8 @@ SEXP ffi_cosnet(SEXP data, SEXP params, SEXP run) {
   params_decode(params, &par);
   int32_t n_jobs = in.n_classes * (in.n_folds > 0 ? in.n_folds : 1);
   sbg_cosnet_result out;
-  SEXP ans = PROTECT(result_alloc(in.g.n, in.n_classes, n_jobs, &out, r.threads));
+  SEXP dn = Rf_getAttrib(sbg_elt(data, "labels"), R_DimNamesSymbol);
+  SEXP ans = PROTECT(result_alloc(in.g.n, in.n_classes, n_jobs, dn, &out, r.threads));
 
   sbg_ctx ctx;
   sbg_progress pr;
@@ -299,37 +307,46 @@ SEXP ffi_cosnet_random_network(SEXP n_, SEXP prob_, SEXP seed_, SEXP threads_) {
   return ans;
 }
 
-/* Labels (a logical, integer or double vector or matrix) to codes 1, -1, 0
- * in an integer vector of the same length: list(codes, bad), bad the
- * 1-based position of the first value that is not 1, 0 or NA (0: none). */
-SEXP ffi_cosnet_labels(SEXP x) {
-  R_xlen_t len = XLENGTH(x), bad = -1;
-  SEXP codes = PROTECT(Rf_allocVector(INTSXP, len));
+/* Labels (a logical, integer or double vector or matrix, n rows) to codes
+ * 1, -1, 0, straight into the n x K integer matrix that R keeps (no copy
+ * there: it gets its dimnames in place), with the attribute "bad": the
+ * 1-based position of the first value that is not 1, 0 or NA (0: none).
+ * Threaded: nodes x classes is tens of millions on large runs. */
+SEXP ffi_cosnet_labels(SEXP x, SEXP nrow, SEXP threads) {
+  SBG_ASSERT(TYPEOF(nrow) == INTSXP && TYPEOF(threads) == INTSXP);
+  R_xlen_t len = XLENGTH(x), first = len;
+  int n = INTEGER(nrow)[0], nth = INTEGER(threads)[0];
+  SBG_ASSERT(n > 0 && len % n == 0);
+  SEXP codes = PROTECT(Rf_allocMatrix(INTSXP, n, (int)(len / n)));
   int *c = INTEGER(codes);
   if (TYPEOF(x) == REALSXP) {
     const double *v = REAL(x);
-    for (R_xlen_t t = 0; t < len; t++) c[t] = sbg_cosnet_label_code(v[t]);
+#pragma omp parallel for num_threads(nth > 0 ? nth : 1) schedule(static) reduction(min : first)
+    for (R_xlen_t t = 0; t < len; t++) {
+      c[t] = sbg_cosnet_label_code(v[t]);
+      if (c[t] == 2 && t < first) first = t;
+    }
   } else {
     SBG_ASSERT(TYPEOF(x) == LGLSXP || TYPEOF(x) == INTSXP);
     const int *v = TYPEOF(x) == LGLSXP ? LOGICAL(x) : INTEGER(x);
-    for (R_xlen_t t = 0; t < len; t++) c[t] = sbg_cosnet_label_code(v[t] == NA_INTEGER ? NAN : v[t]);
+#pragma omp parallel for num_threads(nth > 0 ? nth : 1) schedule(static) reduction(min : first)
+    for (R_xlen_t t = 0; t < len; t++) {
+      c[t] = sbg_cosnet_label_code(v[t] == NA_INTEGER ? NAN : v[t]);
+      if (c[t] == 2 && t < first) first = t;
+    }
   }
-  for (R_xlen_t t = 0; t < len && bad < 0; t++)
-    if (c[t] == 2) bad = t;
-  const char *nm[] = {"codes", "bad"};
-  SEXP ans = PROTECT(sbg_named_list(2, nm));
-  sbg_set(ans, "codes", codes);
-  sbg_set(ans, "bad", Rf_ScalarReal((double)(bad + 1)));
-  UNPROTECT(2);
-  return ans;
+  Rf_setAttrib(codes, Rf_install("bad"), Rf_ScalarReal(first < len ? (double)(first + 1) : 0.0));
+  UNPROTECT(1);
+  return codes;
 }
 
 /* What R needs of the coded labels lab (n x K: 1, -1, 0) in one pass:
  * list(truth: logical n x K, TRUE / FALSE / NA, with lab's dimnames;
  * positives, negatives, unlabelled: per class, doubles named by class, as
  * colSums() gives them). */
-SEXP ffi_cosnet_label_summary(SEXP lab) {
-  SBG_ASSERT(TYPEOF(lab) == INTSXP && Rf_isMatrix(lab));
+SEXP ffi_cosnet_label_summary(SEXP lab, SEXP threads) {
+  SBG_ASSERT(TYPEOF(lab) == INTSXP && Rf_isMatrix(lab) && TYPEOF(threads) == INTSXP);
+  int nth = INTEGER(threads)[0];
   int32_t n = Rf_nrows(lab), K = Rf_ncols(lab);
   const char *nm[] = {"truth", "positives", "negatives", "unlabelled"};
   SEXP ans = PROTECT(sbg_named_list(4, nm));
@@ -345,6 +362,7 @@ SEXP ffi_cosnet_label_summary(SEXP lab) {
   }
   const int *l = INTEGER(lab);
   int *t = LOGICAL(truth);
+#pragma omp parallel for num_threads(nth > 0 ? nth : 1) schedule(static)
   for (int32_t k = 0; k < K; k++) {
     int64_t c[3] = {0, 0, 0};
     for (int64_t a = (int64_t)k * n, e = a + n; a < e; a++) {
@@ -358,12 +376,16 @@ SEXP ffi_cosnet_label_summary(SEXP lab) {
   return ans;
 }
 
-/* Stratified folds of every class of lab (n x K codes): n x K integers. */
+/* Stratified folds of every class of lab (n x K codes): n x K integers,
+ * with lab's dimnames. */
 SEXP ffi_cosnet_folds(SEXP lab, SEXP nfolds, SEXP seed, SEXP threads) {
   SBG_ASSERT(TYPEOF(lab) == INTSXP && Rf_isMatrix(lab) && TYPEOF(nfolds) == INTSXP);
   SBG_ASSERT(TYPEOF(seed) == REALSXP && TYPEOF(threads) == INTSXP);
   int32_t n = Rf_nrows(lab), K = Rf_ncols(lab);
   SEXP folds = PROTECT(Rf_allocMatrix(INTSXP, n, K));
+  /* lab's dimnames here, where the matrix is new (an assignment in R could
+   * copy it) */
+  Rf_setAttrib(folds, R_DimNamesSymbol, Rf_getAttrib(lab, R_DimNamesSymbol));
   if (sbg_cosnet_folds(INTEGER(lab), n, K, INTEGER(nfolds)[0], (uint64_t)REAL(seed)[0],
                        INTEGER(folds), INTEGER(threads)[0]) != 0)
     sbg_stop(SBG_ERR_ALLOC, "cannot allocate the folds' buffers");

@@ -22,19 +22,31 @@ static double f_score(int64_t tp, int64_t fn, int64_t fp) {
   return prec + rec != 0 ? (2 * prec * rec) / (prec + rec) : 0.0;
 }
 
-/* Sorting keys with their original position: the position breaks ties, so
- * the order is that of R's (stable) order(). */
+/* Whether f_score(tp, fn, fp) may exceed `best`, without its three
+ * divisions (the sweeps ask this for every group, and most groups are far
+ * from the best): the exact F is 2 tp / (2 tp + fp + fn), and f_score()
+ * rounds it by a few units in the last place (five roundings: a relative
+ * error below 1e-15), so an exact F below best (1 - 1e-12) cannot round
+ * above best.  The counts are exact in doubles (below 2^53), the product's
+ * rounding is again far inside the margin.  A 1 asks f_score() itself. */
+static inline int may_beat(int64_t tp, int64_t fn, int64_t fp, double best) {
+  return 2 * (double)tp >= best * (1 - 1e-12) * (double)(2 * tp + fp + fn);
+}
+
+/* The double of an order key (sbg_cosnet_order_key(), cosnet.h). */
+static inline double order_value(uint64_t b) {
+  b = (b >> 63) ? (b & 0x7fffffffffffffffull) : ~b;
+  double d;
+  memcpy(&d, &b, sizeof d);
+  return d;
+}
+
+/* A value with its point's position: the position breaks ties, so the
+ * order is that of R's (stable) order(). */
 typedef struct keyed {
   double v;
   int64_t i;
 } keyed;
-
-static int cmp_keyed(const void *a, const void *b) {
-  const keyed *x = (const keyed *)a, *y = (const keyed *)b;
-  if (x->v < y->v) return -1;
-  if (x->v > y->v) return 1;
-  return (x->i > y->i) - (x->i < y->i);
-}
 
 /* Interrupt polls of the learning step: on the calling thread only (ctx
  * NULL inside parallel regions: no polls), every 2^18 points of work
@@ -45,29 +57,32 @@ static int cmp_keyed(const void *a, const void *b) {
  * part of the step (the buffers are larger than malloc's mmap threshold). */
 typedef struct {
   int64_t cap;
-  keyed *k;      /* 2 cap: the sorted points and the sorts' scratch */
-  keyed *pa;     /* 3 cap: the sorts of pos_above(), made when first needed */
-  uint64_t *key; /* 2 cap: the radix keys */
-  double *px, *py;
+  uint64_t *u;   /* 2 cap: the positives' keys of a grouped sweep and scratch */
+  double *v;     /* cap: the values of a sweep, in point order */
+  int64_t *gc;   /* 3 (cap + 1): the counts of a sweep's groups */
+  keyed *pa;     /* 2 cap: the sorts of pos_above(), made when first needed */
+  double *px, *py; /* the points of a job (learn_job()), when asked for */
   int8_t *pl;
 } learn_ws;
 
-static int learn_ws_alloc(learn_ws *ws, int64_t cap) {
+static int learn_ws_alloc(learn_ws *ws, int64_t cap, int points) {
   size_t c = (size_t)(cap > 0 ? cap : 1);
   ws->cap = cap;
-  ws->k = (keyed *)malloc(2 * c * sizeof(keyed));
+  ws->u = (uint64_t *)malloc(2 * c * sizeof(uint64_t));
+  ws->v = (double *)malloc(c * sizeof(double));
+  ws->gc = (int64_t *)malloc(3 * (c + 1) * sizeof(int64_t));
   ws->pa = NULL;
-  ws->key = (uint64_t *)malloc(2 * c * sizeof(uint64_t));
-  ws->px = (double *)malloc(2 * c * sizeof(double));
+  ws->px = points ? (double *)malloc(2 * c * sizeof(double)) : NULL;
   ws->py = ws->px ? ws->px + c : NULL;
-  ws->pl = (int8_t *)malloc(c);
-  return ws->k && ws->key && ws->px && ws->pl;
+  ws->pl = points ? (int8_t *)malloc(c) : NULL;
+  return ws->u && ws->v && ws->gc && (!points || (ws->px && ws->pl));
 }
 
 static void learn_ws_free(learn_ws *ws) {
-  free(ws->k);
+  free(ws->u);
+  free(ws->v);
+  free(ws->gc);
   free(ws->pa);
-  free(ws->key);
   free(ws->px);
   free(ws->pl);
 }
@@ -95,164 +110,297 @@ static int learn_tick(learn_poll *lp, int64_t add) {
   return sbg_poll(lp->ctx, lp->done) != SBG_OK;
 }
 
-/* Sorts k[0..m) by value, ties by position (k[i].i must be increasing on
- * entry, as everywhere here), i.e. as cmp_keyed and R's stable order():
- * a least-significant-digit radix sort on the order-preserving bit pattern
- * of the doubles (-0 taken as +0, so that it ties with 0 as in a
- * comparison), 8 bits a pass, passes where every key has the same digit
- * skipped.  tmp: m scratch entries.  Values must not be NaN. */
-static int sort_keyed(keyed *k, int64_t m, keyed *tmp, learn_poll *lp) {
-  if (m < 2) return 0;
-  if (m <= 32) { /* insertion sort, stable */
-    for (int64_t i = 1; i < m; i++) {
-      keyed x = k[i];
-      int64_t j = i;
-      while (j > 0 && k[j - 1].v > x.v) { k[j] = k[j - 1]; j--; }
-      k[j] = x;
-    }
-    return 0;
+/* Stable least-significant-digit radix sorts by a 64-bit key: 11 bits a
+ * pass (6 passes, each moving every element; 8-bit digits take 8), or 8
+ * below 4096 elements, where 2048 counts a pass would cost more than the
+ * elements; passes where every key has the same digit are skipped.
+ * NAME(a, m, tmp, lp) on one thread (1 = interrupted, a then half sorted
+ * and unused), NAME##_threads(a, m, tmp, nt) with each thread counting and
+ * then scattering a contiguous block of the current order (blocks in
+ * thread order: as stable as one thread, the same result).  tmp: m scratch
+ * elements.  For bare keys (the positives' keys of the grouped sweeps) and
+ * for values with their positions (the stable orders of pos_above()). */
+#define RADIX_BUCKETS 2048 /* the most: 11-bit digits */
+#define RADIX_SETUP(m)                                                                             \
+  const int bits = (m) < 4096 ? 8 : 11, passes = (64 + bits - 1) / bits;                           \
+  const int buckets = 1 << bits;                                                                   \
+  int64_t cnt[8][RADIX_BUCKETS];                                                                   \
+  for (int p = 0; p < passes; p++) memset(cnt[p], 0, (size_t)buckets * sizeof(int64_t));
+#define LEARN_RADIX_SORT(NAME, T, KEY)                                                             \
+  static int NAME(T *a, int64_t m, T *tmp, learn_poll *lp) {                                       \
+    if (m < 2) return 0;                                                                           \
+    if (m <= 32) { /* insertion sort, stable */                                                    \
+      for (int64_t i = 1; i < m; i++) {                                                            \
+        T x = a[i];                                                                                \
+        int64_t j = i;                                                                             \
+        while (j > 0 && KEY(a[j - 1]) > KEY(x)) { a[j] = a[j - 1]; j--; }                          \
+        a[j] = x;                                                                                  \
+      }                                                                                            \
+      return 0;                                                                                    \
+    }                                                                                              \
+    RADIX_SETUP(m)                                                                                 \
+    for (int64_t i = 0; i < m; i++) {                                                              \
+      uint64_t b = KEY(a[i]);                                                                      \
+      for (int p = 0; p < passes; p++) cnt[p][(b >> (bits * p)) & (buckets - 1)]++;                \
+    }                                                                                              \
+    T *src = a, *dst = tmp;                                                                        \
+    for (int p = 0; p < passes; p++) {                                                             \
+      if (learn_tick(lp, m)) return 1;                                                             \
+      int trivial = 0;                                                                             \
+      for (int d = 0; d < buckets; d++)                                                            \
+        if (cnt[p][d] == m) { trivial = 1; break; }                                                \
+      if (trivial) continue;                                                                       \
+      int64_t off = 0;                                                                             \
+      for (int d = 0; d < buckets; d++) { int64_t c = cnt[p][d]; cnt[p][d] = off; off += c; }      \
+      for (int64_t i = 0; i < m; i++) dst[cnt[p][(KEY(src[i]) >> (bits * p)) & (buckets - 1)]++] = src[i]; \
+      T *t = src; src = dst; dst = t;                                                              \
+    }                                                                                              \
+    if (src != a) memcpy(a, src, (size_t)m * sizeof(T));                                           \
+    return 0;                                                                                      \
+  }                                                                                                \
+  static int NAME##_threads(T *a, int64_t m, T *tmp, int nt) {                                     \
+    int64_t(*hist)[RADIX_BUCKETS] = (int64_t(*)[RADIX_BUCKETS])malloc((size_t)nt * sizeof *hist);  \
+    if (!hist) return NAME(a, m, tmp, NULL);                                                       \
+    RADIX_SETUP(m)                                                                                 \
+    int odd = 0; /* passes made: the result is in tmp when odd */                                  \
+    _Pragma("omp parallel num_threads(nt)") {                                                      \
+      int T_ = omp_get_num_threads(), t = omp_get_thread_num();                                    \
+      int64_t lo = m * t / T_, hi = m * (t + 1) / T_;                                              \
+      int64_t loc[8][RADIX_BUCKETS];                                                               \
+      for (int p = 0; p < passes; p++) memset(loc[p], 0, (size_t)buckets * 8);                     \
+      for (int64_t i = lo; i < hi; i++) {                                                          \
+        uint64_t b = KEY(a[i]);                                                                    \
+        for (int p = 0; p < passes; p++) loc[p][(b >> (bits * p)) & (buckets - 1)]++;              \
+      }                                                                                            \
+      _Pragma("omp critical(sbg_cosnet_sort_counts)")                                              \
+      for (int p = 0; p < passes; p++)                                                             \
+        for (int d = 0; d < buckets; d++) cnt[p][d] += loc[p][d];                                  \
+      _Pragma("omp barrier")                                                                       \
+      T *src = a, *dst = tmp;                                                                      \
+      int made = 0;                                                                                \
+      for (int p = 0; p < passes; p++) {                                                           \
+        int trivial = 0;                                                                           \
+        for (int d = 0; d < buckets; d++)                                                          \
+          if (cnt[p][d] == m) { trivial = 1; break; }                                              \
+        if (trivial) continue;                                                                     \
+        int64_t *h = hist[t];                                                                      \
+        for (int d = 0; d < buckets; d++) h[d] = 0;                                                \
+        for (int64_t i = lo; i < hi; i++) h[(KEY(src[i]) >> (bits * p)) & (buckets - 1)]++;        \
+        _Pragma("omp barrier")                                                                     \
+        int64_t off[RADIX_BUCKETS], base = 0;                                                      \
+        for (int d = 0; d < buckets; d++) {                                                        \
+          int64_t o = base;                                                                        \
+          for (int u = 0; u < t; u++) o += hist[u][d];                                             \
+          off[d] = o;                                                                              \
+          base += cnt[p][d];                                                                       \
+        }                                                                                          \
+        for (int64_t i = lo; i < hi; i++) dst[off[(KEY(src[i]) >> (bits * p)) & (buckets - 1)]++] = src[i]; \
+        _Pragma("omp barrier")                                                                     \
+        T *sw = src; src = dst; dst = sw;                                                          \
+        made++;                                                                                    \
+      }                                                                                            \
+      if (t == 0) odd = made & 1;                                                                  \
+    }                                                                                              \
+    if (odd) memcpy(a, tmp, (size_t)m * sizeof(T));                                                \
+    free(hist);                                                                                    \
+    return 0;                                                                                      \
   }
-  int own = !(lp && lp->ws && lp->ws->cap >= m);
-  uint64_t *key = own ? (uint64_t *)malloc((size_t)m * 2 * sizeof(uint64_t)) : lp->ws->key;
-  if (!key) { qsort(k, (size_t)m, sizeof(keyed), cmp_keyed); return 0; }
-  uint64_t *key2 = key + m;
-  static const int passes = 8;
-  int64_t cnt[8][256];
-  memset(cnt, 0, sizeof cnt);
-  for (int64_t i = 0; i < m; i++) {
-    double d = k[i].v == 0 ? 0.0 : k[i].v;
-    uint64_t b;
-    memcpy(&b, &d, sizeof b);
-    b = (b >> 63) ? ~b : (b | 0x8000000000000000ull);
-    key[i] = b;
-    for (int p = 0; p < passes; p++) cnt[p][(b >> (8 * p)) & 255]++;
-  }
-  keyed *src = k, *dst = tmp;
-  uint64_t *ks = key, *kd = key2;
-  for (int p = 0; p < passes; p++) {
-    if (learn_tick(lp, m)) { if (own) free(key); return 1; } /* interrupted: k half sorted, unused */
-    int trivial = 0;
-    for (int d = 0; d < 256; d++)
-      if (cnt[p][d] == m) { trivial = 1; break; }
-    if (trivial) continue;
-    int64_t off = 0;
-    for (int d = 0; d < 256; d++) { int64_t c = cnt[p][d]; cnt[p][d] = off; off += c; }
-    for (int64_t i = 0; i < m; i++) {
-      int64_t at = cnt[p][(ks[i] >> (8 * p)) & 255]++;
-      dst[at] = src[i];
-      kd[at] = ks[i];
-    }
-    keyed *t = src; src = dst; dst = t;
-    uint64_t *u = ks; ks = kd; kd = u;
-  }
-  if (src != k) memcpy(k, src, (size_t)m * sizeof(keyed));
-  if (own) free(key);
-  return 0;
+
+#define BARE_KEY(e) (e)
+#define KEYED_KEY(e) sbg_cosnet_order_key((e).v)
+LEARN_RADIX_SORT(sort_bare, uint64_t, BARE_KEY)
+LEARN_RADIX_SORT(sort_keyed, keyed, KEYED_KEY)
+
+/* The sorts on the threads of lp. */
+static int sort_bare_lp(uint64_t *a, int64_t m, uint64_t *tmp, learn_poll *lp) {
+  int nt = learn_threads(lp, m);
+  return nt > 1 ? sort_bare_threads(a, m, tmp, nt) : sort_bare(a, m, tmp, lp);
 }
 
-/* sort_keyed() on nt threads: the same least-significant-digit passes,
- * each thread counting and then scattering a contiguous block of the
- * current order (blocks in thread order, so the scatter is as stable as
- * the one-thread pass and the result is the same). */
-static int sort_keyed_threads(keyed *k, int64_t m, keyed *tmp, int nt) {
-  uint64_t *key = (uint64_t *)malloc((size_t)m * 2 * sizeof(uint64_t));
-  int64_t(*hist)[256] = (int64_t(*)[256])malloc((size_t)nt * sizeof *hist);
-  if (!key || !hist) {
-    free(key);
-    free(hist);
-    return sort_keyed(k, m, tmp, NULL);
-  }
-  uint64_t *key2 = key + m;
-  int64_t cnt[8][256];
-  memset(cnt, 0, sizeof cnt);
-  int odd = 0; /* passes made: the result is in tmp when odd */
-#pragma omp parallel num_threads(nt)
-  {
-    int T = omp_get_num_threads(), t = omp_get_thread_num();
-    int64_t a = m * t / T, e = m * (t + 1) / T;
-    int64_t loc[8][256];
-    memset(loc, 0, sizeof loc);
-    for (int64_t i = a; i < e; i++) {
-      double d = k[i].v == 0 ? 0.0 : k[i].v;
-      uint64_t b;
-      memcpy(&b, &d, sizeof b);
-      b = (b >> 63) ? ~b : (b | 0x8000000000000000ull);
-      key[i] = b;
-      for (int p = 0; p < 8; p++) loc[p][(b >> (8 * p)) & 255]++;
-    }
-#pragma omp critical(sbg_cosnet_sort_counts)
-    for (int p = 0; p < 8; p++)
-      for (int d = 0; d < 256; d++) cnt[p][d] += loc[p][d];
-#pragma omp barrier
-    keyed *src = k, *dst = tmp;
-    uint64_t *ks = key, *kd = key2;
-    int made = 0;
-    for (int p = 0; p < 8; p++) {
-      int trivial = 0;
-      for (int d = 0; d < 256; d++)
-        if (cnt[p][d] == m) { trivial = 1; break; }
-      if (trivial) continue;
-      int64_t *h = hist[t];
-      for (int d = 0; d < 256; d++) h[d] = 0;
-      for (int64_t i = a; i < e; i++) h[(ks[i] >> (8 * p)) & 255]++;
-#pragma omp barrier
-      int64_t off[256], base = 0;
-      for (int d = 0; d < 256; d++) {
-        int64_t o = base;
-        for (int u = 0; u < t; u++) o += hist[u][d];
-        off[d] = o;
-        base += cnt[p][d];
-      }
-      for (int64_t i = a; i < e; i++) {
-        int64_t to = off[(ks[i] >> (8 * p)) & 255]++;
-        dst[to] = src[i];
-        kd[to] = ks[i];
-      }
-#pragma omp barrier
-      keyed *sw = src; src = dst; dst = sw;
-      uint64_t *u = ks; ks = kd; kd = u;
-      made++;
-    }
-    if (t == 0) odd = made & 1;
-  }
-  if (odd) memcpy(k, tmp, (size_t)m * sizeof(keyed));
-  free(key);
-  free(hist);
-  return 0;
-}
-
-/* sort_keyed() on the threads of lp. */
 static int sort_keyed_lp(keyed *k, int64_t m, keyed *tmp, learn_poll *lp) {
   int nt = learn_threads(lp, m);
   return nt > 1 ? sort_keyed_threads(k, m, tmp, nt) : sort_keyed(k, m, tmp, lp);
 }
 
+/* Why the sweeps need the negatives counted, not sorted.  With tp > 0,
+ * f_score() is F = 2 tp / D, D = 2 tp + fp + fn <= 2 m < 2^32, to within
+ * 1e-15 (relative).  A negative entering the positive half-plane (fp + 1)
+ * lowers F by a factor of at most 1 - 1/D (more than 2e-10), one leaving
+ * it (fp - 1) raises F as much; a positive entering raises F.  Hence, in
+ * a run of points of one order that are all negatives:
+ *  - where negatives enter, no line of the run beats the best so far: each
+ *    is below the line before it, which was compared already (or has
+ *    tp = 0, F = 0);
+ *  - where negatives leave ("over" in the angle sweep), the computed F
+ *    rise strictly, so the run's last line wins whenever any of its lines
+ *    would, and is then the best: the run's other lines change nothing.
+ * So the sweeps look only at the positives (their groups of equal keys,
+ * with the negatives of the same key; or the positives one by one) and at
+ * the last line of each run of negatives, and the negatives are only
+ * counted per run, by a binary search among the sorted keys of the
+ * positives (far fewer than the negatives in COSNet's unbalanced
+ * classes), the largest key of each run kept. */
+
+/* The grouped sweeps' view of the points: the G distinct keys of the
+ * positives, ascending, with their positives and the negatives of equal
+ * key; the runs of negatives between them (run g before key g, run G after
+ * the last), their sizes and largest keys (0 for none: no point has key 0,
+ * a NaN's).  A group's value is its key's double, except for the group of
+ * zeros, which takes the value of its first point (a -0 or a +0) as a
+ * stable sort by value would. */
+typedef struct {
+  int64_t n_keys, kept;
+  uint64_t *key, *top;
+  int64_t *pos, *eq, *run;
+  double zero;
+} sweep_groups;
+
+static double group_value(const sweep_groups *s, uint64_t key) {
+  return key == sbg_cosnet_order_key(0.0) ? s->zero : order_value(key);
+}
+
+static inline void count_negative(uint64_t k, const uint64_t *keys, int64_t G, int64_t *eq,
+                                  int64_t *run, uint64_t *top) {
+  int64_t b = sbg_cosnet_keys_below(keys, G, k);
+  if (b < G && keys[b] == k) { eq[b]++; return; }
+  run[b]++;
+  if (k > top[b]) top[b] = k;
+}
+
+/* The groups of the values v[0..m) (in point order; with stop_on, only
+ * those below `stop`): u holds m keys, tmp m scratch keys, gc 3 (m + 1)
+ * counts.  1: interrupted, -1: out of memory. */
+static int sweep_groups_build(const double *v, const int8_t *lab, int64_t m, int stop_on,
+                              double stop, uint64_t *u, uint64_t *tmp, int64_t *gc,
+                              sweep_groups *s, learn_poll *lp) {
+  int64_t a = 0, kept = 0;
+  int zero_seen = 0;
+  s->zero = 0.0;
+  for (int64_t i = 0; i < m; i++) {
+    double x = v[i];
+    if (stop_on && !(x < stop)) continue;
+    kept++;
+    if (x == 0 && !zero_seen) { s->zero = x; zero_seen = 1; }
+    if (lab[i] > 0) u[a++] = sbg_cosnet_order_key(x);
+  }
+  s->kept = kept;
+  if (learn_tick(lp, m) || sort_bare_lp(u, a, tmp, lp)) return 1;
+  int64_t G = 0;
+  for (int64_t j = 0; j < a;) {
+    uint64_t k = u[j];
+    int64_t c = 0;
+    while (j < a && u[j] == k) { j++; c++; }
+    u[G] = k;
+    gc[G] = c;
+    G++;
+  }
+  s->n_keys = G;
+  s->key = u;
+  s->pos = gc;
+  s->eq = gc + G;
+  s->run = gc + 2 * G;
+  s->top = tmp; /* the sort's scratch, free again */
+  memset(s->eq, 0, (size_t)(2 * G + 1) * sizeof(int64_t));
+  memset(s->top, 0, (size_t)(G + 1) * sizeof(uint64_t));
+  int nt = learn_threads(lp, m);
+  if (nt == 1) {
+    for (int64_t i = 0; i < m; i++) {
+      if (lab[i] > 0 || (stop_on && !(v[i] < stop))) continue;
+      count_negative(sbg_cosnet_order_key(v[i]), u, G, s->eq, s->run, s->top);
+    }
+    return learn_tick(lp, m);
+  }
+  int failed = 0;
+#pragma omp parallel num_threads(nt) reduction(| : failed)
+  {
+    /* each thread counts its share; sums and maxima merged afterwards (the
+     * same whatever the threads) */
+    int64_t *c = (int64_t *)calloc((size_t)(2 * G + 1), sizeof(int64_t));
+    uint64_t *t = (uint64_t *)calloc((size_t)(G + 1), sizeof(uint64_t));
+    if (!c || !t) failed = 1;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < m; i++) {
+      if (!c || !t || lab[i] > 0 || (stop_on && !(v[i] < stop))) continue;
+      count_negative(sbg_cosnet_order_key(v[i]), u, G, c, c + G, t);
+    }
+#pragma omp critical(sbg_cosnet_sweep_groups)
+    if (c && t) {
+      for (int64_t g = 0; g < 2 * G + 1; g++) s->eq[g] += c[g];
+      for (int64_t g = 0; g <= G; g++)
+        if (t[g] > s->top[g]) s->top[g] = t[g];
+    }
+    free(c);
+    free(t);
+  }
+  return failed ? -1 : 0;
+}
+
+/* The positives among the values v[0..m) (with limit_on, only those <=
+ * limit) in their stable order (value, then position) in pk[0..*n_p),
+ * and nb[j] the negatives before positive j in that order and after
+ * positive j - 1 (nb[*n_p] after the last).  tmp: m scratch. */
+static int stable_build(const double *v, const int8_t *lab, int64_t m, int limit_on, double limit,
+                        keyed *pk, keyed *tmp, int64_t *nb, int64_t *n_p, learn_poll *lp) {
+  int64_t P = 0;
+  for (int64_t i = 0; i < m; i++)
+    if (lab[i] > 0 && !(limit_on && v[i] > limit)) { pk[P].v = v[i]; pk[P].i = i; P++; }
+  *n_p = P;
+  if (learn_tick(lp, m) || sort_keyed_lp(pk, P, tmp, lp)) return 1;
+  /* the keys of the positives, for the binary searches (in tmp) */
+  uint64_t *pkey = (uint64_t *)(void *)tmp;
+  for (int64_t j = 0; j < P; j++) pkey[j] = sbg_cosnet_order_key(pk[j].v);
+  memset(nb, 0, (size_t)(P + 1) * sizeof(int64_t));
+  int nt = learn_threads(lp, m), failed = 0;
+#pragma omp parallel num_threads(nt) reduction(| : failed)
+  {
+    int64_t *c = nt == 1 ? nb : (int64_t *)calloc((size_t)(P + 1), sizeof(int64_t));
+    if (!c) failed = 1;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < m; i++) {
+      if (lab[i] > 0 || (limit_on && v[i] > limit)) continue;
+      uint64_t k = sbg_cosnet_order_key(v[i]);
+      /* positives before (k, i) in the stable order: those of smaller
+       * keys, then those of key k at earlier positions */
+      int64_t b = sbg_cosnet_keys_below(pkey, P, k), e = b;
+      if (b < P && pkey[b] == k) {
+        int64_t len = sbg_cosnet_keys_below(pkey + b, P - b, k + 1);
+        while (len > 0) {
+          int64_t half = len / 2;
+          if (pk[e + half].i < i) { e += half + 1; len -= half + 1; } else len = half;
+        }
+      }
+      if (c) c[e]++;
+    }
+    if (nt > 1) {
+#pragma omp critical(sbg_cosnet_stable_build)
+      if (c) for (int64_t j = 0; j <= P; j++) nb[j] += c[j];
+      free(c);
+    }
+  }
+  return failed ? -1 : 0;
+}
+
 /* Best intercept for the slope `slope`: points with y - slope * x at or
  * below the line are positive; groups of equal intercepts enter together;
- * a later line wins only with a strictly larger F. */
+ * a later line wins only with a strictly larger F (only the positives'
+ * groups can: see sweep_groups). */
 static int intercept_sweep(const double *x, const double *y, const int8_t *lab, int64_t m,
-                           int64_t n_pos, double slope, keyed *k, keyed *tmp, double *q_best,
+                           int64_t n_pos, double slope, learn_ws *ws, double *q_best,
                            double *f_best, learn_poll *lp) {
+  double *v = ws->v;
 #pragma omp parallel for num_threads(learn_threads(lp, m)) schedule(static)
-  for (int64_t i = 0; i < m; i++) {
-    k[i].v = y[i] - slope * x[i];
-    k[i].i = i;
-  }
-  if (sort_keyed_lp(k, m, tmp, lp) || learn_tick(lp, m)) return 1;
+  for (int64_t i = 0; i < m; i++) v[i] = y[i] - slope * x[i];
+  sweep_groups g;
+  int r = sweep_groups_build(v, lab, m, 0, 0.0, ws->u, ws->u + ws->cap, ws->gc, &g, lp);
+  if (r) return r;
   int64_t tp = 0, fp = 0, fn = n_pos;
   double best = f_score(tp, fn, fp), qb = 0;
-  for (int64_t i = 0; i < m;) {
-    /* do-while: the group holds at least k[i], so the sweep advances even
-     * on a NaN key (which equals nothing, itself included) */
-    int64_t j = i;
-    do {
-      if (lab[k[j].i] > 0) { tp++; fn--; } else fp++;
-      j++;
-    } while (j < m && k[j].v == k[i].v);
-    double f = f_score(tp, fn, fp);
-    if (f > best) { best = f; qb = k[i].v; }
-    if (learn_tick(lp, j - i)) return 1;
-    i = j;
+  for (int64_t h = 0; h < g.n_keys; h++) {
+    tp += g.pos[h]; fn -= g.pos[h]; fp += g.run[h] + g.eq[h];
+    if (may_beat(tp, fn, fp, best)) {
+      double f = f_score(tp, fn, fp);
+      if (f > best) { best = f; qb = group_value(&g, g.key[h]); }
+    }
   }
   *q_best = qb;
   *f_best = best;
@@ -263,38 +411,28 @@ static int intercept_sweep(const double *x, const double *y, const int8_t *lab, 
  * optimize_pos_above): the line passes through the best positive point on
  * the y axis, its slope (at most -1) is chosen among the lines through the
  * other points, and then the intercept; no grouping of ties here, points in
- * their stable order.  Changes nothing when no positive lies on the y axis.
- * The sorts are those of cmp_keyed (value, then position: one order), by
- * sort_keyed(). */
+ * their stable order (value, then position), where only the lines through
+ * positives can win (see sweep_groups; stable_build()).  Changes nothing
+ * when no positive lies on the y axis. */
 static sbg_status pos_above(const double *x, const double *y, const int8_t *lab, int64_t m,
                             int64_t n_pos_all, double *alpha, double *c, double *fscore,
-                            learn_poll *lp) {
-  sbg_status st = SBG_OK;
-  keyed *z = NULL, *s = NULL, *tmp = NULL;
+                            learn_ws *ws, learn_poll *lp) {
   int64_t nz = 0, nz_pos = 0;
   for (int64_t i = 0; i < m; i++)
     if (x[i] == 0) { nz++; if (lab[i] > 0) nz_pos++; }
   if (nz_pos == 0) return SBG_OK;
-  learn_ws *ws = lp->ws && lp->ws->cap >= m ? lp->ws : NULL;
-  if (ws && !ws->pa) ws->pa = (keyed *)malloc(3 * (size_t)(ws->cap > 0 ? ws->cap : 1) * sizeof(keyed));
-  int own = !(ws && ws->pa);
-  if (own) {
-    z = (keyed *)malloc((size_t)nz * sizeof(keyed));
-    s = (keyed *)malloc((size_t)m * sizeof(keyed));
-    tmp = (keyed *)malloc((size_t)m * sizeof(keyed));
-    if (!z || !s || !tmp) { st = SBG_ERR_ALLOC; goto done; }
-  } else {
-    z = lp->ws->pa;
-    s = z + m;
-    tmp = s + m;
-  }
+  if (!ws->pa) ws->pa = (keyed *)malloc(2 * (size_t)(ws->cap > 0 ? ws->cap : 1) * sizeof(keyed));
+  if (!ws->pa) return SBG_ERR_ALLOC;
+  keyed *z = ws->pa, *tmp = ws->pa + ws->cap;
+  double *v = ws->v;
+  int64_t *nb = ws->gc;
 
   /* Step 1: points on the y axis by ordinate; for the line through the
    * r-th positive (position pos, 1-based), TP = r, FP = pos - r. */
   int64_t t = 0;
   for (int64_t i = 0; i < m; i++)
     if (x[i] == 0) { z[t].v = y[i]; z[t].i = i; t++; }
-  if (sort_keyed_lp(z, nz, tmp, lp)) { st = SBG_ERR_INTERRUPTED; goto done; }
+  if (sort_keyed_lp(z, nz, tmp, lp)) return SBG_ERR_INTERRUPTED;
   double best = 0;
   int64_t best_pos = 0, best_rank = 0, rank = 0;
   for (int64_t p = 0; p < nz; p++) {
@@ -306,118 +444,135 @@ static sbg_status pos_above(const double *x, const double *y, const int8_t *lab,
   double y1 = z[best_pos - 1].v;
 
   /* Step 2: slopes from that point to the points off the axis, ascending;
-   * only slopes <= -1 are lines; each adds its point below the line. */
-  int64_t nn = 0, up_pos = 0;
+   * only slopes <= -1 are lines, each adding its point below the line
+   * (the axis's points get slope 0: left out with the others). */
+  int64_t up_pos = 0, P;
   for (int64_t i = 0; i < m; i++) {
-    if (x[i] == 0) continue;
-    s[nn].v = (y[i] - y1) / (x[i] - 0.0);
-    s[nn].i = i;
+    if (x[i] == 0) { v[i] = 0.0; continue; }
     if (lab[i] > 0) up_pos++;
-    nn++;
+    v[i] = (y[i] - y1) / (x[i] - 0.0);
   }
-  if (sort_keyed_lp(s, nn, tmp, lp)) { st = SBG_ERR_INTERRUPTED; goto done; }
+  int r = stable_build(v, lab, m, 1, -1.0, z, tmp, nb, &P, lp);
+  if (r) return r < 0 ? SBG_ERR_ALLOC : SBG_ERR_INTERRUPTED;
   int64_t tp = best_rank, fn = nz_pos - best_rank, fp = best_pos - best_rank;
   best = f_score(tp, fn, fp); /* COSNet scores the start without the off-axis positives */
   fn += up_pos;
   double slope = tan(1.58);   /* COSNet's default: an almost vertical line */
-  for (int64_t j = 0; j < nn; j++) {
-    if (s[j].v > -1) continue;
-    if (lab[s[j].i] > 0) { tp++; fn--; } else fp++;
+  for (int64_t j = 0; j < P; j++) {
+    fp += nb[j]; tp++; fn--;
+    if (!may_beat(tp, fn, fp, best)) continue;
     double f = f_score(tp, fn, fp);
-    if (f > best) { best = f; slope = s[j].v; }
+    if (f > best) { best = f; slope = z[j].v; }
   }
 
   /* Step 3: intercept for that slope, points in stable order, no grouping. */
-  for (int64_t i = 0; i < m; i++) {
-    s[i].v = y[i] - slope * x[i];
-    s[i].i = i;
-  }
-  if (sort_keyed_lp(s, m, tmp, lp)) { st = SBG_ERR_INTERRUPTED; goto done; }
+#pragma omp parallel for num_threads(learn_threads(lp, m)) schedule(static)
+  for (int64_t i = 0; i < m; i++) v[i] = y[i] - slope * x[i];
+  r = stable_build(v, lab, m, 0, 0.0, z, tmp, nb, &P, lp);
+  if (r) return r < 0 ? SBG_ERR_ALLOC : SBG_ERR_INTERRUPTED;
   tp = 0; fp = 0; fn = n_pos_all;
   best = 0;
   double q = 0;
-  for (int64_t j = 0; j < m; j++) {
-    if (lab[s[j].i] > 0) { tp++; fn--; } else fp++;
-    double f = tp > 0 ? f_score(tp, fn, fp) : 0.0;
-    if (f > best) { best = f; q = s[j].v; }
+  for (int64_t j = 0; j < P; j++) {
+    fp += nb[j]; tp++; fn--;
+    if (!may_beat(tp, fn, fp, best)) continue;
+    double f = f_score(tp, fn, fp);
+    if (f > best) { best = f; q = z[j].v; }
   }
   *alpha = atan(slope) + M_PI;
   *c = -q * cos(*alpha);
   *fscore = best;
-done:
-  if (own) {
-    free(z);
-    free(s);
-    free(tmp);
-  }
-  return st;
+  return SBG_OK;
 }
 
-/* The learning step (sbg_cosnet_learn) with the polls and threads of lp. */
+/* The learning step (sbg_cosnet_learn) with the polls and threads of lp,
+ * in lp's scratch or (too small, or none) its own. */
 static sbg_status learn_step(const double *x, const double *y, const int8_t *lab, int64_t m,
                              double *alpha, double *c, double *fscore, learn_poll *lp) {
   sbg_status st = SBG_OK;
   sbg_ctx *ctx = lp->ctx;
   double done = lp->done;
-  int own = !(lp->ws && lp->ws->cap >= m);
-  keyed *k = own ? (keyed *)malloc((size_t)(m > 0 ? m : 1) * 2 * sizeof(keyed)) : lp->ws->k;
-  if (!k) return SBG_ERR_ALLOC;
-  keyed *tmp = k + (own ? (m > 0 ? m : 1) : lp->ws->cap);
+  learn_ws own_ws, *ws = lp->ws;
+  int own = !(ws && ws->cap >= m);
+  if (own) {
+    ws = &own_ws;
+    if (!learn_ws_alloc(ws, m, 0)) { learn_ws_free(ws); return SBG_ERR_ALLOC; }
+  }
   int64_t n_pos = 0;
   for (int64_t i = 0; i < m; i++) n_pos += lab[i] > 0;
   int64_t n_neg = m - n_pos;
+  double *v = ws->v;
 
   /* Step 1: angles of the lines through the origin and each point; a point
-   * on the y axis gets pi/2 (COSNet: pi/2 - DBL_MIN, the same double). */
+   * on the y axis gets pi/2 (COSNet: pi/2 - DBL_MIN, the same double).
+   * The sweep stops at the first angle >= 1.57 (as COSNet's), so those
+   * points, the y axis's among them, are left out; a ratio y / x >= 1300
+   * has an angle >= atan(1300) = 1.570027 (tan(1.57) is 1255.8), far
+   * beyond any rounding of atan, so its atan is not needed. */
 #pragma omp parallel for num_threads(learn_threads(lp, m)) schedule(static)
   for (int64_t i = 0; i < m; i++) {
-    k[i].v = x[i] != 0 ? atan(y[i] / x[i]) : M_PI / 2 - DBL_MIN;
-    k[i].i = i;
+    double r = x[i] != 0 ? y[i] / x[i] : HUGE_VAL;
+    v[i] = r < 1300 ? atan(r) : M_PI / 2;
   }
-  if (sort_keyed_lp(k, m, tmp, lp) || learn_tick(lp, m)) goto interrupted;
+  sweep_groups g;
+  int r = sweep_groups_build(v, lab, m, 1, 1.57, ws->u, ws->u + ws->cap, ws->gc, &g, lp);
+  if (r) { st = r < 0 ? SBG_ERR_ALLOC : SBG_ERR_INTERRUPTED; goto finish; }
   /* Sweep the angles upwards, a group of equal angles at a time; the
    * points at or below the line are positive ("under") or those above it
-   * ("over").  As COSNet: the sweep stops at angles >= 1.57, a line must
-   * strictly beat the best F so far, and a last point standing alone at the
-   * end of the order is not counted. */
+   * ("over").  As COSNet: a line must strictly beat the best F so far, and
+   * a last point standing alone at the end of the order (at m - 1: none
+   * left out) is not counted.  Only the positives' groups and, over, the
+   * last group of each run of negatives can win (see sweep_groups). */
   int64_t tp_u = 0, fp_u = 0, fn_u = n_pos;
   int64_t tp_o = n_pos, fp_o = n_neg, fn_o = 0;
   double best_u = 0, best_o = 0, ang_u = 0, ang_o = 0;
-  for (int64_t i = 0; i < m;) {
-    if (k[i].v >= 1.57) break;
-    int64_t j = i + 1;
-    while (j < m && k[j].v == k[i].v) j++;
-    int64_t pos = 0, neg = 0;
-    if (i != m - 1)
-      for (int64_t h = i; h < j; h++) {
-        if (lab[k[h].i] > 0) pos++; else neg++;
+  /* The last positives' group ends the order when no point was left out
+   * and no negative comes after it.  A lone negative ending the order
+   * needs no such care: with no point left out, the positives are all
+   * below the line there (over: tp = 0, F = 0), and under, negatives
+   * cannot win. */
+  int64_t G = g.n_keys;
+  int whole = g.kept == m && g.run[G] == 0;
+  for (int64_t h = 0; h <= G; h++) {
+    if (g.run[h] > 0) {
+      fp_u += g.run[h];
+      fp_o -= g.run[h];
+      if (may_beat(tp_o, fn_o, fp_o, best_o)) {
+        double fo = f_score(tp_o, fn_o, fp_o);
+        if (fo > best_o) { best_o = fo; ang_o = group_value(&g, g.top[h]); }
       }
+    }
+    if (h == G) break;
+    int64_t pos = g.pos[h], neg = g.eq[h];
+    if (h == G - 1 && whole && pos + neg == 1) break; /* the lone last point */
     tp_u += pos; fn_u -= pos; fp_u += neg;
     tp_o -= pos; fn_o += pos; fp_o -= neg;
-    double fu = f_score(tp_u, fn_u, fp_u), fo = f_score(tp_o, fn_o, fp_o);
-    if (fu > best_u) { best_u = fu; ang_u = k[i].v; }
-    if (fo > best_o) { best_o = fo; ang_o = k[i].v; }
-    if (learn_tick(lp, j - i)) goto interrupted;
-    i = j;
+    if (may_beat(tp_u, fn_u, fp_u, best_u)) {
+      double fu = f_score(tp_u, fn_u, fp_u);
+      if (fu > best_u) { best_u = fu; ang_u = group_value(&g, g.key[h]); }
+    }
+    if (may_beat(tp_o, fn_o, fp_o, best_o)) {
+      double fo = f_score(tp_o, fn_o, fp_o);
+      if (fo > best_o) { best_o = fo; ang_o = group_value(&g, g.key[h]); }
+    }
   }
   int above = best_o > best_u;
   double theta = above ? ang_o : ang_u;
 
   /* Step 2: the intercept, with the positive half-plane below the line. */
   double q = 0, f = 0;
-  if (intercept_sweep(x, y, lab, m, n_pos, tan(theta), k, tmp, &q, &f, lp)) goto interrupted;
+  r = intercept_sweep(x, y, lab, m, n_pos, tan(theta), ws, &q, &f, lp);
+  if (r) { st = r < 0 ? SBG_ERR_ALLOC : SBG_ERR_INTERRUPTED; goto finish; }
   *alpha = theta + DBL_MIN;
   *c = -q * cos(*alpha);
   *fscore = f;
   if (above) {
-    st = pos_above(x, y, lab, m, n_pos, alpha, c, fscore, lp);
-    if (st == SBG_OK && ctx && sbg_poll(ctx, done) != SBG_OK) goto interrupted;
+    st = pos_above(x, y, lab, m, n_pos, alpha, c, fscore, ws, lp);
+    if (st == SBG_OK && ctx && sbg_poll(ctx, done) != SBG_OK) st = SBG_ERR_INTERRUPTED;
   }
-  if (own) free(k);
-  return st;
-interrupted:
-  if (own) free(k);
-  return SBG_ERR_INTERRUPTED; /* ctx->errbuf set by sbg_poll */
+finish:
+  if (own) learn_ws_free(ws);
+  return st; /* interrupted: ctx->errbuf set by sbg_poll */
 }
 
 sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
@@ -516,7 +671,7 @@ sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
     /* few jobs (large networks): one at a time, each step's sorts on all
      * the threads; the same steps, so the same lines */
     learn_ws ws;
-    if (!learn_ws_alloc(&ws, n)) st = SBG_ERR_ALLOC;
+    if (!learn_ws_alloc(&ws, n, 1)) st = SBG_ERR_ALLOC;
     for (int32_t j = 0; j < n_jobs && st != SBG_ERR_ALLOC; j++) {
       sbg_status sj = learn_job(j, n, codes, x, y, alpha, c, fscore, n_pos, n_lab, n_threads, &ws);
       if (sj != SBG_OK && (st == SBG_OK || sj == SBG_ERR_ALLOC)) st = sj;
@@ -527,7 +682,7 @@ sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
 #pragma omp parallel num_threads(n_threads)
   {
     learn_ws ws;
-    int ok = learn_ws_alloc(&ws, n);
+    int ok = learn_ws_alloc(&ws, n, 1);
 #pragma omp for schedule(dynamic, 1)
     for (int32_t j = 0; j < n_jobs; j++) {
       sbg_status sj = ok ? learn_job(j, n, codes, x, y, alpha, c, fscore, n_pos, n_lab, 1, &ws)

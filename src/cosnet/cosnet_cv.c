@@ -61,30 +61,40 @@ int sbg_cosnet_folds(const int32_t *lab, int32_t n, int32_t K, int32_t nfolds, u
   return failed ? -1 : 0;
 }
 
-typedef struct scored {
-  double s;
-  int32_t pos;
-} scored;
-
-static int by_score_desc(const void *a, const void *b) {
-  double x = ((const scored *)a)->s, y = ((const scored *)b)->s;
-  return x > y ? -1 : x < y;
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
 }
 
-/* Average precision of m scored nodes with P positives: sum over the
- * distinct scores, best first, of (recall step) x precision, tied scores
- * entering together.  Rounded as R's sum(diff(c(0, rec)) * prec): each
- * term in double, the sum in long double. */
-static double average_precision(scored *v, int32_t m, int64_t P) {
+/* Average precision of a fold from the score keys (sbg_cosnet_order_key())
+ * of its P positives, pk[0..P), and of its N negatives, nk[0..N): the sum
+ * over the distinct scores, best first, of (recall step) x precision, tied
+ * scores entering together, rounded as R's sum(diff(c(0, rec)) * prec):
+ * each term in double, the sum in long double.  Only the scores of
+ * positives make a recall step (the others add exactly 0), so the
+ * negatives need no sort, only a count of those at or above each positive
+ * score: each is binned by the number of the positives' distinct keys at
+ * or below its own (a binary search among the few positives).  pk is
+ * sorted in place; cnt: 2 (P + 1) scratch. */
+static double average_precision(uint64_t *pk, int64_t P, const uint64_t *nk, int64_t N,
+                                int64_t *cnt) {
   if (P == 0) return NAN;
-  qsort(v, (size_t)m, sizeof(scored), by_score_desc);
+  qsort(pk, (size_t)P, sizeof(uint64_t), cmp_u64);
+  int64_t *pc = cnt, *below = cnt + P + 1, G = 0;
+  for (int64_t j = 0; j < P; j++) {
+    if (G > 0 && pk[G - 1] == pk[j]) { pc[G - 1]++; continue; }
+    pk[G] = pk[j];
+    pc[G++] = 1;
+  }
+  for (int64_t g = 0; g <= G; g++) below[g] = 0;
+  for (int64_t j = 0; j < N; j++) below[sbg_cosnet_keys_below(pk, G, nk[j] + 1)]++;
   long double acc = 0;
   double rec_prev = 0;
-  int64_t tp = 0;
-  for (int32_t j = 0; j < m; j++) {
-    tp += v[j].pos;
-    if (j + 1 < m && v[j + 1].s == v[j].s) continue;
-    double rec = (double)tp / (double)P, prec = (double)tp / (double)(j + 1);
+  int64_t tp = 0, neg = 0;
+  for (int64_t g = G - 1; g >= 0; g--) {
+    neg += below[g + 1]; /* the negatives at or above key g */
+    tp += pc[g];
+    double rec = (double)tp / (double)P, prec = (double)tp / (double)(tp + neg);
     double step = rec - rec_prev;
     acc += step * prec;
     rec_prev = rec;
@@ -93,25 +103,25 @@ static double average_precision(scored *v, int32_t m, int64_t P) {
 }
 
 /* Precision, recall, F and AUPRC (NaN where undefined) of fold q of class
- * k, its nodes taken in node order; v holds at least the fold's size. */
+ * k, its nodes taken in node order; buf holds 2 (size + 1) keys and as
+ * many counts, size the fold's node count. */
 static void fold_metrics(const int32_t *l, const int32_t *f, const int *pk, const double *sk,
-                         int32_t n, int32_t q, scored *v, double *met) {
-  int64_t tp = 0, fp = 0, fn = 0, P = 0;
-  int32_t m = 0;
+                         int32_t n, int32_t q, int32_t size, uint64_t *buf, double *met) {
+  int64_t tp = 0, fp = 0, fn = 0, P = 0, N = 0;
+  uint64_t *pos = buf, *negk = buf + size + 1;
   for (int32_t i = 0; i < n; i++) {
     if (f[i] != q) continue;
     int t = l[i] == 1, p = pk[i] == 1;
-    tp += p & t; fp += p & !t; fn += !p & t; P += t;
-    v[m].s = sk[i];
-    v[m].pos = t;
-    m++;
+    tp += p & t; fp += p & !t; fn += !p & t;
+    if (t) pos[P++] = sbg_cosnet_order_key(sk[i]);
+    else negk[N++] = sbg_cosnet_order_key(sk[i]);
   }
   double prec = tp + fp > 0 ? (double)tp / (double)(tp + fp) : 0;
   double rec = tp + fn > 0 ? (double)tp / (double)(tp + fn) : NAN;
   met[0] = prec;
   met[1] = rec;
   met[2] = isnan(rec) ? NAN : (prec + rec > 0 ? 2 * prec * rec / (prec + rec) : 0);
-  met[3] = average_precision(v, m, P);
+  met[3] = average_precision(pos, P, negk, N, (int64_t *)(void *)(buf + 2 * ((int64_t)size + 1)));
 }
 
 int sbg_cosnet_cv_metrics(const int32_t *lab, const int32_t *folds, const int *pred,
@@ -138,14 +148,15 @@ int sbg_cosnet_cv_metrics(const int32_t *lab, const int32_t *folds, const int *p
     if (size[t] > largest) largest = size[t];
 #pragma omp parallel num_threads(n_threads) reduction(| : failed)
   {
-    scored *v = (scored *)malloc(sizeof(scored) * (size_t)largest + 1);
+    /* the fold's keys and the counts of average_precision() */
+    uint64_t *v = (uint64_t *)malloc(sizeof(uint64_t) * 4 * ((size_t)largest + 1));
     if (!v) failed = 1;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < n_jobs; t++) {
       if (!v) continue;
       int64_t k = t / nfolds;
       fold_metrics(lab + k * n, folds + k * n, pred + k * n, score + k * n, n,
-                   (int32_t)(t % nfolds) + 1, v, met + 4 * t);
+                   (int32_t)(t % nfolds) + 1, size[t], v, met + 4 * t);
     }
     free(v);
   }

@@ -217,3 +217,29 @@ test_that("the threaded sorts of a large learning step give the one-thread lines
     for (nt in c(2L, 3L)) expect_identical(cosnet_learn(x, y, lab, threads = nt), one, label = paste("case", s, nt))
   }
 })
+
+test_that("angles next to the sweep's stop at 1.57 and signed zeros are learned as the oracle does", {
+  # The sweep over the angles leaves out the points at 1.57 or more before
+  # sorting (and does not take the atan of ratios y / x of 1300 or more);
+  # ratios around tan(1.57) = 1255.8 put the points on both sides of the
+  # stop and of that shortcut.  Zero intercepts of both signs (y = -0 on
+  # the axis) must give the sign of the first one in the point order, as
+  # COSNet's stable sort does: identical() does not see it, 1 / c does.
+  n_above <- 0
+  for (s in 1:150) {
+    set.seed(5000 + s)
+    m <- sample(10:300, 1)
+    lab <- ifelse(runif(m) < 0.3, 1, -1); lab[1:2] <- c(1, -1)
+    x <- runif(m, 0.1, 1)
+    y <- x * sample(c(1200, 1250, 1255, 1256, 1260, 1299, 1300, 1301, 1400, runif(3, 1000, 1400)), m, replace = TRUE)
+    if (s %% 3 == 0) { x[1:3] <- 0; y[1:3] <- c(-0, 0, 2) }
+    if (s %% 4 == 0) { y[sample(m, 5)] <- -0; y[sample(m, 5)] <- 0 }
+    got <- cosnet_learn(x, y, lab)
+    want <- ref_learn(x, y, lab)
+    n_above <- n_above + (want$alpha > pi / 2 + 1e-9)
+    expect_identical(unlist(got), unlist(want), label = paste("case", s))
+    expect_identical(1 / got$c, 1 / want$c, label = paste("the sign of c, case", s))
+  }
+  expect_gt(n_above, 5)
+  expect_lt(n_above, 145)
+})

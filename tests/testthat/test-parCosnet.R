@@ -375,6 +375,7 @@ test_that("cvParCosnet's folds and metrics (C) are those of the plain-R oracles,
     expect_identical(sysbioGPU:::cosnet_folds(lab, nf, 12345, 1L), folds)
     scores <- matrix(round(runif(n * K), 2), n)   # ties
     scores[, 5] <- 0.5                           # all tied
+    scores[, 6] <- sample(c(-0, 0, -1, 2), n, replace = TRUE) # signed zeros tie
     pred <- scores > 0.7
     got <- sysbioGPU:::cosnet_cv_metrics(lab, folds, pred, scores, nf, 2L)
     expect_identical(unname(got), unname(ref_cv_metrics(lab, folds, pred, scores, nf)))
