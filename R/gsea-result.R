@@ -143,6 +143,13 @@ as.character.sbg_genelist <- function(x, ..., sep = ",", quote = TRUE) {
 #' @exportS3Method base::lengths
 lengths.sbg_genelist_lazy <- function(x, use.names = TRUE) lengths(gsea_genelist_items(x), use.names = FALSE)
 
+# unlist() of a lazy column: its genes, as of a list column (without this,
+# the row numbers: `unique(unlist(res$leadingEdge))` is a common idiom)
+#' @exportS3Method base::unlist
+unlist.sbg_genelist_lazy <- function(x, recursive = TRUE, use.names = TRUE) {
+  unlist(gsea_genelist_items(x), recursive = recursive, use.names = use.names)
+}
+
 #' @export
 format.sbg_genelist <- function(x, ...) {
   s <- as.character.sbg_genelist(x, sep = ", ", quote = FALSE)

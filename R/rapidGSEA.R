@@ -193,10 +193,14 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   which makes many signatures much faster than a loop. `keepNull` and
 #'   `BPPARAM` are for one signature. The table's `leadingEdge` column
 #'   builds each row's genes when they are asked for (`[`, `[[`,
-#'   `as.list()`, `as.character()`, [as.data.frame.rapidGSEA()]), so that
+#'   `as.list()`, `as.character()`, `unlist()`, `lengths()`,
+#'   [as.data.frame.rapidGSEA()]), so that
 #'   millions of rows cost no time until used (asked for most rows, as by
 #'   sorting or writing the whole table, it builds them all once and keeps
-#'   them); any subset of it is a list of character vectors. See [gseaSignature()] for one signature's result.
+#'   them); any subset of it is a list of character vectors. The column
+#'   itself holds row numbers (`is.list()` is `FALSE`): take `as.list()` of
+#'   it for code that needs a plain list. See [gseaSignature()] for one
+#'   signature's result.
 #' @param BPPARAM A BiocParallel back-end (`MulticoreParam`, `SnowParam`,
 #'   `BatchtoolsParam` for a cluster...) to share the permutations among
 #'   R workers, each a contiguous range, on the CPU or each on a GPU of

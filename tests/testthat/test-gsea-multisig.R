@@ -147,6 +147,9 @@ test_that("the whole leading-edge column, built on access, is each row's running
   saveRDS(res, f)
   le <- res$leadingEdge
   expect_s3_class(le, "sbg_genelist")
+  # unlist(): the genes (not the row numbers the column holds), before and after it is built
+  expect_identical(unlist(res$leadingEdge), unlist(lead))
+  expect_identical(unique(unlist(readRDS(f)$leadingEdge[1:9])), unique(unlist(lead[1:9])))
   expect_identical(length(le), nrow(res))
   # a few rows, built alone
   expect_identical(le[[40]], lead[[40]])
