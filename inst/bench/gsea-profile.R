@@ -1,0 +1,23 @@
+# One rapidGSEA() call with phenotype permutations on MSigDB C2 (the input
+# of inst/bench/gsea.R: 20,639 genes x 200 samples), on the GPU, for a
+# profiler to attribute the time to the kernels, e.g.
+#   SBG_GSEA_MSIGDB=<folder> NPERM=65536 ncu --metrics gpu__time_duration.sum \
+#     --print-summary per-kernel --csv Rscript inst/bench/gsea-profile.R
+# SBG_GSEA_MSIGDB: a folder holding h.v5.gmt and c2.v5.gmt (see gsea.R);
+# NPERM: permutations (default 16384).  Prints the call's seconds.
+suppressMessages(library(sysbioGPU))
+dir <- Sys.getenv("SBG_GSEA_MSIGDB")
+if (!nzchar(dir) || !all(file.exists(file.path(dir, c("h.v5.gmt", "c2.v5.gmt"))))) {
+  message("set SBG_GSEA_MSIGDB to a folder holding h.v5.gmt and c2.v5.gmt (see inst/bench/gsea.R)")
+  quit(save = "no", status = 1)
+}
+if (!hasGPU()) { message("no GPU"); quit(save = "no", status = 1) }
+c2 <- readGMT(file.path(dir, "c2.v5.gmt")); h <- readGMT(file.path(dir, "h.v5.gmt"))
+freq <- sort(table(c(unlist(h), unlist(c2))), decreasing = TRUE)
+genes <- unique(c(unique(unlist(h)), names(freq)))[1:20639]
+set.seed(2016)
+x <- signif(matrix(rnorm(20639 * 200), 20639, dimnames = list(genes, NULL)), 9)
+y <- rep(c("MDS", "control"), c(183, 17))
+np <- as.numeric(Sys.getenv("NPERM", "16384"))
+t <- system.time(r <- rapidGSEA(x, y, c2, nperm = np, seed = 1, backend = "gpu", verbose = FALSE))
+cat(sprintf("C2, %g phenotype permutations, %s: %.2f s\n", np, resolveBackend("gpu")$deviceName, t[["elapsed"]]))
