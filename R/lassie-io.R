@@ -1396,21 +1396,23 @@ sbml_values <- function(d, refuse) {
     if (nm %in% moving) refuse("a constant computed from ", nm, ", whose assignment rule changes in time")
     if (nm %in% busy) refuse("a cycle of assignments through ", nm)
     busy <<- c(busy, nm)
+    on.exit(busy <<- setdiff(busy, nm))   # (also when the math is refused)
     val <- if (!is.null(ar[[nm]])) sbml_eval(ar[[nm]], lookup, time = function() 0)
            else if (!is.null(ia[[nm]])) sbml_eval(ia[[nm]], lookup, time = function() 0)
            else attribute_value(nm)
-    busy <<- setdiff(busy, nm)
-    if (length(val) != 1L || is.na(val)) refuse("a value of ", nm, " that is not a number")
+    # NaN is a value (notanumber, 0/0); NA is none
+    if (length(val) != 1L || (is.na(val) && !is.nan(val))) refuse("a value of ", nm, " that is not a number")
     assign(nm, val, envir = memo)
     val
   }
   attribute_value <- function(nm) {
     if (!is.na(i <- match(nm, cm$id))) {
-      if (is.na(cm$size[i])) refuse("compartment ", nm, " without a size")
+      # (NA: not set; NaN is a value)
+      if (is.na(cm$size[i]) && !is.nan(cm$size[i])) refuse("compartment ", nm, " without a size")
       return(cm$size[i])
     }
     if (!is.na(i <- match(nm, pa$id))) {
-      if (is.na(pa$value[i])) refuse("parameter ", nm, " without a value")
+      if (is.na(pa$value[i]) && !is.nan(pa$value[i])) refuse("parameter ", nm, " without a value")
       return(pa$value[i])
     }
     if (!is.na(i <- match(nm, sp$id))) {
@@ -1453,11 +1455,22 @@ sbml_values <- function(d, refuse) {
       if (nzchar(x)) lookup(x) else 1
     }, 0)
   }
+  # the constants' values: NaN where the math says so (notanumber); left
+  # out where a constant has none that the model needs (a compartment
+  # without a size, a stoichiometryMath that changes in time: the model is
+  # refused where it needs it); a constant whose math is refused (the delay
+  # csymbol) refuses the model, rather than leaving it out
   known <- function(ids) {
     ids <- setdiff(ids, c(moving, rr))
-    v <- vapply(ids, function(nm) tryCatch(lookup(nm), error = function(e) NA_real_), 0)
+    v <- vapply(ids, function(nm) {
+      tryCatch(lookup(nm), error = function(e) {
+        if (!inherits(e, "sysbioGPU_sbml_math")) return(NA_real_)
+        msg <- sub("; readSBML\\(\\) does not simulate it$", "", conditionMessage(e))
+        refuse("the value of ", nm, " (", sub("^[^:]*\\.xml: ", "", msg), ")")
+      })
+    }, 0)
     v <- stats::setNames(v, ids)
-    v[!is.na(v)]
+    v[!is.na(v) | is.nan(v)]
   }
   list(value = lookup, stoichiometry = stoichiometry, conversion_factors = conversion_factors,
        known = known, sref_ids = names(sref), moving = ar[moving])
@@ -1484,7 +1497,7 @@ sbml_eval <- function(ex, lookup, time) {
     what <- switch(op, delay = "the delay csymbol", rateOf = "the rateOf csymbol",
                    unsupported_math = paste0("math it cannot read (", args[[1]], ")"),
                    function_call = paste0("an unknown function ", args[[1]]))
-    stop(sbg_condition(c("sysbioGPU_sbml_unsupported", "sysbioGPU_error_input"),
+    stop(sbg_condition(c("sysbioGPU_sbml_math", "sysbioGPU_sbml_unsupported", "sysbioGPU_error_input"),
                        paste0("math with ", what, "; readSBML() does not simulate it")))
   }
   f <- sbml_functions[[op]]

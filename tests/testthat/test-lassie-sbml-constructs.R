@@ -357,3 +357,22 @@ test_that("a conversion factor that a rate rule changes is refused", {
                 rules = list(list(type = "rate", variable = "f", math = cn(1))))
   expect_error(readSBML(f), "a conversion factor f that a rate rule changes", class = "sysbioGPU_sbml_unsupported")
 })
+
+test_that("constants: NaN is a value; a constant rule with the delay csymbol is refused, naming it", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  delay <- paste0('<apply><csymbol encoding="text" definitionURL="http://www.sbml.org/sbml/symbols/delay">',
+                  "delay</csymbol>", ci("x"), cn(0.5), "</apply>")
+  # y = 2 + delay(x, 0.5), x constant: a constant whose value needs x's past
+  f <- sc_model(species = list(A = list(init = 1)), params = c(k = 1, x = 0, y = 0), varying = "y",
+                reactions = list(deg = list(re = "A", law = ap("times", ci("k"), ci("A")))),
+                rules = list(list(type = "assignment", variable = "y", math = ap("plus", cn(2), delay))))
+  expect_error(readSBML(f), "the value of y \\(math with the delay csymbol\\)", class = "sysbioGPU_sbml_unsupported")
+  # z = 0/0 by its rule: NaN among the constants, the model runs
+  f <- sc_model(species = list(A = list(init = 1)), params = c(k = 1, z = 0), varying = "z",
+                reactions = list(deg = list(re = "A", law = ap("times", ci("k"), ci("A")))),
+                rules = list(list(type = "assignment", variable = "z", math = ap("divide", cn(0), cn(0)))))
+  m <- readSBML(f)
+  expect_true(is.nan(attr(m, "constants")[["z"]]))
+  out <- lassieSimulate(m, c(0, 1), backend = "cpu", verbose = FALSE)
+  expect_equal(unname(out[2, "A"]), exp(-1), tolerance = 1e-6)
+})
