@@ -289,6 +289,113 @@ static __global__ void pbn_reduce_kernel(const uint32_t *cnt, int64_t nc, uint64
     for (int j = 0; j < 4; j++) sums[(int64_t)s * SBG_PBN_NSUM + j] = part[j][0];
 }
 
+/* Shared by the two engines' advance loops. */
+
+/* What either engine holds on a device besides its network and states:
+ * the stream, the launch timers, and for `lanes` chains their generators,
+ * event counts and counters (3 per set), with the counters' sums. */
+static sbg_status pbn_dev_open(int device, cudaStream_t *stream, cudaEvent_t *t0, cudaEvent_t *t1, int64_t lanes,
+                               int32_t S, sbg_philox **rng, int32_t **gap, uint32_t **cnt, uint64_t **sums,
+                               sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const size_t s1 = (size_t)(S > 0 ? S : 1);
+  SBG_TRY(sbg_device_select(device, ctx));
+  SBG_CUDA_CHECK(cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking));
+  SBG_CUDA_CHECK(cudaEventCreate(t0));
+  SBG_CUDA_CHECK(cudaEventCreate(t1));
+  SBG_TRY(sbg_device_alloc((void **)rng, sizeof(sbg_philox) * (size_t)lanes, "the generators", ctx));
+  SBG_TRY(sbg_device_alloc((void **)gap, sizeof(int32_t) * (size_t)lanes, "the event counts", ctx));
+  SBG_TRY(sbg_device_alloc((void **)cnt, sizeof(uint32_t) * 3 * s1 * (size_t)lanes, "the counters", ctx));
+  SBG_TRY(sbg_device_alloc((void **)sums, sizeof(uint64_t) * SBG_PBN_NSUM * s1, "the sums", ctx));
+done:
+  return st;
+}
+
+static void pbn_dev_close(int device, cudaStream_t stream, cudaEvent_t t0, cudaEvent_t t1, void *blob, void *states,
+                          void *rng, void *gap, void *cnt, void *sums) {
+  if (!stream) return;
+  cudaSetDevice(device);
+  cudaFree(blob);
+  cudaFree(states);
+  cudaFree(rng);
+  cudaFree(gap);
+  cudaFree(cnt);
+  cudaFree(sums);
+  if (t0) cudaEventDestroy(t0);
+  if (t1) cudaEventDestroy(t1);
+  cudaStreamDestroy(stream);
+}
+
+/* Steps for the next launch, from the last one's `chunk` steps taking `ms`:
+ * aimed at ~100 ms per launch, so Ctrl-C is seen quickly, changed at most
+ * 4-fold per launch.  A launch that ran fast (little work left in it) must
+ * not let the next one grow without bound, hence the engine's `cap`. */
+static double pbn_next_chunk(double chunk, float ms, double cap) {
+  double f = ms > 0.01 ? 100.0 / ms : 4.0;
+  if (f > 4) f = 4;
+  if (f < 0.25) f = 0.25;
+  chunk *= f;
+  return chunk > cap ? cap : chunk;
+}
+
+/* The advance of either engine (Dev: pbn_gpu or pbnb_gpu, whose counters
+ * hold pbn_lanes(d) chains): `steps` steps in launches of `*chunk` steps,
+ * adapted; each round starts every device's launch (`launch(d, done, len,
+ * count)`: len steps, `done` into this advance) and then waits for them, so
+ * the devices run together.  With `count`, sums = the counters summed over
+ * the devices (exact integers: the same sums as one device). */
+template <typename Dev, typename Launch>
+static sbg_status pbn_advance_devices(Dev *dev, int nd, double *chunk, double cap, int64_t steps, int count,
+                                      int32_t S, uint64_t *part, uint64_t *sums, double lo, double hi,
+                                      Launch launch, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  const size_t n_sums = SBG_PBN_NSUM * (size_t)S;
+  for (int i = 0; i < nd && count && S > 0; i++) {
+    Dev *d = &dev[i];
+    SBG_TRY(sbg_device_select(d->device, ctx));
+    SBG_CUDA_CHECK(cudaMemsetAsync(d->a.cnt, 0, sizeof(uint32_t) * 3 * (size_t)S * pbn_lanes(d), d->stream));
+  }
+  for (int64_t done = 0; done < steps;) {
+    int64_t len = (int64_t)*chunk;
+    if (len < 1) len = 1;
+    if (len > steps - done) len = steps - done;
+    for (int i = 0; i < nd; i++) {
+      Dev *d = &dev[i];
+      SBG_TRY(sbg_device_select(d->device, ctx));
+      SBG_CUDA_CHECK(cudaEventRecord(d->t0, d->stream));
+      launch(d, done, len, count);
+      SBG_CUDA_CHECK(cudaGetLastError());
+      SBG_CUDA_CHECK(cudaEventRecord(d->t1, d->stream));
+    }
+    float ms = 0;
+    for (int i = 0; i < nd; i++) {
+      Dev *d = &dev[i];
+      float m = 0;
+      SBG_TRY(sbg_device_select(d->device, ctx));
+      SBG_CUDA_CHECK(cudaEventSynchronize(d->t1));
+      SBG_CUDA_CHECK(cudaEventElapsedTime(&m, d->t0, d->t1));
+      if (m > ms) ms = m;
+    }
+    *chunk = pbn_next_chunk(*chunk, ms, cap);
+    done += len;
+    SBG_TRY(sbg_poll(ctx, lo + (hi - lo) * (double)done / (double)steps));
+  }
+  if (count && S > 0) {
+    memset(sums, 0, sizeof(uint64_t) * n_sums);
+    for (int i = 0; i < nd; i++) {
+      Dev *d = &dev[i];
+      SBG_TRY(sbg_device_select(d->device, ctx));
+      pbn_reduce_kernel<<<S, PBN_BLOCK, 0, d->stream>>>(d->a.cnt, pbn_lanes(d), d->d_sums);
+      SBG_CUDA_CHECK(cudaGetLastError());
+      SBG_CUDA_CHECK(cudaMemcpyAsync(part, d->d_sums, sizeof(uint64_t) * n_sums, cudaMemcpyDeviceToHost, d->stream));
+      SBG_CUDA_CHECK(cudaStreamSynchronize(d->stream));
+      for (size_t k = 0; k < n_sums; k++) sums[k] += part[k];
+    }
+  }
+done:
+  return st;
+}
+
 /* One device's share of the chains. */
 typedef struct pbn_gpu {
   pbn_dev_args a;
@@ -299,6 +406,8 @@ typedef struct pbn_gpu {
   cudaEvent_t t0, t1;
   uint64_t *d_blob, *d_sums;
 } pbn_gpu;
+
+static int64_t pbn_lanes(const pbn_gpu *d) { return d->a.n_chains; }
 
 /* The engine the two-state driver sees: the chains split into contiguous
  * blocks over one or more devices, each block moved by its own stream; the
@@ -324,66 +433,13 @@ static void pbn_launch(pbn_gpu *d, int64_t len, int count) {
 static sbg_status pbn_gpu_advance(sbg_pbn_engine *eng, int64_t steps, int count, uint64_t *sums,
                                   double lo, double hi, sbg_ctx *ctx) {
   pbn_gpus *e = (pbn_gpus *)eng;
-  sbg_status st = SBG_OK;
-  const int32_t S = e->dev[0].a.n_sets;
   int64_t nc = 0;
   for (int i = 0; i < e->nd; i++) nc += e->dev[i].a.n_chains;
-  for (int i = 0; i < e->nd && count && S > 0; i++) {
-    pbn_gpu *d = &e->dev[i];
-    SBG_TRY(sbg_device_select(d->device, ctx));
-    SBG_CUDA_CHECK(cudaMemsetAsync(d->a.cnt, 0, sizeof(uint32_t) * 3 * (size_t)S * d->a.n_chains, d->stream));
-  }
-  for (int64_t done = 0; done < steps;) {
-    int64_t len = (int64_t)e->chunk;
-    if (len < 1) len = 1;
-    if (len > steps - done) len = steps - done;
-    /* every device's launch first, then the waits: the devices run together */
-    for (int i = 0; i < e->nd; i++) {
-      pbn_gpu *d = &e->dev[i];
-      SBG_TRY(sbg_device_select(d->device, ctx));
-      SBG_CUDA_CHECK(cudaEventRecord(d->t0, d->stream));
-      pbn_launch(d, len, count);
-      SBG_CUDA_CHECK(cudaGetLastError());
-      SBG_CUDA_CHECK(cudaEventRecord(d->t1, d->stream));
-    }
-    float ms = 0;
-    for (int i = 0; i < e->nd; i++) {
-      pbn_gpu *d = &e->dev[i];
-      float m = 0;
-      SBG_TRY(sbg_device_select(d->device, ctx));
-      SBG_CUDA_CHECK(cudaEventSynchronize(d->t1));
-      SBG_CUDA_CHECK(cudaEventElapsedTime(&m, d->t0, d->t1));
-      if (m > ms) ms = m;
-    }
-    /* aim at ~100 ms per launch, so Ctrl-C is seen quickly */
-    double f = ms > 0.01 ? 100.0 / ms : 4.0;
-    if (f > 4) f = 4;
-    if (f < 0.25) f = 0.25;
-    e->chunk = e->chunk * f;
-    /* A launch that ran fast (little work left in it) must not let the next
-     * one grow without bound: at most ~4e9 chain-steps per device, well
-     * under a second. */
-    double cap = 4e9 * e->nd / (double)nc;
-    if (e->chunk > cap) e->chunk = cap;
-    if (e->chunk > 1e9) e->chunk = 1e9;
-    done += len;
-    SBG_TRY(sbg_poll(ctx, lo + (hi - lo) * (double)done / (double)steps));
-  }
-  if (count && S > 0) {
-    memset(sums, 0, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)S);
-    for (int i = 0; i < e->nd; i++) {
-      pbn_gpu *d = &e->dev[i];
-      SBG_TRY(sbg_device_select(d->device, ctx));
-      pbn_reduce_kernel<<<S, PBN_BLOCK, 0, d->stream>>>(d->a.cnt, d->a.n_chains, d->d_sums);
-      SBG_CUDA_CHECK(cudaGetLastError());
-      SBG_CUDA_CHECK(cudaMemcpyAsync(e->part, d->d_sums, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)S,
-                                     cudaMemcpyDeviceToHost, d->stream));
-      SBG_CUDA_CHECK(cudaStreamSynchronize(d->stream));
-      for (size_t k = 0; k < SBG_PBN_NSUM * (size_t)S; k++) sums[k] += e->part[k];
-    }
-  }
-done:
-  return st;
+  /* at most ~4e9 chain-steps per device, well under a second */
+  double cap = 4e9 * e->nd / (double)nc;
+  return pbn_advance_devices(e->dev, e->nd, &e->chunk, cap < 1e9 ? cap : 1e9, steps, count, e->dev[0].a.n_sets,
+                             e->part, sums, lo, hi,
+                             [](pbn_gpu *d, int64_t, int64_t len, int cnt) { pbn_launch(d, len, cnt); }, ctx);
 }
 
 /* Device `device` with chains [c_base, c_base + nc): the network, states,
@@ -398,10 +454,7 @@ static sbg_status pbn_gpu_open(pbn_gpu *d, const sbg_pbn_net *net, const sbg_pbn
   int optin = 0;
   size_t state_b, cnt_b, smem;
   d->device = device;
-  SBG_TRY(sbg_device_select(device, ctx));
-  SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
-  SBG_CUDA_CHECK(cudaEventCreate(&d->t0));
-  SBG_CUDA_CHECK(cudaEventCreate(&d->t1));
+  SBG_TRY(pbn_dev_open(device, &d->stream, &d->t0, &d->t1, nc, S, &d->a.rng, &d->a.gap, &d->a.cnt, &d->d_sums, ctx));
   d->a.small = p->small && net->n <= SBG_PBN_SMALL_N;
   pbn_make_layout(net, sets, d->a.small, &d->a.lay, &ni, &nt);
   h_blob = (unsigned char *)calloc(d->a.lay.bytes > 0 ? d->a.lay.bytes : 8, 1);
@@ -410,12 +463,6 @@ static sbg_status pbn_gpu_open(pbn_gpu *d, const sbg_pbn_net *net, const sbg_pbn
   SBG_TRY(sbg_device_alloc((void **)&d->d_blob, d->a.lay.bytes, "the network", ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(d->d_blob, h_blob, d->a.lay.bytes, cudaMemcpyHostToDevice, d->stream));
   SBG_TRY(sbg_device_alloc((void **)&d->a.state, sizeof(uint64_t) * 2 * (size_t)W * nc, "the states", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d->a.rng, sizeof(sbg_philox) * (size_t)nc, "the generators", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d->a.gap, sizeof(int32_t) * (size_t)nc, "the event counts", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d->a.cnt, sizeof(uint32_t) * 3 * (size_t)(S > 0 ? S : 1) * nc,
-                           "the counters", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d->d_sums, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)(S > 0 ? S : 1),
-                           "the sums", ctx));
   d->a.net = *net;
   d->a.n_sets = S;
   d->a.blob = d->d_blob;
@@ -449,17 +496,7 @@ done:
 }
 
 static void pbn_gpu_close(pbn_gpu *d) {
-  if (!d->stream) return;
-  cudaSetDevice(d->device);
-  cudaFree(d->d_blob);
-  cudaFree(d->a.state);
-  cudaFree(d->a.rng);
-  cudaFree(d->a.gap);
-  cudaFree(d->a.cnt);
-  cudaFree(d->d_sums);
-  if (d->t0) cudaEventDestroy(d->t0);
-  if (d->t1) cudaEventDestroy(d->t1);
-  cudaStreamDestroy(d->stream);
+  pbn_dev_close(d->device, d->stream, d->t0, d->t1, d->d_blob, d->a.state, d->a.rng, d->a.gap, d->a.cnt, d->d_sums);
 }
 
 /* ---- bit-sliced engine (engine = "bits", pbn_bits.h) ------------------
@@ -549,6 +586,8 @@ typedef struct pbnb_gpu {
   uint64_t *d_sums;
 } pbnb_gpu;
 
+static int64_t pbn_lanes(const pbnb_gpu *d) { return 32 * d->a.n_groups; }
+
 typedef struct pbnb_gpus {
   sbg_pbn_engine base;
   int nd;
@@ -584,61 +623,15 @@ static cudaError_t pbnb_smem_optin(int32_t kw, int bytes) {
 static sbg_status pbnb_gpu_advance(sbg_pbn_engine *eng, int64_t steps, int count, uint64_t *sums,
                                    double lo, double hi, sbg_ctx *ctx) {
   pbnb_gpus *e = (pbnb_gpus *)eng;
-  sbg_status st = SBG_OK;
-  const int32_t S = e->dev[0].a.n_sets;
   int64_t ng = 0;
   for (int i = 0; i < e->nd; i++) ng += e->dev[i].a.n_groups;
-  for (int i = 0; i < e->nd && count && S > 0; i++) {
-    pbnb_gpu *d = &e->dev[i];
-    SBG_TRY(sbg_device_select(d->device, ctx));
-    SBG_CUDA_CHECK(cudaMemsetAsync(d->a.cnt, 0, sizeof(uint32_t) * 3 * (size_t)S * 32 * d->a.n_groups, d->stream));
-  }
-  for (int64_t done = 0; done < steps;) {
-    int64_t len = (int64_t)e->chunk;
-    if (len < 1) len = 1;
-    if (len > steps - done) len = steps - done;
-    for (int i = 0; i < e->nd; i++) {
-      pbnb_gpu *d = &e->dev[i];
-      SBG_TRY(sbg_device_select(d->device, ctx));
-      SBG_CUDA_CHECK(cudaEventRecord(d->t0, d->stream));
-      pbnb_launch(d, e->kw, e->t + (uint64_t)done, len, count);
-      SBG_CUDA_CHECK(cudaGetLastError());
-      SBG_CUDA_CHECK(cudaEventRecord(d->t1, d->stream));
-    }
-    float ms = 0;
-    for (int i = 0; i < e->nd; i++) {
-      pbnb_gpu *d = &e->dev[i];
-      float m = 0;
-      SBG_TRY(sbg_device_select(d->device, ctx));
-      SBG_CUDA_CHECK(cudaEventSynchronize(d->t1));
-      SBG_CUDA_CHECK(cudaEventElapsedTime(&m, d->t0, d->t1));
-      if (m > ms) ms = m;
-    }
-    /* ~100 ms per launch, so Ctrl-C is seen quickly */
-    double f = ms > 0.01 ? 100.0 / ms : 4.0;
-    if (f > 4) f = 4;
-    if (f < 0.25) f = 0.25;
-    e->chunk *= f;
-    double cap = 1.3e8 * e->nd / (double)ng;  /* ~4e9 chain-steps per device */
-    if (e->chunk > cap) e->chunk = cap;
-    done += len;
-    SBG_TRY(sbg_poll(ctx, lo + (hi - lo) * (double)done / (double)steps));
-  }
-  e->t += (uint64_t)steps;
-  if (count && S > 0) {
-    memset(sums, 0, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)S);
-    for (int i = 0; i < e->nd; i++) {
-      pbnb_gpu *d = &e->dev[i];
-      SBG_TRY(sbg_device_select(d->device, ctx));
-      pbn_reduce_kernel<<<S, PBN_BLOCK, 0, d->stream>>>(d->a.cnt, 32 * d->a.n_groups, d->d_sums);
-      SBG_CUDA_CHECK(cudaGetLastError());
-      SBG_CUDA_CHECK(cudaMemcpyAsync(e->part, d->d_sums, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)S,
-                                     cudaMemcpyDeviceToHost, d->stream));
-      SBG_CUDA_CHECK(cudaStreamSynchronize(d->stream));
-      for (size_t k = 0; k < SBG_PBN_NSUM * (size_t)S; k++) sums[k] += e->part[k];
-    }
-  }
-done:
+  /* ~4e9 chain-steps per device; the steps are numbered from the run's
+   * start (the generators' counters), whatever the launches */
+  sbg_status st = pbn_advance_devices(
+      e->dev, e->nd, &e->chunk, 1.3e8 * e->nd / (double)ng, steps, count, e->dev[0].a.n_sets, e->part, sums, lo, hi,
+      [e](pbnb_gpu *d, int64_t done, int64_t len, int cnt) { pbnb_launch(d, e->kw, e->t + (uint64_t)done, len, cnt); },
+      ctx);
+  if (st == SBG_OK) e->t += (uint64_t)steps;
   return st;
 }
 
@@ -695,10 +688,8 @@ static sbg_status pbnb_gpu_open(pbnb_gpu *d, const sbg_pbn_net *net, const sbg_p
   int32_t *h_gap = NULL;
   size_t bytes;
   d->device = device;
-  SBG_TRY(sbg_device_select(device, ctx));
-  SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
-  SBG_CUDA_CHECK(cudaEventCreate(&d->t0));
-  SBG_CUDA_CHECK(cudaEventCreate(&d->t1));
+  SBG_TRY(pbn_dev_open(device, &d->stream, &d->t0, &d->t1, 32 * ng, S, &d->a.rng, &d->a.gap, &d->a.cnt, &d->d_sums,
+                       ctx));
   bytes = pbnb_fill(net, bh, S, order, NULL, NULL, &d->a);
   h_blob = (unsigned char *)calloc(bytes, 1);
   h_planes = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)ng * n);
@@ -709,12 +700,6 @@ static sbg_status pbnb_gpu_open(pbnb_gpu *d, const sbg_pbn_net *net, const sbg_p
   pbnb_fill(net, bh, S, order, h_blob, d->d_blob, &d->a);
   sbg_pbn_bits_start(net, p->seed, g0, g0 + ng, from, h_planes, h_rng, h_gap, threads);
   SBG_TRY(sbg_device_alloc((void **)&d->a.planes, sizeof(uint32_t) * (size_t)ng * n, "the states", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d->a.rng, sizeof(sbg_philox) * 32 * (size_t)ng, "the generators", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d->a.gap, sizeof(int32_t) * 32 * (size_t)ng, "the event counts", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d->a.cnt, sizeof(uint32_t) * 3 * (size_t)(S > 0 ? S : 1) * 32 * ng,
-                           "the counters", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&d->d_sums, sizeof(uint64_t) * SBG_PBN_NSUM * (size_t)(S > 0 ? S : 1),
-                           "the sums", ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(d->d_blob, h_blob, bytes, cudaMemcpyHostToDevice, d->stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(d->a.planes, h_planes, sizeof(uint32_t) * (size_t)ng * n, cudaMemcpyHostToDevice, d->stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(d->a.rng, h_rng, sizeof(sbg_philox) * 32 * (size_t)ng, cudaMemcpyHostToDevice, d->stream));
@@ -737,17 +722,7 @@ done:
 }
 
 static void pbnb_gpu_close(pbnb_gpu *d) {
-  if (!d->stream) return;
-  cudaSetDevice(d->device);
-  cudaFree(d->d_blob);
-  cudaFree(d->a.planes);
-  cudaFree(d->a.rng);
-  cudaFree(d->a.gap);
-  cudaFree(d->a.cnt);
-  cudaFree(d->d_sums);
-  if (d->t0) cudaEventDestroy(d->t0);
-  if (d->t1) cudaEventDestroy(d->t1);
-  cudaStreamDestroy(d->stream);
+  pbn_dev_close(d->device, d->stream, d->t0, d->t1, d->d_blob, d->a.planes, d->a.rng, d->a.gap, d->a.cnt, d->d_sums);
 }
 
 /* Nodes with more functions first: the threads of a warp share the costly ones. */
