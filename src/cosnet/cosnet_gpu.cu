@@ -868,11 +868,6 @@ done:
 /* Smallest batch the queue hands out while more jobs are left. */
 #define MIN_BATCH 16
 
-/* Jobs per batch: about 30 bytes per node and job on the device, within
- * half of the free memory (and of what the budget leaves), shared by the
- * device's workers; the host mirrors (about 26 bytes per node and job)
- * stay near 4 GB over all workers.  With several workers, no more than the
- * queue's first batch (see dr_take). */
 /* The most jobs a batch of worker w can hold whatever the device's
  * memory: the queue's first batch, the host mirrors' cap (about 26 bytes
  * per node and job, 520 MB over several workers (pinned), 3.9 GB for
@@ -897,13 +892,13 @@ static size_t host_block_bytes(int32_t B, int32_t n) {
   return (size_t)B * (size_t)n * (2 * sizeof(double) + 2 * sizeof(int32_t) + 2);
 }
 
-/* Pinning the mirrors took each of four workers on two GPUs as long as
- * each of two on one GPU, though each pinned half as much (BENCHMARKS.md,
- * "Several GPUs and R workers", parCosnet): with several workers, each
- * pins the mirrors of its largest batch on a host thread of its own while
- * it uploads the network and the colouring is made, and dr_batch_alloc()
- * takes that block when the batch fits it.  Pinned for the worker's
- * device, as its own allocation would be. */
+/* Pinning the mirrors took each of four workers on two GPUs at least as
+ * long as each of two on one GPU, though each pinned half as much
+ * (BENCHMARKS.md, "Several GPUs and R workers", parCosnet): with several
+ * workers, each pins the mirrors of its largest batch on a host thread of
+ * its own while it uploads the network and the colouring is made, and
+ * dr_batch_alloc() takes that block when the batch fits it.  Pinned for
+ * the worker's device, as its own allocation would be. */
 static void early_pin(dev_run *R, int device) {
   size_t bytes = host_block_bytes(batch_cap(R->w, R->n, R->p), R->n);
   if (bytes > ((size_t)1 << 30)) return; /* (dr_batch_alloc() does not pin those) */
@@ -916,6 +911,11 @@ static void early_pin(dev_run *R, int device) {
   R->early_bytes = bytes;
 }
 
+/* Jobs per batch: about 30 bytes per node and job on the device, within
+ * half of the free memory (and of what the budget leaves), shared by the
+ * device's workers; the host mirrors (about 26 bytes per node and job)
+ * stay near 4 GB over all workers.  With several workers, no more than the
+ * queue's first batch (see dr_take). */
 static sbg_status dr_batch_size(dev_run *R, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   int32_t n = R->n;
