@@ -402,7 +402,14 @@ SEXP ffi_cosnet_cv_metrics(SEXP lab, SEXP folds, SEXP pred, SEXP scores, SEXP nf
   SBG_ASSERT(XLENGTH(scores) == XLENGTH(lab) && TYPEOF(threads) == INTSXP);
   int32_t n = Rf_nrows(lab), K = Rf_ncols(lab), nf = INTEGER(nfolds)[0];
   const int *f = INTEGER(folds);
-  for (R_xlen_t t = 0; t < XLENGTH(folds); t++) SBG_ASSERT(f[t] >= 0 && f[t] <= nf);
+  /* on the threads: nodes x classes is tens of millions after a GPU run,
+   * and this check is part of the call's serial time */
+  const R_xlen_t n_f = XLENGTH(folds);
+  const int nth = INTEGER(threads)[0] > 0 ? INTEGER(threads)[0] : 1;
+  R_xlen_t bad = 0;
+#pragma omp parallel for num_threads(nth) schedule(static) reduction(+ : bad)
+  for (R_xlen_t t = 0; t < n_f; t++) bad += f[t] < 0 || f[t] > nf;
+  SBG_ASSERT(bad == 0);
   SEXP out = PROTECT(Rf_allocMatrix(REALSXP, K, 4));
   if (sbg_cosnet_cv_metrics(INTEGER(lab), f, LOGICAL(pred), REAL(scores), n, K, nf, REAL(out),
                             INTEGER(threads)[0]) != 0)

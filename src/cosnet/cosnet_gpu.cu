@@ -551,6 +551,8 @@ struct dev_run {
   int borrowed;         /* the network arrays are the lead's (not freed here) */
   void *host_block;     /* hx, hy, item_job, item_node, codes, state */
   int host_pinned;
+  void *early_block;    /* pinned while the network is uploaded and coloured (early_pin()) */
+  size_t early_bytes;
   int idle;             /* nothing to share: this worker takes no jobs */
   double jobs_done;     /* by this worker, for the progress */
 #ifdef SBG_COSNET_PROFILE
@@ -866,6 +868,49 @@ done:
 /* Smallest batch the queue hands out while more jobs are left. */
 #define MIN_BATCH 16
 
+/* The most jobs a batch of worker w can hold whatever the device's
+ * memory: the queue's first batch, the host mirrors' cap (about 26 bytes
+ * per node and job, 520 MB over several workers (pinned), 3.9 GB for
+ * one), 4096 and the max_batch setting; at least 1. */
+static int32_t batch_cap(const dev_worker *w, int32_t n, const sbg_cosnet_params *p) {
+  int nw = w->n_workers;
+  int32_t n_jobs = w->n_jobs;
+  if (nw > 1) {
+    int32_t first = (int32_t)((n_jobs + 2 * (int64_t)nw - 1) / (2 * nw));
+    n_jobs = first > MIN_BATCH ? first : MIN_BATCH;
+  }
+  double host_cap = (nw > 1 ? 2e7 : 1.5e8) / (double)n / nw;
+  int32_t B = n_jobs;
+  if (B > host_cap) B = (int32_t)host_cap;
+  if (B > 4096) B = 4096;
+  if (p->max_batch > 0 && B > p->max_batch) B = p->max_batch;
+  return B < 1 ? 1 : B;
+}
+
+/* The bytes of the host mirrors of a batch of B jobs (dr_batch_alloc). */
+static size_t host_block_bytes(int32_t B, int32_t n) {
+  return (size_t)B * (size_t)n * (2 * sizeof(double) + 2 * sizeof(int32_t) + 2);
+}
+
+/* Pinning the mirrors took each of four workers on two GPUs at least as
+ * long as each of two on one GPU, though each pinned half as much
+ * (BENCHMARKS.md, "Several GPUs and R workers", parCosnet): with several
+ * workers, each pins the mirrors of its largest batch on a host thread of
+ * its own while it uploads the network and the colouring is made, and
+ * dr_batch_alloc() takes that block when the batch fits it.  Pinned for
+ * the worker's device, as its own allocation would be. */
+static void early_pin(dev_run *R, int device) {
+  size_t bytes = host_block_bytes(batch_cap(R->w, R->n, R->p), R->n);
+  if (bytes > ((size_t)1 << 30)) return; /* (dr_batch_alloc() does not pin those) */
+  if (cudaSetDevice(device) != cudaSuccess ||
+      cudaHostAlloc(&R->early_block, bytes, cudaHostAllocDefault) != cudaSuccess) {
+    cudaGetLastError(); /* (clears the failure: the worker pins or mallocs its own) */
+    R->early_block = NULL;
+    return;
+  }
+  R->early_bytes = bytes;
+}
+
 /* Jobs per batch: about 30 bytes per node and job on the device, within
  * half of the free memory (and of what the budget leaves), shared by the
  * device's workers; the host mirrors (about 26 bytes per node and job)
@@ -873,12 +918,7 @@ done:
  * queue's first batch (see dr_take). */
 static sbg_status dr_batch_size(dev_run *R, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
-  int nw = R->w->n_workers;
-  int32_t n = R->n, n_jobs = R->w->n_jobs;
-  if (nw > 1) {
-    int32_t first = (int32_t)((n_jobs + 2 * (int64_t)nw - 1) / (2 * nw));
-    n_jobs = first > MIN_BATCH ? first : MIN_BATCH;
-  }
+  int32_t n = R->n;
   size_t free_b = 0, total_b = 0;
   SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   {
@@ -891,15 +931,8 @@ static sbg_status dr_batch_size(dev_run *R, sbg_ctx *ctx) {
     }
     double per_job = 30.0 * (double)n + 64;
     double fit = avail * 0.5 / per_job / (R->w->share ? 2 : 1);
-    int32_t B = fit < 1 ? 1 : fit > n_jobs ? n_jobs : (int32_t)fit;
-    /* host mirrors: about 26 bytes per node and job, 520 MB over several
-     * workers (pinned), 3.9 GB for one */
-    double host_cap = (nw > 1 ? 2e7 : 1.5e8) / (double)n / nw;
-    if (B > host_cap) B = (int32_t)host_cap;
-    if (B > 4096) B = 4096;
-    if (R->p->max_batch > 0 && B > R->p->max_batch) B = R->p->max_batch;
-    if (B < 1) B = 1;
-    R->B = B;
+    int32_t cap = batch_cap(R->w, n, R->p);
+    R->B = fit < 1 ? 1 : fit > cap ? cap : (int32_t)fit;
   }
 done:
   return st;
@@ -925,9 +958,13 @@ static sbg_status dr_batch_alloc(dev_run *R, sbg_ctx *ctx) {
     /* the mirrors that travel to and from the device, in one pinned block
      * (pageable memory when pinning fails): copies at the link's speed,
      * and no page faults after the first batch */
-    size_t bn = B * n, bytes = bn * (2 * sizeof(double) + 2 * sizeof(int32_t) + 2);
-    /* (pinning takes time too: not for the multi-GB mirrors of one worker) */
-    if (bytes <= ((size_t)1 << 30) && cudaHostAlloc(&R->host_block, bytes, cudaHostAllocDefault) == cudaSuccess) {
+    size_t bn = B * n, bytes = host_block_bytes(R->B, R->n);
+    if (R->early_block && bytes <= R->early_bytes) { /* pinned ahead (early_pin()) */
+      R->host_block = R->early_block;
+      R->early_block = NULL;
+      R->host_pinned = 1;
+    } else if (bytes <= ((size_t)1 << 30) && /* (pinning takes time: not the GBs of one worker) */
+               cudaHostAlloc(&R->host_block, bytes, cudaHostAllocDefault) == cudaSuccess) {
       R->host_pinned = 1;
     } else {
       cudaGetLastError(); /* (clears the failure) */
@@ -1248,6 +1285,7 @@ static void dr_close(dev_run *R, sbg_status st) {
   free(P.t0); free(P.colour); free(P.hub0); free(P.cro);
   if (R->host_pinned) cudaFreeHost(R->host_block);
   else free(R->host_block);
+  if (R->early_block) cudaFreeHost(R->early_block);
   free(R->nodes); free(R->cptr); free(R->iptr); free(R->npos); free(R->nlab); free(R->alpha); free(R->cc); free(R->fs);
   free(R->jc); free(R->done); free(R->changed); free(R->pos); free(R->hubs);
   free(R->item_work); free(R->nunl); free(R->is_hub);
@@ -1270,9 +1308,18 @@ static sbg_status cosnet_gpu_device(const sbg_cosnet_input *in, const sbg_cosnet
   R.nnz = in->g.v_rowptr[R.n];
   R.nf = in->n_folds > 0 ? in->n_folds : 1;
   R.P.loaded = -1;
+  std::thread pinner;
 #ifdef SBG_COSNET_PROFILE
   R.prof_t = R.prof_t0 = prof_now();
 #endif
+  /* several workers: their mirrors pinned meanwhile (early_pin()); joined
+   * before they are used and on every way out */
+  if (w->mr) {
+    try {
+      pinner = std::thread(early_pin, &R, ctx->device);
+    } catch (...) {
+    }
+  }
   SBG_TRY(dr_open(&R, ctx));
   PROF_MARK(&R, PR_OPEN);
   if (R.idle) goto done;
@@ -1282,6 +1329,7 @@ static sbg_status cosnet_gpu_device(const sbg_cosnet_input *in, const sbg_cosnet
   SBG_TRY(dr_parts_upload(&R, ctx));
   PROF_MARK(&R, PR_PARTS);
   SBG_TRY(dr_batch_size(&R, ctx));
+  if (pinner.joinable()) pinner.join();
   SBG_TRY(dr_batch_alloc(&R, ctx));
   PROF_MARK(&R, PR_ALLOC);
   for (;;) {
@@ -1307,6 +1355,7 @@ done:
     fprintf(stderr, "\n");
   }
 #endif
+  if (pinner.joinable()) pinner.join();
   dr_close(&R, st);
   return st;
 }

@@ -159,15 +159,22 @@ static void fill_matrices(SEXP sims, const sbg_lassie_params *p, const sbg_lassi
 /* output = "array": the simulations' species and observables in one
  * array, times x (species, observables) x simulations, without the time
  * column.  Without observables the engine wrote it in place (its blocks
- * are the array's); otherwise its blocks are copied from r->out. */
+ * are the array's); otherwise its blocks are copied from r->out, on
+ * `threads` threads: the copy's first writes fault in the array's fresh
+ * pages, and on one thread this copy was most of the host's serial part
+ * of a large batch on several GPUs (BENCHMARKS.md, "Several GPUs and R
+ * workers"). */
 static void fill_array(double *arr, const sbg_lassie_params *p, const sbg_lassie_result *r, int N,
-                       SEXP obs) {
+                       SEXP obs, int threads) {
   if (Rf_isNull(obs)) return;
-  const R_xlen_t nt = p->n_times, block = nt * (R_xlen_t)N, cols = N + Rf_ncols(obs);
-  for (int s = 0; s < p->n_sims; s++) {
+  const int n_obs = Rf_ncols(obs), S = p->n_sims;
+  const double *w = REAL(obs);
+  const R_xlen_t nt = p->n_times, block = nt * (R_xlen_t)N, cols = N + n_obs;
+#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static) if (S > 1)
+  for (int s = 0; s < S; s++) {
     double *x = arr + (R_xlen_t)s * nt * cols;
     memcpy(x, r->out + (R_xlen_t)s * block, (size_t)block * sizeof(double));
-    observables(x, nt, N, REAL(obs), Rf_ncols(obs), x + block);
+    observables(x, nt, N, w, n_obs, x + block);
   }
 }
 
@@ -422,7 +429,7 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
     msgs[(size_t)s * SBG_LASSIE_MSG + SBG_LASSIE_MSG - 1] = '\0';
     SET_STRING_ELT(messages, s, Rf_mkChar(msgs + (size_t)s * SBG_LASSIE_MSG));
   }
-  if (as_array) fill_array(REAL(sims), &p, &r, N, obs);
+  if (as_array) fill_array(REAL(sims), &p, &r, N, obs, ctx.n_threads);
   else fill_matrices(sims, &p, &r, N, obs, messages, elapsed != R_NilValue ? &sh : NULL, ctx.n_threads);
   if (staging != R_NilValue) sbg_scratch_release(staging);
   if (elapsed != R_NilValue) REAL(elapsed)[0] = lassie_out_seconds() - t_entry;

@@ -51,6 +51,20 @@ test_that("an array holds the matrices' numbers, counters, status and messages",
   expect_output(print(a), "<lassieArray> 5 times x 2 columns x 4 simulations; rkf45 on cpu; 1 failed")
 })
 
+test_that("a batch's array is filled on several threads with each simulation's own block", {
+  # the glue copies the species and adds the observables of each
+  # simulation on all threads: every block against the matrices' output
+  # (filled by another code), on uneven shares of 3 threads
+  m <- arr_model()
+  k <- cbind(seq(0.25, 4, length.out = 101), seq(2, 0.5, length.out = 101))
+  tt <- seq(0, 2, by = 0.25)
+  b <- lassieSimulate(m, tt, rates = k, backend = "cpu", threads = 3, verbose = FALSE)
+  a <- lassieSimulate(m, tt, rates = k, backend = "cpu", threads = 3, verbose = FALSE, output = "array")
+  for (s in seq_len(nrow(k))) expect_block(a, s, b[[s]])
+  # the observable Total = A + B, here by R
+  expect_identical(a[, "Total", ], a[, "A", ] + a[, "B", ])
+})
+
 test_that("a single simulation is an array of one, and a bad `output` is an error", {
   m <- arr_model()
   tt <- c(0, 0.25, 1)

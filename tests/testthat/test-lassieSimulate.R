@@ -469,6 +469,12 @@ test_that("several GPUs share a batch: the results of one, bit for bit", {
   expect_identical(lassie_core(gpu(m, tt, "all", rates = K)), lassie_core(one))
   expect_identical(lassie_core(gpu(m, tt, c(1, 0), rates = K)), lassie_core(one))
   expect_match(attr(two[[1]], "device"), "GPUs")
+  # the array output (species and observables, filled on the host's
+  # threads once the devices are done): the matrices' columns, either split
+  a1 <- gpu(m, tt, 0, rates = K, output = "array")
+  a2 <- gpu(m, tt, c(0, 1), rates = K, output = "array")
+  expect_identical(unclass(a2)[, , ], unclass(a1)[, , ])
+  for (s in c(1, 21, 41)) expect_identical(a2[, , s], unclass(one[[s]])[, -1L])
   # fewer simulations than devices, and one simulation (the first device)
   expect_identical(lassie_core(gpu(m, tt, "all", rates = K[1, , drop = FALSE])), lassie_core(one[1]))
   expect_identical(lassie_core(gpu(m, tt, c(1, 0), rates = K[2, ])), lassie_core(one[2]))
