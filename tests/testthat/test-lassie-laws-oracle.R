@@ -97,3 +97,87 @@ test_that("lassieSimulate runs Nakakuki 2010 (Michaelis-Menten, Hill) as deSolve
   theirs <- deSolve::ode(pm$initial, tt, rhs, f1, method = "lsoda", rtol = 1e-11, atol = 1e-12, maxsteps = 1e6)
   expect_gt(laws_mismatch(ours[[1]], theirs, tol = 1e-7), 10)
 })
+
+# A second published model, larger and of other laws: Birtwistle 2007 (ErbB
+# signalling; 118 species, Michaelis-Menten laws and mass action with
+# Michaelis-Menten terms), whose two assignment rules set outputs alone.
+birtwistle_file <- function() lassie_extdata("Birtwistle2007_ErbB.xml.gz")
+
+test_that("the plain reader reads an assignment rule as an output and stops where a law reads it", {
+  P <- plain_reader()
+  sbml <- function(law, rule) {
+    f <- tempfile(fileext = ".xml")
+    writeLines(paste0('<?xml version="1.0"?><sbml xmlns="http://www.sbml.org/sbml/level2/version4" level="2" version="4">',
+                      '<model id="m"><listOfCompartments><compartment id="c" size="1"/></listOfCompartments>',
+                      '<listOfSpecies><species id="A" compartment="c" initialConcentration="3"/>',
+                      '<species id="B" compartment="c" initialConcentration="0"/>',
+                      '<species id="T" compartment="c" boundaryCondition="true"/></listOfSpecies>',
+                      '<listOfParameters><parameter id="k" value="2"/><parameter id="K" value="5"/></listOfParameters>',
+                      '<listOfRules>', rule, '</listOfRules><listOfReactions>',
+                      '<reaction id="r" reversible="false"><listOfReactants><speciesReference species="A"/>',
+                      '</listOfReactants><listOfProducts><speciesReference species="B"/></listOfProducts>',
+                      '<kineticLaw><math xmlns="http://www.w3.org/1998/Math/MathML">', law, '</math></kineticLaw>',
+                      '</reaction></listOfReactions></model></sbml>'), f)
+    f
+  }
+  total <- paste0('<assignmentRule variable="T"><math xmlns="http://www.w3.org/1998/Math/MathML">',
+                  ap("plus", ci("A"), ci("B")), '</math></assignmentRule>')
+  mm <- ap("divide", ap("times", ci("k"), ci("A")), ap("plus", ci("K"), ci("A")))
+  f <- sbml(mm, total)
+  pm <- P$plain_sbml_model(f)
+  expect_identical(pm$species, c("A", "B"))
+  expect_equal(eval(pm$laws$r, list(A = 3)), 2 * 3 / (5 + 3))
+  expect_error(P$plain_sbml_model(sbml(ap("times", ci("k"), ci("T")), total)), "unknown names T")
+  expect_error(P$plain_sbml_model(sbml(mm, sub("assignmentRule", "rateRule", sub("</assignmentRule", "</rateRule", total)))),
+               "assignment rules alone")
+  unlink(f)
+})
+
+test_that("the plain reader reads Birtwistle 2007's species, start and laws as written in the file", {
+  P <- plain_reader()
+  pm <- P$plain_sbml_model(birtwistle_file())
+  expect_length(pm$species, 118L)       # 120 in the file, less the two outputs
+  expect_false(any(c("norm_Akt_star", "norm_Erk_star") %in% pm$species))
+  expect_length(pm$laws, 102L)
+  expect_equal(sum(pm$initial > 0), 20L)
+  expect_equal(pm$initial[c("E1", "ERK", "E", "H")], c(E1 = 274, ERK = 750, E = 10, H = 10))
+  # Net_Raf_Activation: membrane (kf51 RsT Raf / (Kmf51 + Raf) - Vmaxr51 Rafstar / (Kmrb51 + Rafstar)),
+  # its constants read from the file by hand
+  y <- list(RsT = 20, Raf = 700, Rafstar = 40)
+  expect_equal(eval(pm$laws$Net_Raf_Activation, y),
+               1 * (3.6515 * 20 * 700 / (599.7076 + 700) - 16.737 * 40 / (988.4496 + 40)))
+  expect_equal(pm$D[c("Raf", "Rafstar"), "Net_Raf_Activation"], c(Raf = -1, Rafstar = 1))
+})
+
+test_that("lassieSimulate runs Birtwistle 2007 as deSolve on the model's own math, and its outputs as its rules", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  skip_if_not_installed("deSolve")
+  P <- plain_reader()
+  pm <- P$plain_sbml_model(birtwistle_file())
+  m <- readSBML(birtwistle_file())
+  expect_identical(m$species, pm$species)
+  expect_equal(unname(m$initial), unname(pm$initial))
+  expect_equal(sum(m$laws$start >= 0L), 79L)
+  set.seed(5)
+  f <- rbind(1, exp(stats::runif(length(pm$laws), log(0.5), log(2))))
+  rates <- f[, P$plain_reaction_of(m$reactions, pm), drop = FALSE] * rep(m$rates, each = nrow(f))
+  colnames(rates) <- m$reactions
+  tt <- c(0, 30, 120, 600)
+  ours <- lassieSimulate(m, tt, rtol = 1e-10, atol = 1e-12, rates = rates, backend = "cpu",
+                         threads = 2, verbose = FALSE)
+  expect_identical(attr(ours, "status"), c(0L, 0L))
+  rhs <- P$plain_rhs(pm)
+  for (s in seq_len(nrow(f))) {
+    x <- unclass(ours[[s]])
+    theirs <- deSolve::ode(pm$initial, tt, rhs, f[s, ], method = "lsoda", rtol = 1e-11, atol = 1e-12,
+                           maxsteps = 1e6)
+    expect_lt(laws_mismatch(x[, c("time", pm$species)], theirs, tol = 1e-7), 1)
+    # the file's two assignment rules, at every output time
+    expect_equal(x[, "norm_Akt_star"], x[, "Aktstar"] / 18.8, tolerance = 1e-14)
+    expect_equal(x[, "norm_Erk_star"], (x[, "ERKstar"] + x[, "ERKstar_ERKpase"]) / 589.5, tolerance = 1e-14)
+  }
+  # the comparison sees a 1% change of one Michaelis-Menten law
+  f1 <- rep(1, length(pm$laws)); f1[names(pm$laws) == "Net_Raf_Activation"] <- 1.01
+  theirs <- deSolve::ode(pm$initial, tt, rhs, f1, method = "lsoda", rtol = 1e-11, atol = 1e-12, maxsteps = 1e6)
+  expect_gt(laws_mismatch(unclass(ours[[1]])[, c("time", pm$species)], theirs, tol = 1e-7), 10)
+})
