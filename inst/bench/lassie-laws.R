@@ -1,9 +1,10 @@
 # Benchmark of lassieSimulate() on a published model whose kinetic laws are
-# not mass action: Nakakuki 2010 (shipped,
-# inst/extdata/lassie/Nakakuki2010_CellFateDecision.xml.gz; 49 species, 64
-# Michaelis-Menten and Hill laws), a batch of parameter sets over two hours
-# of the model's time, (a) on the GPU, (b) on the CPU threads, (c) deSolve
-# with compiled code.
+# not mass action, shipped in inst/extdata/lassie: Nakakuki 2010
+# (Nakakuki2010_CellFateDecision.xml.gz; 49 species, 64 Michaelis-Menten and
+# Hill laws; the default) or Birtwistle 2007 (Birtwistle2007_ErbB.xml.gz;
+# 118 species, 79 laws with Michaelis-Menten terms), a batch of parameter
+# sets over two hours of the model's time, (a) on the GPU, (b) on the CPU
+# threads, (c) deSolve with compiled code.
 #
 # The sets: each SBML reaction's law scaled by its own factor, log-uniform
 # in [1/LAWS_SPREAD, LAWS_SPREAD] (default 2), seed LAWS_SEED (default 1);
@@ -17,7 +18,9 @@
 # times, same machine; every set is run by every method.
 #
 # Usage: Rscript inst/bench/lassie-laws.R
-# Environment: LAWS_SETS (parameter sets, default 10000), LAWS_THREADS (our
+# Environment: LAWS_MODEL (the model's file in inst/extdata/lassie, default
+# Nakakuki2010_CellFateDecision.xml.gz), LAWS_SETS (parameter sets, default
+# 10000), LAWS_THREADS (our
 # CPU threads = deSolve's workers, default all processors), LAWS_TEND (end
 # time in seconds, default 7200) and LAWS_DT (output step, default 120),
 # LAWS_RTOL and LAWS_ATOL (default 1e-6 and 1e-9), LAWS_DESOLVE (deSolve's
@@ -41,7 +44,9 @@ method <- Sys.getenv("LAWS_METHOD", "auto")
 clamp <- Sys.getenv("LAWS_CLAMP") != "0"
 has_desolve <- requireNamespace("deSolve", quietly = TRUE)
 
-file <- system.file("extdata", "lassie", "Nakakuki2010_CellFateDecision.xml.gz", package = "sysbioGPU")
+model_name <- Sys.getenv("LAWS_MODEL", "Nakakuki2010_CellFateDecision.xml.gz")
+file <- system.file("extdata", "lassie", model_name, package = "sysbioGPU")
+if (!nzchar(file)) stop("LAWS_MODEL: no file ", model_name, " in the package's extdata/lassie")
 plain <- new.env()
 sys.source(system.file("bench", "sbml-plain-ode.R", package = "sysbioGPU"), envir = plain)
 pm <- plain$plain_sbml_model(file)
@@ -66,8 +71,8 @@ clamped_sbml <- function(file, species) {
 m <- readSBML(if (clamp) clamped_sbml(file, pm$species) else file)
 laws_at <- if (clamp) " (laws at max(x, 0))" else ""
 n_laws <- sum(m$laws$start >= 0L)
-cat(sprintf("Nakakuki 2010: %d species, %d SBML reactions (%d of readSBML(), %d laws that are not mass action)\n",
-            length(m$species), length(pm$laws), length(m$reactions), n_laws))
+cat(sprintf("%s: %d species, %d SBML reactions (%d of readSBML(), %d laws that are not mass action)\n",
+            sub("\\.xml(\\.gz)?$", "", model_name), length(m$species), length(pm$laws), length(m$reactions), n_laws))
 cat(sprintf("%s; %d sets, t 0-%g (%d outputs), rtol %g, atol %g; %d CPU threads (ours) = %d deSolve workers; deSolve: %s\n",
             sysbioGPU:::benchMachine(), n_sets, max(times), length(times), rtol, atol, threads, threads,
             if (has_desolve) paste(utils::packageVersion("deSolve"), solver) else "absent"))
@@ -79,7 +84,9 @@ rates <- f[, plain$plain_reaction_of(m$reactions, pm), drop = FALSE] * rep(m$rat
 colnames(rates) <- m$reactions
 
 rows <- list()
-# ok: the sets that ran to the end
+# x: the species (times x species x sets; the outputs of a model's assignment
+# rules are left out, as deSolve's side has none); ok: the sets that ran to
+# the end
 # (a failed set is reported with its reason here, the count in the table)
 add_row <- function(method, secs, x, ok, why = NULL) {
   rows[[length(rows) + 1L]] <<- list(method = method, seconds = secs, x = x, ok = ok)
@@ -104,7 +111,7 @@ if (Sys.getenv("LAWS_GPU") == "0") {
     t0 <- proc.time()[["elapsed"]]
     g <- gpu_run(rates)
     add_row(sprintf("lassieSimulate %s, GPU (%s)%s", method, attr(g, "device"), laws_at), proc.time()[["elapsed"]] - t0,
-            unclass(g)[, , , drop = FALSE], attr(g, "status") == 0L, attr(g, "messages"))
+            unclass(g)[, pm$species, , drop = FALSE], attr(g, "status") == 0L, attr(g, "messages"))
     rm(g)
   }
 }
@@ -114,7 +121,7 @@ t0 <- proc.time()[["elapsed"]]
 cpu <- suppressWarnings(lassieSimulate(m, times, rtol = rtol, atol = atol, method = method, rates = rates,
                                        backend = "cpu", threads = threads, output = "array", verbose = FALSE))
 add_row(sprintf("lassieSimulate %s, CPU %d threads%s", method, threads, laws_at), proc.time()[["elapsed"]] - t0,
-        unclass(cpu)[, , , drop = FALSE], attr(cpu, "status") == 0L, attr(cpu, "messages"))
+        unclass(cpu)[, pm$species, , drop = FALSE], attr(cpu, "status") == 0L, attr(cpu, "messages"))
 rm(cpu)
 
 # (c) deSolve with compiled code

@@ -6,7 +6,9 @@
 # a mismatch.  It covers what plain reaction models use (compartments,
 # species, global and local parameters, function definitions, the
 # arithmetic operators and elementary functions) and stops on anything else
-# (rules, events, initial assignments, piecewise, time).
+# (rate and algebraic rules, events, initial assignments, piecewise, time).
+# An assignment rule is read as an output alone: its variable leaves the
+# species and the constants, so a law that reads it stops the reader.
 
 # The XML as a flat table of elements: name, attributes, text, parent.
 # Notes and annotations hold arbitrary XML (XHTML, RDF) and are dropped.
@@ -114,16 +116,21 @@ plain_sbml_model <- function(file) {
   x <- plain_xml(file)
   sbml <- which(x$name == "sbml")
   model <- plain_kid(x, sbml, "model")
-  refused <- c("listOfRules", "listOfEvents", "listOfInitialAssignments", "listOfConstraints")
+  refused <- c("listOfEvents", "listOfInitialAssignments", "listOfConstraints")
   has <- vapply(refused, function(l) length(plain_list(x, model, l, NULL)) > 0L, TRUE)
   if (any(has)) stop("the plain reader does not handle ", paste(refused[has], collapse = ", "))
+  rules <- plain_list(x, model, "listOfRules", NULL)
+  if (any(x$name[rules] != "assignmentRule")) stop("the plain reader handles assignment rules alone")
+  assigned <- vapply(rules, plain_attr, "", x = x, a = "variable")
   val <- function(i, a) as.numeric(plain_attr(x, i, a))
   comp <- plain_list(x, model, "listOfCompartments", "compartment")
   size <- stats::setNames(vapply(comp, val, 0, a = "size"), vapply(comp, plain_attr, "", x = x, a = "id"))
   size[is.na(size)] <- 1
+  if (any(assigned %in% names(size))) stop("the plain reader does not handle compartments that rules set")
   par <- plain_list(x, model, "listOfParameters", "parameter")
   consts <- c(as.list(size), stats::setNames(lapply(par, val, a = "value"),
                                               vapply(par, plain_attr, "", x = x, a = "id")))
+  consts <- consts[setdiff(names(consts), assigned)]
   fdefs <- list()
   for (f in plain_list(x, model, "listOfFunctionDefinitions", "functionDefinition")) {
     lam <- plain_kids(x, plain_kid(x, f, "math"), "lambda")
@@ -134,6 +141,7 @@ plain_sbml_model <- function(file) {
       body = plain_math(x, body, fdefs))
   }
   sp <- plain_list(x, model, "listOfSpecies", "species")
+  sp <- sp[!vapply(sp, plain_attr, "", x = x, a = "id") %in% assigned]
   ids <- vapply(sp, plain_attr, "", x = x, a = "id")
   flag <- function(i, a) identical(plain_attr(x, i, a, "false"), "true")
   amount <- vapply(sp, flag, TRUE, a = "hasOnlySubstanceUnits")
@@ -150,6 +158,7 @@ plain_sbml_model <- function(file) {
         if (length(plain_kids(x, s))) stop("stoichiometryMath is not handled by the plain reader")
         st <- as.numeric(plain_attr(x, s, "stoichiometry", "1"))
         j <- match(plain_attr(x, s, "species"), ids)
+        if (is.na(j)) stop("reaction ", colnames(S)[r], " changes ", plain_attr(x, s, "species"), ", not a state")
         S[j, r] <- S[j, r] + if (side == "listOfReactants") -st else st
       }
     }
