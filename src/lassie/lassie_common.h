@@ -188,6 +188,12 @@ static LASSIE_HD inline double lassie_law_eval(const int *code, const double *cv
     switch (op) {
       case LASSIE_OP_CONST: s[n++] = cval[code[pc++]]; break;
       case LASSIE_OP_SPEC: { const int j = code[pc++]; s[n++] = j == oj ? ov : x[j]; break; }
+      case LASSIE_OP_SPEC_POS: {
+        const int j = code[pc++];
+        const double a = j == oj ? ov : x[j];
+        s[n++] = a > 0 ? a : 0;
+        break;
+      }
       case LASSIE_OP_SELECT: { n -= 2; s[n - 1] = s[n - 1] != 0 ? s[n] : s[n + 1]; break; }
       default: return s[0];   /* RET (the glue admits no other code) */
     }
