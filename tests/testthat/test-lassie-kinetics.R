@@ -189,6 +189,11 @@ test_that("a law's positive part of a species, piecewise(x, x > 0, 0), is one op
     expect_lt(max(abs(a[, "C"] + 0.3 * tt)), 1e-10)
     expect_equal(unname(a[, "D"]), rep(0, length(tt)))
   }
+  # the glue checks the operator's species as SPEC's
+  bad <- fused
+  bad$laws$code[which(bad$laws$code == ops[["SPEC_POS"]])[1L] + 1L] <- 99L
+  expect_error(lassieSimulate(bad, tt, backend = "cpu", verbose = FALSE), "operand is out of range",
+               class = "sysbioGPU_error_input")
 })
 
 test_that("a law whose species decayed to a denormal (4.9e-324) is differenced over a finite step", {
