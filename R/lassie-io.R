@@ -1107,12 +1107,12 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
 
 # The operators of the engine's kinetic-law programs (LASSIE_OP_* in
 # src/lassie/lassie.h, same order).
-lassie_ops <- stats::setNames(0:40, c(
+lassie_ops <- stats::setNames(0:41, c(
   "RET", "CONST", "SPEC", "ADD", "SUB", "MUL", "DIV", "POW", "MIN", "MAX",
   "LT", "LE", "GT", "GE", "EQ", "NE", "AND", "OR", "XOR",
   "NEG", "NOT", "EXP", "LN", "LOG10", "SQRT", "ABS", "FLOOR", "CEIL",
   "SIN", "COS", "TAN", "SINH", "COSH", "TANH", "ASIN", "ACOS", "ATAN",
-  "ASINH", "ACOSH", "ATANH", "SELECT"))
+  "ASINH", "ACOSH", "ATANH", "SELECT", "SPEC_POS"))
 lassie_law_stack <- 64L   # LASSIE_LAW_STACK
 sbml_unary_ops <- c(exp = "EXP", ln = "LN", log10 = "LOG10", sqrt = "SQRT", abs = "ABS",
                     floor = "FLOOR", ceiling = "CEIL", sin = "SIN", cos = "COS", tan = "TAN",
@@ -1126,6 +1126,22 @@ sbml_arc_recip_ops <- c(arcsec = "ACOS", arccsc = "ASIN", arccot = "ATAN", arcse
 sbml_binary_ops <- c(`+` = "ADD", `-` = "SUB", `*` = "MUL", `/` = "DIV", `^` = "POW",
                      min = "MIN", max = "MAX", and = "AND", or = "OR", xor = "XOR")
 sbml_relation_ops <- c(lt = "LT", leq = "LE", gt = "GT", geq = "GE", eq = "EQ", neq = "NE")
+
+# The species (its index in sidx) whose positive part the arguments `a` of
+# a piecewise are, value x, condition x > 0, otherwise +0 (x a species read
+# from the state: not a local parameter while those are on, not set by a
+# rule); else 0.
+sbml_positive_part <- function(a, sidx, moving, loc_on, loc) {
+  if (length(a) != 3L || !is.name(a[[1L]])) return(0L)
+  nm <- as.character(a[[1L]])
+  if ((loc_on && nm %in% names(loc)) || nm %in% names(moving) || is.na(sidx[nm])) return(0L)
+  cond <- a[[2L]]
+  is_zero <- function(e) is.numeric(e) && length(e) == 1L && isTRUE(e == 0)
+  if (!is.call(cond) || !identical(cond[[1L]], as.name("gt")) || length(cond) != 3L ||
+      !identical(cond[[2L]], a[[1L]]) || !is_zero(cond[[3L]])) return(0L)
+  if (!is_zero(a[[3L]]) || 1 / a[[3L]] < 0) return(0L)
+  sidx[[nm]]
+}
 
 # A kinetic law (SBML math as an R call) compiled to the engine's stack
 # program: what depends on no species is evaluated here once (parameters,
@@ -1211,6 +1227,13 @@ sbml_law_program <- function(ex, loc, sidx, moving, value, fail, clock = NA_inte
       }
       return(invisible())
     }
+    if (f == "piecewise" && (j <- sbml_positive_part(a, sidx, moving, loc_on, loc)) > 0L) {
+      # a species' positive part, piecewise(x, x > 0, 0): one operator
+      # rather than six (models clamp each species of their laws so)
+      deps <<- c(deps, j)
+      code <<- c(code, lassie_ops[["SPEC_POS"]], j - 1L)
+      return(invisible())
+    }
     if (f == "piecewise" && n >= 1L) {
       # value_1, condition_1, ..., otherwise: nested selections; without
       # an otherwise, NaN where no condition holds (sbml_eval()'s meaning)
@@ -1230,7 +1253,7 @@ sbml_law_program <- function(ex, loc, sidx, moving, value, fail, clock = NA_inte
   depth <- 0L; top <- 0L; pc <- 1L
   while (code[pc] != lassie_ops[["RET"]]) {
     o <- code[pc]
-    if (o %in% lassie_ops[c("CONST", "SPEC")]) { depth <- depth + 1L; pc <- pc + 2L; top <- max(top, depth); next }
+    if (o %in% lassie_ops[c("CONST", "SPEC", "SPEC_POS")]) { depth <- depth + 1L; pc <- pc + 2L; top <- max(top, depth); next }
     if (o <= lassie_ops[["XOR"]]) depth <- depth - 1L
     else if (o == lassie_ops[["SELECT"]]) depth <- depth - 2L
     pc <- pc + 1L

@@ -71,8 +71,9 @@ clamped_sbml <- function(file, species) {
 m <- readSBML(if (clamp) clamped_sbml(file, pm$species) else file)
 laws_at <- if (clamp) " (laws at max(x, 0))" else ""
 n_laws <- sum(m$laws$start >= 0L)
-cat(sprintf("%s: %d species, %d SBML reactions (%d of readSBML(), %d laws that are not mass action)\n",
-            sub("\\.xml(\\.gz)?$", "", model_name), length(m$species), length(pm$laws), length(m$reactions), n_laws))
+cat(sprintf("%s: %d species, %d SBML reactions (%d of readSBML(), %d laws that are not mass action, programs of %d codes)\n",
+            sub("\\.xml(\\.gz)?$", "", model_name), length(m$species), length(pm$laws), length(m$reactions), n_laws,
+            length(m$laws$code)))
 cat(sprintf("%s; %d sets, t 0-%g (%d outputs), rtol %g, atol %g; %d CPU threads (ours) = %d deSolve workers; deSolve: %s\n",
             sysbioGPU:::benchMachine(), n_sets, max(times), length(times), rtol, atol, threads, threads,
             if (has_desolve) paste(utils::packageVersion("deSolve"), solver) else "absent"))
@@ -122,6 +123,8 @@ cpu <- suppressWarnings(lassieSimulate(m, times, rtol = rtol, atol = atol, metho
                                        backend = "cpu", threads = threads, output = "array", verbose = FALSE))
 add_row(sprintf("lassieSimulate %s, CPU %d threads%s", method, threads, laws_at), proc.time()[["elapsed"]] - t0,
         unclass(cpu)[, pm$species, , drop = FALSE], attr(cpu, "status") == 0L, attr(cpu, "messages"))
+# the work per set, for the comparison with deSolve's below
+counts <- list(ours = rowMeans(attr(cpu, "stats")))
 rm(cpu)
 
 # (c) deSolve with compiled code
@@ -142,6 +145,9 @@ if (!has_desolve) {
                                          rtol = rtol., atol = atol., maxsteps = 1e6))
     x <- matrix(NA_real_, length(times), length(pm$species))
     x[seq_len(nrow(out)), ] <- out[, -1L]
+    # lsode's steps, right-hand sides (its finite-difference Jacobians'
+    # columns included) and Jacobians (each with its LU)
+    attr(x, "counts") <- attr(out, "istate")[c(2L, 3L, 14L)]
     x
   }
   blocks <- split(seq_len(n_sets), cut(seq_len(n_sets), min(threads, n_sets), labels = FALSE))
@@ -149,6 +155,7 @@ if (!has_desolve) {
   res <- parallel::mclapply(blocks, function(b) lapply(b, one_set), mc.cores = threads)
   secs <- proc.time()[["elapsed"]] - t0
   x <- array(unlist(res, use.names = FALSE), c(length(times), length(pm$species), n_sets))
+  counts$deSolve <- rowMeans(vapply(unlist(res, recursive = FALSE), attr, numeric(3L), "counts"))
   add_row(sprintf("deSolve %s, compiled C (laws at %s), %d workers", solver,
                   if (clamp) "max(x, 0)" else "x", threads), secs, x, !apply(x, 3L, anyNA))
 }
@@ -181,6 +188,16 @@ cat(sprintf("\nx_%s: %s's seconds / the method's (above 1: faster); failed: sets
             if (has_desolve) "deSolve" else "CPU", if (has_desolve) "deSolve" else "the CPU row",
             if (has_desolve) "deSolve's answer" else "the CPU row"))
 print(format(tab, digits = 3), row.names = FALSE)
+
+# The work per set, averaged over the sets: ours (the CPU row; the GPU's
+# is the same work) and lsode's, whose right-hand sides include the N of
+# each finite-difference Jacobian (the Newton iterations are the rest)
+if (has_desolve) {
+  o <- counts$ours; d <- counts$deSolve
+  cat(sprintf("\nWork per set (mean): ours %.0f steps (%.0f implicit), %.0f rejected, %.0f Newton iterations, %.0f factorisations, %.0f Jacobians, %.0f right-hand sides; %s %.0f steps, %.0f right-hand sides (%.0f besides its Jacobians), %.0f Jacobians and factorisations\n",
+              o[["steps"]], o[["implicitSteps"]], o[["rejected"]], o[["newtonIterations"]], o[["factorisations"]],
+              o[["jacobians"]], o[["rhsEvaluations"]], solver, d[1L], d[2L], d[2L] - length(pm$species) * d[3L], d[3L]))
+}
 
 # Who is off where the methods differ most: the LAWS_CHECK (default 3) sets
 # of the largest difference between our CPU row and deSolve, run again by

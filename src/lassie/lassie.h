@@ -36,8 +36,8 @@ typedef struct sbg_lassie_model {
   int n_code, n_cval;   /* their lengths (the GPU engine copies them) */
 } sbg_lassie_model;
 
-/* The stack machine of kinetic laws.  CONST and SPEC take one operand
- * (the index of the constant, of the species); the others pop their
+/* The stack machine of kinetic laws.  CONST, SPEC and SPEC_POS take one
+ * operand (the index of the constant, of the species); the others pop their
  * arguments and push the result.  Relations and logic give 1 or 0; SELECT
  * pops c, a, b (pushed in that order) and pushes c != 0 ? a : b. */
 enum {
@@ -52,6 +52,7 @@ enum {
   LASSIE_OP_TANH, LASSIE_OP_ASIN, LASSIE_OP_ACOS, LASSIE_OP_ATAN,
   LASSIE_OP_ASINH, LASSIE_OP_ACOSH, LASSIE_OP_ATANH,   /* last unary operator */
   LASSIE_OP_SELECT,
+  LASSIE_OP_SPEC_POS,   /* operand: a species; pushes x > 0 ? x : 0 */
   LASSIE_N_OPS
 };
 /* deepest stack a program may use (the glue checks every program) */

@@ -31,7 +31,7 @@ static void check_program(const int *cd, R_xlen_t nc, R_xlen_t nk, int N, R_xlen
     const int op = cd[pc++];
     MODEL_CHECK(op >= 0 && op < LASSIE_N_OPS, "a kinetic law has an unknown operator");
     if (op == LASSIE_OP_RET) { MODEL_CHECK(depth == 1, "a kinetic law leaves no single value"); break; }
-    if (op == LASSIE_OP_CONST || op == LASSIE_OP_SPEC) {
+    if (op == LASSIE_OP_CONST || op == LASSIE_OP_SPEC || op == LASSIE_OP_SPEC_POS) {
       MODEL_CHECK(pc < nc, "a kinetic law runs beyond its code");
       const int a = cd[pc++];
       MODEL_CHECK(a >= 0 && (op == LASSIE_OP_CONST ? a < nk : a < N),

@@ -5,6 +5,7 @@
 #ifndef SBG_LASSIE_COMMON_H
 #define SBG_LASSIE_COMMON_H
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include "lassie.h"
@@ -188,6 +189,12 @@ static LASSIE_HD inline double lassie_law_eval(const int *code, const double *cv
     switch (op) {
       case LASSIE_OP_CONST: s[n++] = cval[code[pc++]]; break;
       case LASSIE_OP_SPEC: { const int j = code[pc++]; s[n++] = j == oj ? ov : x[j]; break; }
+      case LASSIE_OP_SPEC_POS: {
+        const int j = code[pc++];
+        const double a = j == oj ? ov : x[j];
+        s[n++] = a > 0 ? a : 0;
+        break;
+      }
       case LASSIE_OP_SELECT: { n -= 2; s[n - 1] = s[n - 1] != 0 ? s[n] : s[n + 1]; break; }
       default: return s[0];   /* RET (the glue admits no other code) */
     }
@@ -221,7 +228,11 @@ static LASSIE_HD inline void lassie_law_dvdx(const sbg_lassie_model *m, const do
     const int j = m->r_sp[e];
     const double xj = x[j];
     double sc = fabs(xj) > 1e-3 * big ? fabs(xj) : 1e-3 * big;
-    if (!(sc > 0)) sc = 1e-8;
+    /* at 0, or so near it that the step would not be a normal number: a
+     * law reading only a species that decayed to 4.9e-324 was differenced
+     * over a step of 0 (a Jacobian of NaN, whose factorisation then failed
+     * at every step size) */
+    if (!(6.0554544523933395e-06 * sc >= DBL_MIN)) sc = 1e-8;
     double h = 6.0554544523933395e-06 * sc;   /* cbrt(DBL_EPSILON) */
     /* h made exactly representable: xp - xj, each rounded on its own
      * (volatile keeps the host's compiler from folding it to h) */

@@ -158,3 +158,59 @@ test_that("readSBML(fluxes =) reports each reaction's law at the output's states
   expect_error(readSBML(f, fluxes = c("mm", "nope")), "nope", class = "sysbioGPU_error_input")
   expect_error(readSBML(f, fluxes = NA), "`fluxes`", class = "sysbioGPU_error_input")
 })
+
+test_that("a law's positive part of a species, piecewise(x, x > 0, 0), is one operator with the same values", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # A -> B and C -> D at k times the positive part of the reactant: A
+  # decays as A0 exp(-k t); C, drained at a constant rate r from 0, is
+  # -r t, where the law is 0 (D stays 0)
+  pos <- function(s, cond) paste0("<piecewise><piece>", ci(s), cond, "</piece><otherwise>", cn(0),
+                                  "</otherwise></piecewise>")
+  laws <- function(cond) list(ra = list(re = "A", pr = "B", law = ap("times", ci("cell"), ci("k"), pos("A", cond("A")))),
+                              rc = list(re = "C", pr = "D", law = ap("times", ci("cell"), ci("k"), pos("C", cond("C")))),
+                              drain = list(re = "C", law = ap("times", ci("cell"), ci("r"))))
+  fused <- readSBML(sbml_model(2, c(A = 2, B = 0, C = 0, D = 0), c(k = 0.8, r = 0.3),
+                               laws(function(s) ap("gt", ci(s), cn(0)))))
+  # the same math written 0 < x: the general piecewise (a selection)
+  plain <- readSBML(sbml_model(2, c(A = 2, B = 0, C = 0, D = 0), c(k = 0.8, r = 0.3),
+                               laws(function(s) ap("lt", cn(0), ci(s)))))
+  ops <- sysbioGPU:::lassie_ops
+  expect_true(ops[["SPEC_POS"]] %in% fused$laws$code)
+  expect_false(ops[["SELECT"]] %in% fused$laws$code)
+  expect_true(ops[["SELECT"]] %in% plain$laws$code)
+  expect_lt(length(fused$laws$code), length(plain$laws$code))
+  tt <- c(0, 0.5, 1, 2, 4)
+  for (meth in c("auto", "bdf")) {
+    a <- lassieSimulate(fused, tt, rtol = 1e-10, atol = 1e-12, method = meth, backend = "cpu", verbose = FALSE)
+    b <- lassieSimulate(plain, tt, rtol = 1e-10, atol = 1e-12, method = meth, backend = "cpu", verbose = FALSE)
+    expect_identical(unclass(a)[, ], unclass(b)[, ])
+    expect_lt(max(abs(a[, "A"] - 2 * exp(-0.8 * tt))), 1e-8)
+    expect_lt(max(abs(a[, "B"] - 2 * (1 - exp(-0.8 * tt)))), 1e-8)
+    expect_lt(max(abs(a[, "C"] + 0.3 * tt)), 1e-10)
+    expect_equal(unname(a[, "D"]), rep(0, length(tt)))
+  }
+  # the glue checks the operator's species as SPEC's
+  bad <- fused
+  bad$laws$code[which(bad$laws$code == ops[["SPEC_POS"]])[1L] + 1L] <- 99L
+  expect_error(lassieSimulate(bad, tt, backend = "cpu", verbose = FALSE), "operand is out of range",
+               class = "sysbioGPU_error_input")
+})
+
+test_that("a law whose species decayed to a denormal (4.9e-324) is differenced over a finite step", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # Michaelis-Menten A -> B alone (its law reads A only): at A = 4.9e-324
+  # the step of eps^(1/3) A was 0, the Jacobian NaN and every implicit
+  # step's factorisation failed.  dv/dA = V Km / (Km + A)^2 = V / Km there.
+  m <- readSBML(mm_file(A0 = 1))
+  tiny <- 4.9e-324
+  expect_gt(tiny, 0)
+  J <- as.matrix(sysbioGPU:::lassie_jacobian(m, c(A = tiny, B = 1)))
+  expect_true(all(is.finite(J)))
+  expect_equal(J[, 1], c(-1.5 / 0.7, 1.5 / 0.7), tolerance = 1e-6)
+  # implicit steps from there: A stays at 0 (within atol), B at 1
+  out <- lassieSimulate(m, c(0, 1, 2), initial = c(A = tiny, B = 1), rtol = 1e-8, atol = 1e-12,
+                        method = "bdf", backend = "cpu", verbose = FALSE)
+  expect_identical(attr(out, "status"), 0L)
+  expect_lt(max(abs(out[, "A"])), 1e-12)
+  expect_lt(max(abs(out[, "B"] - 1)), 1e-12)
+})
