@@ -55,16 +55,11 @@ gpu_copies <- 64L
 dir.create(out_dir, recursive = TRUE, showWarnings = FALSE)
 
 # ---- the suite's files ----------------------------------------------------
-read_settings <- function(f) {
-  l <- readLines(f, warn = FALSE)
-  kv <- regmatches(l, regexec("^\\s*([A-Za-z]+)\\s*:\\s*(.*)$", l))
-  kv <- kv[lengths(kv) == 3L]
-  s <- stats::setNames(lapply(kv, function(x) trimws(x[3])), vapply(kv, `[`, "", 2))
-  lst <- function(x) if (is.null(x) || !nzchar(x)) character() else trimws(strsplit(x, ",")[[1]])
-  list(start = as.double(s$start), duration = as.double(s$duration), steps = as.integer(s$steps),
-       variables = lst(s$variables), atol = as.double(s$absolute), rtol = as.double(s$relative),
-       amount = lst(s$amount), concentration = lst(s$concentration))
-}
+# (suite_settings(): the same parser as the tests' subset)
+local({
+  me <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1L])
+  sys.source(file.path(dirname(me), "..", "tests", "testthat", "helper-sbml-suite.R"), envir = globalenv())
+})
 read_tags <- function(f) {
   l <- readLines(f, warn = FALSE)
   tag <- function(key) {
@@ -212,7 +207,7 @@ for (id in ids) {
   file <- model_file(dir, id)
   if (is.na(file)) next
   cases[[id]] <- list(id = id, dir = dir, file = file, tags = tg,
-                      settings = read_settings(file.path(dir, paste0(id, "-settings.txt"))))
+                      settings = suite_settings(file.path(dir, paste0(id, "-settings.txt"))))
 }
 cat(length(cases), "time-course cases,", jobs, "at a time, time limit", timeout, "s\n")
 

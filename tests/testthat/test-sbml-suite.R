@@ -10,17 +10,6 @@
 
 suite_dir <- function() test_path("fixtures", "sbml-suite")
 
-suite_settings <- function(f) {
-  l <- readLines(f, warn = FALSE)
-  kv <- regmatches(l, regexec("^\\s*([A-Za-z]+)\\s*:\\s*(.*)$", l))
-  kv <- kv[lengths(kv) == 3L]
-  s <- stats::setNames(lapply(kv, function(x) trimws(x[3])), vapply(kv, `[`, "", 2))
-  lst <- function(x) if (is.null(x) || !nzchar(x)) character() else trimws(strsplit(x, ",")[[1]])
-  list(start = as.double(s$start), duration = as.double(s$duration), steps = as.integer(s$steps),
-       variables = lst(s$variables), atol = as.double(s$absolute), rtol = as.double(s$relative),
-       amount = lst(s$amount), concentration = lst(s$concentration))
-}
-
 # the variables of a simulation in the units the suite asks for: a
 # species' state is its concentration, or its amount with
 # hasOnlySubstanceUnits; parameters and compartments are constants
