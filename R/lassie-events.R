@@ -16,8 +16,9 @@ sbml_event_targets <- function(d) {
 
 
 # The events' constructs readSBML() refuses, by event; returns the
-# parameters and stoichiometries (species references' ids) events assign:
-# they become states, which only events change.
+# parameters, stoichiometries (species references' ids) and compartments
+# events assign: they become states, which only events change (a
+# compartment's species then keep their amounts, as SBML has it).
 sbml_events_check <- function(d, refuse) {
   ar <- d$rules$variable[d$rules$type == "assignment"]
   sref <- unlist(lapply(d$reactions, function(r) c(r$reactants$id, r$products$id)))
@@ -31,10 +32,11 @@ sbml_events_check <- function(d, refuse) {
       v <- e$variable[j]
       what <- function(...) refuse("an event assignment to ", v, ...,  " (event ", lab, ")")
       if (is.null(e$math[[j]])) next   # no effect (sbml_events_compile())
-      if (v %in% d$compartments$id) what(", a compartment")
       if (v %in% ar) what(", which an assignment rule sets")
-      i <- match(v, d$species$id); ip <- match(v, d$parameters$id)
-      if (!is.na(i)) {
+      i <- match(v, d$species$id); ip <- match(v, d$parameters$id); ic <- match(v, d$compartments$id)
+      if (!is.na(ic)) {
+        if (isTRUE(d$compartments$constant[ic])) what(", a constant compartment")
+      } else if (!is.na(i)) {
         if (d$species$constant[i]) what(", a constant species")
       } else if (!is.na(ip)) {
         if (isTRUE(d$parameters$constant[ip])) what(", a constant parameter")
@@ -46,7 +48,7 @@ sbml_events_check <- function(d, refuse) {
       }
     }
   }
-  intersect(sbml_event_targets(d), c(d$parameters$id, sref))
+  intersect(sbml_event_targets(d), c(d$parameters$id, sref, d$compartments$id))
 }
 
 # The events' math compiled by sbml_law_program() (over the states `sidx`,

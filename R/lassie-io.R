@@ -512,14 +512,17 @@ readLASSIE <- function(dir) {
 #' reaction, which stays mass action.
 #'
 #' Events (triggers, delays, priorities, `initialValue`, `persistent`,
-#' `useValuesFromTriggerTime`, assignments to species, parameters and
-#' stoichiometries) are read into the model's element `events`: their math
-#' compiled to programs as the laws above, over the states, time read from
-#' the clock.  A parameter or a species reference's stoichiometry that an
-#' event assigns becomes a state of the model (an amount of its id, after
-#' the SBML species, which only events change); a species
-#' is assigned its state's value (its concentration, or its amount with
-#' `hasOnlySubstanceUnits`).  [lassieSimulate()] runs them on the CPU.  An
+#' `useValuesFromTriggerTime`, assignments to species, parameters,
+#' stoichiometries and compartments) are read into the model's element
+#' `events`: their math compiled to programs as the laws above, over the
+#' states, time read from the clock.  A parameter or a species reference's
+#' stoichiometry that an event assigns becomes a state of the model (an
+#' amount of its id, after the SBML species, which only events change); a
+#' species is assigned its state's value (its concentration, or its amount
+#' with `hasOnlySubstanceUnits`).  A compartment that an event resizes
+#' becomes a state too, as one that a rate rule changes: its species keep
+#' their amounts (their states), so their concentrations follow the new
+#' size.  [lassieSimulate()] runs them on the CPU.  An
 #' event without a trigger's math never fires and an assignment without
 #' math does nothing (SBML Level 3 Version 2).
 #'
@@ -557,8 +560,9 @@ readLASSIE <- function(dir) {
 #'
 #' What the engines cannot run is refused by an error of class
 #' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
-#' construct and the elements: event assignments to compartments, delays
-#' and priorities without math, algebraic rules, boundary,
+#' construct and the elements: events that resize a compartment holding a
+#' species whose rate rule gives its concentration, delays and priorities
+#' without math, algebraic rules, boundary,
 #' constant or ruled species (concentrations) of a compartment that rules
 #' change, constants computed from a parameter that a rate rule changes, fast
 #' reactions, the csymbol `delay`, `rateOf` of a variable that an
@@ -648,9 +652,11 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
     stop_input("`fluxes` names no reaction of ", fname, ": ", ids(unknown))
   }
   if (nzchar(d$refusal)) refuse(d$refusal)
-  # parameters and stoichiometries that events assign are states
-  # (R/lassie-events.R)
+  # parameters, stoichiometries and compartments that events assign are
+  # states (R/lassie-events.R)
   event_par <- if (length(d$events)) sbml_events_check(d, refuse) else character()
+  event_comp <- intersect(event_par, d$compartments$id)
+  event_par <- setdiff(event_par, event_comp)
   rl <- d$rules
   if (any(rl$type == "algebraic")) {
     v <- rl$variable[rl$type == "algebraic"]
@@ -713,11 +719,18 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
   # reactions change has its amount as its state, `<id>.amount`, and its
   # symbol (its concentration) is that amount over the size: an
   # assignment rule of its own
-  rate_comp <- intersect(rate_var, d$compartments$id)
+  rate_comp <- union(intersect(rate_var, d$compartments$id), event_comp)
   vcomp <- c(rate_comp, intersect(names(moving), d$compartments$id))
   in_v <- sp$compartment %in% vcomp & !sp$hasOnlySubstanceUnits & keep & !sp$id %in% rate_var
   held <- in_v & (sp$boundaryCondition | sp$constant | sp$id %in% rl$variable)
   if (any(held)) refuse("boundary, constant or ruled species in a compartment that rules change (", ids(sp$id[held]), ")")
+  # a species whose rate rule gives its concentration keeps that as its
+  # state: an event that resizes its compartment would have to rescale it
+  rr_ev <- sp$compartment %in% event_comp & !sp$hasOnlySubstanceUnits & sp$id %in% rate_var
+  if (any(rr_ev)) {
+    refuse("species with a rate rule of their concentration in a compartment that events resize (",
+           ids(sp$id[rr_ev]), ")")
+  }
   amt_sp <- sp$id[in_v]
   amount0 <- numeric()
   if (length(amt_sp)) {

@@ -188,14 +188,30 @@ test_that("a batch of rates runs each set with its events", {
   expect_equal(unname(a[, "S", ]), unname(cbind(b[[1]][, "S"], b[[2]][, "S"])))
 })
 
+test_that("an event that resizes a compartment keeps its species' amounts", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # cell = 1 until t = 1, then 2; the law k [S] is an amount per time, so
+  # the amount a = exp(-k t) until 1, then a(1) exp(-k (t - 1) / 2), and
+  # the concentration a / cell halves at t = 1
+  k <- 0.5
+  f <- ev_model(params = c(k = k), reactions = decay, compartment_constant = FALSE,
+                events = list(list(id = "grow", trigger = ev_ap("geq", ev_time, ev_cn(1)),
+                                   assign = list(cell = ev_cn(2)))))
+  tt <- c(0, 0.5, 0.99, 1.01, 1.5, 2, 3)
+  out <- sim(f, tt)
+  amount <- ifelse(tt < 1, exp(-k * tt), exp(-k) * exp(-k * (tt - 1) / 2))
+  expect_equal(unname(out[, "S"]), amount / ifelse(tt < 1, 1, 2), tolerance = 1e-8)
+})
+
 # ---- what is refused -------------------------------------------------------
 
 test_that("event constructs that are not simulated are refused by name", {
   skip_if_not(sbmlAvailable(), "built without libSBML")
   trig <- ev_ap("geq", ev_time, ev_cn(1))
-  expect_error(readSBML(ev_model(reactions = decay, compartment_constant = FALSE,
+  expect_error(readSBML(ev_model(reactions = decay,
                                  events = list(list(id = "grow", trigger = trig, assign = list(cell = ev_cn(2)))))),
-               "event assignment to cell, a compartment \\(event grow\\)", class = "sysbioGPU_sbml_unsupported")
+               "event assignment to cell, a constant compartment \\(event grow\\)",
+               class = "sysbioGPU_sbml_unsupported")
   expect_error(readSBML(ev_model(reactions = decay, params = c(k = 0.5),
                                  events = list(list(id = "kk", trigger = trig, assign = list(k = ev_cn(2)))))),
                "event assignment to k, a constant parameter \\(event kk\\)", class = "sysbioGPU_sbml_unsupported")
