@@ -80,7 +80,14 @@ sbml_events_compile <- function(events, sidx, moving, value, refuse, clock) {
     e$variable <- e$variable[!vapply(e$math, is.null, TRUE)]
     e$math <- Filter(Negate(is.null), e$math)
     tgt <- unname(sidx[e$variable])
-    if (anyNA(tgt)) refuse("an event assignment to ", e$variable[is.na(tgt)][1], ", which is not a state (event ", lab, ")")
+    if (anyNA(tgt)) {
+      v <- e$variable[is.na(tgt)][1]
+      # (a species of a compartment that rules or events resize has its
+      # amount as its state; the assignment gives its concentration)
+      refuse("an event assignment to ", v,
+             if (paste0(v, ".amount") %in% names(sidx)) ", a species of a compartment that rules or events resize"
+             else ", which is not a state", " (event ", lab, ")")
+    }
     list(id = lab, trigger = add(e$trigger, "trigger", lab),
          delay = if (is.null(e$delay)) NA_integer_ else add(e$delay, "delay", lab),
          priority = if (is.null(e$priority)) NA_integer_ else add(e$priority, "priority", lab),

@@ -562,9 +562,9 @@ readLASSIE <- function(dir) {
 #' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
 #' construct and the elements: events that resize a compartment holding a
 #' species whose rate rule gives its concentration, delays and priorities
-#' without math, algebraic rules, boundary,
-#' constant or ruled species (concentrations) of a compartment that rules
-#' change, constants computed from a parameter that a rate rule changes, fast
+#' without math, algebraic rules, species that rules set (concentrations)
+#' in a compartment that rules or events resize, an event's assignment to
+#' such a compartment's species, constants computed from a parameter that a rate rule changes, fast
 #' reactions, the csymbol `delay`, `rateOf` of a variable that an
 #' assignment rule sets or of a species whose compartment rules change, the
 #' function `factorial` of species, and SBML packages other than `comp`
@@ -722,8 +722,10 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
   rate_comp <- union(intersect(rate_var, d$compartments$id), event_comp)
   vcomp <- c(rate_comp, intersect(names(moving), d$compartments$id))
   in_v <- sp$compartment %in% vcomp & !sp$hasOnlySubstanceUnits & keep & !sp$id %in% rate_var
-  held <- in_v & (sp$boundaryCondition | sp$constant | sp$id %in% rl$variable)
-  if (any(held)) refuse("boundary, constant or ruled species in a compartment that rules change (", ids(sp$id[held]), ")")
+  # (a boundary or constant species there keeps its amount, as SBML has
+  # it: its concentration follows the size)
+  held <- in_v & (sp$id %in% rl$variable)
+  if (any(held)) refuse("species that rules set in a compartment that rules or events resize (", ids(sp$id[held]), ")")
   # a species whose rate rule gives its concentration keeps that as its
   # state: an event that resizes its compartment would have to rescale it
   rr_ev <- sp$compartment %in% event_comp & !sp$hasOnlySubstanceUnits & sp$id %in% rate_var

@@ -319,8 +319,10 @@ refusal_kinds <- c(
   "the function factorial of species" = "factorial of species",
   "events with a delay or a priority without math" = "with a (delay|priority) without math",
   "rate rules of variables whose initial value is negative" = "whose initial value is negative",
-  "species of a compartment that rules change, boundary, constant or ruled" =
-    "species in a compartment that rules change",
+  "species that rules set in a compartment that rules or events resize" =
+    "species that rules set in a compartment that rules or events resize",
+  "event assignments to species of a compartment that rules or events resize" =
+    "a species of a compartment that rules or events resize",
   "constants computed from a variable that rules change" = "a constant computed from .*, whose assignment rule",
   "function definitions whose arguments name their own arguments" = "arguments name the function's own arguments")
 refusal_kind <- function(r) {

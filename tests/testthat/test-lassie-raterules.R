@@ -114,16 +114,35 @@ test_that("rate rules coupled to reactions and to each other, as deSolve", {
   }
 })
 
+test_that("a boundary species of a compartment that a rate rule grows keeps its amount", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # cell(t) = 1 + 0.1 t; A (boundary, concentration 1 at t = 0) keeps its
+  # amount 1, so its concentration is 1 / (1 + 0.1 t); the reaction that
+  # reads it does not change it, and B = 2 exp(-k int A) with int A =
+  # 10 log(1 + 0.1 t), its law k A B an amount per time over B's own
+  # growing compartment: d(amount_B)/dt = -k A [B]
+  m <- readSBML(rr_model(species = list(A = list(init = 1, bc = TRUE), B = list(init = 2)), params = c(k = 1),
+                         reactions = list(deg = list(re = c("A", "B"), pr = "A",
+                                                     law = ap("times", ci("k"), ci("A"), ci("B")))),
+                         cell_constant = FALSE, rules = list(list(type = "rate", variable = "cell", math = cn(0.1)))))
+  tt <- c(0, 0.5, 1, 2, 5)
+  out <- rr_sim(m, tt)
+  expect_equal(unname(out[, "A"]), 1 / (1 + 0.1 * tt), tolerance = 1e-8)
+})
+
 test_that("what rate rules cannot do is refused by name", {
   skip_if_not(sbmlAvailable(), "built without libSBML")
   bad <- function(f, msg) expect_error(readSBML(f), msg, class = "sysbioGPU_sbml_unsupported")
   A <- list(A = list(init = 1))
   deg <- list(deg = list(re = "A", law = ap("times", ci("k"), ci("A"))))
-  # a boundary species of a compartment whose size a rule changes (a
-  # rate rule of the size alone runs: test-lassie-sbml-constructs.R)
-  bad(rr_model(species = list(A = list(init = 1, bc = TRUE)), params = c(k = 1), reactions = deg,
-               cell_constant = FALSE, rules = list(list(type = "rate", variable = "cell", math = cn(0.1)))),
-      "boundary, constant or ruled species in a compartment that rules change \\(A\\)")
+  # a species that a rule holds at a value in a compartment whose size a
+  # rule changes (one whose rule changes in time is an observable)
+  bad(rr_model(species = list(A = list(init = 1), B = list(init = 1)), params = c(k = 1),
+               reactions = list(deg = list(re = c("A", "B"), pr = "A", law = ap("times", ci("k"), ci("A"), ci("B")))),
+               cell_constant = FALSE,
+               rules = list(list(type = "rate", variable = "cell", math = cn(0.1)),
+                            list(type = "assignment", variable = "A", math = cn(2)))),
+      "species that rules set in a compartment that rules or events resize \\(A\\)")
   # a species that reactions also change (no boundary condition)
   bad(rr_model(species = A, params = c(k = 1), reactions = deg,
                rules = list(list(type = "rate", variable = "A", math = cn(0.1)))),
