@@ -26,8 +26,6 @@ sbml_events_check <- function(d, refuse) {
     e <- d$events[[k]]
     lab <- sbml_event_label(e, k)
     if (is.null(e$trigger)) next   # never triggered (sbml_events_compile())
-    if (e$hasDelayPriority[1] && is.null(e$delay)) refuse("event ", lab, " with a delay without math")
-    if (e$hasDelayPriority[2] && is.null(e$priority)) refuse("event ", lab, " with a priority without math")
     for (j in seq_along(e$variable)) {
       v <- e$variable[j]
       what <- function(...) refuse("an event assignment to ", v, ...,  " (event ", lab, ")")
@@ -72,22 +70,31 @@ sbml_events_compile <- function(events, sidx, moving, value, refuse, clock) {
   }
   # an event without a trigger's math never triggers, an assignment
   # without math has no effect (SBML Level 3 Version 2, where math is
-  # optional): both are left out
+  # optional): both are left out; a delay or a priority without math is
+  # none (the suite's cases 01241 and 01242 have them so)
   live <- which(!vapply(events, function(e) is.null(e$trigger), TRUE))
   ev <- lapply(live, function(k) {
     e <- events[[k]]
     lab <- sbml_event_label(e, k)
     e$variable <- e$variable[!vapply(e$math, is.null, TRUE)]
     e$math <- Filter(Negate(is.null), e$math)
-    tgt <- unname(sidx[e$variable])
-    if (anyNA(tgt)) {
-      v <- e$variable[is.na(tgt)][1]
-      # (a species of a compartment that rules or events resize has its
-      # amount as its state; the assignment gives its concentration)
-      refuse("an event assignment to ", v,
-             if (paste0(v, ".amount") %in% names(sidx)) ", a species of a compartment that rules or events resize"
-             else ", which is not a state", " (event ", lab, ")")
+    # A species of a compartment that rules or events resize has its amount
+    # as its state (`<id>.amount`), and the assignment gives its
+    # concentration: the amount is that times the size where the
+    # assignment's value is taken, before the event's own assignments
+    # (the suite's cases 01779 and 01780: a species and its compartment
+    # assigned together).  With a delay the values may be taken at the
+    # trigger and the size change before the execution: refused.
+    for (j in which(paste0(e$variable, ".amount") %in% names(sidx))) {
+      if (!is.null(e$delay)) {
+        refuse("an event assignment with a delay to ", e$variable[j],
+               ", a species of a compartment that rules or events resize (event ", lab, ")")
+      }
+      e$math[[j]] <- call("*", e$math[[j]], moving[[e$variable[j]]][[3L]])
+      e$variable[j] <- paste0(e$variable[j], ".amount")
     }
+    tgt <- unname(sidx[e$variable])
+    if (anyNA(tgt)) refuse("an event assignment to ", e$variable[is.na(tgt)][1], ", which is not a state (event ", lab, ")")
     list(id = lab, trigger = add(e$trigger, "trigger", lab),
          delay = if (is.null(e$delay)) NA_integer_ else add(e$delay, "delay", lab),
          priority = if (is.null(e$priority)) NA_integer_ else add(e$priority, "priority", lab),

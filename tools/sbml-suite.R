@@ -321,7 +321,7 @@ refusal_kinds <- c(
   "rate rules of variables whose initial value is negative" = "whose initial value is negative",
   "species that rules set in a compartment that rules or events resize" =
     "species that rules set in a compartment that rules or events resize",
-  "event assignments to species of a compartment that rules or events resize" =
+  "events' delayed assignments to species of a compartment that rules or events resize" =
     "a species of a compartment that rules or events resize",
   "constants computed from a variable that rules change" = "a constant computed from .*, whose assignment rule",
   "function definitions whose arguments name their own arguments" = "arguments name the function's own arguments")

@@ -203,6 +203,21 @@ test_that("an event that resizes a compartment keeps its species' amounts", {
   expect_equal(unname(out[, "S"]), amount / ifelse(tt < 1, 1, 2), tolerance = 1e-8)
 })
 
+test_that("an event that sets a species and resizes its compartment: the amount from the size before", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # at t = 1, S := 0.3 (a concentration) and cell := 2 together: the
+  # amount is 0.3 times the size where the values are taken (1, the
+  # suite's cases 01779 and 01780), then decays over the new size
+  k <- 0.5
+  f <- ev_model(params = c(k = k), reactions = decay, compartment_constant = FALSE,
+                events = list(list(id = "set", trigger = ev_ap("geq", ev_time, ev_cn(1)),
+                                   assign = list(S = ev_cn(0.3), cell = ev_cn(2)))))
+  tt <- c(0, 0.5, 0.99, 1.01, 1.5, 2, 3)
+  out <- sim(f, tt)
+  amount <- ifelse(tt < 1, exp(-k * tt), 0.3 * exp(-k * (tt - 1) / 2))
+  expect_equal(unname(out[, "S"]), amount / ifelse(tt < 1, 1, 2), tolerance = 1e-8)
+})
+
 # ---- what is refused -------------------------------------------------------
 
 test_that("event constructs that are not simulated are refused by name", {
