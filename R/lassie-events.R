@@ -55,7 +55,7 @@ sbml_events_check <- function(d, refuse) {
 # id, trigger, delay, priority (program numbers, NA when absent),
 # initialValue, persistent, useValuesFromTriggerTime, target (the states
 # assigned, 1-based) and assign (their programs).
-sbml_events_compile <- function(events, sidx, moving, value, refuse, clock) {
+sbml_events_compile <- function(events, sidx, moving, value, refuse, clock, rescale_of = list()) {
   progs <- list()
   add <- function(ex, what, lab) {
     p <- tryCatch(sbml_law_program(ex, list(), sidx, moving, value, function(...) stop_input(..., call = NULL),
@@ -101,6 +101,9 @@ sbml_events_compile <- function(events, sidx, moving, value, refuse, clock) {
          initialValue = isTRUE(e$initialValue), persistent = isTRUE(e$persistent),
          useValuesFromTriggerTime = isTRUE(e$useValuesFromTriggerTime),
          target = as.integer(tgt),
+         # per target, the concentration states to rescale when it is a
+         # compartment (lassie_event_instant())
+         rescale = lapply(e$variable, function(v) as.integer(rescale_of[[v]])),
          assign = vapply(seq_along(e$variable), function(j) {
            add(e$math[[j]], paste0("assignment to ", e$variable[j]), lab)
          }, 0L))
@@ -123,7 +126,9 @@ check_model_events <- function(ev, N) {
   for (e in ev$events) {
     if (!prog_ok(e$trigger, FALSE) || !prog_ok(e$delay, TRUE) || !prog_ok(e$priority, TRUE) ||
         length(e$target) != length(e$assign) || any(!is.finite(e$target) | e$target < 1 | e$target > N) ||
-        !all(vapply(e$assign, prog_ok, TRUE, na_ok = FALSE))) bad()
+        !all(vapply(e$assign, prog_ok, TRUE, na_ok = FALSE)) ||
+        (!is.null(e$rescale) && (!is.list(e$rescale) || length(e$rescale) != length(e$target) ||
+                                 !all(unlist(e$rescale) %in% seq_len(N))))) bad()
   }
   invisible(ev)
 }
@@ -254,7 +259,15 @@ lassie_event_instant <- function(ev, st, now) {
     p <- st$pending[[k]]
     st$pending[[k]] <- NULL
     v <- if (is.null(p$values)) vals[E[[p$e]]$assign] else p$values
-    st$x[E[[p$e]]$target] <- v
+    tg <- E[[p$e]]$target
+    before <- st$x[tg]
+    st$x[tg] <- v
+    # a resized compartment's species whose states are concentrations keep
+    # their amounts (SBML's semantics; the suite's cases 01505 and 01506)
+    for (j in seq_along(E[[p$e]]$rescale)) {
+      s <- E[[p$e]]$rescale[[j]]
+      if (length(s)) st$x[s] <- st$x[s] * before[j] / v[j]
+    }
     if (any(!is.finite(st$x))) {
       lassie_event_refuse("event ", E[[p$e]]$id, " setting a value that is not finite at t = ", format(st$t))
     }

@@ -522,8 +522,9 @@ readLASSIE <- function(dir) {
 #' with `hasOnlySubstanceUnits`).  A compartment that an event resizes
 #' becomes a state too, as one that a rate rule changes: its species keep
 #' their amounts (their states), so their concentrations follow the new
-#' size; an event's assignment to one of them (a concentration) sets its
-#' amount with the size where the assignment's value is taken.  [lassieSimulate()] runs them on the CPU.  An
+#' size (a species whose rate rule gives its concentration is rescaled);
+#' an event's assignment to one of them (a concentration) sets its amount
+#' with the size where the assignment's value is taken.  [lassieSimulate()] runs them on the CPU.  An
 #' event without a trigger's math never fires, an assignment without math
 #' does nothing, and a delay or a priority without math is none (SBML
 #' Level 3 Version 2).
@@ -562,8 +563,7 @@ readLASSIE <- function(dir) {
 #'
 #' What the engines cannot run is refused by an error of class
 #' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
-#' construct and the elements: events that resize a compartment holding a
-#' species whose rate rule gives its concentration, algebraic rules,
+#' construct and the elements: algebraic rules,
 #' species that rules set (concentrations) in a compartment that rules or
 #' events resize, an event's delayed assignment to such a compartment's
 #' species,
@@ -729,13 +729,6 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
   # it: its concentration follows the size)
   held <- in_v & (sp$id %in% rl$variable)
   if (any(held)) refuse("species that rules set in a compartment that rules or events resize (", ids(sp$id[held]), ")")
-  # a species whose rate rule gives its concentration keeps that as its
-  # state: an event that resizes its compartment would have to rescale it
-  rr_ev <- sp$compartment %in% event_comp & !sp$hasOnlySubstanceUnits & sp$id %in% rate_var
-  if (any(rr_ev)) {
-    refuse("species with a rate rule of their concentration in a compartment that events resize (",
-           ids(sp$id[rr_ev]), ")")
-  }
   amt_sp <- sp$id[in_v]
   amount0 <- numeric()
   if (length(amt_sp)) {
@@ -1109,7 +1102,13 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
   m$derived <- derived
   if (length(flux_ids)) m$fluxes <- flux_ids
   if (length(d$events)) {
-    m$events <- sbml_events_compile(d$events, sidx, moving, v$value, refuse, clock)
+    # the states that are concentrations (species whose rate rule gives
+    # their concentration) of each compartment that events resize: an
+    # event that resizes one rescales them, their amounts kept
+    rescale_of <- lapply(stats::setNames(event_comp, event_comp), function(cm) {
+      unname(sidx[sp$id[!is.na(sp$compartment) & sp$compartment == cm & !sp$hasOnlySubstanceUnits]])
+    })
+    m$events <- sbml_events_compile(d$events, sidx, moving, v$value, refuse, clock, rescale_of)
     if (!length(m$events$events)) m$events <- NULL
   }
   attr(m, "speciesNames") <- sp$name
