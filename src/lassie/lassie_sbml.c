@@ -405,15 +405,12 @@ static SEXP read_event(Event_t *e, int level) {
     SET_STRING_ELT(var, i, mkstr(EventAssignment_getVariable(a)));
     SET_VECTOR_ELT(math, i, math_or_null(EventAssignment_getMath(a)));
   }
-  /* (a delay or priority element without math: R refuses it by name) */
-  SEXP has_dp = PROTECT(Rf_allocVector(LGLSXP, 2));
-  LOGICAL(has_dp)[0] = dl != NULL;
-  LOGICAL(has_dp)[1] = pr != NULL;
+  /* (a delay or priority element without math is none: delay, priority NULL) */
   const char *nm[] = {"id", "trigger", "initialValue", "persistent", "delay", "priority",
-                      "useValuesFromTriggerTime", "variable", "math", "hasDelayPriority"};
-  SEXP val[] = {id, trig, init, pers, delay, prio, uv, var, math, has_dp};
-  SEXP l = named_list(10, nm, val);
-  UNPROTECT(10);
+                      "useValuesFromTriggerTime", "variable", "math"};
+  SEXP val[] = {id, trig, init, pers, delay, prio, uv, var, math};
+  SEXP l = named_list(9, nm, val);
+  UNPROTECT(9);
   return l;
 }
 #endif
