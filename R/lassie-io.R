@@ -524,10 +524,10 @@ readLASSIE <- function(dir) {
 #' their amounts (their states), so their concentrations follow the new
 #' size (a species whose rate rule gives its concentration is rescaled);
 #' an event's assignment to one of them (a concentration) sets its amount
-#' with the size where the assignment's value is taken.  [lassieSimulate()] runs them on the CPU.  An
-#' event without a trigger's math never fires, an assignment without math
-#' does nothing, and a delay or a priority without math is none (SBML
-#' Level 3 Version 2).
+#' with the size where the assignment's value is taken.
+#' [lassieSimulate()] runs them on the CPU.  An event without a trigger's
+#' math never fires, an assignment without math does nothing, and a delay
+#' or a priority without math is none (SBML Level 3 Version 2).
 #'
 #' Values are those of the model at time 0: initial assignments and
 #' assignment rules whose values do not change in time (they depend on no
@@ -563,11 +563,10 @@ readLASSIE <- function(dir) {
 #'
 #' What the engines cannot run is refused by an error of class
 #' `sysbioGPU_sbml_unsupported` (and `sysbioGPU_error_input`) that names the
-#' construct and the elements: algebraic rules,
-#' species that rules set (concentrations) in a compartment that rules or
-#' events resize, an event's delayed assignment to such a compartment's
-#' species,
-#' constants computed from a parameter that a rate rule changes, fast
+#' construct and the elements: algebraic rules, species that rules set
+#' (concentrations) in a compartment that rules or events resize, an
+#' event's delayed assignment to such a compartment's species, constants
+#' computed from a parameter that a rate rule changes, fast
 #' reactions, the csymbol `delay`, `rateOf` of a variable that an
 #' assignment rule sets or of a species whose compartment rules change, the
 #' function `factorial` of species, and SBML packages other than `comp`

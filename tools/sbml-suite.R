@@ -315,9 +315,7 @@ refusal_kinds <- c(
   "algebraic rules" = "algebraic rule",
   "fast reactions" = "fast reaction",
   "simultaneous events whose order SBML leaves open and matters" = "simultaneous events whose order",
-  "event assignments to compartments" = "an event assignment to [^ ]+, a compartment",
   "the function factorial of species" = "factorial of species",
-  "events with a delay or a priority without math" = "with a (delay|priority) without math",
   "rate rules of variables whose initial value is negative" = "whose initial value is negative",
   "species that rules set in a compartment that rules or events resize" =
     "species that rules set in a compartment that rules or events resize",
