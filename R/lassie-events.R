@@ -1,6 +1,6 @@
 # SBML events: what readSBML() reads of them (the checks, and their math
 # compiled to the engine's programs) and how lassieSimulate() runs them on
-# the CPU: the engine stops where a trigger changes (a watch,
+# either engine: the engine stops where a trigger changes (a watch,
 # src/lassie/lassie.h), and the events' semantics (SBML Level 3, section
 # 4.12) are applied here between the engine's runs.
 
@@ -133,88 +133,108 @@ check_model_events <- function(ev, N) {
   invisible(ev)
 }
 
-# The simulations of a model with events, one after the other on the CPU
-# (job as lassieSimulate() builds it; rt, it: the batch's rates and
-# initial values).  Returns what lassie_engine() returns (without
-# `elapsed`): the matrices (or, with job$array, the array's values), stats,
-# status and messages.
-lassie_events_run <- function(job, model, rt, it) {
+# The simulations of a model with events (job as lassieSimulate() builds
+# it; rt, it: the batch's rates and initial values; devices: the GPUs that
+# share it, or 0 on the CPU).  They run in rounds: in each, every
+# simulation not yet at the end runs from its time to its next stop (the
+# end, or the time of its next delayed event), where the engine's watch
+# stops it earlier when a trigger changes; the events are then processed
+# there (lassie_event_instant()).  Simulations at the same time with the
+# same next stop share one engine call (copies of one set, or sets whose
+# events fire at set times); each simulation's numbers do not depend on
+# which others share its calls.  Returns what lassie_engine() returns
+# (without `elapsed`): the matrices (or, with job$array, the array's
+# values), stats, status and messages.
+lassie_events_run <- function(job, model, rt, it, devices = 0L) {
   ev <- model$events
   M <- length(model$reactions); N <- length(model$species)
   check_model_events(ev, N)
   n <- job$total
-  obs <- job$obs
-  sims <- vector("list", n)
-  stats <- matrix(0, 8L, n); status <- integer(n); messages <- character(n)
-  for (s in seq_len(n)) {
-    pick <- function(x, len) if (x$n > 1L) x$values[(s - 1) * len + seq_len(len)] else x$values
-    r <- lassie_events_sim(job, ev, pick(rt, M), pick(it, N), s - 1L)
-    y <- if (is.null(obs)) r$out else cbind(r$out, r$out %*% obs)
-    sims[[s]] <- if (isTRUE(job$array)) y else unname(cbind(job$times, y))
-    stats[, s] <- r$stats; status[s] <- r$status; messages[s] <- r$message
-  }
-  list(sims = if (isTRUE(job$array)) unlist(sims) else sims, stats = stats, status = status,
-       messages = messages)
-}
-
-# One simulation with events: the engine runs from one event time to the
-# next (a trigger's change, found by the engine's watch, or the time of a
-# delayed event), and at each such time the events are processed
-# (lassie_event_instant()).  Returns list(out: times x states, stats,
-# status, message).
-lassie_events_sim <- function(job, ev, rates, x0, base) {
-  times <- job$times; nt <- length(times); N <- length(x0)
-  out <- matrix(NaN, nt, N)
-  stats <- numeric(8L); status <- 0L; message <- ""
+  times <- job$times; nt <- length(times); tend <- times[nt]
   trig <- vapply(ev$events, `[[`, 0L, "trigger")
   watch <- list(start = ev$programs$start[trig], code = ev$programs$code, cval = ev$programs$cval)
-  run <- c(run_list(job, FALSE, threads = 1L, devices = 0L), job$settings)
-  st <- list(x = x0, t = times[1L], prev = vapply(ev$events, `[[`, TRUE, "initialValue"),
-             pending = list(), serial = 0L)
+  run <- c(run_list(job, FALSE, devices = devices), job$settings)
+  pick <- function(x, len, s) if (x$n > 1L) x$values[(s - 1) * len + seq_len(len)] else x$values
+  out <- vector("list", n)
+  stats <- matrix(0, 8L, n); status <- integer(n); messages <- character(n)
+  segments <- numeric(n)
   # at the start: the triggers against their initialValue
-  st <- lassie_event_instant(ev, st, lassie_eval_programs(ev$programs, st$x)[trig] != 0)
-  out[1L, ] <- st$x
-  segments <- 0
-  while (st$t < times[nt]) {
-    sched <- if (length(st$pending)) min(vapply(st$pending, `[[`, 0, "time")) else Inf
-    tstop <- min(times[nt], sched)
-    seg_t <- c(st$t, times[times > st$t & times < tstop], tstop)
-    left <- job$maxSteps - stats[1L] - stats[2L]
-    segments <- segments + 1
-    # each stop costs a run of the engine: events that stop it without end
-    # (a trigger that an event keeps turning) end as maxSteps does
-    if (left < 1 || segments > min(job$maxSteps, lassie_max_event_stops)) {
-      status <- 1L
-      message <- sprintf("maxSteps (%.0f) or %d stops at events exhausted at t = %g", job$maxSteps,
-                         lassie_max_event_stops, st$t)
-      break
-    }
-    res <- .Call(ffi_lassie_simulate,
-                 list(model = job$arr, rates = rates, initial = st$x, times = seg_t, obs = NULL, watch = watch),
-                 list(rtol = job$rtol, atol = job$atol, method = job$method, maxSteps = left, hInit = 0,
-                      part = as.integer(c(base, job$total)), array = FALSE, output = NULL),
-                 run)
-    stats <- stats + res$stats[, 1L]
-    sp <- res$sims[[1L]][, 1L + seq_len(N), drop = FALSE]
-    if (res$status[[1L]] != 0L) {
-      # the engine's rows up to its failure, NaN after it
-      k <- which(seg_t %in% times & seg_t > st$t)
-      out[match(seg_t[k], times), ] <- sp[k, ]
-      status <- res$status[[1L]]; message <- res$messages[[1L]]
-      break
-    }
-    halt <- res$stop   # where the engine stopped: a trigger's change, or tstop
-    k <- seq_len(halt$rows)[-1L]
-    k <- k[seg_t[k] < halt$t & seg_t[k] %in% times]
-    out[match(seg_t[k], times), ] <- sp[k, ]
-    st$t <- halt$t; st$x <- halt$x
-    now <- if (halt$stopped) halt$values != 0 else lassie_eval_programs(ev$programs, st$x)[trig] != 0
-    st <- lassie_event_instant(ev, st, now)
-    # a row at the event's time: the state after the events
-    i <- match(st$t, times)
-    if (!is.na(i)) out[i, ] <- st$x
+  prev0 <- vapply(ev$events, `[[`, TRUE, "initialValue")
+  st <- lapply(seq_len(n), function(s) {
+    q <- list(x = pick(it, N, s), t = times[1L], prev = prev0, pending = list(), serial = 0L)
+    lassie_event_instant(ev, q, lassie_eval_programs(ev$programs, q$x)[trig] != 0)
+  })
+  for (s in seq_len(n)) {
+    out[[s]] <- matrix(NaN, nt, N)
+    out[[s]][1L, ] <- st[[s]]$x
   }
-  list(out = out, stats = stats, status = status, message = message)
+  live <- rep(TRUE, n)
+  repeat {
+    live <- live & vapply(st, function(q) q$t < tend, TRUE)
+    if (!any(live)) break
+    tstop <- rep(NA_real_, n)
+    for (s in which(live)) {
+      q <- st[[s]]
+      sched <- if (length(q$pending)) min(vapply(q$pending, `[[`, 0, "time")) else Inf
+      tstop[s] <- min(tend, sched)
+      segments[s] <- segments[s] + 1
+      # each stop costs a run of the engine: events that stop it without
+      # end (a trigger that an event keeps turning) end as maxSteps does
+      if (job$maxSteps - stats[1L, s] - stats[2L, s] < 1 ||
+          segments[s] > min(job$maxSteps, lassie_max_event_stops)) {
+        status[s] <- 1L
+        messages[s] <- sprintf("maxSteps (%.0f) or %d stops at events exhausted at t = %g", job$maxSteps,
+                               lassie_max_event_stops, q$t)
+        live[s] <- FALSE
+      }
+    }
+    key <- ifelse(live, paste(sprintf("%a", vapply(st, `[[`, 0, "t")), sprintf("%a", tstop)), NA)
+    for (g in split(which(live), key[live])) {
+      t0 <- st[[g[1L]]]$t; t1 <- tstop[g[1L]]
+      seg_t <- c(t0, times[times > t0 & times < t1], t1)
+      res <- .Call(ffi_lassie_simulate,
+                   list(model = job$arr, rates = if (rt$n > 1L) unlist(lapply(g, pick, x = rt, len = M)) else rt$values,
+                        initial = unlist(lapply(st[g], `[[`, "x")), times = seg_t, obs = NULL,
+                        watch = watch, attempts0 = stats[1L, g] + stats[2L, g]),
+                   list(rtol = job$rtol, atol = job$atol, method = job$method, maxSteps = job$maxSteps,
+                        hInit = 0, part = c(0L, length(g)), array = FALSE, output = NULL),
+                   run)
+      for (i in seq_along(g)) {
+        s <- g[i]
+        stats[, s] <- stats[, s] + res$stats[, i]
+        sp <- res$sims[[i]][, 1L + seq_len(N), drop = FALSE]
+        if (res$status[[i]] != 0L) {
+          # the engine's rows up to its failure, NaN after it
+          k <- which(seg_t %in% times & seg_t > t0)
+          out[[s]][match(seg_t[k], times), ] <- sp[k, ]
+          status[s] <- res$status[[i]]; messages[s] <- res$messages[[i]]
+          live[s] <- FALSE
+          next
+        }
+        # where the engine stopped: a trigger's change, or the segment's end
+        halt <- res$stop
+        th <- halt$t[i]
+        k <- seq_len(halt$rows[i])[-1L]
+        k <- k[seg_t[k] < th & seg_t[k] %in% times]
+        out[[s]][match(seg_t[k], times), ] <- sp[k, ]
+        q <- st[[s]]
+        q$t <- th; q$x <- halt$x[, i]
+        now <- if (halt$stopped[i]) halt$values[, i] != 0 else lassie_eval_programs(ev$programs, q$x)[trig] != 0
+        q <- lassie_event_instant(ev, q, now)
+        # a row at the event's time: the state after the events
+        r <- match(q$t, times)
+        if (!is.na(r)) out[[s]][r, ] <- q$x
+        st[[s]] <- q
+      }
+    }
+  }
+  obs <- job$obs
+  sims <- lapply(out, function(o) {
+    y <- if (is.null(obs)) o else cbind(o, o %*% obs)
+    if (isTRUE(job$array)) y else unname(cbind(times, y))
+  })
+  list(sims = if (isTRUE(job$array)) unlist(sims) else sims, stats = stats, status = status,
+       messages = messages)
 }
 
 lassie_max_event_stops <- 100000L

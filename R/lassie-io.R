@@ -525,7 +525,7 @@ readLASSIE <- function(dir) {
 #' size (a species whose rate rule gives its concentration is rescaled);
 #' an event's assignment to one of them (a concentration) sets its amount
 #' with the size where the assignment's value is taken.
-#' [lassieSimulate()] runs them on the CPU.  An event without a trigger's
+#' [lassieSimulate()] runs them on either engine.  An event without a trigger's
 #' math never fires, an assignment without math does nothing, and a delay
 #' or a priority without math is none (SBML Level 3 Version 2).
 #'

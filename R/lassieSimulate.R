@@ -252,9 +252,9 @@ check_model <- function(model) {
 #' fallback when a pivot lost 10 digits to cancellation; the ordering keeps an `N x N` bitset,
 #' which limits implicit steps to 16,384 species.
 #'
-#' A model read by [readSBML()] may have SBML events, which the CPU engine
-#' runs: it watches the triggers after every accepted step (at its end and
-#' at 15 points inside it, so that a trigger true for less than a step is
+#' A model read by [readSBML()] may have SBML events: the engine watches
+#' the triggers after every accepted step (at its end and at 15 points
+#' inside it, so that a trigger true for less than a step is
 #' seen when it lasts a sixteenth of one), locates a change by bisection on
 #' the step's interpolant down to adjacent doubles of time, and stops there;
 #' the events are then applied (SBML Level 3's semantics: a trigger's
@@ -266,10 +266,14 @@ check_model <- function(model) {
 #' events.  Simultaneous events whose order SBML leaves open (equal
 #' priorities, or none) run in the model's order where the order cannot
 #' matter, and are refused (class `sysbioGPU_sbml_unsupported`) where it
-#' can.  A batch with events runs its sets one after the other; `backend
-#' = "gpu"` is an error of class `sysbioGPU_error_events` (`"auto"` takes
-#' the CPU), and so are `method = "rkf45"` (no interpolant) and `BPPARAM`
-#' (input errors).
+#' can.  Both engines run events, with the same watch: a batch runs in
+#' rounds, each from the simulations' last stops to their next ones, and
+#' simulations at the same time with the same next stop share one engine
+#' call (copies of one set, or sets whose events fire at set times, run as
+#' one batch; sets whose triggers fire at times of their own run in calls
+#' of their own).  On the GPU the explicit steps watch the triggers on the
+#' device and the implicit steps run on the host's threads.  `method =
+#' "rkf45"` (no interpolant) and `BPPARAM` are input errors with events.
 #'
 #' A model read by [readSBML()] may have kinetic laws that are not mass
 #' action (Michaelis-Menten, Hill, ...): their rates are evaluated from
@@ -496,17 +500,6 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
     }
     if (!is.null(BPPARAM)) stop_input("`BPPARAM` cannot share a model with events: its simulations run in turn")
   }
-  if (events && is.character(backend) && length(backend) == 1L && backend %in% c("gpu", "auto")) {
-    ids <- function(x) paste0(paste(utils::head(x, 3), collapse = ", "), if (length(x) > 3L) ", ...")
-    why <- paste0("the model has ", length(model$events$events), " event(s) (",
-                  ids(vapply(model$events$events, `[[`, "", "id")), "), which only the CPU engine runs")
-    if (backend == "gpu") {
-      stop(sbg_condition(c("sysbioGPU_error_events", "sysbioGPU_error_backend"),
-                         paste0('backend = "gpu" cannot run this model: ', why, '; use backend = "cpu"'),
-                         call = NULL))
-    }
-    backend <- "cpu"   # "auto": the CPU, which the result's backend (runInfo()) reports
-  }
   b <- resolveBackend(backend, threads, device)
   a <- backend_args(b, multi = TRUE)
   check_bpparam_gpu(BPPARAM, b)
@@ -534,7 +527,7 @@ lassieSimulate <- function(model, times, rtol = 1e-6, atol = 1e-12,
   # whole array (2.2 GB for 320,000 Haugh2b sets, 1.5 s)
   res <- NULL
   alloc_guard({
-    res <- if (events) lassie_events_run(job, model, rt, it) # R/lassie-events.R
+    res <- if (events) lassie_events_run(job, model, rt, it, a$devices) # R/lassie-events.R
            else if (is.null(BPPARAM)) lassie_engine(job, rt$values, it$values, 0L, a$devices, verbose)
            else lassie_workers(job, rt, it, M, N, a$devices, BPPARAM)
     NULL

@@ -29,8 +29,9 @@
 # time, by |gpu - cpu| / max(|cpu|, 1e-6 * the column's largest |cpu|):
 #   within   at most 1e-9 everywhere (the table counts those identical too)
 #   worse    above 1e-9 somewhere (or a NaN where the CPU has a number)
-#   refused  the GPU refuses the model (events: sysbioGPU_error_events)
+#   refused  the GPU refuses the model (a classed sysbioGPU refusal)
 #   error    any other error
+# (models with events included: the table counts them apart too)
 # table.md then has these counts, the worse cases, and for the cases with
 # the most species the seconds of 64 copies on the GPU and on the CPU (all
 # threads), measured after the suite in this process.  A GPU case worse
@@ -159,6 +160,7 @@ run_case <- function(dir, id, st, file) {
   }
   res <- outcome("pass", sprintf("worst %.3g of the tolerance (%s)", worst, worst_var))
   res$n_species <- length(m$species)
+  res$events <- !is.null(m$events)
   if (on_gpu) res[c("gpu", "gpu_rel", "gpu_reason")] <- gpu_compare(m, times, cpu)
   res
 }
@@ -173,7 +175,7 @@ gpu_run <- function(m, times, backend, threads = NULL) {
 gpu_compare <- function(m, times, cpu) {
   g <- tryCatch(gpu_run(m, times, "gpu"), error = function(e) e)
   if (inherits(g, "error")) {
-    what <- if (inherits(g, "sysbioGPU_error_events")) "refused" else "error"
+    what <- if (inherits(g, "sysbioGPU_sbml_unsupported")) "refused" else "error"
     return(list(what, NA_real_, gsub("\\s+", " ", conditionMessage(g))))
   }
   cols <- setdiff(colnames(cpu), "time")
@@ -288,6 +290,7 @@ tab <- data.frame(
   stringsAsFactors = FALSE)
 if (on_gpu) {
   tab$species <- vapply(res, function(r) as.integer(r$n_species), 0L)
+  tab$events <- vapply(res, function(r) isTRUE(r$events), TRUE)
   tab$gpu <- vapply(res, `[[`, "", "gpu")
   tab$gpu_rel <- vapply(res, function(r) as.double(r$gpu_rel), 0)
   tab$gpu_reason <- vapply(res, `[[`, "", "gpu_reason")
@@ -363,10 +366,10 @@ if (on_gpu) {
   gpu_lines <- c(sprintf("GPU engine (%s): every case the CPU passes, %d copies in one call, against the CPU;",
                          tryCatch(resolveBackend("gpu")$deviceName, error = function(e) "no GPU"), gpu_copies),
                  "relative difference, floor 1e-6 of each column's largest value:", "",
-                 "| compared | within 1e-9 | of which identical | worse | refused on GPU (events) | error |",
-                 "|---|---|---|---|---|---|",
-                 sprintf("| %d | %d | %d | %d | %d | %d |", nrow(g), n("within"), sum(g$gpu == "within" & g$gpu_rel == 0),
-                         n("worse"), n("refused"), n("error")), "",
+                 "| compared | of which with events | within 1e-9 | of which identical | worse | refused on GPU | error |",
+                 "|---|---|---|---|---|---|---|",
+                 sprintf("| %d | %d | %d | %d | %d | %d | %d |", nrow(g), sum(g$events), n("within"),
+                         sum(g$gpu == "within" & g$gpu_rel == 0), n("worse"), n("refused"), n("error")), "",
                  "Worse or error:", "",
                  if (nrow(worse)) sprintf("- %s %s: %.3g %s", worse$case, worse$gpu, worse$gpu_rel, worse$gpu_reason) else "none",
                  "", sprintf("Largest models, %d copies (seconds, each call's own; GPU warm, CPU %d threads):",

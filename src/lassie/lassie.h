@@ -89,6 +89,9 @@ typedef struct sbg_lassie_params {
   int method;             /* SBG_LASSIE_AUTO / _RKF45 / _BDF */
   double max_steps;       /* attempted steps per simulation */
   double h_init;          /* first step; <= 0: chosen from the problem */
+  /* NULL, or per simulation the attempts it made before this run (a run
+   * that continues it after an event), counted against max_steps */
+  const double *attempts0;
   /* GPU: the devices sharing the batch, each a contiguous block of
    * simulations (n_devices <= 0: ctx->device alone) */
   const int *devices;
@@ -111,28 +114,28 @@ enum { SBG_LASSIE_FAIL_MAXSTEPS = 1, SBG_LASSIE_FAIL_HMIN = 2, SBG_LASSIE_FAIL_N
        SBG_LASSIE_FAIL_TOO_LARGE = 4 };
 #define SBG_LASSIE_MSG 192
 
-/* Conditions watched along one simulation (CPU engine; the SBML events of
- * lassieSimulate(), R/lassie-events.R): programs of the kinetic laws'
- * stack machine over the state, their own code and constants, evaluated at
- * the start and after every accepted step, at its end and at 15 points
- * inside it.  When one changes from zero to nonzero or back within a
- * step, the time of the change is found by bisection on the step's
- * interpolant (DP5's continuous extension, the BDF history) to the last
- * bit of the time, and the run stops there: the
- * output rows before that time are written, the others are not, and the
- * stop is reported below.  Not for method RKF45 (its steps have no
- * interpolant). */
+/* Conditions watched along each simulation of a batch (both engines; the
+ * SBML events of lassieSimulate(), R/lassie-events.R): programs of the
+ * kinetic laws' stack machine over the state, their own code and
+ * constants, evaluated at the start and after every accepted step, at its
+ * end and at 15 points inside it.  When one changes from zero to nonzero or
+ * back within a step, the time of the change is found by bisection on the
+ * step's interpolant (DP5's continuous extension, the BDF history) to the
+ * last bit of the time, and the simulation stops there: the output rows
+ * before that time are written, the others are not, and the stop is
+ * reported below.  Not for method RKF45 (its steps have no interpolant). */
 typedef struct sbg_lassie_watch {
   int n_conds;
   const int *start;       /* n_conds: each program's offset in code */
   const int *code;
   const double *cval;
-  /* what the run reports */
-  int stopped;            /* 1: a condition changed at t; 0: the run reached the last time */
-  int next;               /* output rows written (0-based index of the first one not written) */
-  double t;               /* the time of the change (of the stop), else the last time */
-  double *x;              /* n_species: the state at t (interpolated within the step) */
-  double *values;         /* n_conds: the conditions' values at t */
+  int n_code, n_cval;     /* their lengths (the GPU engine copies them) */
+  /* what the run reports, per simulation of the batch */
+  int *stopped;           /* 1: a condition changed at t; 0: the run reached the last time */
+  int *next;              /* output rows written (0-based index of the first one not written) */
+  double *t;              /* the time of the change (of the stop), else the last time */
+  double *x;              /* n_species each: the state at t (interpolated within the step) */
+  double *values;         /* n_conds each: the conditions' values at t (at the start when not stopped) */
 } sbg_lassie_watch;
 
 typedef struct sbg_lassie_result {
@@ -153,7 +156,7 @@ typedef struct sbg_lassie_result {
    * Errors of the run (memory, device, interrupt) are its status. */
   int *status;
   char *messages;
-  /* NULL, or the conditions watched along the batch's one simulation (CPU) */
+  /* NULL, or the conditions watched along each simulation */
   sbg_lassie_watch *watch;
 } sbg_lassie_result;
 

@@ -68,8 +68,10 @@ static void programs_from_list(sbg_lassie_watch *wt, SEXP progs, int N) {
   SBG_ASSERT(XLENGTH(start) < INT32_MAX);
   for (R_xlen_t c = 0; c < XLENGTH(start); c++)
     check_program(INTEGER(code), XLENGTH(code), XLENGTH(cval), N, INTEGER(start)[c]);
+  SBG_ASSERT(XLENGTH(code) < INT32_MAX && XLENGTH(cval) < INT32_MAX);
   wt->n_conds = (int)XLENGTH(start);
   wt->start = INTEGER(start); wt->code = INTEGER(code); wt->cval = REAL(cval);
+  wt->n_code = (int)XLENGTH(code); wt->n_cval = (int)XLENGTH(cval);
 }
 
 /* The model's arrays, list(r_ptr, r_sp, r_ord, h_ptr, h_rx, h_val) from
@@ -309,10 +311,12 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   int N = m.n_species, M = m.n_reactions;
   SEXP rates = sbg_vec_elt(data, "rates", REALSXP, -1), initial = sbg_vec_elt(data, "initial", REALSXP, -1);
   SEXP times = sbg_vec_elt(data, "times", REALSXP, -1), obs = sbg_elt(data, "obs");
-  /* watch: NULL, or conditions to stop at (one simulation on the CPU,
-   * whose states may then be negative: an event may set a parameter so) */
+  /* watch: NULL, or conditions to stop at (states may then be negative:
+   * an event may set a parameter so); attempts0: NULL, or the attempts
+   * each simulation made before this run (it continues after an event) */
   SEXP watch_l = sbg_elt_or_null(data, "watch");
   const int watching = watch_l && !Rf_isNull(watch_l);
+  SEXP attempts0 = sbg_elt_or_null(data, "attempts0");
   /* part: this batch's first simulation (0-based) and the size of the
    * whole batch, for messages */
   SEXP part = sbg_vec_elt(params, "part", INTSXP, 2);
@@ -337,8 +341,8 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   if (!finite_nonneg(p.rates, XLENGTH(rates), rn.threads))
     sbg_stop(SBG_ERR_INPUT, "`rates` must be finite and >= 0");
   if (watching) {
-    SBG_ASSERT(!rn.gpu && p.n_sims == 1 && !sbg_lgl_elt(params, "array"));
-    for (int j = 0; j < N; j++)
+    SBG_ASSERT(!sbg_lgl_elt(params, "array") && sbg_int_elt(params, "method") != SBG_LASSIE_RKF45);
+    for (R_xlen_t j = 0; j < XLENGTH(initial); j++)
       if (!R_FINITE(p.initial[j])) sbg_stop(SBG_ERR_INPUT, "`initial` must be finite");
   } else if (!finite_nonneg(p.initial, XLENGTH(initial), rn.threads)) {
     sbg_stop(SBG_ERR_INPUT, "`initial` must be finite and >= 0");
@@ -348,6 +352,11 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   p.method = sbg_int_elt(params, "method");
   p.max_steps = sbg_real_elt(params, "maxSteps");
   p.h_init = sbg_real_elt(params, "hInit");
+  p.attempts0 = NULL;
+  if (attempts0 && !Rf_isNull(attempts0)) {
+    SBG_ASSERT(TYPEOF(attempts0) == REALSXP && XLENGTH(attempts0) == p.n_sims);
+    p.attempts0 = REAL(attempts0);
+  }
   p.devices = rn.devices;
   p.n_devices = rn.n_devices;
   p.sim_base = INTEGER(part)[0];
@@ -399,12 +408,18 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   char *msgs = (char *)R_alloc((size_t)p.n_sims, SBG_LASSIE_MSG);
   sbg_lassie_watch wt;
   memset(&wt, 0, sizeof wt);
-  SEXP stop_x = R_NilValue, stop_v = R_NilValue;
+  SEXP stop_x = R_NilValue, stop_v = R_NilValue, stop_s = R_NilValue, stop_t = R_NilValue,
+       stop_r = R_NilValue;
   if (watching) {
     programs_from_list(&wt, watch_l, N);
-    stop_x = PROTECT(Rf_allocVector(REALSXP, N)); nprot++;
-    stop_v = PROTECT(Rf_allocVector(REALSXP, wt.n_conds)); nprot++;
-    wt.x = REAL(stop_x); wt.values = REAL(stop_v);
+    stop_x = PROTECT(Rf_allocMatrix(REALSXP, N, p.n_sims)); nprot++;
+    stop_v = PROTECT(Rf_allocMatrix(REALSXP, wt.n_conds, p.n_sims)); nprot++;
+    stop_s = PROTECT(Rf_allocVector(LGLSXP, p.n_sims)); nprot++;
+    stop_t = PROTECT(Rf_allocVector(REALSXP, p.n_sims)); nprot++;
+    stop_r = PROTECT(Rf_allocVector(INTSXP, p.n_sims)); nprot++;
+    wt.x = REAL(stop_x); wt.values = REAL(stop_v); wt.stopped = LOGICAL(stop_s);
+    wt.t = REAL(stop_t); wt.next = INTEGER(stop_r);
+    for (int s = 0; s < p.n_sims; s++) { wt.stopped[s] = 0; wt.t[s] = NA_REAL; wt.next[s] = 0; }
   }
   sbg_lassie_result r = {NULL, make_output, &om, REAL(stats), INTEGER(status), msgs,
                          watching ? &wt : NULL};
@@ -434,8 +449,8 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   if (staging != R_NilValue) sbg_scratch_release(staging);
   if (elapsed != R_NilValue) REAL(elapsed)[0] = lassie_out_seconds() - t_entry;
   /* elapsed only when the matrices have their attributes; stop only with
-   * a watch: list(stopped, t, x, values, rows) where rows counts the
-   * output rows written */
+   * a watch: list(stopped, t, x, values, rows), per simulation (x and
+   * values a column each), where rows counts the output rows written */
   const char *nms[] = {"sims", "stats", "status", "messages", elapsed != R_NilValue ? "elapsed" : watching ? "stop" : "", ""};
   SEXP ans = PROTECT(Rf_mkNamed(VECSXP, nms)); nprot++;
   SET_VECTOR_ELT(ans, 0, sims);
@@ -446,11 +461,11 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   else if (watching) {
     const char *snm[] = {"stopped", "t", "x", "values", "rows", ""};
     SEXP stop = SET_VECTOR_ELT(ans, 4, Rf_mkNamed(VECSXP, snm));
-    SET_VECTOR_ELT(stop, 0, Rf_ScalarLogical(wt.stopped));
-    SET_VECTOR_ELT(stop, 1, Rf_ScalarReal(wt.t));
+    SET_VECTOR_ELT(stop, 0, stop_s);
+    SET_VECTOR_ELT(stop, 1, stop_t);
     SET_VECTOR_ELT(stop, 2, stop_x);
     SET_VECTOR_ELT(stop, 3, stop_v);
-    SET_VECTOR_ELT(stop, 4, Rf_ScalarInteger(wt.next));
+    SET_VECTOR_ELT(stop, 4, stop_r);
   }
   UNPROTECT(nprot);
   return ans;

@@ -264,6 +264,18 @@ enum { LASSIE_RKF45 = 0, LASSIE_DP5 = 1 };
  * the end of the step before the new state (the stiffness estimate
  * compares f there with f at the new state) */
 #define LASSIE_MAX_STAGES 7
+/* Points of a step at which the watched conditions (sbg_lassie_watch) are
+ * probed before its end, so that a condition that changes and changes back
+ * within one step (a window a large step jumps over) is seen when it lasts
+ * longer than a sixteenth of the step: probe i of the step t0 to tnew, and
+ * the bisection's midpoint of a and b (both rounded as written on the
+ * device too: the engines find the same times). */
+#define LASSIE_WATCH_PROBES 16
+static LASSIE_HD inline double lassie_watch_probe(double t0, double tnew, int i) {
+  return LA_(t0, LM_(tnew - t0, (double)i / LASSIE_WATCH_PROBES));
+}
+static LASSIE_HD inline double lassie_watch_mid(double a, double b) { return LA_(a, LM_(0.5, b - a)); }
+
 static LASSIE_HD inline int lassie_stages(int scheme) { return scheme == LASSIE_DP5 ? 7 : 6; }
 static LASSIE_HD inline int lassie_stiff_stage(int scheme) { return scheme == LASSIE_DP5 ? 5 : 4; }
 
@@ -417,11 +429,12 @@ double sbg_lassie_initial_step(const sbg_lassie_model *m, const sbg_lassie_param
  * start->next written, stats so far) with implicit steps, on the CPU. */
 /* The same for the n simulations sims[] (ascending), states x (N per
  * simulation of the batch), from starts[i], in parallel on ctx->n_threads;
- * out and stats are the whole batch's. */
+ * out and stats are the whole batch's, and so is watch (NULL: none). */
 sbg_status sbg_lassie_cpu_continue_many(const sbg_lassie_model *m, const sbg_lassie_params *p,
                                         int n, const int *sims, const double *x, double *out,
                                         double *stats, int *status, char *messages,
-                                        const sbg_lassie_start *starts, sbg_ctx *ctx);
+                                        const sbg_lassie_start *starts, sbg_lassie_watch *watch,
+                                        sbg_ctx *ctx);
 sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_params *p,
                                    int sim, const double *x, double *out, double *stats,
                                    const sbg_lassie_start *start, sbg_ctx *ctx);

@@ -882,10 +882,13 @@ typedef struct sim_run {
   double gamma_fact, rho;
   int bdf_steps, calm, jac_steps, q, q_steps, err_fails;
   double ht[LASSIE_BDF_HIST];  /* times of the history */
-  /* watched conditions (NULL: none): their values at r->t, and scratch
-   * for a state and values inside a step */
+  /* watched conditions (NULL: none): their values at the run's start,
+   * scratch for a state and values inside a step, and where this
+   * simulation's stop is reported (its state and values in the watch) */
   sbg_lassie_watch *watch;
   double *wv, *wx, *wq;
+  int wsim;
+  double *wx_out, *wv_out;
 } sim_run;
 
 static int sim_fail(sim_run *r, sbg_status st, int what) {
@@ -991,12 +994,6 @@ static int watch_changed(sim_run *r, const double *x, double *v) {
   return changed;
 }
 
-/* Points of a step at which the watched conditions are probed before its
- * end, so that a condition that changes and changes back within one step
- * (a window a large step jumps over) is seen when it lasts longer than a
- * sixteenth of the step. */
-#define LASSIE_WATCH_PROBES 16
-
 /* After an accepted step from t0 of size hs to tnew (state x to xn): when
  * a watched condition differs within it (at the first of the probes and
  * the end where one does), the first time it differs (the end of a
@@ -1007,37 +1004,38 @@ static int watch_step(sim_run *r, double t0, double hs, double tnew, const doubl
   sbg_lassie_watch *wt = r->watch;
   const int N = r->m->n_species;
   if (!wt) return 0;
+  double *sx = r->wx_out, *sv = r->wv_out;
   double a = t0, b = tnew;
   int found = 0;
   for (int i = 1; i < LASSIE_WATCH_PROBES && !found; i++) {
-    const double tq = t0 + (tnew - t0) * ((double)i / LASSIE_WATCH_PROBES);
+    const double tq = lassie_watch_probe(t0, tnew, i);
     if (!(tq > a && tq < tnew)) continue;
     step_state(r, t0, hs, tq, x, xn, npts, r->wx);
-    if (watch_changed(r, r->wx, wt->values)) {
+    if (watch_changed(r, r->wx, sv)) {
       b = tq; found = 1;
-      memcpy(wt->x, r->wx, sizeof(double) * N);
+      memcpy(sx, r->wx, sizeof(double) * N);
     } else {
       a = tq;
     }
   }
   if (!found) {
-    if (!watch_changed(r, xn, wt->values)) return 0;
-    memcpy(wt->x, xn, sizeof(double) * N);
+    if (!watch_changed(r, xn, sv)) return 0;
+    memcpy(sx, xn, sizeof(double) * N);
   }
   for (int it = 0; it < 200; it++) {
-    const double mid = a + 0.5 * (b - a);
+    const double mid = lassie_watch_mid(a, b);
     if (!(mid > a && mid < b)) break;
     step_state(r, t0, hs, mid, x, xn, npts, r->wx);
     if (watch_changed(r, r->wx, r->wq)) {
       b = mid;
-      memcpy(wt->x, r->wx, sizeof(double) * N);
-      memcpy(wt->values, r->wq, sizeof(double) * wt->n_conds);
+      memcpy(sx, r->wx, sizeof(double) * N);
+      memcpy(sv, r->wq, sizeof(double) * wt->n_conds);
     } else {
       a = mid;
     }
   }
   emit_rows_before(r, t0, hs, b, x, xn, npts);
-  wt->stopped = 1; wt->t = b; wt->next = r->next;
+  wt->stopped[r->wsim] = 1; wt->t[r->wsim] = b; wt->next[r->wsim] = r->next;
   return 1;
 }
 
@@ -1327,15 +1325,16 @@ static int implicit_attempt(sim_run *r, double hs, int hits, double target, doub
   return 0;
 }
 
-/* Runs one simulation; with `start` it continues one that another engine
- * (the GPU's explicit steps) brought to start->t, in implicit mode.  Each
+/* Runs one simulation, number `sim` of the batch (for the watch's
+ * report); with `start` it continues one that another engine (the GPU's
+ * explicit steps) brought to start->t, in implicit mode.  Each
  * attempt steps towards the target (the next output time with RKF45, else
  * the end: the output times in between are interpolated), the last one
  * landing on it exactly. */
 static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
                       const double *k, const double *x0, double *out, double *stats,
                       ws *w, lassie_poll *lp, int poller, sim_out *so,
-                      const sbg_lassie_start *start, sbg_lassie_watch *watch) {
+                      const sbg_lassie_start *start, sbg_lassie_watch *watch, int sim) {
   const int N = m->n_species, nt = p->n_times;
   sim_run r;
   memset(&r, 0, sizeof(r));
@@ -1351,8 +1350,10 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
       sim_fail(&r, SBG_ERR_ALLOC, LASSIE_FAIL_ALLOC);
       return;
     }
-    r.watch = watch;
-    watch->stopped = 0;
+    r.watch = watch; r.wsim = sim;
+    r.wx_out = watch->x + (size_t)sim * N;
+    r.wv_out = watch->values + (size_t)sim * watch->n_conds;
+    watch->stopped[sim] = 0;
     for (int c = 0; c < watch->n_conds; c++)
       r.wv[c] = sbg_lassie_law_eval(watch->code + watch->start[c], watch->cval, x0, -1, 0);
   }
@@ -1372,6 +1373,7 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
     for (int j = 0; j < N; j++) out[(size_t)j * nt] = x0[j];
     r.h = sbg_lassie_initial_step(m, p, k, x0, w->ks[0], w->v);
     if (!(p->h_init > 0)) r.st[SBG_LASSIE_ST_RHS]++;
+    if (p->attempts0) r.attempts = p->attempts0[sim];
   }
   while (r.next < nt) {
     if (++r.attempts > p->max_steps) { sim_fail(&r, SBG_ERR_NUMERIC, LASSIE_FAIL_MAXSTEPS); break; }
@@ -1392,13 +1394,13 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
     int rc = r.mode == MODE_EXPLICIT ? explicit_attempt(&r, hs, hits, target, hmin) : 1;
     if (rc == 1) rc = implicit_attempt(&r, hs, hits, target, hmin);
     if (rc < 0) break;
-    if (r.watch && r.watch->stopped) break;
+    if (r.watch && r.watch->stopped[sim]) break;
   }
-  if (watch && !watch->stopped && so->st == SBG_OK) {
-    /* the last time reached: its state, the conditions there */
-    watch->t = r.t; watch->next = r.next;
-    memcpy(watch->x, w->x, sizeof(double) * N);
-    memcpy(watch->values, r.wv, sizeof(double) * watch->n_conds);
+  if (watch && !watch->stopped[sim] && so->st == SBG_OK) {
+    /* the last time reached: its state, the conditions at the start */
+    watch->t[sim] = r.t; watch->next[sim] = r.next;
+    memcpy(r.wx_out, w->x, sizeof(double) * N);
+    memcpy(r.wv_out, r.wv, sizeof(double) * watch->n_conds);
   }
   if (watch) { free(r.wv); free(r.wq); free(r.wx); }
   if (so->st != SBG_OK) {
@@ -1445,7 +1447,7 @@ static sbg_status lassie_cpu_run(const sbg_lassie_model *m, const sbg_lassie_par
       integrate(m, p, p->rates + (p->rates_per_sim ? (size_t)s * M : 0),
                 x0 + (x0_per_sim ? (size_t)s * N : 0), out + (size_t)s * blk,
                 stats + (size_t)s * SBG_LASSIE_N_STATS, &w[tid], &lp, tid == 0,
-                &so[i], starts ? &starts[i] : NULL, watch);
+                &so[i], starts ? &starts[i] : NULL, watch, s);
       if (so[i].st != SBG_OK && !so[i].cancelled && !lassie_fail_is_per_sim(so[i].what)) lp.stop = 1;
 #pragma omp atomic
       lp.finished++;
@@ -1485,9 +1487,8 @@ sbg_status sbg_lassie_cpu(const sbg_lassie_model *m, const sbg_lassie_params *p,
                           sbg_lassie_result *r, sbg_ctx *ctx) {
   sbg_status st = lassie_out_ready(r, ctx);
   if (st != SBG_OK) return st;
-  /* (a watch follows one simulation: the glue allows no batch with one) */
   return lassie_cpu_run(m, p, p->n_sims, NULL, p->initial, p->initial_per_sim, r->out, r->stats,
-                        r->status, r->messages, NULL, p->n_sims == 1 ? r->watch : NULL, ctx);
+                        r->status, r->messages, NULL, r->watch, ctx);
 }
 
 sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_params *p,
@@ -1499,7 +1500,7 @@ sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_p
     return sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory");
   const double *k = p->rates + (p->rates_per_sim ? (size_t)sim * m->n_reactions : 0);
   lassie_poll lp = {ctx, 0, SBG_OK, lassie_now() + LASSIE_POLL_EVERY, 0, 1};
-  integrate(m, p, k, x, out, stats, &w, &lp, 1, &so, start, NULL);
+  integrate(m, p, k, x, out, stats, &w, &lp, 1, &so, start, NULL, sim);
   ws_free(&w);
   if (so.st == SBG_OK) return SBG_OK;
   if (so.cancelled) return lp.st;
@@ -1509,6 +1510,7 @@ sbg_status sbg_lassie_cpu_continue(const sbg_lassie_model *m, const sbg_lassie_p
 sbg_status sbg_lassie_cpu_continue_many(const sbg_lassie_model *m, const sbg_lassie_params *p,
                                         int n, const int *sims, const double *x, double *out,
                                         double *stats, int *status, char *messages,
-                                        const sbg_lassie_start *starts, sbg_ctx *ctx) {
-  return lassie_cpu_run(m, p, n, sims, x, 1, out, stats, status, messages, starts, NULL, ctx);
+                                        const sbg_lassie_start *starts, sbg_lassie_watch *watch,
+                                        sbg_ctx *ctx) {
+  return lassie_cpu_run(m, p, n, sims, x, 1, out, stats, status, messages, starts, watch, ctx);
 }

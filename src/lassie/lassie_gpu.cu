@@ -50,6 +50,17 @@ __device__ inline double rate_at(const dmodel &m, const double *k, const double 
   return lassie_law_rate(&lm, k, y, i);
 }
 
+/* The watched conditions (sbg_lassie_watch) on the device, n 0 for none:
+ * their programs, and per simulation (n or N apart) base, their values at
+ * the run's start; vals, their values where a change was found; vq,
+ * scratch values; wx, scratch for a state inside a step. */
+struct dwatch {
+  int n;
+  const int *start, *code;
+  const double *cval;
+  double *base, *vals, *vq, *wx;
+};
+
 /* Products and sums rounded one by one (see lassie_common.h). */
 __device__ inline double M_(double a, double b) { return __dmul_rn(a, b); }
 __device__ inline double A_(double a, double b) { return __dadd_rn(a, b); }
@@ -109,18 +120,102 @@ __global__ void k_spmv(int S, dmodel m, const double *v, double *f, const simsta
   f[idx] = hv_row(m, v + (size_t)s * m.M, l);
 }
 
+/* Whether a watched condition at state y differs, as a truth value, from
+ * its value at the run's start; their values into v.  One thread. */
+__device__ inline int watch_changed(const dwatch &w, int s, const double *y, double *v) {
+  const double *b = w.base + (size_t)s * w.n;
+  int changed = 0;
+  for (int c = 0; c < w.n; c++) {
+    v[c] = lassie_law_eval(w.code + w.start[c], w.cval, y, -1, 0);
+    changed |= (v[c] != 0) != (b[c] != 0);
+  }
+  return changed;
+}
+
+/* The state at tq inside the accepted explicit step from t0 of size h (x
+ * to xn, stages K `kst` apart) into y, by the block: DP5's continuous
+ * extension, as lassie_cpu.c's step_state(). */
+__device__ inline void step_state_block(int N, double t0, double h, double tq, const double *x,
+                                        const double *xn, const double *K, size_t kst, double *y) {
+  const double theta = (tq - t0) / h;
+  for (int j = threadIdx.x; j < N; j += blockDim.x) {
+    double kv[LASSIE_MAX_STAGES], rc[4];
+    for (int l = 0; l < LASSIE_MAX_STAGES; l++) kv[l] = K[(size_t)l * kst + j];
+    lassie_dp5_dense_coefs(x[j], xn[j], h, kv, rc);
+    y[j] = lassie_dp5_dense(theta, x[j], rc);
+  }
+  __syncthreads();
+}
+
+/* After simulation s's accepted explicit step (st->t0 to st->t, size
+ * st->hs; x, xn and K as in control_block()), lassie_cpu.c's watch_step()
+ * by the block: whether a watched condition differs within the step (at
+ * the first of the probes and the end where one does); if so, the first
+ * time it differs (the end of a bisection down to adjacent doubles) into
+ * *tstop, the state there into w.wx and the conditions' values into
+ * w.vals.  flag: shared scratch. */
+__device__ inline int watch_block(const dwatch &w, int s, int N, const double *x, const double *xn,
+                                  const double *K, size_t kst, const simstate *st, double *tstop,
+                                  int *flag) {
+  double *wx = w.wx + (size_t)s * N, *sv = w.vals + (size_t)s * w.n, *vq = w.vq + (size_t)s * w.n;
+  const double t0 = st->t0, tnew = st->t, h = st->hs;
+  double a = t0, b = tnew;
+  int found = 0, at_end = 0;
+  for (int i = 1; i < LASSIE_WATCH_PROBES && !found; i++) {
+    const double tq = lassie_watch_probe(t0, tnew, i);
+    if (!(tq > a && tq < tnew)) continue;
+    step_state_block(N, t0, h, tq, x, xn, K, kst, wx);
+    if (threadIdx.x == 0) *flag = watch_changed(w, s, wx, sv);
+    __syncthreads();
+    if (*flag) { b = tq; found = 1; } else a = tq;
+    __syncthreads();
+  }
+  if (!found) {
+    if (threadIdx.x == 0) *flag = watch_changed(w, s, xn, sv);
+    __syncthreads();
+    const int changed = *flag;
+    __syncthreads();
+    if (!changed) return 0;
+    at_end = 1;
+  }
+  for (int it = 0; it < 200; it++) {
+    const double mid = lassie_watch_mid(a, b);
+    if (!(mid > a && mid < b)) break;
+    step_state_block(N, t0, h, mid, x, xn, K, kst, wx);
+    if (threadIdx.x == 0) {
+      *flag = watch_changed(w, s, wx, vq);
+      if (*flag) for (int c = 0; c < w.n; c++) sv[c] = vq[c];
+    }
+    __syncthreads();
+    if (*flag) { b = mid; at_end = 0; } else a = mid;
+    __syncthreads();
+  }
+  /* the state at the change: the step's end, or the interpolant there */
+  if (at_end) {
+    for (int j = threadIdx.x; j < N; j += blockDim.x) wx[j] = xn[j];
+    __syncthreads();
+  } else {
+    step_state_block(N, t0, h, b, x, xn, K, kst, wx);
+  }
+  *tstop = b;
+  return 1;
+}
+
 /* One simulation's attempt end, by its block: the new state, the error
  * test and the step control of lassie_cpu.c's explicit_attempt(), and the
  * output rows the accepted step reaches (DP5: its continuous extension
  * inside the step; the state itself at its end).  x, xn: the simulation's
  * state and new state (RKF45 writes the new state to xn; DP5 finds it
  * there, its last stage's input); K its stages, `kst` apart; os its output
- * block; red (LASSIE_BLOCK) and nanflag shared scratch.  Global or shared
- * pointers alike: k_control and k_explicit run the same code. */
+ * block; red (LASSIE_BLOCK) and nanflag shared scratch.  With watched
+ * conditions (w, simulation s) a change within the accepted step stops the
+ * simulation there instead (FLAG_STOP; watch_block()): the rows before it
+ * are written and x becomes the state there.  Global or shared pointers
+ * alike: k_control and k_explicit run the same code. */
 __device__ inline void control_block(int N, int nt, const double *times, double rtol, double atol,
                               double max_steps, int method, int scheme, int dense, double *x,
                               double *K, size_t kst, double *xn, double *os, simstate *st,
-                              double *red, int *nanflag) {
+                              double *red, int *nanflag, const dwatch &w, int s) {
   if (threadIdx.x == 0) *nanflag = 0;
   __syncthreads();
   const int NS = lassie_stages(scheme);
@@ -185,9 +280,22 @@ __device__ inline void control_block(int N, int nt, const double *times, double 
     }
   }
   __syncthreads();
+  int stopped = 0;
+  if (w.n > 0 && st->accepted) {
+    double tstop;
+    stopped = watch_block(w, s, N, x, xn, K, kst, st, &tstop, nanflag);
+    if (stopped && threadIdx.x == 0) {
+      int r1 = st->row0;
+      while (r1 < nt && times[r1] < tstop) r1++;
+      st->row1 = r1; st->next = r1; st->t = tstop;
+      st->flag = FLAG_STOP; st->active = 0;
+    }
+    __syncthreads();
+  }
   if (st->accepted) {
     const int row0 = st->row0, row1 = st->row1;
     const double t0 = st->t0, tnew = st->t;
+    const double *wx = w.wx + (size_t)s * N;
     for (int j = threadIdx.x; j < N; j += blockDim.x) {
       double xv = x[j], y = xn[j];
       if (scheme == LASSIE_DP5 && row0 < row1 && times[row0] < tnew) {   /* rows inside the step */
@@ -198,7 +306,7 @@ __device__ inline void control_block(int N, int nt, const double *times, double 
           os[(size_t)j * nt + row] = lassie_dp5_dense((times[row] - t0) / h, xv, rc);
       }
       if (row1 > row0 && times[row1 - 1] == tnew) os[(size_t)j * nt + row1 - 1] = y;
-      x[j] = y;
+      x[j] = stopped ? wx[j] : y;
       if (scheme == LASSIE_DP5) K[j] = K[6 * kst + j];   /* FSAL: f at the new state */
     }
   }
@@ -214,14 +322,14 @@ __device__ inline void control_block(int N, int nt, const double *times, double 
 /* control_block() for every simulation, a block each, on global memory */
 __global__ void k_control(int S, int N, int nt, const double *times, double rtol, double atol,
                           double max_steps, int method, int scheme, int dense, double *x,
-                          double *K, double *xn, double *out, simstate *ss) {
+                          double *K, double *xn, double *out, simstate *ss, dwatch w) {
   int s = blockIdx.x;
   if (s >= S || !ss[s].active) return;
   __shared__ double red[LASSIE_BLOCK];
   __shared__ int nanflag;
   size_t o = (size_t)s * N;
   control_block(N, nt, times, rtol, atol, max_steps, method, scheme, dense, x + o, K + o,
-                (size_t)S * N, xn + o, out + (size_t)s * nt * N, &ss[s], red, &nanflag);
+                (size_t)S * N, xn + o, out + (size_t)s * nt * N, &ss[s], red, &nanflag, w, s);
 }
 
 /* Before a step, by the simulation's block: the stiffness estimate of the
@@ -289,7 +397,7 @@ template <bool LAWS>
 __global__ void __launch_bounds__(LASSIE_BLOCK)
 k_explicit(int S, dmodel m, const double *k, int k_per_sim, int nt, const double *times,
            double rtol, double atol, double max_steps, int method, int scheme, int dense,
-           int max_att, double *gx, double *gK, double *gys, double *out, simstate *ss) {
+           int max_att, double *gx, double *gK, double *gys, double *out, simstate *ss, dwatch w) {
   extern __shared__ double sm[];
   __shared__ double red[LASSIE_BLOCK], red2[LASSIE_BLOCK];
   __shared__ int nanflag;
@@ -329,7 +437,7 @@ k_explicit(int S, dmodel m, const double *k, int k_per_sim, int nt, const double
     }
     if (!st.active) break;
     control_block(N, nt, times, rtol, atol, max_steps, method, scheme, dense, x, K, N, xn,
-                  out + (size_t)s * nt * N, &st, red, &nanflag);
+                  out + (size_t)s * nt * N, &st, red, &nanflag, w, s);
   }
   for (int j = threadIdx.x; j < N; j += blockDim.x) {
     gx[o + j] = x[j]; gK[o + j] = K[j];
@@ -372,8 +480,8 @@ __global__ void k_row0(size_t SN, int N, int nt, const double *x, double *out) {
  * and its step control hs, the first step from the problem (f, v:
  * scratch of N and M).  As the CPU engine starts its simulations. */
 void lassie_start_sims(const sbg_lassie_model *m, const sbg_lassie_params *p, const double *rates,
-                       const double *initial, double *hx, simstate *hs, int s0, int s1, double *f,
-                       double *v) {
+                       const double *initial, const double *att0, double *hx, simstate *hs, int s0,
+                       int s1, double *f, double *v) {
   const int N = m->n_species, M = m->n_reactions, dense = p->method != SBG_LASSIE_RKF45;
   for (int s = s0; s < s1; s++) {
     const double *x0 = initial + (p->initial_per_sim ? (size_t)s * N : 0);
@@ -384,7 +492,7 @@ void lassie_start_sims(const sbg_lassie_model *m, const sbg_lassie_params *p, co
     q->h = sbg_lassie_initial_step(m, p, k, hx + (size_t)s * N, f, v);
     if (!(p->h_init > 0)) q->st[SBG_LASSIE_ST_RHS] = 1;
     q->next = 1;
-    q->attempts = p->method == SBG_LASSIE_BDF ? 0 : 1;   /* the CPU counts its own */
+    q->attempts = (p->method == SBG_LASSIE_BDF ? 0 : 1) + (att0 ? att0[s] : 0);   /* the CPU counts its own */
     q->active = p->method != SBG_LASSIE_BDF;
     /* method = "bdf": every simulation goes to the implicit steps at once */
     q->flag = q->active ? FLAG_RUN : FLAG_TO_CPU;
@@ -424,6 +532,8 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   const size_t nk = p->rates_per_sim ? SM : (size_t)M;
   const double *rates = p->rates + (p->rates_per_sim ? (size_t)pt->s0 * M : 0);
   const double *initial = p->initial + (p->initial_per_sim ? (size_t)pt->s0 * N : 0);
+  const double *att0 = p->attempts0 ? p->attempts0 + pt->s0 : NULL;
+  sbg_lassie_watch *wt = r->watch;
   double *rout = NULL;
   simstate *hs = hs_all + pt->s0;
   double *hx = hx_all + (size_t)pt->s0 * N;
@@ -435,8 +545,12 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
          *d_out = NULL, *d_times = NULL;
   simstate *d_ss = NULL;
   double *f = NULL, *v = NULL;
+  int *d_wstart = NULL, *d_wcode = NULL;
+  double *d_wcval = NULL, *d_wbase = NULL, *d_wvals = NULL, *d_wvq = NULL, *d_wx = NULL;
+  double *h_wbase = NULL;
   std::thread row0;
   dmodel dm;
+  dwatch dw = {0, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   int active = 0, n_bdf = 0, counts[2];
   /* the device's implicit steps, when the model and the batch have them
    * (else the stiff simulations wait for the host's, FLAG_TO_CPU).  The
@@ -446,7 +560,8 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
    * alike. */
   lassie_gpu_bdf *bdf = NULL;
   int bdf_unpaced = 0;
-  const int want_bdf = p->method != SBG_LASSIE_RKF45 && lassie_gpu_bdf_wanted(m, p, p->n_sims, ctx->n_threads);
+  const int want_bdf = p->method != SBG_LASSIE_RKF45 && !wt &&
+                       lassie_gpu_bdf_wanted(m, p, p->n_sims, ctx->n_threads);
   const int TB = LASSIE_BLOCK;   /* k_stiff's reduction order is the CPU's */
   const int scheme = p->method == SBG_LASSIE_RKF45 ? LASSIE_RKF45 : LASSIE_DP5;
   const int dense = p->method != SBG_LASSIE_RKF45;
@@ -507,18 +622,29 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
       bool started = false;
       if (starts && t > 0) {
         try {
-          starts[t] = std::thread(lassie_start_sims, m, p, rates, initial, hx, hs, s0, s1, ft, vt);
+          starts[t] = std::thread(lassie_start_sims, m, p, rates, initial, att0, hx, hs, s0, s1, ft, vt);
           started = true;
         } catch (...) {
         }
       }
-      if (!started) lassie_start_sims(m, p, rates, initial, hx, hs, s0, s1, ft, vt);
+      if (!started) lassie_start_sims(m, p, rates, initial, att0, hx, hs, s0, s1, ft, vt);
     }
     for (int t = 1; starts && t < nth; t++) if (starts[t].joinable()) starts[t].join();
     delete[] starts;
   }
   for (int s = 0; s < S; s++) active += hs[s].active;
   if (want_bdf) for (int s = 0; s < S; s++) n_bdf += hs[s].flag == FLAG_TO_CPU;
+  if (wt && wt->n_conds > 0) {
+    /* the watched conditions at the simulations' starts: what a change
+     * is a change from, and what a simulation that reaches the end
+     * reports (as the CPU engine's) */
+    h_wbase = (double *)malloc(sizeof(double) * (size_t)S * wt->n_conds);
+    if (!h_wbase) { st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory"); goto done; }
+    for (int s = 0; s < S; s++)
+      for (int c = 0; c < wt->n_conds; c++)
+        h_wbase[(size_t)s * wt->n_conds + c] =
+            lassie_law_eval(wt->code + wt->start[c], wt->cval, hx + (size_t)s * N, -1, 0);
+  }
   pt->active.store(active + n_bdf);
   if (active == 0 && n_bdf == 0) {   /* nothing for the device */
     st = wait_output();
@@ -571,6 +697,24 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   dm.N = N; dm.M = M; dm.r_ptr = d_rptr; dm.r_sp = d_rsp; dm.r_ord = d_rord;
   dm.h_ptr = d_hptr; dm.h_rx = d_hrx; dm.h_val = d_hval;
   dm.law = d_law; dm.code = d_code; dm.cval = d_cval;
+  if (h_wbase) {
+    const size_t nw = (size_t)S * wt->n_conds;
+    SBG_TRY(sbg_device_alloc((void **)&d_wstart, sizeof(int) * wt->n_conds, "the watched conditions", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_wcode, sizeof(int) * (wt->n_code ? wt->n_code : 1), "the watched conditions", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_wcval, sizeof(double) * (wt->n_cval ? wt->n_cval : 1), "the watched conditions", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_wbase, sizeof(double) * nw, "the watched conditions", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_wvals, sizeof(double) * nw, "the watched conditions", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_wvq, sizeof(double) * nw, "the watched conditions", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&d_wx, sizeof(double) * SN, "the watched conditions", ctx));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(d_wstart, wt->start, sizeof(int) * wt->n_conds, cudaMemcpyHostToDevice, stream));
+    if (wt->n_code)
+      SBG_CUDA_CHECK(cudaMemcpyAsync(d_wcode, wt->code, sizeof(int) * wt->n_code, cudaMemcpyHostToDevice, stream));
+    if (wt->n_cval)
+      SBG_CUDA_CHECK(cudaMemcpyAsync(d_wcval, wt->cval, sizeof(double) * wt->n_cval, cudaMemcpyHostToDevice, stream));
+    SBG_CUDA_CHECK(cudaMemcpyAsync(d_wbase, h_wbase, sizeof(double) * nw, cudaMemcpyHostToDevice, stream));
+    dw.n = wt->n_conds; dw.start = d_wstart; dw.code = d_wcode; dw.cval = d_wcval;
+    dw.base = d_wbase; dw.vals = d_wvals; dw.vq = d_wvq; dw.wx = d_wx;
+  }
   if (want_bdf) {
     sbg_lassie_model dmod = {N, M, d_rptr, d_rsp, d_rord, d_hptr, d_hrx, d_hval,
                              d_law, d_code, d_cval, m->n_code, m->n_cval};
@@ -609,7 +753,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     if (fused && active > 0)
       k_fused<<<S, fb, smem, stream>>>(S, dm, d_k, p->rates_per_sim, nt, d_times, p->rtol, p->atol,
                                           p->max_steps, p->method, scheme, dense, 64, d_x, d_K, d_ys,
-                                          d_out, d_ss);
+                                          d_out, d_ss, dw);
     for (int rep = 0; rep < (active > 0 && !fused ? 64 : 0); rep++) {
       for (int stage = 0; stage < n_stages; stage++) {
         const double *y = d_x;
@@ -623,7 +767,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
           k_stiff<<<S, TB, 0, stream>>>(S, N, p->method, scheme, p->rtol, p->atol, d_x, d_K, d_ys + SN, d_ss);
       }
       k_control<<<S, TB, 0, stream>>>(S, N, nt, d_times, p->rtol, p->atol, p->max_steps,
-                                       p->method, scheme, dense, d_x, d_K, d_ys, d_out, d_ss);
+                                       p->method, scheme, dense, d_x, d_K, d_ys, d_out, d_ss, dw);
     }
     SBG_CUDA_CHECK(cudaGetLastError());
     if (bdf) SBG_TRY(lassie_gpu_bdf_launch(bdf, p, d_k, d_times, d_x, d_out, d_ss, stream, ctx));
@@ -660,6 +804,16 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   /* every row written by the device, row 0 by k_row0 (the part's blocks
    * are contiguous) */
   SBG_CUDA_CHECK(cudaMemcpyAsync(rout, d_out, sizeof(double) * SN * nt, cudaMemcpyDeviceToHost, stream));
+  if (h_wbase) {
+    /* the conditions' values: where the simulation stopped, else at its
+     * start (the host's implicit steps report their own) */
+    double *wv = wt->values + (size_t)pt->s0 * wt->n_conds;
+    SBG_CUDA_CHECK(cudaMemcpyAsync(wv, d_wvals, sizeof(double) * S * wt->n_conds, cudaMemcpyDeviceToHost, stream));
+    SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (int s = 0; s < S; s++)
+      if (hs[s].flag != FLAG_STOP)
+        memcpy(wv + (size_t)s * wt->n_conds, h_wbase + (size_t)s * wt->n_conds, sizeof(double) * wt->n_conds);
+  }
   SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
 
 done:
@@ -669,9 +823,11 @@ done:
   cudaFree(d_hval); cudaFree(d_k); cudaFree(d_x); cudaFree(d_ys); cudaFree(d_K); cudaFree(d_v);
   cudaFree(d_out); cudaFree(d_times); cudaFree(d_ss); cudaFree(d_n);
   cudaFree(d_law); cudaFree(d_code); cudaFree(d_cval);
+  cudaFree(d_wstart); cudaFree(d_wcode); cudaFree(d_wcval); cudaFree(d_wbase); cudaFree(d_wvals);
+  cudaFree(d_wvq); cudaFree(d_wx);
   lassie_gpu_bdf_free(bdf);
   if (stream) cudaStreamDestroy(stream);
-  free(f); free(v);
+  free(f); free(v); free(h_wbase);
   return st;
 }
 
@@ -793,7 +949,15 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
   for (int s = 0; s < S; s++) {
     simstate *q = &hs[s];
     memcpy(r->stats + (size_t)s * SBG_LASSIE_N_STATS, q->st, sizeof(q->st));
-    if (q->flag == FLAG_DONE) continue;
+    if (r->watch && (q->flag == FLAG_DONE || q->flag == FLAG_STOP)) {
+      /* where it stopped, or the end: the time, the rows written, the state */
+      sbg_lassie_watch *wt = r->watch;
+      wt->stopped[s] = q->flag == FLAG_STOP;
+      wt->t[s] = q->t;
+      wt->next[s] = q->next;
+      memcpy(wt->x + (size_t)s * N, hx + (size_t)s * N, sizeof(double) * N);
+    }
+    if (q->flag == FLAG_DONE || q->flag == FLAG_STOP) continue;
     if (q->flag == FLAG_MAXSTEPS || q->flag == FLAG_HMIN || q->flag == FLAG_NEWTON) {
       /* its own failure: the batch goes on; rows not reached are NaN */
       lassie_record_fail(r->status, r->messages, s, q->flag == FLAG_MAXSTEPS ? LASSIE_FAIL_MAXSTEPS :
@@ -809,7 +973,7 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
   }
   if (n_cont > 0)
     st = sbg_lassie_cpu_continue_many(m, p, n_cont, cont_sims, hx, r->out, r->stats, r->status,
-                                      r->messages, cont_start, ctx);
+                                      r->messages, cont_start, r->watch, ctx);
 
 done:
   free(hs); free(hx); free(cont_sims); free(cont_start);

@@ -33,9 +33,11 @@ static __host__ __device__ inline void lassie_next_step(simstate *s, const doubl
 /* FLAG_TO_CPU: turned stiff (the device's implicit steps take it, or the
  * host's when the device has none for this model); FLAG_BDF: in the
  * device's implicit steps; FLAG_HOST: handed to the host's implicit steps
- * (the sparse LU needs pivoting, which only the host has). */
+ * (the sparse LU needs pivoting, which only the host has); FLAG_STOP: a
+ * watched condition changed (sbg_lassie_watch), the simulation stopped
+ * there. */
 enum { FLAG_RUN = 0, FLAG_DONE = 1, FLAG_TO_CPU = 2, FLAG_MAXSTEPS = 3, FLAG_HMIN = 4,
-       FLAG_NEWTON = 5, FLAG_BDF = 6, FLAG_HOST = 7 };
+       FLAG_NEWTON = 5, FLAG_BDF = 6, FLAG_HOST = 7, FLAG_STOP = 8 };
 
 /* The device's implicit steps for one part of a batch (S simulations). */
 struct lassie_gpu_bdf;

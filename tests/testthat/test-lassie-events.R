@@ -237,15 +237,14 @@ test_that("event constructs that are not simulated are refused by name", {
                "event late: its trigger \\(math with the delay csymbol", class = "sysbioGPU_sbml_unsupported")
 })
 
-test_that("events run on the CPU only, with an interpolating method", {
+test_that("events run with an interpolating method", {
   skip_if_not(sbmlAvailable(), "built without libSBML")
   m <- readSBML(ev_model(reactions = decay,
                          events = list(list(id = "reset", trigger = ev_ap("geq", ev_time, ev_cn(2)),
                                             assign = list(S = ev_cn(1))))))
-  expect_error(lassieSimulate(m, 0:3, backend = "gpu", verbose = FALSE), "event\\(s\\) \\(reset\\)",
-               class = "sysbioGPU_error_events")
-  out <- lassieSimulate(m, 0:3, backend = "auto", verbose = FALSE)
-  expect_identical(attr(out, "backend"), "cpu")
+  out <- lassieSimulate(m, 0:3, backend = "cpu", verbose = FALSE)
+  # reset to 1 at t = 2, then a second of decay at rate 0.5
+  expect_equal(unname(out[4, "S"]), exp(-0.5), tolerance = 1e-6)
   expect_error(lassieSimulate(m, 0:3, method = "rkf45", backend = "cpu", verbose = FALSE), "rkf45",
                class = "sysbioGPU_error_input")
   # events edited by hand into something else: an input error, never a crash
@@ -306,4 +305,103 @@ test_that("a set of a batch that fails keeps its rows up to the failure, the oth
   expect_gt(sum(!is.na(x)), 10)
   expect_true(all(!is.na(x[seq_len(sum(!is.na(x)))])))
   expect_equal(unname(x[!is.na(x)]), exp(-0.5 * tt[!is.na(x)]), tolerance = 1e-8)
+})
+
+# ---- batches: rounds shared by simulations, and the GPU ----------------------
+
+# A threshold reset (S < 1/4 -> S = 1; crossings at multiples of log(4) / k,
+# a time of each set's own), a dose at a set time (t >= 3: S + 1, the same
+# time for all sets) and a delayed counter: the sets of a batch stop at
+# times of their own and at shared ones.
+ev_batch_model <- function() {
+  readSBML(ev_model(params = c(k = 0.5, n = 0), reactions = decay,
+                    events = list(list(id = "low", trigger = ev_ap("lt", ev_ci("S"), ev_cn(0.25)),
+                                       assign = list(S = ev_cn(1))),
+                                  list(id = "dose", trigger = ev_ap("geq", ev_time, ev_cn(3)),
+                                       assign = list(S = ev_ap("plus", ev_ci("S"), ev_cn(1)))),
+                                  list(id = "count", trigger = ev_ap("lt", ev_ci("S"), ev_cn(0.5)),
+                                       delay = ev_cn(0.25), assign = list(n = ev_ap("plus", ev_ci("n"), ev_cn(1)))))))
+}
+ev_batch_rates <- function(m) {
+  rates <- matrix(m$rates, 5L, length(m$rates), byrow = TRUE, dimnames = list(NULL, names(m$rates)))
+  rates[, "R1"] <- rates[, "R1"] * c(1, 1, 1.7, 0.6, 2.3)   # sets 1 and 2 alike
+  rates
+}
+ev_run <- function(m, tt, rates, backend, ...) {
+  lassieSimulate(m, tt, rates = rates, rtol = 1e-10, atol = 1e-13, backend = backend, verbose = FALSE, ...)
+}
+
+test_that("a batch with events gives each set its own call's bits, on any threads", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  m <- ev_batch_model()
+  rates <- ev_batch_rates(m)
+  tt <- seq(0, 8, by = 0.5)
+  b <- ev_run(m, tt, rates, "cpu", threads = 2L)
+  b1 <- ev_run(m, tt, rates, "cpu", threads = 1L)
+  for (s in seq_len(nrow(rates))) {
+    one <- ev_run(m, tt, rates[s, , drop = FALSE], "cpu", threads = 1L)[[1L]]
+    expect_identical(unclass(b[[s]])[, ], unclass(one)[, ], label = paste("set", s))
+    expect_identical(attr(b[[s]], "stats"), attr(one, "stats"), label = paste("set", s))
+    expect_identical(unclass(b1[[s]])[, ], unclass(one)[, ], label = paste("set", s, "one thread"))
+  }
+  # the closed form up to the dose: resets at multiples of log(4) / k
+  for (s in seq_len(nrow(rates))) {
+    k <- 0.5 * rates[s, "R1"] / m$rates[["R1"]]
+    ts <- log(4) / k
+    early <- tt < 3
+    want <- exp(-k * (tt[early] %% ts))
+    away <- abs(want - 0.25) > 1e-6 & abs(want - 1) > 1e-6
+    expect_equal(unname(b[[s]][early, "S"])[away], want[away], tolerance = 1e-7, label = paste("set", s))
+  }
+})
+
+test_that("the GPU runs events with the CPU's bits, on one or two devices", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  skip_if_no_gpu()
+  m <- ev_batch_model()
+  rates <- ev_batch_rates(m)
+  rates <- rates[rep(seq_len(nrow(rates)), 13), ]   # 65 sets, copies grouped in one call
+  tt <- seq(0, 8, by = 0.5)
+  cpu <- ev_run(m, tt, rates, "cpu")
+  gpu <- ev_run(m, tt, rates, "gpu")
+  expect_equal(runInfo(gpu)$backend, "gpu")
+  for (s in seq_len(nrow(rates))) {
+    expect_identical(unclass(gpu[[s]])[, ], unclass(cpu[[s]])[, ], label = paste("set", s))
+    expect_identical(attr(gpu[[s]], "stats"), attr(cpu[[s]], "stats"), label = paste("set", s))
+  }
+  # the counter's delayed executions and the dose happened
+  expect_true(all(vapply(gpu, function(o) o[nrow(o), "n"], 0) > 0))
+  if (nrow(gpuInfo()) >= 2L) {
+    two <- ev_run(m, tt, rates, "gpu", device = c(0L, 1L))
+    for (s in seq_len(nrow(rates))) expect_identical(unclass(two[[s]])[, ], unclass(gpu[[s]])[, ])
+  }
+})
+
+test_that("a stiff model with events on the GPU: the implicit steps on the host watch too", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  skip_if_no_gpu()
+  # A <-> B by fast laws (stiff near equilibrium, where "auto" turns to
+  # implicit steps); at t = 0.5 an event moves all of B back to A, and a
+  # threshold on A - B (crossed in the fast phase) counts in n
+  f <- ev_model(species = c(A = 2, B = 0), params = c(kf = 1e4, kb = 1e4, n = 0), const = c("kf", "kb"),
+                reactions = list(f = list(re = "A", pr = "B", law = ev_ap("times", ev_ci("kf"), ev_ci("A"))),
+                                 b = list(re = "B", pr = "A", law = ev_ap("times", ev_ci("kb"), ev_ci("B")))),
+                events = list(list(id = "back", trigger = ev_ap("geq", ev_time, ev_cn(0.5)),
+                                   assign = list(A = ev_ap("plus", ev_ci("A"), ev_ci("B")), B = ev_cn(0))),
+                              list(id = "half", trigger = ev_ap("lt", ev_ci("A"), ev_cn(1.5)),
+                                   assign = list(n = ev_ap("plus", ev_ci("n"), ev_cn(1))))))
+  m <- readSBML(f)
+  rates <- matrix(m$rates, 3L, length(m$rates), byrow = TRUE, dimnames = list(NULL, names(m$rates)))
+  rates[, c("f", "b")] <- rates[, c("f", "b")] * c(1, 0.5, 2)
+  tt <- c(0, 0.25, 0.5, 0.75, 1)
+  cpu <- ev_run(m, tt, rates, "cpu")
+  gpu <- ev_run(m, tt, rates, "gpu")
+  for (s in 1:3) {
+    expect_identical(unclass(gpu[[s]])[, ], unclass(cpu[[s]])[, ], label = paste("set", s))
+    expect_identical(attr(gpu[[s]], "stats"), attr(cpu[[s]], "stats"), label = paste("set", s))
+    expect_gt(attr(gpu[[s]], "stats")[["implicitSteps"]], 0)
+    # equilibrium A = B = 1 before and after the event; two crossings
+    expect_equal(unname(gpu[[s]][c(2, 5), "A"]), c(1, 1), tolerance = 1e-8)
+    expect_equal(unname(gpu[[s]][5, "n"]), 2, tolerance = 1e-9)
+  }
 })
