@@ -149,6 +149,7 @@ lassie_events_run <- function(job, model, rt, it, devices = 0L) {
   ev <- model$events
   M <- length(model$reactions); N <- length(model$species)
   check_model_events(ev, N)
+  ev$ties <- lassie_event_ties(ev, N)
   n <- job$total
   times <- job$times; nt <- length(times); tend <- times[nt]
   trig <- vapply(ev$events, `[[`, 0L, "trigger")
@@ -302,7 +303,8 @@ lassie_event_instant <- function(ev, st, now) {
 # the order cannot matter: the events' assignments are to different
 # states, and none of them changes what another reads at its execution
 # (its values taken then, its priority, its trigger when not persistent)
-# nor a trigger of another event.  Otherwise the model is refused.
+# nor a trigger of another event (ev$ties, lassie_event_ties()).
+# Otherwise the model is refused.
 lassie_event_next <- function(ev, st, due, vals) {
   if (length(due) == 1L) return(due)
   E <- ev$events
@@ -311,21 +313,42 @@ lassie_event_next <- function(ev, st, due, vals) {
   top <- if (anyNA(pr)) seq_along(due) else which(pr == max(pr))
   if (length(top) > 1L) {
     tied <- es[top]
-    deps <- function(i) if (is.na(i)) integer() else ev$deps[[i]]
-    for (a in unique(tied)) {
-      ta <- E[[a]]$target
-      for (b in setdiff(unique(tied), a)) {
-        reads <- c(if (!E[[b]]$useValuesFromTriggerTime) unlist(lapply(E[[b]]$assign, deps)),
-                   deps(E[[b]]$priority), if (!E[[b]]$persistent) deps(E[[b]]$trigger))
-        if (any(ta %in% E[[b]]$target) || any(ta %in% reads)) lassie_event_tie(E, tied, st$t)
-      }
-      others <- setdiff(seq_along(E), a)
-      if (any(ta %in% unlist(lapply(others, function(o) deps(E[[o]]$trigger))))) lassie_event_tie(E, tied, st$t)
-    }
+    u <- unique(tied)
+    clash <- ev$ties$clash[u, u, drop = FALSE]
+    diag(clash) <- FALSE
+    if (any(clash) || any(ev$ties$moves_trigger[u])) lassie_event_tie(E, tied, st$t)
     # the same event's executions in the order they were triggered
     top <- top[order(es[top], vapply(st$pending[due[top]], `[[`, 0L, "serial"))]
   }
   due[top[1L]]
+}
+
+# What lassie_event_next() asks of two tied events, once per model (states
+# 1..N): clash[a, b], whether a assigns a state that b assigns too or reads
+# at its execution; moves_trigger[a], whether a assigns a state that the
+# trigger of another event reads.
+lassie_event_ties <- function(ev, N) {
+  E <- ev$events
+  nE <- length(E)
+  deps <- function(i) if (is.na(i)) integer() else ev$deps[[i]]
+  incidence <- function(sets) {
+    m <- matrix(FALSE, nE, N)
+    for (e in seq_len(nE)) {
+      i <- sets[[e]]
+      m[e, i[i >= 1L & i <= N]] <- TRUE
+    }
+    m
+  }
+  tg <- incidence(lapply(E, `[[`, "target"))
+  reads <- incidence(lapply(E, function(e) {
+    c(if (!e$useValuesFromTriggerTime) unlist(lapply(e$assign, deps)), deps(e$priority),
+      if (!e$persistent) deps(e$trigger))
+  }))
+  trig <- incidence(lapply(E, function(e) deps(e$trigger)))
+  clash <- (tg + 0) %*% t((tg | reads) + 0) > 0
+  readers <- colSums(trig)
+  moves_trigger <- vapply(seq_len(nE), function(a) any(tg[a, ] & readers - trig[a, ] > 0), TRUE)
+  list(clash = clash, moves_trigger = moves_trigger)
 }
 
 lassie_event_tie <- function(E, tied, t) {
