@@ -139,10 +139,10 @@ check_model_events <- function(ev, N) {
 # simulation not yet at the end runs from its time to its next stop (the
 # end, or the time of its next delayed event), where the engine's watch
 # stops it earlier when a trigger changes; the events are then processed
-# there (lassie_event_instant()).  Simulations at the same time with the
-# same next stop share one engine call (copies of one set, or sets whose
-# events fire at set times); each simulation's numbers do not depend on
-# which others share its calls.  Returns what lassie_engine() returns
+# there (lassie_event_instant()).  A round is one engine call, each
+# simulation in its own window of time on the batch's output times; a
+# simulation's numbers do not depend on which others share its calls.
+# Returns what lassie_engine() returns
 # (without `elapsed`): the matrices (or, with job$array, the array's
 # values), stats, status and messages.
 lassie_events_run <- function(job, model, rt, it, devices = 0L) {
@@ -189,44 +189,43 @@ lassie_events_run <- function(job, model, rt, it, devices = 0L) {
         live[s] <- FALSE
       }
     }
-    key <- ifelse(live, paste(sprintf("%a", vapply(st, `[[`, 0, "t")), sprintf("%a", tstop)), NA)
-    for (g in split(which(live), key[live])) {
-      t0 <- st[[g[1L]]]$t; t1 <- tstop[g[1L]]
-      seg_t <- c(t0, times[times > t0 & times < t1], t1)
-      res <- .Call(ffi_lassie_simulate,
-                   list(model = job$arr, rates = if (rt$n > 1L) unlist(lapply(g, pick, x = rt, len = M)) else rt$values,
-                        initial = unlist(lapply(st[g], `[[`, "x")), times = seg_t, obs = NULL,
-                        watch = watch, attempts0 = stats[1L, g] + stats[2L, g]),
-                   list(rtol = job$rtol, atol = job$atol, method = job$method, maxSteps = job$maxSteps,
-                        hInit = 0, part = c(0L, length(g)), array = FALSE, output = NULL),
-                   run)
-      for (i in seq_along(g)) {
-        s <- g[i]
-        stats[, s] <- stats[, s] + res$stats[, i]
-        sp <- res$sims[[i]][, 1L + seq_len(N), drop = FALSE]
-        if (res$status[[i]] != 0L) {
-          # the engine's rows up to its failure, NaN after it
-          k <- which(seg_t %in% times & seg_t > t0)
-          out[[s]][match(seg_t[k], times), ] <- sp[k, ]
-          status[s] <- res$status[[i]]; messages[s] <- res$messages[[i]]
-          live[s] <- FALSE
-          next
-        }
-        # where the engine stopped: a trigger's change, or the segment's end
-        halt <- res$stop
-        th <- halt$t[i]
-        k <- seq_len(halt$rows[i])[-1L]
-        k <- k[seg_t[k] < th & seg_t[k] %in% times]
-        out[[s]][match(seg_t[k], times), ] <- sp[k, ]
-        q <- st[[s]]
-        q$t <- th; q$x <- halt$x[, i]
-        now <- if (halt$stopped[i]) halt$values[, i] != 0 else lassie_eval_programs(ev$programs, q$x)[trig] != 0
-        q <- lassie_event_instant(ev, q, now)
-        # a row at the event's time: the state after the events
-        r <- match(q$t, times)
-        if (!is.na(r)) out[[s]][r, ] <- q$x
-        st[[s]] <- q
+    g <- which(live)
+    if (!length(g)) break
+    t0 <- vapply(st[g], `[[`, 0, "t")
+    res <- .Call(ffi_lassie_simulate,
+                 list(model = job$arr, rates = if (rt$n > 1L) unlist(lapply(g, pick, x = rt, len = M)) else rt$values,
+                      initial = unlist(lapply(st[g], `[[`, "x")), times = times, obs = NULL,
+                      watch = watch, attempts0 = stats[1L, g] + stats[2L, g],
+                      window = as.vector(rbind(t0, tstop[g]))),
+                 list(rtol = job$rtol, atol = job$atol, method = job$method, maxSteps = job$maxSteps,
+                      hInit = 0, part = c(0L, length(g)), array = FALSE, output = NULL),
+                 run)
+    for (i in seq_along(g)) {
+      s <- g[i]
+      stats[, s] <- stats[, s] + res$stats[, i]
+      sp <- res$sims[[i]][, 1L + seq_len(N), drop = FALSE]
+      if (res$status[[i]] != 0L) {
+        # the engine's rows up to its failure, NaN after it
+        k <- which(times > t0[i])
+        out[[s]][k, ] <- sp[k, ]
+        status[s] <- res$status[[i]]; messages[s] <- res$messages[[i]]
+        live[s] <- FALSE
+        next
       }
+      # where the engine stopped: a trigger's change, or the run's end
+      halt <- res$stop
+      th <- halt$t[i]
+      k <- seq_len(halt$rows[i])
+      k <- k[times[k] > t0[i] & times[k] < th]
+      out[[s]][k, ] <- sp[k, ]
+      q <- st[[s]]
+      q$t <- th; q$x <- halt$x[, i]
+      now <- if (halt$stopped[i]) halt$values[, i] != 0 else lassie_eval_programs(ev$programs, q$x)[trig] != 0
+      q <- lassie_event_instant(ev, q, now)
+      # a row at the event's time: the state after the events
+      r <- match(q$t, times)
+      if (!is.na(r)) out[[s]][r, ] <- q$x
+      st[[s]] <- q
     }
   }
   obs <- job$obs

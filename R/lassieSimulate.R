@@ -267,13 +267,10 @@ check_model <- function(model) {
 #' priorities, or none) run in the model's order where the order cannot
 #' matter, and are refused (class `sysbioGPU_sbml_unsupported`) where it
 #' can.  Both engines run events, with the same watch: a batch runs in
-#' rounds, each from the simulations' last stops to their next ones, and
-#' simulations at the same time with the same next stop share one engine
-#' call (copies of one set, or sets whose events fire at set times, run as
-#' one batch; sets whose triggers fire at times of their own run in calls
-#' of their own).  On the GPU the explicit steps watch the triggers on the
-#' device and the implicit steps run on the host's threads.  `method =
-#' "rkf45"` (no interpolant) and `BPPARAM` are input errors with events.
+#' rounds, each one call of the engine on all its threads or devices, in
+#' which every simulation runs from its last stop to its next one (its
+#' events' times are its own).  `method = "rkf45"` (no interpolant) and
+#' `BPPARAM` are input errors with events.
 #'
 #' A model read by [readSBML()] may have kinetic laws that are not mass
 #' action (Michaelis-Menten, Hill, ...): their rates are evaluated from

@@ -32,6 +32,13 @@
 # row.  Without deSolve the deSolve row is skipped (and the differences are
 # taken against the CPU row); without a GPU, or where the GPU engine
 # refuses kinetic laws, the GPU row is skipped with a message.
+# LAWS_EVENTS=1 adds two SBML events to the model (the deSolve row is then
+# skipped: the plain reader has no events): at half the time the species
+# of the largest initial value is set back to it (a time all sets share),
+# and the species that falls furthest below its largest value in the
+# published set is set back to that value whenever it crosses the midpoint
+# of the two downwards, counted in a parameter `resets` (times of each
+# set's own).
 suppressPackageStartupMessages(library(sysbioGPU))
 env_num <- function(v, d) { x <- Sys.getenv(v); if (nzchar(x)) as.numeric(x) else d }
 n_sets <- as.integer(env_num("LAWS_SETS", 10000))
@@ -68,8 +75,48 @@ clamped_sbml <- function(file, species) {
   writeLines(x, out)
   out
 }
-m <- readSBML(if (clamp) clamped_sbml(file, pm$species) else file)
+# The SBML file's text with the two events of LAWS_EVENTS (see the top):
+# at t >= tmid, species s0 := v0; when y < level, y := top and resets + 1.
+with_events <- function(file, tmid, s0, v0, y, level, top) {
+  con <- if (grepl("\\.gz$", file)) gzfile(file) else file(file)
+  x <- paste(readLines(con, warn = FALSE), collapse = "\n")
+  close(con)
+  mml <- function(e) paste0('<math xmlns="http://www.w3.org/1998/Math/MathML">', e, "</math>")
+  time <- '<csymbol encoding="text" definitionURL="http://www.sbml.org/sbml/symbols/time"> t </csymbol>'
+  num <- function(v) sprintf("<cn> %.17g </cn>", v)
+  ev <- paste0(
+    "<listOfEvents>",
+    '<event id="restore"><trigger>', mml(paste0("<apply><geq/>", time, num(tmid), "</apply>")), "</trigger>",
+    '<listOfEventAssignments><eventAssignment variable="', s0, '">', mml(num(v0)),
+    "</eventAssignment></listOfEventAssignments></event>",
+    '<event id="reset"><trigger>', mml(sprintf("<apply><lt/><ci> %s </ci>%s</apply>", y, num(level))), "</trigger>",
+    '<listOfEventAssignments><eventAssignment variable="', y, '">', mml(num(top)), "</eventAssignment>",
+    '<eventAssignment variable="resets">', mml("<apply><plus/><ci> resets </ci><cn> 1 </cn></apply>"),
+    "</eventAssignment></listOfEventAssignments></event></listOfEvents>")
+  x <- sub("<listOfParameters>", '<listOfParameters><parameter id="resets" value="0" constant="false"/>', x,
+           fixed = TRUE)
+  x <- sub("</model>", paste0(ev, "</model>"), x, fixed = TRUE)
+  out <- tempfile(fileext = ".xml")
+  writeLines(x, out)
+  out
+}
+m_file <- if (clamp) clamped_sbml(file, pm$species) else file
+m <- readSBML(m_file)
 laws_at <- if (clamp) " (laws at max(x, 0))" else ""
+events <- Sys.getenv("LAWS_EVENTS") == "1"
+if (events) {
+  one <- unclass(lassieSimulate(m, times, rtol = rtol, atol = atol, backend = "cpu", verbose = FALSE))
+  x1 <- one[, pm$species, drop = FALSE]
+  top <- apply(x1, 2L, max)
+  s0 <- pm$species[which.max(x1[1L, ])]
+  y <- pm$species[which.max((top - x1[nrow(x1), ]) / pmax(top, 1e-300))]
+  level <- (top[[y]] + x1[nrow(x1), y]) / 2
+  m <- readSBML(with_events(m_file, max(times) / 2, s0, x1[1L, s0], y, level, top[[y]]))
+  laws_at <- paste0(laws_at, ", with events")
+  cat(sprintf("events: %s set back to %.4g at t = %g; %s set back to %.4g below %.4g\n", s0, x1[1L, s0],
+              max(times) / 2, y, top[[y]], level))
+  has_desolve <- FALSE
+}
 n_laws <- sum(m$laws$start >= 0L)
 cat(sprintf("%s: %d species, %d SBML reactions (%d of readSBML(), %d laws that are not mass action, programs of %d codes)\n",
             sub("\\.xml(\\.gz)?$", "", model_name), length(m$species), length(pm$laws), length(m$reactions), n_laws,
@@ -81,8 +128,19 @@ cat(sprintf("%s; %d sets, t 0-%g (%d outputs), rtol %g, atol %g; %d CPU threads 
 set.seed(env_num("LAWS_SEED", 1))
 f <- matrix(exp(stats::runif(n_sets * length(pm$laws), -log(spread), log(spread))), n_sets)
 f[1L, ] <- 1
-rates <- f[, plain$plain_reaction_of(m$reactions, pm), drop = FALSE] * rep(m$rates, each = n_sets)
-colnames(rates) <- m$reactions
+# (the clock that a model's events read, a reaction of its own, stays 1)
+law_rx <- setdiff(m$reactions, m$clock$reaction)
+rates <- matrix(1, n_sets, length(m$reactions), dimnames = list(NULL, m$reactions))
+rates[, law_rx] <- f[, plain$plain_reaction_of(law_rx, pm), drop = FALSE] * rep(m$rates[law_rx], each = n_sets)
+
+# relative difference with a floor of 1e-6 of each species' largest value
+# in the set and 1e-6 absolute (1000 atol: a species that stays near 0
+# differs by atol), per set (times x species x sets)
+rel_diff_sets <- function(a, b) {
+  big <- apply(abs(b), c(2L, 3L), max)
+  fl <- array(rep(pmax(1e-6 * big, 1e-6), each = dim(b)[1L]), dim(b))
+  apply(abs(a - b) / pmax(abs(b), fl), 3L, max)
+}
 
 rows <- list()
 # x: the species (times x species x sets; the outputs of a model's assignment
@@ -113,6 +171,7 @@ if (Sys.getenv("LAWS_GPU") == "0") {
     g <- gpu_run(rates)
     add_row(sprintf("lassieSimulate %s, GPU (%s)%s", method, attr(g, "device"), laws_at), proc.time()[["elapsed"]] - t0,
             unclass(g)[, pm$species, , drop = FALSE], attr(g, "status") == 0L, attr(g, "messages"))
+    if (events) gpu_resets <- unclass(g)[length(times), "resets", ]
     rm(g)
   }
 }
@@ -125,6 +184,26 @@ add_row(sprintf("lassieSimulate %s, CPU %d threads%s", method, threads, laws_at)
         unclass(cpu)[, pm$species, , drop = FALSE], attr(cpu, "status") == 0L, attr(cpu, "messages"))
 # the work per set, for the comparison with deSolve's below
 counts <- list(ours = rowMeans(attr(cpu, "stats")))
+if (events) {
+  resets <- round(unclass(cpu)[length(times), "resets", ])
+  cat(sprintf("events: resets per set %s (mean %.2f)%s\n", paste(range(resets), collapse = "-"), mean(resets),
+              if (exists("gpu_resets")) sprintf("; %d set(s) where the GPU's count differs from the CPU's",
+                                                 sum(round(gpu_resets) != resets)) else ""))
+  # How far the model's answer moves when nothing but the last bits of the
+  # rates do: the CPU row again with every rate x (1 + 1e-12).  Events
+  # turn such differences (the device's exp and pow round differently
+  # from the host's) into differences of event times, and a sharp
+  # transient after an event into large ones at the output times.
+  r2 <- rates
+  r2[, law_rx] <- r2[, law_rx] * (1 + 1e-12)
+  cpu2 <- suppressWarnings(lassieSimulate(m, times, rtol = rtol, atol = atol, method = method, rates = r2,
+                                          backend = "cpu", threads = threads, output = "array", verbose = FALSE))
+  ok <- attr(cpu, "status") == 0L & attr(cpu2, "status") == 0L
+  d2 <- rel_diff_sets(unclass(cpu2)[, pm$species, ok, drop = FALSE], unclass(cpu)[, pm$species, ok, drop = FALSE])
+  cat(sprintf("events: the CPU row with the rates x (1 + 1e-12): max_rel_diff %.3g against the CPU row (%d of %d sets above 1e-3), %d set(s) whose count of resets differs\n",
+              max(d2), sum(d2 > 1e-3), sum(ok), sum(round(unclass(cpu2)[length(times), "resets", ]) != resets)))
+  rm(cpu2)
+}
 rm(cpu)
 
 # (c) deSolve with compiled code
@@ -162,15 +241,8 @@ if (!has_desolve) {
 
 # the table: against deSolve (else against the CPU row)
 ref <- rows[[length(rows)]]
-# relative difference with a floor of 1e-6 of each species' largest value
-# in the set and 1e-6 absolute (1000 atol: a species that stays near 0
-# differs by atol), over the sets both ran to
-# the end
-rel_diff_sets <- function(a, b) {
-  big <- apply(abs(b), c(2L, 3L), max)
-  fl <- array(rep(pmax(1e-6 * big, 1e-6), each = dim(b)[1L]), dim(b))
-  apply(abs(a - b) / pmax(abs(b), fl), 3L, max)
-}
+# the largest relative difference (rel_diff_sets()) over the sets both ran
+# to the end
 rel_diff <- function(r) {
   ok <- r$ok & ref$ok
   if (!any(ok)) return(NA_real_)

@@ -92,6 +92,14 @@ typedef struct sbg_lassie_params {
   /* NULL, or per simulation the attempts it made before this run (a run
    * that continues it after an event), counted against max_steps */
   const double *attempts0;
+  /* NULL, or per simulation the times it runs from and to (2 x n_sims,
+   * within times[0] .. times[n_times - 1]; with a watch, not RKF45):
+   * lassieSimulate()'s rounds between events, each simulation from its
+   * last stop to its next.  The output rows strictly inside are
+   * interpolated, a row at the end is the state there, the others are
+   * left as they are.  NULL: every simulation from the first time to the
+   * last, its row 0 its initial state. */
+  const double *window;
   /* GPU: the devices sharing the batch, each a contiguous block of
    * simulations (n_devices <= 0: ctx->device alone) */
   const int *devices;

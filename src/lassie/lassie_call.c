@@ -316,7 +316,7 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
    * each simulation made before this run (it continues after an event) */
   SEXP watch_l = sbg_elt_or_null(data, "watch");
   const int watching = watch_l && !Rf_isNull(watch_l);
-  SEXP attempts0 = sbg_elt_or_null(data, "attempts0");
+  SEXP attempts0 = sbg_elt_or_null(data, "attempts0"), window = sbg_elt_or_null(data, "window");
   /* part: this batch's first simulation (0-based) and the size of the
    * whole batch, for messages */
   SEXP part = sbg_vec_elt(params, "part", INTSXP, 2);
@@ -356,6 +356,16 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   if (attempts0 && !Rf_isNull(attempts0)) {
     SBG_ASSERT(TYPEOF(attempts0) == REALSXP && XLENGTH(attempts0) == p.n_sims);
     p.attempts0 = REAL(attempts0);
+  }
+  /* window: NULL, or each simulation's run (its start and end, a column
+   * each), with a watch (lassieSimulate()'s rounds between events) */
+  p.window = NULL;
+  if (window && !Rf_isNull(window)) {
+    SBG_ASSERT(watching && TYPEOF(window) == REALSXP && XLENGTH(window) == 2 * (R_xlen_t)p.n_sims);
+    const double *w = REAL(window);
+    for (int s = 0; s < p.n_sims; s++)
+      SBG_ASSERT(w[2 * s] >= p.times[0] && w[2 * s] < w[2 * s + 1] && w[2 * s + 1] <= p.times[p.n_times - 1]);
+    p.window = w;
   }
   p.devices = rn.devices;
   p.n_devices = rn.n_devices;

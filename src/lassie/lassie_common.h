@@ -422,9 +422,24 @@ typedef struct sbg_lassie_start {
   double t, h, attempts;
   int next;
 } sbg_lassie_start;
-/* The first step both engines take (lassie_cpu.c); f, v: scratch N, M. */
+/* The first step both engines take (lassie_cpu.c) over a run of `span`;
+ * f, v: scratch N, M. */
 double sbg_lassie_initial_step(const sbg_lassie_model *m, const sbg_lassie_params *p,
-                               const double *k, const double *x, double *f, double *v);
+                               const double *k, const double *x, double span, double *f, double *v);
+/* Simulation s's run: from *t0 to *t1 (p->window's, else the batch's first
+ * and last times), its first output row after *t0 in *row. */
+static inline void lassie_window(const sbg_lassie_params *p, int s, double *t0, double *t1, int *row) {
+  const int nt = p->n_times;
+  int r = 1;
+  if (!p->window) {
+    *t0 = p->times[0]; *t1 = p->times[nt - 1];
+  } else {
+    *t0 = p->window[2 * (size_t)s]; *t1 = p->window[2 * (size_t)s + 1];
+    r = 0;
+    while (r < nt && p->times[r] <= *t0) r++;
+  }
+  *row = r;
+}
 /* Continues simulation `sim` from `start` (state x, out rows before
  * start->next written, stats so far) with implicit steps, on the CPU. */
 /* The same for the n simulations sims[] (ascending), states x (N per

@@ -835,9 +835,8 @@ static int lassie_poll_due(lassie_poll *lp, double within) {
 }
 
 double sbg_lassie_initial_step(const sbg_lassie_model *m, const sbg_lassie_params *p,
-                               const double *k, const double *x, double *f, double *v) {
+                               const double *k, const double *x, double span, double *f, double *v) {
   const int N = m->n_species;
-  const double span = p->times[p->n_times - 1] - p->times[0];
   if (p->h_init > 0) return p->h_init;
   /* 1% of the time the fastest species needs to change by its own
    * tolerance scale */
@@ -1325,7 +1324,7 @@ static int implicit_attempt(sim_run *r, double hs, int hits, double target, doub
   return 0;
 }
 
-/* Runs one simulation, number `sim` of the batch (for the watch's
+/* Runs one simulation, number `sim` of the batch (its window, its watch's
  * report); with `start` it continues one that another engine (the GPU's
  * explicit steps) brought to start->t, in implicit mode.  Each
  * attempt steps towards the target (the next output time with RKF45, else
@@ -1357,12 +1356,15 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
     for (int c = 0; c < watch->n_conds; c++)
       r.wv[c] = sbg_lassie_law_eval(watch->code + watch->start[c], watch->cval, x0, -1, 0);
   }
-  r.tend = p->times[nt - 1]; r.span = r.tend - p->times[0];
-  r.t = p->times[0];
+  double t0;
+  int row0;
+  lassie_window(p, sim, &t0, &r.tend, &row0);
+  r.span = r.tend - t0;
+  r.t = t0;
   r.scheme = p->method == SBG_LASSIE_RKF45 ? LASSIE_RKF45 : LASSIE_DP5;
   r.dense = p->method != SBG_LASSIE_RKF45;
   r.mode = p->method == SBG_LASSIE_BDF ? MODE_IMPLICIT : MODE_EXPLICIT;
-  r.next = 1;
+  r.next = row0;
   r.need_jac = 1; r.q = 1;
   memcpy(w->x, x0, sizeof(double) * N);
   if (start) {
@@ -1370,14 +1372,15 @@ static void integrate(const sbg_lassie_model *m, const sbg_lassie_params *p,
     r.t = start->t; r.h = start->h; r.next = start->next; r.attempts = start->attempts;
     r.mode = MODE_IMPLICIT;
   } else {
-    for (int j = 0; j < N; j++) out[(size_t)j * nt] = x0[j];
-    r.h = sbg_lassie_initial_step(m, p, k, x0, w->ks[0], w->v);
+    if (!p->window)
+      for (int j = 0; j < N; j++) out[(size_t)j * nt] = x0[j];
+    r.h = sbg_lassie_initial_step(m, p, k, x0, r.span, w->ks[0], w->v);
     if (!(p->h_init > 0)) r.st[SBG_LASSIE_ST_RHS]++;
     if (p->attempts0) r.attempts = p->attempts0[sim];
   }
-  while (r.next < nt) {
+  while (r.next < nt && r.t < r.tend) {
     if (++r.attempts > p->max_steps) { sim_fail(&r, SBG_ERR_NUMERIC, LASSIE_FAIL_MAXSTEPS); break; }
-    if (lp->stop || (poller && lassie_poll_due(lp, (r.t - p->times[0]) / r.span))) {
+    if (lp->stop || (poller && lassie_poll_due(lp, (r.t - t0) / r.span))) {
       sim_fail(&r, SBG_ERR_INTERRUPTED, LASSIE_FAIL_INTERRUPT);
       so->cancelled = 1;
       break;

@@ -50,17 +50,6 @@ __device__ inline double rate_at(const dmodel &m, const double *k, const double 
   return lassie_law_rate(&lm, k, y, i);
 }
 
-/* The watched conditions (sbg_lassie_watch) on the device, n 0 for none:
- * their programs, and per simulation (n or N apart) base, their values at
- * the run's start; vals, their values where a change was found; vq,
- * scratch values; wx, scratch for a state inside a step. */
-struct dwatch {
-  int n;
-  const int *start, *code;
-  const double *cval;
-  double *base, *vals, *vq, *wx;
-};
-
 /* Products and sums rounded one by one (see lassie_common.h). */
 __device__ inline double M_(double a, double b) { return __dmul_rn(a, b); }
 __device__ inline double A_(double a, double b) { return __dadd_rn(a, b); }
@@ -237,7 +226,7 @@ __device__ inline void control_block(int N, int nt, const double *times, double 
   }
   if (threadIdx.x == 0) {
     err = *nanflag ? NAN : red[0];
-    double tend = times[nt - 1], span = tend - times[0];
+    const double tend = st->tend, span = st->span;
     double hmin = lassie_hmin(st->t, span);
     st->st[SBG_LASSIE_ST_RHS] += NS - 1 + (st->fsal ? 0 : 1);
     st->fsal = scheme == LASSIE_DP5;
@@ -312,7 +301,7 @@ __device__ inline void control_block(int N, int nt, const double *times, double 
   }
   __syncthreads();
   if (threadIdx.x == 0 && st->active) {
-    if (st->next >= nt) { st->flag = FLAG_DONE; st->active = 0; }
+    if (st->next >= nt || st->t >= st->tend) { st->flag = FLAG_DONE; st->active = 0; }
     else if (++st->attempts > max_steps) { st->flag = FLAG_MAXSTEPS; st->active = 0; }
     else lassie_next_step(st, times, nt, dense);
   }
@@ -480,19 +469,22 @@ __global__ void k_row0(size_t SN, int N, int nt, const double *x, double *out) {
  * and its step control hs, the first step from the problem (f, v:
  * scratch of N and M).  As the CPU engine starts its simulations. */
 void lassie_start_sims(const sbg_lassie_model *m, const sbg_lassie_params *p, const double *rates,
-                       const double *initial, const double *att0, double *hx, simstate *hs, int s0,
-                       int s1, double *f, double *v) {
+                       const double *initial, int base, double *hx, simstate *hs, int s0, int s1,
+                       double *f, double *v) {
   const int N = m->n_species, M = m->n_reactions, dense = p->method != SBG_LASSIE_RKF45;
   for (int s = s0; s < s1; s++) {
     const double *x0 = initial + (p->initial_per_sim ? (size_t)s * N : 0);
     const double *k = rates + (p->rates_per_sim ? (size_t)s * M : 0);
     simstate *q = &hs[s];
     memcpy(hx + (size_t)s * N, x0, sizeof(double) * N);
-    q->t = p->times[0];
-    q->h = sbg_lassie_initial_step(m, p, k, hx + (size_t)s * N, f, v);
+    double t0;
+    lassie_window(p, base + s, &t0, &q->tend, &q->next);
+    q->t = t0;
+    q->span = q->tend - t0;
+    q->h = sbg_lassie_initial_step(m, p, k, hx + (size_t)s * N, q->span, f, v);
     if (!(p->h_init > 0)) q->st[SBG_LASSIE_ST_RHS] = 1;
-    q->next = 1;
-    q->attempts = (p->method == SBG_LASSIE_BDF ? 0 : 1) + (att0 ? att0[s] : 0);   /* the CPU counts its own */
+    /* the CPU counts its own */
+    q->attempts = (p->method == SBG_LASSIE_BDF ? 0 : 1) + (p->attempts0 ? p->attempts0[base + s] : 0);
     q->active = p->method != SBG_LASSIE_BDF;
     /* method = "bdf": every simulation goes to the implicit steps at once */
     q->flag = q->active ? FLAG_RUN : FLAG_TO_CPU;
@@ -532,7 +524,6 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   const size_t nk = p->rates_per_sim ? SM : (size_t)M;
   const double *rates = p->rates + (p->rates_per_sim ? (size_t)pt->s0 * M : 0);
   const double *initial = p->initial + (p->initial_per_sim ? (size_t)pt->s0 * N : 0);
-  const double *att0 = p->attempts0 ? p->attempts0 + pt->s0 : NULL;
   sbg_lassie_watch *wt = r->watch;
   double *rout = NULL;
   simstate *hs = hs_all + pt->s0;
@@ -560,8 +551,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
    * alike. */
   lassie_gpu_bdf *bdf = NULL;
   int bdf_unpaced = 0;
-  const int want_bdf = p->method != SBG_LASSIE_RKF45 && !wt &&
-                       lassie_gpu_bdf_wanted(m, p, p->n_sims, ctx->n_threads);
+  const int want_bdf = p->method != SBG_LASSIE_RKF45 && lassie_gpu_bdf_wanted(m, p, p->n_sims, ctx->n_threads);
   const int TB = LASSIE_BLOCK;   /* k_stiff's reduction order is the CPU's */
   const int scheme = p->method == SBG_LASSIE_RKF45 ? LASSIE_RKF45 : LASSIE_DP5;
   const int dense = p->method != SBG_LASSIE_RKF45;
@@ -622,12 +612,12 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
       bool started = false;
       if (starts && t > 0) {
         try {
-          starts[t] = std::thread(lassie_start_sims, m, p, rates, initial, att0, hx, hs, s0, s1, ft, vt);
+          starts[t] = std::thread(lassie_start_sims, m, p, rates, initial, pt->s0, hx, hs, s0, s1, ft, vt);
           started = true;
         } catch (...) {
         }
       }
-      if (!started) lassie_start_sims(m, p, rates, initial, att0, hx, hs, s0, s1, ft, vt);
+      if (!started) lassie_start_sims(m, p, rates, initial, pt->s0, hx, hs, s0, s1, ft, vt);
     }
     for (int t = 1; starts && t < nth; t++) if (starts[t].joinable()) starts[t].join();
     delete[] starts;
@@ -770,7 +760,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
                                        p->method, scheme, dense, d_x, d_K, d_ys, d_out, d_ss, dw);
     }
     SBG_CUDA_CHECK(cudaGetLastError());
-    if (bdf) SBG_TRY(lassie_gpu_bdf_launch(bdf, p, d_k, d_times, d_x, d_out, d_ss, stream, ctx));
+    if (bdf) SBG_TRY(lassie_gpu_bdf_launch(bdf, p, d_k, d_times, d_x, d_out, d_ss, dw, stream, ctx));
     have_output();
     if (bdf_unpaced) {
       /* look at the launch while it runs (before anything that waits for

@@ -20,15 +20,28 @@ struct simstate {
   int fsal;                      /* stage 0 (f(x)) is already in K: DP5 after a step */
   int row0, row1;                /* output rows the accepted step fills */
   double t0;                     /* start of the accepted step */
+  double tend, span;             /* the run's end and length (lassie_window()) */
 };
 /* The next explicit attempt's size towards the target (the next output
  * time with RKF45, else the end: `dense`), as lassie_cpu.c's integrate()
  * chooses it. */
 static __host__ __device__ inline void lassie_next_step(simstate *s, const double *times, int nt,
                                                          int dense) {
-  double target = dense ? times[nt - 1] : times[s->next];
+  (void)nt;
+  double target = dense ? s->tend : times[s->next];
   s->hs = lassie_attempt_size(s->t, s->h, target, &s->hits);
 }
+
+/* The watched conditions (sbg_lassie_watch) on the device, n 0 for none:
+ * their programs, and per simulation (n or N apart) base, their values at
+ * the run's start; vals, their values where a change was found; vq,
+ * scratch values; wx, scratch for a state inside a step. */
+struct dwatch {
+  int n;
+  const int *start, *code;
+  const double *cval;
+  double *base, *vals, *vq, *wx;
+};
 
 /* FLAG_TO_CPU: turned stiff (the device's implicit steps take it, or the
  * host's when the device has none for this model); FLAG_BDF: in the
@@ -59,7 +72,8 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
  * p->rates_per_sim), d_x the states, d_out the output blocks. */
 sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
                                  const double *d_k, const double *d_times, double *d_x,
-                                 double *d_out, simstate *d_ss, cudaStream_t stream, sbg_ctx *ctx);
+                                 double *d_out, simstate *d_ss, const dwatch &w, cudaStream_t stream,
+                                 sbg_ctx *ctx);
 /* Launches of LASSIE_BDF_ATTEMPTS_MAX attempts, not paced: the host polls
  * while one runs and stops it with lassie_gpu_bdf_stop(). */
 void lassie_gpu_bdf_unpaced(lassie_gpu_bdf *b);

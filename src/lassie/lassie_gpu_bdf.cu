@@ -101,7 +101,71 @@ struct bdfargs {
   bdfstate *bs;
   int smem_vecs;
   const volatile int *stop;   /* nonzero: leave the launch */
+  dwatch watch;               /* the watched conditions (watch.n 0: none) */
 };
+
+/* After simulation s's accepted implicit step from t0 to tnew (its new
+ * state already the history's first of npts), lassie_cpu.c's
+ * watch_step() by the team: whether a watched condition differs within
+ * the step (at the first of the probes and the end where one does); if
+ * so, the first time it differs (the end of a bisection down to adjacent
+ * doubles) into *tstop, the state there into w.wx and the conditions'
+ * values into w.vals.  Every lane evaluates the conditions (the same
+ * values), lane 0 keeps them. */
+__device__ int bdf_watch(const lassie_team *tm, const dwatch &w, int s, int N, double t0, double tnew,
+                         const double *ht, double *const *hp, int npts, const double *y, double *tstop) {
+  double *wx = w.wx + (size_t)s * N, *sv = w.vals + (size_t)s * w.n, *vq = w.vq + (size_t)s * w.n;
+  const double *base = w.base + (size_t)s * w.n;
+  const int L = tm->lane, T = tm->size;
+  auto state_at = [&](double tq) {
+    double lw[LASSIE_BDF_HIST];
+    lassie_bdf_interp_weights(tq, ht, npts, lw);
+    for (int j = L; j < N; j += T) wx[j] = lassie_bdf_interp(lw, hp, npts, j);
+    lassie_team_sync(tm);
+  };
+  auto changed = [&](const double *xs, double *v) -> int {
+    int c = 0;
+    for (int i = 0; i < w.n; i++) {
+      const double val = lassie_law_eval(w.code + w.start[i], w.cval, xs, -1, 0);
+      if (L == 0) v[i] = val;
+      c |= (val != 0) != (base[i] != 0);
+    }
+    lassie_team_sync(tm);   /* before wx is written again */
+    return c;
+  };
+  double a = t0, b = tnew;
+  int found = 0, at_end = 0;
+  for (int i = 1; i < LASSIE_WATCH_PROBES && !found; i++) {
+    const double tq = lassie_watch_probe(t0, tnew, i);
+    if (!(tq > a && tq < tnew)) continue;
+    state_at(tq);
+    if (changed(wx, sv)) { b = tq; found = 1; } else a = tq;
+  }
+  if (!found) {
+    if (!changed(y, sv)) return 0;
+    at_end = 1;
+  }
+  for (int it = 0; it < 200; it++) {
+    const double mid = lassie_watch_mid(a, b);
+    if (!(mid > a && mid < b)) break;
+    state_at(mid);
+    if (changed(wx, vq)) {
+      b = mid; at_end = 0;
+      if (L == 0) for (int i = 0; i < w.n; i++) sv[i] = vq[i];
+    } else {
+      a = mid;
+    }
+  }
+  /* the state at the change: the step's end, or the history there */
+  if (at_end) {
+    for (int j = L; j < N; j += T) wx[j] = y[j];
+    lassie_team_sync(tm);
+  } else {
+    state_at(b);
+  }
+  *tstop = b;
+  return 1;
+}
 
 /* The attempts of one simulation, by its team: integrate()'s implicit
  * attempts line by line (lassie_cpu.c: implicit_attempt() and the
@@ -130,7 +194,7 @@ __global__ void k_bdf(bdfargs a) {
   const int N = m->n_species, M = m->n_reactions, nnzA = m->r_ptr[M], nt = a.nt;
   const int L = tm.lane;
   const double rtol = a.rtol, atol = a.atol;
-  const double tend = a.times[nt - 1];
+  const double tend = q.tend;
   const double *k = a.k + (a.k_per_sim ? (size_t)s * M : 0);
   double *x = a.x + (size_t)s * N, *out = a.out + (size_t)s * nt * N;
   double *w = a.w + (size_t)s * a.stride, *histb = w, *wv = w + (size_t)LASSIE_BDF_HIST * N;
@@ -172,7 +236,7 @@ __global__ void k_bdf(bdfargs a) {
       if (stop != 0) break;
     }
     if (++q.attempts > a.max_steps) { q.flag = FLAG_MAXSTEPS; break; }
-    double hmin = lassie_hmin(q.t, tend - a.times[0]);
+    double hmin = lassie_hmin(q.t, q.span);
     const double h = q.h;
     int hits;
     double hs = lassie_attempt_size(q.t, h, tend, &hits);
@@ -268,18 +332,33 @@ __global__ void k_bdf(bdfargs a) {
     for (int j = L; j < N; j += T) { hp[0][j] = y[j]; x[j] = y[j]; }
     if (b.nh < LASSIE_BDF_HIST) b.nh++;
     lassie_team_sync(&tm);
+    int stopped = 0;
+    double t_stop = tnew;
     {
       /* emit_rows(): rows inside the step from the history, a row at tnew
-       * the new state itself */
+       * the new state itself; with watched conditions, a change within
+       * the step stops the simulation there instead, its rows before it */
       const int npts = lassie_bdf_interp_points(qq, b.nh);
-      for (; q.next < nt && a.times[q.next] < tnew; q.next++) {
+      double rows_to = tnew;
+      if (a.watch.n > 0) {
+        double tstop;
+        stopped = bdf_watch(&tm, a.watch, s, N, q.t, tnew, b.ht, hp, npts, y, &tstop);
+        if (stopped) rows_to = t_stop = tstop;
+      }
+      for (; q.next < nt && a.times[q.next] < rows_to; q.next++) {
         double lw[LASSIE_BDF_HIST];
         lassie_bdf_interp_weights(a.times[q.next], b.ht, npts, lw);
         for (int j = L; j < N; j += T) out[(size_t)j * nt + q.next] = lassie_bdf_interp(lw, hp, npts, j);
       }
-      if (q.next < nt && a.times[q.next] == tnew) {
+      if (!stopped && q.next < nt && a.times[q.next] == tnew) {
         for (int j = L; j < N; j += T) out[(size_t)j * nt + q.next] = y[j];
         q.next++;
+      }
+      if (stopped) {
+        /* the simulation ends at the change, in the state there; the
+         * step's bookkeeping below goes on as the CPU's does */
+        const double *wx = a.watch.wx + (size_t)s * N;
+        for (int j = L; j < N; j += T) x[j] = wx[j];
       }
     }
     b.fn_valid = 0; b.jac_fresh = 0; b.err_fails = 0;
@@ -303,7 +382,8 @@ __global__ void k_bdf(bdfargs a) {
         back = 1;
       }
     }
-    if (q.next >= nt) { q.flag = FLAG_DONE; break; }
+    if (stopped) { q.t = t_stop; q.flag = FLAG_STOP; break; }
+    if (q.next >= nt || q.t >= q.tend) { q.flag = FLAG_DONE; break; }
     if (back) {
       /* back to the explicit steps (lassie_gpu.cu), which go on from the
        * top of the CPU's step loop */
@@ -449,7 +529,8 @@ done:
 
 sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
                                  const double *d_k, const double *d_times, double *d_x,
-                                 double *d_out, simstate *d_ss, cudaStream_t stream, sbg_ctx *ctx) {
+                                 double *d_out, simstate *d_ss, const dwatch &w, cudaStream_t stream,
+                                 sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   bdfargs a;
   a.m = b->dm;
@@ -467,6 +548,7 @@ sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
   a.ss = d_ss; a.bs = b->d_bs;
   a.smem_vecs = b->smem_vecs;
   a.stop = b->d_stop;
+  a.watch = w;
   const int TB = LASSIE_BDF_BLOCK;
   size_t threads = (size_t)b->S * b->T;
   size_t smem = 0;

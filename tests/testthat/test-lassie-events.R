@@ -377,7 +377,7 @@ test_that("the GPU runs events with the CPU's bits, on one or two devices", {
   }
 })
 
-test_that("a stiff model with events on the GPU: the implicit steps on the host watch too", {
+test_that("a stiff model with events on the GPU: the implicit steps watch too, on the device or the host", {
   skip_if_not(sbmlAvailable(), "built without libSBML")
   skip_if_no_gpu()
   # A <-> B by fast laws (stiff near equilibrium, where "auto" turns to
@@ -395,13 +395,18 @@ test_that("a stiff model with events on the GPU: the implicit steps on the host 
   rates[, c("f", "b")] <- rates[, c("f", "b")] * c(1, 0.5, 2)
   tt <- c(0, 0.25, 0.5, 0.75, 1)
   cpu <- ev_run(m, tt, rates, "cpu")
-  gpu <- ev_run(m, tt, rates, "gpu")
-  for (s in 1:3) {
-    expect_identical(unclass(gpu[[s]])[, ], unclass(cpu[[s]])[, ], label = paste("set", s))
-    expect_identical(attr(gpu[[s]], "stats"), attr(cpu[[s]], "stats"), label = paste("set", s))
-    expect_gt(attr(gpu[[s]], "stats")[["implicitSteps"]], 0)
-    # equilibrium A = B = 1 before and after the event; two crossings
-    expect_equal(unname(gpu[[s]][c(2, 5), "A"]), c(1, 1), tolerance = 1e-8)
-    expect_equal(unname(gpu[[s]][5, "n"]), 2, tolerance = 1e-9)
+  for (dev in c(TRUE, FALSE)) {
+    old <- options(sysbioGPU.lassieDeviceBDF = dev)
+    gpu <- ev_run(m, tt, rates, "gpu")
+    options(old)
+    for (s in 1:3) {
+      lab <- paste("set", s, "device BDF", dev)
+      expect_identical(unclass(gpu[[s]])[, ], unclass(cpu[[s]])[, ], label = lab)
+      expect_identical(attr(gpu[[s]], "stats"), attr(cpu[[s]], "stats"), label = lab)
+      expect_gt(attr(gpu[[s]], "stats")[["implicitSteps"]], 0)
+      # equilibrium A = B = 1 before and after the event; two crossings
+      expect_equal(unname(gpu[[s]][c(2, 5), "A"]), c(1, 1), tolerance = 1e-8)
+      expect_equal(unname(gpu[[s]][5, "n"]), 2, tolerance = 1e-9)
+    }
   }
 })
