@@ -410,3 +410,31 @@ test_that("a stiff model with events on the GPU: the implicit steps watch too, o
     }
   }
 })
+
+test_that("on the GPU a set that exhausts maxSteps between events fails as on the CPU", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  skip_if_no_gpu()
+  # the second set crosses 0.9 about 475 times in t 0-1, more than its
+  # steps allow: the attempts of its earlier rounds count against maxSteps
+  f <- ev_model(params = c(k = 0.5), reactions = decay,
+                events = list(list(id = "low", trigger = ev_ap("lt", ev_ci("S"), ev_cn(0.9)),
+                                   assign = list(S = ev_cn(1)))))
+  m <- readSBML(f)
+  tt <- seq(0, 1, by = 0.01)
+  rates <- rbind(m$rates, m$rates, m$rates)
+  rates[2, "R1"] <- 50
+  rates[3, "R1"] <- 5
+  run <- function(backend) {
+    suppressWarnings(lassieSimulate(m, tt, rates = rates, maxSteps = 400, rtol = 1e-11, atol = 1e-14,
+                                    backend = backend, verbose = FALSE))
+  }
+  cpu <- run("cpu")
+  gpu <- run("gpu")
+  expect_identical(attr(gpu, "status"), attr(cpu, "status"))
+  expect_identical(attr(cpu, "status") != 0L, c(FALSE, TRUE, FALSE))
+  expect_identical(attr(gpu, "messages"), attr(cpu, "messages"))
+  for (s in 1:3) {
+    expect_identical(unclass(gpu[[s]])[, ], unclass(cpu[[s]])[, ], label = paste("set", s))
+    expect_identical(attr(gpu[[s]], "stats"), attr(cpu[[s]], "stats"), label = paste("set", s))
+  }
+})
