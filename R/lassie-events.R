@@ -155,21 +155,20 @@ lassie_events_run <- function(job, model, rt, it, devices = 0L) {
   trig <- vapply(ev$events, `[[`, 0L, "trigger")
   watch <- list(start = ev$programs$start[trig], code = ev$programs$code, cval = ev$programs$cval)
   run <- c(run_list(job, FALSE, devices = devices), job$settings)
+  pick <- function(x, len, s) if (x$n > 1L) x$values[(s - 1) * len + seq_len(len)] else x$values
+  out <- vector("list", n)
   stats <- matrix(0, 8L, n); status <- integer(n); messages <- character(n)
   segments <- numeric(n)
-  # every simulation's rows, times x species x simulations, and where the
-  # row `r` of simulation `s` lies in it (species apart by nt)
-  out <- rep(NaN, nt * N * n)
-  at <- function(r, s) r + nt * (seq_len(N) - 1L) + nt * N * (s - 1)
   # at the start: the triggers against their initialValue
   prev0 <- vapply(ev$events, `[[`, TRUE, "initialValue")
-  x0 <- matrix(if (it$n > 1L) it$values else rep(it$values, n), N)
   st <- lapply(seq_len(n), function(s) {
-    q <- list(x = x0[, s], t = times[1L], prev = prev0, pending = list(), serial = 0L)
+    q <- list(x = pick(it, N, s), t = times[1L], prev = prev0, pending = list(), serial = 0L)
     lassie_event_instant(ev, q, lassie_eval_programs(ev$programs, q$x)[trig] != 0)
   })
-  for (s in seq_len(n)) out[at(1L, s)] <- st[[s]]$x
-  rates <- if (rt$n > 1L) matrix(rt$values, M)
+  for (s in seq_len(n)) {
+    out[[s]] <- matrix(NaN, nt, N)
+    out[[s]][1L, ] <- st[[s]]$x
+  }
   live <- rep(TRUE, n)
   repeat {
     live <- live & vapply(st, function(q) q$t < tend, TRUE)
@@ -192,63 +191,50 @@ lassie_events_run <- function(job, model, rt, it, devices = 0L) {
     }
     g <- which(live)
     if (!length(g)) break
-    G <- length(g)
     t0 <- vapply(st[g], `[[`, 0, "t")
     res <- .Call(ffi_lassie_simulate,
-                 list(model = job$arr, rates = if (is.null(rates)) rt$values else rates[, g],
+                 list(model = job$arr, rates = if (rt$n > 1L) unlist(lapply(g, pick, x = rt, len = M)) else rt$values,
                       initial = unlist(lapply(st[g], `[[`, "x")), times = times, obs = NULL,
                       watch = watch, attempts0 = stats[1L, g] + stats[2L, g],
                       window = as.vector(rbind(t0, tstop[g]))),
                  list(rtol = job$rtol, atol = job$atol, method = job$method, maxSteps = job$maxSteps,
-                      hInit = 0, part = c(0L, G), array = TRUE, output = NULL),
+                      hInit = 0, part = c(0L, length(g)), array = FALSE, output = NULL),
                  run)
-    stats[, g] <- stats[, g] + res$stats
-    halt <- res$stop
-    failed <- res$status != 0L
-    # the rows each simulation reached: strictly inside its run, before
-    # where it stopped (a row there is the state after the events, below);
-    # a failed one's up to its failure, NaN after it
-    inside <- outer(times, t0, ">") &
-      (outer(seq_len(nt), halt$rows, "<=") & outer(times, halt$t, "<") | rep(failed, each = nt))
-    w <- which(inside) - 1L
-    r <- w %% nt; i <- w %/% nt
-    sp <- rep(nt * (seq_len(N) - 1L), each = length(w))
-    out[r + 1 + nt * N * (g[i + 1L] - 1) + sp] <- res$sims[r + 1 + nt * N * i + sp]
-    for (k in which(failed)) {
-      status[g[k]] <- res$status[[k]]; messages[g[k]] <- res$messages[[k]]
-    }
-    live[g[failed]] <- FALSE
-    for (k in which(!failed)) {
-      s <- g[k]
-      q <- st[[s]]
-      q$t <- halt$t[k]; q$x <- halt$x[, k]
-      # the events at the stop: a trigger changed there (its values from
-      # the engine), or a delayed execution is due; a run that reached the
-      # end without either has nothing to process
-      if (halt$stopped[k] || length(q$pending)) {
-        now <- if (halt$stopped[k]) halt$values[, k] != 0 else lassie_eval_programs(ev$programs, q$x)[trig] != 0
-        q <- lassie_event_instant(ev, q, now)
+    for (i in seq_along(g)) {
+      s <- g[i]
+      stats[, s] <- stats[, s] + res$stats[, i]
+      sp <- res$sims[[i]][, 1L + seq_len(N), drop = FALSE]
+      if (res$status[[i]] != 0L) {
+        # the engine's rows up to its failure, NaN after it
+        k <- which(times > t0[i])
+        out[[s]][k, ] <- sp[k, ]
+        status[s] <- res$status[[i]]; messages[s] <- res$messages[[i]]
+        live[s] <- FALSE
+        next
       }
-      # a row at the stop's time: the state after the events
+      # where the engine stopped: a trigger's change, or the run's end
+      halt <- res$stop
+      th <- halt$t[i]
+      k <- seq_len(halt$rows[i])
+      k <- k[times[k] > t0[i] & times[k] < th]
+      out[[s]][k, ] <- sp[k, ]
+      q <- st[[s]]
+      q$t <- th; q$x <- halt$x[, i]
+      now <- if (halt$stopped[i]) halt$values[, i] != 0 else lassie_eval_programs(ev$programs, q$x)[trig] != 0
+      q <- lassie_event_instant(ev, q, now)
+      # a row at the event's time: the state after the events
       r <- match(q$t, times)
-      if (!is.na(r)) out[at(r, s)] <- q$x
+      if (!is.na(r)) out[[s]][r, ] <- q$x
       st[[s]] <- q
     }
   }
   obs <- job$obs
-  if (isTRUE(job$array) && is.null(obs)) {
-    sims <- out
-  } else {
-    dim(out) <- c(nt, N, n)
-    sims <- lapply(seq_len(n), function(s) {
-      y <- out[, , s]
-      if (!is.matrix(y)) y <- matrix(y, nt, N)
-      if (!is.null(obs)) y <- cbind(y, y %*% obs)
-      if (isTRUE(job$array)) y else unname(cbind(times, y))
-    })
-    if (isTRUE(job$array)) sims <- unlist(sims)
-  }
-  list(sims = sims, stats = stats, status = status, messages = messages)
+  sims <- lapply(out, function(o) {
+    y <- if (is.null(obs)) o else cbind(o, o %*% obs)
+    if (isTRUE(job$array)) y else unname(cbind(times, y))
+  })
+  list(sims = if (isTRUE(job$array)) unlist(sims) else sims, stats = stats, status = status,
+       messages = messages)
 }
 
 lassie_max_event_stops <- 100000L

@@ -341,7 +341,7 @@ SEXP ffi_lassie_simulate(SEXP data, SEXP params, SEXP run) {
   if (!finite_nonneg(p.rates, XLENGTH(rates), rn.threads))
     sbg_stop(SBG_ERR_INPUT, "`rates` must be finite and >= 0");
   if (watching) {
-    SBG_ASSERT(sbg_int_elt(params, "method") != SBG_LASSIE_RKF45);
+    SBG_ASSERT(!sbg_lgl_elt(params, "array") && sbg_int_elt(params, "method") != SBG_LASSIE_RKF45);
     for (R_xlen_t j = 0; j < XLENGTH(initial); j++)
       if (!R_FINITE(p.initial[j])) sbg_stop(SBG_ERR_INPUT, "`initial` must be finite");
   } else if (!finite_nonneg(p.initial, XLENGTH(initial), rn.threads)) {
