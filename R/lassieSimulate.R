@@ -262,8 +262,11 @@ check_model <- function(model) {
 #' scheduled stops, values at the trigger's time or at the execution's,
 #' persistence, priorities re-evaluated at each execution, triggers
 #' re-evaluated after each) and the integration restarts from the new
-#' state.  An output time at an event's time shows the state after the
-#' events.  Simultaneous events whose order SBML leaves open (equal
+#' state.  An output time at the time found for an event shows the state
+#' after the events.  A trigger on time reads the model's clock, a state
+#' integrated with the others, so `time >= 2` may fire a few units in the
+#' last place after 2, and an output at 2 itself then shows the state just
+#' before the event.  Simultaneous events whose order SBML leaves open (equal
 #' priorities, or none) run in the model's order where the order cannot
 #' matter, and are refused (class `sysbioGPU_sbml_unsupported`) where it
 #' can.  Both engines run events, with the same watch: a batch runs in
