@@ -109,86 +109,31 @@ __global__ void k_spmv(int S, dmodel m, const double *v, double *f, const simsta
   f[idx] = hv_row(m, v + (size_t)s * m.M, l);
 }
 
-/* Whether a watched condition at state y differs, as a truth value, from
- * its value at the run's start; their values into v.  One thread. */
-__device__ inline int watch_changed(const dwatch &w, int s, const double *y, double *v) {
-  const double *b = w.base + (size_t)s * w.n;
-  int changed = 0;
-  for (int c = 0; c < w.n; c++) {
-    v[c] = lassie_law_eval(w.code + w.start[c], w.cval, y, -1, 0);
-    changed |= (v[c] != 0) != (b[c] != 0);
-  }
-  return changed;
-}
+/* A block of threads, as watch_search() takes its unit. */
+struct block_unit {
+  __device__ int lane() const { return threadIdx.x; }
+  __device__ int size() const { return blockDim.x; }
+  __device__ void sync() const { __syncthreads(); }
+};
 
 /* The state at tq inside the accepted explicit step from t0 of size h (x
- * to xn, stages K `kst` apart) into y, by the block: DP5's continuous
- * extension, as lassie_cpu.c's step_state(). */
-__device__ inline void step_state_block(int N, double t0, double h, double tq, const double *x,
-                                        const double *xn, const double *K, size_t kst, double *y) {
-  const double theta = (tq - t0) / h;
-  for (int j = threadIdx.x; j < N; j += blockDim.x) {
-    double kv[LASSIE_MAX_STAGES], rc[4];
-    for (int l = 0; l < LASSIE_MAX_STAGES; l++) kv[l] = K[(size_t)l * kst + j];
-    lassie_dp5_dense_coefs(x[j], xn[j], h, kv, rc);
-    y[j] = lassie_dp5_dense(theta, x[j], rc);
-  }
-  __syncthreads();
-}
-
-/* After simulation s's accepted explicit step (st->t0 to st->t, size
- * st->hs; x, xn and K as in control_block()), lassie_cpu.c's watch_step()
- * by the block: whether a watched condition differs within the step (at
- * the first of the probes and the end where one does); if so, the first
- * time it differs (the end of a bisection down to adjacent doubles) into
- * *tstop, the state there into w.wx and the conditions' values into
- * w.vals.  flag: shared scratch. */
-__device__ inline int watch_block(const dwatch &w, int s, int N, const double *x, const double *xn,
-                                  const double *K, size_t kst, const simstate *st, double *tstop,
-                                  int *flag) {
-  double *wx = w.wx + (size_t)s * N, *sv = w.vals + (size_t)s * w.n, *vq = w.vq + (size_t)s * w.n;
-  const double t0 = st->t0, tnew = st->t, h = st->hs;
-  double a = t0, b = tnew;
-  int found = 0, at_end = 0;
-  for (int i = 1; i < LASSIE_WATCH_PROBES && !found; i++) {
-    const double tq = lassie_watch_probe(t0, tnew, i);
-    if (!(tq > a && tq < tnew)) continue;
-    step_state_block(N, t0, h, tq, x, xn, K, kst, wx);
-    if (threadIdx.x == 0) *flag = watch_changed(w, s, wx, sv);
-    __syncthreads();
-    if (*flag) { b = tq; found = 1; } else a = tq;
-    __syncthreads();
-  }
-  if (!found) {
-    if (threadIdx.x == 0) *flag = watch_changed(w, s, xn, sv);
-    __syncthreads();
-    const int changed = *flag;
-    __syncthreads();
-    if (!changed) return 0;
-    at_end = 1;
-  }
-  for (int it = 0; it < 200; it++) {
-    const double mid = lassie_watch_mid(a, b);
-    if (!(mid > a && mid < b)) break;
-    step_state_block(N, t0, h, mid, x, xn, K, kst, wx);
-    if (threadIdx.x == 0) {
-      *flag = watch_changed(w, s, wx, vq);
-      if (*flag) for (int c = 0; c < w.n; c++) sv[c] = vq[c];
+ * to xn, stages K `kst` apart): DP5's continuous extension, as
+ * lassie_cpu.c's step_state(); the block's threads' species. */
+struct dp5_state_at {
+  int N;
+  double t0, h;
+  const double *x, *xn, *K;
+  size_t kst;
+  __device__ void operator()(double tq, double *y) const {
+    const double theta = (tq - t0) / h;
+    for (int j = threadIdx.x; j < N; j += blockDim.x) {
+      double kv[LASSIE_MAX_STAGES], rc[4];
+      for (int l = 0; l < LASSIE_MAX_STAGES; l++) kv[l] = K[(size_t)l * kst + j];
+      lassie_dp5_dense_coefs(x[j], xn[j], h, kv, rc);
+      y[j] = lassie_dp5_dense(theta, x[j], rc);
     }
-    __syncthreads();
-    if (*flag) { b = mid; at_end = 0; } else a = mid;
-    __syncthreads();
   }
-  /* the state at the change: the step's end, or the interpolant there */
-  if (at_end) {
-    for (int j = threadIdx.x; j < N; j += blockDim.x) wx[j] = xn[j];
-    __syncthreads();
-  } else {
-    step_state_block(N, t0, h, b, x, xn, K, kst, wx);
-  }
-  *tstop = b;
-  return 1;
-}
+};
 
 /* One simulation's attempt end, by its block: the new state, the error
  * test and the step control of lassie_cpu.c's explicit_attempt(), and the
@@ -198,7 +143,7 @@ __device__ inline int watch_block(const dwatch &w, int s, int N, const double *x
  * there, its last stage's input); K its stages, `kst` apart; os its output
  * block; red (LASSIE_BLOCK) and nanflag shared scratch.  With watched
  * conditions (w, simulation s) a change within the accepted step stops the
- * simulation there instead (FLAG_STOP; watch_block()): the rows before it
+ * simulation there instead (FLAG_STOP; watch_search()): the rows before it
  * are written and x becomes the state there.  Global or shared pointers
  * alike: k_control and k_explicit run the same code. */
 __device__ inline void control_block(int N, int nt, const double *times, double rtol, double atol,
@@ -272,7 +217,8 @@ __device__ inline void control_block(int N, int nt, const double *times, double 
   int stopped = 0;
   if (w.n > 0 && st->accepted) {
     double tstop;
-    stopped = watch_block(w, s, N, x, xn, K, kst, st, &tstop, nanflag);
+    const dp5_state_at at = {N, st->t0, st->hs, x, xn, K, kst};
+    stopped = watch_search(block_unit(), w, s, N, st->t0, st->t, xn, at, &tstop);
     if (stopped && threadIdx.x == 0) {
       int r1 = st->row0;
       while (r1 < nt && times[r1] < tstop) r1++;

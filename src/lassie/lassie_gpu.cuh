@@ -43,6 +43,71 @@ struct dwatch {
   double *base, *vals, *vq, *wx;
 };
 
+/* lassie_cpu.c's watch_step() on the device, for simulation s after an
+ * accepted step from t0 to tnew (state y at its end), by a unit of threads:
+ * a block of the explicit steps or a team of the implicit ones (Unit: its
+ * lane, size and sync()).  state_at(tq, wx) writes the unit's lanes' part
+ * of the step's interpolant at tq.  Whether a watched condition differs
+ * within the step (at the first of the probes and the end where one
+ * does); if so, the first time it differs (the end of a bisection down to
+ * adjacent doubles) into *tstop, the state there into w.wx and the
+ * conditions' values into w.vals.  Every lane evaluates the conditions
+ * (the same values); lane 0 keeps them. */
+template <class Unit, class StateAt>
+__device__ inline int watch_search(const Unit &u, const dwatch &w, int s, int N, double t0, double tnew,
+                                   const double *y, const StateAt &state_at, double *tstop) {
+  double *wx = w.wx + (size_t)s * N, *sv = w.vals + (size_t)s * w.n, *vq = w.vq + (size_t)s * w.n;
+  const double *base = w.base + (size_t)s * w.n;
+  /* the conditions at xs into v: whether one changed from base */
+  auto changed = [&](const double *xs, double *v) {
+    int c = 0;
+    for (int i = 0; i < w.n; i++) {
+      const double val = lassie_law_eval(w.code + w.start[i], w.cval, xs, -1, 0);
+      if (u.lane() == 0) v[i] = val;
+      c |= (val != 0) != (base[i] != 0);
+    }
+    u.sync();   /* before the state or the values are written again */
+    return c;
+  };
+  auto interp = [&](double tq) {
+    state_at(tq, wx);
+    u.sync();
+  };
+  double a = t0, b = tnew;
+  int found = 0, at_end = 0;
+  for (int i = 1; i < LASSIE_WATCH_PROBES && !found; i++) {
+    const double tq = lassie_watch_probe(t0, tnew, i);
+    if (!(tq > a && tq < tnew)) continue;
+    interp(tq);
+    if (changed(wx, sv)) { b = tq; found = 1; } else a = tq;
+  }
+  if (!found) {
+    if (!changed(y, sv)) return 0;
+    at_end = 1;
+  }
+  for (int it = 0; it < 200; it++) {
+    const double mid = lassie_watch_mid(a, b);
+    if (!(mid > a && mid < b)) break;
+    interp(mid);
+    if (changed(wx, vq)) {
+      b = mid; at_end = 0;
+      if (u.lane() == 0) for (int i = 0; i < w.n; i++) sv[i] = vq[i];
+      u.sync();
+    } else {
+      a = mid;
+    }
+  }
+  /* the state at the change: the step's end, or the interpolant there */
+  if (at_end) {
+    for (int j = u.lane(); j < N; j += u.size()) wx[j] = y[j];
+    u.sync();
+  } else {
+    interp(b);
+  }
+  *tstop = b;
+  return 1;
+}
+
 /* FLAG_TO_CPU: turned stiff (the device's implicit steps take it, or the
  * host's when the device has none for this model); FLAG_BDF: in the
  * device's implicit steps; FLAG_HOST: handed to the host's implicit steps

@@ -104,76 +104,27 @@ struct bdfargs {
   dwatch watch;               /* the watched conditions (watch.n 0: none) */
 };
 
-/* The state at tq from the history's npts states into wx, by the team
- * (lassie_cpu.c's step_state() for implicit steps). */
-__device__ inline void bdf_state_at(const lassie_team *tm, int N, double tq, const double *ht,
-                                    double *const *hp, int npts, double *wx) {
-  double lw[LASSIE_BDF_HIST];
-  lassie_bdf_interp_weights(tq, ht, npts, lw);
-  for (int j = tm->lane; j < N; j += tm->size) wx[j] = lassie_bdf_interp(lw, hp, npts, j);
-  lassie_team_sync(tm);
-}
+/* A simulation's team of lanes, as watch_search() takes its unit. */
+struct team_unit {
+  const lassie_team *tm;
+  __device__ int lane() const { return tm->lane; }
+  __device__ int size() const { return tm->size; }
+  __device__ void sync() const { lassie_team_sync(tm); }
+};
 
-/* Whether a watched condition at state xs differs, as a truth value,
- * from its value at the run's start (base); their values into v.  Every
- * lane evaluates them (the same values), lane 0 writes v. */
-__device__ inline int bdf_watch_changed(const lassie_team *tm, const dwatch &w, const double *base,
-                                        const double *xs, double *v) {
-  int c = 0;
-  for (int i = 0; i < w.n; i++) {
-    const double val = lassie_law_eval(w.code + w.start[i], w.cval, xs, -1, 0);
-    if (tm->lane == 0) v[i] = val;
-    c |= (val != 0) != (base[i] != 0);
+/* The state at tq from the history's npts states, as lassie_cpu.c's
+ * step_state() for implicit steps; the team's lanes' species. */
+struct bdf_state_at {
+  const lassie_team *tm;
+  int N, npts;
+  const double *ht;
+  double *const *hp;
+  __device__ void operator()(double tq, double *y) const {
+    double lw[LASSIE_BDF_HIST];
+    lassie_bdf_interp_weights(tq, ht, npts, lw);
+    for (int j = tm->lane; j < N; j += tm->size) y[j] = lassie_bdf_interp(lw, hp, npts, j);
   }
-  lassie_team_sync(tm);   /* before the state is written again */
-  return c;
-}
-
-/* After simulation s's accepted implicit step from t0 to tnew (its new
- * state y already the history's first of npts), lassie_cpu.c's
- * watch_step() by the team: whether a watched condition differs within
- * the step (at the first of the probes and the end where one does); if
- * so, the first time it differs (the end of a bisection down to adjacent
- * doubles) into *tstop, the state there into w.wx and the conditions'
- * values into w.vals. */
-__device__ inline int bdf_watch(const lassie_team *tm, const dwatch &w, int s, int N, double t0, double tnew,
-                                const double *ht, double *const *hp, int npts, const double *y,
-                                double *tstop) {
-  double *wx = w.wx + (size_t)s * N, *sv = w.vals + (size_t)s * w.n, *vq = w.vq + (size_t)s * w.n;
-  const double *base = w.base + (size_t)s * w.n;
-  double a = t0, b = tnew;
-  int found = 0, at_end = 0;
-  for (int i = 1; i < LASSIE_WATCH_PROBES && !found; i++) {
-    const double tq = lassie_watch_probe(t0, tnew, i);
-    if (!(tq > a && tq < tnew)) continue;
-    bdf_state_at(tm, N, tq, ht, hp, npts, wx);
-    if (bdf_watch_changed(tm, w, base, wx, sv)) { b = tq; found = 1; } else a = tq;
-  }
-  if (!found) {
-    if (!bdf_watch_changed(tm, w, base, y, sv)) return 0;
-    at_end = 1;
-  }
-  for (int it = 0; it < 200; it++) {
-    const double mid = lassie_watch_mid(a, b);
-    if (!(mid > a && mid < b)) break;
-    bdf_state_at(tm, N, mid, ht, hp, npts, wx);
-    if (bdf_watch_changed(tm, w, base, wx, vq)) {
-      b = mid; at_end = 0;
-      if (tm->lane == 0) for (int i = 0; i < w.n; i++) sv[i] = vq[i];
-    } else {
-      a = mid;
-    }
-  }
-  /* the state at the change: the step's end, or the history there */
-  if (at_end) {
-    for (int j = tm->lane; j < N; j += tm->size) wx[j] = y[j];
-    lassie_team_sync(tm);
-  } else {
-    bdf_state_at(tm, N, b, ht, hp, npts, wx);
-  }
-  *tstop = b;
-  return 1;
-}
+};
 
 /* The attempts of one simulation, by its team: integrate()'s implicit
  * attempts line by line (lassie_cpu.c: implicit_attempt() and the
@@ -350,7 +301,8 @@ __global__ void k_bdf(bdfargs a) {
       double rows_to = tnew;
       if (a.watch.n > 0) {
         double tstop;
-        stopped = bdf_watch(&tm, a.watch, s, N, q.t, tnew, b.ht, hp, npts, y, &tstop);
+        const bdf_state_at at = {&tm, N, npts, b.ht, hp};
+        stopped = watch_search(team_unit{&tm}, a.watch, s, N, q.t, tnew, y, at, &tstop);
         if (stopped) rows_to = t_stop = tstop;
       }
       for (; q.next < nt && a.times[q.next] < rows_to; q.next++) {
