@@ -142,9 +142,8 @@ check_model_events <- function(ev, N) {
 # there (lassie_event_instant()).  A round is one engine call, each
 # simulation in its own window of time on the batch's output times; a
 # simulation's numbers do not depend on which others share its calls.
-# Returns what lassie_engine() returns
-# (without `elapsed`): the matrices (or, with job$array, the array's
-# values), stats, status and messages.
+# Returns what lassie_engine() returns (without `elapsed`): the matrices
+# (or, with job$array, the array's values), stats, status and messages.
 lassie_events_run <- function(job, model, rt, it, devices = 0L) {
   ev <- model$events
   M <- length(model$reactions); N <- length(model$species)
