@@ -1,8 +1,10 @@
-# One rapidGSEA() call with phenotype permutations on MSigDB C2 (the input
-# of inst/bench/gsea.R: 20,639 genes x 200 samples), on the GPU, for a
-# profiler to attribute the time to the kernels, e.g.
-#   SBG_GSEA_MSIGDB=<folder> NPERM=65536 ncu --metrics gpu__time_duration.sum \
-#     --print-summary per-kernel --csv Rscript inst/bench/gsea-profile.R
+# One rapidGSEA() call with phenotype permutations on MSigDB C2, the input
+# and sets of inst/bench/gsea.R (20,639 genes x 200 samples, all 4,725
+# sets), on the GPU, for a profiler to attribute the time to the kernels,
+# e.g. (the card's own clocks, not the profiler's base clock)
+#   SBG_GSEA_MSIGDB=<folder> NPERM=262144 ncu --clock-control none \
+#     --metrics gpu__time_duration.sum --print-summary per-kernel --csv \
+#     Rscript inst/bench/gsea-profile.R
 # SBG_GSEA_MSIGDB: a folder holding h.v5.gmt and c2.v5.gmt (see gsea.R);
 # NPERM: permutations (default 16384).  Prints the call's seconds.
 suppressMessages(library(sysbioGPU))
@@ -19,5 +21,5 @@ set.seed(2016)
 x <- signif(matrix(rnorm(20639 * 200), 20639, dimnames = list(genes, NULL)), 9)
 y <- rep(c("MDS", "control"), c(183, 17))
 np <- as.numeric(Sys.getenv("NPERM", "16384"))
-t <- system.time(r <- rapidGSEA(x, y, c2, nperm = np, seed = 1, backend = "gpu", verbose = FALSE))
-cat(sprintf("C2, %g phenotype permutations, %s: %.2f s\n", np, resolveBackend("gpu")$deviceName, t[["elapsed"]]))
+t <- system.time(r <- rapidGSEA(x, y, c2, nperm = np, minSize = 1, maxSize = 20638, seed = 1, backend = "gpu", verbose = FALSE))
+cat(sprintf("C2 (%d sets), %g phenotype permutations, %s: %.2f s\n", nrow(r), np, resolveBackend("gpu")$deviceName, t[["elapsed"]]))
