@@ -1,9 +1,10 @@
 /* GPU engine of rapidGSEA(): for a batch of permutations, the permuted
  * labels (Philox, as on the CPU), every gene's metric and weight, the
  * ranking (CUB segmented radix sort of float keys, stable, exact ties put
- * right afterwards), then per tile of gene sets one thread block that sorts
- * the tile's hits by (set, rank) in shared memory and runs each set's
- * hits-only running sum in a thread, with the CPU's arithmetic (same bits);
+ * right afterwards), then per tile of gene sets and pair of permutations
+ * one thread block that sorts the hits by (permutation, set, rank) in
+ * shared memory and runs each set's hits-only running sum in a thread,
+ * with the CPU's arithmetic (same bits);
  * the streaming statistics of both passes run on the device too, so the
  * sets x permutations table never crosses to the host.  Reached from
  * rapidGSEA(backend = "gpu") through sbg_gsea_run() (gsea_cpu.c). */
@@ -22,22 +23,31 @@
 #include "philox.h"
 
 /* A tile: consecutive sets (in tile order, sets sorted by size) whose hits
- * fit one block's sort: 4,096 hits with 256 threads, or 8,192 with 512
- * for large sets.  Sort keys: (set within tile, rank) in the low bits, the
- * hit's position in the tile above them.  With up to 65,536 genes the key
- * is 32 bits (position = member index within its set, tiles cut so that
- * it fits), which halves the sort's shared-memory traffic; otherwise 64
- * bits (position = hit index within the tile, in the upper half). */
+ * fit one block's sort: 2,048 members of two permutations (4,096 hits)
+ * with 256 threads, or for large sets 8,192 members of one permutation
+ * with 512.  Sort keys: (permutation within block, set within tile, rank)
+ * in the low bits, the hit's position above them.  With up to 65,536
+ * genes the key is 32 bits (position = member index within its set, tiles
+ * cut so that it fits), which halves the sort's shared-memory traffic;
+ * otherwise 64 bits (position = hit index within the block, in the upper
+ * half). */
 #define TILE_RADIX_BITS 5
 #define STATS_THREADS 256
 
 /* What the hits of a set need of a gene in one permutation: one 16-byte
- * record, so one gather serves both. */
+ * record, so one gather serves both.  The records of permutations 2i and
+ * 2i + 1 lie side by side, gene after gene (rec_at), so that a block that
+ * scores both gathers one 32-byte memory sector a member, not two: the
+ * gathers were about a fifth of pass 1 on an H200. */
 struct gene_rec {
   double w;      /* running-sum weight |metric|^q */
   int32_t rank;  /* 0-based position in the ranking */
   int32_t pad;
 };
+
+__host__ __device__ static inline size_t rec_at(int64_t b, int32_t g, int32_t G) {
+  return ((size_t)(b >> 1) * (size_t)G + (size_t)g) * 2 + (size_t)(b & 1);
+}
 
 struct sbg_gsea_gpu {
   cudaStream_t stream;
@@ -53,7 +63,7 @@ struct sbg_gsea_gpu {
   int32_t *d_tmem;         /* S + 1: first member of each slot (tile order) */
   int32_t *d_tgene;        /* M: members, slot after slot, each set's own order */
   uint32_t *d_tkey;        /* M: slot within its tile << rbits, and with key32 the member
-                              index within its set << (rbits + the tile's slot bits) */
+                              index within its set << (rbits + the tile's slot bits + 1) */
   int key32;
   /* inputs */
   double *d_xc, *d_mu, *d_t1, *d_t2, *d_metric0;
@@ -151,7 +161,7 @@ static __global__ void k_metric(const sbg_gsea_gpu h, int64_t n) {
     m = gsea_metric(h.metric, sa, ssa, sb, ssb, (double)h.n_a, (double)h.n_b, h.d_mu[g]);
   }
   size_t at = (size_t)b * h.G + g;
-  h.d_rec[at].w = gsea_weight(m, h.weight);
+  h.d_rec[rec_at(b, g, h.G)].w = gsea_weight(m, h.weight);
   h.d_key64[at] = gsea_sort_key(m);
   h.d_key0[at] = float_sort_key(m);
   h.d_ord0[at] = g;
@@ -188,7 +198,7 @@ static __global__ void k_rank(const sbg_gsea_gpu h, const int32_t *ord, int64_t 
   int64_t b = blockIdx.y;
   if (r >= h.G || b >= n) return;
   size_t at = (size_t)b * h.G;
-  h.d_rec[at + ord[at + r]].rank = r;
+  h.d_rec[rec_at(b, ord[at + r], h.G)].rank = r;
 }
 
 static __global__ void k_seg(int32_t *seg, int32_t G, int64_t B) {
@@ -207,12 +217,12 @@ __host__ __device__ static inline int slot_bits(int32_t sets) {
   return b;
 }
 
-template <int THREADS, int IPT, typename KeyT>
+template <int THREADS, int IPT, int PERMS, typename KeyT>
 struct tile_sort {
   typedef cub::BlockRadixSort<KeyT, THREADS, IPT, cub::NullType, TILE_RADIX_BITS> sort;
   /* ranks of up to 65,536 genes (32-bit keys) fit 16 bits */
   typedef typename std::conditional<sizeof(KeyT) == 4, uint16_t, uint32_t>::type rank_t;
-  enum { HITS = THREADS * IPT };
+  enum { HITS = THREADS * IPT, MEMBERS = HITS / PERMS };
   /* the sort's storage, later the hit list (rank, position); the weights */
   static size_t smem() {
     size_t a = sizeof(typename sort::TempStorage), b = (size_t)HITS * (sizeof(rank_t) + sizeof(uint16_t));
@@ -221,15 +231,16 @@ struct tile_sort {
   }
 };
 
-/* Block (tile, permutation).  Each hit gathers its gene's record (rank and
- * weight); one block-wide radix sort of (set within tile, rank) puts every
- * set's hits in rank order in shared memory; then one thread per set sums
- * its weights in member order (as the CPU) and runs the running sum over
- * its hits in rank order, all from shared memory. */
-template <int THREADS, int IPT, typename KeyT>
+/* Block (tile, PERMS permutations).  Each member gathers its gene's
+ * records (rank and weight) in the block's permutations; one block-wide
+ * radix sort of (permutation, set within tile, rank) puts every set's hits
+ * in rank order in shared memory; then one thread per set and permutation
+ * sums its weights in member order (as the CPU) and runs the running sum
+ * over its hits in rank order, all from shared memory. */
+template <int THREADS, int IPT, int PERMS, typename KeyT>
 static __global__ void __launch_bounds__(THREADS, THREADS <= 256 ? (sizeof(KeyT) == 4 ? 4 : 3) : 1)
 k_es_tile(const sbg_gsea_gpu h, int64_t n) {
-  typedef tile_sort<THREADS, IPT, KeyT> ts;
+  typedef tile_sort<THREADS, IPT, PERMS, KeyT> ts;
   typedef typename ts::sort sort_t;
   const bool key32 = sizeof(KeyT) == 4;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -242,24 +253,29 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
   off = ((off > lists ? off : lists) + 15) / 16 * 16;
   double *wt = reinterpret_cast<double *>(smem + off);
   int32_t t = blockIdx.x;
-  int64_t b = blockIdx.y;
-  if (b >= n) return;
+  int64_t b0 = (int64_t)blockIdx.y * PERMS;
+  if (b0 >= n) return;
+  const int nq = n - b0 < PERMS ? (int)(n - b0) : PERMS; /* the block's permutations */
   int32_t u0 = h.d_tile_first[t], u1 = h.d_tile_first[t + 1];
   int32_t m0 = h.d_tmem[u0], cnt = h.d_tmem[u1] - m0;
-  const gene_rec *rec = h.d_rec + (size_t)b * h.G;
-  const int sorted_bits = h.rbits + slot_bits(u1 - u0);
+  const int set_bits = h.rbits + slot_bits(u1 - u0), sorted_bits = set_bits + 1;
   KeyT keys[IPT];
 #pragma unroll
-  for (int j = 0; j < IPT; j++) {
+  for (int j = 0; j < IPT / PERMS; j++) {
     int32_t p = j * THREADS + threadIdx.x; /* striped: coalesced reads */
-    if (p < cnt) {
-      gene_rec r = rec[h.d_tgene[m0 + p]];
-      wt[p] = r.w;
-      KeyT k = (KeyT)(h.d_tkey[m0 + p] | (uint32_t)r.rank);
-      if (!key32) k |= (KeyT)p << 16 << 16; /* (two shifts: no warning when KeyT is 32 bits) */
-      keys[j] = k;
-    } else {
-      keys[j] = ~(KeyT)0; /* no real key is all ones */
+    int32_t g = p < cnt ? h.d_tgene[m0 + p] : 0;
+    uint32_t tk = p < cnt ? h.d_tkey[m0 + p] : 0u;
+#pragma unroll
+    for (int q = 0; q < PERMS; q++) {
+      if (p < cnt && q < nq) {
+        gene_rec r = h.d_rec[rec_at(b0 + q, g, h.G)];
+        wt[q * cnt + p] = r.w;
+        KeyT k = (KeyT)(tk | ((uint32_t)q << set_bits) | (uint32_t)r.rank);
+        if (!key32) k |= (KeyT)(q * cnt + p) << 16 << 16; /* (two shifts: no warning when KeyT is 32 bits) */
+        keys[j * PERMS + q] = k;
+      } else {
+        keys[j * PERMS + q] = ~(KeyT)0; /* no real key is all ones */
+      }
     }
   }
   sort_t(tmp).SortBlockedToStriped(keys, 0, sorted_bits);
@@ -269,17 +285,20 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
 #pragma unroll
   for (int j = 0; j < IPT; j++) {
     int32_t p = j * THREADS + threadIdx.x;
-    if (p < cnt) {
+    if (p < nq * cnt) {
       hit_rank[p] = (rank_t)((uint32_t)keys[j] & rmask);
       hit_at[p] = (uint16_t)(keys[j] >> at_shift);
     }
   }
   __syncthreads();
-  for (int32_t u = u0 + threadIdx.x; u < u1; u += THREADS) {
+  /* a set's two permutations on neighbouring threads: the same length */
+  for (int32_t v = threadIdx.x; v < nq * (u1 - u0); v += THREADS) {
+    int32_t u = u0 + v / nq, q = v % nq;
     int32_t lo = h.d_tmem[u] - m0, hi = h.d_tmem[u + 1] - m0;
-    int32_t base = key32 ? lo : 0; /* member index or hit index */
+    int32_t base = key32 ? q * cnt + lo : 0; /* member index or hit index */
+    const double *wq = wt + q * cnt;
     double nr = 0;
-    for (int32_t i = lo; i < hi; i++) nr = G_ADD(nr, wt[i]);
+    for (int32_t i = lo; i < hi; i++) nr = G_ADD(nr, wq[i]);
     int unit = nr == 0;
     if (unit) nr = (double)(hi - lo);
     /* the CPU's reciprocals, exactly: 1.0 / x rounded once */
@@ -287,14 +306,14 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
     double inv_nmiss = G_DIV(1.0, G_SUB((double)h.G, (double)(hi - lo)));
     gsea_es_state st;
     gsea_es_init(&st);
-    for (int32_t i = lo; i < hi; i++)
+    for (int32_t i = q * cnt + lo; i < q * cnt + hi; i++)
       gsea_es_hit(&st, (int32_t)hit_rank[i], unit ? 1.0 : wt[base + hit_at[i]], inv_nr, inv_nmiss);
-    h.d_es[(size_t)b * h.S + h.d_tset[u]] = st.best;
+    h.d_es[(size_t)(b0 + q) * h.S + h.d_tset[u]] = st.best;
   }
 }
 
-#define TILE_SMALL 256, 16
-#define TILE_BIG 512, 16
+#define TILE_SMALL 256, 16, 2
+#define TILE_BIG 512, 16, 1
 
 /* ---------------------------------------------------------------------- */
 /* kernels: statistics (the host passes' arithmetic, see gsea_cpu.c) */
@@ -362,15 +381,15 @@ extern "C" int64_t sbg_gsea_gpu_max_batch(const sbg_gsea_gpu *h) { return h->B; 
 #define TO_DEVICE(dst, src, count) \
   SBG_CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)(count) * sizeof(*(dst)), cudaMemcpyHostToDevice, h->stream))
 
-/* Sets sorted by size, packed greedily into tiles of at most `cap` hits
- * and fewer than 2^(32 - rbits) sets, so (set within tile, rank) fits 32
- * bits, and with key32 so that the member index fits beside them; threads
- * of a warp then run sets of similar length. */
+/* Sets sorted by size, packed greedily into tiles of at most `cap`
+ * members and fewer than 2^(31 - rbits) sets, so (permutation, set within
+ * tile, rank) fits 32 bits, and with key32 so that the member index fits
+ * above them; threads of a warp then run sets of similar length. */
 static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   int32_t S = h->S;
-  int64_t cap = h->big ? (int64_t)tile_sort<TILE_BIG, uint64_t>::HITS : (int64_t)tile_sort<TILE_SMALL, uint64_t>::HITS;
-  int64_t max_sets = ((int64_t)1 << (32 - h->rbits < 20 ? 32 - h->rbits : 20)) - 1;
+  int64_t cap = h->big ? (int64_t)tile_sort<TILE_BIG, uint64_t>::MEMBERS : (int64_t)tile_sort<TILE_SMALL, uint64_t>::MEMBERS;
+  int64_t max_sets = ((int64_t)1 << (31 - h->rbits < 20 ? 31 - h->rbits : 20)) - 1;
   std::vector<int32_t> order(S), first, tmem(S + 1), tgene((size_t)h->M);
   std::vector<uint32_t> tkey((size_t)h->M);
   for (int32_t s = 0; s < S; s++) order[s] = s;
@@ -381,7 +400,7 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
   for (int32_t u = 0; u < S; u++) {
     int32_t k = in->set_start[order[u] + 1] - in->set_start[order[u]];
     /* sizes ascend, so k is the tile's largest set once added */
-    int fits_key = !h->key32 || h->rbits + slot_bits(u - (first.empty() ? u : first.back()) + 1) +
+    int fits_key = !h->key32 || h->rbits + slot_bits(u - (first.empty() ? u : first.back()) + 1) + 1 +
                                         (int)bits_for((uint64_t)k) <= 32;
     if (first.empty() || hits + k > cap || u - first.back() >= max_sets || !fits_key) {
       first.push_back(u);
@@ -398,7 +417,7 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
       for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++, m++) {
         uint32_t member = (uint32_t)(i - in->set_start[s]);
         tgene[m] = in->set_genes[i];
-        tkey[m] = ((uint32_t)(u - first[t]) << h->rbits) | (h->key32 ? member << (h->rbits + sb) : 0u);
+        tkey[m] = ((uint32_t)(u - first[t]) << h->rbits) | (h->key32 ? member << (h->rbits + sb + 1) : 0u);
       }
     }
   }
@@ -447,11 +466,11 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
     int32_t k = in->set_start[s + 1] - in->set_start[s];
     if (k > kmax) kmax = k;
   }
-  h->big = kmax > tile_sort<TILE_SMALL, uint64_t>::HITS;
-  if (kmax > tile_sort<TILE_BIG, uint64_t>::HITS || h->rbits > 30) {
+  h->big = kmax > tile_sort<TILE_SMALL, uint64_t>::MEMBERS;
+  if (kmax > tile_sort<TILE_BIG, uint64_t>::MEMBERS || h->rbits > 29) {
     sbg_gsea_gpu_close(h);
-    return sbg_fail(ctx, SBG_ERR_INPUT, "the GPU engine takes gene sets of up to %d genes and fewer than 2^30 genes "
-                    "(the largest set has %d): use backend = \"cpu\"", (int)tile_sort<TILE_BIG, uint64_t>::HITS, (int)kmax);
+    return sbg_fail(ctx, SBG_ERR_INPUT, "the GPU engine takes gene sets of up to %d genes and fewer than 2^29 genes "
+                    "(the largest set has %d): use backend = \"cpu\"", (int)tile_sort<TILE_BIG, uint64_t>::MEMBERS, (int)kmax);
   }
   h->tile_smem = h->big ? (h->key32 ? tile_sort<TILE_BIG, uint32_t>::smem() : tile_sort<TILE_BIG, uint64_t>::smem())
                          : (h->key32 ? tile_sort<TILE_SMALL, uint32_t>::smem() : tile_sort<TILE_SMALL, uint64_t>::smem());
@@ -614,7 +633,7 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
     SBG_CUDA_CHECK(cudaGetLastError());
     k_rank<<<gg, 256, 0, h->stream>>>(*h, v.Current(), n);
     SBG_CUDA_CHECK(cudaGetLastError());
-    dim3 gt((unsigned)h->T, (unsigned)n);
+    dim3 gt((unsigned)h->T, (unsigned)(h->big ? n : (n + 1) / 2)); /* TILE_SMALL: two permutations a block */
     if (h->big && h->key32) k_es_tile<TILE_BIG, uint32_t><<<gt, 512, h->tile_smem, h->stream>>>(*h, n);
     else if (h->big) k_es_tile<TILE_BIG, uint64_t><<<gt, 512, h->tile_smem, h->stream>>>(*h, n);
     else if (h->key32) k_es_tile<TILE_SMALL, uint32_t><<<gt, 256, h->tile_smem, h->stream>>>(*h, n);

@@ -358,7 +358,7 @@ test_that("GPU and CPU: identical permutations, ES within 1e-9", {
   expect_equal(g$pval, a$pval) # counts of nulls: exact when the ES agree
 })
 
-test_that("GPU: sets for both tile sizes (4,096 and 8,192 hits)", {
+test_that("GPU: sets for both tile sizes (2,048 members in two permutations, 8,192 in one)", {
   skip_if_no_gpu()
   d <- gsea_toy(G = 12000, n = c(6, 7))
   sets <- c(list(big = sample(rownames(d$x), 6000), mid = sample(rownames(d$x), 3000)),
@@ -369,6 +369,20 @@ test_that("GPU: sets for both tile sizes (4,096 and 8,192 hits)", {
                  backend = "gpu", verbose = FALSE)
   expect_equal(attr(g, "nullES"), attr(a, "nullES"), tolerance = 1e-9)
   expect_equal(g$NES, a$NES, tolerance = 1e-9)
+})
+
+test_that("GPU: a batch of an odd number of permutations (a block's second one absent) has the CPU's ES", {
+  skip_if_no_gpu()
+  d <- gsea_toy(G = 1500, n = c(7, 9))
+  sets <- lapply(1:40, function(i) sample(rownames(d$x), sample(15:300, 1)))
+  names(sets) <- paste0("s", 1:40)
+  a <- cpu(d$x, d$y, sets, nperm = 1001, seed = 9, keepNull = TRUE, threads = 2)
+  # batches of 256: the last one holds 233
+  old <- options(sysbioGPU.gseaBatch = 256)
+  on.exit(options(old))
+  g <- rapidGSEA(d$x, d$y, sets, nperm = 1001, seed = 9, keepNull = TRUE, backend = "gpu", verbose = FALSE)
+  expect_identical(attr(g, "nullES"), attr(a, "nullES"))
+  expect_identical(g[c("ES", "NES", "pval", "FDR")], a[c("ES", "NES", "pval", "FDR")])
 })
 
 test_that("GPU: pass 2 reads kept ES, recomputes the rest, same statistics", {
