@@ -163,6 +163,15 @@ alloc_guard <- function(expr, arg, bytes = NULL, what = NULL) {
   })
 }
 
+# Grows R's heap once for the large vectors a call is about to make
+# (sbg_reserve_heap() in src/core/glue.c): one full collection then, not
+# one at each fifth of growth while they come. From 64 MB; a failure is a
+# memory error naming `arg`.
+reserve_heap <- function(bytes, arg, what) {
+  if (bytes >= 64e6) alloc_guard(.Call(ffi_reserve_heap, as.double(bytes)), arg, bytes = bytes, what = what)
+  invisible(NULL)
+}
+
 format_bytes <- function(bytes) {
   u <- c("bytes", "KB", "MB", "GB", "TB", "PB")
   k <- if (bytes < 1) 1L else min(length(u), floor(log(bytes, 1000)) + 1L)

@@ -6,6 +6,11 @@
 # integer matrix of 1 / -1 / 0 (unlabelled) in the node order of W.
 # by_name: the labels must name their nodes (W was an edge data.frame,
 # whose node order is that of first appearance, easily misread).
+# Nodes x classes of a call (labels not checked yet: a vector is one class).
+cosnet_cells <- function(W, labels) {
+  as.double(nrow(W)) * (if (is.matrix(labels) || is.data.frame(labels)) ncol(labels) else 1)
+}
+
 as_cosnet_labels <- function(labels, W, arg = "labels", by_name = FALSE, threads = NULL) {
   n <- nrow(W)
   is_mat <- is.matrix(labels) || is.data.frame(labels)
@@ -242,6 +247,9 @@ parCosnet <- function(W, labels, cost = 0, normalize = FALSE, maxSweeps = 1000L,
   maxSweeps <- check_whole(maxSweeps, "maxSweeps", min = 1, max = 2^31 - 1)
   by_name <- is.data.frame(W) # an edge list's node order is not the user's
   W <- as_cosnet_network(W, normalize, threads = threads)
+  # the nodes x classes matrices ahead: codes, truth, predictions (4 bytes
+  # each) and scores (8)
+  reserve_heap(20 * cosnet_cells(W, labels), "labels", "the nodes x classes results")
   lab <- as_cosnet_labels(labels, W, by_name = by_name, threads = threads)
   lsum <- cosnet_label_summary(lab, threads)
   npos <- lsum$positives; nneg <- lsum$negatives
@@ -388,6 +396,9 @@ cvParCosnet <- function(W, labels, nfolds = 5, cost = 0, normalize = FALSE, maxS
   maxSweeps <- check_whole(maxSweeps, "maxSweeps", min = 1, max = 2^31 - 1)
   by_name <- is.data.frame(W) # an edge list's node order is not the user's
   W <- as_cosnet_network(W, normalize, threads = threads)
+  # the nodes x classes matrices ahead: codes, truth, folds, predictions
+  # (4 bytes each) and scores (8)
+  reserve_heap(24 * cosnet_cells(W, labels), "labels", "the nodes x classes results")
   lab <- as_cosnet_labels(labels, W, by_name = by_name, threads = threads)
   lsum <- cosnet_label_summary(lab, threads)
   npos <- lsum$positives; nneg <- lsum$negatives

@@ -63,6 +63,14 @@ SEXP ffi_gpu_info(SEXP details) {
 }
 
 /* c(available threads, OpenMP compiled in) */
+/* .Call(ffi_reserve_heap, bytes): sbg_reserve_heap() for R code that is
+ * about to make large vectors. */
+SEXP ffi_reserve_heap(SEXP bytes) {
+  SBG_ASSERT(TYPEOF(bytes) == REALSXP && XLENGTH(bytes) == 1);
+  sbg_reserve_heap(REAL(bytes)[0]);
+  return R_NilValue;
+}
+
 SEXP ffi_threads_info(void) {
   SEXP ans = PROTECT(Rf_allocVector(INTSXP, 2));
   INTEGER(ans)[0] = sbg_threads_available();

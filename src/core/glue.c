@@ -226,6 +226,10 @@ void sbg_hint_huge_pages(void *p, size_t bytes) {
 #endif
 }
 
+void sbg_reserve_heap(double bytes) {
+  if (bytes >= 1) (void)Rf_allocVector(RAWSXP, (R_xlen_t)bytes);
+}
+
 static void scratch_free(SEXP holder) {
   free(R_ExternalPtrAddr(holder));
   R_ClearExternalPtr(holder);

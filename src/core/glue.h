@@ -75,6 +75,15 @@ void sbg_hint_huge_pages(void *p, size_t bytes);
 SEXP sbg_scratch(size_t bytes, void **at);
 void sbg_scratch_release(SEXP holder);
 
+/* Grows R's heap once for `bytes` of vectors that a call is about to make:
+ * one allocation of their size, dropped at once, so that R collects and
+ * grows its heap in one full collection, not in one per 20% of growth as
+ * the vectors come (several full collections in a process's first large
+ * call).  Nothing is written, so no page is touched.  An R error when R
+ * cannot allocate that much (the caller's own allocations would fail
+ * too). */
+void sbg_reserve_heap(double bytes);
+
 /* Ends the progress display (call on every path, before sbg_stop()). */
 void sbg_progress_end(sbg_progress *pr);
 

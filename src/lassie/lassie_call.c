@@ -248,12 +248,8 @@ static SEXP make_output_body(void *data) {
       return R_NilValue;
     }
     if (!om->as_array) {
-      /* room for the matrices first: one allocation of their size,
-       * dropped at once, so that R grows its heap for them in one
-       * collection and not in one per 20% of growth as they come (a
-       * process's first large batch: several full collections without
-       * it) */
-      (void)Rf_allocVector(RAWSXP, (R_xlen_t)(sizeof(double) * (double)(block + nt * (1 + n_obs)) * S));
+      /* room for the matrices first (sbg_reserve_heap) */
+      sbg_reserve_heap(sizeof(double) * (double)(block + nt * (1 + n_obs)) * S);
       for (int s = 0; s < S; s++) new_matrix(om, s, dim);
     }
   }

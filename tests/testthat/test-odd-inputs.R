@@ -255,6 +255,8 @@ test_that("errors say what is wrong: sizes, types, a single label", {
   mem_error(do.call(lassieSimulate, c(list(m, times = tt), cpu)), "times")
   mem_error(do.call(rapidGSEA, c(list(gx, rep(c("A", "B"), 5), sets, nperm = 5e7, minSize = 5, keepNull = TRUE,
                                       seed = 1), cpu)), "keepNull")
+  # parCosnet's room for its nodes x classes results, asked for up front
+  mem_error(sysbioGPU:::reserve_heap(5e9, "labels", "the nodes x classes results"), "labels")
   mem.maxVSize(old)
   # a logical matrix is named as such, not as a "matrix"
   expect_input_error(do.call(rapidGSEA, c(list(gx > 0, rep(c("A", "B"), 5), sets), cpu)), "logical matrix")
