@@ -455,9 +455,10 @@ test_that("GPU: the CPU's ranking, ties included", {
                    scaled = rownames(d$x)[c(701:760, 1001:1060)]),
               lapply(1:30, function(i) sample(rownames(d$x), sample(15:300, 1))))
     names(sets)[-(1:3)] <- paste0("r", 1:30)
-    # one-gene sets next to a 3,000-gene one: a tile whose keys need cutting
+    # one-gene sets next to a 2,000-gene one: a tile whose keys need
+    # cutting, in the tiles of two permutations (up to 2,048 members)
     sets <- c(sets, stats::setNames(as.list(sample(rownames(d$x), 200)), paste0("one", 1:200)),
-              list(wide = sample(rownames(d$x), 3000)))
+              list(wide = sample(rownames(d$x), 2000)))
     a <- cpu(d$x, d$y, sets, nperm = np, seed = 9, minSize = 1, maxSize = 5000, keepNull = TRUE, threads = 2)
     g <- rapidGSEA(d$x, d$y, sets, nperm = np, seed = 9, minSize = 1, maxSize = 5000, keepNull = TRUE,
                    backend = "gpu", verbose = FALSE)
