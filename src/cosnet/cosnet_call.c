@@ -142,6 +142,9 @@ static SEXP result_alloc(int32_t n, int32_t K, int32_t n_jobs, SEXP dimnames,
   Rf_setAttrib(pred, R_DimNamesSymbol, dimnames);
   out->v_scores = REAL(scores);
   out->v_pred = LOGICAL(pred);
+  /* nodes x classes, tens of millions: fresh pages, first touched below */
+  sbg_hint_huge_pages(out->v_scores, sizeof(double) * (size_t)n * (size_t)K);
+  sbg_hint_huge_pages(out->v_pred, sizeof(int) * (size_t)n * (size_t)K);
 #pragma omp parallel for num_threads(nth > 0 ? nth : 1) schedule(static)
   for (R_xlen_t t = 0; t < (R_xlen_t)n * K; t++) {
     out->v_scores[t] = NA_REAL;
@@ -319,6 +322,7 @@ SEXP ffi_cosnet_labels(SEXP x, SEXP nrow, SEXP threads) {
   SBG_ASSERT(n > 0 && len % n == 0);
   SEXP codes = PROTECT(Rf_allocMatrix(INTSXP, n, (int)(len / n)));
   int *c = INTEGER(codes);
+  sbg_hint_huge_pages(c, sizeof(int) * (size_t)len);
   if (TYPEOF(x) == REALSXP) {
     const double *v = REAL(x);
 #pragma omp parallel for num_threads(nth > 0 ? nth : 1) schedule(static) reduction(min : first)
@@ -362,6 +366,7 @@ SEXP ffi_cosnet_label_summary(SEXP lab, SEXP threads) {
   }
   const int *l = INTEGER(lab);
   int *t = LOGICAL(truth);
+  sbg_hint_huge_pages(t, sizeof(int) * (size_t)n * (size_t)K);
 #pragma omp parallel for num_threads(nth > 0 ? nth : 1) schedule(static)
   for (int32_t k = 0; k < K; k++) {
     int64_t c[3] = {0, 0, 0};
@@ -383,6 +388,7 @@ SEXP ffi_cosnet_folds(SEXP lab, SEXP nfolds, SEXP seed, SEXP threads) {
   SBG_ASSERT(TYPEOF(seed) == REALSXP && TYPEOF(threads) == INTSXP);
   int32_t n = Rf_nrows(lab), K = Rf_ncols(lab);
   SEXP folds = PROTECT(Rf_allocMatrix(INTSXP, n, K));
+  sbg_hint_huge_pages(INTEGER(folds), sizeof(int) * (size_t)n * (size_t)K);
   /* lab's dimnames here, where the matrix is new (an assignment in R could
    * copy it) */
   Rf_setAttrib(folds, R_DimNamesSymbol, Rf_getAttrib(lab, R_DimNamesSymbol));
