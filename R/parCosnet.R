@@ -2,15 +2,15 @@
 # Bertoni, Valentini) with colour-parallel Hopfield dynamics as in
 # ParCOSNet (Frasca et al., BMC Bioinformatics 2018); engines in src/cosnet/.
 
-# Labels (vector or nodes x classes matrix; 1/0/NA or TRUE/FALSE/NA) to an
-# integer matrix of 1 / -1 / 0 (unlabelled) in the node order of W.
-# by_name: the labels must name their nodes (W was an edge data.frame,
-# whose node order is that of first appearance, easily misread).
 # Nodes x classes of a call (labels not checked yet: a vector is one class).
 cosnet_cells <- function(W, labels) {
   as.double(nrow(W)) * (if (is.matrix(labels) || is.data.frame(labels)) ncol(labels) else 1)
 }
 
+# Labels (vector or nodes x classes matrix; 1/0/NA or TRUE/FALSE/NA) to an
+# integer matrix of 1 / -1 / 0 (unlabelled) in the node order of W.
+# by_name: the labels must name their nodes (W was an edge data.frame,
+# whose node order is that of first appearance, easily misread).
 as_cosnet_labels <- function(labels, W, arg = "labels", by_name = FALSE, threads = NULL) {
   n <- nrow(W)
   is_mat <- is.matrix(labels) || is.data.frame(labels)

@@ -62,7 +62,6 @@ SEXP ffi_gpu_info(SEXP details) {
   return ans;
 }
 
-/* c(available threads, OpenMP compiled in) */
 /* .Call(ffi_reserve_heap, bytes): sbg_reserve_heap() for R code that is
  * about to make large vectors. */
 SEXP ffi_reserve_heap(SEXP bytes) {
@@ -71,6 +70,7 @@ SEXP ffi_reserve_heap(SEXP bytes) {
   return R_NilValue;
 }
 
+/* c(available threads, OpenMP compiled in) */
 SEXP ffi_threads_info(void) {
   SEXP ans = PROTECT(Rf_allocVector(INTSXP, 2));
   INTEGER(ans)[0] = sbg_threads_available();
