@@ -333,14 +333,33 @@ static void launch_es_tile(const sbg_gsea_gpu *h, int64_t n) {
 /* ---------------------------------------------------------------------- */
 /* kernels: statistics (the host passes' arithmetic, see gsea_cpu.c) */
 
-/* One thread per set: the same exact sums and counts as the host. */
+/* Adds b to *a on the device, whatever other threads add to it meanwhile:
+ * the low word's carry is the one of this addition (from the word it
+ * replaced), so the 128-bit total is exact in any order. */
+static __device__ void gsea_acc_atomic_merge(gsea_acc *a, gsea_acc b) {
+  unsigned long long *lo = reinterpret_cast<unsigned long long *>(&a->lo);
+  unsigned long long *hi = reinterpret_cast<unsigned long long *>(&a->hi);
+  unsigned long long old = atomicAdd(lo, (unsigned long long)b.lo);
+  unsigned long long carry = old + (unsigned long long)b.lo < old ? 1ull : 0ull;
+  atomicAdd(hi, (unsigned long long)b.hi + carry);
+}
+
+/* Permutations per k_pass1 thread.  One thread per set over the whole
+ * batch left C2's 4,725 sets about one warp per SM: 15.8 ms per batch of
+ * 32,768 permutations on an H200. */
+#define PASS1_CHUNK 512
+
+/* One thread per set and chunk of PASS1_CHUNK permutations: the host's
+ * exact sums and counts (gsea_acc_add), merged into the totals; integers,
+ * so the chunks may finish in any order. */
 static __global__ void k_pass1(const sbg_gsea_gpu h, int64_t n) {
   int32_t s = blockIdx.x * blockDim.x + threadIdx.x;
+  int64_t b0 = (int64_t)blockIdx.y * PASS1_CHUNK, b1 = b0 + PASS1_CHUNK < n ? b0 + PASS1_CHUNK : n;
   if (s >= h.S) return;
   double e = h.d_es_obs[s];
-  gsea_acc sp = h.d_sum_pos[s], sn = h.d_sum_neg[s];
+  gsea_acc sp = {0, 0}, sn = {0, 0};
   unsigned long long np = 0, nn = 0, ne = 0;
-  for (int64_t b = 0; b < n; b++) {
+  for (int64_t b = b0; b < b1; b++) {
     double v = h.d_es[(size_t)b * h.S + s];
     if (v >= 0) {
       gsea_acc_add(&sp, v);
@@ -353,11 +372,11 @@ static __global__ void k_pass1(const sbg_gsea_gpu h, int64_t n) {
       if (e < 0 && v < e) ne++;
     }
   }
-  h.d_sum_pos[s] = sp;
-  h.d_sum_neg[s] = sn;
-  h.d_n_pos[s] += np;
-  h.d_n_neg[s] += nn;
-  h.d_n_ext[s] += ne;
+  gsea_acc_atomic_merge(&h.d_sum_pos[s], sp);
+  gsea_acc_atomic_merge(&h.d_sum_neg[s], sn);
+  atomicAdd(&h.d_n_pos[s], np);
+  atomicAdd(&h.d_n_neg[s], nn);
+  atomicAdd(&h.d_n_ext[s], ne);
 }
 
 /* Blocks over permutations: max/min null NES, same-sign counts, then each
@@ -667,8 +686,11 @@ extern "C" sbg_status sbg_gsea_gpu_pass1(sbg_gsea_gpu *h, const double *es_obs, 
   sbg_status st = SBG_OK;
   SBG_TRY(sbg_device_select(h->device, ctx));
   TO_DEVICE(h->d_es_obs, es_obs, h->S);
-  k_pass1<<<(unsigned)((h->S + 127) / 128), 128, 0, h->stream>>>(*h, n);
-  SBG_CUDA_CHECK(cudaGetLastError());
+  {
+    dim3 grid((unsigned)((h->S + 127) / 128), (unsigned)((n + PASS1_CHUNK - 1) / PASS1_CHUNK));
+    k_pass1<<<grid, 128, 0, h->stream>>>(*h, n);
+    SBG_CUDA_CHECK(cudaGetLastError());
+  }
   SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream)); /* polls between batches */
 done:
   return st;
