@@ -385,6 +385,22 @@ test_that("GPU: a batch of an odd number of permutations (a block's second one a
   expect_identical(g[c("ES", "NES", "pval", "FDR")], a[c("ES", "NES", "pval", "FDR")])
 })
 
+test_that("GPU: pass 1's tallies, added over chunks of 512 permutations in a batch, are the CPU's", {
+  skip_if_no_gpu()
+  d <- gsea_toy(G = 1200, n = c(6, 8))
+  sets <- lapply(1:30, function(i) sample(rownames(d$x), sample(10:200, 1)))
+  names(sets) <- paste0("s", 1:30)
+  cols <- c("ES", "NES", "pval", "FDR", "FWER")
+  a <- cpu(d$x, d$y, sets, nperm = 5000, seed = 4, threads = 2)
+  # batches of 2,048, 2,048 and 904 permutations: 4, 4 and 2 chunks (the
+  # last one of 392), each chunk's 128-bit sums merged on the device; no
+  # kept ES, so pass 2 recomputes them
+  old <- options(sysbioGPU.gseaBatch = 2048, sysbioGPU.gseaCache = 0)
+  on.exit(options(old))
+  g <- rapidGSEA(d$x, d$y, sets, nperm = 5000, seed = 4, backend = "gpu", verbose = FALSE)
+  expect_identical(g[cols], a[cols])
+})
+
 test_that("GPU: pass 2 reads kept ES, recomputes the rest, same statistics", {
   skip_if_no_gpu()
   d <- gsea_toy(G = 2000, n = c(8, 9))
