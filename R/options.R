@@ -22,9 +22,10 @@
 #' \describe{
 #'   \item{`sysbioGPU.gseaBatch`}{[rapidGSEA()]: permutations per batch
 #'     (a multiple of 64; 0 or unset: sized from the memory).}
-#'   \item{`sysbioGPU.gseaCache`}{[rapidGSEA()] on the GPU: at most this many
-#'     permutations' null ES kept on the device between the two passes
-#'     (unset: as many as fit; 0: none, the second pass recomputes them).}
+#'   \item{`sysbioGPU.gseaCache`}{[rapidGSEA()]: at most this many
+#'     permutations' null ES kept between the two passes, on the device (GPU)
+#'     or in memory (CPU) (unset: as many as fit the device, or 1 GiB of
+#'     memory; 0: none, the second pass recomputes them).}
 #'   \item{`sysbioGPU.gseaMoves`}{[rapidGSEA()] with `pvalue = "multilevel"`:
 #'     kept swaps per member and level of the random walk (default 1). The
 #'     p-values depend on it.}

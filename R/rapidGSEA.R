@@ -94,12 +94,14 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   of the permutations, threads or backend (relative rounding below
 #'   \eqn{10^{-8}}).
 #' - The statistics are computed in two streaming passes over the
-#'   permutations (the second regenerates them from the seed), so the sets
-#'   x permutations table is held in host memory only with
-#'   `keepNull = TRUE`; on the GPU both passes run on the device, only
-#'   per-set sums come back, and the first pass's null ES stay in device
-#'   memory where it has room, so the second pass reads them instead of
-#'   recomputing them (same numbers either way).
+#'   permutations. The first pass's null ES are kept for the second, which
+#'   reads them instead of recomputing them from the seed (same numbers
+#'   either way): on the CPU in host memory, up to 1 GiB (4,725 C2 sets x
+#'   28,000 permutations) unless `options(sysbioGPU.gseaCache = )` says
+#'   otherwise, beyond which the second pass regenerates the rest; on the
+#'   GPU in device memory where it has room, with both passes on the
+#'   device and only per-set sums coming back. `keepNull = TRUE` returns
+#'   the whole sets x permutations table.
 #' - **Degenerate data** are refused rather than answered: a constant
 #'   metric (every gene constant, a constant preranked vector) is an error
 #'   (class `sysbioGPU_error_input`); values whose class sums or variances

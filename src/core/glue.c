@@ -4,9 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 #include "glue.h"
 #include "threads.h"
@@ -211,19 +208,6 @@ void sbg_stop(sbg_status st, const char *msg) {
   Rf_eval(call, ns);
   UNPROTECT(5); /* # nocov: stop_engine() never returns */
   Rf_error("%s", msg);
-}
-
-/* Huge pages for a large output block: fewer page faults at its first
- * touch and a faster copy from the GPU (measured on lassieSimulate's
- * output). */
-void sbg_hint_huge_pages(void *p, size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, b = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
-  if (bytes >= ((size_t)4 << 20) && b > a) (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
-#else
-  (void)p;
-  (void)bytes;
-#endif
 }
 
 void sbg_reserve_heap(double bytes) {

@@ -8,6 +8,7 @@
 #include <R.h>
 #include <Rinternals.h>
 
+#include "host_memory.h"
 #include "status.h"
 
 /* State of the interrupt check and progress bar of one call. */
@@ -59,12 +60,6 @@ void sbg_ctx_setup(sbg_ctx *ctx, sbg_progress *pr, int threads, const int *devic
                    int verbose, const char *label);
 /* The same from a decoded run. */
 void sbg_ctx_from_run(sbg_ctx *ctx, sbg_progress *pr, const sbg_run *r, const char *label);
-
-/* Asks Linux to back a large buffer that nothing has touched yet (an R
- * vector just allocated) with transparent huge pages, where the system
- * leaves that to madvise: its first touch then faults once per 2 MB
- * instead of once per 4 KB.  A hint; nothing happens elsewhere. */
-void sbg_hint_huge_pages(void *p, size_t bytes);
 
 /* Host memory outside R's heap, for a large buffer that only C reads: it
  * does not count towards R's heap (nor towards the collections its size

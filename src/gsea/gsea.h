@@ -54,8 +54,9 @@ typedef struct sbg_gsea_params {
   uint64_t seed;
   int64_t nperm;           /* >= 1 null permutations, numbered 1..nperm */
   int64_t batch;           /* permutations per batch (multiple of 64; on the GPU at most); 0 = auto */
-  int64_t cache_max;       /* GPU: at most this many permutations' ES kept on each device
-                              for pass 2; < 0 = as many as fit (tests set it) */
+  int64_t cache_max;       /* at most this many permutations' ES kept for pass 2, on each
+                              device (GPU) or in host memory (CPU); < 0 = as many as fit
+                              the device, or 1 GiB of host memory (tests set it) */
   /* GPU: the run's devices (ctx) share the permutations */
   /* 0: the whole run.  1: pass 1 of permutations [perm_lo, perm_hi) only,
    * its sums and counts into the result; 2: pass 2 of them given norm, its

@@ -12,6 +12,7 @@
 #include "gsea.h"
 #include "gsea_math.h"
 #include "gsea_preranked.h"
+#include "host_memory.h"
 #include "omp_compat.h"
 #include "philox.h"
 
@@ -777,6 +778,8 @@ typedef struct gsea_run {
   int nw;
   int64_t B, bmax, r_lo, r_n;
   double *nb;                  /* a host batch of null ES (bmax x S), or NULL */
+  double *hcache;              /* CPU: pass 1's ES of permutations [r_lo, r_lo + hcache_cols), for pass 2 */
+  int64_t hcache_cols;
   int dev_stats;               /* the statistics run on the devices */
   /* gene permutations: the shared null on the GPUs (gsea_preranked_gpu.cu),
    * the statistics by set size (zstats), on the devices too (zdev) */
@@ -1048,6 +1051,18 @@ static sbg_status run_host_batch(gsea_run *R, sbg_ctx *ctx) {
   for (int w = 0; w < R->nw && R->dev_stats; w++)
     if (!sbg_gsea_gpu_pass2_fits(R->gpus[w], R->t.kp, R->t.kn)) R->dev_stats = 0;
   if (R->dev_stats || R->nb || R->out->null_es || R->bysize) return SBG_OK;
+  if (!R->use_gpu && !R->p->phase) {
+    /* Pass 1's ES kept for pass 2, which then reads them instead of
+     * computing them again (half the time): whole batches, as many as
+     * cache_max permutations or 1 GiB allow; a failed allocation only
+     * means none are kept. */
+    int64_t cols = R->p->cache_max >= 0 ? R->p->cache_max : ((int64_t)1 << 27) / R->S;
+    if (cols >= R->r_n) cols = R->r_n;
+    else cols = cols / R->B * R->B;
+    if (cols > 0) R->hcache = malloc((size_t)cols * (size_t)R->S * sizeof(double));
+    if (R->hcache) sbg_hint_huge_pages(R->hcache, (size_t)cols * (size_t)R->S * sizeof(double));
+    R->hcache_cols = R->hcache ? cols : 0;
+  }
   R->nb = malloc((size_t)R->bmax * (size_t)R->S * sizeof(double));
   if (!R->nb) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate a batch of %lld x %d ES", (long long)R->bmax, (int)R->S);
   return SBG_OK;
@@ -1110,7 +1125,12 @@ static sbg_status run_round(gsea_run *R, int pass, const int64_t *next, const in
   for (int w = 0; w < R->nw; w++) {
     if (n[w] <= 0) continue;
     double *batch = null_es ? null_es + (size_t)(next[w] - 1) * R->S : R->nb;
-    if (pass == 1 || !null_es) {
+    int kept = null_es != NULL;
+    if (!kept && next[w] - R->r_lo + n[w] <= R->hcache_cols) {
+      batch = R->hcache + (size_t)(next[w] - R->r_lo) * R->S;
+      kept = 1;
+    }
+    if (pass == 1 || !kept) {
       if (R->use_gpu) SBG_TRY(sbg_gsea_gpu_batch(R->gpus[w], next[w], n[w], batch, ctx));
       else if (R->pgs[w]) { /* the kept table of gene permutations on a GPU */
         const double *zb = NULL;
@@ -1217,7 +1237,7 @@ static void run_close(gsea_run *R) {
     sbg_gsea_pre_gpu_close(R->pgs[w]);
   }
   if (R->wss) for (int i = 0; i < R->nth; i++) ws_free(&R->wss[i]);
-  free(R->wss); free(R->xc); free(R->mu); free(R->t1); free(R->t2); free(R->nb); free(R->gs_start);
+  free(R->wss); free(R->xc); free(R->mu); free(R->t1); free(R->t2); free(R->nb); free(R->hcache); free(R->gs_start);
   free(R->gs_sets); free(R->inv_nmiss); free(R->wr); free(R->repv); free(R->multv);
   free(R->zbatch); free(R->zcache); free(R->zmpos);
   zstats_free(&R->zs);

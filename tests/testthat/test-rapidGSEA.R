@@ -238,6 +238,22 @@ test_that("same seed, same table; threads and batches do not matter", {
   expect_equal(attr(g, "permutation"), "gene")
 })
 
+test_that("CPU: pass 2 reads pass 1's ES kept in memory (all, some or none), same table", {
+  d <- gsea_toy(G = 400, n = c(5, 7))
+  cols <- c("ES", "NES", "pval", "FDR", "FWER", "rankAtMax")
+  # the kept table: pass 2 reads it (the statistics test above checks its
+  # null against plain R)
+  ref <- cpu(d$x, d$y, d$sets, nperm = 300, minSize = 5, seed = 5, keepNull = TRUE, threads = 2)
+  # batches of 64: none kept, the first batch (100 rounds down to whole
+  # batches), the first two, all (unset)
+  for (keep in list(0, 100, 128, NULL)) {
+    old <- options(sysbioGPU.gseaBatch = 64, sysbioGPU.gseaCache = keep)
+    r <- cpu(d$x, d$y, d$sets, nperm = 300, minSize = 5, seed = 5, threads = 2)
+    options(old)
+    expect_identical(r[cols], ref[cols], info = format(keep))
+  }
+})
+
 # ---- result object -----------------------------------------------------
 
 test_that("result, print, summary and plot", {
