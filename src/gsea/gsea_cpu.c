@@ -1,9 +1,10 @@
 /* CPU engine and driver of rapidGSEA(): observed and permuted metrics,
  * ranking (LSD radix sort, ties by gene index), hits-only ES by a sweep over
  * a gene -> sets index, and the Broad statistics in two streaming passes
- * (the permutations are regenerated from the seed in the second pass, so
- * the sets x permutations table is never held unless asked for).  Reached
- * from rapidGSEA() and gseaStats() through gsea_call.c. */
+ * (the second reads the first's null ES, kept up to a memory limit, and
+ * regenerates the permutations beyond it from the seed, so the whole sets
+ * x permutations table is held only when asked for).  Reached from
+ * rapidGSEA() and gseaStats() through gsea_call.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
