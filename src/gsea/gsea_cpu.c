@@ -932,6 +932,13 @@ static void run_batch_size(gsea_run *R) {
   R->B = B;
 }
 
+/* Permutations whose pass-1 null ES (`per` doubles each) the host keeps
+ * for pass 2, which then reads them instead of computing them again:
+ * cache_max when the caller set it, else as many as fill 1 GiB. */
+static int64_t host_keep_perms(const gsea_run *R, int64_t per) {
+  return R->p->cache_max >= 0 ? R->p->cache_max : ((int64_t)1 << 27) / per;
+}
+
 /* Workers: the CPU, or each GPU with a contiguous range of this call's
  * permutations [lo, hi); every statistic merges exactly (integer sums
  * and counts, per-permutation extremes by index), so the split does not
@@ -984,9 +991,9 @@ static sbg_status run_workers(gsea_run *R, sbg_ctx *ctx) {
   for (int w = 0; w < nw; w++) if (R->bw[w] > R->bmax) R->bmax = R->bw[w];
   /* gene permutations without a kept table: batches of ES by size, and
    * pass 2 reads pass 1's (nz per permutation, far fewer than the sets)
-   * instead of drawing again when they fit 256 MiB */
+   * instead of drawing again when they all may be kept */
   R->bysize = p->gene_perm && !out->null_es;
-  R->zkeep = R->bysize && !p->phase && (double)R->r_n * R->sizes.n <= (double)((int64_t)1 << 25);
+  R->zkeep = R->bysize && !p->phase && R->r_n <= host_keep_perms(R, R->sizes.n);
   if (p->gene_perm) {
     if (R->zkeep) R->zcache = malloc((size_t)R->r_n * (size_t)R->sizes.n * sizeof(double));
     if (R->zkeep && !R->zcache) R->zkeep = 0;
@@ -1053,11 +1060,9 @@ static sbg_status run_host_batch(gsea_run *R, sbg_ctx *ctx) {
     if (!sbg_gsea_gpu_pass2_fits(R->gpus[w], R->t.kp, R->t.kn)) R->dev_stats = 0;
   if (R->dev_stats || R->nb || R->out->null_es || R->bysize) return SBG_OK;
   if (!R->use_gpu && !R->p->phase) {
-    /* Pass 1's ES kept for pass 2, which then reads them instead of
-     * computing them again (half the time): whole batches, as many as
-     * cache_max permutations or 1 GiB allow; a failed allocation only
-     * means none are kept. */
-    int64_t cols = R->p->cache_max >= 0 ? R->p->cache_max : ((int64_t)1 << 27) / R->S;
+    /* whole batches (half the time when all fit); a failed allocation
+     * only means none are kept */
+    int64_t cols = host_keep_perms(R, R->S);
     if (cols >= R->r_n) cols = R->r_n;
     else cols = cols / R->B * R->B;
     if (cols > 0) R->hcache = malloc((size_t)cols * (size_t)R->S * sizeof(double));

@@ -252,6 +252,15 @@ test_that("CPU: pass 2 reads pass 1's ES kept in memory (all, some or none), sam
     options(old)
     expect_identical(r[cols], ref[cols], info = format(keep))
   }
+  # gene permutations keep their null by set size under the same option
+  gref <- cpu(d$x, d$y, d$sets, nperm = 300, minSize = 5, seed = 5, permutation = "gene", keepNull = TRUE,
+              threads = 2)
+  for (keep in list(0, NULL)) {
+    old <- options(sysbioGPU.gseaCache = keep)
+    r <- cpu(d$x, d$y, d$sets, nperm = 300, minSize = 5, seed = 5, permutation = "gene", threads = 2)
+    options(old)
+    expect_identical(r[cols], gref[cols], info = format(keep))
+  }
 })
 
 # ---- result object -----------------------------------------------------
