@@ -396,6 +396,26 @@ test_that("GPU: sets for both tile sizes (2,048 members in two permutations, 8,1
   expect_equal(g$NES, a$NES, tolerance = 1e-9)
 })
 
+test_that("GPU: sets of more than 512 members (ES found over the block) have the CPU's ES, near ties too", {
+  skip_if_no_gpu()
+  # Unit weights (weight = 0) on 1,800 genes: a set of 600 has running
+  # sums i/600 - d/1,200, equal in exact arithmetic wherever 2i - d is,
+  # and apart by rounding; about one permutation in ten has such a near
+  # tie at its largest value, which the sequential rule must settle.
+  d <- gsea_toy(G = 1800, n = c(7, 8), seed = 5)
+  sets <- c(list(a = sample(rownames(d$x), 600), b = sample(rownames(d$x), 700),
+                 c = sample(rownames(d$x), 513)),
+            lapply(1:20, function(i) sample(rownames(d$x), sample(15:512, 1))))
+  names(sets)[-(1:3)] <- paste0("s", 1:20)
+  for (w in c(0, 1)) {
+    a <- cpu(d$x, d$y, sets, nperm = 600, weight = w, seed = 3, maxSize = 1000, keepNull = TRUE, threads = 2)
+    g <- rapidGSEA(d$x, d$y, sets, nperm = 600, weight = w, seed = 3, maxSize = 1000, keepNull = TRUE,
+                   backend = "gpu", verbose = FALSE)
+    expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = w)
+    expect_identical(g$ES, a$ES, info = w)
+  }
+})
+
 test_that("GPU: a batch of an odd number of permutations (a block's second one absent) has the CPU's ES", {
   skip_if_no_gpu()
   d <- gsea_toy(G = 1500, n = c(7, 9))
