@@ -239,10 +239,11 @@ struct tile_sort {
    * pass 1 of C2 x 2^18 went from 3.81-3.84 to 3.60-3.63 s, and 70,000
    * genes were no slower. */
   enum { MIN_BLOCKS = THREADS > 256 ? 1 : (sizeof(KeyT) == 4 ? 3 : 2) };
-  /* the sort's storage, later the hit list (rank, position); the weights */
   /* sets of more than ES_SPLIT members in a tile, and their (set,
    * permutation) segments */
   enum { BIG_SETS = MEMBERS / (ES_SPLIT + 1), BIG_SEGS = PERMS * BIG_SETS };
+  /* the sort's storage, later the hit list (rank, position); the weights;
+   * the large sets' segments */
   static size_t smem() {
     size_t a = sizeof(typename sort::TempStorage), b = (size_t)HITS * (sizeof(rank_t) + sizeof(uint16_t));
     a = a > b ? a : b;
