@@ -265,6 +265,18 @@ struct tile_sort {
  * which a thread of the CPU does too, so the sums have the same bits; the
  * block then evaluates the running sum at every hit in parallel, where
  * one thread ran the whole rule while the block's other warps waited. */
+/* A large set's running sum just before (bottom) and at (top) its hit nh,
+ * the block's hit p at rank r, from the weight sums kept in place of the
+ * hits' weights (wt at base + hit_at[]). */
+static __device__ __forceinline__ void big_set_sums(const double *wt, const uint16_t *hit_at, int32_t base, int32_t p,
+                                                    int32_t nh, int32_t r, double inv_nr, double inv_nmiss,
+                                                    double *bottom, double *top) {
+  double cprev = nh == 0 ? 0.0 : wt[base + hit_at[p - 1]], ccur = wt[base + hit_at[p]];
+  double miss = G_MUL((double)(r - nh), inv_nmiss);
+  *bottom = G_SUB(G_MUL(cprev, inv_nr), miss);
+  *top = G_SUB(G_MUL(ccur, inv_nr), miss);
+}
+
 template <int THREADS, int IPT, int PERMS, typename KeyT>
 static __global__ void __launch_bounds__(THREADS, (tile_sort<THREADS, IPT, PERMS, KeyT>::MIN_BLOCKS))
 k_es_tile(const sbg_gsea_gpu h, int64_t n) {
@@ -412,11 +424,9 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
       unsigned peers = __match_any_sync(0xffffffffu, bi);
       if (big) {
         int32_t start = q * cnt + big_lo[slot - sb0], nh = p - start, base = key32 ? start : 0;
-        double inv_nr = seg_inv_nr[bi];
-        double cprev = nh == 0 ? 0.0 : wt[base + hit_at[p - 1]], ccur = wt[base + hit_at[p]];
-        double miss = G_MUL((double)((int32_t)(k32 & rmask) - nh), seg_inv_nmiss[bi]);
-        vb = fabs(G_SUB(G_MUL(cprev, inv_nr), miss));
-        vt = fabs(G_SUB(G_MUL(ccur, inv_nr), miss));
+        big_set_sums(wt, hit_at, base, p, nh, (int32_t)(k32 & rmask), seg_inv_nr[bi], seg_inv_nmiss[bi], &vb, &vt);
+        vb = fabs(vb);
+        vt = fabs(vt);
         if (pass == 0) {
           double mx = vb > vt ? vb : vt;
           unsigned long long bits = (unsigned long long)__double_as_longlong(mx);
@@ -446,15 +456,13 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
     const bool one = ff == seg_fa[bi] && ff != 0xffffffffu;
     int32_t i0 = one ? (int32_t)(ff >> 1) : 0, i1 = one ? i0 + 1 : k;
     for (int32_t i = i0; i < i1; i++) { /* the one value, or the rule over all */
-      int32_t p = start + i;
-      double cprev = i == 0 ? 0.0 : wt[base + hit_at[p - 1]], ccur = wt[base + hit_at[p]];
-      double miss = G_MUL((double)((int32_t)hit_rank[p] - i), inv_nmiss);
-      double bottom = G_SUB(G_MUL(cprev, inv_nr), miss), top = G_SUB(G_MUL(ccur, inv_nr), miss);
+      double bottom, top;
+      big_set_sums(wt, hit_at, base, start + i, i, (int32_t)hit_rank[start + i], inv_nr, inv_nmiss, &bottom, &top);
       if (one) {
         best = (ff & 1u) ? top : bottom;
       } else {
-        if (fabs(bottom) > G_MUL(fabs(best), GSEA_TIE)) best = bottom;
-        if (fabs(top) > G_MUL(fabs(best), GSEA_TIE)) best = top;
+        if (gsea_es_beats(bottom, best)) best = bottom;
+        if (gsea_es_beats(top, best)) best = top;
       }
     }
     h.d_es[(size_t)(b0 + q) * h.S + h.d_tset[u0 + sb0 + s]] = best;

@@ -126,20 +126,25 @@ GSEA_HD void gsea_es_init(gsea_es_state *s) {
  * on exact values. */
 #define GSEA_TIE 1.000000000001
 
+/* Whether the running-sum value v replaces best under that rule. */
+GSEA_HD int gsea_es_beats(double v, double best) {
+  return fabs(v) > G_MUL(fabs(best), GSEA_TIE);
+}
+
 /* Hit at 0-based rank r with weight w; inv_nr = 1 / total hit weight,
  * inv_nmiss = 1 / (N - k).  Reciprocals, not divisions: the divisions were
  * most of the CPU engine's time; both engines use this same function. */
 GSEA_HD void gsea_es_hit(gsea_es_state *s, int32_t r, double w, double inv_nr, double inv_nmiss) {
   double miss = G_MUL((double)(r - s->nh), inv_nmiss);
   double bottom = G_SUB(G_MUL(s->cum, inv_nr), miss); /* at position r - 1 */
-  if (fabs(bottom) > G_MUL(fabs(s->best), GSEA_TIE)) {
+  if (gsea_es_beats(bottom, s->best)) {
     s->best = bottom;
     s->pos = r - 1;
   }
   s->cum = G_ADD(s->cum, w);
   s->nh++;
   double top = G_SUB(G_MUL(s->cum, inv_nr), miss);    /* at position r */
-  if (fabs(top) > G_MUL(fabs(s->best), GSEA_TIE)) {
+  if (gsea_es_beats(top, s->best)) {
     s->best = top;
     s->pos = r;
   }
