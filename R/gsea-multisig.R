@@ -2,44 +2,73 @@
 # call (the engine's ffi_gsea_multi, src/gsea/gsea_cpu.c), one table with
 # a `signature` column, the "rapidGSEAmulti" class and its methods.
 
-# stats -> a named list of named double vectors, checked as a preranked
-# `expr` is, with errors that name `stats` and the signature.
-gsea_signatures <- function(stats, ignoreCase) {
+# stats -> the signatures, checked as a preranked `expr` is, with errors
+# and warnings that name `stats` and the signature: a matrix stays a double
+# matrix (genes x signatures, one gene universe), a list becomes a named
+# list of named double vectors.
+gsea_signatures <- function(stats, ignoreCase, weight) {
   if (is.data.frame(stats)) stats <- as.matrix(stats)
   if (is.matrix(stats)) {
     if (!is.numeric(stats)) stop_input("`stats` must be a numeric matrix (genes x signatures), not a ", typeof(stats), " matrix")
     if (ncol(stats) < 1L) stop_input("`stats` has no signature (column)")
     rn <- rownames(stats)
     if (is.null(rn)) stop_input("`stats` needs the genes as row names")
-    cn <- colnames(stats)
-    if (is.null(cn)) stop_input("`stats` needs the signatures' names as column names")
+    nm <- colnames(stats)
+    if (is.null(nm)) stop_input("`stats` needs the signatures' names as column names")
+    gsea_check_signature_names(nm)
     storage.mode(stats) <- "double"
-    # the columns share the gene names: checked once (gsea_data() on the
-    # first column) when every value is finite; else each column, for the
-    # error that names its signature
-    checked <- all(is.finite(stats))
-    stats <- stats::setNames(lapply(seq_len(ncol(stats)), function(j) stats::setNames(stats[, j], rn)), cn)
-  } else if (is.list(stats)) {
-    if (length(stats) < 1L) stop_input("`stats` is an empty list: give at least one signature")
-    if (is.null(names(stats))) stop_input("`stats` must be a named list (names = signatures)")
-    bad <- which(!vapply(stats, function(x) is.numeric(x) && is.null(dim(x)), TRUE))
-    if (length(bad)) {
-      stop_input("`stats` must hold named numeric vectors; signature ", gsea_sig_label(names(stats)[bad[[1L]]], bad[[1L]]),
-                 " is ", describe_value(stats[[bad[[1L]]]]))
-    }
-    stats <- lapply(stats, function(x) stats::setNames(as.double(x), names(x)))
-    checked <- FALSE
-  } else {
+    column <- function(v) stats::setNames(stats[, v], rn)
+    # the columns share the gene names: checked once, with the first column
+    gsea_in_signature(nm[[1L]], gsea_data(column(1L), ignoreCase))
+    # the checks of a signature's own call run on the columns that they
+    # stop or warn on, found in one pass (ffi_gsea_scan_columns): the same
+    # errors and warnings, in the same order, as checking every column
+    sc <- .Call(ffi_gsea_scan_columns, stats)
+    bad <- which(sc[1L, ] > 0)
+    if (length(bad)) gsea_in_signature(nm[[bad[[1L]]]], gsea_data(column(bad[[1L]]), ignoreCase))
+    n <- nrow(stats)
+    flag <- sc[2L, ] > 0 | sc[3L, ] == 1 |
+      (weight > 0 & sc[4L, ] > 1 & weight * log2(sc[4L, ]) + log2(n) >= 1023) |
+      (weight > 0 & is.finite(sc[5L, ]) & weight * log2(sc[5L, ]) < -1022) |
+      (sc[6L, ] > 0 & sc[6L, ] >= 0.01 * n)
+    for (v in which(flag)) gsea_in_signature(nm[[v]], gsea_check_signature(column(v), weight))
+    return(stats)
+  }
+  if (!is.list(stats)) {
     stop_input("`stats` must be a named numeric vector, a numeric matrix (genes x signatures) or a named list of ",
                "named numeric vectors, not ", describe_value(stats))
   }
+  if (length(stats) < 1L) stop_input("`stats` is an empty list: give at least one signature")
+  if (is.null(names(stats))) stop_input("`stats` must be a named list (names = signatures)")
+  bad <- which(!vapply(stats, function(x) is.numeric(x) && is.null(dim(x)), TRUE))
+  if (length(bad)) {
+    stop_input("`stats` must hold named numeric vectors; signature ", gsea_sig_label(names(stats)[bad[[1L]]], bad[[1L]]),
+               " is ", describe_value(stats[[bad[[1L]]]]))
+  }
+  stats <- lapply(stats, function(x) stats::setNames(as.double(x), names(x)))
   nm <- names(stats)
+  gsea_check_signature_names(nm)
+  for (v in seq_along(stats)) gsea_in_signature(nm[[v]], gsea_data(stats[[v]], ignoreCase))
+  for (v in seq_along(stats)) gsea_in_signature(nm[[v]], gsea_check_signature(stats[[v]], weight))
+  stats
+}
+
+gsea_check_signature_names <- function(nm) {
   if (anyNA(nm) || any(!nzchar(nm))) stop_input("`stats` has a signature without a name")
   if (anyDuplicated(nm)) stop_input("`stats` has duplicated signature names, e.g. '", nm[duplicated(nm)][[1L]], "'")
-  for (v in if (checked) 1L else seq_along(stats)) {
-    gsea_in_signature(nm[[v]], gsea_data(stats[[v]], ignoreCase))
-  }
-  stats
+}
+
+# The numeric checks of one signature's own call.
+gsea_check_signature <- function(x, weight) {
+  gsea_check_numbers(list(expr = NULL, ranking = x), "signal2noise", weight, NULL)
+  gsea_check_metric(x, weight)
+}
+
+# The signatures' names, and signature v's metric as a named vector, of
+# what gsea_signatures() returns.
+gsea_signature_names <- function(sigs) if (is.matrix(sigs)) colnames(sigs) else names(sigs)
+gsea_signature_stats <- function(sigs, v) {
+  if (is.matrix(sigs)) stats::setNames(sigs[, v], rownames(sigs)) else sigs[[v]]
 }
 
 gsea_sig_label <- function(name, i) if (is.null(name) || is.na(name) || !nzchar(name)) paste0("#", i) else paste0("'", name, "'")
@@ -63,23 +92,18 @@ gsea_in_signature <- function(name, expr) {
 # The multi-signature run; the arguments are checked by rapidGSEA().
 gsea_multisig <- function(stats, geneSets, nperm, weight, pvalue, eps, sampleSize, minSize, maxSize, seed,
                           backend, threads, device, verbose, ignoreCase, t_start) {
-  sigs <- gsea_signatures(stats, ignoreCase)
-  snames <- names(sigs)
-  for (v in seq_along(sigs)) {
-    gsea_in_signature(snames[[v]], {
-      d <- list(expr = NULL, ranking = sigs[[v]])
-      gsea_check_numbers(d, "signal2noise", weight, NULL)
-      gsea_check_metric(sigs[[v]], weight)
-    })
-  }
+  sigs <- gsea_signatures(stats, ignoreCase, weight)
+  snames <- gsea_signature_names(sigs)
+  genes <- if (is.matrix(sigs)) rep(list(rownames(sigs)), ncol(sigs)) else lapply(sigs, names)
   if (pvalue == "auto") pvalue <- "multilevel"
   # the sets once per gene universe: the same gene names in the same order
   if (is.character(geneSets) && length(geneSets) == 1L) geneSets <- readGMT(geneSets)
-  universe <- integer(length(sigs))
+  universe <- integer(length(snames))
   keys <- list()
   sets <- list()
-  for (v in seq_along(sigs)) {
-    g <- names(sigs[[v]])
+  # (a matrix's columns share one universe)
+  for (v in if (is.matrix(sigs)) 1L else seq_along(snames)) {
+    g <- genes[[v]]
     u <- 0L
     for (k in seq_along(keys)) if (identical(keys[[k]], g)) { u <- k; break }
     if (!u) {
@@ -89,6 +113,7 @@ gsea_multisig <- function(stats, geneSets, nperm, weight, pvalue, eps, sampleSiz
     }
     universe[[v]] <- u
   }
+  if (is.matrix(sigs)) universe[] <- 1L
   seed <- resolve_seed(seed)
   b <- resolveBackend(backend, threads, device)
   if (length(b$devices) > 1L) stop_input("many signatures run on one GPU: give one `device`, not ", length(b$devices))
@@ -99,11 +124,18 @@ gsea_multisig <- function(stats, geneSets, nperm, weight, pvalue, eps, sampleSiz
                  keepNull = FALSE, phase = 0L, range = c(0, 0), norm = NULL)
   data <- list(ranking = sigs, start = lapply(sets[universe], `[[`, "start"),
                index = lapply(sets[universe], `[[`, "index"))
+  # room for the engine's results (metric and order by gene, 6 columns by
+  # set) and the table's 12 columns: one collection here, not one at each
+  # fifth of the heap's growth while they are made
+  genes_n <- lengths(genes)
+  sets_n <- vapply(sets, function(gs) length(gs$names), 1L)[universe]
+  reserve_heap(sum(12 * as.double(genes_n) + 44 * as.double(sets_n)) + 96 * sum(as.double(sets_n)), "stats",
+               "the signatures' results")
   t_engine <- proc.time()[["elapsed"]]
   rs <- alloc_guard(.Call(ffi_gsea_multi, data, params, run_list(a, verbose)), "stats",
                     what = "the signatures' null statistics")
   t_tables <- proc.time()[["elapsed"]]
-  out <- gsea_multisig_table(rs, sigs, sets, universe, weight, seed, eps, sampleSize, nperm, pvalue, a, verbose)
+  out <- gsea_multisig_table(rs, snames, genes, sets, universe, weight, seed, eps, sampleSize, nperm, pvalue, a, verbose)
   structure(out,
             class = c("rapidGSEAmulti", "rapidGSEA", "data.frame"),
             signatures = snames, stats = sigs, sets = sets, universe = universe,
@@ -120,13 +152,13 @@ gsea_multisig <- function(stats, geneSets, nperm, weight, pvalue, eps, sampleSiz
 # `signature`: each column in one piece over all signatures; the leading
 # edges a lazy column (gsea_genelist_lazy()).  Each signature's rows are
 # those of gsea_table() for its own call.
-gsea_multisig_table <- function(rs, sigs, sets, universe, weight, seed, eps, sampleSize, nperm, pvalue, a, verbose) {
-  snames <- names(sigs)
+gsea_multisig_table <- function(rs, snames, genes, sets, universe, weight, seed, eps, sampleSize, nperm, pvalue, a,
+                                verbose) {
   n_sets <- vapply(sets, function(gs) length(gs$names), 1L)[universe]
-  sig <- rep.int(seq_along(sigs), n_sets)
+  sig <- rep.int(seq_along(snames), n_sets)
   col <- function(k) unlist(lapply(rs, `[[`, k), use.names = FALSE)
   if (pvalue == "multilevel") {
-    p <- lapply(seq_along(sigs), function(v) {
+    p <- lapply(seq_along(snames), function(v) {
       gsea_in_signature(snames[[v]], gsea_table_pvalues(rs[[v]], sets[[universe[[v]]]], weight, seed, eps, sampleSize,
                                                         nperm, pvalue, a, verbose))
     })
@@ -138,13 +170,13 @@ gsea_multisig_table <- function(rs, sigs, sets, universe, weight, seed, eps, sam
   }
   # BH within each signature, as its own call adjusts
   at <- c(0L, cumsum(n_sets))
-  padj <- unlist(lapply(seq_along(sigs), function(v) stats::p.adjust(pval[seq.int(at[[v]] + 1L, length.out = n_sets[[v]])], "BH")),
+  padj <- unlist(lapply(seq_along(snames), function(v) stats::p.adjust(pval[seq.int(at[[v]] + 1L, length.out = n_sets[[v]])], "BH")),
                  use.names = FALSE)
   es <- col("es")
   pos <- col("pos")
   source <- new.env(parent = emptyenv())
   list2env(list(sig = sig, set = sequence(n_sets), es = es, pos = pos, order = lapply(rs, `[[`, "order"),
-                genes = lapply(sigs, names), sets = lapply(sets, `[`, c("start", "index")), universe = universe),
+                genes = genes, sets = lapply(sets, `[`, c("start", "index")), universe = universe),
            source)
   out <- list(signature = rep.int(snames, n_sets),
               set = unlist(lapply(sets[universe], `[[`, "names"), use.names = FALSE),
@@ -194,7 +226,7 @@ gseaSignature <- function(x, signature) {
   cols <- lapply(cols, function(col) col[rows])
   out <- structure(cols, class = "data.frame", row.names = .set_row_names(length(rows)))
   gs <- attr(x, "sets")[[attr(x, "universe")[[v]]]]
-  s <- attr(x, "stats")[[v]]
+  s <- gsea_signature_stats(attr(x, "stats"), v)
   genes <- names(s)
   metric <- unname(s)
   metric[metric == 0] <- 0 # -0 ranks as 0, as in the engine

@@ -50,6 +50,7 @@ SEXP ffi_cosnet_cv_metrics(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 /* rapidGSEA (src/gsea) */
 SEXP ffi_gsea_run(SEXP, SEXP, SEXP);
 SEXP ffi_gsea_multi(SEXP, SEXP, SEXP);
+SEXP ffi_gsea_scan_columns(SEXP);
 SEXP ffi_gsea_combine1(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_gsea_combine2(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_gsea_stats(SEXP, SEXP, SEXP);
@@ -97,6 +98,7 @@ static const R_CallMethodDef call_methods[] = {
     /* rapidGSEA */
     CALLDEF(ffi_gsea_run, 3),
     CALLDEF(ffi_gsea_multi, 3),
+    CALLDEF(ffi_gsea_scan_columns, 1),
     CALLDEF(ffi_gsea_combine1, 4),
     CALLDEF(ffi_gsea_combine2, 4),
     CALLDEF(ffi_gsea_stats, 3),

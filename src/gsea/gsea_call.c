@@ -1,6 +1,8 @@
 /* .Call glue of rapidGSEA() (ffi_gsea_run) and gseaStats()
  * (ffi_gsea_stats): R vectors in, engine structs, R list out.  R has
  * validated the arguments; this checks only what memory safety needs. */
+#include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,26 +159,84 @@ SEXP ffi_gsea_run(SEXP data, SEXP params, SEXP run) {
   return ans;
 }
 
+/* What rapidGSEA(stats = <matrix>) checks of each column before a run
+ * (gsea_signatures(), R/gsea-multisig.R), in one pass over the matrix
+ * instead of R's vector operations a column: a 6 x columns matrix whose
+ * rows are the column's non-finite values, its nonzero values below
+ * DBL_MIN in magnitude, whether every value equals the first (1 or 0),
+ * the largest magnitude, the smallest nonzero magnitude (Inf when none)
+ * and the values equal to an earlier one (sum(duplicated(x)): -0 equals
+ * 0).  The facts other than the first are those of the finite values. */
+SEXP ffi_gsea_scan_columns(SEXP m) {
+  SBG_ASSERT(TYPEOF(m) == REALSXP && Rf_isMatrix(m));
+  int32_t n = Rf_nrows(m), q = Rf_ncols(m);
+  SBG_ASSERT(n >= 1 && n < (1 << 30));
+  SEXP ans = PROTECT(Rf_allocMatrix(REALSXP, 6, q));
+  /* ties: open addressing on the value's bits, at most half full */
+  int lg = 4;
+  while (((size_t)1 << lg) < 2 * (size_t)n) lg++;
+  size_t cap = (size_t)1 << lg;
+  int32_t *slot = (int32_t *)R_alloc(cap, sizeof(int32_t));
+  for (int32_t j = 0; j < q; j++) {
+    const double *x = REAL(m) + (size_t)j * (size_t)n;
+    double nonfinite = 0, tiny = 0, maxabs = 0, minnz = R_PosInf, ties = 0, constant = 1;
+    memset(slot, 0xff, cap * sizeof(int32_t));
+    for (int32_t i = 0; i < n; i++) {
+      double v = x[i], a = fabs(v);
+      if (!R_FINITE(v)) {
+        nonfinite++;
+        continue;
+      }
+      if (v != x[0]) constant = 0;
+      if (a > maxabs) maxabs = a;
+      if (a != 0 && a < minnz) minnz = a;
+      if (a != 0 && a < DBL_MIN) tiny++;
+      double key = v == 0 ? 0.0 : v;
+      uint64_t b;
+      memcpy(&b, &key, sizeof b);
+      b ^= b >> 32;
+      size_t h = (size_t)((b * 0x9E3779B97F4A7C15ull) >> (64 - lg));
+      while (slot[h] >= 0 && x[slot[h]] != v) h = (h + 1) & (cap - 1);
+      if (slot[h] >= 0) ties++;
+      else slot[h] = i;
+    }
+    double *o = REAL(ans) + (size_t)j * 6;
+    o[0] = nonfinite;
+    o[1] = tiny;
+    o[2] = constant;
+    o[3] = maxabs;
+    o[4] = minnz;
+    o[5] = ties;
+  }
+  UNPROTECT(1);
+  return ans;
+}
+
 /* Many preranked signatures in one engine call: data = list(ranking,
- * start, index), each a list with one element per signature (its metric
- * by gene, its sets as for ffi_gsea_run); params and run as for
- * ffi_gsea_run (phase 0, no kept table).  A list of the signatures'
- * result lists, each as ffi_gsea_run's. */
+ * start, index): ranking a genes x signatures matrix (one gene universe)
+ * or a list with one metric vector a signature; start and index lists
+ * with one element a signature (its sets as for ffi_gsea_run); params and
+ * run as for ffi_gsea_run (phase 0, no kept table).  A list of the
+ * signatures' result lists, each as ffi_gsea_run's. */
 SEXP ffi_gsea_multi(SEXP data, SEXP params, SEXP run) {
-  SEXP rankings = sbg_vec_elt(data, "ranking", VECSXP, -1);
-  R_xlen_t Q = XLENGTH(rankings);
+  SEXP rankings = sbg_elt(data, "ranking");
+  const int by_column = TYPEOF(rankings) == REALSXP;
+  SBG_ASSERT(by_column ? Rf_isMatrix(rankings) : TYPEOF(rankings) == VECSXP);
+  R_xlen_t Q = by_column ? Rf_ncols(rankings) : XLENGTH(rankings);
   SEXP starts = sbg_vec_elt(data, "start", VECSXP, Q), indices = sbg_vec_elt(data, "index", VECSXP, Q);
   SBG_ASSERT(Q >= 1 && Q < INT32_MAX);
   sbg_gsea_input *in = (sbg_gsea_input *)R_alloc((size_t)Q, sizeof(sbg_gsea_input));
   sbg_gsea_result *out = (sbg_gsea_result *)R_alloc((size_t)Q, sizeof(sbg_gsea_result));
   for (R_xlen_t v = 0; v < Q; v++) {
-    SEXP rk = VECTOR_ELT(rankings, v), st = VECTOR_ELT(starts, v), ix = VECTOR_ELT(indices, v);
-    SBG_ASSERT(TYPEOF(rk) == REALSXP && TYPEOF(st) == INTSXP && TYPEOF(ix) == INTSXP);
-    SBG_ASSERT(XLENGTH(rk) >= 2 && XLENGTH(rk) < INT32_MAX && XLENGTH(st) >= 2);
+    SEXP st = VECTOR_ELT(starts, v), ix = VECTOR_ELT(indices, v);
+    R_xlen_t n = by_column ? Rf_nrows(rankings) : XLENGTH(VECTOR_ELT(rankings, v));
+    SBG_ASSERT(by_column || TYPEOF(VECTOR_ELT(rankings, v)) == REALSXP);
+    SBG_ASSERT(TYPEOF(st) == INTSXP && TYPEOF(ix) == INTSXP);
+    SBG_ASSERT(n >= 2 && n < INT32_MAX && XLENGTH(st) >= 2);
     sbg_gsea_input *a = &in[v];
     memset(a, 0, sizeof *a);
-    a->n_genes = (int32_t)XLENGTH(rk);
-    a->ranking = REAL(rk);
+    a->n_genes = (int32_t)n;
+    a->ranking = by_column ? REAL(rankings) + (size_t)v * (size_t)n : REAL(VECTOR_ELT(rankings, v));
     a->n_sets = (int32_t)(XLENGTH(st) - 1);
     a->set_start = INTEGER(st);
     a->set_genes = INTEGER(ix);

@@ -230,6 +230,64 @@ test_that("bad signatures are errors that name `stats` and the signature", {
   expect_error(run(m), "signature 's2'.*constant", class = "sysbioGPU_error_input")
 })
 
+test_that("a matrix's columns stop and warn as the same columns given as a list, checked one by one", {
+  # the matrix is checked in one pass (ffi_gsea_scan_columns) and only the
+  # columns it flags by the per-signature checks; a list runs those checks
+  # on every signature: the conditions must be the same, in the same order
+  d <- ms_data(G = 400, n = 8)
+  conds <- function(st, weight = 1) {
+    got <- character()
+    withCallingHandlers(
+      tryCatch({
+        rapidGSEA(stats = st, geneSets = d$sets, nperm = 10, seed = 1, weight = weight, backend = "cpu",
+                  threads = 1, verbose = FALSE)
+        got <- c(got, "ran")
+      }, error = function(e) got <<- c(got, paste("error:", conditionMessage(e)))),
+      warning = function(w) {
+        got <<- c(got, paste("warning:", conditionMessage(w)))
+        invokeRestart("muffleWarning")
+      })
+    got
+  }
+  as_list <- function(m) stats::setNames(lapply(seq_len(ncol(m)), function(j) stats::setNames(m[, j], rownames(m))),
+                                         colnames(m))
+  same <- function(m, weight = 1) {
+    a <- conds(m, weight)
+    expect_identical(a, conds(as_list(m), weight))
+    a
+  }
+  m <- d$m
+  m[1:10, 2] <- 0.5        # 9 ties of 400: above 1%, a warning
+  m[1:2, 4] <- -0          # -0 ties 0: 4 ties, exactly 1%, a warning
+  m[3:5, 4] <- 0
+  m[1:3, 1] <- 0.25        # 2 ties, below 1%, nothing
+  m[1:8, 6] <- c(1, 1, 1, 1, 2, 2, -1, -1) # 5 ties: a warning
+  got <- same(m)
+  expect_identical(sum(grepl("^warning: `stats`, signature 's2'.*tie", got)), 1L)
+  expect_identical(sum(grepl("^warning: `stats`, signature 's6'.*tie", got)), 1L)
+  expect_identical(sum(grepl("^warning: `stats`, signature 's4'.*4 of 400 genes", got)), 1L)
+  expect_false(any(grepl("'s1'", got)))
+  expect_identical(got[[length(got)]], "ran")
+  m[7, 5] <- 1e-310        # a subnormal value: the warnings of s2 and s4, then its error (s6 not reached)
+  got <- same(m)
+  expect_match(got[[length(got)]], "^error: `stats`, signature 's5'.*too small")
+  expect_identical(length(got), 3L)
+  m <- d$m
+  m[3, 7] <- Inf           # non-finite: refused before any numeric check
+  m[1:10, 2] <- 0.5
+  got <- same(m)
+  expect_identical(got, "error: `stats`, signature 's7': `stats` has NA, NaN or infinite values (1)")
+  m <- d$m
+  m[9, 3] <- 1e-200        # weight 8: |metric|^8 underflows for this column only
+  expect_match(same(m, weight = 8), "signature 's3'.*underflows")
+  m <- d$m
+  m[9, 8] <- 1e200         # weight 2: |metric|^2 overflows for this column only
+  expect_match(same(m, weight = 2), "signature 's8'.*overflows")
+  m <- d$m
+  m[, 5] <- -0             # a constant column
+  expect_match(same(m), "signature 's5'.*constant")
+})
+
 # ---- GPU ----
 
 test_that("on the GPU each signature's table is its own CPU call's, bit for bit", {
