@@ -1361,34 +1361,53 @@ static void multi_close(gsea_run *R) {
   memset(R, 0, sizeof *R);
 }
 
-/* The ends of pass 1 (normalisers, NES, nominal p) or pass 2 (FDR, FWER)
- * of nb runs, on the threads of ctx: each run's own tables, each with its
- * own messages; the first that failed is the error, as a loop in order
- * would give.  (One after another these took about 2 ms a signature.) */
-static sbg_status multi_end_pass(gsea_run *Rs, int32_t nb, int pass, sbg_ctx *ctx) {
-  sbg_status st = SBG_OK;
+/* fn(Rs, v, arg, ctx) for v in [lo, hi) on the threads of ctx, each call
+ * with its own messages.  Returns the first v, in order, whose call
+ * failed (hi when none did), its status in *st and its message in ctx. */
+typedef sbg_status (*multi_step)(gsea_run *Rs, int32_t v, void *arg, sbg_ctx *ctx);
+
+static int32_t multi_each(gsea_run *Rs, int32_t lo, int32_t hi, multi_step fn, void *arg, sbg_status *st,
+                          sbg_ctx *ctx) {
   int nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
-  sbg_status *sts = malloc((size_t)nb * sizeof(sbg_status));
-  sbg_ctx *cs = malloc((size_t)nb * sizeof(sbg_ctx));
+  int32_t n = hi - lo, first = hi;
+  *st = SBG_OK;
+  if (n <= 0) return hi;
+  sbg_status *sts = malloc((size_t)n * sizeof(sbg_status));
+  sbg_ctx *cs = malloc((size_t)n * sizeof(sbg_ctx));
   if (!sts || !cs) {
     free(sts); free(cs);
-    return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the signatures' statistics");
+    *st = sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the signatures' work space");
+    return lo;
   }
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
-  for (int32_t v = 0; v < nb; v++) {
-    int last = 0;
-    cs[v] = *ctx;
-    sts[v] = pass == 1 ? run_end_pass1(&Rs[v], &last, &cs[v]) : run_end_pass2(&Rs[v], &cs[v]);
+  for (int32_t i = 0; i < n; i++) {
+    cs[i] = *ctx;
+    sts[i] = fn(Rs, lo + i, arg, &cs[i]);
   }
-  for (int32_t v = 0; v < nb; v++) {
-    if (sts[v] != SBG_OK) {
-      st = sts[v];
-      memcpy(ctx->errbuf, cs[v].errbuf, sizeof ctx->errbuf);
+  for (int32_t i = 0; i < n; i++) {
+    if (sts[i] != SBG_OK) {
+      first = lo + i;
+      *st = sts[i];
+      memcpy(ctx->errbuf, cs[i].errbuf, sizeof ctx->errbuf);
       break;
     }
   }
   free(sts);
   free(cs);
+  return first;
+}
+
+/* The end of pass 1 (normalisers, NES, nominal p) or pass 2 (FDR, FWER)
+ * of a run (multi_step; arg: the pass).  The signatures' ends run on the
+ * threads (one after another they took about 2 ms a signature). */
+static sbg_status multi_end_step(gsea_run *Rs, int32_t v, void *pass, sbg_ctx *ctx) {
+  int last = 0;
+  return *(const int *)pass == 1 ? run_end_pass1(&Rs[v], &last, ctx) : run_end_pass2(&Rs[v], ctx);
+}
+
+static sbg_status multi_end_pass(gsea_run *Rs, int32_t nb, int pass, sbg_ctx *ctx) {
+  sbg_status st;
+  multi_each(Rs, 0, nb, multi_end_step, &pass, &st, ctx);
   return st;
 }
 
@@ -1440,34 +1459,33 @@ static int multi_same_sizes(const sbg_gsea_sizes *a, const sbg_gsea_sizes *b, in
  * the first's (that one starts the next block; the runs from it on are
  * closed); the first that failed before that is the error, as a loop in
  * order would give. */
+struct multi_open_arg {
+  const sbg_gsea_input *in;
+  const sbg_gsea_params *p;
+  sbg_gsea_result *out;
+  int64_t B;
+  int keep;
+};
+
+static sbg_status multi_open_step(gsea_run *Rs, int32_t v, void *arg, sbg_ctx *ctx) {
+  const struct multi_open_arg *a = arg;
+  return multi_open(&Rs[v], &a->in[v], a->p, &a->out[v], a->B, a->keep, ctx);
+}
+
 static sbg_status multi_open_rest(gsea_run *Rs, int32_t cap, const sbg_gsea_input *in, const sbg_gsea_params *p,
                                   sbg_gsea_result *out, int64_t B, int keep, int32_t *nb, sbg_ctx *ctx) {
-  sbg_status st = SBG_OK;
-  int nth = ctx->n_threads > 0 ? ctx->n_threads : 1;
-  sbg_status *sts = malloc((size_t)cap * sizeof(sbg_status));
-  sbg_ctx *cs = malloc((size_t)cap * sizeof(sbg_ctx));
+  struct multi_open_arg a = {in, p, out, B, keep};
+  sbg_status st;
+  int32_t bad = multi_each(Rs, 1, cap, multi_open_step, &a, &st, ctx);
   *nb = 1;
-  if (!sts || !cs) {
-    free(sts); free(cs);
-    return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the signatures' work space");
-  }
-#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
-  for (int32_t v = 1; v < cap; v++) {
-    cs[v] = *ctx;
-    sts[v] = multi_open(&Rs[v], &in[v], p, &out[v], B, keep, &cs[v]);
-  }
-  for (int32_t v = 1; v < cap; v++) {
-    if (sts[v] != SBG_OK) {
-      st = sts[v];
-      memcpy(ctx->errbuf, cs[v].errbuf, sizeof ctx->errbuf);
+  for (int32_t v = 1; v < cap && v != bad; v++) {
+    if (Rs[v].S != Rs[0].S || !multi_same_sizes(&Rs[0].sizes, &Rs[v].sizes, Rs[0].G, Rs[v].G)) {
+      st = SBG_OK; /* the block ends before a failure */
       break;
     }
-    if (Rs[v].S != Rs[0].S || !multi_same_sizes(&Rs[0].sizes, &Rs[v].sizes, Rs[0].G, Rs[v].G)) break;
     *nb = v + 1;
   }
   for (int32_t v = *nb; v < cap; v++) multi_close(&Rs[v]);
-  free(sts);
-  free(cs);
   return st;
 }
 
