@@ -4,7 +4,7 @@
 # be unreachable). A no-op when everything is present. With arguments, those
 # packages instead (tools/slurm-local.sh install).
 set -u
-pkgs="r-base-core r-base-dev r-cran-testthat r-cran-knitr r-cran-rmarkdown pandoc r-bioc-biobase r-bioc-summarizedexperiment r-bioc-gseabase r-bioc-biocparallel r-cran-matrix r-cran-cli r-cran-boolnet r-cran-desolve libsbml5-dev pkg-config"
+pkgs="r-base-core r-base-dev r-cran-testthat r-cran-knitr r-cran-rmarkdown pandoc r-bioc-biobase r-bioc-summarizedexperiment r-bioc-gseabase r-bioc-biocparallel r-cran-batchtools r-cran-data.table r-cran-matrix r-cran-cli r-cran-boolnet r-cran-desolve libsbml5-dev pkg-config"
 [ $# -gt 0 ] && pkgs="$*"
 
 missing=""
