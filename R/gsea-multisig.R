@@ -24,13 +24,15 @@ gsea_signatures <- function(stats, ignoreCase, weight) {
     # stop or warn on, found in one pass (ffi_gsea_scan_columns): the same
     # errors and warnings, in the same order, as checking every column
     sc <- .Call(ffi_gsea_scan_columns, stats)
-    bad <- which(sc[1L, ] > 0)
+    nonfinite <- sc[1L, ]; tiny <- sc[2L, ]; constant <- sc[3L, ]
+    maxabs <- sc[4L, ]; minnz <- sc[5L, ]; ties <- sc[6L, ]
+    bad <- which(nonfinite > 0)
     if (length(bad)) gsea_in_signature(nm[[bad[[1L]]]], gsea_data(column(bad[[1L]]), ignoreCase))
     n <- nrow(stats)
-    flag <- sc[2L, ] > 0 | sc[3L, ] == 1 |
-      (weight > 0 & sc[4L, ] > 1 & weight * log2(sc[4L, ]) + log2(n) >= 1023) |
-      (weight > 0 & is.finite(sc[5L, ]) & weight * log2(sc[5L, ]) < -1022) |
-      (sc[6L, ] > 0 & sc[6L, ] >= 0.01 * n)
+    flag <- tiny > 0 | constant == 1 |
+      (weight > 0 & maxabs > 1 & weight * log2(maxabs) + log2(n) >= 1023) |
+      (weight > 0 & is.finite(minnz) & weight * log2(minnz) < -1022) |
+      (ties > 0 & ties >= 0.01 * n)
     for (v in which(flag)) gsea_in_signature(nm[[v]], gsea_check_signature(column(v), weight))
     return(stats)
   }
@@ -101,8 +103,7 @@ gsea_multisig <- function(stats, geneSets, nperm, weight, pvalue, eps, sampleSiz
   universe <- integer(length(snames))
   keys <- list()
   sets <- list()
-  # (a matrix's columns share one universe)
-  for (v in if (is.matrix(sigs)) 1L else seq_along(snames)) {
+  for (v in seq_along(snames)) {
     g <- genes[[v]]
     u <- 0L
     for (k in seq_along(keys)) if (identical(keys[[k]], g)) { u <- k; break }
@@ -113,7 +114,6 @@ gsea_multisig <- function(stats, geneSets, nperm, weight, pvalue, eps, sampleSiz
     }
     universe[[v]] <- u
   }
-  if (is.matrix(sigs)) universe[] <- 1L
   seed <- resolve_seed(seed)
   b <- resolveBackend(backend, threads, device)
   if (length(b$devices) > 1L) stop_input("many signatures run on one GPU: give one `device`, not ", length(b$devices))
