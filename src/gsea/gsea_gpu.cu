@@ -40,8 +40,10 @@
  * sets run the sequential rule in one thread, cheaper for them.  On an
  * H200, pass 1 of C2 x 2^18 took 3.48-3.55 s with every set sequential,
  * 3.63 / 3.52 / 3.38 / 3.33-3.35 s with the split at 64 / 128 / 256 /
- * 512 members. */
+ * 512 members; with the search in one pass (below), k_es_tile took 327 /
+ * 315 / 311 ms a batch of 32,768 permutations at 128 / 256 / 512. */
 #define ES_SPLIT 512
+static_assert(ES_SPLIT >= 32, "a warp's 32 hits must meet at most two large sets' segments");
 
 /* What the hits of a set need of a gene in one permutation: one 16-byte
  * record, so one gather serves both.  The records of permutations 2i and
@@ -242,16 +244,16 @@ struct tile_sort {
   /* sets of more than ES_SPLIT members in a tile, and their (set,
    * permutation) segments */
   enum { BIG_SETS = MEMBERS / (ES_SPLIT + 1), BIG_SEGS = PERMS * BIG_SETS };
+  /* a chunk: a warp's 32 consecutive hits, holding parts of at most two
+   * large sets' segments (each has more than 32 hits) */
+  enum { CHUNKS = HITS / 32 };
   /* the sort's storage, later the hit list (rank, position); the weights;
-   * the large sets' segments */
+   * the large sets' segments; the chunks' largest values */
   static size_t smem() {
     size_t a = sizeof(typename sort::TempStorage), b = (size_t)HITS * (sizeof(rank_t) + sizeof(uint16_t));
     a = a > b ? a : b;
-    return (a + 15) / 16 * 16 + (size_t)HITS * sizeof(double) + (size_t)BIG_SEGS * big_seg_bytes() +
-           (size_t)(BIG_SETS + 1) * sizeof(int32_t);
-  }
-  __host__ __device__ static constexpr size_t big_seg_bytes() {
-    return sizeof(unsigned long long) + 2 * sizeof(unsigned) + 2 * sizeof(double);
+    return (a + 15) / 16 * 16 + (size_t)HITS * sizeof(double) + (size_t)BIG_SEGS * 2 * sizeof(double) +
+           (size_t)CHUNKS * 2 * (sizeof(unsigned long long) + sizeof(int32_t)) + (size_t)(BIG_SETS + 1) * sizeof(int32_t);
   }
 };
 
@@ -293,9 +295,9 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
   off = ((off > lists ? off : lists) + 15) / 16 * 16;
   double *wt = reinterpret_cast<double *>(smem + off);
   double *seg_inv_nr = wt + ts::HITS, *seg_inv_nmiss = seg_inv_nr + ts::BIG_SEGS;
-  unsigned long long *seg_m = reinterpret_cast<unsigned long long *>(seg_inv_nmiss + ts::BIG_SEGS);
-  unsigned *seg_ff = reinterpret_cast<unsigned *>(seg_m + ts::BIG_SEGS), *seg_fa = seg_ff + ts::BIG_SEGS;
-  int32_t *big_lo = reinterpret_cast<int32_t *>(seg_fa + ts::BIG_SEGS);
+  unsigned long long *chunk_m = reinterpret_cast<unsigned long long *>(seg_inv_nmiss + ts::BIG_SEGS);
+  int32_t *chunk_seg = reinterpret_cast<int32_t *>(chunk_m + 2 * ts::CHUNKS);
+  int32_t *big_lo = chunk_seg + 2 * ts::CHUNKS;
   int32_t t = blockIdx.x;
   int64_t b0 = (int64_t)blockIdx.y * PERMS;
   if (b0 >= n) return;
@@ -376,8 +378,6 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
     int32_t bi = q * ts::BIG_SETS + (u - u0 - sb0);
     seg_inv_nr[bi] = inv_nr;
     seg_inv_nmiss[bi] = inv_nmiss;
-    seg_m[bi] = 0;
-    seg_ff[bi] = seg_fa[bi] = 0xffffffffu;
     double cum = 0;
     int32_t i = q * cnt + lo;
     const int32_t i1 = q * cnt + hi;
@@ -405,62 +405,76 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
   __syncthreads();
   const uint32_t smask = (1u << (set_bits - h.rbits)) - 1u;
   const int lane = threadIdx.x & 31;
-  /* two passes over the large sets' hits, striped (a warp holds 32
-   * consecutive hits): the largest |running sum| m of each segment, then
-   * the first value within the tie factor of m and the first equal to m.
-   * When they are the same, nothing before it comes within the factor of
-   * m, so the CPU's sequential rule takes that value and keeps it: it is
-   * the ES.  Otherwise (near ties, rare) one thread runs the rule. */
-#pragma unroll 1
-  for (int pass = 0; pass < 2; pass++) {
+  /* One pass over the large sets' hits, striped (a warp holds a chunk of
+   * 32 consecutive hits): each chunk's largest |running sum| of each of
+   * its segments.  Then a thread a segment takes the largest of its
+   * chunks' values, m, and in the first chunk that comes within the tie
+   * factor of m, the first value within the factor and the first equal to
+   * m.  When they are the same, nothing before it comes within the factor
+   * of m, so the CPU's sequential rule takes that value and keeps it: it
+   * is the ES.  Otherwise (near ties, rare) that thread runs the rule. */
 #pragma unroll
-    for (int j = 0; j < IPT; j++) {
-      int32_t p = j * THREADS + threadIdx.x;
-      uint32_t k32 = (uint32_t)keys[j];
-      int32_t slot = (int32_t)((k32 >> h.rbits) & smask), q = PERMS > 1 ? (int32_t)((k32 >> set_bits) & 1u) : 0;
-      int big = p < nq * cnt && slot >= sb0;
-      int32_t bi = big ? q * ts::BIG_SETS + slot - sb0 : -1;
-      double vb = 0, vt = 0;
-      unsigned peers = __match_any_sync(0xffffffffu, bi);
-      if (big) {
-        int32_t start = q * cnt + big_lo[slot - sb0], nh = p - start, base = key32 ? start : 0;
-        big_set_sums(wt, hit_at, base, p, nh, (int32_t)(k32 & rmask), seg_inv_nr[bi], seg_inv_nmiss[bi], &vb, &vt);
-        vb = fabs(vb);
-        vt = fabs(vt);
-        if (pass == 0) {
-          double mx = vb > vt ? vb : vt;
-          unsigned long long bits = (unsigned long long)__double_as_longlong(mx);
-          unsigned hi32 = __reduce_max_sync(peers, (unsigned)(bits >> 32));
-          unsigned lo32 = __reduce_max_sync(peers, (unsigned)(bits >> 32) == hi32 ? (unsigned)bits : 0u);
-          if (lane == __ffs(peers) - 1) atomicMax(&seg_m[bi], ((unsigned long long)hi32 << 32) | lo32);
-        } else {
-          double m = __longlong_as_double((long long)seg_m[bi]);
-          unsigned cf = G_MUL(vb, GSEA_TIE) >= m ? 2u * nh : G_MUL(vt, GSEA_TIE) >= m ? 2u * nh + 1u : 0xffffffffu;
-          unsigned ca = vb == m ? 2u * nh : vt == m ? 2u * nh + 1u : 0xffffffffu;
-          cf = __reduce_min_sync(peers, cf);
-          ca = __reduce_min_sync(peers, ca);
-          if (lane == __ffs(peers) - 1) {
-            atomicMin(&seg_ff[bi], cf);
-            atomicMin(&seg_fa[bi], ca);
-          }
-        }
-      }
+  for (int j = 0; j < IPT; j++) {
+    int32_t p = j * THREADS + threadIdx.x;
+    uint32_t k32 = (uint32_t)keys[j];
+    int32_t slot = (int32_t)((k32 >> h.rbits) & smask), q = PERMS > 1 ? (int32_t)((k32 >> set_bits) & 1u) : 0;
+    int big = p < nq * cnt && slot >= sb0;
+    int32_t bi = big ? q * ts::BIG_SETS + slot - sb0 : -1;
+    unsigned peers = __match_any_sync(0xffffffffu, bi);
+    unsigned long long mx = 0;
+    if (big) {
+      double vb, vt;
+      int32_t start = q * cnt + big_lo[slot - sb0], nh = p - start, base = key32 ? start : 0;
+      big_set_sums(wt, hit_at, base, p, nh, (int32_t)(k32 & rmask), seg_inv_nr[bi], seg_inv_nmiss[bi], &vb, &vt);
+      vb = fabs(vb);
+      vt = fabs(vt);
+      unsigned long long bits = (unsigned long long)__double_as_longlong(vb > vt ? vb : vt);
+      unsigned hi32 = __reduce_max_sync(peers, (unsigned)(bits >> 32));
+      unsigned lo32 = __reduce_max_sync(peers, (unsigned)(bits >> 32) == hi32 ? (unsigned)bits : 0u);
+      mx = ((unsigned long long)hi32 << 32) | lo32;
     }
-    __syncthreads();
+    const int lead = big && lane == __ffs(peers) - 1;
+    unsigned leads = __ballot_sync(0xffffffffu, lead);
+    if (lead) {
+      int32_t at = (p >> 5) * 2 + __popc(leads & ((1u << lane) - 1u));
+      chunk_seg[at] = bi;
+      chunk_m[at] = mx;
+    }
   }
+  __syncthreads();
   for (int32_t v = threadIdx.x; v < nq * nbig; v += THREADS) {
     int32_t s = v / nq, q = v % nq, bi = q * ts::BIG_SETS + s;
     int32_t start = q * cnt + big_lo[s], k = big_lo[s + 1] - big_lo[s], base = key32 ? start : 0;
+    int32_t c0 = start >> 5, c1 = (start + k - 1) >> 5;
     double inv_nr = seg_inv_nr[bi], inv_nmiss = seg_inv_nmiss[bi], best = 0;
-    unsigned ff = seg_ff[bi];
-    const bool one = ff == seg_fa[bi] && ff != 0xffffffffu;
-    int32_t i0 = one ? (int32_t)(ff >> 1) : 0, i1 = one ? i0 + 1 : k;
-    for (int32_t i = i0; i < i1; i++) { /* the one value, or the rule over all */
+    /* the segment's value in chunk c (its first or second segment) */
+    auto chunk_max = [&](int32_t c) { return chunk_m[2 * c + (chunk_seg[2 * c] == bi ? 0 : 1)]; };
+    unsigned long long mb = 0;
+    for (int32_t c = c0; c <= c1; c++) mb = chunk_max(c) > mb ? chunk_max(c) : mb; /* non-negative doubles order as their bits */
+    const double m = __longlong_as_double((long long)mb);
+    int32_t cf = c0;
+    while (G_MUL(__longlong_as_double((long long)chunk_max(cf)), GSEA_TIE) < m) cf++;
+    /* in chunk cf: the first value within the factor (ff) and the first
+     * equal to m (fa), as 2 x hit + (0: just before it, 1: at it) */
+    int32_t i0 = (cf << 5) > start ? (cf << 5) - start : 0, i1 = ((cf + 1) << 5) - start < k ? ((cf + 1) << 5) - start : k;
+    unsigned ff = 0xffffffffu, fa = 0xffffffffu;
+    double vf = 0;
+    for (int32_t i = i0; i < i1 && fa == 0xffffffffu; i++) {
       double bottom, top;
       big_set_sums(wt, hit_at, base, start + i, i, (int32_t)hit_rank[start + i], inv_nr, inv_nmiss, &bottom, &top);
-      if (one) {
-        best = (ff & 1u) ? top : bottom;
-      } else {
+      if (ff == 0xffffffffu) {
+        if (G_MUL(fabs(bottom), GSEA_TIE) >= m) ff = 2u * i, vf = bottom;
+        else if (G_MUL(fabs(top), GSEA_TIE) >= m) ff = 2u * i + 1u, vf = top;
+      }
+      if (fabs(bottom) == m) fa = 2u * i;
+      else if (fabs(top) == m) fa = 2u * i + 1u;
+    }
+    if (ff == fa) {
+      best = vf;
+    } else { /* the rule over all hits */
+      for (int32_t i = 0; i < k; i++) {
+        double bottom, top;
+        big_set_sums(wt, hit_at, base, start + i, i, (int32_t)hit_rank[start + i], inv_nr, inv_nmiss, &bottom, &top);
         if (gsea_es_beats(bottom, best)) best = bottom;
         if (gsea_es_beats(top, best)) best = top;
       }
