@@ -93,7 +93,7 @@ t_bench <- proc.time()[["elapsed"]]
 cg_bin <- Sys.getenv("CUDAGSEA_BIN", "")
 if (nzchar(cg_bin) && !file_test("-x", cg_bin)) stop("CUDAGSEA_BIN: '", cg_bin, "' is not an executable file")
 cg_sizes <- as.integer(strsplit(Sys.getenv("CUDAGSEA_SIZES", "10,14,16,18,20"), ",")[[1L]])
-cg_cited <- c(`10` = 5.9, `14` = 7.8, `16` = 16.2)
+cg_cited <- c(`10` = 5.9, `14` = 7.8, `16` = 16.2, `20` = 207.0)
 cg_dir <- NULL
 cg_runs <- list()  # by "e where": list(s, own, src)
 cg_hist <- data.frame(n = numeric(), t = numeric())
@@ -254,7 +254,7 @@ if (nzchar(cg_bin)) {
       if (is.null(cg_dir)) "GCT file);" else sprintf("%.0f MB GCT file);", file.size(file.path(cg_dir, "x.gct")) / 2^20),
       "cudaGSEA_own_s: its own overall timing; vs_cudaGSEA = cudaGSEA_s / seconds\n")
 } else {
-  cat("cudaGSEA_s: CITED, not measured by this run: cudaGSEA's times measured once on an H200 (2^10, 2^14, 2^16);",
+  cat("cudaGSEA_s: CITED, not measured by this run: cudaGSEA's times measured once on an H200 (2^10, 2^14, 2^16, 2^20);",
       "set CUDAGSEA_BIN to run it side by side\n")
 }
 print(tab, row.names = FALSE)
