@@ -75,10 +75,10 @@ t_bench <- proc.time()[["elapsed"]]
 
 # ---- cudaGSEA side by side ----
 # CUDAGSEA_BIN: the command-line program of cudaGSEA (gravitino/cudaGSEA,
-# the paper's code), built by hand; this script never builds it. When set,
-# cudaGSEA runs on the same x, y and C2 (written once as GCT, CLS and GMT
-# files) for each C2 row whose nperm is 2^e with e in CUDAGSEA_SIZES
-# (default "10,14,16,18,20"), on that row's device (-gpu, or -cpu for CPU
+# the paper's code), built by tools/build-cudagsea.sh; this script never
+# builds it. When set, cudaGSEA runs on the same x, y and C2 (written once
+# as GCT, CLS and GMT files) for each C2 row whose nperm is 2^e with e in
+# CUDAGSEA_SIZES (default "10,14,16,18,20"), on that row's device (-gpu, or -cpu for CPU
 # rows, its OpenMP path on as many threads as ours), with its defaults
 # (single precision, onepass_signal2noise).
 # cudaGSEA_s is the wall clock of its process; cudaGSEA_own_s its own
