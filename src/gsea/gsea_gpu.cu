@@ -70,6 +70,7 @@ struct sbg_gsea_gpu {
   int32_t T, big;          /* tiles of the other sets; 1: the 512-thread tiles */
   size_t tile_smem;
   int32_t *d_tile_first;   /* T + 1 offsets into the tile-ordered sets */
+  int32_t *d_tile_small;   /* T: sets of at most ES_SPLIT members in each tile (its first ones) */
   int32_t *d_tset;         /* S: set of each tile-ordered slot */
   int32_t *d_tmem;         /* S + 1: first member of each slot (tile order) */
   int32_t *d_tgene;        /* M: members, slot after slot, each set's own order */
@@ -338,17 +339,7 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
   }
   __syncthreads();
   /* the tile's sets of more than ES_SPLIT members: a suffix (sizes ascend) */
-  const int32_t nsets = u1 - u0;
-  int32_t sb0;
-  {
-    int32_t a = 0, z = nsets;
-    while (a < z) {
-      int32_t mid = (a + z) / 2;
-      if (h.d_tmem[u0 + mid + 1] - h.d_tmem[u0 + mid] > ES_SPLIT) z = mid;
-      else a = mid + 1;
-    }
-    sb0 = a;
-  }
+  const int32_t nsets = u1 - u0, sb0 = h.d_tile_small[t];
   const int32_t nbig = nsets - sb0;
   for (int32_t s = threadIdx.x; s <= nbig; s += THREADS) big_lo[s] = h.d_tmem[u0 + sb0 + s] - m0;
   /* a set's two permutations on neighbouring threads: the same length */
@@ -562,7 +553,7 @@ static int bits_for(uint64_t n) { /* bits to hold 0..n-1 */
 extern "C" void sbg_gsea_gpu_close(sbg_gsea_gpu *h) {
   if (!h) return;
   cudaSetDevice(h->device); /* its memory and stream */
-  void *p[] = {h->d_tile_first, h->d_tset, h->d_tmem, h->d_tgene, h->d_tkey, h->d_xc, h->d_mu,
+  void *p[] = {h->d_tile_first, h->d_tile_small, h->d_tset, h->d_tmem, h->d_tgene, h->d_tkey, h->d_xc, h->d_mu,
                h->d_t1, h->d_t2, h->d_metric0, h->d_labels, h->d_lab, h->d_small, h->d_perm,
                h->d_ord0, h->d_ord1, h->d_rec, h->d_seg, h->d_key64, h->d_es_buf, h->d_cache, h->d_key0,
                h->d_key1, h->d_temp, h->d_es_obs, h->d_sum_pos, h->d_sum_neg, h->d_n_pos,
@@ -588,7 +579,7 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
   int32_t S = h->S;
   int64_t cap = h->big ? (int64_t)tile_sort<TILE_BIG, uint64_t>::MEMBERS : (int64_t)tile_sort<TILE_SMALL, uint64_t>::MEMBERS;
   int64_t max_sets = ((int64_t)1 << (31 - h->rbits < 20 ? 31 - h->rbits : 20)) - 1;
-  std::vector<int32_t> order(S), first, tmem(S + 1), tgene((size_t)h->M);
+  std::vector<int32_t> order(S), first, tmem(S + 1), tgene((size_t)h->M), small;
   std::vector<uint32_t> tkey((size_t)h->M);
   for (int32_t s = 0; s < S; s++) order[s] = s;
   std::stable_sort(order.begin(), order.end(), [in](int32_t a, int32_t b) {
@@ -621,6 +612,17 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
   }
   tmem[S] = (int32_t)h->M;
   h->T = (int32_t)first.size() - 1;
+  /* each tile's sets of at most ES_SPLIT members, so that k_es_tile's
+   * blocks need not search the sizes (a chain of dependent global loads
+   * before every block's scoring; pass 1 of C2 0.4-1% faster on an H200) */
+  small.resize((size_t)h->T);
+  for (int32_t t = 0; t < h->T; t++) {
+    int32_t u = first[t];
+    while (u < first[t + 1] && tmem[u + 1] - tmem[u] <= ES_SPLIT) u++;
+    small[t] = u - first[t];
+  }
+  ALLOC(h->d_tile_small, h->T, "the gene set tiles");
+  TO_DEVICE(h->d_tile_small, small.data(), h->T);
   ALLOC(h->d_tile_first, h->T + 1, "the gene set tiles");
   ALLOC(h->d_tset, S, "the gene set tiles");
   ALLOC(h->d_tmem, S + 1, "the gene set tiles");
