@@ -225,7 +225,11 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   `pvalue` (`"permutation"` or `"multilevel"`), `eps`, `sampleSize` (multilevel only),
 #'   `classes`, `backend`, `device`, `deviceName`, `time` (seconds, call to
 #'   table), `stageTime` (engine seconds: observed + pass 1, pass 2,
-#'   statistics) and `nullES` when `keepNull`.  A set whose null ES of the
+#'   statistics), `sequentialES` (the GPU engine's count of (set,
+#'   permutation) pairs of pass 1, among sets of more than 512 members,
+#'   whose ES Broad's sequential rule settled because running-sum values
+#'   within 1e-12 (relative) of the largest came before it; 0 on the CPU)
+#'   and `nullES` when `keepNull`.  A set whose null ES of the
 #'   observed sign are absent or average 0 (with very few permutations) has
 #'   `NaN` NES, FDR and FWER, with a warning of class
 #'   `sysbioGPU_warning_undefined` that names the sets.
@@ -371,6 +375,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
             backend = b$backend, device = b$devices, deviceName = b$deviceName,
             engineSettings = engine_settings("rapidGSEA"),
             stageTime = stats::setNames(r$seconds, c("observed+pass1", "pass2", "statistics")),
+            sequentialES = r$sequential,
             time = proc.time()[["elapsed"]] - t_start,
             nullES = if (keepNull) null else NULL)
 }
@@ -467,6 +472,7 @@ gsea_workers <- function(job, BPPARAM) {
   t0 <- proc.time()[["elapsed"]]
   p1 <- bp_map(BPPARAM, gsea_share, ranges, devs, MoreArgs = list(phase = 1L, norm = NULL, job = job))
   r <- p1[[1L]]
+  r$sequential <- sum(vapply(p1, `[[`, 0, "sequential"))
   c1 <- .Call(ffi_gsea_combine1, r$es, as.double(job$nperm), lapply(p1, `[[`, "part"), job$gene)
   t1 <- proc.time()[["elapsed"]]
   p2 <- bp_map(BPPARAM, gsea_share, ranges, devs, MoreArgs = list(phase = 2L, norm = c1$norm, job = job))

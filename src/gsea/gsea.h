@@ -74,6 +74,9 @@ typedef struct sbg_gsea_result {
   int32_t *rank_at_max;    /* n_sets: 0-based position of the ES */
   double *null_es;         /* n_sets x nperm (column j-1 = permutation j), or NULL */
   double seconds[3];       /* observed + pass 1, pass 2, statistics */
+  /* GPU: (set, permutation) pairs of pass 1 whose ES the sequential rule
+   * settled (large sets, near ties; k_es_tile) */
+  int64_t n_sequential;
   /* phase 1: the range's exact sums and counts (n_sets each) */
   gsea_acc *sum_pos, *sum_neg;
   int64_t *n_pos, *n_neg, *n_ext;
@@ -132,6 +135,9 @@ sbg_status sbg_gsea_gpu_pass1(sbg_gsea_gpu *h, const double *es_obs, int64_t n, 
 sbg_status sbg_gsea_gpu_pass1_result(sbg_gsea_gpu *h, gsea_acc *sum_pos, gsea_acc *sum_neg,
                                      int64_t *n_pos, int64_t *n_neg, int64_t *n_ext,
                                      sbg_ctx *ctx);
+/* Adds to *n the (set, permutation) pairs whose ES the sequential rule
+ * settled so far (k_es_tile's near ties; read at the end of pass 1). */
+sbg_status sbg_gsea_gpu_sequential(sbg_gsea_gpu *h, int64_t *n, sbg_ctx *ctx);
 /* Whether pass 2 fits the device's shared memory for kp + kn observed NES. */
 int sbg_gsea_gpu_pass2_fits(const sbg_gsea_gpu *h, int32_t kp, int32_t kn);
 /* Pass 2 over the batch [first, first + n): per permutation max/min null

@@ -109,14 +109,14 @@ static SEXP part_alloc(const sbg_gsea_params *p, int32_t S, sbg_gsea_result *out
 }
 
 static const char *const run_names[] = {"metric", "order", "es", "nes", "pval", "fdr", "fwer", "pos",
-                                        "null", "seconds", "part"};
+                                        "null", "seconds", "part", "sequential"};
 
 /* The result list (null: S x nperm with keepNull), its vectors the
  * engine's output. */
 static SEXP result_alloc(const sbg_gsea_input *in, const sbg_gsea_params *p, int keep_null,
                          sbg_gsea_result *out) {
   int32_t G = in->n_genes, S = in->n_sets;
-  SEXP ans = PROTECT(sbg_named_list(11, run_names));
+  SEXP ans = PROTECT(sbg_named_list(12, run_names));
   memset(out, 0, sizeof(*out));
   out->metric = REAL(sbg_set(ans, "metric", Rf_allocVector(REALSXP, G)));
   out->order = INTEGER(sbg_set(ans, "order", Rf_allocVector(INTSXP, G)));
@@ -125,6 +125,7 @@ static SEXP result_alloc(const sbg_gsea_input *in, const sbg_gsea_params *p, int
   out->rank_at_max = INTEGER(sbg_set(ans, "pos", Rf_allocVector(INTSXP, S)));
   if (keep_null) out->null_es = REAL(sbg_set(ans, "null", Rf_allocMatrix(REALSXP, S, (int)p->nperm)));
   sbg_set(ans, "seconds", Rf_allocVector(REALSXP, 3));
+  REAL(sbg_set(ans, "sequential", Rf_allocVector(REALSXP, 1)))[0] = 0; /* preranked runs: none */
   if (p->phase != 0) sbg_set(ans, "part", part_alloc(p, S, out));
   UNPROTECT(1);
   return ans;
@@ -150,6 +151,7 @@ SEXP ffi_gsea_run(SEXP data, SEXP params, SEXP run) {
   sbg_progress_end(&pr);
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
   memcpy(REAL(sbg_elt(ans, "seconds")), out.seconds, 3 * sizeof(double));
+  REAL(sbg_elt(ans, "sequential"))[0] = (double)out.n_sequential; /* below 2^53: exact */
   if (p.phase == 2) { /* counts of permutations: below 2^53, exact in a double */
     double *valid = REAL(sbg_elt(sbg_elt(ans, "part"), "valid"));
     valid[0] = (double)out.valid_pos;

@@ -1189,6 +1189,7 @@ static sbg_status run_end_pass1(gsea_run *R, int *last, sbg_ctx *ctx) {
   if (R->dev_stats)
     for (int w = 0; w < R->nw; w++)
       SBG_TRY(sbg_gsea_gpu_pass1_result(R->gpus[w], t->sum_pos, t->sum_neg, t->n_pos, t->n_neg, t->n_ext, ctx));
+  for (int w = 0; w < R->nw && R->use_gpu; w++) SBG_TRY(sbg_gsea_gpu_sequential(R->gpus[w], &out->n_sequential, ctx));
   if (R->p->phase == 1) {
     stats_share_sums(t);
     memcpy(out->sum_pos, t->sum_pos, (size_t)S * sizeof(gsea_acc));

@@ -100,6 +100,7 @@ struct sbg_gsea_gpu {
   double *d_es_obs;
   gsea_acc *d_sum_pos, *d_sum_neg;
   unsigned long long *d_n_pos, *d_n_neg, *d_n_ext;
+  unsigned long long *d_sequential; /* (set, permutation) pairs whose ES the sequential rule settled */
   double *d_obs;                 /* mpos, mneg (S each), opos (kp), oneg (kn) */
   unsigned long long *d_hist;    /* hp (kp + 1), hn (kn + 1), valid_pos, valid_neg */
   double *d_pext;                /* per permutation max, min (2 x B) */
@@ -463,6 +464,7 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
     if (ff == fa) {
       best = vf;
     } else { /* the rule over all hits */
+      atomicAdd(h.d_sequential, 1ull);
       for (int32_t i = 0; i < k; i++) {
         double bottom, top;
         big_set_sums(wt, hit_at, base, start + i, i, (int32_t)hit_rank[start + i], inv_nr, inv_nmiss, &bottom, &top);
@@ -557,7 +559,7 @@ extern "C" void sbg_gsea_gpu_close(sbg_gsea_gpu *h) {
                h->d_t1, h->d_t2, h->d_metric0, h->d_labels, h->d_lab, h->d_small, h->d_perm,
                h->d_ord0, h->d_ord1, h->d_rec, h->d_seg, h->d_key64, h->d_es_buf, h->d_cache, h->d_key0,
                h->d_key1, h->d_temp, h->d_es_obs, h->d_sum_pos, h->d_sum_neg, h->d_n_pos,
-               h->d_n_neg, h->d_n_ext, h->d_obs, h->d_hist, h->d_pext};
+               h->d_n_neg, h->d_n_ext, h->d_sequential, h->d_obs, h->d_hist, h->d_pext};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) cudaFree(p[i]);
   if (h->stream) cudaStreamDestroy(h->stream);
   free(h);
@@ -750,6 +752,7 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   ALLOC(h->d_n_pos, S, "the statistics");
   ALLOC(h->d_n_neg, S, "the statistics");
   ALLOC(h->d_n_ext, S, "the statistics");
+  ALLOC(h->d_sequential, 1, "the statistics");
   ALLOC(h->d_obs, 4 * (size_t)S, "the statistics");
   ALLOC(h->d_hist, 2 * (size_t)S + 4, "the statistics");
   ALLOC(h->d_pext, 2 * B, "the statistics");
@@ -758,6 +761,7 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   SBG_CUDA_CHECK(cudaMemsetAsync(h->d_n_pos, 0, S * sizeof(unsigned long long), h->stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(h->d_n_neg, 0, S * sizeof(unsigned long long), h->stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(h->d_n_ext, 0, S * sizeof(unsigned long long), h->stream));
+  SBG_CUDA_CHECK(cudaMemsetAsync(h->d_sequential, 0, sizeof(unsigned long long), h->stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(h->d_hist, 0, (2 * (size_t)S + 4) * sizeof(unsigned long long), h->stream));
   h->kp = h->kn = -1;
   k_seg<<<(unsigned)((B + 256) / 256), 256, 0, h->stream>>>(h->d_seg, G, B);
@@ -858,6 +862,17 @@ extern "C" sbg_status sbg_gsea_gpu_pass1(sbg_gsea_gpu *h, const double *es_obs, 
     SBG_CUDA_CHECK(cudaGetLastError());
   }
   SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream)); /* polls between batches */
+done:
+  return st;
+}
+
+extern "C" sbg_status sbg_gsea_gpu_sequential(sbg_gsea_gpu *h, int64_t *n, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  unsigned long long c = 0;
+  SBG_TRY(sbg_device_select(h->device, ctx));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(&c, h->d_sequential, sizeof c, cudaMemcpyDeviceToHost, h->stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
+  *n += (int64_t)c;
 done:
   return st;
 }

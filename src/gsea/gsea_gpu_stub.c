@@ -37,6 +37,11 @@ sbg_status sbg_gsea_gpu_pass1_result(sbg_gsea_gpu *h, gsea_acc *sum_pos, gsea_ac
   return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
 }
 
+sbg_status sbg_gsea_gpu_sequential(sbg_gsea_gpu *h, int64_t *n, sbg_ctx *ctx) {
+  (void)h; (void)n;
+  return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
+}
+
 int sbg_gsea_gpu_pass2_fits(const sbg_gsea_gpu *h, int32_t kp, int32_t kn) {
   (void)h; (void)kp; (void)kn;
   return 0;

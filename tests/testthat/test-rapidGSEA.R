@@ -413,7 +413,38 @@ test_that("GPU: sets of more than 512 members (ES found over the block) have the
                    backend = "gpu", verbose = FALSE)
     expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = w)
     expect_identical(g$ES, a$ES, info = w)
+    # the sequential rule runs for the near ties of unit weights alone: a
+    # one-pass search that got a set's largest value wrong would send
+    # every pair to it, with the same ES
+    if (w == 0) expect_gt(attr(g, "sequentialES"), 0) else expect_identical(attr(g, "sequentialES"), 0)
+    expect_identical(attr(a, "sequentialES"), 0)
   }
+})
+
+test_that("GPU: a large set whose ES lies in the 32 hits it shares with the set before it has the CPU's ES", {
+  skip_if_no_gpu()
+  # 699 of b's genes share one profile (plus noise far below the genes'
+  # spread), so every permutation ranks them in one run; its 700th, x, is
+  # independent.  b's running sum bottoms out just before x or the run,
+  # or peaks at the run's end: its ES lies at one of its first two hits
+  # or its last.  A block holds a's 600 hits, then b's, so b's first hits
+  # lie in a group of 32 hits whose first 24 are a's last: the search must
+  # keep each group's largest value per set, not per group, and the value
+  # just before b's second hit adds x's weight.
+  d <- gsea_toy(G = 1800, n = c(7, 8), seed = 6)
+  g <- rownames(d$x)
+  run <- g[1101:1799]
+  d$x[run, ] <- matrix(d$x[run[[1]], ], length(run), ncol(d$x), byrow = TRUE) +
+    1e-7 * rnorm(length(run) * ncol(d$x))
+  sets <- list(a = g[1:600], b = c(run, g[[1000]]))
+  a <- cpu(d$x, d$y, sets, nperm = 300, seed = 4, maxSize = 1000, keepNull = TRUE, threads = 2)
+  expect_gt(mean(attr(a, "nullES")["b", ] < 0), 0.2) # the premise: many ES at b's first hits
+  gp <- rapidGSEA(d$x, d$y, sets, nperm = 300, seed = 4, maxSize = 1000, keepNull = TRUE,
+                  backend = "gpu", verbose = FALSE)
+  expect_identical(attr(gp, "nullES"), attr(a, "nullES"))
+  expect_identical(gp$ES, a$ES)
+  # no near ties here: every ES from the one-pass search
+  expect_identical(attr(gp, "sequentialES"), 0)
 })
 
 test_that("GPU: a batch of an odd number of permutations (a block's second one absent) has the CPU's ES", {
