@@ -18,6 +18,9 @@
 #   make gpu-pack build for the GPU machine (see tools/gpu-check.sh)
 #   make mutants  one-line mutations of the engines (tools/mutants.txt), each
 #                 built CPU-only and run against its tests; prints the kill rate
+#   make mutants-gpu  one-line mutations of the CUDA engines (tools/mutants-gpu.txt),
+#                 each built with CUDA into .device/mutants/ after make gpu-pack;
+#                 `bash tools/mutants-gpu.sh run` on the GPU machine runs them
 #   make test-cluster  a one-node SLURM on this machine (root; Debian's slurm
 #                 packages), each method through BatchtoolsParam against one
 #                 process, bit for bit, and a cancelled job (tools/test-cluster.sh);
@@ -43,7 +46,7 @@ TARBALL := $(PKG)_$(VERSION).tar.gz
 LIB := $(CURDIR)/.lib
 CHECKDIR := $(CURDIR)/check
 
-.PHONY: all deps build check policy test test-nocuda test-cluster install demo docs valgrind fuzz gpu-pack mutants mutants-auto pbn-coverage sbml-suite clean
+.PHONY: all deps build check policy test test-nocuda test-cluster install demo docs valgrind fuzz gpu-pack mutants mutants-gpu mutants-auto pbn-coverage sbml-suite clean
 
 all: test
 
@@ -115,6 +118,9 @@ gpu-pack:
 
 mutants: deps
 	bash tools/mutants.sh
+
+mutants-gpu:
+	bash tools/mutants-gpu.sh build
 
 MUT_N ?= 300
 MUT_SEED ?= 1

@@ -37,32 +37,11 @@ if ! install_tree "$base" "$work/lib-base" "$work/base.log"; then
   trap - EXIT; exit 2
 fi
 
-run_tests() { # dir lib files(comma) log -> echo "pass" or why it was killed
-  local dir=$1 lib=$2 files=$3 log=$4 f rc miss=""
-  for f in ${files//,/ }; do
-    if [ ! -f "$dir/tests/testthat/$f" ]; then miss="$miss (no $f)"; continue; fi
-    (cd "$dir/tests/testthat" && R_LIBS="$lib" timeout "$tmo" "$RSCRIPT" -e '
-      r <- as.data.frame(testthat::test_file(commandArgs(TRUE)[1], package = "sysbioGPU",
-                                             load_package = "installed", reporter = "summary"))
-      quit(status = if (any(r$failed > 0) || any(r$error)) 1 else 0)' "$f" >>"$log" 2>&1)
-    rc=$?
-    if [ $rc = 124 ]; then echo "timeout:$f$miss"; return; fi
-    if [ $rc != 0 ]; then echo "failed:$f$miss"; return; fi
-  done
-  echo "pass$miss"
-}
-
-apply_mutant() { # file pattern replacement -> 0 applied, 3 not found
-  PAT=$2 REP=$3 perl -e '
-    my $f = shift; local $/; open(my $h, "<", $f) or exit 4; my $s = <$h>; close $h;
-    my $i = index($s, $ENV{PAT}); exit 3 if $i < 0;
-    substr($s, $i, length($ENV{PAT})) = $ENV{REP};
-    open($h, ">", $f) or exit 4; print $h $s; close $h;' "$1"
-}
+. "$root/tools/mutants-common.sh"
 
 if [ "${MUTANTS_BASELINE:-1}" != 0 ]; then
   files=$(awk -F'\t' '!/^#/ && NF == 5 {print $5}' "$list" | tr ',' '\n' | sort -u | paste -sd, -)
-  b=$(run_tests "$base" "$work/lib-base" "$files" "$work/base-tests.log")
+  b=$(run_tests "$base" "$work/lib-base" "$files" "$work/base-tests.log" "$tmo")
   case "$b" in
     pass*) echo "mutants: the listed test files pass on the unmutated tree";;
     *) echo "mutants: on the unmutated tree: $b; see $work/base-tests.log" >&2; trap - EXIT; exit 2;;
@@ -87,7 +66,7 @@ while IFS=$'\t' read -r id file pat rep tests; do
   if ! install_tree "$d" "$work/lib-$id" "$work/$id.log"; then
     res=killed; det="build fails"
   else
-    det=$(run_tests "$d" "$work/lib-$id" "$tests" "$work/$id.log")
+    det=$(run_tests "$d" "$work/lib-$id" "$tests" "$work/$id.log" "$tmo")
     case "$det" in pass*) res=SURVIVED; det="$tests${det#pass}";; *) res=killed;; esac
   fi
   [ $res = killed ] && killed=$((killed + 1)) || survived=$((survived + 1))
