@@ -225,11 +225,11 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   `pvalue` (`"permutation"` or `"multilevel"`), `eps`, `sampleSize` (multilevel only),
 #'   `classes`, `backend`, `device`, `deviceName`, `time` (seconds, call to
 #'   table), `stageTime` (engine seconds: observed + pass 1, pass 2,
-#'   statistics), `sequentialES` (the GPU engine's count of (set,
-#'   permutation) pairs of pass 1, among sets of more than 512 members,
-#'   whose ES Broad's sequential rule settled because running-sum values
-#'   within 1e-12 (relative) of the largest came before it; 0 on the CPU)
-#'   and `nullES` when `keepNull`.  A set whose null ES of the
+#'   statistics), `sequentialES` (with phenotype permutations on a GPU,
+#'   the count of (set, permutation) pairs of pass 1, among sets of more
+#'   than 512 members, whose ES Broad's sequential rule settled because
+#'   running-sum values within 1e-12 (relative) of the largest came before
+#'   it; 0 otherwise) and `nullES` when `keepNull`.  A set whose null ES of the
 #'   observed sign are absent or average 0 (with very few permutations) has
 #'   `NaN` NES, FDR and FWER, with a warning of class
 #'   `sysbioGPU_warning_undefined` that names the sets.
