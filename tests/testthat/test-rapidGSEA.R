@@ -414,8 +414,8 @@ test_that("GPU: sets of more than 512 members (ES found over the block) have the
     expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = w)
     expect_identical(g$ES, a$ES, info = w)
     # the sequential rule runs for the near ties of unit weights alone: a
-    # one-pass search that got a set's largest value wrong would send
-    # every pair to it, with the same ES
+    # search that took its first value within the tie factor without
+    # checking that it is the largest would never call it
     if (w == 0) expect_gt(attr(g, "sequentialES"), 0) else expect_identical(attr(g, "sequentialES"), 0)
     expect_identical(attr(a, "sequentialES"), 0)
   }
