@@ -14,6 +14,7 @@
 #include <cub/device/device_segmented_radix_sort.cuh>
 
 #include <algorithm>
+#include <cstdio>
 #include <type_traits>
 #include <vector>
 
@@ -281,6 +282,34 @@ static __device__ __forceinline__ void big_set_sums(const double *wt, const uint
   *top = G_SUB(G_MUL(ccur, inv_nr), miss);
 }
 
+/* Built with SBG_GSEA_PHASES defined, k_es_tile adds up the cycles each
+ * block spends in each phase (gather, sort, running sums, the large sets'
+ * search; thread 0's clock after a barrier that each mark adds), by the
+ * tile's largest set (at most 64, 256, 512 members, more), and
+ * sbg_gsea_gpu_close() prints the means per block.  With a few blocks an
+ * SM, the blocks' latencies set the kernel's time, which Nsight Compute's
+ * warp samples do not show. */
+#ifdef SBG_GSEA_PHASES
+enum { PHASES = 4, PHASE_CLASSES = 4 };
+__device__ unsigned long long phase_cycles[PHASE_CLASSES][PHASES + 1]; /* and the blocks */
+#define PHASE_START(largest)                                                                  \
+  long long phase_t = clock64();                                                              \
+  const int phase_class = (largest) <= 64 ? 0 : (largest) <= 256 ? 1 : (largest) <= ES_SPLIT ? 2 : 3
+#define PHASE_END(k)                                                                          \
+  do {                                                                                        \
+    __syncthreads();                                                                          \
+    if (threadIdx.x == 0) {                                                                   \
+      long long now = clock64();                                                              \
+      atomicAdd(&phase_cycles[phase_class][k], (unsigned long long)(now - phase_t));          \
+      phase_t = now;                                                                          \
+      if ((k) == PHASES - 1) atomicAdd(&phase_cycles[phase_class][PHASES], 1ull);             \
+    }                                                                                         \
+  } while (0)
+#else
+#define PHASE_START(largest)
+#define PHASE_END(k)
+#endif
+
 template <int THREADS, int IPT, int PERMS, typename KeyT>
 static __global__ void __launch_bounds__(THREADS, (tile_sort<THREADS, IPT, PERMS, KeyT>::MIN_BLOCKS))
 k_es_tile(const sbg_gsea_gpu h, int64_t n) {
@@ -306,6 +335,7 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
   const int nq = n - b0 < PERMS ? (int)(n - b0) : PERMS; /* the block's permutations */
   int32_t u0 = h.d_tile_first[t], u1 = h.d_tile_first[t + 1];
   int32_t m0 = h.d_tmem[u0], cnt = h.d_tmem[u1] - m0;
+  PHASE_START(h.d_tmem[u1] - h.d_tmem[u1 - 1]);
   const int set_bits = h.rbits + slot_bits(u1 - u0), sorted_bits = set_bits + 1;
   KeyT keys[IPT];
 #pragma unroll
@@ -326,6 +356,7 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
       }
     }
   }
+  PHASE_END(0);
   sort_t(tmp).SortBlockedToStriped(keys, 0, sorted_bits);
   __syncthreads(); /* the sort's storage becomes the hit list */
   const uint32_t rmask = (1u << h.rbits) - 1u;
@@ -339,6 +370,7 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
     }
   }
   __syncthreads();
+  PHASE_END(1);
   /* the tile's sets of more than ES_SPLIT members: a suffix (sizes ascend) */
   const int32_t nsets = u1 - u0, sb0 = h.d_tile_small[t];
   const int32_t nbig = nsets - sb0;
@@ -393,18 +425,22 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
       wt[a] = cum;
     }
   }
-  if (nbig == 0) return; /* the same for the whole block */
+  PHASE_END(2);
+  if (nbig == 0) { /* the same for the whole block */
+    PHASE_END(3);
+    return;
+  }
   __syncthreads();
   const uint32_t smask = (1u << (set_bits - h.rbits)) - 1u;
   const int lane = threadIdx.x & 31;
   /* One pass over the large sets' hits, striped (a warp holds a chunk of
    * 32 consecutive hits): each chunk's largest |running sum| of each of
-   * its segments.  Then a thread a segment takes the largest of its
+   * its segments.  Then a warp a segment takes the largest of its
    * chunks' values, m, and in the first chunk that comes within the tie
    * factor of m, the first value within the factor and the first equal to
    * m.  When they are the same, nothing before it comes within the factor
    * of m, so the CPU's sequential rule takes that value and keeps it: it
-   * is the ES.  Otherwise (near ties, rare) that thread runs the rule. */
+   * is the ES.  Otherwise (near ties, rare) its first lane runs the rule. */
 #pragma unroll
   for (int j = 0; j < IPT; j++) {
     int32_t p = j * THREADS + threadIdx.x;
@@ -434,7 +470,12 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
     }
   }
   __syncthreads();
-  for (int32_t v = threadIdx.x; v < nq * nbig; v += THREADS) {
+  /* The lanes read the chunks, then the hits of chunk cf, side by side.
+   * One thread a segment walking them (a chain of dependent shared-memory
+   * reads) was about a quarter of a block's time in tiles of large sets
+   * (SBG_GSEA_PHASES, C2 on an H200); k_es_tile took 309.5-311.4 ms a batch
+   * of 32,768 permutations with it and 303.2-303.4 ms with the warps. */
+  for (int32_t v = threadIdx.x >> 5; v < nq * nbig; v += THREADS / 32) {
     int32_t s = v / nq, q = v % nq, bi = q * ts::BIG_SETS + s;
     int32_t start = q * cnt + big_lo[s], k = big_lo[s + 1] - big_lo[s], base = key32 ? start : 0;
     int32_t c0 = start >> 5, c1 = (start + k - 1) >> 5;
@@ -442,25 +483,45 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
     /* the segment's value in chunk c (its first or second segment) */
     auto chunk_max = [&](int32_t c) { return chunk_m[2 * c + (chunk_seg[2 * c] == bi ? 0 : 1)]; };
     unsigned long long mb = 0;
-    for (int32_t c = c0; c <= c1; c++) mb = chunk_max(c) > mb ? chunk_max(c) : mb; /* non-negative doubles order as their bits */
+    for (int32_t c = c0 + lane; c <= c1; c += 32) mb = chunk_max(c) > mb ? chunk_max(c) : mb; /* non-negative doubles order as their bits */
+    {
+      unsigned hi32 = __reduce_max_sync(0xffffffffu, (unsigned)(mb >> 32));
+      unsigned lo32 = __reduce_max_sync(0xffffffffu, (unsigned)(mb >> 32) == hi32 ? (unsigned)mb : 0u);
+      mb = ((unsigned long long)hi32 << 32) | lo32;
+    }
     const double m = __longlong_as_double((long long)mb);
+    /* the first chunk that comes within the tie factor of m (there is one: m's) */
     int32_t cf = c0;
-    while (G_MUL(__longlong_as_double((long long)chunk_max(cf)), GSEA_TIE) < m) cf++;
-    /* in chunk cf: the first value within the factor (ff) and the first
-     * equal to m (fa), as 2 x hit + (0: just before it, 1: at it) */
-    int32_t i0 = (cf << 5) > start ? (cf << 5) - start : 0, i1 = ((cf + 1) << 5) - start < k ? ((cf + 1) << 5) - start : k;
+    for (int32_t c = c0;; c += 32) {
+      unsigned near = __ballot_sync(0xffffffffu, c + lane <= c1 &&
+                                                     G_MUL(__longlong_as_double((long long)chunk_max(c + lane)), GSEA_TIE) >= m);
+      if (near) {
+        cf = c + __ffs(near) - 1;
+        break;
+      }
+    }
+    /* in chunk cf, a hit a lane: the first value within the factor (ff) and
+     * the first equal to m (fa), as 2 x hit + (0: just before it, 1: at it) */
+    const int32_t hit = (cf << 5) + lane - start;
+    const bool mine = hit >= 0 && hit < k;
+    double bottom = 0, top = 0;
+    if (mine) big_set_sums(wt, hit_at, base, start + hit, hit, (int32_t)hit_rank[start + hit], inv_nr, inv_nmiss, &bottom, &top);
+    bool in_b = mine && G_MUL(fabs(bottom), GSEA_TIE) >= m, in_t = mine && G_MUL(fabs(top), GSEA_TIE) >= m;
+    bool eq_b = mine && fabs(bottom) == m, eq_t = mine && fabs(top) == m;
+    unsigned near = __ballot_sync(0xffffffffu, in_b || in_t), equal = __ballot_sync(0xffffffffu, eq_b || eq_t);
     unsigned ff = 0xffffffffu, fa = 0xffffffffu;
     double vf = 0;
-    for (int32_t i = i0; i < i1 && fa == 0xffffffffu; i++) {
-      double bottom, top;
-      big_set_sums(wt, hit_at, base, start + i, i, (int32_t)hit_rank[start + i], inv_nr, inv_nmiss, &bottom, &top);
-      if (ff == 0xffffffffu) {
-        if (G_MUL(fabs(bottom), GSEA_TIE) >= m) ff = 2u * i, vf = bottom;
-        else if (G_MUL(fabs(top), GSEA_TIE) >= m) ff = 2u * i + 1u, vf = top;
-      }
-      if (fabs(bottom) == m) fa = 2u * i;
-      else if (fabs(top) == m) fa = 2u * i + 1u;
+    if (near) { /* (always: m's own chunk) */
+      int lf = __ffs(near) - 1;
+      bool fb = __shfl_sync(0xffffffffu, in_b, lf);
+      ff = 2u * (unsigned)((cf << 5) + lf - start) + (fb ? 0u : 1u);
+      vf = __shfl_sync(0xffffffffu, fb ? bottom : top, lf);
     }
+    if (equal) {
+      int la = __ffs(equal) - 1;
+      fa = 2u * (unsigned)((cf << 5) + la - start) + (__shfl_sync(0xffffffffu, eq_b, la) ? 0u : 1u);
+    }
+    if (lane != 0) continue;
     if (ff == fa) {
       best = vf;
     } else { /* the rule over all hits */
@@ -474,6 +535,7 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
     }
     h.d_es[(size_t)(b0 + q) * h.S + h.d_tset[u0 + sb0 + s]] = best;
   }
+  PHASE_END(3);
 }
 
 #define TILE_SMALL 256, 16, 2
@@ -553,6 +615,18 @@ static int bits_for(uint64_t n) { /* bits to hold 0..n-1 */
 }
 
 extern "C" void sbg_gsea_gpu_close(sbg_gsea_gpu *h) {
+#ifdef SBG_GSEA_PHASES
+  {
+    static const char *cls[PHASE_CLASSES] = {"<= 64", "<= 256", "<= 512", "> 512"};
+    unsigned long long c[PHASE_CLASSES][PHASES + 1] = {{0}};
+    cudaMemcpyFromSymbol(c, phase_cycles, sizeof c);
+    for (int k = 0; k < PHASE_CLASSES; k++) {
+      double nb = c[k][PHASES] ? (double)c[k][PHASES] : 1.0;
+      fprintf(stderr, "k_es_tile, tiles of sets %-6s: %llu blocks, cycles a block: gather %.0f, sort %.0f, sums %.0f, search %.0f\n",
+              cls[k], c[k][PHASES], c[k][0] / nb, c[k][1] / nb, c[k][2] / nb, c[k][3] / nb);
+    }
+  }
+#endif
   if (!h) return;
   cudaSetDevice(h->device); /* its memory and stream */
   void *p[] = {h->d_tile_first, h->d_tile_small, h->d_tset, h->d_tmem, h->d_tgene, h->d_tkey, h->d_xc, h->d_mu,
