@@ -26,8 +26,16 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   first row first).
 #' - **ES**: hits weigh \eqn{|metric|^q / N_R} (\eqn{q} = `weight`,
 #'   \eqn{N_R} the sum over the set), misses \eqn{-1/(N-k)}; the ES is the
-#'   first running-sum value of largest magnitude. It is computed from the
-#'   set's hits alone. If every hit has weight 0 the hits weigh equally.
+#'   first running-sum value of largest magnitude (values within
+#'   \eqn{10^{-12}}, relative, of each other count as ties). It is computed
+#'   from the set's hits alone. If every hit has weight 0 the hits weigh
+#'   equally. The observed ES and the phenotype permutations' null ES add a
+#'   set's weights (\eqn{N_R} over its genes, the running sum over its hits
+#'   in rank order) in 32 runs of \eqn{\lceil k/32 \rceil}{ceiling(k/32)}
+#'   hits: each run in order, then the runs' totals in order. A GPU adds
+#'   the runs side by side, and the CPU in the same order, for the same
+#'   bits; against plain additions one after the other only the last bits
+#'   change (sets of more than 32 genes).
 #' - **Permutations**: permutation 0 is the identity (the observed ES, not
 #'   part of the null); permutation \eqn{j} is a Fisher-Yates shuffle of
 #'   the labels drawn from Philox4x32-10 subsequence \eqn{j} of `seed`, so
@@ -227,7 +235,7 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   table), `stageTime` (engine seconds: observed + pass 1, pass 2,
 #'   statistics), `sequentialES` (with phenotype permutations on a GPU,
 #'   the count of (set, permutation) pairs of pass 1, among sets of more
-#'   than 512 members, whose ES Broad's sequential rule settled because
+#'   than 256 members, whose ES Broad's sequential rule settled because
 #'   running-sum values within 1e-12 (relative) of the largest came before
 #'   it; 0 otherwise) and `nullES` when `keepNull`.  A set whose null ES of the
 #'   observed sign are absent or average 0 (with very few permutations) has

@@ -1,9 +1,10 @@
 /* CPU engine and driver of rapidGSEA(): observed and permuted metrics,
- * ranking (LSD radix sort, ties by gene index), hits-only ES by a sweep over
- * a gene -> sets index, and the Broad statistics in two streaming passes
- * (the second reads the first's null ES, kept up to a memory limit, and
- * regenerates the permutations beyond it from the seed, so the whole sets
- * x permutations table is held only when asked for).  Reached from
+ * ranking (LSD radix sort, ties by gene index), hits-only ES of each set
+ * (its hits put in rank order by a sweep over a gene -> sets index, its
+ * running sum in runs: gsea_math.h), and the Broad statistics in two
+ * streaming passes (the second reads the first's null ES, kept up to a
+ * memory limit, and regenerates the permutations beyond it from the seed,
+ * so the whole sets x permutations table is held only when asked for).  Reached from
  * rapidGSEA() and gseaStats() through gsea_call.c. */
 #include <math.h>
 #include <stdlib.h>
@@ -33,22 +34,14 @@ static double now_s(void) {
 /* ---------------------------------------------------------------------- */
 /* Per-thread workspace of the CPU engine */
 
-/* Everything the sweep touches for one set, in one place: the sweep visits
- * sets in random order, so one cache line per visit instead of four. */
-typedef struct set_state {
-  gsea_es_state es;
-  double inv_nr;     /* 1 / total hit weight */
-  double inv_nmiss;  /* 1 / (N - k) */
-  int32_t unit;      /* all weights 0: unit weights */
-} set_state;
-
 typedef struct ws {
   int32_t *lab, *small;   /* permuted labels, samples of the summed class */
   int32_t *perm;          /* gene permutation */
   double *s, *ss, *m, *w; /* per gene: sums, metric, weight */
   uint64_t *key, *key2;
   int32_t *ord, *ord2;
-  set_state *st;          /* per set: running sum and its constants */
+  int32_t *hit, *fill;    /* every set's hits' ranks, ascending (the sets' slots), and each set's next slot */
+  double *wr;             /* weight by rank position */
   sbg_gsea_prerank_ws pr; /* shared null */
   double *esz;            /* shared null: ES by distinct set size */
 } ws;
@@ -56,11 +49,11 @@ typedef struct ws {
 static void ws_free(ws *w) {
   if (!w) return;
   free(w->lab); free(w->small); free(w->perm); free(w->s); free(w->ss); free(w->m);
-  free(w->w); free(w->key); free(w->key2); free(w->ord); free(w->ord2); free(w->st);
+  free(w->w); free(w->key); free(w->key2); free(w->ord); free(w->ord2); free(w->hit); free(w->fill); free(w->wr);
   sbg_gsea_prerank_ws_free(&w->pr); free(w->esz);
 }
 
-static int ws_alloc(ws *w, int32_t G, int32_t P, int32_t S) {
+static int ws_alloc(ws *w, int32_t G, int32_t P, int32_t S, int64_t M) {
   memset(w, 0, sizeof *w);
   size_t g = (size_t)G, p = (size_t)(P > 0 ? P : 1), s = (size_t)(S > 0 ? S : 1);
   w->lab = malloc(p * sizeof(int32_t));
@@ -74,11 +67,13 @@ static int ws_alloc(ws *w, int32_t G, int32_t P, int32_t S) {
   w->key2 = malloc(g * sizeof(uint64_t));
   w->ord = malloc(g * sizeof(int32_t));
   w->ord2 = malloc(g * sizeof(int32_t));
-  w->st = malloc(s * sizeof(set_state));
+  w->hit = malloc((size_t)(M > 0 ? M : 1) * sizeof(int32_t));
+  w->fill = malloc(s * sizeof(int32_t));
+  w->wr = malloc(g * sizeof(double));
   w->esz = malloc(s * sizeof(double));
   if (w->perm) for (int32_t i = 0; i < G; i++) w->perm[i] = i;
   return sbg_gsea_prerank_ws_alloc(&w->pr, G, G - 1) && w->esz && w->lab && w->small && w->perm && w->s && w->ss && w->m && w->w && w->key &&
-         w->key2 && w->ord && w->ord2 && w->st;
+         w->key2 && w->ord && w->ord2 && w->hit && w->fill && w->wr;
 }
 
 /* Everything the workers share, read-only during a batch. */
@@ -178,26 +173,50 @@ static void perm_es(const shared *sh, ws *w, int64_t j, double *es, int32_t *pos
   permuted_metric(sh, w, j);
   rank_genes(w, G);
   for (int32_t g = 0; g < G; g++) w->w[g] = gsea_weight(w->m[g], sh->p->weight);
-  for (int32_t s = 0; s < S; s++) {
-    double nr = 0;
-    for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++) nr += w->w[in->set_genes[i]];
-    set_state *t = &w->st[s];
-    t->unit = nr == 0;
-    t->inv_nr = 1.0 / (nr == 0 ? (double)(in->set_start[s + 1] - in->set_start[s]) : nr);
-    t->inv_nmiss = sh->inv_nmiss[s];
-    gsea_es_init(&t->es);
-  }
+  /* every set's hits in rank order: the genes, walked in rank order, put
+   * their rank in the next slot of each of their sets */
+  for (int32_t s = 0; s < S; s++) w->fill[s] = in->set_start[s];
   for (int32_t r = 0; r < G; r++) {
     int32_t g = w->ord[r];
-    double wg = w->w[g];
-    for (int32_t i = sh->gs_start[g]; i < sh->gs_start[g + 1]; i++) {
-      set_state *t = &w->st[sh->gs_sets[i]];
-      gsea_es_hit(&t->es, r, t->unit ? 1.0 : wg, t->inv_nr, t->inv_nmiss);
-    }
+    w->wr[r] = w->w[g];
+    for (int32_t i = sh->gs_start[g]; i < sh->gs_start[g + 1]; i++) w->hit[w->fill[sh->gs_sets[i]]++] = r;
   }
   for (int32_t s = 0; s < S; s++) {
-    es[s] = w->st[s].es.best;
-    if (pos) pos[s] = w->st[s].es.pos;
+    int32_t lo = in->set_start[s], k = in->set_start[s + 1] - lo;
+    /* the total weight in runs (gsea_runs_add's bits) over the set's own
+     * order, as k_es_tile */
+    const int32_t *mem = in->set_genes + lo;
+    const int32_t len = gsea_run_len(k);
+    double nr = 0;
+    for (int32_t r0 = 0; r0 < k; r0 += len) {
+      int32_t r1 = r0 + len < k ? r0 + len : k;
+      double loc = 0;
+      for (int32_t i = r0; i < r1; i++) loc += w->w[mem[i]];
+      nr += loc;
+    }
+    int unit = nr == 0;
+    double inv_nr = 1.0 / (unit ? (double)k : nr);
+    gsea_es_state st;
+    gsea_es_init(&st);
+    /* the running sum in runs, run after run (gsea_es_hit_runs's bits,
+     * without its test at every hit) */
+    const int32_t *h = w->hit + lo;
+    if (len == 1) {
+      for (int32_t i = 0; i < k; i++) gsea_es_hit(&st, h[i], unit ? 1.0 : w->wr[h[i]], inv_nr, sh->inv_nmiss[s]);
+    } else {
+      double off = 0;
+      for (int32_t r0 = 0; r0 < k; r0 += len) {
+        int32_t r1 = r0 + len < k ? r0 + len : k;
+        double loc = 0;
+        for (int32_t i = r0; i < r1; i++) {
+          loc += unit ? 1.0 : w->wr[h[i]];
+          gsea_es_step(&st, h[i], off + loc, inv_nr, sh->inv_nmiss[s]);
+        }
+        off += loc;
+      }
+    }
+    es[s] = st.best;
+    if (pos) pos[s] = st.pos;
   }
 }
 
@@ -864,7 +883,7 @@ static sbg_status run_index(gsea_run *R, sbg_ctx *ctx) {
   for (int32_t s = 0; s < S; s++) R->inv_nmiss[s] = 1.0 / ((double)G - (double)(in->set_start[s + 1] - in->set_start[s]));
   R->sh.inv_nmiss = R->inv_nmiss;
   for (int i = 0; i < R->nth; i++)
-    if (!ws_alloc(&R->wss[i], G, R->P, S)) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the work space");
+    if (!ws_alloc(&R->wss[i], G, R->P, S, R->M)) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the work space");
   return SBG_OK;
 }
 

@@ -3,10 +3,9 @@
  * ranking (CUB segmented radix sort of float keys, stable, exact ties put
  * right afterwards), then per tile of gene sets and pair of permutations
  * one thread block that sorts the hits by (permutation, set, rank) in
- * shared memory and runs each set's hits-only running sum (in one thread,
- * or for large sets the weight sum in one thread and the search for the
- * largest deviation over the block), with the CPU's arithmetic (same
- * bits);
+ * shared memory and scores each set's hits (a thread a small set, a warp
+ * a large one, its running sum in runs: gsea_math.h) with the CPU's
+ * arithmetic (same bits);
  * the streaming statistics of both passes run on the device too, so the
  * sets x permutations table never crosses to the host.  Reached from
  * rapidGSEA(backend = "gpu") through sbg_gsea_run() (gsea_cpu.c). */
@@ -36,15 +35,14 @@
  * half). */
 #define TILE_RADIX_BITS 5
 #define STATS_THREADS 256
-/* Sets of more than ES_SPLIT members: one thread adds their weights in
- * rank order, then the whole block finds the ES (k_es_tile).  Smaller
- * sets run the sequential rule in one thread, cheaper for them.  On an
- * H200, pass 1 of C2 x 2^18 took 3.48-3.55 s with every set sequential,
- * 3.63 / 3.52 / 3.38 / 3.33-3.35 s with the split at 64 / 128 / 256 /
- * 512 members; with the search in one pass (below), k_es_tile took 327 /
- * 315 / 311 ms a batch of 32,768 permutations at 128 / 256 / 512. */
-#define ES_SPLIT 512
-static_assert(ES_SPLIT >= 32, "a warp's 32 hits must meet at most two large sets' segments");
+/* Sets of more than ES_SPLIT members take a warp each in k_es_tile, the
+ * smaller ones a thread (cheaper for them: a tile of small sets has more
+ * sets than its block has warps).  k_es_tile took 257.0 ms a batch of
+ * 32,768 C2 permutations on an H200 with the split at 256 members, 260.8
+ * ms at 128. */
+#ifndef ES_SPLIT
+#define ES_SPLIT 256
+#endif
 
 /* What the hits of a set need of a gene in one permutation: one 16-byte
  * record, so one gather serves both.  The records of permutations 2i and
@@ -244,57 +242,51 @@ struct tile_sort {
    * pass 1 of C2 x 2^18 went from 3.81-3.84 to 3.60-3.63 s, and 70,000
    * genes were no slower. */
   enum { MIN_BLOCKS = THREADS > 256 ? 1 : (sizeof(KeyT) == 4 ? 3 : 2) };
-  /* sets of more than ES_SPLIT members in a tile, and their (set,
-   * permutation) segments */
-  enum { BIG_SETS = MEMBERS / (ES_SPLIT + 1), BIG_SEGS = PERMS * BIG_SETS };
-  /* a chunk: a warp's 32 consecutive hits, holding parts of at most two
-   * large sets' segments (each has more than 32 hits) */
-  enum { CHUNKS = HITS / 32 };
-  /* the sort's storage, later the hit list (rank, position); the weights;
-   * the large sets' segments; the chunks' largest values */
+  /* the sort's storage, later the hit list (rank, position); the weights */
   static size_t smem() {
     size_t a = sizeof(typename sort::TempStorage), b = (size_t)HITS * (sizeof(rank_t) + sizeof(uint16_t));
     a = a > b ? a : b;
-    return (a + 15) / 16 * 16 + (size_t)HITS * sizeof(double) + (size_t)BIG_SEGS * 2 * sizeof(double) +
-           (size_t)CHUNKS * 2 * (sizeof(unsigned long long) + sizeof(int32_t)) + (size_t)(BIG_SETS + 1) * sizeof(int32_t);
+    return (a + 15) / 16 * 16 + (size_t)HITS * sizeof(double);
   }
 };
 
-/* Block (tile, PERMS permutations).  Each member gathers its gene's
- * records (rank and weight) in the block's permutations; one block-wide
- * radix sort of (permutation, set within tile, rank) puts every set's hits
- * in rank order in shared memory; then one thread per set and permutation
- * sums its weights in member order (as the CPU) and runs the running sum
- * over its hits in rank order, all from shared memory.  For a set of more
- * than ES_SPLIT members that thread only adds the weights in rank order,
- * which a thread of the CPU does too, so the sums have the same bits; the
- * block then evaluates the running sum at every hit in parallel, where
- * one thread ran the whole rule while the block's other warps waited. */
-/* A large set's running sum just before (bottom) and at (top) its hit nh,
- * the block's hit p at rank r, from the weight sums kept in place of the
- * hits' weights (wt at base + hit_at[]). */
-static __device__ __forceinline__ void big_set_sums(const double *wt, const uint16_t *hit_at, int32_t base, int32_t p,
-                                                    int32_t nh, int32_t r, double inv_nr, double inv_nmiss,
-                                                    double *bottom, double *top) {
-  double cprev = nh == 0 ? 0.0 : wt[base + hit_at[p - 1]], ccur = wt[base + hit_at[p]];
-  double miss = G_MUL((double)(r - nh), inv_nmiss);
-  *bottom = G_SUB(G_MUL(cprev, inv_nr), miss);
-  *top = G_SUB(G_MUL(ccur, inv_nr), miss);
+/* The largest of the warp's non-negative doubles (whose bits order as the
+ * values), in every lane. */
+static __device__ __forceinline__ double warp_max_nonneg(double v) {
+  unsigned long long b = (unsigned long long)__double_as_longlong(v);
+  unsigned hi = __reduce_max_sync(0xffffffffu, (unsigned)(b >> 32));
+  unsigned lo = __reduce_max_sync(0xffffffffu, (unsigned)(b >> 32) == hi ? (unsigned)b : 0u);
+  return __longlong_as_double((long long)(((unsigned long long)hi << 32) | lo));
+}
+
+/* The runs' totals x (lane j: run j) added in order from 0, in every lane
+ * (gsea_runs_add's off after the last run, plus that run); *before: the
+ * sum of the runs before this lane's, in the same order. */
+static __device__ __forceinline__ double warp_runs_total(double x, double *before) {
+  const int lane = threadIdx.x & 31;
+  double acc = 0;
+#pragma unroll 8
+  for (int j = 0; j < 32; j++) {
+    double y = __shfl_sync(0xffffffffu, x, j);
+    if (j == lane) *before = acc;
+    acc = G_ADD(acc, y);
+  }
+  return acc;
 }
 
 /* Built with SBG_GSEA_PHASES defined, k_es_tile adds up the cycles each
- * block spends in each phase (gather, sort, running sums, the large sets'
- * search; thread 0's clock after a barrier that each mark adds), by the
- * tile's largest set (at most 64, 256, 512 members, more), and
- * sbg_gsea_gpu_close() prints the means per block.  With a few blocks an
- * SM, the blocks' latencies set the kernel's time, which Nsight Compute's
- * warp samples do not show. */
+ * block spends in each phase (gather, sort, the sets scored a thread each,
+ * those scored a warp each; thread 0's clock after a barrier that each
+ * mark adds), by the tile's largest set (at most 64, 256, 512 members,
+ * more), and sbg_gsea_gpu_close() prints the means per block.  With a few
+ * blocks an SM, the blocks' latencies set the kernel's time, which Nsight
+ * Compute's warp samples do not show. */
 #ifdef SBG_GSEA_PHASES
 enum { PHASES = 4, PHASE_CLASSES = 4 };
 __device__ unsigned long long phase_cycles[PHASE_CLASSES][PHASES + 1]; /* and the blocks */
 #define PHASE_START(largest)                                                                  \
   long long phase_t = clock64();                                                              \
-  const int phase_class = (largest) <= 64 ? 0 : (largest) <= 256 ? 1 : (largest) <= ES_SPLIT ? 2 : 3
+  const int phase_class = (largest) <= 64 ? 0 : (largest) <= 256 ? 1 : (largest) <= 512 ? 2 : 3
 #define PHASE_END(k)                                                                          \
   do {                                                                                        \
     __syncthreads();                                                                          \
@@ -310,6 +302,19 @@ __device__ unsigned long long phase_cycles[PHASE_CLASSES][PHASES + 1]; /* and th
 #define PHASE_END(k)
 #endif
 
+/* Block (tile, PERMS permutations).  Each member gathers its gene's
+ * records (rank and weight) in the block's permutations; one block-wide
+ * radix sort of (permutation, set within tile, rank) puts every set's hits
+ * in rank order in shared memory; then each set's ES in each permutation,
+ * with the CPU's arithmetic: its total weight in runs over its members,
+ * then the rule over its hits in rank order with the running sum in runs
+ * (gsea_math.h).  A set of at most ES_SPLIT members takes one thread,
+ * which adds a hit at a time (gsea_es_hit_runs).  A larger one takes a
+ * warp, a lane a run of hits: the runs' totals, then the largest |value|
+ * m, and the first value that comes within the tie factor of m.  When that
+ * one is m itself, nothing before it comes within the factor of m, so the
+ * sequential rule takes it and keeps it: it is the ES.  Otherwise (near
+ * ties, rare) the first lane runs the rule over all the set's hits. */
 template <int THREADS, int IPT, int PERMS, typename KeyT>
 static __global__ void __launch_bounds__(THREADS, (tile_sort<THREADS, IPT, PERMS, KeyT>::MIN_BLOCKS))
 k_es_tile(const sbg_gsea_gpu h, int64_t n) {
@@ -325,10 +330,6 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
   size_t lists = (size_t)ts::HITS * (sizeof(rank_t) + sizeof(uint16_t));
   off = ((off > lists ? off : lists) + 15) / 16 * 16;
   double *wt = reinterpret_cast<double *>(smem + off);
-  double *seg_inv_nr = wt + ts::HITS, *seg_inv_nmiss = seg_inv_nr + ts::BIG_SEGS;
-  unsigned long long *chunk_m = reinterpret_cast<unsigned long long *>(seg_inv_nmiss + ts::BIG_SEGS);
-  int32_t *chunk_seg = reinterpret_cast<int32_t *>(chunk_m + 2 * ts::CHUNKS);
-  int32_t *big_lo = chunk_seg + 2 * ts::CHUNKS;
   int32_t t = blockIdx.x;
   int64_t b0 = (int64_t)blockIdx.y * PERMS;
   if (b0 >= n) return;
@@ -337,203 +338,149 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
   int32_t m0 = h.d_tmem[u0], cnt = h.d_tmem[u1] - m0;
   PHASE_START(h.d_tmem[u1] - h.d_tmem[u1 - 1]);
   const int set_bits = h.rbits + slot_bits(u1 - u0), sorted_bits = set_bits + 1;
-  KeyT keys[IPT];
+  {
+    KeyT keys[IPT];
 #pragma unroll
-  for (int j = 0; j < IPT / PERMS; j++) {
-    int32_t p = j * THREADS + threadIdx.x; /* striped: coalesced reads */
-    int32_t g = p < cnt ? h.d_tgene[m0 + p] : 0;
-    uint32_t tk = p < cnt ? h.d_tkey[m0 + p] : 0u;
+    for (int j = 0; j < IPT / PERMS; j++) {
+      int32_t p = j * THREADS + threadIdx.x; /* striped: coalesced reads */
+      int32_t g = p < cnt ? h.d_tgene[m0 + p] : 0;
+      uint32_t tk = p < cnt ? h.d_tkey[m0 + p] : 0u;
 #pragma unroll
-    for (int q = 0; q < PERMS; q++) {
-      if (p < cnt && q < nq) {
-        gene_rec r = h.d_rec[rec_at(b0 + q, g, h.G)];
-        wt[q * cnt + p] = r.w;
-        KeyT k = (KeyT)(tk | ((uint32_t)q << set_bits) | (uint32_t)r.rank);
-        if (!key32) k |= (KeyT)(q * cnt + p) << 16 << 16; /* (two shifts: no warning when KeyT is 32 bits) */
-        keys[j * PERMS + q] = k;
-      } else {
-        keys[j * PERMS + q] = ~(KeyT)0; /* no real key is all ones */
+      for (int q = 0; q < PERMS; q++) {
+        if (p < cnt && q < nq) {
+          gene_rec r = h.d_rec[rec_at(b0 + q, g, h.G)];
+          wt[q * cnt + p] = r.w;
+          KeyT k = (KeyT)(tk | ((uint32_t)q << set_bits) | (uint32_t)r.rank);
+          if (!key32) k |= (KeyT)(q * cnt + p) << 16 << 16; /* (two shifts: no warning when KeyT is 32 bits) */
+          keys[j * PERMS + q] = k;
+        } else {
+          keys[j * PERMS + q] = ~(KeyT)0; /* no real key is all ones */
+        }
       }
     }
-  }
-  PHASE_END(0);
-  sort_t(tmp).SortBlockedToStriped(keys, 0, sorted_bits);
-  __syncthreads(); /* the sort's storage becomes the hit list */
-  const uint32_t rmask = (1u << h.rbits) - 1u;
-  const int at_shift = key32 ? sorted_bits : 32;
+    PHASE_END(0);
+    sort_t(tmp).SortBlockedToStriped(keys, 0, sorted_bits);
+    __syncthreads(); /* the sort's storage becomes the hit list */
+    const uint32_t rmask = (1u << h.rbits) - 1u;
+    const int at_shift = key32 ? sorted_bits : 32;
 #pragma unroll
-  for (int j = 0; j < IPT; j++) {
-    int32_t p = j * THREADS + threadIdx.x;
-    if (p < nq * cnt) {
-      hit_rank[p] = (rank_t)((uint32_t)keys[j] & rmask);
-      hit_at[p] = (uint16_t)(keys[j] >> at_shift);
+    for (int j = 0; j < IPT; j++) {
+      int32_t p = j * THREADS + threadIdx.x;
+      if (p < nq * cnt) {
+        hit_rank[p] = (rank_t)((uint32_t)keys[j] & rmask);
+        hit_at[p] = (uint16_t)(keys[j] >> at_shift);
+      }
     }
   }
   __syncthreads();
   PHASE_END(1);
-  /* the tile's sets of more than ES_SPLIT members: a suffix (sizes ascend) */
+  /* the sets of at most ES_SPLIT members lead the tile (sizes ascend): a
+   * thread a set and permutation, a set's two permutations on neighbouring
+   * threads (the same length), the CPU's own steps */
   const int32_t nsets = u1 - u0, sb0 = h.d_tile_small[t];
-  const int32_t nbig = nsets - sb0;
-  for (int32_t s = threadIdx.x; s <= nbig; s += THREADS) big_lo[s] = h.d_tmem[u0 + sb0 + s] - m0;
-  /* a set's two permutations on neighbouring threads: the same length */
-  for (int32_t v = threadIdx.x; v < nq * nsets; v += THREADS) {
+  for (int32_t v = threadIdx.x; v < nq * sb0; v += THREADS) {
     int32_t u = u0 + v / nq, q = v % nq;
-    int32_t lo = h.d_tmem[u] - m0, hi = h.d_tmem[u + 1] - m0;
-    int32_t base = key32 ? q * cnt + lo : 0; /* member index or hit index */
-    const double *wq = wt + q * cnt;
+    int32_t lo = h.d_tmem[u] - m0, k = h.d_tmem[u + 1] - m0 - lo;
+    int32_t start = q * cnt + lo;     /* the set's first member slot and first hit */
+    int32_t base = key32 ? start : 0; /* member index or hit index */
+    gsea_runs runs;
+    gsea_runs_init(&runs, k);
     double nr = 0;
-    for (int32_t i = lo; i < hi; i++) nr = G_ADD(nr, wq[i]);
+    /* (up to GSEA_RUNS hits the runs' sums are the plain ones, fewer steps) */
+    if (k <= GSEA_RUNS)
+      for (int32_t i = 0; i < k; i++) nr = G_ADD(nr, wt[start + i]);
+    else
+      for (int32_t i = 0; i < k; i++) nr = gsea_runs_add(&runs, wt[start + i]);
     int unit = nr == 0;
-    if (unit) nr = (double)(hi - lo);
     /* the CPU's reciprocals, exactly: 1.0 / x rounded once */
-    double inv_nr = G_DIV(1.0, nr);
-    double inv_nmiss = G_DIV(1.0, G_SUB((double)h.G, (double)(hi - lo)));
-    if (hi - lo <= ES_SPLIT) {
-      gsea_es_state st;
-      gsea_es_init(&st);
-      for (int32_t i = q * cnt + lo; i < q * cnt + hi; i++)
+    double inv_nr = G_DIV(1.0, unit ? (double)k : nr);
+    double inv_nmiss = G_DIV(1.0, G_SUB((double)h.G, (double)k));
+    gsea_es_state st;
+    gsea_es_init(&st);
+    gsea_runs_init(&runs, k);
+    if (k <= GSEA_RUNS)
+      for (int32_t i = start; i < start + k; i++)
         gsea_es_hit(&st, (int32_t)hit_rank[i], unit ? 1.0 : wt[base + hit_at[i]], inv_nr, inv_nmiss);
-      h.d_es[(size_t)(b0 + q) * h.S + h.d_tset[u]] = st.best;
-      continue;
-    }
-    /* a large set: only the running weight sum here, in rank order (the
-     * CPU's additions), each sum written over its hit's own weight; the
-     * block then finds the largest deviation in parallel */
-    int32_t bi = q * ts::BIG_SETS + (u - u0 - sb0);
-    seg_inv_nr[bi] = inv_nr;
-    seg_inv_nmiss[bi] = inv_nmiss;
-    double cum = 0;
-    int32_t i = q * cnt + lo;
-    const int32_t i1 = q * cnt + hi;
-    for (; i + 8 <= i1; i += 8) { /* reads ahead of the additions */
-      int32_t a[8];
-      double w[8];
-#pragma unroll
-      for (int j = 0; j < 8; j++) {
-        a[j] = base + hit_at[i + j];
-        w[j] = unit ? 1.0 : wt[a[j]];
-      }
-#pragma unroll
-      for (int j = 0; j < 8; j++) {
-        cum = G_ADD(cum, w[j]);
-        wt[a[j]] = cum;
-      }
-    }
-    for (; i < i1; i++) {
-      int32_t a = base + hit_at[i];
-      cum = G_ADD(cum, unit ? 1.0 : wt[a]);
-      wt[a] = cum;
-    }
+    else
+      for (int32_t i = start; i < start + k; i++)
+        gsea_es_hit_runs(&st, &runs, (int32_t)hit_rank[i], unit ? 1.0 : wt[base + hit_at[i]], inv_nr, inv_nmiss);
+    h.d_es[(size_t)(b0 + q) * h.S + h.d_tset[u]] = st.best;
   }
   PHASE_END(2);
-  if (nbig == 0) { /* the same for the whole block */
-    PHASE_END(3);
-    return;
-  }
-  __syncthreads();
-  const uint32_t smask = (1u << (set_bits - h.rbits)) - 1u;
+  /* the larger sets: a warp a set and permutation, a lane a run.  The
+   * passes recompute the sums rather than store them: they only read
+   * shared memory, so their loads run ahead. */
   const int lane = threadIdx.x & 31;
-  /* One pass over the large sets' hits, striped (a warp holds a chunk of
-   * 32 consecutive hits): each chunk's largest |running sum| of each of
-   * its segments.  Then a warp a segment takes the largest of its
-   * chunks' values, m, and in the first chunk that comes within the tie
-   * factor of m, the first value within the factor and the first equal to
-   * m.  When they are the same, nothing before it comes within the factor
-   * of m, so the CPU's sequential rule takes that value and keeps it: it
-   * is the ES.  Otherwise (near ties, rare) its first lane runs the rule. */
-#pragma unroll
-  for (int j = 0; j < IPT; j++) {
-    int32_t p = j * THREADS + threadIdx.x;
-    uint32_t k32 = (uint32_t)keys[j];
-    int32_t slot = (int32_t)((k32 >> h.rbits) & smask), q = PERMS > 1 ? (int32_t)((k32 >> set_bits) & 1u) : 0;
-    int big = p < nq * cnt && slot >= sb0;
-    int32_t bi = big ? q * ts::BIG_SETS + slot - sb0 : -1;
-    unsigned peers = __match_any_sync(0xffffffffu, bi);
-    unsigned long long mx = 0;
-    if (big) {
-      double vb, vt;
-      int32_t start = q * cnt + big_lo[slot - sb0], nh = p - start, base = key32 ? start : 0;
-      big_set_sums(wt, hit_at, base, p, nh, (int32_t)(k32 & rmask), seg_inv_nr[bi], seg_inv_nmiss[bi], &vb, &vt);
-      vb = fabs(vb);
-      vt = fabs(vt);
-      unsigned long long bits = (unsigned long long)__double_as_longlong(vb > vt ? vb : vt);
-      unsigned hi32 = __reduce_max_sync(peers, (unsigned)(bits >> 32));
-      unsigned lo32 = __reduce_max_sync(peers, (unsigned)(bits >> 32) == hi32 ? (unsigned)bits : 0u);
-      mx = ((unsigned long long)hi32 << 32) | lo32;
+  const unsigned none = 0xffffffffu;
+  for (int32_t v = threadIdx.x >> 5; v < nq * (nsets - sb0); v += THREADS / 32) {
+    int32_t u = u0 + sb0 + v / nq, q = v % nq;
+    int32_t lo = h.d_tmem[u] - m0, k = h.d_tmem[u + 1] - m0 - lo;
+    int32_t start = q * cnt + lo;
+    int32_t base = key32 ? start : 0;
+    int32_t len = gsea_run_len(k), k0 = min(lane * len, k), k1 = min(k0 + len, k);
+    double part = 0, before = 0;
+    for (int32_t i = k0; i < k1; i++) part = G_ADD(part, wt[start + i]);
+    double nr = warp_runs_total(part, &before);
+    int unit = nr == 0;
+    double inv_nr = G_DIV(1.0, unit ? (double)k : nr);
+    double inv_nmiss = G_DIV(1.0, G_SUB((double)h.G, (double)k));
+    auto w_at = [&](int32_t i) { return unit ? 1.0 : wt[base + hit_at[start + i]]; };
+    /* the running sum at a hit: the runs before the lane's (before) plus
+     * the lane's own so far; just before its first hit, `before` */
+    part = 0;
+    for (int32_t i = k0; i < k1; i++) part = G_ADD(part, w_at(i));
+    warp_runs_total(part, &before);
+    const double cur0 = G_MUL(before, inv_nr);
+    double cur = cur0, loc = 0, mx = 0;
+    for (int32_t i = k0; i < k1; i++) {
+      loc = G_ADD(loc, w_at(i));
+      double miss = G_MUL((double)((int32_t)hit_rank[start + i] - i), inv_nmiss);
+      double bottom = G_SUB(cur, miss);
+      cur = G_MUL(G_ADD(before, loc), inv_nr);
+      mx = fmax(mx, fmax(fabs(bottom), fabs(G_SUB(cur, miss))));
     }
-    const int lead = big && lane == __ffs(peers) - 1;
-    unsigned leads = __ballot_sync(0xffffffffu, lead);
-    if (lead) {
-      int32_t at = (p >> 5) * 2 + __popc(leads & ((1u << lane) - 1u));
-      chunk_seg[at] = bi;
-      chunk_m[at] = mx;
-    }
-  }
-  __syncthreads();
-  /* The lanes read the chunks, then the hits of chunk cf, side by side.
-   * One thread a segment walking them (a chain of dependent shared-memory
-   * reads) was about a quarter of a block's time in tiles of large sets
-   * (SBG_GSEA_PHASES, C2 on an H200); k_es_tile took 309.5-311.4 ms a batch
-   * of 32,768 permutations with it and 303.2-303.4 ms with the warps. */
-  for (int32_t v = threadIdx.x >> 5; v < nq * nbig; v += THREADS / 32) {
-    int32_t s = v / nq, q = v % nq, bi = q * ts::BIG_SETS + s;
-    int32_t start = q * cnt + big_lo[s], k = big_lo[s + 1] - big_lo[s], base = key32 ? start : 0;
-    int32_t c0 = start >> 5, c1 = (start + k - 1) >> 5;
-    double inv_nr = seg_inv_nr[bi], inv_nmiss = seg_inv_nmiss[bi], best = 0;
-    /* the segment's value in chunk c (its first or second segment) */
-    auto chunk_max = [&](int32_t c) { return chunk_m[2 * c + (chunk_seg[2 * c] == bi ? 0 : 1)]; };
-    unsigned long long mb = 0;
-    for (int32_t c = c0 + lane; c <= c1; c += 32) mb = chunk_max(c) > mb ? chunk_max(c) : mb; /* non-negative doubles order as their bits */
-    {
-      unsigned hi32 = __reduce_max_sync(0xffffffffu, (unsigned)(mb >> 32));
-      unsigned lo32 = __reduce_max_sync(0xffffffffu, (unsigned)(mb >> 32) == hi32 ? (unsigned)mb : 0u);
-      mb = ((unsigned long long)hi32 << 32) | lo32;
-    }
-    const double m = __longlong_as_double((long long)mb);
-    /* the first chunk that comes within the tie factor of m (there is one: m's) */
-    int32_t cf = c0;
-    for (int32_t c = c0;; c += 32) {
-      unsigned near = __ballot_sync(0xffffffffu, c + lane <= c1 &&
-                                                     G_MUL(__longlong_as_double((long long)chunk_max(c + lane)), GSEA_TIE) >= m);
-      if (near) {
-        cf = c + __ffs(near) - 1;
-        break;
-      }
-    }
-    /* in chunk cf, a hit a lane: the first value within the factor (ff) and
-     * the first equal to m (fa), as 2 x hit + (0: just before it, 1: at it) */
-    const int32_t hit = (cf << 5) + lane - start;
-    const bool mine = hit >= 0 && hit < k;
-    double bottom = 0, top = 0;
-    if (mine) big_set_sums(wt, hit_at, base, start + hit, hit, (int32_t)hit_rank[start + hit], inv_nr, inv_nmiss, &bottom, &top);
-    bool in_b = mine && G_MUL(fabs(bottom), GSEA_TIE) >= m, in_t = mine && G_MUL(fabs(top), GSEA_TIE) >= m;
-    bool eq_b = mine && fabs(bottom) == m, eq_t = mine && fabs(top) == m;
-    unsigned near = __ballot_sync(0xffffffffu, in_b || in_t), equal = __ballot_sync(0xffffffffu, eq_b || eq_t);
-    unsigned ff = 0xffffffffu, fa = 0xffffffffu;
+    const double m = warp_max_nonneg(mx);
+    /* The first value within the tie factor of m lies in the first lane
+     * whose largest is (ballot); that lane finds it (ff) and the first
+     * value equal to m (fa), as 2 x hit + (0: just before it, 1: at it).
+     * When the first value equal to m lies in a later lane, ff != fa. */
+    const int lf = __ffs(__ballot_sync(0xffffffffu, G_MUL(mx, GSEA_TIE) >= m)) - 1;
+    unsigned ff = none, fa = none;
     double vf = 0;
-    if (near) { /* (always: m's own chunk) */
-      int lf = __ffs(near) - 1;
-      bool fb = __shfl_sync(0xffffffffu, in_b, lf);
-      ff = 2u * (unsigned)((cf << 5) + lf - start) + (fb ? 0u : 1u);
-      vf = __shfl_sync(0xffffffffu, fb ? bottom : top, lf);
-    }
-    if (equal) {
-      int la = __ffs(equal) - 1;
-      fa = 2u * (unsigned)((cf << 5) + la - start) + (__shfl_sync(0xffffffffu, eq_b, la) ? 0u : 1u);
-    }
-    if (lane != 0) continue;
-    if (ff == fa) {
-      best = vf;
-    } else { /* the rule over all hits */
-      atomicAdd(h.d_sequential, 1ull);
-      for (int32_t i = 0; i < k; i++) {
-        double bottom, top;
-        big_set_sums(wt, hit_at, base, start + i, i, (int32_t)hit_rank[start + i], inv_nr, inv_nmiss, &bottom, &top);
-        if (gsea_es_beats(bottom, best)) best = bottom;
-        if (gsea_es_beats(top, best)) best = top;
+    if (lane == lf) {
+      cur = cur0;
+      loc = 0;
+      for (int32_t i = k0; i < k1 && fa == none; i++) {
+        loc = G_ADD(loc, w_at(i));
+        double miss = G_MUL((double)((int32_t)hit_rank[start + i] - i), inv_nmiss);
+        double vb = G_SUB(cur, miss);
+        cur = G_MUL(G_ADD(before, loc), inv_nr);
+        double vt = G_SUB(cur, miss);
+        if (ff == none && G_MUL(fabs(vb), GSEA_TIE) >= m) {
+          ff = 2u * (unsigned)i;
+          vf = vb;
+        } else if (ff == none && G_MUL(fabs(vt), GSEA_TIE) >= m) {
+          ff = 2u * (unsigned)i + 1u;
+          vf = vt;
+        }
+        if (fabs(vb) == m) fa = 2u * (unsigned)i;
+        else if (fabs(vt) == m) fa = 2u * (unsigned)i + 1u;
       }
     }
-    h.d_es[(size_t)(b0 + q) * h.S + h.d_tset[u0 + sb0 + s]] = best;
+    ff = __shfl_sync(0xffffffffu, ff, lf);
+    fa = __shfl_sync(0xffffffffu, fa, lf);
+    double best = __shfl_sync(0xffffffffu, vf, lf);
+    if (lane != 0) continue;
+    if (ff != fa) { /* the rule over all hits */
+      atomicAdd(h.d_sequential, 1ull);
+      gsea_es_state st;
+      gsea_es_init(&st);
+      gsea_runs runs;
+      gsea_runs_init(&runs, k);
+      for (int32_t i = 0; i < k; i++) gsea_es_hit_runs(&st, &runs, (int32_t)hit_rank[start + i], w_at(i), inv_nr, inv_nmiss);
+      best = st.best;
+    }
+    h.d_es[(size_t)(b0 + q) * h.S + h.d_tset[u]] = best;
   }
   PHASE_END(3);
 }
@@ -622,7 +569,7 @@ extern "C" void sbg_gsea_gpu_close(sbg_gsea_gpu *h) {
     cudaMemcpyFromSymbol(c, phase_cycles, sizeof c);
     for (int k = 0; k < PHASE_CLASSES; k++) {
       double nb = c[k][PHASES] ? (double)c[k][PHASES] : 1.0;
-      fprintf(stderr, "k_es_tile, tiles of sets %-6s: %llu blocks, cycles a block: gather %.0f, sort %.0f, sums %.0f, search %.0f\n",
+      fprintf(stderr, "k_es_tile, tiles of sets %-6s: %llu blocks, cycles a block: gather %.0f, sort %.0f, sets a thread %.0f, sets a warp %.0f\n",
               cls[k], c[k][PHASES], c[k][0] / nb, c[k][1] / nb, c[k][2] / nb, c[k][3] / nb);
     }
   }

@@ -108,14 +108,18 @@ GSEA_HD uint64_t gsea_sort_key(double m) {
  * |running sum| (strict >, positions visited in order). */
 typedef struct gsea_es_state {
   double cum;   /* weight of the hits so far */
+  double cur;   /* cum x inv_nr, the hits' part of the running sum */
   double best;  /* running sum of largest magnitude so far */
+  double bar;   /* |best| x GSEA_TIE: what a value must pass to replace best */
   int32_t nh;   /* hits so far */
   int32_t pos;  /* 0-based position of best */
 } gsea_es_state;
 
 GSEA_HD void gsea_es_init(gsea_es_state *s) {
   s->cum = 0;
+  s->cur = 0;
   s->best = 0;
+  s->bar = 0;
   s->nh = 0;
   s->pos = 0;
 }
@@ -126,30 +130,86 @@ GSEA_HD void gsea_es_init(gsea_es_state *s) {
  * on exact values. */
 #define GSEA_TIE 1.000000000001
 
-/* Whether the running-sum value v replaces best under that rule. */
-GSEA_HD int gsea_es_beats(double v, double best) {
-  return fabs(v) > G_MUL(fabs(best), GSEA_TIE);
-}
-
-/* Hit at 0-based rank r with weight w; inv_nr = 1 / total hit weight,
- * inv_nmiss = 1 / (N - k).  Reciprocals, not divisions: the divisions were
- * most of the CPU engine's time; both engines use this same function. */
-GSEA_HD void gsea_es_hit(gsea_es_state *s, int32_t r, double w, double inv_nr, double inv_nmiss) {
+/* The rule at a hit of 0-based rank r whose cumulative hit weight is c1
+ * (the state holds the one just before it): inv_nr = 1 / total hit
+ * weight, inv_nmiss = 1 / (N - k).  Reciprocals, not divisions: the
+ * divisions were most of the CPU engine's time.  The value before the hit
+ * reuses the previous hit's product, and the bar changes only with best:
+ * the same bits as computing them at every hit, with three
+ * multiplications fewer, which the GPU's running sums are short of. */
+GSEA_HD void gsea_es_step(gsea_es_state *s, int32_t r, double c1, double inv_nr, double inv_nmiss) {
   double miss = G_MUL((double)(r - s->nh), inv_nmiss);
-  double bottom = G_SUB(G_MUL(s->cum, inv_nr), miss); /* at position r - 1 */
-  if (gsea_es_beats(bottom, s->best)) {
+  double bottom = G_SUB(s->cur, miss); /* at position r - 1 */
+  if (fabs(bottom) > s->bar) {
     s->best = bottom;
+    s->bar = G_MUL(fabs(bottom), GSEA_TIE);
     s->pos = r - 1;
   }
-  s->cum = G_ADD(s->cum, w);
   s->nh++;
-  double top = G_SUB(G_MUL(s->cum, inv_nr), miss);    /* at position r */
-  if (gsea_es_beats(top, s->best)) {
+  s->cum = c1;
+  s->cur = G_MUL(c1, inv_nr);
+  double top = G_SUB(s->cur, miss);    /* at position r */
+  if (fabs(top) > s->bar) {
     s->best = top;
+    s->bar = G_MUL(fabs(top), GSEA_TIE);
     s->pos = r;
   }
 }
 
+/* Hit at 0-based rank r with weight w, the weights added one after the
+ * other (the preranked nulls and the multilevel sampler). */
+GSEA_HD void gsea_es_hit(gsea_es_state *s, int32_t r, double w, double inv_nr, double inv_nmiss) {
+  gsea_es_step(s, r, G_ADD(s->cum, w), inv_nr, inv_nmiss);
+}
+
+/* Sums of a set's hit weights in runs.  A set of k hits is cut into
+ * GSEA_RUNS runs of ceil(k / GSEA_RUNS) consecutive hits (the last ones
+ * shorter or empty); each run is summed from 0 in order, the totals of the
+ * runs before it are summed in order (off), and the sum up to a hit is off
+ * plus its run's sum so far.  A GPU adds the runs side by side, a warp's
+ * lane a run, where adding k weights one after the other was a chain of k
+ * dependent additions, half of k_es_tile's time; every engine of the
+ * permutation ES (perm_es in gsea_cpu.c, k_es_tile in gsea_gpu.cu) adds in
+ * this order, so they give the same bits: the set's total weight over its
+ * members in the set's order, the running sum over its hits in rank order.
+ * With k <= GSEA_RUNS every run holds one hit and the sums are the plain
+ * sums in order.  The CPU adds run after run in nested loops; these
+ * functions add a hit at a time, with the same bits. */
+#define GSEA_RUNS 32
+typedef struct gsea_runs {
+  double off;   /* total of the finished runs */
+  double loc;   /* the current run's sum */
+  int32_t len;  /* hits a run */
+  int32_t left; /* hits the current run still takes */
+} gsea_runs;
+
+GSEA_HD int32_t gsea_run_len(int32_t k) {
+  return k > GSEA_RUNS ? (k + GSEA_RUNS - 1) / GSEA_RUNS : 1;
+}
+
+GSEA_HD void gsea_runs_init(gsea_runs *u, int32_t k) {
+  u->off = 0;
+  u->loc = 0;
+  u->len = gsea_run_len(k);
+  u->left = u->len;
+}
+
+/* Adds w; returns the sum so far. */
+GSEA_HD double gsea_runs_add(gsea_runs *u, double w) {
+  /* without branches (on a GPU the threads of a warp start their runs at
+   * different hits): adding 0 changes no bit of a sum of weights >= 0 */
+  int next = u->left == 0;
+  u->off = G_ADD(u->off, next ? u->loc : 0.0);
+  u->loc = G_ADD(next ? 0.0 : u->loc, w);
+  u->left = (next ? u->len : u->left) - 1;
+  return G_ADD(u->off, u->loc);
+}
+
+/* Hit at 0-based rank r with weight w, the running sum in runs (u, set up
+ * for the set's k hits). */
+GSEA_HD void gsea_es_hit_runs(gsea_es_state *s, gsea_runs *u, int32_t r, double w, double inv_nr, double inv_nmiss) {
+  gsea_es_step(s, r, gsea_runs_add(u, w), inv_nr, inv_nmiss);
+}
 
 /* ---------------------------------------------------------------------- */
 /* Statistics shared by the host and the device passes */

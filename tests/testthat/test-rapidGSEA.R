@@ -86,6 +86,56 @@ test_that("hits-only ES equals the full running sum on random cases", {
   }
 })
 
+test_that("running sums in runs: the ES have the bits of R's additions in that order", {
+  # A set of k > 32 hits adds its weights in 32 runs of ceil(k / 32) (each
+  # run from 0 in order, then the runs' totals in order): its total over
+  # its members in gene order, its running sum over its hits in rank order.
+  # Both engines add so; R's additions in that order give the same doubles.
+  runs <- function(w) { # the sums so far
+    len <- if (length(w) > 32) ceiling(length(w) / 32) else 1
+    off <- 0; loc <- 0; out <- numeric(length(w))
+    for (i in seq_along(w)) {
+      if (i > 1 && (i - 1) %% len == 0) { off <- off + loc; loc <- 0 }
+      loc <- loc + w[[i]]
+      out[[i]] <- off + loc
+    }
+    out
+  }
+  es_bits <- function(r, set, q, add) {
+    G <- length(r)
+    idx <- sort(match(set, names(r)))
+    w <- abs(r)^q
+    nr <- utils::tail(add(w[idx]), 1L)
+    ord <- order(-r)
+    rank <- sort(match(idx, ord)) - 1
+    cum <- add(w[ord[rank + 1]])
+    inv_nr <- 1 / nr; inv_nmiss <- 1 / (G - length(idx))
+    best <- 0; c0 <- 0
+    for (i in seq_along(rank)) {
+      miss <- (rank[[i]] - (i - 1)) * inv_nmiss
+      for (v in c(c0 * inv_nr - miss, cum[[i]] * inv_nr - miss))
+        if (abs(v) > abs(best) * 1.000000000001) best <- v
+      c0 <- cum[[i]]
+    }
+    best
+  }
+  set.seed(17)
+  G <- 3000
+  r <- stats::setNames(stats::rnorm(G), paste0("g", seq_len(G)))
+  sizes <- c(20, 32, 33, 64, 100, 257, 700, 1500)
+  sets <- lapply(sizes, function(k) sample(names(r), k))
+  names(sets) <- paste0("s", sizes)
+  for (q in c(1, 2)) {
+    res <- cpu_few(r, geneSets = sets, nperm = 1, minSize = 1, maxSize = 2000, weight = q, seed = 1)
+    ref <- vapply(sets, es_bits, 0, r = r, q = q, add = runs)
+    expect_identical(res$ES, unname(ref), info = q)
+    # the premise: another order of the same additions changes some bits
+    other <- vapply(sets, es_bits, 0, r = r, q = q, add = function(w) Reduce(`+`, w, accumulate = TRUE))
+    expect_false(identical(unname(other), unname(ref)))
+    expect_equal(unname(other), unname(ref), tolerance = 1e-13)
+  }
+})
+
 test_that("each metric equals a plain R computation of Broad's formula", {
   set.seed(3)
   x <- matrix(stats::rexp(200 * 9) + 0.1, 200, dimnames = list(paste0("g", 1:200), NULL))
@@ -396,7 +446,7 @@ test_that("GPU: sets for both tile sizes (2,048 members in two permutations, 8,1
   expect_equal(g$NES, a$NES, tolerance = 1e-9)
 })
 
-test_that("GPU: sets of more than 512 members (ES found over the block) have the CPU's ES, near ties too", {
+test_that("GPU: sets of more than 256 members (a warp a set) have the CPU's ES, near ties too", {
   skip_if_no_gpu()
   # Unit weights (weight = 0) on 1,800 genes: a set of 600 has running
   # sums i/600 - d/1,200, equal in exact arithmetic wherever 2i - d is,
@@ -421,16 +471,14 @@ test_that("GPU: sets of more than 512 members (ES found over the block) have the
   }
 })
 
-test_that("GPU: a large set whose ES lies in the 32 hits it shares with the set before it has the CPU's ES", {
+test_that("GPU: a large set whose ES lies at its first hits or its last has the CPU's ES", {
   skip_if_no_gpu()
   # 699 of b's genes share one profile (plus noise far below the genes'
   # spread), so every permutation ranks them in one run; its 700th, x, is
   # independent.  b's running sum bottoms out just before x or the run,
   # or peaks at the run's end: its ES lies at one of its first two hits
-  # or its last.  A block holds a's 600 hits, then b's, so b's first hits
-  # lie in a group of 32 hits whose first 24 are a's last: the search must
-  # keep each group's largest value per set, not per group, and the value
-  # just before b's second hit adds x's weight.
+  # or its last, the ends of the first and last lanes' runs of hits; the
+  # value just before b's second hit adds x's weight.
   d <- gsea_toy(G = 1800, n = c(7, 8), seed = 6)
   g <- rownames(d$x)
   run <- g[1101:1799]
