@@ -4,8 +4,8 @@
  * running sum in runs: gsea_math.h), and the Broad statistics in two
  * streaming passes (the second reads the first's null ES, kept up to a
  * memory limit, and regenerates the permutations beyond it from the seed,
- * so the whole sets x permutations table is held only when asked for).  Reached from
- * rapidGSEA() and gseaStats() through gsea_call.c. */
+ * so the whole sets x permutations table is held only when asked for).
+ * Reached from rapidGSEA() and gseaStats() through gsea_call.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
