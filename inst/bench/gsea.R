@@ -212,6 +212,7 @@ cg_measure <- function(nm, e, res, dev) {
 }
 
 rows <- list()
+first_tab <- list()
 for (dev in if (spec == "none") list() else device_sets) {
   for (part in strsplit(spec, " ")[[1L]]) {
     nm <- sub(":.*", "", part)
@@ -242,6 +243,15 @@ for (dev in if (spec == "none") list() else device_sets) {
         cudaGSEA_s = cg$s, cudaGSEA_own_s = cg$own, vs_cudaGSEA = round(cg$s / attr(res, "time"), 1),
         cudaGSEA = cg$src)
       print(rows[[length(rows)]], row.names = FALSE)
+      # every device set must give the first one's table, bit for bit
+      key <- paste(nm, e)
+      cols <- c("ES", "NES", "pval", "FDR", "FWER")
+      if (is.null(first_tab[[key]])) {
+        first_tab[[key]] <- as.data.frame(res)[cols]
+      } else {
+        cat(sprintf("%s 2^%d on device(s) %s: table identical to the first device set's: %s\n", toupper(nm), e,
+                    paste(dev, collapse = ","), identical(as.data.frame(res)[cols], first_tab[[key]])))
+      }
       last <- c(t = attr(res, "time"), e = e)
     }
   }
