@@ -216,9 +216,14 @@ static __global__ void pbn_advance_kernel(pbn_dev_args a, int64_t steps, int cou
 
 /* Networks of at most 128 simulated nodes: the state in registers (two
  * words; TWO = 0 for one), compact functions (pbn_step2).  Shared memory:
- * [blob][counters: 3 S x blockDim]. */
-template <int TWO>
-static __global__ void __launch_bounds__(PBN_BLOCK, TWO ? 7 : 8) pbn_advance2_kernel(pbn_dev_args a, int64_t steps, int count) {
+ * [blob][counters: 3 S x blockDim].  MINB: the blocks an SM must hold.
+ * Two words fit 72 registers with 7 blocks; with 8 (64 registers, a few
+ * spilled) a step is about 1% slower, but an H200 then holds 2^17 chains
+ * at once instead of 118,272: a device with 2^17 chains (2^18 split over
+ * two) ran them in 0.491 s instead of 0.519 s, one wave instead of a wave
+ * and a tail (pbn_pick_wide). */
+template <int TWO, int MINB>
+static __global__ void __launch_bounds__(PBN_BLOCK, MINB) pbn_advance2_kernel(pbn_dev_args a, int64_t steps, int count) {
   extern __shared__ uint64_t smem[];
   const int tid = threadIdx.x;
   const int64_t c = (int64_t)blockIdx.x * blockDim.x + tid;
@@ -401,6 +406,7 @@ typedef struct pbn_gpu {
   pbn_dev_args a;
   size_t smem;
   unsigned blocks;
+  int wide;            /* two-word network: the 8-block kernel (pbn_pick_wide) */
   int device;
   cudaStream_t stream;
   cudaEvent_t t0, t1;
@@ -424,10 +430,12 @@ typedef struct pbn_gpus {
 static void pbn_launch(pbn_gpu *d, int64_t len, int count) {
   if (!d->a.small)
     pbn_advance_kernel<<<d->blocks, PBN_BLOCK, d->smem, d->stream>>>(d->a, len, count);
+  else if (d->a.net.n_words > 1 && d->wide)
+    pbn_advance2_kernel<1, 8><<<d->blocks, PBN_BLOCK, d->smem, d->stream>>>(d->a, len, count);
   else if (d->a.net.n_words > 1)
-    pbn_advance2_kernel<1><<<d->blocks, PBN_BLOCK, d->smem, d->stream>>>(d->a, len, count);
+    pbn_advance2_kernel<1, 7><<<d->blocks, PBN_BLOCK, d->smem, d->stream>>>(d->a, len, count);
   else
-    pbn_advance2_kernel<0><<<d->blocks, PBN_BLOCK, d->smem, d->stream>>>(d->a, len, count);
+    pbn_advance2_kernel<0, 8><<<d->blocks, PBN_BLOCK, d->smem, d->stream>>>(d->a, len, count);
 }
 
 static sbg_status pbn_gpu_advance(sbg_pbn_engine *eng, int64_t steps, int count, uint64_t *sums,
@@ -440,6 +448,23 @@ static sbg_status pbn_gpu_advance(sbg_pbn_engine *eng, int64_t steps, int count,
   return pbn_advance_devices(e->dev, e->nd, &e->chunk, cap < 1e9 ? cap : 1e9, steps, count, e->dev[0].a.n_sets,
                              e->part, sums, lo, hi,
                              [](pbn_gpu *d, int64_t, int64_t len, int cnt) { pbn_launch(d, len, cnt); }, ctx);
+}
+
+/* Two-word networks: the 8-block kernel when the device holds all its
+ * blocks at once with it and not with the 7-block one.  Otherwise the
+ * 7-block kernel (with several waves either way, their last partial wave
+ * cost little: 2^18 and 2^20 chains ran as fast or faster with it). */
+static sbg_status pbn_pick_wide(pbn_gpu *d, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int sms = 0, b7 = 0, b8 = 0;
+  d->wide = 0;
+  if (!d->a.small || d->a.net.n_words < 2) return SBG_OK;
+  SBG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d->device));
+  SBG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b7, pbn_advance2_kernel<1, 7>, PBN_BLOCK, d->smem));
+  SBG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b8, pbn_advance2_kernel<1, 8>, PBN_BLOCK, d->smem));
+  d->wide = (int64_t)d->blocks > (int64_t)b7 * sms && (int64_t)d->blocks <= (int64_t)b8 * sms;
+done:
+  return st;
 }
 
 /* Device `device` with chains [c_base, c_base + nc): the network, states,
@@ -481,11 +506,13 @@ static sbg_status pbn_gpu_open(pbn_gpu *d, const sbg_pbn_net *net, const sbg_pbn
   if (smem > 48 * 1024) {
     if ((int)smem > optin) { d->a.blob_shared = 0; smem -= d->a.lay.bytes; }
     SBG_CUDA_CHECK(cudaFuncSetAttribute(pbn_advance_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    SBG_CUDA_CHECK(cudaFuncSetAttribute(pbn_advance2_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    SBG_CUDA_CHECK(cudaFuncSetAttribute(pbn_advance2_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    SBG_CUDA_CHECK(cudaFuncSetAttribute(pbn_advance2_kernel<0, 8>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    SBG_CUDA_CHECK(cudaFuncSetAttribute(pbn_advance2_kernel<1, 7>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    SBG_CUDA_CHECK(cudaFuncSetAttribute(pbn_advance2_kernel<1, 8>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   }
   d->smem = smem;
   d->blocks = (unsigned)((nc + PBN_BLOCK - 1) / PBN_BLOCK);
+  SBG_TRY(pbn_pick_wide(d, ctx));
   pbn_init_kernel<<<d->blocks, PBN_BLOCK, 0, d->stream>>>(d->a, p->seed);
   SBG_CUDA_CHECK(cudaGetLastError());
   /* the host blob may go only after its copy */

@@ -370,6 +370,18 @@ test_that("CPU and GPU give identical runs for the same seed", {
     expect_identical(gpu$rules, cpu$rules)
     expect_identical(gpu$generations, cpu$generations)
   }
+  # larger islands: 6,000 individuals (sorted by a block of 512 threads)
+  # and 20,000 (by the device-wide sort)
+  for (size in c(6000, 20000)) {
+    run <- function(backend)
+      grnEvolve(eye$network, eye$from, eye$to, popSize = 2 * size, islands = 2, generations = 12,
+                pLink = 0.05, pRule = 0.05, migrationInterval = 3, seed = 5, backend = backend, verbose = FALSE)
+    cpu <- run("cpu")
+    gpu <- run("gpu")
+    expect_identical(gpu$history, cpu$history, info = size)
+    expect_identical(gpu$network, cpu$network, info = size)
+    expect_identical(gpu$rules, cpu$rules, info = size)
+  }
 })
 
 test_that("a GPU run stops at the same generation as the CPU on target", {

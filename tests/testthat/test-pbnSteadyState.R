@@ -427,6 +427,16 @@ test_that("GPU trajectories and estimates are identical to the CPU's", {
     cols <- setdiff(names(cpu), "seconds")
     expect_identical(as.data.frame(unclass(cpu)[cols]), as.data.frame(unclass(gpu)[cols]))
   }
+  # two words and 7.5 blocks of 128 chains an SM: more chains than the
+  # 7-block kernel holds at once, so the 8-block one runs them
+  sms <- gpuInfo()$multiprocessors[[1]]
+  traj <- 128 * ceiling(7.5 * sms)
+  cpu <- suppressWarnings(pbnSteadyState(big2, list(c(x1 = TRUE), c(x7 = FALSE)), p = 0.01, r = 1e-6, seed = 21,
+                                         trajectories = traj, maxSteps = 600 * traj, backend = "cpu", verbose = FALSE))
+  gpu <- suppressWarnings(pbnSteadyState(big2, list(c(x1 = TRUE), c(x7 = FALSE)), p = 0.01, r = 1e-6, seed = 21,
+                                         trajectories = traj, maxSteps = 600 * traj, backend = "gpu", verbose = FALSE))
+  cols <- setdiff(names(cpu), "seconds")
+  expect_identical(as.data.frame(unclass(cpu)[cols]), as.data.frame(unclass(gpu)[cols]))
   # one function per node: fixed points skipped to the next perturbation on
   # both (register kernel, reduced with y's selection block, > 64 sets;
   # general kernel), and p = 1e-6 (event counts drawn in several pieces)
