@@ -77,17 +77,18 @@ static __global__ void order_kernel(const uint64_t *sorted, int64_t pop, int siz
   ord[p] = (int32_t)((p / size) * size + (int64_t)(sorted[p] % (uint64_t)size));
 }
 
-/* The narrow sort of islands of at most THREADS x ITEMS individuals: a
- * block an island, its keys and indices sorted in shared memory by the
- * score bits alone (an island's keys share their island bits), 5 bits a
- * pass.  The same order as the sort of the whole array (both stable: ties
- * keep the index order), in one launch instead of the device-wide radix
- * sort's five, which took 65-77 us a generation on an H200 for 2^19 or
- * 2^20 individuals: mostly a fixed cost, which a second GPU did not
- * shorten.  With it the mouse eye's 2^20 individuals (64 islands) ran 1,000
- * generations about 0.03 s faster on one H200 and on two.  Padding keys
- * (all ones) follow the island's own, whose top bit is 0 (narrow keys have
- * at most 31 bits). */
+/* The narrow sort of islands of 256 to 16,384 individuals, at most
+ * THREADS x ITEMS: a block an island, its keys and indices sorted in shared
+ * memory by the score bits alone (an island's keys share their island
+ * bits), 5 bits a pass.  The same order as the sort of the whole array
+ * (both stable: ties keep the index order), in one launch instead of the
+ * device-wide radix sort's five, which took 65-77 us a generation on an
+ * H200 for 2^19 or 2^20 individuals: mostly a fixed cost, which a second
+ * GPU did not shorten.  With it the mouse eye's 2^20 individuals (64
+ * islands) ran 1,000 generations about 0.03 s faster on one H200 and on
+ * two.  Smaller islands keep the device-wide sort: a block each would sort
+ * mostly padding.  Padding keys (all ones) follow the island's own, whose
+ * top bit is 0 (narrow keys have at most 31 bits). */
 template <int THREADS, int ITEMS>
 static __global__ void __launch_bounds__(THREADS) island_sort_kernel(const uint32_t *keys, uint32_t *sorted,
                                                                      int32_t *ord, int size, int score_bits,
@@ -489,6 +490,8 @@ static sbg_status gpu_block_alloc(gpu_block *b, const sbg_grn_problem *pb,
                                                           b->d_offsets + 1, 0, b->end_bit, b->stream));
   }
   SBG_TRY(sbg_device_alloc(&b->d_temp, b->temp_bytes + 1, "the sort's scratch space", ctx));
+  SBG_CUDA_CHECK(cudaFuncSetAttribute(island_sort_kernel<128, 8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)island_sort_smem<128, 8>()));
   SBG_CUDA_CHECK(cudaFuncSetAttribute(island_sort_kernel<256, 16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)island_sort_smem<256, 16>()));
   SBG_CUDA_CHECK(cudaFuncSetAttribute(island_sort_kernel<512, 32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -502,11 +505,15 @@ done:
 static sbg_status gpu_block_sort(gpu_block *b, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   const int T = 128;
-  if (b->narrow_shift && b->size <= 4096) {
+  if (b->narrow_shift && b->size >= 256 && b->size <= 1024) {
+    island_sort_kernel<128, 8><<<b->count, 128, island_sort_smem<128, 8>(), b->stream>>>(
+        (const uint32_t *)b->d_keys, (uint32_t *)b->d_sorted, b->d_ord, b->size, b->narrow_shift, b->d_stop);
+    SBG_CUDA_CHECK(cudaGetLastError());
+  } else if (b->narrow_shift && b->size >= 256 && b->size <= 4096) {
     island_sort_kernel<256, 16><<<b->count, 256, island_sort_smem<256, 16>(), b->stream>>>(
         (const uint32_t *)b->d_keys, (uint32_t *)b->d_sorted, b->d_ord, b->size, b->narrow_shift, b->d_stop);
     SBG_CUDA_CHECK(cudaGetLastError());
-  } else if (b->narrow_shift && b->size <= 16384) {
+  } else if (b->narrow_shift && b->size >= 256 && b->size <= 16384) {
     island_sort_kernel<512, 32><<<b->count, 512, island_sort_smem<512, 32>(), b->stream>>>(
         (const uint32_t *)b->d_keys, (uint32_t *)b->d_sorted, b->d_ord, b->size, b->narrow_shift, b->d_stop);
     SBG_CUDA_CHECK(cudaGetLastError());

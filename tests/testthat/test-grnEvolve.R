@@ -370,9 +370,9 @@ test_that("CPU and GPU give identical runs for the same seed", {
     expect_identical(gpu$rules, cpu$rules)
     expect_identical(gpu$generations, cpu$generations)
   }
-  # larger islands: 6,000 individuals (sorted by a block of 512 threads)
-  # and 20,000 (by the device-wide sort)
-  for (size in c(6000, 20000)) {
+  # larger islands: 3,000 and 6,000 individuals (sorted by a block of 256
+  # or 512 threads; 256 to 1,024 above) and 20,000 (by the device-wide sort)
+  for (size in c(3000, 6000, 20000)) {
     run <- function(backend)
       grnEvolve(eye$network, eye$from, eye$to, popSize = 2 * size, islands = 2, generations = 12,
                 pLink = 0.05, pRule = 0.05, migrationInterval = 3, seed = 5, backend = backend, verbose = FALSE)
