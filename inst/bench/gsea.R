@@ -85,9 +85,12 @@ t_bench <- proc.time()[["elapsed"]]
 # "overall" timing (GPU rows; it starts after CUDA's set-up and includes
 # reading the files). Its runs count against SBG_BENCH_BUDGET: one is
 # skipped when the time expected from its previous runs (affine in nperm)
-# does not fit. At its first size its ES are checked against ours with
-# diff_of_classes (its signal2noise takes the biased standard deviation
-# without Broad's fix-low rule, so only class differences rank alike).
+# does not fit. At its first size its observed ES are checked against ours
+# with diff_of_classes (its signal2noise takes the biased standard
+# deviation without Broad's fix-low rule, so only class differences rank
+# alike), both sides run at nperm 2^10 (or the size, if smaller): the
+# observed ES do not depend on nperm, and cudaGSEA writes every
+# permutation's ES to its dump (4,725 x 2^20 doubles are 40 GB).
 # Without CUDAGSEA_BIN the column shows cudaGSEA's times measured once on
 # an H200 with CUDAGSEA_BIN set: cited, not measured by this run.
 cg_bin <- Sys.getenv("CUDAGSEA_BIN", "")
@@ -205,7 +208,7 @@ cg_measure <- function(nm, e, res, dev) {
     cg_failed <<- TRUE
     return(none)
   }
-  if (k == 0L) cg_check(2^e, where, dev, res, r$tab)
+  if (k == 0L) cg_check(min(2^e, 2^10), where, dev, res, r$tab)
   cg_hist[k + 1L, ] <<- c(2^e, r$wall)
   cg_runs[[key]] <<- list(s = round(r$wall, 2), own = round(r$own, 2), src = paste("measured,", paste(where, collapse = " ")))
   cg_runs[[key]]
