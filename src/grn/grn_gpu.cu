@@ -422,6 +422,31 @@ static int narrow_bits(const gpu_block *b) {
   return b->narrow_shift + (b->count > 1 ? bits_for((uint64_t)b->count - 1) : 0);
 }
 
+/* Whether a block's islands are sorted a CUDA block each
+ * (island_sort_kernel): narrow keys, 256 to 16,384 individuals. */
+static int island_sorted(const gpu_block *b) { return b->narrow_shift && b->size >= 256 && b->size <= 16384; }
+
+/* island_sort_kernel in one shape: with `setup` (once, on the block's
+ * device) it is allowed the shape's shared memory; otherwise launched. */
+template <int THREADS, int ITEMS>
+static cudaError_t island_sort_shape(const gpu_block *b, int setup) {
+  const size_t smem = island_sort_smem<THREADS, ITEMS>();
+  if (setup)
+    return cudaFuncSetAttribute(island_sort_kernel<THREADS, ITEMS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)smem);
+  island_sort_kernel<THREADS, ITEMS><<<b->count, THREADS, smem, b->stream>>>(
+      (const uint32_t *)b->d_keys, (uint32_t *)b->d_sorted, b->d_ord, b->size, b->narrow_shift, b->d_stop);
+  return cudaGetLastError();
+}
+
+/* The shape for the block's island size: 128 x 8 up to 1,024 individuals,
+ * 256 x 16 up to 4,096, 512 x 32 up to 16,384. */
+static cudaError_t island_sort(const gpu_block *b, int setup) {
+  if (b->size <= 1024) return island_sort_shape<128, 8>(b, setup);
+  if (b->size <= 4096) return island_sort_shape<256, 16>(b, setup);
+  return island_sort_shape<512, 32>(b, setup);
+}
+
 /* Device `dev` gets islands [first, first + count) and a history of `rows`
  * rows from generation row0. */
 static sbg_status gpu_block_alloc(gpu_block *b, const sbg_grn_problem *pb,
@@ -490,12 +515,7 @@ static sbg_status gpu_block_alloc(gpu_block *b, const sbg_grn_problem *pb,
                                                           b->d_offsets + 1, 0, b->end_bit, b->stream));
   }
   SBG_TRY(sbg_device_alloc(&b->d_temp, b->temp_bytes + 1, "the sort's scratch space", ctx));
-  SBG_CUDA_CHECK(cudaFuncSetAttribute(island_sort_kernel<128, 8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      (int)island_sort_smem<128, 8>()));
-  SBG_CUDA_CHECK(cudaFuncSetAttribute(island_sort_kernel<256, 16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      (int)island_sort_smem<256, 16>()));
-  SBG_CUDA_CHECK(cudaFuncSetAttribute(island_sort_kernel<512, 32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      (int)island_sort_smem<512, 32>()));
+  if (island_sorted(b)) SBG_CUDA_CHECK(island_sort(b, 1));
   SBG_CUDA_CHECK(cudaStreamSynchronize(b->stream));
 done:
   if (h_off) cudaFreeHost(h_off);
@@ -505,18 +525,8 @@ done:
 static sbg_status gpu_block_sort(gpu_block *b, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   const int T = 128;
-  if (b->narrow_shift && b->size >= 256 && b->size <= 1024) {
-    island_sort_kernel<128, 8><<<b->count, 128, island_sort_smem<128, 8>(), b->stream>>>(
-        (const uint32_t *)b->d_keys, (uint32_t *)b->d_sorted, b->d_ord, b->size, b->narrow_shift, b->d_stop);
-    SBG_CUDA_CHECK(cudaGetLastError());
-  } else if (b->narrow_shift && b->size >= 256 && b->size <= 4096) {
-    island_sort_kernel<256, 16><<<b->count, 256, island_sort_smem<256, 16>(), b->stream>>>(
-        (const uint32_t *)b->d_keys, (uint32_t *)b->d_sorted, b->d_ord, b->size, b->narrow_shift, b->d_stop);
-    SBG_CUDA_CHECK(cudaGetLastError());
-  } else if (b->narrow_shift && b->size >= 256 && b->size <= 16384) {
-    island_sort_kernel<512, 32><<<b->count, 512, island_sort_smem<512, 32>(), b->stream>>>(
-        (const uint32_t *)b->d_keys, (uint32_t *)b->d_sorted, b->d_ord, b->size, b->narrow_shift, b->d_stop);
-    SBG_CUDA_CHECK(cudaGetLastError());
+  if (island_sorted(b)) {
+    SBG_CUDA_CHECK(island_sort(b, 0));
   } else if (b->narrow_shift) {
     /* (a stopped block's keys no longer change: the same order again) */
     SBG_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(b->d_temp, b->temp_bytes, (uint32_t *)b->d_keys,
