@@ -433,6 +433,22 @@ test_that("GPU and CPU: identical permutations, ES within 1e-9", {
   expect_equal(g$pval, a$pval) # counts of nulls: exact when the ES agree
 })
 
+test_that("GPU: genes in two record chunks, an odd number of permutations: the CPU's null", {
+  skip_if_no_gpu()
+  # 13,001 genes (k_records builds the records in two chunks of genes),
+  # 301 permutations (the last pair of records has one permutation), 150
+  # samples, each class the smaller once
+  for (n in list(c(97, 53), c(53, 97))) {
+    d <- gsea_toy(G = 13001, n = n, seed = 11)
+    sets <- lapply(1:120, function(i) sample(rownames(d$x), sample(15:400, 1)))
+    names(sets) <- paste0("s", 1:120)
+    a <- cpu(d$x, d$y, sets, nperm = 301, seed = 12, keepNull = TRUE, threads = 2)
+    g <- rapidGSEA(d$x, d$y, sets, nperm = 301, seed = 12, keepNull = TRUE, backend = "gpu", verbose = FALSE)
+    expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = paste(n, collapse = "/"))
+    expect_identical(g$ES, a$ES)
+  }
+})
+
 test_that("GPU: sets for both tile sizes (2,048 members in two permutations, 8,192 in one)", {
   skip_if_no_gpu()
   d <- gsea_toy(G = 12000, n = c(6, 7))
