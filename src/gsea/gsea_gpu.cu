@@ -153,9 +153,9 @@ static __device__ __forceinline__ uint32_t float_sort_key(double m) {
  * class in sample order (the CPU's order), then the metric, its float sort
  * key and the gene's index (k_records derives the weight).  The data are
  * sample-major, so a warp reads consecutive genes.  (Staging the data
- * through shared memory, 64 samples for 64 permutations, made it no
- * faster: 23.7-26.6 ms a batch of 32,768 C2 permutations on an H200
- * against 22.3; its divisions and square roots bound it, not its reads.) */
+ * through shared memory, 64 samples for 64 permutations, was slower: 23.7
+ * to 26.6 ms a batch of 32,768 C2 permutations on an H200, this kernel
+ * 15.4 ms.) */
 static __global__ void k_metric(const sbg_gsea_gpu h, int64_t n) {
   int32_t g = blockIdx.x * blockDim.x + threadIdx.x;
   int64_t b = blockIdx.y;
@@ -225,7 +225,7 @@ static int32_t record_chunk(int32_t G) {
  * shared memory (every rank read, those of the chunk's genes kept), and
  * the records written whole, a memory sector a gene: scattering the ranks
  * straight into the records (and the weights in k_metric) wrote 4 or 8
- * bytes of a 32-byte sector at a time, 19.8 ms a batch of 32,768 C2
+ * bytes of a 32-byte sector at a time, 19.7 ms a batch of 32,768 C2
  * permutations on an H200 for the ranks alone. */
 static __global__ void __launch_bounds__(RECORD_THREADS) k_records(const sbg_gsea_gpu h, const int32_t *ord,
                                                                    int32_t chunk, int64_t n) {
