@@ -208,6 +208,51 @@ static __global__ void k_fix_ties(const sbg_gsea_gpu h, const uint32_t *fk, int3
   }
 }
 
+/* Each permutation's genes ordered by their float keys, a block a
+ * permutation, in shared memory: a stable radix sort of the keys with the
+ * genes' indices, up to RANK_GENES genes.  The device-wide segmented sort
+ * (for more genes) reads and writes every key and index in each of its
+ * passes: 34.6 ms a batch of 32,768 C2 permutations on an H200, this
+ * kernel 16.2 ms (768 x 27: 16.5, 1024 x 21: 18.2; each spills some of
+ * the sort's registers). */
+#ifndef RANK_THREADS
+#define RANK_THREADS 512
+#endif
+#ifndef RANK_ITEMS
+#define RANK_ITEMS 41
+#endif
+#ifndef RANK_RADIX_BITS
+#define RANK_RADIX_BITS 4
+#endif
+#define RANK_GENES (RANK_THREADS * RANK_ITEMS)
+typedef cub::BlockRadixSort<uint32_t, RANK_THREADS, RANK_ITEMS, int32_t, RANK_RADIX_BITS> rank_sort;
+
+static __global__ void __launch_bounds__(RANK_THREADS) k_rank_sort(const uint32_t *key, uint32_t *sorted,
+                                                                   int32_t *ord, int32_t G) {
+  extern __shared__ __align__(16) unsigned char rank_smem[];
+  typename rank_sort::TempStorage &tmp = *reinterpret_cast<typename rank_sort::TempStorage *>(rank_smem);
+  const size_t base = (size_t)blockIdx.x * G;
+  uint32_t k[RANK_ITEMS];
+  int32_t v[RANK_ITEMS];
+  /* blocked: gene threadIdx.x * RANK_ITEMS + j, so the stable order is the
+   * genes'; the padding (all ones) after them stays after any real key */
+#pragma unroll
+  for (int j = 0; j < RANK_ITEMS; j++) {
+    const int32_t g = threadIdx.x * RANK_ITEMS + j;
+    k[j] = g < G ? key[base + g] : ~0u;
+    v[j] = g;
+  }
+  rank_sort(tmp).SortBlockedToStriped(k, v);
+#pragma unroll
+  for (int j = 0; j < RANK_ITEMS; j++) {
+    const int32_t r = j * RANK_THREADS + threadIdx.x;
+    if (r < G) {
+      sorted[base + r] = k[j];
+      ord[base + r] = v[j];
+    }
+  }
+}
+
 /* k_records' block: a pair of permutations (records 2i and 2i + 1 of a
  * gene share a memory sector) over a chunk of at most RECORD_CHUNK genes,
  * whose ranks it gathers in shared memory. */
@@ -752,6 +797,8 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   SBG_CUDA_CHECK(cudaFuncSetAttribute(k_pass2, cudaFuncAttributeMaxDynamicSharedMemorySize, h->max_smem - 1024));
   SBG_CUDA_CHECK(cudaFuncSetAttribute(k_records, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)(2 * record_chunk(h->G) * sizeof(int32_t))));
+  SBG_CUDA_CHECK(cudaFuncSetAttribute(k_rank_sort, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)sizeof(rank_sort::TempStorage)));
   {
     /* batch size from the free memory: what one permutation needs */
     size_t free_b = 0, total_b = 0;
@@ -892,9 +939,15 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
     SBG_CUDA_CHECK(cudaGetLastError());
     cub::DoubleBuffer<uint32_t> k(h->d_key0, h->d_key1);
     cub::DoubleBuffer<int32_t> v(h->d_ord0, h->d_ord1);
-    size_t tb = h->temp_bytes;
-    SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(h->d_temp, tb, k, v, (int)(n * G), (int)n,
-                                                            h->d_seg, h->d_seg + 1, 0, 32, h->stream));
+    if (G <= RANK_GENES) {
+      k_rank_sort<<<(unsigned)n, RANK_THREADS, sizeof(rank_sort::TempStorage), h->stream>>>(h->d_key0, h->d_key1,
+                                                                                            h->d_ord1, G);
+      k.selector = v.selector = 1;
+    } else {
+      size_t tb = h->temp_bytes;
+      SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(h->d_temp, tb, k, v, (int)(n * G), (int)n,
+                                                              h->d_seg, h->d_seg + 1, 0, 32, h->stream));
+    }
     k_fix_ties<<<gg, 256, 0, h->stream>>>(*h, k.Current(), v.Current(), n);
     SBG_CUDA_CHECK(cudaGetLastError());
     const int32_t chunk = record_chunk(G);

@@ -449,6 +449,18 @@ test_that("GPU: genes in two record chunks, an odd number of permutations: the C
   }
 })
 
+test_that("GPU: more genes than a block ranks (the device-wide sort): the CPU's null", {
+  skip_if_no_gpu()
+  # a block ranks up to 20,992 genes of a permutation in shared memory;
+  # 24,000 take the segmented sort over the whole batch
+  d <- gsea_toy(G = 24000, n = c(5, 6), seed = 13)
+  sets <- lapply(1:40, function(i) sample(rownames(d$x), sample(15:300, 1)))
+  names(sets) <- paste0("s", 1:40)
+  a <- cpu(d$x, d$y, sets, nperm = 101, seed = 14, keepNull = TRUE, threads = 2)
+  g <- rapidGSEA(d$x, d$y, sets, nperm = 101, seed = 14, keepNull = TRUE, backend = "gpu", verbose = FALSE)
+  expect_identical(attr(g, "nullES"), attr(a, "nullES"))
+})
+
 test_that("GPU: sets for both tile sizes (2,048 members in two permutations, 8,192 in one)", {
   skip_if_no_gpu()
   d <- gsea_toy(G = 12000, n = c(6, 7))
