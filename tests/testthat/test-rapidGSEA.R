@@ -609,6 +609,9 @@ test_that("GPU workers (SnowParam) give the single-process table", {
 
 test_that("GPU: the CPU's ranking, ties included", {
   skip_if_no_gpu()
+  # (the ties are the point here: their warning has its own tests, in
+  # test-gsea-inputs.R)
+  quiet <- function(expr) withCallingHandlers(expr, sysbioGPU_warning_ties = function(w) invokeRestart("muffleWarning"))
   # Constant genes (metric 0), repeated rows (equal metrics) and scaled
   # rows (signal2noise equal up to rounding: same float key, exact keys
   # apart) exercise the exact tie order.
@@ -627,13 +630,13 @@ test_that("GPU: the CPU's ranking, ties included", {
     # cutting, in the tiles of two permutations (up to 2,048 members)
     sets <- c(sets, stats::setNames(as.list(sample(rownames(d$x), 200)), paste0("one", 1:200)),
               list(wide = sample(rownames(d$x), 2000)))
-    a <- cpu(d$x, d$y, sets, nperm = np, seed = 9, minSize = 1, maxSize = 5000, keepNull = TRUE, threads = 2)
-    g <- rapidGSEA(d$x, d$y, sets, nperm = np, seed = 9, minSize = 1, maxSize = 5000, keepNull = TRUE,
-                   backend = "gpu", verbose = FALSE)
+    a <- quiet(cpu(d$x, d$y, sets, nperm = np, seed = 9, minSize = 1, maxSize = 5000, keepNull = TRUE, threads = 2))
+    g <- quiet(rapidGSEA(d$x, d$y, sets, nperm = np, seed = 9, minSize = 1, maxSize = 5000, keepNull = TRUE,
+                         backend = "gpu", verbose = FALSE))
     expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = G)
-    s <- cpu(d$x, d$y, sets, nperm = np, seed = 9, minSize = 1, maxSize = 5000, threads = 2)
-    h <- rapidGSEA(d$x, d$y, sets, nperm = np, seed = 9, minSize = 1, maxSize = 5000, backend = "gpu",
-                   verbose = FALSE)
+    s <- quiet(cpu(d$x, d$y, sets, nperm = np, seed = 9, minSize = 1, maxSize = 5000, threads = 2))
+    h <- quiet(rapidGSEA(d$x, d$y, sets, nperm = np, seed = 9, minSize = 1, maxSize = 5000, backend = "gpu",
+                         verbose = FALSE))
     expect_identical(h[c("ES", "NES", "pval", "FDR", "FWER")], s[c("ES", "NES", "pval", "FDR", "FWER")], info = G)
   }
 })
