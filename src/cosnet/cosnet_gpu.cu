@@ -441,12 +441,65 @@ struct dev_share {
   double *d_w;
 };
 
+/* The owner's host colouring, started on a thread of its own when the call
+ * begins (early_colour_start()), so that it runs while the devices open
+ * and the network is uploaded instead of after them: about 0.08 s of the
+ * mouse-like CV of inst/bench/cosnet.R, which the other workers waited for
+ * too (builds with SBG_COSNET_PROFILE, two H200s' host: engine 1.06-1.08 s
+ * on one GPU, 0.81-0.83 s on two, against 1.15-1.21 and 0.86-0.92 s).  Only networks that are coloured on the
+ * host whether or not they stay on the device (at most host_colour_max
+ * entries); one thread, the same colouring as any number (greedy in
+ * priority order). */
+struct early_colour {
+  std::thread th;
+  std::atomic<int> stop; /* set when the call ends first */
+  sbg_status st;
+  char errbuf[SBG_ERRBUF];
+};
+
+static int early_colour_poll(void *data, double done) {
+  (void)done;
+  return ((early_colour *)data)->stop.load();
+}
+
+/* Maximum entries of a network coloured by one host thread (see dr_colour). */
+static double host_colour_max(const sbg_cosnet_params *p);
+
+static void early_colour_start(early_colour *ec, const sbg_cosnet_input *in, const sbg_cosnet_params *p,
+                               sbg_cosnet_result *out, const sbg_ctx *ctx) {
+  ec->stop.store(0);
+  ec->st = SBG_OK;
+  ec->errbuf[0] = 0;
+  if ((double)in->g.v_rowptr[in->g.n] > host_colour_max(p)) return;
+  sbg_ctx one = *ctx;
+  one.n_threads = 1;
+  one.poll = early_colour_poll; /* (never R's: this is not the calling thread) */
+  one.poll_data = ec;
+  one.errbuf[0] = 0;
+  try {
+    ec->th = std::thread([ec, in, p, out, one]() mutable {
+      ec->st = sbg_cosnet_colour_host(&in->g, p->seed, out->v_colour, &out->n_colours, &one);
+      memcpy(ec->errbuf, one.errbuf, sizeof ec->errbuf);
+    });
+  } catch (...) {
+    /* no thread: the owner colours in dr_colour() */
+  }
+}
+
+/* Joined on every way out of the call (a no-op once the owner joined it). */
+static void early_colour_end(early_colour *ec) {
+  if (!ec->th.joinable()) return;
+  ec->stop.store(1);
+  ec->th.join();
+}
+
 /* One worker: a host thread with its own stream and batch buffers on one
  * device.  The workers take batches of jobs from one queue, so that a
  * device whose jobs converge sooner takes more, and the two workers of a
  * device overlap one's host work (learning, bookkeeping, transfers) with
  * the other's sweeps. */
 struct dev_worker {
+  early_colour *ec;           /* the colouring started at entry (owner only; NULL: none) */
   multi_run *mr;              /* NULL: one worker, on the calling thread */
   dev_share *share;           /* its device's; NULL: the only worker of its device */
   int owner;                  /* colours the network (and shares it) */
@@ -726,14 +779,25 @@ done:
  * synchronisation each (some 0.6 s on 2e4 nodes of degree 600). */
 #define HOST_COLOUR_ENTRIES ((int64_t)1 << 26)
 
+static double host_colour_max(const sbg_cosnet_params *p) {
+  return p->host_colour_max >= 0 ? p->host_colour_max : (double)HOST_COLOUR_ENTRIES;
+}
+
 /* The colouring (one worker colours: on the device when the network is
  * resident and large, else on the host; greedy in priority order either
  * way; the others wait for it) and the nodes in colour order. */
 static sbg_status dr_colour(dev_run *R, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   int own_colour = !R->w->mr || R->w->owner;
-  double host_max = R->p->host_colour_max >= 0 ? R->p->host_colour_max : (double)HOST_COLOUR_ENTRIES;
-  if (own_colour && R->P.resident && (double)R->nnz > host_max) {
+  double host_max = host_colour_max(R->p);
+  early_colour *ec = R->w->ec;
+  if (own_colour && ec && ec->th.joinable()) {
+    ec->th.join();
+    st = ec->st;
+    if (st == SBG_ERR_ALLOC) st = sbg_fail(ctx, st, "out of memory while colouring the network");
+    else if (st != SBG_OK) memcpy(ctx->errbuf, ec->errbuf, sizeof ctx->errbuf);
+    if (st != SBG_OK) goto done;
+  } else if (own_colour && R->P.resident && (double)R->nnz > host_max) {
     SBG_TRY(dr_colour_device(R, ctx));
   } else if (own_colour && R->P.resident) {
     sbg_ctx one = *ctx;
@@ -870,8 +934,13 @@ done:
 
 /* The most jobs a batch of worker w can hold whatever the device's
  * memory: the queue's first batch, the host mirrors' cap (about 26 bytes
- * per node and job, 520 MB over several workers (pinned), 3.9 GB for
- * one), 4096 and the max_batch setting; at least 1. */
+ * per node and job, 260 MB over several workers (pinned), 3.9 GB for
+ * one), 4096 and the max_batch setting; at least 1.  Pinning takes about
+ * a millisecond a megabyte, before the first batch: on the mouse-like CV
+ * of inst/bench/cosnet.R (two H200s' host) a cap of 520 MB gave engine
+ * times of 1.10-1.17 s on one GPU and 0.85-0.98 s on two, 260 MB 0.98-1.00
+ * and 0.72-0.78 s (the smaller batches' extra sweeps cost less than the
+ * pinning they save), 130 MB 0.99-1.05 and 0.78 s. */
 static int32_t batch_cap(const dev_worker *w, int32_t n, const sbg_cosnet_params *p) {
   int nw = w->n_workers;
   int32_t n_jobs = w->n_jobs;
@@ -879,7 +948,7 @@ static int32_t batch_cap(const dev_worker *w, int32_t n, const sbg_cosnet_params
     int32_t first = (int32_t)((n_jobs + 2 * (int64_t)nw - 1) / (2 * nw));
     n_jobs = first > MIN_BATCH ? first : MIN_BATCH;
   }
-  double host_cap = (nw > 1 ? 2e7 : 1.5e8) / (double)n / nw;
+  double host_cap = (nw > 1 ? 1e7 : 1.5e8) / (double)n / nw;
   int32_t B = n_jobs;
   if (B > host_cap) B = (int32_t)host_cap;
   if (B > 4096) B = 4096;
@@ -1378,8 +1447,11 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
 #endif
   int nw = nd * wpd;
   std::atomic<int32_t> next(0);
+  early_colour ec;
+  early_colour_start(&ec, in, p, out, ctx);
   if (nw <= 1) {
     dev_worker w;
+    w.ec = &ec;
     w.mr = NULL;
     w.share = NULL;
     w.owner = 1;
@@ -1391,6 +1463,7 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     w.stopped = 0;
     w.n_parts = 0;
     sbg_status st = cosnet_gpu_device(in, p, out, ctx, &w);
+    early_colour_end(&ec);
     out->n_parts = w.n_parts;
     return st;
   }
@@ -1405,7 +1478,10 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   /* (no C++ exception may leave this function: R would abort) */
   std::unique_ptr<dev_worker[]> ws(new (std::nothrow) dev_worker[nw]);
   std::unique_ptr<dev_share[]> shares(new (std::nothrow) dev_share[nd]);
-  if (!ws || !shares) return sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory");
+  if (!ws || !shares) {
+    early_colour_end(&ec);
+    return sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory");
+  }
   for (int d = 0; d < nd; d++) {
     shares[d].state = 0;
     shares[d].users = 0;
@@ -1416,6 +1492,7 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   for (int i = 0; i < nw; i++) {
     dev_worker &w = ws[i];
     int d = i % nd; /* the leads first: 0 .. nd - 1 */
+    w.ec = i == 0 ? &ec : NULL;
     w.mr = &mr;
     w.share = wpd > 1 ? &shares[d] : NULL;
     w.owner = i == 0;
@@ -1461,6 +1538,7 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
       mr.cv.notify_all();
     }
     for (int d = 0; d < started; d++) th[d].join();
+    early_colour_end(&ec);
     return sbg_fail(ctx, SBG_ERR_INTERNAL, "could not start a host thread per device");
   }
 
@@ -1483,6 +1561,7 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
     }
   }
   for (int d = 0; d < nw; d++) th[d].join();
+  early_colour_end(&ec);
 
   out->n_parts = 0;
   for (int d = 0; d < nw; d++)

@@ -151,12 +151,13 @@ static __device__ __forceinline__ uint32_t float_sort_key(double m) {
 
 /* One thread per (gene, permutation): the class sums over the smaller
  * class in sample order (the CPU's order), then the metric, its float sort
- * key and the gene's index (k_records derives the weight).  The data are
+ * key and, when ord0 is given (the segmented sort's input), the gene's
+ * index (k_records derives the weight).  The data are
  * sample-major, so a warp reads consecutive genes.  (Staging the data
  * through shared memory, 64 samples for 64 permutations, was slower: 23.7
  * to 26.6 ms a batch of 32,768 C2 permutations on an H200, this kernel
  * 15.4 ms.) */
-static __global__ void k_metric(const sbg_gsea_gpu h, int64_t n) {
+static __global__ void k_metric(const sbg_gsea_gpu h, int32_t *ord0, int64_t n) {
   int32_t g = blockIdx.x * blockDim.x + threadIdx.x;
   int64_t b = blockIdx.y;
   if (g >= h.G || b >= n) return;
@@ -180,7 +181,7 @@ static __global__ void k_metric(const sbg_gsea_gpu h, int64_t n) {
   size_t at = (size_t)b * h.G + g;
   h.d_metric[at] = m;
   h.d_key0[at] = float_sort_key(m);
-  h.d_ord0[at] = g;
+  if (ord0) ord0[at] = g;
 }
 
 /* One thread per run of equal float keys in the sorted order: the run's
@@ -935,13 +936,15 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
     }
     SBG_CUDA_CHECK(cudaGetLastError());
     dim3 gg((unsigned)((G + 255) / 256), (unsigned)n);
-    k_metric<<<gg, 256, 0, h->stream>>>(*h, n);
+    /* (k_rank_sort numbers the genes itself) */
+    k_metric<<<gg, 256, 0, h->stream>>>(*h, G <= RANK_GENES ? NULL : h->d_ord0, n);
     SBG_CUDA_CHECK(cudaGetLastError());
     cub::DoubleBuffer<uint32_t> k(h->d_key0, h->d_key1);
     cub::DoubleBuffer<int32_t> v(h->d_ord0, h->d_ord1);
     if (G <= RANK_GENES) {
       k_rank_sort<<<(unsigned)n, RANK_THREADS, sizeof(rank_sort::TempStorage), h->stream>>>(h->d_key0, h->d_key1,
                                                                                             h->d_ord1, G);
+      SBG_CUDA_CHECK(cudaGetLastError());
       k.selector = v.selector = 1;
     } else {
       size_t tb = h->temp_bytes;
