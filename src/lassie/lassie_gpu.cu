@@ -28,6 +28,26 @@
 #include "lassie_gpu.cuh"
 #include "portable_math.h"
 
+/* Built with SBG_LASSIE_PROFILE defined (added to the nvcc flags of this
+ * file), each call prints to stderr when (seconds from the engine's start)
+ * each part's host thread was done with its phases, with waits for the
+ * device added, and its rounds of launches (when the explicit steps were
+ * done and 10% and 1% of the simulations were left), and when the calling
+ * thread had made the output and had the parts back. */
+#ifdef SBG_LASSIE_PROFILE
+#include <stdio.h>
+static double lp_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+enum { LP_STARTS, LP_ALLOC, LP_UPLOAD, LP_LOOP, LP_OUT, LP_COPY, LP_FREE, LP_N };
+static const char *lp_names[LP_N] = {"starts", "alloc", "upload", "loop", "out", "copy", "free"};
+static double lp_t0, lp_part[8][LP_N], lp_made, lp_parts, lp_end, lp_at[8][3];
+static int lp_iter[8][4];
+#define LP_MARK(d, k) do { if ((d) < 8) lp_part[d][k] = lp_now() - lp_t0; } while (0)
+#else
+#define LP_MARK(d, k) do { } while (0)
+#endif
+
 namespace {
 
 struct dmodel {
@@ -582,6 +602,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
             lassie_law_eval(wt->code + wt->start[c], wt->cval, hx + (size_t)s * N, -1, 0);
   }
   pt->active.store(active + n_bdf);
+  LP_MARK(pt->device, LP_STARTS);
   if (active == 0 && n_bdf == 0) {   /* nothing for the device */
     st = wait_output();
     goto done;
@@ -604,6 +625,10 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   SBG_TRY(sbg_device_alloc((void **)&d_times, sizeof(double) * nt, "the times", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_ss, sizeof(simstate) * S, "the step control", ctx));
   SBG_TRY(sbg_device_alloc((void **)&d_n, sizeof(int) * 2, "a counter", ctx));
+#ifdef SBG_LASSIE_PROFILE
+  cudaDeviceSynchronize();
+#endif
+  LP_MARK(pt->device, LP_ALLOC);
   if (laws) {
     SBG_TRY(sbg_device_alloc((void **)&d_law, sizeof(int) * M, "the kinetic laws", ctx));
     SBG_TRY(sbg_device_alloc((void **)&d_code, sizeof(int) * (m->n_code ? m->n_code : 1), "the kinetic laws", ctx));
@@ -630,6 +655,10 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
   SBG_CUDA_CHECK(cudaMemcpyAsync(d_ss, hs, sizeof(simstate) * S, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(d_out, 0, sizeof(double) * SN * nt, stream));
   k_row0<<<blocks(SN, TB), TB, 0, stream>>>(SN, N, nt, d_x, d_out);
+#ifdef SBG_LASSIE_PROFILE
+  cudaStreamSynchronize(stream);
+#endif
+  LP_MARK(pt->device, LP_UPLOAD);
   dm.N = N; dm.M = M; dm.r_ptr = d_rptr; dm.r_sp = d_rsp; dm.r_ord = d_rord;
   dm.h_ptr = d_hptr; dm.h_rx = d_hrx; dm.h_val = d_hval;
   dm.law = d_law; dm.code = d_code; dm.cval = d_cval;
@@ -731,9 +760,20 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
     active = counts[0];
     n_bdf = bdf ? counts[1] : 0;
     pt->active.store(active + n_bdf);
+#ifdef SBG_LASSIE_PROFILE
+    if (pt->device < 8) {
+      int d_ = pt->device;
+      lp_iter[d_][0]++;
+      if (active == 0 && lp_at[d_][0] == 0) { lp_at[d_][0] = lp_now() - lp_t0; lp_iter[d_][1] = lp_iter[d_][0]; }
+      if (active + n_bdf <= S / 10 && lp_at[d_][1] == 0) { lp_at[d_][1] = lp_now() - lp_t0; lp_iter[d_][2] = lp_iter[d_][0]; }
+      if (active + n_bdf <= S / 100 && lp_at[d_][2] == 0) { lp_at[d_][2] = lp_now() - lp_t0; lp_iter[d_][3] = lp_iter[d_][0]; }
+    }
+#endif
     if (cancel->load()) { st = SBG_ERR_INTERRUPTED; goto done; }
   }
+  LP_MARK(pt->device, LP_LOOP);
   SBG_TRY(wait_output());
+  LP_MARK(pt->device, LP_OUT);
   SBG_CUDA_CHECK(cudaMemcpyAsync(hs, d_ss, sizeof(simstate) * S, cudaMemcpyDeviceToHost, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(hx, d_x, sizeof(double) * SN, cudaMemcpyDeviceToHost, stream));
   if (row0.joinable()) row0.join();
@@ -751,6 +791,7 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
         memcpy(wv + (size_t)s * wt->n_conds, h_wbase + (size_t)s * wt->n_conds, sizeof(double) * wt->n_conds);
   }
   SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  LP_MARK(pt->device, LP_COPY);
 
 done:
   if (row0.joinable()) row0.join();
@@ -764,6 +805,7 @@ done:
   lassie_gpu_bdf_free(bdf);
   if (stream) cudaStreamDestroy(stream);
   free(f); free(v); free(h_wbase);
+  LP_MARK(pt->device, LP_FREE);
   return st;
 }
 
@@ -806,6 +848,9 @@ sbg_status run_parts_threaded(const sbg_lassie_model *m, const sbg_lassie_params
     st = lassie_out_ready(r, ctx);
     if (st == SBG_OK) out_made.store(1, std::memory_order_release);
     else cancel.store(1);
+#ifdef SBG_LASSIE_PROFILE
+    lp_made = lp_now() - lp_t0;
+#endif
   }
   for (;;) {
     {
@@ -851,6 +896,13 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
   sbg_lassie_start *cont_start = NULL;
   int n_cont = 0;
 
+#ifdef SBG_LASSIE_PROFILE
+  lp_t0 = lp_now();
+  memset(lp_part, 0, sizeof lp_part);
+  memset(lp_at, 0, sizeof lp_at);
+  memset(lp_iter, 0, sizeof lp_iter);
+  lp_made = 0;
+#endif
   hs = (simstate *)calloc((size_t)S, sizeof(simstate));
   hx = (double *)malloc(sizeof(double) * (size_t)S * N);
   parts = new (std::nothrow) part[n_parts];
@@ -877,6 +929,9 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
   }
   /* the output is made while the devices work */
   st = run_parts_threaded(m, p, parts, n_parts, hs, hx, r, ctx);
+#ifdef SBG_LASSIE_PROFILE
+  lp_parts = lp_now() - lp_t0;
+#endif
   if (st != SBG_OK) goto done;
 
   /* stiff simulations: implicit steps on the host, from where the devices
@@ -914,5 +969,17 @@ extern "C" sbg_status sbg_lassie_gpu(const sbg_lassie_model *m, const sbg_lassie
 done:
   free(hs); free(hx); free(cont_sims); free(cont_start);
   delete[] parts;
+#ifdef SBG_LASSIE_PROFILE
+  lp_end = lp_now() - lp_t0;
+  fprintf(stderr, "lassie-prof S %d parts %d: output made %.4f, parts back %.4f, end %.4f\n", S, n_parts, lp_made,
+          lp_parts, lp_end);
+  for (int d = 0; d < 8; d++) {
+    if (lp_part[d][LP_FREE] == 0) continue;
+    fprintf(stderr, "lassie-prof   device %d:", d);
+    for (int k = 0; k < LP_N; k++) fprintf(stderr, " %s %.4f", lp_names[k], lp_part[d][k]);
+    fprintf(stderr, "; rounds %d, explicit done %.4f (round %d), 10%% left %.4f (%d), 1%% left %.4f (%d)\n",
+            lp_iter[d][0], lp_at[d][0], lp_iter[d][1], lp_at[d][1], lp_iter[d][2], lp_at[d][2], lp_iter[d][3]);
+  }
+#endif
   return st;
 }
