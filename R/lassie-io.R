@@ -780,8 +780,10 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
   # rate rules: their laws are not divided by its size)
   vol <- rep(1, N); conc <- !sp$hasOnlySubstanceUnits & !sp$compartment %in% vcomp
   vol[conc] <- vapply(sp$compartment[conc], v$value, 0)
-  if (any(!(vol > 0) & !sp$hasOnlySubstanceUnits)) {
-    refuse("species in compartments whose size is not > 0 (", ids(sp$id[!(vol > 0) & !sp$hasOnlySubstanceUnits]), ")")
+  # (a size of NaN, "nan" in the file, is no size either: > 0 is NA for it)
+  bad_vol <- !(is.finite(vol) & vol > 0) & !sp$hasOnlySubstanceUnits
+  if (any(bad_vol)) {
+    refuse("species in compartments whose size is not a finite number > 0 (", ids(sp$id[bad_vol]), ")")
   }
   scale <- ifelse(sp$hasOnlySubstanceUnits, 1, vol)   # d(state)/dt = law / scale
   sidx <- stats::setNames(seq_len(N), sp$id)

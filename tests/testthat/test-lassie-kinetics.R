@@ -119,6 +119,22 @@ test_that("kinetic laws run where auto resolves to; the glue checks each program
   expect_error(readSBML(f), "r: .*the function factorial of species", class = "sysbioGPU_sbml_unsupported")
 })
 
+test_that("a compartment whose size is not a finite number > 0 is refused by name (NaN too)", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # a size of "nan" once reached `if` as NA ("missing value where
+  # TRUE/FALSE needed": found by tools/fuzz.R); 0, -1 and INF as well
+  for (size in c("nan", "0", "-1", "INF")) {
+    f <- sbml_model(size, c(A = 1, B = 0), c(k = 1),
+                    list(r = list(re = "A", pr = "B", law = ap("times", ci("k"), ci("A")))))
+    expect_error(readSBML(f), "compartments whose size is not a finite number > 0 \\(A, B\\)",
+                 class = "sysbioGPU_sbml_unsupported", label = size)
+  }
+  # a positive size reads
+  f <- sbml_model("2", c(A = 1, B = 0), c(k = 1),
+                  list(r = list(re = "A", pr = "B", law = ap("times", ci("k"), ci("A")))))
+  expect_s3_class(readSBML(f), "reactionModel")
+})
+
 test_that("readSBML(fluxes =) reports each reaction's law at the output's states, and guards its parameters", {
   skip_if_not(sbmlAvailable(), "built without libSBML")
   # a Michaelis-Menten law (not mass action), a reversible mass-action
