@@ -63,7 +63,10 @@
 #'     results agree within the tolerance, not bit for bit.}
 #'   \item{`sysbioGPU.lassieBdfTeam`}{[lassieSimulate()] on the GPU: threads
 #'     per simulation of the device's implicit steps, 1, 2, 4, 8, 16 or 32
-#'     (unset: 32 for models of 32 species or more, else 1).}
+#'     (unset: 32 for models of 32 species or more; for smaller ones 1 to 8,
+#'     chosen at each launch, more as fewer simulations are left, so that
+#'     a device's last simulations finish sooner). The results do not
+#'     depend on it.}
 #'   \item{`sysbioGPU.lassieBdfSharedVectors`}{[lassieSimulate()] on the
 #'     GPU: at most this many (0 to 4) of the implicit steps' work vectors
 #'     in shared memory (unset: as many as fit).}

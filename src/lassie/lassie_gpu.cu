@@ -735,7 +735,8 @@ sbg_status run_part(const sbg_lassie_model *m, const sbg_lassie_params *p, part 
                                        p->method, scheme, dense, d_x, d_K, d_ys, d_out, d_ss, dw);
     }
     SBG_CUDA_CHECK(cudaGetLastError());
-    if (bdf) SBG_TRY(lassie_gpu_bdf_launch(bdf, p, d_k, d_times, d_x, d_out, d_ss, dw, stream, ctx));
+    /* (the explicit steps just queued may send any of the active ones) */
+    if (bdf) SBG_TRY(lassie_gpu_bdf_launch(bdf, p, d_k, d_times, d_x, d_out, d_ss, dw, active + n_bdf, stream, ctx));
     have_output();
     if (bdf_unpaced) {
       /* look at the launch while it runs (before anything that waits for

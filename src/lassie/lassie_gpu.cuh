@@ -134,11 +134,13 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
                                 lassie_gpu_bdf **out, sbg_ctx *ctx);
 /* Up to b's number of implicit step attempts of every simulation whose
  * flag is FLAG_TO_CPU or FLAG_BDF; d_k the rates (M per simulation when
- * p->rates_per_sim), d_x the states, d_out the output blocks. */
+ * p->rates_per_sim), d_x the states, d_out the output blocks; n_run: at
+ * most this many simulations may take implicit steps (what sizes the
+ * teams of small models). */
 sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
                                  const double *d_k, const double *d_times, double *d_x,
-                                 double *d_out, simstate *d_ss, const dwatch &w, cudaStream_t stream,
-                                 sbg_ctx *ctx);
+                                 double *d_out, simstate *d_ss, const dwatch &w, int n_run,
+                                 cudaStream_t stream, sbg_ctx *ctx);
 /* Launches of LASSIE_BDF_ATTEMPTS_MAX attempts, not paced: the host polls
  * while one runs and stops it with lassie_gpu_bdf_stop(). */
 void lassie_gpu_bdf_unpaced(lassie_gpu_bdf *b);

@@ -4,14 +4,16 @@
  * I - gamma J is the model's, shared by the batch, so its fill-reducing
  * order and the LU's pattern are computed once on the host; each
  * simulation factors its own values.  A team of lanes works on one
- * simulation (a warp for models of LASSIE_TEAM_MIN_N species or more, one
- * lane below, where a warp would idle) with the numerics of lassie_bdf.h,
+ * simulation (a warp for models of LASSIE_TEAM_MIN_N species or more; below,
+ * where a warp would idle, one to eight lanes, more as fewer simulations
+ * run) with the numerics of lassie_bdf.h,
  * the CPU's own code, so both engines get the same bits.  A simulation
  * whose implicit steps turn calm goes back to the explicit steps
  * (lassie_gpu.cu) on the device; one whose sparse LU needs pivoting goes to
  * the host's (which has the dense LU with pivoting). */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +46,29 @@
  * (0.118-0.125 s against 0.120-0.126 s). */
 #define LASSIE_BDF_BLOCK 128
 #define LASSIE_BDF_BLOCK_SMALL 32
+/* Teams smaller than a warp are sized launch by launch (team_for()): the
+ * most lanes, up to LASSIE_BDF_TEAM_MAX, with which the simulations that
+ * may take implicit steps keep at most LASSIE_BDF_TEAM_THREADS threads a
+ * multiprocessor.  A lane a simulation gives the most throughput, more
+ * lanes the shortest chain of steps: with one team size for the whole
+ * batch, Haugh2b's 5,000 simulations took one H200 0.096 s with one lane,
+ * 0.077 s with two, 0.079 with four, 0.088 with eight, 0.097 with 16
+ * (engine, inst/bench/lassie-teams.R).  Teams sized at
+ * each launch (one lane while many run, up to eight as they finish), the
+ * engine's seconds on one H200 / two H200s against one lane throughout,
+ * two runs each of inst/bench/lassie-teams.R: 5,000 simulations 0.073 /
+ * 0.057-0.058 against 0.093-0.098 / 0.090-0.091; 10,000 0.106 /
+ * 0.074-0.078 against 0.109-0.110 / 0.101-0.103; 20,000 0.156-0.157 /
+ * 0.113-0.115 against 0.157-0.164 / 0.118.  A cap of four lanes
+ * gave the same within the runs' spread; caps of 16 or 4 lanes at 160
+ * threads a multiprocessor were slower than this one.  The results do
+ * not depend on the team: every team runs the CPU's code. */
+#ifndef LASSIE_BDF_TEAM_MAX
+#define LASSIE_BDF_TEAM_MAX 8
+#endif
+#ifndef LASSIE_BDF_TEAM_THREADS
+#define LASSIE_BDF_TEAM_THREADS 80
+#endif
 #define LASSIE_BDF_SMEM_MAX (96 * 1024)
 
 /* Per simulation, what integrate() keeps across implicit steps. */
@@ -66,6 +91,7 @@ struct lassie_gpu_bdf {
   size_t stride, sum_off, pval_off;   /* offsets in a workspace: the parts' sums, the pass order */
   int smem_vecs;         /* per team in shared memory: 0, 2 (lux, ys), 3 (and v) or 4 (and y) */
   int att;               /* attempts per launch */
+  int adapt, n_sm;       /* 1: T chosen at each launch (team_for()); the device's multiprocessors */
   int *h_stop, *d_stop;  /* the host's request to stop a launch (mapped pinned memory) */
 };
 
@@ -428,7 +454,13 @@ sbg_status lassie_gpu_bdf_setup(const sbg_lassie_model *m, const sbg_lassie_mode
   b->att = LASSIE_BDF_ATTEMPTS;
   n_plan = lassie_lu_plan_len(&lu, N, nnz);
   b->T = N >= LASSIE_TEAM_MIN_N ? 32 : 1;
+  b->adapt = b->T < 32 && p->bdf_team <= 0;
   if (p->bdf_team > 0) b->T = p->bdf_team;   /* tests, measurements */
+  {
+    int dev = 0;
+    SBG_CUDA_CHECK(cudaGetDevice(&dev));
+    SBG_CUDA_CHECK(cudaDeviceGetAttribute(&b->n_sm, cudaDevAttrMultiProcessorCount, dev));
+  }
   b->stride = ws_stride(N, M, m->r_ptr[M], (int)nnz, b->sum.n_slots);
   b->sum_off = ws_sum_off(N, M, m->r_ptr[M], (int)nnz);
   b->pval_off = ws_pval_off(N, M, m->r_ptr[M], (int)nnz, b->sum.n_slots);
@@ -496,11 +528,23 @@ done:
   return st;
 }
 
+/* Lanes a simulation for a launch in which at most n simulations take
+ * implicit steps, on n_sm multiprocessors (see LASSIE_BDF_TEAM_THREADS). */
+static int team_for(int n, int n_sm) {
+  int T = 1;
+  while (T < LASSIE_BDF_TEAM_MAX && (long long)n * T * 2 <= (long long)LASSIE_BDF_TEAM_THREADS * n_sm) T *= 2;
+  return T;
+}
+
 sbg_status lassie_gpu_bdf_launch(lassie_gpu_bdf *b, const sbg_lassie_params *p,
                                  const double *d_k, const double *d_times, double *d_x,
-                                 double *d_out, simstate *d_ss, const dwatch &w, cudaStream_t stream,
-                                 sbg_ctx *ctx) {
+                                 double *d_out, simstate *d_ss, const dwatch &w, int n_run,
+                                 cudaStream_t stream, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
+  if (b->adapt) b->T = team_for(n_run, b->n_sm);
+#ifdef SBG_LASSIE_PROFILE
+  fprintf(stderr, "lassie-prof implicit launch: %d simulations may run, %d lane(s) each\n", n_run, b->T);
+#endif
   bdfargs a;
   a.m = b->dm;
   a.lu = b->lu;

@@ -145,6 +145,35 @@ test_that("each simulation switches on its own, on the device", {
   rh <- gpu_vs_cpu(h, seq(0, 50, 5), rates = Kh)
   expect_true(all(vapply(rh$gpu, function(o) attr(o, "stats")[["switches"]], 0) >= 1))
   expect_identical(lassie_core(rh$gpu), lassie_core(rh$cpu))
+  # (40 simulations take teams of several lanes; one lane, pinned: the same)
+  r1 <- with_opts(list(sysbioGPU.lassieBdfTeam = 1L),
+                  lassieSimulate(h, seq(0, 50, 5), rates = Kh, backend = "gpu", verbose = FALSE))
+  expect_identical(lassie_core(r1), lassie_core(rh$cpu))
+})
+
+test_that("teams sized launch by launch give the CPU's bits", {
+  skip_if_no_gpu()
+  # 8,000 Haugh2b simulations on one device: a lane each while most run,
+  # then teams of 2 to 8 lanes as they finish (on a device of fewer than
+  # 200 multiprocessors), whose simulations carry on from their last launch
+  h <- readBioNetGen(lassie_extdata("Haugh2b.net"))
+  set.seed(5)
+  K <- t(replicate(8000, h$rates * 2^runif(length(h$rates), -1, 1)))
+  tt <- seq(0, 50, 5)
+  run <- function(opts) with_opts(opts, lassieSimulate(h, tt, rates = K, method = "auto", backend = "gpu",
+                                                        device = 0L, verbose = FALSE, output = "array"))
+  a <- run(list(sysbioGPU.lassieBdfTeam = NULL))
+  one <- run(list(sysbioGPU.lassieBdfTeam = 1L))
+  expect_gt(sum(attr(a, "stats")["implicitSteps", ]), 0)
+  expect_identical(unclass(a)[, , ], unclass(one)[, , ])
+  expect_identical(attr(a, "stats"), attr(one, "stats"))
+  # the first and the last simulations against the CPU engine (each
+  # simulation's arithmetic is its own, whatever the batch)
+  idx <- c(1:8, 7993:8000)
+  cpu <- lassieSimulate(h, tt, rates = K[idx, ], method = "auto", backend = "cpu", threads = 2L,
+                        verbose = FALSE, output = "array")
+  expect_identical(unclass(a)[, , idx], unclass(cpu)[, , ])
+  expect_identical(attr(a, "stats")[, idx], attr(cpu, "stats"))
 })
 
 test_that("Ctrl-C stops the device's implicit steps inside a launch, and the device works afterwards", {
