@@ -317,7 +317,8 @@ check_model <- function(model) {
 #' host core, while the device runs a thousand simulations in little more
 #' than the time of one, so they run on the device only for batches large
 #' enough: 8 simulations or more per host thread (`threads`) for models
-#' of 32 species or more, 128 for smaller ones (a thread per simulation);
+#' of 32 species or more, 32 for smaller ones (one to eight threads a
+#' simulation, more as fewer are left);
 #' with several GPUs the whole batch counts.
 #' Smaller batches take the host's implicit steps on `threads` threads
 #' (the same code, so the same results and `stats`).  The crossover,

@@ -435,12 +435,15 @@ int sbg_lassie_lu_pattern(const sbg_lassie_model *m, int *pos, int *ipos, int **
  * one.  The thresholds below come from inst/bench/lassie-bdf.R's crossover
  * section (device against host, method "bdf"; see BENCHMARKS.md,
  * lassieSimulate): on models of 354 to 504 species a warp per simulation
- * pays from 8 simulations per host thread (the host wins at 4), a lane per
- * simulation (Haugh2b, 12 species) from 128 per thread.  Larger models
+ * pays from 8 simulations per host thread (the host wins at 4); teams
+ * smaller than a warp (Haugh2b, 12 species: one to eight lanes a
+ * simulation, lassie_gpu_bdf.cu) from 32 per thread, where the device took
+ * 0.032-0.040 s against the host's 0.039-0.048 s on 8 and 32 threads (at
+ * 16 per thread the two were even).  Larger models
  * than LASSIE_DEVICE_BDF_MAX_N keep the host's (on BCR, 1,122 species, the
  * device was slower at every batch size measured). */
 #define LASSIE_DEVICE_BDF_PER_THREAD_WARP 8
-#define LASSIE_DEVICE_BDF_PER_THREAD_LANE 128
+#define LASSIE_DEVICE_BDF_PER_THREAD_LANE 32
 #define LASSIE_DEVICE_BDF_MAX_N 1024
 int sbg_lassie_device_bdf_pays(int n_species, int n_sims, int threads) {
   const double per = n_species >= LASSIE_TEAM_MIN_N ? LASSIE_DEVICE_BDF_PER_THREAD_WARP

@@ -33,7 +33,7 @@ catalysed_model <- function() {
 test_that("the implicit steps go to the device only for batches that keep it busy", {
   pays <- sysbioGPU:::lassie_device_bdf_pays
   # a warp per simulation (32 species or more): 8 simulations per host
-  # thread or more; a lane per simulation: 128; models of up to 1,024
+  # thread or more; teams smaller than a warp: 32; models of up to 1,024
   # species (the crossover measured in inst/bench/lassie-bdf.R, BENCHMARKS.md)
   expect_false(pays(504, 1, 16))
   expect_false(pays(504, 127, 16))
@@ -41,8 +41,8 @@ test_that("the implicit steps go to the device only for batches that keep it bus
   expect_true(pays(32, 16, 2))
   expect_false(pays(32, 15, 2))
   expect_false(pays(31, 32, 2))
-  expect_true(pays(12, 256, 2))
-  expect_false(pays(12, 255, 2))
+  expect_true(pays(12, 64, 2))
+  expect_false(pays(12, 63, 2))
   expect_true(pays(12, 20000, 16))
   expect_true(pays(1024, 64, 1))
   expect_false(pays(1025, 1e6, 1))
