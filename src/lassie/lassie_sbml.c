@@ -153,8 +153,10 @@ static SEXP ast_to_r(const ASTNode_t *a, int depth) {
   case AST_CONSTANT_TRUE: return Rf_ScalarReal(1);
   case AST_CONSTANT_FALSE: return Rf_ScalarReal(0);
   case AST_NAME: {
+    /* an empty name (<ci> </ci>) would make Rf_install() raise R's own
+     * error from inside the reader */
     const char *nm = ASTNode_getName(a);
-    return nm ? Rf_install(nm) : unsupported("a name without a name");
+    return nm && *nm ? Rf_install(nm) : unsupported("a name without a name");
   }
   case AST_NAME_TIME: return Rf_lang1(Rf_install("csymbol_time"));
   case AST_NAME_AVOGADRO: return Rf_lang1(Rf_install("csymbol_avogadro"));

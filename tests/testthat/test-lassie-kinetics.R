@@ -135,6 +135,15 @@ test_that("a compartment whose size is not a finite number > 0 is refused by nam
   expect_s3_class(readSBML(f), "reactionModel")
 })
 
+test_that("a name of blanks in a law's math is refused by name", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # <ci> </ci> reached Rf_install("") and R's unclassed "attempt to use
+  # zero-length variable name" (found by tools/fuzz.R)
+  f <- sbml_model(1, c(A = 1, B = 0), c(k = 1),
+                  list(r = list(re = "A", pr = "B", law = ap("times", ci("k"), ci(" ")))))
+  expect_error(readSBML(f), "r: .*a name without a name", class = "sysbioGPU_sbml_unsupported")
+})
+
 test_that("readSBML(fluxes =) reports each reaction's law at the output's states, and guards its parameters", {
   skip_if_not(sbmlAvailable(), "built without libSBML")
   # a Michaelis-Menten law (not mass action), a reversible mass-action
