@@ -61,6 +61,7 @@ typedef struct {
   double *v;     /* cap: the values of a sweep, in point order */
   int64_t *gc;   /* 3 (cap + 1): the counts of a sweep's groups */
   keyed *pa;     /* 2 cap: the sorts of pos_above(), made when first needed */
+  uint8_t *on;   /* cap: its points on the y axis, made with pa */
   double *px, *py; /* the points of a job (learn_job()), when asked for */
   int8_t *pl;
 } learn_ws;
@@ -72,6 +73,7 @@ static int learn_ws_alloc(learn_ws *ws, int64_t cap, int points) {
   ws->v = (double *)malloc(c * sizeof(double));
   ws->gc = (int64_t *)malloc(3 * (c + 1) * sizeof(int64_t));
   ws->pa = NULL;
+  ws->on = NULL;
   ws->px = points ? (double *)malloc(2 * c * sizeof(double)) : NULL;
   ws->py = ws->px ? ws->px + c : NULL;
   ws->pl = points ? (int8_t *)malloc(c) : NULL;
@@ -83,6 +85,7 @@ static void learn_ws_free(learn_ws *ws) {
   free(ws->v);
   free(ws->gc);
   free(ws->pa);
+  free(ws->on);
   free(ws->px);
   free(ws->pl);
 }
@@ -335,15 +338,15 @@ static int sweep_groups_build(const double *v, const int8_t *lab, int64_t m, int
   return failed ? -1 : 0;
 }
 
-/* The positives among the values v[0..m) (with limit_on, only those <=
- * limit) in their stable order (value, then position) in pk[0..*n_p),
+/* The positives among the values v[0..m) (with on, only the points i
+ * with on[i]; with limit_on, only those not above limit) in their stable order (value, then position) in pk[0..*n_p),
  * and nb[j] the negatives before positive j in that order and after
  * positive j - 1 (nb[*n_p] after the last).  tmp: m scratch. */
-static int stable_build(const double *v, const int8_t *lab, int64_t m, int limit_on, double limit,
-                        keyed *pk, keyed *tmp, int64_t *nb, int64_t *n_p, learn_poll *lp) {
+static int stable_build(const double *v, const int8_t *lab, int64_t m, const uint8_t *on, int limit_on,
+                        double limit, keyed *pk, keyed *tmp, int64_t *nb, int64_t *n_p, learn_poll *lp) {
   int64_t P = 0;
   for (int64_t i = 0; i < m; i++)
-    if (lab[i] > 0 && !(limit_on && v[i] > limit)) { pk[P].v = v[i]; pk[P].i = i; P++; }
+    if (lab[i] > 0 && (!on || on[i]) && !(limit_on && v[i] > limit)) { pk[P].v = v[i]; pk[P].i = i; P++; }
   *n_p = P;
   if (learn_tick(lp, m) || sort_keyed_lp(pk, P, tmp, lp)) return 1;
   /* the keys of the positives, for the binary searches (in tmp) */
@@ -357,7 +360,7 @@ static int stable_build(const double *v, const int8_t *lab, int64_t m, int limit
     if (!c) failed = 1;
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < m; i++) {
-      if (lab[i] > 0 || (limit_on && v[i] > limit)) continue;
+      if (lab[i] > 0 || (on && !on[i]) || (limit_on && v[i] > limit)) continue;
       uint64_t k = sbg_cosnet_order_key(v[i]);
       /* positives before (k, i) in the stable order: those of smaller
        * keys, then those of key k at earlier positions */
@@ -380,10 +383,25 @@ static int stable_build(const double *v, const int8_t *lab, int64_t m, int limit
   return failed ? -1 : 0;
 }
 
-/* Best intercept for the slope `slope`: points with y - slope * x at or
- * below the line are positive; groups of equal intercepts enter together;
- * a later line wins only with a strictly larger F (only the positives'
- * groups can: see sweep_groups). */
+/* The intercept sweep over the groups g of the values y - slope x: points
+ * at or below the line are positive; groups of equal intercepts enter
+ * together; a later line wins only with a strictly larger F (only the
+ * positives' groups can: see sweep_groups). */
+static void intercept_pick(const sweep_groups *g, int64_t n_pos, double *q_best, double *f_best) {
+  int64_t tp = 0, fp = 0, fn = n_pos;
+  double best = f_score(tp, fn, fp), qb = 0;
+  for (int64_t h = 0; h < g->n_keys; h++) {
+    tp += g->pos[h]; fn -= g->pos[h]; fp += g->run[h] + g->eq[h];
+    if (may_beat(tp, fn, fp, best)) {
+      double f = f_score(tp, fn, fp);
+      if (f > best) { best = f; qb = group_value(g, g->key[h]); }
+    }
+  }
+  *q_best = qb;
+  *f_best = best;
+}
+
+/* Best intercept for the slope `slope` (intercept_pick). */
 static int intercept_sweep(const double *x, const double *y, const int8_t *lab, int64_t m,
                            int64_t n_pos, double slope, learn_ws *ws, double *q_best,
                            double *f_best, learn_poll *lp) {
@@ -393,18 +411,61 @@ static int intercept_sweep(const double *x, const double *y, const int8_t *lab, 
   sweep_groups g;
   int r = sweep_groups_build(v, lab, m, 0, 0.0, ws->u, ws->u + ws->cap, ws->gc, &g, lp);
   if (r) return r;
-  int64_t tp = 0, fp = 0, fn = n_pos;
-  double best = f_score(tp, fn, fp), qb = 0;
-  for (int64_t h = 0; h < g.n_keys; h++) {
-    tp += g.pos[h]; fn -= g.pos[h]; fp += g.run[h] + g.eq[h];
-    if (may_beat(tp, fn, fp, best)) {
-      double f = f_score(tp, fn, fp);
-      if (f > best) { best = f; qb = group_value(&g, g.key[h]); }
-    }
-  }
-  *q_best = qb;
-  *f_best = best;
+  intercept_pick(&g, n_pos, q_best, f_best);
   return 0;
+}
+
+/* The three sweeps of the branch below (pos_above), each over the
+ * positives of a stable order (their values val[0..P) in that order, and
+ * nb[j] the negatives between positive j - 1 and j), shared by the host's
+ * and the device's learning.  Step 1, the points on the y axis by
+ * ordinate: for the line through the r-th positive (1-based position pos),
+ * TP = r, FP = pos - r; the best one's ordinate y1, its position and
+ * rank. */
+static void axis_pick(const double *val, const int64_t *nb, int64_t P, double *y1, int64_t *best_pos,
+                      int64_t *best_rank) {
+  double best = 0;
+  int64_t neg = 0;
+  *best_pos = 0; *best_rank = 0; *y1 = 0;
+  for (int64_t j = 0; j < P; j++) {
+    neg += nb[j];
+    int64_t rank = j + 1;
+    double f = f_score(rank, P - rank, neg);
+    if (f > best) { best = f; *best_pos = rank + neg; *best_rank = rank; *y1 = val[j]; }
+  }
+}
+
+/* Step 2: the slopes from (0, y1) to the points off the axis, at most -1,
+ * ascending, each line adding its point below it; COSNet scores the start
+ * without the off-axis positives (up_pos of them). */
+static double slope_pick(const double *val, const int64_t *nb, int64_t P, int64_t nz_pos,
+                         int64_t up_pos, int64_t best_pos, int64_t best_rank) {
+  int64_t tp = best_rank, fn = nz_pos - best_rank, fp = best_pos - best_rank;
+  double best = f_score(tp, fn, fp);
+  fn += up_pos;
+  double slope = tan(1.58); /* COSNet's default: an almost vertical line */
+  for (int64_t j = 0; j < P; j++) {
+    fp += nb[j]; tp++; fn--;
+    if (!may_beat(tp, fn, fp, best)) continue;
+    double f = f_score(tp, fn, fp);
+    if (f > best) { best = f; slope = val[j]; }
+  }
+  return slope;
+}
+
+/* Step 3: the intercept for that slope, no grouping of ties. */
+static void stable_line_pick(const double *val, const int64_t *nb, int64_t P, int64_t n_pos_all,
+                             double *q_best, double *f_best) {
+  int64_t tp = 0, fp = 0, fn = n_pos_all;
+  double best = 0, q = 0;
+  for (int64_t j = 0; j < P; j++) {
+    fp += nb[j]; tp++; fn--;
+    if (!may_beat(tp, fn, fp, best)) continue;
+    double f = f_score(tp, fn, fp);
+    if (f > best) { best = f; q = val[j]; }
+  }
+  *q_best = q;
+  *f_best = best;
 }
 
 /* COSNet's branch for a positive half-plane above the line (its
@@ -417,72 +478,102 @@ static int intercept_sweep(const double *x, const double *y, const int8_t *lab, 
 static sbg_status pos_above(const double *x, const double *y, const int8_t *lab, int64_t m,
                             int64_t n_pos_all, double *alpha, double *c, double *fscore,
                             learn_ws *ws, learn_poll *lp) {
-  int64_t nz = 0, nz_pos = 0;
-  for (int64_t i = 0; i < m; i++)
-    if (x[i] == 0) { nz++; if (lab[i] > 0) nz_pos++; }
+  int64_t nz_pos = 0;
+  for (int64_t i = 0; i < m; i++) nz_pos += x[i] == 0 && lab[i] > 0;
   if (nz_pos == 0) return SBG_OK;
-  if (!ws->pa) ws->pa = (keyed *)malloc(2 * (size_t)(ws->cap > 0 ? ws->cap : 1) * sizeof(keyed));
-  if (!ws->pa) return SBG_ERR_ALLOC;
-  keyed *z = ws->pa, *tmp = ws->pa + ws->cap;
-  double *v = ws->v;
-  int64_t *nb = ws->gc;
-
-  /* Step 1: points on the y axis by ordinate; for the line through the
-   * r-th positive (position pos, 1-based), TP = r, FP = pos - r. */
-  int64_t t = 0;
-  for (int64_t i = 0; i < m; i++)
-    if (x[i] == 0) { z[t].v = y[i]; z[t].i = i; t++; }
-  if (sort_keyed_lp(z, nz, tmp, lp)) return SBG_ERR_INTERRUPTED;
-  double best = 0;
-  int64_t best_pos = 0, best_rank = 0, rank = 0;
-  for (int64_t p = 0; p < nz; p++) {
-    if (lab[z[p].i] <= 0) continue;
-    rank++;
-    double f = f_score(rank, nz_pos - rank, (p + 1) - rank);
-    if (f > best) { best = f; best_pos = p + 1; best_rank = rank; }
+  if (!ws->pa) {
+    size_t c2 = (size_t)(ws->cap > 0 ? ws->cap : 1);
+    ws->pa = (keyed *)malloc(2 * c2 * sizeof(keyed));
+    ws->on = (uint8_t *)malloc(c2);
   }
-  double y1 = z[best_pos - 1].v;
+  if (!ws->pa || !ws->on) return SBG_ERR_ALLOC;
+  keyed *z = ws->pa, *tmp = ws->pa + ws->cap;
+  double *v = ws->v, *val = (double *)(void *)ws->u; /* (u: free while the steps below run) */
+  int64_t *nb = ws->gc, P;
 
-  /* Step 2: slopes from that point to the points off the axis, ascending;
-   * only slopes <= -1 are lines, each adding its point below the line
-   * (the axis's points get slope 0: left out with the others). */
-  int64_t up_pos = 0, P;
+  /* Step 1: the points on the y axis by ordinate */
+  for (int64_t i = 0; i < m; i++) { v[i] = y[i]; ws->on[i] = x[i] == 0; }
+  int r = stable_build(v, lab, m, ws->on, 0, 0.0, z, tmp, nb, &P, lp);
+  if (r) return r < 0 ? SBG_ERR_ALLOC : SBG_ERR_INTERRUPTED;
+  for (int64_t j = 0; j < P; j++) val[j] = z[j].v;
+  double y1;
+  int64_t best_pos, best_rank;
+  axis_pick(val, nb, P, &y1, &best_pos, &best_rank);
+
+  /* Step 2: slopes from that point to the points off the axis (the axis's
+   * points get slope 0: left out with the others above -1) */
+  int64_t up_pos = 0;
   for (int64_t i = 0; i < m; i++) {
     if (x[i] == 0) { v[i] = 0.0; continue; }
     if (lab[i] > 0) up_pos++;
     v[i] = (y[i] - y1) / (x[i] - 0.0);
   }
-  int r = stable_build(v, lab, m, 1, -1.0, z, tmp, nb, &P, lp);
+  r = stable_build(v, lab, m, NULL, 1, -1.0, z, tmp, nb, &P, lp);
   if (r) return r < 0 ? SBG_ERR_ALLOC : SBG_ERR_INTERRUPTED;
-  int64_t tp = best_rank, fn = nz_pos - best_rank, fp = best_pos - best_rank;
-  best = f_score(tp, fn, fp); /* COSNet scores the start without the off-axis positives */
-  fn += up_pos;
-  double slope = tan(1.58);   /* COSNet's default: an almost vertical line */
-  for (int64_t j = 0; j < P; j++) {
-    fp += nb[j]; tp++; fn--;
-    if (!may_beat(tp, fn, fp, best)) continue;
-    double f = f_score(tp, fn, fp);
-    if (f > best) { best = f; slope = z[j].v; }
-  }
+  for (int64_t j = 0; j < P; j++) val[j] = z[j].v;
+  double slope = slope_pick(val, nb, P, nz_pos, up_pos, best_pos, best_rank);
 
-  /* Step 3: intercept for that slope, points in stable order, no grouping. */
+  /* Step 3: intercept for that slope */
 #pragma omp parallel for num_threads(learn_threads(lp, m)) schedule(static)
   for (int64_t i = 0; i < m; i++) v[i] = y[i] - slope * x[i];
-  r = stable_build(v, lab, m, 0, 0.0, z, tmp, nb, &P, lp);
+  r = stable_build(v, lab, m, NULL, 0, 0.0, z, tmp, nb, &P, lp);
   if (r) return r < 0 ? SBG_ERR_ALLOC : SBG_ERR_INTERRUPTED;
-  tp = 0; fp = 0; fn = n_pos_all;
-  best = 0;
-  double q = 0;
-  for (int64_t j = 0; j < P; j++) {
-    fp += nb[j]; tp++; fn--;
-    if (!may_beat(tp, fn, fp, best)) continue;
-    double f = f_score(tp, fn, fp);
-    if (f > best) { best = f; q = z[j].v; }
-  }
+  for (int64_t j = 0; j < P; j++) val[j] = z[j].v;
+  double q, best;
+  stable_line_pick(val, nb, P, n_pos_all, &q, &best);
   *alpha = atan(slope) + M_PI;
   *c = -q * cos(*alpha);
   *fscore = best;
   return SBG_OK;
+}
+
+/* The angle sweep over the groups g of the angles (those below 1.57 kept
+ * of the m points, n_pos of them positive): upwards, a group of equal
+ * angles at a time; the points at or below the line are positive
+ * ("under") or those above it ("over").  As COSNet: a line must strictly
+ * beat the best F so far, and a last point standing alone at the end of
+ * the order (at m - 1: none left out) is not counted.  Only the positives'
+ * groups and, over, the last group of each run of negatives can win (see
+ * sweep_groups).  *theta: the best line's angle; returns 1 when it has the
+ * positives above it (over won). */
+static int angle_pick(const sweep_groups *g, int64_t m, int64_t n_pos, double *theta) {
+  int64_t n_neg = m - n_pos;
+  int64_t tp_u = 0, fp_u = 0, fn_u = n_pos;
+  int64_t tp_o = n_pos, fp_o = n_neg, fn_o = 0;
+  double best_u = 0, best_o = 0, ang_u = 0, ang_o = 0;
+  /* The last positives' group ends the order when no point was left out
+   * and no negative comes after it.  A lone negative ending the order
+   * needs no such care: with no point left out, the positives are all
+   * below the line there (over: tp = 0, F = 0), and under, negatives
+   * cannot win. */
+  int64_t G = g->n_keys;
+  int whole = g->kept == m && g->run[G] == 0;
+  for (int64_t h = 0; h <= G; h++) {
+    if (g->run[h] > 0) {
+      fp_u += g->run[h];
+      fp_o -= g->run[h];
+      if (may_beat(tp_o, fn_o, fp_o, best_o)) {
+        double fo = f_score(tp_o, fn_o, fp_o);
+        if (fo > best_o) { best_o = fo; ang_o = group_value(g, g->top[h]); }
+      }
+    }
+    if (h == G) break;
+    int64_t pos = g->pos[h], neg = g->eq[h];
+    if (h == G - 1 && whole && pos + neg == 1) break; /* the lone last point */
+    tp_u += pos; fn_u -= pos; fp_u += neg;
+    tp_o -= pos; fn_o += pos; fp_o -= neg;
+    if (may_beat(tp_u, fn_u, fp_u, best_u)) {
+      double fu = f_score(tp_u, fn_u, fp_u);
+      if (fu > best_u) { best_u = fu; ang_u = group_value(g, g->key[h]); }
+    }
+    if (may_beat(tp_o, fn_o, fp_o, best_o)) {
+      double fo = f_score(tp_o, fn_o, fp_o);
+      if (fo > best_o) { best_o = fo; ang_o = group_value(g, g->key[h]); }
+    }
+  }
+  int above = best_o > best_u;
+  *theta = above ? ang_o : ang_u;
+  return above;
 }
 
 /* The learning step (sbg_cosnet_learn) with the polls and threads of lp,
@@ -500,7 +591,6 @@ static sbg_status learn_step(const double *x, const double *y, const int8_t *lab
   }
   int64_t n_pos = 0;
   for (int64_t i = 0; i < m; i++) n_pos += lab[i] > 0;
-  int64_t n_neg = m - n_pos;
   double *v = ws->v;
 
   /* Step 1: angles of the lines through the origin and each point; a point
@@ -517,47 +607,8 @@ static sbg_status learn_step(const double *x, const double *y, const int8_t *lab
   sweep_groups g;
   int r = sweep_groups_build(v, lab, m, 1, 1.57, ws->u, ws->u + ws->cap, ws->gc, &g, lp);
   if (r) { st = r < 0 ? SBG_ERR_ALLOC : SBG_ERR_INTERRUPTED; goto finish; }
-  /* Sweep the angles upwards, a group of equal angles at a time; the
-   * points at or below the line are positive ("under") or those above it
-   * ("over").  As COSNet: a line must strictly beat the best F so far, and
-   * a last point standing alone at the end of the order (at m - 1: none
-   * left out) is not counted.  Only the positives' groups and, over, the
-   * last group of each run of negatives can win (see sweep_groups). */
-  int64_t tp_u = 0, fp_u = 0, fn_u = n_pos;
-  int64_t tp_o = n_pos, fp_o = n_neg, fn_o = 0;
-  double best_u = 0, best_o = 0, ang_u = 0, ang_o = 0;
-  /* The last positives' group ends the order when no point was left out
-   * and no negative comes after it.  A lone negative ending the order
-   * needs no such care: with no point left out, the positives are all
-   * below the line there (over: tp = 0, F = 0), and under, negatives
-   * cannot win. */
-  int64_t G = g.n_keys;
-  int whole = g.kept == m && g.run[G] == 0;
-  for (int64_t h = 0; h <= G; h++) {
-    if (g.run[h] > 0) {
-      fp_u += g.run[h];
-      fp_o -= g.run[h];
-      if (may_beat(tp_o, fn_o, fp_o, best_o)) {
-        double fo = f_score(tp_o, fn_o, fp_o);
-        if (fo > best_o) { best_o = fo; ang_o = group_value(&g, g.top[h]); }
-      }
-    }
-    if (h == G) break;
-    int64_t pos = g.pos[h], neg = g.eq[h];
-    if (h == G - 1 && whole && pos + neg == 1) break; /* the lone last point */
-    tp_u += pos; fn_u -= pos; fp_u += neg;
-    tp_o -= pos; fn_o += pos; fp_o -= neg;
-    if (may_beat(tp_u, fn_u, fp_u, best_u)) {
-      double fu = f_score(tp_u, fn_u, fp_u);
-      if (fu > best_u) { best_u = fu; ang_u = group_value(&g, g.key[h]); }
-    }
-    if (may_beat(tp_o, fn_o, fp_o, best_o)) {
-      double fo = f_score(tp_o, fn_o, fp_o);
-      if (fo > best_o) { best_o = fo; ang_o = group_value(&g, g.key[h]); }
-    }
-  }
-  int above = best_o > best_u;
-  double theta = above ? ang_o : ang_u;
+  double theta;
+  int above = angle_pick(&g, m, n_pos, &theta);
 
   /* Step 2: the intercept, with the positive half-plane below the line. */
   double q = 0, f = 0;
