@@ -119,6 +119,87 @@ sbg_status sbg_cosnet_learn(const double *x, const double *y, const int8_t *lab,
                             int64_t m, double *alpha, double *c, double *fscore, sbg_ctx *ctx,
                             double done);
 
+/* ---- the learning step from the device's summaries (GPU engine) ----
+ *
+ * The GPU engine learns each job's line from what its device makes of the
+ * job's labelled points, so that the points never cross to the host: for
+ * each sweep of learn_step() (cosnet_common.c), the sorted keys of the
+ * positives and the negatives counted between them, in one of five
+ * kinds:
+ *   RATIO  grouped, the ratios y / x of the points below the angle sweep's
+ *          stop (ratio < sbg_cosnet_ratio_stop()); the host turns the
+ *          ratios' groups into the angles' (atan is increasing) with glibc's
+ *          atan, as the host's own step does;
+ *   LINE   grouped, y - slope x of every point (slope: the job's param);
+ *   AXIS   stable, y of the points with x == 0;
+ *   SLOPE  stable, (y - y1) / x of the points with x != 0 and a value not
+ *          above -1 (y1: the job's param);
+ *   LINE_STABLE  stable, y - slope x of every point.
+ * Grouped: n_keys groups of equal keys, key[g] ascending, pos[g] positives
+ * and eq[g] negatives of that key, run[g] the negatives between keys g - 1
+ * and g (run[n_keys] after the last), top[g] / bot[g] their largest /
+ * smallest key (0 / ~0 for none).  Stable: n_keys positives in (value,
+ * node) order, key[j] the bits of the value (a double), run[j] the
+ * negatives between positives j - 1 and j in that order.  A job with more
+ * positives than SBG_COSNET_LEARN_CAP has n_keys -1 (the host learns it;
+ * the device stops counting there, so its other counts are partial).
+ * Job b's arrays start at b * cap (key, pos, eq) and b * (cap + 1) (run,
+ * top, bot). */
+#define SBG_COSNET_LEARN_CAP 1024
+enum { SBG_COSNET_SUM_RATIO, SBG_COSNET_SUM_LINE, SBG_COSNET_SUM_AXIS, SBG_COSNET_SUM_SLOPE,
+       SBG_COSNET_SUM_LINE_STABLE };
+typedef struct sbg_cosnet_sum {
+  int32_t n_lab, n_pos, nz_pos; /* labelled points, positives, positives with x == 0 */
+  int32_t kept;                 /* points of the sweep */
+  int32_t n_keys;               /* groups or positives; -1: more than the cap */
+  int32_t zero_at;              /* grouped: the first kept point (node) whose value is 0, or n */
+  double zero;                  /* its value (-0 or +0) */
+} sbg_cosnet_sum;
+typedef struct sbg_cosnet_sums {
+  sbg_cosnet_sum *sum;
+  uint64_t *key, *top, *bot;
+  int32_t *pos, *eq, *run;
+} sbg_cosnet_sums;
+/* Bytes of one job's summary of one kind, for a cap. */
+size_t sbg_cosnet_sums_bytes(int32_t cap);
+/* The arrays of nb jobs' summaries laid out from `base` (nb x that). */
+sbg_cosnet_sums sbg_cosnet_sums_at(void *base, int32_t nb, int32_t cap);
+
+/* The smallest ratio y / x whose angle (glibc's atan) reaches the angle
+ * sweep's stop, 1.57: the RATIO kind keeps the points below it. */
+double sbg_cosnet_ratio_stop(void);
+
+/* A job's learning from summaries, round after round: round 1 reads its
+ * RATIO and AXIS summaries and asks for LINE (param: the slope) and, in
+ * COSNet's branch for positives above the line, SLOPE (param: y1); round
+ * 2 reads those and asks for LINE_STABLE in that branch (param: the
+ * slope); round 3 reads it.  need: what the next round asks for (bits
+ * 1 << kind), 0 when the job's line is learnt; host = 1 when the host must
+ * learn the job from its points (more positives than the cap, or a
+ * negative whose angle rounds to a positive's though their ratios differ),
+ * input = 1 when the job lacks positives or negatives. */
+typedef struct sbg_cosnet_dlearn {
+  int need, host, input, above;
+  int64_t n_pos, n_lab, nz_pos, best_pos, best_rank;
+  double theta, slope, y1;
+} sbg_cosnet_dlearn;
+/* One round for the nb jobs of a batch (OpenMP over jobs): in, in2 the
+ * summaries that round reads (round 1: RATIO, AXIS; round 2: LINE,
+ * SLOPE; round 3: LINE_STABLE, unused), st their states, line_param and
+ * slope_param (nb) the params of the next round's LINE or LINE_STABLE and
+ * of its SLOPE; the learnt lines into alpha, c, fscore. */
+void sbg_cosnet_dlearn_round(int round, int32_t nb, int32_t cap, const sbg_cosnet_sums *in,
+                             const sbg_cosnet_sums *in2, sbg_cosnet_dlearn *st, double *line_param,
+                             double *slope_param, double *alpha, double *c, double *fscore,
+                             int n_threads);
+
+/* Learning on the host for the jobs `which` (n_which of them) of a batch
+ * (sbg_cosnet_learn_jobs for those jobs only; x, y, codes laid out as
+ * there, read at those jobs only). */
+sbg_status sbg_cosnet_learn_some(int32_t n_which, const int32_t *which, int32_t n, const int8_t *codes,
+                                 const double *x, const double *y, double *alpha, double *c,
+                                 double *fscore, int64_t *n_pos, int64_t *n_lab, int n_threads);
+
 /* Colouring priority of a node: Philox(seed, subsequence = node), first two
  * words; ties (never in practice) go to the larger index. */
 uint64_t sbg_cosnet_priority(uint64_t seed, int32_t node);

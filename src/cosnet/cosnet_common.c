@@ -713,17 +713,17 @@ static sbg_status learn_job(int32_t j, int32_t n, const int8_t *codes, const dou
   return learn_step(px, py, pl, m, &alpha[j], &c[j], &fscore[j], &lp);
 }
 
-sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
-                                 const double *x, const double *y, double *alpha,
-                                 double *c, double *fscore, int64_t *n_pos, int64_t *n_lab,
-                                 int n_threads) {
+sbg_status sbg_cosnet_learn_some(int32_t n_which, const int32_t *which, int32_t n, const int8_t *codes,
+                                 const double *x, const double *y, double *alpha, double *c,
+                                 double *fscore, int64_t *n_pos, int64_t *n_lab, int n_threads) {
   sbg_status st = SBG_OK;
-  if (2 * (int64_t)n_jobs <= n_threads) {
+  if (2 * (int64_t)n_which <= n_threads) {
     /* few jobs (large networks): one at a time, each step's sorts on all
      * the threads; the same steps, so the same lines */
     learn_ws ws;
     if (!learn_ws_alloc(&ws, n, 1)) st = SBG_ERR_ALLOC;
-    for (int32_t j = 0; j < n_jobs && st != SBG_ERR_ALLOC; j++) {
+    for (int32_t k = 0; k < n_which && st != SBG_ERR_ALLOC; k++) {
+      int32_t j = which ? which[k] : k;
       sbg_status sj = learn_job(j, n, codes, x, y, alpha, c, fscore, n_pos, n_lab, n_threads, &ws);
       if (sj != SBG_OK && (st == SBG_OK || sj == SBG_ERR_ALLOC)) st = sj;
     }
@@ -735,7 +735,8 @@ sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
     learn_ws ws;
     int ok = learn_ws_alloc(&ws, n, 1);
 #pragma omp for schedule(dynamic, 1)
-    for (int32_t j = 0; j < n_jobs; j++) {
+    for (int32_t k = 0; k < n_which; k++) {
+      int32_t j = which ? which[k] : k;
       sbg_status sj = ok ? learn_job(j, n, codes, x, y, alpha, c, fscore, n_pos, n_lab, 1, &ws)
                          : SBG_ERR_ALLOC;
       if (sj != SBG_OK) {
@@ -746,6 +747,215 @@ sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
     learn_ws_free(&ws);
   }
   return st;
+}
+
+sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
+                                 const double *x, const double *y, double *alpha,
+                                 double *c, double *fscore, int64_t *n_pos, int64_t *n_lab,
+                                 int n_threads) {
+  return sbg_cosnet_learn_some(n_jobs, NULL, n, codes, x, y, alpha, c, fscore, n_pos, n_lab, n_threads);
+}
+
+/* ---- the learning step from the device's summaries (cosnet.h) ---- */
+
+size_t sbg_cosnet_sums_bytes(int32_t cap) {
+  size_t c = (size_t)cap;
+  return sizeof(sbg_cosnet_sum) + c * (sizeof(uint64_t) + 2 * sizeof(int32_t)) +
+         (c + 1) * (2 * sizeof(uint64_t) + sizeof(int32_t));
+}
+
+sbg_cosnet_sums sbg_cosnet_sums_at(void *base, int32_t nb, int32_t cap) {
+  size_t b = (size_t)nb, c = (size_t)cap;
+  char *at = (char *)base;
+  sbg_cosnet_sums s;
+  s.sum = (sbg_cosnet_sum *)(void *)at; at += b * sizeof(sbg_cosnet_sum);
+  s.key = (uint64_t *)(void *)at; at += b * c * sizeof(uint64_t);
+  s.top = (uint64_t *)(void *)at; at += b * (c + 1) * sizeof(uint64_t);
+  s.bot = (uint64_t *)(void *)at; at += b * (c + 1) * sizeof(uint64_t);
+  s.pos = (int32_t *)(void *)at; at += b * c * sizeof(int32_t);
+  s.eq = (int32_t *)(void *)at; at += b * c * sizeof(int32_t);
+  s.run = (int32_t *)(void *)at;
+  return s;
+}
+
+double sbg_cosnet_ratio_stop(void) {
+  /* the host's step keeps r < 1300 && atan(r) < 1.57; atan(1000) < 1.57 <=
+   * atan(1300): bisect the doubles between (their keys are consecutive
+   * integers in value order) */
+  uint64_t lo = sbg_cosnet_order_key(1000.0), hi = sbg_cosnet_order_key(1300.0);
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (atan(order_value(mid)) < 1.57) lo = mid; else hi = mid;
+  }
+  return order_value(hi);
+}
+
+/* Scratch of dlearn_round's jobs on one thread: a job's groups or stable
+ * list in the host's types. */
+typedef struct {
+  uint64_t *key, *top;
+  int64_t *pos, *eq, *run;
+  double *val;
+} dl_ws;
+
+static double sum_value(uint64_t key, double zero) {
+  return key == sbg_cosnet_order_key(0.0) ? zero : order_value(key);
+}
+
+/* The angle sweep's groups from job b's ratio groups: equal ratios have
+ * equal angles and a larger ratio no smaller an angle (atan increases),
+ * so the angles' groups are the ratios', with the neighbours whose angles
+ * round alike merged (the negatives between them joining the merged
+ * group).  Returns 1 when a negative's angle equals a positive's while
+ * their ratios differ: the groups' counts do not tell where it goes. */
+static int angle_groups(const sbg_cosnet_sums *R, int32_t b, int32_t cap, dl_ws *w, sweep_groups *g) {
+  const sbg_cosnet_sum *S = &R->sum[b];
+  const uint64_t *K = R->key + (size_t)b * cap, *top = R->top + (size_t)b * (cap + 1),
+                 *bot = R->bot + (size_t)b * (cap + 1);
+  const int32_t *pos = R->pos + (size_t)b * cap, *eq = R->eq + (size_t)b * cap,
+                *run = R->run + (size_t)b * (cap + 1);
+  double zero = S->zero;
+#define ANGLE_KEY(k) sbg_cosnet_order_key(atan(sum_value((k), zero)))
+  int64_t og = 0, prun = run[0];
+  uint64_t ptop = top[0], pbot = bot[0];
+  for (int32_t h = 0; h < S->n_keys; h++) {
+    uint64_t ka = ANGLE_KEY(K[h]);
+    if (og > 0 && ka == w->key[og - 1]) {
+      w->eq[og - 1] += prun + eq[h];
+      w->pos[og - 1] += pos[h];
+    } else {
+      if (prun > 0 && ((og > 0 && ANGLE_KEY(pbot) == w->key[og - 1]) || ANGLE_KEY(ptop) == ka)) return 1;
+      w->run[og] = prun;
+      w->top[og] = prun > 0 ? ANGLE_KEY(ptop) : 0;
+      w->key[og] = ka;
+      w->pos[og] = pos[h];
+      w->eq[og] = eq[h];
+      og++;
+    }
+    prun = run[h + 1];
+    ptop = top[h + 1];
+    pbot = bot[h + 1];
+  }
+  if (prun > 0 && og > 0 && ANGLE_KEY(pbot) == w->key[og - 1]) return 1;
+  w->run[og] = prun;
+  w->top[og] = prun > 0 ? ANGLE_KEY(ptop) : 0;
+#undef ANGLE_KEY
+  g->n_keys = og;
+  g->kept = S->kept;
+  g->key = w->key;
+  g->top = w->top;
+  g->pos = w->pos;
+  g->eq = w->eq;
+  g->run = w->run;
+  g->zero = zero;
+  return 0;
+}
+
+/* Job b's groups of a LINE summary as the host's. */
+static void line_groups(const sbg_cosnet_sums *L, int32_t b, int32_t cap, dl_ws *w, sweep_groups *g) {
+  const sbg_cosnet_sum *S = &L->sum[b];
+  int64_t G = S->n_keys;
+  for (int64_t h = 0; h < G; h++) {
+    w->pos[h] = L->pos[(size_t)b * cap + h];
+    w->eq[h] = L->eq[(size_t)b * cap + h];
+  }
+  for (int64_t h = 0; h <= G; h++) w->run[h] = L->run[(size_t)b * (cap + 1) + h];
+  g->n_keys = G;
+  g->kept = S->kept;
+  g->key = L->key + (size_t)b * cap;
+  g->top = L->top + (size_t)b * (cap + 1);
+  g->pos = w->pos;
+  g->eq = w->eq;
+  g->run = w->run;
+  g->zero = S->zero;
+}
+
+/* Job b's stable list: values into w->val, counts into w->run. */
+static int64_t stable_list(const sbg_cosnet_sums *T, int32_t b, int32_t cap, dl_ws *w) {
+  int64_t P = T->sum[b].n_keys;
+  for (int64_t j = 0; j < P; j++) memcpy(&w->val[j], &T->key[(size_t)b * cap + j], sizeof(double));
+  for (int64_t j = 0; j <= P; j++) w->run[j] = T->run[(size_t)b * (cap + 1) + j];
+  return P;
+}
+
+/* One job's round (sbg_cosnet_dlearn_round). */
+static void dlearn_job(int round, int32_t b, int32_t cap, const sbg_cosnet_sums *in,
+                       const sbg_cosnet_sums *in2, sbg_cosnet_dlearn *st, double *line_param,
+                       double *slope_param, double *alpha, double *c, double *fscore, dl_ws *w) {
+  sweep_groups g;
+  st->need = 0;
+  if (round == 1) {
+    const sbg_cosnet_sum *S = &in->sum[b];
+    st->host = st->input = st->above = 0;
+    st->n_pos = S->n_pos;
+    st->n_lab = S->n_lab;
+    st->nz_pos = S->nz_pos;
+    /* (over the cap, the device stops counting: the host counts) */
+    if (S->n_keys < 0) { st->host = 1; return; }
+    if (S->n_pos == 0 || S->n_pos == S->n_lab) { st->input = 1; return; }
+    if (angle_groups(in, b, cap, w, &g)) { st->host = 1; return; }
+    st->above = angle_pick(&g, S->n_lab, S->n_pos, &st->theta);
+    line_param[b] = tan(st->theta);
+    st->need = 1 << SBG_COSNET_SUM_LINE;
+    if (st->above && st->nz_pos > 0) {
+      if (in2->sum[b].n_keys < 0) { st->host = 1; st->need = 0; return; }
+      int64_t P = stable_list(in2, b, cap, w);
+      axis_pick(w->val, w->run, P, &st->y1, &st->best_pos, &st->best_rank);
+      slope_param[b] = st->y1;
+      st->need |= 1 << SBG_COSNET_SUM_SLOPE;
+    }
+  } else if (round == 2) {
+    if (in->sum[b].n_keys < 0) { st->host = 1; return; }
+    line_groups(in, b, cap, w, &g);
+    double q, f;
+    intercept_pick(&g, st->n_pos, &q, &f);
+    alpha[b] = st->theta + DBL_MIN;
+    c[b] = -q * cos(alpha[b]);
+    fscore[b] = f;
+    if (st->above && st->nz_pos > 0) {
+      if (in2->sum[b].n_keys < 0) { st->host = 1; return; }
+      int64_t P = stable_list(in2, b, cap, w);
+      st->slope = slope_pick(w->val, w->run, P, st->nz_pos, st->n_pos - st->nz_pos, st->best_pos,
+                             st->best_rank);
+      line_param[b] = st->slope;
+      st->need = 1 << SBG_COSNET_SUM_LINE_STABLE;
+    }
+  } else {
+    if (in->sum[b].n_keys < 0) { st->host = 1; return; }
+    int64_t P = stable_list(in, b, cap, w);
+    double q, best;
+    stable_line_pick(w->val, w->run, P, st->n_pos, &q, &best);
+    alpha[b] = atan(st->slope) + M_PI;
+    c[b] = -q * cos(alpha[b]);
+    fscore[b] = best;
+  }
+}
+
+void sbg_cosnet_dlearn_round(int round, int32_t nb, int32_t cap, const sbg_cosnet_sums *in,
+                             const sbg_cosnet_sums *in2, sbg_cosnet_dlearn *st, double *line_param,
+                             double *slope_param, double *alpha, double *c, double *fscore,
+                             int n_threads) {
+#pragma omp parallel num_threads(n_threads)
+  {
+    size_t c1 = (size_t)cap + 1;
+    dl_ws w;
+    w.key = (uint64_t *)malloc(2 * c1 * sizeof(uint64_t));
+    w.top = w.key ? w.key + c1 : NULL;
+    w.pos = (int64_t *)malloc(3 * c1 * sizeof(int64_t));
+    w.eq = w.pos ? w.pos + c1 : NULL;
+    w.run = w.pos ? w.pos + 2 * c1 : NULL;
+    w.val = (double *)malloc(c1 * sizeof(double));
+    int ok = w.key && w.pos && w.val;
+#pragma omp for schedule(dynamic, 4)
+    for (int32_t b = 0; b < nb; b++) {
+      if (round > 1 && !st[b].need) continue;
+      if (!ok) { st[b].host = 1; st[b].need = 0; continue; } /* (out of memory: the host's way) */
+      dlearn_job(round, b, cap, in, in2, &st[b], line_param, slope_param, alpha, c, fscore, &w);
+    }
+    free(w.key);
+    free(w.pos);
+    free(w.val);
+  }
 }
 
 void sbg_cosnet_copy(void *dst, const void *src, size_t bytes, int n_threads) {

@@ -28,6 +28,9 @@
 #include <thread>
 #include <vector>
 
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_scan.cuh>
+
 #include "cuda_check.cuh"
 #include "philox.h"
 #include "cosnet.h"
@@ -200,6 +203,220 @@ static __global__ void k_points(int32_t n, int32_t n_jobs, int32_t m, const int3
     x[(size_t)b * n + v] = px;
     y[(size_t)b * n + v] = py;
   }
+}
+
+/* ---- the learning step's summaries (cosnet.h, "from the device's
+ * summaries") ---- */
+
+#define LEARN_THREADS 256
+#define LEARN_IPT (SBG_COSNET_LEARN_CAP / LEARN_THREADS)
+typedef cub::BlockRadixSort<unsigned long long, LEARN_THREADS, LEARN_IPT, int32_t> learn_sort;
+typedef cub::BlockScan<int32_t, LEARN_THREADS> learn_scan;
+
+/* The order key of cosnet.h (sbg_cosnet_order_key), on the device. */
+static __device__ __forceinline__ unsigned long long dev_order_key(double v) {
+  unsigned long long b = (unsigned long long)__double_as_longlong(v == 0 ? 0.0 : v);
+  return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
+}
+
+/* A labelled point's value in a summary of `kind`, and whether the sweep
+ * keeps it: the host's arithmetic (learn_step(), pos_above()), operation
+ * for operation (the build does not fuse products and sums). */
+static __device__ __forceinline__ bool learn_value(int kind, double x, double y, double param, double rstop,
+                                                   double *v) {
+  switch (kind) {
+  case SBG_COSNET_SUM_RATIO:
+    if (x == 0) return false;
+    *v = y / x;
+    return *v < rstop;
+  case SBG_COSNET_SUM_AXIS:
+    *v = y;
+    return x == 0;
+  case SBG_COSNET_SUM_SLOPE:
+    if (x == 0) return false;
+    *v = (y - param) / (x - 0.0);
+    return !(*v > -1.0);
+  default: /* LINE, LINE_STABLE */
+    *v = y - param * x;
+    return true;
+  }
+}
+
+/* Entries of the ascending a[0..len) below k. */
+template <typename T>
+static __device__ __forceinline__ int32_t dev_below(const T *a, int32_t len, T k) {
+  int32_t lo = 0;
+  while (len > 0) {
+    int32_t half = len >> 1;
+    if (a[lo + half] < k) { lo += half + 1; len -= half + 1; } else len = half;
+  }
+  return lo;
+}
+
+struct learn_smem {
+  union {
+    learn_sort::TempStorage sort;
+    learn_scan::TempStorage scan;
+    unsigned long long tb[2][SBG_COSNET_LEARN_CAP + 1]; /* top, bot */
+  } u;
+  unsigned long long key[SBG_COSNET_LEARN_CAP];
+  int32_t node[SBG_COSNET_LEARN_CAP];
+  int32_t pos[SBG_COSNET_LEARN_CAP], eq[SBG_COSNET_LEARN_CAP], run[SBG_COSNET_LEARN_CAP + 1];
+  int32_t n_lab, n_pos, nz_pos, kept, zero_at, G;
+};
+
+/* One block a job (list[blockIdx.x], or blockIdx.x): the summary of `kind`
+ * of its labelled points (codes POS / NEG) into out, job b's arrays at b *
+ * cap.  The kept positives in node order (block scans over tiles of
+ * nodes), a stable radix sort of their keys (equal keys stay in node
+ * order), then each kept negative placed among them by a binary search;
+ * the counts are integers, so the atomics leave the same summary in any
+ * order. */
+static __global__ void __launch_bounds__(LEARN_THREADS)
+k_learn_sums(int kind, int32_t n, int32_t cap, const int32_t *list, const int8_t *codes, const double *x,
+             const double *y, const double *param, double rstop, sbg_cosnet_sums out) {
+  __shared__ learn_smem sm;
+  const int tid = threadIdx.x;
+  const int32_t b = list ? list[blockIdx.x] : (int32_t)blockIdx.x;
+  const int8_t *jl = codes + (size_t)b * n;
+  const double *xb = x + (size_t)b * n, *yb = y + (size_t)b * n;
+  const double pa = param ? param[b] : 0.0;
+  const bool stable = kind >= SBG_COSNET_SUM_AXIS;
+  if (tid == 0) { sm.n_lab = sm.n_pos = sm.nz_pos = sm.kept = 0; sm.zero_at = n; }
+  __syncthreads();
+  int32_t my_lab = 0, my_pos = 0, my_nz = 0, my_kept = 0, my_zero = n, P = 0;
+  /* the kept positives, in node order */
+  for (int32_t t0 = 0; t0 < n; t0 += LEARN_THREADS) {
+    int32_t v = t0 + tid, flag = 0;
+    unsigned long long k = 0;
+    if (v < n && (jl[v] == SBG_COSNET_POS || jl[v] == SBG_COSNET_NEG)) {
+      bool p = jl[v] == SBG_COSNET_POS;
+      double xv = xb[v], val;
+      my_lab++;
+      my_pos += p;
+      my_nz += p && xv == 0;
+      if (learn_value(kind, xv, yb[v], pa, rstop, &val)) {
+        my_kept++;
+        if (val == 0 && v < my_zero) my_zero = v;
+        if (p) { flag = 1; k = dev_order_key(val); }
+      }
+    }
+    int32_t off, total;
+    learn_scan(sm.u.scan).ExclusiveSum(flag, off, total);
+    if (flag && P + off < SBG_COSNET_LEARN_CAP && P + off < cap) { sm.key[P + off] = k; sm.node[P + off] = v; }
+    P += total;
+    __syncthreads(); /* (the scan's storage again) */
+    if (P > cap || P > SBG_COSNET_LEARN_CAP) break; /* (the whole block: the host learns the job) */
+  }
+  atomicAdd(&sm.n_lab, my_lab);
+  atomicAdd(&sm.n_pos, my_pos);
+  atomicAdd(&sm.nz_pos, my_nz);
+  atomicAdd(&sm.kept, my_kept);
+  atomicMin(&sm.zero_at, my_zero);
+  __syncthreads();
+  sbg_cosnet_sum *S = out.sum + b;
+  if (tid == 0) {
+    S->n_lab = sm.n_lab; S->n_pos = sm.n_pos; S->nz_pos = sm.nz_pos; S->kept = sm.kept;
+    S->zero_at = sm.zero_at;
+    double zv = 0.0;
+    if (sm.zero_at < n) learn_value(kind, xb[sm.zero_at], yb[sm.zero_at], pa, rstop, &zv);
+    S->zero = zv;
+    if (P > cap || P > SBG_COSNET_LEARN_CAP) S->n_keys = -1;
+  }
+  if (P > cap || P > SBG_COSNET_LEARN_CAP) return; /* (the whole block) */
+  /* sort the positives' keys; equal keys keep their node order */
+  {
+    unsigned long long kk[LEARN_IPT];
+    int32_t nn[LEARN_IPT];
+#pragma unroll
+    for (int i = 0; i < LEARN_IPT; i++) {
+      int32_t j = tid * LEARN_IPT + i;
+      kk[i] = j < P ? sm.key[j] : ~0ull;
+      nn[i] = j < P ? sm.node[j] : n;
+    }
+    learn_sort(sm.u.sort).Sort(kk, nn);
+    __syncthreads(); /* (the sort's storage becomes top and bot) */
+#pragma unroll
+    for (int i = 0; i < LEARN_IPT; i++) {
+      int32_t j = tid * LEARN_IPT + i;
+      if (j < P) { sm.key[j] = kk[i]; sm.node[j] = nn[i]; }
+    }
+  }
+  __syncthreads();
+  int32_t G = P;
+  if (!stable) {
+    /* the groups of equal keys: heads, their indices, then the keys in place */
+    int32_t head[LEARN_IPT], gi[LEARN_IPT];
+    unsigned long long kk[LEARN_IPT];
+#pragma unroll
+    for (int i = 0; i < LEARN_IPT; i++) {
+      int32_t j = tid * LEARN_IPT + i;
+      kk[i] = j < P ? sm.key[j] : 0;
+      head[i] = j < P && (j == 0 || sm.key[j - 1] != kk[i]);
+    }
+    int32_t groups;
+    learn_scan(sm.u.scan).ExclusiveSum(head, gi, groups);
+    __syncthreads(); /* every key read before any is moved */
+#pragma unroll
+    for (int i = 0; i < LEARN_IPT; i++)
+      if (head[i]) { sm.key[gi[i]] = kk[i]; sm.node[gi[i]] = tid * LEARN_IPT + i; }
+    G = groups;
+    __syncthreads();
+    for (int32_t g = tid; g < G; g += LEARN_THREADS) sm.pos[g] = (g + 1 < G ? sm.node[g + 1] : P) - sm.node[g];
+  }
+  for (int32_t g = tid; g <= G; g += LEARN_THREADS) {
+    if (g < G) sm.eq[g] = 0;
+    sm.run[g] = 0;
+    sm.u.tb[0][g] = 0;
+    sm.u.tb[1][g] = ~0ull;
+  }
+  __syncthreads();
+  /* the kept negatives among the positives' keys */
+  for (int32_t v = tid; v < n; v += LEARN_THREADS) {
+    if (jl[v] != SBG_COSNET_NEG) continue;
+    double val;
+    if (!learn_value(kind, xb[v], yb[v], pa, rstop, &val)) continue;
+    unsigned long long k = dev_order_key(val);
+    int32_t at = dev_below(sm.key, G, k);
+    if (stable) {
+      /* after the positives of smaller keys, and those of key k at
+       * smaller nodes */
+      if (at < G && sm.key[at] == k) {
+        int32_t len = dev_below(sm.key + at, G - at, k + 1);
+        at += dev_below(sm.node + at, len, v);
+      }
+      atomicAdd(&sm.run[at], 1);
+    } else if (at < G && sm.key[at] == k) {
+      atomicAdd(&sm.eq[at], 1);
+    } else {
+      atomicAdd(&sm.run[at], 1);
+      atomicMax(&sm.u.tb[0][at], k);
+      atomicMin(&sm.u.tb[1][at], k);
+    }
+  }
+  __syncthreads();
+  const size_t o = (size_t)b * cap, o1 = (size_t)b * (cap + 1);
+  for (int32_t g = tid; g <= G; g += LEARN_THREADS) {
+    if (g < G) {
+      if (stable) {
+        /* the positive's value itself (its key takes -0 as +0) */
+        double val = 0;
+        int32_t v = sm.node[g];
+        learn_value(kind, xb[v], yb[v], pa, rstop, &val);
+        out.key[o + g] = (unsigned long long)__double_as_longlong(val);
+      } else {
+        out.key[o + g] = sm.key[g];
+        out.pos[o + g] = sm.pos[g];
+        out.eq[o + g] = sm.eq[g];
+      }
+    }
+    out.run[o1 + g] = sm.run[g];
+    if (!stable) {
+      out.top[o1 + g] = sm.run[g] > 0 ? sm.u.tb[0][g] : 0;
+      out.bot[o1 + g] = sm.run[g] > 0 ? sm.u.tb[1][g] : ~0ull;
+    }
+  }
+  if (tid == 0) S->n_keys = G;
 }
 
 /* The same for the hubs: a block per (job, hub). */
@@ -593,16 +810,27 @@ struct dev_run {
   job_consts *d_jc;
   /* ... and its host mirrors */
   int8_t *codes, *state, *done;
-  double *hx, *hy, *alpha, *cc, *fs;
+  double *hx, *alpha, *cc, *fs;
+  double *hy;           /* (the points of jobs learnt on the host: made when first needed) */
   int32_t *item_job, *item_node, *changed;
   int64_t *iptr, *npos, *nlab, *nunl, *item_work;
   uint8_t *is_hub;      /* n: more than SBG_COSNET_HUB_DEGREE entries */
   job_consts *jc;
+  /* the learning step's summaries (k_learn_sums): two sets of a batch on
+   * the device (d_sums) and their pinned mirrors (in host_block), each
+   * laid out for the batch in hand (sbg_cosnet_sums_at) */
+  int32_t lcap;
+  double rstop;
+  void *d_sums, *h_sums;
+  sbg_cosnet_sums dsum[2], hsum[2];
+  sbg_cosnet_dlearn *dl;
+  double *lparam, *sparam, *d_param; /* d_param: 2 B, a set's B after the other's */
+  int32_t *list, *d_list;            /* list: B; d_list: 2 B */
   /* the batch in hand: jobs j0 .. j0 + nb - 1 */
   int32_t j0, nb;
   int any_reg;
   int borrowed;         /* the network arrays are the lead's (not freed here) */
-  void *host_block;     /* hx, hy, item_job, item_node, codes, state */
+  void *host_block;     /* the summaries, hx, item_job, item_node, codes, state */
   int host_pinned;
   void *early_block;    /* pinned while the network is uploaded and coloured (early_pin()) */
   size_t early_bytes;
@@ -931,11 +1159,16 @@ done:
 
 /* Smallest batch the queue hands out while more jobs are left. */
 #define MIN_BATCH 16
+#ifndef COSNET_PINNED_NODE_JOBS
+#define COSNET_PINNED_NODE_JOBS 1e7
+#endif
 
 /* The most jobs a batch of worker w can hold whatever the device's
- * memory: the queue's first batch, the host mirrors' cap (about 26 bytes
- * per node and job, 260 MB over several workers (pinned), 3.9 GB for
- * one), 4096 and the max_batch setting; at least 1.  Pinning takes about
+ * memory: the queue's first batch, the host mirrors' cap
+ * (COSNET_PINNED_NODE_JOBS node-jobs over several workers, pinned: about
+ * 18 bytes per node and job plus the learning's summaries, some 200 MB
+ * for 21,151 nodes; 1.5e8 node-jobs for one), 4096 and the max_batch
+ * setting; at least 1.  Pinning takes about
  * a millisecond a megabyte, before the first batch: on the mouse-like CV
  * of inst/bench/cosnet.R (two H200s' host) a cap of 520 MB gave engine
  * times of 1.10-1.17 s on one GPU and 0.85-0.98 s on two, 260 MB 0.98-1.00
@@ -948,7 +1181,7 @@ static int32_t batch_cap(const dev_worker *w, int32_t n, const sbg_cosnet_params
     int32_t first = (int32_t)((n_jobs + 2 * (int64_t)nw - 1) / (2 * nw));
     n_jobs = first > MIN_BATCH ? first : MIN_BATCH;
   }
-  double host_cap = (nw > 1 ? 1e7 : 1.5e8) / (double)n / nw;
+  double host_cap = (nw > 1 ? COSNET_PINNED_NODE_JOBS : 1.5e8) / (double)n / nw;
   int32_t B = n_jobs;
   if (B > host_cap) B = (int32_t)host_cap;
   if (B > 4096) B = 4096;
@@ -956,9 +1189,17 @@ static int32_t batch_cap(const dev_worker *w, int32_t n, const sbg_cosnet_params
   return B < 1 ? 1 : B;
 }
 
+/* Positives a job may have for the device's learning (its summaries' cap). */
+static int32_t learn_cap(int32_t n) { return n < SBG_COSNET_LEARN_CAP ? n : SBG_COSNET_LEARN_CAP; }
+
+/* The bytes of one set of the learning's summaries for B jobs. */
+static size_t sums_set_bytes(int32_t B, int32_t n) {
+  return ((size_t)B * sbg_cosnet_sums_bytes(learn_cap(n)) + 15) / 16 * 16;
+}
+
 /* The bytes of the host mirrors of a batch of B jobs (dr_batch_alloc). */
 static size_t host_block_bytes(int32_t B, int32_t n) {
-  return (size_t)B * (size_t)n * (2 * sizeof(double) + 2 * sizeof(int32_t) + 2);
+  return 2 * sums_set_bytes(B, n) + (size_t)B * (size_t)n * (sizeof(double) + 2 * sizeof(int32_t) + 2);
 }
 
 /* Pinning the mirrors took each of four workers on two GPUs at least as
@@ -982,8 +1223,8 @@ static void early_pin(dev_run *R, int device) {
 
 /* Jobs per batch: about 30 bytes per node and job on the device, within
  * half of the free memory (and of what the budget leaves), shared by the
- * device's workers; the host mirrors (about 26 bytes per node and job)
- * stay near 4 GB over all workers.  With several workers, no more than the
+ * device's workers; the host mirrors (host_block_bytes()) stay near 4
+ * GB over all workers.  With several workers, no more than the
  * queue's first batch (see dr_take). */
 static sbg_status dr_batch_size(dev_run *R, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
@@ -998,7 +1239,7 @@ static sbg_status dr_batch_size(dev_run *R, sbg_ctx *ctx) {
       double left = R->p->device_budget - used;
       if (left < avail) avail = left;
     }
-    double per_job = 30.0 * (double)n + 64;
+    double per_job = 30.0 * (double)n + 64 + 2.0 * (double)sbg_cosnet_sums_bytes(learn_cap(n)) + 24;
     double fit = avail * 0.5 / per_job / (R->w->share ? 2 : 1);
     int32_t cap = batch_cap(R->w, n, R->p);
     R->B = fit < 1 ? 1 : fit > cap ? cap : (int32_t)fit;
@@ -1023,6 +1264,11 @@ static sbg_status dr_batch_alloc(dev_run *R, sbg_ctx *ctx) {
   SBG_TRY(sbg_device_alloc((void **)&R->d_cnt_a, 2 * B * sizeof(unsigned long long), "counters", ctx));
   SBG_TRY(sbg_device_alloc((void **)&R->d_tot, 2 * B * sizeof(long long), "counters", ctx));
   SBG_TRY(sbg_device_alloc((void **)&R->d_jc, B * sizeof(job_consts), "the job constants", ctx));
+  SBG_TRY(sbg_device_alloc(&R->d_sums, 2 * sums_set_bytes(R->B, R->n), "the learning's summaries", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&R->d_param, 2 * B * sizeof(double), "the learning's summaries", ctx));
+  SBG_TRY(sbg_device_alloc((void **)&R->d_list, 2 * B * sizeof(int32_t), "the learning's summaries", ctx));
+  R->lcap = learn_cap(R->n);
+  R->rstop = sbg_cosnet_ratio_stop();
   {
     /* the mirrors that travel to and from the device, in one pinned block
      * (pageable memory when pinning fails): copies at the link's speed,
@@ -1041,8 +1287,8 @@ static sbg_status dr_batch_alloc(dev_run *R, sbg_ctx *ctx) {
     }
     if (R->host_block) {
       char *at = (char *)R->host_block;
+      R->h_sums = at; at += 2 * sums_set_bytes(R->B, R->n);
       R->hx = (double *)at; at += bn * sizeof(double);
-      R->hy = (double *)at; at += bn * sizeof(double);
       R->item_job = (int32_t *)at; at += bn * sizeof(int32_t);
       R->item_node = (int32_t *)at; at += bn * sizeof(int32_t);
       R->codes = (int8_t *)at; at += bn;
@@ -1062,7 +1308,12 @@ static sbg_status dr_batch_alloc(dev_run *R, sbg_ctx *ctx) {
   R->jc = (job_consts *)malloc(B * sizeof(job_consts));
   R->done = (int8_t *)malloc(B);
   R->changed = (int32_t *)malloc(B * sizeof(int32_t));
-  if (!R->codes || !R->state || !R->hx || !R->hy || !R->item_job || !R->item_node || !R->iptr || !R->npos ||
+  R->dl = (sbg_cosnet_dlearn *)malloc(B * sizeof(sbg_cosnet_dlearn));
+  R->lparam = (double *)malloc(2 * B * sizeof(double));
+  R->sparam = R->lparam ? R->lparam + B : NULL;
+  R->list = (int32_t *)malloc(B * sizeof(int32_t));
+  if (!R->dl || !R->lparam || !R->list ||
+      !R->codes || !R->state || !R->hx || !R->item_job || !R->item_node || !R->iptr || !R->npos ||
       !R->nlab || !R->alpha || !R->cc || !R->fs || !R->jc || !R->done || !R->changed || !R->item_work ||
       !R->nunl || !R->is_hub) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory for the GPU job batches");
@@ -1128,24 +1379,107 @@ static void dr_take(dev_run *R) {
   R->nb = j0 >= w->n_jobs ? 0 : (w->n_jobs - j0 < take ? w->n_jobs - j0 : take);
 }
 
-/* The batch's labels to the device, its points there, the learning on
- * the host (as the CPU engine). */
+/* The summary of `kind` of the batch's jobs in list (k of them; NULL: all
+ * nb) into set `set`, its params (nb, or NULL) uploaded first, and its
+ * copy to the host mirror (waited for by the caller). */
+static sbg_status dr_sums(dev_run *R, int kind, int set, const int32_t *list, int32_t k, const double *param,
+                          sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  int32_t nb = R->nb;
+  cudaStream_t stream = R->stream;
+  int32_t *d_list = list ? R->d_list + (size_t)set * R->B : NULL;
+  double *d_param = param ? R->d_param + (size_t)set * R->B : NULL;
+  if (k == 0) return SBG_OK;
+  if (list) SBG_CUDA_CHECK(cudaMemcpyAsync(d_list, list, (size_t)k * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+  if (param) SBG_CUDA_CHECK(cudaMemcpyAsync(d_param, param, (size_t)nb * sizeof(double), cudaMemcpyHostToDevice, stream));
+  k_learn_sums<<<(unsigned)k, LEARN_THREADS, 0, stream>>>(kind, R->n, R->lcap, d_list, R->d_codes, R->d_x, R->d_y,
+                                                            d_param, R->rstop, R->dsum[set]);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  {
+    size_t off = (size_t)set * sums_set_bytes(R->B, R->n), bytes = (size_t)nb * sbg_cosnet_sums_bytes(R->lcap);
+    SBG_CUDA_CHECK(cudaMemcpyAsync((char *)R->h_sums + off, (char *)R->d_sums + off, bytes, cudaMemcpyDeviceToHost,
+                                   stream));
+  }
+done:
+  return st;
+}
+
+/* The jobs whose next round needs the summary of `kind`, into R->list. */
+static int32_t dr_needing(dev_run *R, int kind) {
+  int32_t k = 0;
+  for (int32_t b = 0; b < R->nb; b++)
+    if (R->dl[b].need & (1 << kind)) R->list[k++] = b;
+  return k;
+}
+
+/* The batch's labels to the device, its points there, and each job's
+ * line learnt from the device's summaries of them (three rounds at most;
+ * see cosnet.h), the points staying on the device; the few jobs that the
+ * summaries cannot settle are learnt on the host from their points (as
+ * the CPU engine). */
 static sbg_status dr_batch_learn(dev_run *R, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
-  int32_t n = R->n, nb = R->nb;
-  int64_t nw = (int64_t)nb * n;
-  sbg_cosnet_batch_codes(R->in, R->j0, nb, R->codes, ctx->n_threads);
+  int32_t n = R->n, nb = R->nb, cap = R->lcap;
+  int nt = ctx->n_threads;
+  sbg_cosnet_batch_codes(R->in, R->j0, nb, R->codes, nt);
   SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_codes, R->codes, (size_t)nb * n, cudaMemcpyHostToDevice, R->stream));
   PROF_MARK(R, PR_CODES);
   SBG_TRY(dr_node_pass(R, PASS_POINTS, ctx));
-  SBG_CUDA_CHECK(cudaMemcpyAsync(R->hx, R->d_x, (size_t)nw * sizeof(double), cudaMemcpyDeviceToHost, R->stream));
-  SBG_CUDA_CHECK(cudaMemcpyAsync(R->hy, R->d_y, (size_t)nw * sizeof(double), cudaMemcpyDeviceToHost, R->stream));
+  for (int set = 0; set < 2; set++) {
+    size_t off = (size_t)set * sums_set_bytes(R->B, n);
+    R->dsum[set] = sbg_cosnet_sums_at((char *)R->d_sums + off, nb, cap);
+    R->hsum[set] = sbg_cosnet_sums_at((char *)R->h_sums + off, nb, cap);
+  }
+  SBG_TRY(dr_sums(R, SBG_COSNET_SUM_RATIO, 0, NULL, nb, NULL, ctx));
+  SBG_TRY(dr_sums(R, SBG_COSNET_SUM_AXIS, 1, NULL, nb, NULL, ctx));
   SBG_CUDA_CHECK(cudaStreamSynchronize(R->stream));
   PROF_MARK(R, PR_POINTS);
-  st = sbg_cosnet_learn_jobs(nb, n, R->codes, R->hx, R->hy, R->alpha, R->cc, R->fs, R->npos, R->nlab,
-                             ctx->n_threads);
-  if (st == SBG_ERR_INPUT) st = sbg_fail(ctx, st, "a training set needs labelled positives and negatives");
-  else if (st != SBG_OK) st = sbg_fail(ctx, st, "out of memory while learning");
+  for (int round = 1; round <= 3; round++) {
+    sbg_cosnet_dlearn_round(round, nb, cap, &R->hsum[0], &R->hsum[1], R->dl, R->lparam, R->sparam, R->alpha,
+                            R->cc, R->fs, nt);
+    if (round == 3) break;
+    int32_t k = dr_needing(R, round == 1 ? SBG_COSNET_SUM_LINE : SBG_COSNET_SUM_LINE_STABLE);
+    int32_t k2 = 0;
+    SBG_TRY(dr_sums(R, round == 1 ? SBG_COSNET_SUM_LINE : SBG_COSNET_SUM_LINE_STABLE, 0, R->list, k, R->lparam, ctx));
+    if (round == 1) {
+      k2 = dr_needing(R, SBG_COSNET_SUM_SLOPE);
+      SBG_TRY(dr_sums(R, SBG_COSNET_SUM_SLOPE, 1, R->list, k2, R->sparam, ctx));
+    }
+    if (k + k2 == 0) break;
+    SBG_CUDA_CHECK(cudaStreamSynchronize(R->stream));
+  }
+  {
+    int32_t k = 0, bad = 0;
+    for (int32_t b = 0; b < nb; b++) {
+      bad |= R->dl[b].input;
+      R->npos[b] = R->dl[b].n_pos;
+      R->nlab[b] = R->dl[b].n_lab;
+      if (R->dl[b].host) R->list[k++] = b;
+    }
+    if (bad) {
+      st = sbg_fail(ctx, SBG_ERR_INPUT, "a training set needs labelled positives and negatives");
+      goto done;
+    }
+    /* the jobs left to the host: their points */
+    if (k > 0 && !R->hy && !(R->hy = (double *)malloc((size_t)R->B * n * sizeof(double)))) {
+      st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of memory while learning");
+      goto done;
+    }
+    for (int32_t i = 0; i < k; i++) {
+      size_t at = (size_t)R->list[i] * n;
+      SBG_CUDA_CHECK(cudaMemcpyAsync(R->hx + at, R->d_x + at, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost,
+                                     R->stream));
+      SBG_CUDA_CHECK(cudaMemcpyAsync(R->hy + at, R->d_y + at, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost,
+                                     R->stream));
+    }
+    if (k > 0) {
+      SBG_CUDA_CHECK(cudaStreamSynchronize(R->stream));
+      st = sbg_cosnet_learn_some(k, R->list, n, R->codes, R->hx, R->hy, R->alpha, R->cc, R->fs, R->npos,
+                                 R->nlab, nt);
+      if (st == SBG_ERR_INPUT) st = sbg_fail(ctx, st, "a training set needs labelled positives and negatives");
+      else if (st != SBG_OK) st = sbg_fail(ctx, st, "out of memory while learning");
+    }
+  }
   PROF_MARK(R, PR_LEARN);
 done:
   return st;
@@ -1341,6 +1675,7 @@ static void dr_close(dev_run *R, sbg_status st) {
   cudaFree(R->d_codes); cudaFree(R->d_state); cudaFree(R->d_x); cudaFree(R->d_y);
   cudaFree(R->d_item_job); cudaFree(R->d_item_node); cudaFree(R->d_done);
   cudaFree(R->d_changed); cudaFree(R->d_cnt_b); cudaFree(R->d_cnt_a); cudaFree(R->d_tot); cudaFree(R->d_jc);
+  cudaFree(R->d_sums); cudaFree(R->d_param); cudaFree(R->d_list);
   cudaFree(R->d_cro); cudaFree(R->d_pos); cudaFree(R->d_nodes); cudaFree(R->d_hubs);
   parts &P = R->P;
   for (int sl = 0; sl < 2; sl++) {
@@ -1354,9 +1689,10 @@ static void dr_close(dev_run *R, sbg_status st) {
   free(P.t0); free(P.colour); free(P.hub0); free(P.cro);
   if (R->host_pinned) cudaFreeHost(R->host_block);
   else free(R->host_block);
+  free(R->hy);
   if (R->early_block) cudaFreeHost(R->early_block);
   free(R->nodes); free(R->cptr); free(R->iptr); free(R->npos); free(R->nlab); free(R->alpha); free(R->cc); free(R->fs);
-  free(R->jc); free(R->done); free(R->changed); free(R->pos); free(R->hubs);
+  free(R->jc); free(R->dl); free(R->lparam); free(R->list); free(R->done); free(R->changed); free(R->pos); free(R->hubs);
   free(R->item_work); free(R->nunl); free(R->is_hub);
 }
 

@@ -443,6 +443,53 @@ test_that("GPU and CPU give identical results (cost = 0 and cost > 0)", {
                    parCosnet(H, y, seed = 1, backend = "cpu", verbose = FALSE)$scores)
 })
 
+# A network whose training points are chosen: node i's only labelled
+# neighbours are P0 (positive in every class, weight a_i) and N0 (negative,
+# weight b_i), so its point is exactly (a_i, b_i).  The points tie in
+# ratio and in line value, lie on the y axis and on the x axis, lie
+# beyond the angle sweep's stop, and come in pairs of neighbouring ratios
+# (b and the next double) whose angles round alike; the classes put some
+# jobs in COSNet's "positives above" branch and some over the device
+# learning's cap of positives (its host path).
+cosnet_chosen_points <- function() {
+  set.seed(31)
+  a <- c(sample(1:3, 1200, TRUE), rep(1, 6), rep(0, 300), runif(300, 0.5, 2), rep(1, 40), 1, 1)
+  b <- c(sample(0:4, 1200, TRUE), rep(c(3.7, 51.3, 777.1), 2) * rep(c(1, 1 + .Machine$double.eps), each = 3),
+         sample(1:3, 150, TRUE), runif(150, 0.1, 4), rep(0, 300), runif(40, 1200, 1300), 2000, 1e-300)
+  k <- length(a)
+  unl <- 200
+  n <- 2 + k + unl
+  tr <- 2 + seq_len(k)
+  u <- 2 + k + seq_len(unl)
+  ii <- c(tr[a > 0], tr[b > 0], u, u, u)
+  jj <- c(rep(1, sum(a > 0)), rep(2, sum(b > 0)), rep(1, unl), rep(2, unl), sample(tr, unl))
+  xx <- c(a[a > 0], b[b > 0], runif(3 * unl, 0.1, 1))
+  W <- Matrix::sparseMatrix(i = pmax(ii, jj), j = pmin(ii, jj), x = xx, dims = c(n, n), symmetric = TRUE)
+  W <- methods::as(methods::as(W, "generalMatrix"), "CsparseMatrix")
+  fr <- c(0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75)
+  Y <- sapply(seq_len(28), function(cl) {
+    y <- c(1, 0, as.numeric(runif(k) < fr[1 + cl %% length(fr)]), rep(NA, unl))
+    y
+  })
+  list(W = W, Y = Y)
+}
+
+test_that("the device's learning gives the host's lines on chosen points (ties, axes, near angles, its cap)", {
+  skip_if_no_gpu()
+  d <- cosnet_chosen_points()
+  cpu <- parCosnet(d$W, d$Y, seed = 3, backend = "cpu", verbose = FALSE)
+  # the classes reach the branches they are meant to
+  expect_gt(sum(cpu$classes$alpha > pi / 2), 2)   # positives above the line
+  expect_gt(sum(colSums(d$Y == 1, na.rm = TRUE) > 1024), 2) # more positives than the cap
+  gpu <- parCosnet(d$W, d$Y, seed = 3, backend = "gpu", verbose = FALSE)
+  expect_identical(gpu$classes, cpu$classes)
+  expect_identical(gpu$scores, cpu$scores)
+  cvc <- cvParCosnet(d$W, d$Y, nfolds = 3, seed = 4, backend = "cpu", verbose = FALSE)
+  cvg <- cvParCosnet(d$W, d$Y, nfolds = 3, seed = 4, backend = "gpu", verbose = FALSE)
+  expect_identical(cvg$jobs, cvc$jobs)
+  expect_identical(cvg$scores, cvc$scores)
+})
+
 test_that("slots of W edited by hand give a classed error, in R and in C", {
   W <- cosnet_random_graph(30, 0.2, 5)
   y <- stats::setNames(rep(c(1, 0, NA), 10), rownames(W))
