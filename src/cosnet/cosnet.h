@@ -193,6 +193,14 @@ void sbg_cosnet_dlearn_round(int round, int32_t nb, int32_t cap, const sbg_cosne
                              double *slope_param, double *alpha, double *c, double *fscore,
                              int n_threads);
 
+/* (Tests) The angle groups that round 1 makes of job 0's RATIO summary
+ * (cap = its arrays' length): -1 when the host must learn the job, else
+ * their count G, with the groups' angles (key, G), positives and negatives
+ * (pos, eq), and the runs of negatives between them (run, G + 1) with
+ * their largest angles (top; NaN for an empty run). */
+int64_t sbg_cosnet_angle_groups(const sbg_cosnet_sums *R, int32_t cap, double *key, int64_t *pos, int64_t *eq,
+                                int64_t *run, double *top);
+
 /* Learning on the host for the jobs `which` (n_which of them) of a batch
  * (sbg_cosnet_learn_jobs for those jobs only; x, y, codes laid out as
  * there, read at those jobs only). */

@@ -226,6 +226,60 @@ SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab, SEXP threads) {
   return ans;
 }
 
+/* The angle groups that the GPU engine's learning makes of one job's
+ * ratio groups (sbg_cosnet_angle_groups(), tests): key (the positives'
+ * distinct ratios, ascending), pos, eq (their positives and negatives),
+ * run, top, bot (the runs of negatives between them and after the last,
+ * with their largest and smallest ratios), kept, zero (the first kept
+ * zero's value).  list(G, angle, pos, eq, run, top); G -1: the host must
+ * learn the job. */
+SEXP ffi_cosnet_angle_groups(SEXP key, SEXP pos, SEXP eq, SEXP run, SEXP top, SEXP bot, SEXP kept, SEXP zero) {
+  R_xlen_t G = XLENGTH(key);
+  SBG_ASSERT(TYPEOF(key) == REALSXP && TYPEOF(pos) == INTSXP && TYPEOF(eq) == INTSXP && TYPEOF(run) == INTSXP &&
+             TYPEOF(top) == REALSXP && TYPEOF(bot) == REALSXP && XLENGTH(pos) == G && XLENGTH(eq) == G &&
+             XLENGTH(run) == G + 1 && XLENGTH(top) == G + 1 && XLENGTH(bot) == G + 1 && G >= 1 && G < 65536 &&
+             TYPEOF(zero) == REALSXP && TYPEOF(kept) == INTSXP);
+  int32_t cap = (int32_t)G;
+  sbg_cosnet_sums s = sbg_cosnet_sums_at(R_alloc(sbg_cosnet_sums_bytes(cap), 1), 1, cap);
+  s.sum->n_keys = cap;
+  s.sum->kept = INTEGER(kept)[0];
+  s.sum->zero = REAL(zero)[0];
+  for (R_xlen_t h = 0; h <= G; h++) {
+    if (h < G) {
+      s.key[h] = sbg_cosnet_order_key(REAL(key)[h]);
+      s.pos[h] = INTEGER(pos)[h];
+      s.eq[h] = INTEGER(eq)[h];
+    }
+    s.run[h] = INTEGER(run)[h];
+    s.top[h] = s.run[h] > 0 ? sbg_cosnet_order_key(REAL(top)[h]) : 0;
+    s.bot[h] = s.run[h] > 0 ? sbg_cosnet_order_key(REAL(bot)[h]) : ~0ull;
+  }
+  double *ak = (double *)R_alloc((size_t)G * 2 + 1, sizeof(double));
+  int64_t *ip = (int64_t *)R_alloc((size_t)G * 3 + 1, sizeof(int64_t));
+  int64_t got = sbg_cosnet_angle_groups(&s, cap, ak, ip, ip + G, ip + 2 * G, ak + G);
+  if (got == -2) sbg_stop(SBG_ERR_ALLOC, "out of memory");
+  const char *nm[] = {"G", "angle", "pos", "eq", "run", "top"};
+  SEXP ans = PROTECT(sbg_named_list(6, nm));
+  sbg_set(ans, "G", Rf_ScalarReal((double)got));
+  if (got >= 0) {
+    SEXP v[5];
+    for (int k = 0; k < 5; k++) v[k] = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)got + (k >= 3)));
+    for (int64_t h = 0; h <= got; h++) {
+      if (h < got) {
+        REAL(v[0])[h] = ak[h];
+        REAL(v[1])[h] = (double)ip[h];
+        REAL(v[2])[h] = (double)ip[G + h];
+      }
+      REAL(v[3])[h] = (double)ip[2 * G + h];
+      REAL(v[4])[h] = ak[G + h];
+    }
+    for (int k = 0; k < 5; k++) sbg_set(ans, nm[k + 1], v[k]);
+    UNPROTECT(5);
+  }
+  UNPROTECT(1);
+  return ans;
+}
+
 /* Checks a dgCMatrix for parCosnet() without copying it (R/cosnet-io.R),
  * its entries in one pass that also sums the columns: list(code, node,
  * degree), see sbg_cosnet_check() for the codes; degree (the weighted

@@ -851,6 +851,33 @@ static int angle_groups(const sbg_cosnet_sums *R, int32_t b, int32_t cap, dl_ws 
   return 0;
 }
 
+int64_t sbg_cosnet_angle_groups(const sbg_cosnet_sums *R, int32_t cap, double *key, int64_t *pos, int64_t *eq,
+                                int64_t *run, double *top) {
+  size_t c1 = (size_t)cap + 1;
+  dl_ws w;
+  w.key = (uint64_t *)malloc(2 * c1 * sizeof(uint64_t));
+  w.top = w.key ? w.key + c1 : NULL;
+  w.pos = (int64_t *)malloc(3 * c1 * sizeof(int64_t));
+  w.eq = w.pos ? w.pos + c1 : NULL;
+  w.run = w.pos ? w.pos + 2 * c1 : NULL;
+  w.val = NULL;
+  sweep_groups g;
+  int64_t G = -2; /* (out of memory) */
+  if (w.key && w.pos) G = angle_groups(R, 0, cap, &w, &g) ? -1 : g.n_keys;
+  for (int64_t h = 0; h < G; h++) {
+    key[h] = group_value(&g, g.key[h]);
+    pos[h] = g.pos[h];
+    eq[h] = g.eq[h];
+  }
+  for (int64_t h = 0; h <= G && G >= 0; h++) {
+    run[h] = g.run[h];
+    top[h] = g.run[h] > 0 ? group_value(&g, g.top[h]) : NAN;
+  }
+  free(w.key);
+  free(w.pos);
+  return G;
+}
+
 /* Job b's groups of a LINE summary as the host's. */
 static void line_groups(const sbg_cosnet_sums *L, int32_t b, int32_t cap, dl_ws *w, sweep_groups *g) {
   const sbg_cosnet_sum *S = &L->sum[b];

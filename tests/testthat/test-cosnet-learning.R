@@ -243,3 +243,72 @@ test_that("angles next to the sweep's stop at 1.57 and signed zeros are learned 
   expect_gt(n_above, 5)
   expect_lt(n_above, 145)
 })
+
+# The GPU engine learns from what its device makes of the points: for the
+# angle sweep, the groups of equal ratios y / x, which the host turns into
+# groups of equal angles with the same atan as the host's own step.  Here
+# the oracle groups the angles themselves (R's atan is the C library's):
+# where ratios differ by a few units in the last place their angles round
+# alike, so groups merge (with the negatives between them), and a
+# negative whose angle equals a positive's while their ratios differ sends
+# the job back to the host.
+cosnet_sweep_groups <- function(v, pos) {
+  keys <- sort(unique(v[pos]))
+  G <- length(keys)
+  vn <- v[!pos]
+  eq_at <- match(vn, keys)
+  b <- findInterval(vn[is.na(eq_at)], keys, left.open = TRUE) + 1L
+  rn <- vn[is.na(eq_at)]
+  top <- rep(NA_real_, G + 1L); bot <- top
+  for (r in unique(b)) { top[r] <- max(rn[b == r]); bot[r] <- min(rn[b == r]) }
+  list(key = keys, pos = tabulate(match(v[pos], keys), G), eq = tabulate(eq_at[!is.na(eq_at)], G),
+       run = tabulate(b, G + 1L), top = top, bot = bot)
+}
+
+test_that("the GPU engine's angle groups from ratio groups: merges, and the host where angles collide", {
+  eps <- .Machine$double.eps
+  n_merged <- 0; n_host <- 0; n_runs_merged <- 0
+  for (s in 1:60) {
+    set.seed(600 + s)
+    base <- runif(12, 300, 1250)
+    # clusters of five ratios a few hundred units in the last place apart
+    # (one angle, mostly), labelled by pattern in ratio order: positives
+    # only, negatives between positives, negatives only, and (some trials)
+    # a negative below positives of its angle
+    pat <- list(c(1, 0, 0, 1, 1), c(1, 1, 1, 1, 1), c(0, 0, 0, 0, 0), c(1, 0, 1, 0, 1), c(0, 1, 1, 1, 1))
+    use <- sample(if (s %% 3 == 0) 1:5 else 1:4, 12, TRUE)
+    cl <- lapply(seq_along(base), function(j) base[j] * (1 + sort(sample(0:400, 5)) * eps))
+    r <- c(runif(60, 0.01, 1250), unlist(cl))
+    pos <- c(runif(60) < 0.35, unlist(pat[use]) == 1)
+    pos[1] <- TRUE; pos[2] <- FALSE
+    rg <- cosnet_sweep_groups(r, pos)
+    got <- .Call(sysbioGPU:::ffi_cosnet_angle_groups, rg$key, as.integer(rg$pos), as.integer(rg$eq),
+                 as.integer(rg$run), ifelse(rg$run > 0, rg$top, 0), ifelse(rg$run > 0, rg$bot, 0),
+                 length(r), 0)
+    a <- atan(r)
+    # a negative of a positive's angle outside the ratios of that angle's
+    # positives (between them, it joins their merged group)
+    outside <- vapply(which(!pos), function(i) {
+      rp <- r[pos & a == a[i]]
+      length(rp) > 0 && !(r[i] %in% rp) && (r[i] < min(rp) || r[i] > max(rp))
+    }, logical(1))
+    if (any(outside)) {
+      expect_identical(got$G, -1, info = s)
+      n_host <- n_host + 1
+      next
+    }
+    want <- cosnet_sweep_groups(a, pos)
+    expect_identical(got$G, as.numeric(length(want$key)), info = s)
+    expect_identical(got$angle, want$key, info = s)
+    expect_identical(got$pos, as.numeric(want$pos), info = s)
+    expect_identical(got$eq, as.numeric(want$eq), info = s)
+    expect_identical(got$run, as.numeric(want$run), info = s)
+    expect_identical(got$top, want$top, info = s)
+    n_merged <- n_merged + (length(want$key) < length(rg$key))
+    n_runs_merged <- n_runs_merged + (sum(want$eq) > sum(rg$eq))
+  }
+  # the trials reach each case
+  expect_gt(n_host, 3)
+  expect_gt(n_merged, 3)
+  expect_gt(n_runs_merged, 3)
+})

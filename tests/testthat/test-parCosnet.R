@@ -471,6 +471,10 @@ cosnet_chosen_points <- function() {
     y <- c(1, 0, as.numeric(runif(k) < fr[1 + cl %% length(fr)]), rep(NA, unl))
     y
   })
+  # a class whose best line in the "above" branch passes through (0, 3)
+  # with slope exactly -1, through its positives (1, 2) and (2, 1)
+  on <- (a == 0 & b == 3) | (a == 1 & b == 2) | (a == 2 & b == 1)
+  Y <- cbind(Y, c(1, 0, as.numeric(on), rep(NA, unl)))
   list(W = W, Y = Y)
 }
 
@@ -481,6 +485,7 @@ test_that("the device's learning gives the host's lines on chosen points (ties, 
   # the classes reach the branches they are meant to
   expect_gt(sum(cpu$classes$alpha > pi / 2), 2)   # positives above the line
   expect_gt(sum(colSums(d$Y == 1, na.rm = TRUE) > 1024), 2) # more positives than the cap
+  expect_equal(cpu$classes$alpha[29], atan(-1) + pi)        # a slope of -1 exactly
   gpu <- parCosnet(d$W, d$Y, seed = 3, backend = "gpu", verbose = FALSE)
   expect_identical(gpu$classes, cpu$classes)
   expect_identical(gpu$scores, cpu$scores)
