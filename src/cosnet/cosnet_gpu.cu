@@ -16,8 +16,10 @@
  * first of each device uploads the network and shares it with the other.
  * Built with SBG_COSNET_PROFILE defined, each worker prints the time of
  * its phases to stderr (for tuning; the phases then wait for the device). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <atomic>
 #include <chrono>
@@ -831,8 +833,9 @@ struct dev_run {
   int any_reg;
   int borrowed;         /* the network arrays are the lead's (not freed here) */
   void *host_block;     /* the summaries, hx, item_job, item_node, codes, state */
-  int host_pinned;
+  int host_pinned, host_huge; /* (pin_alloc()) */
   void *early_block;    /* pinned while the network is uploaded and coloured (early_pin()) */
+  int early_huge;
   size_t early_bytes;
   int idle;             /* nothing to share: this worker takes no jobs */
   double jobs_done;     /* by this worker, for the progress */
@@ -841,6 +844,51 @@ struct dev_run {
   int32_t prof_batches, prof_sweeps;
 #endif
 };
+
+/* Pinned host memory (the batches' mirrors, the upload's staging).  Pinning costs about a
+ * millisecond a megabyte in 4 kB pages (cudaHostAlloc), and the devices'
+ * opening waited for it; memory of transparent huge pages (2 MB, asked
+ * for with madvise where the system allows it) registered with
+ * cudaHostRegister took a quarter of that: on the mouse-like CV of
+ * inst/bench/cosnet.R (two H200s' host, a profile build) each worker's
+ * opening took 0.023-0.027 s instead of 0.093-0.104 s, and the engine
+ * 0.73-0.74 s on one GPU and 0.49-0.50 s on two instead of 0.78-0.80 and
+ * 0.55. *huge tells pin_free() which way the block was made. */
+static int huge_pages_allowed() {
+  char buf[128] = {0};
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  int allowed = f && fgets(buf, sizeof buf, f) && !strstr(buf, "[never]");
+  if (f) fclose(f);
+  return allowed;
+}
+
+static cudaError_t pin_alloc(void **p, size_t bytes, int *huge) {
+  *huge = 0;
+#ifdef MADV_HUGEPAGE
+  const size_t page = (size_t)2 << 20, sz = (bytes + page - 1) / page * page;
+  if (huge_pages_allowed() && posix_memalign(p, page, sz) == 0) {
+    madvise(*p, sz, MADV_HUGEPAGE);
+    memset(*p, 0, sz); /* (the pages, huge ones, made now) */
+    if (cudaHostRegister(*p, sz, cudaHostRegisterDefault) == cudaSuccess) {
+      *huge = 1;
+      return cudaSuccess;
+    }
+    cudaGetLastError(); /* (clears the failure: cudaHostAlloc below) */
+    free(*p);
+  }
+#endif
+  return cudaHostAlloc(p, bytes, cudaHostAllocDefault);
+}
+
+static void pin_free(void *p, int huge) {
+  if (!p) return;
+  if (huge) {
+    cudaHostUnregister(p);
+    free(p);
+  } else {
+    cudaFreeHost(p);
+  }
+}
 
 /* Host to device copies of more than this many bytes go through pinned
  * buffers of this size, filled by all the worker's threads while the
@@ -851,6 +899,7 @@ struct dev_run {
 static sbg_status upload(void *dst, const void *src, size_t bytes, cudaStream_t stream, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   void *pin[2] = {NULL, NULL};
+  int huge[2] = {0, 0};
   cudaEvent_t ev[2];
   int n_ev = 0;
   if (bytes <= 2 * STAGE_BYTES || ctx->n_threads < 2) {
@@ -858,7 +907,7 @@ static sbg_status upload(void *dst, const void *src, size_t bytes, cudaStream_t 
     return SBG_OK;
   }
   for (int sl = 0; sl < 2; sl++)
-    if (cudaHostAlloc(&pin[sl], STAGE_BYTES, cudaHostAllocDefault) != cudaSuccess) {
+    if (pin_alloc(&pin[sl], STAGE_BYTES, &huge[sl]) != cudaSuccess) {
       cudaGetLastError();
       pin[sl] = NULL;
     }
@@ -880,7 +929,7 @@ done:
   cudaStreamSynchronize(stream);
   for (int e = 0; e < n_ev; e++) cudaEventDestroy(ev[e]);
   for (int sl = 0; sl < 2; sl++)
-    if (pin[sl]) cudaFreeHost(pin[sl]);
+    pin_free(pin[sl], huge[sl]);
   return st;
 }
 
@@ -1160,20 +1209,23 @@ done:
 /* Smallest batch the queue hands out while more jobs are left. */
 #define MIN_BATCH 16
 #ifndef COSNET_PINNED_NODE_JOBS
-#define COSNET_PINNED_NODE_JOBS 1e7
+#define COSNET_PINNED_NODE_JOBS 2e7
 #endif
 
 /* The most jobs a batch of worker w can hold whatever the device's
- * memory: the queue's first batch, the host mirrors' cap
- * (COSNET_PINNED_NODE_JOBS node-jobs over several workers, pinned: about
- * 18 bytes per node and job plus the learning's summaries, some 200 MB
- * for 21,151 nodes; 1.5e8 node-jobs for one), 4096 and the max_batch
- * setting; at least 1.  Pinning takes about
- * a millisecond a megabyte, before the first batch: on the mouse-like CV
- * of inst/bench/cosnet.R (two H200s' host) a cap of 520 MB gave engine
- * times of 1.10-1.17 s on one GPU and 0.85-0.98 s on two, 260 MB 0.98-1.00
- * and 0.72-0.78 s (the smaller batches' extra sweeps cost less than the
- * pinning they save), 130 MB 0.99-1.05 and 0.78 s. */
+ * memory: the queue's first batch, the host mirrors' cap (pinned:
+ * host_block_bytes(), about 18 bytes per node and job plus the learning's
+ * summaries; over several workers COSNET_PINNED_NODE_JOBS node-jobs in
+ * huge pages, some 430 MB for 21,151 nodes, half that in small pages;
+ * 1.5e8 node-jobs for one), 4096 and the max_batch setting; at least 1.
+ * Pinning comes before the first batch: on the mouse-like CV of
+ * inst/bench/cosnet.R (two H200s' host, huge pages) a cap of 2e7 gave
+ * engine times of 0.71-0.73 s on one GPU and 0.48-0.49 s on two, 4e7
+ * 0.73 and 0.49-0.50 s, 1e7 0.74 and 0.52-0.54 s (fewer batches, fewer
+ * launches a sweep); in small pages, where pinning took about a
+ * millisecond a megabyte, 1e7 had been the best (1e7 node-jobs were 260
+ * MB then: 0.98-1.00 and 0.72-0.78 s, against 1.10-1.17 and 0.85-0.98 s
+ * for twice that). */
 static int32_t batch_cap(const dev_worker *w, int32_t n, const sbg_cosnet_params *p) {
   int nw = w->n_workers;
   int32_t n_jobs = w->n_jobs;
@@ -1181,7 +1233,8 @@ static int32_t batch_cap(const dev_worker *w, int32_t n, const sbg_cosnet_params
     int32_t first = (int32_t)((n_jobs + 2 * (int64_t)nw - 1) / (2 * nw));
     n_jobs = first > MIN_BATCH ? first : MIN_BATCH;
   }
-  double host_cap = (nw > 1 ? COSNET_PINNED_NODE_JOBS : 1.5e8) / (double)n / nw;
+  double pinned = huge_pages_allowed() ? COSNET_PINNED_NODE_JOBS : COSNET_PINNED_NODE_JOBS / 2;
+  double host_cap = (nw > 1 ? pinned : 1.5e8) / (double)n / nw;
   int32_t B = n_jobs;
   if (B > host_cap) B = (int32_t)host_cap;
   if (B > 4096) B = 4096;
@@ -1202,6 +1255,7 @@ static size_t host_block_bytes(int32_t B, int32_t n) {
   return 2 * sums_set_bytes(B, n) + (size_t)B * (size_t)n * (sizeof(double) + 2 * sizeof(int32_t) + 2);
 }
 
+
 /* Pinning the mirrors took each of four workers on two GPUs at least as
  * long as each of two on one GPU, though each pinned half as much
  * (BENCHMARKS.md, "Several GPUs and R workers", parCosnet): with several
@@ -1213,7 +1267,7 @@ static void early_pin(dev_run *R, int device) {
   size_t bytes = host_block_bytes(batch_cap(R->w, R->n, R->p), R->n);
   if (bytes > ((size_t)1 << 30)) return; /* (dr_batch_alloc() does not pin those) */
   if (cudaSetDevice(device) != cudaSuccess ||
-      cudaHostAlloc(&R->early_block, bytes, cudaHostAllocDefault) != cudaSuccess) {
+      pin_alloc(&R->early_block, bytes, &R->early_huge) != cudaSuccess) {
     cudaGetLastError(); /* (clears the failure: the worker pins or mallocs its own) */
     R->early_block = NULL;
     return;
@@ -1276,10 +1330,11 @@ static sbg_status dr_batch_alloc(dev_run *R, sbg_ctx *ctx) {
     size_t bn = B * n, bytes = host_block_bytes(R->B, R->n);
     if (R->early_block && bytes <= R->early_bytes) { /* pinned ahead (early_pin()) */
       R->host_block = R->early_block;
+      R->host_huge = R->early_huge;
       R->early_block = NULL;
       R->host_pinned = 1;
     } else if (bytes <= ((size_t)1 << 30) && /* (pinning takes time: not the GBs of one worker) */
-               cudaHostAlloc(&R->host_block, bytes, cudaHostAllocDefault) == cudaSuccess) {
+               pin_alloc(&R->host_block, bytes, &R->host_huge) == cudaSuccess) {
       R->host_pinned = 1;
     } else {
       cudaGetLastError(); /* (clears the failure) */
@@ -1687,10 +1742,10 @@ static void dr_close(dev_run *R, sbg_status st) {
   }
   if (R->stream) cudaStreamDestroy(R->stream);
   free(P.t0); free(P.colour); free(P.hub0); free(P.cro);
-  if (R->host_pinned) cudaFreeHost(R->host_block);
+  if (R->host_pinned) pin_free(R->host_block, R->host_huge);
   else free(R->host_block);
   free(R->hy);
-  if (R->early_block) cudaFreeHost(R->early_block);
+  if (R->early_block) pin_free(R->early_block, R->early_huge);
   free(R->nodes); free(R->cptr); free(R->iptr); free(R->npos); free(R->nlab); free(R->alpha); free(R->cc); free(R->fs);
   free(R->jc); free(R->dl); free(R->lparam); free(R->list); free(R->done); free(R->changed); free(R->pos); free(R->hubs);
   free(R->item_work); free(R->nunl); free(R->is_hub);
@@ -1774,8 +1829,9 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   int nd = sbg_ctx_n_devices(ctx);
   if (nd > n_jobs) nd = n_jobs;
   /* Two workers a device when there are jobs enough for several batches
-   * each: while one learns on the host, the other's sweeps keep the
-   * device busy. */
+   * each: while one does its batch's host work (codes, items, the
+   * learning's rounds, collecting), the other's sweeps keep the device
+   * busy. */
   int wpd = n_jobs >= 4 * MIN_BATCH * nd ? 2 : 1;
 #ifdef SBG_COSNET_PROFILE
   fprintf(stderr, "cosnet-prof entry: %d device(s), %d worker(s) each, %d jobs, %d threads\n", nd, wpd, n_jobs,
