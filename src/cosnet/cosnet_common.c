@@ -1,6 +1,8 @@
 /* Host pieces shared by both COSNet engines (parCosnet(), cvParCosnet()):
- * the learning of (alpha, c) from the labelled points, which always runs on
- * the host so that both engines learn the same line, the colouring
+ * the learning of (alpha, c) from the labelled points (the CPU engine's,
+ * and the GPU engine's for the jobs its device cannot summarise), the
+ * same picks over the summaries that the GPU engine's device makes of the
+ * points (so that both engines learn the same line), the colouring
  * priorities and the regularisation constants. */
 #include <float.h>
 #include <math.h>

@@ -1,6 +1,8 @@
 /* GPU engine of parCosnet() and cvParCosnet(): the same computation as
- * cosnet_cpu.c (same colouring, same learning on the host, the same
- * canonical row sums), with the dynamics as one launch per colour for a
+ * cosnet_cpu.c (same colouring, the same learnt lines, the same canonical
+ * row sums).  The learning step's sorts and counts run on the device
+ * (k_learn_sums), its picks on the host (cosnet_common.c, the CPU
+ * engine's own code), and the dynamics as one launch per colour for a
  * batch of (class, fold) jobs, a warp per (job, node) and a block of 8
  * warps per (job, hub).  The colouring (greedy in priority order) runs on
  * one host thread, or as Jones-Plassmann rounds on the device for large
@@ -10,8 +12,9 @@
  * overlapping the work on the previous one.  Workers, host threads with a
  * stream each (CUDA and C only, no R: the calling thread polls for
  * interrupts), take batches of jobs from one queue: one a device, or two
- * when the jobs are many, so that one's learning on the host overlaps the
- * other's sweeps; the devices are those of parCosnet(device = c(0, 1)).
+ * when the jobs are many, so that one's host work (codes, work items, the
+ * learning's picks, collecting) overlaps the other's sweeps; the devices
+ * are those of parCosnet(device = c(0, 1)).
  * The first worker colours the network and shares the colouring; the
  * first of each device uploads the network and shares it with the other.
  * Built with SBG_COSNET_PROFILE defined, each worker prints the time of
