@@ -352,6 +352,9 @@ make_mutant <- function(seed_bytes, reader, i, seed) {
 # ------------------------------------------------------------------ child
 clean_msg <- function(m) {
   m <- iconv(m, "UTF-8", "UTF-8", sub = "?")
+  # (glibc's iconv lets through code points above U+10FFFF, bytes f4 90 ..,
+  # which R's string functions refuse: those messages as ASCII, bytes <xx>)
+  if (!is.na(m) && !validUTF8(m)) m <- iconv(m, "UTF-8", "ASCII", sub = "byte")
   if (is.na(m)) m <- "<unprintable>"
   m <- gsub("[\t\r\n]+", " ", m)
   substr(m, 1L, 300L)
