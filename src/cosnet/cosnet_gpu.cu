@@ -215,6 +215,9 @@ static __global__ void k_points(int32_t n, int32_t n_jobs, int32_t m, const int3
 
 #define LEARN_THREADS 256
 #define LEARN_IPT (SBG_COSNET_LEARN_CAP / LEARN_THREADS)
+#ifndef LEARN_NODES
+#define LEARN_NODES 4 /* nodes a thread takes at a time in the first pass */
+#endif
 typedef cub::BlockRadixSort<unsigned long long, LEARN_THREADS, LEARN_IPT, int32_t> learn_sort;
 typedef cub::BlockScan<int32_t, LEARN_THREADS> learn_scan;
 
@@ -290,25 +293,37 @@ k_learn_sums(int kind, int32_t n, int32_t cap, const int32_t *list, const int8_t
   if (tid == 0) { sm.n_lab = sm.n_pos = sm.nz_pos = sm.kept = 0; sm.zero_at = n; }
   __syncthreads();
   int32_t my_lab = 0, my_pos = 0, my_nz = 0, my_kept = 0, my_zero = n, P = 0;
-  /* the kept positives, in node order */
-  for (int32_t t0 = 0; t0 < n; t0 += LEARN_THREADS) {
-    int32_t v = t0 + tid, flag = 0;
-    unsigned long long k = 0;
-    if (v < n && (jl[v] == SBG_COSNET_POS || jl[v] == SBG_COSNET_NEG)) {
-      bool p = jl[v] == SBG_COSNET_POS;
-      double xv = xb[v], val;
-      my_lab++;
-      my_pos += p;
-      my_nz += p && xv == 0;
-      if (learn_value(kind, xv, yb[v], pa, rstop, &val)) {
-        my_kept++;
-        if (val == 0 && v < my_zero) my_zero = v;
-        if (p) { flag = 1; k = dev_order_key(val); }
+  /* the kept positives, in node order: tiles of LEARN_NODES consecutive
+   * nodes a thread, a block scan a tile */
+  for (int32_t t0 = 0; t0 < n; t0 += LEARN_THREADS * LEARN_NODES) {
+    unsigned long long k[LEARN_NODES];
+    int32_t cnt = 0;
+    unsigned fl = 0; /* bit i: node i a kept positive */
+#pragma unroll
+    for (int i = 0; i < LEARN_NODES; i++) {
+      int32_t v = t0 + tid * LEARN_NODES + i;
+      k[i] = 0;
+      if (v < n && (jl[v] == SBG_COSNET_POS || jl[v] == SBG_COSNET_NEG)) {
+        bool p = jl[v] == SBG_COSNET_POS;
+        double xv = xb[v], val;
+        my_lab++;
+        my_pos += p;
+        my_nz += p && xv == 0;
+        if (learn_value(kind, xv, yb[v], pa, rstop, &val)) {
+          my_kept++;
+          if (val == 0 && v < my_zero) my_zero = v;
+          if (p) { k[i] = dev_order_key(val); fl |= 1u << i; cnt++; }
+        }
       }
     }
     int32_t off, total;
-    learn_scan(sm.u.scan).ExclusiveSum(flag, off, total);
-    if (flag && P + off < SBG_COSNET_LEARN_CAP && P + off < cap) { sm.key[P + off] = k; sm.node[P + off] = v; }
+    learn_scan(sm.u.scan).ExclusiveSum(cnt, off, total);
+#pragma unroll
+    for (int i = 0; i < LEARN_NODES; i++) {
+      if (!(fl >> i & 1u)) continue;
+      int32_t at = P + off++;
+      if (at < SBG_COSNET_LEARN_CAP && at < cap) { sm.key[at] = k[i]; sm.node[at] = t0 + tid * LEARN_NODES + i; }
+    }
     P += total;
     __syncthreads(); /* (the scan's storage again) */
     if (P > cap || P > SBG_COSNET_LEARN_CAP) break; /* (the whole block: the host learns the job) */
