@@ -800,6 +800,25 @@ typedef struct {
   double *val;
 } dl_ws;
 
+/* dl_ws for summaries of up to cap positives (val only with vals); 0 when
+ * out of memory.  dl_ws_free() either way. */
+static int dl_ws_alloc(dl_ws *w, int32_t cap, int vals) {
+  size_t c1 = (size_t)cap + 1;
+  w->key = (uint64_t *)malloc(2 * c1 * sizeof(uint64_t));
+  w->top = w->key ? w->key + c1 : NULL;
+  w->pos = (int64_t *)malloc(3 * c1 * sizeof(int64_t));
+  w->eq = w->pos ? w->pos + c1 : NULL;
+  w->run = w->pos ? w->pos + 2 * c1 : NULL;
+  w->val = vals ? (double *)malloc(c1 * sizeof(double)) : NULL;
+  return w->key && w->pos && (!vals || w->val);
+}
+
+static void dl_ws_free(dl_ws *w) {
+  free(w->key);
+  free(w->pos);
+  free(w->val);
+}
+
 static double sum_value(uint64_t key, double zero) {
   return key == sbg_cosnet_order_key(0.0) ? zero : order_value(key);
 }
@@ -855,17 +874,10 @@ static int angle_groups(const sbg_cosnet_sums *R, int32_t b, int32_t cap, dl_ws 
 
 int64_t sbg_cosnet_angle_groups(const sbg_cosnet_sums *R, int32_t cap, double *key, int64_t *pos, int64_t *eq,
                                 int64_t *run, double *top) {
-  size_t c1 = (size_t)cap + 1;
   dl_ws w;
-  w.key = (uint64_t *)malloc(2 * c1 * sizeof(uint64_t));
-  w.top = w.key ? w.key + c1 : NULL;
-  w.pos = (int64_t *)malloc(3 * c1 * sizeof(int64_t));
-  w.eq = w.pos ? w.pos + c1 : NULL;
-  w.run = w.pos ? w.pos + 2 * c1 : NULL;
-  w.val = NULL;
   sweep_groups g;
   int64_t G = -2; /* (out of memory) */
-  if (w.key && w.pos) G = angle_groups(R, 0, cap, &w, &g) ? -1 : g.n_keys;
+  if (dl_ws_alloc(&w, cap, 0)) G = angle_groups(R, 0, cap, &w, &g) ? -1 : g.n_keys;
   for (int64_t h = 0; h < G; h++) {
     key[h] = group_value(&g, g.key[h]);
     pos[h] = g.pos[h];
@@ -875,8 +887,7 @@ int64_t sbg_cosnet_angle_groups(const sbg_cosnet_sums *R, int32_t cap, double *k
     run[h] = g.run[h];
     top[h] = g.run[h] > 0 ? group_value(&g, g.top[h]) : NAN;
   }
-  free(w.key);
-  free(w.pos);
+  dl_ws_free(&w);
   return G;
 }
 
@@ -966,24 +977,20 @@ void sbg_cosnet_dlearn_round(int round, int32_t nb, int32_t cap, const sbg_cosne
                              int n_threads) {
 #pragma omp parallel num_threads(n_threads)
   {
-    size_t c1 = (size_t)cap + 1;
     dl_ws w;
-    w.key = (uint64_t *)malloc(2 * c1 * sizeof(uint64_t));
-    w.top = w.key ? w.key + c1 : NULL;
-    w.pos = (int64_t *)malloc(3 * c1 * sizeof(int64_t));
-    w.eq = w.pos ? w.pos + c1 : NULL;
-    w.run = w.pos ? w.pos + 2 * c1 : NULL;
-    w.val = (double *)malloc(c1 * sizeof(double));
-    int ok = w.key && w.pos && w.val;
+    int ok = dl_ws_alloc(&w, cap, 1);
 #pragma omp for schedule(dynamic, 4)
     for (int32_t b = 0; b < nb; b++) {
       if (round > 1 && !st[b].need) continue;
-      if (!ok) { st[b].host = 1; st[b].need = 0; continue; } /* (out of memory: the host's way) */
+      if (!ok) { /* (out of memory: the host's way) */
+        if (round == 1) st[b].input = st[b].above = 0;
+        st[b].host = 1;
+        st[b].need = 0;
+        continue;
+      }
       dlearn_job(round, b, cap, in, in2, &st[b], line_param, slope_param, alpha, c, fscore, &w);
     }
-    free(w.key);
-    free(w.pos);
-    free(w.val);
+    dl_ws_free(&w);
   }
 }
 
