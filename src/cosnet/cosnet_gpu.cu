@@ -221,6 +221,12 @@ static __global__ void k_points(int32_t n, int32_t n_jobs, int32_t m, const int3
 typedef cub::BlockRadixSort<unsigned long long, LEARN_THREADS, LEARN_IPT, int32_t> learn_sort;
 typedef cub::BlockScan<int32_t, LEARN_THREADS> learn_scan;
 
+/* The order key of cosnet.h (sbg_cosnet_order_key), on the device. */
+static __device__ __forceinline__ unsigned long long dev_order_key(double v) {
+  unsigned long long b = (unsigned long long)__double_as_longlong(v == 0 ? 0.0 : v);
+  return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
+}
+
 /* A labelled point's value in a summary of `kind`, and whether the sweep
  * keeps it: the host's arithmetic (learn_step(), pos_above()), operation
  * for operation (the build does not fuse products and sums). */
@@ -306,7 +312,7 @@ k_learn_sums(int kind, int32_t n, int32_t cap, const int32_t *list, const int8_t
         if (learn_value(kind, xv, yb[v], pa, rstop, &val)) {
           my_kept++;
           if (val == 0 && v < my_zero) my_zero = v;
-          if (p) { k[i] = sbg_cosnet_order_key(val); fl |= 1u << i; cnt++; }
+          if (p) { k[i] = dev_order_key(val); fl |= 1u << i; cnt++; }
         }
       }
     }
@@ -390,7 +396,7 @@ k_learn_sums(int kind, int32_t n, int32_t cap, const int32_t *list, const int8_t
     if (jl[v] != SBG_COSNET_NEG) continue;
     double val;
     if (!learn_value(kind, xb[v], yb[v], pa, rstop, &val)) continue;
-    unsigned long long k = sbg_cosnet_order_key(val);
+    unsigned long long k = dev_order_key(val);
     int32_t at = dev_below(sm.key, G, k);
     if (stable) {
       /* after the positives of smaller keys, and those of key k at
