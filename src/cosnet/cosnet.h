@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "philox.h" /* (SBG_HD: sbg_cosnet_order_key() on the device too) */
 #include "status.h"
 
 #ifdef __cplusplus
@@ -89,7 +90,7 @@ sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosnet_params *p
 /* The order-preserving 64-bit pattern of a double: a < b exactly when
  * key(a) < key(b), and key(a) == key(b) exactly when a == b (-0 taken as
  * +0, so that it ties with 0 as in a comparison).  Not for NaN. */
-static inline uint64_t sbg_cosnet_order_key(double v) {
+SBG_HD uint64_t sbg_cosnet_order_key(double v) {
   double d = v == 0 ? 0.0 : v;
   uint64_t b;
   memcpy(&b, &d, sizeof b);

@@ -162,6 +162,23 @@ static __device__ __forceinline__ double lane_sum(const csr_view &g, int64_t b, 
   return part;
 }
 
+/* lane_sum() of the positive (tm = 0, tp = 1) and of the negative
+ * neighbours (tm = 1, tp = 0) in one pass over the row, each with
+ * lane_sum()'s own operations: a training point reads its row once. */
+static __device__ __forceinline__ void lane_sum_pn(const csr_view &g, int64_t b, int64_t e, int lane,
+                                                   int stride, const int8_t *code, double *pos,
+                                                   double *neg) {
+  double p = 0.0, q = 0.0;
+  for (int64_t k = b + lane; k < e; k += stride) {
+    int8_t s = code[g.col[k]];
+    double w = g.w[k];
+    p = __dadd_rn(p, __dmul_rn(w, s == 1 ? 1.0 : 0.0));
+    q = __dadd_rn(q, __dmul_rn(w, s == -1 ? 1.0 : 0.0));
+  }
+  *pos = p;
+  *neg = q;
+}
+
 /* The butterfly of SBG_COSNET_LANES partials; every lane ends with the sum. */
 static __device__ __forceinline__ double warp_tree(double part) {
   for (int off = 16; off > 0; off >>= 1)
@@ -189,21 +206,28 @@ static __device__ __forceinline__ double block_tree(double part, double *sh) {
 #define HUB_THREADS SBG_COSNET_HUB_LANES
 
 /* Training points of the labelled nodes: a warp per (job, node) of the m
- * nodes `nodes` (or 0..m-1 when NULL), hubs left to k_points_hub. */
+ * nodes `nodes` (or 0..m-1 when NULL), hubs left to k_points_hub.  The
+ * warps go node after node, the batch's jobs of a node side by side
+ * (node-major), so that a row read for one job is still in cache for the
+ * others: job-major, every job read the whole network from device memory
+ * (mouse-like CV on one H200: engine 0.68 s job-major, 0.59-0.64 s
+ * node-major; BENCHMARKS.md, parCosnet). */
 static __global__ void k_points(int32_t n, int32_t n_jobs, int32_t m, const int32_t *nodes,
                                 csr_view g, const int8_t *codes, double *x, double *y) {
   int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   int lane = threadIdx.x & 31;
   if (warp >= (int64_t)m * n_jobs) return;
-  int32_t b = (int32_t)(warp / m), t = (int32_t)(warp % m);
+  int32_t t = (int32_t)(warp / n_jobs), b = (int32_t)(warp % n_jobs); /* node-major */
   int32_t v = nodes ? nodes[t] : t;
   const int8_t *jl = codes + (size_t)b * n;
   if (jl[v] != SBG_COSNET_POS && jl[v] != SBG_COSNET_NEG) return;
   int64_t rb, re;
   row_bounds(g, v, &rb, &re);
   if (re - rb > SBG_COSNET_HUB_DEGREE) return;
-  double px = warp_tree(lane_sum(g, rb, re, lane, 32, jl, 0.0, 1.0));
-  double py = warp_tree(lane_sum(g, rb, re, lane, 32, jl, 1.0, 0.0));
+  double px, py;
+  lane_sum_pn(g, rb, re, lane, 32, jl, &px, &py);
+  px = warp_tree(px);
+  py = warp_tree(py);
   if (lane == 0) {
     x[(size_t)b * n + v] = px;
     y[(size_t)b * n + v] = py;
@@ -220,12 +244,6 @@ static __global__ void k_points(int32_t n, int32_t n_jobs, int32_t m, const int3
 #endif
 typedef cub::BlockRadixSort<unsigned long long, LEARN_THREADS, LEARN_IPT, int32_t> learn_sort;
 typedef cub::BlockScan<int32_t, LEARN_THREADS> learn_scan;
-
-/* The order key of cosnet.h (sbg_cosnet_order_key), on the device. */
-static __device__ __forceinline__ unsigned long long dev_order_key(double v) {
-  unsigned long long b = (unsigned long long)__double_as_longlong(v == 0 ? 0.0 : v);
-  return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
-}
 
 /* A labelled point's value in a summary of `kind`, and whether the sweep
  * keeps it: the host's arithmetic (learn_step(), pos_above()), operation
@@ -312,7 +330,7 @@ k_learn_sums(int kind, int32_t n, int32_t cap, const int32_t *list, const int8_t
         if (learn_value(kind, xv, yb[v], pa, rstop, &val)) {
           my_kept++;
           if (val == 0 && v < my_zero) my_zero = v;
-          if (p) { k[i] = dev_order_key(val); fl |= 1u << i; cnt++; }
+          if (p) { k[i] = sbg_cosnet_order_key(val); fl |= 1u << i; cnt++; }
         }
       }
     }
@@ -396,7 +414,7 @@ k_learn_sums(int kind, int32_t n, int32_t cap, const int32_t *list, const int8_t
     if (jl[v] != SBG_COSNET_NEG) continue;
     double val;
     if (!learn_value(kind, xb[v], yb[v], pa, rstop, &val)) continue;
-    unsigned long long k = dev_order_key(val);
+    unsigned long long k = sbg_cosnet_order_key(val);
     int32_t at = dev_below(sm.key, G, k);
     if (stable) {
       /* after the positives of smaller keys, and those of key k at
@@ -439,19 +457,21 @@ k_learn_sums(int kind, int32_t n, int32_t cap, const int32_t *list, const int8_t
   if (tid == 0) S->n_keys = G;
 }
 
-/* The same for the hubs: a block per (job, hub). */
+/* The same for the hubs: a block per (job, hub), node-major. */
 static __global__ void k_points_hub(int32_t n, int32_t n_jobs, int32_t m, const int32_t *hubs,
                                     csr_view g, const int8_t *codes, double *x, double *y) {
   __shared__ double sh[HUB_THREADS];
   int64_t item = blockIdx.x;
   if (item >= (int64_t)m * n_jobs) return;
-  int32_t b = (int32_t)(item / m), v = hubs[item % m];
+  int32_t b = (int32_t)(item % n_jobs), v = hubs[item / n_jobs]; /* node-major */
   const int8_t *jl = codes + (size_t)b * n;
   if (jl[v] != SBG_COSNET_POS && jl[v] != SBG_COSNET_NEG) return; /* whole block */
   int64_t rb, re;
   row_bounds(g, v, &rb, &re);
-  double px = block_tree(lane_sum(g, rb, re, threadIdx.x, HUB_THREADS, jl, 0.0, 1.0), sh);
-  double py = block_tree(lane_sum(g, rb, re, threadIdx.x, HUB_THREADS, jl, 1.0, 0.0), sh);
+  double px, py;
+  lane_sum_pn(g, rb, re, threadIdx.x, HUB_THREADS, jl, &px, &py);
+  px = block_tree(px, sh);
+  py = block_tree(py, sh);
   if (threadIdx.x == 0) {
     x[(size_t)b * n + v] = px;
     y[(size_t)b * n + v] = py;
@@ -470,14 +490,15 @@ static __device__ __forceinline__ double threshold_of(const job_consts &jc, doub
   return th;
 }
 
-/* Thresholds of the unlabelled nodes (warp per (job, node), hubs apart). */
+/* Thresholds of the unlabelled nodes (warp per (job, node), node-major as
+ * k_points, hubs apart). */
 static __global__ void k_thresholds(int32_t n, int32_t n_jobs, int32_t m, const int32_t *nodes,
                                     csr_view g, const int8_t *codes, const job_consts *jc,
                                     double *theta) {
   int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   int lane = threadIdx.x & 31;
   if (warp >= (int64_t)m * n_jobs) return;
-  int32_t b = (int32_t)(warp / m), t = (int32_t)(warp % m);
+  int32_t t = (int32_t)(warp / n_jobs), b = (int32_t)(warp % n_jobs); /* node-major */
   int32_t v = nodes ? nodes[t] : t;
   const int8_t *jl = codes + (size_t)b * n;
   if (jl[v] != SBG_COSNET_REPORT && jl[v] != SBG_COSNET_QUIET) return;
@@ -494,7 +515,7 @@ static __global__ void k_thresholds_hub(int32_t n, int32_t n_jobs, int32_t m, co
   __shared__ double sh[HUB_THREADS];
   int64_t item = blockIdx.x;
   if (item >= (int64_t)m * n_jobs) return;
-  int32_t b = (int32_t)(item / m), v = hubs[item % m];
+  int32_t b = (int32_t)(item % n_jobs), v = hubs[item / n_jobs]; /* node-major */
   const int8_t *jl = codes + (size_t)b * n;
   if (jl[v] != SBG_COSNET_REPORT && jl[v] != SBG_COSNET_QUIET) return; /* whole block */
   int64_t rb, re;
