@@ -260,18 +260,6 @@ sbg_status sbg_cosnet_learn_jobs(int32_t n_jobs, int32_t n, const int8_t *codes,
 void sbg_cosnet_batch_codes(const sbg_cosnet_input *in, int32_t j0, int32_t nb, int8_t *codes,
                             int n_threads);
 
-/* The batch's work items, (job, node) pairs of the unlabelled nodes (codes
- * REPORT or QUIET) in the order part, then light before hub nodes, then
- * job, then node in colour order; part s holds the colour-order
- * positions t0[s] .. t0[s+1] - 1 of nodes.  iptr (2 n_parts + 1): light
- * items of part s from iptr[2s], hubs from iptr[2s+1], to iptr[2s+2].
- * n_unlab (nb): the unlabelled nodes of each job.  work: 2 n_parts x nb
- * counters.  Returns the number of items. */
-int64_t sbg_cosnet_batch_items(int32_t n, int32_t nb, const int8_t *codes, int32_t n_parts,
-                               const int64_t *t0, const int32_t *nodes, const uint8_t *is_hub,
-                               int32_t *item_job, int32_t *item_node, int64_t *iptr,
-                               int64_t *n_unlab, int64_t *work, int n_threads);
-
 /* The batch's final fields and states (nb x n) of the reported nodes into
  * the scores and predictions (n x n_classes) of their class, job j being
  * class j / nf. */

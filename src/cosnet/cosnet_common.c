@@ -1011,55 +1011,6 @@ void sbg_cosnet_batch_codes(const sbg_cosnet_input *in, int32_t j0, int32_t nb, 
   for (int32_t b = 0; b < nb; b++) sbg_cosnet_job_codes(in, j0 + b, codes + (size_t)b * n);
 }
 
-static int unlabelled_code(int8_t c) { return c == SBG_COSNET_REPORT || c == SBG_COSNET_QUIET; }
-
-int64_t sbg_cosnet_batch_items(int32_t n, int32_t nb, const int8_t *codes, int32_t n_parts,
-                               const int64_t *t0, const int32_t *nodes, const uint8_t *is_hub,
-                               int32_t *item_job, int32_t *item_node, int64_t *iptr,
-                               int64_t *n_unlab, int64_t *work, int n_threads) {
-  /* work[(2s + hub) * nb + b]: items of (part s, hub, job b); counted per
-   * job, turned into offsets in the items' order, then filled per job */
-  int64_t slots = 2 * (int64_t)n_parts;
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-  for (int32_t b = 0; b < nb; b++) {
-    const int8_t *jl = codes + (size_t)b * n;
-    int64_t total = 0;
-    for (int64_t q = 0; q < slots; q++) work[q * nb + b] = 0;
-    for (int32_t s = 0; s < n_parts; s++)
-      for (int64_t t = t0[s]; t < t0[s + 1]; t++) {
-        int32_t v = nodes[t];
-        if (unlabelled_code(jl[v])) {
-          work[(2 * (int64_t)s + is_hub[v]) * nb + b]++;
-          total++;
-        }
-      }
-    n_unlab[b] = total;
-  }
-  int64_t off = 0;
-  for (int64_t q = 0; q < slots; q++) {
-    iptr[q] = off;
-    for (int32_t b = 0; b < nb; b++) {
-      int64_t c = work[q * nb + b];
-      work[q * nb + b] = off;
-      off += c;
-    }
-  }
-  iptr[slots] = off;
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-  for (int32_t b = 0; b < nb; b++) {
-    const int8_t *jl = codes + (size_t)b * n;
-    for (int32_t s = 0; s < n_parts; s++)
-      for (int64_t t = t0[s]; t < t0[s + 1]; t++) {
-        int32_t v = nodes[t];
-        if (!unlabelled_code(jl[v])) continue;
-        int64_t at = work[(2 * (int64_t)s + is_hub[v]) * nb + b]++;
-        item_job[at] = b;
-        item_node[at] = v;
-      }
-  }
-  return off;
-}
-
 void sbg_cosnet_batch_collect(const int8_t *codes, int32_t j0, int32_t nb, int32_t n, int32_t nf,
                               const double *field, const int8_t *state, double *scores,
                               int32_t *pred, int n_threads) {

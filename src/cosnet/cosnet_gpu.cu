@@ -34,7 +34,9 @@
 #include <vector>
 
 #include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include "cuda_check.cuh"
 #include "philox.h"
@@ -604,6 +606,86 @@ static __global__ void k_sweep_hub(int64_t n_items, const int32_t *item_job,
   if (threadIdx.x == 0) update_node(b, v, part, n, jc[b], theta, cnt_col, tot, state, score, changed);
 }
 
+/* ---- the batch's work items, built on the device ------------------------- */
+
+/* The items are the (job, node) pairs of the unlabelled nodes (codes
+ * REPORT or QUIET) in the order part, then light nodes before hubs, then
+ * job, then node in colour order: the items of slot 2s (part s's light
+ * nodes) or 2s + 1 (its hubs) for job b start at off[slot x nb + b], the
+ * exclusive sum of the counts in that order.  A block a (part, job) counts
+ * them (k_item_count), then writes them in colour order (k_item_fill).
+ * The jobs' codes are on the device already, so only the slots' first
+ * items and the jobs' counts cross to the host (k_item_meta).  With the
+ * items built on the host and copied (16 MB a batch of 472 mouse-like
+ * jobs), preparing a batch took 11-13 ms (a build with
+ * SBG_COSNET_PROFILE); the mouse-like CV's engine took 0.61-0.62 s on one
+ * H200 then, 0.54 s with the items built here (BENCHMARKS.md). */
+#define ITEM_THREADS 256
+
+static __device__ __forceinline__ unsigned long long item_flag(const int8_t *jl, const uint8_t *is_hub,
+                                                               int32_t v) {
+  int8_t c = jl[v];
+  if (c != SBG_COSNET_REPORT && c != SBG_COSNET_QUIET) return 0ull;
+  return is_hub[v] ? 1ull << 32 : 1ull; /* hubs counted in the high word */
+}
+
+static __global__ void __launch_bounds__(ITEM_THREADS)
+k_item_count(int32_t n, int32_t nb, const int64_t *t0, const int32_t *nodes, const uint8_t *is_hub,
+             const int8_t *codes, long long *cnt) {
+  __shared__ typename cub::BlockReduce<unsigned long long, ITEM_THREADS>::TempStorage tmp;
+  int32_t s = blockIdx.x, b = blockIdx.y;
+  const int8_t *jl = codes + (size_t)b * n;
+  unsigned long long f = 0;
+  for (int64_t t = t0[s] + threadIdx.x; t < t0[s + 1]; t += ITEM_THREADS) f += item_flag(jl, is_hub, nodes[t]);
+  f = cub::BlockReduce<unsigned long long, ITEM_THREADS>(tmp).Sum(f);
+  if (threadIdx.x == 0) {
+    cnt[2 * (size_t)s * nb + b] = (long long)(f & 0xffffffffull);
+    cnt[(2 * (size_t)s + 1) * nb + b] = (long long)(f >> 32);
+  }
+}
+
+static __global__ void __launch_bounds__(ITEM_THREADS)
+k_item_fill(int32_t n, int32_t nb, const int64_t *t0, const int32_t *nodes, const uint8_t *is_hub,
+            const int8_t *codes, const long long *off, int32_t *item_job, int32_t *item_node) {
+  typedef cub::BlockScan<unsigned long long, ITEM_THREADS> scan;
+  __shared__ typename scan::TempStorage tmp;
+  int32_t s = blockIdx.x, b = blockIdx.y;
+  const int8_t *jl = codes + (size_t)b * n;
+  long long at_light = off[2 * (size_t)s * nb + b], at_hub = off[(2 * (size_t)s + 1) * nb + b];
+  for (int64_t c = t0[s]; c < t0[s + 1]; c += ITEM_THREADS) {
+    int64_t t = c + threadIdx.x;
+    int32_t v = t < t0[s + 1] ? nodes[t] : 0;
+    unsigned long long f = t < t0[s + 1] ? item_flag(jl, is_hub, v) : 0ull, before, all;
+    scan(tmp).ExclusiveSum(f, before, all);
+    if (f) {
+      long long at = (f >> 32) ? at_hub + (long long)(before >> 32) : at_light + (long long)(before & 0xffffffffull);
+      item_job[at] = b;
+      item_node[at] = v;
+    }
+    at_light += (long long)(all & 0xffffffffull);
+    at_hub += (long long)(all >> 32);
+    __syncthreads(); /* tmp again */
+  }
+}
+
+/* meta: the first item of each of the slots, the items' count, then the
+ * unlabelled nodes of each job. */
+static __global__ void k_item_meta(int32_t slots, int32_t nb, const long long *cnt, const long long *off,
+                                   long long *meta) {
+  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  size_t last = (size_t)slots * nb - 1;
+  if (i < slots) {
+    meta[i] = off[(size_t)i * nb];
+  } else if (i == slots) {
+    meta[i] = off[last] + cnt[last];
+  } else if (i < (int64_t)slots + 1 + nb) {
+    int32_t b = (int32_t)(i - slots - 1);
+    long long total = 0;
+    for (int32_t q = 0; q < slots; q++) total += cnt[(size_t)q * nb + b];
+    meta[i] = total;
+  }
+}
+
 static unsigned blocks_for(int64_t threads, int per_block) {
   return (unsigned)((threads + per_block - 1) / per_block);
 }
@@ -845,6 +927,12 @@ struct dev_run {
   int8_t *d_codes, *d_state, *d_done;
   double *d_x, *d_y;
   int32_t *d_item_job, *d_item_node;
+  uint8_t *d_is_hub;
+  int64_t *d_t0;                        /* the parts' first colour-order positions */
+  long long *d_icnt, *d_ioff, *d_imeta; /* the items' counts, offsets and meta (k_item_*) */
+  void *d_iscan;                        /* the offsets' scan's scratch */
+  size_t iscan_bytes;
+  long long *imeta;                     /* (host) */
   int *d_changed;
   unsigned long long *d_cnt_b, *d_cnt_a;
   long long *d_tot;
@@ -853,8 +941,8 @@ struct dev_run {
   int8_t *codes, *state, *done;
   double *hx, *alpha, *cc, *fs;
   double *hy;           /* (the points of jobs learnt on the host: made when first needed) */
-  int32_t *item_job, *item_node, *changed;
-  int64_t *iptr, *npos, *nlab, *nunl, *item_work;
+  int32_t *changed;
+  int64_t *iptr, *npos, *nlab, *nunl;
   uint8_t *is_hub;      /* n: more than SBG_COSNET_HUB_DEGREE entries */
   job_consts *jc;
   /* the learning step's summaries (k_learn_sums): two sets of a batch on
@@ -871,7 +959,7 @@ struct dev_run {
   int32_t j0, nb;
   int any_reg;
   int borrowed;         /* the network arrays are the lead's (not freed here) */
-  void *host_block;     /* the summaries, hx, item_job, item_node, codes, state */
+  void *host_block;     /* the summaries, hx, codes, state */
   int host_pinned, host_huge; /* (pin_alloc()) */
   void *early_block;    /* pinned while the network is uploaded and coloured (early_pin()) */
   int early_huge;
@@ -1218,6 +1306,9 @@ static sbg_status dr_parts_upload(dev_run *R, sbg_ctx *ctx) {
   SBG_TRY(sbg_device_alloc((void **)&R->d_hubs, (size_t)(n_hubs > 0 ? n_hubs : 1) * sizeof(int32_t), "the hub list", ctx));
   if (n_hubs > 0)
     SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_hubs, R->hubs, (size_t)n_hubs * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+  /* the colour order: the parts' nodes, and the work items (k_item_count) */
+  SBG_TRY(sbg_device_alloc((void **)&R->d_nodes, (size_t)n * sizeof(int32_t), "the colour order", ctx));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_nodes, R->nodes, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
   if (P.resident) {
     R->view.rowptr = R->d_rowptr;
     R->view.pos = NULL;
@@ -1228,10 +1319,8 @@ static sbg_status dr_parts_upload(dev_run *R, sbg_ctx *ctx) {
   }
   SBG_TRY(sbg_device_alloc((void **)&R->d_cro, (size_t)(n + 1) * sizeof(int64_t), "the row offsets in colour order", ctx));
   SBG_TRY(sbg_device_alloc((void **)&R->d_pos, (size_t)n * sizeof(int32_t), "the colour positions", ctx));
-  SBG_TRY(sbg_device_alloc((void **)&R->d_nodes, (size_t)n * sizeof(int32_t), "the colour order", ctx));
   SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_cro, P.cro, (size_t)(n + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_pos, R->pos, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
-  SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_nodes, R->nodes, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
   for (int sl = 0; sl < 2; sl++) {
     SBG_CUDA_CHECK(cudaHostAlloc((void **)&P.h_col[sl], (size_t)P.cap * sizeof(int32_t), cudaHostAllocDefault));
     SBG_CUDA_CHECK(cudaHostAlloc((void **)&P.h_w[sl], (size_t)P.cap * sizeof(double), cudaHostAllocDefault));
@@ -1253,9 +1342,9 @@ done:
 
 /* The most jobs a batch of worker w can hold whatever the device's
  * memory: the queue's first batch, the host mirrors' cap (pinned:
- * host_block_bytes(), about 18 bytes per node and job plus the learning's
+ * host_block_bytes(), about 10 bytes per node and job plus the learning's
  * summaries; over several workers COSNET_PINNED_NODE_JOBS node-jobs in
- * huge pages, some 430 MB for 21,151 nodes, half that in small pages;
+ * huge pages, half that in small pages;
  * 1.5e8 node-jobs for one), 4096 and the max_batch setting; at least 1.
  * Pinning comes before the first batch: on the mouse-like CV of
  * inst/bench/cosnet.R (two H200s' host, huge pages) a cap of 2e7 gave
@@ -1291,7 +1380,7 @@ static size_t sums_set_bytes(int32_t B, int32_t n) {
 
 /* The bytes of the host mirrors of a batch of B jobs (dr_batch_alloc). */
 static size_t host_block_bytes(int32_t B, int32_t n) {
-  return 2 * sums_set_bytes(B, n) + (size_t)B * (size_t)n * (sizeof(double) + 2 * sizeof(int32_t) + 2);
+  return 2 * sums_set_bytes(B, n) + (size_t)B * (size_t)n * (sizeof(double) + 2);
 }
 
 
@@ -1351,6 +1440,17 @@ static sbg_status dr_batch_alloc(dev_run *R, sbg_ctx *ctx) {
   SBG_TRY(sbg_device_alloc((void **)&R->d_y, B * n * sizeof(double), "the points / thresholds", ctx));
   SBG_TRY(sbg_device_alloc((void **)&R->d_item_job, B * n * sizeof(int32_t), "the work items", ctx));
   SBG_TRY(sbg_device_alloc((void **)&R->d_item_node, B * n * sizeof(int32_t), "the work items", ctx));
+  {
+    size_t slots = 2 * (size_t)R->P.n_parts;
+    SBG_TRY(sbg_device_alloc((void **)&R->d_is_hub, n, "the work items", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&R->d_t0, (slots / 2 + 1) * sizeof(int64_t), "the work items", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&R->d_icnt, slots * B * sizeof(long long), "the work items", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&R->d_ioff, slots * B * sizeof(long long), "the work items", ctx));
+    SBG_TRY(sbg_device_alloc((void **)&R->d_imeta, (slots + 1 + B) * sizeof(long long), "the work items", ctx));
+    SBG_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(NULL, R->iscan_bytes, R->d_icnt, R->d_ioff, (int64_t)(slots * B)));
+    SBG_TRY(sbg_device_alloc(&R->d_iscan, R->iscan_bytes, "the work items", ctx));
+    R->imeta = (long long *)malloc((slots + 1 + B) * sizeof(long long));
+  }
   SBG_TRY(sbg_device_alloc((void **)&R->d_done, B, "the job flags", ctx));
   SBG_TRY(sbg_device_alloc((void **)&R->d_changed, B * sizeof(int), "the job flags", ctx));
   SBG_TRY(sbg_device_alloc((void **)&R->d_cnt_b, 2 * B * sizeof(unsigned long long), "counters", ctx));
@@ -1383,15 +1483,12 @@ static sbg_status dr_batch_alloc(dev_run *R, sbg_ctx *ctx) {
       char *at = (char *)R->host_block;
       R->h_sums = at; at += 2 * sums_set_bytes(R->B, R->n);
       R->hx = (double *)at; at += bn * sizeof(double);
-      R->item_job = (int32_t *)at; at += bn * sizeof(int32_t);
-      R->item_node = (int32_t *)at; at += bn * sizeof(int32_t);
       R->codes = (int8_t *)at; at += bn;
       R->state = (int8_t *)at;
     }
   }
   /* items of part s: light ones iptr[2s] .. iptr[2s+1], hubs .. iptr[2s+2] */
   R->iptr = (int64_t *)malloc((2 * (size_t)R->P.n_parts + 1) * sizeof(int64_t));
-  R->item_work = (int64_t *)malloc(2 * (size_t)R->P.n_parts * B * sizeof(int64_t) + 1);
   R->nunl = (int64_t *)malloc(B * sizeof(int64_t));
   R->is_hub = (uint8_t *)malloc(n);
   R->npos = (int64_t *)malloc(B * sizeof(int64_t));
@@ -1407,14 +1504,17 @@ static sbg_status dr_batch_alloc(dev_run *R, sbg_ctx *ctx) {
   R->sparam = R->lparam ? R->lparam + B : NULL;
   R->list = (int32_t *)malloc(B * sizeof(int32_t));
   if (!R->dl || !R->lparam || !R->list ||
-      !R->codes || !R->state || !R->hx || !R->item_job || !R->item_node || !R->iptr || !R->npos ||
-      !R->nlab || !R->alpha || !R->cc || !R->fs || !R->jc || !R->done || !R->changed || !R->item_work ||
-      !R->nunl || !R->is_hub) {
+      !R->codes || !R->state || !R->hx || !R->iptr || !R->npos || !R->nlab || !R->alpha || !R->cc ||
+      !R->fs || !R->jc || !R->done || !R->changed || !R->nunl || !R->is_hub || !R->imeta) {
     st = sbg_fail(ctx, SBG_ERR_ALLOC, "out of host memory for the GPU job batches");
     goto done;
   }
   for (size_t v = 0; v < n; v++)
     R->is_hub[v] = R->g->v_rowptr[v + 1] - R->g->v_rowptr[v] > SBG_COSNET_HUB_DEGREE;
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_is_hub, R->is_hub, n, cudaMemcpyHostToDevice, R->stream));
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_t0, R->P.t0, ((size_t)R->P.n_parts + 1) * sizeof(int64_t),
+                                 cudaMemcpyHostToDevice, R->stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(R->stream)); /* (is_hub is pageable) */
 done:
   return st;
 }
@@ -1579,13 +1679,30 @@ done:
   return st;
 }
 
-/* Work items: (job, unlabelled node) by part, then light before hubs,
- * then job, then node (sbg_cosnet_batch_items).  The parts of a colour
- * follow each other, so the items of a colour are contiguous too.
- * Returns their count. */
-static int64_t dr_items(dev_run *R, sbg_ctx *ctx) {
-  return sbg_cosnet_batch_items(R->n, R->nb, R->codes, R->P.n_parts, R->P.t0, R->nodes, R->is_hub,
-                                R->item_job, R->item_node, R->iptr, R->nunl, R->item_work, ctx->n_threads);
+/* The batch's work items on the device (k_item_count, k_item_fill); the
+ * slots' first items into iptr and each job's unlabelled nodes into nunl. */
+static sbg_status dr_items(dev_run *R, sbg_ctx *ctx) {
+  sbg_status st = SBG_OK;
+  cudaStream_t stream = R->stream;
+  int32_t nb = R->nb, slots = 2 * R->P.n_parts;
+  dim3 grid((unsigned)R->P.n_parts, (unsigned)nb);
+  size_t bytes = R->iscan_bytes;
+  k_item_count<<<grid, ITEM_THREADS, 0, stream>>>(R->n, nb, R->d_t0, R->d_nodes, R->d_is_hub, R->d_codes, R->d_icnt);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  SBG_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(R->d_iscan, bytes, R->d_icnt, R->d_ioff, (int64_t)slots * nb, stream));
+  k_item_fill<<<grid, ITEM_THREADS, 0, stream>>>(R->n, nb, R->d_t0, R->d_nodes, R->d_is_hub, R->d_codes, R->d_ioff,
+                                                 R->d_item_job, R->d_item_node);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  k_item_meta<<<blocks_for((int64_t)slots + 1 + nb, 256), 256, 0, stream>>>(slots, nb, R->d_icnt, R->d_ioff,
+                                                                             R->d_imeta);
+  SBG_CUDA_CHECK(cudaGetLastError());
+  SBG_CUDA_CHECK(cudaMemcpyAsync(R->imeta, R->d_imeta, ((size_t)slots + 1 + nb) * sizeof(long long),
+                                 cudaMemcpyDeviceToHost, stream));
+  SBG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (int32_t q = 0; q <= slots; q++) R->iptr[q] = (int64_t)R->imeta[q];
+  for (int32_t b = 0; b < nb; b++) R->nunl[b] = (int64_t)R->imeta[slots + 1 + b];
+done:
+  return st;
 }
 
 /* Each job's constants (threshold line, regularisation). */
@@ -1611,11 +1728,9 @@ static sbg_status dr_batch_prepare(dev_run *R, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   cudaStream_t stream = R->stream;
   int32_t nb = R->nb;
-  int64_t ni = dr_items(R, ctx);
+  SBG_TRY(dr_items(R, ctx));
   dr_job_consts(R);
   SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_jc, R->jc, (size_t)nb * sizeof(job_consts), cudaMemcpyHostToDevice, stream));
-  SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_item_job, R->item_job, (size_t)(ni > 0 ? ni : 1) * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
-  SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_item_node, R->item_node, (size_t)(ni > 0 ? ni : 1) * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemcpyAsync(R->d_done, R->done, (size_t)nb, cudaMemcpyHostToDevice, stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(R->d_state, 0, (size_t)nb * R->n, stream));
   SBG_CUDA_CHECK(cudaMemsetAsync(R->d_tot, 0, (size_t)2 * nb * sizeof(long long), stream));
@@ -1768,6 +1883,8 @@ static void dr_close(dev_run *R, sbg_status st) {
   }
   cudaFree(R->d_codes); cudaFree(R->d_state); cudaFree(R->d_x); cudaFree(R->d_y);
   cudaFree(R->d_item_job); cudaFree(R->d_item_node); cudaFree(R->d_done);
+  cudaFree(R->d_is_hub); cudaFree(R->d_t0); cudaFree(R->d_icnt); cudaFree(R->d_ioff); cudaFree(R->d_imeta);
+  cudaFree(R->d_iscan);
   cudaFree(R->d_changed); cudaFree(R->d_cnt_b); cudaFree(R->d_cnt_a); cudaFree(R->d_tot); cudaFree(R->d_jc);
   cudaFree(R->d_sums); cudaFree(R->d_param); cudaFree(R->d_list);
   cudaFree(R->d_cro); cudaFree(R->d_pos); cudaFree(R->d_nodes); cudaFree(R->d_hubs);
@@ -1787,7 +1904,7 @@ static void dr_close(dev_run *R, sbg_status st) {
   if (R->early_block) pin_free(R->early_block, R->early_huge);
   free(R->nodes); free(R->cptr); free(R->iptr); free(R->npos); free(R->nlab); free(R->alpha); free(R->cc); free(R->fs);
   free(R->jc); free(R->dl); free(R->lparam); free(R->list); free(R->done); free(R->changed); free(R->pos); free(R->hubs);
-  free(R->item_work); free(R->nunl); free(R->is_hub);
+  free(R->imeta); free(R->nunl); free(R->is_hub);
 }
 
 /* One worker on device ctx->device: open (or borrow the device's
