@@ -458,6 +458,15 @@ summary.cvParCosnet <- function(object, ...) {
   object$metrics
 }
 
+# The colours parCosnet() gives the nodes of W (a network that
+# as_cosnet_network() has checked) for `seed` (1-based, as its `colours`),
+# coloured on the host on `threads` threads (one: the greedy pass in
+# priority order; more: the Jones-Plassmann rounds, the same colours): for
+# the tests and the colouring's benchmark (inst/bench/cosnet.R).
+cosnet_colours <- function(W, seed, threads = 1L) {
+  .Call(ffi_cosnet_colour, W@p, W@i, as.double(seed), as.integer(threads)) + 1L
+}
+
 # A random network for the benchmark (inst/bench/cosnet.R) and the tests:
 # Erdos-Renyi G(n, p) with p = degree / (n - 1) (mean degree `degree`),
 # U(0,1) weights, built as compressed rows in C by `threads` threads; the

@@ -13,6 +13,8 @@
  *                               and a test);
  *   ffi_cosnet_learn            COSNet's learning step alone (tests);
  *   ffi_cosnet_angle_groups     the GPU engine's angle groups of a job (tests);
+ *   ffi_cosnet_colour           the host colouring of a network alone (tests,
+ *                               inst/bench/cosnet.R);
  *   ffi_cosnet_random_network   the benchmark's random networks
  *                               (cosnet_random_network());
  *   ffi_lassie_rhs, ffi_lassie_jacobian, ffi_lassie_lu_solve,
@@ -41,6 +43,7 @@ SEXP ffi_gzip_check(SEXP);
 SEXP ffi_cosnet(SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_learn(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_angle_groups(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_cosnet_colour(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_normalize(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_random_network(SEXP, SEXP, SEXP, SEXP);
@@ -110,6 +113,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_cosnet, 3),
     CALLDEF(ffi_cosnet_learn, 4), /* internal */
     CALLDEF(ffi_cosnet_angle_groups, 8), /* internal */
+    CALLDEF(ffi_cosnet_colour, 4), /* internal */
     CALLDEF(ffi_cosnet_check, 5),
     CALLDEF(ffi_cosnet_normalize, 5),
     CALLDEF(ffi_cosnet_random_network, 4), /* internal */

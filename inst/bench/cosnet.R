@@ -17,7 +17,11 @@
 #                      6,391-node, degree-314 graph
 #   COSNET_PEER_REPS   rounds of that comparison (default 5; medians)
 #   COSNET_ONLY        sections to run, comma separated, among yeast, er,
-#                      mouse, peer (default all)
+#                      mouse, peer, colour (default all but colour)
+#   colour             the host colouring of the mouse-like network alone,
+#                      on one thread (the greedy pass that the GPU engine
+#                      runs beside its workers' opening) and on all threads
+#                      (the rounds of the CPU engine), best of five each
 #   COSNET_STAGES=1    with COSNET_DEVICES: also time the R side's stages of
 #                      the mouse-like CV (checks, labels, folds, metrics)
 #   COSNET_DEVICES     GPU device sets for the mouse-like CV, ';' between
@@ -160,6 +164,17 @@ for (ci in seq_along(cases)) {
                           input_gb, rss0, peak_rss_gb(), peak_rss_gb() - rss0, (peak_rss_gb() - rss0) / input_gb),
       note = "seconds = building the network (C generator)")
   rm(W, res_er, cv); invisible(gc())
+}
+
+# ---- the host colouring of the mouse-like network alone ----
+if (section("colour")) {
+  Wc <- er_graph(21151, 596, 3)
+  for (th in unique(c(1L, resolveBackend("cpu")$threads))) {
+    t <- min(replicate(5, system.time(sysbioGPU:::cosnet_colours(Wc, 1, th))[[3]]))
+    cat(sprintf("# host colouring of the mouse-like network (%d colours), %d thread(s): %.4f s (best of 5)\n",
+                max(sysbioGPU:::cosnet_colours(Wc, 1, th)), th, t))
+  }
+  rm(Wc)
 }
 
 # ---- 2. mouse-like: 21,151 nodes, degree 596, many classes, 5-fold CV ----

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cosnet.h"
 #include "glue.h"
@@ -222,6 +223,35 @@ SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab, SEXP threads) {
   if (st != SBG_OK) sbg_stop(st, st == SBG_ERR_INTERRUPTED ? ctx.errbuf : "out of memory while learning");
   SEXP ans = PROTECT(sbg_named_list(3, nm));
   for (int k = 0; k < 3; k++) sbg_set(ans, nm[k], Rf_ScalarReal(v[k]));
+  UNPROTECT(1);
+  return ans;
+}
+
+/* The host colouring of a network (slots p and i of a dgCMatrix that
+ * as_cosnet_network() has checked) from seed, on `threads` threads (one:
+ * the greedy pass; more: the Jones-Plassmann rounds; the same colours),
+ * for the tests and the colouring's benchmark (cosnet_colours()). */
+SEXP ffi_cosnet_colour(SEXP p, SEXP i, SEXP seed, SEXP threads) {
+  SBG_ASSERT(TYPEOF(p) == INTSXP && TYPEOF(i) == INTSXP && XLENGTH(p) >= 2 && TYPEOF(seed) == REALSXP &&
+             XLENGTH(seed) == 1 && TYPEOF(threads) == INTSXP && XLENGTH(threads) == 1);
+  int32_t n = (int32_t)(XLENGTH(p) - 1);
+  int64_t *rowptr = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
+  for (int32_t v = 0; v <= n; v++) rowptr[v] = INTEGER(p)[v];
+  SBG_ASSERT(rowptr[n] == XLENGTH(i));
+  sbg_cosnet_graph g;
+  memset(&g, 0, sizeof g);
+  g.n = n;
+  g.v_rowptr = rowptr;
+  g.v_col = INTEGER(i);
+  SEXP ans = PROTECT(Rf_allocVector(INTSXP, n));
+  sbg_ctx ctx;
+  sbg_progress pr;
+  const int no_device = 0;
+  sbg_ctx_setup(&ctx, &pr, INTEGER(threads)[0], &no_device, 1, 0, "parCosnet");
+  int32_t n_colours = 0;
+  sbg_status st = sbg_cosnet_colour_host(&g, (uint64_t)REAL(seed)[0], INTEGER(ans), &n_colours, &ctx);
+  sbg_progress_end(&pr);
+  if (st != SBG_OK) sbg_stop(st, st == SBG_ERR_ALLOC ? "out of memory while colouring the network" : ctx.errbuf);
   UNPROTECT(1);
   return ans;
 }

@@ -285,6 +285,28 @@ static int cmp_prio_desc(const void *a, const void *b) {
   return (x->v < y->v) - (x->v > y->v);
 }
 
+/* The smallest colour that none of v's coloured neighbours has; mk (at
+ * least deg(v) + 2 slots) never holds v on entry.  A neighbour's colour
+ * marks its slot, and an uncoloured neighbour (or one above deg(v), which
+ * cannot be the answer) marks the spare slot deg(v) + 1, so the loop over
+ * the row has no branch: about half of a node's neighbours are coloured
+ * when it is, in no order a branch predictor learns.  On the 2-core build
+ * machine the one-thread colouring of the mouse-like network of
+ * inst/bench/cosnet.R took a third of the time it took with the test in
+ * the loop (BENCHMARKS.md, parCosnet). */
+static inline int32_t smallest_free_colour(const sbg_cosnet_graph *g, int32_t v, const int32_t *colour,
+                                           int32_t *mk) {
+  int64_t b = g->v_rowptr[v], e = g->v_rowptr[v + 1];
+  uint32_t deg = (uint32_t)(e - b), spare = deg + 1;
+  for (int64_t k = b; k < e; k++) {
+    uint32_t cu = (uint32_t)colour[g->v_col[k]]; /* uncoloured (-1): above any degree */
+    mk[cu <= deg ? cu : spare] = v;
+  }
+  int32_t cv = 0;
+  while (mk[cv] == v) cv++;
+  return cv;
+}
+
 /* Jones-Plassmann: in each round every uncoloured node whose priority beats
  * all its uncoloured neighbours takes the smallest colour its neighbours do
  * not have.  This is the greedy colouring in decreasing priority order, so
@@ -323,14 +345,16 @@ sbg_status sbg_cosnet_colour_host(const sbg_cosnet_graph *g, uint64_t seed, int3
     for (int64_t i = 0; i < maxdeg + 2; i++) mark[i] = -1;
     int32_t ncol = 0;
     for (int32_t t = 0; t < n; t++) {
-      int32_t v = ord[t].v;
-      int64_t deg = g->v_rowptr[v + 1] - g->v_rowptr[v];
-      for (int64_t k = g->v_rowptr[v]; k < g->v_rowptr[v + 1]; k++) {
-        int32_t cu = colour[g->v_col[k]];
-        if (cu >= 0 && cu <= deg) mark[cu] = v;
+#ifdef __GNUC__
+      /* the nodes come in random order: fetch the start of a row to come
+       * (a quarter of the pass's time on that machine) */
+      if (t + 4 < n) {
+        const char *row = (const char *)(g->v_col + g->v_rowptr[ord[t + 4].v]);
+        for (int q = 0; q < 8; q++) __builtin_prefetch(row + 64 * q);
       }
-      int32_t cv = 0;
-      while (mark[cv] == v) cv++;
+#endif
+      int32_t v = ord[t].v;
+      int32_t cv = smallest_free_colour(g, v, colour, mark);
       colour[v] = cv;
       if (cv + 1 > ncol) ncol = cv + 1;
       if ((t & 65535) == 65535) {
@@ -367,15 +391,7 @@ sbg_status sbg_cosnet_colour_host(const sbg_cosnet_graph *g, uint64_t seed, int3
 #pragma omp parallel for num_threads(nt) if (nt > 1 && n_front > 4096) schedule(dynamic, 256)
     for (int32_t t = 0; t < n_front; t++) {
       int32_t v = front[t];
-      int32_t *mk = mark + (size_t)omp_get_thread_num() * (size_t)(maxdeg + 2);
-      int64_t deg = g->v_rowptr[v + 1] - g->v_rowptr[v];
-      for (int64_t k = g->v_rowptr[v]; k < g->v_rowptr[v + 1]; k++) {
-        int32_t cu = colour[g->v_col[k]];
-        if (cu >= 0 && cu <= deg) mk[cu] = v;
-      }
-      int32_t cv = 0;
-      while (mk[cv] == v) cv++;
-      colour[v] = cv;
+      colour[v] = smallest_free_colour(g, v, colour, mark + (size_t)omp_get_thread_num() * (size_t)(maxdeg + 2));
     }
     int32_t n_next = 0;
 #pragma omp parallel for num_threads(nt) if (nt > 1 && n_front > 4096) schedule(dynamic, 256)

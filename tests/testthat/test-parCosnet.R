@@ -125,6 +125,23 @@ test_that("the colouring is proper and is the greedy colouring in priority order
   expect_identical(fit$nColours, max(fit$colours))
 })
 
+test_that("the host colouring alone is the greedy colouring, on one thread and in rounds", {
+  # a hub (the spare slot of a node's marks at its degree + 1), isolated
+  # nodes, and a network whose first frontiers exceed the 4,096 nodes that
+  # the rounds keep on one thread
+  W <- cosnet_random_graph(300, 0.03, 43)
+  W[1, 2:200] <- 1
+  W[2:200, 1] <- 1
+  W[250:260, ] <- 0
+  W[, 250:260] <- 0
+  W <- Matrix::drop0(W)
+  for (threads in 1:2) expect_identical(sysbioGPU:::cosnet_colours(W, 5, threads), cosnet_greedy_colours(W, 5))
+  B <- sysbioGPU:::cosnet_random_network(20000, 3, 9)
+  ref <- cosnet_greedy_colours(B, 11)
+  expect_identical(sysbioGPU:::cosnet_colours(B, 11, 1), ref)
+  expect_identical(sysbioGPU:::cosnet_colours(B, 11, 2), ref)
+})
+
 test_that("regularisation (cost > 0) follows the colour-synchronous scheme", {
   # positives cluster, so that alpha > pi/4 and the penalty is on
   g <- cosnet_clustered(200, 0.05, 40, 70, 51, 52)
