@@ -12,8 +12,8 @@
  * overlapping the work on the previous one.  Workers, host threads with a
  * stream each (CUDA and C only, no R: the calling thread polls for
  * interrupts), take batches of jobs from one queue: one a device, or two
- * when the jobs are many, so that one's host work (codes, work items, the
- * learning's picks, collecting) overlaps the other's sweeps; the devices
+ * when the jobs are many, so that one's host work (codes, the learning's
+ * picks, collecting) overlaps the other's sweeps; the devices
  * are those of parCosnet(device = c(0, 1)).
  * The first worker colours the network and shares the colouring; the
  * first of each device uploads the network and shares it with the other.
