@@ -464,7 +464,7 @@ summary.cvParCosnet <- function(object, ...) {
 # priority order; more: the Jones-Plassmann rounds, the same colours): for
 # the tests and the colouring's benchmark (inst/bench/cosnet.R).
 cosnet_colours <- function(W, seed, threads = 1L) {
-  .Call(ffi_cosnet_colour, W@p, W@i, as.double(seed), as.integer(threads)) + 1L
+  .Call(ffi_cosnet_colour, W@p, W@i, W@x, as.double(seed), as.integer(threads)) + 1L
 }
 
 # A random network for the benchmark (inst/bench/cosnet.R) and the tests:

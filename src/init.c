@@ -43,7 +43,7 @@ SEXP ffi_gzip_check(SEXP);
 SEXP ffi_cosnet(SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_learn(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_angle_groups(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-SEXP ffi_cosnet_colour(SEXP, SEXP, SEXP, SEXP);
+SEXP ffi_cosnet_colour(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_check(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_normalize(SEXP, SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_cosnet_random_network(SEXP, SEXP, SEXP, SEXP);
@@ -113,7 +113,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_cosnet, 3),
     CALLDEF(ffi_cosnet_learn, 4), /* internal */
     CALLDEF(ffi_cosnet_angle_groups, 8), /* internal */
-    CALLDEF(ffi_cosnet_colour, 4), /* internal */
+    CALLDEF(ffi_cosnet_colour, 5), /* internal */
     CALLDEF(ffi_cosnet_check, 5),
     CALLDEF(ffi_cosnet_normalize, 5),
     CALLDEF(ffi_cosnet_random_network, 4), /* internal */

@@ -5,7 +5,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cosnet.h"
 #include "glue.h"
@@ -79,23 +78,35 @@ static void check_csc(SEXP p, SEXP i, SEXP x, int nth) {
   if (first < n) stop_bad_rows(p, i, first);
 }
 
+/* The compressed columns p, i, x of a symmetric dgCMatrix, which are also
+ * its rows, checked (check_csc()) into g; the row offsets live in R_alloc
+ * memory until the .Call returns. */
+static void graph_decode(SEXP p, SEXP i, SEXP x, int nth, sbg_cosnet_graph *g) {
+  check_csc(p, i, x, nth);
+  int32_t n = (int32_t)(XLENGTH(p) - 1);
+  int64_t *rowptr = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
+  const int *pv = INTEGER(p);
+#pragma omp parallel for num_threads(nth > 0 ? nth : 1) schedule(static)
+  for (int32_t v = 0; v <= n; v++) rowptr[v] = pv[v];
+  g->n = n;
+  g->v_rowptr = rowptr;
+  g->v_col = INTEGER(i);
+  g->v_w = REAL(x);
+}
+
 /* data = list(p, i, x: the compressed columns of a symmetric dgCMatrix,
  * which are also its rows; labels: n x K integer (1, -1, 0); folds: n x K
  * integer or NULL) -> the engine's input; the arrays live in R_alloc
  * memory until the .Call returns. */
 static void input_decode(SEXP data, SEXP params, int nth, sbg_cosnet_input *in) {
   SEXP p = sbg_elt(data, "p"), i = sbg_elt(data, "i"), x = sbg_elt(data, "x");
-  check_csc(p, i, x, nth);
+  graph_decode(p, i, x, nth, &in->g);
   SEXP labels = sbg_vec_elt(data, "labels", INTSXP, -1), folds = sbg_elt(data, "folds");
   int32_t n = (int32_t)(XLENGTH(p) - 1);
   SBG_ASSERT(n >= 1 && XLENGTH(labels) % n == 0);
   int32_t nf = sbg_int_elt(params, "nfolds");
   SBG_ASSERT(nf >= 0 && (nf == 0) == Rf_isNull(folds));
   SBG_ASSERT(Rf_isNull(folds) || (TYPEOF(folds) == INTSXP && XLENGTH(folds) == XLENGTH(labels)));
-  int64_t *rowptr = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
-  const int *pv = INTEGER(p);
-#pragma omp parallel for num_threads(nth > 0 ? nth : 1) schedule(static)
-  for (int32_t v = 0; v <= n; v++) rowptr[v] = pv[v];
   int8_t *lab = (int8_t *)R_alloc((size_t)XLENGTH(labels), 1);
   /* threaded: nodes x classes is tens of millions on large runs */
   const int *lv = INTEGER(labels);
@@ -107,10 +118,6 @@ static void input_decode(SEXP data, SEXP params, int nth, sbg_cosnet_input *in) 
     lab[t] = (int8_t)l;
   }
   SBG_ASSERT(bad == 0);
-  in->g.n = n;
-  in->g.v_rowptr = rowptr;
-  in->g.v_col = INTEGER(i);
-  in->g.v_w = REAL(x);
   in->n_classes = (int32_t)(XLENGTH(labels) / n);
   in->v_labels = lab;
   in->v_folds = Rf_isNull(folds) ? NULL : INTEGER(folds);
@@ -227,22 +234,16 @@ SEXP ffi_cosnet_learn(SEXP x, SEXP y, SEXP lab, SEXP threads) {
   return ans;
 }
 
-/* The host colouring of a network (slots p and i of a dgCMatrix that
- * as_cosnet_network() has checked) from seed, on `threads` threads (one:
- * the greedy pass; more: the Jones-Plassmann rounds; the same colours),
- * for the tests and the colouring's benchmark (cosnet_colours()). */
-SEXP ffi_cosnet_colour(SEXP p, SEXP i, SEXP seed, SEXP threads) {
-  SBG_ASSERT(TYPEOF(p) == INTSXP && TYPEOF(i) == INTSXP && XLENGTH(p) >= 2 && TYPEOF(seed) == REALSXP &&
-             XLENGTH(seed) == 1 && TYPEOF(threads) == INTSXP && XLENGTH(threads) == 1);
-  int32_t n = (int32_t)(XLENGTH(p) - 1);
-  int64_t *rowptr = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
-  for (int32_t v = 0; v <= n; v++) rowptr[v] = INTEGER(p)[v];
-  SBG_ASSERT(rowptr[n] == XLENGTH(i));
+/* The host colouring of a network (slots p, i, x of a symmetric
+ * dgCMatrix, as parCosnet() passes them) from seed, on `threads` threads
+ * (one: the greedy pass; more: the Jones-Plassmann rounds; the same
+ * colours), for the tests and the colouring's benchmark
+ * (cosnet_colours()). */
+SEXP ffi_cosnet_colour(SEXP p, SEXP i, SEXP x, SEXP seed, SEXP threads) {
+  SBG_ASSERT(TYPEOF(seed) == REALSXP && XLENGTH(seed) == 1 && TYPEOF(threads) == INTSXP && XLENGTH(threads) == 1);
   sbg_cosnet_graph g;
-  memset(&g, 0, sizeof g);
-  g.n = n;
-  g.v_rowptr = rowptr;
-  g.v_col = INTEGER(i);
+  graph_decode(p, i, x, INTEGER(threads)[0], &g);
+  int32_t n = g.n;
   SEXP ans = PROTECT(Rf_allocVector(INTSXP, n));
   sbg_ctx ctx;
   sbg_progress pr;
