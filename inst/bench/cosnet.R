@@ -192,6 +192,9 @@ if (nzchar(dev_sets) && gpu) {
   for (ds in sets) {
     # warm-up: CUDA contexts of all devices of the set
     invisible(cvParCosnet(W, Y[, 1:2], nfolds = 5, seed = 1, backend = "gpu", device = ds, verbose = FALSE))
+    # every set's call starts from a collected heap: otherwise R's garbage
+    # collection falls in whichever call crosses its threshold
+    invisible(gc())
     wall <- system.time(cv <- cvParCosnet(W, Y, nfolds = 5, seed = 1, backend = "gpu", device = ds,
                                           verbose = FALSE))[[3]]
     if (is.null(ref)) ref <- list(cv = cv, wall = wall, n = length(ds))

@@ -1334,7 +1334,8 @@ done:
   return st;
 }
 
-/* Smallest batch the queue hands out while more jobs are left. */
+/* Smallest first batch of several workers (batch_cap()), and a worker's
+ * jobs below which a device takes one worker. */
 #define MIN_BATCH 16
 #ifndef COSNET_PINNED_NODE_JOBS
 #define COSNET_PINNED_NODE_JOBS 2e7
@@ -1353,7 +1354,10 @@ done:
  * launches a sweep); in small pages, where pinning took about a
  * millisecond a megabyte, 1e7 had been the best (1e7 node-jobs were 260
  * MB then: 0.98-1.00 and 0.72-0.78 s, against 1.10-1.17 and 0.85-0.98 s
- * for twice that). */
+ * for twice that).  With batches of one size (dr_take()), alternating
+ * builds, two H200s' host: 2e7 0.44-0.47 s on one GPU and 0.30-0.31 s on
+ * two, 4e7 0.49-0.52 and 0.31-0.34 s, 1e7 a worker however many workers
+ * (batches of 472 jobs on two GPUs too) 0.43-0.48 and 0.31-0.33 s. */
 static int32_t batch_cap(const dev_worker *w, int32_t n, const sbg_cosnet_params *p) {
   int nw = w->n_workers;
   int32_t n_jobs = w->n_jobs;
@@ -1556,17 +1560,23 @@ done:
 }
 
 /* The worker's next batch from the queue into j0, nb (nb = 0: none left).
- * One worker takes B jobs at a time; several take a share of what is left
- * (half of it over the workers, at least MIN_BATCH, at most B), so that
- * the batches shrink towards the end and the devices finish together. */
+ * Several workers take batches of one size, the fewest a worker that B
+ * allows (every worker about the same number): a batch's sweeps cost
+ * about the same whatever its jobs (a launch a colour and sweep), so
+ * batches that shrink towards the end, as they did (half of what was left
+ * over the workers, down to MIN_BATCH), added about as many small batches
+ * as there were full ones, and their launches did not split over GPUs.
+ * On the mouse-like CV (two H200s' host) a worker then took 11-12
+ * batches, one GPU or two; now 6 (engine 0.44-0.49 s on one GPU and
+ * 0.30-0.32 s on two over five runs, against 0.50-0.51 and 0.33-0.34 s
+ * for the shrinking batches in the same calls). */
 static void dr_take(dev_run *R) {
   dev_worker *w = R->w;
   int32_t take = R->B;
   if (w->n_workers > 1) {
-    int64_t left = (int64_t)w->n_jobs - w->next->load();
-    int64_t share = (left + 2 * (int64_t)w->n_workers - 1) / (2 * w->n_workers);
-    if (share < MIN_BATCH) share = MIN_BATCH;
-    if (share < take) take = (int32_t)share;
+    int64_t per_worker = ((int64_t)w->n_jobs + (int64_t)w->n_workers * R->B - 1) / ((int64_t)w->n_workers * R->B);
+    int64_t even = ((int64_t)w->n_jobs + w->n_workers * per_worker - 1) / (w->n_workers * per_worker);
+    if (even < take) take = (int32_t)even;
   }
   int32_t j0 = w->next->fetch_add(take);
   R->j0 = j0;
@@ -1972,7 +1982,13 @@ done:
   }
 #endif
   if (pinner.joinable()) pinner.join();
+#ifdef SBG_COSNET_PROFILE
+  double close_t = prof_now();
+#endif
   dr_close(&R, st);
+#ifdef SBG_COSNET_PROFILE
+  fprintf(stderr, "cosnet-prof device %d close %.3f\n", ctx->device, prof_now() - close_t);
+#endif
   return st;
 }
 
@@ -1994,6 +2010,9 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
           ctx->n_threads);
 #endif
   int nw = nd * wpd;
+#ifdef SBG_COSNET_PROFILE
+  double entry_t = prof_now();
+#endif
   std::atomic<int32_t> next(0);
   early_colour ec;
   early_colour_start(&ec, in, p, out, ctx);
@@ -2110,6 +2129,9 @@ extern "C" sbg_status sbg_cosnet_gpu(const sbg_cosnet_input *in, const sbg_cosne
   }
   for (int d = 0; d < nw; d++) th[d].join();
   early_colour_end(&ec);
+#ifdef SBG_COSNET_PROFILE
+  fprintf(stderr, "cosnet-prof entry to exit %.3f\n", prof_now() - entry_t);
+#endif
 
   out->n_parts = 0;
   for (int d = 0; d < nw; d++)
