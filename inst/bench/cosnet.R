@@ -29,9 +29,10 @@
 #                      each set (the classes split over its devices, one
 #                      process) instead of the GPU/CPU pair, and the table
 #                      gives the speed-up and efficiency (speed-up per
-#                      device) against the first set.  A 1 -> 2 GPU run in
-#                      under 2 minutes:
-#                        COSNET_ONLY=mouse COSNET_DEVICES="0;0,1" Rscript inst/bench/cosnet.R
+#                      device) against the first set; a set may come
+#                      again, so that the sets alternate.  A 1 -> 2 GPU
+#                      run, each set twice, in under 2 minutes:
+#                        COSNET_ONLY=mouse COSNET_DEVICES="0;0,1;0;0,1" Rscript inst/bench/cosnet.R
 suppressPackageStartupMessages({library(sysbioGPU); library(Matrix)})
 env_num <- function(name, default) as.numeric(Sys.getenv(name, default))
 
@@ -188,21 +189,23 @@ if (nzchar(dev_sets) && gpu) {
   # 1 -> several GPUs: the same CV on each device set; seconds = the
   # engine's (all devices together), wall adds the folds and metrics in R
   sets <- lapply(strsplit(strsplit(dev_sets, ";")[[1]], ","), as.integer)
+  # One whole call first, kept as the reference of every set's result.
+  # Every timed call then starts from the same heap (this result, W and Y
+  # live, nothing else, collected): R's garbage collection depends on what
+  # the heap holds, and a timed call that held one result more or less
+  # than another took 0.1-0.25 s more or less in R (two H200s' host), which
+  # is no property of the device set.
+  first <- cvParCosnet(W, Y, nfolds = 5, seed = 1, backend = "gpu", device = sets[[1]], verbose = FALSE)
   ref <- NULL
-  # one whole call first: the first call of this size in the process grows
-  # R's heap (0.2-0.25 s of the R side on two H200s' host), which would
-  # otherwise fall in the first set's wall time
-  invisible(cvParCosnet(W, Y, nfolds = 5, seed = 1, backend = "gpu", device = sets[[1]], verbose = FALSE))
   for (ds in sets) {
     # warm-up: CUDA contexts of all devices of the set
     invisible(cvParCosnet(W, Y[, 1:2], nfolds = 5, seed = 1, backend = "gpu", device = ds, verbose = FALSE))
-    # every set's call starts from a collected heap: otherwise R's garbage
-    # collection falls in whichever call crosses its threshold
+    cv <- NULL
     invisible(gc())
     wall <- system.time(cv <- cvParCosnet(W, Y, nfolds = 5, seed = 1, backend = "gpu", device = ds,
                                           verbose = FALSE))[[3]]
-    if (is.null(ref)) ref <- list(cv = cv, wall = wall, n = length(ds))
-    sp <- ref$cv$seconds / cv$seconds
+    if (is.null(ref)) ref <- list(seconds = cv$seconds, wall = wall, n = length(ds))
+    sp <- ref$seconds / cv$seconds
     add(workload = sprintf("mouse-like n=%d deg=596, %d classes, 5-fold CV, GPU(s) %s", nm, K,
                            paste(ds, collapse = ",")),
         backend = "gpu", threads = cv$threads, seconds = round(cv$seconds, 2), wall = round(wall, 2),
@@ -210,8 +213,8 @@ if (nzchar(dev_sets) && gpu) {
                             length(ds), sp, ref$wall / wall, sp / (length(ds) / ref$n),
                             paste(sets[[1]], collapse = ",")),
         note = sprintf("identical to the first set: %s",
-                       identical(cv$scores, ref$cv$scores) && identical(cv$jobs, ref$cv$jobs) &&
-                         identical(cv$metrics, ref$cv$metrics)))
+                       identical(cv$scores, first$scores) && identical(cv$jobs, first$jobs) &&
+                         identical(cv$metrics, first$metrics)))
   }
   # COSNET_STAGES=1: the R side's stages of the last set's call, each
   # timed alone on the same input (wall - engine is about their sum plus
@@ -232,6 +235,7 @@ if (nzchar(dev_sets) && gpu) {
     invisible(stage("garbage collection", gc()))
     rm(W2, lab, lsum, folds)
   }
+  rm(first, cv)
   backends_mouse <- character(0)
 } else {
   backends_mouse <- backends

@@ -1410,8 +1410,9 @@ static void early_pin(dev_run *R, int device) {
 /* Jobs per batch: about 30 bytes per node and job on the device, within
  * half of the free memory (and of what the budget leaves), shared by the
  * device's workers; the host mirrors (host_block_bytes()) stay near 4
- * GB over all workers.  With several workers, no more than the
- * queue's first batch (see dr_take). */
+ * GB over all workers.  With several workers, no more than the queue's
+ * first batch, and then evened out: the fewest batches a worker that
+ * this size allows, every batch of one size (see dr_take). */
 static sbg_status dr_batch_size(dev_run *R, sbg_ctx *ctx) {
   sbg_status st = SBG_OK;
   int32_t n = R->n;
@@ -1429,6 +1430,12 @@ static sbg_status dr_batch_size(dev_run *R, sbg_ctx *ctx) {
     double fit = avail * 0.5 / per_job / (R->w->share ? 2 : 1);
     int32_t cap = batch_cap(R->w, n, R->p);
     R->B = fit < 1 ? 1 : fit > cap ? cap : (int32_t)fit;
+  }
+  if (R->w->n_workers > 1) {
+    const int64_t J = R->w->n_jobs, nw = R->w->n_workers;
+    const int64_t per_worker = (J + nw * R->B - 1) / (nw * R->B);
+    const int64_t even = (J + nw * per_worker - 1) / (nw * per_worker);
+    if (even < R->B) R->B = (int32_t)even;
   }
 done:
   return st;
@@ -1559,9 +1566,10 @@ done:
   return st;
 }
 
-/* The worker's next batch from the queue into j0, nb (nb = 0: none left).
- * Several workers take batches of one size, the fewest a worker that B
- * allows (every worker about the same number): a batch's sweeps cost
+/* The worker's next batch of B jobs from the queue into j0, nb (nb = 0:
+ * none left; the last may be short).  Several workers take batches of one
+ * size, the fewest a worker that the buffers allow (dr_batch_size(); every
+ * worker about the same number): a batch's sweeps cost
  * about the same whatever its jobs (a launch a colour and sweep), so
  * batches that shrink towards the end, as they did (half of what was left
  * over the workers, down to MIN_BATCH), added about as many small batches
@@ -1572,15 +1580,9 @@ done:
  * for the shrinking batches in the same calls). */
 static void dr_take(dev_run *R) {
   dev_worker *w = R->w;
-  int32_t take = R->B;
-  if (w->n_workers > 1) {
-    int64_t per_worker = ((int64_t)w->n_jobs + (int64_t)w->n_workers * R->B - 1) / ((int64_t)w->n_workers * R->B);
-    int64_t even = ((int64_t)w->n_jobs + w->n_workers * per_worker - 1) / (w->n_workers * per_worker);
-    if (even < take) take = (int32_t)even;
-  }
-  int32_t j0 = w->next->fetch_add(take);
+  int32_t j0 = w->next->fetch_add(R->B);
   R->j0 = j0;
-  R->nb = j0 >= w->n_jobs ? 0 : (w->n_jobs - j0 < take ? w->n_jobs - j0 : take);
+  R->nb = j0 >= w->n_jobs ? 0 : (w->n_jobs - j0 < R->B ? w->n_jobs - j0 : R->B);
 }
 
 /* The summary of `kind` of the batch's jobs in list (k of them; NULL: all
