@@ -91,3 +91,40 @@ test_that("nColours counts the colours of a one-thread run (the greedy colouring
                     verbose = FALSE)
   expect_identical(cv$nColours, max(f1$colours))
 })
+
+test_that("an edge data.frame without a weight column gives every edge the weight 1", {
+  # m0130: the network of from / to alone is the hand-built one of unit
+  # weights (both directions of each edge)
+  E <- data.frame(from = c(1, 2, 3, 1), to = c(2, 3, 4, 4))
+  W <- sysbioGPU:::as_cosnet_network(E)
+  ref <- matrix(0, 4, 4)
+  ref[cbind(c(1, 2, 3, 1), c(2, 3, 4, 4))] <- 1
+  ref <- ref + t(ref)
+  expect_identical(unname(as.matrix(W)), ref)
+})
+
+test_that("the glue refuses a slot p of length 1 and a slot p that decreases, naming the column", {
+  # m2782 (and the check of p's length beside m2765's): the structure
+  # checks that run before any entry is read
+  chk <- function(p, i, x) .Call(sysbioGPU:::ffi_cosnet_check, p, i, x, 1e-12, 1L)
+  cls <- "sysbioGPU_error_input"
+  expect_error(chk(0L, integer(), numeric()), class = cls, regexp = "(slot p of length < 2)", fixed = TRUE)
+  expect_error(chk(c(0L, 3L, 2L, 4L), c(1L, 2L, 0L, 0L), rep(1, 4)), class = cls,
+               regexp = "slot p decreases at column 2", fixed = TRUE)
+  expect_error(chk(c(0L, 1L, 2L, 4L, 3L, 4L), c(1L, 0L, 3L, 4L), rep(1, 4)), class = cls,
+               regexp = "slot p decreases at column 4", fixed = TRUE)
+})
+
+test_that("the engine's result list has its ten fields and no other", {
+  # m2884: a list allocated one longer carries an eleventh field (and reads
+  # a name past the end of the names)
+  W <- cosnet_random_graph(9, 0.5, 4)
+  y <- c(1, 0, 1, 0, 0, 1, 0, 0, 1)
+  ns <- asNamespace("sysbioGPU")
+  lab <- ns$as_cosnet_labels(cbind(a = y), W)
+  folds <- ns$cosnet_folds(lab, 2L, 1, 1L)
+  b <- resolveBackend("cpu", 1)
+  r <- ns$cosnet_run(W, lab, folds, 2L, 0, 1000L, 1, b, NULL, FALSE)
+  expect_identical(names(r), c("scores", "pred", "alpha", "c", "fscore", "sweeps", "converged", "colour",
+                               "nColours", "parts", "workers", "seconds"))
+})

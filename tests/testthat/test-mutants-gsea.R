@@ -147,3 +147,14 @@ test_that("Ctrl-C during a long multilevel level stops the run", {
                "interrupted by the user", class = "sysbioGPU_error_interrupted")
   expect_length(philoxDraws(3, 1), 3) # R is usable afterwards
 })
+
+# ---- the RNK reader --------------------------------------------------------
+
+test_that("a ranked list's first value that is not a number is named by its line of the file", {
+  # m0466: line 3 of the file (after a comment line), not the list's second entry
+  f <- tempfile(fileext = ".rnk")
+  on.exit(unlink(f))
+  writeLines(c("# a comment", "G1\t1.5", "G2\tabc", "G3\t2", "G4\txyz"), f)
+  expect_error(sysbioGPU:::read_rnk(f), class = "sysbioGPU_error_input",
+               regexp = "line 3: the value is not a number", fixed = TRUE)
+})

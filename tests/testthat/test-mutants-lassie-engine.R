@@ -340,3 +340,32 @@ test_that("implicit steps hand back after 10 steps in a row with h rho < 1, not 
   expect_gte(hrho[last - 10], 1)
   expect_gte(r[imp[last - 10], "implicitSteps"], 20)
 })
+
+test_that("a batch's first bad value in matrix order decides the message: negative before NaN", {
+  # m13775: rows are simulations, columns reactions; the first bad value
+  # in R's column-major order is [1, 2] (negative), a later row's [3, 2]
+  # is NaN and must not take its place, in either order of kinds
+  m <- reactionModel(rbind(c(1, 0), c(0, 1)), rbind(c(0, 1), c(0, 0)), rates = c(2, 0.5),
+                     initial = c(10, 0), species = c("A", "B"))
+  r <- matrix(1, 3, 2)
+  r[1, 2] <- -1
+  r[3, 2] <- NaN
+  expect_error(lassieSimulate(m, c(0, 1), rates = r, backend = "cpu", threads = 1), class = "sysbioGPU_error_input",
+               regexp = "`rates` must not be negative", fixed = TRUE)
+  r[1, 2] <- NaN
+  r[3, 2] <- -1
+  expect_error(lassieSimulate(m, c(0, 1), rates = r, backend = "cpu", threads = 1), class = "sysbioGPU_error_input",
+               regexp = "`rates` must not contain NA, NaN or Inf", fixed = TRUE)
+})
+
+test_that("a reactant order of 1000 runs to the closed form; 1001 is refused by name", {
+  # m13210: the engine's bound on orders is the reader's, 1000.
+  # dA/dt = -k A^1000 from A(0) = 1: A(t) = (1 + 999 k t)^(-1/999)
+  k <- 0.5
+  m <- reactionModel(matrix(1000), matrix(999), rates = k, initial = 1, species = "A")
+  r <- lassieSimulate(m, c(0, 0.5, 1), backend = "cpu", threads = 1)
+  expect_equal(unname(r[, "A"]), (1 + 999 * k * c(0, 0.5, 1))^(-1 / 999), tolerance = 1e-6)
+  m2 <- reactionModel(matrix(1001), matrix(0), rates = 1, initial = 1, species = "A")
+  expect_error(lassieSimulate(m2, c(0, 1), backend = "cpu", threads = 1), class = "sysbioGPU_error_input",
+               regexp = "a reactant order of 1001 (more than 1000", fixed = TRUE)
+})

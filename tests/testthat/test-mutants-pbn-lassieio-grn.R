@@ -387,3 +387,31 @@ test_that("MathML minus, divide and power with the wrong number of operands are 
   m <- one(map("times", mci("k"), map("minus", map("minus", mci("A")))))
   expect_equal(sysbioGPU:::lassie_rhs(m, c(2, 0)), c(-2, 2))
 })
+
+# ---- readPBN() and print() ---------------------------------------------------
+
+test_that("print() shows a node's single function without a probability", {
+  # m2199: one function a node, no "(1)" after it
+  f <- tempfile(fileext = ".bnet")
+  on.exit(unlink(f))
+  writeLines(c("targets, factors", "A, B", "B, !A"), f)
+  out <- utils::capture.output(print(readPBN(f)))
+  expect_identical(out, c("<pbn> 2 node(s), 2 function(s)", "  A = B", "  B = !A"))
+})
+
+test_that("negations and brackets side by side are no nesting; 65 levels of either are", {
+  # m2234: the depth comes back down after each '!' and each '(' (64
+  # levels allowed)
+  f <- tempfile(fileext = ".bnet")
+  on.exit(unlink(f))
+  rd <- function(rule) {
+    writeLines(c("targets, factors", "A, B", paste0("B, ", rule)), f)
+    readPBN(f)
+  }
+  expect_s3_class(rd(paste(rep("!A", 70), collapse = " & ")), "pbn")
+  expect_s3_class(rd(paste(rep("(A)", 70), collapse = " | ")), "pbn")
+  expect_s3_class(rd(paste0(strrep("!", 64), "A")), "pbn")
+  expect_error(rd(paste0(strrep("!", 65), "A")), class = "sysbioGPU_error_input", regexp = "deeper than 64 levels")
+  expect_error(rd(paste0(strrep("(", 65), "A", strrep(")", 65))), class = "sysbioGPU_error_input",
+               regexp = "deeper than 64 levels")
+})
