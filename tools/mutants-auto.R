@@ -519,6 +519,16 @@ build_env <- function(cfg, work) {
 
 # Which objects compile unmutated here, and the unmutated tests of each
 # test list: they must pass, and their time sets the time limit.
+# A file name for a list of test files: the list itself, or (longer than
+# file systems allow for a name) its start and a checksum of the whole.
+list_key <- function(tl) {
+  key <- gsub("[^A-Za-z0-9]", "_", tl)
+  if (nchar(key) <= 150L) return(key)
+  code <- utf8ToInt(tl)
+  sum <- sum(as.numeric(code) * seq_along(code)) %% 2147483647
+  paste0(substr(key, 1L, 120L), "_", sprintf("%010.0f", sum))
+}
+
 baseline <- function(cfg, prep, s, benv, work) {
   # which C files compile unmutated here (else their mutants are skipped)
   cfiles <- unique(s$file[!grepl("\\.R$", s$file)])
@@ -543,7 +553,7 @@ baseline <- function(cfg, prep, s, benv, work) {
   }
   bt <- parallel::mclapply(lists, function(tl) {
     a <- Sys.time()
-    r <- run_tests(cfg, base_lib, NULL, tl, file.path(cfg$out, "logs", paste0("baseline-", gsub("[^A-Za-z0-9]", "_", tl), ".log")), Inf)
+    r <- run_tests(cfg, base_lib, NULL, tl, file.path(cfg$out, "logs", paste0("baseline-", list_key(tl), ".log")), Inf)
     list(r = r, secs = as.numeric(difftime(Sys.time(), a, units = "secs")))
   }, mc.cores = cfg$jobs, mc.preschedule = FALSE)
   base_secs <- setNames(vapply(bt, function(x) x$secs, 0), lists)

@@ -415,3 +415,14 @@ test_that("negations and brackets side by side are no nesting; 65 levels of eith
   expect_error(rd(paste0(strrep("(", 65), "A", strrep(")", 65))), class = "sysbioGPU_error_input",
                regexp = "deeper than 64 levels")
 })
+
+test_that("libSBML's parameters reach R as three named fields", {
+  # m16952: the C reader's list of the model's parameters (id, value,
+  # constant) and nothing else, as the file gives them
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  f <- mut_sbml(c(A = 1, B = 0), c(k = 2, k2 = 0.5), list(r = list(re = "A", pr = "B", law = map("times", mci("k"), mci("A")))))
+  d <- .Call(sysbioGPU:::ffi_lassie_read_sbml, normalizePath(f))
+  expect_identical(names(d$parameters), c("id", "value", "constant"))
+  expect_identical(d$parameters$id, c("k", "k2"))
+  expect_identical(d$parameters$value, c(2, 0.5))
+})
