@@ -517,8 +517,6 @@ build_env <- function(cfg, work) {
   paste(e, collapse = " ")
 }
 
-# Which objects compile unmutated here, and the unmutated tests of each
-# test list: they must pass, and their time sets the time limit.
 # A file name for a list of test files: the list itself, or (longer than
 # file systems allow for a name) its start and a checksum of the whole.
 list_key <- function(tl) {
@@ -529,6 +527,8 @@ list_key <- function(tl) {
   paste0(substr(key, 1L, 120L), "_", sprintf("%010.0f", sum))
 }
 
+# Which objects compile unmutated here, and the unmutated tests of each
+# test list: they must pass, and their time sets the time limit.
 baseline <- function(cfg, prep, s, benv, work) {
   # which C files compile unmutated here (else their mutants are skipped)
   cfiles <- unique(s$file[!grepl("\\.R$", s$file)])

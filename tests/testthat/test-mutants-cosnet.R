@@ -115,7 +115,7 @@ test_that("the glue refuses a slot p of length 1 and a slot p that decreases, na
                regexp = "slot p decreases at column 4", fixed = TRUE)
 })
 
-test_that("the engine's result list has its ten fields and no other", {
+test_that("the engine's result list has its ten fields, then the run's workers and seconds, and no other", {
   # m2884: a list allocated one longer carries an eleventh field (and reads
   # a name past the end of the names)
   W <- cosnet_random_graph(9, 0.5, 4)
