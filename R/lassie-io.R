@@ -49,9 +49,9 @@ poly_mul <- function(a, b) {
 # the operands' polynomials ps, or NULL when the result is no polynomial
 # (a division by a non-constant, a power that is not a whole number).
 poly_arith <- function(op, ps) {
-  if (op == "+") return(if (length(ps) == 1L) ps[[1]] else poly_add(ps[[1]], ps[[2]]))
+  if (op == "+") return(Reduce(poly_add, ps))   # n-ary, left to right (SBML's)
   if (op == "-") return(if (length(ps) == 1L) -ps[[1]] else poly_add(ps[[1]], -ps[[2]]))
-  if (op == "*") return(poly_mul(ps[[1]], ps[[2]]))
+  if (op == "*") return(Reduce(poly_mul, ps))
   if (op == "/" && poly_is_const(ps[[2]])) return(ps[[1]] / sum(ps[[2]]))
   if (op == "^" && poly_is_const(ps[[2]])) return(poly_pow(ps[[1]], sum(ps[[2]])))
   NULL
@@ -1552,7 +1552,10 @@ sbml_relation <- function(f) function(...) {
   as.double(length(x) < 2L || all(f(x[-length(x)], x[-1L])))
 }
 sbml_functions <- list(
-  `+` = `+`, `-` = `-`, `*` = `*`, `/` = `/`, `^` = `^`,
+  # + and * are n-ary (the reader's calls of all the operands of a sum or
+  # product), taken left to right
+  `+` = function(...) Reduce(`+`, c(...)), `-` = `-`, `*` = function(...) Reduce(`*`, c(...)),
+  `/` = `/`, `^` = `^`,
   exp = exp, ln = log, log10 = log10, log_base = function(b, x) log(x, b),
   sqrt = sqrt, root = function(n, x) x^(1 / n), abs = abs, floor = floor, ceiling = ceiling,
   factorial = factorial, max = max, min = min,

@@ -64,17 +64,41 @@ static SEXP call_n(const char *fun, const ASTNode_t *a, unsigned from, int depth
   return r;
 }
 
-/* n-ary + and * as nested binary calls; with no operand their identity */
+/* n-ary + and * as one call of all their operands, evaluated left to
+ * right (R/lassie-io.R); with one operand that operand, with none their
+ * identity.  A first operand that is itself the same operation, as in
+ * ((a + b) + c) + d, gives its operands to the call too: the order of
+ * evaluation is the same, and a long sum written so, or folded into nested
+ * calls, would be as deep as it is long, which R's recursion over the call
+ * does not survive past a few hundred terms. */
 static SEXP fold(const char *op, const ASTNode_t *a, double identity, int depth) {
+  const ASTNodeType_t t = ASTNode_getType(a);
   unsigned n = ASTNode_getNumChildren(a);
   if (n == 0) return Rf_ScalarReal(identity);
-  SEXP r = PROTECT(ast_to_r(ASTNode_getChild(a, 0), depth + 1));
-  for (unsigned i = 1; i < n; i++) {
-    SEXP c = PROTECT(ast_to_r(ASTNode_getChild(a, i), depth + 1));
-    r = Rf_lang3(Rf_install(op), r, c);
-    UNPROTECT(2);
-    PROTECT(r);
+  if (n == 1) return ast_to_r(ASTNode_getChild(a, 0), depth + 1);
+  /* the left spine: a, then each first operand of the same operation
+   * with at least two operands of its own */
+  int levels = 1;
+  for (const ASTNode_t *c = a; ; levels++) {
+    c = ASTNode_getChild(c, 0);
+    if (ASTNode_getType(c) != t || ASTNode_getNumChildren(c) < 2) break;
   }
+  const ASTNode_t **spine = (const ASTNode_t **)R_alloc((size_t)levels, sizeof(*spine));
+  spine[0] = a;
+  for (int l = 1; l < levels; l++) spine[l] = ASTNode_getChild(spine[l - 1], 0);
+  /* operands from the last: the top's later ones, ..., the bottom's all */
+  PROTECT_INDEX ix;
+  SEXP args = R_NilValue;
+  PROTECT_WITH_INDEX(args, &ix);
+  for (int l = 0; l < levels; l++) {
+    unsigned m = ASTNode_getNumChildren(spine[l]), first = l == levels - 1 ? 0 : 1;
+    for (unsigned i = m; i > first; i--) {
+      SEXP c = PROTECT(ast_to_r(ASTNode_getChild(spine[l], i - 1), depth + 1));
+      REPROTECT(args = Rf_cons(c, args), ix);
+      UNPROTECT(1);
+    }
+  }
+  SEXP r = Rf_lcons(Rf_install(op), args);
   UNPROTECT(1);
   return r;
 }

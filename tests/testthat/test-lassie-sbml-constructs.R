@@ -376,3 +376,32 @@ test_that("constants: NaN is a value; a constant rule with the delay csymbol is 
   out <- lassieSimulate(m, c(0, 1), backend = "cpu", verbose = FALSE)
   expect_equal(unname(out[2, "A"]), exp(-1), tolerance = 1e-6)
 })
+
+test_that("long sums and products read as one call, evaluated left to right", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # A' = -k A, A(0) = 2: every law below is k A written another way
+  run <- function(law, species = list(A = list(init = 2))) {
+    m <- readSBML(sc_model(species = species, params = c(k = 0.8), reactions = list(deg = list(re = "A", law = law))))
+    lassieSimulate(m, c(0, 1), rtol = 1e-10, atol = 1e-14, backend = "cpu", verbose = FALSE)[2, "A"]
+  }
+  zeros <- strrep(cn(0), 3000)
+  ones <- strrep(cn(1), 3000)
+  nested <- ci("A")
+  for (i in 1:2100) nested <- ap("plus", nested, cn(0))
+  not_poly <- function(x) ap("divide", x, ap("plus", cn(1), ap("times", cn(0), ci("A"))))
+  laws <- list(
+    sum = ap("times", ci("k"), ap("plus", ci("A"), zeros)),            # mass action
+    product = ap("times", ci("k"), ones, ci("A"), ones),
+    program = not_poly(ap("times", ci("k"), ap("plus", ci("A"), zeros))),
+    nested = ap("times", ci("k"), nested),                             # ((A + 0) + 0) + ...
+    nested_program = not_poly(ap("times", ci("k"), nested)))
+  for (nm in names(laws)) expect_equal(unname(run(laws[[nm]])), 2 * exp(-0.8), tolerance = 1e-8, info = nm)
+  # left to right: (1e16 + 1) - 1e16 is 0 in doubles, so the sum is k
+  # (another order gives k - 1e16, 1 + k or 0); as a constant and, with a
+  # fixed species B = 1e16, in the law's program
+  big <- ap("times", ap("plus", cn(1e16), cn(1), cn(-1e16), ci("k")), ci("A"))
+  expect_equal(unname(run(big)), 2 * exp(-0.8), tolerance = 1e-8)
+  fixed_b <- list(A = list(init = 2), B = list(init = 1e16, bc = TRUE))
+  big_b <- not_poly(ap("times", ap("plus", ci("B"), cn(1), ap("times", cn(-1), ci("B")), ci("k")), ci("A")))
+  expect_equal(unname(run(big_b, fixed_b)), 2 * exp(-0.8), tolerance = 1e-8)
+})

@@ -367,7 +367,11 @@ test_that("a set that never switches (a fixed node) stops early, not converged",
                                      trajectories = 16, backend = "cpu", verbose = FALSE), "did not reach")
   expect_equal(x$converged, c(FALSE, TRUE))
   expect_equal(x$probability[[2]], 0.5)
-  # stopped at 16 (z/r)^2 samples, far below maxSteps
+  # stopped at the first check past 16 (z/r)^2 samples (the sample doubles
+  # between checks), far below maxSteps
+  bound <- 16 * (stats::qnorm(0.975) / 0.01)^2
+  expect_gte(x$samples[[1]], bound)
+  expect_lt(x$samples[[1]], 2 * bound)
   expect_lt(x$steps[[1]], 2e6)
 })
 
