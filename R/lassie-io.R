@@ -57,6 +57,19 @@ poly_arith <- function(op, ps) {
   NULL
 }
 
+# The terms and operators of a chain of binary calls of `ops` nested on the
+# left, ((a + b) - c) + d as R parses a + b - c + d: list(terms = a, b, c, d;
+# ops = "+", "-", "+"), walked rather than recursed into.
+poly_chain <- function(ex, ops) {
+  terms <- list(); op <- character()
+  while (is.call(ex) && length(ex) == 3L && as.character(ex[[1L]]) %in% ops) {
+    terms[[length(terms) + 1L]] <- ex[[3L]]
+    op[length(op) + 1L] <- as.character(ex[[1L]])
+    ex <- ex[[2L]]
+  }
+  list(terms = c(list(ex), rev(terms)), ops = rev(op))
+}
+
 poly_pow <- function(a, e) {
   if (poly_is_const(a)) return(poly_const(sum(a)^e))
   if (!(is.finite(e) && e >= 0 && e == round(e))) return(NULL)
@@ -236,6 +249,20 @@ readBioNetGen <- function(file) {
         return(to_poly(fun_defs[[op]]$expr, fun_defs[[op]]$line, depth + 1L))
       }
       if (op == "(") return(to_poly(args[[1]], ln, depth))
+      if (length(args) == 2L && op %in% c("+", "-", "*", "/")) {
+        # a + b - c + ... (or a * b / c ...) as R parses it, a call a term
+        # nested on the left: its terms taken in order along that spine, so
+        # that a law of thousands of terms is not a recursion as deep
+        ch <- poly_chain(ex, if (op %in% c("+", "-")) c("+", "-") else c("*", "/"))
+        r <- to_poly(ch$terms[[1L]], ln, depth)
+        for (i in seq_along(ch$ops)) {
+          r <- poly_arith(ch$ops[i], list(r, to_poly(ch$terms[[i + 1L]], ln, depth)))
+          if (is.null(r)) break
+        }
+        if (!is.null(r)) return(r)
+        err(ln, "the rate law `", paste(deparse(ex), collapse = ""),
+            "` is not mass action (nor a polynomial in observables)")
+      }
       ps <- lapply(args, to_poly, ln = ln, depth = depth)
       r <- poly_arith(op, ps)
       if (!is.null(r)) return(r)

@@ -44,6 +44,24 @@ test_that("like terms are merged: Tot^2 = A^2 + 2 A B + B^2 is three reactions",
   expect_equal(sysbioGPU:::lassie_rhs(m, x)[1], -2 * (0.3 + 1.7)^2 * 0.3)
 })
 
+test_that("functions and parameters of thousands of terms read: a + b - c ... taken in order", {
+  # R parses a + b - c + ... into calls nested a term deep; a law of
+  # thousands of terms must not recurse as deep
+  x <- c(A = 0.3, B = 1.7, C = 0.2)
+  pars <- paste("1 k1", paste(rep("0.002", 1000), collapse = "+"))   # k1 = 2
+  # 1000 (Tot - Aobs) = 1000 B: the flux of A is k1 1000 B A
+  f <- bng_file("k1*f()", pars = pars, funs = paste("1 f()", paste(rep("Tot - Aobs", 1000), collapse = " + ")))
+  expect_equal(sysbioGPU:::lassie_rhs(readBioNetGen(f), x)[1], -2 * 1000 * 1.7 * 0.3, tolerance = 1e-12)
+  # Tot * 2 / 2 * 2 / 2 ... = Tot
+  f <- bng_file("k1*f()", pars = pars, funs = paste0("1 f() Tot", strrep("*2/2", 1500)))
+  expect_equal(sysbioGPU:::lassie_rhs(readBioNetGen(f), x)[1], -2 * (0.3 + 1.7) * 0.3, tolerance = 1e-12)
+  # a term of the chain that is no polynomial is refused, named, at the
+  # function's line
+  f <- bng_file("k1*f()", funs = paste("1 f()", paste(c(rep("Tot", 999), "1/Aobs"), collapse = " + ")))
+  expect_error(readBioNetGen(f), paste0(basename(f), ":14: the rate law `1/Aobs` is not mass action"),
+               class = "sysbioGPU_error_input")
+})
+
 test_that("bad indices and parameters in a .net are input errors with file and line", {
   f <- bng_file("k1", pars = "1 k1 NaN")
   expect_error(readBioNetGen(f), paste0(basename(f), ":2: parameter k1 is NaN"),
