@@ -57,8 +57,9 @@ sbml_events_check <- function(d, refuse) {
 # assigned, 1-based) and assign (their programs).
 sbml_events_compile <- function(events, sidx, moving, value, refuse, clock, rescale_of = list()) {
   progs <- list()
+  state_at <- name_positions(names(sidx))
   add <- function(ex, what, lab) {
-    p <- tryCatch(sbml_law_program(ex, list(), sidx, moving, value, function(...) stop_input(..., call = NULL),
+    p <- tryCatch(sbml_law_program(ex, list(), state_at, moving, value, function(...) stop_input(..., call = NULL),
                                    clock),
                   error = function(e) {
                     msg <- sub("; readSBML\\(\\) does not simulate it$", "", conditionMessage(e))

@@ -728,7 +728,8 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
                 unlist(lapply(d$events, function(e) c(list(e$trigger, e$delay, e$priority), e$math)), recursive = FALSE),
                 unlist(lapply(d$reactions, function(r) c(r$reactants$math, r$products$math)), recursive = FALSE))
   rx_ids <- vapply(d$reactions, `[[`, "", "id")
-  if (any(vapply(all_math, function(ex) !is.null(ex) && any(c("rateOf", rx_ids) %in% all.names(ex)), TRUE))) {
+  used <- unique(unlist(lapply(all_math, function(ex) if (!is.null(ex)) all.names(ex))))
+  if (any(c("rateOf", rx_ids) %in% used)) {
     d <- sbml_expand_rate_of(d, refuse)
     rl <- d$rules
     rate_math <- rl$math[rl$type == "rate"]
@@ -814,6 +815,7 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
   }
   scale <- ifelse(sp$hasOnlySubstanceUnits, 1, vol)   # d(state)/dt = law / scale
   sidx <- stats::setNames(seq_len(N), sp$id)
+  state_at <- name_positions(sp$id)
   cf <- c(v$conversion_factors()[keep], rep(1, length(extra)))
   # the clock, the last state (an amount, starting at 0 here: at the first
   # output time in lassieSimulate()); also the one state of a model that
@@ -827,6 +829,7 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
     sp$hasOnlySubstanceUnits[N] <<- TRUE; sp$boundaryCondition[N] <<- FALSE; sp$constant[N] <<- FALSE
     init[[sbml_clock]] <<- 0; fixed[N] <<- FALSE; scale[N] <<- 1; cf[N] <<- 1
     sidx[[sbml_clock]] <<- N
+    state_at <<- name_positions(sp$id)
   }
   if (timed) add_clock()
 
@@ -842,12 +845,12 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
     if (is.numeric(ex)) return(poly_const(as.double(ex)))
     vars <- setdiff(all.vars(ex), names(loc))
     if (is.name(ex) && length(vars) && vars %in% names(moving)) return(to_poly(moving[[vars]], list(), depth + 1L))
-    if (!any(vars %in% c(sp$id, names(moving))) && !(timed && sbml_has_time(ex))) {
+    if (!any(vars %in% names(moving) | !is.na(state_at(vars))) && !(timed && sbml_has_time(ex))) {
       # a constant: any function of numbers and parameters
       return(poly_const(sbml_eval(ex, function(nm) if (nm %in% names(loc)) loc[[nm]] else v$value(nm),
                                   time = function() fail("it depends on time"))))
     }
-    if (is.name(ex)) return(poly_var(sidx[[as.character(ex)]]))
+    if (is.name(ex)) return(poly_var(state_at(as.character(ex))))
     op <- as.character(ex[[1]])
     if (op == "csymbol_time") return(poly_var(clock))   # the clock, a species
     if (op %in% c("delay", "rateOf", "unsupported_math", "function_call")) sbml_eval(ex, stop, stop)   # its refusal
@@ -873,7 +876,7 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
       side <- lapply(side, function(x) x[!set])
     }
     if (!length(side$species)) return(integer())
-    j <- unname(sidx[state_name(side$species)])
+    j <- state_at(state_name(side$species))
     if (anyNA(j)) fail("unknown species ", side$species[is.na(j)][1])
     a <- v$stoichiometry(side)
     if (any(!is.finite(a) | a < 0 | a != round(a))) {
@@ -884,10 +887,10 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
     rep.int(j, a)
   }
   sub_multiset <- function(a, b) {   # is a contained in b, and what is left
-    tb <- table(factor(b, levels = unique(c(a, b)))); ta <- table(factor(a, levels = names(tb)))
-    if (any(ta > tb)) return(NULL)
-    left <- tb - ta
-    rep.int(as.integer(names(left)), as.integer(left))
+    lv <- unique(c(a, b))
+    left <- tabulate(match(b, lv), length(lv)) - tabulate(match(a, lv), length(lv))
+    if (any(left < 0L)) return(NULL)
+    rep.int(lv, left)
   }
   # the law as mass-action terms (reactions, with catalysts and reverse
   # directions), or a condition sysbioGPU_not_mass_action
@@ -934,7 +937,7 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
   # a law that is not mass action: one reaction of rate (1 / sc) * law, the
   # law compiled to the engine's program (sbml_law_program())
   kinetic_terms <- function(r, re, pr, loc, sc) {
-    lp <- sbml_law_program(r$math, loc, sidx, moving, v$value, fail, clock)
+    lp <- sbml_law_program(r$math, loc, state_at, moving, v$value, fail, clock)
     list(list(re = re, pr = pr, k = 1 / sc, rev = FALSE, law = lp))
   }
   # a reaction's species references: per reference its species, its sign
@@ -944,7 +947,7 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
   # of species, time or states)
   moves <- function(ex) {
     (is.name(ex) || is.call(ex)) &&
-      (any(all.vars(ex) %in% c(sp$id, names(moving))) || (timed && sbml_has_time(ex)))
+      (any(all.vars(ex) %in% names(moving) | !is.na(state_at(all.vars(ex)))) || (timed && sbml_has_time(ex)))
   }
   references <- function(r) {
     out <- list(species = character(), sign = numeric(), ex = list(), val = numeric())
@@ -976,7 +979,7 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
         if (!out_sp$boundaryCondition[match(s, out_sp$id)]) fail("species ", s, " is set by an assignment rule")
         next
       }
-      j <- unname(sidx[state_name(s)])
+      j <- state_at(state_name(s))
       if (is.na(j)) fail("unknown species ", s)
       if (fixed[j] || s %in% rate_var) next   # a rule alone changes it, or nothing does
       i <- which(refs$species == s)
@@ -992,7 +995,7 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
         }
       }
       if (coef == 0) next
-      lp <- sbml_law_program(r$math, loc, sidx, moving, v$value, fail, clock, factor = net)
+      lp <- sbml_law_program(r$math, loc, state_at, moving, v$value, fail, clock, factor = net)
       terms[[length(terms) + 1L]] <- list(re = if (coef < 0) j else integer(), pr = if (coef > 0) j else integer(),
                                           k = abs(coef), rev = FALSE, law = lp, id = paste0(r$id, "_", s))
     }
@@ -1007,6 +1010,9 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
     out_re[[n]] <<- re; out_pr[[n]] <<- pr; out_k[n] <<- k; out_id[n] <<- id; out_nm[n] <<- nm
     out_law[n] <<- list(law)
   }
+  # a boundary species with a rate rule: the rule alone changes it, the
+  # law reads it
+  ruled_here <- unname(sidx[intersect(rate_var, sp$id)])
   for (r in d$reactions) {
     label <- if (nzchar(r$name) && r$name != r$id) paste0(r$id, " (", r$name, ")") else r$id
     res <- tryCatch({
@@ -1015,14 +1021,11 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
       if (anyNA(loc)) fail("local parameter ", names(loc)[is.na(loc)][1], " has no value")
       # its flux in the output (`fluxes`): the law as written, evaluated
       # on the output's states as an assignment rule is
-      if (r$id %in% flux_ids) flux_progs[r$id] <- list(sbml_law_program(r$math, loc, sidx, moving, v$value, fail, clock))
+      if (r$id %in% flux_ids) flux_progs[r$id] <- list(sbml_law_program(r$math, loc, state_at, moving, v$value, fail, clock))
       refs <- references(r)
       whole <- !anyNA(refs$val) && all(refs$val >= 0 & refs$val == round(refs$val) & refs$val <= lassie_max_order)
       if (whole) {
         re <- expand(r$reactants); pr <- expand(r$products)
-        # a boundary species with a rate rule: the rule alone changes it,
-        # the law reads it
-        ruled_here <- unname(sidx[intersect(rate_var, sp$id)])
         by_rule <- any(c(re, pr) %in% ruled_here)
         re <- re[!re %in% ruled_here]; pr <- pr[!pr %in% ruled_here]
         changed <- unique(c(re, pr))
@@ -1062,7 +1065,7 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
     nm <- rate_var[k]
     # a rule without math (SBML Level 3 Version 2) changes nothing: its
     # variable keeps its initial value
-    lp <- tryCatch(sbml_law_program(if (is.null(rate_math[[k]])) 0 else rate_math[[k]], list(), sidx, moving,
+    lp <- tryCatch(sbml_law_program(if (is.null(rate_math[[k]])) 0 else rate_math[[k]], list(), state_at, moving,
                                     v$value, fail, clock),
                    error = function(e) {
                      msg <- conditionMessage(e)
@@ -1105,7 +1108,7 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
         rows[[nm]] <- w
         next
       }
-      progs[nm] <- list(tryCatch(sbml_law_program(moving[[nm]], list(), sidx, moving, v$value, fail, clock),
+      progs[nm] <- list(tryCatch(sbml_law_program(moving[[nm]], list(), state_at, moving, v$value, fail, clock),
                                  error = function(e) {
                                    refuse("an assignment rule for ", nm, " that changes in time and cannot be evaluated (",
                                           sub("; readSBML\\(\\) does not simulate it$", "", conditionMessage(e)), ")")
@@ -1172,26 +1175,42 @@ sbml_binary_ops <- c(`+` = "ADD", `-` = "SUB", `*` = "MUL", `/` = "DIV", `^` = "
                      min = "MIN", max = "MAX", and = "AND", or = "OR", xor = "XOR")
 sbml_relation_ops <- c(lt = "LT", leq = "LE", gt = "GT", geq = "GE", eq = "EQ", neq = "NE")
 
-# The species (its index in sidx) whose positive part the arguments `a` of
+# The positions of names in `ids` (NA where none), in constant time a name:
+# %in%, match() and x[names] hash or scan the whole table at each call, which
+# made reading a model of n reactions take time in n^2 (16,000 reactions in
+# 46 s).  Returns a function of a character vector.
+name_positions <- function(ids) {
+  ids <- as.character(ids)
+  keep <- which(!is.na(ids) & nzchar(ids) & !duplicated(ids))
+  e <- list2env(stats::setNames(as.list(keep), ids[keep]), hash = TRUE, parent = emptyenv())
+  function(nm) {
+    vapply(as.character(nm), function(x) {
+      if (is.na(x) || !nzchar(x) || is.null(v <- e[[x]])) NA_integer_ else v
+    }, 0L, USE.NAMES = FALSE)
+  }
+}
+
+# The species (its position among the states, `state_at`) whose positive part the arguments `a` of
 # a piecewise are, value x, condition x > 0, otherwise +0 (x a species read
 # from the state: not a local parameter while those are on, not set by a
 # rule); else 0.
-sbml_positive_part <- function(a, sidx, moving, loc_on, loc) {
+sbml_positive_part <- function(a, state_at, moving, loc_on, loc) {
   if (length(a) != 3L || !is.name(a[[1L]])) return(0L)
   nm <- as.character(a[[1L]])
-  if ((loc_on && nm %in% names(loc)) || nm %in% names(moving) || is.na(sidx[nm])) return(0L)
+  if ((loc_on && nm %in% names(loc)) || nm %in% names(moving) || is.na(j <- state_at(nm))) return(0L)
   cond <- a[[2L]]
   is_zero <- function(e) is.numeric(e) && length(e) == 1L && isTRUE(e == 0)
   if (!is.call(cond) || !identical(cond[[1L]], as.name("gt")) || length(cond) != 3L ||
       !identical(cond[[2L]], a[[1L]]) || !is_zero(cond[[3L]])) return(0L)
   if (!is_zero(a[[3L]]) || 1 / a[[3L]] < 0) return(0L)
-  sidx[[nm]]
+  j
 }
 
 # A kinetic law (SBML math as an R call) compiled to the engine's stack
 # program: what depends on no species is evaluated here once (parameters,
 # local first, compartments, functions of them), species are read from the
-# state (kept species by index `sidx`), species set by rules that change
+# state (kept species at their positions, `state_at`: name_positions() of
+# the states' ids), species set by rules that change
 # in time are replaced by their rules (`moving`).  Time is read from the
 # model's clock, the state of index `clock` (NA: none, time is refused
 # through `fail`); delay and rateOf are refused (sbml_eval()'s refusal).
@@ -1199,7 +1218,7 @@ sbml_positive_part <- function(a, sidx, moving, loc_on, loc) {
 # stoichiometry that changes in time) multiplies the law.  Returns
 # list(code, cval, kpos: the positions in code of CONST operands, deps: the
 # species read, 1-based and sorted).
-sbml_law_program <- function(ex, loc, sidx, moving, value, fail, clock = NA_integer_, factor = NULL) {
+sbml_law_program <- function(ex, loc, state_at, moving, value, fail, clock = NA_integer_, factor = NULL) {
   code <- integer(); cval <- numeric(); kpos <- integer(); deps <- integer()
   op <- function(name) code <<- c(code, lassie_ops[[name]])
   const <- function(x) {
@@ -1216,7 +1235,7 @@ sbml_law_program <- function(ex, loc, sidx, moving, value, fail, clock = NA_inte
       nm <- as.character(e)
       if (loc_on && nm %in% names(loc)) return(const(loc[[nm]]))
       if (nm %in% names(moving)) return(emit(moving[[nm]], FALSE, depth + 1L))
-      if (!is.na(j <- sidx[nm])) {
+      if (!is.na(j <- state_at(nm))) {
         deps <<- c(deps, j)
         code <<- c(code, lassie_ops[["SPEC"]], j - 1L)
         return(invisible())
@@ -1225,7 +1244,7 @@ sbml_law_program <- function(ex, loc, sidx, moving, value, fail, clock = NA_inte
     }
     vars <- all.vars(e)
     if (loc_on) vars <- setdiff(vars, names(loc))
-    if (!any(vars %in% c(names(sidx), names(moving))) && !(!is.na(clock) && sbml_has_time(e))) {
+    if (!any(vars %in% names(moving) | !is.na(state_at(vars))) && !(!is.na(clock) && sbml_has_time(e))) {
       # no species nor time: a number, evaluated once
       return(const(sbml_eval(e, if (loc_on) lookup else value, time = no_time)))
     }
@@ -1272,7 +1291,7 @@ sbml_law_program <- function(ex, loc, sidx, moving, value, fail, clock = NA_inte
       }
       return(invisible())
     }
-    if (f == "piecewise" && (j <- sbml_positive_part(a, sidx, moving, loc_on, loc)) > 0L) {
+    if (f == "piecewise" && (j <- sbml_positive_part(a, state_at, moving, loc_on, loc)) > 0L) {
       # a species' positive part, piecewise(x, x > 0, 0): one operator
       # rather than six (models clamp each species of their laws so)
       deps <<- c(deps, j)
@@ -1439,6 +1458,8 @@ sbml_values <- function(d, refuse) {
     if (nzchar(s$id[k])) sref[[s$id[k]]] <- list(value = s$stoichiometry[k], math = s$math[[k]])
   }
   rx_ids <- vapply(d$reactions, `[[`, "", "id")
+  cm_at <- name_positions(cm$id); pa_at <- name_positions(pa$id); sp_at <- name_positions(sp$id)
+  ar_at <- name_positions(names(ar)); ia_at <- name_positions(names(ia))
   # states, whatever their attributes: variables of rate rules and of
   # events' assignments
   rr <- c(rl$variable[rl$type == "rate"], sbml_event_targets(d))
@@ -1465,8 +1486,8 @@ sbml_values <- function(d, refuse) {
     if (nm %in% busy) refuse("a cycle of assignments through ", nm)
     busy <<- c(busy, nm)
     on.exit(busy <<- setdiff(busy, nm))   # (also when the math is refused)
-    val <- if (!is.null(ar[[nm]])) sbml_eval(ar[[nm]], lookup, time = function() 0)
-           else if (!is.null(ia[[nm]])) sbml_eval(ia[[nm]], lookup, time = function() 0)
+    val <- if (!is.na(i <- ar_at(nm)) && !is.null(ar[[i]])) sbml_eval(ar[[i]], lookup, time = function() 0)
+           else if (!is.na(i <- ia_at(nm)) && !is.null(ia[[i]])) sbml_eval(ia[[i]], lookup, time = function() 0)
            else attribute_value(nm)
     # NaN is a value (notanumber, 0/0); NA is none
     if (length(val) != 1L || (is.na(val) && !is.nan(val))) refuse("a value of ", nm, " that is not a number")
@@ -1474,16 +1495,16 @@ sbml_values <- function(d, refuse) {
     val
   }
   attribute_value <- function(nm) {
-    if (!is.na(i <- match(nm, cm$id))) {
+    if (!is.na(i <- cm_at(nm))) {
       # (NA: not set; NaN is a value)
       if (is.na(cm$size[i]) && !is.nan(cm$size[i])) refuse("compartment ", nm, " without a size")
       return(cm$size[i])
     }
-    if (!is.na(i <- match(nm, pa$id))) {
+    if (!is.na(i <- pa_at(nm))) {
       if (is.na(pa$value[i]) && !is.nan(pa$value[i])) refuse("parameter ", nm, " without a value")
       return(pa$value[i])
     }
-    if (!is.na(i <- match(nm, sp$id))) {
+    if (!is.na(i <- sp_at(nm))) {
       amt <- sp$initialAmount[i]; conc <- sp$initialConcentration[i]
       if (is.na(amt) && is.na(conc)) refuse("species ", nm, " without an initial amount or concentration")
       if (sp$hasOnlySubstanceUnits[i]) return(if (!is.na(amt)) amt else conc * lookup(sp$compartment[i]))

@@ -1,0 +1,65 @@
+# How the readers' time grows with the model: readSBML() and
+# readBioNetGen() on synthetic rings of n species and n mass-action
+# reactions (S_i -> S_{i+1}, rate k_i S_i, a parameter each), written to
+# temporary files by this script. Seconds of the reader's call alone
+# (best of READ_REPS, default 1), and per reaction; the model is then
+# simulated once on the CPU to check that it runs.
+#
+# Usage: Rscript inst/bench/model-read.R
+# Environment: READ_SIZES (default "1000,4000,16000"), READ_REPS,
+# READ_FORMATS ("sbml,bngl" by default).
+suppressPackageStartupMessages(library(sysbioGPU))
+env_chr <- function(v, d) { x <- Sys.getenv(v); if (nzchar(x)) x else d }
+sizes <- as.numeric(strsplit(env_chr("READ_SIZES", "1000,4000,16000"), ",")[[1]])
+reps <- as.integer(env_chr("READ_REPS", "1"))
+formats <- strsplit(env_chr("READ_FORMATS", "sbml,bngl"), ",")[[1]]
+
+ring_sbml <- function(n) {
+  f <- tempfile(fileext = ".xml")
+  i <- seq_len(n); nxt <- i %% n + 1L
+  writeLines(c(
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    '<sbml xmlns="http://www.sbml.org/sbml/level3/version2/core" level="3" version="2">',
+    '<model id="ring"><listOfCompartments>',
+    '<compartment id="cell" size="1" spatialDimensions="3" constant="true"/>',
+    "</listOfCompartments><listOfSpecies>",
+    sprintf('<species id="S%d" compartment="cell" initialConcentration="1" hasOnlySubstanceUnits="false" boundaryCondition="false" constant="false"/>', i),
+    "</listOfSpecies><listOfParameters>",
+    sprintf('<parameter id="k%d" value="0.1" constant="true"/>', i),
+    "</listOfParameters><listOfReactions>",
+    sprintf(paste0('<reaction id="r%d" reversible="false">',
+                   '<listOfReactants><speciesReference species="S%d" stoichiometry="1" constant="true"/></listOfReactants>',
+                   '<listOfProducts><speciesReference species="S%d" stoichiometry="1" constant="true"/></listOfProducts>',
+                   '<kineticLaw><math xmlns="http://www.w3.org/1998/Math/MathML">',
+                   "<apply><times/><ci>k%d</ci><ci>S%d</ci></apply></math></kineticLaw></reaction>"),
+            i, i, nxt, i, i),
+    "</listOfReactions></model></sbml>"), f)
+  f
+}
+
+ring_bngl <- function(n) {
+  f <- tempfile(fileext = ".net")
+  i <- seq_len(n)
+  writeLines(c("begin parameters", sprintf("%d k%d 0.1", i, i), "end parameters",
+               "begin species", sprintf("%d S%d() 1", i, i), "end species",
+               "begin reactions", sprintf("%d %d %d k%d", i, i, i %% n + 1L, i), "end reactions"), f)
+  f
+}
+
+rows <- list()
+for (fmt in formats) {
+  if (fmt == "sbml" && !sbmlAvailable()) { message("no libSBML: SBML skipped"); next }
+  for (n in sizes) {
+    f <- if (fmt == "sbml") ring_sbml(n) else ring_bngl(n)
+    rd <- if (fmt == "sbml") readSBML else readBioNetGen
+    t <- Inf
+    for (r in seq_len(reps)) t <- min(t, system.time(m <- rd(f))[["elapsed"]])
+    out <- lassieSimulate(m, c(0, 1), backend = "cpu", verbose = FALSE)
+    stopifnot(length(m$reactions) == n, abs(sum(out[2, -1]) - n) < 1e-6 * n)   # the ring keeps its mass
+    rows[[length(rows) + 1L]] <- data.frame(format = fmt, reactions = n, seconds = round(t, 2),
+                                            ms_per_reaction = round(1000 * t / n, 3))
+    unlink(f)
+  }
+}
+cat("\n## Reading synthetic rings of n species and n reactions\n")
+print(do.call(rbind, rows), row.names = FALSE)
