@@ -457,7 +457,11 @@ readPBN <- function(file, format = c("auto", "bnet", "boolnet", "pbn")) {
 }
 
 pbn_read_bnet <- function(lines, fname) {
-  targets <- character(); exprs <- character(); probs <- numeric(); lineno <- integer()
+  # a slot a line, filled as read (vectors grown a rule at a time, and rules
+  # grouped by searching all targets for each, made a network of n nodes
+  # take time in n^2)
+  targets <- character(length(lines)); exprs <- character(length(lines))
+  probs <- rep(NA_real_, length(lines)); lineno <- integer(length(lines)); nr <- 0L
   for (i in seq_along(lines)) {
     l <- sub("#.*$", "", lines[[i]])
     if (!nzchar(trimws(l))) next
@@ -474,22 +478,23 @@ pbn_read_bnet <- function(lines, fname) {
       if (is.na(pr) || pr < 0 || pr > 1) stop_input(where, ": bad probability '", parts[[3L]], "'", call = NULL)
     }
     pbn_parse_expr(parts[[2L]], where)  # syntax check with the line number
-    targets <- c(targets, parts[[1L]]); exprs <- c(exprs, parts[[2L]])
-    probs <- c(probs, pr); lineno <- c(lineno, i)
+    nr <- nr + 1L
+    targets[nr] <- parts[[1L]]; exprs[nr] <- parts[[2L]]; probs[nr] <- pr; lineno[nr] <- i
   }
-  if (!length(targets)) stop_input(fname, ": no rules found", call = NULL)
+  if (!nr) stop_input(fname, ": no rules found", call = NULL)
+  targets <- targets[seq_len(nr)]
   nm <- unique(targets)
-  funs <- list(); pl <- list()
-  for (t in nm) {
-    j <- which(targets == t)
-    funs[[t]] <- lapply(j, function(jj) pbn_expr_function(exprs[[jj]], sprintf("%s, line %d", fname, lineno[[jj]])))
+  rules <- split(seq_len(nr), factor(targets, levels = nm))   # each target's rules, in file order
+  built <- Map(function(j, t) {
+    f <- lapply(j, function(jj) pbn_expr_function(exprs[[jj]], sprintf("%s, line %d", fname, lineno[[jj]])))
     pr <- probs[j]
     if (all(is.na(pr))) pr <- rep(1 / length(j), length(j))
     else if (anyNA(pr)) stop_input(sprintf("%s, line %d", fname, lineno[j[is.na(pr)][1L]]),
                                    ": probability missing where other rules of '", t, "' give one", call = NULL)
-    pl[[t]] <- pr
-  }
-  pbn_build(nm, funs, pl, TRUE, identityForMissing = TRUE, where = fname)
+    list(funs = f, probs = pr)
+  }, rules, nm)
+  pbn_build(nm, lapply(built, `[[`, "funs"), lapply(built, `[[`, "probs"), TRUE, identityForMissing = TRUE,
+            where = fname)
 }
 
 pbn_read_assa <- function(lines, fname) {

@@ -313,7 +313,9 @@ pbn_known_sets <- function(net, sets, p) {
 #'   given number of trajectories.
 #' @param reduce Drop nodes that cannot influence the sets (see Reduction).
 #' @param maxSteps Most steps per trajectory times trajectories; a run that
-#'   reaches it returns with `converged = FALSE` and a warning.
+#'   reaches it returns with `converged = FALSE` and a warning.  A set whose
+#'   burn-in (`M` steps a trajectory) it cuts short has no samples:
+#'   `samples = 0` and `probability = NaN`.
 #' @param engine How the trajectories are moved (two-state method):
 #'   `"chains"` (default), one trajectory at a time per thread, or `"bits"`,
 #'   bit-sliced: 32 trajectories packed in one machine word per node, so that
@@ -485,7 +487,12 @@ pbnSteadyState <- function(pbn, states = "marginals", p = 0.001,
   res <- pbn_merge_known(res, all_sets, known)
   if (!all(res$converged)) {
     bad <- !res$converged
-    why <- if (max(res$steps) >= max_len * trajectories) sprintf("maxSteps = %g reached", maxSteps)
+    why <- if (max(res$steps) >= max_len * trajectories) {
+      sprintf("maxSteps = %g reached%s", maxSteps,
+              if (any(bad & res$samples %in% 0)) {
+                "; no samples after the burn-in (column `M`), so probability NaN: raise maxSteps"
+              } else "")
+    }
            else if (any(res$alpha[bad] == 0 | res$beta[bad] == 0)) "the indicator (almost) never switched: a constant or very rare set?"
            else "R-hat above 1.01 or too few transitions"
     warning(sprintf("pbnSteadyState: %d set(s) did not reach the requested accuracy (%s); see column `converged`",

@@ -1,18 +1,19 @@
 # How the readers' time grows with the model: readSBML() and
 # readBioNetGen() on synthetic rings of n species and n mass-action
-# reactions (S_i -> S_{i+1}, rate k_i S_i, a parameter each), written to
-# temporary files by this script. Seconds of the reader's call alone
-# (best of READ_REPS, default 1), and per reaction; the model is then
-# simulated once on the CPU to check that it runs.
+# reactions (S_i -> S_{i+1}, rate k_i S_i, a parameter each), readPBN() on
+# rings of n nodes (G_i = G_{i-1} & !G_{i+1}), written to temporary files by
+# this script. Seconds of the reader's call alone (best of READ_REPS,
+# default 1), and per reaction or node; each model then runs once on the
+# CPU to check it.
 #
 # Usage: Rscript inst/bench/model-read.R
 # Environment: READ_SIZES (default "1000,4000,16000"), READ_REPS,
-# READ_FORMATS ("sbml,bngl" by default).
+# READ_FORMATS ("sbml,bngl,bnet" by default).
 suppressPackageStartupMessages(library(sysbioGPU))
 env_chr <- function(v, d) { x <- Sys.getenv(v); if (nzchar(x)) x else d }
 sizes <- as.numeric(strsplit(env_chr("READ_SIZES", "1000,4000,16000"), ",")[[1]])
 reps <- as.integer(env_chr("READ_REPS", "1"))
-formats <- strsplit(env_chr("READ_FORMATS", "sbml,bngl"), ",")[[1]]
+formats <- strsplit(env_chr("READ_FORMATS", "sbml,bngl,bnet"), ",")[[1]]
 
 ring_sbml <- function(n) {
   f <- tempfile(fileext = ".xml")
@@ -46,20 +47,32 @@ ring_bngl <- function(n) {
   f
 }
 
+ring_bnet <- function(n) {
+  f <- tempfile(fileext = ".bnet")
+  g <- paste0("G", seq_len(n))
+  writeLines(c("targets, factors", paste0(g, ", ", g[c(n, seq_len(n - 1L))], " & !", g[c(seq_len(n)[-1L], 1L)])), f)
+  f
+}
+
 rows <- list()
 for (fmt in formats) {
   if (fmt == "sbml" && !sbmlAvailable()) { message("no libSBML: SBML skipped"); next }
   for (n in sizes) {
-    f <- if (fmt == "sbml") ring_sbml(n) else ring_bngl(n)
-    rd <- if (fmt == "sbml") readSBML else readBioNetGen
+    f <- switch(fmt, sbml = ring_sbml(n), bngl = ring_bngl(n), bnet = ring_bnet(n))
+    rd <- switch(fmt, sbml = readSBML, bngl = readBioNetGen, bnet = readPBN)
     t <- Inf
     for (r in seq_len(reps)) t <- min(t, system.time(m <- rd(f))[["elapsed"]])
-    out <- lassieSimulate(m, c(0, 1), backend = "cpu", verbose = FALSE)
-    stopifnot(length(m$reactions) == n, abs(sum(out[2, -1]) - n) < 1e-6 * n)   # the ring keeps its mass
-    rows[[length(rows) + 1L]] <- data.frame(format = fmt, reactions = n, seconds = round(t, 2),
-                                            ms_per_reaction = round(1000 * t / n, 3))
+    if (fmt == "bnet") {
+      stopifnot(length(m$nodes) == n)
+      pbnSimulate(m, 10, seed = 1)
+    } else {
+      out <- lassieSimulate(m, c(0, 1), backend = "cpu", verbose = FALSE)
+      stopifnot(length(m$reactions) == n, abs(sum(out[2, -1]) - n) < 1e-6 * n)   # the ring keeps its mass
+    }
+    rows[[length(rows) + 1L]] <- data.frame(format = fmt, size = n, seconds = round(t, 2),
+                                            ms_each = round(1000 * t / n, 3))
     unlink(f)
   }
 }
-cat("\n## Reading synthetic rings of n species and n reactions\n")
+cat("\n## Reading synthetic rings of n reactions (sbml, bngl) or n nodes (bnet)\n")
 print(do.call(rbind, rows), row.names = FALSE)

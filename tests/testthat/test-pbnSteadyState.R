@@ -361,6 +361,19 @@ test_that("a run that hits maxSteps warns and reports converged = FALSE", {
   expect_lte(x$steps, 4000)
 })
 
+test_that("maxSteps inside the burn-in: no samples, probability NaN, a warning that says so", {
+  # a = b = p = 0.001: Raftery-Lewis' burn-in log(eps (a + b) / a) / log(1 - a - b)
+  # is about 11,000 steps a trajectory, beyond maxSteps' 8,000
+  net <- pbn(list(A = "A", B = "B"))
+  expect_warning(x <- pbnSteadyState(net, c(A = TRUE), p = 0.001, r = 0.05, maxSteps = 64 * 8000, seed = 1,
+                                     trajectories = 64, backend = "cpu", verbose = FALSE),
+                 "no samples after the burn-in .*probability NaN: raise maxSteps")
+  expect_gt(x$M, 8000)
+  expect_equal(x$samples, 0)
+  expect_true(is.nan(x$probability))
+  expect_false(x$converged)
+})
+
 test_that("a set that never switches (a fixed node) stops early, not converged", {
   net <- pbn(list(A = "A", B = "!B"), perturbable = c(A = FALSE))
   expect_warning(x <- pbnSteadyState(net, list(c(A = TRUE), c(B = TRUE)), p = 0.1, r = 0.01, seed = 1,
