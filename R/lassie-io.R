@@ -81,6 +81,13 @@ poly_pow <- function(a, e) {
   r
 }
 
+# R's reserved words (?Reserved) that BioNetGen allows as names, as a regex
+# alternation; those that are numbers in R (NA, NaN, Inf) stay numbers in
+# values, and are refused as names
+bng_r_reserved <- paste(c("if", "else", "repeat", "while", "function", "for", "next", "break", "TRUE", "FALSE",
+                          "NULL", "in"), collapse = "|")
+bng_r_numbers <- c("NA", "NaN", "Inf", "NA_integer_", "NA_real_", "NA_character_", "NA_complex_")
+
 #' Read a BioNetGen network (.net) file
 #'
 #' Reads the species, parameters, reactions and groups (as observables) of a
@@ -137,7 +144,11 @@ readBioNetGen <- function(file) {
                           `(` = `(`, min = min, max = max, `_pi` = pi, `_e` = exp(1)),
                      parent = emptyenv())
   parent.env(env) <- fn_env
-  quote_names <- function(s) gsub("(?<![A-Za-z0-9_.])(_[A-Za-z0-9_]*)", "`\\1`", s, perl = TRUE)
+  # names R would not read as names: BioNetGen's that start with `_`, and
+  # those that are R's reserved words (TRUE, in, next, ...)
+  quote_names <- function(s) {
+    gsub(paste0("(?<![A-Za-z0-9_.])(_[A-Za-z0-9_]*|", bng_r_reserved, ")(?![A-Za-z0-9_.])"), "`\\1`", s, perl = TRUE)
+  }
   parse_expr <- function(s, ln) {
     ex <- tryCatch(parse(text = quote_names(s))[[1]], error = function(e) NULL)
     if (is.null(ex)) err(ln, "cannot parse the expression `", s, "`")
@@ -152,6 +163,7 @@ readBioNetGen <- function(file) {
     key <- paste0(if (what == "species") "s:" else "n:", nm)
     prev <- defined[[key]]
     if (!is.null(prev)) err(ln, what, " '", nm, "' is already defined at line ", prev$line, " (as a ", prev$what, ")")
+    if (what != "species" && nm %in% bng_r_numbers) err(ln, "the name ", nm, " is a number in rate laws; rename the ", what)
     assign(key, list(line = ln, what = what), envir = defined)
   }
   pars <- block("parameters")

@@ -62,6 +62,19 @@ test_that("functions and parameters of thousands of terms read: a + b - c ... ta
                class = "sysbioGPU_error_input")
 })
 
+test_that("names that are R's reserved words are names; NA, NaN and Inf are refused as names", {
+  # BioNetGen allows any of these as a parameter's name; k2 = name * 0.5
+  for (id in c("TRUE", "FALSE", "NULL", "in", "next", "break", "function", "if", "repeat", "T", "pi", "e")) {
+    f <- bng_file("k1", pars = c(sprintf("1 %s 2", id), sprintf("2 k1 %s*0.5", id)))
+    expect_equal(unname(readBioNetGen(f)$rates), 1, info = id)
+  }
+  for (id in c("NA", "NaN", "Inf")) {
+    f <- bng_file("k1", pars = c(sprintf("1 %s 2", id), "2 k1 1"))
+    expect_error(readBioNetGen(f), paste0(basename(f), ":2: the name ", id, " is a number in rate laws; rename the parameter"),
+                 class = "sysbioGPU_error_input")
+  }
+})
+
 test_that("bad indices and parameters in a .net are input errors with file and line", {
   f <- bng_file("k1", pars = "1 k1 NaN")
   expect_error(readBioNetGen(f), paste0(basename(f), ":2: parameter k1 is NaN"),
