@@ -351,7 +351,7 @@ pbn_validate <- function(net, arg = "pbn") {
     bad("`perturbable` must be TRUE/FALSE for each of the ", n, " nodes, without NA")
   # inputs against the nodes once (hashing the names per function is slow at 10^4 nodes)
   ins <- unlist(lapply(funs, function(fl) if (is.list(fl)) lapply(fl, function(f) if (is.list(f)) f$inputs)))
-  known <- if (is.character(ins) || is.null(ins)) !is.na(match(ins, nm)) else FALSE
+  all_known <- (is.character(ins) || is.null(ins)) && !anyNA(match(ins, nm))
   for (i in seq_len(n)) {
     fl <- funs[[i]]
     node <- paste0("node '", nm[[i]], "'")
@@ -359,7 +359,7 @@ pbn_validate <- function(net, arg = "pbn") {
     for (f in fl) {
       if (!is.list(f)) bad(node, ": a function must be a list of `inputs` and `words`, not ", arg_label(f))
       inp <- f$inputs
-      if (!is.character(inp) || anyNA(inp) || (!all(known) && any(!inp %in% nm)))
+      if (!is.character(inp) || anyNA(inp) || (!all_known && any(!inp %in% nm)))
         bad(node, ": function inputs ", arg_label(inp), " are not all nodes")
       k <- length(inp)
       if (k > pbn_max_inputs) bad(node, ": a function has ", k, " inputs, at most ", pbn_max_inputs)

@@ -36,9 +36,12 @@ pbn_mask_pairs <- function(bit_sets) {
 
 # Nodes that can influence `targets` (their ancestors, themselves included).
 pbn_ancestors <- function(net, targets) {
-  idx <- match(net$nodes, net$nodes)
-  parents <- lapply(net$functions, function(fl) unique(match(unlist(lapply(fl, `[[`, "inputs")), net$nodes)))
-  keep <- logical(length(idx))
+  # one match() of all inputs: a match() per node hashes the node names
+  # each time (a network of n nodes took time in n^2)
+  inp <- lapply(net$functions, function(fl) unlist(lapply(fl, `[[`, "inputs")))
+  of <- factor(rep(seq_along(inp), lengths(inp)), levels = seq_along(inp))
+  parents <- lapply(split(match(unlist(inp), net$nodes), of), unique)
+  keep <- logical(length(net$nodes))
   queue <- match(targets, net$nodes)
   keep[queue] <- TRUE
   while (length(queue)) {
@@ -65,8 +68,7 @@ pbn_flatten <- function(net, keep, p, async) {
   fun_start <- c(0L, cumsum(nf))
   fl <- unlist(funs, recursive = FALSE)
   k <- vapply(fl, function(f) length(f$inputs), 0L)
-  inputs <- unlist(lapply(fl, function(f) new_of[match(f$inputs, net$nodes)]))
-  if (is.null(inputs)) inputs <- integer()
+  inputs <- new_of[match(unlist(lapply(fl, `[[`, "inputs")), net$nodes)]   # one match() for all
   in_start <- c(0L, cumsum(k))[seq_along(fl)]
   ok <- vapply(fl, function(f) is.integer(f$words) && length(f$words) == max(1, 2^length(f$inputs) %/% 16), TRUE)
   if (!all(ok)) stop_input("`pbn` is not a valid pbn object (malformed truth tables); build it with pbn() or readPBN()", call = NULL)
