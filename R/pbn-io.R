@@ -462,11 +462,14 @@ pbn_read_bnet <- function(lines, fname) {
   # take time in n^2)
   targets <- character(length(lines)); exprs <- character(length(lines))
   probs <- rep(NA_real_, length(lines)); lineno <- integer(length(lines)); nr <- 0L
+  # every line's fields at once (a regex call a line is slow)
+  text <- sub("#.*$", "", lines)
+  blank <- !nzchar(trimws(text))
+  fields <- strsplit(text, ",", fixed = TRUE)
+  fields <- split(trimws(unlist(fields)), factor(rep(seq_along(fields), lengths(fields)), levels = seq_along(fields)))
   for (i in seq_along(lines)) {
-    l <- sub("#.*$", "", lines[[i]])
-    if (!nzchar(trimws(l))) next
-    parts <- strsplit(l, ",", fixed = TRUE)[[1L]]
-    parts <- trimws(parts)
+    if (blank[[i]]) next
+    parts <- fields[[i]]
     if (tolower(parts[[1L]]) == "targets") next
     where <- sprintf("%s, line %d", fname, i)
     if (length(parts) < 2L || length(parts) > 3L || !nzchar(parts[[2L]]))
@@ -498,10 +501,15 @@ pbn_read_bnet <- function(lines, fname) {
 }
 
 pbn_read_assa <- function(lines, fname) {
-  funs <- list(); pl <- list(); np <- character(); p <- NULL
-  state <- "top"; cur <- NULL
+  # each node's functions and probabilities by its position k, the names
+  # seen in an environment (a list searched and grown by name at each line
+  # made a network of n nodes take time in n^2)
+  funs <- list(); pl <- list(); nodes <- character(); seen <- new.env(hash = TRUE, parent = emptyenv())
+  np <- character(); p <- NULL
+  state <- "top"; k <- 0L
+  text <- trimws(sub("//.*$", "", sub("#.*$", "", lines)))   # all lines at once: a regex call a line is slow
   for (i in seq_along(lines)) {
-    l <- trimws(sub("//.*$", "", sub("#.*$", "", lines[[i]])))
+    l <- text[[i]]
     if (!nzchar(l)) next
     where <- sprintf("%s, line %d", fname, i)
     if (state == "names") { if (l == "endNodeNames") state <- "top"; next }
@@ -515,8 +523,8 @@ pbn_read_assa <- function(lines, fname) {
       if (length(m) != 3L) stop_input(where, ": expected 'probability : expression' or 'endNode'", call = NULL)
       pr <- suppressWarnings(as.numeric(trimws(m[[2L]])))
       if (is.na(pr) || pr < 0) stop_input(where, ": bad probability '", trimws(m[[2L]]), "'", call = NULL)
-      funs[[cur]] <- c(funs[[cur]], list(pbn_expr_function(trimws(m[[3L]]), where)))
-      pl[[cur]] <- c(pl[[cur]], pr)
+      funs[[k]][[length(funs[[k]]) + 1L]] <- pbn_expr_function(trimws(m[[3L]]), where)
+      pl[[k]] <- c(pl[[k]], pr)
       next
     }
     if (l == "nodeNames") { state <- "names"; next }
@@ -524,8 +532,9 @@ pbn_read_assa <- function(lines, fname) {
     if (grepl("^node[[:space:]]+", l)) {
       cur <- trimws(sub("^node[[:space:]]+", "", l))
       pbn_check_node_name(cur, where)
-      if (!is.null(funs[[cur]])) stop_input(where, ": node '", cur, "' defined twice", call = NULL)
-      funs[[cur]] <- list(); pl[[cur]] <- numeric(); state <- "node"
+      if (!is.null(seen[[cur]])) stop_input(where, ": node '", cur, "' defined twice", call = NULL)
+      assign(cur, TRUE, envir = seen)
+      k <- k + 1L; nodes[k] <- cur; funs[k] <- list(list()); pl[[k]] <- numeric(); state <- "node"
       next
     }
     kv <- regmatches(l, regexec("^([A-Za-z]+)[[:space:]]*=[[:space:]]*(.*)$", l))[[1L]]
@@ -539,13 +548,14 @@ pbn_read_assa <- function(lines, fname) {
     stop_input(where, ": unexpected '", l, "'", call = NULL)
   }
   if (state != "top") stop_input(fname, ": file ends inside a block (missing endNode/endNodeNames/endNpNode)", call = NULL)
-  if (!length(funs)) stop_input(fname, ": no nodes found", call = NULL)
-  for (t in names(funs)) {
-    if (!length(funs[[t]])) stop_input(fname, ": node '", t, "' has no function", call = NULL)
-    if (sum(pl[[t]]) <= 0) stop_input(fname, ": the probabilities of node '", t, "' are all 0", call = NULL)
-    pl[[t]] <- pl[[t]] / sum(pl[[t]])
+  if (!k) stop_input(fname, ": no nodes found", call = NULL)
+  for (j in seq_len(k)) {
+    if (!length(funs[[j]])) stop_input(fname, ": node '", nodes[j], "' has no function", call = NULL)
+    if (sum(pl[[j]]) <= 0) stop_input(fname, ": the probabilities of node '", nodes[j], "' are all 0", call = NULL)
+    pl[[j]] <- pl[[j]] / sum(pl[[j]])
   }
-  net <- pbn_build(names(funs), funs, pl, TRUE, identityForMissing = TRUE, where = fname, p = p)
+  names(funs) <- nodes; names(pl) <- nodes
+  net <- pbn_build(nodes, funs, pl, TRUE, identityForMissing = TRUE, where = fname, p = p)
   unk <- setdiff(np, net$nodes)
   if (length(unk)) stop_input(fname, ": npNode names unknown node(s): ", paste(unk, collapse = ", "), call = NULL)
   net$perturbable[np] <- FALSE

@@ -1,7 +1,8 @@
 # How the readers' time grows with the model: readSBML() and
 # readBioNetGen() on synthetic rings of n species and n mass-action
 # reactions (S_i -> S_{i+1}, rate k_i S_i, a parameter each), readPBN() on
-# rings of n nodes (G_i = G_{i-1} & !G_{i+1}), written to temporary files by
+# rings of n nodes (G_i = G_{i-1} & !G_{i+1}; in ASSA-PBN's format, "pbn",
+# with a second function G_{i-1} of probability 0.4), written to temporary files by
 # this script. Seconds of the reader's call alone (best of READ_REPS,
 # default 1), and per reaction or node; each model then runs once on the
 # CPU to check it (for the Boolean rings that run of pbnSteadyState(), 8
@@ -9,12 +10,12 @@
 #
 # Usage: Rscript inst/bench/model-read.R
 # Environment: READ_SIZES (default "1000,4000,16000"), READ_REPS,
-# READ_FORMATS ("sbml,bngl,bnet" by default).
+# READ_FORMATS ("sbml,bngl,bnet,pbn" by default).
 suppressPackageStartupMessages(library(sysbioGPU))
 env_chr <- function(v, d) { x <- Sys.getenv(v); if (nzchar(x)) x else d }
 sizes <- as.numeric(strsplit(env_chr("READ_SIZES", "1000,4000,16000"), ",")[[1]])
 reps <- as.integer(env_chr("READ_REPS", "1"))
-formats <- strsplit(env_chr("READ_FORMATS", "sbml,bngl,bnet"), ",")[[1]]
+formats <- strsplit(env_chr("READ_FORMATS", "sbml,bngl,bnet,pbn"), ",")[[1]]
 
 ring_sbml <- function(n) {
   f <- tempfile(fileext = ".xml")
@@ -55,15 +56,24 @@ ring_bnet <- function(n) {
   f
 }
 
+ring_assa <- function(n) {
+  f <- tempfile(fileext = ".pbn")
+  g <- paste0("G", seq_len(n)); prev <- g[c(n, seq_len(n - 1L))]
+  writeLines(c("perturbation = 0.001", "nodeNames", g, "endNodeNames",
+               as.vector(rbind(paste("node", g), paste0("0.6 : ", prev, " & !", g[c(seq_len(n)[-1L], 1L)]),
+                               paste0("0.4 : ", prev), "endNode"))), f)
+  f
+}
+
 rows <- list()
 for (fmt in formats) {
   if (fmt == "sbml" && !sbmlAvailable()) { message("no libSBML: SBML skipped"); next }
   for (n in sizes) {
-    f <- switch(fmt, sbml = ring_sbml(n), bngl = ring_bngl(n), bnet = ring_bnet(n))
-    rd <- switch(fmt, sbml = readSBML, bngl = readBioNetGen, bnet = readPBN)
+    f <- switch(fmt, sbml = ring_sbml(n), bngl = ring_bngl(n), bnet = ring_bnet(n), pbn = ring_assa(n))
+    rd <- switch(fmt, sbml = readSBML, bngl = readBioNetGen, bnet = , pbn = readPBN)
     t <- Inf
     for (r in seq_len(reps)) t <- min(t, system.time(m <- rd(f))[["elapsed"]])
-    if (fmt == "bnet") {
+    if (fmt %in% c("bnet", "pbn")) {
       stopifnot(length(m$nodes) == n)
       # a steady-state call of 8 steps a trajectory: its R side (the
       # ancestors, the engine's tables, the checks) and little else
@@ -76,12 +86,12 @@ for (fmt in formats) {
     }
     rows[[length(rows) + 1L]] <- data.frame(format = fmt, size = n, seconds = round(t, 2),
                                             ms_each = round(1000 * t / n, 3))
-    if (fmt == "bnet") {
-      rows[[length(rows) + 1L]] <- data.frame(format = "bnet, pbnSteadyState()", size = n,
+    if (fmt %in% c("bnet", "pbn")) {
+      rows[[length(rows) + 1L]] <- data.frame(format = paste0(fmt, ", pbnSteadyState()"), size = n,
                                               seconds = round(t_run, 2), ms_each = round(1000 * t_run / n, 3))
     }
     unlink(f)
   }
 }
-cat("\n## Reading synthetic rings of n reactions (sbml, bngl) or n nodes (bnet)\n")
+cat("\n## Reading synthetic rings of n reactions (sbml, bngl) or n nodes (bnet, pbn)\n")
 print(do.call(rbind, rows), row.names = FALSE)
