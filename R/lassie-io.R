@@ -163,7 +163,9 @@ readBioNetGen <- function(file) {
     key <- paste0(if (what == "species") "s:" else "n:", nm)
     prev <- defined[[key]]
     if (!is.null(prev)) err(ln, what, " '", nm, "' is already defined at line ", prev$line, " (as a ", prev$what, ")")
-    if (what != "species" && nm %in% bng_r_numbers) err(ln, "the name ", nm, " is a number in rate laws; rename the ", what)
+    if (what != "species" && nm %in% bng_r_numbers) {
+      err(ln, "the name ", nm, " is a number in rate laws; rename the ", what)
+    }
     assign(key, list(line = ln, what = what), envir = defined)
   }
   pars <- block("parameters")
@@ -1202,10 +1204,10 @@ name_positions <- function(ids) {
   }
 }
 
-# The species (its position among the states, `state_at`) whose positive part the arguments `a` of
-# a piecewise are, value x, condition x > 0, otherwise +0 (x a species read
-# from the state: not a local parameter while those are on, not set by a
-# rule); else 0.
+# The species (its position among the states, `state_at`) whose positive
+# part the arguments `a` of a piecewise are, value x, condition x > 0,
+# otherwise +0 (x a species read from the state: not a local parameter while
+# those are on, not set by a rule); else 0.
 sbml_positive_part <- function(a, state_at, moving, loc_on, loc) {
   if (length(a) != 3L || !is.name(a[[1L]])) return(0L)
   nm <- as.character(a[[1L]])
@@ -1222,8 +1224,8 @@ sbml_positive_part <- function(a, state_at, moving, loc_on, loc) {
 # program: what depends on no species is evaluated here once (parameters,
 # local first, compartments, functions of them), species are read from the
 # state (kept species at their positions, `state_at`: name_positions() of
-# the states' ids), species set by rules that change
-# in time are replaced by their rules (`moving`).  Time is read from the
+# the states' ids), species set by rules that change in time are replaced
+# by their rules (`moving`).  Time is read from the
 # model's clock, the state of index `clock` (NA: none, time is refused
 # through `fail`); delay and rateOf are refused (sbml_eval()'s refusal).
 # A `factor` (math outside the law's local parameters, e.g. a
