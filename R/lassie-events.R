@@ -49,15 +49,14 @@ sbml_events_check <- function(d, refuse) {
   intersect(sbml_event_targets(d), c(d$parameters$id, sref, d$compartments$id))
 }
 
-# The events' math compiled by sbml_law_program() (over the states `sidx`,
+# The events' math compiled by sbml_law_program() (over the states, `state_at`,
 # rules that change in time substituted, time read from the state `clock`), one program table for all:
 # list(events, programs = list(start, code, cval), deps).  Each event:
 # id, trigger, delay, priority (program numbers, NA when absent),
 # initialValue, persistent, useValuesFromTriggerTime, target (the states
 # assigned, 1-based) and assign (their programs).
-sbml_events_compile <- function(events, sidx, moving, value, refuse, clock, rescale_of = list()) {
+sbml_events_compile <- function(events, state_at, moving, value, refuse, clock, rescale_of = list()) {
   progs <- list()
-  state_at <- name_positions(names(sidx))
   add <- function(ex, what, lab) {
     p <- tryCatch(sbml_law_program(ex, list(), state_at, moving, value, function(...) stop_input(..., call = NULL),
                                    clock),
@@ -86,7 +85,7 @@ sbml_events_compile <- function(events, sidx, moving, value, refuse, clock, resc
     # (the suite's cases 01779 and 01780: a species and its compartment
     # assigned together).  With a delay the values may be taken at the
     # trigger and the size change before the execution: refused.
-    for (j in which(paste0(e$variable, ".amount") %in% names(sidx))) {
+    for (j in which(!is.na(state_at(paste0(e$variable, ".amount"))))) {
       if (!is.null(e$delay)) {
         refuse("an event assignment with a delay to ", e$variable[j],
                ", a species of a compartment that rules or events resize (event ", lab, ")")
@@ -94,7 +93,7 @@ sbml_events_compile <- function(events, sidx, moving, value, refuse, clock, resc
       e$math[[j]] <- call("*", e$math[[j]], moving[[e$variable[j]]][[3L]])
       e$variable[j] <- paste0(e$variable[j], ".amount")
     }
-    tgt <- unname(sidx[e$variable])
+    tgt <- state_at(e$variable)
     if (anyNA(tgt)) refuse("an event assignment to ", e$variable[is.na(tgt)][1], ", which is not a state (event ", lab, ")")
     list(id = lab, trigger = add(e$trigger, "trigger", lab),
          delay = if (is.null(e$delay)) NA_integer_ else add(e$delay, "delay", lab),

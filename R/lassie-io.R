@@ -828,8 +828,7 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
     refuse("species in compartments whose size is not a finite number > 0 (", ids(sp$id[bad_vol]), ")")
   }
   scale <- ifelse(sp$hasOnlySubstanceUnits, 1, vol)   # d(state)/dt = law / scale
-  sidx <- stats::setNames(seq_len(N), sp$id)
-  state_at <- name_positions(sp$id)
+  state_at <- name_positions(sp$id)   # the states' positions by id
   cf <- c(v$conversion_factors()[keep], rep(1, length(extra)))
   # the clock, the last state (an amount, starting at 0 here: at the first
   # output time in lassieSimulate()); also the one state of a model that
@@ -842,7 +841,6 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
     sp$id[N] <<- sbml_clock; sp$name[N] <<- "time"; sp$compartment[N] <<- ""
     sp$hasOnlySubstanceUnits[N] <<- TRUE; sp$boundaryCondition[N] <<- FALSE; sp$constant[N] <<- FALSE
     init[[sbml_clock]] <<- 0; fixed[N] <<- FALSE; scale[N] <<- 1; cf[N] <<- 1
-    sidx[[sbml_clock]] <<- N
     state_at <<- name_positions(sp$id)
   }
   if (timed) add_clock()
@@ -1026,7 +1024,7 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
   }
   # a boundary species with a rate rule: the rule alone changes it, the
   # law reads it
-  ruled_here <- unname(sidx[intersect(rate_var, sp$id)])
+  ruled_here <- state_at(intersect(rate_var, sp$id))
   for (r in d$reactions) {
     label <- if (nzchar(r$name) && r$name != r$id) paste0(r$id, " (", r$name, ")") else r$id
     res <- tryCatch({
@@ -1088,7 +1086,7 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
                      structure(paste0("the rate rule for ", nm, " (", msg, ")"), class = "bad")
                    })
     if (inherits(lp, "bad")) { rule_problems <- c(rule_problems, unclass(lp)); next }
-    add(integer(), sidx[[nm]], 1, paste0(nm, "_rateRule"), paste("rate rule for", nm), lp)
+    add(integer(), state_at(nm), 1, paste0(nm, "_rateRule"), paste("rate rule for", nm), lp)
   }
   if (is.na(clock) && (!length(out_k) || N == 0L)) add_clock()
   # the clock's reaction: 0 -> clock, mass action of rate 1
@@ -1151,9 +1149,9 @@ readSBML <- function(file, propensities = FALSE, fluxes = FALSE) {
     # their concentration) of each compartment that events resize: an
     # event that resizes one rescales them, their amounts kept
     rescale_of <- lapply(stats::setNames(event_comp, event_comp), function(cm) {
-      unname(sidx[sp$id[!is.na(sp$compartment) & sp$compartment == cm & !sp$hasOnlySubstanceUnits]])
+      state_at(sp$id[!is.na(sp$compartment) & sp$compartment == cm & !sp$hasOnlySubstanceUnits])
     })
-    m$events <- sbml_events_compile(d$events, sidx, moving, v$value, refuse, clock, rescale_of)
+    m$events <- sbml_events_compile(d$events, state_at, moving, v$value, refuse, clock, rescale_of)
     if (!length(m$events$events)) m$events <- NULL
   }
   attr(m, "speciesNames") <- sp$name
