@@ -625,10 +625,13 @@ run_case_child <- function(case, timeout = 20) {
             sprintf("saveRDS(run_case(case, env), '%s')", res))
   writeLines(code, f)
   lib <- paste(.libPaths(), collapse = ":")
+  # one BLAS thread: OpenBLAS reserves address space for a thread a core,
+  # and on a host of 64 cores that alone passed the 6 GB limit below (the
+  # child then exited with status 130 before running its case)
   st <- suppressWarnings(system2("bash", c("-c", shQuote(sprintf(
     "ulimit -v 6000000; exec timeout -k 3 %d '%s' --vanilla '%s'", timeout,
     file.path(R.home("bin"), "Rscript"), f))), stdout = FALSE, stderr = FALSE,
-    env = paste0("R_LIBS=", shQuote(lib))))
+    env = c(paste0("R_LIBS=", shQuote(lib)), "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1")))
   if (file.exists(res)) return(readRDS(res))
   list(status = if (st %in% c(124L, 137L)) "hang" else "crash", msg = paste("exit status", st))
 }
