@@ -338,7 +338,12 @@ check_model <- function(model) {
 #' the workers, or on a GPU of `device`, round robin).  Every simulation's
 #' arithmetic is independent of the others, so the results and `stats`
 #' are those of a single process on a single device, bit for bit.  A
-#' single simulation runs on the first device of `device`.
+#' single simulation runs on the first device of `device`.  On several
+#' GPUs ask a large batch for `output = "array"`: R makes the list of
+#' matrices on one thread, a matrix at a time, which more devices do not
+#' shorten: Haugh2b's 20,000 sets took 0.22 s on four H200s and 0.20 s on
+#' one as matrices, 0.10 s and 0.16 s as an array (BENCHMARKS.md, "Several
+#' GPUs and R workers").
 #'
 #' @param model A [reactionModel()] (or from [readBioNetGen()],
 #'   [readLASSIE()]).
