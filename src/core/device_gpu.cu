@@ -2,6 +2,7 @@
  * every GPU engine). */
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cuda_check.cuh"
 #include "device.h"
@@ -38,6 +39,17 @@ extern "C" void sbg_gpu_summary_get(sbg_gpu_summary *out) {
     snprintf(out->message, SBG_ERRBUF, "CUDA cannot list the devices: %s (%s)",
              cudaGetErrorName(e), cudaGetErrorString(e));
   }
+  /* CUDA reserves address space for all the devices' memory when it
+   * starts, so a limit on it (ulimit -v, a scheduler's limit on virtual
+   * memory) keeps it from starting, whatever the error it then gives */
+  struct rlimit as;
+  size_t used = strlen(out->message);
+  if (out->availability != SBG_GPU_USABLE && out->availability != SBG_GPU_NO_DRIVER &&
+      getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY && used < SBG_ERRBUF)
+    snprintf(out->message + used, SBG_ERRBUF - used,
+             "; this process's address space is limited to %.3g GB (ulimit -v, or a job's limit on virtual "
+             "memory), which keeps CUDA from starting: lift that limit",
+             (double)as.rlim_cur / 1e9);
 }
 
 extern "C" sbg_status sbg_device_select(int device, sbg_ctx *ctx) {

@@ -23,6 +23,21 @@ test_that("gpuInfo() lists a usable device with its properties", {
   expect_false(nzchar(attr(g, "reason")))
 })
 
+test_that("a limit on the address space that keeps CUDA from starting is named", {
+  # CUDA reserves address space for all the devices' memory as it starts
+  # (more than 6 GB for any H100 or H200), so a fresh R process under
+  # ulimit -v 6000000 cannot start it, and the reason says why
+  skip_if_no_gpu()
+  skip_if(!nzchar(Sys.which("bash")), "no bash")
+  code <- "suppressMessages(library(sysbioGPU)); cat(hasGPU(), attr(gpuInfo(), 'reason'), sep = '\n')"
+  out <- suppressWarnings(system2("bash", c("-c", shQuote(sprintf("ulimit -v 6000000; exec '%s' --vanilla -e \"%s\"",
+    file.path(R.home("bin"), "Rscript"), code))), stdout = TRUE, stderr = TRUE,
+    env = c(paste0("R_LIBS=", shQuote(paste(.libPaths(), collapse = ":"))), "OPENBLAS_NUM_THREADS=1",
+            "OMP_NUM_THREADS=1")))
+  expect_identical(out[1], "FALSE")
+  expect_match(paste(out[-1], collapse = " "), "address space is limited to 6.14 GB.*lift that limit")
+})
+
 test_that("a CPU call leaves the GPUs alone, a GPU call holds only its device", {
   # A device's context holds some hundred MB of it until the process ends:
   # on a shared server, a call must create one only on the devices it
