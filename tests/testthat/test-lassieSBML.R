@@ -4,6 +4,17 @@
 
 sbml_small <- function() lassie_extdata("lassie_small.sbml")
 
+test_that("sbmlAvailable() says what the linker says: TRUE exactly when the library needs libSBML", {
+  # the other tests of readSBML() skip when sbmlAvailable() is FALSE, so a
+  # build that linked libSBML but denied it would pass them all unseen
+  so <- system.file("libs", paste0("sysbioGPU", .Platform$dynlib.ext), package = "sysbioGPU")
+  skip_if(!nzchar(so) || !nzchar(Sys.which("readelf")), "no readelf or no shared library")
+  needed <- grep("NEEDED", suppressWarnings(system2("readelf", c("-d", shQuote(so)), stdout = TRUE)),
+                 value = TRUE)
+  skip_if(length(needed) == 0L, "readelf lists no NEEDED entries")
+  expect_identical(sbmlAvailable(), any(grepl("libsbml", needed)))
+})
+
 test_that("readSBML reads the small example as the model written by hand", {
   skip_if_not(sbmlAvailable(), "built without libSBML")
   m <- readSBML(sbml_small())

@@ -374,6 +374,19 @@ test_that("maxSteps inside the burn-in: no samples, probability NaN, a warning t
   expect_false(x$converged)
 })
 
+test_that("steps larger than the CPU engine's work between polls still advance, one a chunk", {
+  # 2^18 chains of a 100-node ring on one thread: a step is about 3.7e7
+  # node updates, above the 2e7 that the engine runs between two polls, so
+  # every chunk is a single step (a chunk of none would never end)
+  nodes <- setNames(as.list(paste0("!x", c(100, 1:99))), paste0("x", 1:100))
+  expect_warning(x <- pbnSteadyState(pbn(nodes), c(x1 = TRUE), p = 0.001, r = 1e-4, trajectories = 2^18,
+                                     maxSteps = 2^18 * 4, seed = 1, backend = "cpu", threads = 1,
+                                     verbose = FALSE),
+                 "no samples after the burn-in")
+  expect_equal(x$steps, 2^20)
+  expect_false(x$converged)
+})
+
 test_that("a set that never switches (a fixed node) stops early, not converged", {
   net <- pbn(list(A = "A", B = "!B"), perturbable = c(A = FALSE))
   expect_warning(x <- pbnSteadyState(net, list(c(A = TRUE), c(B = TRUE)), p = 0.1, r = 0.01, seed = 1,
