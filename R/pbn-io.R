@@ -9,15 +9,17 @@
 # Spaces separate tokens (never glued: "B C" is two names, which the parser
 # then refuses).
 pbn_tokenize <- function(text, where) {
-  s <- trimws(text)
-  if (!nzchar(s)) stop_input(where, ": empty Boolean expression", call = NULL)
-  m <- gregexpr("[A-Za-z0-9_.]+|[!&|()]|[[:space:]]+", s)[[1L]]
-  toks <- regmatches(s, list(m))[[1L]]
-  if (sum(nchar(toks)) != nchar(s)) {
-    bad <- strsplit(gsub("[A-Za-z0-9_.!&|()[:space:]]", "", s), "")[[1L]][1L]
+  # (the runs of spaces are tokens too, dropped at the end: no trimws(),
+  # which took a third of the time of reading a large ASSA-PBN file)
+  m <- gregexpr("[A-Za-z0-9_.]+|[!&|()]|[[:space:]]+", text)[[1L]]
+  toks <- if (m[[1L]] > 0L) substring(text, m, m + attr(m, "match.length") - 1L) else character()
+  if (sum(nchar(toks)) != nchar(text)) {
+    bad <- strsplit(gsub("[A-Za-z0-9_.!&|()[:space:]]", "", text), "")[[1L]][1L]
     stop_input(where, ": unexpected character '", bad, "' in \"", text, "\"", call = NULL)
   }
-  toks[!grepl("^[[:space:]]", toks)]
+  toks <- toks[!grepl("^[[:space:]]", toks)]
+  if (!length(toks)) stop_input(where, ": empty Boolean expression", call = NULL)
+  toks
 }
 
 # The words an expression reads as constants (any case), which therefore
@@ -507,11 +509,22 @@ pbn_read_assa <- function(lines, fname) {
   funs <- list(); pl <- list(); nodes <- character(); seen <- new.env(hash = TRUE, parent = emptyenv())
   np <- character(); p <- NULL
   state <- "top"; k <- 0L
-  text <- trimws(sub("//.*$", "", sub("#.*$", "", lines)))   # all lines at once: a regex call a line is slow
+  # all lines at once, what each would give as a node's line (probability
+  # : expression) and as a node's header: a regular expression, trimws()
+  # or as.numeric() a line took most of the time of a large file
+  text <- trimws(sub("//.*$", "", sub("#.*$", "", lines)))
+  where_at <- sprintf("%s, line %d", fname, seq_along(lines))
+  colon <- regexpr(":", text, fixed = TRUE)
+  is_fun <- colon > 1L & colon < nchar(text)
+  pr_text <- trimws(substr(text, 1L, colon - 1L))
+  pr_all <- suppressWarnings(as.numeric(pr_text))
+  expr_text <- trimws(substr(text, colon + 1L, nchar(text)))
+  is_header <- grepl("^node[[:space:]]+", text)
+  header <- trimws(sub("^node[[:space:]]+", "", text))
   for (i in seq_along(lines)) {
     l <- text[[i]]
     if (!nzchar(l)) next
-    where <- sprintf("%s, line %d", fname, i)
+    where <- where_at[[i]]
     if (state == "names") { if (l == "endNodeNames") state <- "top"; next }
     if (state == "np") {
       if (l == "endNpNode") state <- "top" else np <- c(np, strsplit(l, "[[:space:],]+")[[1L]])
@@ -519,18 +532,17 @@ pbn_read_assa <- function(lines, fname) {
     }
     if (state == "node") {
       if (l == "endNode") { state <- "top"; next }
-      m <- regmatches(l, regexec("^([^:]+):(.+)$", l))[[1L]]
-      if (length(m) != 3L) stop_input(where, ": expected 'probability : expression' or 'endNode'", call = NULL)
-      pr <- suppressWarnings(as.numeric(trimws(m[[2L]])))
-      if (is.na(pr) || pr < 0) stop_input(where, ": bad probability '", trimws(m[[2L]]), "'", call = NULL)
-      funs[[k]][[length(funs[[k]]) + 1L]] <- pbn_expr_function(trimws(m[[3L]]), where)
+      if (!is_fun[[i]]) stop_input(where, ": expected 'probability : expression' or 'endNode'", call = NULL)
+      pr <- pr_all[[i]]
+      if (is.na(pr) || pr < 0) stop_input(where, ": bad probability '", pr_text[[i]], "'", call = NULL)
+      funs[[k]][[length(funs[[k]]) + 1L]] <- pbn_expr_function(expr_text[[i]], where)
       pl[[k]] <- c(pl[[k]], pr)
       next
     }
     if (l == "nodeNames") { state <- "names"; next }
     if (l == "npNode") { state <- "np"; next }
-    if (grepl("^node[[:space:]]+", l)) {
-      cur <- trimws(sub("^node[[:space:]]+", "", l))
+    if (is_header[[i]]) {
+      cur <- header[[i]]
       pbn_check_node_name(cur, where)
       if (!is.null(seen[[cur]])) stop_input(where, ": node '", cur, "' defined twice", call = NULL)
       assign(cur, TRUE, envir = seen)
