@@ -442,6 +442,9 @@ print.summary.pbn <- function(x, ...) {
 #' @examples
 #' f <- system.file("extdata", "pbn-example.bnet", package = "sysbioGPU")
 #' readPBN(f)
+#' # the same network in ASSA-PBN's format
+#' g <- system.file("extdata", "pbn-example.pbn", package = "sysbioGPU")
+#' identical(readPBN(g), readPBN(f))
 #' @export
 readPBN <- function(file, format = c("auto", "bnet", "boolnet", "pbn")) {
   if (!is.character(file) || length(file) != 1L || !file.exists(file))

@@ -14,7 +14,7 @@
 #                        [--out=check/fuzz-out] [--batch=40] [--timeout=20]
 #                        [--jobs=1] [--quiet]
 #   Rscript tools/fuzz.R --repro=check/fuzz-out/failing/edges/edges-00017.txt
-# Readers: see fuzz_targets() (gct cls gmt rnk edges bnet bngl sbml
+# Readers: see fuzz_targets() (gct cls gmt rnk edges bnet assa bngl sbml
 # grnnet grnstate).  Deterministic given --seed: mutant i of reader r is
 # drawn from its own seed, so --n only adds mutants.  Writes
 # <out>/summary.tsv, <out>/results.tsv and the failing mutants (unclassed,
@@ -76,6 +76,7 @@ fuzz_seeds <- function(dir) {
   file.copy(file.path(x, "gsea_edb", "gsea_data.gsea_data.rnk"), s("data.rnk"), overwrite = TRUE)
   write_head(file.path(x, "yeast-string-edges.txt.gz"), s("edges.txt"), 800L, header = 1L)
   file.copy(file.path(x, "pbn-example.bnet"), s("example.bnet"), overwrite = TRUE)
+  file.copy(file.path(x, "pbn-example.pbn"), s("example.pbn"), overwrite = TRUE)
   for (f in c("Haugh2b.net", "Repressilator.net", "test_fixed.net", "lassie_small.sbml")) {
     file.copy(file.path(x, "lassie", f), s(f), overwrite = TRUE)
   }
@@ -90,6 +91,17 @@ base_error <- function(e) {
                  list(message = conditionMessage(e), call = NULL)))
 }
 
+
+# a PBN read from a .bnet or ASSA-PBN mutant, simulated and estimated
+pbn_run <- function(net, ctx) {
+  sysbioGPU::pbnSimulate(net, 10, trajectories = 2, seed = 1, backend = "cpu", threads = 1)
+  sysbioGPU::pbnSteadyState(net, r = 0.1, s = 0.9, maxSteps = 2e5, seed = 1,
+                            backend = "cpu", threads = 1, verbose = FALSE)
+}
+pbn_check <- function(r) {
+  p <- r$probability[r$converged]  # NaN by design when not converged
+  if (any(is.na(p)) || any(p < 0 | p > 1)) "probability NA or outside [0, 1]"
+}
 
 fuzz_targets <- function() {
   gsea_ctx <- function(dir) {
@@ -167,17 +179,9 @@ fuzz_targets <- function() {
                    if (any(is.infinite(v))) "infinite value in the CV metrics"
                  }),
     bnet = list(seeds = "example.bnet", context = function(dir) NULL,
-                read = function(f, ctx) sysbioGPU::readPBN(f),
-                method = function(net, ctx) {
-                  sysbioGPU::pbnSimulate(net, 10, trajectories = 2, seed = 1, backend = "cpu",
-                                         threads = 1)
-                  sysbioGPU::pbnSteadyState(net, r = 0.1, s = 0.9, maxSteps = 2e5, seed = 1,
-                                            backend = "cpu", threads = 1, verbose = FALSE)
-                },
-                check = function(r) {
-                  p <- r$probability[r$converged]  # NaN by design when not converged
-                  if (any(is.na(p)) || any(p < 0 | p > 1)) "probability NA or outside [0, 1]"
-                }),
+                read = function(f, ctx) sysbioGPU::readPBN(f), method = pbn_run, check = pbn_check),
+    assa = list(seeds = "example.pbn", context = function(dir) NULL,
+                read = function(f, ctx) sysbioGPU::readPBN(f), method = pbn_run, check = pbn_check),
     bngl = list(seeds = c("Haugh2b.net", "Repressilator.net", "test_fixed.net"),
                 context = function(dir) NULL,
                 read = function(f, ctx) sysbioGPU::readBioNetGen(f),

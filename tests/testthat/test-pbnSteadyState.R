@@ -87,6 +87,27 @@ test_that("readPBN reads ASSA-PBN .pbn files", {
   expect_error(readPBN(tf), "line 2", class = "sysbioGPU_error_input")
 })
 
+test_that("the example network in ASSA-PBN's format reads as its .bnet, and so do the readers' errors", {
+  # two files written apart, two readers: the same pbn object
+  ex <- function(f) system.file("extdata", f, package = "sysbioGPU")
+  expect_identical(readPBN(ex("pbn-example.pbn")), readPBN(ex("pbn-example.bnet")))
+  lines <- readLines(ex("pbn-example.pbn"))
+  tf <- tempfile(fileext = ".pbn")
+  bad <- function(at, text) { l <- lines; l[at] <- text; writeLines(l, tf); tf }
+  at <- grep("^0.8 : Signal & !Caspase$", lines)
+  expect_error(readPBN(bad(at, "0.8 : Signal & !Caspase)")), sprintf("pbn, line %d: unexpected '\\)'", at),
+               class = "sysbioGPU_error_input")
+  expect_error(readPBN(bad(at, "0.8 Signal")), sprintf("line %d: expected 'probability : expression'", at),
+               class = "sysbioGPU_error_input")
+  expect_error(readPBN(bad(at, "-0.8 : Signal")), sprintf("line %d: bad probability '-0.8'", at),
+               class = "sysbioGPU_error_input")
+  expect_error(readPBN(bad(at, "0.8 :   ")), sprintf("line %d: expected", at), class = "sysbioGPU_error_input")
+  expect_error(readPBN(bad(at, "0.8 : Signal $ Caspase")), sprintf("line %d: unexpected character '\\$'", at),
+               class = "sysbioGPU_error_input")
+  expect_error(readPBN(bad(grep("^node Death$", lines), "node Signal")), "node 'Signal' defined twice",
+               class = "sysbioGPU_error_input")
+})
+
 test_that("as.pbn converts BoolNet networks", {
   skip_if_not_installed("BoolNet")
   data(examplePBN, package = "BoolNet", envir = environment())
