@@ -22,7 +22,8 @@
 # from the LASSIE repository, https://github.com/aresio/LASSIE, and
 # bionetgen/bcr.net and bcr.gdat, the BCR network of
 # ReactionNetworkImporters.jl's test data, https://github.com/SciML/ReactionNetworkImporters.jl;
-# not shipped: without them those rows are skipped), LASSIE_BCR=0 skips BCR.  LASSIE_DEVICES="0;0,1"
+# not shipped: without them those rows are skipped), LASSIE_BCR=0 skips BCR,
+# LASSIE_EXTRA_NET further .net files against lsodes (see that section).  LASSIE_DEVICES="0;0,1"
 # (device sets separated by ";", "all" allowed) times the Chen batch
 # (LASSIE_CHEN_BATCH sets, LASSIE_CHEN_METHOD) and the Haugh2b batch
 # (LASSIE_BATCH sets) on each set of GPUs, best of LASSIE_DEVICE_REPS
@@ -384,6 +385,36 @@ if (!quick && !devices_only && file.exists(bcr) && Sys.getenv("LASSIE_BCR", "1")
                 cpu$s, as.integer(st[["steps"]]), max(d / pmax(abs(G), fl)),
                 max(pmax(d - 0.01 * abs(dG), 0) / pmax(abs(G), fl))))
   }
+}
+
+# Further BioNetGen networks (LASSIE_EXTRA_NET: a comma list of .net
+# files, e.g. RuleWorld's fceri_gamma2.net, 3,744 species and 58,276
+# reactions; not shipped), one simulation each over t 0-LASSIE_EXTRA_TEND
+# (default 100, 11 outputs), our CPU engine on one thread against lsodes
+# (compiled right-hand side, the Jacobian's sparsity, room for
+# LASSIE_EXTRA_LRW_FACTOR times its nonzeros, default 80, for the fill-in)
+for (f in strsplit(Sys.getenv("LASSIE_EXTRA_NET"), ",", fixed = TRUE)[[1]]) {
+  if (quick || devices_only || !file.exists(f)) next
+  m <- readBioNetGen(f)
+  tt <- seq(0, env_num("LASSIE_EXTRA_TEND", 100), length.out = 11)
+  cpu <- timed(lassieSimulate(m, tt, backend = "cpu", threads = 1, rtol = 1e-6, atol = 1e-12, verbose = FALSE))
+  st <- attr(cpu$v, "stats")
+  lss <- NULL
+  if (has_desolve) {
+    dm <- desolve_model(m)
+    lrw <- as.integer(min(.Machine$integer.max, 100 + 30 * length(m$initial) +
+                            env_num("LASSIE_EXTRA_LRW_FACTOR", 80) * nrow(dm$inz)))
+    lss <- timed(do.call(deSolve::lsodes, list(y = m$initial, times = tt, func = "lb_derivs", parms = NULL,
+                   dllname = dll, initfunc = NULL, rpar = c(as.double(m$rates), dm$hval), ipar = dm$ipar,
+                   rtol = 1e-6, atol = 1e-12, maxsteps = 1e6, sparsetype = "sparseusr", inz = dm$inz,
+                   lrw = lrw)))
+  }
+  cat(sprintf("%s (%d species, %d reactions): ours %.3g s on one thread (%d steps, %d factorisations), lsodes %s\n",
+              basename(f), length(m$initial), length(m$rates), cpu$s, as.integer(st[["steps"]]),
+              as.integer(st[["factorisations"]]),
+              if (is.null(lss)) "absent" else sprintf("%.3g s (%d steps), largest relative difference %.2g",
+                lss$s, as.integer(attr(lss$v, "istate")[2]),
+                max(abs(cpu$v[, 2:(1 + length(m$species))] - lss$v[, -1]) / pmax(abs(lss$v[, -1]), 1e-6)))))
 }
 
 tab <- do.call(rbind, rows)
