@@ -246,15 +246,15 @@ desolve_model <- function(m) {
   inz <- cbind(nz$i, nz$j)
   list(ipar = ipar, hval = as.double(D@x), inz = inz[order(inz[, 2], inz[, 1]), , drop = FALSE])
 }
-desolve_run <- function(dm, m, times, rates = m$rates, solver = "lsoda") {
+desolve_run <- function(dm, m, times, rates = m$rates, solver = "lsoda", lrw_factor = 20) {
   common <- list(y = m$initial, times = times, func = "lb_derivs", parms = NULL, dllname = dll,
                  initfunc = NULL, rpar = c(as.double(rates), dm$hval), ipar = dm$ipar,
                  rtol = 1e-6, atol = 1e-12, maxsteps = 1e6)
   # lsodes' work array: deSolve's default misses the LU's fill-in with a
-  # user-given structure; room for 20 x the Jacobian's nonzeros
+  # user-given structure; room for lrw_factor x the Jacobian's nonzeros
   if (solver == "lsodes") {
-    do.call(deSolve::lsodes, c(common, list(sparsetype = "sparseusr", inz = dm$inz,
-                                            lrw = as.integer(100 + 30 * length(m$initial) + 20 * nrow(dm$inz)))))
+    lrw <- min(.Machine$integer.max, 100 + 30 * length(m$initial) + lrw_factor * nrow(dm$inz))
+    do.call(deSolve::lsodes, c(common, list(sparsetype = "sparseusr", inz = dm$inz, lrw = as.integer(lrw))))
   }
   else do.call(deSolve::lsoda, common)
 }
@@ -399,16 +399,8 @@ for (f in strsplit(Sys.getenv("LASSIE_EXTRA_NET"), ",", fixed = TRUE)[[1]]) {
   tt <- seq(0, env_num("LASSIE_EXTRA_TEND", 100), length.out = 11)
   cpu <- timed(lassieSimulate(m, tt, backend = "cpu", threads = 1, rtol = 1e-6, atol = 1e-12, verbose = FALSE))
   st <- attr(cpu$v, "stats")
-  lss <- NULL
-  if (has_desolve) {
-    dm <- desolve_model(m)
-    lrw <- as.integer(min(.Machine$integer.max, 100 + 30 * length(m$initial) +
-                            env_num("LASSIE_EXTRA_LRW_FACTOR", 80) * nrow(dm$inz)))
-    lss <- timed(do.call(deSolve::lsodes, list(y = m$initial, times = tt, func = "lb_derivs", parms = NULL,
-                   dllname = dll, initfunc = NULL, rpar = c(as.double(m$rates), dm$hval), ipar = dm$ipar,
-                   rtol = 1e-6, atol = 1e-12, maxsteps = 1e6, sparsetype = "sparseusr", inz = dm$inz,
-                   lrw = lrw)))
-  }
+  lss <- if (has_desolve) timed(desolve_run(desolve_model(m), m, tt, solver = "lsodes",
+                                             lrw_factor = env_num("LASSIE_EXTRA_LRW_FACTOR", 80)))
   cat(sprintf("%s (%d species, %d reactions): ours %.3g s on one thread (%d steps, %d factorisations), lsodes %s\n",
               basename(f), length(m$initial), length(m$rates), cpu$s, as.integer(st[["steps"]]),
               as.integer(st[["factorisations"]]),
