@@ -653,7 +653,9 @@ lassie_rhs <- function(model, x, rates = model$rates) {
 
 # z = (I - gamma J(x))^-1 b by the implicit steps' sparse LU (tests); NULL
 # when a pivot fails (the steps then take the dense LU); by_passes: the
-# substitution by the device's warp passes, emulated on the CPU
+# device's factorisation and its substitution by warp passes, emulated on
+# the CPU.  Several gamma: each factorised in turn with the same scratch,
+# z from the last.
 lassie_lu_solve <- function(model, x, gamma, b, rates = model$rates, by_passes = FALSE) {
   .Call(ffi_lassie_lu_solve, lassie_arrays(model), as.double(rates), as.double(x), as.double(gamma),
         as.double(b), isTRUE(by_passes))

@@ -188,11 +188,13 @@ void sbg_lassie_law_rates(const sbg_lassie_model *m, const double *k, const doub
  * the sparse factor D of the Jacobian J = H D. */
 void sbg_lassie_dvdx(const sbg_lassie_model *m, const double *k,
                      const double *x, double *dv);
-/* (I - gamma J(x)) z = b by the implicit steps' sparse LU, once (b becomes
- * z, species order; by_passes: substituted by the device's warp passes,
- * emulated).  Returns 0, -1 when a pivot fails, -2 without memory. */
+/* (I - gamma J(x)) z = b by the implicit steps' sparse LU (b becomes z,
+ * species order; by_passes: the device's factorisation and warp passes,
+ * emulated), gamma the last of n_gamma values factorised in turn with the
+ * same scratch, as the steps reuse it.  Returns 0, -1 when the last
+ * factorisation's pivot fails, -2 without memory. */
 int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const double *x,
-                             double gamma, double *b, int by_passes);
+                             const double *gamma, int n_gamma, double *b, int by_passes);
 /* Whether the GPU engine should take the implicit steps of a batch of
  * n_sims simulations of a model of n_species on the device rather than on
  * the host's `threads` (1 or 0; lassie_cpu.c says why). */

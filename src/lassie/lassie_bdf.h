@@ -564,27 +564,18 @@ static LASSIE_HD inline void lassie_lu_asm_entry(const lassie_lu *lu, int i, int
 #endif
 }
 
-/* Numeric LU of P = I - gamma J (J = H D, D in dv) on the pattern lu,
- * pivots on the diagonal (the fill-reducing order stays; I - gamma J of a
- * reaction network has a diagonal >= 1 wherever a species is only
- * consumed, as in KPP's static sparse LU for chemistry); val the factors,
- * with each pivot's reciprocal on the diagonal (a multiplication, not a
- * division, per eliminated entry and per row of the substitutions); pval
- * (unless NULL) the same values in the plan's pass order, for the warp's
- * substitutions (lassie_lu_passes()); x a zeroed scratch of N (left
- * zeroed).  The lanes assemble P's entries in
- * parallel (each entry's terms in the order of lu's plan), then go row by
- * row: they scatter the row, share each update with a row of U (distinct
- * columns), and gather it.  Returns -1 when a pivot is not finite or lost
- * its digits to cancellation (the CPU then takes a dense LU with
- * pivoting). */
-static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_lassie_model *m,
-                                             const lassie_lu *lu, double gamma,
-                                             const double *dv, double *val, double *pval,
-                                             double *x) {
+/* The first part of the numeric LU of P = I - gamma J (J = H D, D in dv)
+ * on the pattern lu: the lanes assemble P's entries at their positions in
+ * val in parallel (each entry's terms in the order of lu's plan), and
+ * finish the rows without an L part; pval (unless NULL) gets the same
+ * values in the plan's pass order.  lassie_lu_factor() eliminates the
+ * other rows on a team, lu_eliminate_rows() (lassie_cpu.c) on one host
+ * thread.  Returns -1 when a pivot fails (below). */
+static LASSIE_HD inline int lassie_lu_assemble(const lassie_team *tm, const sbg_lassie_model *m,
+                                               const lassie_lu *lu, double gamma,
+                                               const double *dv, double *val, double *pval) {
   const int N = m->n_species, L = tm->lane, T = tm->size;
-  const int *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
-  const lassie_team tm_one = {0, 1, 0u};   /* a lane prefetching alone */
+  const int *ptr = lu->ptr, *diag = lu->diag;
   lassie_team_prefetch(tm, dv, m->r_ptr[m->n_reactions]);
   for (int i = L; i < ptr[N]; i += T) {
     int p, t0, t1, slot;
@@ -613,6 +604,30 @@ static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_la
     }
   if (lassie_team_max(tm, bad) != 0) return -1;
   lassie_team_sync(tm);
+  return 0;
+}
+
+/* Numeric LU of P = I - gamma J (J = H D, D in dv) on the pattern lu,
+ * pivots on the diagonal (the fill-reducing order stays; I - gamma J of a
+ * reaction network has a diagonal >= 1 wherever a species is only
+ * consumed, as in KPP's static sparse LU for chemistry); val the factors,
+ * with each pivot's reciprocal on the diagonal (a multiplication, not a
+ * division, per eliminated entry and per row of the substitutions); pval
+ * (unless NULL) the same values in the plan's pass order, for the warp's
+ * substitutions (lassie_lu_passes()); x a zeroed scratch of N (left
+ * zeroed).  After the assembly (lassie_lu_assemble()) the lanes go row
+ * by row: they scatter the row, share each update with a row of U
+ * (distinct columns), and gather it.  Returns -1 when a pivot is not
+ * finite or lost its digits to cancellation (the CPU then takes a dense
+ * LU with pivoting). */
+static LASSIE_HD inline int lassie_lu_factor(const lassie_team *tm, const sbg_lassie_model *m,
+                                             const lassie_lu *lu, double gamma,
+                                             const double *dv, double *val, double *pval,
+                                             double *x) {
+  if (lassie_lu_assemble(tm, m, lu, gamma, dv, val, pval) != 0) return -1;
+  const int N = m->n_species, L = tm->lane, T = tm->size;
+  const int *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
+  const lassie_team tm_one = {0, 1, 0u};   /* a lane prefetching alone */
   /* The rows with an L part in turn (lu->elim).  Each lane's first entry
    * of row i is loaded while the row before is eliminated (rows after the
    * current one do not change until their turn): its column and value

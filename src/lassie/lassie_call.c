@@ -2,6 +2,7 @@
  * helpers behind its tests and benchmark: right-hand side and sparse
  * analytic Jacobian (ffi_lassie_rhs, ffi_lassie_jacobian).  R has checked
  * and converted every argument (R/lassieSimulate.R); here only sizes. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -532,11 +533,11 @@ SEXP ffi_lassie_jacobian(SEXP model, SEXP rates, SEXP x) {
 SEXP ffi_lassie_lu_solve(SEXP model, SEXP rates, SEXP x, SEXP gamma, SEXP b, SEXP by_passes) {
   sbg_lassie_model m;
   model_at_state(&m, model, rates, x);
-  SBG_ASSERT(TYPEOF(gamma) == REALSXP && XLENGTH(gamma) == 1);
+  SBG_ASSERT(TYPEOF(gamma) == REALSXP && XLENGTH(gamma) >= 1 && XLENGTH(gamma) < INT_MAX);
   SBG_ASSERT(TYPEOF(b) == REALSXP && XLENGTH(b) == m.n_species);
   SBG_ASSERT(TYPEOF(by_passes) == LGLSXP && XLENGTH(by_passes) == 1);
   SEXP z = PROTECT(Rf_duplicate(b));
-  int rc = sbg_lassie_lu_solve_once(&m, REAL(rates), REAL(x), REAL(gamma)[0], REAL(z),
+  int rc = sbg_lassie_lu_solve_once(&m, REAL(rates), REAL(x), REAL(gamma), (int)XLENGTH(gamma), REAL(z),
                                     LOGICAL(by_passes)[0] == TRUE);
   if (rc == -2) sbg_stop(SBG_ERR_ALLOC, "out of memory");
   UNPROTECT(1);

@@ -263,6 +263,63 @@ test_that("the implicit steps' sparse LU solves I - gamma J as a dense solver do
   solve_check(chen, chen$initial + 1, 1e-6)
 })
 
+test_that("the CPU's blocked elimination gives the device's factors, also after a failed one", {
+  # The CPU engine eliminates the LU's rows eight at a time (lu_eliminate_rows);
+  # the device's code (by_passes) row by row.  Random networks fill in to a
+  # dense trailing block (every row of a block updated by each U row) after
+  # sparse rows (some of a block's rows updated); fast reversible pairs fed
+  # slowly from the rest make the pivot test fail at large gamma (the steps
+  # then take the dense LU) in the middle of the elimination.
+  rand_model <- function(n, r, q, seed) {
+    set.seed(seed)
+    core <- n - 2 * q
+    R <- matrix(0, r + 3 * q, n); P <- R
+    for (i in seq_len(r)) {
+      R[i, sample.int(core, sample(1:2, 1))] <- 1
+      p <- sample.int(core, sample(1:2, 1)); P[i, p] <- P[i, p] + 1
+    }
+    rates <- c(10^runif(r, -3, 3), rep(0, 3 * q))
+    for (j in seq_len(q)) {
+      a <- core + 2 * j - 1; b <- core + 2 * j; i <- r + 3 * (j - 1)
+      R[i + 1, a] <- 1; P[i + 1, b] <- 1; R[i + 2, b] <- 1; P[i + 2, a] <- 1
+      R[i + 3, sample.int(core, 1)] <- 1; P[i + 3, a] <- 1
+      rates[i + 1:3] <- c(1e6, 1e6, 1e-3)
+    }
+    reactionModel(R, P, rates = rates, initial = rep(1, n), species = paste0("S", seq_len(n)))
+  }
+  failed <- 0
+  for (seed in 1:4) {
+    m <- rand_model(70, 240, 5, seed)
+    set.seed(seed)
+    x <- 10^runif(70, -2, 2)
+    b <- rnorm(70)
+    for (gamma in c(1e-2, 1, 1e2, 1e6)) {
+      z <- sysbioGPU:::lassie_lu_solve(m, x, gamma, b)
+      expect_identical(sysbioGPU:::lassie_lu_solve(m, x, gamma, b, by_passes = TRUE), z)
+      # after a failed factorisation (1e9) with the same scratch, the same factors
+      expect_identical(sysbioGPU:::lassie_lu_solve(m, x, c(1e9, gamma), b), z)
+      if (is.null(z)) { failed <- failed + 1; next }
+      A <- diag(70) - gamma * as.matrix(sysbioGPU:::lassie_jacobian(m, x))
+      expect_lt(max(abs(A %*% z - b)), 1e-12 * max(abs(A)) * max(abs(z)))
+    }
+  }
+  expect_equal(failed, 4)   # gamma 1e6 in each network
+  # a pivot whose partial sums grew far past it before they cancelled
+  # (the test is on the largest of them, not on the first)
+  R <- rbind(c(0, 0, 0, 1, 1), c(1, 0, 0, 0, 1), c(0, 0, 0, 0, 1),
+             c(0, 0, 1, 0, 0), c(0, 0, 1, 0, 0), c(0, 1, 0, 0, 0))
+  P <- rbind(c(0, 0, 1, 0, 1), c(0, 0, 1, 0, 0), c(1, 0, 0, 0, 1),
+             c(0, 1, 1, 0, 0), c(1, 0, 0, 1, 0), c(0, 0, 0, 0, 1))
+  m <- reactionModel(R, P, rates = c(1790, 61.6, 13.6, 111000, 19, 64.9), initial = rep(1, 5))
+  x <- c(0.578, 0.12, 0.0018, 2.97, 0.00148)
+  b <- c(0.89, -0.286, -1.69, 0.484, 0.775)
+  for (gamma in c(1e7, 1e9)) {
+    z <- sysbioGPU:::lassie_lu_solve(m, x, gamma, b)
+    expect_identical(sysbioGPU:::lassie_lu_solve(m, x, gamma, b, by_passes = TRUE), z)
+    expect_identical(is.null(z), gamma == 1e9)
+  }
+})
+
 test_that("deSolve's lsoda agrees within the tolerances", {
   skip_if_not_installed("deSolve")
   m <- readBioNetGen(lassie_extdata("Haugh2b.net"))
