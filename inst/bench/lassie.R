@@ -392,7 +392,17 @@ if (!quick && !devices_only && file.exists(bcr) && Sys.getenv("LASSIE_BCR", "1")
 # reactions; not shipped), one simulation each over t 0-LASSIE_EXTRA_TEND
 # (default 100, 11 outputs), our CPU engine on one thread against lsodes
 # (compiled right-hand side, the Jacobian's sparsity, room for
-# LASSIE_EXTRA_LRW_FACTOR times its nonzeros, default 80, for the fill-in)
+# LASSIE_EXTRA_LRW_FACTOR times its nonzeros, default 80, for the fill-in);
+# then one factorisation of I - 0.1 J (a perturbed initial state) by the
+# CPU engine's elimination and by the device's row-by-row code on one host
+# thread: the time of 6 factorisations less that of 1, over 5
+lu_seconds <- function(m, passes) {
+  set.seed(1)
+  x <- m$initial * (1 + stats::runif(length(m$initial))) + 1e-3
+  b <- stats::rnorm(length(x))
+  one <- timed(sysbioGPU:::lassie_lu_solve(m, x, 0.1, b, by_passes = passes))$s
+  (timed(sysbioGPU:::lassie_lu_solve(m, x, rep(0.1, 6), b, by_passes = passes))$s - one) / 5
+}
 for (f in strsplit(Sys.getenv("LASSIE_EXTRA_NET"), ",", fixed = TRUE)[[1]]) {
   if (quick || devices_only || !file.exists(f)) next
   m <- readBioNetGen(f)
@@ -407,6 +417,8 @@ for (f in strsplit(Sys.getenv("LASSIE_EXTRA_NET"), ",", fixed = TRUE)[[1]]) {
               if (is.null(lss)) "absent" else sprintf("%.3g s (%d steps), largest relative difference %.2g",
                 lss$s, as.integer(attr(lss$v, "istate")[2]),
                 max(abs(cpu$v[, 2:(1 + length(m$species))] - lss$v[, -1]) / pmax(abs(lss$v[, -1]), 1e-6)))))
+  cat(sprintf("  one factorisation of I - 0.1 J: %.3g s (the device's row-by-row code on one host thread: %.3g s)\n",
+              lu_seconds(m, FALSE), lu_seconds(m, TRUE)))
 }
 
 tab <- do.call(rbind, rows)
