@@ -279,7 +279,9 @@ static SEXP read_compartments(Model_t *m) {
   for (unsigned i = 0; i < nc; i++) {
     Compartment_t *c = Model_getCompartment(m, i);
     SET_STRING_ELT(id, i, mkstr(Compartment_getId(c)));
-    REAL(size)[i] = Compartment_isSetSize(c) ? Compartment_getSize(c) : NA_REAL;
+    /* (isSetVolume: Level 1's volume defaults to 1, Level 2's and 3's
+     * size has no default, and libSBML's getSize() gives the default) */
+    REAL(size)[i] = Compartment_isSetVolume(c) ? Compartment_getSize(c) : NA_REAL;
     REAL(dims)[i] = Compartment_getSpatialDimensionsAsDouble(c);
     LOGICAL(cst)[i] = Compartment_getConstant(c) != 0;
   }

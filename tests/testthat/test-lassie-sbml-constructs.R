@@ -405,3 +405,30 @@ test_that("long sums and products read as one call, evaluated left to right", {
   big_b <- not_poly(ap("times", ap("plus", ci("B"), cn(1), ap("times", cn(-1), ci("B")), ci("k")), ci("A")))
   expect_equal(unname(run(big_b, fixed_b)), 2 * exp(-0.8), tolerance = 1e-8)
 })
+
+test_that("SBML Level 1: a compartment without a volume has Level 1's default, 1", {
+  skip_if_not(sbmlAvailable(), "built without libSBML")
+  # Level 1's volume defaults to 1 (Level 2's and 3's size has no default);
+  # species in formulas are concentrations: A' = -k A / V in concentration
+  l1 <- function(volume) {
+    f <- tempfile(fileext = ".xml")
+    writeLines(c(
+      '<?xml version="1.0" encoding="UTF-8"?>',
+      '<sbml xmlns="http://www.sbml.org/sbml/level1" level="1" version="2"><model name="m">',
+      sprintf('<listOfCompartments><compartment name="c"%s/></listOfCompartments>', volume),
+      '<listOfSpecies><species name="A" compartment="c" initialAmount="2"/>',
+      '<species name="B" compartment="c" initialAmount="0"/></listOfSpecies>',
+      '<listOfReactions><reaction name="r" reversible="false">',
+      '<listOfReactants><speciesReference species="A"/></listOfReactants>',
+      '<listOfProducts><speciesReference species="B"/></listOfProducts>',
+      '<kineticLaw formula="k * A"><listOfParameters><parameter name="k" value="0.5"/></listOfParameters>',
+      '</kineticLaw></reaction></listOfReactions></model></sbml>'), f)
+    f
+  }
+  tt <- c(0, 1, 2.5)
+  out <- sc_sim(readSBML(l1("")), tt)
+  expect_equal(unname(out[, "A"]), 2 * exp(-0.5 * tt), tolerance = 1e-8)
+  expect_equal(unname(out[, "B"]), 2 - 2 * exp(-0.5 * tt), tolerance = 1e-8)
+  out <- sc_sim(readSBML(l1(' volume="2"')), tt)
+  expect_equal(unname(out[, "A"]), exp(-0.25 * tt), tolerance = 1e-8)
+})
