@@ -55,6 +55,20 @@ void sbg_lassie_rhs(const sbg_lassie_model *m, const double *k, const double *x,
   }
 }
 
+/* The blocks of LASSIE_LU_BLOCK rows (lu->elim in turn) that
+ * lu_eliminate_rows() takes together, each with the union of its rows' L
+ * columns k, ascending, and the rows (bits) that have each: block b's are
+ * k[first[b]] .. k[first[b + 1] - 1], none for a block taken row by row. */
+typedef struct lu_blocks {
+  int *first, *k;
+  unsigned char *rows;
+} lu_blocks;
+
+static void lu_blocks_free(lu_blocks *bl) {
+  free(bl->first); free(bl->k); free(bl->rows);
+  bl->first = bl->k = NULL; bl->rows = NULL;
+}
+
 /* Per-thread workspace; the dense matrix is allocated on the first implicit
  * step only, so non-stiff runs of large models never pay for it. */
 typedef struct ws {
@@ -70,6 +84,7 @@ typedef struct ws {
   int *lu_plan;      /* the plan of the numeric phases (sbg_lassie_lu_plan) */
   lassie_lu lu;      /* all of the above */
   double *lu_val, *lu_x;
+  lu_blocks lu_blk;         /* lu_blocks_plan() */
   int dense;         /* 1: the last factorisation is the dense fallback in P */
   /* the dense fallback's factors compressed to their nonzeros (same row
    * layout as the sparse LU: L, diagonal, U), so that each Newton solve
@@ -88,7 +103,7 @@ static void ws_free(ws *w) {
   free(w->y); free(w->g); free(w->dv); free(w->P); free(w->piv); free(w->nzbuf); free(w->pos);
   for (int i = 0; i < LASSIE_BDF_HIST; i++) free(w->hist[i]);
   free(w->cvec);
-  free(w->ipos); free(w->lu_ptr); free(w->lu_col); free(w->lu_diag); free(w->lu_val); free(w->lu_x); free(w->lu_plan);
+  free(w->ipos); free(w->lu_ptr); free(w->lu_col); free(w->lu_diag); free(w->lu_val); free(w->lu_x); lu_blocks_free(&w->lu_blk); free(w->lu_plan);
   free(w->dz_ptr); free(w->dz_col); free(w->dz_diag); free(w->dz_val);
   memset(w, 0, sizeof(*w));
 }
@@ -727,8 +742,12 @@ typedef int64_t lu_mask __attribute__((vector_size(32), aligned(8)));
 /* Row i, number j of its block, of the sparse LU on the host, once the
  * rows before it are done: its pivot, the test on it (lassie_lu_factor()'s),
  * its values gathered from the scratch X (column c of row j at X[c *
- * LASSIE_LU_BLOCK + j]).  Returns -1 when the pivot fails. */
-static int lu_finish_row(const lassie_lu *lu, int i, int j, double dterm, double *val, const double *X) {
+ * LASSIE_LU_BLOCK + j]).  Returns -1 when the pivot fails.  Inlined, so
+ * that lu_eliminate_rows()'s AVX2 clone calls no code compiled without AVX
+ * (each such call from it ran into the processor's AVX-SSE transition:
+ * Haugh2b's factorisations took three times as long). */
+static inline __attribute__((always_inline)) int lu_finish_row(const lassie_lu *lu, int i, int j, double dterm,
+                                                               double *val, const double *X) {
   const double d = X[(size_t)i * LASSIE_LU_BLOCK + j];
   const double recip = 1.0 / d;
   for (int p = lu->ptr[i]; p < lu->ptr[i + 1]; p++)
@@ -736,85 +755,165 @@ static int lu_finish_row(const lassie_lu *lu, int i, int j, double dterm, double
   return !isfinite(d) || !(fabs(d) > 1e-10 * dterm) ? -1 : 0;
 }
 
+static int cmp_int(const void *a, const void *b) {
+  const int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Which blocks go together, by a count of operations (nanoseconds on the
+ * build machine's core, fitted to the elimination of Haugh2b, Chen 2009,
+ * egfr_net, fceri_ji and bcr each way): row by row, each of a row's L
+ * columns k costs LU_ROW_K (its multiplier, its loop) and each entry of U's
+ * row k that it updates LU_ROW_ENTRY (a scalar update); together, each k
+ * of the union costs LU_WIDE_K (its multipliers and masks) and each entry
+ * of its U row LU_WIDE_ENTRY (two vector updates and blends, whichever
+ * rows take it).  Rows that share their columns and long rows of U go
+ * together: one factorisation of egfr_net took 0.6-0.7 ms against 1.5 ms
+ * row by row, bcr's 8-9 ms against 25 ms; on the small or sparse factors
+ * of Haugh2b and Chen 2009 both ways cost about the same.  Returns 0, or
+ * -1 without memory (bl freed). */
+#define LU_ROW_K 7
+#define LU_ROW_ENTRY 1
+#define LU_WIDE_K 20
+#define LU_WIDE_ENTRY 2
+static int lu_blocks_plan(const lassie_lu *lu, int N, lu_blocks *bl) {
+  enum { B = LASSIE_LU_BLOCK };
+  const int *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
+  const int nblk = (lu->n_elim + B - 1) / B;
+  size_t cap = 0, n = 0;
+  for (int e = 0; e < lu->n_elim; e++) cap += (size_t)(diag[lu->elim[e]] - ptr[lu->elim[e]]);
+  bl->first = malloc(sizeof(int) * ((size_t)nblk + 1));
+  bl->k = malloc(sizeof(int) * (cap + 1));
+  bl->rows = malloc(cap + 1);
+  int *slot = malloc(sizeof(int) * ((size_t)N + 1)), *owner = malloc(sizeof(int) * ((size_t)N + 1));
+  if (!bl->first || !bl->k || !bl->rows || !slot || !owner) goto fail;
+  for (int c = 0; c < N; c++) owner[c] = -1;
+  for (int bk = 0; bk < nblk; bk++) {
+    double rows = 0, together = 0;
+    const size_t n0 = n;
+    bl->first[bk] = (int)n0;
+    for (int e = bk * B; e < lu->n_elim && e < (bk + 1) * B; e++) {
+      const int i = lu->elim[e];
+      for (int q = ptr[i]; q < diag[i]; q++) {
+        const int k = col[q];
+        const double len = (double)(ptr[k + 1] - diag[k] - 1);
+        rows += LU_ROW_K + LU_ROW_ENTRY * len;
+        if (owner[k] != bk) {
+          owner[k] = bk;
+          bl->k[n++] = k;
+          together += LU_WIDE_K + LU_WIDE_ENTRY * len;
+        }
+      }
+    }
+    if (!(together < rows)) { n = n0; continue; }   /* row by row */
+    qsort(bl->k + n0, n - n0, sizeof(int), cmp_int);
+    for (size_t t = n0; t < n; t++) { slot[bl->k[t]] = (int)t; bl->rows[t] = 0; }
+    for (int e = bk * B; e < lu->n_elim && e < (bk + 1) * B; e++) {
+      const int i = lu->elim[e];
+      for (int q = ptr[i]; q < diag[i]; q++) bl->rows[slot[col[q]]] |= (unsigned char)(1u << (e - bk * B));
+    }
+  }
+  bl->first[nblk] = (int)n;
+  free(slot); free(owner);
+  return 0;
+fail:
+  free(slot); free(owner);
+  lu_blocks_free(bl);
+  return -1;
+}
+
 /* The elimination of lassie_lu_factor() on one host thread, after
  * lassie_lu_assemble(), with the same operations in the same order on
  * each row, so the same factors to the bit: the rows with an L part
- * (lu->elim, ascending) LASSIE_LU_BLOCK at a time.  A block goes through
- * the union of its rows' L columns k in ascending order; each row that
- * has k takes its multiplier x[k] / U(k, k) and, when it is not zero,
- * subtracts it times U's row k: one pass over that row for the block,
- * each column's line of the block updated by two vector operations, the
- * rows without a multiplier keeping their values (a blend; x - 0 u is not
- * always x: -0, an infinite u).  A row of the block is finished as soon
- * as the next k reaches it (every k before it is then applied), so the
- * rows after it can use it.  Row by row, with one scattered update at a
- * time, the near-dense factors of large rule-based networks (fceri_gamma2:
- * 4 million entries for 3,744 species, 2.2e9 updates) took 2.2 s; this
- * takes 0.6 s on the same core.  X: a scratch of LASSIE_LU_BLOCK x N, in
- * any state: a row reads only its pattern's columns, which its scatter
- * writes first (the pattern holds the fill).  Returns -1 when a pivot
- * fails. */
+ * (lu->elim, ascending) LASSIE_LU_BLOCK at a time.  A block taken together
+ * (bl) goes through the union of its rows' L columns k in ascending order:
+ * the rows that have k take their multipliers x[k] / U(k, k) at once (a
+ * vector operation), and those whose multiplier is not 0 subtract it
+ * times U's row k, in one pass over that row for all of them, each
+ * column's line of the block updated by two vector operations (the other
+ * rows keep their values: a blend; x - 0 u is not always x: -0, an
+ * infinite u).  A row of the block is finished as soon as the next k
+ * reaches it (every k before it is then applied), so the rows after it
+ * can use it.  Row by row, with one scattered update at a time, the
+ * near-dense factors of large rule-based networks (fceri_gamma2: 4
+ * million entries for 3,744 species, 2.2e9 updates) took 2.2 s; together,
+ * 0.6 s on the same core.  Other blocks go row by row, each row's L
+ * columns in turn.  X: a scratch of LASSIE_LU_BLOCK x N (column c of
+ * block row j at X[c * LASSIE_LU_BLOCK + j]), in any state: a row reads
+ * only its pattern's columns, which its scatter writes first (the pattern
+ * holds the fill).  Returns -1 when a pivot fails. */
 LASSIE_VECTOR_CLONES
-static int lu_eliminate_rows(const lassie_lu *lu, double *val, double *X) {
+static int lu_eliminate_rows(const lassie_lu *lu, const lu_blocks *bl, double *val, double *X) {
   enum { B = LASSIE_LU_BLOCK };
   _Static_assert(LASSIE_LU_BLOCK == 2 * sizeof(lu_vec) / sizeof(double), "a block is two vectors");
   const int *ptr = lu->ptr, *col = lu->col, *diag = lu->diag;
+  const lu_mask bit0 = {1, 2, 4, 8}, bit1 = {16, 32, 64, 128};
   for (int e0 = 0; e0 < lu->n_elim; e0 += B) {
-    const int nb = lu->n_elim - e0 < B ? lu->n_elim - e0 : B;
-    int row[B], at[B];
-    double dterm[B], l[B];
-    int64_t on[B];
+    const int nb = lu->n_elim - e0 < B ? lu->n_elim - e0 : B, bk = e0 / B;
+    int row[B];
+    double dterm[B];
     for (int j = 0; j < nb; j++) {
       const int i = lu->elim[e0 + j];
       row[j] = i;
-      at[j] = ptr[i];
       for (int p = ptr[i]; p < ptr[i + 1]; p++) X[(size_t)col[p] * B + j] = val[p];
       dterm[j] = fabs(val[diag[i]]);
     }
-    int done = 0, bad = 0;
-    for (;;) {
-      int k = INT_MAX;
-      for (int j = done; j < nb; j++)
-        if (at[j] < diag[row[j]] && col[at[j]] < k) k = col[at[j]];
-      while (done < nb && row[done] <= k && !bad)
-        bad = lu_finish_row(lu, row[done], done, dterm[done], val, X), done++;
-      if (bad || k == INT_MAX) break;
-      const double rk = val[diag[k]];
-      double *xk = X + (size_t)k * B;
-      int any = 0;
-      for (int j = 0; j < B; j++) {
-        l[j] = 0;
-        on[j] = 0;
-        if (j >= done && j < nb && at[j] < diag[row[j]] && col[at[j]] == k) {
-          at[j]++;
-          const double lk = xk[j] * rk;
-          xk[j] = lk;   /* row j's L entry */
-          if (lk != 0) { l[j] = lk; on[j] = -1; any = 1; }
+    if (bl->first[bk] == bl->first[bk + 1]) {   /* row by row */
+      for (int j = 0; j < nb; j++) {
+        const int i = row[j];
+        for (int q = ptr[i]; q < diag[i]; q++) {
+          const int k = col[q];
+          double *xk = X + (size_t)k * B + j;
+          const double lk = *xk * val[diag[k]];
+          *xk = lk;   /* row j's L entry */
+          if (lk == 0) continue;
+          for (int p = diag[k] + 1; p < ptr[k + 1]; p++) {
+            double *xc = X + (size_t)col[p] * B + j;
+            *xc = *xc - lk * val[p];
+          }
+          /* the largest partial sum the pivot went through (dterm only
+           * grows with x[i], so taking it after every update of the row
+           * is the same as taking it when x[i] changes) */
+          const double v = fabs(X[(size_t)i * B + j]);
+          if (v > dterm[j]) dterm[j] = v;
         }
+        if (lu_finish_row(lu, i, j, dterm[j], val, X) != 0) return -1;
       }
-      if (!any) continue;
-      lu_vec l0, l1;
-      lu_mask m0, m1;
-      memcpy(&l0, l, sizeof l0); memcpy(&l1, l + 4, sizeof l1);
-      memcpy(&m0, on, sizeof m0); memcpy(&m1, on + 4, sizeof m1);
+      continue;
+    }
+    int done = 0;
+    for (int t = bl->first[bk]; t < bl->first[bk + 1]; t++) {
+      const int k = bl->k[t];
+      for (; done < nb && row[done] <= k; done++)
+        if (lu_finish_row(lu, row[done], done, dterm[done], val, X) != 0) return -1;
+      const int64_t r = bl->rows[t];
+      const lu_mask has0 = ((lu_mask){r, r, r, r} & bit0) != 0, has1 = ((lu_mask){r, r, r, r} & bit1) != 0;
+      lu_vec *xk = (lu_vec *)(X + (size_t)k * B);
+      const lu_vec x0 = xk[0], x1 = xk[1];
+      const lu_vec l0 = x0 * val[diag[k]], l1 = x1 * val[diag[k]];
+      /* the rows' L entries */
+      xk[0] = (lu_vec)(((lu_mask)l0 & has0) | ((lu_mask)x0 & ~has0));
+      xk[1] = (lu_vec)(((lu_mask)l1 & has1) | ((lu_mask)x1 & ~has1));
+      const lu_mask m0 = has0 & (l0 != 0), m1 = has1 & (l1 != 0);
+      unsigned on = 0;
+      for (int j = 0; j < 4; j++) on |= (unsigned)(m0[j] & 1) << j | (unsigned)(m1[j] & 1) << (j + 4);
+      if (!on) continue;
       for (int p = diag[k] + 1; p < ptr[k + 1]; p++) {
         lu_vec *xc = (lu_vec *)(X + (size_t)col[p] * B);
         const double u = val[p];
-        const lu_vec x0 = xc[0], x1 = xc[1];
-        const lu_vec t0 = x0 - l0 * u, t1 = x1 - l1 * u;
-        xc[0] = (lu_vec)(((lu_mask)t0 & m0) | ((lu_mask)x0 & ~m0));
-        xc[1] = (lu_vec)(((lu_mask)t1 & m1) | ((lu_mask)x1 & ~m1));
+        const lu_vec c0 = xc[0], c1 = xc[1];
+        const lu_vec t0 = c0 - l0 * u, t1 = c1 - l1 * u;
+        xc[0] = (lu_vec)(((lu_mask)t0 & m0) | ((lu_mask)c0 & ~m0));
+        xc[1] = (lu_vec)(((lu_mask)t1 & m1) | ((lu_mask)c1 & ~m1));
       }
-      /* the largest partial sum each pivot went through (dterm only grows
-       * with x[i], so taking it after every update of the row is the same
-       * as taking it when x[i] changes) */
-      for (int j = done; j < nb; j++)
-        if (on[j]) {
-          const double v = fabs(X[(size_t)row[j] * B + j]);
-          if (v > dterm[j]) dterm[j] = v;
-        }
+      for (; on; on &= on - 1) {   /* the pivots' largest partial sums */
+        const int j = __builtin_ctz(on);
+        const double v = fabs(X[(size_t)row[j] * B + j]);
+        if (v > dterm[j]) dterm[j] = v;
+      }
     }
-    if (bad) return -1;
+    for (; done < nb; done++)
+      if (lu_finish_row(lu, row[done], done, dterm[done], val, X) != 0) return -1;
   }
   return 0;
 }
@@ -836,13 +935,15 @@ int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const d
   double *dv = malloc(sizeof(double) * (size_t)(m->r_ptr[M] > 0 ? m->r_ptr[M] : 1));
   double *scratch = calloc((size_t)N * LASSIE_LU_BLOCK, sizeof(double)), *y = malloc(sizeof(double) * (size_t)N);
   double *val = NULL, *pval = NULL;
+  lu_blocks blk = {NULL, NULL, NULL};
   size_t nnz = 0;
   lassie_lu lu;
   if (!pos || !ipos || !dv || !scratch || !y ||
       sbg_lassie_lu_pattern(m, pos, ipos, &ptr, &col, &diag, &nnz) != 0)
     goto done;
   lu = (lassie_lu){.pos = pos, .ipos = ipos, .ptr = ptr, .col = col, .diag = diag};
-  if (sbg_lassie_lu_plan(m, &lu, &plan) != 0 || !(val = malloc(sizeof(double) * (nnz ? nnz : 1))) ||
+  if (sbg_lassie_lu_plan(m, &lu, &plan) != 0 || lu_blocks_plan(&lu, N, &blk) != 0 ||
+      !(val = malloc(sizeof(double) * (nnz ? nnz : 1))) ||
       !(pval = malloc(sizeof(double) * (nnz + LASSIE_LU_PAD))))
     goto done;
   /* a slot the factorisation misses stays NaN (and fails the check) */
@@ -853,7 +954,7 @@ int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const d
     rc = by_passes ? lassie_lu_factor(&tm, m, &lu, gamma[g], dv, val, pval, scratch)
                    : lassie_lu_assemble(&tm, m, &lu, gamma[g], dv, val, NULL) != 0
                          ? -1
-                         : lu_eliminate_rows(&lu, val, scratch);
+                         : lu_eliminate_rows(&lu, &blk, val, scratch);
   if (rc != 0) goto done;
   for (int j = 0; j < N; j++) y[pos[j]] = b[j];
   if (by_passes) lu_solve_by_passes(&lu, pval, y);
@@ -862,7 +963,7 @@ int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const d
   rc = 0;
 done:
   free(pos); free(ipos); free(ptr); free(col); free(diag); free(plan); free(dv); free(scratch);
-  free(y); free(val); free(pval);
+  free(y); free(val); free(pval); lu_blocks_free(&blk);
   return rc;
 }
 
@@ -874,7 +975,8 @@ static int lu_symbolic(const sbg_lassie_model *m, ws *w) {
   w->lu_x = calloc((size_t)m->n_species * LASSIE_LU_BLOCK, sizeof(double));
   if (!w->lu_val || !w->lu_x) return -1;   /* ws_free() frees the rest */
   lassie_lu lu = {.pos = w->pos, .ipos = w->ipos, .ptr = w->lu_ptr, .col = w->lu_col, .diag = w->lu_diag};
-  if (sbg_lassie_lu_plan(m, &lu, &w->lu_plan) != 0) return -1;
+  if (sbg_lassie_lu_plan(m, &lu, &w->lu_plan) != 0 || lu_blocks_plan(&lu, m->n_species, &w->lu_blk) != 0)
+    return -1;
   w->lu = lu;
   return 0;
 }
@@ -885,7 +987,7 @@ static int lu_symbolic(const sbg_lassie_model *m, ws *w) {
 static int lu_sparse_factor(const sbg_lassie_model *m, double gamma, ws *w) {
   lassie_team tm = lassie_team_host();
   if (lassie_lu_assemble(&tm, m, &w->lu, gamma, w->dv, w->lu_val, NULL) != 0) return -1;
-  return lu_eliminate_rows(&w->lu, w->lu_val, w->lu_x);
+  return lu_eliminate_rows(&w->lu, &w->lu_blk, w->lu_val, w->lu_x);
 }
 
 /* Solves P z = b in place, b and z in the order pos. */

@@ -318,6 +318,20 @@ test_that("the CPU's blocked elimination gives the device's factors, also after 
     expect_identical(sysbioGPU:::lassie_lu_solve(m, x, gamma, b, by_passes = TRUE), z)
     expect_identical(is.null(z), gamma == 1e9)
   }
+  # the same in a block of eight rows taken together (denser factors)
+  set.seed(42)
+  n <- 30; r <- 90
+  R <- matrix(0, r, n); P <- R
+  for (i in seq_len(r)) {
+    R[i, sample.int(n, sample(1:2, 1))] <- 1
+    p <- sample.int(n, sample(0:2, 1)); P[i, p] <- P[i, p] + 1
+  }
+  m <- reactionModel(R, P, rates = 10^runif(r, -6, 6), initial = rep(1, n))
+  set.seed(42)
+  x <- 10^runif(n, -4, 4)
+  b <- rnorm(n)
+  expect_null(sysbioGPU:::lassie_lu_solve(m, x, 1e3, b))
+  expect_null(sysbioGPU:::lassie_lu_solve(m, x, 1e3, b, by_passes = TRUE))
 })
 
 test_that("deSolve's lsoda agrees within the tolerances", {
