@@ -760,18 +760,18 @@ static int cmp_int(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Which blocks go together, by a count of operations (nanoseconds on the
- * build machine's core, fitted to the elimination of Haugh2b, Chen 2009,
- * egfr_net, fceri_ji and bcr each way): row by row, each of a row's L
- * columns k costs LU_ROW_K (its multiplier, its loop) and each entry of U's
- * row k that it updates LU_ROW_ENTRY (a scalar update); together, each k
- * of the union costs LU_WIDE_K (its multipliers and masks) and each entry
- * of its U row LU_WIDE_ENTRY (two vector updates and blends, whichever
- * rows take it).  Rows that share their columns and long rows of U go
- * together: one factorisation of egfr_net took 0.6-0.7 ms against 1.5 ms
- * row by row, bcr's 8-9 ms against 25 ms; on the small or sparse factors
- * of Haugh2b and Chen 2009 both ways cost about the same.  Returns 0, or
- * -1 without memory (bl freed). */
+/* Which blocks go together, by a count of operations (rough nanoseconds
+ * on the build machine's core, set from timings of the elimination of
+ * Haugh2b, Chen 2009, egfr_net, fceri_ji and bcr each way): row by row,
+ * each of a row's L columns k costs LU_ROW_K (its multiplier, its loop)
+ * and each entry of U's row k that it updates LU_ROW_ENTRY (a scalar
+ * update); together, each k of the union costs LU_WIDE_K (its multipliers
+ * and masks) and each entry of its U row LU_WIDE_ENTRY (two vector updates
+ * and blends, whichever rows take it).  Rows that share their columns and
+ * long rows of U go together: one factorisation of egfr_net took 0.6-0.7
+ * ms against 1.5 ms row by row, bcr's 8-9 ms against 25 ms; on the small
+ * or sparse factors of Haugh2b and Chen 2009 both ways cost about the
+ * same.  Returns 0, or -1 without memory (bl freed). */
 #define LU_ROW_K 7
 #define LU_ROW_ENTRY 1
 #define LU_WIDE_K 20

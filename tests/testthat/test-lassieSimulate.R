@@ -264,8 +264,9 @@ test_that("the implicit steps' sparse LU solves I - gamma J as a dense solver do
 })
 
 test_that("the CPU's blocked elimination gives the device's factors, also after a failed one", {
-  # The CPU engine eliminates the LU's rows eight at a time (lu_eliminate_rows);
-  # the device's code (by_passes) row by row.  Random networks fill in to a
+  # The CPU engine eliminates the LU's rows eight at a time where they share
+  # their columns, else row by row (lu_eliminate_rows); the device's code
+  # (by_passes) row by row.  Random networks fill in to a
   # dense trailing block (every row of a block updated by each U row) after
   # sparse rows (some of a block's rows updated); fast reversible pairs fed
   # slowly from the rest make the pivot test fail at large gamma (the steps
