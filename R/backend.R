@@ -67,6 +67,19 @@ hasGPU <- function() {
 
 threads_available <- function() .Call(ffi_threads_info)[[1L]]
 
+# Whether `device` may name a GPU more than once (option
+# sysbioGPU.repeatDevices, for tests: each entry then takes its share of
+# the work as if it were another GPU, so that one GPU runs the code that
+# splits the work over several and merges it).
+repeat_devices <- function() {
+  v <- getOption("sysbioGPU.repeatDevices")
+  if (is.null(v)) return(FALSE)
+  if (!is_flag(v)) {
+    stop_input("option `sysbioGPU.repeatDevices` must be TRUE or FALSE, not ", arg_label(v))
+  }
+  v
+}
+
 #' Resolve the backend, threads and device of a call
 #'
 #' Every method of the package takes `backend`, `threads` and `device` and
@@ -105,7 +118,8 @@ resolveBackend <- function(backend = getOption("sysbioGPU.backend", "auto"),
   all_devices <- identical(device, "all")
   if (!all_devices) {
     if (!is.numeric(device) || length(device) < 1L || anyNA(device) || any(device < 0) ||
-        any(device != round(device)) || any(device > 2^31 - 1) || anyDuplicated(device)) {
+        any(device != round(device)) || any(device > 2^31 - 1) ||
+        (anyDuplicated(device) && !repeat_devices())) {
       stop_input("`device` must be a GPU index (a whole number >= 0), several distinct ones, or \"all\", not ",
                  arg_label(device))
     }

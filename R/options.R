@@ -13,6 +13,11 @@
 #'     `backend` of every method (see [resolveBackend()]).}
 #'   \item{`sysbioGPU.threads`}{the default `threads` (CPU threads).}
 #'   \item{`sysbioGPU.device`}{the default `device` (GPU indices or `"all"`).}
+#'   \item{`sysbioGPU.repeatDevices`}{`TRUE` lets `device` name a GPU more
+#'     than once: each entry then takes its share of the work as if it were
+#'     another GPU, with the same result. For tests, so that one GPU runs
+#'     the code that splits a call's work over several GPUs and merges it;
+#'     it makes no call faster.}
 #' }
 #'
 #' @section Engine settings:

@@ -15,3 +15,15 @@ interrupt_after <- function(after) {
   cmd <- sprintf("sleep %s; kill -INT %d", format(after), Sys.getpid())
   system2("sh", c("-c", shQuote(cmd)), wait = FALSE)
 }
+
+# The devices of the several-GPU tests: GPUs 0 and 1 where there are two;
+# on one GPU, GPU 0 twice (each entry a share of the work, as if another
+# GPU), so that the split over devices and the merge run there too.  Calls
+# with a repeated GPU go through on_devices().
+gpu_pair <- function() if (nrow(gpuInfo()) >= 2L) c(0L, 1L) else c(0L, 0L)
+two_gpus <- function() nrow(gpuInfo()) >= 2L
+on_devices <- function(expr) {
+  old <- options(sysbioGPU.repeatDevices = TRUE)
+  on.exit(options(old))
+  expr
+}

@@ -74,54 +74,55 @@ test_that("a bad BPPARAM is a clear error", {
 
 # ---- GPU ------------------------------------------------------------------
 
-cosnet_two_gpus <- function() {
-  skip_if_no_gpu()
-  if (nrow(gpuInfo()) < 2L) testthat::skip("fewer than 2 GPUs")
-}
 
 test_that("several GPUs share the classes (parCosnet): identical to one GPU", {
-  cosnet_two_gpus()
+  skip_if_no_gpu()
+  # (two GPUs, or one GPU's shares: gpu_pair())
   d <- cosnet_par_data(4000L, 7L)
   run <- function(device, cost = 0, ...) {
-    parCosnet(d$W, d$Y, cost = cost, seed = 9, backend = "gpu", device = device,
-              verbose = FALSE, ...)
+    on_devices(parCosnet(d$W, d$Y, cost = cost, seed = 9, backend = "gpu", device = device,
+                         verbose = FALSE, ...))
   }
   one <- run(0L)
-  two <- run(c(0L, 1L))
-  expect_identical(two$devices, c(0L, 1L))
+  two <- run(gpu_pair())
+  expect_identical(two$devices, gpu_pair())
   expect_identical(cosnet_result(two), cosnet_result(one))
-  expect_identical(cosnet_result(run("all")), cosnet_result(one))
+  expect_identical(cosnet_result(run(c(gpu_pair(), 0L))), cosnet_result(one))
+  if (two_gpus()) expect_identical(cosnet_result(run("all")), cosnet_result(one))
   # the reverse order: device 1 colours and takes the first block
-  expect_identical(cosnet_result(run(c(1L, 0L))), cosnet_result(one))
-  expect_identical(cosnet_result(run(c(0L, 1L), cost = 1e-3)), cosnet_result(run(0L, cost = 1e-3)))
+  expect_identical(cosnet_result(run(rev(gpu_pair()))), cosnet_result(one))
+  expect_identical(cosnet_result(run(gpu_pair(), cost = 1e-3)), cosnet_result(run(0L, cost = 1e-3)))
   # one class: the first device alone
-  single <- parCosnet(d$W, d$Y[, 3], seed = 9, backend = "gpu", device = c(0, 1), verbose = FALSE)
+  single <- on_devices(parCosnet(d$W, d$Y[, 3], seed = 9, backend = "gpu", device = gpu_pair(),
+                                 verbose = FALSE))
   expect_identical(unname(single$scores[, 1]), unname(one$scores[, 3]))
   # small batches, and a network streamed in parts on each device
   old <- options(sysbioGPU.cosnetBatch = 2L, sysbioGPU.cosnetDeviceBytes = NULL)
   on.exit(options(old), add = TRUE)
-  expect_identical(cosnet_result(run(c(0L, 1L))), cosnet_result(one))
+  expect_identical(cosnet_result(run(gpu_pair())), cosnet_result(one))
   options(sysbioGPU.cosnetDeviceBytes = 4e5)
-  streamed <- run(c(0L, 1L))
+  streamed <- run(gpu_pair())
   expect_gt(streamed$deviceParts, 1L)
   expect_identical(cosnet_result(streamed)[c("scores", "predictions", "classes", "colours")],
                    cosnet_result(one)[c("scores", "predictions", "classes", "colours")])
 })
 
 test_that("several GPUs share the class x fold jobs (cvParCosnet): identical to one GPU", {
-  cosnet_two_gpus()
+  skip_if_no_gpu()
+  # (two GPUs, or one GPU's shares: gpu_pair())
   d <- cosnet_par_data(4000L, 7L)
   cv <- function(device, cost = 0) {
-    cvParCosnet(d$W, d$Y, nfolds = 4, cost = cost, seed = 9, backend = "gpu", device = device,
-                verbose = FALSE)
+    on_devices(cvParCosnet(d$W, d$Y, nfolds = 4, cost = cost, seed = 9, backend = "gpu", device = device,
+                           verbose = FALSE))
   }
   one <- cv(0L)
-  expect_identical(cosnet_result(cv(c(0L, 1L))), cosnet_result(one))
-  expect_identical(cosnet_result(cv("all")), cosnet_result(one))
-  expect_identical(cosnet_result(cv(c(0L, 1L), cost = 1e-3)), cosnet_result(cv(0L, cost = 1e-3)))
+  expect_identical(cosnet_result(cv(gpu_pair())), cosnet_result(one))
+  expect_identical(cosnet_result(cv(c(gpu_pair(), 0L))), cosnet_result(one))
+  if (two_gpus()) expect_identical(cosnet_result(cv("all")), cosnet_result(one))
+  expect_identical(cosnet_result(cv(gpu_pair(), cost = 1e-3)), cosnet_result(cv(0L, cost = 1e-3)))
   # and the CPU
   cpu <- cvParCosnet(d$W, d$Y, nfolds = 4, seed = 9, backend = "cpu", verbose = FALSE)
-  expect_identical(cosnet_result(cv(c(0L, 1L)))[c("scores", "predictions", "metrics", "jobs")],
+  expect_identical(cosnet_result(cv(gpu_pair()))[c("scores", "predictions", "metrics", "jobs")],
                    cosnet_result(cpu)[c("scores", "predictions", "metrics", "jobs")])
 })
 
@@ -141,11 +142,10 @@ test_that("many jobs: two host threads a GPU take batches from one queue, identi
   old <- options(sysbioGPU.cosnetBatch = 3L, sysbioGPU.cosnetHostColour = 0)
   on.exit(options(old), add = TRUE)
   expect_identical(cv("gpu"), cpu)
-  if (nrow(gpuInfo()) >= 2L) {
-    expect_identical(cv("gpu", c(0L, 1L)), cpu)
-    options(old)
-    expect_identical(cv("gpu", c(0L, 1L)), cpu)
-  }
+  # two GPUs, or one GPU's two shares (four host threads on it)
+  expect_identical(on_devices(cv("gpu", gpu_pair())), cpu)
+  options(old)
+  expect_identical(on_devices(cv("gpu", gpu_pair())), cpu)
 })
 
 test_that("GPU workers (SnowParam) give the single-process results", {

@@ -402,6 +402,28 @@ test_that("a GPU run stops at the same generation as the CPU on target", {
   expect_identical(gpu$generations, cpu$generations)
   expect_identical(gpu$history, cpu$history)
   expect_identical(gpu$network, cpu$network)
+  # islands of 256, sorted a block each: that sort ends the generation and
+  # takes the stop test itself (its last block); on two devices (or one
+  # GPU's two shares) each block of islands has its own stop flag
+  devs <- list(0L, gpu_pair())
+  for (sel in c("elitist", "roulette")) {
+    run <- function(backend, device = 0L)
+      grnEvolve(net, from, to, popSize = 1536, islands = 6, pLink = 0.3, pRule = 0.3,
+                maxInDegree = 3, generations = 400, target = 0, seed = 1, selection = sel,
+                backend = backend, device = device, verbose = FALSE)
+    cpu <- run("cpu")
+    expect_equal(cpu$stopReason, "target")
+    expect_gt(cpu$generations, 10)
+    for (d in devs) {
+      gpu <- on_devices(run("gpu", d))
+      info <- paste(sel, paste(d, collapse = ","))
+      expect_equal(gpu$stopReason, "target", info = info)
+      expect_identical(gpu$generations, cpu$generations, info = info)
+      expect_identical(gpu$history, cpu$history, info = info)
+      expect_identical(gpu$network, cpu$network, info = info)
+      expect_identical(gpu$rules, cpu$rules, info = info)
+    }
+  }
 })
 
 test_that("GPU and CPU evaluate a population identically", {
@@ -522,31 +544,34 @@ test_that("several GPUs and GPU workers give the single-device and CPU runs", {
     # stop on the target in the middle
     tgt <- grn_mid_target(cpu)
     cpu_t <- grn_par_case(selection = sel, backend = "cpu", threads = 1, generations = 40, target = tgt)
-    # the several-GPU code on one GPU: 3 blocks of islands, each with its
-    # own stream and stop flag, migrants through host memory
-    old <- options(sysbioGPU.grnBlocks = 3L)
-    b3 <- grn_par_case(selection = sel, backend = "gpu", device = 0L, generations = 40)
-    b3t <- grn_par_case(selection = sel, backend = "gpu", device = 0L, generations = 40, target = tgt)
-    b7 <- grn_par_case(islands = 7, popSize = 112, selection = sel, backend = "gpu", device = 0L,
-                       migrationInterval = 1, generations = 20)
-    options(old)
+    # the several-GPU code, on one GPU as well: three blocks of islands
+    # (GPU 0 three times where there is one), each with its own stream and
+    # stop flag, migrants through host memory
+    three <- c(gpu_pair(), 0L)
+    b3 <- on_devices(grn_par_case(selection = sel, backend = "gpu", device = three, generations = 40))
+    b3t <- on_devices(grn_par_case(selection = sel, backend = "gpu", device = three, generations = 40,
+                                   target = tgt))
+    b7 <- on_devices(grn_par_case(islands = 7, popSize = 112, selection = sel, backend = "gpu", device = three,
+                                  migrationInterval = 1, generations = 20))
+    expect_identical(b3$devices, three)
     expect_identical(grn_run_fields(b3), grn_run_fields(cpu), info = sel)
     expect_identical(grn_run_fields(b3t), grn_run_fields(cpu_t), info = sel)
     expect_equal(cpu_t$stopReason, "target")
     cpu7 <- grn_par_case(islands = 7, popSize = 112, selection = sel, backend = "cpu", threads = 1,
                          migrationInterval = 1, generations = 20)
     expect_identical(grn_run_fields(b7), grn_run_fields(cpu7), info = sel)
+    g2 <- on_devices(grn_par_case(selection = sel, backend = "gpu", device = gpu_pair(), generations = 40))
+    expect_identical(grn_run_fields(g2), grn_run_fields(cpu), info = sel)
+    expect_identical(g2$devices, gpu_pair())
+    g2t <- on_devices(grn_par_case(selection = sel, backend = "gpu", device = gpu_pair(), generations = 40,
+                                   target = tgt))
+    expect_identical(grn_run_fields(g2t), grn_run_fields(cpu_t), info = sel)
+    g27 <- on_devices(grn_par_case(islands = 7, popSize = 112, selection = sel, backend = "gpu",
+                                   device = gpu_pair(), migrationInterval = 1, generations = 20))
+    expect_identical(grn_run_fields(g27), grn_run_fields(cpu7), info = sel)
     if (n_gpu >= 2L) {
-      g2 <- grn_par_case(selection = sel, backend = "gpu", device = c(0L, 1L), generations = 40)
       gall <- grn_par_case(selection = sel, backend = "gpu", device = "all", generations = 40)
-      expect_identical(grn_run_fields(g2), grn_run_fields(cpu), info = sel)
       expect_identical(grn_run_fields(gall), grn_run_fields(cpu), info = sel)
-      expect_identical(g2$devices, c(0L, 1L))
-      g2t <- grn_par_case(selection = sel, backend = "gpu", device = c(0L, 1L), generations = 40, target = tgt)
-      expect_identical(grn_run_fields(g2t), grn_run_fields(cpu_t), info = sel)
-      g27 <- grn_par_case(islands = 7, popSize = 112, selection = sel, backend = "gpu",
-                          device = c(0L, 1L), migrationInterval = 1, generations = 20)
-      expect_identical(grn_run_fields(g27), grn_run_fields(cpu7), info = sel)
     }
   }
   skip_if_not_installed("BiocParallel")

@@ -371,10 +371,9 @@ test_that("the GPU runs events with the CPU's bits, on one or two devices", {
   }
   # the counter's delayed executions and the dose happened
   expect_true(all(vapply(gpu, function(o) o[nrow(o), "n"], 0) > 0))
-  if (nrow(gpuInfo()) >= 2L) {
-    two <- ev_run(m, tt, rates, "gpu", device = c(0L, 1L))
-    for (s in seq_len(nrow(rates))) expect_identical(unclass(two[[s]])[, ], unclass(gpu[[s]])[, ])
-  }
+  # two GPUs, or one GPU's two shares
+  two <- on_devices(ev_run(m, tt, rates, "gpu", device = gpu_pair()))
+  for (s in seq_len(nrow(rates))) expect_identical(unclass(two[[s]])[, ], unclass(gpu[[s]])[, ])
 })
 
 test_that("a stiff model with events on the GPU: the implicit steps watch too, on the device or the host", {

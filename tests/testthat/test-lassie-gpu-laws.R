@@ -190,7 +190,7 @@ test_that("a stiff law of arithmetic alone: the device's implicit steps give the
 test_that("two GPUs share a batch of a model with kinetic laws, bit for bit as one", {
   skip_if_not(sbmlAvailable(), "built without libSBML")
   skip_if_no_gpu()
-  if (nrow(gpuInfo()) < 2L) testthat::skip("fewer than 2 GPUs")
+  # (two GPUs, or one GPU's two shares: gpu_pair())
   m <- laws_model()
   bt <- laws_batch(m)
   run <- function(device, method) {
@@ -200,7 +200,7 @@ test_that("two GPUs share a batch of a model with kinetic laws, bit for bit as o
   }
   for (method in c("auto", "bdf")) {
     one <- run(0L, method)
-    two <- run(c(0L, 1L), method)
+    two <- on_devices(run(gpu_pair(), method))
     for (s in seq_along(bt$c)) {
       expect_identical(unclass(two[[s]])[, ], unclass(one[[s]])[, ], label = paste(method, "set", s))
       expect_identical(attr(two[[s]], "stats"), attr(one[[s]], "stats"))

@@ -528,28 +528,30 @@ test_that("the GPU agrees with the CPU within 1e-9", {
 
 test_that("several GPUs share a batch: the results of one, bit for bit", {
   skip_if_no_gpu()
-  skip_if(nrow(gpuInfo()) < 2, "one GPU")
-  gpu <- function(m, tt, device, ...) lassieSimulate(m, tt, backend = "gpu", device = device, verbose = FALSE, ...)
+  # (two GPUs, or one GPU's shares: gpu_pair())
+  gpu <- function(m, tt, device, ...) {
+    on_devices(lassieSimulate(m, tt, backend = "gpu", device = device, verbose = FALSE, ...))
+  }
   # non-stiff: every step on the devices; 41 sets, an uneven split
   m <- readBioNetGen(lassie_extdata("Haugh2b.net"))
   set.seed(6)
   K <- t(replicate(41, m$rates * 2^runif(length(m$rates), -1, 1)))
   tt <- seq(0, 50, by = 5)
   one <- gpu(m, tt, 0, rates = K)
-  two <- gpu(m, tt, c(0, 1), rates = K)
+  two <- gpu(m, tt, gpu_pair(), rates = K)
   expect_identical(lassie_core(two), lassie_core(one))
-  expect_identical(lassie_core(gpu(m, tt, "all", rates = K)), lassie_core(one))
-  expect_identical(lassie_core(gpu(m, tt, c(1, 0), rates = K)), lassie_core(one))
+  expect_identical(lassie_core(gpu(m, tt, c(gpu_pair(), 0L), rates = K)), lassie_core(one))
+  expect_identical(lassie_core(gpu(m, tt, rev(gpu_pair()), rates = K)), lassie_core(one))
   expect_match(attr(two[[1]], "device"), "GPUs")
   # the array output (species and observables, filled on the host's
   # threads once the devices are done): the matrices' columns, either split
   a1 <- gpu(m, tt, 0, rates = K, output = "array")
-  a2 <- gpu(m, tt, c(0, 1), rates = K, output = "array")
+  a2 <- gpu(m, tt, gpu_pair(), rates = K, output = "array")
   expect_identical(unclass(a2)[, , ], unclass(a1)[, , ])
   for (s in c(1, 21, 41)) expect_identical(a2[, , s], unclass(one[[s]])[, -1L])
   # fewer simulations than devices, and one simulation (the first device)
-  expect_identical(lassie_core(gpu(m, tt, "all", rates = K[1, , drop = FALSE])), lassie_core(one[1]))
-  expect_identical(lassie_core(gpu(m, tt, c(1, 0), rates = K[2, ])), lassie_core(one[2]))
+  expect_identical(lassie_core(gpu(m, tt, c(gpu_pair(), 0L), rates = K[1, , drop = FALSE])), lassie_core(one[1]))
+  expect_identical(lassie_core(gpu(m, tt, rev(gpu_pair()), rates = K[2, ])), lassie_core(one[2]))
   # stiff: explicit steps on the devices, then BDF on the host from where
   # each device left its simulations
   skip_if_not(sbmlAvailable(), "no libSBML")
@@ -559,15 +561,15 @@ test_that("several GPUs share a batch: the results of one, bit for bit", {
   tc <- seq(0, 600, by = 60)
   c1 <- gpu(chen, tc, 0, rates = Kc)
   expect_true(all(vapply(c1, function(o) attr(o, "stats")[["switches"]] > 0, TRUE)))
-  expect_identical(lassie_core(gpu(chen, tc, c(0, 1), rates = Kc)), lassie_core(c1))
-  expect_identical(lassie_core(gpu(chen, tc, "all", rates = Kc)), lassie_core(c1))
+  expect_identical(lassie_core(gpu(chen, tc, gpu_pair(), rates = Kc)), lassie_core(c1))
+  expect_identical(lassie_core(gpu(chen, tc, c(gpu_pair(), 0L), rates = Kc)), lassie_core(c1))
   # a failure is the one of one device, numbered in the whole batch, and
   # the others run on
   rob <- robertson_model()
   Kr <- rbind(rob$rates * 1e-9, rob$rates * 1e-9, rob$rates * 1e-9, rob$rates)
   expect_warning(f1 <- gpu(rob, c(0, 40), 0, rates = Kr, maxSteps = 60), "simulation 4: ",
                  class = "sysbioGPU_warning_lassie")
-  expect_warning(f2 <- gpu(rob, c(0, 40), c(0, 1), rates = Kr, maxSteps = 60), "simulation 4: ",
+  expect_warning(f2 <- gpu(rob, c(0, 40), gpu_pair(), rates = Kr, maxSteps = 60), "simulation 4: ",
                  class = "sysbioGPU_warning_lassie")
   expect_identical(attr(f2, "status"), c(0L, 0L, 0L, 1L))
   expect_identical(lassie_core(f2), lassie_core(f1))
