@@ -38,6 +38,11 @@
 #'     "multilevel"` on the GPU: device memory, in bytes, for one wave of
 #'     rulers (unset: half the free memory; a small value makes waves of one
 #'     ruler).}
+#'   \item{`sysbioGPU.gseaWalk`}{[rapidGSEA()] with phenotype or gene
+#'     permutations on the GPU: sets of more than this many members (at
+#'     least 32) walk each permutation's ranking, 32 sets a warp, instead of
+#'     sorting their hits (unset: 256, where up to 28,000 genes; 0: no set
+#'     walks).}
 #'   \item{`sysbioGPU.cosnetBatch`}{[parCosnet()] on the GPU: most jobs
 #'     (classes, times folds) per batch (0 or unset: as the memory allows).}
 #'   \item{`sysbioGPU.cosnetDeviceBytes`}{[parCosnet()] on the GPU: device
@@ -97,7 +102,8 @@ engine_option_checks <- list(
     sysbioGPU.gseaBatch = function(v) is_whole(v, 0),
     sysbioGPU.gseaCache = function(v) is_whole(v, -1),
     sysbioGPU.gseaMoves = function(v) is_whole(v, 1),
-    sysbioGPU.gseaWaveBytes = function(v) is_num(v, 1)),
+    sysbioGPU.gseaWaveBytes = function(v) is_num(v, 1),
+    sysbioGPU.gseaWalk = function(v) is_whole(v, 0)),
   parCosnet = list(
     sysbioGPU.cosnetBatch = function(v) is_whole(v, 0),
     sysbioGPU.cosnetDeviceBytes = function(v) is_num(v, 0),

@@ -120,8 +120,11 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   genes tie with another gene's metric, a warning (class
 #'   `sysbioGPU_warning_ties`) says how many, as tied genes are ordered by
 #'   row.
-#' - The GPU engine takes gene sets of up to 8,192 genes (sets are sorted
-#'   by rank in thread blocks' shared memory); use the CPU for larger ones.
+#' - On a GPU, sets of up to 256 genes (option `sysbioGPU.gseaWalk`) have
+#'   their hits sorted by rank in thread blocks' shared memory; larger ones
+#'   walk each permutation's ranking, 32 sets a warp, where there are at
+#'   most 28,160 genes (their membership bits fit a block's shared memory).
+#'   With more genes, sets of more than 8,192 genes need the CPU.
 #'
 #' @param expr Expression: a numeric matrix (genes x samples, gene symbols
 #'   as row names), an `ExpressionSet`, a `SummarizedExperiment` (the assay
@@ -235,9 +238,9 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   table), `stageTime` (engine seconds: observed + pass 1, pass 2,
 #'   statistics), `sequentialES` (with phenotype permutations on a GPU,
 #'   the count of (set, permutation) pairs of pass 1, among sets of more
-#'   than 256 members, whose ES Broad's sequential rule settled because
-#'   running-sum values within 1e-12 (relative) of the largest came before
-#'   it; 0 otherwise) and `nullES` when `keepNull`.  A set whose null ES of the
+#'   than 256 members that do not walk the ranking (see Details), whose ES
+#'   Broad's sequential rule settled because running-sum values within
+#'   1e-12 (relative) of the largest came before it; 0 otherwise) and `nullES` when `keepNull`.  A set whose null ES of the
 #'   observed sign are absent or average 0 (with very few permutations) has
 #'   `NaN` NES, FDR and FWER, with a warning of class
 #'   `sysbioGPU_warning_undefined` that names the sets.
@@ -361,6 +364,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
               # engine settings (?`sysbioGPU-options`)
               batch = as.double(engine_option("sysbioGPU.gseaBatch", "rapidGSEA") %||% 0),
               cache = as.double(engine_option("sysbioGPU.gseaCache", "rapidGSEA") %||% -1),
+              walk = as.double(engine_option("sysbioGPU.gseaWalk", "rapidGSEA") %||% -1),
               keepNull = keepNull, gpu = a$gpu, threads = a$threads, devices = a$devices)
   r <- alloc_guard(if (is.null(BPPARAM)) gsea_engine(job, 0L, c(0, 0), NULL, a$devices, verbose)
                    else gsea_workers(job, BPPARAM),
@@ -459,7 +463,7 @@ gsea_multilevel <- function(metric, weight, start, pos, seed, eps, sampleSize, n
 # the permutations `range` (phase 1: pass 1; phase 2: pass 2 given norm).
 gsea_engine <- function(job, phase, range, norm, devices, verbose) {
   data <- job[c("expr", "labels", "ranking", "start", "index")]
-  params <- c(job[c("metric", "weight", "gene", "seed", "nperm", "batch", "cache", "keepNull")],
+  params <- c(job[c("metric", "weight", "gene", "seed", "nperm", "batch", "cache", "walk", "keepNull")],
               list(phase = phase, range = as.double(range), norm = norm))
   .Call(ffi_gsea_run, data, params, run_list(job, verbose, devices = devices))
 }

@@ -54,6 +54,8 @@ typedef struct sbg_gsea_params {
   uint64_t seed;
   int64_t nperm;           /* >= 1 null permutations, numbered 1..nperm */
   int64_t batch;           /* permutations per batch (multiple of 64; on the GPU at most); 0 = auto */
+  int64_t walk_min;        /* GPU: sets of more than this many members walk the ranking (k_es_walk);
+                              0 = none, < 0 = the engine's choice */
   int64_t cache_max;       /* at most this many permutations' ES kept for pass 2, on each
                               device (GPU) or in host memory (CPU); < 0 = as many as fit
                               the device, or 1 GiB of host memory (tests set it) */

@@ -65,6 +65,10 @@ static void params_decode(SEXP params, const sbg_run *r, int32_t S, sbg_gsea_nor
   p->nperm = (int64_t)sbg_real_elt(params, "nperm");
   p->batch = (int64_t)sbg_real_elt(params, "batch");
   p->cache_max = (int64_t)sbg_real_elt(params, "cache");
+  {
+    SEXP walk = sbg_elt_or_null(params, "walk"); /* (rapidGSEA's phenotype and gene permutations) */
+    p->walk_min = walk == NULL ? -1 : (int64_t)sbg_real_elt(params, "walk");
+  }
   SBG_ASSERT(r->n_devices <= SBG_GSEA_MAX_DEVICES);
   SEXP range = sbg_vec_elt(params, "range", REALSXP, 2);
   p->phase = sbg_int_elt(params, "phase");

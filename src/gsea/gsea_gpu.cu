@@ -5,7 +5,8 @@
  * one thread block that sorts the hits by (permutation, set, rank) in
  * shared memory and scores each set's hits (a thread a small set, a warp
  * a large one, its running sum in runs: gsea_math.h) with the CPU's
- * arithmetic (same bits);
+ * arithmetic (same bits); the largest sets instead walk each
+ * permutation's ranking, 32 sets a warp (k_es_walk), the same bits;
  * the streaming statistics of both passes run on the device too, so the
  * sets x permutations table never crosses to the host.  Reached from
  * rapidGSEA(backend = "gpu") through sbg_gsea_run() (gsea_cpu.c). */
@@ -67,6 +68,10 @@ struct sbg_gsea_gpu {
   uint64_t seed;
   /* tiles */
   int32_t T, big;          /* tiles of the other sets; 1: the 512-thread tiles */
+  int32_t Wn, walk_min;    /* sets walked (the Wn largest, of more than walk_min members; 0: none) */
+  uint32_t *d_wmask;       /* (Wn + 31) / 32 groups x G: bit j of gene g, g in the group's set j */
+  double *d_wnr;           /* per batch: each walked set's total weight (B x Wn) */
+  double *d_wsorted;       /* per batch: the weight at each rank (B x G) */
   size_t tile_smem;
   int32_t *d_tile_first;   /* T + 1 offsets into the tile-ordered sets */
   int32_t *d_tile_small;   /* T: sets of at most ES_SPLIT members in each tile (its first ones) */
@@ -570,6 +575,119 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
   PHASE_END(3);
 }
 
+/* ---------------------------------------------------------------------- */
+/* kernels: the largest sets' ES by a walk of the ranking */
+
+/* Each rank's weight in each permutation of the batch. */
+static __global__ void k_wsorted(const sbg_gsea_gpu h, const int32_t *ord, int64_t n) {
+  int32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+  int64_t b = blockIdx.y;
+  if (r >= h.G || b >= n) return;
+  h.d_wsorted[(size_t)b * h.G + r] = h.d_rec[rec_at(b, ord[(size_t)b * h.G + r], h.G)].w;
+}
+
+/* A warp a walked set and pair of permutations (whose records of a gene
+ * share a memory sector): the set's total weight in each, with the CPU's
+ * runs over its members in their own order (lane j: run j), as
+ * k_es_tile's warps take it. */
+static __global__ void k_walk_nr(const sbg_gsea_gpu h, int64_t n) {
+  const int64_t wid = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  const int64_t pairs = (n + 1) / 2;
+  if (wid >= (int64_t)h.Wn * pairs) return;
+  const int32_t slot = (int32_t)(wid % h.Wn);
+  const int64_t b = 2 * (wid / h.Wn);
+  const bool two = b + 1 < n;
+  const int32_t u = h.S - h.Wn + slot, m0 = h.d_tmem[u], k = h.d_tmem[u + 1] - m0;
+  const int32_t len = gsea_run_len(k), k0 = min(lane * len, k), k1 = min(k0 + len, k);
+  double p0 = 0, p1 = 0, before = 0;
+#pragma unroll 4
+  for (int32_t i = k0; i < k1; i++) {
+    const int32_t g = h.d_tgene[m0 + i];
+    p0 = G_ADD(p0, h.d_rec[rec_at(b, g, h.G)].w);
+    if (two) p1 = G_ADD(p1, h.d_rec[rec_at(b + 1, g, h.G)].w);
+  }
+  const double nr0 = warp_runs_total(p0, &before), nr1 = warp_runs_total(p1, &before);
+  if (lane == 0) {
+    h.d_wnr[(size_t)b * h.Wn + slot] = nr0;
+    if (two) h.d_wnr[(size_t)(b + 1) * h.Wn + slot] = nr1;
+  }
+}
+
+/* k_es_walk's block: WALK_WARPS warps, a permutation each.  On an H200
+ * (C2's 401 sets of more than 256 members, a batch of 32,768
+ * permutations) 32 warps took 62.6 ms, 16 warps of two permutations 66.1
+ * ms, and the same with the hits' weights passed by shuffles (every lane
+ * waiting for the warp's longest list of hits) 68.1 and 70.2 ms; 8 warps
+ * of four permutations 111.1 ms. */
+#define WALK_WARPS 32
+/* Sets walk where a group's membership bits (4 bytes a gene) fit
+ * WALK_SMEM bytes of shared memory. */
+#define WALK_SMEM (110 * 1024)
+
+/* Block (group of 32 walked sets, WALK_WARPS permutations): the group's
+ * membership bits of every gene in shared memory; a warp a permutation
+ * walks its ranking 32 ranks at a time: lane l reads the bits of the gene
+ * at rank c + l and that rank's weight, a transpose of the warp's 32 x 32
+ * bits gives lane j the hits of set j among those ranks, and each lane
+ * runs the CPU's sequential rule over its set's hits in rank order (no
+ * sort: the ranking orders the hits).  C2's sets of more than 256
+ * members took 126.5 ms of k_es_tile's 257.0 ms a batch of 32,768
+ * permutations on an H200; walked, 104.0 ms (k_es_walk 62.6, k_walk_nr
+ * 34.6, k_wsorted 6.8). */
+static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gsea_gpu h, const int32_t *ord,
+                                                                     int64_t n) {
+  extern __shared__ uint32_t wmask[];
+  __shared__ double wrank[WALK_WARPS * 32]; /* each warp's 32 ranks' weights */
+  const int32_t grp = blockIdx.x, G = h.G;
+  for (int32_t g = threadIdx.x; g < G; g += blockDim.x) wmask[g] = h.d_wmask[(size_t)grp * G + g];
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const unsigned all = 0xffffffffu;
+  const int32_t slot = grp * 32 + lane;
+  const bool valid = slot < h.Wn;
+  const int32_t u = h.S - h.Wn + (valid ? slot : 0);
+  const int32_t k = h.d_tmem[u + 1] - h.d_tmem[u];
+  const double inv_nmiss = G_DIV(1.0, G_SUB((double)G, (double)k));
+  const int64_t b = (int64_t)blockIdx.y * WALK_WARPS + warp;
+  if (b >= n) return;
+  const double nr = h.d_wnr[(size_t)b * h.Wn + (valid ? slot : 0)];
+  const int unit = nr == 0;
+  const double inv_nr = G_DIV(1.0, unit ? (double)k : nr);
+  gsea_es_state st;
+  gsea_es_init(&st);
+  gsea_runs runs;
+  gsea_runs_init(&runs, k);
+  const int32_t *o = ord + (size_t)b * G;
+  const double *ws = h.d_wsorted + (size_t)b * G;
+  double *wr = wrank + warp * 32;
+  for (int32_t c0 = 0; c0 < G; c0 += 32) {
+    const int32_t r = c0 + lane;
+    uint32_t x = 0;
+    double wv = 0;
+    if (r < G) {
+      x = wmask[o[r]];
+      wv = ws[r];
+    }
+    /* transpose: lane l's bit j (rank c0 + l in set j) to lane j's bit l */
+#pragma unroll
+    for (int j = 16; j >= 1; j >>= 1) {
+      const uint32_t m = j == 16 ? 0x0000ffffu : j == 8 ? 0x00ff00ffu : j == 4 ? 0x0f0f0f0fu
+                         : j == 2 ? 0x33333333u : 0x55555555u;
+      const uint32_t y = __shfl_xor_sync(all, x, j);
+      x = (lane & j) ? ((x & ~m) | ((y >> j) & m)) : ((x & m) | ((y << j) & ~m));
+    }
+    wr[lane] = wv;
+    __syncwarp();
+    for (uint32_t t = valid ? x : 0u; t; t &= t - 1) {
+      const int pos = __ffs(t) - 1;
+      gsea_es_hit_runs(&st, &runs, c0 + pos, unit ? 1.0 : wr[pos], inv_nr, inv_nmiss);
+    }
+    __syncwarp(); /* before the next ranks' weights replace these */
+  }
+  if (valid) h.d_es[(size_t)b * h.S + h.d_tset[u]] = st.best;
+}
+
 #define TILE_SMALL 256, 16, 2
 #define TILE_BIG 512, 16, 1
 
@@ -665,7 +783,8 @@ extern "C" void sbg_gsea_gpu_close(sbg_gsea_gpu *h) {
                h->d_t1, h->d_t2, h->d_metric0, h->d_labels, h->d_lab, h->d_small, h->d_perm,
                h->d_ord0, h->d_ord1, h->d_rec, h->d_seg, h->d_metric, h->d_es_buf, h->d_cache, h->d_key0,
                h->d_key1, h->d_temp, h->d_es_obs, h->d_sum_pos, h->d_sum_neg, h->d_n_pos,
-               h->d_n_neg, h->d_n_ext, h->d_sequential, h->d_obs, h->d_hist, h->d_pext};
+               h->d_n_neg, h->d_n_ext, h->d_sequential, h->d_obs, h->d_hist, h->d_pext, h->d_wmask,
+               h->d_wnr, h->d_wsorted};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) cudaFree(p[i]);
   if (h->stream) cudaStreamDestroy(h->stream);
   free(h);
@@ -694,7 +813,8 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
     return in->set_start[a + 1] - in->set_start[a] < in->set_start[b + 1] - in->set_start[b];
   });
   int64_t hits = 0;
-  for (int32_t u = 0; u < S; u++) {
+  const int32_t St = S - h->Wn; /* the tiles' slots; the walked sets follow them */
+  for (int32_t u = 0; u < St; u++) {
     int32_t k = in->set_start[order[u] + 1] - in->set_start[order[u]];
     /* sizes ascend, so k is the tile's largest set once added */
     int fits_key = !h->key32 || h->rbits + slot_bits(u - (first.empty() ? u : first.back()) + 1) + 1 +
@@ -705,8 +825,9 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
     }
     hits += k;
   }
-  first.push_back(S);
-  for (size_t t = 0, m = 0; t + 1 < first.size(); t++) {
+  first.push_back(St);
+  size_t m = 0;
+  for (size_t t = 0; t + 1 < first.size(); t++) {
     int sb = slot_bits(first[t + 1] - first[t]);
     for (int32_t u = first[t]; u < first[t + 1]; u++) {
       int32_t s = order[u];
@@ -718,12 +839,33 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
       }
     }
   }
+  for (int32_t u = St; u < S; u++) {
+    int32_t s = order[u];
+    tmem[u] = (int32_t)m;
+    for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++, m++) {
+      tgene[m] = in->set_genes[i];
+      tkey[m] = 0u;
+    }
+  }
   tmem[S] = (int32_t)h->M;
   h->T = (int32_t)first.size() - 1;
+  if (first.size() == 1) h->T = 0; /* every set walked */
+  if (h->Wn > 0) {
+    int32_t ng = (h->Wn + 31) / 32;
+    std::vector<uint32_t> mask((size_t)ng * h->G, 0u);
+    for (int32_t j = 0; j < h->Wn; j++) {
+      int32_t s = order[St + j];
+      for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++)
+        mask[(size_t)(j / 32) * h->G + in->set_genes[i]] |= 1u << (j % 32);
+    }
+    ALLOC(h->d_wmask, (size_t)ng * h->G, "the walked gene sets");
+    TO_DEVICE(h->d_wmask, mask.data(), (size_t)ng * h->G);
+    SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
+  }
   /* each tile's sets of at most ES_SPLIT members, so that k_es_tile's
    * blocks need not search the sizes (a chain of dependent global loads
    * before every block's scoring; k_es_tile 0.4-1% faster on C2, H200) */
-  small.resize((size_t)h->T);
+  small.resize((size_t)h->T + 1);
   for (int32_t t = 0; t < h->T; t++) {
     int32_t u = first[t];
     while (u < first[t + 1] && tmem[u + 1] - tmem[u] <= ES_SPLIT) u++;
@@ -770,15 +912,21 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   h->n_small = prep->small_label == 1 ? prep->n_b : prep->n_a;
   h->rbits = bits_for((uint64_t)h->G);
   h->key32 = h->rbits <= 16;
+  /* the largest sets walk the ranking (k_es_walk) */
+  h->walk_min = p->walk_min < 0 ? ES_SPLIT : p->walk_min > 0 && p->walk_min < GSEA_RUNS ? GSEA_RUNS : (int32_t)p->walk_min;
+  if ((size_t)h->G * sizeof(uint32_t) > WALK_SMEM) h->walk_min = 0;
   for (int32_t s = 0; s < S; s++) {
     int32_t k = in->set_start[s + 1] - in->set_start[s];
-    if (k > kmax) kmax = k;
+    if (h->walk_min > 0 && k > h->walk_min) h->Wn++;
+    else if (k > kmax) kmax = k;
   }
   h->big = kmax > tile_sort<TILE_SMALL, uint64_t>::MEMBERS;
   if (kmax > tile_sort<TILE_BIG, uint64_t>::MEMBERS || h->rbits > 29) {
     sbg_gsea_gpu_close(h);
-    return sbg_fail(ctx, SBG_ERR_INPUT, "the GPU engine takes gene sets of up to %d genes and fewer than 2^29 genes "
-                    "(the largest set has %d): use backend = \"cpu\"", (int)tile_sort<TILE_BIG, uint64_t>::MEMBERS, (int)kmax);
+    return sbg_fail(ctx, SBG_ERR_INPUT, "the GPU engine takes gene sets of up to %d genes (more where there are at "
+                    "most %d genes, unless option sysbioGPU.gseaWalk is 0) and fewer than 2^29 genes (the largest "
+                    "set has %d): use backend = \"cpu\"", (int)tile_sort<TILE_BIG, uint64_t>::MEMBERS,
+                    (int)(WALK_SMEM / sizeof(uint32_t)), (int)kmax);
   }
   h->tile_smem = h->big ? (h->key32 ? tile_sort<TILE_BIG, uint32_t>::smem() : tile_sort<TILE_BIG, uint64_t>::smem())
                          : (h->key32 ? tile_sort<TILE_SMALL, uint32_t>::smem() : tile_sort<TILE_SMALL, uint64_t>::smem());
@@ -804,7 +952,8 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
     /* batch size from the free memory: what one permutation needs */
     size_t free_b = 0, total_b = 0;
     SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    double per = (double)h->G * (16 + 8 + 8 + 8 + (h->gene_perm ? 4 : 0)) + (double)h->S * 8 +
+    double per = (double)h->G * (16 + 8 + 8 + 8 + (h->gene_perm ? 4 : 0) + (h->Wn ? 8 : 0)) + (double)h->S * 8 +
+                 (double)h->Wn * 8 +
                  (double)h->P * 8 + 64;
     double fixed = (double)h->G * h->P * 8 + (double)h->M * 8 + (double)h->G * 40 + (double)h->S * 64;
     B = (int64_t)((0.6 * (double)free_b - fixed) / (per * 1.1));
@@ -854,6 +1003,12 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   ALLOC(h->d_ord1, B * G, "the rankings");
   ALLOC(h->d_seg, B + 1, "the segment offsets");
   ALLOC(h->d_es_buf, B * S, "the batch of ES");
+  if (h->Wn > 0) {
+    ALLOC(h->d_wnr, B * h->Wn, "the walked sets' weights");
+    ALLOC(h->d_wsorted, B * G, "the weights by rank");
+    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_es_walk, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)(G * sizeof(uint32_t))));
+  }
   h->d_es = h->d_es_buf;
   /* statistics */
   ALLOC(h->d_es_obs, S, "the statistics");
@@ -957,11 +1112,22 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
     dim3 gr((unsigned)((G + chunk - 1) / chunk), (unsigned)((n + 1) / 2));
     k_records<<<gr, RECORD_THREADS, 2 * chunk * sizeof(int32_t), h->stream>>>(*h, v.Current(), chunk, n);
     SBG_CUDA_CHECK(cudaGetLastError());
-    if (h->big && h->key32) launch_es_tile<TILE_BIG, uint32_t>(h, n);
+    if (h->T == 0) {
+    } else if (h->big && h->key32) launch_es_tile<TILE_BIG, uint32_t>(h, n);
     else if (h->big) launch_es_tile<TILE_BIG, uint64_t>(h, n);
     else if (h->key32) launch_es_tile<TILE_SMALL, uint32_t>(h, n);
     else launch_es_tile<TILE_SMALL, uint64_t>(h, n);
     SBG_CUDA_CHECK(cudaGetLastError());
+    if (h->Wn > 0) {
+      k_wsorted<<<gg, 256, 0, h->stream>>>(*h, v.Current(), n);
+      SBG_CUDA_CHECK(cudaGetLastError());
+      int64_t warps = (int64_t)h->Wn * ((n + 1) / 2);
+      k_walk_nr<<<(unsigned)((warps * 32 + 255) / 256), 256, 0, h->stream>>>(*h, n);
+      SBG_CUDA_CHECK(cudaGetLastError());
+      dim3 gw((unsigned)((h->Wn + 31) / 32), (unsigned)((n + WALK_WARPS - 1) / WALK_WARPS));
+      k_es_walk<<<gw, WALK_WARPS * 32, (size_t)G * sizeof(uint32_t), h->stream>>>(*h, v.Current(), n);
+      SBG_CUDA_CHECK(cudaGetLastError());
+    }
   }
 copy:
   if (es) {

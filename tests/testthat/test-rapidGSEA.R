@@ -461,17 +461,32 @@ test_that("GPU: more genes than a block ranks (the device-wide sort): the CPU's 
   expect_identical(attr(g, "nullES"), attr(a, "nullES"))
 })
 
-test_that("GPU: sets for both tile sizes (2,048 members in two permutations, 8,192 in one)", {
+test_that("GPU: sets for both tile sizes (2,048 members in two permutations, 8,192 in one), or walked", {
   skip_if_no_gpu()
   d <- gsea_toy(G = 12000, n = c(6, 7))
   sets <- c(list(big = sample(rownames(d$x), 6000), mid = sample(rownames(d$x), 3000)),
             lapply(1:300, function(i) sample(rownames(d$x), 15)))
   names(sets)[-(1:2)] <- paste0("t", 1:300)
   a <- cpu(d$x, d$y, sets, nperm = 200, seed = 8, maxSize = 10000, keepNull = TRUE, threads = 2)
-  g <- rapidGSEA(d$x, d$y, sets, nperm = 200, seed = 8, maxSize = 10000, keepNull = TRUE,
+  # the tiles (no set walks), then the default: big and mid walk
+  for (walk in list(0, NULL)) {
+    old <- options(sysbioGPU.gseaWalk = walk)
+    g <- rapidGSEA(d$x, d$y, sets, nperm = 200, seed = 8, maxSize = 10000, keepNull = TRUE,
+                   backend = "gpu", verbose = FALSE)
+    options(old)
+    expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = format(walk))
+    expect_identical(g$NES, a$NES, info = format(walk))
+  }
+  # a set of more than 8,192 genes takes the walk (up to 28,160 genes)
+  huge <- c(list(huge = sample(rownames(d$x), 9000)), sets[-(1:2)])
+  a <- cpu(d$x, d$y, huge, nperm = 100, seed = 8, maxSize = 10000, keepNull = TRUE, threads = 2)
+  g <- rapidGSEA(d$x, d$y, huge, nperm = 100, seed = 8, maxSize = 10000, keepNull = TRUE,
                  backend = "gpu", verbose = FALSE)
-  expect_equal(attr(g, "nullES"), attr(a, "nullES"), tolerance = 1e-9)
-  expect_equal(g$NES, a$NES, tolerance = 1e-9)
+  expect_identical(attr(g, "nullES"), attr(a, "nullES"))
+  old <- options(sysbioGPU.gseaWalk = 0)
+  expect_error(rapidGSEA(d$x, d$y, huge, nperm = 100, seed = 8, maxSize = 10000, backend = "gpu", verbose = FALSE),
+               "8192")
+  options(old)
 })
 
 test_that("GPU: sets of more than 256 members (a warp a set) have the CPU's ES, near ties too", {
@@ -485,18 +500,57 @@ test_that("GPU: sets of more than 256 members (a warp a set) have the CPU's ES, 
                  c = sample(rownames(d$x), 513)),
             lapply(1:20, function(i) sample(rownames(d$x), sample(15:512, 1))))
   names(sets)[-(1:3)] <- paste0("s", 1:20)
-  for (w in c(0, 1)) {
+  # (sets of more than 256 members walk the ranking unless told not to:
+  # the warps' search first, then the walk)
+  for (walk in list(0, NULL)) for (w in c(0, 1)) {
+    info <- paste(w, format(walk))
     a <- cpu(d$x, d$y, sets, nperm = 600, weight = w, seed = 3, maxSize = 1000, keepNull = TRUE, threads = 2)
+    old <- options(sysbioGPU.gseaWalk = walk)
     g <- rapidGSEA(d$x, d$y, sets, nperm = 600, weight = w, seed = 3, maxSize = 1000, keepNull = TRUE,
                    backend = "gpu", verbose = FALSE)
-    expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = w)
-    expect_identical(g$ES, a$ES, info = w)
+    options(old)
+    expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = info)
+    expect_identical(g$ES, a$ES, info = info)
     # the sequential rule runs for the near ties of unit weights alone: a
     # search that took its first value within the tie factor without
-    # checking that it is the largest would never call it
-    if (w == 0) expect_gt(attr(g, "sequentialES"), 0) else expect_identical(attr(g, "sequentialES"), 0)
+    # checking that it is the largest would never call it (walked sets
+    # always take the sequential rule, and count none)
+    if (w == 0 && identical(walk, 0)) expect_gt(attr(g, "sequentialES"), 0, label = info)
+    else expect_identical(attr(g, "sequentialES"), 0, info = info)
     expect_identical(attr(a, "sequentialES"), 0)
   }
+})
+
+test_that("GPU: sets that walk the ranking (32 a warp) have the CPU's ES", {
+  skip_if_no_gpu()
+  d <- gsea_toy(G = 2500, n = c(8, 9), seed = 7)
+  # 70 sets of 33-400 members walk with the option at 32 (three groups of
+  # 32, the last partial), the 10 smaller ones take the tiles
+  set.seed(4)
+  sets <- lapply(1:80, function(i) sample(rownames(d$x), if (i <= 70) sample(33:400, 1) else sample(5:32, 1)))
+  names(sets) <- paste0("s", 1:80)
+  walked <- function(expr) {
+    old <- options(sysbioGPU.gseaWalk = 32)
+    on.exit(options(old))
+    expr
+  }
+  for (w in c(0, 1, 2)) {
+    a <- cpu(d$x, d$y, sets, nperm = 300, weight = w, seed = 5, keepNull = TRUE, threads = 2)
+    g <- walked(rapidGSEA(d$x, d$y, sets, nperm = 300, weight = w, seed = 5, keepNull = TRUE,
+                          backend = "gpu", verbose = FALSE))
+    expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = w)
+    expect_identical(g[c("ES", "NES", "pval", "FDR")], a[c("ES", "NES", "pval", "FDR")], info = w)
+  }
+  # every set walks (no tiles), on two devices or one GPU's two shares,
+  # in batches of 64 permutations, pass 2 recomputing them
+  big <- sets[lengths(sets) > 32]
+  a <- cpu(d$x, d$y, big, nperm = 300, seed = 6, keepNull = TRUE, threads = 2)
+  old <- options(sysbioGPU.gseaBatch = 64, sysbioGPU.gseaCache = 0)
+  g <- walked(on_devices(rapidGSEA(d$x, d$y, big, nperm = 300, seed = 6, keepNull = TRUE, backend = "gpu",
+                                   device = gpu_pair(), verbose = FALSE)))
+  options(old)
+  expect_identical(attr(g, "nullES"), attr(a, "nullES"))
+  expect_identical(g$FDR, a$FDR)
 })
 
 test_that("GPU: a large set whose ES lies at its first hits or its last has the CPU's ES", {
