@@ -654,7 +654,8 @@ lassie_rhs <- function(model, x, rates = model$rates) {
   .Call(ffi_lassie_rhs, arr, as.double(rates), as.double(x))
 }
 
-# z = (I - gamma J(x))^-1 b by the implicit steps' sparse LU (tests); NULL
+# z = (I - gamma J(x))^-1 b by the implicit steps' sparse LU (tests), the
+# factors' values as its attribute "factors"; NULL
 # when a pivot fails (the steps then take the dense LU); by_passes: the
 # device's factorisation and its substitution by warp passes, emulated on
 # the CPU.  Several gamma: each factorised in turn with the same scratch,

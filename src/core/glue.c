@@ -219,10 +219,16 @@ static void scratch_free(SEXP holder) {
   R_ClearExternalPtr(holder);
 }
 
-SEXP sbg_scratch(size_t bytes, void **at) {
-  /* the holder first: if making it fails, nothing is allocated yet */
+SEXP sbg_scratch_holder(void) {
   SEXP holder = PROTECT(R_MakeExternalPtr(NULL, R_NilValue, R_NilValue));
   R_RegisterCFinalizerEx(holder, scratch_free, TRUE);
+  UNPROTECT(1);
+  return holder;
+}
+
+SEXP sbg_scratch(size_t bytes, void **at) {
+  /* the holder first: if making it fails, nothing is allocated yet */
+  SEXP holder = PROTECT(sbg_scratch_holder());
   *at = malloc(bytes ? bytes : 1);
   R_SetExternalPtrAddr(holder, *at);
   UNPROTECT(1);

@@ -68,6 +68,9 @@ void sbg_ctx_from_run(sbg_ctx *ctx, sbg_progress *pr, const sbg_run *r, const ch
  * collects the pointer; sbg_scratch_release() frees it at once.  *at is
  * the memory, or NULL when malloc fails. */
 SEXP sbg_scratch(size_t bytes, void **at);
+/* An empty holder (address NULL), for memory malloc'ed later and handed to
+ * it with R_SetExternalPtrAddr(). */
+SEXP sbg_scratch_holder(void);
 void sbg_scratch_release(SEXP holder);
 
 /* Grows R's heap once for `bytes` of vectors that a call is about to make:

@@ -191,10 +191,13 @@ void sbg_lassie_dvdx(const sbg_lassie_model *m, const double *k,
 /* (I - gamma J(x)) z = b by the implicit steps' sparse LU (b becomes z,
  * species order; by_passes: the device's factorisation and warp passes,
  * emulated), gamma the last of n_gamma values factorised in turn with the
- * same scratch, as the steps reuse it.  Returns 0, -1 when the last
- * factorisation's pivot fails, -2 without memory. */
+ * same scratch, as the steps reuse it; with factors, *factors gets the
+ * factors' values (*n_factors of them, in the pattern's order; the caller
+ * frees them).  Returns 0, -1 when the last factorisation's pivot fails,
+ * -2 without memory. */
 int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const double *x,
-                             const double *gamma, int n_gamma, double *b, int by_passes);
+                             const double *gamma, int n_gamma, double *b, int by_passes,
+                             double **factors, size_t *n_factors);
 /* Whether the GPU engine should take the implicit steps of a batch of
  * n_sims simulations of a model of n_species on the device rather than on
  * the host's `threads` (1 or 0; lassie_cpu.c says why). */

@@ -529,7 +529,8 @@ SEXP ffi_lassie_jacobian(SEXP model, SEXP rates, SEXP x) {
 }
 
 /* z = (I - gamma J(x))^-1 b by the implicit steps' sparse LU (a check of
- * that code against a dense solver in the tests); NULL when a pivot fails. */
+ * that code against a dense solver in the tests), with the factors'
+ * values as attribute "factors"; NULL when a pivot fails. */
 SEXP ffi_lassie_lu_solve(SEXP model, SEXP rates, SEXP x, SEXP gamma, SEXP b, SEXP by_passes) {
   sbg_lassie_model m;
   model_at_state(&m, model, rates, x);
@@ -537,10 +538,21 @@ SEXP ffi_lassie_lu_solve(SEXP model, SEXP rates, SEXP x, SEXP gamma, SEXP b, SEX
   SBG_ASSERT(TYPEOF(b) == REALSXP && XLENGTH(b) == m.n_species);
   SBG_ASSERT(TYPEOF(by_passes) == LGLSXP && XLENGTH(by_passes) == 1);
   SEXP z = PROTECT(Rf_duplicate(b));
+  SEXP hold = PROTECT(sbg_scratch_holder()); /* the factors, until copied */
+  double *val = NULL;
+  size_t nnz = 0;
   int rc = sbg_lassie_lu_solve_once(&m, REAL(rates), REAL(x), REAL(gamma), (int)XLENGTH(gamma), REAL(z),
-                                    LOGICAL(by_passes)[0] == TRUE);
+                                    LOGICAL(by_passes)[0] == TRUE, &val, &nnz);
+  R_SetExternalPtrAddr(hold, val);
   if (rc == -2) sbg_stop(SBG_ERR_ALLOC, "out of memory");
-  UNPROTECT(1);
+  if (rc == 0) {
+    SEXP f = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)nnz));
+    if (nnz) memcpy(REAL(f), val, nnz * sizeof(double));
+    Rf_setAttrib(z, Rf_install("factors"), f);
+    UNPROTECT(1);
+  }
+  sbg_scratch_release(hold);
+  UNPROTECT(2);
   return rc == 0 ? z : R_NilValue;
 }
 

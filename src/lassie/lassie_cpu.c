@@ -928,7 +928,8 @@ static int lu_eliminate_rows(const lassie_lu *lu, const lu_blocks *bl, double *v
  * Returns 0, -1 when a pivot fails (the steps would take the dense LU), -2
  * without memory. */
 int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const double *x,
-                             const double *gamma, int n_gamma, double *b, int by_passes) {
+                             const double *gamma, int n_gamma, double *b, int by_passes,
+                             double **factors, size_t *n_factors) {
   const int N = m->n_species, M = m->n_reactions;
   int *pos = malloc(sizeof(int) * (size_t)N), *ipos = malloc(sizeof(int) * (size_t)N);
   int *ptr = NULL, *col = NULL, *diag = NULL, *plan = NULL, rc = -2;
@@ -960,6 +961,11 @@ int sbg_lassie_lu_solve_once(const sbg_lassie_model *m, const double *k, const d
   if (by_passes) lu_solve_by_passes(&lu, pval, y);
   else lassie_lu_solve_levels(&tm, &lu, N, val, NULL, y);
   for (int j = 0; j < N; j++) b[j] = y[pos[j]];
+  if (factors) {
+    *factors = val;
+    *n_factors = nnz;
+    val = NULL;
+  }
   rc = 0;
 done:
   free(pos); free(ipos); free(ptr); free(col); free(diag); free(plan); free(dv); free(scratch);
