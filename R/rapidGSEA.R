@@ -240,7 +240,8 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   the count of (set, permutation) pairs of pass 1, among sets of more
 #'   than 256 members that do not walk the ranking (see Details), whose ES
 #'   Broad's sequential rule settled because running-sum values within
-#'   1e-12 (relative) of the largest came before it; 0 otherwise) and `nullES` when `keepNull`.  A set whose null ES of the
+#'   1e-12 (relative) of the largest came before it; 0 otherwise) and
+#'   `nullES` when `keepNull`.  A set whose null ES of the
 #'   observed sign are absent or average 0 (with very few permutations) has
 #'   `NaN` NES, FDR and FWER, with a warning of class
 #'   `sysbioGPU_warning_undefined` that names the sets.

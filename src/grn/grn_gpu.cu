@@ -77,6 +77,16 @@ static __global__ void order_kernel(const uint64_t *sorted, int64_t pop, int siz
   ord[p] = (int32_t)((p / size) * size + (int64_t)(sorted[p] % (uint64_t)size));
 }
 
+/* The end of a generation as island_sort_kernel takes it (history NULL:
+ * the sort alone); finish_kernel's work. */
+typedef struct grn_finish {
+  int64_t gen, row0, rows, target;
+  double *history;
+  int64_t *gens_done;
+  unsigned long long *best; /* the islands' least score so far (all ones between generations) */
+  unsigned *done;           /* islands done (0 between generations) */
+} grn_finish;
+
 /* The narrow sort of islands of 256 to 16,384 individuals, at most
  * THREADS x ITEMS: a block an island, its keys and indices sorted in shared
  * memory by the score bits alone (an island's keys share their island
@@ -88,17 +98,8 @@ static __global__ void order_kernel(const uint64_t *sorted, int64_t pop, int siz
  * islands) ran 1,000 generations about 0.03 s faster on one H200 and on
  * two.  Smaller islands keep the device-wide sort: a block each would sort
  * mostly padding.  Padding keys (all ones) follow the island's own, whose
- * top bit is 0 (narrow keys have at most 31 bits). */
-/* The end of a generation as island_sort_kernel takes it (history NULL:
- * the sort alone); finish_kernel's work. */
-typedef struct grn_finish {
-  int64_t gen, row0, rows, target;
-  double *history;
-  int64_t *gens_done;
-  unsigned long long *best; /* the islands' least score so far (all ones between generations) */
-  unsigned *done;           /* islands done (0 between generations) */
-} grn_finish;
-
+ * top bit is 0 (narrow keys have at most 31 bits).  With fin.history, the
+ * generation's end too (finish_kernel's work, see gpu_block_sort). */
 template <int THREADS, int ITEMS>
 static __global__ void __launch_bounds__(THREADS) island_sort_kernel(const uint32_t *keys, uint32_t *sorted,
                                                                      int32_t *ord, int size, int score_bits,

@@ -22,8 +22,11 @@ interrupt_after <- function(after) {
 # with a repeated GPU go through on_devices().
 gpu_pair <- function() if (nrow(gpuInfo()) >= 2L) c(0L, 1L) else c(0L, 0L)
 two_gpus <- function() nrow(gpuInfo()) >= 2L
-on_devices <- function(expr) {
-  old <- options(sysbioGPU.repeatDevices = TRUE)
+on_devices <- function(code) with_opts(list(sysbioGPU.repeatDevices = TRUE), code)
+
+# code evaluated with the options opts (engine settings: ?`sysbioGPU-options`)
+with_opts <- function(opts, code) {
+  old <- options(opts)
   on.exit(options(old))
-  expr
+  force(code)
 }

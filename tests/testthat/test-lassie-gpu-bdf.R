@@ -12,13 +12,6 @@ gpu_vs_cpu <- function(m, tt, ...) {
   list(cpu = a, gpu = b)
 }
 
-# code evaluated with the engine settings opts (?`sysbioGPU-options`)
-with_opts <- function(opts, code) {
-  old <- options(opts)
-  on.exit(options(old))
-  force(code)
-}
-
 # A <-> B catalysed by C, fast while C lasts (C decays): stiff at first,
 # then calm, so a simulation goes RKF45 -> BDF -> RKF45; slowed down 100x it
 # never turns stiff.

@@ -66,13 +66,6 @@ laws_rel <- function(a, b) {
   max(abs(b[, sp] - a[, sp]) / pmax(abs(a[, sp]), rep(fl, each = nrow(a))))
 }
 
-# code evaluated with the engine settings opts (?`sysbioGPU-options`)
-with_law_opts <- function(opts, code) {
-  old <- options(opts)
-  on.exit(options(old))
-  force(code)
-}
-
 # a batch of four: every law sped up c times, the initial values scaled
 laws_batch <- function(m) {
   c <- c(0.5, 1, 1.5, 0.8)
@@ -83,7 +76,7 @@ laws_batch <- function(m) {
 laws_check <- function(m, tt, method, opts, label) {
   bt <- laws_batch(m)
   run <- function(backend) {
-    with_law_opts(opts, lassieSimulate(m, tt, rates = bt$rates, initial = bt$initial, method = method,
+    with_opts(opts, lassieSimulate(m, tt, rates = bt$rates, initial = bt$initial, method = method,
                                        rtol = 1e-10, atol = 1e-12, backend = backend, verbose = FALSE))
   }
   cpu <- run("cpu")
@@ -163,7 +156,7 @@ test_that("a stiff law of arithmetic alone: the device's implicit steps give the
   for (dev in c(TRUE, FALSE)) {
     for (method in c("auto", "bdf")) {
       run <- function(backend) {
-        with_law_opts(list(sysbioGPU.lassieDeviceBDF = dev),
+        with_opts(list(sysbioGPU.lassieDeviceBDF = dev),
                       lassieSimulate(m, tt, rates = rates, method = method, rtol = 1e-10, atol = 1e-12,
                                      backend = backend, verbose = FALSE))
       }
@@ -194,7 +187,7 @@ test_that("two GPUs share a batch of a model with kinetic laws, bit for bit as o
   m <- laws_model()
   bt <- laws_batch(m)
   run <- function(device, method) {
-    with_law_opts(list(sysbioGPU.lassieDeviceBDF = TRUE),
+    with_opts(list(sysbioGPU.lassieDeviceBDF = TRUE),
                   lassieSimulate(m, seq(0, 4, by = 0.5), rates = bt$rates, initial = bt$initial, method = method,
                                  rtol = 1e-10, atol = 1e-12, backend = "gpu", device = device, verbose = FALSE))
   }

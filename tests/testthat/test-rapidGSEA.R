@@ -529,11 +529,7 @@ test_that("GPU: sets that walk the ranking (32 a warp) have the CPU's ES", {
   set.seed(4)
   sets <- lapply(1:80, function(i) sample(rownames(d$x), if (i <= 70) sample(33:400, 1) else sample(5:32, 1)))
   names(sets) <- paste0("s", 1:80)
-  walked <- function(expr) {
-    old <- options(sysbioGPU.gseaWalk = 32)
-    on.exit(options(old))
-    expr
-  }
+  walked <- function(code) with_opts(list(sysbioGPU.gseaWalk = 32), code)
   for (w in c(0, 1, 2)) {
     a <- cpu(d$x, d$y, sets, nperm = 300, weight = w, seed = 5, keepNull = TRUE, threads = 2)
     g <- walked(rapidGSEA(d$x, d$y, sets, nperm = 300, weight = w, seed = 5, keepNull = TRUE,
