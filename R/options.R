@@ -41,8 +41,8 @@
 #'   \item{`sysbioGPU.gseaWalk`}{[rapidGSEA()] with phenotype or gene
 #'     permutations on the GPU: sets of more than this many members (at
 #'     least 32) walk each permutation's ranking, 32 sets a warp, instead of
-#'     sorting their hits (unset: 256, where there are at most 28,160 genes;
-#'     0: no set walks).}
+#'     sorting their hits (unset: 192, where there are at most 28,160 genes
+#'     on an H100 or H200; 0: no set walks).}
 #'   \item{`sysbioGPU.cosnetBatch`}{[parCosnet()] on the GPU: most jobs
 #'     (classes, times folds) per batch (0 or unset: as the memory allows).}
 #'   \item{`sysbioGPU.cosnetDeviceBytes`}{[parCosnet()] on the GPU: device

@@ -578,68 +578,106 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
 /* ---------------------------------------------------------------------- */
 /* kernels: the largest sets' ES by a walk of the ranking */
 
-/* Each rank's weight in each permutation of the batch. */
-static __global__ void k_wsorted(const sbg_gsea_gpu h, const int32_t *ord, int64_t n) {
-  int32_t r = blockIdx.x * blockDim.x + threadIdx.x;
-  int64_t b = blockIdx.y;
-  if (r >= h.G || b >= n) return;
-  h.d_wsorted[(size_t)b * h.G + r] = h.d_rec[rec_at(b, ord[(size_t)b * h.G + r], h.G)].w;
-}
+/* k_walk_prep's block: a permutation, its genes' weights in shared memory
+ * (8 bytes a gene: the walk applies where they fit). */
+#define PREP_THREADS 1024
+#define PREP_AHEAD 4
 
-/* A warp a walked set and pair of permutations (whose records of a gene
- * share a memory sector): the set's total weight in each, with the CPU's
- * runs over its members in their own order (lane j: run j), as
- * k_es_tile's warps take it. */
-static __global__ void k_walk_nr(const sbg_gsea_gpu h, int64_t n) {
-  const int64_t wid = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+/* What k_es_walk needs of a permutation: the weight at each rank, and each
+ * walked set's total weight, a warp a set, with the CPU's runs over its
+ * members in their own order (lane j: run j) as k_es_tile's warps take
+ * it.  The permutation's weights are read once, in order, into shared
+ * memory.  A batch of 32,768 C2 permutations on an H200, sets of more
+ * than 256 members walked: 20.2 ms, where a warp a set and pair of
+ * permutations gathering each member's 16-byte record, and a kernel of
+ * its own for the weights by rank, took 34.6 + 6.8 ms; the walked sets'
+ * members stored run-interleaved (a warp's loads coalesced, none from L1)
+ * took 29.0 ms. */
+static __global__ void __launch_bounds__(PREP_THREADS) k_walk_prep(const sbg_gsea_gpu h, const int32_t *ord) {
+  extern __shared__ double wg[];
+  const int64_t b = blockIdx.x;
+  const int32_t G = h.G;
+  const double *m = h.d_metric + (size_t)b * G;
+  for (int32_t g = threadIdx.x; g < G; g += PREP_THREADS) wg[g] = gsea_weight(m[g], h.weight);
+  __syncthreads();
+  const int32_t *o = ord + (size_t)b * G;
+  double *ws = h.d_wsorted + (size_t)b * G;
+  for (int32_t r = threadIdx.x; r < G; r += PREP_THREADS) ws[r] = wg[o[r]];
   const int lane = threadIdx.x & 31;
-  const int64_t pairs = (n + 1) / 2;
-  if (wid >= (int64_t)h.Wn * pairs) return;
-  const int32_t slot = (int32_t)(wid % h.Wn);
-  const int64_t b = 2 * (wid / h.Wn);
-  const bool two = b + 1 < n;
-  const int32_t u = h.S - h.Wn + slot, m0 = h.d_tmem[u], k = h.d_tmem[u + 1] - m0;
-  const int32_t len = gsea_run_len(k), k0 = min(lane * len, k), k1 = min(k0 + len, k);
-  double p0 = 0, p1 = 0, before = 0;
-#pragma unroll 4
-  for (int32_t i = k0; i < k1; i++) {
-    const int32_t g = h.d_tgene[m0 + i];
-    p0 = G_ADD(p0, h.d_rec[rec_at(b, g, h.G)].w);
-    if (two) p1 = G_ADD(p1, h.d_rec[rec_at(b + 1, g, h.G)].w);
-  }
-  const double nr0 = warp_runs_total(p0, &before), nr1 = warp_runs_total(p1, &before);
-  if (lane == 0) {
-    h.d_wnr[(size_t)b * h.Wn + slot] = nr0;
-    if (two) h.d_wnr[(size_t)(b + 1) * h.Wn + slot] = nr1;
+  for (int32_t slot = threadIdx.x >> 5; slot < h.Wn; slot += PREP_THREADS / 32) {
+    const int32_t u = h.S - h.Wn + slot, m0 = h.d_tmem[u], k = h.d_tmem[u + 1] - m0;
+    const int32_t len = gsea_run_len(k), k0 = min(lane * len, k), k1 = min(k0 + len, k);
+    const int32_t *mg = h.d_tgene + m0;
+    double part = 0, before = 0;
+    int32_t i = k0;
+    /* the members' genes loaded ahead of the sum, whose chain would
+     * otherwise wait for each load in turn (19.8 ms against 21.7) */
+    for (; i + PREP_AHEAD <= k1; i += PREP_AHEAD) {
+      int32_t g[PREP_AHEAD];
+#pragma unroll
+      for (int j = 0; j < PREP_AHEAD; j++) g[j] = mg[i + j];
+#pragma unroll
+      for (int j = 0; j < PREP_AHEAD; j++) part = G_ADD(part, wg[g[j]]);
+    }
+    for (; i < k1; i++) part = G_ADD(part, wg[mg[i]]);
+    const double nr = warp_runs_total(part, &before);
+    if (lane == 0) h.d_wnr[(size_t)b * h.Wn + slot] = nr;
   }
 }
 
-/* k_es_walk's block: WALK_WARPS warps, a permutation each.  On an H200
- * (C2's 401 sets of more than 256 members, a batch of 32,768
- * permutations) 32 warps took 62.6 ms, 16 warps of two permutations 66.1
- * ms, and the same with the hits' weights passed by shuffles (every lane
- * waiting for the warp's longest list of hits) 68.1 and 70.2 ms; 8 warps
- * of four permutations 111.1 ms. */
-#define WALK_WARPS 32
+/* k_es_walk's block: WALK_WARPS warps, a permutation each, which take the
+ * ranks in windows of WALK_WIN x 32.  On an H200 (C2's 401 sets of more
+ * than 256 members, a batch of 32,768 permutations) 16 warps of windows
+ * of 128 ranks took 56.5 ms; 32 warps 56.9 (128 ranks), 65.8 (64), 58.3
+ * (256) and 59.0 ms (512), 16 warps of 256 ranks 57.1 ms; windows of 32
+ * ranks, a warp's steps the most hits any lane had in them, 62.6 ms; 16
+ * warps of two permutations (32 ranks) 66.1 ms, the hits' weights passed
+ * by shuffles rather than shared memory 68.1 and 70.2 ms, 8 warps of four
+ * permutations 111.1 ms. */
+#define WALK_WARPS 16
+#define WALK_WIN 4
+/* Sets of more than WALK_MIN members walk by default.  Kernel durations
+ * of a batch of 32,768 C2 permutations on an H200 (walk, its preparation,
+ * the tiles of the other sets): from 192 members 70.5 + 23.8 + 106.9 =
+ * 201.1 ms, from 256 56.4 + 20.2 + 130.5 = 207.1, 320 213.5, 384 217.1;
+ * with the preparation of an earlier build, from 128, 160 and 224 members
+ * about as fast as from 192 and 256 (215.4, 210.6, 212.6 against 210.8
+ * and 215.9). */
+#define WALK_MIN 192
 /* Sets walk where a group's membership bits (4 bytes a gene) fit
- * WALK_SMEM bytes of shared memory. */
+ * WALK_SMEM bytes of shared memory, and a permutation's weights (8 bytes
+ * a gene) the card's (28,160 genes on an H100 or H200). */
 #define WALK_SMEM (110 * 1024)
+
+/* k_es_walk's shared memory: the group's bits (walk_bits bytes), then each
+ * warp's window of weights. */
+__host__ __device__ static inline size_t walk_bits(int32_t G) {
+  return ((size_t)G * sizeof(uint32_t) + 15) / 16 * 16;
+}
+static size_t walk_smem(int32_t G) {
+  return walk_bits(G) + (size_t)WALK_WARPS * 32 * WALK_WIN * sizeof(double);
+}
 
 /* Block (group of 32 walked sets, WALK_WARPS permutations): the group's
  * membership bits of every gene in shared memory; a warp a permutation
- * walks its ranking 32 ranks at a time: lane l reads the bits of the gene
- * at rank c + l and that rank's weight, a transpose of the warp's 32 x 32
- * bits gives lane j the hits of set j among those ranks, and each lane
- * runs the CPU's sequential rule over its set's hits in rank order (no
- * sort: the ranking orders the hits).  C2's sets of more than 256
+ * walks its ranking a window of WALK_WIN x 32 ranks at a time: for each 32
+ * ranks of the window lane l reads the bits of the gene at rank c + l and
+ * that rank's weight, and a transpose of the warp's 32 x 32 bits gives
+ * lane j the hits of set j among those ranks; then each lane runs the
+ * CPU's sequential rule over its set's hits of the window in rank order
+ * (no sort: the ranking orders the hits).  A warp takes as many steps as
+ * the most hits a lane has in the window, fewer than the sum over its 32
+ * ranks of the most hits a lane has there.  C2's sets of more than 256
  * members took 126.5 ms of k_es_tile's 257.0 ms a batch of 32,768
- * permutations on an H200; walked, 104.0 ms (k_es_walk 62.6, k_walk_nr
- * 34.6, k_wsorted 6.8). */
+ * permutations on an H200; walked, 76.6 ms (k_es_walk 56.4, k_walk_prep
+ * 20.2). */
 static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gsea_gpu h, const int32_t *ord,
                                                                      int64_t n) {
-  extern __shared__ uint32_t wmask[];
-  __shared__ double wrank[WALK_WARPS * 32]; /* each warp's 32 ranks' weights */
+  enum { NQ = WALK_WIN / 2 }; /* a window's hits of a lane's set: NQ 64-bit words */
+  extern __shared__ __align__(16) unsigned char walk_bytes[];
   const int32_t grp = blockIdx.x, G = h.G;
+  uint32_t *wmask = reinterpret_cast<uint32_t *>(walk_bytes);
+  double *wrank = reinterpret_cast<double *>(walk_bytes + walk_bits(G));
   for (int32_t g = threadIdx.x; g < G; g += blockDim.x) wmask[g] = h.d_wmask[(size_t)grp * G + g];
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -660,30 +698,54 @@ static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gs
   gsea_runs_init(&runs, k);
   const int32_t *o = ord + (size_t)b * G;
   const double *ws = h.d_wsorted + (size_t)b * G;
-  double *wr = wrank + warp * 32;
-  for (int32_t c0 = 0; c0 < G; c0 += 32) {
-    const int32_t r = c0 + lane;
-    uint32_t x = 0;
-    double wv = 0;
-    if (r < G) {
-      x = wmask[o[r]];
-      wv = ws[r];
-    }
-    /* transpose: lane l's bit j (rank c0 + l in set j) to lane j's bit l */
+  double *wr = wrank + warp * 32 * WALK_WIN;
+  for (int32_t c0 = 0; c0 < G; c0 += 32 * WALK_WIN) {
+    uint64_t q[NQ]; /* bit i of the window: rank c0 + i in the lane's set */
 #pragma unroll
-    for (int j = 16; j >= 1; j >>= 1) {
-      const uint32_t m = j == 16 ? 0x0000ffffu : j == 8 ? 0x00ff00ffu : j == 4 ? 0x0f0f0f0fu
-                         : j == 2 ? 0x33333333u : 0x55555555u;
-      const uint32_t y = __shfl_xor_sync(all, x, j);
-      x = (lane & j) ? ((x & ~m) | ((y >> j) & m)) : ((x & m) | ((y << j) & ~m));
+    for (int w = 0; w < WALK_WIN; w++) {
+      const int32_t r = c0 + 32 * w + lane;
+      uint32_t x = 0;
+      double wv = 0;
+      if (r < G) {
+        x = wmask[o[r]];
+        wv = ws[r];
+      }
+      /* transpose: lane l's bit j (rank c0 + 32 w + l in set j) to lane j's bit l */
+#pragma unroll
+      for (int j = 16; j >= 1; j >>= 1) {
+        const uint32_t m = j == 16 ? 0x0000ffffu : j == 8 ? 0x00ff00ffu : j == 4 ? 0x0f0f0f0fu
+                           : j == 2 ? 0x33333333u : 0x55555555u;
+        const uint32_t y = __shfl_xor_sync(all, x, j);
+        x = (lane & j) ? ((x & ~m) | ((y >> j) & m)) : ((x & m) | ((y << j) & ~m));
+      }
+      wr[32 * w + lane] = wv;
+      if (w & 1) q[w >> 1] |= (uint64_t)x << 32;
+      else q[w >> 1] = x;
     }
-    wr[lane] = wv;
     __syncwarp();
-    for (uint32_t t = valid ? x : 0u; t; t &= t - 1) {
-      const int pos = __ffs(t) - 1;
-      gsea_es_hit_runs(&st, &runs, c0 + pos, unit ? 1.0 : wr[pos], inv_nr, inv_nmiss);
+    if (valid) {
+      /* the lane's hits in rank order: the lowest bit of q[0], the words
+       * shifted down as they empty */
+      int32_t at = 0; /* rank of q[0]'s bit 0, from c0 */
+      for (;;) {
+        if (q[0] == 0) {
+          uint64_t rest = 0;
+#pragma unroll
+          for (int i = 1; i < NQ; i++) rest |= q[i];
+          if (rest == 0) break;
+          do {
+#pragma unroll
+            for (int i = 0; i < NQ - 1; i++) q[i] = q[i + 1];
+            q[NQ - 1] = 0;
+            at += 64;
+          } while (q[0] == 0);
+        }
+        const int pos = at + __ffsll((long long)q[0]) - 1;
+        q[0] &= q[0] - 1;
+        gsea_es_hit_runs(&st, &runs, c0 + pos, unit ? 1.0 : wr[pos], inv_nr, inv_nmiss);
+      }
     }
-    __syncwarp(); /* before the next ranks' weights replace these */
+    __syncwarp(); /* before the next window's weights replace these */
   }
   if (valid) h.d_es[(size_t)b * h.S + h.d_tset[u]] = st.best;
 }
@@ -912,27 +974,31 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   h->n_small = prep->small_label == 1 ? prep->n_b : prep->n_a;
   h->rbits = bits_for((uint64_t)h->G);
   h->key32 = h->rbits <= 16;
-  /* the largest sets walk the ranking (k_es_walk) */
-  h->walk_min = p->walk_min < 0 ? ES_SPLIT : p->walk_min > 0 && p->walk_min < GSEA_RUNS ? GSEA_RUNS : (int32_t)p->walk_min;
-  if ((size_t)h->G * sizeof(uint32_t) > WALK_SMEM) h->walk_min = 0;
-  for (int32_t s = 0; s < S; s++) {
-    int32_t k = in->set_start[s + 1] - in->set_start[s];
-    if (h->walk_min > 0 && k > h->walk_min) h->Wn++;
-    else if (k > kmax) kmax = k;
-  }
-  h->big = kmax > tile_sort<TILE_SMALL, uint64_t>::MEMBERS;
-  if (kmax > tile_sort<TILE_BIG, uint64_t>::MEMBERS || h->rbits > 29) {
-    sbg_gsea_gpu_close(h);
-    return sbg_fail(ctx, SBG_ERR_INPUT, "the GPU engine takes gene sets of up to %d genes (more where there are at "
-                    "most %d genes, unless option sysbioGPU.gseaWalk is 0) and fewer than 2^29 genes (the largest "
-                    "set has %d): use backend = \"cpu\"", (int)tile_sort<TILE_BIG, uint64_t>::MEMBERS,
-                    (int)(WALK_SMEM / sizeof(uint32_t)), (int)kmax);
-  }
-  h->tile_smem = h->big ? (h->key32 ? tile_sort<TILE_BIG, uint32_t>::smem() : tile_sort<TILE_BIG, uint64_t>::smem())
-                         : (h->key32 ? tile_sort<TILE_SMALL, uint32_t>::smem() : tile_sort<TILE_SMALL, uint64_t>::smem());
   SBG_TRY(sbg_device_select(h->device, ctx));
   SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&h->stream, cudaStreamNonBlocking));
   SBG_CUDA_CHECK(cudaDeviceGetAttribute(&h->max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, h->device));
+  {
+    /* the largest sets walk the ranking (k_es_walk), where a group's bits
+     * fit WALK_SMEM and a permutation's weights the card's shared memory */
+    const int32_t walk_genes = (int32_t)std::min<size_t>(WALK_SMEM / sizeof(uint32_t), (size_t)h->max_smem / sizeof(double));
+    h->walk_min = p->walk_min < 0 ? WALK_MIN : p->walk_min > 0 && p->walk_min < GSEA_RUNS ? GSEA_RUNS : (int32_t)p->walk_min;
+    if (h->G > walk_genes) h->walk_min = 0;
+    for (int32_t s = 0; s < S; s++) {
+      int32_t k = in->set_start[s + 1] - in->set_start[s];
+      if (h->walk_min > 0 && k > h->walk_min) h->Wn++;
+      else if (k > kmax) kmax = k;
+    }
+    h->big = kmax > tile_sort<TILE_SMALL, uint64_t>::MEMBERS;
+    if (kmax > tile_sort<TILE_BIG, uint64_t>::MEMBERS || h->rbits > 29) {
+      st = sbg_fail(ctx, SBG_ERR_INPUT, "the GPU engine takes gene sets of up to %d genes (more where there are at "
+                    "most %d genes on this GPU, unless option sysbioGPU.gseaWalk is 0) and fewer than 2^29 genes (the "
+                    "largest set has %d): use backend = \"cpu\"", (int)tile_sort<TILE_BIG, uint64_t>::MEMBERS,
+                    (int)walk_genes, (int)kmax);
+      goto done;
+    }
+  }
+  h->tile_smem = h->big ? (h->key32 ? tile_sort<TILE_BIG, uint32_t>::smem() : tile_sort<TILE_BIG, uint64_t>::smem())
+                         : (h->key32 ? tile_sort<TILE_SMALL, uint32_t>::smem() : tile_sort<TILE_SMALL, uint64_t>::smem());
   if (h->tile_smem > (size_t)h->max_smem) {
     st = sbg_fail(ctx, SBG_ERR_CUDA, "the GPU has %d bytes of shared memory per block; the gene set tiles need %zu",
                   h->max_smem, h->tile_smem);
@@ -1006,8 +1072,9 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   if (h->Wn > 0) {
     ALLOC(h->d_wnr, B * h->Wn, "the walked sets' weights");
     ALLOC(h->d_wsorted, B * G, "the weights by rank");
-    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_es_walk, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)(G * sizeof(uint32_t))));
+    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_es_walk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)walk_smem(G)));
+    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_walk_prep, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)(G * sizeof(double))));
   }
   h->d_es = h->d_es_buf;
   /* statistics */
@@ -1119,13 +1186,10 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
     else launch_es_tile<TILE_SMALL, uint64_t>(h, n);
     SBG_CUDA_CHECK(cudaGetLastError());
     if (h->Wn > 0) {
-      k_wsorted<<<gg, 256, 0, h->stream>>>(*h, v.Current(), n);
-      SBG_CUDA_CHECK(cudaGetLastError());
-      int64_t warps = (int64_t)h->Wn * ((n + 1) / 2);
-      k_walk_nr<<<(unsigned)((warps * 32 + 255) / 256), 256, 0, h->stream>>>(*h, n);
+      k_walk_prep<<<(unsigned)n, PREP_THREADS, (size_t)G * sizeof(double), h->stream>>>(*h, v.Current());
       SBG_CUDA_CHECK(cudaGetLastError());
       dim3 gw((unsigned)((h->Wn + 31) / 32), (unsigned)((n + WALK_WARPS - 1) / WALK_WARPS));
-      k_es_walk<<<gw, WALK_WARPS * 32, (size_t)G * sizeof(uint32_t), h->stream>>>(*h, v.Current(), n);
+      k_es_walk<<<gw, WALK_WARPS * 32, walk_smem(G), h->stream>>>(*h, v.Current(), n);
       SBG_CUDA_CHECK(cudaGetLastError());
     }
   }

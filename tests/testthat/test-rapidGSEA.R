@@ -500,7 +500,7 @@ test_that("GPU: sets of more than 256 members (a warp a set) have the CPU's ES, 
                  c = sample(rownames(d$x), 513)),
             lapply(1:20, function(i) sample(rownames(d$x), sample(15:512, 1))))
   names(sets)[-(1:3)] <- paste0("s", 1:20)
-  # (sets of more than 256 members walk the ranking unless told not to:
+  # (sets of more than 192 members walk the ranking unless told not to:
   # the warps' search first, then the walk)
   for (walk in list(0, NULL)) for (w in c(0, 1)) {
     info <- paste(w, format(walk))
