@@ -70,6 +70,8 @@ struct sbg_gsea_gpu {
   int32_t T, big;          /* tiles of the other sets; 1: the 512-thread tiles */
   int32_t Wn, walk_min;    /* sets walked (the Wn largest, of more than walk_min members; 0: none) */
   uint32_t *d_wmask;       /* (Wn + 31) / 32 groups x G: bit j of gene g, g in the group's set j */
+  uint16_t *d_wgene;       /* M - Mt: the walked sets' members (slot u's from d_tmem[u] - Mt), 16 bits
+                              where sets walk: half the bytes that k_walk_prep reads */
   double *d_wnr;           /* per batch: each walked set's total weight (B x Wn) */
   double *d_wsorted;       /* per batch: the weight at each rank (B x G) */
   size_t tile_smem;
@@ -77,8 +79,9 @@ struct sbg_gsea_gpu {
   int32_t *d_tile_small;   /* T: sets of at most ES_SPLIT members in each tile (its first ones) */
   int32_t *d_tset;         /* S: set of each tile-ordered slot */
   int32_t *d_tmem;         /* S + 1: first member of each slot (tile order) */
-  int32_t *d_tgene;        /* M: members, slot after slot, each set's own order */
-  uint32_t *d_tkey;        /* M: slot within its tile << rbits, and with key32 the member
+  int32_t Mt;              /* the tiles' members (M less the walked sets') */
+  int32_t *d_tgene;        /* Mt: the tiles' members, slot after slot, each set's own order */
+  uint32_t *d_tkey;        /* Mt: slot within its tile << rbits, and with key32 the member
                               index within its set << (rbits + the tile's slot bits + 1) */
   int key32;
   /* inputs */
@@ -588,11 +591,11 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
  * members in their own order (lane j: run j) as k_es_tile's warps take
  * it.  The permutation's weights are read once, in order, into shared
  * memory.  A batch of 32,768 C2 permutations on an H200, sets of more
- * than 256 members walked: 20.2 ms, where a warp a set and pair of
- * permutations gathering each member's 16-byte record, and a kernel of
- * its own for the weights by rank, took 34.6 + 6.8 ms; the walked sets'
- * members stored run-interleaved (a warp's loads coalesced, none from L1)
- * took 29.0 ms. */
+ * than 256 members walked: 17.4 ms (19.5 with 32-bit member indices),
+ * where a warp a set and pair of permutations gathering each member's
+ * 16-byte record, and a kernel of its own for the weights by rank, took
+ * 34.6 + 6.8 ms; the walked sets' members stored run-interleaved (a
+ * warp's loads coalesced, none from L1) took 29.0 ms. */
 static __global__ void __launch_bounds__(PREP_THREADS) k_walk_prep(const sbg_gsea_gpu h, const int32_t *ord) {
   extern __shared__ double wg[];
   const int64_t b = blockIdx.x;
@@ -607,13 +610,13 @@ static __global__ void __launch_bounds__(PREP_THREADS) k_walk_prep(const sbg_gse
   for (int32_t slot = threadIdx.x >> 5; slot < h.Wn; slot += PREP_THREADS / 32) {
     const int32_t u = h.S - h.Wn + slot, m0 = h.d_tmem[u], k = h.d_tmem[u + 1] - m0;
     const int32_t len = gsea_run_len(k), k0 = min(lane * len, k), k1 = min(k0 + len, k);
-    const int32_t *mg = h.d_tgene + m0;
+    const uint16_t *mg = h.d_wgene + (m0 - h.Mt);
     double part = 0, before = 0;
     int32_t i = k0;
     /* the members' genes loaded ahead of the sum, whose chain would
      * otherwise wait for each load in turn (19.8 ms against 21.7) */
     for (; i + PREP_AHEAD <= k1; i += PREP_AHEAD) {
-      int32_t g[PREP_AHEAD];
+      uint16_t g[PREP_AHEAD];
 #pragma unroll
       for (int j = 0; j < PREP_AHEAD; j++) g[j] = mg[i + j];
 #pragma unroll
@@ -669,8 +672,8 @@ static size_t walk_smem(int32_t G) {
  * the most hits a lane has in the window, fewer than the sum over its 32
  * ranks of the most hits a lane has there.  C2's sets of more than 256
  * members took 126.5 ms of k_es_tile's 257.0 ms a batch of 32,768
- * permutations on an H200; walked, 76.6 ms (k_es_walk 56.4, k_walk_prep
- * 20.2). */
+ * permutations on an H200; walked, 73.9 ms (k_es_walk 56.5, k_walk_prep
+ * 17.4). */
 static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gsea_gpu h, const int32_t *ord,
                                                                      int64_t n) {
   enum { NQ = WALK_WIN / 2 }; /* a window's hits of a lane's set: NQ 64-bit words */
@@ -846,7 +849,7 @@ extern "C" void sbg_gsea_gpu_close(sbg_gsea_gpu *h) {
                h->d_ord0, h->d_ord1, h->d_rec, h->d_seg, h->d_metric, h->d_es_buf, h->d_cache, h->d_key0,
                h->d_key1, h->d_temp, h->d_es_obs, h->d_sum_pos, h->d_sum_neg, h->d_n_pos,
                h->d_n_neg, h->d_n_ext, h->d_sequential, h->d_obs, h->d_hist, h->d_pext, h->d_wmask,
-               h->d_wnr, h->d_wsorted};
+               h->d_wgene, h->d_wnr, h->d_wsorted};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) cudaFree(p[i]);
   if (h->stream) cudaStreamDestroy(h->stream);
   free(h);
@@ -901,13 +904,12 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
       }
     }
   }
+  h->Mt = (int32_t)m;
+  std::vector<uint16_t> wgene((size_t)(h->M - h->Mt));
   for (int32_t u = St; u < S; u++) {
     int32_t s = order[u];
     tmem[u] = (int32_t)m;
-    for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++, m++) {
-      tgene[m] = in->set_genes[i];
-      tkey[m] = 0u;
-    }
+    for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++, m++) wgene[m - h->Mt] = (uint16_t)in->set_genes[i];
   }
   tmem[S] = (int32_t)h->M;
   h->T = (int32_t)first.size() - 1;
@@ -922,6 +924,8 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
     }
     ALLOC(h->d_wmask, (size_t)ng * h->G, "the walked gene sets");
     TO_DEVICE(h->d_wmask, mask.data(), (size_t)ng * h->G);
+    ALLOC(h->d_wgene, wgene.size(), "the walked gene sets");
+    TO_DEVICE(h->d_wgene, wgene.data(), wgene.size());
     SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
   }
   /* each tile's sets of at most ES_SPLIT members, so that k_es_tile's
@@ -938,13 +942,13 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
   ALLOC(h->d_tile_first, h->T + 1, "the gene set tiles");
   ALLOC(h->d_tset, S, "the gene set tiles");
   ALLOC(h->d_tmem, S + 1, "the gene set tiles");
-  ALLOC(h->d_tgene, h->M, "the gene set members");
-  ALLOC(h->d_tkey, h->M, "the gene set members");
+  ALLOC(h->d_tgene, std::max(h->Mt, 1), "the gene set members");
+  ALLOC(h->d_tkey, std::max(h->Mt, 1), "the gene set members");
   TO_DEVICE(h->d_tile_first, first.data(), h->T + 1);
   TO_DEVICE(h->d_tset, order.data(), S);
   TO_DEVICE(h->d_tmem, tmem.data(), S + 1);
-  TO_DEVICE(h->d_tgene, tgene.data(), h->M);
-  TO_DEVICE(h->d_tkey, tkey.data(), h->M);
+  TO_DEVICE(h->d_tgene, tgene.data(), h->Mt);
+  TO_DEVICE(h->d_tkey, tkey.data(), h->Mt);
   SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream)); /* the vectors go out of scope */
 done:
   return st;
