@@ -10,8 +10,11 @@
 # gives the genes of each C2 set of 20-500 members not in an earlier one
 # a shared factor with that correlation (real data are co-expressed, so a
 # set's ranks bunch together under a permutation; the genes of inst/bench/
-# gsea.R are independent).  Prints the call's seconds and the engine's
-# stages (observed + pass 1, pass 2, statistics).
+# gsea.R are independent); WALKS: values of option sysbioGPU.gseaWalk,
+# comma-separated ("def": unset, the default), a call each in this
+# process.  Prints each call's seconds, the engine's stages (observed +
+# pass 1, pass 2, statistics) and whether its table (ES, NES, p, FDR,
+# FWER, rank at max) is identical to the first call's, with its MD5.
 suppressMessages(library(sysbioGPU))
 dir <- Sys.getenv("SBG_GSEA_MSIGDB")
 if (!nzchar(dir) || !all(file.exists(file.path(dir, c("h.v5.gmt", "c2.v5.gmt"))))) {
@@ -38,6 +41,19 @@ if (rho > 0) {
   cat(sprintf("co-expressed: %d genes in blocks of one factor each, correlation %g\n", sum(!free), rho))
 }
 np <- as.numeric(Sys.getenv("NPERM", "16384"))
-t <- system.time(r <- rapidGSEA(x, y, c2, nperm = np, minSize = 1, maxSize = 20638, seed = 1, backend = "gpu", verbose = FALSE))
-cat(sprintf("C2 (%d sets), %g phenotype permutations, %s: %.2f s (stages %s s)\n", nrow(r), np,
-            resolveBackend("gpu")$deviceName, t[["elapsed"]], paste(sprintf("%.2f", attr(r, "stageTime")), collapse = ", ")))
+walks <- strsplit(Sys.getenv("WALKS", "def"), ",")[[1]]
+cols <- c("ES", "NES", "pval", "FDR", "FWER", "rankAtMax")
+first <- NULL
+for (w in walks) {
+  options(sysbioGPU.gseaWalk = if (w == "def") NULL else as.numeric(w))
+  t <- system.time(r <- rapidGSEA(x, y, c2, nperm = np, minSize = 1, maxSize = 20638, seed = 1, backend = "gpu",
+                                  verbose = FALSE))
+  f <- tempfile()
+  saveRDS(r[cols], f, compress = FALSE)
+  if (is.null(first)) first <- r[cols]
+  cat(sprintf("C2 (%d sets), %g phenotype permutations, %s, gseaWalk %s: %.2f s (stages %s s), table %s the first's (MD5 %s)\n",
+              nrow(r), np, resolveBackend("gpu")$deviceName, w, t[["elapsed"]],
+              paste(sprintf("%.2f", attr(r, "stageTime")), collapse = ", "),
+              if (identical(r[cols], first)) "identical to" else "DIFFERENT from", unname(tools::md5sum(f))))
+  unlink(f)
+}

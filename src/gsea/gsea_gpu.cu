@@ -641,11 +641,11 @@ static __global__ void __launch_bounds__(PREP_THREADS) k_walk_prep(const sbg_gse
 #define WALK_WIN 4
 /* Sets of more than WALK_MIN members walk by default.  Kernel durations
  * of a batch of 32,768 C2 permutations on an H200 (walk, its preparation,
- * the tiles of the other sets): from 192 members 70.5 + 23.8 + 106.9 =
- * 201.1 ms, from 256 56.4 + 20.2 + 130.5 = 207.1, 320 213.5, 384 217.1;
- * with the preparation of an earlier build, from 128, 160 and 224 members
- * about as fast as from 192 and 256 (215.4, 210.6, 212.6 against 210.8
- * and 215.9). */
+ * the tiles of the other sets): from 192 members 70.5 + 20.2 + 106.9 =
+ * 197.6 ms, from 256 56.3 + 17.2 + 130.4 = 203.9; with the preparations
+ * of earlier builds, from 320 and 384 members 213.5 and 217.1 ms against
+ * 201.1 from 192, and from 128, 160 and 224 members about as fast as from
+ * 192 and 256 (215.4, 210.6, 212.6 against 210.8 and 215.9). */
 #define WALK_MIN 192
 /* Sets walk where a group's membership bits (4 bytes a gene) fit
  * WALK_SMEM bytes of shared memory, and a permutation's weights (8 bytes
