@@ -912,8 +912,7 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
     for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++, m++) wgene[m - h->Mt] = (uint16_t)in->set_genes[i];
   }
   tmem[S] = (int32_t)h->M;
-  h->T = (int32_t)first.size() - 1;
-  if (first.size() == 1) h->T = 0; /* every set walked */
+  h->T = (int32_t)first.size() - 1; /* 0: every set walked */
   if (h->Wn > 0) {
     int32_t ng = (h->Wn + 31) / 32;
     std::vector<uint32_t> mask((size_t)ng * h->G, 0u);
@@ -1183,12 +1182,13 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
     dim3 gr((unsigned)((G + chunk - 1) / chunk), (unsigned)((n + 1) / 2));
     k_records<<<gr, RECORD_THREADS, 2 * chunk * sizeof(int32_t), h->stream>>>(*h, v.Current(), chunk, n);
     SBG_CUDA_CHECK(cudaGetLastError());
-    if (h->T == 0) {
-    } else if (h->big && h->key32) launch_es_tile<TILE_BIG, uint32_t>(h, n);
-    else if (h->big) launch_es_tile<TILE_BIG, uint64_t>(h, n);
-    else if (h->key32) launch_es_tile<TILE_SMALL, uint32_t>(h, n);
-    else launch_es_tile<TILE_SMALL, uint64_t>(h, n);
-    SBG_CUDA_CHECK(cudaGetLastError());
+    if (h->T > 0) {
+      if (h->big && h->key32) launch_es_tile<TILE_BIG, uint32_t>(h, n);
+      else if (h->big) launch_es_tile<TILE_BIG, uint64_t>(h, n);
+      else if (h->key32) launch_es_tile<TILE_SMALL, uint32_t>(h, n);
+      else launch_es_tile<TILE_SMALL, uint64_t>(h, n);
+      SBG_CUDA_CHECK(cudaGetLastError());
+    }
     if (h->Wn > 0) {
       k_walk_prep<<<(unsigned)n, PREP_THREADS, (size_t)G * sizeof(double), h->stream>>>(*h, v.Current());
       SBG_CUDA_CHECK(cudaGetLastError());
