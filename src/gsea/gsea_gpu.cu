@@ -45,6 +45,11 @@
 #define ES_SPLIT 256
 #endif
 
+/* Sets of at most LANE_MAX members take a lane each in k_es_perm, where
+ * a permutation's ranks and weights fit a block's shared memory; larger
+ * ones walk the ranking or take the tiles. */
+#define LANE_MAX 128
+
 /* What the hits of a set need of a gene in one permutation: one 16-byte
  * record, so one gather serves both.  The records of permutations 2i and
  * 2i + 1 lie side by side, gene after gene (rec_at), so that a block that
@@ -67,11 +72,16 @@ struct sbg_gsea_gpu {
   double weight;
   uint64_t seed;
   /* tiles */
+  int perm;                /* 1: k_es_perm takes the sets of at most LANE_MAX members and prepares the walk */
+  int32_t L;               /* its lanes' sets: slots 0 .. L - 1 */
+  int32_t lane_groups, walk_groups; /* groups of 32 slots: the lanes', then the walked sets' */
+  int32_t *d_grp_kmax;     /* each group's largest set */
+  int32_t *d_grp_off;      /* where its members start in d_lgene */
+  uint16_t *d_lgene;       /* the groups' members, 8 a lane in 16 bytes: members 8c .. 8c + 7 of the
+                              group's slot j at d_grp_off + 8 (32 c + j), so that a warp's loads coalesce */
   int32_t T, big;          /* tiles of the other sets; 1: the 512-thread tiles */
   int32_t Wn, walk_min;    /* sets walked (the Wn largest, of more than walk_min members; 0: none) */
   uint32_t *d_wmask;       /* (Wn + 31) / 32 groups x G: bit j of gene g, g in the group's set j */
-  uint16_t *d_wgene;       /* M - Mt: the walked sets' members (slot u's from d_tmem[u] - Mt), 16 bits
-                              where sets walk: half the bytes that k_walk_prep reads */
   double *d_wnr;           /* per batch: each walked set's total weight (B x Wn) */
   double *d_wsorted;       /* per batch: the weight at each rank (B x G) */
   size_t tile_smem;
@@ -579,54 +589,178 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
 }
 
 /* ---------------------------------------------------------------------- */
-/* kernels: the largest sets' ES by a walk of the ranking */
+/* kernel: a permutation's small sets, and what its walk needs */
 
-/* k_walk_prep's block: a permutation, its genes' weights in shared memory
- * (8 bytes a gene: the walk applies where they fit). */
-#define PREP_THREADS 1024
-#define PREP_AHEAD 4
+/* k_es_perm's block: a permutation, its genes' ranks (2 bytes a gene) and
+ * its weights by rank (8 bytes) in shared memory, so that no set's hit
+ * gathers from global memory.  Where that does not fit, the tiles take
+ * the small sets and no set walks. */
+#define PERM_THREADS 512
+__host__ __device__ static inline size_t perm_smem(int32_t G) {
+  return (size_t)G * (sizeof(double) + sizeof(uint16_t));
+}
 
-/* What k_es_walk needs of a permutation: the weight at each rank, and each
- * walked set's total weight, a warp a set, with the CPU's runs over its
- * members in their own order (lane j: run j) as k_es_tile's warps take
- * it.  The permutation's weights are read once, in order, into shared
- * memory.  A batch of 32,768 C2 permutations on an H200, sets of more
- * than 256 members walked: 17.4 ms (19.5 with 32-bit member indices),
- * where a warp a set and pair of permutations gathering each member's
- * 16-byte record, and a kernel of its own for the weights by rank, took
- * 34.6 + 6.8 ms; the walked sets' members stored run-interleaved (a
- * warp's loads coalesced, none from L1) took 29.0 ms. */
-static __global__ void __launch_bounds__(PREP_THREADS) k_walk_prep(const sbg_gsea_gpu h, const int32_t *ord) {
-  extern __shared__ double wg[];
-  const int64_t b = blockIdx.x;
-  const int32_t G = h.G;
-  const double *m = h.d_metric + (size_t)b * G;
-  for (int32_t g = threadIdx.x; g < G; g += PREP_THREADS) wg[g] = gsea_weight(m[g], h.weight);
-  __syncthreads();
-  const int32_t *o = ord + (size_t)b * G;
-  double *ws = h.d_wsorted + (size_t)b * G;
-  for (int32_t r = threadIdx.x; r < G; r += PREP_THREADS) ws[r] = wg[o[r]];
-  const int lane = threadIdx.x & 31;
-  for (int32_t slot = threadIdx.x >> 5; slot < h.Wn; slot += PREP_THREADS / 32) {
-    const int32_t u = h.S - h.Wn + slot, m0 = h.d_tmem[u], k = h.d_tmem[u + 1] - m0;
-    const int32_t len = gsea_run_len(k), k0 = min(lane * len, k), k1 = min(k0 + len, k);
-    const uint16_t *mg = h.d_wgene + (m0 - h.Mt);
-    double part = 0, before = 0;
-    int32_t i = k0;
-    /* the members' genes loaded ahead of the sum, whose chain would
-     * otherwise wait for each load in turn (19.8 ms against 21.7) */
-    for (; i + PREP_AHEAD <= k1; i += PREP_AHEAD) {
-      uint16_t g[PREP_AHEAD];
+/* Compare-exchange of the two 16-bit halves of a and b at once (one
+ * instruction each way on sm_90). */
+static __device__ __forceinline__ void lane_cswap(uint32_t &a, uint32_t &b) {
+  const uint32_t x = __vminu2(a, b), y = __vmaxu2(a, b);
+  a = x;
+  b = y;
+}
+
+/* Batcher's odd-even merge of a[LO..LO + N) whose halves are sorted, the
+ * elements R apart (R = 1: all of them). */
+template <int LO, int N, int R, int K>
+static __device__ __forceinline__ void lane_merge(uint32_t (&a)[K]) {
+  if constexpr (2 * R < N) {
+    lane_merge<LO, N, 2 * R>(a);
+    lane_merge<LO + R, N, 2 * R>(a);
 #pragma unroll
-      for (int j = 0; j < PREP_AHEAD; j++) g[j] = mg[i + j];
-#pragma unroll
-      for (int j = 0; j < PREP_AHEAD; j++) part = G_ADD(part, wg[g[j]]);
-    }
-    for (; i < k1; i++) part = G_ADD(part, wg[mg[i]]);
-    const double nr = warp_runs_total(part, &before);
-    if (lane == 0) h.d_wnr[(size_t)b * h.Wn + slot] = nr;
+    for (int i = LO + R; i + R < LO + N; i += 2 * R) lane_cswap(a[i], a[i + R]);
+  } else {
+    lane_cswap(a[LO], a[LO + R]);
   }
 }
+
+/* Batcher's odd-even merge sort of a[LO..LO + N), N a power of two, each
+ * half-word apart: a fixed network, so the keys stay in registers. */
+template <int LO, int N, int K>
+static __device__ __forceinline__ void lane_sort(uint32_t (&a)[K]) {
+  if constexpr (N > 1) {
+    lane_sort<LO, N / 2>(a);
+    lane_sort<LO + N / 2, N / 2>(a);
+    lane_merge<LO, N, 1>(a);
+  }
+}
+
+/* One set of at most N members in permutation b, on one lane: its ES into
+ * d_es.  Its members' ranks, 16-bit keys, fill the low halves of N / 2
+ * registers (members 0 .. N / 2 - 1) and, complemented, the high halves
+ * (the others); the total weight is added in the members' order, in the
+ * CPU's runs.  One network sorts both halves at once, the high one thus
+ * descending: a bitonic sequence, whose merge compares a register's two
+ * halves, then registers' halves alike, so that rank position p < N / 2
+ * ends in the low half of register p and N / 2 + p in its high half (a
+ * network of N keys in N registers left few blocks an SM).  Then the
+ * CPU's sequential rule over the hits in rank order. */
+/* Member j of a lane's 8 in q. */
+static __device__ __forceinline__ uint32_t lane_member(const uint4 &q, int j) {
+  const uint32_t w = j < 2 ? q.x : j < 4 ? q.y : j < 6 ? q.z : q.w;
+  return j & 1 ? w >> 16 : w & 0xffffu;
+}
+
+template <int N>
+static __device__ __forceinline__ void lane_es(const sbg_gsea_gpu &h, int64_t b, int32_t u, const uint4 *mg,
+                                               const double *swr, const uint16_t *srank) {
+  enum { H = N / 2 };
+  const int32_t k = h.d_tmem[u + 1] - h.d_tmem[u];
+  uint32_t key[H];
+  gsea_runs runs;
+  gsea_runs_init(&runs, k);
+  double nr = 0;
+#pragma unroll
+  for (int c = 0; c < N; c += 8) {
+    const uint4 q = c < k ? mg[4 * c] : make_uint4(0, 0, 0, 0); /* (32 lanes of 8 members a step) */
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      uint32_t r = 0xffffu; /* after every rank (fewer than 2^16 - 1 genes) */
+      if (c + j < k) {
+        r = srank[lane_member(q, j)];
+        nr = gsea_runs_add(&runs, swr[r]);
+      }
+      if (c + j < H) key[c + j] = r;
+      else key[c + j - H] |= (~r & 0xffffu) << 16;
+    }
+  }
+  lane_sort<0, H>(key);
+#pragma unroll
+  for (int p = 0; p < H; p++) {
+    const uint32_t x = key[p] ^ 0xffff0000u, s = __byte_perm(x, 0, 0x1032);
+    key[p] = __byte_perm(__vminu2(x, s), __vmaxu2(x, s), 0x7610);
+  }
+#pragma unroll
+  for (int d = H / 2; d >= 1; d /= 2)
+#pragma unroll
+    for (int p = 0; p < H; p++)
+      if (!(p & d)) lane_cswap(key[p], key[p + d]);
+  const int unit = nr == 0;
+  const double inv_nr = G_DIV(1.0, unit ? (double)k : nr);
+  const double inv_nmiss = G_DIV(1.0, G_SUB((double)h.G, (double)k));
+  gsea_es_state st;
+  gsea_es_init(&st);
+  gsea_runs_init(&runs, k);
+#pragma unroll
+  for (int p = 0; p < N; p++) {
+    if (p < k) {
+      const int32_t r = (int32_t)(p < H ? key[p] & 0xffffu : key[p - H] >> 16);
+      gsea_es_hit_runs(&st, &runs, r, unit ? 1.0 : swr[r], inv_nr, inv_nmiss);
+    }
+  }
+  h.d_es[(size_t)b * h.S + h.d_tset[u]] = st.best;
+}
+
+/* Block: permutation blockIdx.x.  Its ranks by gene and weights by rank
+ * into shared memory; with walked sets, the weights by rank out to
+ * d_wsorted and each walked set's total weight, a warp a set, in the
+ * CPU's runs over its members in their own order (lane j: run j), as
+ * k_es_tile's warps take it; then the lanes' sets, 32 a warp (lane_es),
+ * the warps taking the groups from the largest sets down. */
+static __global__ void __launch_bounds__(PERM_THREADS, 1) k_es_perm(const sbg_gsea_gpu h, const int32_t *ord) {
+  extern __shared__ __align__(16) double swr[];
+  __shared__ int32_t next_group;
+  const int32_t G = h.G;
+  uint16_t *srank = reinterpret_cast<uint16_t *>(swr + G);
+  const int64_t b = blockIdx.x;
+  const int32_t *o = ord + (size_t)b * G;
+  for (int32_t r = threadIdx.x; r < G; r += PERM_THREADS) srank[o[r]] = (uint16_t)r;
+  if (threadIdx.x == 0) next_group = 0;
+  __syncthreads();
+  const double *m = h.d_metric + (size_t)b * G;
+  for (int32_t g = threadIdx.x; g < G; g += PERM_THREADS) swr[srank[g]] = gsea_weight(m[g], h.weight);
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  if (h.Wn > 0) {
+    double *ws = h.d_wsorted + (size_t)b * G;
+    for (int32_t r = threadIdx.x; r < G; r += PERM_THREADS) ws[r] = swr[r];
+  }
+  const int32_t groups = h.walk_groups + h.lane_groups;
+  for (;;) {
+    int32_t j = 0;
+    if (lane == 0) j = atomicAdd(&next_group, 1);
+    j = __shfl_sync(0xffffffffu, j, 0);
+    if (j >= groups) break;
+    /* the walked sets' groups, then the lanes', each from the largest */
+    const int32_t grp = j < h.walk_groups ? h.lane_groups + h.walk_groups - 1 - j : groups - 1 - j;
+    const int32_t kmax = h.d_grp_kmax[grp];
+    const uint4 *mg = reinterpret_cast<const uint4 *>(h.d_lgene + h.d_grp_off[grp]) + lane;
+    if (grp >= h.lane_groups) {
+      /* a walked set's total weight, its members in order, the CPU's runs */
+      const int32_t slot = (grp - h.lane_groups) * 32 + lane;
+      if (slot >= h.Wn) continue;
+      const int32_t u = h.S - h.Wn + slot, k = h.d_tmem[u + 1] - h.d_tmem[u];
+      gsea_runs runs;
+      gsea_runs_init(&runs, k);
+      double nr = 0;
+      for (int32_t c = 0; c < k; c += 8) {
+        const uint4 q = mg[4 * c];
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+          if (c + i < k) nr = gsea_runs_add(&runs, swr[srank[lane_member(q, i)]]);
+      }
+      h.d_wnr[(size_t)b * h.Wn + slot] = nr;
+      continue;
+    }
+    const int32_t u = grp * 32 + lane;
+    if (u >= h.L) continue;
+    if (kmax <= 16) lane_es<16>(h, b, u, mg, swr, srank);
+    else if (kmax <= 32) lane_es<32>(h, b, u, mg, swr, srank);
+    else if (kmax <= 64) lane_es<64>(h, b, u, mg, swr, srank);
+    else lane_es<128>(h, b, u, mg, swr, srank);
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+/* kernels: the largest sets' ES by a walk of the ranking */
 
 /* k_es_walk's block: WALK_WARPS warps, a permutation each, which take the
  * ranks in windows of WALK_WIN x 32.  On an H200 (C2's 401 sets of more
@@ -646,7 +780,7 @@ static __global__ void __launch_bounds__(PREP_THREADS) k_walk_prep(const sbg_gse
  * of earlier builds, from 320 and 384 members 213.5 and 217.1 ms against
  * 201.1 from 192, and from 128, 160 and 224 members about as fast as from
  * 192 and 256 (215.4, 210.6, 212.6 against 210.8 and 215.9). */
-#define WALK_MIN 192
+#define WALK_MIN 128
 /* Sets walk where a group's membership bits (4 bytes a gene) fit
  * WALK_SMEM bytes of shared memory, and a permutation's weights (8 bytes
  * a gene) the card's (28,160 genes on an H100 or H200). */
@@ -849,7 +983,7 @@ extern "C" void sbg_gsea_gpu_close(sbg_gsea_gpu *h) {
                h->d_ord0, h->d_ord1, h->d_rec, h->d_seg, h->d_metric, h->d_es_buf, h->d_cache, h->d_key0,
                h->d_key1, h->d_temp, h->d_es_obs, h->d_sum_pos, h->d_sum_neg, h->d_n_pos,
                h->d_n_neg, h->d_n_ext, h->d_sequential, h->d_obs, h->d_hist, h->d_pext, h->d_wmask,
-               h->d_wgene, h->d_wnr, h->d_wsorted};
+               h->d_wnr, h->d_wsorted, h->d_grp_kmax, h->d_grp_off, h->d_lgene};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) cudaFree(p[i]);
   if (h->stream) cudaStreamDestroy(h->stream);
   free(h);
@@ -878,8 +1012,12 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
     return in->set_start[a + 1] - in->set_start[a] < in->set_start[b + 1] - in->set_start[b];
   });
   int64_t hits = 0;
-  const int32_t St = S - h->Wn; /* the tiles' slots; the walked sets follow them */
-  for (int32_t u = 0; u < St; u++) {
+  const int32_t St = S - h->Wn; /* the lanes' and tiles' slots; the walked sets follow them */
+  /* the smallest sets take k_es_perm's lanes */
+  int32_t L = 0;
+  while (h->perm && L < St && in->set_start[order[L] + 1] - in->set_start[order[L]] <= LANE_MAX) L++;
+  h->L = L;
+  for (int32_t u = L; u < St; u++) {
     int32_t k = in->set_start[order[u] + 1] - in->set_start[order[u]];
     /* sizes ascend, so k is the tile's largest set once added */
     int fits_key = !h->key32 || h->rbits + slot_bits(u - (first.empty() ? u : first.back()) + 1) + 1 +
@@ -892,6 +1030,14 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
   }
   first.push_back(St);
   size_t m = 0;
+  for (int32_t u = 0; u < L; u++) {
+    int32_t s = order[u];
+    tmem[u] = (int32_t)m;
+    for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++, m++) {
+      tgene[m] = in->set_genes[i];
+      tkey[m] = 0u;
+    }
+  }
   for (size_t t = 0; t + 1 < first.size(); t++) {
     int sb = slot_bits(first[t + 1] - first[t]);
     for (int32_t u = first[t]; u < first[t + 1]; u++) {
@@ -905,14 +1051,44 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
     }
   }
   h->Mt = (int32_t)m;
-  std::vector<uint16_t> wgene((size_t)(h->M - h->Mt));
   for (int32_t u = St; u < S; u++) {
-    int32_t s = order[u];
     tmem[u] = (int32_t)m;
-    for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++, m++) wgene[m - h->Mt] = (uint16_t)in->set_genes[i];
+    m += in->set_start[order[u] + 1] - in->set_start[order[u]];
   }
   tmem[S] = (int32_t)h->M;
-  h->T = (int32_t)first.size() - 1; /* 0: every set walked */
+  h->T = (int32_t)first.size() - 1; /* 0: no set in tiles */
+  h->lane_groups = (L + 31) / 32;
+  h->walk_groups = (h->Wn + 31) / 32;
+  if (h->lane_groups + h->walk_groups > 0) {
+    /* k_es_perm's groups of 32 slots, members interleaved */
+    const int32_t ng = h->lane_groups + h->walk_groups;
+    std::vector<int32_t> kmax(ng), off(ng), grp_first(ng);
+    size_t at = 0;
+    for (int32_t j = 0; j < ng; j++) {
+      int32_t u0 = j < h->lane_groups ? 32 * j : St + 32 * (j - h->lane_groups);
+      int32_t u1 = std::min(j < h->lane_groups ? L : S, u0 + 32);
+      grp_first[j] = u0;
+      kmax[j] = in->set_start[order[u1 - 1] + 1] - in->set_start[order[u1 - 1]]; /* sizes ascend */
+      off[j] = (int32_t)at;
+      at += (size_t)(kmax[j] + 7) / 8 * 8 * 32;
+    }
+    std::vector<uint16_t> lgene(at, 0);
+    for (int32_t j = 0; j < ng; j++) {
+      int32_t u1 = std::min(j < h->lane_groups ? L : S, grp_first[j] + 32);
+      for (int32_t u = grp_first[j]; u < u1; u++) {
+        int32_t s = order[u], l = u - grp_first[j];
+        for (int32_t i = 0; i < in->set_start[s + 1] - in->set_start[s]; i++)
+          lgene[off[j] + (size_t)8 * (32 * (i / 8) + l) + i % 8] = (uint16_t)in->set_genes[in->set_start[s] + i];
+      }
+    }
+    ALLOC(h->d_grp_kmax, ng, "the gene set groups");
+    ALLOC(h->d_grp_off, ng, "the gene set groups");
+    ALLOC(h->d_lgene, at, "the gene set groups");
+    TO_DEVICE(h->d_grp_kmax, kmax.data(), ng);
+    TO_DEVICE(h->d_grp_off, off.data(), ng);
+    TO_DEVICE(h->d_lgene, lgene.data(), at);
+    SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
+  }
   if (h->Wn > 0) {
     int32_t ng = (h->Wn + 31) / 32;
     std::vector<uint32_t> mask((size_t)ng * h->G, 0u);
@@ -923,8 +1099,6 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
     }
     ALLOC(h->d_wmask, (size_t)ng * h->G, "the walked gene sets");
     TO_DEVICE(h->d_wmask, mask.data(), (size_t)ng * h->G);
-    ALLOC(h->d_wgene, wgene.size(), "the walked gene sets");
-    TO_DEVICE(h->d_wgene, wgene.data(), wgene.size());
     SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream));
   }
   /* each tile's sets of at most ES_SPLIT members, so that k_es_tile's
@@ -960,6 +1134,7 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   sbg_gsea_gpu *h = (sbg_gsea_gpu *)calloc(1, sizeof(sbg_gsea_gpu));
   int64_t B = 0, M = in->set_start[in->n_sets];
   int32_t G = in->n_genes, S = in->n_sets, kmax = 0;
+  int tiles = 0; /* some set takes the tiles */
   *out = NULL;
   if (!h) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the GPU engine");
   h->device = device;
@@ -981,9 +1156,11 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   SBG_CUDA_CHECK(cudaStreamCreateWithFlags(&h->stream, cudaStreamNonBlocking));
   SBG_CUDA_CHECK(cudaDeviceGetAttribute(&h->max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, h->device));
   {
-    /* the largest sets walk the ranking (k_es_walk), where a group's bits
-     * fit WALK_SMEM and a permutation's weights the card's shared memory */
-    const int32_t walk_genes = (int32_t)std::min<size_t>(WALK_SMEM / sizeof(uint32_t), (size_t)h->max_smem / sizeof(double));
+    /* k_es_perm where a permutation's ranks and weights fit the card's
+     * shared memory; there the largest sets walk the ranking (k_es_walk)
+     * where a group's bits fit WALK_SMEM */
+    h->perm = perm_smem(h->G) <= (size_t)h->max_smem;
+    const int32_t walk_genes = (int32_t)std::min<size_t>(WALK_SMEM / sizeof(uint32_t), (size_t)h->max_smem / perm_smem(1));
     h->walk_min = p->walk_min < 0 ? WALK_MIN : p->walk_min > 0 && p->walk_min < GSEA_RUNS ? GSEA_RUNS : (int32_t)p->walk_min;
     if (h->G > walk_genes) h->walk_min = 0;
     for (int32_t s = 0; s < S; s++) {
@@ -992,6 +1169,7 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
       else if (k > kmax) kmax = k;
     }
     h->big = kmax > tile_sort<TILE_SMALL, uint64_t>::MEMBERS;
+    tiles = !h->perm || kmax > LANE_MAX;
     if (kmax > tile_sort<TILE_BIG, uint64_t>::MEMBERS || h->rbits > 29) {
       st = sbg_fail(ctx, SBG_ERR_INPUT, "the GPU engine takes gene sets of up to %d genes (more where there are at "
                     "most %d genes on this GPU, unless option sysbioGPU.gseaWalk is 0) and fewer than 2^29 genes (the "
@@ -1021,7 +1199,7 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
     /* batch size from the free memory: what one permutation needs */
     size_t free_b = 0, total_b = 0;
     SBG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    double per = (double)h->G * (16 + 8 + 8 + 8 + (h->gene_perm ? 4 : 0) + (h->Wn ? 8 : 0)) + (double)h->S * 8 +
+    double per = (double)h->G * ((tiles ? 16 : 0) + 8 + 8 + 8 + (h->gene_perm ? 4 : 0) + (h->Wn ? 8 : 0)) + (double)h->S * 8 +
                  (double)h->Wn * 8 +
                  (double)h->P * 8 + 64;
     double fixed = (double)h->G * h->P * 8 + (double)h->M * 8 + (double)h->G * 40 + (double)h->S * 64;
@@ -1064,7 +1242,7 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
     TO_DEVICE(h->d_labels, in->labels, h->P);
   }
   /* per batch */
-  ALLOC(h->d_rec, B * G, "the permuted weights and ranks");
+  if (tiles) ALLOC(h->d_rec, B * G, "the permuted weights and ranks");
   ALLOC(h->d_metric, B * G, "the permuted metrics");
   ALLOC(h->d_key0, B * G, "the sort keys");
   ALLOC(h->d_key1, B * G, "the sort keys");
@@ -1076,9 +1254,9 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
     ALLOC(h->d_wnr, B * h->Wn, "the walked sets' weights");
     ALLOC(h->d_wsorted, B * G, "the weights by rank");
     SBG_CUDA_CHECK(cudaFuncSetAttribute(k_es_walk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)walk_smem(G)));
-    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_walk_prep, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)(G * sizeof(double))));
   }
+  if (h->perm)
+    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_es_perm, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)perm_smem(G)));
   h->d_es = h->d_es_buf;
   /* statistics */
   ALLOC(h->d_es_obs, S, "the statistics");
@@ -1178,20 +1356,22 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
     }
     k_fix_ties<<<gg, 256, 0, h->stream>>>(*h, k.Current(), v.Current(), n);
     SBG_CUDA_CHECK(cudaGetLastError());
-    const int32_t chunk = record_chunk(G);
-    dim3 gr((unsigned)((G + chunk - 1) / chunk), (unsigned)((n + 1) / 2));
-    k_records<<<gr, RECORD_THREADS, 2 * chunk * sizeof(int32_t), h->stream>>>(*h, v.Current(), chunk, n);
-    SBG_CUDA_CHECK(cudaGetLastError());
     if (h->T > 0) {
+      const int32_t chunk = record_chunk(G);
+      dim3 gr((unsigned)((G + chunk - 1) / chunk), (unsigned)((n + 1) / 2));
+      k_records<<<gr, RECORD_THREADS, 2 * chunk * sizeof(int32_t), h->stream>>>(*h, v.Current(), chunk, n);
+      SBG_CUDA_CHECK(cudaGetLastError());
       if (h->big && h->key32) launch_es_tile<TILE_BIG, uint32_t>(h, n);
       else if (h->big) launch_es_tile<TILE_BIG, uint64_t>(h, n);
       else if (h->key32) launch_es_tile<TILE_SMALL, uint32_t>(h, n);
       else launch_es_tile<TILE_SMALL, uint64_t>(h, n);
       SBG_CUDA_CHECK(cudaGetLastError());
     }
-    if (h->Wn > 0) {
-      k_walk_prep<<<(unsigned)n, PREP_THREADS, (size_t)G * sizeof(double), h->stream>>>(*h, v.Current());
+    if (h->L > 0 || h->Wn > 0) {
+      k_es_perm<<<(unsigned)n, PERM_THREADS, perm_smem(G), h->stream>>>(*h, v.Current());
       SBG_CUDA_CHECK(cudaGetLastError());
+    }
+    if (h->Wn > 0) {
       dim3 gw((unsigned)((h->Wn + 31) / 32), (unsigned)((n + WALK_WARPS - 1) / WALK_WARPS));
       k_es_walk<<<gw, WALK_WARPS * 32, walk_smem(G), h->stream>>>(*h, v.Current(), n);
       SBG_CUDA_CHECK(cudaGetLastError());
