@@ -596,6 +596,7 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
  * gathers from global memory.  Where that does not fit, the tiles take
  * the small sets and no set walks. */
 #define PERM_THREADS 512
+#define PERM_LOADS 8
 __host__ __device__ static inline size_t perm_smem(int32_t G) {
   return (size_t)G * (sizeof(double) + sizeof(uint16_t));
 }
@@ -712,11 +713,27 @@ static __global__ void __launch_bounds__(PERM_THREADS, 1) k_es_perm(const sbg_gs
   uint16_t *srank = reinterpret_cast<uint16_t *>(swr + G);
   const int64_t b = blockIdx.x;
   const int32_t *o = ord + (size_t)b * G;
-  for (int32_t r = threadIdx.x; r < G; r += PERM_THREADS) srank[o[r]] = (uint16_t)r;
+  /* PERM_LOADS loads a thread in flight: with one block an SM, nothing
+   * else covers their latency */
+  for (int32_t r0 = threadIdx.x; r0 < G; r0 += PERM_THREADS * PERM_LOADS) {
+    int32_t g[PERM_LOADS];
+#pragma unroll
+    for (int j = 0; j < PERM_LOADS; j++) g[j] = r0 + j * PERM_THREADS < G ? o[r0 + j * PERM_THREADS] : -1;
+#pragma unroll
+    for (int j = 0; j < PERM_LOADS; j++)
+      if (g[j] >= 0) srank[g[j]] = (uint16_t)(r0 + j * PERM_THREADS);
+  }
   if (threadIdx.x == 0) next_group = 0;
   __syncthreads();
   const double *m = h.d_metric + (size_t)b * G;
-  for (int32_t g = threadIdx.x; g < G; g += PERM_THREADS) swr[srank[g]] = gsea_weight(m[g], h.weight);
+  for (int32_t g0 = threadIdx.x; g0 < G; g0 += PERM_THREADS * PERM_LOADS) {
+    double x[PERM_LOADS];
+#pragma unroll
+    for (int j = 0; j < PERM_LOADS; j++) x[j] = g0 + j * PERM_THREADS < G ? m[g0 + j * PERM_THREADS] : 0.0;
+#pragma unroll
+    for (int j = 0; j < PERM_LOADS; j++)
+      if (g0 + j * PERM_THREADS < G) swr[srank[g0 + j * PERM_THREADS]] = gsea_weight(x[j], h.weight);
+  }
   __syncthreads();
   const int lane = threadIdx.x & 31;
   if (h.Wn > 0) {
