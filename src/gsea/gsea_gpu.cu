@@ -659,9 +659,13 @@ static __device__ __forceinline__ void lane_es(const sbg_gsea_gpu &h, int64_t b,
   gsea_runs runs;
   gsea_runs_init(&runs, k);
   double nr = 0;
+  /* a lane's members 8 at a time (32 lanes' in 512 bytes), the next 8
+   * loaded before these are added */
+  uint4 next = mg[0];
 #pragma unroll
   for (int c = 0; c < N; c += 8) {
-    const uint4 q = c < k ? mg[4 * c] : make_uint4(0, 0, 0, 0); /* (32 lanes of 8 members a step) */
+    const uint4 q = next;
+    if (c + 8 < N && c + 8 < k) next = mg[4 * (c + 8)];
 #pragma unroll
     for (int j = 0; j < 8; j++) {
       uint32_t r = 0xffffu; /* after every rank (fewer than 2^16 - 1 genes) */
@@ -758,8 +762,10 @@ static __global__ void __launch_bounds__(PERM_THREADS, 1) k_es_perm(const sbg_gs
       gsea_runs runs;
       gsea_runs_init(&runs, k);
       double nr = 0;
+      uint4 next = mg[0];
       for (int32_t c = 0; c < k; c += 8) {
-        const uint4 q = mg[4 * c];
+        const uint4 q = next;
+        if (c + 8 < k) next = mg[4 * (c + 8)];
 #pragma unroll
         for (int i = 0; i < 8; i++)
           if (c + i < k) nr = gsea_runs_add(&runs, swr[srank[lane_member(q, i)]]);
