@@ -41,7 +41,7 @@
 #'   \item{`sysbioGPU.gseaWalk`}{[rapidGSEA()] with phenotype or gene
 #'     permutations on the GPU: sets of more than this many members (at
 #'     least 32) walk each permutation's ranking, 32 sets a warp, instead of
-#'     sorting their hits (unset: 192, where there are at most 28,160 genes
+#'     sorting their hits (unset: 128, where there are at most 23,244 genes
 #'     on an H100 or H200; 0: no set walks).}
 #'   \item{`sysbioGPU.cosnetBatch`}{[parCosnet()] on the GPU: most jobs
 #'     (classes, times folds) per batch (0 or unset: as the memory allows).}

@@ -120,13 +120,13 @@ gsea_metrics <- c("signal2noise", "t_test", "diff_of_classes", "ratio_of_classes
 #'   genes tie with another gene's metric, a warning (class
 #'   `sysbioGPU_warning_ties`) says how many, as tied genes are ordered by
 #'   row.
-#' - On a GPU, sets of up to 192 genes (option `sysbioGPU.gseaWalk`) have
-#'   their hits sorted by rank in thread blocks' shared memory; larger ones
-#'   walk each permutation's ranking, 32 sets a warp, where there are at
-#'   most 28,160 genes on an H100 or H200 (their membership bits and a
-#'   permutation's weights fit a block's shared memory; fewer on a card
-#'   with less shared memory).
-#'   With more genes, sets of more than 8,192 genes need the CPU.
+#' - On a GPU with at most 23,244 genes on an H100 or H200 (a
+#'   permutation's ranks and weights fit a block's shared memory; fewer on
+#'   a card with less of it), each set of up to 128 genes takes one GPU
+#'   thread, which sorts its hits by rank in registers; larger sets (from
+#'   option `sysbioGPU.gseaWalk`) walk each permutation's ranking, 32 sets
+#'   a warp. With more genes, sets have their hits sorted by rank in thread
+#'   blocks' shared memory, and sets of more than 8,192 genes need the CPU.
 #'
 #' @param expr Expression: a numeric matrix (genes x samples, gene symbols
 #'   as row names), an `ExpressionSet`, a `SummarizedExperiment` (the assay

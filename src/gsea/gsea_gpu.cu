@@ -1,14 +1,17 @@
 /* GPU engine of rapidGSEA(): for a batch of permutations, the permuted
  * labels (Philox, as on the CPU), every gene's metric and weight, the
- * ranking (CUB segmented radix sort of float keys, stable, exact ties put
- * right afterwards), then per tile of gene sets and pair of permutations
- * one thread block that sorts the hits by (permutation, set, rank) in
- * shared memory and scores each set's hits (a thread a small set, a warp
- * a large one, its running sum in runs: gsea_math.h) with the CPU's
- * arithmetic (same bits); the largest sets instead walk each
- * permutation's ranking, 32 sets a warp (k_es_walk), the same bits;
- * the streaming statistics of both passes run on the device too, so the
- * sets x permutations table never crosses to the host.  Reached from
+ * ranking (a radix sort of float keys, stable, exact ties put
+ * right afterwards), then each set's ES with the CPU's arithmetic (its
+ * running sum in runs: gsea_math.h; the same bits).  Where a
+ * permutation's ranks and weights fit a block's shared memory (23,244
+ * genes on an H100 or H200), a block a permutation scores the sets of up
+ * to 128 members, a lane a set (k_es_perm), and the larger ones walk
+ * each permutation's ranking, 32 sets a warp (k_es_walk).  Elsewhere, per
+ * tile of gene sets and pair of permutations one thread block sorts the
+ * hits by (permutation, set, rank) in shared memory and scores each set
+ * (k_es_tile: a thread a small set, a warp a large one).  The streaming
+ * statistics of both passes run on the device too, so the sets x
+ * permutations table never crosses to the host.  Reached from
  * rapidGSEA(backend = "gpu") through sbg_gsea_run() (gsea_cpu.c). */
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_segmented_radix_sort.cuh>
@@ -634,6 +637,12 @@ static __device__ __forceinline__ void lane_sort(uint32_t (&a)[K]) {
   }
 }
 
+/* Member j of a lane's 8 in q. */
+static __device__ __forceinline__ uint32_t lane_member(const uint4 &q, int j) {
+  const uint32_t w = j < 2 ? q.x : j < 4 ? q.y : j < 6 ? q.z : q.w;
+  return j & 1 ? w >> 16 : w & 0xffffu;
+}
+
 /* One set of at most N members in permutation b, on one lane: its ES into
  * d_es.  Its members' ranks, 16-bit keys, fill the low halves of N / 2
  * registers (members 0 .. N / 2 - 1) and, complemented, the high halves
@@ -641,14 +650,10 @@ static __device__ __forceinline__ void lane_sort(uint32_t (&a)[K]) {
  * CPU's runs.  One network sorts both halves at once, the high one thus
  * descending: a bitonic sequence, whose merge compares a register's two
  * halves, then registers' halves alike, so that rank position p < N / 2
- * ends in the low half of register p and N / 2 + p in its high half (a
- * network of N keys in N registers left few blocks an SM).  Then the
- * CPU's sequential rule over the hits in rank order. */
-/* Member j of a lane's 8 in q. */
-static __device__ __forceinline__ uint32_t lane_member(const uint4 &q, int j) {
-  const uint32_t w = j < 2 ? q.x : j < 4 ? q.y : j < 6 ? q.z : q.w;
-  return j & 1 ? w >> 16 : w & 0xffffu;
-}
+ * ends in the low half of register p and N / 2 + p in its high half
+ * (128 keys in 64 registers: a thread of PERM_THREADS has 128).  Then the
+ * CPU's sequential rule over the hits in rank order, each hit's weight
+ * from shared memory. */
 
 template <int N>
 static __device__ __forceinline__ void lane_es(const sbg_gsea_gpu &h, int64_t b, int32_t u, const uint4 *mg,
@@ -694,22 +699,43 @@ static __device__ __forceinline__ void lane_es(const sbg_gsea_gpu &h, int64_t b,
   gsea_es_state st;
   gsea_es_init(&st);
   gsea_runs_init(&runs, k);
+  /* The hits in a loop that is not unrolled, the sorted keys read from
+   * the thread's local memory (L1) four registers at a time: unrolled
+   * over the registers, the four networks' code kept the warps waiting
+   * for instructions (56.6 ms a batch of 32,768 C2 permutations on an
+   * H200, against 47.4 ms). */
+  uint4 sorted[H / 4];
 #pragma unroll
-  for (int p = 0; p < N; p++) {
-    if (p < k) {
-      const int32_t r = (int32_t)(p < H ? key[p] & 0xffffu : key[p - H] >> 16);
-      gsea_es_hit_runs(&st, &runs, r, unit ? 1.0 : swr[r], inv_nr, inv_nmiss);
+  for (int m = 0; m < H / 4; m++) sorted[m] = make_uint4(key[4 * m], key[4 * m + 1], key[4 * m + 2], key[4 * m + 3]);
+  for (int half = 0; half < 2; half++) { /* rank positions half x H + 4m + j: register 4m + j's halves */
+#pragma unroll 1
+    for (int m = 0; m < H / 4 && half * H + 4 * m < k; m++) {
+      const uint4 q = sorted[m];
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        if (half * H + 4 * m + j < k) {
+          const uint32_t x = j == 0 ? q.x : j == 1 ? q.y : j == 2 ? q.z : q.w;
+          const int32_t r = (int32_t)((x >> (16 * half)) & 0xffffu);
+          gsea_es_hit_runs(&st, &runs, r, unit ? 1.0 : swr[r], inv_nr, inv_nmiss);
+        }
+      }
     }
   }
   h.d_es[(size_t)b * h.S + h.d_tset[u]] = st.best;
 }
 
 /* Block: permutation blockIdx.x.  Its ranks by gene and weights by rank
- * into shared memory; with walked sets, the weights by rank out to
- * d_wsorted and each walked set's total weight, a warp a set, in the
- * CPU's runs over its members in their own order (lane j: run j), as
- * k_es_tile's warps take it; then the lanes' sets, 32 a warp (lane_es),
- * the warps taking the groups from the largest sets down. */
+ * into shared memory (with walked sets, the weights by rank also out to
+ * d_wsorted); then the warps take groups of 32 sets from a queue, largest
+ * first: a walked set's total weight on a lane (its members in order, the
+ * CPU's runs, as k_es_walk needs it), a lane's set's ES (lane_es).  A
+ * batch of 32,768 C2 permutations (3,864 sets of up to 128 members, 861
+ * walked) on an H200: 47.4 ms, where k_es_tile took 106.9 ms for the sets
+ * of up to 192 members, k_walk_prep 20.2 ms for the walk's preparation
+ * and k_records 8.2 ms for the tiles' records; a lane a set and 32
+ * permutations a warp, gathering from global memory, took 67.4 ms for the
+ * sets of up to 128 (the card's L2 throughput at 89-97% for the sets of
+ * up to 64). */
 static __global__ void __launch_bounds__(PERM_THREADS, 1) k_es_perm(const sbg_gsea_gpu h, const int32_t *ord) {
   extern __shared__ __align__(16) double swr[];
   __shared__ int32_t next_group;
@@ -796,17 +822,16 @@ static __global__ void __launch_bounds__(PERM_THREADS, 1) k_es_perm(const sbg_gs
  * permutations 111.1 ms. */
 #define WALK_WARPS 16
 #define WALK_WIN 4
-/* Sets of more than WALK_MIN members walk by default.  Kernel durations
- * of a batch of 32,768 C2 permutations on an H200 (walk, its preparation,
- * the tiles of the other sets): from 192 members 70.5 + 20.2 + 106.9 =
- * 197.6 ms, from 256 56.3 + 17.2 + 130.4 = 203.9; with the preparations
- * of earlier builds, from 320 and 384 members 213.5 and 217.1 ms against
- * 201.1 from 192, and from 128, 160 and 224 members about as fast as from
- * 192 and 256 (215.4, 210.6, 212.6 against 210.8 and 215.9). */
+/* Sets of more than WALK_MIN members walk by default, the smaller ones
+ * taking k_es_perm's lanes.  Kernel durations of a batch of 32,768 C2
+ * permutations on an H200: 47.4 ms (k_es_perm) + 94.8 ms (k_es_walk);
+ * walking from 192 members instead, the sets of 129-192 in tiles, 79.1 +
+ * 70.5 + 27.7 (k_es_tile) + 8.2 ms (k_records), in a build whose
+ * k_es_perm took 86.3 ms from 128. */
 #define WALK_MIN 128
 /* Sets walk where a group's membership bits (4 bytes a gene) fit
- * WALK_SMEM bytes of shared memory, and a permutation's weights (8 bytes
- * a gene) the card's (28,160 genes on an H100 or H200). */
+ * WALK_SMEM bytes of shared memory and k_es_perm runs (23,244 genes on an
+ * H100 or H200), which prepares the walk. */
 #define WALK_SMEM (110 * 1024)
 
 /* k_es_walk's shared memory: the group's bits (walk_bits bytes), then each
@@ -829,8 +854,8 @@ static size_t walk_smem(int32_t G) {
  * the most hits a lane has in the window, fewer than the sum over its 32
  * ranks of the most hits a lane has there.  C2's sets of more than 256
  * members took 126.5 ms of k_es_tile's 257.0 ms a batch of 32,768
- * permutations on an H200; walked, 73.9 ms (k_es_walk 56.5, k_walk_prep
- * 17.4). */
+ * permutations on an H200; walked, 73.9 ms (k_es_walk 56.5, its
+ * preparation 17.4). */
 static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gsea_gpu h, const int32_t *ord,
                                                                      int64_t n) {
   enum { NQ = WALK_WIN / 2 }; /* a window's hits of a lane's set: NQ 64-bit words */

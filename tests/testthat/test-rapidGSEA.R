@@ -477,7 +477,7 @@ test_that("GPU: sets for both tile sizes (2,048 members in two permutations, 8,1
     expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = format(walk))
     expect_identical(g$NES, a$NES, info = format(walk))
   }
-  # a set of more than 8,192 genes takes the walk (up to 28,160 genes)
+  # a set of more than 8,192 genes takes the walk (up to 23,244 genes)
   huge <- c(list(huge = sample(rownames(d$x), 9000)), sets[-(1:2)])
   a <- cpu(d$x, d$y, huge, nperm = 100, seed = 8, maxSize = 10000, keepNull = TRUE, threads = 2)
   g <- rapidGSEA(d$x, d$y, huge, nperm = 100, seed = 8, maxSize = 10000, keepNull = TRUE,
@@ -500,7 +500,7 @@ test_that("GPU: sets of more than 256 members (a warp a set) have the CPU's ES, 
                  c = sample(rownames(d$x), 513)),
             lapply(1:20, function(i) sample(rownames(d$x), sample(15:512, 1))))
   names(sets)[-(1:3)] <- paste0("s", 1:20)
-  # (sets of more than 192 members walk the ranking unless told not to:
+  # (sets of more than 128 members walk the ranking unless told not to:
   # the warps' search first, then the walk)
   for (walk in list(0, NULL)) for (w in c(0, 1)) {
     info <- paste(w, format(walk))
@@ -549,6 +549,41 @@ test_that("GPU: sets that walk the ranking (32 a warp) have the CPU's ES", {
   options(old)
   expect_identical(attr(g, "nullES"), attr(a, "nullES"))
   expect_identical(g$FDR, a$FDR)
+})
+
+test_that("GPU: sets of every size class of a thread each have the CPU's ES, at the most genes that allows and beyond", {
+  skip_if_no_gpu()
+  # Sets of up to 128 members take a thread each, their ranks sorted in
+  # registers by networks of 16, 32, 64 or 128 keys (each side of every
+  # boundary here); 20 constant genes make a set whose weights are all 0
+  # (unit weights instead); 61 sets leave the last group of 32 partial,
+  # and the walked sets (more than 128) a partial group too.
+  d <- gsea_toy(G = 3000, n = c(7, 8), seed = 21)
+  d$x[1:20, ] <- 0
+  sizes <- c(1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 200, 300)
+  set.seed(22)
+  sets <- c(list(zero = rownames(d$x)[1:20]),
+            lapply(rep(sizes, 3), function(k) sample(rownames(d$x)[-(1:20)], k)))
+  names(sets)[-1] <- paste0("s", seq_len(length(sets) - 1))
+  for (w in c(0, 1, 2)) {
+    a <- cpu(d$x, d$y, sets, nperm = 300, weight = w, seed = 23, minSize = 1, keepNull = TRUE, threads = 2)
+    g <- rapidGSEA(d$x, d$y, sets, nperm = 300, weight = w, seed = 23, minSize = 1, keepNull = TRUE,
+                   backend = "gpu", verbose = FALSE)
+    expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = w)
+    expect_identical(g[c("ES", "NES", "pval")], a[c("ES", "NES", "pval")], info = w)
+  }
+  # 23,000 genes: a permutation's ranks and weights take 230,000 bytes of
+  # a block's shared memory, which an H100 or H200 has (232,448); 23,300
+  # do not fit, so every set takes the tiles
+  for (G in c(23000, 23300)) {
+    d <- gsea_toy(G = G, n = c(6, 7), seed = 24)
+    sets <- lapply(c(5, 40, 128, 129, 400), function(k) sample(rownames(d$x), k))
+    names(sets) <- paste0("b", seq_along(sets))
+    a <- cpu(d$x, d$y, sets, nperm = 100, seed = 25, minSize = 1, keepNull = TRUE, threads = 2)
+    g <- rapidGSEA(d$x, d$y, sets, nperm = 100, seed = 25, minSize = 1, keepNull = TRUE, backend = "gpu",
+                   verbose = FALSE)
+    expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = G)
+  }
 })
 
 test_that("GPU: a large set whose ES lies at its first hits or its last has the CPU's ES", {
