@@ -92,8 +92,9 @@ struct sbg_gsea_gpu {
   int32_t *d_tile_small;   /* T: sets of at most ES_SPLIT members in each tile (its first ones) */
   int32_t *d_tset;         /* S: set of each tile-ordered slot */
   int32_t *d_tmem;         /* S + 1: first member of each slot (tile order) */
-  int32_t Mt;              /* the tiles' members (M less the walked sets') */
-  int32_t *d_tgene;        /* Mt: the tiles' members, slot after slot, each set's own order */
+  int32_t Mt;              /* the lanes' and tiles' members (M less the walked sets'; only the
+                              tiles read theirs here, the lanes theirs from d_lgene) */
+  int32_t *d_tgene;        /* Mt: those members, slot after slot, each set's own order */
   uint32_t *d_tkey;        /* Mt: slot within its tile << rbits, and with key32 the member
                               index within its set << (rbits + the tile's slot bits + 1) */
   int key32;
