@@ -82,14 +82,19 @@ gsea_check_numbers <- function(d, metric, weight, labels) {
   # squares are subnormal or 0 (x 1e-300 would change NES, not refuse)
   sq <- !is.null(d$expr) && metric %in% c("signal2noise", "t_test")
   floor <- if (sq) sqrt(.Machine$double.xmin) else .Machine$double.xmin
-  tiny <- v != 0 & abs(v) < floor
-  if (any(tiny)) {
-    stop_numeric("`expr` has ", sum(tiny), " values too small for the metric (nonzero, below ",
-                 format(floor, digits = 3), " in magnitude), e.g. ", format(v[tiny][[1L]], digits = 3),
+  # an expression matrix in one pass in C: the tiny values (count, first),
+  # max |x|, min x and the rows that vary
+  sc <- if (is.null(d$expr)) NULL else .Call(ffi_gsea_scan_matrix, d$expr, floor)
+  tiny <- if (is.null(sc)) v != 0 & abs(v) < floor else NULL
+  n_tiny <- if (is.null(sc)) sum(tiny) else sc[[1L]]
+  if (n_tiny > 0) {
+    stop_numeric("`expr` has ", n_tiny, " values too small for the metric (nonzero, below ",
+                 format(floor, digits = 3), " in magnitude), e.g. ",
+                 format(if (is.null(sc)) v[tiny][[1L]] else sc[[2L]], digits = 3),
                  if (sq) ": their squares underflow" else ": their ratios and sums lose precision",
                  "; rescale `expr`")
   }
-  top <- max(abs(v))
+  top <- if (is.null(sc)) max(abs(v)) else sc[[3L]]
   if (is.null(d$expr)) {
     if (all(v == v[[1L]])) stop_input("the preranked `expr` is constant (every value is ", v[[1L]],
                                       "): there is no ranking to test", call = NULL)
@@ -101,10 +106,9 @@ gsea_check_numbers <- function(d, metric, weight, labels) {
       stop_numeric("`expr` has values up to ", format(top, digits = 3), ": the ", if (sq) "class variances" else "class sums",
                    " of ", n, " samples overflow double precision; rescale `expr` (e.g. log-transform it)")
     }
-    rng <- gsea_row_range(d$expr)
-    if (all(rng == 0)) stop_input("every gene of `expr` is constant across the samples: the ranking metric is constant",
+    if (sc[[5L]] == 0) stop_input("every gene of `expr` is constant across the samples: the ranking metric is constant",
                                   call = NULL)
-    lo <- min(d$expr)
+    lo <- sc[[4L]]
     # class means lie in [lo, top]: their ratios in [lo / top, top / lo],
     # which must stay normal doubles both ways
     ratio <- metric %in% c("ratio_of_classes", "log2_ratio_of_classes")
@@ -129,17 +133,6 @@ gsea_check_numbers <- function(d, metric, weight, labels) {
                  "for |metric| up to ", format(bound, digits = 3), "; use a smaller `weight`")
   }
   invisible(TRUE)
-}
-
-# Per-row range, without a dependency.
-gsea_row_range <- function(x) {
-  lo <- x[, 1L]
-  hi <- x[, 1L]
-  for (j in seq_len(ncol(x))[-1L]) {
-    lo <- pmin(lo, x[, j])
-    hi <- pmax(hi, x[, j])
-  }
-  hi - lo
 }
 
 # After the engine: the observed metric must be finite and not constant,

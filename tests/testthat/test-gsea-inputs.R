@@ -96,6 +96,23 @@ test_that("a named list and a GeneSetCollection give the same table", {
 
 # ---- degenerate data -----------------------------------------------------
 
+test_that("the scan of `expr` counts its tiny values, names the first, and finds a single varying value", {
+  d <- gsea_toy(G = 300)
+  x <- d$x
+  x[c(7, 250), 3] <- c(-3e-310, 2e-310)
+  x[11, 1] <- 5e-311 # the first tiny value column by column
+  expect_error(cpu(x, d$y, d$sets, nperm = 10, minSize = 5, metric = "diff_of_classes"),
+               "has 3 values too small for the metric .*e\\.g\\. 5e-311", class = "sysbioGPU_error_numeric")
+  # every gene constant but one value in the last sample: not a constant metric
+  k <- matrix(rep(seq_len(300), ncol(d$x)), 300, dimnames = dimnames(d$x))
+  k[300, ncol(k)] <- 0
+  expect_warning(cpu(k, d$y, d$sets, nperm = 10, minSize = 5, metric = "diff_of_classes", seed = 1),
+                 "298 of 300 genes", class = "sysbioGPU_warning_ties")
+  k[300, ncol(k)] <- 300
+  expect_error(cpu(k, d$y, d$sets, nperm = 10, minSize = 5), "every gene of `expr` is constant",
+               class = "sysbioGPU_error_input")
+})
+
 test_that("a constant ranking metric is an error", {
   d <- gsea_toy(G = 100)
   flat <- d$x
