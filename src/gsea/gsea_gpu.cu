@@ -92,10 +92,10 @@ struct sbg_gsea_gpu {
   int32_t *d_tile_small;   /* T: sets of at most ES_SPLIT members in each tile (its first ones) */
   int32_t *d_tset;         /* S: set of each tile-ordered slot */
   int32_t *d_tmem;         /* S + 1: first member of each slot (tile order) */
-  int32_t Mt;              /* the lanes' and tiles' members (M less the walked sets'; only the
-                              tiles read theirs here, the lanes theirs from d_lgene) */
-  int32_t *d_tgene;        /* Mt: those members, slot after slot, each set's own order */
-  uint32_t *d_tkey;        /* Mt: slot within its tile << rbits, and with key32 the member
+  int32_t Ml, Mt;          /* the lanes' members, then the tiles' (d_tmem[L] = Ml, d_tmem[L + T's
+                              slots] = Mt; the lanes read theirs from d_lgene) */
+  int32_t *d_tgene;        /* Mt - Ml: the tiles' members, slot after slot, each set's own order */
+  uint32_t *d_tkey;        /* Mt - Ml: slot within its tile << rbits, and with key32 the member
                               index within its set << (rbits + the tile's slot bits + 1) */
   int key32;
   /* inputs */
@@ -450,8 +450,8 @@ k_es_tile(const sbg_gsea_gpu h, int64_t n) {
 #pragma unroll
     for (int j = 0; j < IPT / PERMS; j++) {
       int32_t p = j * THREADS + threadIdx.x; /* striped: coalesced reads */
-      int32_t g = p < cnt ? h.d_tgene[m0 + p] : 0;
-      uint32_t tk = p < cnt ? h.d_tkey[m0 + p] : 0u;
+      int32_t g = p < cnt ? h.d_tgene[m0 - h.Ml + p] : 0;
+      uint32_t tk = p < cnt ? h.d_tkey[m0 - h.Ml + p] : 0u;
 #pragma unroll
       for (int q = 0; q < PERMS; q++) {
         if (p < cnt && q < nq) {
@@ -655,7 +655,6 @@ static __device__ __forceinline__ uint32_t lane_member(const uint4 &q, int j) {
  * (128 keys in 64 registers: a thread of PERM_THREADS has 128).  Then the
  * CPU's sequential rule over the hits in rank order, each hit's weight
  * from shared memory. */
-
 template <int N>
 static __device__ __forceinline__ void lane_es(const sbg_gsea_gpu &h, int64_t b, int32_t u, const uint4 *mg,
                                                const double *swr, const uint16_t *srank) {
@@ -795,7 +794,7 @@ static __global__ void __launch_bounds__(PERM_THREADS, 1) k_es_perm(const sbg_gs
     j = __shfl_sync(0xffffffffu, j, 0);
     if (j >= groups) break;
     /* the walked sets' groups, then the lanes', each from the largest */
-    const int32_t grp = j < h.walk_groups ? h.lane_groups + h.walk_groups - 1 - j : groups - 1 - j;
+    const int32_t grp = groups - 1 - j;
     const int32_t kmax = h.d_grp_kmax[grp];
     const uint4 *mg = reinterpret_cast<const uint4 *>(h.d_lgene + h.d_grp_off[grp]) + lane;
     if (grp >= h.lane_groups) {
@@ -1099,13 +1098,10 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
   first.push_back(St);
   size_t m = 0;
   for (int32_t u = 0; u < L; u++) {
-    int32_t s = order[u];
     tmem[u] = (int32_t)m;
-    for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++, m++) {
-      tgene[m] = in->set_genes[i];
-      tkey[m] = 0u;
-    }
+    m += in->set_start[order[u] + 1] - in->set_start[order[u]];
   }
+  h->Ml = (int32_t)m;
   for (size_t t = 0; t + 1 < first.size(); t++) {
     int sb = slot_bits(first[t + 1] - first[t]);
     for (int32_t u = first[t]; u < first[t + 1]; u++) {
@@ -1113,8 +1109,8 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
       tmem[u] = (int32_t)m;
       for (int32_t i = in->set_start[s]; i < in->set_start[s + 1]; i++, m++) {
         uint32_t member = (uint32_t)(i - in->set_start[s]);
-        tgene[m] = in->set_genes[i];
-        tkey[m] = ((uint32_t)(u - first[t]) << h->rbits) | (h->key32 ? member << (h->rbits + sb + 1) : 0u);
+        tgene[m - h->Ml] = in->set_genes[i];
+        tkey[m - h->Ml] = ((uint32_t)(u - first[t]) << h->rbits) | (h->key32 ? member << (h->rbits + sb + 1) : 0u);
       }
     }
   }
@@ -1183,13 +1179,13 @@ static sbg_status build_tiles(sbg_gsea_gpu *h, const sbg_gsea_input *in, sbg_ctx
   ALLOC(h->d_tile_first, h->T + 1, "the gene set tiles");
   ALLOC(h->d_tset, S, "the gene set tiles");
   ALLOC(h->d_tmem, S + 1, "the gene set tiles");
-  ALLOC(h->d_tgene, std::max(h->Mt, 1), "the gene set members");
-  ALLOC(h->d_tkey, std::max(h->Mt, 1), "the gene set members");
+  ALLOC(h->d_tgene, h->Mt - h->Ml, "the gene set members");
+  ALLOC(h->d_tkey, h->Mt - h->Ml, "the gene set members");
   TO_DEVICE(h->d_tile_first, first.data(), h->T + 1);
   TO_DEVICE(h->d_tset, order.data(), S);
   TO_DEVICE(h->d_tmem, tmem.data(), S + 1);
-  TO_DEVICE(h->d_tgene, tgene.data(), h->Mt);
-  TO_DEVICE(h->d_tkey, tkey.data(), h->Mt);
+  TO_DEVICE(h->d_tgene, tgene.data(), h->Mt - h->Ml);
+  TO_DEVICE(h->d_tkey, tkey.data(), h->Mt - h->Ml);
   SBG_CUDA_CHECK(cudaStreamSynchronize(h->stream)); /* the vectors go out of scope */
 done:
   return st;
