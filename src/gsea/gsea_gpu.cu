@@ -73,6 +73,7 @@ struct sbg_gsea_gpu {
   int32_t G, P, S, n_small, small_label, n_a, n_b, rbits, metric, gene_perm;
   int64_t M, B;
   double weight;
+  double tie;              /* GSEA_TIE, read by the kernels from their parameters (gsea_es_step_tie) */
   uint64_t seed;
   /* tiles */
   int perm;                /* 1: k_es_perm takes the sets of at most LANE_MAX members and prepares the walk */
@@ -732,7 +733,7 @@ static __device__ __forceinline__ void lane_es(const sbg_gsea_gpu &h, int64_t b,
         if (half * H + 4 * m + j < k) {
           const uint32_t x = j == 0 ? q.x : j == 1 ? q.y : j == 2 ? q.z : q.w;
           const int32_t r = (int32_t)((x >> (16 * half)) & 0xffffu);
-          gsea_es_hit_runs(&st, &runs, r, unit ? 1.0 : swr[r], inv_nr, inv_nmiss);
+          gsea_es_hit_runs_tie(&st, &runs, r, unit ? 1.0 : swr[r], inv_nr, inv_nmiss, h.tie);
         }
       }
     }
@@ -946,7 +947,7 @@ static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gs
         }
         const int pos = at + __ffsll((long long)q[0]) - 1;
         q[0] &= q[0] - 1;
-        gsea_es_hit_runs(&st, &runs, c0 + pos, unit ? 1.0 : wr[pos], inv_nr, inv_nmiss);
+        gsea_es_hit_runs_tie(&st, &runs, c0 + pos, unit ? 1.0 : wr[pos], inv_nr, inv_nmiss, h.tie);
       }
     }
     __syncwarp(); /* before the next window's weights replace these */
@@ -1209,6 +1210,7 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   h->metric = p->metric;
   h->gene_perm = p->gene_perm;
   h->weight = p->weight;
+  h->tie = GSEA_TIE;
   h->seed = p->seed;
   h->n_a = prep->n_a;
   h->n_b = prep->n_b;

@@ -136,13 +136,16 @@ GSEA_HD void gsea_es_init(gsea_es_state *s) {
  * divisions were most of the CPU engine's time.  The value before the hit
  * reuses the previous hit's product, and the bar changes only with best:
  * the same bits as computing them at every hit, with three
- * multiplications fewer, which the GPU's running sums are short of. */
-GSEA_HD void gsea_es_step(gsea_es_state *s, int32_t r, double c1, double inv_nr, double inv_nmiss) {
+ * multiplications fewer, which the GPU's running sums are short of.  tie:
+ * GSEA_TIE (gsea_es_step), which a GPU kernel passes from its parameters:
+ * its multiplications then read it from constant memory, where building
+ * the 64-bit constant took two instructions before each of them. */
+GSEA_HD void gsea_es_step_tie(gsea_es_state *s, int32_t r, double c1, double inv_nr, double inv_nmiss, double tie) {
   double miss = G_MUL((double)(r - s->nh), inv_nmiss);
   double bottom = G_SUB(s->cur, miss); /* at position r - 1 */
   if (fabs(bottom) > s->bar) {
     s->best = bottom;
-    s->bar = G_MUL(fabs(bottom), GSEA_TIE);
+    s->bar = G_MUL(fabs(bottom), tie);
     s->pos = r - 1;
   }
   s->nh++;
@@ -151,9 +154,13 @@ GSEA_HD void gsea_es_step(gsea_es_state *s, int32_t r, double c1, double inv_nr,
   double top = G_SUB(s->cur, miss);    /* at position r */
   if (fabs(top) > s->bar) {
     s->best = top;
-    s->bar = G_MUL(fabs(top), GSEA_TIE);
+    s->bar = G_MUL(fabs(top), tie);
     s->pos = r;
   }
+}
+
+GSEA_HD void gsea_es_step(gsea_es_state *s, int32_t r, double c1, double inv_nr, double inv_nmiss) {
+  gsea_es_step_tie(s, r, c1, inv_nr, inv_nmiss, GSEA_TIE);
 }
 
 /* Hit at 0-based rank r with weight w, the weights added one after the
@@ -209,6 +216,10 @@ GSEA_HD double gsea_runs_add(gsea_runs *u, double w) {
  * for the set's k hits). */
 GSEA_HD void gsea_es_hit_runs(gsea_es_state *s, gsea_runs *u, int32_t r, double w, double inv_nr, double inv_nmiss) {
   gsea_es_step(s, r, gsea_runs_add(u, w), inv_nr, inv_nmiss);
+}
+GSEA_HD void gsea_es_hit_runs_tie(gsea_es_state *s, gsea_runs *u, int32_t r, double w, double inv_nr,
+                                  double inv_nmiss, double tie) {
+  gsea_es_step_tie(s, r, gsea_runs_add(u, w), inv_nr, inv_nmiss, tie);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -73,8 +73,12 @@ static __device__ __forceinline__ void gsea_pass2_block(const double *es, int64_
       double z = gsea_null_nes(col[c], mpos[c], mneg[c]);
       if (isnan(z)) continue;
       unsigned long long m = mult ? (unsigned long long)mult[c] : 1ull;
-      if (z >= 0) atomicAdd(&hp[gsea_count_le(opos, kp, z)], m * wpv);
-      if (z <= 0) atomicAdd(&hn[gsea_count_le(oneg, kn, -z)], m * wnv);
+      /* one search a value, in its sign's list (a warp's lanes of both
+       * signs took both searches one after the other); 0 counts on both
+       * sides */
+      const bool pos = z >= 0;
+      atomicAdd(&(pos ? hp : hn)[gsea_count_le(pos ? opos : oneg, pos ? kp : kn, pos ? z : -z)], m * (pos ? wpv : wnv));
+      if (z == 0) atomicAdd(&hn[gsea_count_le(oneg, kn, -z)], m * wnv);
     }
   }
   __syncthreads();
