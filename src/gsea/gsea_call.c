@@ -229,12 +229,12 @@ SEXP ffi_gsea_scan_matrix(SEXP m, SEXP floor_) {
   const size_t n = (size_t)Rf_nrows(m), q = (size_t)Rf_ncols(m);
   SBG_ASSERT(n >= 1 && q >= 1);
   const double floor = REAL(floor_)[0], *x = REAL_RO(m);
-  double tiny = 0, first = 0, maxabs = 0, lo = x[0], varying = 0;
+  double tiny = 0, first = 0, top = 0, lo = x[0], varying = 0;
   for (size_t j = 0; j < q; j++) {
     const double *c = x + j * n;
     for (size_t i = 0; i < n; i++) {
       double v = c[i], a = fabs(v);
-      if (a > maxabs) maxabs = a;
+      if (a > top) top = a;
       if (v < lo) lo = v;
       if (v != 0 && a < floor && tiny++ == 0) first = v;
     }
@@ -249,7 +249,7 @@ SEXP ffi_gsea_scan_matrix(SEXP m, SEXP floor_) {
   double *o = REAL(ans);
   o[0] = tiny;
   o[1] = first;
-  o[2] = maxabs;
+  o[2] = top;
   o[3] = lo;
   o[4] = varying;
   UNPROTECT(1);

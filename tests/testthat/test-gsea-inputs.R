@@ -111,6 +111,11 @@ test_that("the scan of `expr` counts its tiny values, names the first, and finds
   k[300, ncol(k)] <- 300
   expect_error(cpu(k, d$y, d$sets, nperm = 10, minSize = 5), "every gene of `expr` is constant",
                class = "sysbioGPU_error_input")
+  # the largest magnitude in the first gene alone (the scan's first row)
+  big <- d$x
+  big[1, ] <- d$x[1, ] * 1e160
+  expect_error(cpu(big, d$y, d$sets, nperm = 10, minSize = 5), "values up to .*class variances",
+               class = "sysbioGPU_error_numeric")
 })
 
 test_that("a constant ranking metric is an error", {
