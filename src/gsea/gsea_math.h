@@ -217,6 +217,7 @@ GSEA_HD double gsea_runs_add(gsea_runs *u, double w) {
 GSEA_HD void gsea_es_hit_runs(gsea_es_state *s, gsea_runs *u, int32_t r, double w, double inv_nr, double inv_nmiss) {
   gsea_es_step(s, r, gsea_runs_add(u, w), inv_nr, inv_nmiss);
 }
+/* The same with the tie factor passed in (gsea_es_step_tie). */
 GSEA_HD void gsea_es_hit_runs_tie(gsea_es_state *s, gsea_runs *u, int32_t r, double w, double inv_nr,
                                   double inv_nmiss, double tie) {
   gsea_es_step_tie(s, r, gsea_runs_add(u, w), inv_nr, inv_nmiss, tie);
