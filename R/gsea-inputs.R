@@ -82,19 +82,19 @@ gsea_check_numbers <- function(d, metric, weight, labels) {
   # squares are subnormal or 0 (x 1e-300 would change NES, not refuse)
   sq <- !is.null(d$expr) && metric %in% c("signal2noise", "t_test")
   floor <- if (sq) sqrt(.Machine$double.xmin) else .Machine$double.xmin
-  # an expression matrix in one pass in C: the tiny values (count, first),
-  # max |x|, min x and the rows that vary
-  sc <- if (is.null(d$expr)) NULL else .Call(ffi_gsea_scan_matrix, d$expr, floor)
-  tiny <- if (is.null(sc)) v != 0 & abs(v) < floor else NULL
-  n_tiny <- if (is.null(sc)) sum(tiny) else sc[[1L]]
-  if (n_tiny > 0) {
-    stop_numeric("`expr` has ", n_tiny, " values too small for the metric (nonzero, below ",
-                 format(floor, digits = 3), " in magnitude), e.g. ",
-                 format(if (is.null(sc)) v[tiny][[1L]] else sc[[2L]], digits = 3),
+  # the tiny values (count, first), max |x|, and for a matrix min x and the
+  # rows that vary: an expression matrix in one pass in C
+  sc <- if (is.null(d$expr)) {
+    tiny <- v != 0 & abs(v) < floor
+    c(sum(tiny), if (any(tiny)) v[tiny][[1L]] else 0, max(abs(v)))
+  } else .Call(ffi_gsea_scan_matrix, d$expr, floor)
+  if (sc[[1L]] > 0) {
+    stop_numeric("`expr` has ", sc[[1L]], " values too small for the metric (nonzero, below ",
+                 format(floor, digits = 3), " in magnitude), e.g. ", format(sc[[2L]], digits = 3),
                  if (sq) ": their squares underflow" else ": their ratios and sums lose precision",
                  "; rescale `expr`")
   }
-  top <- if (is.null(sc)) max(abs(v)) else sc[[3L]]
+  top <- sc[[3L]]
   if (is.null(d$expr)) {
     if (all(v == v[[1L]])) stop_input("the preranked `expr` is constant (every value is ", v[[1L]],
                                       "): there is no ranking to test", call = NULL)
