@@ -844,7 +844,11 @@ static __global__ void __launch_bounds__(PERM_THREADS, 1) k_es_perm(const sbg_gs
  * 8% more instructions); the next window's genes and weights loaded
  * before the current one's hits, 96.6 ms against 94.6.  Scoring each of
  * those sets on a warp of k_es_perm instead (a bitmap of its ranks
- * counted into rank order, a lane a run), k_es_perm took 253.1 ms. */
+ * counted into rank order, a lane a run), k_es_perm took 253.1 ms.  The
+ * transpose's stages at three instructions (a rotation, a shuffle, a
+ * select; seven before), the hits taken from the leading bit and the
+ * runs' starts predicated (gsea_runs_add): 73.5 ms against 94.8 (61.0e9
+ * instructions against 77.0e9). */
 #define WALK_WARPS 16
 #define WALK_WIN 4
 /* Sets of more than WALK_MIN members walk by default, the smaller ones
@@ -860,12 +864,27 @@ static __global__ void __launch_bounds__(PERM_THREADS, 1) k_es_perm(const sbg_gs
 #define WALK_SMEM (110 * 1024)
 
 /* k_es_walk's shared memory: the group's bits (walk_bits bytes), then each
- * warp's window of weights. */
+ * warp's window of weights, then a window of ones. */
 __host__ __device__ static inline size_t walk_bits(int32_t G) {
   return ((size_t)G * sizeof(uint32_t) + 15) / 16 * 16;
 }
 static size_t walk_smem(int32_t G) {
-  return walk_bits(G) + (size_t)WALK_WARPS * 32 * WALK_WIN * sizeof(double);
+  return walk_bits(G) + (size_t)(WALK_WARPS + 1) * 32 * WALK_WIN * sizeof(double);
+}
+
+/* c's bits select a's bits where set, b's elsewhere: one instruction, which
+ * the compiler does not split when c is a select of two constants. */
+static __device__ __forceinline__ uint32_t bit_select(uint32_t c, uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xe4;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  return r;
+}
+
+/* x, which the compiler may not recompute from what it was made of: a
+ * value kept in a register across a loop rather than rebuilt each time. */
+static __device__ __forceinline__ uint32_t opaque(uint32_t x) {
+  asm volatile("" : "+r"(x));
+  return x;
 }
 
 /* Block (group of 32 walked sets, WALK_WARPS permutations): the group's
@@ -889,6 +908,7 @@ static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gs
   uint32_t *wmask = reinterpret_cast<uint32_t *>(walk_bytes);
   double *wrank = reinterpret_cast<double *>(walk_bytes + walk_bits(G));
   for (int32_t g = threadIdx.x; g < G; g += blockDim.x) wmask[g] = h.d_wmask[(size_t)grp * G + g];
+  for (int32_t i = threadIdx.x; i < 32 * WALK_WIN; i += blockDim.x) wrank[WALK_WARPS * 32 * WALK_WIN + i] = 1.0;
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const unsigned all = 0xffffffffu;
@@ -909,8 +929,25 @@ static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gs
   const int32_t *o = ord + (size_t)b * G;
   const double *ws = h.d_wsorted + (size_t)b * G;
   double *wr = wrank + warp * 32 * WALK_WIN;
+  /* a lane's hit weights: the window's, or 1 for a set whose members all
+   * weigh 0 (the ones after the warps' windows) */
+  const double *wp = unit ? wrank + WALK_WARPS * 32 * WALK_WIN : wr;
+  /* The transpose's stages, j = 16, 8, 4, 2, 1: a lane keeps the bits of
+   * its word whose index has bit j as its lane has (keep) and takes the
+   * others from lane l ^ j, which sends its word rotated by j towards
+   * them (rot; the bits that wrap around fall outside the taker's part).
+   * A rotation, a shuffle and one three-input logic operation a stage,
+   * where shifting both ways and selecting took seven. */
+  uint32_t rot[5], keep[5];
+#pragma unroll
+  for (int i = 0; i < 5; i++) {
+    const int j = 16 >> i;
+    const uint32_t m = i == 0 ? 0x0000ffffu : i == 1 ? 0x00ff00ffu : i == 2 ? 0x0f0f0f0fu : i == 3 ? 0x33333333u : 0x55555555u;
+    rot[i] = opaque((lane & j) ? j : 32 - j);
+    keep[i] = opaque((lane & j) ? ~m : m);
+  }
   for (int32_t c0 = 0; c0 < G; c0 += 32 * WALK_WIN) {
-    uint64_t q[NQ]; /* bit i of the window: rank c0 + i in the lane's set */
+    uint64_t q[NQ]; /* the window's ranks in the lane's set */
 #pragma unroll
     for (int w = 0; w < WALK_WIN; w++) {
       const int32_t r = c0 + 32 * w + lane;
@@ -922,21 +959,22 @@ static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gs
       }
       /* transpose: lane l's bit j (rank c0 + 32 w + l in set j) to lane j's bit l */
 #pragma unroll
-      for (int j = 16; j >= 1; j >>= 1) {
-        const uint32_t m = j == 16 ? 0x0000ffffu : j == 8 ? 0x00ff00ffu : j == 4 ? 0x0f0f0f0fu
-                           : j == 2 ? 0x33333333u : 0x55555555u;
-        const uint32_t y = __shfl_xor_sync(all, x, j);
-        x = (lane & j) ? ((x & ~m) | ((y >> j) & m)) : ((x & m) | ((y << j) & ~m));
+      for (int i = 0; i < 5; i++) {
+        const uint32_t y = __shfl_xor_sync(all, __funnelshift_l(x, x, rot[i]), 16 >> i);
+        x = bit_select(keep[i], x, y);
       }
       wr[32 * w + lane] = wv;
-      if (w & 1) q[w >> 1] |= (uint64_t)x << 32;
-      else q[w >> 1] = x;
+      /* bit 63 - i of q[i / 64]: rank c0 + i (the next hit: the leading bit) */
+      x = __brev(x);
+      if (w & 1) q[w >> 1] |= x;
+      else q[w >> 1] = (uint64_t)x << 32;
     }
     __syncwarp();
     if (valid) {
-      /* the lane's hits in rank order: the lowest bit of q[0], the words
+      /* the lane's hits in rank order: the leading bit of q[0], the words
        * shifted down as they empty */
-      int32_t at = 0; /* rank of q[0]'s bit 0, from c0 */
+      int32_t at = c0;       /* rank of q[0]'s bit 63 */
+      const double *wq = wp; /* its weight */
       for (;;) {
         if (q[0] == 0) {
           uint64_t rest = 0;
@@ -948,11 +986,12 @@ static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gs
             for (int i = 0; i < NQ - 1; i++) q[i] = q[i + 1];
             q[NQ - 1] = 0;
             at += 64;
+            wq += 64;
           } while (q[0] == 0);
         }
-        const int pos = at + __ffsll((long long)q[0]) - 1;
-        q[0] &= q[0] - 1;
-        gsea_es_hit_runs_tie(&st, &runs, c0 + pos, unit ? 1.0 : wr[pos], inv_nr, inv_nmiss, h.tie);
+        const int i = __clzll((long long)q[0]);
+        q[0] ^= 0x8000000000000000ull >> i;
+        gsea_es_hit_runs_tie(&st, &runs, at + i, wq[i], inv_nr, inv_nmiss, h.tie);
       }
     }
     __syncwarp(); /* before the next window's weights replace these */

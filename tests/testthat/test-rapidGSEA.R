@@ -565,12 +565,15 @@ test_that("GPU: sets of every size class of a thread each have the CPU's ES, at 
   sets <- c(list(zero = rownames(d$x)[1:20]),
             lapply(rep(sizes, 3), function(k) sample(rownames(d$x)[-(1:20)], k)))
   names(sets)[-1] <- paste0("s", seq_len(length(sets) - 1))
-  for (w in c(0, 1, 2)) {
+  # (with the walk from 16 members, the zero set walks: its hits weigh 1)
+  for (w in c(0, 1, 2)) for (walk in list(NULL, 16)) {
+    info <- paste(w, format(walk))
     a <- cpu(d$x, d$y, sets, nperm = 300, weight = w, seed = 23, minSize = 1, keepNull = TRUE, threads = 2)
-    g <- rapidGSEA(d$x, d$y, sets, nperm = 300, weight = w, seed = 23, minSize = 1, keepNull = TRUE,
-                   backend = "gpu", verbose = FALSE)
-    expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = w)
-    expect_identical(g[c("ES", "NES", "pval")], a[c("ES", "NES", "pval")], info = w)
+    g <- with_opts(list(sysbioGPU.gseaWalk = walk),
+                   rapidGSEA(d$x, d$y, sets, nperm = 300, weight = w, seed = 23, minSize = 1, keepNull = TRUE,
+                             backend = "gpu", verbose = FALSE))
+    expect_identical(attr(g, "nullES"), attr(a, "nullES"), info = info)
+    expect_identical(g[c("ES", "NES", "pval")], a[c("ES", "NES", "pval")], info = info)
   }
   # 23,000 genes: a permutation's ranks and weights take 230,000 bytes of
   # a block's shared memory, which an H100 or H200 has (232,448); 23,300
