@@ -163,53 +163,118 @@ static __global__ void k_geneperm(int32_t G, uint64_t seed, int64_t first, int64
   sbg_philox_shuffle(&r, v, (uint32_t)G);
 }
 
-/* The metric rounded to float, ordered as gsea_sort_key: a monotone map, so
- * sorting these 32-bit keys (half the radix passes) leaves only genes whose
- * metrics round to the same float to be put in exact order (k_fix_ties). */
+/* Bits of the sort keys that k_rank_sort orders: the metric rounded to
+ * float and ordered as gsea_sort_key, its lowest 2 bits (of 23 of the
+ * mantissa) dropped.  A monotone map, so sorting these keys leaves only
+ * genes whose keys are equal to be put in exact order (k_fix_ties).  A
+ * batch of 32,768 C2 permutations on an H200, k_rank_sort + k_fix_ties:
+ * 32 bits, 4 bits a radix pass (8 passes) 16.16 + 1.70 ms; 6 bits a pass
+ * (6) 15.44 + 1.72; 30 bits (5 passes of 6) 13.55 + 1.77; 24 bits (4
+ * passes of 6) 11.42 + 4.20, with many more ties to fix; 28 bits in
+ * passes of 7, 25.67 + 2.20. */
+#ifndef SORT_KEY_BITS
+#define SORT_KEY_BITS 30
+#endif
 static __device__ __forceinline__ uint32_t float_sort_key(double m) {
   uint32_t u = (uint32_t)__float_as_uint(__double2float_rn(m));
   u = (u >> 31) ? ~u : (u | 0x80000000u);
-  return ~u;
+  return SORT_KEY_BITS == 32 ? ~u : ~u >> (32 - SORT_KEY_BITS % 32);
 }
 
-/* One thread per (gene, permutation): the class sums over the smaller
- * class in sample order (the CPU's order), then the metric, its float sort
- * key and, when ord0 is given (the segmented sort's input), the gene's
- * index (k_records derives the weight).  The data are
- * sample-major, so a warp reads consecutive genes.  (Staging the data
- * through shared memory, 64 samples for 64 permutations, was slower: 23.7
- * to 26.6 ms a batch of 32,768 C2 permutations on an H200, this kernel
- * 15.4 ms.) */
-static __global__ void k_metric(const sbg_gsea_gpu h, int32_t *ord0, int64_t n) {
-  int32_t g = blockIdx.x * blockDim.x + threadIdx.x;
-  int64_t b = blockIdx.y;
-  if (g >= h.G || b >= n) return;
-  double m;
-  if (h.gene_perm) {
-    m = h.d_metric0[h.d_perm[b * h.G + g]];
-  } else {
-    const int32_t *sm = h.d_small + b * h.n_small;
-    double s = 0, ss = 0;
-    for (int32_t t = 0; t < h.n_small; t++) {
-      double x = h.d_xc[(size_t)sm[t] * h.G + g];
-      s = G_ADD(s, x);
-      ss = G_ADD(ss, G_MUL(x, x));
-    }
-    double so = G_SUB(h.d_t1[g], s), sso = G_SUB(h.d_t2[g], ss);
-    int small_is_b = h.small_label == 1;
-    double sa = small_is_b ? so : s, ssa = small_is_b ? sso : ss;
-    double sb = small_is_b ? s : so, ssb = small_is_b ? ss : sso;
-    m = gsea_metric(h.metric, sa, ssa, sb, ssb, (double)h.n_a, (double)h.n_b, h.d_mu[g]);
-  }
+/* Gene g's metric in permutation b from the sums s, ss of its centred
+ * values over the smaller class, in sample order (the CPU's order); its
+ * float sort key and, when ord0 is given (the segmented sort's input), the
+ * gene's index (k_records derives the weight). */
+static __device__ __forceinline__ void metric_out(const sbg_gsea_gpu &h, int32_t g, int64_t b, double s, double ss,
+                                                  double t1, double t2, double mu, int32_t *ord0) {
+  double so = G_SUB(t1, s), sso = G_SUB(t2, ss);
+  int small_is_b = h.small_label == 1;
+  double sa = small_is_b ? so : s, ssa = small_is_b ? sso : ss;
+  double sb = small_is_b ? s : so, ssb = small_is_b ? ss : sso;
+  double m = gsea_metric(h.metric, sa, ssa, sb, ssb, (double)h.n_a, (double)h.n_b, mu);
   size_t at = (size_t)b * h.G + g;
   h.d_metric[at] = m;
   h.d_key0[at] = float_sort_key(m);
   if (ord0) ord0[at] = g;
 }
 
-/* One thread per run of equal float keys in the sorted order: the run's
- * genes are in index order (stable sort); an insertion sort on the exact
- * keys gives the CPU's ranking (exact key, then gene index). */
+/* One thread per (gene, permutation): the class sums, read from global
+ * memory (the data are sample-major, so a warp reads consecutive genes),
+ * or with gene permutations the gene's own metric under its permutation.
+ * k_metric_tile takes its place where a tile's samples fit. */
+static __global__ void k_metric(const sbg_gsea_gpu h, int32_t *ord0, int64_t n) {
+  int32_t g = blockIdx.x * blockDim.x + threadIdx.x;
+  int64_t b = blockIdx.y;
+  if (g >= h.G || b >= n) return;
+  if (h.gene_perm) {
+    double m = h.d_metric0[h.d_perm[b * h.G + g]];
+    size_t at = (size_t)b * h.G + g;
+    h.d_metric[at] = m;
+    h.d_key0[at] = float_sort_key(m);
+    if (ord0) ord0[at] = g;
+    return;
+  }
+  const int32_t *sm = h.d_small + b * h.n_small;
+  double s = 0, ss = 0;
+  for (int32_t t = 0; t < h.n_small; t++) {
+    double x = h.d_xc[(size_t)sm[t] * h.G + g];
+    s = G_ADD(s, x);
+    ss = G_ADD(ss, G_MUL(x, x));
+  }
+  metric_out(h, g, b, s, ss, h.d_t1[g], h.d_t2[g], h.d_mu[g], ord0);
+}
+
+/* k_metric_tile's block: the data of METRIC_GENES genes (every sample) in
+ * shared memory, and METRIC_PERMS permutations, a warp's lanes the genes.
+ * Reading each permutation's samples from global memory, k_metric moves
+ * the smaller class's values of every gene through the L2 cache in each
+ * permutation (92 GB a batch of 32,768 C2 permutations); a tile reads its
+ * genes' data once for its permutations: 12.3 ms a batch on an H200,
+ * k_metric 14.9 ms.  (An earlier staging, 64 samples for 64
+ * permutations, took 23.7 to 26.6 ms.) */
+#define METRIC_GENES 32
+#define METRIC_PERMS 128
+#define METRIC_THREADS 256
+/* Up to 384 samples: two blocks an SM. */
+#define METRIC_SMEM (96 * 1024)
+static size_t metric_smem(int32_t P, int32_t n_small) {
+  return (size_t)P * METRIC_GENES * sizeof(double) + (size_t)METRIC_PERMS * n_small * sizeof(int32_t);
+}
+
+static __global__ void __launch_bounds__(METRIC_THREADS) k_metric_tile(const sbg_gsea_gpu h, int32_t *ord0,
+                                                                       int64_t n) {
+  extern __shared__ __align__(16) double xs[]; /* sample s, gene g0 + l: xs[s * METRIC_GENES + l] */
+  int32_t *sm = reinterpret_cast<int32_t *>(xs + (size_t)h.P * METRIC_GENES);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int32_t g0 = blockIdx.x * METRIC_GENES, g = g0 + lane;
+  const int64_t b0 = (int64_t)blockIdx.y * METRIC_PERMS;
+  const int nb = (int)(n - b0 < METRIC_PERMS ? n - b0 : METRIC_PERMS);
+  for (int32_t i = threadIdx.x; i < h.P * METRIC_GENES; i += METRIC_THREADS) {
+    const int32_t gi = g0 + (i & (METRIC_GENES - 1));
+    xs[i] = gi < h.G ? h.d_xc[(size_t)(i / METRIC_GENES) * h.G + gi] : 0.0;
+  }
+  for (int32_t i = threadIdx.x; i < nb * h.n_small; i += METRIC_THREADS) sm[i] = h.d_small[b0 * h.n_small + i];
+  __syncthreads();
+  if (g >= h.G) return;
+  const double t1 = h.d_t1[g], t2 = h.d_t2[g], mu = h.d_mu[g];
+  for (int q = warp; q < nb; q += METRIC_THREADS / 32) {
+    const int32_t *smq = sm + q * h.n_small;
+    double s = 0, ss = 0;
+    for (int32_t t = 0; t < h.n_small; t++) {
+      double x = xs[smq[t] * METRIC_GENES + lane];
+      s = G_ADD(s, x);
+      ss = G_ADD(ss, G_MUL(x, x));
+    }
+    metric_out(h, g, b0 + q, s, ss, t1, t2, mu, ord0);
+  }
+}
+
+/* One thread per run of equal sort keys in the sorted order: the run's
+ * genes are in index order (stable sort); the CPU's ranking orders them
+ * by exact key, then gene index.  A run of two (nearly all of them) swaps
+ * its genes when the first's exact key is the larger, its two genes and
+ * then their two metrics loaded side by side; a longer one is put in
+ * order by insertion. */
 static __global__ void k_fix_ties(const sbg_gsea_gpu h, const uint32_t *fk, int32_t *ord, int64_t n) {
   int32_t r = blockIdx.x * blockDim.x + threadIdx.x;
   int64_t b = blockIdx.y;
@@ -219,7 +284,15 @@ static __global__ void k_fix_ties(const sbg_gsea_gpu h, const uint32_t *fk, int3
   ord += at;
   if (fk[r + 1] != fk[r] || (r > 0 && fk[r - 1] == fk[r])) return; /* not a run's start */
   const double *m = h.d_metric + at;
-  int32_t end = r + 2;
+  if (r + 2 == h.G || fk[r + 2] != fk[r]) {
+    const int32_t g0 = ord[r], g1 = ord[r + 1];
+    if (gsea_sort_key(m[g0]) > gsea_sort_key(m[g1])) {
+      ord[r] = g1;
+      ord[r + 1] = g0;
+    }
+    return;
+  }
+  int32_t end = r + 3;
   while (end < h.G && fk[end] == fk[r]) end++;
   for (int32_t i = r + 1; i < end; i++) {
     int32_t g = ord[i], j = i;
@@ -237,8 +310,8 @@ static __global__ void k_fix_ties(const sbg_gsea_gpu h, const uint32_t *fk, int3
  * genes' indices, up to RANK_GENES genes.  The device-wide segmented sort
  * (for more genes) reads and writes every key and index in each of its
  * passes: 34.6 ms a batch of 32,768 C2 permutations on an H200, this
- * kernel 16.2 ms (768 x 27: 16.5, 1024 x 21: 18.2; each spills some of
- * the sort's registers). */
+ * kernel 16.2 ms with 32-bit keys and 4 bits a pass (768 x 27: 16.5,
+ * 1024 x 21: 18.2); SORT_KEY_BITS gives the bits and passes now. */
 #ifndef RANK_THREADS
 #define RANK_THREADS 512
 #endif
@@ -246,7 +319,7 @@ static __global__ void k_fix_ties(const sbg_gsea_gpu h, const uint32_t *fk, int3
 #define RANK_ITEMS 41
 #endif
 #ifndef RANK_RADIX_BITS
-#define RANK_RADIX_BITS 4
+#define RANK_RADIX_BITS 6
 #endif
 #define RANK_GENES (RANK_THREADS * RANK_ITEMS)
 typedef cub::BlockRadixSort<uint32_t, RANK_THREADS, RANK_ITEMS, int32_t, RANK_RADIX_BITS> rank_sort;
@@ -266,7 +339,7 @@ static __global__ void __launch_bounds__(RANK_THREADS) k_rank_sort(const uint32_
     k[j] = g < G ? key[base + g] : ~0u;
     v[j] = g;
   }
-  rank_sort(tmp).SortBlockedToStriped(k, v);
+  rank_sort(tmp).SortBlockedToStriped(k, v, 0, SORT_KEY_BITS);
 #pragma unroll
   for (int j = 0; j < RANK_ITEMS; j++) {
     const int32_t r = j * RANK_THREADS + threadIdx.x;
@@ -720,7 +793,9 @@ static __device__ __forceinline__ void lane_es(const sbg_gsea_gpu &h, int64_t b,
    * the thread's local memory (L1) four registers at a time: unrolled
    * over the registers, the four networks' code kept the warps waiting
    * for instructions (56.6 ms a batch of 32,768 C2 permutations on an
-   * H200, against 47.3 ms). */
+   * H200, against 47.3 ms).  Without the bound's test in the full groups
+   * of four and with the unit weights added (w + 1 or w + 0), 2.6% fewer
+   * instructions took the same 40.8 ms: the lanes wait on their chains. */
   uint4 sorted[H / 4];
 #pragma unroll
   for (int m = 0; m < H / 4; m++) sorted[m] = make_uint4(key[4 * m], key[4 * m + 1], key[4 * m + 2], key[4 * m + 3]);
@@ -848,9 +923,15 @@ static __global__ void __launch_bounds__(PERM_THREADS, 1) k_es_perm(const sbg_gs
  * transpose's stages at three instructions (a rotation, a shuffle, a
  * select; seven before), the hits taken from the leading bit and the
  * runs' starts predicated (gsea_runs_add): 73.5 ms against 94.8 (61.0e9
- * instructions against 77.0e9). */
-#define WALK_WARPS 16
-#define WALK_WIN 4
+ * instructions against 77.0e9); then windows of 256 ranks, 14 warps (so
+ * that two blocks fit an SM's shared memory), 71.7 ms against 73.9 (12
+ * warps: 75.8), the steps fewer by more than their shifts cost. */
+#ifndef WALK_WARPS
+#define WALK_WARPS 14
+#endif
+#ifndef WALK_WIN
+#define WALK_WIN 8
+#endif
 /* Sets of more than WALK_MIN members walk by default, the smaller ones
  * taking k_es_perm's lanes.  Kernel durations of a batch of 32,768 C2
  * permutations on an H200: 42.2 ms (k_es_perm) + 94.8 ms (k_es_walk);
@@ -989,7 +1070,8 @@ static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gs
             wq += 64;
           } while (q[0] == 0);
         }
-        const int i = __clzll((long long)q[0]);
+        const uint32_t hi = (uint32_t)(q[0] >> 32);
+        const int i = hi ? __clz(hi) : 32 + __clz((uint32_t)q[0]);
         q[0] ^= 0x8000000000000000ull >> i;
         gsea_es_hit_runs_tie(&st, &runs, at + i, wq[i], inv_nr, inv_nmiss, h.tie);
       }
@@ -1305,6 +1387,7 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
                                       (int)(2 * record_chunk(h->G) * sizeof(int32_t))));
   SBG_CUDA_CHECK(cudaFuncSetAttribute(k_rank_sort, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)sizeof(rank_sort::TempStorage)));
+  SBG_CUDA_CHECK(cudaFuncSetAttribute(k_metric_tile, cudaFuncAttributeMaxDynamicSharedMemorySize, METRIC_SMEM));
   {
     /* batch size from the free memory: what one permutation needs */
     size_t free_b = 0, total_b = 0;
@@ -1393,7 +1476,7 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
     cub::DoubleBuffer<uint32_t> k(h->d_key0, h->d_key1);
     cub::DoubleBuffer<int32_t> v(h->d_ord0, h->d_ord1);
     SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(NULL, h->temp_bytes, k, v, (int)(B * G), (int)B,
-                                                            h->d_seg, h->d_seg + 1, 0, 32, h->stream));
+                                                            h->d_seg, h->d_seg + 1, 0, SORT_KEY_BITS, h->stream));
     SBG_TRY(sbg_device_alloc(&h->d_temp, h->temp_bytes, "the sort work space", ctx));
   }
   if (cache_perms > 0) {
@@ -1450,7 +1533,13 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
     SBG_CUDA_CHECK(cudaGetLastError());
     dim3 gg((unsigned)((G + 255) / 256), (unsigned)n);
     /* (k_rank_sort numbers the genes itself) */
-    k_metric<<<gg, 256, 0, h->stream>>>(*h, G <= RANK_GENES ? NULL : h->d_ord0, n);
+    int32_t *ord0 = G <= RANK_GENES ? NULL : h->d_ord0;
+    if (!h->gene_perm && metric_smem(h->P, h->n_small) <= METRIC_SMEM) {
+      dim3 gt((unsigned)((G + METRIC_GENES - 1) / METRIC_GENES), (unsigned)((n + METRIC_PERMS - 1) / METRIC_PERMS));
+      k_metric_tile<<<gt, METRIC_THREADS, metric_smem(h->P, h->n_small), h->stream>>>(*h, ord0, n);
+    } else {
+      k_metric<<<gg, 256, 0, h->stream>>>(*h, ord0, n);
+    }
     SBG_CUDA_CHECK(cudaGetLastError());
     cub::DoubleBuffer<uint32_t> k(h->d_key0, h->d_key1);
     cub::DoubleBuffer<int32_t> v(h->d_ord0, h->d_ord1);
@@ -1462,7 +1551,8 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
     } else {
       size_t tb = h->temp_bytes;
       SBG_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(h->d_temp, tb, k, v, (int)(n * G), (int)n,
-                                                              h->d_seg, h->d_seg + 1, 0, 32, h->stream));
+                                                              h->d_seg, h->d_seg + 1, 0, SORT_KEY_BITS,
+                                                              h->stream));
     }
     k_fix_ties<<<gg, 256, 0, h->stream>>>(*h, k.Current(), v.Current(), n);
     SBG_CUDA_CHECK(cudaGetLastError());
