@@ -555,17 +555,18 @@ test_that("GPU: sets of every size class of a thread each have the CPU's ES, at 
   skip_if_no_gpu()
   # Sets of up to 128 members take a thread each, their ranks sorted in
   # registers by networks of 16, 32, 64 or 128 keys (each side of every
-  # boundary here); 20 constant genes make a set whose weights are all 0
-  # (unit weights instead); 61 sets leave the last group of 32 partial,
+  # boundary here); 40 constant genes make two sets whose weights are all
+  # 0 (unit weights instead); 62 sets leave the last group of 32 partial,
   # and the walked sets (more than 128) a partial group too.
   d <- gsea_toy(G = 3000, n = c(7, 8), seed = 21)
-  d$x[1:20, ] <- 0
+  d$x[1:40, ] <- 0
   sizes <- c(1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 200, 300)
   set.seed(22)
-  sets <- c(list(zero = rownames(d$x)[1:20]),
-            lapply(rep(sizes, 3), function(k) sample(rownames(d$x)[-(1:20)], k)))
-  names(sets)[-1] <- paste0("s", seq_len(length(sets) - 1))
-  # (with the walk from 16 members, the zero set walks: its hits weigh 1)
+  sets <- c(list(zero = rownames(d$x)[1:20], zero40 = rownames(d$x)[1:40]),
+            lapply(rep(sizes, 3), function(k) sample(rownames(d$x)[-(1:40)], k)))
+  names(sets)[-(1:2)] <- paste0("s", seq_len(length(sets) - 2))
+  # (with the walk from 16 members, which the engine raises to 32, the
+  # set of 40 constant genes walks: its hits weigh 1)
   for (w in c(0, 1, 2)) for (walk in list(NULL, 16)) {
     info <- paste(w, format(walk))
     a <- cpu(d$x, d$y, sets, nperm = 300, weight = w, seed = 23, minSize = 1, keepNull = TRUE, threads = 2)
