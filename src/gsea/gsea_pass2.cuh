@@ -37,6 +37,7 @@ static __device__ __forceinline__ double gsea_pass2_buckets(const double *a, int
   int e = 0;
   if (top < 1e300) frexp(top / GSEA_PASS2_BUCKETS, &e); /* top < 2^e x GSEA_PASS2_BUCKETS */
   else e = 1000;                                         /* (infinite: every finite value in bucket 0) */
+  if (e < -1000) e = -1000;                              /* (1 / w finite, so that 0 / w is 0, not NaN) */
   const double w = ldexp(1.0, e);
   for (int32_t t = threadIdx.x; t <= GSEA_PASS2_BUCKETS; t += blockDim.x) tab[t] = gsea_count_lt(a, n, t * w);
   return ldexp(1.0, -e);
