@@ -85,6 +85,7 @@ struct sbg_gsea_gpu {
                               group's slot j at d_grp_off + 8 (32 c + j), so that a warp's loads coalesce */
   int32_t T, big;          /* tiles of the other sets; 1: the 512-thread tiles */
   int32_t Wn, walk_min;    /* sets walked (the Wn largest, of more than walk_min members; 0: none) */
+  int walk_wide;           /* 1: the walk's WALK_WIDE shape, 0: WALK_NARROW */
   uint32_t *d_wmask;       /* (Wn + 31) / 32 groups x G: bit j of gene g, g in the group's set j */
   double *d_wnr;           /* per batch: each walked set's total weight (B x Wn) */
   double *d_wsorted;       /* per batch: the weight at each rank (B x G) */
@@ -904,8 +905,8 @@ static __global__ void __launch_bounds__(PERM_THREADS, 1) k_es_perm(const sbg_gs
 /* ---------------------------------------------------------------------- */
 /* kernels: the largest sets' ES by a walk of the ranking */
 
-/* k_es_walk's block: WALK_WARPS warps, a permutation each, which take the
- * ranks in windows of WALK_WIN x 32.  On an H200 (C2's 401 sets of more
+/* k_es_walk's block: WARPS warps, a permutation each, which take the
+ * ranks in windows of WIN x 32.  On an H200 (C2's 401 sets of more
  * than 256 members, a batch of 32,768 permutations) 16 warps of windows
  * of 128 ranks took 56.5 ms; 32 warps 56.9 (128 ranks), 65.8 (64), 58.3
  * (256) and 59.0 ms (512), 16 warps of 256 ranks 57.1 ms; windows of 32
@@ -925,13 +926,13 @@ static __global__ void __launch_bounds__(PERM_THREADS, 1) k_es_perm(const sbg_gs
  * runs' starts predicated (gsea_runs_add): 73.5 ms against 94.8 (61.0e9
  * instructions against 77.0e9); then windows of 256 ranks, 14 warps (so
  * that two blocks fit an SM's shared memory), 71.7 ms against 73.9 (12
- * warps: 75.8), the steps fewer by more than their shifts cost. */
-#ifndef WALK_WARPS
-#define WALK_WARPS 14
-#endif
-#ifndef WALK_WIN
-#define WALK_WIN 8
-#endif
+ * warps: 75.8), the steps fewer by more than their shifts cost.  Those
+ * windows take 256 ranks and 14 warps (WALK_WIDE) where two blocks fit an
+ * SM's shared memory (up to 21,248 genes on an H100 or H200), else 128
+ * ranks and 16 warps (WALK_NARROW): one block an SM would leave too few
+ * warps to keep its schedulers busy. */
+#define WALK_WIDE 14, 8
+#define WALK_NARROW 16, 4
 /* Sets of more than WALK_MIN members walk by default, the smaller ones
  * taking k_es_perm's lanes.  Kernel durations of a batch of 32,768 C2
  * permutations on an H200: 42.2 ms (k_es_perm) + 94.8 ms (k_es_walk);
@@ -945,12 +946,14 @@ static __global__ void __launch_bounds__(PERM_THREADS, 1) k_es_perm(const sbg_gs
 #define WALK_SMEM (110 * 1024)
 
 /* k_es_walk's shared memory: the group's bits (walk_bits bytes), then each
- * warp's window of weights, then a window of ones. */
+ * warp's window of weights, then a window of ones (WARPS warps, windows of
+ * WIN x 32 ranks). */
 __host__ __device__ static inline size_t walk_bits(int32_t G) {
   return ((size_t)G * sizeof(uint32_t) + 15) / 16 * 16;
 }
+template <int WARPS, int WIN>
 static size_t walk_smem(int32_t G) {
-  return walk_bits(G) + (size_t)(WALK_WARPS + 1) * 32 * WALK_WIN * sizeof(double);
+  return walk_bits(G) + (size_t)(WARPS + 1) * 32 * WIN * sizeof(double);
 }
 
 /* c's bits select a's bits where set, b's elsewhere: one instruction, which
@@ -968,9 +971,9 @@ static __device__ __forceinline__ uint32_t opaque(uint32_t x) {
   return x;
 }
 
-/* Block (group of 32 walked sets, WALK_WARPS permutations): the group's
+/* Block (group of 32 walked sets, WARPS permutations): the group's
  * membership bits of every gene in shared memory; a warp a permutation
- * walks its ranking a window of WALK_WIN x 32 ranks at a time: for each 32
+ * walks its ranking a window of WIN x 32 ranks at a time: for each 32
  * ranks of the window lane l reads the bits of the gene at rank c + l and
  * that rank's weight, and a transpose of the warp's 32 x 32 bits gives
  * lane j the hits of set j among those ranks; then each lane runs the
@@ -981,15 +984,16 @@ static __device__ __forceinline__ uint32_t opaque(uint32_t x) {
  * members took 126.5 ms of k_es_tile's 257.0 ms a batch of 32,768
  * permutations on an H200; walked, 73.9 ms (k_es_walk 56.5, its
  * preparation 17.4). */
-static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gsea_gpu h, const int32_t *ord,
+template <int WARPS, int WIN>
+static __global__ void __launch_bounds__(WARPS * 32) k_es_walk(const sbg_gsea_gpu h, const int32_t *ord,
                                                                      int64_t n) {
-  enum { NQ = WALK_WIN / 2 }; /* a window's hits of a lane's set: NQ 64-bit words */
+  enum { NQ = WIN / 2 }; /* a window's hits of a lane's set: NQ 64-bit words */
   extern __shared__ __align__(16) unsigned char walk_bytes[];
   const int32_t grp = blockIdx.x, G = h.G;
   uint32_t *wmask = reinterpret_cast<uint32_t *>(walk_bytes);
   double *wrank = reinterpret_cast<double *>(walk_bytes + walk_bits(G));
   for (int32_t g = threadIdx.x; g < G; g += blockDim.x) wmask[g] = h.d_wmask[(size_t)grp * G + g];
-  for (int32_t i = threadIdx.x; i < 32 * WALK_WIN; i += blockDim.x) wrank[WALK_WARPS * 32 * WALK_WIN + i] = 1.0;
+  for (int32_t i = threadIdx.x; i < 32 * WIN; i += blockDim.x) wrank[WARPS * 32 * WIN + i] = 1.0;
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const unsigned all = 0xffffffffu;
@@ -998,7 +1002,7 @@ static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gs
   const int32_t u = h.S - h.Wn + (valid ? slot : 0);
   const int32_t k = h.d_tmem[u + 1] - h.d_tmem[u];
   const double inv_nmiss = G_DIV(1.0, G_SUB((double)G, (double)k));
-  const int64_t b = (int64_t)blockIdx.y * WALK_WARPS + warp;
+  const int64_t b = (int64_t)blockIdx.y * WARPS + warp;
   if (b >= n) return;
   const double nr = h.d_wnr[(size_t)b * h.Wn + (valid ? slot : 0)];
   const int unit = nr == 0;
@@ -1009,10 +1013,10 @@ static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gs
   gsea_runs_init(&runs, k);
   const int32_t *o = ord + (size_t)b * G;
   const double *ws = h.d_wsorted + (size_t)b * G;
-  double *wr = wrank + warp * 32 * WALK_WIN;
+  double *wr = wrank + warp * 32 * WIN;
   /* a lane's hit weights: the window's, or 1 for a set whose members all
    * weigh 0 (the ones after the warps' windows) */
-  const double *wp = unit ? wrank + WALK_WARPS * 32 * WALK_WIN : wr;
+  const double *wp = unit ? wrank + WARPS * 32 * WIN : wr;
   /* The transpose's stages, j = 16, 8, 4, 2, 1: a lane keeps the bits of
    * its word whose index has bit j as its lane has (keep) and takes the
    * others from lane l ^ j, which sends its word rotated by j towards
@@ -1027,10 +1031,10 @@ static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gs
     rot[i] = opaque((lane & j) ? j : 32 - j);
     keep[i] = opaque((lane & j) ? ~m : m);
   }
-  for (int32_t c0 = 0; c0 < G; c0 += 32 * WALK_WIN) {
+  for (int32_t c0 = 0; c0 < G; c0 += 32 * WIN) {
     uint64_t q[NQ]; /* the window's ranks in the lane's set */
 #pragma unroll
-    for (int w = 0; w < WALK_WIN; w++) {
+    for (int w = 0; w < WIN; w++) {
       const int32_t r = c0 + 32 * w + lane;
       uint32_t x = 0;
       double wv = 0;
@@ -1079,6 +1083,13 @@ static __global__ void __launch_bounds__(WALK_WARPS * 32) k_es_walk(const sbg_gs
     __syncwarp(); /* before the next window's weights replace these */
   }
   if (valid) h.d_es[(size_t)b * h.S + h.d_tset[u]] = st.best;
+}
+
+/* One launch of k_es_walk over the walked groups and n permutations. */
+template <int WARPS, int WIN>
+static void launch_es_walk(const sbg_gsea_gpu *h, const int32_t *ord, int64_t n) {
+  dim3 grid((unsigned)((h->Wn + 31) / 32), (unsigned)((n + WARPS - 1) / WARPS));
+  k_es_walk<WARPS, WIN><<<grid, WARPS * 32, walk_smem<WARPS, WIN>(h->G), h->stream>>>(*h, ord, n);
 }
 
 #define TILE_SMALL 256, 16, 2
@@ -1446,7 +1457,16 @@ extern "C" sbg_status sbg_gsea_gpu_open(const sbg_gsea_input *in, const sbg_gsea
   if (h->Wn > 0) {
     ALLOC(h->d_wnr, B * h->Wn, "the walked sets' weights");
     ALLOC(h->d_wsorted, B * G, "the weights by rank");
-    SBG_CUDA_CHECK(cudaFuncSetAttribute(k_es_walk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)walk_smem(G)));
+    int per_sm = 0;
+    SBG_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, h->device));
+    /* (each block also takes 1 KB the system reserves) */
+    h->walk_wide = 2 * (walk_smem<WALK_WIDE>(G) + 1024) <= (size_t)per_sm;
+    if (h->walk_wide)
+      SBG_CUDA_CHECK(cudaFuncSetAttribute(k_es_walk<WALK_WIDE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)walk_smem<WALK_WIDE>(G)));
+    else
+      SBG_CUDA_CHECK(cudaFuncSetAttribute(k_es_walk<WALK_NARROW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)walk_smem<WALK_NARROW>(G)));
   }
   if (h->perm)
     SBG_CUDA_CHECK(cudaFuncSetAttribute(k_es_perm, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)perm_smem(G)));
@@ -1572,8 +1592,8 @@ extern "C" sbg_status sbg_gsea_gpu_batch(sbg_gsea_gpu *h, int64_t first, int64_t
       SBG_CUDA_CHECK(cudaGetLastError());
     }
     if (h->Wn > 0) {
-      dim3 gw((unsigned)((h->Wn + 31) / 32), (unsigned)((n + WALK_WARPS - 1) / WALK_WARPS));
-      k_es_walk<<<gw, WALK_WARPS * 32, walk_smem(G), h->stream>>>(*h, v.Current(), n);
+      if (h->walk_wide) launch_es_walk<WALK_WIDE>(h, v.Current(), n);
+      else launch_es_walk<WALK_NARROW>(h, v.Current(), n);
       SBG_CUDA_CHECK(cudaGetLastError());
     }
   }
