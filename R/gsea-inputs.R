@@ -83,11 +83,11 @@ gsea_check_numbers <- function(d, metric, weight, labels) {
   sq <- !is.null(d$expr) && metric %in% c("signal2noise", "t_test")
   floor <- if (sq) sqrt(.Machine$double.xmin) else .Machine$double.xmin
   # the tiny values (count, first), max |x|, and for a matrix min x and the
-  # rows that vary: an expression matrix in one pass in C
+  # rows that vary: an expression matrix's from gsea_data()'s pass in C
   sc <- if (is.null(d$expr)) {
     tiny <- v != 0 & abs(v) < floor
     c(sum(tiny), if (any(tiny)) v[tiny][[1L]] else 0, max(abs(v)))
-  } else .Call(ffi_gsea_scan_matrix, d$expr, floor)
+  } else d$scan[c(if (sq) 3:4 else 1:2, 5:7)]
   if (sc[[1L]] > 0) {
     stop_numeric("`expr` has ", sc[[1L]], " values too small for the metric (nonzero, below ",
                  format(floor, digits = 3), " in magnitude), e.g. ", format(sc[[2L]], digits = 3),

@@ -545,12 +545,14 @@ gsea_data <- function(expr, ignoreCase = FALSE) {
                "a GCT file path or a named numeric vector, not ", describe_value(expr))
   }
   if (nrow(expr) < 2L) stop_input("`expr` must have at least 2 genes (rows)")
-  if (any(!is.finite(expr))) stop_input("`expr` has NA, NaN or infinite values (", sum(!is.finite(expr)), ")")
+  storage.mode(expr) <- "double"
+  # one pass in C for this check and gsea_check_numbers()'s, at its two floors
+  scan <- .Call(ffi_gsea_scan_matrix, expr, c(.Machine$double.xmin, sqrt(.Machine$double.xmin)))
+  if (scan[[8L]] > 0) stop_input("`expr` has NA, NaN or infinite values (", scan[[8L]], ")")
   rn <- rownames(expr)
   if (is.null(rn) || anyNA(rn) || any(!nzchar(rn))) stop_input("`expr` needs gene names as row names")
   gsea_check_gene_names(rn, ignoreCase)
-  storage.mode(expr) <- "double"
-  list(expr = expr, ranking = NULL)
+  list(expr = expr, ranking = NULL, scan = scan)
 }
 
 # What looks like gene sets: a list of character vectors, a
@@ -641,28 +643,17 @@ gsea_sets <- function(geneSets, genes, minSize, maxSize, ignoreCase = FALSE) {
   }
   # All memberships at once: match() exactly (with ignoreCase, exactly
   # first: gene names are then unique ignoring case, so an exact hit is the
-  # case-insensitive one; toupper() only for the rest); then one radix
-  # order by (set, gene) drops duplicates and gives each set's genes in
-  # index order.
+  # case-insensitive one; toupper() only for the rest); then each set's
+  # distinct genes in index order, by a counting sort in C.
   if (any(vapply(geneSets, is.factor, TRUE))) geneSets <- lapply(geneSets, as.character)
   all <- unlist(geneSets, use.names = FALSE)
-  grp <- rep.int(seq_along(geneSets), lengths(geneSets))
   hit <- match(all, genes)
-  miss <- which(is.na(hit))
-  if (ignoreCase && length(miss)) hit[miss] <- match(toupper(all[miss]), toupper(genes))
-  ok <- !is.na(hit)
-  grp <- grp[ok]
-  hit <- hit[ok]
-  o <- order(grp, hit, method = "radix")
-  grp <- grp[o]
-  hit <- hit[o]
-  n <- length(hit)
-  if (n > 1L) {
-    dup <- c(FALSE, grp[-1L] == grp[-n] & hit[-1L] == hit[-n])
-    grp <- grp[!dup]
-    hit <- hit[!dup]
+  if (ignoreCase) {
+    miss <- which(is.na(hit))
+    if (length(miss)) hit[miss] <- match(toupper(all[miss]), toupper(genes))
   }
-  k <- tabulate(grp, nbins = length(geneSets))
+  si <- .Call(ffi_gsea_set_index, hit, lengths(geneSets), length(genes))
+  k <- si[[1L]]
   keep <- k >= minSize & k <= maxSize & k < length(genes)
   if (!any(keep)) {
     stop_input("no gene set left after filtering: ", length(geneSets), " sets, sizes ",
@@ -671,7 +662,7 @@ gsea_sets <- function(geneSets, genes, minSize, maxSize, ignoreCase = FALSE) {
   }
   size <- k[keep]
   list(names = names(geneSets)[keep], size = size, start = c(0L, cumsum(size)),
-       index = hit[keep[grp]] - 1L)
+       index = if (all(keep)) si[[2L]] else si[[2L]][rep.int(keep, k)])
 }
 
 #' Broad GSEA statistics from observed and null enrichment scores

@@ -57,6 +57,7 @@ SEXP ffi_gsea_run(SEXP, SEXP, SEXP);
 SEXP ffi_gsea_multi(SEXP, SEXP, SEXP);
 SEXP ffi_gsea_scan_columns(SEXP);
 SEXP ffi_gsea_scan_matrix(SEXP, SEXP);
+SEXP ffi_gsea_set_index(SEXP, SEXP, SEXP);
 SEXP ffi_gsea_combine1(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_gsea_combine2(SEXP, SEXP, SEXP, SEXP);
 SEXP ffi_gsea_stats(SEXP, SEXP, SEXP);
@@ -106,6 +107,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_gsea_multi, 3),
     CALLDEF(ffi_gsea_scan_columns, 1),
     CALLDEF(ffi_gsea_scan_matrix, 2),
+    CALLDEF(ffi_gsea_set_index, 3),
     CALLDEF(ffi_gsea_combine1, 4),
     CALLDEF(ffi_gsea_combine2, 4),
     CALLDEF(ffi_gsea_stats, 3),

@@ -2,6 +2,8 @@
  * every GPU engine). */
 #include <stdio.h>
 #include <string.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 
 #include "cuda_check.cuh"
@@ -64,6 +66,41 @@ extern "C" sbg_status sbg_device_select(int device, sbg_ctx *ctx) {
   SBG_CUDA_CHECK(cudaSetDevice(device));
 done:
   return st;
+}
+
+#define WARM_MAX_DEVICES 64 /* contexts made ahead; any further ones when first used */
+
+struct sbg_device_warm {
+  pthread_t thread;
+  int n;
+  int devices[WARM_MAX_DEVICES];
+};
+
+static void *device_warm_main(void *arg) {
+  const sbg_device_warm *w = (const sbg_device_warm *)arg;
+  for (int i = 0; i < w->n; i++)
+    if (cudaSetDevice(w->devices[i]) == cudaSuccess) cudaFree(0); /* creates the primary context */
+  cudaGetLastError(); /* this thread's error state only */
+  return NULL;
+}
+
+extern "C" sbg_device_warm *sbg_device_warm_start(const sbg_ctx *ctx) {
+  const int n = sbg_ctx_n_devices(ctx) < WARM_MAX_DEVICES ? sbg_ctx_n_devices(ctx) : WARM_MAX_DEVICES;
+  sbg_device_warm *w = (sbg_device_warm *)malloc(sizeof(sbg_device_warm));
+  if (!w) return NULL;
+  w->n = n;
+  for (int i = 0; i < n; i++) w->devices[i] = sbg_ctx_device_at(ctx, i);
+  if (pthread_create(&w->thread, NULL, device_warm_main, w) != 0) {
+    free(w);
+    return NULL;
+  }
+  return w;
+}
+
+extern "C" void sbg_device_warm_join(sbg_device_warm *w) {
+  if (!w) return;
+  pthread_join(w->thread, NULL);
+  free(w);
 }
 
 extern "C" sbg_status sbg_gpu_device_info(int device, int with_memory, sbg_device_info *info,

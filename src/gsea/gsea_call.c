@@ -2,6 +2,7 @@
  * (ffi_gsea_stats): R vectors in, engine structs, R list out.  R has
  * validated the arguments; this checks only what memory safety needs. */
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -218,25 +219,31 @@ SEXP ffi_gsea_scan_columns(SEXP m) {
   return ans;
 }
 
-/* What gsea_check_numbers() (R/gsea-inputs.R) needs of an expression
- * matrix of finite values, in one pass (R's vector operations over it
- * were most of the time a call spent outside the engine): the values
- * that are nonzero and below `floor` in magnitude, the first of them
- * (column by column; 0 when none), the largest magnitude, the smallest
- * value, and the rows that are not constant. */
+/* What gsea_data() and gsea_check_numbers() (R/gsea-inputs.R) need of an
+ * expression matrix, in one pass (R's vector operations over it were most
+ * of the time a call spent outside the engine): for each of the two
+ * floors, the values that are nonzero and below it in magnitude and the
+ * first of them (column by column; 0 when none); the largest magnitude,
+ * the smallest value, the rows that are not constant, and the values that
+ * are not finite (the others are meaningful only without these). */
 SEXP ffi_gsea_scan_matrix(SEXP m, SEXP floor_) {
-  SBG_ASSERT(TYPEOF(m) == REALSXP && Rf_isMatrix(m) && TYPEOF(floor_) == REALSXP && XLENGTH(floor_) == 1);
+  SBG_ASSERT(TYPEOF(m) == REALSXP && Rf_isMatrix(m) && TYPEOF(floor_) == REALSXP && XLENGTH(floor_) == 2);
   const size_t n = (size_t)Rf_nrows(m), q = (size_t)Rf_ncols(m);
   SBG_ASSERT(n >= 1 && q >= 1);
-  const double floor = REAL(floor_)[0], *x = REAL_RO(m);
-  double tiny = 0, first = 0, top = 0, lo = x[0], varying = 0;
+  const double f1 = REAL(floor_)[0], f2 = REAL(floor_)[1], *x = REAL_RO(m);
+  const double hi = f1 > f2 ? f1 : f2;
+  double tiny1 = 0, first1 = 0, tiny2 = 0, first2 = 0, top = 0, lo = x[0], varying = 0, bad = 0;
   for (size_t j = 0; j < q; j++) {
     const double *c = x + j * n;
     for (size_t i = 0; i < n; i++) {
       double v = c[i], a = fabs(v);
       if (a > top) top = a;
       if (v < lo) lo = v;
-      if (v != 0 && a < floor && tiny++ == 0) first = v;
+      bad += !(a <= DBL_MAX); /* NaN, NA or infinite */
+      if (v != 0 && a < hi) { /* rare: the two floors apart */
+        if (a < f1 && tiny1++ == 0) first1 = v;
+        if (a < f2 && tiny2++ == 0) first2 = v;
+      }
     }
   }
   for (size_t i = 0; i < n; i++)
@@ -245,13 +252,16 @@ SEXP ffi_gsea_scan_matrix(SEXP m, SEXP floor_) {
         varying++;
         break;
       }
-  SEXP ans = PROTECT(Rf_allocVector(REALSXP, 5));
+  SEXP ans = PROTECT(Rf_allocVector(REALSXP, 8));
   double *o = REAL(ans);
-  o[0] = tiny;
-  o[1] = first;
-  o[2] = top;
-  o[3] = lo;
-  o[4] = varying;
+  o[0] = tiny1;
+  o[1] = first1;
+  o[2] = tiny2;
+  o[3] = first2;
+  o[4] = top;
+  o[5] = lo;
+  o[6] = varying;
+  o[7] = bad;
   UNPROTECT(1);
   return ans;
 }
@@ -421,6 +431,70 @@ SEXP ffi_gsea_stats(SEXP es, SEXP null_es, SEXP threads) {
   if (st != SBG_OK) sbg_stop(st, ctx.errbuf);
   UNPROTECT(1);
   return ans;
+}
+
+/* The sets' members as gene indices (gsea_sets() in R/rapidGSEA.R): hit,
+ * each listed member's 1-based gene or NA, set after set (len: the
+ * members each set lists); G genes.  list(k, index): each set's distinct
+ * genes (k) and, set after set, those genes 0-based in ascending order.
+ * A counting sort by gene, then by set: linear, where R's radix order of
+ * the (set, gene) pairs and the vectors around it took most of the time
+ * a call spent outside the engine. */
+SEXP ffi_gsea_set_index(SEXP hit, SEXP len, SEXP G_) {
+  SBG_ASSERT(TYPEOF(hit) == INTSXP && TYPEOF(len) == INTSXP && TYPEOF(G_) == INTSXP && XLENGTH(G_) == 1);
+  const R_xlen_t M = XLENGTH(hit), S = XLENGTH(len);
+  const int G = INTEGER(G_)[0], *h = INTEGER(hit), *ln = INTEGER(len);
+  SBG_ASSERT(G >= 0 && M < INT_MAX);
+  int *gstart = (int *)R_alloc((size_t)G + 2, sizeof(int)); /* gene -> sets listing it, in set order */
+  int *gsets = (int *)R_alloc((size_t)M + 1, sizeof(int));
+  int *sstart = (int *)R_alloc((size_t)S + 1, sizeof(int)); /* set -> its genes, gene order */
+  int *sfill = (int *)R_alloc((size_t)S + 1, sizeof(int));
+  int *sgenes = (int *)R_alloc((size_t)M + 1, sizeof(int));
+  memset(gstart, 0, ((size_t)G + 2) * sizeof(int));
+  R_xlen_t i = 0;
+  sstart[0] = 0;
+  for (R_xlen_t s = 0; s < S; s++) {
+    SBG_ASSERT(ln[s] >= 0 && i + ln[s] <= M);
+    int found = 0;
+    for (int j = 0; j < ln[s]; j++, i++) {
+      if (h[i] == NA_INTEGER) continue;
+      SBG_ASSERT(h[i] >= 1 && h[i] <= G);
+      gstart[h[i] + 1]++;
+      found++;
+    }
+    sstart[s + 1] = sstart[s] + found;
+  }
+  SBG_ASSERT(i == M);
+  for (int g = 0; g < G; g++) gstart[g + 2] += gstart[g + 1];
+  i = 0;
+  for (R_xlen_t s = 0; s < S; s++)
+    for (int j = 0; j < ln[s]; j++, i++)
+      if (h[i] != NA_INTEGER) gsets[gstart[h[i]]++] = (int)s; /* gstart[g + 1]: the end of 0-based gene g once filled */
+  /* genes in ascending order into their sets; a set that lists a gene
+   * twice has it twice in a row in the gene's list */
+  memcpy(sfill, sstart, (size_t)S * sizeof(int));
+  for (int g = 0, at = 0; g < G; g++) {
+    int last = -1;
+    for (; at < gstart[g + 1]; at++) {
+      int s = gsets[at];
+      if (s != last) sgenes[sfill[s]++] = g;
+      last = s;
+    }
+  }
+  SEXP k = PROTECT(Rf_allocVector(INTSXP, S));
+  R_xlen_t n = 0;
+  for (R_xlen_t s = 0; s < S; s++) n += INTEGER(k)[s] = sfill[s] - sstart[s];
+  SEXP index = PROTECT(Rf_allocVector(INTSXP, n));
+  int *ix = INTEGER(index);
+  for (R_xlen_t s = 0; s < S; s++) {
+    memcpy(ix, sgenes + sstart[s], (size_t)INTEGER(k)[s] * sizeof(int));
+    ix += INTEGER(k)[s];
+  }
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, 2));
+  SET_VECTOR_ELT(out, 0, k);
+  SET_VECTOR_ELT(out, 1, index);
+  UNPROTECT(3);
+  return out;
 }
 
 /* The leading edge of every set (rapidGSEA()'s leadingEdge column): its

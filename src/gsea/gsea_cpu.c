@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "device.h"
 #include "gsea.h"
 #include "gsea_math.h"
 #include "gsea_preranked.h"
@@ -527,12 +528,24 @@ static int bucket_make(const double *a, int32_t n, int32_t *nb, double *scale, i
   return 1;
 }
 
-/* gsea_count_le(a, n, x) for x >= 0 through the buckets. */
+/* gsea_count_le(a, n, x) for x >= 0 through the buckets, or with strict
+ * gsea_count_lt(a, n, x) for x > 0 (the margins hold for both). */
 static inline int32_t bucket_find(const double *a, int32_t nb, double scale, const int32_t *lo, const int32_t *hi,
-                                  double x) {
+                                  double x, int strict) {
   double f = x * scale;
   int32_t b = f < (double)(nb - 1) ? (int32_t)f : nb - 1;
-  return lo[b] + gsea_count_le(a + lo[b], hi[b] - lo[b], x);
+  return lo[b] + (strict ? gsea_count_lt(a + lo[b], hi[b] - lo[b], x) : gsea_count_le(a + lo[b], hi[b] - lo[b], x));
+}
+
+/* The buckets of opos and oneg, once; without them (no memory) the
+ * searches run over the whole arrays. */
+static void stats_buckets(stats *t) {
+  if (t->bplo) return;
+  if (!bucket_make(t->opos, t->kp, &t->nbp, &t->sbp, &t->bplo, &t->bphi) ||
+      !bucket_make(t->oneg, t->kn, &t->nbn, &t->sbn, &t->bnlo, &t->bnhi)) {
+    free(t->bplo); free(t->bphi); free(t->bnlo); free(t->bnhi);
+    t->bplo = t->bphi = t->bnlo = t->bnhi = NULL;
+  }
 }
 
 /* Pass 2 over permutations [first, first + n): normalised null ES, the per
@@ -546,11 +559,7 @@ static void stats_pass2(stats *t, const double *nb, int32_t ncol, const int32_t 
                         int64_t first, int64_t n, int nth) {
   size_t wp = (size_t)t->kp + 1, wn = (size_t)t->kn + 1;
   int64_t vpos = 0, vneg = 0;
-  if (!t->bplo && (!bucket_make(t->opos, t->kp, &t->nbp, &t->sbp, &t->bplo, &t->bphi) ||
-                   !bucket_make(t->oneg, t->kn, &t->nbn, &t->sbn, &t->bnlo, &t->bnhi))) {
-    free(t->bplo); free(t->bphi); free(t->bnlo); free(t->bnhi);
-    t->bplo = t->bphi = t->bnlo = t->bnhi = NULL;
-  }
+  stats_buckets(t);
   memset(t->thp, 0, (size_t)nth * wp * sizeof(uint64_t));
   memset(t->thn, 0, (size_t)nth * wn * sizeof(uint64_t));
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 64) reduction(+ : vpos, vneg)
@@ -588,8 +597,8 @@ static void stats_pass2(stats *t, const double *nb, int32_t ncol, const int32_t 
         if (z <= 0) hn[gsea_count_le(t->oneg, t->kn, -z)] += m * wnv;
         continue;
       }
-      if (z >= 0) hp[bucket_find(t->opos, t->nbp, t->sbp, t->bplo, t->bphi, z)] += m * wpv;
-      if (z <= 0) hn[bucket_find(t->oneg, t->nbn, t->sbn, t->bnlo, t->bnhi, -z)] += m * wnv;
+      if (z >= 0) hp[bucket_find(t->opos, t->nbp, t->sbp, t->bplo, t->bphi, z, 0)] += m * wpv;
+      if (z <= 0) hn[bucket_find(t->oneg, t->nbn, t->sbn, t->bnlo, t->bnhi, -z, 0)] += m * wnv;
     }
   }
   for (int i = 0; i < nth; i++) {
@@ -622,9 +631,23 @@ static int stats_finish(stats *t, double *fdr, double *fwer) {
   for (int32_t i = kp - 1; i >= 0; i--) cp[i] = cp[i + 1] + t->hp[i + 1];
   cn[kn] = 0;
   for (int32_t i = kn - 1; i >= 0; i--) cn[i] = cn[i + 1] + t->hn[i + 1];
+  /* each permutation's max > opos[i] for every i below its bin; the
+   * threads count into their own rows of thp / thn (kp, kn <= S) */
+  stats_buckets(t);
+  size_t wp = (size_t)kp + 1, wn = (size_t)kn + 1;
+  memset(t->thp, 0, (size_t)t->nth * wp * sizeof(uint64_t));
+  memset(t->thn, 0, (size_t)t->nth * wn * sizeof(uint64_t));
+#pragma omp parallel for num_threads(t->nth) schedule(static)
   for (int64_t b = 0; b < N; b++) {
-    gp[gsea_count_lt(t->opos, kp, t->pmax[b])]++;  /* max > opos[i] for every i below */
-    gn[gsea_count_lt(t->oneg, kn, -t->pmin[b])]++;
+    uint64_t *tp = t->thp + (size_t)omp_get_thread_num() * wp, *tn = t->thn + (size_t)omp_get_thread_num() * wn;
+    double x = t->pmax[b], y = -t->pmin[b];
+    /* x <= 0 exceeds no opos (all >= 0), and the buckets take x > 0 */
+    tp[x <= 0 ? 0 : t->bplo ? bucket_find(t->opos, t->nbp, t->sbp, t->bplo, t->bphi, x, 1) : gsea_count_lt(t->opos, kp, x)]++;
+    tn[y <= 0 ? 0 : t->bnlo ? bucket_find(t->oneg, t->nbn, t->sbn, t->bnlo, t->bnhi, y, 1) : gsea_count_lt(t->oneg, kn, y)]++;
+  }
+  for (int i = 0; i < t->nth; i++) {
+    for (size_t k = 0; k < wp; k++) gp[k] += (int64_t)t->thp[(size_t)i * wp + k];
+    for (size_t k = 0; k < wn; k++) gn[k] += (int64_t)t->thn[(size_t)i * wn + k];
   }
   for (int32_t i = kp - 1; i >= 0; i--) gp[i] += gp[i + 1]; /* gp[i]: bins >= i */
   for (int32_t i = kn - 1; i >= 0; i--) gn[i] += gn[i + 1];
@@ -809,6 +832,7 @@ typedef struct gsea_run {
   double *zbatch, *zcache;     /* a batch of ES by size; pass 1's, kept for pass 2 */
   double *zmpos;               /* per size: mpos, then mneg, for the devices' pass 2 */
   double t0, work, done_w;     /* stage clock; progress */
+  sbg_device_warm *warm;       /* the devices' contexts in the making, until the workers open */
 } gsea_run;
 
 static sbg_status run_check(const gsea_run *R, sbg_ctx *ctx) {
@@ -827,6 +851,9 @@ static sbg_status run_check(const gsea_run *R, sbg_ctx *ctx) {
   return SBG_OK;
 }
 
+/* Genes a block of the centring: its sums stay in the L1 cache. */
+#define CENTRE_GENES 512
+
 /* Centred data and the totals every permutation shares. */
 static sbg_status run_centre(gsea_run *R, sbg_ctx *ctx) {
   const sbg_gsea_input *in = R->in;
@@ -837,16 +864,24 @@ static sbg_status run_centre(gsea_run *R, sbg_ctx *ctx) {
     R->t1 = calloc((size_t)G, sizeof(double));
     R->t2 = calloc((size_t)G, sizeof(double));
     if (!R->xc || !R->mu || !R->t1 || !R->t2) return sbg_fail(ctx, SBG_ERR_ALLOC, "cannot allocate the centred data");
-    for (int32_t i = 0; i < P; i++)
-      for (int32_t g = 0; g < G; g++) R->mu[g] += in->expr[(size_t)i * G + g];
-    for (int32_t g = 0; g < G; g++) R->mu[g] /= P;
-    for (int32_t i = 0; i < P; i++)
-      for (int32_t g = 0; g < G; g++) {
-        double x = in->expr[(size_t)i * G + g] - R->mu[g];
-        R->xc[(size_t)i * G + g] = x;
-        R->t1[g] += x;
-        R->t2[g] += x * x;
-      }
+    /* blocks of genes on the threads, each gene's sums over the samples
+     * in order whatever the threads */
+#pragma omp parallel for num_threads(R->nth) schedule(static)
+    for (int32_t g0 = 0; g0 < G; g0 += CENTRE_GENES) {
+      const int32_t g1 = G - g0 < CENTRE_GENES ? G : g0 + CENTRE_GENES;
+      const double *e = in->expr;
+      double *mu = R->mu, *t1 = R->t1, *t2 = R->t2, *xc = R->xc;
+      for (int32_t i = 0; i < P; i++)
+        for (int32_t g = g0; g < g1; g++) mu[g] += e[(size_t)i * G + g];
+      for (int32_t g = g0; g < g1; g++) mu[g] /= P;
+      for (int32_t i = 0; i < P; i++)
+        for (int32_t g = g0; g < g1; g++) {
+          double x = e[(size_t)i * G + g] - mu[g];
+          xc[(size_t)i * G + g] = x;
+          t1[g] += x;
+          t2[g] += x * x;
+        }
+    }
     int32_t na = 0;
     for (int32_t i = 0; i < P; i++) na += in->labels[i] == 0;
     R->sh.prep.n_a = na;
@@ -1258,6 +1293,7 @@ done:
 }
 
 static void run_close(gsea_run *R) {
+  sbg_device_warm_join(R->warm);
   for (int w = 0; w < SBG_GSEA_MAX_DEVICES; w++) {
     sbg_gsea_gpu_close(R->gpus[w]);
     sbg_gsea_pre_gpu_close(R->pgs[w]);
@@ -1290,11 +1326,14 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   R.sh.p = p;
   if (R.G >= 2 && R.S >= 1) R.M = in->set_start[R.S];
   if ((st = run_check(&R, ctx)) != SBG_OK) return st;
+  if (use_gpu) R.warm = sbg_device_warm_start(ctx); /* meanwhile the host's preparation */
   SBG_TRY(run_centre(&R, ctx));
   SBG_TRY(run_index(&R, ctx));
   run_observed(&R);
   if (p->gene_perm) SBG_TRY(run_gene_null(&R, ctx));
   run_batch_size(&R);
+  sbg_device_warm_join(R.warm);
+  R.warm = NULL;
   SBG_TRY(run_workers(&R, ctx));
   SBG_TRY(run_stats_open(&R, ctx));
   /* On the GPUs the statistics run on the devices unless the table is kept
