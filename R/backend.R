@@ -1,6 +1,24 @@
 # Which engine runs a call: backend, threads and device, shared by every
 # method (see DESIGN.md, "Backends").
 
+# Begins creating the CUDA contexts of the devices that a GPU run will use,
+# on a thread of its own, while R checks the input: a context takes 0.1-0.4
+# s the first time in a process, which the engine's first CUDA call would
+# wait for (it waits for this thread instead).  Best effort and silent:
+# resolveBackend() and the engine report any problem.  Not with BPPARAM,
+# whose workers, not this process, use the devices.
+gpu_warm <- function(backend, device, BPPARAM = NULL) {
+  if (!is.null(BPPARAM) || !(identical(backend, "auto") || identical(backend, "gpu"))) return(invisible())
+  s <- gpu_status()
+  if (s$availability != 0L) return(invisible())
+  dev <- if (identical(device, "all")) seq_len(s$nDevices) - 1L else device
+  if (!is.numeric(dev) || length(dev) < 1L || anyNA(dev) || any(dev < 0 | dev >= s$nDevices | dev != round(dev))) {
+    return(invisible())
+  }
+  .Call(ffi_device_warm, unique(as.integer(dev)))
+  invisible()
+}
+
 gpu_status <- function(details = FALSE) {
   s <- .Call(ffi_gpu_info, details)
   names(s) <- c("cuda", "availability", "message", "driver", "runtime", "nDevices", "devices")

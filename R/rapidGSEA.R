@@ -270,6 +270,7 @@ rapidGSEA <- function(expr, phenotype = NULL, geneSets, assay = NULL, nperm = 10
                       verbose = interactive(), keepNull = FALSE, BPPARAM = NULL, classA = NULL,
                       ignoreCase = FALSE, stats = NULL) {
   t_start <- proc.time()[["elapsed"]]
+  gpu_warm(backend, device, BPPARAM)
   # stats: one named vector is the preranked `expr`; a matrix or a list
   # holds many signatures (a numeric matrix as `expr` is expression data)
   multi <- !is.null(stats) && !(is.numeric(stats) && is.null(dim(stats)))

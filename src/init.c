@@ -33,6 +33,7 @@
 #include "core/threads.h"
 
 SEXP ffi_gpu_info(SEXP);
+SEXP ffi_device_warm(SEXP);
 SEXP ffi_reserve_heap(SEXP);
 SEXP ffi_threads_info(void);
 SEXP ffi_philox_block(SEXP, SEXP);
@@ -96,6 +97,7 @@ SEXP ffi_lassie_sbml_available(void);
 
 static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_gpu_info, 1),
+    CALLDEF(ffi_device_warm, 1),
     CALLDEF(ffi_reserve_heap, 1),
     CALLDEF(ffi_threads_info, 0),
     CALLDEF(ffi_philox_block, 2),

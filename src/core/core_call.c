@@ -12,6 +12,14 @@
 /* list(cuda, availability, message, driver, runtime, nDevices, devices),
  * devices a list of columns, one row per device; free memory only when
  * `details` (it needs each device's context). */
+/* gpu_warm() (R/backend.R): the contexts of these devices (0-based, known
+ * to exist) begun on a thread of their own; see sbg_device_warm_begin. */
+SEXP ffi_device_warm(SEXP devices) {
+  SBG_ASSERT(TYPEOF(devices) == INTSXP);
+  sbg_device_warm_begin(INTEGER(devices), (int)XLENGTH(devices));
+  return R_NilValue;
+}
+
 SEXP ffi_gpu_info(SEXP details) {
   int nprot = 0;
   SBG_ASSERT(TYPEOF(details) == LGLSXP && XLENGTH(details) == 1);

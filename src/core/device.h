@@ -46,16 +46,17 @@ void sbg_gpu_summary_get(sbg_gpu_summary *out);
 sbg_status sbg_gpu_device_info(int device, int with_memory, sbg_device_info *info,
                                sbg_ctx *ctx);
 
-/* The run's devices' CUDA contexts, created on a thread of its own while
- * the caller prepares its input on the host: creating a context takes
- * about 0.1 s the first time in a process, and the engine's first CUDA
- * call would otherwise wait for it.  Errors are left for the engine's own
- * calls to report.  sbg_device_warm_join waits for the thread and frees
- * the handle (NULL: nothing to wait for, as without CUDA or where no
- * thread could start); every path out of the engine must call it. */
-typedef struct sbg_device_warm sbg_device_warm;
-sbg_device_warm *sbg_device_warm_start(const sbg_ctx *ctx);
-void sbg_device_warm_join(sbg_device_warm *w);
+/* The CUDA contexts of `devices` (n of them), created on a thread of its
+ * own while the caller checks and prepares its input on the host: a
+ * context takes 0.1-0.4 s the first time in a process, which the first
+ * CUDA call would otherwise wait for.  Errors are left for the engines'
+ * own calls to report.  One thread at a time: a begin while one is still
+ * at work does nothing.  sbg_device_warm_wait waits for the pending one,
+ * if any; an engine calls it before its first CUDA call, or makes that
+ * call, which waits for the context anyway (the thread is then reaped by
+ * the next begin or wait).  Without CUDA both do nothing. */
+void sbg_device_warm_begin(const int *devices, int n);
+void sbg_device_warm_wait(void);
 
 #ifdef __cplusplus
 }

@@ -70,34 +70,46 @@ done:
 
 #define WARM_MAX_DEVICES 64 /* contexts made ahead; any further ones when first used */
 
-struct sbg_device_warm {
+typedef struct device_warm {
   pthread_t thread;
   int n;
   int devices[WARM_MAX_DEVICES];
-};
+} device_warm;
+
+static pthread_mutex_t warm_lock = PTHREAD_MUTEX_INITIALIZER;
+static device_warm *warm_pending = NULL;
 
 static void *device_warm_main(void *arg) {
-  const sbg_device_warm *w = (const sbg_device_warm *)arg;
+  const device_warm *w = (const device_warm *)arg;
   for (int i = 0; i < w->n; i++)
     if (cudaSetDevice(w->devices[i]) == cudaSuccess) cudaFree(0); /* creates the primary context */
   cudaGetLastError(); /* this thread's error state only */
   return NULL;
 }
 
-extern "C" sbg_device_warm *sbg_device_warm_start(const sbg_ctx *ctx) {
-  const int n = sbg_ctx_n_devices(ctx) < WARM_MAX_DEVICES ? sbg_ctx_n_devices(ctx) : WARM_MAX_DEVICES;
-  sbg_device_warm *w = (sbg_device_warm *)malloc(sizeof(sbg_device_warm));
-  if (!w) return NULL;
-  w->n = n;
-  for (int i = 0; i < n; i++) w->devices[i] = sbg_ctx_device_at(ctx, i);
-  if (pthread_create(&w->thread, NULL, device_warm_main, w) != 0) {
-    free(w);
-    return NULL;
+extern "C" void sbg_device_warm_begin(const int *devices, int n) {
+  pthread_mutex_lock(&warm_lock);
+  if (warm_pending && pthread_tryjoin_np(warm_pending->thread, NULL) == 0) { /* a finished one */
+    free(warm_pending);
+    warm_pending = NULL;
   }
-  return w;
+  if (!warm_pending && n > 0) {
+    device_warm *w = (device_warm *)malloc(sizeof(device_warm));
+    if (w) {
+      w->n = n < WARM_MAX_DEVICES ? n : WARM_MAX_DEVICES;
+      for (int i = 0; i < w->n; i++) w->devices[i] = devices[i];
+      if (pthread_create(&w->thread, NULL, device_warm_main, w) == 0) warm_pending = w;
+      else free(w);
+    }
+  }
+  pthread_mutex_unlock(&warm_lock);
 }
 
-extern "C" void sbg_device_warm_join(sbg_device_warm *w) {
+extern "C" void sbg_device_warm_wait(void) {
+  pthread_mutex_lock(&warm_lock);
+  device_warm *w = warm_pending;
+  warm_pending = NULL;
+  pthread_mutex_unlock(&warm_lock);
   if (!w) return;
   pthread_join(w->thread, NULL);
   free(w);

@@ -18,9 +18,9 @@ sbg_status sbg_gpu_device_info(int device, int with_memory, sbg_device_info *inf
   return sbg_fail(ctx, SBG_ERR_NO_CUDA, "sysbioGPU was built without CUDA");
 }
 
-sbg_device_warm *sbg_device_warm_start(const sbg_ctx *ctx) {
-  (void)ctx;
-  return NULL;
+void sbg_device_warm_begin(const int *devices, int n) {
+  (void)devices;
+  (void)n;
 }
 
-void sbg_device_warm_join(sbg_device_warm *w) { (void)w; }
+void sbg_device_warm_wait(void) {}

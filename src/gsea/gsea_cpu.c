@@ -832,7 +832,6 @@ typedef struct gsea_run {
   double *zbatch, *zcache;     /* a batch of ES by size; pass 1's, kept for pass 2 */
   double *zmpos;               /* per size: mpos, then mneg, for the devices' pass 2 */
   double t0, work, done_w;     /* stage clock; progress */
-  sbg_device_warm *warm;       /* the devices' contexts in the making, until the workers open */
 } gsea_run;
 
 static sbg_status run_check(const gsea_run *R, sbg_ctx *ctx) {
@@ -1293,7 +1292,7 @@ done:
 }
 
 static void run_close(gsea_run *R) {
-  sbg_device_warm_join(R->warm);
+  sbg_device_warm_wait();
   for (int w = 0; w < SBG_GSEA_MAX_DEVICES; w++) {
     sbg_gsea_gpu_close(R->gpus[w]);
     sbg_gsea_pre_gpu_close(R->pgs[w]);
@@ -1326,14 +1325,18 @@ sbg_status sbg_gsea_run(const sbg_gsea_input *in, const sbg_gsea_params *p,
   R.sh.p = p;
   if (R.G >= 2 && R.S >= 1) R.M = in->set_start[R.S];
   if ((st = run_check(&R, ctx)) != SBG_OK) return st;
-  if (use_gpu) R.warm = sbg_device_warm_start(ctx); /* meanwhile the host's preparation */
+  if (use_gpu) { /* the contexts made meanwhile, unless R began them (gpu_warm()) */
+    int devs[SBG_GSEA_MAX_DEVICES], nd = sbg_ctx_n_devices(ctx) < SBG_GSEA_MAX_DEVICES ? sbg_ctx_n_devices(ctx)
+                                                                                       : SBG_GSEA_MAX_DEVICES;
+    for (int i = 0; i < nd; i++) devs[i] = sbg_ctx_device_at(ctx, i);
+    sbg_device_warm_begin(devs, nd);
+  }
   SBG_TRY(run_centre(&R, ctx));
   SBG_TRY(run_index(&R, ctx));
   run_observed(&R);
   if (p->gene_perm) SBG_TRY(run_gene_null(&R, ctx));
   run_batch_size(&R);
-  sbg_device_warm_join(R.warm);
-  R.warm = NULL;
+  sbg_device_warm_wait();
   SBG_TRY(run_workers(&R, ctx));
   SBG_TRY(run_stats_open(&R, ctx));
   /* On the GPUs the statistics run on the devices unless the table is kept

@@ -96,6 +96,28 @@ test_that("a named list and a GeneSetCollection give the same table", {
 
 # ---- degenerate data -----------------------------------------------------
 
+test_that("the sets' members: each listed gene once, in gene order, absent ones dropped", {
+  set.seed(9)
+  genes <- paste0(sample(c("a", "B", "c"), 50, TRUE), 1:50)
+  sets <- lapply(1:30, function(i) sample(c(genes, "zz", toupper(genes[1:5])), sample(0:90, 1), TRUE))
+  names(sets) <- paste0("s", seq_along(sets))
+  for (ic in c(FALSE, TRUE)) {
+    idx <- lapply(sets, function(s) {
+      h <- match(s, genes)
+      if (ic) h[is.na(h)] <- match(toupper(s[is.na(h)]), toupper(genes))
+      sort(unique(h[!is.na(h)])) - 1L
+    })
+    k <- lengths(idx)
+    keep <- k >= 3 & k <= 40
+    gs <- sysbioGPU:::gsea_sets(sets, genes, 3, 40, ignoreCase = ic)
+    expect_identical(gs$names, names(sets)[keep])
+    expect_identical(gs$size, unname(k[keep]))
+    expect_identical(gs$index, unname(unlist(idx[keep])))
+    expect_identical(gs$start, c(0L, cumsum(unname(k[keep]))))
+  }
+  expect_true(any(vapply(sets, anyDuplicated, 0L) > 0)) # duplicates to drop
+})
+
 test_that("the scan of `expr` counts its tiny values, names the first, and finds a single varying value", {
   d <- gsea_toy(G = 300)
   x <- d$x
