@@ -2,7 +2,8 @@
 # second on random PBNs of the paper's Table 2 classes and on the T-LGL
 # networks, the T-LGL steady-state analysis at r = 5e-6, and beyond the
 # paper (10,000 nodes, bbm243).  Run: Rscript inst/bench/pbn.R
-# Environment: PBN_BENCH_QUICK=1 shortens everything; PBN_DATA points at a
+# Environment: PBN_BENCH_QUICK=1 shortens everything; PBN_NETS (a regular
+# expression) keeps the networks whose names match; PBN_DATA points at a
 # folder of the biodivine collection's models 014, 025 and 243 saved as
 # bbm014.bnet, bbm025.bnet and bbm243.bnet
 # (https://github.com/sybila/biodivine-boolean-models).  Those files are not
@@ -79,6 +80,11 @@ for (f in c("bbm014", "bbm025", "bbm243")) {
 }
 if (!quick) nets[["random n=10000 D~2.7"]] <- random_pbn(10000, "2.7", 10000)
 
+# PBN_NETS: a regular expression; only the networks whose names match it
+# (e.g. "^random n=100 D~2.7$"), default all
+keep <- grepl(Sys.getenv("PBN_NETS", "."), names(nets))
+if (!any(keep)) stop("PBN_NETS matches none of: ", paste(names(nets), collapse = "; "))
+nets <- nets[keep]
 rows <- list()
 for (nm in names(nets)) for (eng in engines) {
   net <- nets[[nm]]
