@@ -61,6 +61,9 @@ test_that("a CPU call leaves the GPUs alone, a GPU call holds only its device", 
     "m <- reactionModel(rbind(c(1, 0), c(0, 1)), rbind(c(0, 1), c(1, 0)), rates = c(2, 1), initial = c(1, 0))",
     "invisible(resolveBackend('cpu'))",
     "invisible(lassieSimulate(m, c(0, 1), backend = 'cpu', verbose = FALSE))",
+    "g <- matrix(rnorm(480), 60, dimnames = list(paste0('g', 1:60), NULL))",
+    "invisible(rapidGSEA(g, rep(c('a', 'b'), 4), list(s = paste0('g', 1:10)), nperm = 10, minSize = 1,",
+    "                    backend = 'cpu', verbose = FALSE))",
     "cat('cpu:', held(), '\\n')",
     "invisible(hasGPU()); invisible(resolveBackend('gpu', device = 0))",
     "invisible(lassieSimulate(m, c(0, 1), backend = 'gpu', device = 0, verbose = FALSE))",
@@ -74,6 +77,21 @@ test_that("a CPU call leaves the GPUs alone, a GPU call holds only its device", 
   skip_if(identical(trimws(gpu0), "gpu0:"), "nvidia-smi lists no process of this container")
   expect_identical(trimws(cpu), "cpu:")
   expect_identical(trimws(gpu0), "gpu0: 0")
+})
+
+test_that("gpu_warm() is silent, leaves the checks to the call, and skips CPU and BPPARAM runs", {
+  warm <- sysbioGPU:::gpu_warm
+  for (dev in list(99L, -1L, "x", NA, 0.5, c(0L, 99L))) expect_silent(expect_null(warm("gpu", dev)))
+  expect_null(warm("cpu", 0L))
+  expect_null(warm("auto", 0L, BPPARAM = list()))
+  skip_if_no_gpu()
+  expect_null(warm("gpu", 0L))
+  expect_null(warm("auto", "all"))
+  g <- matrix(stats::rnorm(480), 60, dimnames = list(paste0("g", 1:60), NULL))
+  args <- list(g, rep(c("a", "b"), 4), list(s = paste0("g", 1:10)), nperm = 50, minSize = 1, seed = 1,
+               verbose = FALSE)
+  expect_identical(as.data.frame(do.call(rapidGSEA, c(args, backend = "gpu"))),
+                   as.data.frame(do.call(rapidGSEA, c(args, backend = "cpu"))))
 })
 
 # ---- resolution --------------------------------------------------------------
