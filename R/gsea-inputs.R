@@ -83,7 +83,7 @@ gsea_check_numbers <- function(d, metric, weight, labels) {
   sq <- !is.null(d$expr) && metric %in% c("signal2noise", "t_test")
   floor <- if (sq) sqrt(.Machine$double.xmin) else .Machine$double.xmin
   # the tiny values (count, first), max |x|, and for a matrix min x and the
-  # rows that vary: an expression matrix's from gsea_data()'s pass in C
+  # rows that vary (a matrix's from gsea_data()'s one pass in C)
   sc <- if (is.null(d$expr)) {
     tiny <- v != 0 & abs(v) < floor
     c(sum(tiny), if (any(tiny)) v[tiny][[1L]] else 0, max(abs(v)))

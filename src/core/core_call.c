@@ -9,9 +9,6 @@
 #include "selftest.h"
 #include "threads.h"
 
-/* list(cuda, availability, message, driver, runtime, nDevices, devices),
- * devices a list of columns, one row per device; free memory only when
- * `details` (it needs each device's context). */
 /* gpu_warm() (R/backend.R): the contexts of these devices (0-based, known
  * to exist) begun on a thread of their own; see sbg_device_warm_begin. */
 SEXP ffi_device_warm(SEXP devices) {
@@ -20,6 +17,9 @@ SEXP ffi_device_warm(SEXP devices) {
   return R_NilValue;
 }
 
+/* list(cuda, availability, message, driver, runtime, nDevices, devices),
+ * devices a list of columns, one row per device; free memory only when
+ * `details` (it needs each device's context). */
 SEXP ffi_gpu_info(SEXP details) {
   int nprot = 0;
   SBG_ASSERT(TYPEOF(details) == LGLSXP && XLENGTH(details) == 1);

@@ -219,13 +219,14 @@ SEXP ffi_gsea_scan_columns(SEXP m) {
   return ans;
 }
 
-/* What gsea_data() and gsea_check_numbers() (R/gsea-inputs.R) need of an
- * expression matrix, in one pass (R's vector operations over it were most
- * of the time a call spent outside the engine): for each of the two
- * floors, the values that are nonzero and below it in magnitude and the
- * first of them (column by column; 0 when none); the largest magnitude,
- * the smallest value, the rows that are not constant, and the values that
- * are not finite (the others are meaningful only without these). */
+/* What gsea_data() (R/rapidGSEA.R) and gsea_check_numbers()
+ * (R/gsea-inputs.R) need of an expression matrix, in one pass (R's vector
+ * operations over it were most of the time a call spent outside the
+ * engine): for each of the two floors, the values that are nonzero and
+ * below it in magnitude and the first of them (column by column; 0 when
+ * none); the largest magnitude, the smallest value, the rows that are not
+ * constant, and the values that are not finite (the others are
+ * meaningful only without these). */
 SEXP ffi_gsea_scan_matrix(SEXP m, SEXP floor_) {
   SBG_ASSERT(TYPEOF(m) == REALSXP && Rf_isMatrix(m) && TYPEOF(floor_) == REALSXP && XLENGTH(floor_) == 2);
   const size_t n = (size_t)Rf_nrows(m), q = (size_t)Rf_ncols(m);
