@@ -2,11 +2,11 @@
 # method (see DESIGN.md, "Backends").
 
 # Begins creating the CUDA contexts of the devices that a GPU run will use,
-# on a thread of its own, while R checks the input: a context takes 0.1-0.4
-# s the first time in a process, which the engine's first CUDA call would
-# wait for (it waits for this thread instead).  Best effort and silent:
-# resolveBackend() and the engine report any problem.  Not with BPPARAM,
-# whose workers, not this process, use the devices.
+# on a thread of its own, while R checks the input: a context takes a few
+# tenths of a second the first time in a process, which the engine's first
+# CUDA call would wait for (it waits for this thread instead).  Best effort
+# and silent: resolveBackend() and the engine report any problem.  Not
+# with BPPARAM, whose workers, not this process, use the devices.
 gpu_warm <- function(backend, device, BPPARAM = NULL) {
   if (!is.null(BPPARAM) || !(identical(backend, "auto") || identical(backend, "gpu"))) return(invisible())
   s <- gpu_status()

@@ -48,9 +48,9 @@ sbg_status sbg_gpu_device_info(int device, int with_memory, sbg_device_info *inf
 
 /* The CUDA contexts of `devices` (n of them), created on a thread of its
  * own while the caller checks and prepares its input on the host: a
- * context takes 0.1-0.4 s the first time in a process, which the first
- * CUDA call would otherwise wait for.  Errors are left for the engines'
- * own calls to report.  One thread at a time: a begin while one is still
+ * context takes a few tenths of a second the first time in a process,
+ * which the first CUDA call would otherwise wait for.  Errors are left
+ * for the engines' own calls to report.  One thread at a time: a begin while one is still
  * at work does nothing.  sbg_device_warm_wait waits for the pending one,
  * if any; an engine calls it before its first CUDA call, or makes that
  * call, which waits for the context anyway (the thread is then reaped by
