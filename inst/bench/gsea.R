@@ -11,6 +11,7 @@
 #   SBG_BENCH_GSEA=none SBG_BENCH_MULTISIG=20 SBG_BENCH_MULTISIG_LOOP=1 FGSEA_LIB=/tmp/fgsea-lib Rscript inst/bench/gsea.R
 #   SBG_BENCH_GSEA=none SBG_BENCH_MULTILEVEL=101,151,201,301 SBG_BENCH_REPS=5 FGSEA_LIB=/tmp/fgsea-lib Rscript inst/bench/gsea.R
 #   SBG_BENCH_GSEA=none SBG_BENCH_MULTILEVEL=101,151,201,301 SBG_BENCH_ML_VS_FGSEA=0 SBG_BENCH_ML_TOP=10 Rscript inst/bench/gsea.R
+#   SBG_BENCH_GSEA=none SBG_BENCH_OVERHEAD=5 Rscript inst/bench/gsea.R   # the time outside the engine
 #
 # The preranked section (SBG_BENCH_PRERANKED = nperm) compares
 # rapidGSEA with fgsea on C2 (sets of 15-500 genes) on its own genes, a
@@ -271,6 +272,33 @@ if (nzchar(cg_bin)) {
       "set CUDAGSEA_BIN to run it side by side\n")
 }
 print(tab, row.names = FALSE)
+}
+
+# ---- what a call spends outside its engine ----
+# SBG_BENCH_OVERHEAD = runs (default 0: none): the C2 call's wall time
+# minus the engine's stages, on the CPU backend at nperm 64 (the stages
+# short, the rest R's), SBG_BENCH_THREADS threads, and the R steps before
+# the engine timed alone (the matrix's checks, the sets' index); medians.
+overhead_reps <- as.integer(Sys.getenv("SBG_BENCH_OVERHEAD", "0"))
+if (overhead_reps > 0) {
+  th <- as.integer(Sys.getenv("SBG_BENCH_THREADS", "2"))
+  elapsed <- function(expr) {
+    t0 <- proc.time()[["elapsed"]]
+    force(expr)
+    proc.time()[["elapsed"]] - t0
+  }
+  outside <- vapply(seq_len(overhead_reps), function(i) {
+    t <- elapsed(r <- rapidGSEA(x, y, c2, nperm = 64, minSize = 1, seed = 1, backend = "cpu", threads = th,
+                                verbose = FALSE))
+    t - sum(attr(r, "stageTime"))
+  }, 0)
+  ns <- asNamespace("sysbioGPU")
+  sets_t <- vapply(seq_len(overhead_reps), function(i) elapsed(ns$gsea_sets(c2, rownames(x), 1, Inf)), 0)
+  data_t <- vapply(seq_len(overhead_reps), function(i) elapsed(ns$gsea_data(x)), 0)
+  cat(sprintf("\nC2 call outside the engine's stages (CPU, %d threads, nperm 64): median %.3f s (%s)\n",
+              th, stats::median(outside), paste(sprintf("%.3f", outside), collapse = " ")))
+  cat(sprintf("the sets' index (C2): median %.3f s; the matrix's checks: median %.3f s\n",
+              stats::median(sets_t), stats::median(data_t)))
 }
 
 # ---- preranked: rapidGSEA vs fgsea ----
