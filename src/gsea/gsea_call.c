@@ -253,16 +253,9 @@ SEXP ffi_gsea_scan_matrix(SEXP m, SEXP floor_) {
         varying++;
         break;
       }
-  SEXP ans = PROTECT(Rf_allocVector(REALSXP, 8));
-  double *o = REAL(ans);
-  o[0] = tiny1;
-  o[1] = first1;
-  o[2] = tiny2;
-  o[3] = first2;
-  o[4] = top;
-  o[5] = lo;
-  o[6] = varying;
-  o[7] = bad;
+  const double out[] = {tiny1, first1, tiny2, first2, top, lo, varying, bad};
+  SEXP ans = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)(sizeof out / sizeof out[0])));
+  memcpy(REAL(ans), out, sizeof out);
   UNPROTECT(1);
   return ans;
 }
