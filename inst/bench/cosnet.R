@@ -1,4 +1,4 @@
-# Benchmark of parCosnet()/cvParCosnet() (issue: ParCOSNet, Frasca et al.
+# Benchmark of parCosnet()/cvParCosnet() (ParCOSNet, Frasca et al.
 # 2018).  Rscript inst/bench/cosnet.R prints one table: workload, backend,
 # seconds (the engine's; `wall` adds the R side: input checks, folds,
 # metrics), and the paper's figure or the peer's time.  Each Erdos-Renyi

@@ -137,7 +137,7 @@ if (gpu) {
 }
 tab <- cbind(tab, checksum = vapply(ev, `[[`, 0, "checksum"),
   row.names = NULL)
-cat("\n## Evaluation throughput: mouse eye, 32 genes, 5 steps (issue: GPU >= 2e9/s, CPU >= 5e6/s per core)\n")
+cat("\n## Evaluation throughput: mouse eye, 32 genes, 5 steps (targets: GPU >= 2e9/s, CPU >= 5e6/s per core)\n")
 print(tab, digits = 4, row.names = FALSE)
 
 # ---- 2. time to the best fitness on the mouse eye network -------------------
@@ -178,7 +178,7 @@ if (length(rows)) {
     data.frame(backend = r$backend[1], runs = nrow(r), reached = sum(r$reached),
                medianSeconds = stats::median(r$seconds),
                medianGenerations = stats::median(r$generations))))
-  cat("\n(issue: GPU median <= 5 s, CPU median <= 300 s on 2 cores; paper: 80 to 600 s on a GTX 660)\n")
+  cat("\n(targets: GPU median <= 5 s, CPU median <= 300 s on 2 cores; paper: 80 to 600 s on a GTX 660)\n")
   print(agg, digits = 4, row.names = FALSE)
 }
 

@@ -35,7 +35,8 @@
 # (speed-up / devices) against the first set.  LASSIE_DEVICES_ONLY=1 runs
 # only that section; there LASSIE_DEVICE_CHEN and LASSIE_DEVICE_HAUGH (comma
 # lists of batch sizes) replace LASSIE_CHEN_BATCH and LASSIE_BATCH, and
-# LASSIE_DEVICE_OUTPUT=array asks for the array output.
+# LASSIE_DEVICE_OUTPUT=array asks for the array output, LASSIE_DEVICE_GC=1
+# collects R's heap before each timed run.
 suppressPackageStartupMessages(library(sysbioGPU))
 args <- commandArgs(trailingOnly = TRUE)
 quick <- "quick" %in% args
@@ -438,6 +439,11 @@ dev_sets <- Sys.getenv("LASSIE_DEVICES")
 if (gpu && nzchar(dev_sets)) {
   sets <- lapply(strsplit(strsplit(dev_sets, ";")[[1]], ","), function(d) if (identical(d, "all")) "all" else as.integer(d))
   reps <- env_num("LASSIE_DEVICE_REPS", 3)
+  # LASSIE_DEVICE_GC=1: R's heap collected before each timed run, so that
+  # where R's collections fall (a batch of 8,192 matrices crosses its
+  # threshold in some runs and not others: 0.1-0.3 s) does not decide
+  # which build or device set looks faster
+  collect <- Sys.getenv("LASSIE_DEVICE_GC") == "1"
   # the numbers and counters of a batch, either output shape
   core <- function(b) if (inherits(b, "lassieArray")) list(unclass(b)[, , ], attr(b, "stats"))
                       else lapply(b, function(o) list(unclass(o)[, ], attr(o, "stats")))
@@ -490,6 +496,7 @@ if (gpu && nzchar(dev_sets)) {
       invisible(run(x$K[rep(1, 4), , drop = FALSE]))   # each device's context, outside the timing
       best <- Inf; engine <- Inf
       for (r in seq_len(reps)) {
+        if (collect) { tr <- NULL; invisible(gc()) }
         tr <- timed(run(x$K)); best <- min(best, tr$s); engine <- min(engine, elapsed(tr$v))
       }
       same <- if (is.null(ref)) { ref <- core(tr$v); NA } else identical(core(tr$v), ref)
