@@ -5,7 +5,8 @@
 # -l); the command runs with R_LIBS set to each in turn, A B A B ..., with
 # the caller's environment (the bench script's settings), so that both
 # builds meet the same host, load and clocks.  Each run's output goes to
-# stdout after a line "##### <label> round <r>", and its wall time after
+# stdout after a line "##### <library> round <r>", and its exit status and
+# wall time after
 # it, so that a before/after comparison (a regression check) reads the two
 # builds' rows side by side.
 set -u
