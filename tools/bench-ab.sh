@@ -6,9 +6,8 @@
 # the caller's environment (the bench script's settings), so that both
 # builds meet the same host, load and clocks.  Each run's output goes to
 # stdout after a line "##### <library> round <r>", and its exit status and
-# wall time after
-# it, so that a before/after comparison (a regression check) reads the two
-# builds' rows side by side.
+# wall time after it, so that a before/after comparison (a regression
+# check) reads the two builds' rows side by side.
 set -u
 if [ $# -lt 4 ]; then echo "usage: $0 LIB_A LIB_B ROUNDS command..." >&2; exit 2; fi
 a=$1; b=$2; rounds=$3; shift 3
